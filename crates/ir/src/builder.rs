@@ -1,0 +1,367 @@
+//! A builder with operator overloading and numpy broadcasting.
+//!
+//! Like XLA's `XlaBuilder`, an op that cannot be built does not panic: the builder records
+//! the first error, every value derived from the bad one is poisoned, and
+//! [`FunctionBuilder::finish`] returns that error (op, operand types and creation site).
+//!
+//! ```
+//! use graphlift_ir::{ElementType::F32, FunctionBuilder};
+//! let b = FunctionBuilder::new("halide_subgraph");
+//! let [a, bb, c, d] = ["A", "B", "C", "D"].map(|n| b.parameter(n, F32, [8]));
+//! let r = ((a + bb) * c).relu() + d;
+//! let f = b.finish(&[r]).unwrap();
+//! assert_eq!(f.parameters().len(), 4);
+//! ```
+
+use std::cell::RefCell;
+use std::ops;
+
+use crate::{
+    BinaryOp, CompareOp, ElementType, Function, IrError, NodeId, Op, Output, Shape, TensorData,
+    UnaryOp,
+};
+
+/// Builds a [`Function`] through [`Value`] handles.
+#[derive(Debug)]
+pub struct FunctionBuilder {
+    function: RefCell<Function>,
+    error: RefCell<Option<IrError>>,
+}
+
+/// A value being built: one output of a node in a [`FunctionBuilder`], or a poisoned value
+/// when building it failed.
+#[derive(Debug, Clone, Copy)]
+pub struct Value<'b> {
+    builder: &'b FunctionBuilder,
+    output: Option<Output>,
+}
+
+impl FunctionBuilder {
+    /// A builder for a function named `name`.
+    pub fn new(name: impl Into<String>) -> FunctionBuilder {
+        FunctionBuilder {
+            function: RefCell::new(Function::new(name)),
+            error: RefCell::new(None),
+        }
+    }
+
+    fn record<T>(&self, r: Result<T, IrError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error.borrow_mut().get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    fn value(&self, id: Option<NodeId>) -> Value<'_> {
+        Value {
+            builder: self,
+            output: id.map(Output::from),
+        }
+    }
+
+    /// A new parameter of the given type.
+    #[track_caller]
+    pub fn parameter(
+        &self,
+        name: &str,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+    ) -> Value<'_> {
+        let r = self
+            .function
+            .borrow_mut()
+            .add_parameter(name, element_type, shape);
+        self.value(self.record(r))
+    }
+
+    /// A constant tensor.
+    #[track_caller]
+    pub fn constant(&self, data: impl Into<TensorData>, shape: impl Into<Shape>) -> Value<'_> {
+        let r = self.function.borrow_mut().add_constant(data.into(), shape);
+        self.value(self.record(r))
+    }
+
+    /// A 0-d constant of `element_type` holding `x` (converted as Rust's `as` does).
+    #[track_caller]
+    pub fn scalar(&self, element_type: ElementType, x: f64) -> Value<'_> {
+        let data = match element_type {
+            ElementType::F32 => TensorData::F32(vec![x as f32]),
+            ElementType::F64 => TensorData::F64(vec![x]),
+            ElementType::I32 => TensorData::I32(vec![x as i32]),
+            ElementType::I64 => TensorData::I64(vec![x as i64]),
+            ElementType::Bool => TensorData::Bool(vec![x != 0.0]),
+        };
+        self.constant(data, Shape::scalar())
+    }
+
+    /// Adds a node of `op` on already-broadcast operands.
+    #[track_caller]
+    pub fn op(&self, op: Op, inputs: &[Value<'_>]) -> Value<'_> {
+        let Some(ins) = inputs.iter().map(|v| v.output).collect::<Option<Vec<_>>>() else {
+            return self.value(None);
+        };
+        let r = self.function.borrow_mut().add_node(op, &ins);
+        self.value(self.record(r))
+    }
+
+    /// Adds an op whose operands are first broadcast to their common shape (numpy rules).
+    #[track_caller]
+    pub fn broadcasting_op(&self, op: Op, inputs: &[Value<'_>]) -> Value<'_> {
+        let Some(shapes) = inputs
+            .iter()
+            .map(|v| v.tensor_type().map(|t| t.1))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return self.value(None);
+        };
+        let target = shapes
+            .iter()
+            .try_fold(Shape::scalar(), |acc, s| Shape::broadcast(&acc, s));
+        let Some(target) = target else {
+            // Let the op report the incompatible shapes.
+            return self.op(op, inputs);
+        };
+        let ins: Vec<Value<'_>> = inputs.iter().map(|v| v.broadcast_to(target.clone())).collect();
+        self.op(op, &ins)
+    }
+
+    /// The first error recorded so far, if any.
+    pub fn error(&self) -> Option<IrError> {
+        self.error.borrow().clone()
+    }
+
+    /// Adds a Result for each value, in order, and returns the function.
+    ///
+    /// # Errors
+    /// The first error any builder call recorded.
+    #[track_caller]
+    pub fn finish(self, results: &[Value<'_>]) -> Result<Function, IrError> {
+        for r in results {
+            if let Some(o) = r.output {
+                let res = self.function.borrow_mut().add_result(o, None);
+                self.record(res);
+            }
+        }
+        if let Some(e) = self.error.into_inner() {
+            return Err(e);
+        }
+        Ok(self.function.into_inner())
+    }
+
+    /// Runs `f` on the function under construction (to set names, tags, metadata).
+    pub fn with_function<T>(&self, f: impl FnOnce(&mut Function) -> Result<T, IrError>) -> Option<T> {
+        let r = f(&mut self.function.borrow_mut());
+        self.record(r)
+    }
+}
+
+impl<'b> Value<'b> {
+    /// The output this value is, or `None` if it is poisoned.
+    pub fn output(&self) -> Option<Output> {
+        self.output
+    }
+
+    /// Element type and shape, or `None` if poisoned.
+    pub fn tensor_type(&self) -> Option<(ElementType, Shape)> {
+        let o = self.output?;
+        let f = self.builder.function.borrow();
+        let t = f.output_type(o).ok()?;
+        Some((t.element_type, t.shape.clone()))
+    }
+
+    /// Sets the producing node's name.
+    pub fn named(self, name: &str) -> Value<'b> {
+        if let Some(o) = self.output {
+            self.builder.with_function(|f| f.set_name(o.node, name));
+        }
+        self
+    }
+
+    /// Adds a provenance tag to the producing node.
+    pub fn tagged(self, tag: &str) -> Value<'b> {
+        if let Some(o) = self.output {
+            self.builder.with_function(|f| f.add_tag(o.node, tag));
+        }
+        self
+    }
+
+    /// Broadcasts to `shape` (numpy rules); no node is added when the shape already matches.
+    #[track_caller]
+    pub fn broadcast_to(self, shape: impl Into<Shape>) -> Value<'b> {
+        let shape = shape.into();
+        match self.tensor_type() {
+            Some((_, s)) if s == shape => self,
+            _ => self.builder.op(Op::Broadcast(shape), &[self]),
+        }
+    }
+
+    /// Converts to another element type.
+    #[track_caller]
+    pub fn convert(self, to: ElementType) -> Value<'b> {
+        self.builder.op(Op::Convert(to), &[self])
+    }
+
+    #[track_caller]
+    fn unary(self, u: UnaryOp) -> Value<'b> {
+        self.builder.op(Op::Unary(u), &[self])
+    }
+
+    #[track_caller]
+    fn binary(self, b: BinaryOp, other: Value<'b>) -> Value<'b> {
+        self.builder.broadcasting_op(Op::Binary(b), &[self, other])
+    }
+
+    #[track_caller]
+    fn compare(self, c: CompareOp, other: Value<'b>) -> Value<'b> {
+        self.builder.broadcasting_op(Op::Compare(c), &[self, other])
+    }
+
+    /// A 0-d constant of this value's element type.
+    #[track_caller]
+    pub fn scalar_like(self, x: f64) -> Value<'b> {
+        match self.tensor_type() {
+            Some((t, _)) => self.builder.scalar(t, x),
+            None => self.builder.value(None),
+        }
+    }
+}
+
+macro_rules! unary_methods {
+    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
+        impl<'b> Value<'b> {
+            $(
+                $(#[$doc])*
+                #[track_caller]
+                pub fn $name(self) -> Value<'b> {
+                    self.unary(UnaryOp::$op)
+                }
+            )*
+        }
+    };
+}
+
+unary_methods! {
+    /// `|x|`.
+    abs => Abs;
+    /// `max(x, 0)`.
+    relu => Relu;
+    /// `e^x`.
+    exp => Exp;
+    /// Natural logarithm.
+    log => Log;
+    /// Square root.
+    sqrt => Sqrt;
+    /// Hyperbolic tangent.
+    tanh => Tanh;
+    /// Logistic sigmoid.
+    sigmoid => Sigmoid;
+    /// Error function.
+    erf => Erf;
+    /// Round toward -inf.
+    floor => Floor;
+    /// Round toward +inf.
+    ceil => Ceil;
+    /// Round half to even.
+    round => Round;
+    /// Sign: -1, 0 or 1.
+    sign => Sign;
+    /// Logical not (bool).
+    not => Not;
+}
+
+macro_rules! binary_methods {
+    ($($(#[$doc:meta])* $name:ident => $kind:ident :: $op:ident;)*) => {
+        impl<'b> Value<'b> {
+            $(
+                $(#[$doc])*
+                #[track_caller]
+                pub fn $name(self, other: Value<'b>) -> Value<'b> {
+                    binary_methods!(@call self, other, $kind, $op)
+                }
+            )*
+        }
+    };
+    (@call $s:ident, $o:ident, Binary, $op:ident) => { $s.binary(BinaryOp::$op, $o) };
+    (@call $s:ident, $o:ident, Compare, $op:ident) => { $s.compare(CompareOp::$op, $o) };
+}
+
+binary_methods! {
+    /// Elementwise maximum (broadcasting).
+    max => Binary::Maximum;
+    /// Elementwise minimum (broadcasting).
+    min => Binary::Minimum;
+    /// `self ^ other` (broadcasting).
+    pow => Binary::Power;
+    /// Logical and (broadcasting).
+    and => Binary::And;
+    /// Logical or (broadcasting).
+    or => Binary::Or;
+    /// Logical xor (broadcasting).
+    xor => Binary::Xor;
+    /// `self == other` (broadcasting).
+    eq => Compare::Equal;
+    /// `self != other` (broadcasting).
+    ne => Compare::NotEqual;
+    /// `self < other` (broadcasting).
+    lt => Compare::Less;
+    /// `self <= other` (broadcasting).
+    le => Compare::LessEq;
+    /// `self > other` (broadcasting).
+    gt => Compare::Greater;
+    /// `self >= other` (broadcasting).
+    ge => Compare::GreaterEq;
+}
+
+/// `cond ? a : b` elementwise, broadcasting all three.
+#[track_caller]
+pub fn select<'b>(cond: Value<'b>, a: Value<'b>, b: Value<'b>) -> Value<'b> {
+    cond.builder.broadcasting_op(Op::Select, &[cond, a, b])
+}
+
+macro_rules! arith_ops {
+    ($($trait:ident $method:ident => $op:ident;)*) => {
+        $(
+            impl<'b> ops::$trait for Value<'b> {
+                type Output = Value<'b>;
+                #[track_caller]
+                fn $method(self, rhs: Value<'b>) -> Value<'b> {
+                    self.binary(BinaryOp::$op, rhs)
+                }
+            }
+            impl<'b> ops::$trait<f64> for Value<'b> {
+                type Output = Value<'b>;
+                #[track_caller]
+                fn $method(self, rhs: f64) -> Value<'b> {
+                    let c = self.scalar_like(rhs);
+                    self.binary(BinaryOp::$op, c)
+                }
+            }
+            impl<'b> ops::$trait<Value<'b>> for f64 {
+                type Output = Value<'b>;
+                #[track_caller]
+                fn $method(self, rhs: Value<'b>) -> Value<'b> {
+                    let c = rhs.scalar_like(self);
+                    c.binary(BinaryOp::$op, rhs)
+                }
+            }
+        )*
+    };
+}
+
+arith_ops! {
+    Add add => Add;
+    Sub sub => Subtract;
+    Mul mul => Multiply;
+    Div div => Divide;
+}
+
+impl<'b> ops::Neg for Value<'b> {
+    type Output = Value<'b>;
+    #[track_caller]
+    fn neg(self) -> Value<'b> {
+        self.unary(UnaryOp::Negative)
+    }
+}

@@ -1,0 +1,634 @@
+//! `Function`: an arena of nodes with ordered parameters and results (nGraph's Function).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::infer::infer_output_types;
+use crate::{
+    CreationSite, ElementType, IrError, Node, NodeId, Op, Output, ProvenanceTags, Shape,
+    TensorData, TensorType,
+};
+
+/// A computation graph: a DAG of typed nodes with ordered parameters and results.
+///
+/// Nodes live in an arena and are addressed by [`NodeId`]; a node's inputs are [`Output`]
+/// handles. Every node knows its users, so [`Function::replace_node`] is cheap. Parameters and
+/// results are nodes (`Op::Parameter`, `Op::Result`), kept in call order. Topological order
+/// is derived ([`Function::topological_order`]), never stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    name: String,
+    nodes: Vec<Option<Node>>,
+    parameters: Vec<NodeId>,
+    results: Vec<NodeId>,
+    names: HashMap<String, NodeId>,
+}
+
+impl Function {
+    /// An empty function.
+    pub fn new(name: impl Into<String>) -> Function {
+        Function {
+            name: name.into(),
+            nodes: Vec::new(),
+            parameters: Vec::new(),
+            results: Vec::new(),
+            names: HashMap::new(),
+        }
+    }
+
+    /// The function's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Parameter nodes, in call order.
+    pub fn parameters(&self) -> &[NodeId] {
+        &self.parameters
+    }
+
+    /// Result nodes, in call order.
+    pub fn results(&self) -> &[NodeId] {
+        &self.results
+    }
+
+    /// Types of the parameters, in call order.
+    pub fn parameter_types(&self) -> Vec<TensorType> {
+        self.parameters
+            .iter()
+            .filter_map(|&p| self.get(p).map(|n| n.outputs[0].clone()))
+            .collect()
+    }
+
+    /// Types of the results, in call order.
+    pub fn result_types(&self) -> Vec<TensorType> {
+        self.results
+            .iter()
+            .filter_map(|&r| self.get(r).map(|n| n.outputs[0].clone()))
+            .collect()
+    }
+
+    /// Number of live nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.iter().flatten().count()
+    }
+
+    /// Live nodes in id order.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().flatten()
+    }
+
+    /// The node `id`, or `None` if it does not exist (or was removed).
+    pub fn get(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id.index()).and_then(Option::as_ref)
+    }
+
+    /// The node `id`.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if there is no such node.
+    pub fn node(&self, id: NodeId) -> Result<&Node, IrError> {
+        self.get(id).ok_or_else(|| self.dangling(format!("no node {id}")))
+    }
+
+    /// The node named `name`.
+    pub fn node_by_name(&self, name: &str) -> Option<&Node> {
+        self.names.get(name).and_then(|&id| self.get(id))
+    }
+
+    /// The type of a value.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if the node or the output index does not exist.
+    pub fn output_type(&self, output: Output) -> Result<&TensorType, IrError> {
+        self.node(output.node)?
+            .outputs
+            .get(output.index)
+            .ok_or_else(|| self.dangling(format!("node {} has no output {}", output.node, output.index)))
+    }
+
+    /// The value a Result node passes out.
+    pub fn result_source(&self, result: NodeId) -> Result<Output, IrError> {
+        let n = self.node(result)?;
+        match (&n.op, n.inputs.first()) {
+            (Op::Result, Some(&o)) => Ok(o),
+            _ => Err(self.dangling(format!("node `{}` is not a Result", n.name))),
+        }
+    }
+
+    fn dangling(&self, what: String) -> IrError {
+        IrError::Dangling {
+            function: self.name.clone(),
+            what,
+        }
+    }
+
+    /// Adds a Parameter of the given type at the end of the parameter list.
+    ///
+    /// # Errors
+    /// [`IrError::ShapeOverflow`] for a shape whose element count overflows `usize`;
+    /// [`IrError::DuplicateName`] if `name` is taken.
+    #[track_caller]
+    pub fn add_parameter(
+        &mut self,
+        name: impl Into<String>,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+    ) -> Result<NodeId, IrError> {
+        let shape = shape.into();
+        shape.element_count()?;
+        let name = name.into();
+        self.check_name_free(&name)?;
+        let id = self.push(
+            Op::Parameter,
+            Vec::new(),
+            vec![TensorType::new(element_type, shape)],
+            Some(name),
+            CreationSite::caller(),
+        );
+        self.parameters.push(id);
+        Ok(id)
+    }
+
+    /// Adds a Constant holding `data` in the given shape.
+    ///
+    /// # Errors
+    /// [`IrError::ConstantLength`] if `data` does not hold exactly as many elements as
+    /// `shape`; [`IrError::ShapeOverflow`] for an overflowing shape.
+    #[track_caller]
+    pub fn add_constant(
+        &mut self,
+        data: TensorData,
+        shape: impl Into<Shape>,
+    ) -> Result<NodeId, IrError> {
+        let shape = shape.into();
+        let expected = shape.element_count()?;
+        if data.len() != expected {
+            return Err(IrError::ConstantLength {
+                name: format!("Constant_{}", self.nodes.len()),
+                len: data.len(),
+                shape,
+                expected,
+            });
+        }
+        let t = TensorType::new(data.element_type(), shape);
+        Ok(self.push(
+            Op::Constant(Arc::new(data)),
+            Vec::new(),
+            vec![t],
+            None,
+            CreationSite::caller(),
+        ))
+    }
+
+    /// Adds a node computing `op` on `inputs`, inferring its output types.
+    ///
+    /// # Errors
+    /// [`IrError::Inference`] naming the op, the operand types and the creation site when the
+    /// operands are not acceptable; [`IrError::Dangling`] for an input that does not exist.
+    /// Use [`Function::add_parameter`], [`Function::add_constant`] and
+    /// [`Function::add_result`] for those ops.
+    #[track_caller]
+    pub fn add_node(&mut self, op: Op, inputs: &[Output]) -> Result<NodeId, IrError> {
+        self.add_node_at(op, inputs, CreationSite::caller())
+    }
+
+    /// [`Function::add_node`] with an explicit creation site (for importers and passes that
+    /// carry the site of the node they translate).
+    pub fn add_node_at(
+        &mut self,
+        op: Op,
+        inputs: &[Output],
+        site: CreationSite,
+    ) -> Result<NodeId, IrError> {
+        if matches!(op, Op::Result) {
+            return Err(self.dangling("use add_result to add a Result".into()));
+        }
+        let types = self.infer(&op, inputs, &site)?;
+        Ok(self.push(op, inputs.to_vec(), types, None, site))
+    }
+
+    fn infer(
+        &self,
+        op: &Op,
+        inputs: &[Output],
+        site: &CreationSite,
+    ) -> Result<Vec<TensorType>, IrError> {
+        let in_types: Vec<TensorType> = inputs
+            .iter()
+            .map(|&o| self.output_type(o).cloned())
+            .collect::<Result<_, _>>()?;
+        infer_output_types(op, &in_types).map_err(|message| IrError::Inference {
+            op: op.to_string(),
+            name: format!("{}_{}", op.type_name(), self.nodes.len()),
+            site: site.clone(),
+            operands: in_types
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            message,
+        })
+    }
+
+    /// Adds a Result passing `value` out, at the end of the result list.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if `value` does not exist; [`IrError::DuplicateName`] if `name`
+    /// is taken.
+    #[track_caller]
+    pub fn add_result(
+        &mut self,
+        value: Output,
+        name: Option<String>,
+    ) -> Result<NodeId, IrError> {
+        let t = self.output_type(value)?.clone();
+        if let Some(n) = &name {
+            self.check_name_free(n)?;
+        }
+        let id = self.push(Op::Result, vec![value], vec![t], name, CreationSite::caller());
+        self.results.push(id);
+        Ok(id)
+    }
+
+    /// Copies `src` (op, name, metadata, tags, pass history, creation site) from another
+    /// function, wiring it to `inputs` of this one. The name is kept if free, else suffixed.
+    /// Parameters are added to the parameter list; Results to the result list.
+    ///
+    /// # Errors
+    /// As [`Function::add_node`] when the inputs do not fit the op.
+    pub fn import_node(&mut self, src: &Node, inputs: &[Output]) -> Result<NodeId, IrError> {
+        let types = match &src.op {
+            Op::Parameter | Op::Constant(_) => src.outputs.clone(),
+            op => self.infer(op, inputs, &src.site)?,
+        };
+        let name = self.unique_name(&src.name);
+        let id = self.push(src.op.clone(), inputs.to_vec(), types, Some(name), src.site.clone());
+        let n = self.nodes[id.index()].as_mut().expect("just pushed");
+        n.metadata = src.metadata.clone();
+        n.tags = src.tags.clone();
+        n.pass_history = src.pass_history.clone();
+        match src.op {
+            Op::Parameter => self.parameters.push(id),
+            Op::Result => self.results.push(id),
+            _ => {}
+        }
+        Ok(id)
+    }
+
+    fn push(
+        &mut self,
+        op: Op,
+        inputs: Vec<Output>,
+        outputs: Vec<TensorType>,
+        name: Option<String>,
+        site: CreationSite,
+    ) -> NodeId {
+        let id = NodeId(u32::try_from(self.nodes.len()).expect("more than 2^32 nodes"));
+        let name = name.unwrap_or_else(|| self.unique_name(&format!("{}_{}", op.type_name(), id.0)));
+        for (slot, o) in inputs.iter().enumerate() {
+            if let Some(Some(p)) = self.nodes.get_mut(o.node.index()) {
+                p.users[o.index].push((id, slot));
+            }
+        }
+        self.names.insert(name.clone(), id);
+        let n_out = outputs.len();
+        self.nodes.push(Some(Node {
+            id,
+            name,
+            op,
+            inputs,
+            outputs,
+            metadata: BTreeMap::new(),
+            tags: ProvenanceTags::new(),
+            pass_history: Vec::new(),
+            site,
+            other_deps: Vec::new(),
+            users: vec![Vec::new(); n_out],
+        }));
+        id
+    }
+
+    fn unique_name(&self, base: &str) -> String {
+        if !self.names.contains_key(base) {
+            return base.to_string();
+        }
+        (1..)
+            .map(|k| format!("{base}_{k}"))
+            .find(|n| !self.names.contains_key(n))
+            .expect("an unused suffix exists")
+    }
+
+    fn check_name_free(&self, name: &str) -> Result<(), IrError> {
+        match self.names.get(name) {
+            Some(&node) => Err(IrError::DuplicateName {
+                function: self.name.clone(),
+                name: name.to_string(),
+                node,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn node_mut(&mut self, id: NodeId) -> Result<&mut Node, IrError> {
+        let function = self.name.clone();
+        self.nodes
+            .get_mut(id.index())
+            .and_then(Option::as_mut)
+            .ok_or(IrError::Dangling {
+                function,
+                what: format!("no node {id}"),
+            })
+    }
+
+    /// Renames a node.
+    ///
+    /// # Errors
+    /// [`IrError::DuplicateName`] if another node has `name`.
+    pub fn set_name(&mut self, id: NodeId, name: impl Into<String>) -> Result<(), IrError> {
+        let name = name.into();
+        if self.names.get(&name) == Some(&id) {
+            return Ok(());
+        }
+        self.check_name_free(&name)?;
+        let n = self.node_mut(id)?;
+        let old = std::mem::replace(&mut n.name, name.clone());
+        self.names.remove(&old);
+        self.names.insert(name, id);
+        Ok(())
+    }
+
+    /// Sets a metadata entry on a node.
+    pub fn set_metadata(
+        &mut self,
+        id: NodeId,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), IrError> {
+        self.node_mut(id)?.metadata.insert(key.into(), value.into());
+        Ok(())
+    }
+
+    /// Adds a provenance tag to a node.
+    pub fn add_tag(&mut self, id: NodeId, tag: impl Into<String>) -> Result<(), IrError> {
+        self.node_mut(id)?.tags.insert(tag);
+        Ok(())
+    }
+
+    /// Adds every tag of `tags` to a node.
+    pub fn add_tags(&mut self, id: NodeId, tags: &ProvenanceTags) -> Result<(), IrError> {
+        self.node_mut(id)?.tags.union_with(tags);
+        Ok(())
+    }
+
+    /// Appends a pass name to a node's pass history.
+    pub fn record_pass(&mut self, id: NodeId, pass: &str) -> Result<(), IrError> {
+        self.node_mut(id)?.pass_history.push(pass.to_string());
+        Ok(())
+    }
+
+    /// Makes `id` run after `dep` (a control dependency).
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if either node does not exist; [`IrError::Cycle`] if `dep`
+    /// already depends on `id`.
+    pub fn add_control_dependency(&mut self, id: NodeId, dep: NodeId) -> Result<(), IrError> {
+        self.node(dep)?;
+        self.node_mut(id)?.other_deps.push(dep);
+        if let Err(e) = self.topological_order() {
+            self.node_mut(id)?.other_deps.pop();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Points every user of `old` at `new` (the value's type must match).
+    ///
+    /// # Errors
+    /// [`IrError::ReplaceMismatch`] if the types differ; [`IrError::Dangling`] if either
+    /// does not exist.
+    pub fn replace_output(&mut self, old: Output, new: Output) -> Result<(), IrError> {
+        let (ot, nt) = (self.output_type(old)?.clone(), self.output_type(new)?.clone());
+        if ot != nt {
+            return Err(IrError::ReplaceMismatch {
+                old: self.node(old.node)?.name.clone(),
+                old_types: ot.to_string(),
+                new: self.node(new.node)?.name.clone(),
+                new_types: nt.to_string(),
+            });
+        }
+        if old == new {
+            return Ok(());
+        }
+        let users = std::mem::take(&mut self.node_mut(old.node)?.users[old.index]);
+        for &(u, slot) in &users {
+            self.node_mut(u)?.inputs[slot] = new;
+        }
+        self.node_mut(new.node)?.users[new.index].extend(users);
+        Ok(())
+    }
+
+    /// Replaces `old` by `new` everywhere (nGraph's `replace_node`), then removes nodes that
+    /// no longer reach a result.
+    ///
+    /// Every output of `old` is redirected to the same output of `new`. Provenance follows
+    /// nGraph's rule: `old`'s tags go to `new` and to every node of the replacement subgraph
+    /// back to, not including, `old`'s inputs and the function's parameters. `old`'s control
+    /// dependencies move to `new`.
+    ///
+    /// # Errors
+    /// [`IrError::ReplaceMismatch`] if the output counts or types differ.
+    pub fn replace_node(&mut self, old: NodeId, new: NodeId) -> Result<(), IrError> {
+        let (old_n, new_n) = (self.node(old)?, self.node(new)?);
+        if old_n.outputs != new_n.outputs {
+            let fmt = |n: &Node| {
+                n.outputs
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(IrError::ReplaceMismatch {
+                old: old_n.name.clone(),
+                old_types: fmt(old_n),
+                new: new_n.name.clone(),
+                new_types: fmt(new_n),
+            });
+        }
+        let tags = old_n.tags.clone();
+        let deps = old_n.other_deps.clone();
+        let stop: HashSet<NodeId> = old_n.inputs.iter().map(|o| o.node).collect();
+        // Tag the replacement subgraph.
+        let mut stack = vec![new];
+        let mut seen = HashSet::new();
+        while let Some(id) = stack.pop() {
+            if stop.contains(&id) || id == old || !seen.insert(id) {
+                continue;
+            }
+            let n = self.node_mut(id)?;
+            if matches!(n.op, Op::Parameter) {
+                continue;
+            }
+            n.tags.union_with(&tags);
+            stack.extend(n.inputs.iter().map(|o| o.node));
+        }
+        for i in 0..self.node(old)?.outputs.len() {
+            self.replace_output(Output::new(old, i), Output::new(new, i))?;
+        }
+        let n = self.node_mut(new)?;
+        for d in deps {
+            if !n.other_deps.contains(&d) {
+                n.other_deps.push(d);
+            }
+        }
+        self.remove_dead_nodes();
+        Ok(())
+    }
+
+    /// Removes every node that no result reaches through inputs or control dependencies.
+    /// Parameters always stay. Returns the number of nodes removed.
+    pub fn remove_dead_nodes(&mut self) -> usize {
+        let mut live = vec![false; self.nodes.len()];
+        let mut stack: Vec<NodeId> = self.results.clone();
+        stack.extend(&self.parameters);
+        while let Some(id) = stack.pop() {
+            if live[id.index()] {
+                continue;
+            }
+            live[id.index()] = true;
+            if let Some(n) = self.get(id) {
+                stack.extend(n.inputs.iter().map(|o| o.node));
+                stack.extend(&n.other_deps);
+            }
+        }
+        let mut removed = 0;
+        for i in 0..self.nodes.len() {
+            if live[i] {
+                continue;
+            }
+            if let Some(n) = self.nodes[i].take() {
+                removed += 1;
+                self.names.remove(&n.name);
+                for (slot, o) in n.inputs.iter().enumerate() {
+                    if let Some(Some(p)) = self.nodes.get_mut(o.node.index()) {
+                        p.users[o.index].retain(|&(u, s)| !(u == n.id && s == slot));
+                    }
+                }
+            }
+        }
+        for n in self.nodes.iter_mut().flatten() {
+            n.other_deps.retain(|d| live[d.index()]);
+        }
+        removed
+    }
+
+    /// Live nodes in a topological order: every node after its inputs and control
+    /// dependencies; among ready nodes, lower ids first (so the order is deterministic).
+    ///
+    /// # Errors
+    /// [`IrError::Cycle`] if the graph has a cycle.
+    pub fn topological_order(&self) -> Result<Vec<NodeId>, IrError> {
+        let n = self.nodes.len();
+        let mut pending = vec![0usize; n];
+        let mut succ: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+        for node in self.nodes() {
+            let preds: HashSet<NodeId> = node
+                .inputs
+                .iter()
+                .map(|o| o.node)
+                .chain(node.other_deps.iter().copied())
+                .collect();
+            pending[node.id.index()] = preds.len();
+            for p in preds {
+                succ[p.index()].push(node.id);
+            }
+        }
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<NodeId>> = self
+            .nodes()
+            .filter(|x| pending[x.id.index()] == 0)
+            .map(|x| std::cmp::Reverse(x.id))
+            .collect();
+        let mut order = Vec::with_capacity(n);
+        while let Some(std::cmp::Reverse(id)) = ready.pop() {
+            order.push(id);
+            for &s in &succ[id.index()] {
+                pending[s.index()] -= 1;
+                if pending[s.index()] == 0 {
+                    ready.push(std::cmp::Reverse(s));
+                }
+            }
+        }
+        if order.len() != self.node_count() {
+            let stuck = self
+                .nodes()
+                .find(|x| pending[x.id.index()] > 0)
+                .map(|x| x.name.clone())
+                .unwrap_or_default();
+            return Err(IrError::Cycle {
+                function: self.name.clone(),
+                node: stuck,
+            });
+        }
+        Ok(order)
+    }
+
+    /// Checks the structural invariants: inputs exist and have the types each op infers,
+    /// users mirror inputs, parameters and results are listed nodes of the right op, names
+    /// are unique, and the graph is acyclic.
+    ///
+    /// # Errors
+    /// [`IrError::Invalid`] naming the first offending node, or [`IrError::Cycle`].
+    pub fn validate(&self) -> Result<(), IrError> {
+        let invalid = |message: String| IrError::Invalid {
+            function: self.name.clone(),
+            message,
+        };
+        for node in self.nodes() {
+            let in_types: Vec<TensorType> = node
+                .inputs
+                .iter()
+                .map(|&o| self.output_type(o).cloned())
+                .collect::<Result<_, _>>()
+                .map_err(|e| invalid(format!("node `{}`: {e}", node.name)))?;
+            let expected = match &node.op {
+                Op::Parameter | Op::Constant(_) => node.outputs.clone(),
+                op => infer_output_types(op, &in_types)
+                    .map_err(|m| invalid(format!("node `{}` ({}): {m}", node.name, node.op)))?,
+            };
+            if expected != node.outputs {
+                return Err(invalid(format!(
+                    "node `{}` ({}) records output types that inference does not give",
+                    node.name, node.op
+                )));
+            }
+            if let Op::Constant(d) = &node.op {
+                if Ok(d.len()) != node.outputs[0].shape.element_count() {
+                    return Err(invalid(format!("constant `{}` does not fill its shape", node.name)));
+                }
+            }
+            for (slot, o) in node.inputs.iter().enumerate() {
+                let producer = self.node(o.node).map_err(|e| invalid(e.to_string()))?;
+                if !producer.users[o.index].contains(&(node.id, slot)) {
+                    return Err(invalid(format!("users of `{}` miss `{}`", producer.name, node.name)));
+                }
+            }
+            if self.names.get(&node.name) != Some(&node.id) {
+                return Err(invalid(format!("name `{}` is not unique", node.name)));
+            }
+            for d in &node.other_deps {
+                self.node(*d).map_err(|e| invalid(e.to_string()))?;
+            }
+        }
+        for &p in &self.parameters {
+            if !matches!(self.node(p)?.op, Op::Parameter) {
+                return Err(invalid(format!("parameter {p} is not a Parameter")));
+            }
+        }
+        for &r in &self.results {
+            if !matches!(self.node(r)?.op, Op::Result) {
+                return Err(invalid(format!("result {r} is not a Result")));
+            }
+        }
+        self.topological_order()?;
+        Ok(())
+    }
+}

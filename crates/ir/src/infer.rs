@@ -1,0 +1,141 @@
+//! Shape and element-type inference: the output types of an op from its operand types.
+
+use crate::{BinaryOp, ElementType, Op, TensorType};
+
+/// The output types of `op` applied to operands of types `inputs`.
+///
+/// `Parameter` and `Constant` take no operands and carry their type themselves, so they are
+/// not inferred here (the caller passes their type in). Returns a message saying what is
+/// wrong; [`crate::Function::add_node`] wraps it with the op, the operands and the creation
+/// site.
+pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorType>, String> {
+    let arity = |n: usize| -> Result<(), String> {
+        if inputs.len() == n {
+            Ok(())
+        } else {
+            Err(format!("expects {n} operand(s), got {}", inputs.len()))
+        }
+    };
+    match op {
+        Op::Parameter | Op::Constant(_) => {
+            Err("Parameter and Constant are created with their own type".to_string())
+        }
+        Op::Result => {
+            arity(1)?;
+            Ok(vec![inputs[0].clone()])
+        }
+        Op::Unary(u) => {
+            arity(1)?;
+            let t = &inputs[0];
+            if !u.accepts(t.element_type) {
+                return Err(format!("does not accept element type {}", t.element_type));
+            }
+            Ok(vec![t.clone()])
+        }
+        Op::Binary(b) => {
+            arity(2)?;
+            same_shape(&inputs[0], &inputs[1])?;
+            same_type(&inputs[0], &inputs[1])?;
+            if !b.accepts(inputs[0].element_type) {
+                let want = if matches!(b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
+                    "bool"
+                } else {
+                    "a numeric type"
+                };
+                return Err(format!(
+                    "does not accept element type {} (needs {want})",
+                    inputs[0].element_type
+                ));
+            }
+            Ok(vec![inputs[0].clone()])
+        }
+        Op::Compare(_) => {
+            arity(2)?;
+            same_shape(&inputs[0], &inputs[1])?;
+            same_type(&inputs[0], &inputs[1])?;
+            Ok(vec![TensorType::new(
+                ElementType::Bool,
+                inputs[0].shape.clone(),
+            )])
+        }
+        Op::Select => {
+            arity(3)?;
+            if inputs[0].element_type != ElementType::Bool {
+                return Err(format!(
+                    "condition must be bool, is {}",
+                    inputs[0].element_type
+                ));
+            }
+            same_shape(&inputs[0], &inputs[1])?;
+            same_shape(&inputs[1], &inputs[2])?;
+            same_type(&inputs[1], &inputs[2])?;
+            Ok(vec![inputs[1].clone()])
+        }
+        Op::Convert(to) => {
+            arity(1)?;
+            Ok(vec![TensorType::new(*to, inputs[0].shape.clone())])
+        }
+        Op::Broadcast(target) => {
+            arity(1)?;
+            target
+                .element_count()
+                .map_err(|e| format!("target shape invalid: {e}"))?;
+            if !inputs[0].shape.broadcasts_to(target) {
+                return Err(format!(
+                    "shape {} does not broadcast to {target} (numpy rules)",
+                    inputs[0].shape
+                ));
+            }
+            Ok(vec![TensorType::new(
+                inputs[0].element_type,
+                target.clone(),
+            )])
+        }
+        Op::FusedKernel(k) => {
+            let params = k.body.parameters();
+            arity(params.len())?;
+            for (i, (&p, t)) in params.iter().zip(inputs).enumerate() {
+                let want = k
+                    .body
+                    .node(p)
+                    .map_err(|e| e.to_string())?
+                    .output_type();
+                if want != t {
+                    return Err(format!("live-in {i} must be {want}, is {t}"));
+                }
+            }
+            k.body
+                .results()
+                .iter()
+                .map(|&r| {
+                    k.body
+                        .node(r)
+                        .map(|n| n.output_type().clone())
+                        .map_err(|e| e.to_string())
+                })
+                .collect()
+        }
+    }
+}
+
+fn same_shape(a: &TensorType, b: &TensorType) -> Result<(), String> {
+    if a.shape == b.shape {
+        Ok(())
+    } else {
+        Err(format!(
+            "operand shapes {} and {} differ (insert a Broadcast)",
+            a.shape, b.shape
+        ))
+    }
+}
+
+fn same_type(a: &TensorType, b: &TensorType) -> Result<(), String> {
+    if a.element_type == b.element_type {
+        Ok(())
+    } else {
+        Err(format!(
+            "operand element types {} and {} differ (insert a Convert)",
+            a.element_type, b.element_type
+        ))
+    }
+}

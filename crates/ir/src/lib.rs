@@ -1,0 +1,33 @@
+//! graphlift-ir: the graph IR of graphlift.
+//!
+//! A [`Function`] is a DAG of typed [`Node`]s with ordered parameters and results, after
+//! Intel nGraph. Element types ([`ElementType`]) are f32, f64, i32, i64 and bool; shapes
+//! ([`Shape`]) are static, 0-d and zero-size included. Every node has a unique name, a
+//! metadata map, provenance tags ([`ProvenanceTags`]), its creation site and control
+//! dependencies (`other_deps`). Shape and type inference run when a node is built and fail
+//! with an [`IrError`] naming the op, the operands and the creation site.
+//!
+//! The builder ([`FunctionBuilder`]) adds operator overloading and numpy broadcasting, which
+//! it makes explicit with `Broadcast` nodes.
+
+mod builder;
+mod element_type;
+mod error;
+mod function;
+mod infer;
+mod node;
+mod op;
+mod provenance;
+mod shape;
+mod tensor_data;
+
+pub use builder::{select, FunctionBuilder, Value};
+pub use element_type::ElementType;
+pub use error::IrError;
+pub use function::Function;
+pub use infer::infer_output_types;
+pub use node::{CreationSite, Node, NodeId, Output, TensorType};
+pub use op::{BinaryOp, CompareOp, FusedKernel, Op, UnaryOp};
+pub use provenance::ProvenanceTags;
+pub use shape::Shape;
+pub use tensor_data::{Element, TensorData};

@@ -1,0 +1,278 @@
+//! The operations a node can perform.
+//!
+//! Names follow nGraph (`Add`, `Multiply`, `Maximum`, `Select`, `Convert`, `Broadcast`, ...).
+//! Every elementwise op takes operands of one shape; numpy broadcasting is explicit, through
+//! a [`Op::Broadcast`] node that the builder and the importers insert. What each op computes,
+//! edge cases included, is defined by the reference interpreter in `graphlift-runtime`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::{ElementType, Function, Shape, TensorData};
+
+/// Elementwise ops of one operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnaryOp {
+    /// `-x` (numeric).
+    Negative,
+    /// `|x|` (numeric).
+    Abs,
+    /// `max(x, 0)` (numeric).
+    Relu,
+    /// `e^x` (float).
+    Exp,
+    /// Natural logarithm (float).
+    Log,
+    /// Square root (float).
+    Sqrt,
+    /// Hyperbolic tangent (float).
+    Tanh,
+    /// Logistic function `1 / (1 + e^-x)` (float).
+    Sigmoid,
+    /// Gauss error function (float).
+    Erf,
+    /// Round toward -inf (numeric; identity on integers).
+    Floor,
+    /// Round toward +inf (numeric; identity on integers).
+    Ceil,
+    /// Round to nearest, ties to even (numeric; identity on integers).
+    Round,
+    /// -1, 0 or 1 by the sign of x (numeric).
+    Sign,
+    /// Logical negation (bool).
+    Not,
+}
+
+/// Elementwise ops of two operands of one element type and shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BinaryOp {
+    /// `a + b` (numeric).
+    Add,
+    /// `a - b` (numeric).
+    Subtract,
+    /// `a * b` (numeric).
+    Multiply,
+    /// `a / b` (numeric; integers truncate toward zero).
+    Divide,
+    /// Larger of the two (numeric).
+    Maximum,
+    /// Smaller of the two (numeric).
+    Minimum,
+    /// `a ^ b` (numeric).
+    Power,
+    /// Logical and (bool).
+    And,
+    /// Logical or (bool).
+    Or,
+    /// Logical exclusive or (bool).
+    Xor,
+}
+
+/// Elementwise comparisons; the result is `Bool`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CompareOp {
+    /// `a == b`.
+    Equal,
+    /// `a != b`.
+    NotEqual,
+    /// `a < b`.
+    Less,
+    /// `a <= b`.
+    LessEq,
+    /// `a > b`.
+    Greater,
+    /// `a >= b`.
+    GreaterEq,
+}
+
+/// A fused kernel: a region of elementwise nodes gathered by subgraph extraction.
+///
+/// `body` is a small [`Function`]: its parameters are the region's live-ins in the order of
+/// the fused node's inputs, its results are the region's values used outside it in the order
+/// of the fused node's outputs. Body nodes keep the names, tags and creation sites of the
+/// nodes they came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedKernel {
+    /// The region, as a Function of live-ins to kernel outputs.
+    pub body: Function,
+}
+
+/// What a node computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// A graph input; its type is fixed when it is created.
+    Parameter,
+    /// A constant tensor (shape on the node's output type).
+    Constant(Arc<TensorData>),
+    /// A graph output: passes its one input through.
+    Result,
+    /// Elementwise op of one operand.
+    Unary(UnaryOp),
+    /// Elementwise op of two operands.
+    Binary(BinaryOp),
+    /// Elementwise comparison.
+    Compare(CompareOp),
+    /// `cond ? a : b` elementwise; `cond` is `Bool`.
+    Select,
+    /// Elementwise conversion to another element type.
+    Convert(ElementType),
+    /// Numpy broadcast of the input to the given shape (axes aligned at the right).
+    Broadcast(Shape),
+    /// A fused kernel with any number of inputs and outputs.
+    FusedKernel(Arc<FusedKernel>),
+}
+
+impl Op {
+    /// The op's type name as nGraph spells it (`Add`, `Relu`, `FusedKernel`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Op::Parameter => "Parameter",
+            Op::Constant(_) => "Constant",
+            Op::Result => "Result",
+            Op::Unary(u) => u.name(),
+            Op::Binary(b) => b.name(),
+            Op::Compare(c) => c.name(),
+            Op::Select => "Select",
+            Op::Convert(_) => "Convert",
+            Op::Broadcast(_) => "Broadcast",
+            Op::FusedKernel(_) => "FusedKernel",
+        }
+    }
+
+    /// `true` for ops that act on each element independently (unary, binary, compare,
+    /// select, convert). Broadcast and Constant are not elementwise but may sit in a region.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Convert(_)
+        )
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Convert(t) => write!(f, "Convert<{t}>"),
+            Op::Broadcast(s) => write!(f, "Broadcast<{s}>"),
+            _ => f.write_str(self.type_name()),
+        }
+    }
+}
+
+impl UnaryOp {
+    /// Every unary op.
+    pub const ALL: [UnaryOp; 14] = [
+        UnaryOp::Negative,
+        UnaryOp::Abs,
+        UnaryOp::Relu,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Erf,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::Sign,
+        UnaryOp::Not,
+    ];
+
+    /// nGraph-style name.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Negative => "Negative",
+            UnaryOp::Abs => "Abs",
+            UnaryOp::Relu => "Relu",
+            UnaryOp::Exp => "Exp",
+            UnaryOp::Log => "Log",
+            UnaryOp::Sqrt => "Sqrt",
+            UnaryOp::Tanh => "Tanh",
+            UnaryOp::Sigmoid => "Sigmoid",
+            UnaryOp::Erf => "Erf",
+            UnaryOp::Floor => "Floor",
+            UnaryOp::Ceil => "Ceil",
+            UnaryOp::Round => "Round",
+            UnaryOp::Sign => "Sign",
+            UnaryOp::Not => "Not",
+        }
+    }
+
+    /// Whether the op accepts operands of `t`.
+    pub fn accepts(self, t: ElementType) -> bool {
+        match self {
+            UnaryOp::Not => t == ElementType::Bool,
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Sqrt
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Erf => t.is_float(),
+            _ => t.is_numeric(),
+        }
+    }
+}
+
+impl BinaryOp {
+    /// Every binary op.
+    pub const ALL: [BinaryOp; 10] = [
+        BinaryOp::Add,
+        BinaryOp::Subtract,
+        BinaryOp::Multiply,
+        BinaryOp::Divide,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Power,
+        BinaryOp::And,
+        BinaryOp::Or,
+        BinaryOp::Xor,
+    ];
+
+    /// nGraph-style name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "Add",
+            BinaryOp::Subtract => "Subtract",
+            BinaryOp::Multiply => "Multiply",
+            BinaryOp::Divide => "Divide",
+            BinaryOp::Maximum => "Maximum",
+            BinaryOp::Minimum => "Minimum",
+            BinaryOp::Power => "Power",
+            BinaryOp::And => "And",
+            BinaryOp::Or => "Or",
+            BinaryOp::Xor => "Xor",
+        }
+    }
+
+    /// Whether the op accepts operands of `t`.
+    pub fn accepts(self, t: ElementType) -> bool {
+        match self {
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => t == ElementType::Bool,
+            _ => t.is_numeric(),
+        }
+    }
+}
+
+impl CompareOp {
+    /// Every comparison.
+    pub const ALL: [CompareOp; 6] = [
+        CompareOp::Equal,
+        CompareOp::NotEqual,
+        CompareOp::Less,
+        CompareOp::LessEq,
+        CompareOp::Greater,
+        CompareOp::GreaterEq,
+    ];
+
+    /// nGraph-style name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareOp::Equal => "Equal",
+            CompareOp::NotEqual => "NotEqual",
+            CompareOp::Less => "Less",
+            CompareOp::LessEq => "LessEq",
+            CompareOp::Greater => "Greater",
+            CompareOp::GreaterEq => "GreaterEq",
+        }
+    }
+}
