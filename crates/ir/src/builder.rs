@@ -133,22 +133,24 @@ impl FunctionBuilder {
         self.error.borrow().clone()
     }
 
-    /// Adds a Result for each value, in order, and returns the function.
+    /// Adds a Result for each value, in order, and returns the function. The builder is left
+    /// empty.
     ///
     /// # Errors
     /// The first error any builder call recorded.
     #[track_caller]
-    pub fn finish(self, results: &[Value<'_>]) -> Result<Function, IrError> {
+    pub fn finish(&self, results: &[Value<'_>]) -> Result<Function, IrError> {
         for r in results {
             if let Some(o) = r.output {
                 let res = self.function.borrow_mut().add_result(o, None);
                 self.record(res);
             }
         }
-        if let Some(e) = self.error.into_inner() {
+        if let Some(e) = self.error.borrow_mut().take() {
             return Err(e);
         }
-        Ok(self.function.into_inner())
+        let name = self.function.borrow().name().to_string();
+        Ok(self.function.replace(Function::new(name)))
     }
 
     /// Runs `f` on the function under construction (to set names, tags, metadata).

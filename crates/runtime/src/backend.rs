@@ -1,0 +1,159 @@
+//! The `Backend` and `Executable` traits (nGraph's `runtime::Backend` and `Executable`).
+
+use std::sync::Arc;
+
+use graphlift_ir::{ElementType, Function, Shape, TensorType};
+
+use crate::{RuntimeError, Tensor};
+
+/// A parameter or result of an Executable: its name and type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorSpec {
+    /// The Parameter's or Result's node name.
+    pub name: String,
+    /// Element type and shape.
+    pub tensor_type: TensorType,
+}
+
+/// What a compiled fused kernel contains, for reports (`graphlift run`, tests).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct KernelInfo {
+    /// The fused kernel node's name.
+    pub name: String,
+    /// Names of the nodes fused into it, in topological order.
+    pub fused_nodes: Vec<String>,
+    /// Union of the fused nodes' provenance tags.
+    pub tags: Vec<String>,
+    /// Number of live-ins.
+    pub live_ins: usize,
+    /// Number of outputs.
+    pub outputs: usize,
+    /// Size of the generated machine code in bytes (0 when not compiled to native code).
+    pub code_size: usize,
+}
+
+/// A backend: makes tensors and compiles Functions into Executables.
+pub trait Backend: Send + Sync {
+    /// The name it is registered under (`INTERPRETER`, `CPU-JIT`).
+    fn name(&self) -> &str;
+
+    /// A zero-filled tensor.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Ir`] for a shape whose element count overflows.
+    fn create_tensor(&self, element_type: ElementType, shape: Shape) -> Result<Tensor, RuntimeError> {
+        Tensor::zeros(element_type, shape)
+    }
+
+    /// Compiles `function`; the Function is not modified (backends rewrite a copy).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Ir`] if the function does not validate; [`RuntimeError::Compile`]
+    /// if code generation fails.
+    fn compile(&self, function: &Function) -> Result<Arc<dyn Executable>, RuntimeError>;
+}
+
+impl dyn Backend {
+    /// The backend registered under `name` (nGraph's `runtime::Backend::create`).
+    ///
+    /// # Errors
+    /// [`RuntimeError::UnknownBackend`] listing the registered names.
+    pub fn create(name: &str) -> Result<Arc<dyn Backend>, RuntimeError> {
+        crate::registry::create_backend(name)
+    }
+}
+
+/// A compiled Function, callable any number of times, from any thread.
+pub trait Executable: Send + Sync {
+    /// Parameters in call order.
+    fn parameters(&self) -> &[TensorSpec];
+
+    /// Results in call order.
+    fn results(&self) -> &[TensorSpec];
+
+    /// Runs the function: reads `inputs` (one per parameter), writes `outputs` (one per
+    /// result). Implementations check every count, element type and shape before they touch
+    /// memory; on error no output has been half-written by a kernel that failed midway only
+    /// where the backend documents so.
+    ///
+    /// # Errors
+    /// [`RuntimeError::ArgumentCount`] / [`RuntimeError::ArgumentType`] for mismatched
+    /// tensors; [`RuntimeError::Execution`] naming the node that failed.
+    fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError>;
+
+    /// Checks count, element type and shape of every tensor against the parameters and
+    /// results, then calls (nGraph's `call_with_validate`).
+    ///
+    /// # Errors
+    /// As [`Executable::call`]; the validation error names the offending parameter or result.
+    fn call_with_validate(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
+        validate_arguments(self.parameters(), inputs.iter(), "input")?;
+        validate_arguments(self.results(), outputs.iter(), "output")?;
+        self.call(outputs, inputs)
+    }
+
+    /// Allocates the outputs, calls with validation, and returns them.
+    ///
+    /// # Errors
+    /// As [`Executable::call_with_validate`].
+    fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, RuntimeError> {
+        let mut outputs = self
+            .results()
+            .iter()
+            .map(|r| Tensor::zeros(r.tensor_type.element_type, r.tensor_type.shape.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.call_with_validate(&mut outputs, inputs)?;
+        Ok(outputs)
+    }
+
+    /// The fused kernels this Executable runs (empty for backends that do not fuse).
+    fn kernels(&self) -> Vec<KernelInfo> {
+        Vec::new()
+    }
+}
+
+/// Checks that `tensors` match `specs` in count, element type and shape.
+///
+/// # Errors
+/// [`RuntimeError::ArgumentCount`] or [`RuntimeError::ArgumentType`] naming the first
+/// mismatch; `what` is `input` or `output`.
+pub fn validate_arguments<'t>(
+    specs: &[TensorSpec],
+    tensors: impl ExactSizeIterator<Item = &'t Tensor>,
+    what: &'static str,
+) -> Result<(), RuntimeError> {
+    if specs.len() != tensors.len() {
+        return Err(RuntimeError::ArgumentCount {
+            what: if what == "input" { "inputs" } else { "outputs" },
+            expected: specs.len(),
+            got: tensors.len(),
+        });
+    }
+    for (index, (spec, t)) in specs.iter().zip(tensors).enumerate() {
+        let got = t.tensor_type();
+        if got != spec.tensor_type {
+            return Err(RuntimeError::ArgumentType {
+                what,
+                index,
+                name: spec.name.clone(),
+                expected: spec.tensor_type.clone(),
+                got,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The parameter and result specs of a function.
+pub fn function_signature(f: &Function) -> Result<(Vec<TensorSpec>, Vec<TensorSpec>), RuntimeError> {
+    let spec = |id| -> Result<TensorSpec, RuntimeError> {
+        let n = f.node(id)?;
+        Ok(TensorSpec {
+            name: n.name().to_string(),
+            tensor_type: n.output_type().clone(),
+        })
+    };
+    let params = f.parameters().iter().map(|&p| spec(p)).collect::<Result<_, _>>()?;
+    let results = f.results().iter().map(|&r| spec(r)).collect::<Result<_, _>>()?;
+    Ok((params, results))
+}

@@ -1,0 +1,66 @@
+//! Errors of the runtime crate.
+
+use graphlift_ir::{IrError, TensorType};
+
+/// Everything that can go wrong creating tensors, compiling or calling an Executable.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    /// `Backend::create` with a name no backend is registered under.
+    #[error("unknown backend `{name}`; known backends: {known}")]
+    UnknownBackend {
+        /// The name asked for.
+        name: String,
+        /// Registered names, comma-separated.
+        known: String,
+    },
+    /// A call with the wrong number of inputs or outputs.
+    #[error("{what}: expected {expected} tensor(s), got {got}")]
+    ArgumentCount {
+        /// `inputs` or `outputs`.
+        what: &'static str,
+        /// Tensors the Executable takes.
+        expected: usize,
+        /// Tensors given.
+        got: usize,
+    },
+    /// A tensor whose element type or shape differs from the parameter or result.
+    #[error("{what} {index} (`{name}`): expected {expected}, got {got}")]
+    ArgumentType {
+        /// `input` or `output`.
+        what: &'static str,
+        /// Position in the call.
+        index: usize,
+        /// The parameter's or result's name.
+        name: String,
+        /// The type the Executable was compiled for.
+        expected: TensorType,
+        /// The tensor's type.
+        got: TensorType,
+    },
+    /// Tensor data whose length or type does not match its declared type.
+    #[error("tensor data: {0}")]
+    Data(String),
+    /// An error from the IR (shape overflow, invalid function, ...).
+    #[error(transparent)]
+    Ir(#[from] IrError),
+    /// Compilation failed.
+    #[error("compiling `{function}`: {message}")]
+    Compile {
+        /// The function's name.
+        function: String,
+        /// What failed.
+        message: String,
+    },
+    /// Executing a node failed; names the node and its provenance.
+    #[error("node `{node}` ({op}) [provenance: {provenance}]: {message}")]
+    Execution {
+        /// The node's name.
+        node: String,
+        /// Its op.
+        op: String,
+        /// Its provenance tags, comma-separated.
+        provenance: String,
+        /// What failed.
+        message: String,
+    },
+}

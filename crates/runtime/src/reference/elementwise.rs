@@ -1,0 +1,376 @@
+//! Elementwise reference kernels. The semantics table is in the parent module.
+
+use graphlift_ir::{BinaryOp, CompareOp, ElementType, TensorData, UnaryOp};
+
+/// Applies a unary op elementwise.
+///
+/// # Errors
+/// A message when the op does not accept the element type.
+pub fn unary(op: UnaryOp, x: &TensorData) -> Result<TensorData, String> {
+    if !op.accepts(x.element_type()) {
+        return Err(format!("{} does not accept {}", op.name(), x.element_type()));
+    }
+    Ok(match x {
+        TensorData::F32(v) => TensorData::F32(v.iter().map(|&a| unary_f32(op, a)).collect()),
+        TensorData::F64(v) => TensorData::F64(v.iter().map(|&a| unary_f64(op, a)).collect()),
+        TensorData::I32(v) => TensorData::I32(v.iter().map(|&a| unary_i32(op, a)).collect()),
+        TensorData::I64(v) => TensorData::I64(v.iter().map(|&a| unary_i64(op, a)).collect()),
+        TensorData::Bool(v) => TensorData::Bool(v.iter().map(|&a| !a).collect()),
+    })
+}
+
+/// `f32` unary ops; transcendental ones are computed in `f64` and rounded once.
+pub fn unary_f32(op: UnaryOp, a: f32) -> f32 {
+    match op {
+        UnaryOp::Negative => -a,
+        UnaryOp::Abs => a.abs(),
+        UnaryOp::Relu => relu(a, 0.0),
+        UnaryOp::Floor => a.floor(),
+        UnaryOp::Ceil => a.ceil(),
+        UnaryOp::Round => a.round_ties_even(),
+        UnaryOp::Sign => sign(a, 0.0, 1.0),
+        UnaryOp::Sqrt => a.sqrt(),
+        _ => unary_f64(op, f64::from(a)) as f32,
+    }
+}
+
+/// `f64` unary ops.
+pub fn unary_f64(op: UnaryOp, a: f64) -> f64 {
+    match op {
+        UnaryOp::Negative => -a,
+        UnaryOp::Abs => a.abs(),
+        UnaryOp::Relu => relu(a, 0.0),
+        UnaryOp::Exp => a.exp(),
+        UnaryOp::Log => a.ln(),
+        UnaryOp::Sqrt => a.sqrt(),
+        UnaryOp::Tanh => a.tanh(),
+        UnaryOp::Sigmoid => sigmoid_f64(a),
+        UnaryOp::Erf => libm::erf(a),
+        UnaryOp::Floor => a.floor(),
+        UnaryOp::Ceil => a.ceil(),
+        UnaryOp::Round => a.round_ties_even(),
+        UnaryOp::Sign => sign(a, 0.0, 1.0),
+        UnaryOp::Not => f64::NAN,
+    }
+}
+
+/// The logistic function without overflow: `1/(1+e^-x)` for `x >= 0`, `e^x/(1+e^x)` else.
+pub fn sigmoid_f64(a: f64) -> f64 {
+    if a >= 0.0 {
+        1.0 / (1.0 + (-a).exp())
+    } else {
+        let e = a.exp();
+        e / (1.0 + e)
+    }
+}
+
+fn relu<T: PartialOrd + Copy>(a: T, zero: T) -> T {
+    if a < zero {
+        zero
+    } else {
+        a
+    }
+}
+
+fn sign<T: PartialOrd + Copy + std::ops::Neg<Output = T>>(a: T, zero: T, one: T) -> T {
+    if a > zero {
+        one
+    } else if a < zero {
+        -one
+    } else {
+        a
+    }
+}
+
+macro_rules! int_unary {
+    ($name:ident, $t:ty) => {
+        /// Integer unary ops (wrapping; rounding ops are the identity).
+        pub fn $name(op: UnaryOp, a: $t) -> $t {
+            match op {
+                UnaryOp::Negative => a.wrapping_neg(),
+                UnaryOp::Abs => a.wrapping_abs(),
+                UnaryOp::Relu => a.max(0),
+                UnaryOp::Sign => a.signum(),
+                _ => a,
+            }
+        }
+    };
+}
+int_unary!(unary_i32, i32);
+int_unary!(unary_i64, i64);
+
+/// Applies a binary op elementwise to two operands of one type and length.
+///
+/// # Errors
+/// A message when the types or lengths differ or the op does not accept the type.
+pub fn binary(op: BinaryOp, a: &TensorData, b: &TensorData) -> Result<TensorData, String> {
+    check_pair(a, b)?;
+    if !op.accepts(a.element_type()) {
+        return Err(format!("{} does not accept {}", op.name(), a.element_type()));
+    }
+    Ok(match (a, b) {
+        (TensorData::F32(x), TensorData::F32(y)) => TensorData::F32(zip(x, y, |p, q| binary_f32(op, p, q))),
+        (TensorData::F64(x), TensorData::F64(y)) => TensorData::F64(zip(x, y, |p, q| binary_f64(op, p, q))),
+        (TensorData::I32(x), TensorData::I32(y)) => TensorData::I32(zip(x, y, |p, q| binary_i32(op, p, q))),
+        (TensorData::I64(x), TensorData::I64(y)) => TensorData::I64(zip(x, y, |p, q| binary_i64(op, p, q))),
+        (TensorData::Bool(x), TensorData::Bool(y)) => TensorData::Bool(zip(x, y, |p, q| match op {
+            BinaryOp::And => p && q,
+            BinaryOp::Or => p || q,
+            _ => p ^ q,
+        })),
+        _ => unreachable!("check_pair ensures equal types"),
+    })
+}
+
+fn check_pair(a: &TensorData, b: &TensorData) -> Result<(), String> {
+    if a.element_type() != b.element_type() {
+        return Err(format!("operand types {} and {} differ", a.element_type(), b.element_type()));
+    }
+    if a.len() != b.len() {
+        return Err(format!("operand lengths {} and {} differ", a.len(), b.len()));
+    }
+    Ok(())
+}
+
+fn zip<T: Copy, U>(x: &[T], y: &[T], f: impl Fn(T, T) -> U) -> Vec<U> {
+    x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect()
+}
+
+/// NaN-propagating maximum with `max(-0, +0) = +0`.
+pub fn fmax<T: num_like::Float>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::NAN
+    } else if a > b {
+        a
+    } else if b > a {
+        b
+    } else if a.is_sign_negative() {
+        b
+    } else {
+        a
+    }
+}
+
+/// NaN-propagating minimum with `min(-0, +0) = -0`.
+pub fn fmin<T: num_like::Float>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::NAN
+    } else if a < b {
+        a
+    } else if b < a {
+        b
+    } else if a.is_sign_negative() {
+        a
+    } else {
+        b
+    }
+}
+
+mod num_like {
+    pub trait Float: Copy + PartialOrd {
+        const NAN: Self;
+        fn is_nan(self) -> bool;
+        fn is_sign_negative(self) -> bool;
+    }
+    impl Float for f32 {
+        const NAN: f32 = f32::NAN;
+        fn is_nan(self) -> bool {
+            f32::is_nan(self)
+        }
+        fn is_sign_negative(self) -> bool {
+            f32::is_sign_negative(self)
+        }
+    }
+    impl Float for f64 {
+        const NAN: f64 = f64::NAN;
+        fn is_nan(self) -> bool {
+            f64::is_nan(self)
+        }
+        fn is_sign_negative(self) -> bool {
+            f64::is_sign_negative(self)
+        }
+    }
+}
+
+/// `f32` binary ops (`Power` computed in `f64` and rounded once).
+pub fn binary_f32(op: BinaryOp, a: f32, b: f32) -> f32 {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Subtract => a - b,
+        BinaryOp::Multiply => a * b,
+        BinaryOp::Divide => a / b,
+        BinaryOp::Maximum => fmax(a, b),
+        BinaryOp::Minimum => fmin(a, b),
+        BinaryOp::Power => f64::from(a).powf(f64::from(b)) as f32,
+        BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => f32::NAN,
+    }
+}
+
+/// `f64` binary ops.
+pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> f64 {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Subtract => a - b,
+        BinaryOp::Multiply => a * b,
+        BinaryOp::Divide => a / b,
+        BinaryOp::Maximum => fmax(a, b),
+        BinaryOp::Minimum => fmin(a, b),
+        BinaryOp::Power => a.powf(b),
+        BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => f64::NAN,
+    }
+}
+
+macro_rules! int_binary {
+    ($name:ident, $t:ty) => {
+        /// Integer binary ops: wrapping; `x / 0 = 0`; `MIN / -1 = MIN`; see the table for
+        /// `Power` with a negative exponent.
+        pub fn $name(op: BinaryOp, a: $t, b: $t) -> $t {
+            match op {
+                BinaryOp::Add => a.wrapping_add(b),
+                BinaryOp::Subtract => a.wrapping_sub(b),
+                BinaryOp::Multiply => a.wrapping_mul(b),
+                BinaryOp::Divide => {
+                    if b == 0 {
+                        0
+                    } else {
+                        a.wrapping_div(b)
+                    }
+                }
+                BinaryOp::Maximum => a.max(b),
+                BinaryOp::Minimum => a.min(b),
+                BinaryOp::Power => {
+                    if b < 0 {
+                        match a {
+                            1 => 1,
+                            -1 => {
+                                if b % 2 == 0 {
+                                    1
+                                } else {
+                                    -1
+                                }
+                            }
+                            _ => 0,
+                        }
+                    } else {
+                        let (mut base, mut e, mut acc) = (a, b, 1 as $t);
+                        while e > 0 {
+                            if e & 1 == 1 {
+                                acc = acc.wrapping_mul(base);
+                            }
+                            base = base.wrapping_mul(base);
+                            e >>= 1;
+                        }
+                        acc
+                    }
+                }
+                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => 0,
+            }
+        }
+    };
+}
+int_binary!(binary_i32, i32);
+int_binary!(binary_i64, i64);
+
+/// Compares elementwise; the result is `Bool`.
+///
+/// # Errors
+/// A message when the operand types or lengths differ.
+pub fn compare(op: CompareOp, a: &TensorData, b: &TensorData) -> Result<TensorData, String> {
+    check_pair(a, b)?;
+    fn cmp<T: PartialOrd + Copy>(op: CompareOp, x: &[T], y: &[T]) -> Vec<bool> {
+        zip(x, y, |p, q| match op {
+            CompareOp::Equal => p == q,
+            CompareOp::NotEqual => p != q,
+            CompareOp::Less => p < q,
+            CompareOp::LessEq => p <= q,
+            CompareOp::Greater => p > q,
+            CompareOp::GreaterEq => p >= q,
+        })
+    }
+    Ok(TensorData::Bool(match (a, b) {
+        (TensorData::F32(x), TensorData::F32(y)) => cmp(op, x, y),
+        (TensorData::F64(x), TensorData::F64(y)) => cmp(op, x, y),
+        (TensorData::I32(x), TensorData::I32(y)) => cmp(op, x, y),
+        (TensorData::I64(x), TensorData::I64(y)) => cmp(op, x, y),
+        (TensorData::Bool(x), TensorData::Bool(y)) => cmp(op, x, y),
+        _ => unreachable!("check_pair ensures equal types"),
+    }))
+}
+
+/// `cond ? a : b` elementwise.
+///
+/// # Errors
+/// A message when `cond` is not bool, or types or lengths differ.
+pub fn select(cond: &TensorData, a: &TensorData, b: &TensorData) -> Result<TensorData, String> {
+    let TensorData::Bool(c) = cond else {
+        return Err(format!("condition must be bool, is {}", cond.element_type()));
+    };
+    check_pair(a, b)?;
+    if c.len() != a.len() {
+        return Err(format!("condition length {} differs from {}", c.len(), a.len()));
+    }
+    fn pick<T: Copy>(c: &[bool], x: &[T], y: &[T]) -> Vec<T> {
+        c.iter().zip(x.iter().zip(y)).map(|(&k, (&p, &q))| if k { p } else { q }).collect()
+    }
+    Ok(match (a, b) {
+        (TensorData::F32(x), TensorData::F32(y)) => TensorData::F32(pick(c, x, y)),
+        (TensorData::F64(x), TensorData::F64(y)) => TensorData::F64(pick(c, x, y)),
+        (TensorData::I32(x), TensorData::I32(y)) => TensorData::I32(pick(c, x, y)),
+        (TensorData::I64(x), TensorData::I64(y)) => TensorData::I64(pick(c, x, y)),
+        (TensorData::Bool(x), TensorData::Bool(y)) => TensorData::Bool(pick(c, x, y)),
+        _ => unreachable!("check_pair ensures equal types"),
+    })
+}
+
+/// Converts elementwise with Rust's `as` semantics (see the table); to `bool` is `x != 0`.
+pub fn convert(x: &TensorData, to: ElementType) -> TensorData {
+    macro_rules! from {
+        ($v:expr, $zero:expr) => {
+            match to {
+                ElementType::F32 => TensorData::F32($v.iter().map(|&a| a as f32).collect()),
+                ElementType::F64 => TensorData::F64($v.iter().map(|&a| a as f64).collect()),
+                ElementType::I32 => TensorData::I32($v.iter().map(|&a| a as i32).collect()),
+                ElementType::I64 => TensorData::I64($v.iter().map(|&a| a as i64).collect()),
+                ElementType::Bool => TensorData::Bool($v.iter().map(|&a| a != $zero).collect()),
+            }
+        };
+    }
+    match x {
+        TensorData::F32(v) => from!(v, 0.0),
+        TensorData::F64(v) => from!(v, 0.0),
+        TensorData::I32(v) => from!(v, 0),
+        TensorData::I64(v) => from!(v, 0),
+        TensorData::Bool(v) => {
+            let v: Vec<u8> = v.iter().map(|&b| u8::from(b)).collect();
+            from!(v, 0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documented_edge_cases() {
+        assert_eq!(binary_i32(BinaryOp::Divide, 7, 0), 0);
+        assert_eq!(binary_i32(BinaryOp::Divide, i32::MIN, -1), i32::MIN);
+        assert_eq!(binary_i32(BinaryOp::Divide, -7, 2), -3);
+        assert_eq!(binary_i64(BinaryOp::Power, 3, 4), 81);
+        assert_eq!(binary_i64(BinaryOp::Power, -1, -3), -1);
+        assert_eq!(binary_i64(BinaryOp::Power, 2, -1), 0);
+        assert!(binary_f32(BinaryOp::Maximum, f32::NAN, 1.0).is_nan());
+        assert!(binary_f32(BinaryOp::Maximum, -0.0, 0.0).is_sign_positive());
+        assert!(binary_f32(BinaryOp::Minimum, 0.0, -0.0).is_sign_negative());
+        assert!(unary_f32(UnaryOp::Relu, f32::NAN).is_nan());
+        assert!(unary_f32(UnaryOp::Relu, -0.0).is_sign_negative());
+        assert_eq!(unary_f32(UnaryOp::Round, 2.5), 2.0);
+        assert_eq!(unary_f32(UnaryOp::Sigmoid, -1000.0), 0.0);
+        assert_eq!(unary_f32(UnaryOp::Sigmoid, 1000.0), 1.0);
+        assert_eq!(unary_i32(UnaryOp::Abs, i32::MIN), i32::MIN);
+        let c = convert(&TensorData::F32(vec![f32::NAN, 3e10, -2.7]), ElementType::I32);
+        assert_eq!(c, TensorData::I32(vec![0, i32::MAX, -2]));
+        let b = convert(&TensorData::F32(vec![f32::NAN, 0.0, -0.0]), ElementType::Bool);
+        assert_eq!(b, TensorData::Bool(vec![true, false, false]));
+    }
+}

@@ -1,0 +1,138 @@
+//! Reference kernels: what every op means, in plain Rust.
+//!
+//! The INTERPRETER backend runs these node by node, and the CPU-JIT backend runs them for
+//! nodes outside fused kernels. Every JIT kernel is checked against them.
+//!
+//! # Semantics
+//!
+//! Floating point follows IEEE 754 in the element type. Integers are two's complement. The
+//! edge cases are chosen once, here, and the JIT follows them:
+//!
+//! | op | edge case | result |
+//! |---|---|---|
+//! | `Add`, `Subtract`, `Multiply`, `Negative`, `Abs` on integers | overflow | wraps (two's complement); `Abs(MIN) = MIN` |
+//! | `Divide` on integers | rounding | truncates toward zero (C, ONNX) |
+//! | `Divide` on integers | `x / 0` | `0` (never traps) |
+//! | `Divide` on integers | `MIN / -1` | `MIN` (wraps) |
+//! | `Power` on integers | `b < 0` | `1` if `a == 1`; `±1` by parity if `a == -1`; else `0` |
+//! | `Power` on integers | overflow | wraps (exponentiation by squaring) |
+//! | `Maximum`, `Minimum` on floats | a NaN operand | NaN (numpy's `maximum`); `max(-0, +0) = +0`, `min(-0, +0) = -0` |
+//! | `Relu` on floats | | `x < 0 ? 0 : x`: `Relu(NaN) = NaN`, `Relu(-0) = -0` |
+//! | `Sign` on floats | | `1` for `x > 0`, `-1` for `x < 0`, `x` itself for ±0 and NaN |
+//! | `Floor`, `Ceil`, `Round`, `Sign`, `Relu` on integers | | identity (rounding) / `signum` / `max(x, 0)` |
+//! | `Round` | ties | to even (`2.5 -> 2`, `-0.5 -> -0`), as ONNX and numpy |
+//! | `Exp`, `Log`, `Sqrt`, `Tanh`, `Sigmoid`, `Erf`, `Power` on `f32` | | computed in `f64`, rounded once to `f32` (the most accurate reference) |
+//! | `Sigmoid` | | `1/(1+e^-x)` for `x >= 0`, `e^x/(1+e^x)` otherwise (no overflow); in `[0, 1]` |
+//! | `Log` | `x = 0` / `x < 0` | `-inf` / NaN |
+//! | `Sqrt` | `x < 0` | NaN (`Sqrt(-0) = -0`) |
+//! | compares on floats | NaN operand | false, except `NotEqual`: true |
+//! | compares on bool | | `false < true` |
+//! | `Convert` float to integer | fraction, out of range, NaN | truncates toward zero, saturates to MIN/MAX, NaN -> 0 (Rust's `as`) |
+//! | `Convert` integer to narrower integer | | keeps the low bits (wraps) |
+//! | `Convert` to `bool` | | `x != 0` (NaN -> true) |
+//! | `Convert` from `bool` | | `0` or `1` |
+//! | `Convert` `f64` to `f32`, integer to float | | round to nearest even |
+
+mod broadcast;
+mod elementwise;
+
+use std::collections::HashMap;
+
+use graphlift_ir::{Function, Node, Op, Output, TensorData};
+
+use crate::{RuntimeError, Tensor};
+
+pub use broadcast::broadcast;
+pub use elementwise::{binary, compare, convert, select, unary};
+
+/// Evaluates one node on its input tensors.
+///
+/// Parameters and Results are not evaluated here (the caller binds them); a fused kernel is
+/// evaluated by interpreting its body.
+///
+/// # Errors
+/// [`RuntimeError::Execution`] naming the node, its op and provenance when the inputs do not
+/// fit the op.
+pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, RuntimeError> {
+    let fail = |message: String| RuntimeError::Execution {
+        node: node.name().to_string(),
+        op: node.op().to_string(),
+        provenance: node.tags().iter().collect::<Vec<_>>().join(", "),
+        message,
+    };
+    let want = node.inputs().len();
+    if inputs.len() != want {
+        return Err(fail(format!("expected {want} inputs, got {}", inputs.len())));
+    }
+    let out_shape = node.output_type().shape.clone();
+    let data = |i: usize| inputs[i].data();
+    let one = |d: Result<TensorData, String>| -> Result<Vec<Tensor>, RuntimeError> {
+        let t = Tensor::from_data(d.map_err(&fail)?, out_shape.clone())?;
+        Ok(vec![t])
+    };
+    match node.op() {
+        Op::Parameter => Err(fail("a Parameter is bound by the caller".into())),
+        Op::Result => Ok(vec![inputs[0].clone()]),
+        Op::Constant(d) => one(Ok((**d).clone())),
+        Op::Unary(u) => one(unary(*u, data(0))),
+        Op::Binary(b) => one(binary(*b, data(0), data(1))),
+        Op::Compare(c) => one(compare(*c, data(0), data(1))),
+        Op::Select => one(select(data(0), data(1), data(2))),
+        Op::Convert(to) => one(Ok(convert(data(0), *to))),
+        Op::Broadcast(target) => one(broadcast(data(0), inputs[0].shape(), target)),
+        Op::FusedKernel(k) => {
+            let owned: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
+            evaluate_function(&k.body, &owned)
+        }
+    }
+}
+
+/// Interprets `function` on `inputs` (one per parameter, types already checked) and returns
+/// one tensor per result.
+///
+/// # Errors
+/// [`RuntimeError::Ir`] for a cyclic function; [`RuntimeError::Execution`] from any node.
+pub fn evaluate_function(function: &Function, inputs: &[Tensor]) -> Result<Vec<Tensor>, RuntimeError> {
+    let mut values: HashMap<Output, Tensor> = HashMap::new();
+    for (&p, t) in function.parameters().iter().zip(inputs) {
+        values.insert(Output::new(p, 0), t.clone());
+    }
+    for id in function.topological_order()? {
+        let node = function.node(id)?;
+        if matches!(node.op(), Op::Parameter) {
+            continue;
+        }
+        let ins: Vec<&Tensor> = node
+            .inputs()
+            .iter()
+            .map(|o| {
+                values.get(o).ok_or_else(|| RuntimeError::Execution {
+                    node: node.name().to_string(),
+                    op: node.op().to_string(),
+                    provenance: String::new(),
+                    message: format!("input {o:?} was not computed"),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let outs = evaluate_node(node, &ins)?;
+        for (i, t) in outs.into_iter().enumerate() {
+            values.insert(Output::new(id, i), t);
+        }
+    }
+    function
+        .results()
+        .iter()
+        .map(|&r| {
+            values
+                .remove(&Output::new(r, 0))
+                .or_else(|| {
+                    let src = function.result_source(r).ok()?;
+                    values.get(&src).cloned()
+                })
+                .ok_or_else(|| RuntimeError::Compile {
+                    function: function.name().to_string(),
+                    message: format!("result {r} was not computed"),
+                })
+        })
+        .collect()
+}

@@ -1,0 +1,52 @@
+//! The backend registry behind `Backend::create` (nGraph's `BackendManager`).
+//!
+//! `INTERPRETER` is always registered. Other crates register their backends with
+//! [`register_backend`] (the `graphlift` facade registers `CPU-JIT`).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use crate::interpreter::InterpreterBackend;
+use crate::{Backend, RuntimeError};
+
+/// Makes a backend instance.
+pub type BackendFactory = fn() -> Result<Arc<dyn Backend>, RuntimeError>;
+
+fn registry() -> &'static RwLock<BTreeMap<String, BackendFactory>> {
+    static REGISTRY: OnceLock<RwLock<BTreeMap<String, BackendFactory>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let mut m: BTreeMap<String, BackendFactory> = BTreeMap::new();
+        m.insert("INTERPRETER".to_string(), || Ok(Arc::new(InterpreterBackend)));
+        RwLock::new(m)
+    })
+}
+
+/// Registers (or replaces) the factory for `name`.
+pub fn register_backend(name: &str, factory: BackendFactory) {
+    let mut m = registry().write().unwrap_or_else(|p| p.into_inner());
+    m.insert(name.to_string(), factory);
+}
+
+/// Names of the registered backends, sorted.
+pub fn registered_backends() -> Vec<String> {
+    let m = registry().read().unwrap_or_else(|p| p.into_inner());
+    m.keys().cloned().collect()
+}
+
+/// A new instance of the backend registered under `name`.
+///
+/// # Errors
+/// [`RuntimeError::UnknownBackend`] listing the known names.
+pub fn create_backend(name: &str) -> Result<Arc<dyn Backend>, RuntimeError> {
+    let factory = {
+        let m = registry().read().unwrap_or_else(|p| p.into_inner());
+        m.get(name).copied()
+    };
+    match factory {
+        Some(f) => f(),
+        None => Err(RuntimeError::UnknownBackend {
+            name: name.to_string(),
+            known: registered_backends().join(", "),
+        }),
+    }
+}

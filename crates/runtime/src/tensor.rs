@@ -1,0 +1,134 @@
+//! Host tensors: an element type, a static shape and row-major data.
+
+use graphlift_ir::{Element, ElementType, Shape, TensorData, TensorType};
+
+use crate::RuntimeError;
+
+/// A dense, row-major host tensor (nGraph's `runtime::Tensor`).
+///
+/// The data always holds exactly `shape.element_count()` elements of `element_type`; every
+/// constructor checks it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    shape: Shape,
+    data: TensorData,
+}
+
+impl Tensor {
+    /// A zero-filled tensor.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Ir`] (`ShapeOverflow`) when the element count overflows `usize`, or
+    /// its byte size exceeds `isize::MAX`.
+    pub fn zeros(element_type: ElementType, shape: impl Into<Shape>) -> Result<Tensor, RuntimeError> {
+        let shape = shape.into();
+        let n = shape.element_count()?;
+        if n.checked_mul(element_type.size_bytes())
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(graphlift_ir::IrError::ShapeOverflow { shape }.into());
+        }
+        Ok(Tensor {
+            data: TensorData::zeros(element_type, n),
+            shape,
+        })
+    }
+
+    /// A tensor owning `data` in `shape`.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Data`] if the data's length is not the shape's element count.
+    pub fn from_data(data: impl Into<TensorData>, shape: impl Into<Shape>) -> Result<Tensor, RuntimeError> {
+        let (data, shape) = (data.into(), shape.into());
+        let n = shape.element_count()?;
+        if data.len() != n {
+            return Err(RuntimeError::Data(format!(
+                "{} elements given for shape {shape}, which holds {n}",
+                data.len()
+            )));
+        }
+        Ok(Tensor { shape, data })
+    }
+
+    /// A tensor from a typed vector.
+    ///
+    /// # Errors
+    /// As [`Tensor::from_data`].
+    pub fn from_vec<T: Element>(values: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor, RuntimeError> {
+        Tensor::from_data(T::into_data(values), shape)
+    }
+
+    /// The element type.
+    pub fn element_type(&self) -> ElementType {
+        self.data.element_type()
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Element type and shape.
+    pub fn tensor_type(&self) -> TensorType {
+        TensorType::new(self.element_type(), self.shape.clone())
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// `true` when the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The data.
+    pub fn data(&self) -> &TensorData {
+        &self.data
+    }
+
+    /// The data, mutably (its length cannot change through this borrow).
+    pub fn data_mut(&mut self) -> &mut TensorData {
+        &mut self.data
+    }
+
+    /// Unwraps into the data.
+    pub fn into_data(self) -> TensorData {
+        self.data
+    }
+
+    /// The elements as a typed slice.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Data`] if `T` is not the tensor's element type.
+    pub fn read<T: Element>(&self) -> Result<&[T], RuntimeError> {
+        self.data.as_slice::<T>().ok_or_else(|| self.type_error::<T>())
+    }
+
+    /// Copies `values` into the tensor.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Data`] if `T` is not the element type or the length differs.
+    pub fn write<T: Element>(&mut self, values: &[T]) -> Result<(), RuntimeError> {
+        let err = self.type_error::<T>();
+        let n = self.len();
+        let dst = self.data.as_mut_slice::<T>().ok_or(err)?;
+        if values.len() != n {
+            return Err(RuntimeError::Data(format!(
+                "write of {} elements into a tensor of {n}",
+                values.len()
+            )));
+        }
+        dst.copy_from_slice(values);
+        Ok(())
+    }
+
+    fn type_error<T: Element>(&self) -> RuntimeError {
+        RuntimeError::Data(format!(
+            "tensor holds {}, accessed as {}",
+            self.element_type(),
+            T::ELEMENT_TYPE
+        ))
+    }
+}
