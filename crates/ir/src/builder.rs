@@ -124,7 +124,10 @@ impl FunctionBuilder {
             // Let the op report the incompatible shapes.
             return self.op(op, inputs);
         };
-        let ins: Vec<Value<'_>> = inputs.iter().map(|v| v.broadcast_to(target.clone())).collect();
+        let ins: Vec<Value<'_>> = inputs
+            .iter()
+            .map(|v| v.broadcast_to(target.clone()))
+            .collect();
         self.op(op, &ins)
     }
 
@@ -154,7 +157,10 @@ impl FunctionBuilder {
     }
 
     /// Runs `f` on the function under construction (to set names, tags, metadata).
-    pub fn with_function<T>(&self, f: impl FnOnce(&mut Function) -> Result<T, IrError>) -> Option<T> {
+    pub fn with_function<T>(
+        &self,
+        f: impl FnOnce(&mut Function) -> Result<T, IrError>,
+    ) -> Option<T> {
         let r = f(&mut self.function.borrow_mut());
         self.record(r)
     }

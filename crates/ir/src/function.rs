@@ -87,7 +87,8 @@ impl Function {
     /// # Errors
     /// [`IrError::Dangling`] if there is no such node.
     pub fn node(&self, id: NodeId) -> Result<&Node, IrError> {
-        self.get(id).ok_or_else(|| self.dangling(format!("no node {id}")))
+        self.get(id)
+            .ok_or_else(|| self.dangling(format!("no node {id}")))
     }
 
     /// The node named `name`.
@@ -103,7 +104,12 @@ impl Function {
         self.node(output.node)?
             .outputs
             .get(output.index)
-            .ok_or_else(|| self.dangling(format!("node {} has no output {}", output.node, output.index)))
+            .ok_or_else(|| {
+                self.dangling(format!(
+                    "node {} has no output {}",
+                    output.node, output.index
+                ))
+            })
     }
 
     /// The value a Result node passes out.
@@ -236,16 +242,18 @@ impl Function {
     /// [`IrError::Dangling`] if `value` does not exist; [`IrError::DuplicateName`] if `name`
     /// is taken.
     #[track_caller]
-    pub fn add_result(
-        &mut self,
-        value: Output,
-        name: Option<String>,
-    ) -> Result<NodeId, IrError> {
+    pub fn add_result(&mut self, value: Output, name: Option<String>) -> Result<NodeId, IrError> {
         let t = self.output_type(value)?.clone();
         if let Some(n) = &name {
             self.check_name_free(n)?;
         }
-        let id = self.push(Op::Result, vec![value], vec![t], name, CreationSite::caller());
+        let id = self.push(
+            Op::Result,
+            vec![value],
+            vec![t],
+            name,
+            CreationSite::caller(),
+        );
         self.results.push(id);
         Ok(id)
     }
@@ -262,7 +270,13 @@ impl Function {
             op => self.infer(op, inputs, &src.site)?,
         };
         let name = self.unique_name(&src.name);
-        let id = self.push(src.op.clone(), inputs.to_vec(), types, Some(name), src.site.clone());
+        let id = self.push(
+            src.op.clone(),
+            inputs.to_vec(),
+            types,
+            Some(name),
+            src.site.clone(),
+        );
         let n = self.nodes[id.index()].as_mut().expect("just pushed");
         n.metadata = src.metadata.clone();
         n.tags = src.tags.clone();
@@ -284,7 +298,8 @@ impl Function {
         site: CreationSite,
     ) -> NodeId {
         let id = NodeId(u32::try_from(self.nodes.len()).expect("more than 2^32 nodes"));
-        let name = name.unwrap_or_else(|| self.unique_name(&format!("{}_{}", op.type_name(), id.0)));
+        let name =
+            name.unwrap_or_else(|| self.unique_name(&format!("{}_{}", op.type_name(), id.0)));
         for (slot, o) in inputs.iter().enumerate() {
             if let Some(Some(p)) = self.nodes.get_mut(o.node.index()) {
                 p.users[o.index].push((id, slot));
@@ -407,7 +422,10 @@ impl Function {
     /// [`IrError::ReplaceMismatch`] if the types differ; [`IrError::Dangling`] if either
     /// does not exist.
     pub fn replace_output(&mut self, old: Output, new: Output) -> Result<(), IrError> {
-        let (ot, nt) = (self.output_type(old)?.clone(), self.output_type(new)?.clone());
+        let (ot, nt) = (
+            self.output_type(old)?.clone(),
+            self.output_type(new)?.clone(),
+        );
         if ot != nt {
             return Err(IrError::ReplaceMismatch {
                 old: self.node(old.node)?.name.clone(),
@@ -602,13 +620,19 @@ impl Function {
             }
             if let Op::Constant(d) = &node.op {
                 if Ok(d.len()) != node.outputs[0].shape.element_count() {
-                    return Err(invalid(format!("constant `{}` does not fill its shape", node.name)));
+                    return Err(invalid(format!(
+                        "constant `{}` does not fill its shape",
+                        node.name
+                    )));
                 }
             }
             for (slot, o) in node.inputs.iter().enumerate() {
                 let producer = self.node(o.node).map_err(|e| invalid(e.to_string()))?;
                 if !producer.users[o.index].contains(&(node.id, slot)) {
-                    return Err(invalid(format!("users of `{}` miss `{}`", producer.name, node.name)));
+                    return Err(invalid(format!(
+                        "users of `{}` miss `{}`",
+                        producer.name, node.name
+                    )));
                 }
             }
             if self.names.get(&node.name) != Some(&node.id) {

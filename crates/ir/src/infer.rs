@@ -95,11 +95,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorTy
             let params = k.body.parameters();
             arity(params.len())?;
             for (i, (&p, t)) in params.iter().zip(inputs).enumerate() {
-                let want = k
-                    .body
-                    .node(p)
-                    .map_err(|e| e.to_string())?
-                    .output_type();
+                let want = k.body.node(p).map_err(|e| e.to_string())?.output_type();
                 if want != t {
                     return Err(format!("live-in {i} must be {want}, is {t}"));
                 }

@@ -41,7 +41,11 @@ pub trait Backend: Send + Sync {
     ///
     /// # Errors
     /// [`RuntimeError::Ir`] for a shape whose element count overflows.
-    fn create_tensor(&self, element_type: ElementType, shape: Shape) -> Result<Tensor, RuntimeError> {
+    fn create_tensor(
+        &self,
+        element_type: ElementType,
+        shape: Shape,
+    ) -> Result<Tensor, RuntimeError> {
         Tensor::zeros(element_type, shape)
     }
 
@@ -86,7 +90,11 @@ pub trait Executable: Send + Sync {
     ///
     /// # Errors
     /// As [`Executable::call`]; the validation error names the offending parameter or result.
-    fn call_with_validate(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
+    fn call_with_validate(
+        &self,
+        outputs: &mut [Tensor],
+        inputs: &[Tensor],
+    ) -> Result<(), RuntimeError> {
         validate_arguments(self.parameters(), inputs.iter(), "input")?;
         validate_arguments(self.results(), outputs.iter(), "output")?;
         self.call(outputs, inputs)
@@ -145,7 +153,9 @@ pub fn validate_arguments<'t>(
 }
 
 /// The parameter and result specs of a function.
-pub fn function_signature(f: &Function) -> Result<(Vec<TensorSpec>, Vec<TensorSpec>), RuntimeError> {
+pub fn function_signature(
+    f: &Function,
+) -> Result<(Vec<TensorSpec>, Vec<TensorSpec>), RuntimeError> {
     let spec = |id| -> Result<TensorSpec, RuntimeError> {
         let n = f.node(id)?;
         Ok(TensorSpec {
@@ -153,7 +163,15 @@ pub fn function_signature(f: &Function) -> Result<(Vec<TensorSpec>, Vec<TensorSp
             tensor_type: n.output_type().clone(),
         })
     };
-    let params = f.parameters().iter().map(|&p| spec(p)).collect::<Result<_, _>>()?;
-    let results = f.results().iter().map(|&r| spec(r)).collect::<Result<_, _>>()?;
+    let params = f
+        .parameters()
+        .iter()
+        .map(|&p| spec(p))
+        .collect::<Result<_, _>>()?;
+    let results = f
+        .results()
+        .iter()
+        .map(|&r| spec(r))
+        .collect::<Result<_, _>>()?;
     Ok((params, results))
 }

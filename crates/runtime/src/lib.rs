@@ -20,7 +20,9 @@ pub mod reference;
 pub mod registry;
 mod tensor;
 
-pub use backend::{function_signature, validate_arguments, Backend, Executable, KernelInfo, TensorSpec};
+pub use backend::{
+    function_signature, validate_arguments, Backend, Executable, KernelInfo, TensorSpec,
+};
 pub use error::RuntimeError;
 pub use interpreter::{InterpreterBackend, InterpreterExecutable};
 pub use registry::{create_backend, register_backend, registered_backends};

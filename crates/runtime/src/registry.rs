@@ -16,7 +16,9 @@ fn registry() -> &'static RwLock<BTreeMap<String, BackendFactory>> {
     static REGISTRY: OnceLock<RwLock<BTreeMap<String, BackendFactory>>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
         let mut m: BTreeMap<String, BackendFactory> = BTreeMap::new();
-        m.insert("INTERPRETER".to_string(), || Ok(Arc::new(InterpreterBackend)));
+        m.insert("INTERPRETER".to_string(), || {
+            Ok(Arc::new(InterpreterBackend))
+        });
         RwLock::new(m)
     })
 }

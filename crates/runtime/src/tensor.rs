@@ -20,7 +20,10 @@ impl Tensor {
     /// # Errors
     /// [`RuntimeError::Ir`] (`ShapeOverflow`) when the element count overflows `usize`, or
     /// its byte size exceeds `isize::MAX`.
-    pub fn zeros(element_type: ElementType, shape: impl Into<Shape>) -> Result<Tensor, RuntimeError> {
+    pub fn zeros(
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+    ) -> Result<Tensor, RuntimeError> {
         let shape = shape.into();
         let n = shape.element_count()?;
         if n.checked_mul(element_type.size_bytes())
@@ -38,7 +41,10 @@ impl Tensor {
     ///
     /// # Errors
     /// [`RuntimeError::Data`] if the data's length is not the shape's element count.
-    pub fn from_data(data: impl Into<TensorData>, shape: impl Into<Shape>) -> Result<Tensor, RuntimeError> {
+    pub fn from_data(
+        data: impl Into<TensorData>,
+        shape: impl Into<Shape>,
+    ) -> Result<Tensor, RuntimeError> {
         let (data, shape) = (data.into(), shape.into());
         let n = shape.element_count()?;
         if data.len() != n {
@@ -54,7 +60,10 @@ impl Tensor {
     ///
     /// # Errors
     /// As [`Tensor::from_data`].
-    pub fn from_vec<T: Element>(values: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor, RuntimeError> {
+    pub fn from_vec<T: Element>(
+        values: Vec<T>,
+        shape: impl Into<Shape>,
+    ) -> Result<Tensor, RuntimeError> {
         Tensor::from_data(T::into_data(values), shape)
     }
 
@@ -103,7 +112,9 @@ impl Tensor {
     /// # Errors
     /// [`RuntimeError::Data`] if `T` is not the tensor's element type.
     pub fn read<T: Element>(&self) -> Result<&[T], RuntimeError> {
-        self.data.as_slice::<T>().ok_or_else(|| self.type_error::<T>())
+        self.data
+            .as_slice::<T>()
+            .ok_or_else(|| self.type_error::<T>())
     }
 
     /// Copies `values` into the tensor.

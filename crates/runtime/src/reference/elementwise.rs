@@ -8,7 +8,11 @@ use graphlift_ir::{BinaryOp, CompareOp, ElementType, TensorData, UnaryOp};
 /// A message when the op does not accept the element type.
 pub fn unary(op: UnaryOp, x: &TensorData) -> Result<TensorData, String> {
     if !op.accepts(x.element_type()) {
-        return Err(format!("{} does not accept {}", op.name(), x.element_type()));
+        return Err(format!(
+            "{} does not accept {}",
+            op.name(),
+            x.element_type()
+        ));
     }
     Ok(match x {
         TensorData::F32(v) => TensorData::F32(v.iter().map(|&a| unary_f32(op, a)).collect()),
@@ -106,28 +110,50 @@ int_unary!(unary_i64, i64);
 pub fn binary(op: BinaryOp, a: &TensorData, b: &TensorData) -> Result<TensorData, String> {
     check_pair(a, b)?;
     if !op.accepts(a.element_type()) {
-        return Err(format!("{} does not accept {}", op.name(), a.element_type()));
+        return Err(format!(
+            "{} does not accept {}",
+            op.name(),
+            a.element_type()
+        ));
     }
     Ok(match (a, b) {
-        (TensorData::F32(x), TensorData::F32(y)) => TensorData::F32(zip(x, y, |p, q| binary_f32(op, p, q))),
-        (TensorData::F64(x), TensorData::F64(y)) => TensorData::F64(zip(x, y, |p, q| binary_f64(op, p, q))),
-        (TensorData::I32(x), TensorData::I32(y)) => TensorData::I32(zip(x, y, |p, q| binary_i32(op, p, q))),
-        (TensorData::I64(x), TensorData::I64(y)) => TensorData::I64(zip(x, y, |p, q| binary_i64(op, p, q))),
-        (TensorData::Bool(x), TensorData::Bool(y)) => TensorData::Bool(zip(x, y, |p, q| match op {
-            BinaryOp::And => p && q,
-            BinaryOp::Or => p || q,
-            _ => p ^ q,
-        })),
+        (TensorData::F32(x), TensorData::F32(y)) => {
+            TensorData::F32(zip(x, y, |p, q| binary_f32(op, p, q)))
+        }
+        (TensorData::F64(x), TensorData::F64(y)) => {
+            TensorData::F64(zip(x, y, |p, q| binary_f64(op, p, q)))
+        }
+        (TensorData::I32(x), TensorData::I32(y)) => {
+            TensorData::I32(zip(x, y, |p, q| binary_i32(op, p, q)))
+        }
+        (TensorData::I64(x), TensorData::I64(y)) => {
+            TensorData::I64(zip(x, y, |p, q| binary_i64(op, p, q)))
+        }
+        (TensorData::Bool(x), TensorData::Bool(y)) => {
+            TensorData::Bool(zip(x, y, |p, q| match op {
+                BinaryOp::And => p && q,
+                BinaryOp::Or => p || q,
+                _ => p ^ q,
+            }))
+        }
         _ => unreachable!("check_pair ensures equal types"),
     })
 }
 
 fn check_pair(a: &TensorData, b: &TensorData) -> Result<(), String> {
     if a.element_type() != b.element_type() {
-        return Err(format!("operand types {} and {} differ", a.element_type(), b.element_type()));
+        return Err(format!(
+            "operand types {} and {} differ",
+            a.element_type(),
+            b.element_type()
+        ));
     }
     if a.len() != b.len() {
-        return Err(format!("operand lengths {} and {} differ", a.len(), b.len()));
+        return Err(format!(
+            "operand lengths {} and {} differ",
+            a.len(),
+            b.len()
+        ));
     }
     Ok(())
 }
@@ -303,14 +329,24 @@ pub fn compare(op: CompareOp, a: &TensorData, b: &TensorData) -> Result<TensorDa
 /// A message when `cond` is not bool, or types or lengths differ.
 pub fn select(cond: &TensorData, a: &TensorData, b: &TensorData) -> Result<TensorData, String> {
     let TensorData::Bool(c) = cond else {
-        return Err(format!("condition must be bool, is {}", cond.element_type()));
+        return Err(format!(
+            "condition must be bool, is {}",
+            cond.element_type()
+        ));
     };
     check_pair(a, b)?;
     if c.len() != a.len() {
-        return Err(format!("condition length {} differs from {}", c.len(), a.len()));
+        return Err(format!(
+            "condition length {} differs from {}",
+            c.len(),
+            a.len()
+        ));
     }
     fn pick<T: Copy>(c: &[bool], x: &[T], y: &[T]) -> Vec<T> {
-        c.iter().zip(x.iter().zip(y)).map(|(&k, (&p, &q))| if k { p } else { q }).collect()
+        c.iter()
+            .zip(x.iter().zip(y))
+            .map(|(&k, (&p, &q))| if k { p } else { q })
+            .collect()
     }
     Ok(match (a, b) {
         (TensorData::F32(x), TensorData::F32(y)) => TensorData::F32(pick(c, x, y)),
@@ -368,9 +404,15 @@ mod tests {
         assert_eq!(unary_f32(UnaryOp::Sigmoid, -1000.0), 0.0);
         assert_eq!(unary_f32(UnaryOp::Sigmoid, 1000.0), 1.0);
         assert_eq!(unary_i32(UnaryOp::Abs, i32::MIN), i32::MIN);
-        let c = convert(&TensorData::F32(vec![f32::NAN, 3e10, -2.7]), ElementType::I32);
+        let c = convert(
+            &TensorData::F32(vec![f32::NAN, 3e10, -2.7]),
+            ElementType::I32,
+        );
         assert_eq!(c, TensorData::I32(vec![0, i32::MAX, -2]));
-        let b = convert(&TensorData::F32(vec![f32::NAN, 0.0, -0.0]), ElementType::Bool);
+        let b = convert(
+            &TensorData::F32(vec![f32::NAN, 0.0, -0.0]),
+            ElementType::Bool,
+        );
         assert_eq!(b, TensorData::Bool(vec![true, false, false]));
     }
 }

@@ -62,7 +62,10 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
     };
     let want = node.inputs().len();
     if inputs.len() != want {
-        return Err(fail(format!("expected {want} inputs, got {}", inputs.len())));
+        return Err(fail(format!(
+            "expected {want} inputs, got {}",
+            inputs.len()
+        )));
     }
     let out_shape = node.output_type().shape.clone();
     let data = |i: usize| inputs[i].data();
@@ -92,7 +95,10 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
 ///
 /// # Errors
 /// [`RuntimeError::Ir`] for a cyclic function; [`RuntimeError::Execution`] from any node.
-pub fn evaluate_function(function: &Function, inputs: &[Tensor]) -> Result<Vec<Tensor>, RuntimeError> {
+pub fn evaluate_function(
+    function: &Function,
+    inputs: &[Tensor],
+) -> Result<Vec<Tensor>, RuntimeError> {
     let mut values: HashMap<Output, Tensor> = HashMap::new();
     for (&p, t) in function.parameters().iter().zip(inputs) {
         values.insert(Output::new(p, 0), t.clone());

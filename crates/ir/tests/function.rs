@@ -1,0 +1,162 @@
+//! Function, builder and provenance behaviour through the public API.
+
+use graphlift_ir::{
+    BinaryOp, ElementType::*, Function, FunctionBuilder, IrError, Op, Output, Shape, TensorData,
+    UnaryOp,
+};
+
+#[test]
+fn builder_inserts_broadcasts_and_infers_types() {
+    let b = FunctionBuilder::new("f");
+    let x = b.parameter("x", F32, [2, 3]);
+    let bias = b.parameter("bias", F32, [3]);
+    let y = (x + bias).relu() * 2.0;
+    let f = b.finish(&[y]).unwrap();
+    f.validate().unwrap();
+    let broadcasts: Vec<_> = f
+        .nodes()
+        .filter(|n| matches!(n.op(), Op::Broadcast(_)))
+        .map(|n| n.output_type().shape.clone())
+        .collect();
+    // bias [3] -> [2,3] and the scalar 2.0 -> [2,3].
+    assert_eq!(broadcasts, vec![Shape::new([2, 3]), Shape::new([2, 3])]);
+    assert_eq!(f.result_types()[0].shape, Shape::new([2, 3]));
+    assert_eq!(f.result_types()[0].element_type, F32);
+}
+
+#[test]
+fn inference_error_names_op_operands_and_site() {
+    let b = FunctionBuilder::new("f");
+    let x = b.parameter("x", F32, [3]);
+    let y = b.parameter("y", F32, [4]);
+    let line = line!() + 1;
+    let z = x + y;
+    let err = b.finish(&[z.exp()]).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("Add"), "{msg}");
+    assert!(msg.contains("f32[3], f32[4]"), "{msg}");
+    assert!(msg.contains(&format!("function.rs:{line}")), "{msg}");
+}
+
+#[test]
+fn type_errors_are_errors_not_panics() {
+    let b = FunctionBuilder::new("f");
+    let i = b.parameter("i", I32, [2]);
+    let e = i.exp();
+    assert!(matches!(b.finish(&[e]), Err(IrError::Inference { .. })));
+
+    let b = FunctionBuilder::new("g");
+    let x = b.parameter("x", F32, [2]);
+    let i = b.parameter("i", I32, [2]);
+    assert!(b.finish(&[x + i]).is_err());
+
+    let mut f = Function::new("h");
+    assert!(matches!(
+        f.add_parameter("big", F32, [usize::MAX, 4]),
+        Err(IrError::ShapeOverflow { .. })
+    ));
+    assert!(matches!(
+        f.add_constant(TensorData::F32(vec![1.0; 3]), [4]),
+        Err(IrError::ConstantLength { .. })
+    ));
+}
+
+#[test]
+fn zero_size_and_scalar_shapes_are_legal() {
+    let b = FunctionBuilder::new("f");
+    let x = b.parameter("x", F64, [0, 5]);
+    let s = b.parameter("s", F64, Shape::scalar());
+    let f = b.finish(&[x * s, s.sqrt()]).unwrap();
+    assert_eq!(f.result_types()[0].shape, Shape::new([0, 5]));
+    assert_eq!(f.result_types()[1].shape, Shape::scalar());
+}
+
+#[test]
+fn names_are_unique() {
+    let mut f = Function::new("f");
+    let a = f.add_parameter("a", F32, [1]).unwrap();
+    assert!(matches!(
+        f.add_parameter("a", F32, [1]),
+        Err(IrError::DuplicateName { .. })
+    ));
+    let n = f.add_node(Op::Unary(UnaryOp::Exp), &[a.into()]).unwrap();
+    assert!(f.set_name(n, "a").is_err());
+    f.set_name(n, "exp_a").unwrap();
+    assert_eq!(f.node_by_name("exp_a").unwrap().id(), n);
+}
+
+#[test]
+fn replace_node_redirects_users_and_hands_over_provenance() {
+    // x*1 replaced by x+0 built from a new constant: old's tags reach the replacement and the
+    // new constant, but not the shared input x.
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let one = f
+        .add_constant(TensorData::F32(vec![1.0, 1.0]), [2])
+        .unwrap();
+    let mul = f
+        .add_node(Op::Binary(BinaryOp::Multiply), &[x.into(), one.into()])
+        .unwrap();
+    f.add_tag(mul, "onnx:Mul:m").unwrap();
+    let r = f.add_result(mul.into(), Some("y".into())).unwrap();
+
+    let zero = f
+        .add_constant(TensorData::F32(vec![0.0, 0.0]), [2])
+        .unwrap();
+    let add = f
+        .add_node(Op::Binary(BinaryOp::Add), &[x.into(), zero.into()])
+        .unwrap();
+    f.replace_node(mul, add).unwrap();
+
+    assert_eq!(f.result_source(r).unwrap(), Output::from(add));
+    assert!(f.node(add).unwrap().tags().contains("onnx:Mul:m"));
+    assert!(f.node(zero).unwrap().tags().contains("onnx:Mul:m"));
+    assert!(f.node(x).unwrap().tags().is_empty());
+    assert!(f.get(mul).is_none(), "the replaced node is removed");
+    assert!(f.get(one).is_none(), "dead nodes are removed");
+    f.validate().unwrap();
+}
+
+#[test]
+fn replace_node_rejects_type_mismatch() {
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let y = f.add_parameter("y", F32, [3]).unwrap();
+    let e = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    f.add_result(e.into(), None).unwrap();
+    let err = f.replace_node(e, y).unwrap_err();
+    assert!(matches!(err, IrError::ReplaceMismatch { .. }), "{err}");
+}
+
+#[test]
+fn control_dependencies_order_nodes_and_reject_cycles() {
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let a = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    let b = f.add_node(Op::Unary(UnaryOp::Log), &[x.into()]).unwrap();
+    f.add_result(a.into(), None).unwrap();
+    f.add_result(b.into(), None).unwrap();
+    // Without deps, a (lower id) comes first; make a wait for b.
+    f.add_control_dependency(a, b).unwrap();
+    let order = f.topological_order().unwrap();
+    let pos = |id| order.iter().position(|&o| o == id).unwrap();
+    assert!(pos(b) < pos(a));
+    assert!(matches!(
+        f.add_control_dependency(b, a),
+        Err(IrError::Cycle { .. })
+    ));
+    f.validate().unwrap();
+}
+
+#[test]
+fn creation_site_and_metadata_are_kept() {
+    let b = FunctionBuilder::new("f");
+    let x = b.parameter("x", F32, [1]);
+    let line = line!() + 1;
+    let y = x.tanh().named("t").tagged("scope/tanh");
+    let f = b.finish(&[y]).unwrap();
+    let t = f.node_by_name("t").unwrap();
+    assert_eq!(t.creation_site().line, line);
+    assert!(t.creation_site().file.ends_with("function.rs"));
+    assert_eq!(t.tags().iter().collect::<Vec<_>>(), vec!["scope/tanh"]);
+}
