@@ -276,8 +276,6 @@ unary_methods! {
     round => Round;
     /// Sign: -1, 0 or 1.
     sign => Sign;
-    /// Logical not (bool).
-    not => Not;
 }
 
 macro_rules! binary_methods {
@@ -364,6 +362,15 @@ arith_ops! {
     Sub sub => Subtract;
     Mul mul => Multiply;
     Div div => Divide;
+}
+
+impl<'b> ops::Not for Value<'b> {
+    type Output = Value<'b>;
+    /// Logical not (bool).
+    #[track_caller]
+    fn not(self) -> Value<'b> {
+        self.unary(UnaryOp::Not)
+    }
 }
 
 impl<'b> ops::Neg for Value<'b> {

@@ -6,19 +6,8 @@ use crate::{CreationSite, NodeId, Shape};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum IrError {
     /// An op was given operands it does not accept (type or shape inference failed).
-    #[error("{op} `{name}` (created at {site}): {message}; operands: {operands}")]
-    Inference {
-        /// The op's type name.
-        op: String,
-        /// The name the node would have had.
-        name: String,
-        /// Where the node was created.
-        site: CreationSite,
-        /// The operand types, e.g. `f32[2, 3], f32[3]`.
-        operands: String,
-        /// What is wrong.
-        message: String,
-    },
+    #[error(transparent)]
+    Inference(Box<InferenceError>),
     /// A shape's element count overflows `usize`.
     #[error("shape {shape}: element count overflows usize")]
     ShapeOverflow {
@@ -83,4 +72,20 @@ pub enum IrError {
         /// What is wrong, naming the node.
         message: String,
     },
+}
+
+/// Type or shape inference failed: names the op, the node, the operands and the site.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{op} `{name}` (created at {site}): {message}; operands: {operands}")]
+pub struct InferenceError {
+    /// The op, e.g. `Add` or `Broadcast<[2, 3]>`.
+    pub op: String,
+    /// The name the node would have had.
+    pub name: String,
+    /// Where the node was created.
+    pub site: CreationSite,
+    /// The operand types, e.g. `f32[2, 3], f32[3]`.
+    pub operands: String,
+    /// What is wrong.
+    pub message: String,
 }

@@ -223,16 +223,18 @@ impl Function {
             .iter()
             .map(|&o| self.output_type(o).cloned())
             .collect::<Result<_, _>>()?;
-        infer_output_types(op, &in_types).map_err(|message| IrError::Inference {
-            op: op.to_string(),
-            name: format!("{}_{}", op.type_name(), self.nodes.len()),
-            site: site.clone(),
-            operands: in_types
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            message,
+        infer_output_types(op, &in_types).map_err(|message| {
+            IrError::Inference(Box::new(crate::InferenceError {
+                op: op.to_string(),
+                name: format!("{}_{}", op.type_name(), self.nodes.len()),
+                site: site.clone(),
+                operands: in_types
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message,
+            }))
         })
     }
 
@@ -519,8 +521,8 @@ impl Function {
             }
         }
         let mut removed = 0;
-        for i in 0..self.nodes.len() {
-            if live[i] {
+        for (i, &is_live) in live.iter().enumerate() {
+            if is_live {
                 continue;
             }
             if let Some(n) = self.nodes[i].take() {

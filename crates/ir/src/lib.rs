@@ -23,7 +23,7 @@ mod tensor_data;
 
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;
-pub use error::IrError;
+pub use error::{InferenceError, IrError};
 pub use function::Function;
 pub use infer::infer_output_types;
 pub use node::{CreationSite, Node, NodeId, Output, TensorType};

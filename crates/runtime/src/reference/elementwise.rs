@@ -166,14 +166,10 @@ fn zip<T: Copy, U>(x: &[T], y: &[T], f: impl Fn(T, T) -> U) -> Vec<U> {
 pub fn fmax<T: num_like::Float>(a: T, b: T) -> T {
     if a.is_nan() || b.is_nan() {
         T::NAN
-    } else if a > b {
+    } else if a > b || (a == b && !a.is_sign_negative()) {
         a
-    } else if b > a {
-        b
-    } else if a.is_sign_negative() {
-        b
     } else {
-        a
+        b
     }
 }
 
@@ -181,11 +177,7 @@ pub fn fmax<T: num_like::Float>(a: T, b: T) -> T {
 pub fn fmin<T: num_like::Float>(a: T, b: T) -> T {
     if a.is_nan() || b.is_nan() {
         T::NAN
-    } else if a < b {
-        a
-    } else if b < a {
-        b
-    } else if a.is_sign_negative() {
+    } else if a < b || (a == b && a.is_sign_negative()) {
         a
     } else {
         b
