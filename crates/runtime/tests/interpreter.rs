@@ -55,7 +55,7 @@ fn call_with_validate_names_the_offending_parameter() {
         "{e}"
     );
     let e = exe
-        .call_with_validate(&mut out, &[good.clone()])
+        .call_with_validate(&mut out, std::slice::from_ref(&good))
         .unwrap_err();
     assert!(matches!(
         e,
