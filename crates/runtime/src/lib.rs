@@ -14,6 +14,7 @@
 //! ```
 
 mod backend;
+pub mod compare;
 mod error;
 mod interpreter;
 pub mod reference;
@@ -23,6 +24,7 @@ mod tensor;
 pub use backend::{
     function_signature, validate_arguments, Backend, Executable, KernelInfo, TensorSpec,
 };
+pub use compare::{compare, Comparison};
 pub use error::RuntimeError;
 pub use interpreter::{InterpreterBackend, InterpreterExecutable};
 pub use registry::{create_backend, register_backend, registered_backends};
