@@ -1,0 +1,138 @@
+//! `graphlift run`: import, compile, run, print, compare, write.
+
+use std::fs;
+use std::time::Instant;
+
+use graphlift::onnx::{import_model_file, ImportedModel};
+use graphlift::runtime::compare;
+use graphlift::{Backend, Tensor};
+
+use crate::error::CliError;
+use crate::tensor_io::{read_tensor, write_npy};
+use crate::{default_model, RunArgs};
+
+/// How many leading values of each output are printed.
+const SHOWN_VALUES: usize = 8;
+
+/// Runs `graphlift run`.
+///
+/// # Errors
+/// Any import, compile or run error; [`CliError::Usage`] for a wrong number of inputs or
+/// expected outputs; [`CliError::Mismatch`] when an output differs from `--expect`.
+pub fn run(args: &RunArgs) -> Result<(), CliError> {
+    let (model, inputs, expected) = match &args.model {
+        Some(path) => {
+            let model = import_model_file(path)?;
+            let inputs = args.inputs.iter().map(|p| read_tensor(p)).collect::<Result<Vec<_>, _>>()?;
+            let expected = args.expects.iter().map(|p| read_tensor(p)).collect::<Result<Vec<_>, _>>()?;
+            println!("model: {}", path.display());
+            (model, inputs, expected)
+        }
+        None => {
+            if !args.inputs.is_empty() || !args.expects.is_empty() {
+                return Err(CliError::Usage(
+                    "--input and --expect need a MODEL; without one the embedded default model runs on its own inputs".into(),
+                ));
+            }
+            let d = default_model::default_model()?;
+            println!("model: embedded default ({})", default_model::DESCRIPTION);
+            (d.model, d.inputs, d.expected)
+        }
+    };
+    check_counts(&model, &inputs, &expected)?;
+
+    let backend = Backend::create(&args.backend)?;
+    let start = Instant::now();
+    let exe = backend.compile(&model.function)?;
+    let compile_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    let outputs = exe.run(&inputs)?;
+    let run_ms = start.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "backend: {} (compile {compile_ms:.2} ms, run {run_ms:.3} ms)",
+        backend.name()
+    );
+
+    let kernels = exe.kernels();
+    println!("fused kernels: {}", kernels.len());
+    for k in &kernels {
+        println!(
+            "  {}: {} nodes [{}], {} live-in(s), {} output(s), {} bytes of machine code",
+            k.name,
+            k.fused_nodes.len(),
+            k.fused_nodes.join(", "),
+            k.live_ins,
+            k.outputs,
+            k.code_size
+        );
+        if !k.tags.is_empty() {
+            println!("    provenance: {}", k.tags.join(", "));
+        }
+    }
+
+    for (i, (spec, t)) in model.outputs.iter().zip(&outputs).enumerate() {
+        println!("output {i} `{}`: {} = {}", spec.name, t.tensor_type(), preview(t));
+    }
+
+    let mut failed = 0;
+    for (i, (got, want)) in outputs.iter().zip(&expected).enumerate() {
+        let c = compare(got, want, args.rtol, args.atol);
+        let verdict = if c.passed() { "ok" } else { "MISMATCH" };
+        println!("expect {i}: {verdict} ({c})");
+        failed += usize::from(!c.passed());
+    }
+
+    if let Some(dir) = &args.output_dir {
+        fs::create_dir_all(dir).map_err(|source| CliError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        for (i, t) in outputs.iter().enumerate() {
+            let path = dir.join(format!("output_{i}.npy"));
+            write_npy(&path, t)?;
+            println!("wrote {}", path.display());
+        }
+    }
+
+    if failed > 0 {
+        return Err(CliError::Mismatch {
+            failed,
+            total: expected.len(),
+        });
+    }
+    Ok(())
+}
+
+fn check_counts(model: &ImportedModel, inputs: &[Tensor], expected: &[Tensor]) -> Result<(), CliError> {
+    if inputs.len() != model.inputs.len() {
+        let want: Vec<String> = model
+            .inputs
+            .iter()
+            .map(|v| format!("{}: {}", v.name, v.tensor_type))
+            .collect();
+        return Err(CliError::Usage(format!(
+            "the model takes {} input(s) ({}), {} given with --input",
+            model.inputs.len(),
+            want.join(", "),
+            inputs.len()
+        )));
+    }
+    if !expected.is_empty() && expected.len() != model.outputs.len() {
+        return Err(CliError::Usage(format!(
+            "the model has {} output(s), {} given with --expect",
+            model.outputs.len(),
+            expected.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The first few values of a tensor, e.g. `[1, 36, 6, ...]`.
+fn preview(t: &Tensor) -> String {
+    let shown: Vec<String> = (0..t.len().min(SHOWN_VALUES))
+        .filter_map(|i| t.data().get_f64(i))
+        .map(|v| format!("{v}"))
+        .collect();
+    let more = if t.len() > SHOWN_VALUES { ", ..." } else { "" };
+    format!("[{}{more}]", shown.join(", "))
+}

@@ -1,0 +1,140 @@
+//! Reading tensors from ONNX TensorProto (`.pb`) and numpy (`.npy`) files, and writing
+//! `.npy` files numpy can read.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use graphlift::{Tensor, TensorData};
+use npyz::WriterBuilder;
+
+use crate::error::CliError;
+
+/// Reads a tensor; the format follows the extension (`.npy`, else ONNX TensorProto).
+///
+/// # Errors
+/// [`CliError::Io`] if the file cannot be read; [`CliError::TensorFile`] for a format or
+/// element type graphlift does not read (npy: `<f4 <f8 <i4 <i8 |b1`, C order).
+pub fn read_tensor(path: &Path) -> Result<Tensor, CliError> {
+    let bytes = fs::read(path).map_err(|source| CliError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bad = |message: String| CliError::TensorFile {
+        path: path.to_path_buf(),
+        message,
+    };
+    if path.extension().is_some_and(|e| e == "npy") {
+        read_npy(&bytes).map_err(bad)
+    } else {
+        let t = graphlift::onnx::read_tensor_proto(&bytes)?;
+        Tensor::from_data(t.data, t.shape).map_err(|e| bad(e.to_string()))
+    }
+}
+
+fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
+    let npy = npyz::NpyFile::new(bytes).map_err(|e| format!("not a numpy file: {e}"))?;
+    if npy.order() != npyz::Order::C {
+        return Err("Fortran-order arrays are not supported; save with C order".into());
+    }
+    let shape: Vec<usize> = npy
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} too large")))
+        .collect::<Result<_, _>>()?;
+    let descr = npy.dtype().descr();
+    let kind = descr.trim_start_matches(['<', '>', '|', '=']);
+    let io = |e: std::io::Error| format!("reading {descr} data: {e}");
+    let data = match kind {
+        "f4" => TensorData::F32(npy.into_vec::<f32>().map_err(io)?),
+        "f8" => TensorData::F64(npy.into_vec::<f64>().map_err(io)?),
+        "i4" => TensorData::I32(npy.into_vec::<i32>().map_err(io)?),
+        "i8" => TensorData::I64(npy.into_vec::<i64>().map_err(io)?),
+        "b1" => TensorData::Bool(npy.into_vec::<bool>().map_err(io)?),
+        _ => {
+            return Err(format!(
+                "numpy dtype {descr} is not supported (f4, f8, i4, i8, b1 are)"
+            ))
+        }
+    };
+    Tensor::from_data(data, shape).map_err(|e| e.to_string())
+}
+
+/// Writes `tensor` as a numpy `.npy` file (C order, little-endian). The file appears
+/// complete or not at all: it is written under a temporary name and renamed.
+///
+/// # Errors
+/// [`CliError::Io`] if writing fails.
+pub fn write_npy(path: &Path, tensor: &Tensor) -> Result<(), CliError> {
+    let io = |source| CliError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension("npy.partial");
+    let file = fs::File::create(&tmp).map_err(io)?;
+    let shape: Vec<u64> = tensor.shape().dims().iter().map(|&d| d as u64).collect();
+    let mut out = BufWriter::new(file);
+    write_data(&mut out, &shape, tensor.data()).map_err(io)?;
+    out.flush().map_err(io)?;
+    drop(out);
+    fs::rename(&tmp, path).map_err(io)
+}
+
+fn write_data<W: Write>(w: W, shape: &[u64], data: &TensorData) -> std::io::Result<()> {
+    fn put<T: npyz::AutoSerialize + Copy, W: Write>(w: W, shape: &[u64], v: &[T]) -> std::io::Result<()> {
+        let mut writer = npyz::WriteOptions::new()
+            .default_dtype()
+            .shape(shape)
+            .writer(w)
+            .begin_nd()?;
+        writer.extend(v.iter().copied())?;
+        writer.finish()
+    }
+    match data {
+        TensorData::F32(v) => put(w, shape, v),
+        TensorData::F64(v) => put(w, shape, v),
+        TensorData::I32(v) => put(w, shape, v),
+        TensorData::I64(v) => put(w, shape, v),
+        TensorData::Bool(v) => put(w, shape, v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_round_trip_every_type() {
+        let dir = std::env::temp_dir().join(format!("graphlift-npy-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let cases = [
+            Tensor::from_vec(vec![1.5f32, -2.0, f32::NAN, 0.0, 1e-40, 7.0], [2, 3]).unwrap(),
+            Tensor::from_vec(vec![1.5f64], graphlift::Shape::scalar()).unwrap(),
+            Tensor::from_vec(vec![i32::MIN, 0, i32::MAX], [3]).unwrap(),
+            Tensor::from_vec(Vec::<i64>::new(), [0, 4]).unwrap(),
+            Tensor::from_vec(vec![true, false], [2, 1]).unwrap(),
+        ];
+        for (i, t) in cases.iter().enumerate() {
+            let p = dir.join(format!("t{i}.npy"));
+            write_npy(&p, t).unwrap();
+            let back = read_tensor(&p).unwrap();
+            assert_eq!(back.tensor_type(), t.tensor_type());
+            assert!(graphlift::runtime::compare(&back, t, 0.0, 0.0).passed());
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        let dir = std::env::temp_dir().join(format!("graphlift-bad-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("bad.npy");
+        fs::write(&p, b"\x93NUMPY garbage").unwrap();
+        assert!(matches!(read_tensor(&p), Err(CliError::TensorFile { .. })));
+        assert!(matches!(
+            read_tensor(&dir.join("missing.npy")),
+            Err(CliError::Io { .. })
+        ));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
