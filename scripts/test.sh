@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Every test graphlift has, from a fresh clone: formatting, lints, unit, integration,
+# property, doc and ONNX conformance tests. Fetches the pinned ONNX node-test data first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/fetch-onnx-tests.sh
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace
