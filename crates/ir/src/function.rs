@@ -418,6 +418,51 @@ impl Function {
         Ok(())
     }
 
+    /// Makes every node that has a control dependency on `old` depend on `new` instead
+    /// (a dependency already on `new` is not duplicated; `new` never depends on itself).
+    /// Returns how many nodes changed. Used when a pass replaces `old` by `new`, so that
+    /// control dependencies do not keep `old` alive.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if either node does not exist; [`IrError::Cycle`] if the
+    /// redirection would create a cycle, in which case nothing is changed.
+    pub fn redirect_control_dependencies(
+        &mut self,
+        old: NodeId,
+        new: NodeId,
+    ) -> Result<usize, IrError> {
+        self.node(old)?;
+        self.node(new)?;
+        if old == new {
+            return Ok(0);
+        }
+        let mut saved = Vec::new();
+        for n in self.nodes.iter_mut().flatten() {
+            if !n.other_deps.contains(&old) {
+                continue;
+            }
+            saved.push((n.id, n.other_deps.clone()));
+            let mut deps = Vec::with_capacity(n.other_deps.len());
+            for &d in &n.other_deps {
+                let d = if d == old { new } else { d };
+                if d != n.id && !deps.contains(&d) {
+                    deps.push(d);
+                }
+            }
+            n.other_deps = deps;
+        }
+        if saved.is_empty() {
+            return Ok(0);
+        }
+        if let Err(e) = self.topological_order() {
+            for (id, deps) in saved {
+                self.node_mut(id)?.other_deps = deps;
+            }
+            return Err(e);
+        }
+        Ok(saved.len())
+    }
+
     /// Points every user of `old` at `new` (the value's type must match).
     ///
     /// # Errors
@@ -500,6 +545,7 @@ impl Function {
                 n.other_deps.push(d);
             }
         }
+        self.redirect_control_dependencies(old, new)?;
         self.remove_dead_nodes();
         Ok(())
     }

@@ -92,6 +92,9 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorTy
             )])
         }
         Op::FusedKernel(k) => {
+            if k.body.results().is_empty() {
+                return Err("a fused kernel must have at least one output".to_string());
+            }
             let params = k.body.parameters();
             arity(params.len())?;
             for (i, (&p, t)) in params.iter().zip(inputs).enumerate() {

@@ -160,3 +160,22 @@ fn creation_site_and_metadata_are_kept() {
     assert!(t.creation_site().file.ends_with("function.rs"));
     assert_eq!(t.tags().iter().collect::<Vec<_>>(), vec!["scope/tanh"]);
 }
+
+#[test]
+fn replace_node_moves_control_dependencies_on_the_old_node() {
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let old = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    let waiter = f.add_node(Op::Unary(UnaryOp::Log), &[x.into()]).unwrap();
+    f.add_control_dependency(waiter, old).unwrap();
+    f.add_result(old.into(), None).unwrap();
+    f.add_result(waiter.into(), None).unwrap();
+    let new = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    f.replace_node(old, new).unwrap();
+    assert_eq!(f.node(waiter).unwrap().other_deps(), &[new]);
+    assert!(
+        f.get(old).is_none(),
+        "no dependency keeps the old node alive"
+    );
+    f.validate().unwrap();
+}

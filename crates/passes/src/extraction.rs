@@ -1,0 +1,205 @@
+//! Subgraph extraction: gathers regions of elementwise ops into fused kernels.
+//!
+//! The generalisation of nGraph's `HalideSubgraphExtraction`; the invariants it keeps are
+//! listed on [`SubgraphExtraction`]. Region formation lives in `region` (over the analysis
+//! view in `graph`), the rewrite into kernel nodes in `rewrite`.
+//!
+//! Each region becomes one `Op::FusedKernel` node; see [`extract_subgraphs`] for its form.
+
+mod graph;
+mod region;
+mod rewrite;
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use graphlift_ir::{Function, Node, NodeId, Op};
+
+use crate::{Pass, PassError};
+
+/// Metadata key of the fusion barrier: a node with `"graphlift.stop_fusion"` = `"true"` is
+/// never put in a fused kernel (TVM's `stop_fusion`).
+pub const STOP_FUSION_KEY: &str = "graphlift.stop_fusion";
+
+/// Metadata key set on every fused kernel node: the comma-separated names of the nodes it
+/// fused, in topological order (copied Constants are not listed).
+pub const FUSED_NODES_KEY: &str = "fused_nodes";
+
+/// What subgraph extraction may fuse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractionConfig {
+    /// Most non-Constant nodes in one kernel (TVM caps a fused group at 256 ops). Values
+    /// below 2 disable fusion, since a kernel needs at least 2.
+    pub max_ops: usize,
+    /// Op type names ([`Op::type_name`], e.g. `"Exp"`, `"Broadcast"`) never to fuse.
+    pub excluded_ops: BTreeSet<String>,
+}
+
+impl ExtractionConfig {
+    /// The default [`ExtractionConfig::max_ops`]: TVM's cap.
+    pub const DEFAULT_MAX_OPS: usize = 256;
+
+    /// This configuration with `max_ops` set.
+    pub fn with_max_ops(mut self, max_ops: usize) -> ExtractionConfig {
+        self.max_ops = max_ops;
+        self
+    }
+
+    /// This configuration with `op_type` (an [`Op::type_name`]) excluded from fusion.
+    pub fn exclude(mut self, op_type: impl Into<String>) -> ExtractionConfig {
+        self.excluded_ops.insert(op_type.into());
+        self
+    }
+
+    /// Whether `node` may sit in a region: its op is elementwise (`Unary`, `Binary`,
+    /// `Compare`, `Select`, `Convert`), a `Broadcast` or a `Constant`; its op type is not
+    /// excluded; and it carries no `stop_fusion` barrier. Parameters, Results and fused
+    /// kernels never may. (A Constant with control dependencies is, in addition, never
+    /// copied into a region.)
+    pub fn is_fusible(&self, node: &Node) -> bool {
+        let op = node.op();
+        let class_ok = op.is_elementwise() || matches!(op, Op::Broadcast(_) | Op::Constant(_));
+        class_ok
+            && !self.excluded_ops.contains(op.type_name())
+            && node.metadata().get(STOP_FUSION_KEY).map(String::as_str) != Some("true")
+    }
+}
+
+impl Default for ExtractionConfig {
+    fn default() -> ExtractionConfig {
+        ExtractionConfig {
+            max_ops: ExtractionConfig::DEFAULT_MAX_OPS,
+            excluded_ops: BTreeSet::new(),
+        }
+    }
+}
+
+/// One fused kernel created by [`extract_subgraphs`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelReport {
+    /// The `FusedKernel` node in the rewritten function.
+    pub node: NodeId,
+    /// Its name, `FusedKernel_<k>`.
+    pub name: String,
+    /// Names of the nodes it replaced, in topological order.
+    pub fused_nodes: Vec<String>,
+    /// Names of the Constants copied into its body (they may stay in the function too).
+    pub copied_constants: Vec<String>,
+    /// Number of live-ins (inputs of the fused node).
+    pub live_ins: usize,
+    /// Number of outputs of the fused node.
+    pub outputs: usize,
+}
+
+/// What [`extract_subgraphs`] did: the kernels, in the order they were created (a
+/// topological order of the rewritten function).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtractionReport {
+    /// One entry per fused kernel.
+    pub kernels: Vec<KernelReport>,
+}
+
+/// Gathers every maximal region of fusible ops of `f` into a `FusedKernel` node, under the
+/// invariants listed on [`SubgraphExtraction`].
+///
+/// Each fused node is `Op::FusedKernel` with a body `Function` named like the node
+/// (`FusedKernel_<k>`, the first `k` from 0 whose name is free): the body's parameters are
+/// the live-ins, in the fused node's input order (by first use in topological order,
+/// deduplicated); its results are the kernel outputs, in the fused node's output order
+/// (topological order of their producers). Body nodes are copies ([`Function::import_node`])
+/// that keep names, tags, metadata, creation sites and pass histories; internal control
+/// dependencies are dropped. The fused node takes the creation site of the node the region
+/// grew from, the union of the fused nodes' provenance tags (in topological order),
+/// `"subgraph_extraction"` in its pass history, and [`FUSED_NODES_KEY`] metadata. Control
+/// dependencies of fused nodes on outside nodes move to the fused node, and dependencies on
+/// fused nodes point at it; the replaced nodes are removed (as are nodes that reached no
+/// result before).
+///
+/// Deterministic: the same function and configuration give the same output.
+///
+/// # Errors
+/// [`PassError::Ir`] if `f` does not validate (e.g. it has a cycle);
+/// [`PassError::Broken`] if the rewrite goes wrong (a bug). On error `f` is unchanged.
+pub fn extract_subgraphs(
+    f: &mut Function,
+    config: &ExtractionConfig,
+) -> Result<ExtractionReport, PassError> {
+    f.validate()?;
+    let mut view = graph::GraphView::new(f)?;
+    let regions = region::form_regions(f, &mut view, config)?;
+    if regions.is_empty() {
+        return Ok(ExtractionReport::default());
+    }
+    // Rewrite a copy, so that `f` is untouched if anything fails.
+    let mut g = f.clone();
+    let mut rewriter = rewrite::Rewriter::default();
+    let kernels = regions
+        .iter()
+        .map(|r| rewriter.fuse(f, &mut g, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    g.remove_dead_nodes();
+    g.validate().map_err(|e| PassError::Broken {
+        pass: SubgraphExtraction::NAME,
+        message: format!("the rewritten function does not validate: {e}"),
+    })?;
+    *f = g;
+    Ok(ExtractionReport { kernels })
+}
+
+/// The subgraph extraction pass: runs [`extract_subgraphs`].
+///
+/// The generalisation of nGraph's `HalideSubgraphExtraction` (which handled one result, f32
+/// Add/Multiply/Relu, and stopped the whole walk at the first op outside its whitelist). For
+/// every result the pass walks back over fusible ops, in reverse topological order, and grows
+/// every maximal region greedily (OpenVINO snippets' strategy) under these invariants:
+///
+/// - **Convex**: no path between two nodes of a region leaves the region, over data edges and
+///   control dependencies (`other_deps`). Checked on the graph in which every region formed so
+///   far is already one node, so the rewritten graph stays acyclic even when several regions
+///   interleave. A merge that would break it is rejected, as OpenVINO snippets do, with
+///   depth-first searches bounded by topological ranks.
+/// - **One iteration space**: every non-Constant node of a region has the output shape `S` of
+///   the node the region grew from. A Broadcast in a region outputs `S`; its input is a live-in
+///   or a Constant copied into the region. Constants are copied into every region that uses
+///   them (they cost no live-in); a Constant alone is never a region.
+/// - **No duplicated work**: every value of a region used outside it (by a Result too) becomes
+///   a kernel output, so kernels may have several outputs.
+/// - **Size**: a kernel has at least 2 and at most [`ExtractionConfig::max_ops`] non-Constant
+///   nodes (TVM's cap of 256 by default).
+/// - **Barriers**: a node whose metadata has [`STOP_FUSION_KEY`] = `"true"` (TVM's
+///   `stop_fusion`), or whose op type is in [`ExtractionConfig::excluded_ops`], is never fused.
+///
+/// Growth: the region of a seed (an unassigned fusible node, taken in reverse topological
+/// order) takes in neighbours of the same shape, producers and users alike, highest
+/// topological rank first; a neighbour that would break convexity or the Broadcast rule is
+/// set aside and tried again once the region has grown, until nothing more fits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubgraphExtraction {
+    /// What may be fused.
+    pub config: ExtractionConfig,
+}
+
+impl SubgraphExtraction {
+    /// The pass's name, recorded in the pass history of every fused kernel node.
+    pub const NAME: &'static str = "subgraph_extraction";
+
+    /// The pass with the given configuration.
+    pub fn new(config: ExtractionConfig) -> SubgraphExtraction {
+        SubgraphExtraction { config }
+    }
+}
+
+impl Pass for SubgraphExtraction {
+    fn name(&self) -> &'static str {
+        SubgraphExtraction::NAME
+    }
+
+    /// Runs [`extract_subgraphs`]; `true` when at least one kernel was created.
+    fn run(&self, f: &mut Function) -> Result<bool, PassError> {
+        extract_subgraphs(f, &self.config).map(|r| !r.kernels.is_empty())
+    }
+}
