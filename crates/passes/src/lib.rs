@@ -37,6 +37,3 @@ pub use extraction::{
     FUSED_NODES_KEY, STOP_FUSION_KEY,
 };
 pub use pass::Pass;
-
-#[cfg(test)]
-mod test_eval;

@@ -8,7 +8,8 @@ use graphlift_ir::{
 };
 
 use super::*;
-use crate::test_eval::{eval, same_bits};
+use graphlift_runtime::reference::{convert, evaluate_function};
+use graphlift_runtime::Tensor;
 
 /// Fused kernel nodes of `f`, in id order.
 pub(super) fn kernels(f: &Function) -> Vec<&Node> {
@@ -50,17 +51,42 @@ fn count_into(f: &Function, counts: &mut BTreeMap<String, usize>) {
 }
 
 /// Deterministic, varied inputs for every parameter of `f`.
-pub(super) fn sample_inputs(f: &Function) -> Vec<Vec<f32>> {
+pub(super) fn sample_inputs(f: &Function) -> Vec<Tensor> {
     f.parameter_types()
         .iter()
         .enumerate()
         .map(|(p, t)| {
             let len = t.shape.element_count().expect("small");
-            (0..len)
+            let v: Vec<f32> = (0..len)
                 .map(|i| ((i * 7 + p * 13) % 11) as f32 * 0.37 - 1.5)
-                .collect()
+                .collect();
+            let data = convert(&TensorData::F32(v), t.element_type);
+            Tensor::from_data(data, t.shape.clone()).expect("fits")
         })
         .collect()
+}
+
+/// The results of `f` on `inputs`, by the reference interpreter (fused kernels run through
+/// their bodies).
+fn eval(f: &Function, inputs: &[Tensor]) -> Vec<Tensor> {
+    evaluate_function(f, inputs).expect("the reference evaluates")
+}
+
+/// Whether two result lists are equal bit for bit (any NaN equals any NaN).
+fn same_bits(a: &[Tensor], b: &[Tensor]) -> bool {
+    let bits = |t: &Tensor| -> Vec<Option<u64>> {
+        (0..t.len())
+            .map(|i| {
+                t.data()
+                    .get_f64(i)
+                    .map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() })
+            })
+            .collect()
+    };
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.tensor_type() == y.tensor_type() && bits(x) == bits(y))
 }
 
 /// Runs extraction and checks the invariants every result must have; returns the report.
