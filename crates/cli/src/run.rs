@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use graphlift::onnx::{import_model_file, ImportedModel};
 use graphlift::runtime::compare;
-use graphlift::{Backend, Tensor};
+use graphlift::{Backend, Tensor, TensorData};
 
 use crate::error::CliError;
 use crate::tensor_io::{read_tensor, write_npy};
@@ -23,8 +23,16 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let (model, inputs, expected) = match &args.model {
         Some(path) => {
             let model = import_model_file(path)?;
-            let inputs = args.inputs.iter().map(|p| read_tensor(p)).collect::<Result<Vec<_>, _>>()?;
-            let expected = args.expects.iter().map(|p| read_tensor(p)).collect::<Result<Vec<_>, _>>()?;
+            let inputs = args
+                .inputs
+                .iter()
+                .map(|p| read_tensor(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let expected = args
+                .expects
+                .iter()
+                .map(|p| read_tensor(p))
+                .collect::<Result<Vec<_>, _>>()?;
             println!("model: {}", path.display());
             (model, inputs, expected)
         }
@@ -71,7 +79,12 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     }
 
     for (i, (spec, t)) in model.outputs.iter().zip(&outputs).enumerate() {
-        println!("output {i} `{}`: {} = {}", spec.name, t.tensor_type(), preview(t));
+        println!(
+            "output {i} `{}`: {} = {}",
+            spec.name,
+            t.tensor_type(),
+            preview(t)
+        );
     }
 
     let mut failed = 0;
@@ -103,7 +116,11 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn check_counts(model: &ImportedModel, inputs: &[Tensor], expected: &[Tensor]) -> Result<(), CliError> {
+fn check_counts(
+    model: &ImportedModel,
+    inputs: &[Tensor],
+    expected: &[Tensor],
+) -> Result<(), CliError> {
     if inputs.len() != model.inputs.len() {
         let want: Vec<String> = model
             .inputs
@@ -127,12 +144,20 @@ fn check_counts(model: &ImportedModel, inputs: &[Tensor], expected: &[Tensor]) -
     Ok(())
 }
 
-/// The first few values of a tensor, e.g. `[1, 36, 6, ...]`.
+/// The first few values of a tensor, e.g. `[1, 36, 6, ...]`, each in its own type's
+/// shortest round-trip form.
 fn preview(t: &Tensor) -> String {
-    let shown: Vec<String> = (0..t.len().min(SHOWN_VALUES))
-        .filter_map(|i| t.data().get_f64(i))
-        .map(|v| format!("{v}"))
-        .collect();
+    let n = t.len().min(SHOWN_VALUES);
+    fn show<T: ToString>(v: &[T], n: usize) -> Vec<String> {
+        v[..n].iter().map(ToString::to_string).collect()
+    }
+    let shown = match t.data() {
+        TensorData::F32(v) => show(v, n),
+        TensorData::F64(v) => show(v, n),
+        TensorData::I32(v) => show(v, n),
+        TensorData::I64(v) => show(v, n),
+        TensorData::Bool(v) => show(v, n),
+    };
     let more = if t.len() > SHOWN_VALUES { ", ..." } else { "" };
     format!("[{}{more}]", shown.join(", "))
 }

@@ -81,7 +81,11 @@ pub fn write_npy(path: &Path, tensor: &Tensor) -> Result<(), CliError> {
 }
 
 fn write_data<W: Write>(w: W, shape: &[u64], data: &TensorData) -> std::io::Result<()> {
-    fn put<T: npyz::AutoSerialize + Copy, W: Write>(w: W, shape: &[u64], v: &[T]) -> std::io::Result<()> {
+    fn put<T: npyz::AutoSerialize + Copy, W: Write>(
+        w: W,
+        shape: &[u64],
+        v: &[T],
+    ) -> std::io::Result<()> {
         let mut writer = npyz::WriteOptions::new()
             .default_dtype()
             .shape(shape)
