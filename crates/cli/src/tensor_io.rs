@@ -42,7 +42,10 @@ fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} too large")))
         .collect::<Result<_, _>>()?;
-    let descr = npy.dtype().descr();
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(type_str) => type_str.to_string(),
+        other => return Err(format!("structured dtype {} is not supported", other.descr())),
+    };
     let kind = descr.trim_start_matches(['<', '>', '|', '=']);
     let io = |e: std::io::Error| format!("reading {descr} data: {e}");
     let data = match kind {

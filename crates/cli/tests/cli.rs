@@ -1,0 +1,167 @@
+//! The `graphlift` command end to end: exit codes, inputs, --expect, --output-dir.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use graphlift::{Shape, TensorData};
+use graphlift_onnx::encode_tensor_proto;
+use graphlift_onnx::prost::Message;
+use graphlift_onnx::proto::{
+    data_type, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeDimension,
+    TensorShapeProto, TypeProto, TypeProtoTensor, ValueInfoProto,
+};
+
+fn graphlift(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_graphlift"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("graphlift-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// y = exp(relu(x)) - x over f32[5].
+fn write_model(dir: &Path) -> PathBuf {
+    let value = |name: &str| ValueInfoProto {
+        name: name.into(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TypeProtoTensor {
+                elem_type: data_type::FLOAT,
+                shape: Some(TensorShapeProto {
+                    dim: vec![TensorShapeDimension {
+                        dim_value: Some(5),
+                        ..Default::default()
+                    }],
+                }),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let node = |op: &str, ins: &[&str], out: &str| NodeProto {
+        op_type: op.into(),
+        name: format!("{op}_{out}"),
+        input: ins.iter().map(|s| s.to_string()).collect(),
+        output: vec![out.into()],
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(GraphProto {
+            name: "g".into(),
+            node: vec![
+                node("Relu", &["x"], "r"),
+                node("Exp", &["r"], "e"),
+                node("Sub", &["e", "x"], "y"),
+            ],
+            input: vec![value("x")],
+            output: vec![value("y")],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, model.encode_to_vec()).unwrap();
+    path
+}
+
+fn write_pb(dir: &Path, name: &str, v: Vec<f32>) -> PathBuf {
+    let path = dir.join(name);
+    let shape = Shape::new([v.len()]);
+    std::fs::write(
+        &path,
+        encode_tensor_proto(name, &TensorData::F32(v), &shape),
+    )
+    .unwrap();
+    path
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn default_model_runs_and_passes_its_own_check() {
+    for backend in ["CPU-JIT", "INTERPRETER"] {
+        let o = graphlift(&["run", "--backend", backend]);
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        assert!(
+            t.contains("output 0 `Y`: f32[8] = [1, 36, 6, 55, 3, 55, 105, 171]"),
+            "{t}"
+        );
+        assert!(t.contains("expect 1: ok"), "{t}");
+    }
+    let t = text(&graphlift(&["run"]));
+    assert!(t.contains("fused kernels: 1"), "{t}");
+    assert!(t.contains("onnx:Relu:relu"), "{t}");
+}
+
+#[test]
+fn model_with_inputs_expect_and_output_dir() {
+    let dir = scratch("run");
+    let model = write_model(&dir);
+    let x = vec![-2.0f32, -0.5, 0.0, 0.5, 2.0];
+    let y: Vec<f32> = x
+        .iter()
+        .map(|&v| (f64::from(v.max(0.0)).exp() - f64::from(v)) as f32)
+        .collect();
+    let input = write_pb(&dir, "x.pb", x);
+    let good = write_pb(&dir, "y.pb", y.clone());
+    let mut wrong = y;
+    wrong[3] += 1.0;
+    let bad = write_pb(&dir, "bad.pb", wrong);
+    let out_dir = dir.join("out");
+    let (m, i, g, b, od) = (
+        model.to_str().unwrap(),
+        input.to_str().unwrap(),
+        good.to_str().unwrap(),
+        bad.to_str().unwrap(),
+        out_dir.to_str().unwrap(),
+    );
+
+    let o = graphlift(&["run", m, "--input", i, "--expect", g, "--output-dir", od]);
+    assert!(o.status.success(), "{}", text(&o));
+    let npy = std::fs::read(out_dir.join("output_0.npy")).unwrap();
+    assert!(npy.starts_with(b"\x93NUMPY"), "a numpy file");
+
+    let o = graphlift(&["run", m, "--input", i, "--expect", b]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("MISMATCH"), "{}", text(&o));
+
+    let o = graphlift(&["run", m]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("takes 1 input(s) (x: f32[5]), 0 given"),
+        "{}",
+        text(&o)
+    );
+
+    let o = graphlift(&["run", dir.join("missing.onnx").to_str().unwrap()]);
+    assert!(!o.status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn garbage_model_is_an_error_not_a_crash() {
+    let dir = scratch("garbage");
+    let p = dir.join("junk.onnx");
+    std::fs::write(&p, [0xffu8, 0x01, 0x02, 0x99, 0x10]).unwrap();
+    let o = graphlift(&["run", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("graphlift: error:"), "{}", text(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
