@@ -25,15 +25,25 @@ rm -rf "$dest/node" "$download"
 mkdir -p "$download"
 
 # Any platform's wheel carries the same test data; pip picks the one for this interpreter and
-# platform. --no-deps: only the wheel itself is needed, nothing is installed.
-"$python" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
-    "onnx==$ONNX_VERSION" -d "$download"
+# platform. --no-deps: only the wheel itself is needed, nothing is installed. If this Python
+# has no wheel of that version, take the CPython 3.11 manylinux x86_64 one instead.
+pip_download() {
+    "$python" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
+        "onnx==$ONNX_VERSION" -d "$download" "$@"
+}
+if ! pip_download; then
+    echo "fetch-onnx-tests: no onnx $ONNX_VERSION wheel for this Python; trying cp311 manylinux" >&2
+    pip_download --python-version 3.11 --implementation cp --abi cp311 \
+        --platform manylinux_2_28_x86_64
+fi
 
-wheel="$(ls "$download"/onnx-"$ONNX_VERSION"-*.whl | head -n 1)"
-if [[ -z "$wheel" ]]; then
+shopt -s nullglob
+wheels=("$download"/onnx-"$ONNX_VERSION"-*.whl)
+if (( ${#wheels[@]} == 0 )); then
     echo "fetch-onnx-tests: no onnx-$ONNX_VERSION wheel in $download" >&2
     exit 1
 fi
+wheel="${wheels[0]}"
 
 "$python" - "$wheel" "$dest" <<'EOF'
 import os, sys, zipfile

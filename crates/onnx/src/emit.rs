@@ -1,0 +1,448 @@
+//! `NodeEmitter`: adds the IR nodes of one ONNX node, with names, provenance tags, creation
+//! site and ONNX-style errors, and makes numpy (multidirectional) broadcasting explicit.
+
+use std::collections::HashSet;
+
+use graphlift_ir::{
+    BinaryOp, CompareOp, CreationSite, ElementType, Function, NodeId, Op, Output, Shape,
+    TensorData, TensorType, UnaryOp,
+};
+
+use crate::error::{NodeRef, OnnxError};
+use crate::import::unique_name;
+use crate::proto::{attribute_type, AttributeProto, NodeProto};
+
+/// Builds the IR for one ONNX node.
+pub(crate) struct NodeEmitter<'a> {
+    function: &'a mut Function,
+    node: &'a NodeProto,
+    at: NodeRef,
+    opset: i64,
+    site: CreationSite,
+    reserved: &'a HashSet<String>,
+    tag: String,
+    base: String,
+    created: Vec<NodeId>,
+}
+
+impl<'a> NodeEmitter<'a> {
+    pub(crate) fn new(
+        function: &'a mut Function,
+        node: &'a NodeProto,
+        at: NodeRef,
+        opset: i64,
+        site: CreationSite,
+        reserved: &'a HashSet<String>,
+    ) -> NodeEmitter<'a> {
+        let base = if node.name.is_empty() {
+            node.output
+                .iter()
+                .find(|o| !o.is_empty())
+                .cloned()
+                .unwrap_or_else(|| node.op_type.clone())
+        } else {
+            node.name.clone()
+        };
+        NodeEmitter {
+            function,
+            tag: format!("onnx:{}:{}", node.op_type, base),
+            base,
+            node,
+            at,
+            opset,
+            site,
+            reserved,
+            created: Vec::new(),
+        }
+    }
+
+    /// Nodes created so far, in order.
+    pub(crate) fn created(&self) -> &[NodeId] {
+        &self.created
+    }
+
+    /// The ONNX node.
+    pub(crate) fn node(&self) -> &NodeProto {
+        self.node
+    }
+
+    /// The default-domain opset version.
+    pub(crate) fn opset(&self) -> i64 {
+        self.opset
+    }
+
+    /// The node's location, for errors.
+    pub(crate) fn at(&self) -> NodeRef {
+        self.at.clone()
+    }
+
+    fn ir_error(&self, e: graphlift_ir::IrError) -> OnnxError {
+        OnnxError::Ir {
+            at: self.at(),
+            source: Box::new(e),
+        }
+    }
+
+    /// A type mismatch error.
+    pub(crate) fn type_error(&self, message: String) -> OnnxError {
+        OnnxError::TypeMismatch {
+            at: self.at(),
+            message,
+        }
+    }
+
+    /// A shape mismatch error.
+    pub(crate) fn shape_error(&self, message: String) -> OnnxError {
+        OnnxError::ShapeMismatch {
+            at: self.at(),
+            message,
+        }
+    }
+
+    /// A bad attribute error.
+    pub(crate) fn attribute_error(&self, attribute: &str, message: String) -> OnnxError {
+        OnnxError::BadAttribute {
+            at: self.at(),
+            attribute: attribute.to_string(),
+            message,
+        }
+    }
+
+    /// Names, tags and records a freshly created node.
+    fn finish_node(&mut self, id: NodeId, what: &str) -> Result<Output, OnnxError> {
+        let name = unique_name(
+            self.function,
+            self.reserved,
+            &format!("{}/{what}", self.base),
+        );
+        self.function
+            .set_name(id, name)
+            .map_err(|e| self.ir_error(e))?;
+        self.function
+            .add_tag(id, self.tag.clone())
+            .map_err(|e| self.ir_error(e))?;
+        self.created.push(id);
+        Ok(Output::from(id))
+    }
+
+    /// The type of a value.
+    pub(crate) fn ty(&self, v: Output) -> Result<TensorType, OnnxError> {
+        self.function
+            .output_type(v)
+            .cloned()
+            .map_err(|e| self.ir_error(e))
+    }
+
+    /// The element type of a value.
+    pub(crate) fn et(&self, v: Output) -> Result<ElementType, OnnxError> {
+        Ok(self.ty(v)?.element_type)
+    }
+
+    /// Adds a node of `op` on operands of matching shapes.
+    pub(crate) fn op(&mut self, op: Op, inputs: &[Output]) -> Result<Output, OnnxError> {
+        let what = op.type_name();
+        let id = self
+            .function
+            .add_node_at(op, inputs, self.site.clone())
+            .map_err(|e| self.ir_error(e))?;
+        self.finish_node(id, what)
+    }
+
+    /// A Constant.
+    pub(crate) fn constant(&mut self, data: TensorData, shape: Shape) -> Result<Output, OnnxError> {
+        let id = self
+            .function
+            .add_constant(data, shape)
+            .map_err(|e| self.ir_error(e))?;
+        // add_constant records the importer as the creation site; nothing else to set.
+        self.finish_node(id, "Constant")
+    }
+
+    /// A 0-d constant of `et` holding `x` (rounded to `f32`, truncated to an integer, or
+    /// `x != 0` for bool).
+    pub(crate) fn scalar(&mut self, et: ElementType, x: f64) -> Result<Output, OnnxError> {
+        let data = match et {
+            ElementType::F32 => TensorData::F32(vec![x as f32]),
+            ElementType::F64 => TensorData::F64(vec![x]),
+            ElementType::I32 => TensorData::I32(vec![x as i32]),
+            ElementType::I64 => TensorData::I64(vec![x as i64]),
+            ElementType::Bool => TensorData::Bool(vec![x != 0.0]),
+        };
+        self.constant(data, Shape::scalar())
+    }
+
+    /// A 0-d constant of `v`'s element type.
+    pub(crate) fn scalar_like(&mut self, v: Output, x: f64) -> Result<Output, OnnxError> {
+        let et = self.et(v)?;
+        self.scalar(et, x)
+    }
+
+    /// `v` broadcast to `shape` (numpy rules); no node when the shape already matches.
+    pub(crate) fn broadcast_to(&mut self, v: Output, shape: &Shape) -> Result<Output, OnnxError> {
+        if self.ty(v)?.shape == *shape {
+            return Ok(v);
+        }
+        self.op(Op::Broadcast(shape.clone()), &[v])
+    }
+
+    /// The numpy (ONNX multidirectional) broadcast of the values' shapes.
+    ///
+    /// # Errors
+    /// [`OnnxError::ShapeMismatch`] listing the shapes when they do not broadcast.
+    pub(crate) fn common_shape(&self, values: &[Output]) -> Result<Shape, OnnxError> {
+        let shapes = values
+            .iter()
+            .map(|&v| self.ty(v).map(|t| t.shape))
+            .collect::<Result<Vec<_>, _>>()?;
+        shapes
+            .iter()
+            .try_fold(Shape::scalar(), |acc, s| Shape::broadcast(&acc, s))
+            .ok_or_else(|| {
+                let list: Vec<String> = shapes.iter().map(ToString::to_string).collect();
+                self.shape_error(format!(
+                    "input shapes {} do not broadcast (numpy rules)",
+                    list.join(", ")
+                ))
+            })
+    }
+
+    /// Broadcasts every value to their common shape.
+    pub(crate) fn broadcast_all(&mut self, values: &[Output]) -> Result<Vec<Output>, OnnxError> {
+        let shape = self.common_shape(values)?;
+        values
+            .iter()
+            .map(|&v| self.broadcast_to(v, &shape))
+            .collect()
+    }
+
+    /// Checks that all values have one element type and returns it.
+    pub(crate) fn same_type(&self, values: &[Output]) -> Result<ElementType, OnnxError> {
+        let types = values
+            .iter()
+            .map(|&v| self.et(v))
+            .collect::<Result<Vec<_>, _>>()?;
+        let first = types.first().copied().unwrap_or(ElementType::F32);
+        if types.iter().any(|&t| t != first) {
+            let list: Vec<&str> = types.iter().map(|t| t.name()).collect();
+            return Err(self.type_error(format!(
+                "inputs have different element types ({}); {} needs one type",
+                list.join(", "),
+                self.node.op_type
+            )));
+        }
+        Ok(first)
+    }
+
+    /// Checks that `v`'s element type satisfies `ok` (`what` describes the allowed types).
+    pub(crate) fn require(
+        &self,
+        v: Output,
+        ok: fn(ElementType) -> bool,
+        what: &str,
+    ) -> Result<ElementType, OnnxError> {
+        let t = self.et(v)?;
+        if ok(t) {
+            Ok(t)
+        } else {
+            Err(self.type_error(format!("{} needs {what} input, got {t}", self.node.op_type)))
+        }
+    }
+
+    /// A unary op.
+    pub(crate) fn unary(&mut self, u: UnaryOp, x: Output) -> Result<Output, OnnxError> {
+        self.op(Op::Unary(u), &[x])
+    }
+
+    /// A binary op on operands of one element type, broadcasting their shapes.
+    pub(crate) fn binary(
+        &mut self,
+        b: BinaryOp,
+        x: Output,
+        y: Output,
+    ) -> Result<Output, OnnxError> {
+        self.same_type(&[x, y])?;
+        let v = self.broadcast_all(&[x, y])?;
+        self.op(Op::Binary(b), &v)
+    }
+
+    /// A comparison on operands of one element type, broadcasting their shapes.
+    pub(crate) fn compare(
+        &mut self,
+        c: CompareOp,
+        x: Output,
+        y: Output,
+    ) -> Result<Output, OnnxError> {
+        self.same_type(&[x, y])?;
+        let v = self.broadcast_all(&[x, y])?;
+        self.op(Op::Compare(c), &v)
+    }
+
+    /// `cond ? a : b`, broadcasting all three.
+    pub(crate) fn select(
+        &mut self,
+        cond: Output,
+        a: Output,
+        b: Output,
+    ) -> Result<Output, OnnxError> {
+        if self.et(cond)? != ElementType::Bool {
+            return Err(
+                self.type_error(format!("the condition must be BOOL, is {}", self.et(cond)?))
+            );
+        }
+        self.same_type(&[a, b])?;
+        let v = self.broadcast_all(&[cond, a, b])?;
+        self.op(Op::Select, &v)
+    }
+
+    /// Converts to `to`; no node when the type already is `to`.
+    pub(crate) fn convert(&mut self, x: Output, to: ElementType) -> Result<Output, OnnxError> {
+        if self.et(x)? == to {
+            return Ok(x);
+        }
+        self.op(Op::Convert(to), &[x])
+    }
+
+    /// `x * c` for a constant `c` of `x`'s type.
+    pub(crate) fn mul_scalar(&mut self, x: Output, c: f64) -> Result<Output, OnnxError> {
+        let k = self.scalar_like(x, c)?;
+        self.binary(BinaryOp::Multiply, x, k)
+    }
+
+    /// `x + c` for a constant `c` of `x`'s type.
+    pub(crate) fn add_scalar(&mut self, x: Output, c: f64) -> Result<Output, OnnxError> {
+        let k = self.scalar_like(x, c)?;
+        self.binary(BinaryOp::Add, x, k)
+    }
+
+    // ----- inputs -----
+
+    /// Required input `i`.
+    ///
+    /// # Errors
+    /// [`OnnxError::MissingInput`] when the node omits it.
+    pub(crate) fn input(&self, inputs: &[Option<Output>], i: usize) -> Result<Output, OnnxError> {
+        inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or_else(|| OnnxError::MissingInput {
+                at: self.at(),
+                index: i,
+                input: self.node.input.get(i).cloned().unwrap_or_default(),
+            })
+    }
+
+    /// Checks the number of inputs is in `min..=max`.
+    pub(crate) fn arity(
+        &self,
+        inputs: &[Option<Output>],
+        min: usize,
+        max: usize,
+    ) -> Result<(), OnnxError> {
+        let n = inputs.len();
+        if n < min || n > max {
+            let want = if min == max {
+                format!("{min}")
+            } else if max == usize::MAX {
+                format!("at least {min}")
+            } else {
+                format!("{min} to {max}")
+            };
+            return Err(OnnxError::Arity {
+                at: self.at(),
+                message: format!(
+                    "{} takes {want} input(s), the node has {n}",
+                    self.node.op_type
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    // ----- attributes -----
+
+    /// The attribute `name`, if the node has it.
+    ///
+    /// # Errors
+    /// [`OnnxError::BadAttribute`] for a reference to a function attribute (`ref_attr_name`),
+    /// which is only valid inside a function body.
+    pub(crate) fn attr(&self, name: &str) -> Result<Option<&'a AttributeProto>, OnnxError> {
+        let node: &'a NodeProto = self.node;
+        let Some(a) = node.attribute.iter().find(|a| a.name == name) else {
+            return Ok(None);
+        };
+        if !a.ref_attr_name.is_empty() {
+            return Err(self.attribute_error(
+                name,
+                format!(
+                    "refers to function attribute `{}`, which is only valid inside a function body",
+                    a.ref_attr_name
+                ),
+            ));
+        }
+        Ok(Some(a))
+    }
+
+    /// Checks an attribute's declared type. IR version 1 models leave `type` unset; then
+    /// `present` (whether the value field is set) decides.
+    fn check_type(&self, a: &AttributeProto, want: i32, present: bool) -> Result<(), OnnxError> {
+        if a.r#type == want || (a.r#type == attribute_type::UNDEFINED && present) {
+            Ok(())
+        } else {
+            Err(self.attribute_error(
+                &a.name,
+                format!(
+                    "expected {}, got {}",
+                    attribute_type::name(want),
+                    attribute_type::name(a.r#type)
+                ),
+            ))
+        }
+    }
+
+    /// A FLOAT attribute, or `default` when absent.
+    pub(crate) fn attr_f32(&self, name: &str, default: f32) -> Result<f32, OnnxError> {
+        match self.attr(name)? {
+            None => Ok(default),
+            Some(a) => {
+                self.check_type(a, attribute_type::FLOAT, true)?;
+                Ok(a.f)
+            }
+        }
+    }
+
+    /// An optional FLOAT attribute.
+    pub(crate) fn attr_f32_opt(&self, name: &str) -> Result<Option<f32>, OnnxError> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(a) => {
+                self.check_type(a, attribute_type::FLOAT, true)?;
+                Ok(Some(a.f))
+            }
+        }
+    }
+
+    /// An optional INT attribute.
+    pub(crate) fn attr_i64(&self, name: &str) -> Result<Option<i64>, OnnxError> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(a) => {
+                self.check_type(a, attribute_type::INT, true)?;
+                Ok(Some(a.i))
+            }
+        }
+    }
+
+    /// An optional STRING attribute, as UTF-8.
+    pub(crate) fn attr_string(&self, name: &str) -> Result<Option<String>, OnnxError> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(a) => {
+                self.check_type(a, attribute_type::STRING, true)?;
+                String::from_utf8(a.s.clone())
+                    .map(Some)
+                    .map_err(|_| self.attribute_error(name, "is not valid UTF-8".into()))
+            }
+        }
+    }
+}

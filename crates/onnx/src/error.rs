@@ -1,0 +1,188 @@
+//! Errors of the ONNX importer.
+
+use std::fmt;
+
+use graphlift_ir::IrError;
+
+/// Where in a model an error is: an ONNX node (its name and `op_type`), or a graph-level
+/// item (a graph input, output or initializer, with `op_type` saying which).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRef {
+    /// The node's name; for an unnamed node, `#<index>` and its first output
+    /// (`#3 (output `y`)`); for a graph-level item, the value's name.
+    pub name: String,
+    /// The node's `op_type` (`Relu`), or `graph input`, `graph output`, `initializer`,
+    /// `tensor` for graph-level items and standalone tensors.
+    pub op_type: String,
+}
+
+impl NodeRef {
+    /// A reference to a graph-level item, e.g. `NodeRef::item("graph input", "x")`.
+    pub fn item(kind: &str, name: &str) -> NodeRef {
+        NodeRef {
+            name: name.to_string(),
+            op_type: kind.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for NodeRef {
+    /// `Relu `conv1/relu`` for a named node, `Relu node #3 (output `y`)` for an unnamed one,
+    /// `graph input `x`` for a graph-level item.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.starts_with('#') {
+            write!(f, "{} node {}", self.op_type, self.name)
+        } else {
+            write!(f, "{} `{}`", self.op_type, self.name)
+        }
+    }
+}
+
+/// Everything that can go wrong importing an ONNX model or reading a tensor.
+///
+/// Every variant says where (a [`NodeRef`]: the node's name and `op_type`, or the graph
+/// input, output or initializer) and what was wrong. No input bytes make the importer panic.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OnnxError {
+    /// The file could not be opened or mapped.
+    #[error("reading `{path}`: {message}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The OS error.
+        message: String,
+    },
+    /// The bytes are not a valid protobuf encoding of the expected message (truncated,
+    /// a bad wire type or length, invalid UTF-8 in a string).
+    #[error("invalid protobuf for {message_type}: {message}")]
+    Protobuf {
+        /// The message being decoded (`ModelProto`, `TensorProto`).
+        message_type: &'static str,
+        /// The decoder's description.
+        message: String,
+    },
+    /// The model is well-formed protobuf but not a model graphlift can import (no graph, no
+    /// default-domain opset, a tensor whose data does not fill its shape, duplicate names,
+    /// external data, ...).
+    #[error("{at}: {message}")]
+    InvalidModel {
+        /// Where.
+        at: NodeRef,
+        /// What is wrong.
+        message: String,
+    },
+    /// An operator graphlift does not import.
+    #[error("{at}: unsupported operator `{op_type}` of domain `{domain}` (opset {opset})")]
+    UnsupportedOp {
+        /// The node.
+        at: NodeRef,
+        /// The operator.
+        op_type: String,
+        /// Its domain (`ai.onnx` for the default domain).
+        domain: String,
+        /// The opset version imported for that domain (0 if none).
+        opset: i64,
+    },
+    /// An element type outside graphlift's FLOAT, DOUBLE, INT32, INT64 and BOOL.
+    #[error("{at}: unsupported element type {data_type} (graphlift supports FLOAT, DOUBLE, INT32, INT64, BOOL)")]
+    UnsupportedElementType {
+        /// Where the type appears.
+        at: NodeRef,
+        /// The ONNX data type name (`UINT8`, `FLOAT16`, `STRING`), or `data type <code>` for
+        /// a code the spec does not define.
+        data_type: String,
+    },
+    /// A value that is not a dense tensor of static shape (a sequence, map, optional or
+    /// sparse tensor, an unknown rank, a symbolic dimension).
+    #[error("{at}: unsupported type: {message}")]
+    UnsupportedType {
+        /// Where the type appears.
+        at: NodeRef,
+        /// What kind of type, e.g. `sequence`, or `symbolic dimension `N``.
+        message: String,
+    },
+    /// An attribute is missing, of the wrong type, or has a value the op does not accept.
+    #[error("{at}: attribute `{attribute}`: {message}")]
+    BadAttribute {
+        /// The node.
+        at: NodeRef,
+        /// The attribute's name.
+        attribute: String,
+        /// What is wrong (e.g. `expected FLOAT, got INT`).
+        message: String,
+    },
+    /// A node input (or graph output) names a value that no graph input, initializer or
+    /// earlier node defines, or a required input is omitted.
+    #[error("{at}: input {index} `{input}` is not defined by any graph input, initializer or earlier node")]
+    MissingInput {
+        /// The node (or graph output).
+        at: NodeRef,
+        /// The position of the input.
+        index: usize,
+        /// The value name (empty for an omitted required input).
+        input: String,
+    },
+    /// Input shapes that do not broadcast, or a declared shape that differs from the one the
+    /// importer infers.
+    #[error("{at}: shape mismatch: {message}")]
+    ShapeMismatch {
+        /// The node.
+        at: NodeRef,
+        /// The shapes involved.
+        message: String,
+    },
+    /// Input element types the op does not accept (e.g. `Add` of FLOAT and INT64, `Elu` of
+    /// INT32), or a declared element type that differs from the one the importer infers.
+    #[error("{at}: type mismatch: {message}")]
+    TypeMismatch {
+        /// The node.
+        at: NodeRef,
+        /// The types involved.
+        message: String,
+    },
+    /// The node's arity is wrong (too few or too many inputs or outputs).
+    #[error("{at}: {message}")]
+    Arity {
+        /// The node.
+        at: NodeRef,
+        /// What is wrong.
+        message: String,
+    },
+    /// Building the IR for a node failed (an inference error the importer did not
+    /// anticipate).
+    #[error("{at}: {source}")]
+    Ir {
+        /// The node.
+        at: NodeRef,
+        /// The IR's error (boxed: it is large).
+        source: Box<IrError>,
+    },
+}
+
+impl OnnxError {
+    /// `true` for [`OnnxError::UnsupportedElementType`] and [`OnnxError::UnsupportedType`]:
+    /// the model is valid ONNX but uses types graphlift does not have.
+    pub fn is_unsupported_type(&self) -> bool {
+        matches!(
+            self,
+            OnnxError::UnsupportedElementType { .. } | OnnxError::UnsupportedType { .. }
+        )
+    }
+
+    /// The node or graph item the error is about, if any.
+    pub fn location(&self) -> Option<&NodeRef> {
+        match self {
+            OnnxError::Io { .. } | OnnxError::Protobuf { .. } => None,
+            OnnxError::InvalidModel { at, .. }
+            | OnnxError::UnsupportedOp { at, .. }
+            | OnnxError::UnsupportedElementType { at, .. }
+            | OnnxError::UnsupportedType { at, .. }
+            | OnnxError::BadAttribute { at, .. }
+            | OnnxError::MissingInput { at, .. }
+            | OnnxError::ShapeMismatch { at, .. }
+            | OnnxError::TypeMismatch { at, .. }
+            | OnnxError::Arity { at, .. }
+            | OnnxError::Ir { at, .. } => Some(at),
+        }
+    }
+}

@@ -1,0 +1,562 @@
+//! ModelProto -> [`Function`]: graph inputs, initializers, nodes and outputs.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use graphlift_ir::{CreationSite, Function, NodeId, Output, TensorType};
+use prost::Message;
+
+use crate::emit::NodeEmitter;
+use crate::error::{NodeRef, OnnxError};
+use crate::proto::{GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto};
+use crate::tensor::{data_type_name, element_type, shape_from_dims, tensor_from_proto};
+
+/// A graph input or output of an imported model: its ONNX value name and its type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelValue {
+    /// The ONNX value name (also the name of the Parameter or Result node).
+    pub name: String,
+    /// Element type and static shape.
+    pub tensor_type: TensorType,
+}
+
+/// An ONNX model imported as a graphlift [`Function`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedModel {
+    /// The computation. Its parameters are the graph inputs that are not initializers, in
+    /// graph order, named as in the graph; its results are the graph outputs in order,
+    /// Result nodes named as the graph outputs.
+    pub function: Function,
+    /// The parameters, in call order (one per Function parameter).
+    pub inputs: Vec<ModelValue>,
+    /// The results, in call order (one per Function result).
+    pub outputs: Vec<ModelValue>,
+    /// The version of the default (`ai.onnx`) operator set the model imports.
+    pub opset: i64,
+    /// `producer_name` and, if set, `producer_version` of the model (`pytorch 2.3`).
+    pub producer: String,
+}
+
+/// Reads and imports an ONNX model file (a serialized `ModelProto`), mapping it into memory
+/// with `memmap2`.
+///
+/// # Errors
+/// [`OnnxError::Io`] if the file cannot be opened or mapped; otherwise as
+/// [`import_model_bytes`].
+pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
+    let io = |e: std::io::Error| OnnxError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let source = path.display().to_string();
+    if len == 0 {
+        return import_bytes_from(&[], &source);
+    }
+    // SAFETY: the mapping is private and read-only, and lives only for this call. The bytes
+    // are only read, by the protobuf decoder, which copies everything it keeps into owned
+    // messages; no reference into the mapping outlives it. Another process truncating the
+    // file while it is mapped would fault (SIGBUS) rather than give wrong data; that is the
+    // documented risk of mapping a file, accepted here for large models.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    import_bytes_from(&map, &source)
+}
+
+/// Imports a serialized ONNX `ModelProto`.
+///
+/// Supports the default ONNX domain's elementwise operators (see the crate docs for the
+/// list), element types FLOAT, DOUBLE, INT32, INT64 and BOOL, and static shapes.
+///
+/// # Errors
+/// [`OnnxError::Protobuf`] for bytes that are not a `ModelProto` (truncated, corrupt);
+/// otherwise as [`import_model`].
+pub fn import_model_bytes(bytes: &[u8]) -> Result<ImportedModel, OnnxError> {
+    import_bytes_from(bytes, "onnx")
+}
+
+fn import_bytes_from(bytes: &[u8], source: &str) -> Result<ImportedModel, OnnxError> {
+    let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Protobuf {
+        message_type: "ModelProto",
+        message: e.to_string(),
+    })?;
+    import_with_source(&model, source)
+}
+
+/// Imports a decoded `ModelProto` (e.g. one built in code with [`crate::proto`]).
+///
+/// Each IR node created for an ONNX node carries the provenance tag
+/// `onnx:<op_type>:<node name>` (the first output's name for an unnamed node) and a
+/// creation site `<source>:<node index + 1>:1`. The node producing an ONNX value is named
+/// after the value (or, when that name is a graph output's, which its Result takes, after the
+/// ONNX node); helper nodes of a decomposition are named `<node name>/<IR op>`.
+///
+/// # Errors
+/// [`OnnxError::InvalidModel`] (no graph, no default-domain opset, duplicate value names,
+/// bad initializer data), [`OnnxError::UnsupportedOp`], [`OnnxError::UnsupportedElementType`],
+/// [`OnnxError::UnsupportedType`] (non-tensor or dynamic-shape inputs),
+/// [`OnnxError::BadAttribute`], [`OnnxError::MissingInput`], [`OnnxError::ShapeMismatch`],
+/// [`OnnxError::TypeMismatch`], [`OnnxError::Arity`]: each names the node (name and
+/// `op_type`) or graph item it is about.
+pub fn import_model(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
+    import_with_source(model, "onnx")
+}
+
+fn import_with_source(model: &ModelProto, source: &str) -> Result<ImportedModel, OnnxError> {
+    let graph_ref = |message: String| OnnxError::InvalidModel {
+        at: NodeRef::item("model", ""),
+        message,
+    };
+    let graph = model
+        .graph
+        .as_ref()
+        .ok_or_else(|| graph_ref("the model has no graph".into()))?;
+    let opset = model
+        .opset_import
+        .iter()
+        .filter(|o| is_default_domain(&o.domain))
+        .map(|o| o.version)
+        .max()
+        .ok_or_else(|| {
+            graph_ref("the model imports no opset of the default (ai.onnx) domain".into())
+        })?;
+    let opsets: HashMap<String, i64> = model
+        .opset_import
+        .iter()
+        .map(|o| (o.domain.clone(), o.version))
+        .collect();
+    let producer = if model.producer_version.is_empty() {
+        model.producer_name.clone()
+    } else {
+        format!("{} {}", model.producer_name, model.producer_version)
+    };
+    let mut importer = Importer::new(graph, opset, opsets, source)?;
+    importer.inputs(graph)?;
+    for (index, node) in graph.node.iter().enumerate() {
+        importer.node(index, node)?;
+    }
+    let outputs = importer.outputs(graph)?;
+    let inputs = importer.parameters;
+    let mut function = importer.function;
+    function.remove_dead_nodes();
+    function.validate().map_err(|e| OnnxError::Ir {
+        at: NodeRef::item("graph", &graph.name),
+        source: Box::new(e),
+    })?;
+    Ok(ImportedModel {
+        function,
+        inputs,
+        outputs,
+        opset,
+        producer,
+    })
+}
+
+/// `true` for the default ONNX domain (`""` or `ai.onnx`).
+pub(crate) fn is_default_domain(domain: &str) -> bool {
+    domain.is_empty() || domain == "ai.onnx"
+}
+
+/// The location of node `index` for error messages.
+pub(crate) fn node_ref(index: usize, node: &NodeProto) -> NodeRef {
+    let name = if !node.name.is_empty() {
+        node.name.clone()
+    } else {
+        match node.output.iter().find(|o| !o.is_empty()) {
+            Some(o) => format!("#{index} (output `{o}`)"),
+            None => format!("#{index}"),
+        }
+    };
+    NodeRef {
+        name,
+        op_type: node.op_type.clone(),
+    }
+}
+
+struct Importer<'m> {
+    function: Function,
+    /// ONNX value name -> the IR value holding it.
+    values: HashMap<String, Output>,
+    /// Initializers not yet turned into Constants (made on first use).
+    initializers: HashMap<&'m str, &'m TensorProto>,
+    /// Graph output names: kept free for the Result nodes.
+    reserved: HashSet<String>,
+    parameters: Vec<ModelValue>,
+    opset: i64,
+    opsets: HashMap<String, i64>,
+    source: String,
+}
+
+impl<'m> Importer<'m> {
+    fn new(
+        graph: &'m GraphProto,
+        opset: i64,
+        opsets: HashMap<String, i64>,
+        source: &str,
+    ) -> Result<Importer<'m>, OnnxError> {
+        let name = if graph.name.is_empty() {
+            "onnx_model"
+        } else {
+            graph.name.as_str()
+        };
+        let mut initializers = HashMap::new();
+        for t in &graph.initializer {
+            if t.name.is_empty() {
+                return Err(OnnxError::InvalidModel {
+                    at: NodeRef::item("initializer", ""),
+                    message: "an initializer has no name".into(),
+                });
+            }
+            if initializers.insert(t.name.as_str(), t).is_some() {
+                return Err(OnnxError::InvalidModel {
+                    at: NodeRef::item("initializer", &t.name),
+                    message: "two initializers have this name".into(),
+                });
+            }
+        }
+        if !graph.sparse_initializer.is_empty() {
+            return Err(OnnxError::UnsupportedType {
+                at: NodeRef::item("graph", &graph.name),
+                message: "sparse initializers".into(),
+            });
+        }
+        let mut reserved = HashSet::new();
+        for o in &graph.output {
+            if !reserved.insert(o.name.clone()) {
+                return Err(OnnxError::InvalidModel {
+                    at: NodeRef::item("graph output", &o.name),
+                    message: "two graph outputs have this name".into(),
+                });
+            }
+        }
+        Ok(Importer {
+            function: Function::new(name),
+            values: HashMap::new(),
+            initializers,
+            reserved,
+            parameters: Vec::new(),
+            opset,
+            opsets,
+            source: source.to_string(),
+        })
+    }
+
+    /// Parameters for the graph inputs that are not initializers.
+    fn inputs(&mut self, graph: &GraphProto) -> Result<(), OnnxError> {
+        for vi in &graph.input {
+            if self.initializers.contains_key(vi.name.as_str()) {
+                continue;
+            }
+            let at = NodeRef::item("graph input", &vi.name);
+            if vi.name.is_empty() {
+                return Err(OnnxError::InvalidModel {
+                    at,
+                    message: "a graph input has no name".into(),
+                });
+            }
+            if self.values.contains_key(&vi.name) {
+                return Err(OnnxError::InvalidModel {
+                    at,
+                    message: "two graph inputs have this name".into(),
+                });
+            }
+            let t = value_type(vi, &at)?;
+            let ir = |e| OnnxError::Ir {
+                at: at.clone(),
+                source: Box::new(e),
+            };
+            let id = self
+                .function
+                .add_parameter(vi.name.clone(), t.element_type, t.shape.clone())
+                .map_err(ir)?;
+            self.function
+                .add_tag(id, format!("onnx:graph_input:{}", vi.name))
+                .map_err(ir)?;
+            self.values.insert(vi.name.clone(), Output::from(id));
+            self.parameters.push(ModelValue {
+                name: vi.name.clone(),
+                tensor_type: t,
+            });
+        }
+        Ok(())
+    }
+
+    /// The IR value of an ONNX value name, making the Constant of an initializer on first
+    /// use.
+    fn value(&mut self, name: &str, at: &NodeRef, index: usize) -> Result<Output, OnnxError> {
+        if let Some(&o) = self.values.get(name) {
+            return Ok(o);
+        }
+        let Some(t) = self.initializers.remove(name) else {
+            return Err(OnnxError::MissingInput {
+                at: at.clone(),
+                index,
+                input: name.to_string(),
+            });
+        };
+        let init_at = NodeRef::item("initializer", name);
+        let (data, shape) = tensor_from_proto(t, &init_at)?;
+        let ir = |e| OnnxError::Ir {
+            at: init_at.clone(),
+            source: Box::new(e),
+        };
+        let id = self.function.add_constant(data, shape).map_err(ir)?;
+        let node_name = unique_name(&self.function, &self.reserved, name);
+        self.function.set_name(id, node_name).map_err(ir)?;
+        self.function
+            .add_tag(id, format!("onnx:initializer:{name}"))
+            .map_err(ir)?;
+        let o = Output::from(id);
+        self.values.insert(name.to_string(), o);
+        Ok(o)
+    }
+
+    fn node(&mut self, index: usize, node: &NodeProto) -> Result<(), OnnxError> {
+        let at = node_ref(index, node);
+        if !is_default_domain(&node.domain) {
+            return Err(OnnxError::UnsupportedOp {
+                at,
+                op_type: node.op_type.clone(),
+                domain: node.domain.clone(),
+                opset: self.opsets.get(&node.domain).copied().unwrap_or(0),
+            });
+        }
+        let inputs = node
+            .input
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                if name.is_empty() {
+                    Ok(None)
+                } else {
+                    self.value(name, &at, i).map(Some)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let site = CreationSite {
+            file: self.source.clone(),
+            line: u32::try_from(index + 1).unwrap_or(u32::MAX),
+            column: 1,
+        };
+        let mut emitter = NodeEmitter::new(
+            &mut self.function,
+            node,
+            at.clone(),
+            self.opset,
+            site,
+            &self.reserved,
+        );
+        let outputs = crate::ops::convert(&mut emitter, &inputs)?;
+        let created: HashSet<NodeId> = emitter.created().iter().copied().collect();
+        let wanted = node.output.iter().filter(|o| !o.is_empty()).count();
+        if node.output.len() > outputs.len() && wanted > 0 {
+            return Err(OnnxError::Arity {
+                at,
+                message: format!(
+                    "has {} outputs; graphlift's {} produces {}",
+                    node.output.len(),
+                    node.op_type,
+                    outputs.len()
+                ),
+            });
+        }
+        for (name, &out) in node.output.iter().zip(&outputs) {
+            if name.is_empty() {
+                continue;
+            }
+            if self.values.contains_key(name) || self.initializers.contains_key(name.as_str()) {
+                return Err(OnnxError::InvalidModel {
+                    at,
+                    message: format!("output `{name}` redefines a value (ONNX graphs are SSA)"),
+                });
+            }
+            if created.contains(&out.node) {
+                self.name_producer(out.node, name, node, &at)?;
+            }
+            self.values.insert(name.clone(), out);
+        }
+        Ok(())
+    }
+
+    /// Names the node that produces ONNX value `value`: the value's name, else the ONNX
+    /// node's name, else it keeps its helper name.
+    fn name_producer(
+        &mut self,
+        id: NodeId,
+        value: &str,
+        node: &NodeProto,
+        at: &NodeRef,
+    ) -> Result<(), OnnxError> {
+        let free = |f: &Function, n: &str| {
+            !n.is_empty() && !self.reserved.contains(n) && f.node_by_name(n).is_none()
+        };
+        let name = if free(&self.function, value) {
+            value.to_string()
+        } else if free(&self.function, &node.name) {
+            node.name.clone()
+        } else {
+            return Ok(());
+        };
+        self.function.set_name(id, name).map_err(|e| OnnxError::Ir {
+            at: at.clone(),
+            source: Box::new(e),
+        })
+    }
+
+    /// Results for the graph outputs, checking their declared types.
+    fn outputs(&mut self, graph: &GraphProto) -> Result<Vec<ModelValue>, OnnxError> {
+        let mut outputs = Vec::new();
+        for (i, vi) in graph.output.iter().enumerate() {
+            let at = NodeRef::item("graph output", &vi.name);
+            let value = self.value(&vi.name, &at, i)?;
+            let t = self
+                .function
+                .output_type(value)
+                .map_err(|e| OnnxError::Ir {
+                    at: at.clone(),
+                    source: Box::new(e),
+                })?
+                .clone();
+            check_declared_type(vi, &t, &at)?;
+            // The Result takes the output's name; only a graph input passed straight through
+            // under its own name can hold it already.
+            let name = unique_name(&self.function, &HashSet::new(), &vi.name);
+            let id = self
+                .function
+                .add_result(value, Some(name))
+                .map_err(|e| OnnxError::Ir {
+                    at: at.clone(),
+                    source: Box::new(e),
+                })?;
+            self.function
+                .add_tag(id, format!("onnx:graph_output:{}", vi.name))
+                .map_err(|e| OnnxError::Ir {
+                    at: at.clone(),
+                    source: Box::new(e),
+                })?;
+            outputs.push(ModelValue {
+                name: vi.name.clone(),
+                tensor_type: t,
+            });
+        }
+        Ok(outputs)
+    }
+}
+
+/// `base` if no node has it and it is not reserved, else `base_1`, `base_2`, ...
+pub(crate) fn unique_name(f: &Function, reserved: &HashSet<String>, base: &str) -> String {
+    let taken = |n: &str| reserved.contains(n) || f.node_by_name(n).is_some();
+    if !taken(base) {
+        return base.to_string();
+    }
+    let mut k = 1usize;
+    loop {
+        let n = format!("{base}_{k}");
+        if !taken(&n) {
+            return n;
+        }
+        k += 1;
+    }
+}
+
+/// The static tensor type of a graph input.
+fn value_type(vi: &ValueInfoProto, at: &NodeRef) -> Result<TensorType, OnnxError> {
+    let unsupported = |message: &str| OnnxError::UnsupportedType {
+        at: at.clone(),
+        message: message.to_string(),
+    };
+    let Some(tp) = &vi.r#type else {
+        return Err(unsupported("no type is declared"));
+    };
+    let Some(tt) = &tp.tensor_type else {
+        let kind = if tp.sequence_type.is_some() {
+            "sequence"
+        } else if tp.map_type.is_some() {
+            "map"
+        } else if tp.optional_type.is_some() {
+            "optional"
+        } else if tp.sparse_tensor_type.is_some() {
+            "sparse tensor"
+        } else if tp.opaque_type.is_some() {
+            "opaque"
+        } else {
+            "no type is declared"
+        };
+        return Err(unsupported(kind));
+    };
+    let et = element_type(tt.elem_type, at)?;
+    let Some(shape) = &tt.shape else {
+        return Err(unsupported(
+            "unknown rank (no shape); graphlift needs static shapes",
+        ));
+    };
+    let dims = shape
+        .dim
+        .iter()
+        .enumerate()
+        .map(|(axis, d)| match (d.dim_value, &d.dim_param) {
+            (Some(v), _) => Ok(v),
+            (None, Some(p)) => Err(unsupported(&format!(
+                "symbolic dimension `{p}` on axis {axis}; graphlift needs static shapes"
+            ))),
+            (None, None) => Err(unsupported(&format!(
+                "unknown dimension on axis {axis}; graphlift needs static shapes"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TensorType::new(et, shape_from_dims(&dims, at)?))
+}
+
+/// Checks a graph output's declared type (where declared) against the inferred one.
+fn check_declared_type(vi: &ValueInfoProto, t: &TensorType, at: &NodeRef) -> Result<(), OnnxError> {
+    let Some(tp) = &vi.r#type else { return Ok(()) };
+    if tp.tensor_type.is_none()
+        && (tp.sequence_type.is_some() || tp.map_type.is_some() || tp.optional_type.is_some())
+    {
+        return Err(OnnxError::UnsupportedType {
+            at: at.clone(),
+            message: "a graph output that is not a tensor".into(),
+        });
+    }
+    let Some(tt) = &tp.tensor_type else {
+        return Ok(());
+    };
+    if tt.elem_type != 0 {
+        let declared = element_type(tt.elem_type, at)?;
+        if declared != t.element_type {
+            return Err(OnnxError::TypeMismatch {
+                at: at.clone(),
+                message: format!(
+                    "declared {}, computed {}",
+                    data_type_name(tt.elem_type),
+                    t.element_type
+                ),
+            });
+        }
+    }
+    if let Some(shape) = &tt.shape {
+        let dims = &t.shape.0;
+        let rank_ok = shape.dim.len() == dims.len();
+        let dims_ok = rank_ok
+            && shape.dim.iter().zip(dims).all(|(d, &n)| match d.dim_value {
+                Some(v) => usize::try_from(v) == Ok(n),
+                None => true,
+            });
+        if !dims_ok {
+            let declared: Vec<String> = shape
+                .dim
+                .iter()
+                .map(|d| match (d.dim_value, &d.dim_param) {
+                    (Some(v), _) => v.to_string(),
+                    (None, Some(p)) => p.clone(),
+                    (None, None) => "?".into(),
+                })
+                .collect();
+            return Err(OnnxError::ShapeMismatch {
+                at: at.clone(),
+                message: format!("declared [{}], computed {}", declared.join(", "), t.shape),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,636 @@
+//! The operator table: each supported ONNX operator, decomposed into graphlift IR ops.
+//!
+//! Semantics follow the ONNX operator specification (onnx 1.22, `docs/Operators.md`) for
+//! every opset version up to 25; where a definition changed across versions the branch says
+//! so. Broadcasting is ONNX's multidirectional (numpy) broadcasting, made explicit with
+//! `Broadcast` nodes; `PRelu` slopes and `Clip` bounds broadcast unidirectionally to the
+//! input. Element types are FLOAT, DOUBLE, INT32, INT64 and BOOL; an op gets the types ONNX
+//! allows it among those (integer variants of `Abs`, `Neg`, `Sign`, `Relu`, `Max`, `Min`,
+//! `Sum`, `Clip`, `Pow`, `PRelu`, ...).
+
+use std::f64::consts::{FRAC_1_SQRT_2, PI};
+
+use graphlift_ir::{BinaryOp, CompareOp, ElementType, Op, Output, Shape, TensorData, UnaryOp};
+
+use crate::emit::NodeEmitter;
+use crate::error::OnnxError;
+use crate::proto::{attribute_type, data_type};
+use crate::tensor::{element_type, tensor_from_proto};
+
+/// The `op_type`s of the default ONNX domain that graphlift imports.
+pub const SUPPORTED_OPS: &[&str] = &[
+    "Abs",
+    "Add",
+    "And",
+    "Cast",
+    "CastLike",
+    "Ceil",
+    "Celu",
+    "Clip",
+    "Constant",
+    "Div",
+    "Elu",
+    "Equal",
+    "Erf",
+    "Exp",
+    "Floor",
+    "Gelu",
+    "Greater",
+    "GreaterOrEqual",
+    "HardSigmoid",
+    "HardSwish",
+    "Identity",
+    "LeakyRelu",
+    "Less",
+    "LessOrEqual",
+    "Log",
+    "Max",
+    "Mean",
+    "Min",
+    "Mish",
+    "Mul",
+    "Neg",
+    "Not",
+    "Or",
+    "PRelu",
+    "Pow",
+    "Reciprocal",
+    "Relu",
+    "Round",
+    "Selu",
+    "Sigmoid",
+    "Sign",
+    "Softplus",
+    "Softsign",
+    "Sqrt",
+    "Sub",
+    "Sum",
+    "Tanh",
+    "ThresholdedRelu",
+    "Where",
+    "Xor",
+];
+
+type In<'x> = &'x [Option<Output>];
+
+fn numeric(t: ElementType) -> bool {
+    t.is_numeric()
+}
+fn float(t: ElementType) -> bool {
+    t.is_float()
+}
+fn boolean(t: ElementType) -> bool {
+    t == ElementType::Bool
+}
+
+/// Converts one ONNX node; returns its output values in order.
+pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
+    let op_type = e.node().op_type.clone();
+    let y = match op_type.as_str() {
+        "Add" => arithmetic(e, ins, BinaryOp::Add)?,
+        "Sub" => arithmetic(e, ins, BinaryOp::Subtract)?,
+        "Mul" => arithmetic(e, ins, BinaryOp::Multiply)?,
+        "Div" => arithmetic(e, ins, BinaryOp::Divide)?,
+        "And" => logical(e, ins, BinaryOp::And)?,
+        "Or" => logical(e, ins, BinaryOp::Or)?,
+        "Xor" => logical(e, ins, BinaryOp::Xor)?,
+        "Equal" => comparison(e, ins, CompareOp::Equal)?,
+        "Less" => comparison(e, ins, CompareOp::Less)?,
+        "Greater" => comparison(e, ins, CompareOp::Greater)?,
+        "LessOrEqual" => comparison(e, ins, CompareOp::LessEq)?,
+        "GreaterOrEqual" => comparison(e, ins, CompareOp::GreaterEq)?,
+        "Neg" => simple_unary(e, ins, UnaryOp::Negative, numeric, "a numeric")?,
+        "Abs" => simple_unary(e, ins, UnaryOp::Abs, numeric, "a numeric")?,
+        "Relu" => simple_unary(e, ins, UnaryOp::Relu, numeric, "a numeric")?,
+        "Exp" => simple_unary(e, ins, UnaryOp::Exp, float, "a float")?,
+        "Log" => simple_unary(e, ins, UnaryOp::Log, float, "a float")?,
+        "Sqrt" => simple_unary(e, ins, UnaryOp::Sqrt, float, "a float")?,
+        "Tanh" => simple_unary(e, ins, UnaryOp::Tanh, float, "a float")?,
+        "Sigmoid" => simple_unary(e, ins, UnaryOp::Sigmoid, float, "a float")?,
+        "Erf" => simple_unary(e, ins, UnaryOp::Erf, float, "a float")?,
+        "Floor" => simple_unary(e, ins, UnaryOp::Floor, numeric, "a numeric")?,
+        "Ceil" => simple_unary(e, ins, UnaryOp::Ceil, numeric, "a numeric")?,
+        "Round" => simple_unary(e, ins, UnaryOp::Round, numeric, "a numeric")?,
+        "Sign" => simple_unary(e, ins, UnaryOp::Sign, numeric, "a numeric")?,
+        "Not" => simple_unary(e, ins, UnaryOp::Not, boolean, "a BOOL")?,
+        "Identity" => {
+            e.arity(ins, 1, 1)?;
+            e.input(ins, 0)?
+        }
+        "Reciprocal" => reciprocal(e, ins)?,
+        "LeakyRelu" => leaky_relu(e, ins)?,
+        "PRelu" => prelu(e, ins)?,
+        "ThresholdedRelu" => thresholded_relu(e, ins)?,
+        "Elu" => elu(e, ins)?,
+        "Selu" => selu(e, ins)?,
+        "Celu" => celu(e, ins)?,
+        "HardSigmoid" => {
+            let x = float_input(e, ins)?;
+            let alpha = e.attr_f32("alpha", 0.2)?;
+            let beta = e.attr_f32("beta", 0.5)?;
+            hard_sigmoid(e, x, f64::from(alpha), f64::from(beta))?
+        }
+        "HardSwish" => {
+            let x = float_input(e, ins)?;
+            let h = hard_sigmoid(e, x, 1.0 / 6.0, 0.5)?;
+            e.binary(BinaryOp::Multiply, x, h)?
+        }
+        "Softplus" => {
+            let x = float_input(e, ins)?;
+            softplus(e, x)?
+        }
+        "Softsign" => {
+            let x = float_input(e, ins)?;
+            let a = e.unary(UnaryOp::Abs, x)?;
+            let d = e.add_scalar(a, 1.0)?;
+            e.binary(BinaryOp::Divide, x, d)?
+        }
+        "Mish" => {
+            let x = float_input(e, ins)?;
+            let s = softplus(e, x)?;
+            let t = e.unary(UnaryOp::Tanh, s)?;
+            e.binary(BinaryOp::Multiply, x, t)?
+        }
+        "Gelu" => gelu(e, ins)?,
+        "Pow" => pow(e, ins)?,
+        "Max" => variadic(e, ins, BinaryOp::Maximum)?,
+        "Min" => variadic(e, ins, BinaryOp::Minimum)?,
+        "Sum" => variadic(e, ins, BinaryOp::Add)?,
+        "Mean" => mean(e, ins)?,
+        "Clip" => clip(e, ins)?,
+        "Where" => {
+            e.arity(ins, 3, 3)?;
+            let (c, a, b) = (e.input(ins, 0)?, e.input(ins, 1)?, e.input(ins, 2)?);
+            e.select(c, a, b)?
+        }
+        "Cast" => cast(e, ins)?,
+        "CastLike" => {
+            e.arity(ins, 2, 2)?;
+            let (x, like) = (e.input(ins, 0)?, e.input(ins, 1)?);
+            let to = e.et(like)?;
+            e.convert(x, to)?
+        }
+        "Constant" => constant(e, ins)?,
+        _ => {
+            return Err(OnnxError::UnsupportedOp {
+                at: e.at(),
+                op_type,
+                domain: "ai.onnx".into(),
+                opset: e.opset(),
+            })
+        }
+    };
+    Ok(vec![y])
+}
+
+/// The one input of a float-only unary op.
+fn float_input(e: &NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    e.require(x, float, "a float")?;
+    Ok(x)
+}
+
+fn simple_unary(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    u: UnaryOp,
+    ok: fn(ElementType) -> bool,
+    what: &str,
+) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    e.require(x, ok, what)?;
+    e.unary(u, x)
+}
+
+/// Before opset 7, binary ops broadcast only with `broadcast=1`, the second operand
+/// aligned at `axis` (default: at the right).
+fn legacy_broadcast(e: &NodeEmitter<'_>, a: Output, b: Output) -> Result<(), OnnxError> {
+    if e.opset() >= 7 {
+        return Ok(());
+    }
+    let (sa, sb) = (e.ty(a)?.shape, e.ty(b)?.shape);
+    if e.attr_i64("broadcast")?.unwrap_or(0) == 0 {
+        if sa != sb {
+            return Err(e.shape_error(format!(
+                "shapes {sa} and {sb} differ and `broadcast` is not set (opset {} < 7)",
+                e.opset()
+            )));
+        }
+        return Ok(());
+    }
+    if let Some(axis) = e.attr_i64("axis")? {
+        let rank = i64::try_from(sa.rank()).unwrap_or(i64::MAX);
+        let brank = i64::try_from(sb.rank()).unwrap_or(i64::MAX);
+        let axis = if axis < 0 { axis + rank } else { axis };
+        if axis != rank - brank {
+            return Err(e.attribute_error(
+                "axis",
+                format!(
+                    "legacy broadcasting of {sb} into {sa} at axis {axis} is not supported \
+                     (only trailing alignment, axis {})",
+                    rank - brank
+                ),
+            ));
+        }
+    }
+    if !sb.broadcasts_to(&sa) {
+        return Err(e.shape_error(format!("shape {sb} does not broadcast to {sa}")));
+    }
+    Ok(())
+}
+
+fn two_inputs(e: &NodeEmitter<'_>, ins: In<'_>) -> Result<(Output, Output), OnnxError> {
+    e.arity(ins, 2, 2)?;
+    let (a, b) = (e.input(ins, 0)?, e.input(ins, 1)?);
+    legacy_broadcast(e, a, b)?;
+    Ok((a, b))
+}
+
+fn arithmetic(e: &mut NodeEmitter<'_>, ins: In<'_>, op: BinaryOp) -> Result<Output, OnnxError> {
+    let (a, b) = two_inputs(e, ins)?;
+    e.require(a, numeric, "a numeric")?;
+    e.binary(op, a, b)
+}
+
+fn logical(e: &mut NodeEmitter<'_>, ins: In<'_>, op: BinaryOp) -> Result<Output, OnnxError> {
+    let (a, b) = two_inputs(e, ins)?;
+    e.require(a, boolean, "a BOOL")?;
+    e.binary(op, a, b)
+}
+
+fn comparison(e: &mut NodeEmitter<'_>, ins: In<'_>, op: CompareOp) -> Result<Output, OnnxError> {
+    let (a, b) = two_inputs(e, ins)?;
+    e.compare(op, a, b)
+}
+
+/// `Reciprocal`: `1 / x`.
+fn reciprocal(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let x = float_input(e, ins)?;
+    let one = e.scalar_like(x, 1.0)?;
+    e.binary(BinaryOp::Divide, one, x)
+}
+
+/// `LeakyRelu`: `x < 0 ? alpha * x : x` (alpha defaults to 0.01).
+fn leaky_relu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let x = float_input(e, ins)?;
+    let alpha = e.attr_f32("alpha", 0.01)?;
+    let zero = e.scalar_like(x, 0.0)?;
+    let neg = e.compare(CompareOp::Less, x, zero)?;
+    let ax = e.mul_scalar(x, f64::from(alpha))?;
+    e.select(neg, ax, x)
+}
+
+/// `PRelu`: `x < 0 ? slope * x : x`, `slope` broadcast unidirectionally to `x`.
+fn prelu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 2, 2)?;
+    let (x, slope) = (e.input(ins, 0)?, e.input(ins, 1)?);
+    e.require(x, numeric, "a numeric")?;
+    e.same_type(&[x, slope])?;
+    let xs = e.ty(x)?.shape;
+    let ss = e.ty(slope)?.shape;
+    if !ss.broadcasts_to(&xs) {
+        return Err(e.shape_error(format!(
+            "slope of shape {ss} does not broadcast to the input's shape {xs} (unidirectional)"
+        )));
+    }
+    let zero = e.scalar_like(x, 0.0)?;
+    let neg = e.compare(CompareOp::Less, x, zero)?;
+    let sx = e.binary(BinaryOp::Multiply, slope, x)?;
+    e.select(neg, sx, x)
+}
+
+/// `ThresholdedRelu`: `x > alpha ? x : 0` (alpha defaults to 1).
+fn thresholded_relu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let x = float_input(e, ins)?;
+    let alpha = e.attr_f32("alpha", 1.0)?;
+    let a = e.scalar_like(x, f64::from(alpha))?;
+    let above = e.compare(CompareOp::Greater, x, a)?;
+    let zero = e.scalar_like(x, 0.0)?;
+    e.select(above, x, zero)
+}
+
+/// `Elu`: `x < 0 ? alpha * (exp(x) - 1) : x` (alpha defaults to 1).
+fn elu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let x = float_input(e, ins)?;
+    let alpha = e.attr_f32("alpha", 1.0)?;
+    let zero = e.scalar_like(x, 0.0)?;
+    let neg = e.compare(CompareOp::Less, x, zero)?;
+    let ex = e.unary(UnaryOp::Exp, x)?;
+    let em1 = e.add_scalar(ex, -1.0)?;
+    let scaled = e.mul_scalar(em1, f64::from(alpha))?;
+    e.select(neg, scaled, x)
+}
+
+/// `Selu`: `x > 0 ? gamma * x : gamma * (alpha * exp(x) - alpha)`, with the spec's
+/// defaults alpha = 1.67326319217681884765625, gamma = 1.05070102214813232421875.
+fn selu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let x = float_input(e, ins)?;
+    let alpha = f64::from(e.attr_f32("alpha", 1.673_263_2)?);
+    let gamma = f64::from(e.attr_f32("gamma", 1.050_701)?);
+    let zero = e.scalar_like(x, 0.0)?;
+    let pos = e.compare(CompareOp::Greater, x, zero)?;
+    let gx = e.mul_scalar(x, gamma)?;
+    let ex = e.unary(UnaryOp::Exp, x)?;
+    let aex = e.mul_scalar(ex, alpha)?;
+    let shifted = e.add_scalar(aex, -alpha)?;
+    let neg = e.mul_scalar(shifted, gamma)?;
+    e.select(pos, gx, neg)
+}
+
+/// `Celu`: `max(0, x) + min(0, alpha * (exp(x / alpha) - 1))` (alpha defaults to 1).
+fn celu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let x = float_input(e, ins)?;
+    let alpha = f64::from(e.attr_f32("alpha", 1.0)?);
+    if alpha == 0.0 {
+        return Err(e.attribute_error("alpha", "must not be 0".into()));
+    }
+    let pos = e.unary(UnaryOp::Relu, x)?;
+    let xa = e.mul_scalar(x, 1.0 / alpha)?;
+    let ex = e.unary(UnaryOp::Exp, xa)?;
+    let em1 = e.add_scalar(ex, -1.0)?;
+    let scaled = e.mul_scalar(em1, alpha)?;
+    let zero = e.scalar_like(x, 0.0)?;
+    let neg = e.binary(BinaryOp::Minimum, zero, scaled)?;
+    e.binary(BinaryOp::Add, pos, neg)
+}
+
+/// `max(0, min(1, alpha * x + beta))`.
+fn hard_sigmoid(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    alpha: f64,
+    beta: f64,
+) -> Result<Output, OnnxError> {
+    let ax = e.mul_scalar(x, alpha)?;
+    let lin = e.add_scalar(ax, beta)?;
+    let one = e.scalar_like(x, 1.0)?;
+    let upper = e.binary(BinaryOp::Minimum, lin, one)?;
+    let zero = e.scalar_like(x, 0.0)?;
+    e.binary(BinaryOp::Maximum, upper, zero)
+}
+
+/// `Softplus`: `log(1 + exp(x))`, computed as `relu(x) + log(1 + exp(-|x|))`, which does not
+/// overflow for large `x`.
+fn softplus(e: &mut NodeEmitter<'_>, x: Output) -> Result<Output, OnnxError> {
+    let r = e.unary(UnaryOp::Relu, x)?;
+    let a = e.unary(UnaryOp::Abs, x)?;
+    let na = e.unary(UnaryOp::Negative, a)?;
+    let ex = e.unary(UnaryOp::Exp, na)?;
+    let p1 = e.add_scalar(ex, 1.0)?;
+    let l = e.unary(UnaryOp::Log, p1)?;
+    e.binary(BinaryOp::Add, r, l)
+}
+
+/// `Gelu` (opset 20): `approximate="none"`: `0.5 x (1 + erf(x / sqrt 2))`;
+/// `approximate="tanh"`: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+fn gelu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let x = float_input(e, ins)?;
+    let approximate = e
+        .attr_string("approximate")?
+        .unwrap_or_else(|| "none".into());
+    let inner = match approximate.as_str() {
+        "none" => {
+            let s = e.mul_scalar(x, FRAC_1_SQRT_2)?;
+            e.unary(UnaryOp::Erf, s)?
+        }
+        "tanh" => {
+            let x2 = e.binary(BinaryOp::Multiply, x, x)?;
+            let x3 = e.binary(BinaryOp::Multiply, x2, x)?;
+            let c = e.mul_scalar(x3, 0.044_715)?;
+            let sum = e.binary(BinaryOp::Add, x, c)?;
+            let s = e.mul_scalar(sum, (2.0 / PI).sqrt())?;
+            e.unary(UnaryOp::Tanh, s)?
+        }
+        other => {
+            return Err(e.attribute_error(
+                "approximate",
+                format!("must be \"none\" or \"tanh\", is {other:?}"),
+            ))
+        }
+    };
+    let p1 = e.add_scalar(inner, 1.0)?;
+    let hx = e.mul_scalar(x, 0.5)?;
+    e.binary(BinaryOp::Multiply, hx, p1)
+}
+
+/// `Pow`: the result has the base's element type. A float base takes the exponent converted
+/// to its type; an integer base with a float exponent is computed in DOUBLE and converted
+/// back (truncating, as numpy's `power(...).astype(base)`); integer base and exponent of
+/// different widths are computed in INT64 and converted back (wrapping).
+fn pow(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let (x, y) = two_inputs(e, ins)?;
+    let tx = e.require(x, numeric, "a numeric")?;
+    let ty = e.require(y, numeric, "a numeric")?;
+    if tx == ty {
+        return e.binary(BinaryOp::Power, x, y);
+    }
+    if tx.is_float() {
+        let y = e.convert(y, tx)?;
+        return e.binary(BinaryOp::Power, x, y);
+    }
+    let wide = if ty.is_float() {
+        ElementType::F64
+    } else {
+        ElementType::I64
+    };
+    let xw = e.convert(x, wide)?;
+    let yw = e.convert(y, wide)?;
+    let p = e.binary(BinaryOp::Power, xw, yw)?;
+    e.convert(p, tx)
+}
+
+/// `Max`, `Min`, `Sum`: a fold over one or more inputs of one type, broadcast together.
+fn variadic(e: &mut NodeEmitter<'_>, ins: In<'_>, op: BinaryOp) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, usize::MAX)?;
+    let values = (0..ins.len())
+        .map(|i| e.input(ins, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    e.same_type(&values)?;
+    e.require(values[0], numeric, "a numeric")?;
+    let values = e.broadcast_all(&values)?;
+    let mut acc = values[0];
+    for &v in &values[1..] {
+        acc = e.op(Op::Binary(op), &[acc, v])?;
+    }
+    Ok(acc)
+}
+
+/// `Mean`: the sum of the inputs divided by their count.
+fn mean(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, usize::MAX)?;
+    let x = e.input(ins, 0)?;
+    e.require(x, float, "a float")?;
+    let sum = variadic(e, ins, BinaryOp::Add)?;
+    if ins.len() == 1 {
+        return Ok(sum);
+    }
+    let n = e.scalar_like(sum, ins.len() as f64)?;
+    e.binary(BinaryOp::Divide, sum, n)
+}
+
+/// `Clip`: `min(max(x, lo), hi)` (so `hi` wins when `lo > hi`, as numpy's `clip`). Opset
+/// 11+: `lo` and `hi` are optional inputs of `x`'s type that broadcast to `x`; before: FLOAT
+/// attributes `min` and `max`. An absent bound does not clip.
+fn clip(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let (lo, hi);
+    let x;
+    if e.opset() >= 11 {
+        e.arity(ins, 1, 3)?;
+        x = e.input(ins, 0)?;
+        e.require(x, numeric, "a numeric")?;
+        lo = ins.get(1).copied().flatten();
+        hi = ins.get(2).copied().flatten();
+        let xs = e.ty(x)?.shape;
+        for (bound, which) in [(lo, "min"), (hi, "max")] {
+            if let Some(b) = bound {
+                e.same_type(&[x, b])?;
+                let bs = e.ty(b)?.shape;
+                if !bs.broadcasts_to(&xs) {
+                    return Err(e.shape_error(format!(
+                        "{which} of shape {bs} does not broadcast to the input's shape {xs}"
+                    )));
+                }
+            }
+        }
+    } else {
+        e.arity(ins, 1, 1)?;
+        x = e.input(ins, 0)?;
+        e.require(x, float, "a float")?;
+        lo = match e.attr_f32_opt("min")? {
+            Some(v) => Some(e.scalar_like(x, f64::from(v))?),
+            None => None,
+        };
+        hi = match e.attr_f32_opt("max")? {
+            Some(v) => Some(e.scalar_like(x, f64::from(v))?),
+            None => None,
+        };
+    }
+    let mut y = x;
+    if let Some(lo) = lo {
+        y = e.binary(BinaryOp::Maximum, y, lo)?;
+    }
+    if let Some(hi) = hi {
+        y = e.binary(BinaryOp::Minimum, y, hi)?;
+    }
+    Ok(y)
+}
+
+/// `Cast`: `to` is a data type code (a name string in opsets 1–5). Float to integer
+/// truncates toward zero and saturates, to BOOL is `x != 0` (graphlift's `Convert`).
+/// `saturate` and `round_mode` only concern 8-bit and 4-bit floats, which graphlift does not
+/// have.
+fn cast(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    let Some(a) = e.attr("to")? else {
+        return Err(e.attribute_error("to", "is required".into()));
+    };
+    let code = match a.r#type {
+        attribute_type::INT => i32::try_from(a.i).unwrap_or(-1),
+        attribute_type::STRING => {
+            let name = String::from_utf8_lossy(&a.s).to_string();
+            data_type::from_name(&name)
+                .ok_or_else(|| e.attribute_error("to", format!("unknown data type {name:?}")))?
+        }
+        attribute_type::UNDEFINED if a.i != 0 => i32::try_from(a.i).unwrap_or(-1),
+        other => {
+            return Err(e.attribute_error(
+                "to",
+                format!("expected INT, got {}", attribute_type::name(other)),
+            ))
+        }
+    };
+    let to = element_type(code, &e.at())?;
+    e.convert(x, to)
+}
+
+/// `Constant`: exactly one of `value` (a tensor), `value_float`, `value_floats`,
+/// `value_int`, `value_ints` (FLOAT scalars and vectors, INT64 scalars and vectors).
+fn constant(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 0, 0)?;
+    let node = e.node();
+    let values: Vec<&str> = node
+        .attribute
+        .iter()
+        .map(|a| a.name.as_str())
+        .filter(|n| n.starts_with("value") || *n == "sparse_value")
+        .collect();
+    if values.len() != 1 {
+        return Err(e.attribute_error(
+            "value",
+            format!(
+                "a Constant needs exactly one of value, value_float(s), value_int(s), \
+                 value_string(s), sparse_value; it has {}",
+                if values.is_empty() {
+                    "none".to_string()
+                } else {
+                    values.join(", ")
+                }
+            ),
+        ));
+    }
+    let name = values[0].to_string();
+    let Some(a) = e.attr(&name)? else {
+        return Err(e.attribute_error(&name, "is missing".into()));
+    };
+    let expect = |want: i32, present: bool| -> Result<(), OnnxError> {
+        if a.r#type == want || (a.r#type == attribute_type::UNDEFINED && present) {
+            Ok(())
+        } else {
+            Err(e.attribute_error(
+                &name,
+                format!(
+                    "expected {}, got {}",
+                    attribute_type::name(want),
+                    attribute_type::name(a.r#type)
+                ),
+            ))
+        }
+    };
+    let (data, shape) = match name.as_str() {
+        "value" => {
+            expect(attribute_type::TENSOR, a.t.is_some())?;
+            let Some(t) = &a.t else {
+                return Err(e.attribute_error(&name, "has no tensor".into()));
+            };
+            tensor_from_proto(t, &e.at())?
+        }
+        "value_float" => {
+            expect(attribute_type::FLOAT, true)?;
+            (TensorData::F32(vec![a.f]), Shape::scalar())
+        }
+        "value_floats" => {
+            expect(attribute_type::FLOATS, true)?;
+            (
+                TensorData::F32(a.floats.clone()),
+                Shape::new([a.floats.len()]),
+            )
+        }
+        "value_int" => {
+            expect(attribute_type::INT, true)?;
+            (TensorData::I64(vec![a.i]), Shape::scalar())
+        }
+        "value_ints" => {
+            expect(attribute_type::INTS, true)?;
+            (TensorData::I64(a.ints.clone()), Shape::new([a.ints.len()]))
+        }
+        "value_string" | "value_strings" => {
+            return Err(OnnxError::UnsupportedElementType {
+                at: e.at(),
+                data_type: "STRING".into(),
+            })
+        }
+        "sparse_value" => {
+            return Err(OnnxError::UnsupportedType {
+                at: e.at(),
+                message: "sparse tensor constant".into(),
+            })
+        }
+        other => {
+            return Err(e.attribute_error(other, "is not an attribute of Constant".into()));
+        }
+    };
+    e.constant(data, shape)
+}

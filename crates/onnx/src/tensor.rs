@@ -1,0 +1,380 @@
+//! `TensorProto` <-> [`TensorData`]: initializers, `Constant` values and the `.pb` tensor
+//! files of the ONNX backend tests.
+
+use graphlift_ir::{ElementType, Shape, TensorData};
+use prost::Message;
+
+use crate::error::{NodeRef, OnnxError};
+use crate::proto::{data_location, data_type, TensorProto};
+
+/// A tensor read from a serialized `TensorProto`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedTensor {
+    /// The tensor's `name`, if it has a non-empty one.
+    pub name: Option<String>,
+    /// The elements, row-major; exactly `shape.element_count()` of them.
+    pub data: TensorData,
+    /// The shape (`dims`).
+    pub shape: Shape,
+}
+
+/// Reads a serialized ONNX `TensorProto` (e.g. `test_data_set_0/input_0.pb` of the ONNX
+/// backend tests).
+///
+/// Data may be in `raw_data` (little-endian) or in the typed field of its data type; FLOAT,
+/// DOUBLE, INT32, INT64 and BOOL are supported.
+///
+/// # Errors
+/// [`OnnxError::Protobuf`] for bytes that are not a `TensorProto`;
+/// [`OnnxError::UnsupportedElementType`] naming the ONNX data type (e.g. `UINT8`) for other
+/// types; [`OnnxError::InvalidModel`] for negative dims, data that does not fill the shape,
+/// external or segmented data.
+pub fn read_tensor_proto(bytes: &[u8]) -> Result<NamedTensor, OnnxError> {
+    let t = TensorProto::decode(bytes).map_err(|e| OnnxError::Protobuf {
+        message_type: "TensorProto",
+        message: e.to_string(),
+    })?;
+    let at = NodeRef::item("tensor", &t.name);
+    let (data, shape) = tensor_from_proto(&t, &at)?;
+    Ok(NamedTensor {
+        name: (!t.name.is_empty()).then(|| t.name.clone()),
+        data,
+        shape,
+    })
+}
+
+/// Serializes a tensor as an ONNX `TensorProto` with `dims`, `data_type`, `name` (omitted when
+/// empty) and little-endian `raw_data` (BOOL as one byte per element), as ONNX's own tools
+/// write it. [`read_tensor_proto`] reads it back.
+///
+/// `data` should hold `shape.element_count()` elements; the function does not check it.
+pub fn encode_tensor_proto(name: &str, data: &TensorData, shape: &Shape) -> Vec<u8> {
+    tensor_to_proto(name, data, shape).encode_to_vec()
+}
+
+/// The `TensorProto` message for a tensor (see [`encode_tensor_proto`]).
+pub fn tensor_to_proto(name: &str, data: &TensorData, shape: &Shape) -> TensorProto {
+    let mut raw = Vec::with_capacity(data.len() * data.element_type().size_bytes());
+    match data {
+        TensorData::F32(v) => v
+            .iter()
+            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::F64(v) => v
+            .iter()
+            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::I32(v) => v
+            .iter()
+            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::I64(v) => v
+            .iter()
+            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::Bool(v) => raw.extend(v.iter().map(|&b| u8::from(b))),
+    }
+    TensorProto {
+        // Extents beyond i64::MAX cannot be allocated; saturate rather than wrap.
+        dims: shape
+            .dims()
+            .iter()
+            .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
+            .collect(),
+        data_type: onnx_data_type(data.element_type()),
+        name: name.to_string(),
+        raw_data: raw,
+        ..Default::default()
+    }
+}
+
+/// The ONNX data type code of a graphlift element type.
+pub fn onnx_data_type(t: ElementType) -> i32 {
+    match t {
+        ElementType::F32 => data_type::FLOAT,
+        ElementType::F64 => data_type::DOUBLE,
+        ElementType::I32 => data_type::INT32,
+        ElementType::I64 => data_type::INT64,
+        ElementType::Bool => data_type::BOOL,
+    }
+}
+
+/// The spec's name of a data type code, or `data type <code>` for an unknown code.
+pub(crate) fn data_type_name(code: i32) -> String {
+    data_type::name(code).map_or_else(|| format!("data type {code}"), str::to_string)
+}
+
+/// The graphlift element type of an ONNX data type code.
+///
+/// # Errors
+/// [`OnnxError::UnsupportedElementType`] at `at` for every type but FLOAT, DOUBLE, INT32,
+/// INT64 and BOOL.
+pub(crate) fn element_type(code: i32, at: &NodeRef) -> Result<ElementType, OnnxError> {
+    match code {
+        data_type::FLOAT => Ok(ElementType::F32),
+        data_type::DOUBLE => Ok(ElementType::F64),
+        data_type::INT32 => Ok(ElementType::I32),
+        data_type::INT64 => Ok(ElementType::I64),
+        data_type::BOOL => Ok(ElementType::Bool),
+        other => Err(OnnxError::UnsupportedElementType {
+            at: at.clone(),
+            data_type: data_type_name(other),
+        }),
+    }
+}
+
+/// Converts ONNX dims to a [`Shape`], checking that no extent is negative and that the
+/// element count fits in `usize`.
+pub(crate) fn shape_from_dims(dims: &[i64], at: &NodeRef) -> Result<Shape, OnnxError> {
+    let invalid = |message: String| OnnxError::InvalidModel {
+        at: at.clone(),
+        message,
+    };
+    let dims = dims
+        .iter()
+        .map(|&d| {
+            usize::try_from(d)
+                .map_err(|_| invalid(format!("negative dimension {d} in dims {dims:?}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let shape = Shape::new(dims);
+    shape
+        .element_count()
+        .map_err(|_| invalid(format!("shape {shape}: element count overflows")))?;
+    Ok(shape)
+}
+
+/// Decodes a `TensorProto`'s data into a [`TensorData`] and its [`Shape`].
+///
+/// # Errors
+/// As [`read_tensor_proto`], located at `at`.
+pub(crate) fn tensor_from_proto(
+    t: &TensorProto,
+    at: &NodeRef,
+) -> Result<(TensorData, Shape), OnnxError> {
+    let invalid = |message: String| OnnxError::InvalidModel {
+        at: at.clone(),
+        message,
+    };
+    let et = element_type(t.data_type, at)?;
+    if t.data_location == data_location::EXTERNAL || !t.external_data.is_empty() {
+        return Err(invalid(
+            "tensor data is stored externally, which graphlift does not read".into(),
+        ));
+    }
+    if t.segment.is_some() {
+        return Err(invalid("segmented tensors are not supported".into()));
+    }
+    let shape = shape_from_dims(&t.dims, at)?;
+    let n = shape.element_count().map_err(|e| invalid(e.to_string()))?;
+    let type_name = data_type_name(t.data_type);
+    let length_error = |what: &str, len: usize| {
+        invalid(format!(
+            "{what} holds {len} elements; shape {shape} of {type_name} needs {n}"
+        ))
+    };
+    let data = if !t.raw_data.is_empty() || n == 0 {
+        let raw = &t.raw_data;
+        let size = et.size_bytes();
+        if !raw.len().is_multiple_of(size) || raw.len() / size != n {
+            return Err(invalid(format!(
+                "raw_data has {} bytes; shape {shape} of {type_name} needs {} bytes",
+                raw.len(),
+                n.saturating_mul(size)
+            )));
+        }
+        decode_raw(et, raw)
+    } else {
+        match et {
+            ElementType::F32 => check_len(&t.float_data, n, "float_data", &length_error)
+                .map(|v| TensorData::F32(v.to_vec()))?,
+            ElementType::F64 => check_len(&t.double_data, n, "double_data", &length_error)
+                .map(|v| TensorData::F64(v.to_vec()))?,
+            ElementType::I64 => check_len(&t.int64_data, n, "int64_data", &length_error)
+                .map(|v| TensorData::I64(v.to_vec()))?,
+            ElementType::I32 => check_len(&t.int32_data, n, "int32_data", &length_error)
+                .map(|v| TensorData::I32(v.to_vec()))?,
+            ElementType::Bool => check_len(&t.int32_data, n, "int32_data", &length_error)
+                .map(|v| TensorData::Bool(v.iter().map(|&x| x != 0).collect()))?,
+        }
+    };
+    Ok((data, shape))
+}
+
+fn check_len<'a, T>(
+    v: &'a [T],
+    n: usize,
+    what: &str,
+    err: &dyn Fn(&str, usize) -> OnnxError,
+) -> Result<&'a [T], OnnxError> {
+    if v.len() == n {
+        Ok(v)
+    } else {
+        Err(err(what, v.len()))
+    }
+}
+
+/// Little-endian raw bytes (length already checked to be a multiple of the element size).
+fn decode_raw(et: ElementType, raw: &[u8]) -> TensorData {
+    fn chunks<const N: usize, T>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+        raw.chunks_exact(N)
+            .map(|c| {
+                let mut b = [0u8; N];
+                b.copy_from_slice(c);
+                f(b)
+            })
+            .collect()
+    }
+    match et {
+        ElementType::F32 => TensorData::F32(chunks(raw, f32::from_le_bytes)),
+        ElementType::F64 => TensorData::F64(chunks(raw, f64::from_le_bytes)),
+        ElementType::I32 => TensorData::I32(chunks(raw, i32::from_le_bytes)),
+        ElementType::I64 => TensorData::I64(chunks(raw, i64::from_le_bytes)),
+        ElementType::Bool => TensorData::Bool(raw.iter().map(|&b| b != 0).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(data: TensorData, shape: &[usize]) {
+        let shape = Shape::from(shape);
+        let bytes = encode_tensor_proto("t", &data, &shape);
+        let back = read_tensor_proto(&bytes).unwrap();
+        assert_eq!(back.name.as_deref(), Some("t"));
+        assert_eq!(back.shape, shape);
+        match (&back.data, &data) {
+            // Compare floats bitwise so NaN and -0 round-trip exactly.
+            (TensorData::F32(a), TensorData::F32(b)) => {
+                assert_eq!(
+                    a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                )
+            }
+            (TensorData::F64(a), TensorData::F64(b)) => {
+                assert_eq!(
+                    a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                )
+            }
+            (a, b) => assert_eq!(a, b),
+        }
+    }
+
+    #[test]
+    fn round_trip_every_element_type() {
+        round_trip(
+            TensorData::F32(vec![
+                1.5,
+                -0.0,
+                f32::NAN,
+                f32::INFINITY,
+                f32::MIN_POSITIVE / 2.0,
+                7.0,
+            ]),
+            &[2, 3],
+        );
+        round_trip(
+            TensorData::F64(vec![1e300, -0.0, f64::NAN, -f64::INFINITY]),
+            &[4],
+        );
+        round_trip(TensorData::I32(vec![i32::MIN, -1, 0, i32::MAX]), &[2, 2]);
+        round_trip(
+            TensorData::I64(vec![i64::MIN, -1, 0, i64::MAX, 42, 7]),
+            &[3, 1, 2],
+        );
+        round_trip(TensorData::Bool(vec![true, false, true]), &[3]);
+        // 0-d and zero-size shapes.
+        round_trip(TensorData::F32(vec![3.25]), &[]);
+        round_trip(TensorData::I64(vec![]), &[2, 0]);
+        round_trip(TensorData::Bool(vec![]), &[0]);
+    }
+
+    #[test]
+    fn no_name_reads_as_none() {
+        let bytes = encode_tensor_proto("", &TensorData::I32(vec![1]), &Shape::new([1]));
+        assert_eq!(read_tensor_proto(&bytes).unwrap().name, None);
+    }
+
+    #[test]
+    fn typed_fields_are_read() {
+        let t = TensorProto {
+            dims: vec![2],
+            data_type: data_type::BOOL,
+            int32_data: vec![0, 5],
+            ..Default::default()
+        };
+        let got = read_tensor_proto(&t.encode_to_vec()).unwrap();
+        assert_eq!(got.data, TensorData::Bool(vec![false, true]));
+        let t = TensorProto {
+            dims: vec![1, 2],
+            data_type: data_type::DOUBLE,
+            double_data: vec![0.5, -2.0],
+            ..Default::default()
+        };
+        assert_eq!(
+            read_tensor_proto(&t.encode_to_vec()).unwrap().data,
+            TensorData::F64(vec![0.5, -2.0])
+        );
+    }
+
+    #[test]
+    fn unsupported_type_is_named() {
+        let t = TensorProto {
+            dims: vec![2],
+            data_type: data_type::UINT8,
+            raw_data: vec![1, 2],
+            ..Default::default()
+        };
+        let e = read_tensor_proto(&t.encode_to_vec()).unwrap_err();
+        assert!(
+            matches!(&e, OnnxError::UnsupportedElementType { data_type, .. } if data_type == "UINT8"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("UINT8"), "{e}");
+    }
+
+    #[test]
+    fn data_that_does_not_fill_the_shape_is_an_error() {
+        let t = TensorProto {
+            dims: vec![3],
+            data_type: data_type::FLOAT,
+            raw_data: vec![0; 8],
+            ..Default::default()
+        };
+        let e = read_tensor_proto(&t.encode_to_vec()).unwrap_err();
+        assert!(e.to_string().contains("raw_data has 8 bytes"), "{e}");
+        let t = TensorProto {
+            dims: vec![2, -1],
+            data_type: data_type::FLOAT,
+            ..Default::default()
+        };
+        let e = read_tensor_proto(&t.encode_to_vec()).unwrap_err();
+        assert!(e.to_string().contains("negative dimension"), "{e}");
+        let t = TensorProto {
+            dims: vec![i64::MAX, i64::MAX],
+            data_type: data_type::FLOAT,
+            ..Default::default()
+        };
+        let e = read_tensor_proto(&t.encode_to_vec()).unwrap_err();
+        assert!(e.to_string().contains("overflows"), "{e}");
+    }
+
+    #[test]
+    fn truncated_bytes_are_a_protobuf_error() {
+        let bytes = encode_tensor_proto("t", &TensorData::F32(vec![1.0, 2.0]), &Shape::new([2]));
+        for cut in 1..bytes.len() {
+            // Every prefix either decodes to a shorter (then rejected) tensor or fails to
+            // decode; none panics.
+            let _ = read_tensor_proto(&bytes[..cut]);
+        }
+        let e = read_tensor_proto(&bytes[..bytes.len() - 1]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                OnnxError::Protobuf {
+                    message_type: "TensorProto",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,380 @@
+//! Conformance: the ONNX backend node tests of onnx 1.22.0 on every graphlift backend.
+//!
+//! The data (`<test>/model.onnx` and `<test>/test_data_set_N/{input,output}_K.pb`) ships in
+//! the onnx wheel; `bash scripts/fetch-onnx-tests.sh` extracts it into
+//! `target/onnx-node-tests/node` (or set `GRAPHLIFT_ONNX_NODE_TESTS` to a directory holding
+//! the test directories). Without the data this test fails and says so.
+//!
+//! Selected: every test whose model uses only operators graphlift imports
+//! ([`graphlift::onnx::SUPPORTED_OPS`], which includes the operators the `_expanded` variants
+//! inline, such as `Constant` and `CastLike`), plus every test named after one of the
+//! operators of [`LISTED`] (`test_<op>` or `test_<op>_*`). Each runs on every backend of
+//! [`BACKENDS`] through `graphlift::Backend::create`, and every output is compared with
+//! `|got - want| <= ATOL + RTOL * |want|` (NaN equals NaN; integers and booleans exactly).
+//!
+//! A case whose element types graphlift does not have (UINT8, FLOAT16, STRING, sequences,
+//! ...) is counted as unsupported and listed with the reason; every other failure fails the
+//! test, which lists each failing case with its error.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use graphlift::onnx::prost::Message;
+use graphlift::onnx::proto::ModelProto;
+use graphlift::onnx::{import_model_file, read_tensor_proto, NamedTensor, SUPPORTED_OPS};
+use graphlift::{Backend, Tensor, TensorData};
+
+/// The backends every case runs on.
+const BACKENDS: &[&str] = &["INTERPRETER", "CPU-JIT"];
+
+/// Relative tolerance of float comparisons.
+const RTOL: f64 = 1e-5;
+/// Absolute tolerance of float comparisons.
+const ATOL: f64 = 1e-6;
+
+/// The operators of the conformance contract, with the stem of the ONNX test names for each
+/// (`test_<stem>` and `test_<stem>_*` are selected whatever ops their models use). The
+/// helpers the `_expanded` variants inline (`Constant`, `CastLike`) are not listed: tests
+/// using them are selected by their models' ops (a name stem `constant` would also select
+/// `test_constant_pad`, which is about `Pad`).
+const LISTED: &[(&str, &str)] = &[
+    ("Add", "add"),
+    ("Sub", "sub"),
+    ("Mul", "mul"),
+    ("Div", "div"),
+    ("Neg", "neg"),
+    ("Abs", "abs"),
+    ("Relu", "relu"),
+    ("LeakyRelu", "leakyrelu"),
+    ("Elu", "elu"),
+    ("Selu", "selu"),
+    ("Celu", "celu"),
+    ("Sigmoid", "sigmoid"),
+    ("HardSigmoid", "hardsigmoid"),
+    ("HardSwish", "hardswish"),
+    ("Tanh", "tanh"),
+    ("Exp", "exp"),
+    ("Log", "log"),
+    ("Sqrt", "sqrt"),
+    ("Reciprocal", "reciprocal"),
+    ("Pow", "pow"),
+    ("Max", "max"),
+    ("Min", "min"),
+    ("Sum", "sum"),
+    ("Mean", "mean"),
+    ("Clip", "clip"),
+    ("Softplus", "softplus"),
+    ("Softsign", "softsign"),
+    ("Erf", "erf"),
+    ("Gelu", "gelu"),
+    ("Mish", "mish"),
+    ("Sign", "sign"),
+    ("Floor", "floor"),
+    ("Ceil", "ceil"),
+    ("Round", "round"),
+    ("Where", "where"),
+    ("Equal", "equal"),
+    ("Less", "less"),
+    ("Greater", "greater"),
+    ("LessOrEqual", "less_equal"),
+    ("GreaterOrEqual", "greater_equal"),
+    ("Not", "not"),
+    ("And", "and"),
+    ("Or", "or"),
+    ("Xor", "xor"),
+    ("Cast", "cast"),
+    ("PRelu", "prelu"),
+    ("ThresholdedRelu", "thresholdedrelu"),
+    ("Identity", "identity"),
+];
+
+/// At least this many cases must pass on each backend (guards against a selection that
+/// silently shrinks).
+const MIN_PASSED: usize = 190;
+
+enum Outcome {
+    Passed,
+    Unsupported(String),
+    Failed(String),
+}
+
+fn data_dir() -> PathBuf {
+    match std::env::var_os("GRAPHLIFT_ONNX_NODE_TESTS") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/onnx-node-tests/node"),
+    }
+}
+
+/// `(domain, op_type)` of every node of a model.
+fn model_ops(path: &Path) -> Result<BTreeSet<(String, String)>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let model =
+        ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(model
+        .graph
+        .map(|g| g.node.into_iter().map(|n| (n.domain, n.op_type)).collect())
+        .unwrap_or_default())
+}
+
+fn named_after_listed_op(test: &str) -> bool {
+    let Some(rest) = test.strip_prefix("test_") else {
+        return false;
+    };
+    LISTED.iter().any(|(_, stem)| {
+        rest == *stem || rest.strip_prefix(stem).is_some_and(|r| r.starts_with('_'))
+    })
+}
+
+fn selected(test_dir: &Path, name: &str) -> Result<bool, String> {
+    if named_after_listed_op(name) {
+        return Ok(true);
+    }
+    let ops = model_ops(&test_dir.join("model.onnx"))?;
+    Ok(!ops.is_empty()
+        && ops.iter().all(|(domain, op)| {
+            (domain.is_empty() || domain == "ai.onnx") && SUPPORTED_OPS.contains(&op.as_str())
+        }))
+}
+
+/// `prefix_0.pb`, `prefix_1.pb`, ... of a data set directory, in order.
+fn read_tensors(dir: &Path, prefix: &str) -> Result<Vec<NamedTensor>, Outcome> {
+    let mut out = Vec::new();
+    for k in 0.. {
+        let path = dir.join(format!("{prefix}_{k}.pb"));
+        if !path.exists() {
+            break;
+        }
+        let bytes = std::fs::read(&path)
+            .map_err(|e| Outcome::Failed(format!("{}: {e}", path.display())))?;
+        let t = read_tensor_proto(&bytes).map_err(|e| {
+            let msg = format!("{}: {e}", path.display());
+            if e.is_unsupported_type() {
+                Outcome::Unsupported(msg)
+            } else {
+                Outcome::Failed(msg)
+            }
+        })?;
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// Compares one output: floats with the shared allclose rule of
+/// [`graphlift::runtime::compare`] (NaN equals NaN, infinities must be equal), integers and
+/// booleans exactly.
+fn compare(got: &Tensor, want: &NamedTensor) -> Result<(), String> {
+    let want = Tensor::from_data(want.data.clone(), want.shape.clone())
+        .map_err(|e| format!("expected output: {e}"))?;
+    if matches!(want.data(), TensorData::F32(_) | TensorData::F64(_)) {
+        let c = graphlift::runtime::compare(got, &want, RTOL, ATOL);
+        return if c.passed() {
+            Ok(())
+        } else {
+            Err(c.to_string())
+        };
+    }
+    if got.tensor_type() != want.tensor_type() {
+        return Err(format!(
+            "type mismatch: got {}, expected {}",
+            got.tensor_type(),
+            want.tensor_type()
+        ));
+    }
+    if got.data() == want.data() {
+        return Ok(());
+    }
+    let n = want.len();
+    let differ: Vec<usize> = (0..n)
+        .filter(|&i| got.data().get_f64(i) != want.data().get_f64(i))
+        .collect();
+    let first = differ.first().copied().unwrap_or(0);
+    Err(format!(
+        "{}/{n} elements differ (exact comparison); first at index {first}: got {:?}, expected {:?}",
+        differ.len().max(1),
+        got.data().get_f64(first),
+        want.data().get_f64(first)
+    ))
+}
+
+/// Runs one test directory on `backend`.
+fn run_case(test_dir: &Path, backend: &str) -> Outcome {
+    let model = match import_model_file(&test_dir.join("model.onnx")) {
+        Ok(m) => m,
+        Err(e) if e.is_unsupported_type() => return Outcome::Unsupported(e.to_string()),
+        Err(e) => return Outcome::Failed(format!("import: {e}")),
+    };
+    let mut sets: Vec<PathBuf> = match std::fs::read_dir(test_dir) {
+        Ok(rd) => rd
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_dir()
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("test_data_set_"))
+            })
+            .collect(),
+        Err(e) => return Outcome::Failed(format!("{}: {e}", test_dir.display())),
+    };
+    sets.sort();
+    if sets.is_empty() {
+        return Outcome::Failed("no test_data_set_* directory".into());
+    }
+    let be = match Backend::create(backend) {
+        Ok(b) => b,
+        Err(e) => return Outcome::Failed(format!("Backend::create({backend}): {e}")),
+    };
+    let exe = match catch_unwind(AssertUnwindSafe(|| be.compile(&model.function))) {
+        Ok(Ok(x)) => x,
+        Ok(Err(e)) => return Outcome::Failed(format!("compile: {e}")),
+        Err(_) => return Outcome::Failed("compile panicked".into()),
+    };
+    for set in &sets {
+        let set_name = set
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let inputs = match read_tensors(set, "input") {
+            Ok(v) => v,
+            Err(o) => return o,
+        };
+        let expected = match read_tensors(set, "output") {
+            Ok(v) => v,
+            Err(o) => return o,
+        };
+        if inputs.len() != model.inputs.len() || expected.len() != model.outputs.len() {
+            return Outcome::Failed(format!(
+                "{set_name}: {} inputs and {} outputs given, the model has {} and {}",
+                inputs.len(),
+                expected.len(),
+                model.inputs.len(),
+                model.outputs.len()
+            ));
+        }
+        let tensors = match inputs
+            .into_iter()
+            .map(|t| Tensor::from_data(t.data, t.shape))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(v) => v,
+            Err(e) => return Outcome::Failed(format!("{set_name}: input: {e}")),
+        };
+        let outputs = match catch_unwind(AssertUnwindSafe(|| exe.run(&tensors))) {
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => return Outcome::Failed(format!("{set_name}: run: {e}")),
+            Err(_) => return Outcome::Failed(format!("{set_name}: run panicked")),
+        };
+        for (k, (got, want)) in outputs.iter().zip(&expected).enumerate() {
+            if let Err(e) = compare(got, want) {
+                let name = &model.outputs[k].name;
+                return Outcome::Failed(format!("{set_name}: output {k} `{name}`: {e}"));
+            }
+        }
+    }
+    Outcome::Passed
+}
+
+#[test]
+fn onnx_backend_node_tests() {
+    for (op, _) in LISTED {
+        assert!(
+            SUPPORTED_OPS.contains(op),
+            "{op} is listed but graphlift-onnx does not import it"
+        );
+    }
+    let dir = data_dir();
+    assert!(
+        dir.is_dir(),
+        "ONNX node test data not found at {}: run `bash scripts/fetch-onnx-tests.sh` first \
+         (or set GRAPHLIFT_ONNX_NODE_TESTS to the directory holding the test_* directories)",
+        dir.display()
+    );
+    let mut all: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("model.onnx").is_file())
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
+        .collect();
+    all.sort();
+    let mut cases = Vec::new();
+    let mut errors = Vec::new();
+    for (name, path) in &all {
+        match selected(path, name) {
+            Ok(true) => cases.push((name.clone(), path.clone())),
+            Ok(false) => {}
+            Err(e) => errors.push(format!("{name}: reading the model: {e}")),
+        }
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    let mut unsupported: Vec<(String, String)> = Vec::new();
+    let mut rows = Vec::new();
+    for &backend in BACKENDS {
+        let (mut passed, mut unsup, mut failed) = (0usize, 0usize, 0usize);
+        for (name, path) in &cases {
+            match run_case(path, backend) {
+                Outcome::Passed => passed += 1,
+                Outcome::Unsupported(reason) => {
+                    unsup += 1;
+                    if !unsupported.iter().any(|(n, _)| n == name) {
+                        unsupported.push((name.clone(), reason));
+                    }
+                }
+                Outcome::Failed(e) => {
+                    failed += 1;
+                    failures.push(format!("[{backend}] {name}: {e}"));
+                }
+            }
+        }
+        rows.push((backend, passed, unsup, failed));
+    }
+
+    let _ = writeln!(
+        report,
+        "\nONNX backend node tests (onnx 1.22.0) in {}: {} selected of {}",
+        dir.display(),
+        cases.len(),
+        all.len()
+    );
+    let _ = writeln!(
+        report,
+        "{:<14}{:>8}{:>13}{:>8}",
+        "backend", "passed", "unsupported", "failed"
+    );
+    for (b, p, u, f) in &rows {
+        let _ = writeln!(report, "{b:<14}{p:>8}{u:>13}{f:>8}");
+    }
+    let _ = writeln!(report, "\nunsupported ({}):", unsupported.len());
+    for (n, r) in &unsupported {
+        let _ = writeln!(report, "  {n}: {r}");
+    }
+    if !failures.is_empty() {
+        let _ = writeln!(report, "\nfailed ({}):", failures.len());
+        for f in &failures {
+            let _ = writeln!(report, "  {f}");
+        }
+    }
+    println!("{report}");
+    let report_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("onnx-node-tests-report.txt");
+    match std::fs::write(&report_path, &report) {
+        Ok(()) => println!("report written to {}", report_path.display()),
+        Err(e) => println!("could not write {}: {e}", report_path.display()),
+    }
+    assert!(
+        failures.is_empty(),
+        "{} ONNX node test case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    for (b, p, _, _) in &rows {
+        assert!(
+            *p >= MIN_PASSED,
+            "only {p} cases passed on {b}; expected at least {MIN_PASSED}"
+        );
+    }
+}
