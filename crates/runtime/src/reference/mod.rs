@@ -43,7 +43,10 @@ use graphlift_ir::{Function, Node, Op, Output, TensorData};
 use crate::{RuntimeError, Tensor};
 
 pub use broadcast::broadcast;
-pub use elementwise::{binary, compare, convert, select, unary};
+pub use elementwise::{
+    binary, binary_f32, binary_f64, binary_i32, binary_i64, compare, convert, select, unary,
+    unary_f64,
+};
 
 /// Evaluates one node on its input tensors.
 ///

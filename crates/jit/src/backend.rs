@@ -1,0 +1,376 @@
+//! The CPU-JIT backend: fused kernels as JIT code, every other node as a native kernel.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData};
+use graphlift_passes::{extract_subgraphs, ExtractionConfig};
+use graphlift_runtime::reference::evaluate_node;
+use graphlift_runtime::{
+    function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError, Tensor,
+    TensorSpec,
+};
+
+use crate::codegen::{self, plan, CompiledKernel};
+use crate::jit_kernel::body_nodes;
+use crate::module::{KernelModule, MemoryWatch};
+use crate::JitError;
+
+/// The name the backend registers under.
+pub const BACKEND_NAME: &str = "CPU-JIT";
+
+/// The CPU-JIT backend (`Backend::create("CPU-JIT")`), after nGraph's CPU backend with its
+/// Halide subgraph extraction.
+///
+/// `compile` copies and validates the Function, runs subgraph extraction
+/// ([`graphlift_passes::extract_subgraphs`]), compiles every resulting `FusedKernel` into
+/// one JIT module (one `finalize_definitions` per Executable), and plans the other nodes as
+/// native kernels — the reference kernels of `graphlift_runtime::reference`, so their
+/// semantics are the interpreter's by construction.
+#[derive(Debug, Clone, Default)]
+pub struct CpuJitBackend {
+    config: ExtractionConfig,
+}
+
+impl CpuJitBackend {
+    /// The backend with the default extraction configuration.
+    pub fn new() -> CpuJitBackend {
+        CpuJitBackend::default()
+    }
+
+    /// The backend with an extraction configuration (size cap, excluded ops).
+    pub fn with_config(config: ExtractionConfig) -> CpuJitBackend {
+        CpuJitBackend { config }
+    }
+
+    /// Compiles `function` into the concrete executable type.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Ir`] if the function does not validate; [`RuntimeError::Compile`]
+    /// if extraction or code generation fails (the message names the kernel).
+    pub fn compile_executable(
+        &self,
+        function: &Function,
+    ) -> Result<CpuJitExecutable, RuntimeError> {
+        function.validate()?;
+        let (parameters, results) = function_signature(function)?;
+        let mut g = function.clone();
+        let fname = function.name().to_string();
+        extract_subgraphs(&mut g, &self.config).map_err(|e| RuntimeError::Compile {
+            function: fname.clone(),
+            message: format!("subgraph extraction: {e}"),
+        })?;
+        g.validate()?;
+        let compile_err = |e: JitError| e.into_compile_error(&fname);
+
+        let mut locs: HashMap<Output, Loc> = HashMap::new();
+        for (k, &p) in g.parameters().iter().enumerate() {
+            locs.insert(Output::new(p, 0), Loc::Input(k));
+        }
+        let mut steps = Vec::new();
+        let mut plans = Vec::new();
+        let mut infos = Vec::new();
+        let mut temps = 0usize;
+        for id in g.topological_order()? {
+            let node = g.node(id)?;
+            if matches!(node.op(), Op::Parameter | Op::Result) {
+                continue;
+            }
+            let inputs = node
+                .inputs()
+                .iter()
+                .map(|o| {
+                    locs.get(o).copied().ok_or_else(|| RuntimeError::Compile {
+                        function: fname.clone(),
+                        message: format!("input {o:?} of `{}` is not computed", node.name()),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let kind = if let Op::FusedKernel(k) = node.op() {
+                let p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
+                infos.push(kernel_info(node, &k.body, &p).map_err(compile_err)?);
+                plans.push(p);
+                StepKind::Kernel(plans.len() - 1)
+            } else {
+                StepKind::Native
+            };
+            let outputs: Vec<usize> = (temps..temps + node.outputs().len()).collect();
+            temps += outputs.len();
+            for (i, &t) in outputs.iter().enumerate() {
+                locs.insert(Output::new(id, i), Loc::Temp(t));
+            }
+            steps.push(Step {
+                node: id,
+                kind,
+                inputs,
+                outputs,
+                free_after: Vec::new(),
+            });
+        }
+        let result_locs = g
+            .results()
+            .iter()
+            .map(|&r| {
+                let src = g.result_source(r)?;
+                locs.get(&src)
+                    .copied()
+                    .ok_or_else(|| RuntimeError::Compile {
+                        function: fname.clone(),
+                        message: format!("result {r} is not computed"),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        plan_lifetimes(&mut steps, &result_locs, temps);
+
+        let module = KernelModule::new().map_err(compile_err)?;
+        let compiled = codegen::compile(&module, plans).map_err(compile_err)?;
+        for (info, k) in infos.iter_mut().zip(&compiled) {
+            info.code_size = k.code_size;
+        }
+        let mut take_result = vec![false; result_locs.len()];
+        for (k, loc) in result_locs.iter().enumerate() {
+            take_result[k] =
+                matches!(loc, Loc::Temp(_)) && !result_locs[k + 1..].iter().any(|l| l == loc);
+        }
+        Ok(CpuJitExecutable {
+            function: g,
+            parameters,
+            results,
+            steps,
+            temps,
+            result_locs,
+            take_result,
+            infos,
+            compiled,
+            module,
+        })
+    }
+}
+
+impl Backend for CpuJitBackend {
+    fn name(&self) -> &str {
+        BACKEND_NAME
+    }
+
+    fn compile(&self, function: &Function) -> Result<Arc<dyn Executable>, RuntimeError> {
+        Ok(Arc::new(self.compile_executable(function)?))
+    }
+}
+
+/// The report of a fused node's kernel (its code size is filled in after compilation): the
+/// body's computing nodes, and the fused node's tags followed by any other body tags.
+fn kernel_info(node: &Node, body: &Function, p: &plan::KernelPlan) -> Result<KernelInfo, JitError> {
+    let (fused_nodes, body_tags) = body_nodes(body)?;
+    let mut tags: Vec<String> = node.tags().iter().map(str::to_string).collect();
+    for t in body_tags {
+        if !tags.contains(&t) {
+            tags.push(t);
+        }
+    }
+    Ok(KernelInfo {
+        name: node.name().to_string(),
+        fused_nodes,
+        tags,
+        live_ins: p.live_ins,
+        outputs: p.outputs.len(),
+        code_size: 0,
+    })
+}
+
+/// Where a value lives during a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loc {
+    /// The caller's input tensor `k`.
+    Input(usize),
+    /// Temporary `t`.
+    Temp(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StepKind {
+    /// JIT kernel `k`.
+    Kernel(usize),
+    /// The reference kernel of the node.
+    Native,
+}
+
+/// One step of the plan: a node, where its inputs are, which temporaries it fills, and
+/// which temporaries die after it.
+#[derive(Debug, Clone)]
+struct Step {
+    node: NodeId,
+    kind: StepKind,
+    inputs: Vec<Loc>,
+    outputs: Vec<usize>,
+    free_after: Vec<usize>,
+}
+
+/// Frees each temporary after its last use (results are kept to the end).
+fn plan_lifetimes(steps: &mut [Step], results: &[Loc], temps: usize) {
+    let mut last: Vec<Option<usize>> = vec![None; temps];
+    for (s, step) in steps.iter().enumerate() {
+        for &t in &step.outputs {
+            last[t] = Some(s);
+        }
+        for l in &step.inputs {
+            if let Loc::Temp(t) = l {
+                last[*t] = Some(s);
+            }
+        }
+    }
+    for l in results {
+        if let Loc::Temp(t) = l {
+            last[*t] = None;
+        }
+    }
+    for (t, s) in last.into_iter().enumerate() {
+        if let Some(s) = s {
+            steps[s].free_after.push(t);
+        }
+    }
+}
+
+/// A Function compiled by the CPU-JIT backend: an ordered plan of JIT kernel calls and
+/// native kernel calls.
+///
+/// `Send + Sync`: kernels are plain function pointers into code that is never written after
+/// finalization, and the JIT module is only touched (behind a mutex) when the executable is
+/// dropped, which frees its code memory. Calls from several threads run concurrently.
+#[derive(Debug)]
+pub struct CpuJitExecutable {
+    function: Function,
+    parameters: Vec<TensorSpec>,
+    results: Vec<TensorSpec>,
+    steps: Vec<Step>,
+    temps: usize,
+    result_locs: Vec<Loc>,
+    take_result: Vec<bool>,
+    infos: Vec<KernelInfo>,
+    compiled: Vec<CompiledKernel>,
+    // Declared last: dropped after the kernels that point into it.
+    module: KernelModule,
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CpuJitExecutable>();
+    assert_send_sync::<CpuJitBackend>();
+    assert_send_sync::<crate::JitKernel>();
+};
+
+impl CpuJitExecutable {
+    /// The function as compiled: the input after subgraph extraction, with its
+    /// `FusedKernel` nodes.
+    pub fn function(&self) -> &Function {
+        &self.function
+    }
+
+    /// The Cranelift IR of the kernel of the fused node `name`.
+    pub fn kernel_ir(&self, name: &str) -> Option<&str> {
+        self.compiled
+            .iter()
+            .find(|k| k.plan.name == name)
+            .map(|k| k.ir.as_str())
+    }
+
+    /// Whether the kernel of the fused node `name` runs as a vector loop.
+    pub fn kernel_is_vectorized(&self, name: &str) -> Option<bool> {
+        self.compiled
+            .iter()
+            .find(|k| k.plan.name == name)
+            .map(|k| k.plan.lanes == crate::codegen::lanes::Lanes::X4)
+    }
+
+    /// A watch that tells when this executable's JIT code memory has been freed.
+    pub fn memory_watch(&self) -> MemoryWatch {
+        self.module.watch()
+    }
+
+    fn execution_error(node: &Node, message: String) -> RuntimeError {
+        RuntimeError::Execution {
+            node: node.name().to_string(),
+            op: node.op().to_string(),
+            provenance: node.tags().iter().collect::<Vec<_>>().join(", "),
+            message,
+        }
+    }
+
+    fn run_step(
+        &self,
+        step: &Step,
+        inputs: &[Tensor],
+        temps: &[Option<Tensor>],
+    ) -> Result<Vec<Tensor>, RuntimeError> {
+        let node = self.function.node(step.node)?;
+        let ins = step
+            .inputs
+            .iter()
+            .map(|l| match *l {
+                Loc::Input(k) => inputs.get(k),
+                Loc::Temp(t) => temps.get(t).and_then(Option::as_ref),
+            })
+            .collect::<Option<Vec<&Tensor>>>()
+            .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
+        match step.kind {
+            StepKind::Native => evaluate_node(node, &ins),
+            StepKind::Kernel(k) => {
+                let kernel = &self.compiled[k];
+                let mut outs = node
+                    .outputs()
+                    .iter()
+                    .map(|t| Tensor::zeros(t.element_type, t.shape.clone()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let in_data: Vec<&TensorData> = ins.iter().map(|t| t.data()).collect();
+                let mut out_data: Vec<&mut TensorData> =
+                    outs.iter_mut().map(|t| t.data_mut()).collect();
+                kernel
+                    .invoke(&in_data, &mut out_data, 0, kernel.plan.count)
+                    .map_err(|e| Self::execution_error(node, e.to_string()))?;
+                Ok(outs)
+            }
+        }
+    }
+}
+
+impl Executable for CpuJitExecutable {
+    fn parameters(&self) -> &[TensorSpec] {
+        &self.parameters
+    }
+
+    fn results(&self) -> &[TensorSpec] {
+        &self.results
+    }
+
+    fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
+        validate_arguments(&self.parameters, inputs.iter(), "input")?;
+        validate_arguments(&self.results, outputs.iter(), "output")?;
+        let mut temps: Vec<Option<Tensor>> = vec![None; self.temps];
+        for step in &self.steps {
+            let outs = self.run_step(step, inputs, &temps)?;
+            for (&t, o) in step.outputs.iter().zip(outs) {
+                temps[t] = Some(o);
+            }
+            for &t in &step.free_after {
+                temps[t] = None;
+            }
+        }
+        for (k, loc) in self.result_locs.iter().enumerate() {
+            let value = match *loc {
+                Loc::Input(i) => inputs.get(i).cloned(),
+                Loc::Temp(t) if self.take_result[k] => temps.get_mut(t).and_then(Option::take),
+                Loc::Temp(t) => temps.get(t).and_then(Clone::clone),
+            };
+            outputs[k] = value.ok_or_else(|| RuntimeError::Execution {
+                node: self.results[k].name.clone(),
+                op: "Result".into(),
+                provenance: String::new(),
+                message: "the result was not computed".into(),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn kernels(&self) -> Vec<KernelInfo> {
+        self.infos.clone()
+    }
+}

@@ -1,0 +1,553 @@
+//! The loop structure and calling convention of a fused kernel.
+//!
+//! Every kernel is one Cranelift function with the range ABI
+//!
+//! ```text
+//! unsafe extern "C" fn(inputs: *const *const u8, outputs: *const *mut u8, begin: usize, end: usize)
+//! ```
+//!
+//! that computes elements `begin..end` of its iteration space (nothing if `begin >= end`).
+//! `inputs` holds one pointer per live-in, then one per hidden constant buffer; `outputs` one
+//! per kernel output. Loads and stores are `notrap` and never `aligned`: buffers may be
+//! unaligned.
+//!
+//! Vector kernels ([`Lanes::X4`]) run
+//! 1. a preheader: buffer pointers, constants and every loop-invariant slot (splat loads and
+//!    what is computed from them) — Cranelift does not hoist, so this is done here;
+//! 2. a main loop over 8 elements per trip (two `F32X4` bodies: unrolled 2×);
+//! 3. at most one more 4-element body;
+//! 4. a tail of 1–3 elements that runs **the same vector body** on lanes whose indices are
+//!    `i + min(lane, r − 1)`: the extra lanes recompute the last element, and the lanes are
+//!    stored back to those same indices, so the tail computes exactly what full vectors
+//!    compute and never touches memory outside `begin..end`.
+//!
+//! Scalar kernels ([`Lanes::X1`], any `f64` or `i64` value) run one element per trip.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, BlockArg, InstBuilder, Signature, Type, Value,
+};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::FunctionBuilder;
+use graphlift_ir::ElementType;
+
+use super::broadcast::Addressing;
+use super::lanes::{cast_flags, data_flags, Emit, Lanes};
+use super::lower::{bool_to_mask_lane, lower, HelperRefs};
+use super::plan::{KernelPlan, SlotOp};
+use crate::JitError;
+
+/// Elements per trip of the unrolled main loop of a vector kernel.
+pub(crate) const UNROLL: usize = 2;
+
+/// The kernel signature: `(inputs, outputs, begin, end)`, all pointer-sized, no results,
+/// in the platform's C calling convention.
+pub(crate) fn kernel_signature(ptr: Type, call_conv: CallConv) -> Signature {
+    let mut sig = Signature::new(call_conv);
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(ptr));
+    }
+    sig
+}
+
+/// Where a body reads and writes.
+#[derive(Clone, Copy)]
+enum At {
+    /// A full vector at element `i`.
+    Vector(Value),
+    /// The tail: lane `l` is element `idx[l]`.
+    Tail([Value; 4]),
+    /// One element `i`.
+    Scalar(Value),
+}
+
+struct Frame<'p> {
+    plan: &'p KernelPlan,
+    helpers: &'p HelperRefs,
+    ptr: Type,
+    /// Input buffer pointers (None for unused inputs).
+    args: Vec<Option<Value>>,
+    /// Output buffer pointers.
+    outs: Vec<Value>,
+    /// Invariant slot values, computed in the preheader.
+    invariants: Vec<Option<Value>>,
+}
+
+/// Builds the kernel's function body into `b` (whose signature is [`kernel_signature`]).
+///
+/// # Errors
+/// [`JitError::Codegen`] if an op cannot be lowered.
+pub(crate) fn build(
+    b: &mut FunctionBuilder,
+    plan: &KernelPlan,
+    helpers: &HelperRefs,
+    ptr: Type,
+) -> Result<(), JitError> {
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (inputs, outputs, begin, end) = (params[0], params[1], params[2], params[3]);
+    let pre = b.create_block();
+    let exit = b.create_block();
+    let nonempty = b.ins().icmp(IntCC::UnsignedLessThan, begin, end);
+    b.ins().brif(nonempty, pre, &[], exit, &[]);
+
+    // Preheader: pointers and invariants.
+    b.switch_to_block(pre);
+    let mut used = vec![false; plan.args.len()];
+    for s in &plan.slots {
+        if let SlotOp::Load { arg, .. } = s.op {
+            used[arg] = true;
+        }
+    }
+    let pointer = |b: &mut FunctionBuilder, table: Value, k: usize| {
+        let offset = (k as i64).wrapping_mul(i64::from(ptr.bytes()));
+        let addr = b.ins().iadd_imm_s(table, offset);
+        b.ins().load(ptr, data_flags(), addr, 0)
+    };
+    let args: Vec<Option<Value>> = used
+        .iter()
+        .enumerate()
+        .map(|(k, &u)| u.then(|| pointer(b, inputs, k)))
+        .collect();
+    let outs: Vec<Value> = (0..plan.outputs.len())
+        .map(|k| pointer(b, outputs, k))
+        .collect();
+    let mut fr = Frame {
+        plan,
+        helpers,
+        ptr,
+        args,
+        outs,
+        invariants: vec![None; plan.slots.len()],
+    };
+    emit_invariants(b, &mut fr)?;
+
+    match plan.lanes {
+        Lanes::X4 => vector_loops(b, &fr, begin, end, exit)?,
+        Lanes::X1 => {
+            let body = b.create_block();
+            let i = b.append_block_param(body, ptr);
+            b.ins().jump(body, &[BlockArg::Value(begin)]);
+            b.switch_to_block(body);
+            emit_body(b, &fr, At::Scalar(i))?;
+            let next = b.ins().iadd_imm_s(i, 1);
+            let more = b.ins().icmp(IntCC::UnsignedLessThan, next, end);
+            b.ins()
+                .brif(more, body, &[BlockArg::Value(next)], exit, &[]);
+        }
+    }
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    Ok(())
+}
+
+fn vector_loops(
+    b: &mut FunctionBuilder,
+    fr: &Frame,
+    begin: Value,
+    end: Value,
+    exit: Block,
+) -> Result<(), JitError> {
+    let ptr = fr.ptr;
+    let step = 4 * UNROLL as i64;
+    let main_head = b.create_block();
+    let main_body = b.create_block();
+    let one_head = b.create_block();
+    let one_body = b.create_block();
+    let tail_head = b.create_block();
+    let tail = b.create_block();
+    let arg = |v: Value| [BlockArg::Value(v)];
+    b.ins().jump(main_head, &arg(begin));
+
+    b.switch_to_block(main_head);
+    let i = b.append_block_param(main_head, ptr);
+    let rem = b.ins().isub(end, i);
+    let full = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, rem, step);
+    b.ins().brif(full, main_body, &arg(i), one_head, &arg(i));
+
+    b.switch_to_block(main_body);
+    let i = b.append_block_param(main_body, ptr);
+    for u in 0..UNROLL {
+        let iu = b.ins().iadd_imm_s(i, 4 * u as i64);
+        emit_body(b, fr, At::Vector(iu))?;
+    }
+    let next = b.ins().iadd_imm_s(i, step);
+    b.ins().jump(main_head, &arg(next));
+
+    b.switch_to_block(one_head);
+    let i = b.append_block_param(one_head, ptr);
+    let rem = b.ins().isub(end, i);
+    let full = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, rem, 4);
+    b.ins().brif(full, one_body, &arg(i), tail_head, &arg(i));
+
+    b.switch_to_block(one_body);
+    let i = b.append_block_param(one_body, ptr);
+    emit_body(b, fr, At::Vector(i))?;
+    let next = b.ins().iadd_imm_s(i, 4);
+    b.ins().jump(tail_head, &arg(next));
+
+    b.switch_to_block(tail_head);
+    let i = b.append_block_param(tail_head, ptr);
+    let some = b.ins().icmp(IntCC::UnsignedLessThan, i, end);
+    b.ins().brif(some, tail, &arg(i), exit, &[]);
+
+    b.switch_to_block(tail);
+    let i = b.append_block_param(tail, ptr);
+    let rem = b.ins().isub(end, i);
+    let last = b.ins().iadd_imm_s(rem, -1);
+    let mut idx = [i; 4];
+    for (l, slot) in idx.iter_mut().enumerate().skip(1) {
+        let l = b.ins().iconst(ptr, l as i64);
+        let off = b.ins().umin(l, last);
+        *slot = b.ins().iadd(i, off);
+    }
+    emit_body(b, fr, At::Tail(idx))?;
+    b.ins().jump(exit, &[]);
+    Ok(())
+}
+
+/// Emits every invariant slot in the current (preheader) block.
+fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), JitError> {
+    let lanes = fr.plan.lanes;
+    for (k, slot) in fr.plan.slots.iter().enumerate() {
+        if !slot.invariant {
+            continue;
+        }
+        let v = match &slot.op {
+            SlotOp::Const(bits) => Emit::new(b, lanes).constant(slot.ty, *bits),
+            SlotOp::Load { arg, .. } => {
+                let base = arg_ptr(fr, *arg)?;
+                let zero = b.ins().iconst(fr.ptr, 0);
+                let x = scalar_load(b, base, zero, slot.ty);
+                match lanes {
+                    Lanes::X1 => x,
+                    Lanes::X4 => {
+                        let mut e = Emit::new(b, lanes);
+                        let ty = e.ty(slot.ty);
+                        let lane = if slot.ty == ElementType::Bool {
+                            bool_to_mask_lane(&mut e, x)
+                        } else {
+                            x
+                        };
+                        e.b.ins().splat(ty, lane)
+                    }
+                }
+            }
+            _ => {
+                let ins = operands(&slot.op)
+                    .iter()
+                    .map(|&s| fr.invariants[s].ok_or_else(|| missing(fr.plan, s)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                lower(
+                    &mut Emit::new(b, lanes),
+                    fr.helpers,
+                    slot,
+                    &fr.plan.slots,
+                    &ins,
+                )
+                .map_err(|e| named(e, fr.plan))?
+            }
+        };
+        fr.invariants[k] = Some(v);
+    }
+    Ok(())
+}
+
+/// Emits one body instance (loads, ops, stores) at `at`.
+fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError> {
+    let plan = fr.plan;
+    let mut vals = fr.invariants.clone();
+    for (k, slot) in plan.slots.iter().enumerate() {
+        if vals[k].is_some() {
+            continue;
+        }
+        let v = match &slot.op {
+            SlotOp::Load { arg, addressing } => {
+                let base = arg_ptr(fr, *arg)?;
+                load(b, base, addressing, slot.ty, at, fr.ptr)
+            }
+            SlotOp::Const(bits) => Emit::new(b, plan.lanes).constant(slot.ty, *bits),
+            op => {
+                let ins = operands(op)
+                    .iter()
+                    .map(|&s| vals[s].ok_or_else(|| missing(plan, s)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                lower(
+                    &mut Emit::new(b, plan.lanes),
+                    fr.helpers,
+                    slot,
+                    &plan.slots,
+                    &ins,
+                )
+                .map_err(|e| named(e, plan))?
+            }
+        };
+        vals[k] = Some(v);
+    }
+    for (o, &(s, ty)) in plan.outputs.iter().enumerate() {
+        let v = vals[s].ok_or_else(|| missing(plan, s))?;
+        store(b, fr.outs[o], v, ty, at);
+    }
+    Ok(())
+}
+
+fn operands(op: &SlotOp) -> Vec<usize> {
+    match op {
+        SlotOp::Load { .. } | SlotOp::Const(_) => Vec::new(),
+        SlotOp::Unary(_, a) | SlotOp::Convert(a) => vec![*a],
+        SlotOp::Binary(_, a, b) | SlotOp::Compare(_, a, b) => vec![*a, *b],
+        SlotOp::Select(c, a, b) => vec![*c, *a, *b],
+    }
+}
+
+fn arg_ptr(fr: &Frame, arg: usize) -> Result<Value, JitError> {
+    fr.args
+        .get(arg)
+        .copied()
+        .flatten()
+        .ok_or_else(|| JitError::Codegen {
+            kernel: fr.plan.name.clone(),
+            message: format!("input {arg} has no pointer"),
+        })
+}
+
+fn missing(plan: &KernelPlan, s: usize) -> JitError {
+    JitError::Codegen {
+        kernel: plan.name.clone(),
+        message: format!("slot {s} used before it is computed"),
+    }
+}
+
+fn named(e: JitError, plan: &KernelPlan) -> JitError {
+    match e {
+        JitError::Codegen { message, .. } => JitError::Codegen {
+            kernel: plan.name.clone(),
+            message,
+        },
+        other => other,
+    }
+}
+
+/// log2 of the element size in bytes.
+fn size_shift(t: ElementType) -> i64 {
+    match t {
+        ElementType::Bool => 0,
+        ElementType::F32 | ElementType::I32 => 2,
+        ElementType::F64 | ElementType::I64 => 3,
+    }
+}
+
+fn element_addr(b: &mut FunctionBuilder, base: Value, index: Value, t: ElementType) -> Value {
+    let off = b.ins().ishl_imm_u(index, size_shift(t));
+    b.ins().iadd(base, off)
+}
+
+/// One element, as a scalar (`bool` as `I8`).
+fn scalar_load(b: &mut FunctionBuilder, base: Value, index: Value, t: ElementType) -> Value {
+    let addr = element_addr(b, base, index, t);
+    let ty = Emit::new(b, Lanes::X1).ty(t);
+    b.ins().load(ty, data_flags(), addr, 0)
+}
+
+/// The source index of element `i` under `addressing` (pointer-sized integers).
+fn source_index(b: &mut FunctionBuilder, addressing: &Addressing, i: Value) -> Value {
+    match addressing {
+        Addressing::Contiguous => i,
+        Addressing::Splat => {
+            let ty = b.func.dfg.value_type(i);
+            b.ins().iconst(ty, 0)
+        }
+        Addressing::Row { len } => {
+            let ty = b.func.dfg.value_type(i);
+            let k = b.ins().iconst(ty, *len as i64);
+            b.ins().urem(i, k)
+        }
+        Addressing::General { terms } => {
+            let ty = b.func.dfg.value_type(i);
+            let mut acc: Option<Value> = None;
+            for t in terms {
+                let mut q = i;
+                if t.div != 1 {
+                    let d = b.ins().iconst(ty, t.div as i64);
+                    q = b.ins().udiv(q, d);
+                }
+                if t.modulo != 0 {
+                    let m = b.ins().iconst(ty, t.modulo as i64);
+                    q = b.ins().urem(q, m);
+                }
+                if t.stride != 1 {
+                    let s = b.ins().iconst(ty, t.stride as i64);
+                    q = b.ins().imul(q, s);
+                }
+                acc = Some(match acc {
+                    None => q,
+                    Some(a) => b.ins().iadd(a, q),
+                });
+            }
+            acc.unwrap_or_else(|| b.ins().iconst(ty, 0))
+        }
+    }
+}
+
+fn load(
+    b: &mut FunctionBuilder,
+    base: Value,
+    addressing: &Addressing,
+    t: ElementType,
+    at: At,
+    ptr: Type,
+) -> Value {
+    match at {
+        At::Scalar(i) => {
+            let j = source_index(b, addressing, i);
+            scalar_load(b, base, j, t)
+        }
+        At::Tail(idx) => {
+            let js = idx.map(|x| source_index(b, addressing, x));
+            gather(b, base, js, t)
+        }
+        At::Vector(i) => match addressing {
+            Addressing::Contiguous => vector_load(b, base, i, t),
+            Addressing::Row { len } if *len >= 4 => row_load(b, base, i, *len, t, ptr),
+            _ => {
+                let js = [0i64, 1, 2, 3].map(|l| {
+                    let x = if l == 0 { i } else { b.ins().iadd_imm_s(i, l) };
+                    source_index(b, addressing, x)
+                });
+                gather(b, base, js, t)
+            }
+        },
+    }
+}
+
+/// Four consecutive elements as one vector (`bool`: four bytes widened to a mask).
+fn vector_load(b: &mut FunctionBuilder, base: Value, i: Value, t: ElementType) -> Value {
+    let addr = element_addr(b, base, i, t);
+    match t {
+        ElementType::Bool => {
+            let word = b.ins().load(types::I32, data_flags(), addr, 0);
+            let v = b.ins().scalar_to_vector(types::I32X4, word);
+            let bytes = b.ins().bitcast(types::I8X16, cast_flags(), v);
+            let halves = b.ins().swiden_low(bytes);
+            let words = b.ins().swiden_low(halves);
+            to_mask(b, words)
+        }
+        _ => {
+            let ty = Emit::new(b, Lanes::X4).ty(t);
+            b.ins().load(ty, data_flags(), addr, 0)
+        }
+    }
+}
+
+/// `I32X4` lanes holding 0/1 to a mask.
+fn to_mask(b: &mut FunctionBuilder, words: Value) -> Value {
+    let zero = b.ins().iconst(types::I32, 0);
+    let zero = b.ins().splat(types::I32X4, zero);
+    b.ins().icmp(IntCC::NotEqual, words, zero)
+}
+
+/// Four elements at arbitrary indices.
+fn gather(b: &mut FunctionBuilder, base: Value, js: [Value; 4], t: ElementType) -> Value {
+    let vec_ty = Emit::new(b, Lanes::X4).ty(t);
+    let mut acc: Option<Value> = None;
+    for (l, &j) in js.iter().enumerate() {
+        let mut x = scalar_load(b, base, j, t);
+        if t == ElementType::Bool {
+            x = b.ins().uextend(types::I32, x);
+        }
+        acc = Some(match acc {
+            None => b.ins().scalar_to_vector(vec_ty, x),
+            Some(v) => b.ins().insertlane(v, x, l as u8),
+        });
+    }
+    let v = acc.unwrap_or_else(|| b.ins().iconst(types::I32, 0));
+    if t == ElementType::Bool {
+        to_mask(b, v)
+    } else {
+        v
+    }
+}
+
+/// A row-vector load `b[(i + l) mod len]`, `len >= 4`: one vector load when the four lanes
+/// do not wrap, else a gather.
+fn row_load(
+    b: &mut FunctionBuilder,
+    base: Value,
+    i: Value,
+    len: usize,
+    t: ElementType,
+    ptr: Type,
+) -> Value {
+    let vec_ty = Emit::new(b, Lanes::X4).ty(t);
+    let k = b.ins().iconst(ptr, len as i64);
+    let j = b.ins().urem(i, k);
+    let fits = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, j, (len - 4) as i64);
+    let fast = b.create_block();
+    let slow = b.create_block();
+    let merge = b.create_block();
+    let v = b.append_block_param(merge, vec_ty);
+    b.ins().brif(fits, fast, &[], slow, &[]);
+
+    b.switch_to_block(fast);
+    let x = vector_load(b, base, j, t);
+    b.ins().jump(merge, &[BlockArg::Value(x)]);
+
+    b.switch_to_block(slow);
+    let js = [0i64, 1, 2, 3].map(|l| {
+        if l == 0 {
+            return j;
+        }
+        let jl = b.ins().iadd_imm_s(j, l);
+        let wrapped = b.ins().isub(jl, k);
+        let over = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, jl, k);
+        b.ins().select(over, wrapped, jl)
+    });
+    let x = gather(b, base, js, t);
+    b.ins().jump(merge, &[BlockArg::Value(x)]);
+
+    b.switch_to_block(merge);
+    v
+}
+
+fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At) {
+    match at {
+        At::Scalar(i) => {
+            let addr = element_addr(b, base, i, t);
+            b.ins().store(data_flags(), v, addr, 0);
+        }
+        At::Vector(i) => {
+            let addr = element_addr(b, base, i, t);
+            let x = if t == ElementType::Bool {
+                // Mask lanes to one 0/1 byte each: shift, then narrow twice.
+                let ones = b.ins().ushr_imm_u(v, 31);
+                let halves = b.ins().snarrow(ones, ones);
+                let bytes = b.ins().snarrow(halves, halves);
+                let words = b.ins().bitcast(types::I32X4, cast_flags(), bytes);
+                b.ins().extractlane(words, 0)
+            } else {
+                v
+            };
+            b.ins().store(data_flags(), x, addr, 0);
+        }
+        At::Tail(idx) => {
+            for (l, &j) in idx.iter().enumerate() {
+                let mut x = b.ins().extractlane(v, l as u8);
+                if t == ElementType::Bool {
+                    let bit = b.ins().band_imm_u(x, 1);
+                    x = b.ins().ireduce(types::I8, bit);
+                }
+                let addr = element_addr(b, base, j, t);
+                b.ins().store(data_flags(), x, addr, 0);
+            }
+        }
+    }
+}

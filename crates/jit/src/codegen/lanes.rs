@@ -1,0 +1,198 @@
+//! The lane view that op lowering and vector math emit through.
+//!
+//! A kernel runs either as a vector loop of four 32-bit lanes ([`Lanes::X4`]: `f32` as
+//! `F32X4`, `i32` as `I32X4`, `bool` as an `I32X4` mask of all-ones / all-zeros lanes) or as
+//! a scalar loop ([`Lanes::X1`]: `f32`, `f64`, `i32`, `i64`, and `bool` as an `I8` 0/1).
+//! [`Emit`] hides the difference: constants become splat vectors from the constant pool or
+//! scalar immediates, comparisons give masks in the matching form, and
+//! [`Emit::select`] is a `bitselect` or a `select`. Vector math is written once against it,
+//! so a kernel's vector lanes and its scalar lanes run the same operation sequence.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
+};
+use cranelift_frontend::FunctionBuilder;
+use graphlift_ir::ElementType;
+
+/// Vector (4 lanes of 32 bits) or scalar code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Lanes {
+    /// Four 32-bit lanes per value (`F32X4` / `I32X4`).
+    X4,
+    /// One element per value.
+    X1,
+}
+
+/// Memory flags for data loads and stores: may not trap (the kernel checked bounds), never
+/// `aligned` (buffers may be unaligned).
+pub(crate) fn data_flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// Flags for bitcasts between types of different lane shapes (little-endian lane order).
+pub(crate) fn cast_flags() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+/// A function builder seen through a lane width.
+pub(crate) struct Emit<'a, 'f> {
+    /// The Cranelift function builder.
+    pub b: &'a mut FunctionBuilder<'f>,
+    /// Lane width of the code being emitted.
+    pub lanes: Lanes,
+}
+
+impl<'a, 'f> Emit<'a, 'f> {
+    /// A view of `b` at `lanes`.
+    pub(crate) fn new(b: &'a mut FunctionBuilder<'f>, lanes: Lanes) -> Emit<'a, 'f> {
+        Emit { b, lanes }
+    }
+
+    /// The same builder at another lane width (for per-lane fallbacks).
+    pub(crate) fn with_lanes<T>(
+        &mut self,
+        lanes: Lanes,
+        f: impl FnOnce(&mut Emit<'_, 'f>) -> T,
+    ) -> T {
+        let mut e = Emit {
+            b: &mut *self.b,
+            lanes,
+        };
+        f(&mut e)
+    }
+
+    /// Cranelift type of an element type at this width (`bool` is a mask / `I8`).
+    pub(crate) fn ty(&self, t: ElementType) -> Type {
+        match (self.lanes, t) {
+            (Lanes::X4, ElementType::F32) => types::F32X4,
+            (Lanes::X4, _) => types::I32X4,
+            (Lanes::X1, ElementType::F32) => types::F32,
+            (Lanes::X1, ElementType::F64) => types::F64,
+            (Lanes::X1, ElementType::I32) => types::I32,
+            (Lanes::X1, ElementType::I64) => types::I64,
+            (Lanes::X1, ElementType::Bool) => types::I8,
+        }
+    }
+
+    /// The `f32` value type (`F32X4` or `F32`).
+    pub(crate) fn f32_ty(&self) -> Type {
+        self.ty(ElementType::F32)
+    }
+
+    /// The `i32` value type (`I32X4` or `I32`).
+    pub(crate) fn i32_ty(&self) -> Type {
+        self.ty(ElementType::I32)
+    }
+
+    /// A constant of element type `t` from raw bits (`bool`: 0/1, integers sign-extended).
+    pub(crate) fn constant(&mut self, t: ElementType, bits: u64) -> Value {
+        match self.lanes {
+            Lanes::X4 => {
+                let lane = match t {
+                    ElementType::Bool if bits != 0 => u32::MAX,
+                    ElementType::Bool => 0,
+                    _ => bits as u32,
+                };
+                let mut bytes = Vec::with_capacity(16);
+                for _ in 0..4 {
+                    bytes.extend_from_slice(&lane.to_le_bytes());
+                }
+                let handle = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
+                let ty = self.ty(t);
+                self.b.ins().vconst(ty, handle)
+            }
+            Lanes::X1 => match t {
+                ElementType::F32 => self.b.ins().f32const(f32::from_bits(bits as u32)),
+                ElementType::F64 => self.b.ins().f64const(f64::from_bits(bits)),
+                ElementType::I32 => self.b.ins().iconst(types::I32, i64::from(bits as u32)),
+                ElementType::I64 => self.b.ins().iconst(types::I64, bits as i64),
+                ElementType::Bool => self.b.ins().iconst(types::I8, i64::from(bits != 0)),
+            },
+        }
+    }
+
+    /// An `f32` constant.
+    pub(crate) fn f32(&mut self, x: f32) -> Value {
+        self.constant(ElementType::F32, u64::from(x.to_bits()))
+    }
+
+    /// An `i32` constant.
+    pub(crate) fn i32(&mut self, x: i32) -> Value {
+        self.constant(ElementType::I32, x as u32 as u64)
+    }
+
+    /// A float comparison as a mask (`I32X4` lanes of all-ones / zeros, or an `I8` 0/1).
+    pub(crate) fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        self.b.ins().fcmp(cc, a, b)
+    }
+
+    /// An integer comparison as a mask.
+    pub(crate) fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
+        self.b.ins().icmp(cc, a, b)
+    }
+
+    /// `mask ? a : b`, lane by lane, for values of any type at this width.
+    pub(crate) fn select(&mut self, mask: Value, a: Value, b: Value) -> Value {
+        match self.lanes {
+            Lanes::X4 => {
+                let ty = self.b.func.dfg.value_type(a);
+                let m = if self.b.func.dfg.value_type(mask) == ty {
+                    mask
+                } else {
+                    self.b.ins().bitcast(ty, cast_flags(), mask)
+                };
+                self.b.ins().bitselect(m, a, b)
+            }
+            Lanes::X1 => self.b.ins().select(mask, a, b),
+        }
+    }
+
+    /// Logical not of a mask.
+    pub(crate) fn not(&mut self, mask: Value) -> Value {
+        match self.lanes {
+            Lanes::X4 => self.b.ins().bnot(mask),
+            Lanes::X1 => {
+                let one = self.b.ins().iconst(types::I8, 1);
+                self.b.ins().bxor(mask, one)
+            }
+        }
+    }
+
+    /// Reinterprets `f32` lanes as `i32` lanes.
+    pub(crate) fn f32_bits(&mut self, x: Value) -> Value {
+        let ty = self.i32_ty();
+        self.b.ins().bitcast(ty, cast_flags(), x)
+    }
+
+    /// Reinterprets `i32` lanes as `f32` lanes.
+    pub(crate) fn f32_from_bits(&mut self, x: Value) -> Value {
+        let ty = self.f32_ty();
+        self.b.ins().bitcast(ty, cast_flags(), x)
+    }
+
+    /// `|mag|` with the sign bit of `sign` (`f32` lanes; NaN stays NaN).
+    pub(crate) fn copysign(&mut self, mag: Value, sign: Value) -> Value {
+        let m = self.f32_bits(mag);
+        let s = self.f32_bits(sign);
+        let abs_mask = self.i32(0x7fff_ffff);
+        let sign_mask = self.i32(i32::MIN);
+        let m = self.b.ins().band(m, abs_mask);
+        let s = self.b.ins().band(s, sign_mask);
+        let r = self.b.ins().bor(m, s);
+        self.f32_from_bits(r)
+    }
+
+    /// `Σ c[k] x^k` by Horner's rule with fused multiply-adds (`f32` lanes; `c` ascending).
+    pub(crate) fn horner(&mut self, x: Value, c: &[f32]) -> Value {
+        let Some((&last, rest)) = c.split_last() else {
+            return self.f32(0.0);
+        };
+        let mut acc = self.f32(last);
+        for &k in rest.iter().rev() {
+            let k = self.f32(k);
+            acc = self.b.ins().fma(acc, x, k);
+        }
+        acc
+    }
+}

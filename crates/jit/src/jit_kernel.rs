@@ -1,0 +1,161 @@
+//! One fused kernel compiled on its own: for tools, benchmarks and accuracy sweeps.
+
+use graphlift_ir::{ElementType, Function, TensorData};
+use graphlift_runtime::{KernelInfo, Tensor};
+
+use crate::codegen::lanes::Lanes;
+use crate::codegen::{self, plan, CompiledKernel};
+use crate::module::{KernelModule, MemoryWatch};
+use crate::JitError;
+
+/// A fused kernel body compiled to native code in its own JIT module (freed on drop).
+///
+/// The body is a `Function` of the form subgraph extraction gives a `FusedKernel`: its
+/// parameters are the live-ins, its results the outputs, all of one element count (the
+/// iteration space); ops are `Unary`, `Binary`, `Compare`, `Select`, `Convert`,
+/// `Broadcast` and `Constant`. Inputs keep their own (broadcastable) shapes.
+///
+/// ```
+/// use graphlift_ir::{ElementType::F32, FunctionBuilder};
+/// use graphlift_jit::JitKernel;
+/// use graphlift_runtime::Tensor;
+/// let b = FunctionBuilder::new("bias_relu");
+/// let (x, bias) = (b.parameter("x", F32, [2, 4]), b.parameter("b", F32, [4]));
+/// let body = b.finish(&[(x + bias).relu()]).unwrap();
+/// let k = JitKernel::compile(&body).unwrap();
+/// let x = Tensor::from_vec(vec![-1.0f32, 2.0, -3.0, 4.0, 5.0, -6.0, 7.0, -8.0], [2, 4]).unwrap();
+/// let bias = Tensor::from_vec(vec![1.0f32, 1.0, 1.0, 1.0], [4]).unwrap();
+/// let mut out = [Tensor::zeros(F32, [2, 4]).unwrap()];
+/// k.call(&[&x, &bias], &mut out).unwrap();
+/// assert_eq!(out[0].read::<f32>().unwrap(), &[0.0, 3.0, 0.0, 5.0, 6.0, 0.0, 8.0, 0.0]);
+/// ```
+#[derive(Debug)]
+pub struct JitKernel {
+    kernel: CompiledKernel,
+    // Declared after `kernel`: the code it points into is freed when this drops.
+    module: KernelModule,
+    fused_nodes: Vec<String>,
+    tags: Vec<String>,
+}
+
+impl JitKernel {
+    /// Compiles `body` (named after the function).
+    ///
+    /// # Errors
+    /// [`JitError::Unsupported`] for a body outside the fused-kernel form;
+    /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
+    pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
+        let plan = plan::plan_kernel(body.name(), body)?;
+        let module = KernelModule::new()?;
+        let mut kernels = codegen::compile(&module, vec![plan])?;
+        let kernel = kernels
+            .pop()
+            .ok_or_else(|| JitError::Module("no kernel compiled".into()))?;
+        let (fused_nodes, tags) = body_nodes(body)?;
+        Ok(JitKernel {
+            kernel,
+            module,
+            fused_nodes,
+            tags,
+        })
+    }
+
+    /// Elements in the iteration space (each output holds this many).
+    pub fn element_count(&self) -> usize {
+        self.kernel.plan.count
+    }
+
+    /// `true` when the kernel runs as an `F32X4`/`I32X4` vector loop (every value is `f32`,
+    /// `i32` or `bool`); `false` for a scalar loop.
+    pub fn is_vectorized(&self) -> bool {
+        self.kernel.plan.lanes == Lanes::X4
+    }
+
+    /// Size of the machine code in bytes.
+    pub fn code_size(&self) -> usize {
+        self.kernel.code_size
+    }
+
+    /// The Cranelift IR the kernel was compiled from.
+    pub fn ir(&self) -> &str {
+        &self.kernel.ir
+    }
+
+    /// What the kernel contains.
+    pub fn info(&self) -> KernelInfo {
+        KernelInfo {
+            name: self.kernel.plan.name.clone(),
+            fused_nodes: self.fused_nodes.clone(),
+            tags: self.tags.clone(),
+            live_ins: self.kernel.plan.live_ins,
+            outputs: self.kernel.plan.outputs.len(),
+            code_size: self.kernel.code_size,
+        }
+    }
+
+    /// Element types of the outputs, in order.
+    pub fn output_types(&self) -> Vec<ElementType> {
+        self.kernel.plan.outputs.iter().map(|&(_, t)| t).collect()
+    }
+
+    /// A watch that tells when this kernel's code memory has been freed.
+    pub fn memory_watch(&self) -> MemoryWatch {
+        self.module.watch()
+    }
+
+    /// Computes every element: `inputs` are the live-ins in parameter order (each of its
+    /// parameter's element type and element count), `outputs` one tensor per result (of the
+    /// result's element type and the iteration space's element count; shapes are not
+    /// checked, only counts).
+    ///
+    /// # Errors
+    /// [`JitError::Buffer`] naming the first mismatching tensor.
+    pub fn call(&self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<(), JitError> {
+        self.call_range(inputs, outputs, 0, self.element_count())
+    }
+
+    /// Computes elements `begin..end` only (the range ABI); other output elements are left
+    /// as they are.
+    ///
+    /// # Errors
+    /// [`JitError::Buffer`] for a mismatching tensor or a range outside the iteration space.
+    pub fn call_range(
+        &self,
+        inputs: &[&Tensor],
+        outputs: &mut [Tensor],
+        begin: usize,
+        end: usize,
+    ) -> Result<(), JitError> {
+        let ins: Vec<&TensorData> = inputs.iter().map(|t| t.data()).collect();
+        let mut outs: Vec<&mut TensorData> = outputs.iter_mut().map(|t| t.data_mut()).collect();
+        self.kernel.invoke(&ins, &mut outs, begin, end)
+    }
+
+    /// The compiled kernel (crate-internal tests call it on raw, unaligned buffers).
+    #[cfg(test)]
+    pub(crate) fn compiled(&self) -> &CompiledKernel {
+        &self.kernel
+    }
+}
+
+/// Names of a body's computing nodes in topological order, and the union of their tags.
+pub(crate) fn body_nodes(body: &Function) -> Result<(Vec<String>, Vec<String>), JitError> {
+    let mut names = Vec::new();
+    let mut tags: Vec<String> = Vec::new();
+    for id in body.topological_order()? {
+        let n = body.node(id)?;
+        if matches!(
+            n.op(),
+            graphlift_ir::Op::Parameter | graphlift_ir::Op::Result | graphlift_ir::Op::Constant(_)
+        ) {
+            continue;
+        }
+        names.push(n.name().to_string());
+        for t in n.tags().iter() {
+            if !tags.iter().any(|x| x == t) {
+                tags.push(t.to_string());
+            }
+        }
+    }
+    Ok((names, tags))
+}

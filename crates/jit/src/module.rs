@@ -1,0 +1,128 @@
+//! Ownership of JIT code memory: a [`JITModule`] that is freed when its owner is dropped.
+//!
+//! Dropping a `JITModule` leaks its code pages (about 4.6 KB per kernel with Cranelift
+//! 0.135); [`JITModule::free_memory`] releases them. [`KernelModule`] calls it on drop. A
+//! `JITModule` is `Send` but not `Sync`, so it sits behind a `Mutex` that is only locked at
+//! drop; the kernels' function pointers are used without it.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+
+use crate::helpers::Helper;
+use crate::{isa, JitError};
+
+static LIVE_MODULES: AtomicUsize = AtomicUsize::new(0);
+
+/// Number of JIT modules whose code memory is currently mapped, process-wide.
+///
+/// Every compiled [`crate::CpuJitExecutable`] and [`crate::JitKernel`] holds one module; the
+/// count goes down when it is dropped and its memory freed. For diagnostics and tests.
+pub fn live_modules() -> usize {
+    LIVE_MODULES.load(Ordering::SeqCst)
+}
+
+/// Reports whether one module's code memory has been released.
+///
+/// Obtained from [`crate::CpuJitExecutable::memory_watch`] or
+/// [`crate::JitKernel::memory_watch`]; it does not keep the module alive.
+#[derive(Debug, Clone)]
+pub struct MemoryWatch(Weak<()>);
+
+impl MemoryWatch {
+    /// `true` once the module's code memory has been freed (its owner was dropped).
+    pub fn is_released(&self) -> bool {
+        self.0.strong_count() == 0
+    }
+}
+
+/// A JIT module being filled with kernels, then finalized; frees its memory on drop.
+pub(crate) struct KernelModule {
+    module: Mutex<Option<JITModule>>,
+    helpers: Vec<(Helper, FuncId)>,
+    token: Arc<()>,
+}
+
+impl std::fmt::Debug for KernelModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelModule")
+            .field("helpers", &self.helpers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl KernelModule {
+    /// A fresh module on the shared host ISA, with every host helper declared.
+    ///
+    /// # Errors
+    /// [`JitError::Isa`] or [`JitError::Module`].
+    pub(crate) fn new() -> Result<KernelModule, JitError> {
+        let isa = isa::host_isa()?;
+        let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+        for h in Helper::all() {
+            builder.symbol(h.symbol(), h.address());
+        }
+        let mut module = JITModule::new(builder);
+        let mut helpers = Vec::new();
+        for h in Helper::all() {
+            let sig = crate::codegen::helper_signature(&module, h);
+            let id = module
+                .declare_function(&h.symbol(), Linkage::Import, &sig)
+                .map_err(|e| JitError::Module(e.to_string()))?;
+            helpers.push((h, id));
+        }
+        LIVE_MODULES.fetch_add(1, Ordering::SeqCst);
+        Ok(KernelModule {
+            module: Mutex::new(Some(module)),
+            helpers,
+            token: Arc::new(()),
+        })
+    }
+
+    /// The declared id of a helper.
+    pub(crate) fn helper(&self, h: Helper) -> Option<FuncId> {
+        self.helpers
+            .iter()
+            .find(|(k, _)| *k == h)
+            .map(|(_, id)| *id)
+    }
+
+    /// Runs `f` on the module (compile time only; never while kernels run).
+    ///
+    /// # Errors
+    /// [`JitError::Module`] if the module was already freed; otherwise what `f` returns.
+    pub(crate) fn with<T>(
+        &self,
+        f: impl FnOnce(&mut JITModule) -> Result<T, JitError>,
+    ) -> Result<T, JitError> {
+        let mut guard = self.module.lock().unwrap_or_else(|p| p.into_inner());
+        match guard.as_mut() {
+            Some(m) => f(m),
+            None => Err(JitError::Module("the module was freed".into())),
+        }
+    }
+
+    /// A watch that reports when this module's memory is released.
+    pub(crate) fn watch(&self) -> MemoryWatch {
+        MemoryWatch(Arc::downgrade(&self.token))
+    }
+}
+
+impl Drop for KernelModule {
+    fn drop(&mut self) {
+        let taken = self
+            .module
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(m) = taken {
+            // SAFETY: the function pointers into this module are held only by the value that
+            // owns this KernelModule (an executable or kernel), which is being dropped, so no
+            // kernel can run or be called after this point.
+            unsafe { m.free_memory() };
+            LIVE_MODULES.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}

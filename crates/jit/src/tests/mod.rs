@@ -1,0 +1,372 @@
+//! Unit tests of the JIT against the reference kernels of `graphlift-runtime`.
+//!
+//! Each kernel is compiled on its own ([`crate::JitKernel`]) and compared with
+//! `reference::evaluate_function` on its body: bit for bit (any NaN matches any NaN), except
+//! the `f32` vector math functions, which are held to their documented ulp bounds.
+
+mod abi;
+mod backend;
+mod broadcast;
+mod ops;
+mod vmath;
+
+use graphlift_ir::{ElementType, Function, TensorData};
+use graphlift_runtime::reference::evaluate_function;
+use graphlift_runtime::Tensor;
+
+use crate::JitKernel;
+
+/// Sizes that exercise the unrolled loop, the single vector step and every tail length.
+pub(super) const SIZES: [usize; 10] = [0, 1, 3, 4, 5, 7, 8, 9, 17, 1000];
+
+/// Special values of each element type, as `f64`-free typed vectors.
+pub(super) fn specials(t: ElementType) -> TensorData {
+    match t {
+        ElementType::F32 => TensorData::F32(vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            -2.5,
+            3.7,
+            -3.7,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MIN_POSITIVE,
+            1e-40,
+            -1e-40,
+            f32::MAX,
+            f32::MIN,
+            3e10,
+            -3e10,
+            2147483520.0,
+            -2147483648.0,
+            100.0,
+            -100.0,
+            88.7,
+            -104.5,
+            1e-7,
+            7.0,
+            -7.0,
+        ]),
+        ElementType::F64 => TensorData::F64(vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            -2.5,
+            3.7,
+            -3.7,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+            1e-310,
+            -1e-310,
+            f64::MAX,
+            f64::MIN,
+            3e20,
+            -3e20,
+            9.3e18,
+            -9.3e18,
+            100.0,
+            -100.0,
+            709.0,
+            -745.5,
+            1e-17,
+            7.0,
+            -7.0,
+        ]),
+        ElementType::I32 => TensorData::I32(vec![
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            3,
+            7,
+            -7,
+            31,
+            100,
+            -100,
+            65536,
+            i32::MAX,
+            i32::MIN,
+            i32::MIN + 1,
+            i32::MAX - 1,
+        ]),
+        ElementType::I64 => TensorData::I64(vec![
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            3,
+            7,
+            -7,
+            63,
+            100,
+            -100,
+            1 << 40,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+            i64::MAX - 1,
+        ]),
+        ElementType::Bool => TensorData::Bool(vec![false, true]),
+    }
+}
+
+/// `n` elements: the special values in order (repeated), shifted by `phase`, then a
+/// deterministic pseudo-random fill past the first `3 * specials` elements.
+pub(super) fn data(t: ElementType, n: usize, phase: usize) -> TensorData {
+    let s = specials(t);
+    let m = s.len();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ (phase as u64).wrapping_mul(0x2545_F491_4F6C_DD1D);
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let pick = |i: usize| (i + phase) % m;
+    macro_rules! fill {
+        ($v:expr, $rand:expr) => {
+            (0..n)
+                .map(|i| if i < 3 * m { $v[pick(i)] } else { $rand })
+                .collect()
+        };
+    }
+    match &s {
+        TensorData::F32(v) => TensorData::F32(fill!(v, {
+            let r = next();
+            (r as i32 as f32) * 2f32.powi((r >> 40) as i32 % 40 - 50)
+        })),
+        TensorData::F64(v) => TensorData::F64(fill!(v, {
+            let r = next();
+            (r as i64 as f64) * 2f64.powi((r >> 40) as i32 % 60 - 80)
+        })),
+        TensorData::I32(v) => TensorData::I32(fill!(v, {
+            let r = next();
+            if r & 1 == 0 {
+                (r >> 33) as i32 % 1000
+            } else {
+                (r >> 32) as i32
+            }
+        })),
+        TensorData::I64(v) => TensorData::I64(fill!(v, {
+            let r = next();
+            if r & 1 == 0 {
+                (r >> 33) as i64 % 1000
+            } else {
+                r as i64
+            }
+        })),
+        TensorData::Bool(v) => TensorData::Bool(fill!(v, next() & 1 == 1)),
+    }
+}
+
+/// All pairs of special values: `(a, b)` with `a[i] = s[i / m]`, `b[i] = s[i % m]`.
+pub(super) fn all_pairs(t: ElementType) -> (TensorData, TensorData) {
+    let s = specials(t);
+    let m = s.len();
+    let idx_a: Vec<usize> = (0..m * m).map(|i| i / m).collect();
+    let idx_b: Vec<usize> = (0..m * m).map(|i| i % m).collect();
+    (gather(&s, &idx_a), gather(&s, &idx_b))
+}
+
+pub(super) fn gather(d: &TensorData, idx: &[usize]) -> TensorData {
+    match d {
+        TensorData::F32(v) => TensorData::F32(idx.iter().map(|&i| v[i]).collect()),
+        TensorData::F64(v) => TensorData::F64(idx.iter().map(|&i| v[i]).collect()),
+        TensorData::I32(v) => TensorData::I32(idx.iter().map(|&i| v[i]).collect()),
+        TensorData::I64(v) => TensorData::I64(idx.iter().map(|&i| v[i]).collect()),
+        TensorData::Bool(v) => TensorData::Bool(idx.iter().map(|&i| v[i]).collect()),
+    }
+}
+
+/// Output tensors for a body, zero-filled.
+pub(super) fn outputs_for(body: &Function) -> Vec<Tensor> {
+    body.result_types()
+        .into_iter()
+        .map(|t| Tensor::zeros(t.element_type, t.shape).unwrap())
+        .collect()
+}
+
+/// Runs the body with the JIT and the reference; returns (jit, reference).
+pub(super) fn run_both(body: &Function, inputs: &[Tensor]) -> (Vec<Tensor>, Vec<Tensor>) {
+    let k = JitKernel::compile(body).unwrap_or_else(|e| panic!("compile: {e}"));
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let mut out = outputs_for(body);
+    k.call(&refs, &mut out).unwrap();
+    let want = evaluate_function(body, inputs).unwrap();
+    (out, want)
+}
+
+/// Index of the first element where `got` and `want` differ (bitwise; NaN matches NaN).
+pub(super) fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
+    if got.element_type() != want.element_type() || got.len() != want.len() {
+        return Some(0);
+    }
+    fn pos<T: Copy>(a: &[T], b: &[T], same: impl Fn(T, T) -> bool) -> Option<usize> {
+        a.iter().zip(b).position(|(&x, &y)| !same(x, y))
+    }
+    match (got, want) {
+        (TensorData::F32(a), TensorData::F32(b)) => pos(a, b, |x, y| {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }),
+        (TensorData::F64(a), TensorData::F64(b)) => pos(a, b, |x, y| {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }),
+        (TensorData::I32(a), TensorData::I32(b)) => pos(a, b, |x, y| x == y),
+        (TensorData::I64(a), TensorData::I64(b)) => pos(a, b, |x, y| x == y),
+        (TensorData::Bool(a), TensorData::Bool(b)) => pos(a, b, |x, y| x == y),
+        _ => Some(0),
+    }
+}
+
+/// Asserts bitwise equality of every output, naming the first difference and the inputs
+/// there.
+pub(super) fn assert_exact(what: &str, inputs: &[Tensor], got: &[Tensor], want: &[Tensor]) {
+    assert_eq!(got.len(), want.len(), "{what}: output count");
+    for (o, (g, w)) in got.iter().zip(want).enumerate() {
+        if let Some(i) = first_difference(g.data(), w.data()) {
+            let ins: Vec<String> = inputs
+                .iter()
+                .map(|t| format!("{:?}", t.data().get_f64(i % t.len().max(1))))
+                .collect();
+            panic!(
+                "{what}: output {o} element {i}: jit {:?}, reference {:?} (inputs there: {})",
+                element(g.data(), i),
+                element(w.data(), i),
+                ins.join(", ")
+            );
+        }
+    }
+}
+
+/// One element, printed with its type.
+pub(super) fn element(d: &TensorData, i: usize) -> String {
+    match d {
+        TensorData::F32(v) => v.get(i).map(|x| format!("{x:e} ({:#x})", x.to_bits())),
+        TensorData::F64(v) => v.get(i).map(|x| format!("{x:e}")),
+        TensorData::I32(v) => v.get(i).map(|x| x.to_string()),
+        TensorData::I64(v) => v.get(i).map(|x| x.to_string()),
+        TensorData::Bool(v) => v.get(i).map(|x| x.to_string()),
+    }
+    .unwrap_or_else(|| "<none>".into())
+}
+
+/// A value no kernel writes by accident: output elements outside a called range must keep
+/// it.
+pub(super) fn sentinel(t: ElementType, n: usize) -> TensorData {
+    match t {
+        ElementType::F32 => TensorData::F32(vec![1234.5678; n]),
+        ElementType::F64 => TensorData::F64(vec![1234.5678; n]),
+        ElementType::I32 => TensorData::I32(vec![0x5a5a_5a5a; n]),
+        ElementType::I64 => TensorData::I64(vec![0x5a5a_5a5a_5a5a; n]),
+        ElementType::Bool => TensorData::Bool(vec![true; n]),
+    }
+}
+
+/// How outputs are compared with the reference.
+#[derive(Clone, Copy)]
+pub(super) enum Expect<'a> {
+    /// Bit for bit.
+    Exact,
+    /// Within `ulp` of `exact(i)` (the `f64` value before rounding), one `f32` output.
+    Ulp(f64, &'a dyn Fn(usize) -> f64),
+}
+
+fn compare_range(
+    what: &str,
+    inputs: &[Tensor],
+    got: &[Tensor],
+    want: &[Tensor],
+    range: (usize, usize),
+    expect: Expect,
+) {
+    let (b, e) = range;
+    for (o, (g, w)) in got.iter().zip(want).enumerate() {
+        let s = sentinel(g.element_type(), g.len());
+        let outside: Vec<usize> = (0..b).chain(e..g.len()).collect();
+        let (gi, si) = (gather(g.data(), &outside), gather(&s, &outside));
+        if let Some(i) = first_difference(&gi, &si) {
+            panic!(
+                "{what}: range {b}..{e} wrote output {o} element {}",
+                outside[i]
+            );
+        }
+        let inside: Vec<usize> = (b..e).collect();
+        let (gi, wi) = (gather(g.data(), &inside), gather(w.data(), &inside));
+        match expect {
+            Expect::Exact => {
+                if let Some(i) = first_difference(&gi, &wi) {
+                    let at = inside[i];
+                    let ins: Vec<String> = inputs
+                        .iter()
+                        .map(|t| element(t.data(), at % t.len().max(1)))
+                        .collect();
+                    panic!(
+                        "{what}: range {b}..{e}: output {o} element {at}: jit {}, reference {} (inputs: {})",
+                        element(&gi, i),
+                        element(&wi, i),
+                        ins.join(", ")
+                    );
+                }
+            }
+            Expect::Ulp(bound, exact) => {
+                let TensorData::F32(v) = &gi else {
+                    panic!("{what}: ulp comparison of a non-f32 output")
+                };
+                for (k, &y) in v.iter().enumerate() {
+                    let at = inside[k];
+                    let err = crate::vmath::ulp_error(y, exact(at));
+                    assert!(
+                        err <= bound,
+                        "{what}: element {at}: {y:e} is {err} ulp from {:e} (bound {bound}); input {}",
+                        exact(at),
+                        element(inputs[0].data(), at)
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Compiles `body` once and checks the whole range, then sub-ranges of every size in
+/// [`SIZES`] at offsets 0, 3 and the end (the range ABI), against the reference.
+pub(super) fn check(what: &str, body: &Function, inputs: &[Tensor], expect: Expect) {
+    let k = JitKernel::compile(body).unwrap_or_else(|e| panic!("{what}: compile: {e}"));
+    let want = evaluate_function(body, inputs).unwrap();
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let n = k.element_count();
+    let mut ranges = vec![(0, n)];
+    for s in SIZES {
+        for b in [0, 3, n.saturating_sub(s)] {
+            if b + s <= n {
+                ranges.push((b, b + s));
+            }
+        }
+    }
+    for (b, e) in ranges {
+        let mut out: Vec<Tensor> = outputs_for(body)
+            .into_iter()
+            .map(|t| {
+                Tensor::from_data(sentinel(t.element_type(), t.len()), t.shape().clone()).unwrap()
+            })
+            .collect();
+        k.call_range(&refs, &mut out, b, e)
+            .unwrap_or_else(|err| panic!("{what}: call {b}..{e}: {err}"));
+        compare_range(what, inputs, &out, &want, (b, e), expect);
+    }
+}

@@ -1,0 +1,201 @@
+//! Vector math accuracy: a strided sweep of the `f32` bit patterns against the documented
+//! bounds, in the vector loop and the scalar loop, and the special-value guarantees.
+
+use graphlift_ir::{ElementType, FunctionBuilder, Op, UnaryOp};
+use graphlift_runtime::reference::unary_f64;
+use graphlift_runtime::Tensor;
+
+use crate::vmath::{max_ulp, ulp_error};
+use crate::JitKernel;
+
+const FUNCTIONS: [UnaryOp; 5] = [
+    UnaryOp::Exp,
+    UnaryOp::Log,
+    UnaryOp::Tanh,
+    UnaryOp::Sigmoid,
+    UnaryOp::Erf,
+];
+
+const CHUNK: usize = 1 << 16;
+
+fn kernel(op: UnaryOp, scalar: bool) -> JitKernel {
+    let b = FunctionBuilder::new(op.name());
+    let x = b.parameter("x", ElementType::F32, [CHUNK]);
+    // An f64 round trip (exact) forces the scalar loop.
+    let x = if scalar {
+        x.convert(ElementType::F64).convert(ElementType::F32)
+    } else {
+        x
+    };
+    let body = b.finish(&[b.op(Op::Unary(op), &[x])]).unwrap();
+    let k = JitKernel::compile(&body).unwrap();
+    assert_eq!(k.is_vectorized(), !scalar);
+    k
+}
+
+fn apply(k: &JitKernel, xs: &[f32]) -> Vec<f32> {
+    let mut padded = xs.to_vec();
+    padded.resize(CHUNK, 0.0);
+    let input = Tensor::from_vec(padded, [CHUNK]).unwrap();
+    let mut out = [Tensor::zeros(ElementType::F32, [CHUNK]).unwrap()];
+    k.call_range(&[&input], &mut out, 0, xs.len()).unwrap();
+    out[0].read::<f32>().unwrap()[..xs.len()].to_vec()
+}
+
+/// Sweeps every `stride`-th bit pattern; returns the largest error seen.
+fn sweep(op: UnaryOp, stride: u64, scalar: bool) -> f64 {
+    let k = kernel(op, scalar);
+    let bound = max_ulp(op).unwrap();
+    let mut worst = 0f64;
+    let mut bits = 0u64;
+    let mut xs = Vec::with_capacity(CHUNK);
+    while bits < 1 << 32 {
+        xs.clear();
+        while xs.len() < CHUNK && bits < 1 << 32 {
+            xs.push(f32::from_bits(bits as u32));
+            bits += stride;
+        }
+        for (&x, &y) in xs.iter().zip(&apply(&k, &xs)) {
+            let err = ulp_error(y, unary_f64(op, f64::from(x)));
+            assert!(
+                err <= bound,
+                "{} ({}): x = {x:e} ({:#x}): {y:e} is {err} ulp off (bound {bound})",
+                op.name(),
+                if scalar { "scalar" } else { "vector" },
+                x.to_bits()
+            );
+            worst = worst.max(err);
+        }
+    }
+    worst
+}
+
+#[test]
+fn strided_sweep_within_documented_bounds_vector_loop() {
+    for op in FUNCTIONS {
+        let worst = sweep(op, 97, false);
+        assert!(
+            worst > 0.3,
+            "{}: suspiciously exact ({worst} ulp): is the check live?",
+            op.name()
+        );
+    }
+}
+
+#[test]
+fn strided_sweep_within_documented_bounds_scalar_loop() {
+    for op in FUNCTIONS {
+        sweep(op, 1009, true);
+    }
+}
+
+#[test]
+fn vector_and_scalar_lanes_agree_bit_for_bit() {
+    for op in FUNCTIONS {
+        let xs: Vec<f32> = (0..CHUNK as u64)
+            .map(|i| f32::from_bits((i * 65_537) as u32))
+            .collect();
+        let v = apply(&kernel(op, false), &xs);
+        let s = apply(&kernel(op, true), &xs);
+        for ((x, a), b) in xs.iter().zip(&v).zip(&s) {
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{}({x:e}): vector {a:e}, scalar {b:e}",
+                op.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn special_values_and_ranges() {
+    let specials = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::MIN_POSITIVE,
+        1e-45,
+        -1e-45,
+        1e-40,
+        -1e-40,
+        f32::MAX,
+        f32::MIN,
+        88.72,
+        88.73,
+        -87.4,
+        -103.9,
+        -104.0,
+        -200.0,
+        7.0,
+        9.0,
+        -9.1,
+        20.0,
+        3.9,
+        3.95,
+        4.0,
+        -1.0,
+        1.0,
+        0.625,
+        -0.625,
+    ];
+    for scalar in [false, true] {
+        let out: Vec<Vec<f32>> = FUNCTIONS
+            .iter()
+            .map(|&op| apply(&kernel(op, scalar), &specials))
+            .collect();
+        let [exp, log, tanh, sigmoid, erf] = [0, 1, 2, 3, 4].map(|k| &out[k]);
+        for (i, &x) in specials.iter().enumerate() {
+            if x.is_nan() {
+                for (k, o) in out.iter().enumerate() {
+                    assert!(o[i].is_nan(), "{}(NaN) = {}", FUNCTIONS[k].name(), o[i]);
+                }
+                continue;
+            }
+            assert!((-1.0..=1.0).contains(&tanh[i]), "tanh({x}) = {}", tanh[i]);
+            assert!((-1.0..=1.0).contains(&erf[i]), "erf({x}) = {}", erf[i]);
+            assert!(
+                (0.0..=1.0).contains(&sigmoid[i]),
+                "sigmoid({x}) = {}",
+                sigmoid[i]
+            );
+            assert!(exp[i] >= 0.0);
+            if x == 0.0 {
+                assert_eq!(
+                    tanh[i].to_bits(),
+                    x.to_bits(),
+                    "tanh keeps the sign of zero"
+                );
+                assert_eq!(erf[i].to_bits(), x.to_bits(), "erf keeps the sign of zero");
+                assert_eq!(log[i], f32::NEG_INFINITY);
+                assert_eq!(exp[i], 1.0);
+                assert_eq!(sigmoid[i], 0.5);
+            }
+            if x < 0.0 {
+                assert!(log[i].is_nan(), "log({x}) = {}", log[i]);
+            }
+            if x.is_infinite() {
+                let s = x.signum();
+                assert_eq!(tanh[i], s);
+                assert_eq!(erf[i], s);
+                assert_eq!(sigmoid[i], if s > 0.0 { 1.0 } else { 0.0 });
+                assert_eq!(exp[i], if s > 0.0 { f32::INFINITY } else { 0.0 });
+            }
+            if x == f32::INFINITY {
+                assert_eq!(log[i], f32::INFINITY);
+            }
+            if x > 0.0 && x < f32::MIN_POSITIVE {
+                // Subnormal inputs: log is finite and accurate, the odd functions are ~linear.
+                let want = f64::from(x).ln();
+                assert!(ulp_error(log[i], want) <= 1.0, "log({x:e}) = {}", log[i]);
+                assert!(
+                    ulp_error(tanh[i], f64::from(x)) <= 1.0,
+                    "tanh({x:e}) = {}",
+                    tanh[i]
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `exp(x)` for `f32` lanes.
+//!
+//! Cody–Waite range reduction `x = n·ln2 + r`, `|r| ≤ ln2/2`, with a two-part `ln2` whose
+//! high part has 9 significant bits (so `n·ln2_hi` is exact); `e^r = 1 + r + r²·Q(r)` with a
+//! degree-5 `Q` (a Chebyshev fit of `(e^r − 1 − r)/r²`, |error| < 5e-9 after rounding the
+//! coefficients to `f32`), evaluated with fused multiply-adds; then the result is scaled by
+//! `2^n` in two steps `2^(n/2)·2^(n − n/2)` built from exponent bits, so results in the
+//! subnormal range round once and overflow gives `+inf`.
+//!
+//! The input is first clamped to `[-104, 89]` with compare-and-select (NaN passes through):
+//! `e^-104` rounds to `0` and `e^89` overflows, so `exp(-inf) = 0`, `exp(+inf) = +inf`, and
+//! `NaN` gives `NaN`.
+//!
+//! **Maximum error: 1 ulp** (measured 0.987 ulp over every `f32`, against `f64::exp` — see
+//! [`crate::vmath`] for the method; subnormal results are measured in the subnormal ulp).
+
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+
+use crate::codegen::lanes::Emit;
+
+/// Documented maximum error in ulp.
+pub const MAX_ULP: f64 = 1.0;
+
+const LO: f32 = -104.0;
+const HI: f32 = 89.0;
+const LOG2E: f32 = std::f32::consts::LOG2_E;
+/// 1.5·2^23: adding it rounds to an integer (ties to even) in the low mantissa bits.
+const MAGIC: f32 = 12_582_912.0;
+/// `ln 2` to 9 significant bits (0.693359375), so `n·LN2_HI` is exact for `|n| < 2^15`.
+const LN2_HI: f32 = f32::from_bits(0x3f31_8000);
+const LN2_LO: f32 = -2.121_944_4e-4;
+/// `Q(r) ≈ (e^r − 1 − r)/r²` on `[-ln2/2, ln2/2]`, ascending.
+const Q: [f32; 6] = [
+    0.5,
+    0.166_666_67,
+    0.041_666_467,
+    0.008_333_310_5,
+    0.001_393_364_2,
+    0.000_198_909_81,
+];
+
+/// Emits `e^x` for the `f32` value `x`.
+pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
+    emit_parts(e, x).0
+}
+
+/// Emits `e^x` as an unevaluated sum `hi + lo`: `hi` is exactly what [`emit`] returns, `lo`
+/// the rounding error of its last addition, scaled alike (for callers that need more than
+/// `f32` precision, like [`super::sigmoid`]; unused parts are removed by Cranelift).
+pub(crate) fn emit_parts(e: &mut Emit, x: Value) -> (Value, Value) {
+    let lo = e.f32(LO);
+    let hi = e.f32(HI);
+    let below = e.fcmp(FloatCC::LessThan, x, lo);
+    let x = e.select(below, lo, x);
+    let above = e.fcmp(FloatCC::GreaterThan, x, hi);
+    let x = e.select(above, hi, x);
+
+    let log2e = e.f32(LOG2E);
+    let magic = e.f32(MAGIC);
+    let t = e.b.ins().fma(x, log2e, magic);
+    let nf = e.b.ins().fsub(t, magic);
+    let t_bits = e.f32_bits(t);
+    let magic_bits = e.i32(MAGIC.to_bits() as i32);
+    let n = e.b.ins().isub(t_bits, magic_bits);
+
+    let neg_ln2_hi = e.f32(-LN2_HI);
+    let neg_ln2_lo = e.f32(-LN2_LO);
+    let r = e.b.ins().fma(nf, neg_ln2_hi, x);
+    let r = e.b.ins().fma(nf, neg_ln2_lo, r);
+
+    let q = e.horner(r, &Q);
+    let r2 = e.b.ins().fmul(r, r);
+    let y = e.b.ins().fma(r2, q, r);
+    let one = e.f32(1.0);
+    let p = e.b.ins().fadd(y, one);
+    // Fast2Sum (|y| < 1): p + p_lo = 1 + y exactly.
+    let p_minus_one = e.b.ins().fsub(p, one);
+    let p_lo = e.b.ins().fsub(y, p_minus_one);
+
+    let n1 = e.b.ins().sshr_imm_u(n, 1);
+    let n2 = e.b.ins().isub(n, n1);
+    let s1 = pow2(e, n1);
+    let s2 = pow2(e, n2);
+    let hi = e.b.ins().fmul(p, s1);
+    let hi = e.b.ins().fmul(hi, s2);
+    let lo = e.b.ins().fmul(p_lo, s1);
+    let lo = e.b.ins().fmul(lo, s2);
+    (hi, lo)
+}
+
+/// `2^n` for `i32` lanes `n` in `[-126, 127]`, from exponent bits.
+fn pow2(e: &mut Emit, n: Value) -> Value {
+    let bias = e.i32(127);
+    let biased = e.b.ins().iadd(n, bias);
+    let bits = e.b.ins().ishl_imm_u(biased, 23);
+    e.f32_from_bits(bits)
+}

@@ -1,0 +1,54 @@
+//! `tanh(x)` for `f32` lanes.
+//!
+//! On `a = |x|`: for `a < 0.625`, `tanh(a) = a + a³·P(a²)` with a degree-5 `P` (a
+//! Chebyshev fit of `(tanh(a) − a)/a³`, |error| < 1.3e-8 after rounding to `f32`), which
+//! keeps relative accuracy for tiny and subnormal `x`; otherwise
+//! `tanh(a) = 1 − 2/(e^(2a) + 1)` with the inline [`super::exp`]. The sign of `x` is put
+//! back with a bit operation, so `tanh(-0) = -0` and NaN stays NaN.
+//!
+//! Range: the result is always in `[-1, 1]`: `2/(e^(2a) + 1)` lies in `[0, 1)` for
+//! `a ≥ 0.625`, and is `0` once `e^(2a)` overflows, so `tanh(±inf) = ±1` exactly.
+//!
+//! **Maximum error: 2 ulp** (measured 1.330 ulp over every `f32`, against `f64::tanh`).
+
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+
+use crate::codegen::lanes::Emit;
+
+/// Documented maximum error in ulp.
+pub const MAX_ULP: f64 = 2.0;
+
+/// Below this `|x|` the small-argument polynomial is used.
+const SMALL: f32 = 0.625;
+/// `(tanh(a) − a)/a³` as a polynomial in `a²`, ascending.
+const P: [f32; 6] = [
+    -0.333_333_34,
+    0.133_333_04,
+    -0.053_959_258,
+    0.021_768_918,
+    -0.008_343_945,
+    0.002_292_744_8,
+];
+
+/// Emits `tanh(x)` for the `f32` value `x`.
+pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
+    let a = e.b.ins().fabs(x);
+    // Small |x|: a + a³·P(a²).
+    let z = e.b.ins().fmul(a, a);
+    let p = e.horner(z, &P);
+    let a3 = e.b.ins().fmul(a, z);
+    let small = e.b.ins().fma(a3, p, a);
+    // Large |x|: 1 − 2/(e^(2a) + 1).
+    let two_a = e.b.ins().fadd(a, a);
+    let ex = super::exp::emit(e, two_a);
+    let one = e.f32(1.0);
+    let two = e.f32(2.0);
+    let den = e.b.ins().fadd(ex, one);
+    let q = e.b.ins().fdiv(two, den);
+    let large = e.b.ins().fsub(one, q);
+    let threshold = e.f32(SMALL);
+    let is_small = e.fcmp(FloatCC::LessThan, a, threshold);
+    let r = e.select(is_small, small, large);
+    e.copysign(r, x)
+}
