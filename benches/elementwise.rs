@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use graphlift::{Backend, ElementType, Executable, FunctionBuilder, Tensor};
+use graphlift::{Backend, ElementType, FunctionBuilder, Tensor};
 
 const SIZES: [u32; 4] = [10, 14, 18, 22];
 
@@ -49,7 +49,10 @@ fn bench(c: &mut Criterion) {
                 .expect("compiles");
             let mut out = vec![Tensor::zeros(ElementType::F32, [n]).expect("tensor")];
             g.bench_with_input(BenchmarkId::new(backend, n), &n, |bch, _| {
-                bch.iter(|| exe.call(black_box(&mut out), black_box(&tensors)).expect("runs"))
+                bch.iter(|| {
+                    exe.call(black_box(&mut out), black_box(&tensors))
+                        .expect("runs")
+                })
             });
         }
         let mut out = vec![0.0f32; n];

@@ -44,7 +44,12 @@ fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
         .collect::<Result<_, _>>()?;
     let descr = match npy.dtype() {
         npyz::DType::Plain(type_str) => type_str.to_string(),
-        other => return Err(format!("structured dtype {} is not supported", other.descr())),
+        other => {
+            return Err(format!(
+                "structured dtype {} is not supported",
+                other.descr()
+            ))
+        }
     };
     let kind = descr.trim_start_matches(['<', '>', '|', '=']);
     let io = |e: std::io::Error| format!("reading {descr} data: {e}");
