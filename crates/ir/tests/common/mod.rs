@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod random;
+
 use graphlift_ir::{Function, Node, Op, TensorData};
 
 /// Checks that `a` and `b` are the same function up to node id renumbering: same name,
