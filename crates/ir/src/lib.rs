@@ -11,6 +11,7 @@
 //! it makes explicit with `Broadcast` nodes.
 
 mod builder;
+pub mod dot;
 mod element_type;
 mod error;
 mod function;
