@@ -24,6 +24,16 @@ impl Function {
     /// The function as a Graphviz DOT digraph (see the [`crate::dot`] module docs for what
     /// is drawn and how). Never fails: a dangling reference in an invalid function is drawn
     /// as an edge to a bare DOT node.
+    ///
+    /// ```
+    /// use graphlift_ir::{ElementType::F32, FunctionBuilder};
+    /// let b = FunctionBuilder::new("f");
+    /// let x = b.parameter("x", F32, [4]);
+    /// let f = b.finish(&[x.relu().named("act")]).unwrap();
+    /// let dot = f.to_dot();
+    /// assert!(dot.starts_with("digraph \"f\" {"));
+    /// assert!(dot.contains("label=\"act\\nRelu\\nf32[4]\""));
+    /// ```
     pub fn to_dot(&self) -> String {
         let mut w = DotWriter {
             out: String::new(),

@@ -1,6 +1,5 @@
 //! Errors of the IR crate.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use crate::{CreationSite, NodeId, Shape};
@@ -115,7 +114,10 @@ pub enum SerializationErrorKind {
 }
 
 /// Reading or writing the JSON form of a [`crate::Function`] failed: what is wrong and where.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Displays as `[<path>: ]graphlift JSON: [<location>: ]<message>`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}graphlift JSON: {}{message}", path_prefix(.path.as_ref()), location_prefix(.location))]
 pub struct SerializationError {
     /// The kind of problem.
     pub kind: SerializationErrorKind,
@@ -144,20 +146,20 @@ impl SerializationError {
     }
 }
 
-impl fmt::Display for SerializationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(p) = &self.path {
-            write!(f, "{}: ", p.display())?;
-        }
-        f.write_str("graphlift JSON: ")?;
-        if !self.location.is_empty() {
-            write!(f, "{}: ", self.location)?;
-        }
-        f.write_str(&self.message)
-    }
+/// `"<path>: "` when there is a path.
+fn path_prefix(path: Option<&PathBuf>) -> String {
+    path.map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default()
 }
 
-impl std::error::Error for SerializationError {}
+/// `"<location>: "` when there is a location.
+fn location_prefix(location: &str) -> String {
+    if location.is_empty() {
+        String::new()
+    } else {
+        format!("{location}: ")
+    }
+}
 
 impl From<SerializationError> for IrError {
     fn from(e: SerializationError) -> IrError {

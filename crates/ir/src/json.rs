@@ -2,7 +2,11 @@
 //!
 //! # The format (version 1)
 //!
-//! ```json
+//! An example (the `nodes` written compactly here; [`Function::to_json`] indents them):
+//!
+//! ```
+//! # use graphlift_ir::{Function, Op, BinaryOp};
+//! let text = r#"
 //! {
 //!   "format": "graphlift-function",
 //!   "version": 1,
@@ -35,6 +39,13 @@
 //!     ]
 //!   }
 //! }
+//! "#;
+//! let f = Function::from_json(text)?;
+//! let mul = f.node_by_name("mul").unwrap();
+//! assert_eq!(mul.op(), &Op::Binary(BinaryOp::Multiply));
+//! assert_eq!(mul.metadata()["k"], "v");
+//! assert_eq!(Function::from_json(&f.to_json())?.to_json(), f.to_json());
+//! # Ok::<(), graphlift_ir::IrError>(())
 //! ```
 //!
 //! - `nodes` are the live nodes in arena (id) order; a loaded function numbers them

@@ -9,6 +9,10 @@
 //!
 //! The builder ([`FunctionBuilder`]) adds operator overloading and numpy broadcasting, which
 //! it makes explicit with `Broadcast` nodes.
+//!
+//! A function saves to and loads from a versioned JSON document ([`Function::to_json`],
+//! [`Function::from_json`], format in [`json`]) that round-trips exactly, constants bit for
+//! bit; [`Function::to_dot`] draws it for Graphviz, fused kernels as clusters ([`dot`]).
 
 mod builder;
 pub mod dot;
