@@ -79,8 +79,9 @@
 //! loading any other version or `format` is an [`IrError::Serialization`] of kind
 //! [`SerializationErrorKind::UnsupportedFormat`](crate::SerializationErrorKind).
 //!
-//! Limits: serde_json refuses JSON nested more than 128 levels deep, which bounds fused
-//! kernels nested inside kernel bodies to about 25 levels when loading.
+//! Limits: serde_json refuses JSON nested more than 128 levels deep (a `Syntax` error,
+//! "recursion limit exceeded"), which bounds fused kernels nested inside kernel bodies to
+//! 30 levels when loading; writing has no such bound.
 
 mod decode;
 mod dto;
