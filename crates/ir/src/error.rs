@@ -1,5 +1,7 @@
 //! Errors of the IR crate.
 
+use std::path::PathBuf;
+
 use crate::{CreationSite, NodeId, Shape};
 
 /// Everything that can go wrong while building or editing a [`crate::Function`].
@@ -72,6 +74,9 @@ pub enum IrError {
         /// What is wrong, naming the node.
         message: String,
     },
+    /// Reading or writing the JSON form of a function failed (see [`crate::Function::from_json`]).
+    #[error(transparent)]
+    Serialization(Box<SerializationError>),
 }
 
 /// Type or shape inference failed: names the op, the node, the operands and the site.
@@ -88,4 +93,76 @@ pub struct InferenceError {
     pub operands: String,
     /// What is wrong.
     pub message: String,
+}
+
+/// What kind of problem a [`SerializationError`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SerializationErrorKind {
+    /// The file could not be read or written.
+    Io,
+    /// The text is not JSON (or is cut short); the message gives line and column.
+    Syntax,
+    /// The document is not a `graphlift-function` document, or its version is not one this
+    /// build reads.
+    UnsupportedFormat,
+    /// A field is missing, unknown or of the wrong JSON type.
+    Schema,
+    /// The fields are well-formed but do not describe a valid function: a dangling or
+    /// duplicate name, an unknown op, a bad constant, a cycle, or output types that shape
+    /// and type inference does not give.
+    Invalid,
+}
+
+/// Reading or writing the JSON form of a [`crate::Function`] failed: what is wrong and where.
+///
+/// Displays as `[<path>: ]graphlift JSON: [<location>: ]<message>`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}graphlift JSON: {}{message}", path_prefix(.path.as_ref()), location_prefix(.location))]
+pub struct SerializationError {
+    /// The kind of problem.
+    pub kind: SerializationErrorKind,
+    /// The file involved, for [`crate::Function::save_json`] and [`crate::Function::load_json`].
+    pub path: Option<PathBuf>,
+    /// Where in the document, e.g. ``function `main` / node 3 `add` `` (empty when the
+    /// message says it, as serde_json's line and column do).
+    pub location: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl SerializationError {
+    /// An error of `kind` at `location`, without a path.
+    pub(crate) fn new(
+        kind: SerializationErrorKind,
+        location: impl Into<String>,
+        message: impl Into<String>,
+    ) -> SerializationError {
+        SerializationError {
+            kind,
+            path: None,
+            location: location.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// `"<path>: "` when there is a path.
+fn path_prefix(path: Option<&PathBuf>) -> String {
+    path.map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default()
+}
+
+/// `"<location>: "` when there is a location.
+fn location_prefix(location: &str) -> String {
+    if location.is_empty() {
+        String::new()
+    } else {
+        format!("{location}: ")
+    }
+}
+
+impl From<SerializationError> for IrError {
+    fn from(e: SerializationError) -> IrError {
+        IrError::Serialization(Box::new(e))
+    }
 }

@@ -36,6 +36,69 @@ impl Function {
         }
     }
 
+    /// A function from its nodes in arena order (node `i` gets id `i`; each node's `id` and
+    /// `users` are set here), for loaders such as the JSON reader. Checks that every
+    /// reference is in range and every name unique; it does not infer types, check ops or
+    /// look for cycles: the caller runs [`Function::validate`] for that.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] for an input, control dependency, parameter or result that
+    /// refers to no node or output; [`IrError::DuplicateName`] for a name used twice.
+    pub(crate) fn from_parts(
+        name: String,
+        nodes: Vec<Node>,
+        parameters: Vec<NodeId>,
+        results: Vec<NodeId>,
+    ) -> Result<Function, IrError> {
+        let mut f = Function::new(name);
+        let out_counts: Vec<usize> = nodes.iter().map(|n| n.outputs.len()).collect();
+        let exists = |id: NodeId| id.index() < out_counts.len();
+        for (i, mut node) in nodes.into_iter().enumerate() {
+            let id =
+                NodeId(u32::try_from(i).map_err(|_| f.dangling("more than 2^32 nodes".into()))?);
+            for o in &node.inputs {
+                if out_counts.get(o.node.index()).is_none_or(|&c| o.index >= c) {
+                    return Err(f.dangling(format!(
+                        "node `{}` uses output {} of {}, which does not exist",
+                        node.name, o.index, o.node
+                    )));
+                }
+            }
+            if let Some(d) = node.other_deps.iter().find(|d| !exists(**d)) {
+                return Err(f.dangling(format!(
+                    "node `{}` has a control dependency on {d}, which does not exist",
+                    node.name
+                )));
+            }
+            f.check_name_free(&node.name)?;
+            node.id = id;
+            node.users = vec![Vec::new(); node.outputs.len()];
+            f.names.insert(node.name.clone(), id);
+            f.nodes.push(Some(node));
+        }
+        for i in 0..f.nodes.len() {
+            let inputs = f.nodes[i]
+                .as_ref()
+                .map(|n| n.inputs.clone())
+                .unwrap_or_default();
+            for (slot, o) in inputs.into_iter().enumerate() {
+                if let Some(Some(p)) = f.nodes.get_mut(o.node.index()) {
+                    if let Some(u) = p.users.get_mut(o.index) {
+                        u.push((NodeId(i as u32), slot));
+                    }
+                }
+            }
+        }
+        for &id in parameters.iter().chain(&results) {
+            if !exists(id) {
+                return Err(f.dangling(format!("parameter or result {id} does not exist")));
+            }
+        }
+        f.parameters = parameters;
+        f.results = results;
+        Ok(f)
+    }
+
     /// The function's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -9,12 +9,18 @@
 //!
 //! The builder ([`FunctionBuilder`]) adds operator overloading and numpy broadcasting, which
 //! it makes explicit with `Broadcast` nodes.
+//!
+//! A function saves to and loads from a versioned JSON document ([`Function::to_json`],
+//! [`Function::from_json`], format in [`json`]) that round-trips exactly, constants bit for
+//! bit; [`Function::to_dot`] draws it for Graphviz, fused kernels as clusters ([`dot`]).
 
 mod builder;
+pub mod dot;
 mod element_type;
 mod error;
 mod function;
 mod infer;
+pub mod json;
 mod node;
 mod op;
 mod provenance;
@@ -23,9 +29,10 @@ mod tensor_data;
 
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;
-pub use error::{InferenceError, IrError};
+pub use error::{InferenceError, IrError, SerializationError, SerializationErrorKind};
 pub use function::Function;
 pub use infer::infer_output_types;
+pub use json::{JSON_FORMAT, JSON_VERSION};
 pub use node::{CreationSite, Node, NodeId, Output, TensorType};
 pub use op::{BinaryOp, CompareOp, FusedKernel, Op, UnaryOp};
 pub use provenance::ProvenanceTags;

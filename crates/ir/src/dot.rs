@@ -1,0 +1,251 @@
+//! Graphviz DOT export of a [`Function`], for looking at graphs and fusion results.
+//!
+//! One DOT node per IR node, labelled with its name, op and output type(s). Data edges go
+//! from producer to user and are labelled with the output index when it is not 0; control
+//! dependencies (`other_deps`) are dashed grey edges from the dependency to the dependent.
+//! Parameters are drawn as blue `invhouse` shapes, Results as green `house` shapes,
+//! Constants as yellow rounded boxes. Every fused kernel is drawn as a cluster
+//! (`subgraph "cluster_<name>"`) holding its body's nodes, labelled with the kernel's name
+//! and op count; the outer producers of its live-ins point at the body's Parameters, and
+//! the body's Results point at the kernel's outer users. Kernels nested in a body become
+//! nested clusters.
+//!
+//! Names come from user files, so every string is written as a quoted DOT string with `"`
+//! and `\` escaped; a newline becomes DOT's `\n` line break and other control characters
+//! are shown as `\xNN`. DOT node identifiers are generated (`n3`, `n3_0`, ...), never
+//! names. Render with e.g. `dot -Tsvg graph.dot -o graph.svg`.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+use crate::{Function, Node, NodeId, Op};
+
+impl Function {
+    /// The function as a Graphviz DOT digraph (see the [`crate::dot`] module docs for what
+    /// is drawn and how). Never fails: a dangling reference in an invalid function is drawn
+    /// as an edge to a bare DOT node.
+    ///
+    /// ```
+    /// use graphlift_ir::{ElementType::F32, FunctionBuilder};
+    /// let b = FunctionBuilder::new("f");
+    /// let x = b.parameter("x", F32, [4]);
+    /// let f = b.finish(&[x.relu().named("act")]).unwrap();
+    /// let dot = f.to_dot();
+    /// assert!(dot.starts_with("digraph \"f\" {"));
+    /// assert!(dot.contains("label=\"act\\nRelu\\nf32[4]\""));
+    /// ```
+    pub fn to_dot(&self) -> String {
+        let mut w = DotWriter {
+            out: String::new(),
+            clusters: HashSet::new(),
+        };
+        w.line(0, &format!("digraph {} {{", quote(self.name())));
+        w.line(1, "compound=true;");
+        w.line(1, &format!("label={}; labelloc=t;", quote(self.name())));
+        w.line(1, "node [shape=box, fontname=\"Helvetica\", fontsize=10];");
+        w.line(1, "edge [fontname=\"Helvetica\", fontsize=9];");
+        w.function(self, "n", 1, "", false);
+        w.line(0, "}");
+        w.out
+    }
+}
+
+/// Writes DOT text; `clusters` keeps cluster names unique across nesting levels.
+struct DotWriter {
+    out: String,
+    clusters: HashSet<String>,
+}
+
+impl DotWriter {
+    fn line(&mut self, indent: usize, text: &str) {
+        for _ in 0..indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    /// Writes `f`'s nodes (kernels as clusters) and then its edges. DOT ids are `prefix` +
+    /// node index; `path` qualifies cluster names of nested kernels; `in_body` marks the
+    /// Parameters and Results of a kernel body (drawn dashed: they are live-ins and
+    /// kernel outputs, not function inputs and outputs).
+    fn function(&mut self, f: &Function, prefix: &str, indent: usize, path: &str, in_body: bool) {
+        let mut cluster_of: HashMap<NodeId, String> = HashMap::new();
+        for n in f.nodes() {
+            if let Op::FusedKernel(k) = n.op() {
+                let cluster = self.cluster_name(&format!("{path}{}", n.name()));
+                let ops = k
+                    .body
+                    .nodes()
+                    .filter(|b| !matches!(b.op(), Op::Parameter | Op::Result))
+                    .count();
+                self.line(indent, &format!("subgraph {} {{", quote(&cluster)));
+                let plural = if ops == 1 { "" } else { "s" };
+                let label = format!("{}\n{} ({ops} op{plural})", n.name(), n.op());
+                self.line(indent + 1, &format!("label={};", quote(&label)));
+                self.line(
+                    indent + 1,
+                    "style=\"rounded,filled\"; fillcolor=\"#f4f4f4\"; color=\"#7a7a7a\";",
+                );
+                let body_prefix = format!("{}_", dot_id(prefix, n.id()));
+                let body_path = format!("{path}{}/", n.name());
+                self.function(&k.body, &body_prefix, indent + 1, &body_path, true);
+                self.line(indent, "}");
+                cluster_of.insert(n.id(), cluster);
+            } else {
+                let attrs = node_attrs(n, in_body);
+                self.line(
+                    indent,
+                    &format!(
+                        "{} [label={}{attrs}];",
+                        dot_id(prefix, n.id()),
+                        quote(&node_label(n))
+                    ),
+                );
+            }
+        }
+        for n in f.nodes() {
+            for (slot, o) in n.inputs().iter().enumerate() {
+                let src = source(f, prefix, o.node, o.index);
+                let dst = target(f, prefix, n.id(), slot);
+                let label = if o.index > 0 {
+                    format!(" [label=\"{}\"]", o.index)
+                } else {
+                    String::new()
+                };
+                self.line(indent, &format!("{src} -> {dst}{label};"));
+            }
+            for &d in n.other_deps() {
+                let mut attrs = vec!["style=dashed".to_string(), "color=\"#8c8c8c\"".to_string()];
+                let src = match cluster_of.get(&d) {
+                    Some(c) => {
+                        attrs.push(format!("ltail={}", quote(c)));
+                        source(f, prefix, d, 0)
+                    }
+                    None => dot_id(prefix, d),
+                };
+                let dst = match cluster_of.get(&n.id()) {
+                    Some(c) => {
+                        attrs.push(format!("lhead={}", quote(c)));
+                        kernel_entry(f, prefix, n.id())
+                    }
+                    None => dot_id(prefix, n.id()),
+                };
+                self.line(indent, &format!("{src} -> {dst} [{}];", attrs.join(", ")));
+            }
+        }
+    }
+
+    /// `cluster_<name>`, suffixed when a cluster of that name exists already.
+    fn cluster_name(&mut self, qualified: &str) -> String {
+        let base = format!("cluster_{qualified}");
+        let mut name = base.clone();
+        let mut k = 2;
+        while !self.clusters.insert(name.clone()) {
+            name = format!("{base}#{k}");
+            k += 1;
+        }
+        name
+    }
+}
+
+fn dot_id(prefix: &str, id: NodeId) -> String {
+    format!("{prefix}{}", id.index())
+}
+
+/// The kernel body of node `id`, if it is a fused kernel.
+fn body_of(f: &Function, id: NodeId) -> Option<&Function> {
+    match f.get(id).map(Node::op) {
+        Some(Op::FusedKernel(k)) => Some(&k.body),
+        _ => None,
+    }
+}
+
+/// The DOT node that output `index` of node `id` comes from: a kernel's is its body's
+/// Result `index`.
+fn source(f: &Function, prefix: &str, id: NodeId, index: usize) -> String {
+    match body_of(f, id).and_then(|b| b.results().get(index)) {
+        Some(&r) => dot_id(&format!("{}_", dot_id(prefix, id)), r),
+        None => dot_id(prefix, id),
+    }
+}
+
+/// The DOT node that input `slot` of node `id` goes to: a kernel's is its body's
+/// Parameter `slot`.
+fn target(f: &Function, prefix: &str, id: NodeId, slot: usize) -> String {
+    match body_of(f, id).and_then(|b| b.parameters().get(slot)) {
+        Some(&p) => dot_id(&format!("{}_", dot_id(prefix, id)), p),
+        None => dot_id(prefix, id),
+    }
+}
+
+/// A DOT node inside kernel `id`'s cluster for an edge that ends at the cluster.
+fn kernel_entry(f: &Function, prefix: &str, id: NodeId) -> String {
+    let first = body_of(f, id).and_then(|b| {
+        b.parameters()
+            .first()
+            .or_else(|| b.results().first())
+            .copied()
+    });
+    match first {
+        Some(b) => dot_id(&format!("{}_", dot_id(prefix, id)), b),
+        None => dot_id(prefix, id),
+    }
+}
+
+fn node_label(n: &Node) -> String {
+    let types = n
+        .outputs()
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("{}\n{}\n{types}", n.name(), n.op())
+}
+
+fn node_attrs(n: &Node, in_body: bool) -> &'static str {
+    match (n.op(), in_body) {
+        (Op::Parameter, false) => ", shape=invhouse, style=filled, fillcolor=\"#cfe2ff\"",
+        (Op::Parameter, true) => ", shape=invhouse, style=\"filled,dashed\", fillcolor=\"#cfe2ff\"",
+        (Op::Result, false) => ", shape=house, style=filled, fillcolor=\"#d1e7dd\"",
+        (Op::Result, true) => ", shape=house, style=\"filled,dashed\", fillcolor=\"#d1e7dd\"",
+        (Op::Constant(_), _) => ", style=\"filled,rounded\", fillcolor=\"#fff3cd\"",
+        _ => "",
+    }
+}
+
+/// `s` as a quoted DOT string: `"` and `\` escaped, a newline as DOT's `\n` line break,
+/// other control characters shown as `\xNN`.
+fn quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            c if c.is_control() => {
+                // `write!` to a String cannot fail.
+                let _ = write!(q, "\\\\x{:02x}", u32::from(c));
+            }
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote("plain"), "\"plain\"");
+        assert_eq!(quote("a\"b"), r#""a\"b""#);
+        assert_eq!(quote("back\\"), r#""back\\""#);
+        assert_eq!(quote("two\nlines"), r#""two\nlines""#);
+        assert_eq!(quote("tab\there\r"), r#""tab\\x09here\\x0d""#);
+        assert_eq!(quote("é∑"), "\"é∑\"");
+    }
+}

@@ -1,0 +1,125 @@
+//! The on-disk JSON format, as serde data-transfer structs.
+//!
+//! These structs are the format: a field added, renamed or retyped here is a new format
+//! version ([`super::JSON_VERSION`]). They are kept apart from the core types so that the
+//! IR can change without silently changing what files mean. Every struct rejects unknown
+//! fields, so a misspelt field in a hand-edited file is an error, not a silent default.
+//!
+//! `N` is how the nodes of a function are represented: [`WrittenNode`] when writing, and
+//! `serde_json::Value` when reading, so that each node (and each node of a fused kernel
+//! body) is decoded on its own and an error names the node it is in.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The whole document: a format tag, a version and one function.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DocumentDto<N> {
+    /// Always [`super::JSON_FORMAT`].
+    pub format: String,
+    /// Always [`super::JSON_VERSION`] for documents this build writes.
+    pub version: u64,
+    /// The function.
+    pub function: FunctionDto<N>,
+}
+
+/// A function: its name, parameter and result names in call order, and its nodes in arena
+/// order. Fused kernel bodies use the same struct.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FunctionDto<N> {
+    pub name: String,
+    pub parameters: Vec<String>,
+    pub results: Vec<String>,
+    pub nodes: Vec<N>,
+}
+
+/// A node as written: kernel bodies inside it are written the same way.
+#[derive(Debug, Serialize)]
+#[serde(transparent)]
+pub(super) struct WrittenNode(pub NodeDto<WrittenNode>);
+
+/// One node. Inputs and control dependencies refer to other nodes of the same function by
+/// name (names are unique within a function).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NodeDto<N> {
+    pub name: String,
+    pub op: OpDto<N>,
+    pub inputs: Vec<InputDto>,
+    pub outputs: Vec<TypeDto>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_history: Vec<String>,
+    pub site: SiteDto,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_deps: Vec<String>,
+}
+
+/// An op: its nGraph type name and the attributes that op has (and no others).
+///
+/// Missing optional attributes read as `None` (serde's rule for `Option` fields).
+///
+/// `to` for `Convert`; `shape` for `Broadcast`; `element_type` and `values` for `Constant`;
+/// `body` for `FusedKernel`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct OpDto<N> {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub element_type: Option<String>,
+    /// Constant elements, row-major: see [`super`] for the encoding of each element type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<Box<FunctionDto<N>>>,
+}
+
+impl<N> OpDto<N> {
+    /// An op with no attributes.
+    pub fn plain(kind: &str) -> OpDto<N> {
+        OpDto {
+            kind: kind.to_string(),
+            to: None,
+            shape: None,
+            element_type: None,
+            values: None,
+            body: None,
+        }
+    }
+}
+
+/// One input: output `output` of the node named `node`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct InputDto {
+    pub node: String,
+    pub output: usize,
+}
+
+/// A tensor type: element type name (`f32`, `f64`, `i32`, `i64`, `bool`) and shape.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TypeDto {
+    pub element_type: String,
+    pub shape: Vec<usize>,
+}
+
+/// A creation site.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SiteDto {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+}

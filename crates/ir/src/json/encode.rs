@@ -1,0 +1,88 @@
+//! Function -> DTOs (the writing half of the JSON format).
+
+use serde_json::Value;
+
+use super::dto::{FunctionDto, InputDto, NodeDto, OpDto, SiteDto, TypeDto, WrittenNode};
+use crate::{Function, Node, NodeId, Op, TensorData, TensorType};
+
+/// The DTO of `f`: live nodes in id order (arena holes are dropped), references by name.
+pub(super) fn function_dto(f: &Function) -> FunctionDto<WrittenNode> {
+    FunctionDto {
+        name: f.name().to_string(),
+        parameters: f.parameters().iter().map(|&id| name_of(f, id)).collect(),
+        results: f.results().iter().map(|&id| name_of(f, id)).collect(),
+        nodes: f.nodes().map(|n| WrittenNode(node_dto(f, n))).collect(),
+    }
+}
+
+/// The name of node `id`; a placeholder that no loader resolves if `f` is not valid.
+fn name_of(f: &Function, id: NodeId) -> String {
+    f.get(id)
+        .map_or_else(|| format!("<missing node {id}>"), |n| n.name().to_string())
+}
+
+fn node_dto(f: &Function, n: &Node) -> NodeDto<WrittenNode> {
+    NodeDto {
+        name: n.name().to_string(),
+        op: op_dto(n.op()),
+        inputs: n
+            .inputs()
+            .iter()
+            .map(|o| InputDto {
+                node: name_of(f, o.node),
+                output: o.index,
+            })
+            .collect(),
+        outputs: n.outputs().iter().map(type_dto).collect(),
+        metadata: n.metadata().clone(),
+        tags: n.tags().iter().map(str::to_string).collect(),
+        pass_history: n.pass_history().to_vec(),
+        site: SiteDto {
+            file: n.creation_site().file.clone(),
+            line: n.creation_site().line,
+            column: n.creation_site().column,
+        },
+        other_deps: n.other_deps().iter().map(|&d| name_of(f, d)).collect(),
+    }
+}
+
+fn type_dto(t: &TensorType) -> TypeDto {
+    TypeDto {
+        element_type: t.element_type.name().to_string(),
+        shape: t.shape.dims().to_vec(),
+    }
+}
+
+fn op_dto(op: &Op) -> OpDto<WrittenNode> {
+    let mut dto = OpDto::plain(op.type_name());
+    match op {
+        Op::Convert(t) => dto.to = Some(t.name().to_string()),
+        Op::Broadcast(s) => dto.shape = Some(s.dims().to_vec()),
+        Op::Constant(d) => {
+            dto.element_type = Some(d.element_type().name().to_string());
+            dto.values = Some(constant_values(d));
+        }
+        Op::FusedKernel(k) => dto.body = Some(Box::new(function_dto(&k.body))),
+        Op::Parameter | Op::Result | Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select => {
+        }
+    }
+    dto
+}
+
+/// Constant elements in the format's encoding: floats as hex bit patterns, `i64` as decimal
+/// strings, `i32` as JSON numbers, `bool` as JSON booleans.
+fn constant_values(d: &TensorData) -> Vec<Value> {
+    match d {
+        TensorData::F32(v) => v
+            .iter()
+            .map(|x| Value::String(format!("0x{:08x}", x.to_bits())))
+            .collect(),
+        TensorData::F64(v) => v
+            .iter()
+            .map(|x| Value::String(format!("0x{:016x}", x.to_bits())))
+            .collect(),
+        TensorData::I32(v) => v.iter().map(|&x| Value::from(x)).collect(),
+        TensorData::I64(v) => v.iter().map(|x| Value::String(x.to_string())).collect(),
+        TensorData::Bool(v) => v.iter().map(|&x| Value::Bool(x)).collect(),
+    }
+}

@@ -1,0 +1,424 @@
+//! JSON serialization: exact round trips and clear errors for bad documents.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::same_structure;
+use graphlift_ir::{
+    CreationSite, ElementType::*, Function, FunctionBuilder, FusedKernel, IrError, Op, Output,
+    SerializationError, SerializationErrorKind, Shape, TensorData, UnaryOp,
+};
+use serde_json::{json, Value};
+
+/// A function with every element type, special floats, a two-output fused kernel, control
+/// dependencies, metadata, tags and pass history.
+fn sample() -> Function {
+    let b = FunctionBuilder::new("sample \"fn\"");
+    let x = b.parameter("x", F32, [2, 3]);
+    let bias = b.parameter("bias", F32, [3]);
+    let y = ((x + bias).relu() * 2.0)
+        .named("scaled")
+        .tagged("onnx:Mul_7");
+    let mut f = b.finish(&[y]).unwrap();
+
+    let specials = vec![
+        f32::NAN,
+        f32::from_bits(0x7fc0_1234),
+        f32::from_bits(0xffa0_0001), // signalling NaN, negative
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(1), // smallest subnormal
+    ];
+    let constants = [
+        (TensorData::F32(specials), Shape::new([7])),
+        (
+            TensorData::F64(vec![f64::from_bits(0x7ff8_dead_beef_0001), -0.0, 5e-324]),
+            Shape::new([3]),
+        ),
+        (
+            TensorData::I64(vec![i64::MAX, i64::MIN, (1 << 53) + 1, -((1 << 53) + 1)]),
+            Shape::new([2, 2]),
+        ),
+        (
+            TensorData::I32(vec![i32::MIN, -1, 0, i32::MAX]),
+            Shape::new([4]),
+        ),
+        (TensorData::Bool(vec![]), Shape::new([0, 5])),
+    ];
+    for (data, shape) in constants {
+        let name = format!("c_{}", data.element_type());
+        let c = f.add_constant(data, shape).unwrap();
+        f.set_name(c, name).unwrap();
+    }
+
+    // A two-output fused kernel over x: (exp(x), -x).
+    let kb = FunctionBuilder::new("kernel_body");
+    let p = kb.parameter("p", F32, [2, 3]);
+    let e = p.exp().named("e").tagged("t1");
+    let n = (-p).named("neg");
+    let body = kb.finish(&[e, n]).unwrap();
+    let x_id = f.parameters()[0];
+    let k = f
+        .add_node_at(
+            Op::FusedKernel(Arc::new(FusedKernel { body })),
+            &[Output::from(x_id)],
+            CreationSite {
+                file: "weird \"file\"\\path.rs".into(),
+                line: 77,
+                column: 3,
+            },
+        )
+        .unwrap();
+    f.set_name(k, "fk").unwrap();
+    let t = f
+        .add_node(Op::Unary(UnaryOp::Tanh), &[Output::new(k, 1)])
+        .unwrap();
+    f.add_result(Output::new(k, 0), Some("out_exp".into()))
+        .unwrap();
+    f.add_result(Output::from(t), None).unwrap();
+    f.add_control_dependency(t, x_id).unwrap();
+    let scaled = f.node_by_name("scaled").unwrap().id();
+    f.add_control_dependency(k, scaled).unwrap();
+    f.set_metadata(k, "kernel.key", "a=\"b\"\n").unwrap();
+    f.set_metadata(k, "another", "").unwrap();
+    f.add_tag(k, "zeta").unwrap();
+    f.add_tag(k, "alpha").unwrap();
+    f.record_pass(k, "subgraph_extraction").unwrap();
+    f.record_pass(k, "cse").unwrap();
+    f.validate().unwrap();
+    f
+}
+
+fn serialization(err: IrError) -> SerializationError {
+    match err {
+        IrError::Serialization(e) => *e,
+        other => panic!("expected a serialization error, got {other:?}"),
+    }
+}
+
+fn load_err(doc: &Value) -> SerializationError {
+    serialization(Function::from_json(&doc.to_string()).unwrap_err())
+}
+
+fn doc_of(f: &Function) -> Value {
+    serde_json::from_str(&f.to_json()).unwrap()
+}
+
+/// The node object named `name` in the top-level function of `doc`.
+fn node_mut<'a>(doc: &'a mut Value, name: &str) -> &'a mut Value {
+    doc["function"]["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["name"] == name)
+        .unwrap()
+}
+
+#[test]
+fn round_trip_is_exact_and_keeps_ids() {
+    let f = sample();
+    let text = f.to_json();
+    let g = Function::from_json(&text).unwrap();
+    same_structure(&f, &g).unwrap();
+    // No arena holes: ids are kept, so ids and users are the same too.
+    for n in f.nodes() {
+        let m = g.node(n.id()).unwrap();
+        assert_eq!(m.name(), n.name());
+        assert_eq!(m.inputs(), n.inputs());
+        assert_eq!(m.other_deps(), n.other_deps());
+    }
+    assert_eq!(g.to_json(), text);
+}
+
+#[test]
+fn format_header_and_constant_encoding() {
+    let doc = doc_of(&sample());
+    assert_eq!(doc["format"], "graphlift-function");
+    assert_eq!(doc["version"], 1);
+    let nodes = doc["function"]["nodes"].as_array().unwrap();
+    let values = |ty: &str| {
+        nodes
+            .iter()
+            .find(|n| n["name"] == format!("c_{ty}"))
+            .map(|n| n["op"]["values"].clone())
+            .unwrap()
+    };
+    assert_eq!(values("f32")[0], "0x7fc00000");
+    assert_eq!(values("f32")[3], "0x80000000");
+    assert_eq!(values("f64")[0], "0x7ff8deadbeef0001");
+    assert_eq!(values("i64")[2], "9007199254740993");
+    assert_eq!(values("i32"), json!([i32::MIN, -1, 0, i32::MAX]));
+    assert_eq!(values("bool"), json!([]));
+}
+
+#[test]
+fn arena_holes_are_compacted() {
+    let b = FunctionBuilder::new("holes");
+    let x = b.parameter("x", F32, [4]);
+    let y = x.exp().named("old");
+    let mut f = b.finish(&[y]).unwrap();
+    let x_id = f.parameters()[0];
+    let new = f
+        .add_node(Op::Unary(UnaryOp::Tanh), &[x_id.into()])
+        .unwrap();
+    let old = f.node_by_name("old").unwrap().id();
+    f.replace_node(old, new).unwrap();
+    assert!(f.get(old).is_none(), "replace_node left a hole");
+    let g = Function::from_json(&f.to_json()).unwrap();
+    same_structure(&f, &g).unwrap();
+    assert_eq!(g.node_count(), f.node_count());
+    g.validate().unwrap();
+}
+
+#[test]
+fn unknown_version_is_rejected() {
+    let mut doc = doc_of(&sample());
+    doc["version"] = json!(2);
+    let e = load_err(&doc);
+    assert_eq!(e.kind, SerializationErrorKind::UnsupportedFormat);
+    assert!(e.to_string().contains("version 2"), "{e}");
+    assert!(e.to_string().contains("reads version 1"), "{e}");
+
+    doc["version"] = json!("1");
+    assert_eq!(
+        load_err(&doc).kind,
+        SerializationErrorKind::UnsupportedFormat
+    );
+    doc["version"] = json!(1);
+    doc["format"] = json!("onnx");
+    let e = load_err(&doc);
+    assert_eq!(e.kind, SerializationErrorKind::UnsupportedFormat);
+    assert!(e.to_string().contains("\"onnx\""), "{e}");
+    let e = serialization(Function::from_json("[1, 2]").unwrap_err());
+    assert_eq!(e.kind, SerializationErrorKind::UnsupportedFormat);
+}
+
+#[test]
+fn truncated_json_is_a_syntax_error_never_a_panic() {
+    let text = sample().to_json();
+    let e = serialization(Function::from_json(&text[..text.len() / 2]).unwrap_err());
+    assert_eq!(e.kind, SerializationErrorKind::Syntax);
+    assert!(e.to_string().contains("line"), "{e}");
+    // Every prefix fails cleanly.
+    let mut cut = 0;
+    while cut < text.len() {
+        if text.is_char_boundary(cut) {
+            assert!(Function::from_json(&text[..cut]).is_err(), "prefix {cut}");
+        }
+        cut += 13;
+    }
+}
+
+#[test]
+fn hand_edited_wrong_shape_names_the_node() {
+    let b = FunctionBuilder::new("edited");
+    let x = b.parameter("x", F32, [2, 3]);
+    let w = b.parameter("w", F32, [2, 3]);
+    let y = (x * w).named("product");
+    let f = b.finish(&[y]).unwrap();
+    let mut doc = doc_of(&f);
+    node_mut(&mut doc, "w")["outputs"][0]["shape"] = json!([3]);
+    let e = load_err(&doc);
+    assert_eq!(e.kind, SerializationErrorKind::Invalid);
+    let msg = e.to_string();
+    assert!(msg.contains("`product`"), "{msg}");
+    assert!(msg.contains("f32[2, 3], f32[3]"), "{msg}");
+
+    // A recorded output type that inference does not give.
+    let mut doc = doc_of(&f);
+    node_mut(&mut doc, "product")["outputs"][0]["element_type"] = json!("f64");
+    let msg = load_err(&doc).to_string();
+    assert!(msg.contains("`product`"), "{msg}");
+    assert!(msg.contains("records output type(s) f64[2, 3]"), "{msg}");
+    assert!(msg.contains("inference gives f32[2, 3]"), "{msg}");
+}
+
+#[test]
+fn dangling_input_reference_names_node_and_target() {
+    let f = sample();
+    let mut doc = doc_of(&f);
+    node_mut(&mut doc, "scaled")["inputs"][0]["node"] = json!("nowhere");
+    let e = load_err(&doc);
+    assert_eq!(e.kind, SerializationErrorKind::Invalid);
+    assert!(e.location.contains("`scaled`"), "{e}");
+    assert!(e.message.contains("input 0 refers to `nowhere`"), "{e}");
+
+    // An output index the producer does not have.
+    let mut doc = doc_of(&f);
+    node_mut(&mut doc, "scaled")["inputs"][0]["output"] = json!(3);
+    let msg = load_err(&doc).to_string();
+    assert!(
+        msg.contains("`scaled`") && msg.contains("output 3"),
+        "{msg}"
+    );
+
+    let mut doc = doc_of(&f);
+    node_mut(&mut doc, "fk")["other_deps"][0] = json!("ghost");
+    let msg = load_err(&doc).to_string();
+    assert!(
+        msg.contains("control dependency 0 refers to `ghost`"),
+        "{msg}"
+    );
+
+    let mut doc = doc_of(&f);
+    doc["function"]["results"][0] = json!("x");
+    let msg = load_err(&doc).to_string();
+    assert!(
+        msg.contains("`results` entry 0 names `x`, which is a Parameter"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn schema_errors_name_the_node() {
+    let mut doc = doc_of(&sample());
+    node_mut(&mut doc, "scaled")
+        .as_object_mut()
+        .unwrap()
+        .remove("site");
+    let e = load_err(&doc);
+    assert_eq!(e.kind, SerializationErrorKind::Schema);
+    assert!(
+        e.location.contains("node") && e.location.contains("`scaled`"),
+        "{e}"
+    );
+    assert!(e.message.contains("site"), "{e}");
+
+    let mut doc = doc_of(&sample());
+    node_mut(&mut doc, "scaled")["tagz"] = json!(["x"]);
+    let e = load_err(&doc);
+    assert_eq!(e.kind, SerializationErrorKind::Schema);
+    assert!(e.message.contains("tagz"), "{e}");
+
+    let mut doc = doc_of(&sample());
+    doc["function"]["extra"] = json!(1);
+    assert_eq!(load_err(&doc).kind, SerializationErrorKind::Schema);
+}
+
+/// An edit of a document.
+type Edit = Box<dyn Fn(&mut Value)>;
+
+#[test]
+fn bad_ops_and_constants_are_invalid() {
+    let f = sample();
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "unknown op",
+            Box::new(|d| node_mut(d, "scaled")["op"]["type"] = json!("Frobnicate")),
+            "unknown op type `Frobnicate`",
+        ),
+        (
+            "attribute on a plain op",
+            Box::new(|d| node_mut(d, "scaled")["op"]["shape"] = json!([1])),
+            "op `Multiply` takes no attribute `shape`",
+        ),
+        (
+            "short f32 bit pattern",
+            Box::new(|d| {
+                node_mut(d, "c_f32")["op"]["values"][2] = json!("0x123");
+            }),
+            "constant element 2 is \"0x123\"",
+        ),
+        (
+            "i64 as a number",
+            Box::new(|d| {
+                node_mut(d, "c_i64")["op"]["values"][0] = json!(5);
+            }),
+            "expected an i64 as a decimal string",
+        ),
+        (
+            "constant too short for its shape",
+            Box::new(|d| {
+                node_mut(d, "c_i32")["op"]["values"]
+                    .as_array_mut()
+                    .unwrap()
+                    .pop();
+            }),
+            "constant has 3 elements but its shape [4] holds 4",
+        ),
+        (
+            "duplicate name",
+            Box::new(|d| node_mut(d, "scaled")["name"] = json!("x")),
+            "the name is already used by node 0",
+        ),
+        (
+            "cycle through control dependencies",
+            Box::new(|d| node_mut(d, "x")["other_deps"] = json!(["out_exp"])),
+            "cycle",
+        ),
+        (
+            "overflowing shape",
+            Box::new(|d| {
+                node_mut(d, "x")["outputs"][0]["shape"] = json!([u64::MAX, 2]);
+            }),
+            "overflows",
+        ),
+    ];
+    for (what, edit, expected) in cases {
+        let mut doc = doc_of(&f);
+        edit(&mut doc);
+        let e = load_err(&doc);
+        assert_eq!(e.kind, SerializationErrorKind::Invalid, "{what}: {e}");
+        assert!(e.to_string().contains(expected), "{what}: {e}");
+    }
+}
+
+#[test]
+fn errors_inside_a_kernel_body_give_the_path() {
+    let mut doc = doc_of(&sample());
+    let body = &mut node_mut(&mut doc, "fk")["op"]["body"];
+    let neg = body["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|n| n["name"] == "neg")
+        .unwrap();
+    neg["inputs"][0]["node"] = json!("x"); // `x` is an outer node, not a body node
+    let e = load_err(&doc);
+    assert!(
+        e.location
+            .contains("`fk` / body function `kernel_body` / node 2 `neg`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn save_and_load_files() {
+    let dir = std::env::temp_dir().join(format!("graphlift-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.json");
+    let f = sample();
+    f.save_json(&path).unwrap();
+    let g = Function::load_json(&path).unwrap();
+    same_structure(&f, &g).unwrap();
+
+    std::fs::write(
+        &path,
+        "{\"format\": \"graphlift-function\", \"version\": 9}",
+    )
+    .unwrap();
+    let e = serialization(Function::load_json(&path).unwrap_err());
+    assert_eq!(e.path.as_deref(), Some(path.as_path()));
+    assert!(
+        e.to_string().starts_with(&path.display().to_string()),
+        "{e}"
+    );
+
+    let missing = dir.join("missing.json");
+    let e = serialization(Function::load_json(&missing).unwrap_err());
+    assert_eq!(e.kind, SerializationErrorKind::Io);
+    assert!(e.to_string().contains("missing.json"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn scalar_and_zero_size_shapes_round_trip() {
+    let b = FunctionBuilder::new("shapes");
+    let s = b.parameter("s", F64, Shape::scalar());
+    let z = b.parameter("z", I32, [3, 0]);
+    let f = b.finish(&[s.exp(), z.abs()]).unwrap();
+    let g = Function::from_json(&f.to_json()).unwrap();
+    same_structure(&f, &g).unwrap();
+}
