@@ -8,3 +8,5 @@ cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
+# The conformance table (passed / unsupported / failed per backend, unsupported cases listed).
+cargo test -p graphlift --test onnx_node_tests -- --nocapture
