@@ -9,6 +9,9 @@
 //!
 //! The builder ([`FunctionBuilder`]) adds operator overloading and numpy broadcasting, which
 //! it makes explicit with `Broadcast` nodes.
+//!
+//! [`Function::to_text`] (also `Display`) prints a function one node a line, for dumps
+//! after each pass; the format is described in [`text`].
 
 mod builder;
 mod element_type;
@@ -20,6 +23,7 @@ mod op;
 mod provenance;
 mod shape;
 mod tensor_data;
+pub mod text;
 
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;
