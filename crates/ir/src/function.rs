@@ -523,9 +523,11 @@ impl Function {
     /// Every output of `old` is redirected to the same output of `new`. Provenance follows
     /// nGraph's rule: `old`'s tags go to `new` (always, even when `new` is one of `old`'s
     /// inputs or a parameter, as nGraph's `replacement->add_provenance_tags` does) and to
-    /// every node of the replacement subgraph back to, not including, `old`'s inputs and the
-    /// function's parameters. `old`'s control dependencies move to `new`, and nodes that
-    /// depended on `old` depend on `new`.
+    /// every node of the replacement subgraph: the nodes reached backwards from `new` before
+    /// the common arguments of `old` and `new` (nodes both reach; `old`'s inputs first) and
+    /// the function's parameters. So `x * 1 -> x` tags `x` alone, and a replacement built
+    /// from new nodes on `old`'s inputs tags exactly those new nodes. `old`'s control
+    /// dependencies move to `new`, and nodes that depended on `old` depend on `new`.
     ///
     /// Pruning walks the whole function; a pass that replaces many nodes calls
     /// [`Function::replace_node_unpruned`] for each and [`Function::remove_dead_nodes`] once.
@@ -567,23 +569,7 @@ impl Function {
         }
         let tags = old_n.tags.clone();
         let deps = old_n.other_deps.clone();
-        let stop: HashSet<NodeId> = old_n.inputs.iter().map(|o| o.node).collect();
-        // The replacement itself always takes the tags.
-        self.node_mut(new)?.tags.union_with(&tags);
-        // Tag the rest of the replacement subgraph.
-        let mut stack: Vec<NodeId> = self.node(new)?.inputs.iter().map(|o| o.node).collect();
-        let mut seen = HashSet::from([new]);
-        while let Some(id) = stack.pop() {
-            if stop.contains(&id) || id == old || !seen.insert(id) {
-                continue;
-            }
-            let n = self.node_mut(id)?;
-            if matches!(n.op, Op::Parameter) {
-                continue;
-            }
-            n.tags.union_with(&tags);
-            stack.extend(n.inputs.iter().map(|o| o.node));
-        }
+        self.tag_replacement(old, new, &tags)?;
         for i in 0..self.node(old)?.outputs.len() {
             self.replace_output(Output::new(old, i), Output::new(new, i))?;
         }
@@ -595,6 +581,54 @@ impl Function {
         }
         self.redirect_control_dependencies(old, new)?;
         Ok(())
+    }
+
+    /// nGraph's provenance rule for `replace_node(old, new)`: `new` takes `tags`, and so does
+    /// every node reached backwards from `new` over data inputs before a common argument of
+    /// `old` and `new` (a node `old` also reaches: its inputs first) or a parameter.
+    /// The ancestors of `old` are only computed when the walk passes `old`'s inputs, so a
+    /// replacement built on `old`'s inputs costs only its own size.
+    fn tag_replacement(
+        &mut self,
+        old: NodeId,
+        new: NodeId,
+        tags: &ProvenanceTags,
+    ) -> Result<(), IrError> {
+        self.node_mut(new)?.tags.union_with(tags);
+        let old_inputs: HashSet<NodeId> = self.node(old)?.inputs.iter().map(|o| o.node).collect();
+        let mut old_ancestors: Option<HashSet<NodeId>> = None;
+        let mut stack: Vec<NodeId> = self.node(new)?.inputs.iter().map(|o| o.node).collect();
+        let mut seen = HashSet::from([new, old]);
+        while let Some(id) = stack.pop() {
+            if old_inputs.contains(&id) || !seen.insert(id) {
+                continue;
+            }
+            if matches!(self.node(id)?.op, Op::Parameter) {
+                continue;
+            }
+            let ancestors = old_ancestors.get_or_insert_with(|| self.ancestors(&old_inputs));
+            if ancestors.contains(&id) {
+                continue;
+            }
+            let n = self.node_mut(id)?;
+            n.tags.union_with(tags);
+            stack.extend(n.inputs.iter().map(|o| o.node));
+        }
+        Ok(())
+    }
+
+    /// Every node reached backwards over data inputs from `roots`, the roots included.
+    fn ancestors(&self, roots: &HashSet<NodeId>) -> HashSet<NodeId> {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<NodeId> = roots.iter().copied().collect();
+        while let Some(id) = stack.pop() {
+            if seen.insert(id) {
+                if let Some(n) = self.get(id) {
+                    stack.extend(n.inputs.iter().map(|o| o.node));
+                }
+            }
+        }
+        seen
     }
 
     /// Removes every node that no result reaches through inputs or control dependencies.

@@ -240,3 +240,26 @@ fn add_constant_at_keeps_the_given_site_and_control_dependencies_can_be_removed(
     assert!(!f.remove_control_dependency(c, x).unwrap());
     assert!(f.node(c).unwrap().other_deps().is_empty());
 }
+
+#[test]
+fn replace_node_stops_tagging_at_common_arguments() {
+    // -(-x) -> x with x = abs(exp(p)): x is not an input of the outer Negative, but it and
+    // everything behind it are common arguments, so only x takes the tags.
+    let mut f = Function::new("f");
+    let p = f.add_parameter("p", F32, [2]).unwrap();
+    let e = f.add_node(Op::Unary(UnaryOp::Exp), &[p.into()]).unwrap();
+    let x = f.add_node(Op::Unary(UnaryOp::Abs), &[e.into()]).unwrap();
+    let n1 = f
+        .add_node(Op::Unary(UnaryOp::Negative), &[x.into()])
+        .unwrap();
+    let n2 = f
+        .add_node(Op::Unary(UnaryOp::Negative), &[n1.into()])
+        .unwrap();
+    f.add_tag(n2, "outer").unwrap();
+    f.add_result(n2.into(), None).unwrap();
+    f.replace_node(n2, x).unwrap();
+    assert!(f.node(x).unwrap().tags().contains("outer"));
+    assert!(f.node(e).unwrap().tags().is_empty());
+    assert!(f.node(p).unwrap().tags().is_empty());
+    assert!(f.get(n1).is_none());
+}
