@@ -27,13 +27,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod algebraic_simplification;
+mod constant_folding;
+mod cse;
+mod dce;
 mod error;
 mod extraction;
+mod fused_op_expansion;
 mod pass;
+mod rewrite;
 
+#[cfg(test)]
+mod testing;
+
+pub use algebraic_simplification::AlgebraicSimplification;
+pub use constant_folding::ConstantFolding;
+pub use cse::CommonSubexpressionElimination;
+pub use dce::DeadCodeElimination;
 pub use error::PassError;
 pub use extraction::{
     extract_subgraphs, ExtractionConfig, ExtractionReport, KernelReport, SubgraphExtraction,
     FUSED_NODES_KEY, STOP_FUSION_KEY,
 };
+pub use fused_op_expansion::FusedOpExpansion;
 pub use pass::Pass;
