@@ -68,6 +68,8 @@ mod pass_manager;
 mod rewrite;
 
 #[cfg(test)]
+mod pipeline_proptests;
+#[cfg(test)]
 mod testing;
 
 pub use algebraic_simplification::AlgebraicSimplification;
