@@ -5,10 +5,10 @@ use std::collections::BTreeSet;
 use graphlift_ir::{BinaryOp, Function, NodeId, Op, Output, Shape, TensorData, UnaryOp};
 
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
+use crate::{Pass, PassError};
 
 #[cfg(test)]
 mod tests;
-use crate::{Pass, PassError};
 
 /// Removes operations that do nothing (nGraph's and TVM's `AlgebraicSimplification`),
 /// only where the identity is exact, bit for bit, for every input value.

@@ -1,50 +1,62 @@
-//! Constant folding: nodes whose inputs are all Constants become Constants.
+//! Constant folding: elementwise nodes whose inputs are all Constants (or Broadcasts of
+//! Constants) become Constants.
 
 use std::collections::BTreeSet;
 
-use graphlift_ir::{Function, NodeId, Op, TensorData};
-use graphlift_runtime::reference::evaluate_node;
+use graphlift_ir::{Function, Node, NodeId, Op, Output, Shape, TensorData};
+use graphlift_runtime::reference::{self, evaluate_node};
 use graphlift_runtime::Tensor;
 
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
+use crate::{Pass, PassError};
 
 #[cfg(test)]
 mod tests;
-use crate::{Pass, PassError};
 
-/// Evaluates, at compile time, every node whose inputs are all Constants and replaces it by
-/// a Constant holding its value (nGraph's and TVM's `ConstantFolding`).
+/// Evaluates, at compile time, every elementwise node whose inputs are all constant and
+/// replaces it by a Constant holding its value (nGraph's and TVM's `ConstantFolding`).
 ///
-/// Folded: elementwise ops (`Unary`, `Binary`, `Compare`, `Select`, `Convert`) and
-/// `Broadcast`, with a single output of at most [`ConstantFolding::max_elements`] elements.
-/// Not folded: Parameters, Results, Constants, fused kernels, and any node above the cap —
-/// a `Broadcast` of a scalar to a huge shape stays a Broadcast instead of being
-/// materialized (subgraph extraction then turns it into a stride-0 load). Folding works in
-/// topological order, so chains of constant nodes fold in one run.
+/// Folded: elementwise ops (`Unary`, `Binary`, `Compare`, `Select`, `Convert`) with one
+/// output, whose every input is a Constant or a Broadcast (chain) of a Constant.
+/// - When every input is a Broadcast from sources of one shape `s`, the op is evaluated on
+///   the sources and the result is a Constant of shape `s` broadcast to the node's shape:
+///   `bcast(2.0) * bcast(3.0)` becomes `bcast(6.0)`, exactly (an elementwise op commutes
+///   with broadcasting), however large the shape.
+/// - Otherwise the inputs are broadcast and the op evaluated at the node's shape, if it has
+///   at most [`ConstantFolding::max_elements`] elements; a bigger node is left alone.
+///
+/// Not folded: Parameters, Results, Constants, fused kernels, and a Broadcast itself:
+/// materializing `Broadcast(Constant)` only costs memory (inside a fused kernel it is a
+/// stride-0 load), so a scalar broadcast to any shape, huge or small, stays a Broadcast; it
+/// is folded through when its users are. A node is not folded when one of its inputs (or a
+/// Broadcast or Constant behind it) has control dependencies: the ordering would be lost.
+/// Folding works in topological order, so chains of constant nodes fold in one run.
 ///
 /// Values come from the runtime's reference kernels
-/// ([`graphlift_runtime::reference::evaluate_node`]), so a folded constant is bit for bit
-/// what the INTERPRETER computes; for ops that the JIT approximates (`Exp`, `Tanh`, ...) it
-/// is the reference value, within the JIT's stated error of what the unfolded kernel gives.
+/// ([`graphlift_runtime::reference::evaluate_node`] and the elementwise kernels it calls),
+/// so a folded constant is bit for bit what the INTERPRETER computes; for ops that the JIT
+/// approximates (`Exp`, `Tanh`, ...) it is the reference value, within the JIT's stated
+/// error of what the unfolded kernel gives.
 ///
-/// Provenance: the new Constant replaces the folded node through
+/// Provenance: the new Constant (or Broadcast of one) replaces the folded node through
 /// [`Function::replace_node_unpruned`]: it takes the node's tags, control dependencies and
-/// dependents, and then the tags of the input Constants (nGraph's rule: a Constant shares no
-/// argument with the folded node, so the removed subgraph is the node and its inputs; this
-/// keeps the tags of a chain folded step by step). It keeps the folded node's creation
-/// site, and has [`ConstantFolding::NAME`] in its pass history. Input Constants nobody else
-/// uses are removed.
+/// dependents, then the tags of the input Constants and Broadcasts (nGraph's rule: the
+/// replacement shares no argument with the folded node, so the removed subgraph is the node
+/// and its inputs; this keeps the tags of a chain folded step by step). New nodes keep the
+/// folded node's creation site and have [`ConstantFolding::NAME`] in their pass history.
+/// Inputs nobody else uses are removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConstantFolding {
-    /// Largest number of elements of a folded value; bigger nodes are left alone.
+    /// Largest number of elements of a value evaluated at full size; bigger nodes are left
+    /// alone.
     pub max_elements: usize,
 }
 
 impl ConstantFolding {
-    /// The pass's name, recorded in the pass history of every Constant it creates.
+    /// The pass's name, recorded in the pass history of every node it creates.
     pub const NAME: &'static str = "constant_folding";
 
-    /// The default cap on a folded value: 2^20 elements (4 MiB of `f32`).
+    /// The default cap on a value evaluated at full size: 2^20 elements (4 MiB of `f32`).
     pub const DEFAULT_MAX_ELEMENTS: usize = 1 << 20;
 
     /// The pass with the default cap.
@@ -59,9 +71,10 @@ impl ConstantFolding {
         ConstantFolding { max_elements }
     }
 
-    /// Whether `op` is of a kind this pass folds.
+    /// Whether `op` is of a kind this pass folds (elementwise: `Unary`, `Binary`,
+    /// `Compare`, `Select`, `Convert`).
     pub fn folds_op(op: &Op) -> bool {
-        op.is_elementwise() || matches!(op, Op::Broadcast(_))
+        op.is_elementwise()
     }
 }
 
@@ -86,6 +99,25 @@ impl Pass for ConstantFolding {
     }
 }
 
+fn broken(node: &Node, message: impl std::fmt::Display) -> PassError {
+    PassError::Broken {
+        pass: ConstantFolding::NAME,
+        message: format!("folding `{}`: {message}", node.name()),
+    }
+}
+
+/// A constant input of a node: a Constant's data, possibly behind Broadcasts.
+struct ConstantInput<'f> {
+    /// The Constant's data.
+    data: &'f TensorData,
+    /// The Constant's shape.
+    shape: &'f Shape,
+    /// Whether there are Broadcasts between the Constant and the node.
+    broadcast: bool,
+    /// The Broadcasts and the Constant, from the node outwards.
+    path: Vec<NodeId>,
+}
+
 impl ConstantFolding {
     fn fold(&self, g: &mut Function) -> Result<bool, PassError> {
         let mut created = BTreeSet::new();
@@ -94,54 +126,116 @@ impl ConstantFolding {
             if !ConstantFolding::folds_op(node.op()) || node.outputs().len() != 1 {
                 continue;
             }
-            let out = node.output_type().clone();
-            if out.shape.element_count()? > self.max_elements {
-                continue;
-            }
-            let Some(inputs) = constant_inputs(g, id)? else {
+            let Some(inputs) = constant_inputs(g, node)? else {
                 continue;
             };
-            let refs: Vec<&Tensor> = inputs.iter().collect();
-            let value = evaluate_node(node, &refs).map_err(|e| PassError::Broken {
-                pass: ConstantFolding::NAME,
-                message: format!("evaluating `{}`: {e}", node.name()),
-            })?;
-            let data = value
-                .into_iter()
-                .next()
-                .ok_or_else(|| PassError::Broken {
-                    pass: ConstantFolding::NAME,
-                    message: format!("`{}` evaluated to no value", node.name()),
-                })?
-                .into_data();
+            let out = node.output_type().shape.clone();
             let site = node.creation_site().clone();
-            let sources: Vec<NodeId> = node.inputs().iter().map(|o| o.node).collect();
-            let c = g.add_constant_at(data, out.shape, site)?;
-            replace_by_value(g, id, c.into(), &sources, ConstantFolding::NAME)?;
-            created.insert(c);
+            let sources: Vec<NodeId> = inputs.iter().flat_map(|i| i.path.clone()).collect();
+            let small = inputs[0].shape;
+            let value = if inputs.iter().all(|i| i.broadcast && i.shape == small) {
+                // Evaluate at the sources' shape, broadcast the result.
+                if small.element_count()? > self.max_elements {
+                    continue;
+                }
+                let data: Vec<&TensorData> = inputs.iter().map(|i| i.data).collect();
+                let value = elementwise(node.op(), &data).map_err(|e| broken(node, e))?;
+                let small = small.clone();
+                let c = g.add_constant_at(value, small, site.clone())?;
+                let b = g.add_node_at(Op::Broadcast(out), &[c.into()], site)?;
+                created.insert(c);
+                b
+            } else {
+                if out.element_count()? > self.max_elements {
+                    continue;
+                }
+                let tensors = inputs
+                    .iter()
+                    .map(|i| {
+                        let data = if i.broadcast {
+                            reference::broadcast(i.data, i.shape, &out)
+                                .map_err(|e| broken(node, e))?
+                        } else {
+                            i.data.clone()
+                        };
+                        Tensor::from_data(data, out.clone()).map_err(|e| broken(node, e))
+                    })
+                    .collect::<Result<Vec<Tensor>, PassError>>()?;
+                let refs: Vec<&Tensor> = tensors.iter().collect();
+                let value = evaluate_node(node, &refs)
+                    .map_err(|e| broken(node, e))?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| broken(node, "no value"))?
+                    .into_data();
+                g.add_constant_at(value, out, site)?
+            };
+            replace_by_value(g, id, value.into(), &sources, ConstantFolding::NAME)?;
+            created.insert(value);
         }
         record_pass_once(g, &created, ConstantFolding::NAME)?;
         Ok(!created.is_empty())
     }
 }
 
-/// The values of the inputs of `id` when every one is a Constant, else `None`.
-fn constant_inputs(g: &Function, id: NodeId) -> Result<Option<Vec<Tensor>>, PassError> {
-    let node = g.node(id)?;
-    let mut values = Vec::with_capacity(node.inputs().len());
+/// The inputs of `node` when every one is constant, else `None` (also when a node on the
+/// way has control dependencies).
+fn constant_inputs<'f>(
+    g: &'f Function,
+    node: &Node,
+) -> Result<Option<Vec<ConstantInput<'f>>>, PassError> {
+    let mut inputs = Vec::with_capacity(node.inputs().len());
     for &o in node.inputs() {
-        let producer = g.node(o.node)?;
-        let Op::Constant(d) = producer.op() else {
+        let Some(input) = constant_input(g, o)? else {
             return Ok(None);
         };
-        let data: TensorData = (**d).clone();
-        let t = Tensor::from_data(data, producer.output_type().shape.clone()).map_err(|e| {
-            PassError::Broken {
-                pass: ConstantFolding::NAME,
-                message: format!("constant `{}`: {e}", producer.name()),
-            }
-        })?;
-        values.push(t);
+        inputs.push(input);
     }
-    Ok(Some(values))
+    Ok(if inputs.is_empty() {
+        None
+    } else {
+        Some(inputs)
+    })
+}
+
+fn constant_input(g: &Function, mut o: Output) -> Result<Option<ConstantInput<'_>>, PassError> {
+    let mut path = Vec::new();
+    loop {
+        let n = g.node(o.node)?;
+        if !n.other_deps().is_empty() {
+            return Ok(None);
+        }
+        path.push(n.id());
+        match n.op() {
+            Op::Constant(data) => {
+                return Ok(Some(ConstantInput {
+                    data,
+                    shape: &n.output_type().shape,
+                    broadcast: path.len() > 1,
+                    path,
+                }))
+            }
+            Op::Broadcast(_) => o = n.inputs()[0],
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// An elementwise op on flat data of any (equal) length, by the reference kernels.
+fn elementwise(op: &Op, d: &[&TensorData]) -> Result<TensorData, String> {
+    let arity = |n: usize| {
+        if d.len() == n {
+            Ok(())
+        } else {
+            Err(format!("{op} on {} operands", d.len()))
+        }
+    };
+    match op {
+        Op::Unary(u) => arity(1).and_then(|()| reference::unary(*u, d[0])),
+        Op::Binary(b) => arity(2).and_then(|()| reference::binary(*b, d[0], d[1])),
+        Op::Compare(c) => arity(2).and_then(|()| reference::compare(*c, d[0], d[1])),
+        Op::Select => arity(3).and_then(|()| reference::select(d[0], d[1], d[2])),
+        Op::Convert(t) => arity(1).map(|()| reference::convert(d[0], *t)),
+        other => Err(format!("{other} is not elementwise")),
+    }
 }

@@ -10,10 +10,10 @@ use graphlift_ir::{
 };
 
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
+use crate::{Pass, PassError};
 
 #[cfg(test)]
 mod tests;
-use crate::{Pass, PassError};
 
 /// Merges nodes that compute the same thing (nGraph's `CommonSubexpressionElimination`,
 /// TVM's `EliminateCommonSubexpr`).

@@ -5,10 +5,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use graphlift_ir::{Function, NodeId, Op, Output};
 
 use crate::rewrite::{record_pass_once, rewrite_on_copy};
+use crate::{Pass, PassError};
 
 #[cfg(test)]
 mod tests;
-use crate::{Pass, PassError};
 
 /// Replaces every `Op::FusedKernel` node by copies of its body's nodes, wired to the
 /// kernel's inputs and users: the inverse of subgraph extraction (nGraph's fused-op

@@ -15,8 +15,8 @@ use crate::PassError;
 /// producer of `value` and to the replacement subgraph behind it. `bypassed` are the other
 /// nodes of the removed subgraph, between `old` and the arguments it shares with its
 /// replacement (the Constant inputs of a folded node, the `1` of `x * 1`, the inner
-/// negation of `-(-x)`): nGraph collects their tags as well, so they go to the producer
-/// too, after `old`'s. When `value` is one output of a multi-output node (which
+/// negation of `-(-x)`): nGraph collects their tags as well, so they go the same way,
+/// after `old`'s (they are added to `old` first, which is replaced anyway). When `value` is one output of a multi-output node (which
 /// `replace_node` cannot take, since the output lists differ), the rule is applied by hand:
 /// the producer takes the tags, users and control dependents of `old` move to it; `old`
 /// must then have no control dependencies of its own.
@@ -32,10 +32,12 @@ pub(crate) fn replace_by_value(
     bypassed: &[NodeId],
     pass: &'static str,
 ) -> Result<(), PassError> {
+    // The removed subgraph's tags, `old`'s first: `old` carries them into the replacement.
     let mut removed_tags = ProvenanceTags::new();
     for &b in bypassed {
         removed_tags.union_with(g.node(b)?.tags());
     }
+    g.add_tags(old, &removed_tags)?;
     let producer = g.node(value.node)?;
     if value.index == 0 && producer.outputs().len() == 1 {
         g.replace_node_unpruned(old, value.node)?;
@@ -56,7 +58,6 @@ pub(crate) fn replace_by_value(
         g.replace_output(Output::new(old, 0), value)?;
         g.redirect_control_dependencies(old, value.node)?;
     }
-    g.add_tags(value.node, &removed_tags)?;
     Ok(())
 }
 

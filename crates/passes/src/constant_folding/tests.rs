@@ -82,29 +82,94 @@ fn folding_keeps_signed_zero_nan_and_integer_edge_cases_of_the_reference() {
 }
 
 #[test]
-fn a_broadcast_over_the_cap_is_not_materialized() {
-    // A scalar broadcast to 2^20 + 1024 elements stays a Broadcast, and so does the op
-    // that uses it (its input is not a Constant).
-    let b = FunctionBuilder::new("cap");
-    let c = b.scalar(F32, 2.0);
-    let big = c.broadcast_to([1025, 1024]).named("big");
-    let r = big.relu().named("r");
-    let mut f = b.finish(&[r]).unwrap();
-    let before = f.clone();
-    assert!(!ConstantFolding::new().run(&mut f).unwrap());
-    assert_eq!(f, before);
+fn broadcasts_are_folded_through_never_materialized() {
+    // relu(bcast(-2)) * bcast(3) over 2^20 + 1024 elements becomes bcast(relu(-2) * 3): a
+    // scalar Constant broadcast, beyond the cap and without materializing anything.
+    let b = FunctionBuilder::new("through");
+    let c = b.scalar(F32, -2.0).tagged("c");
+    let r = c
+        .broadcast_to([1025, 1024])
+        .relu()
+        .named("r")
+        .tagged("onnx:Relu:r");
+    let m = (r * 3.0).named("m").tagged("onnx:Mul:m");
+    let mut f = b.finish(&[m]).unwrap();
+    assert!(ConstantFolding::new().run(&mut f).unwrap());
+    f.validate().unwrap();
+    let out = result_node(&f, 0);
+    assert!(
+        matches!(out.op(), Op::Broadcast(s) if s.dims() == [1025, 1024]),
+        "{f}"
+    );
+    let scalar = f.node(out.inputs()[0].node).unwrap();
+    assert_eq!(constant_data(&f, scalar), TensorData::F32(vec![0.0]));
+    assert_eq!(f.node_count(), 3, "Constant, Broadcast, Result");
+    for n in [out, scalar] {
+        assert_eq!(n.pass_history(), ["constant_folding"]);
+        assert_eq!(tags(n), ["onnx:Mul:m", "onnx:Relu:r", "c"], "{}", n.name());
+    }
 
-    // A smaller cap stops a small broadcast too; at the cap exactly it folds.
-    let b = FunctionBuilder::new("small_cap");
-    let x = b.parameter("x", F32, [8]);
-    let y = (x * 3.0).named("y");
-    let mut f = b.finish(&[y]).unwrap();
+    // The same on a small shape, checked against the reference.
+    let b = FunctionBuilder::new("through_small");
+    let c = b.scalar(I32, -2.0);
+    let d = b.constant(vec![5i32, 7], [2, 1]);
+    let r = c.broadcast_to([2, 3]).abs() - d.broadcast_to([2, 3]);
+    let mut f = b.finish(&[r]).unwrap();
+    assert!(run_checked(&ConstantFolding::new(), &mut f));
+    // abs is folded at the scalar; the subtraction mixes a [] and a [2, 1] source, so it is
+    // evaluated at full size.
+    assert_eq!(
+        constant_data(&f, result_node(&f, 0)),
+        TensorData::I32(vec![-3, -3, -3, -5, -5, -5])
+    );
+}
+
+#[test]
+fn a_lone_broadcast_of_a_constant_stays() {
+    let b = FunctionBuilder::new("lone");
+    let x = b.parameter("x", F32, [4, 8]);
+    let c = b.scalar(F32, 2.0);
+    let mut f = b.finish(&[c.broadcast_to([4, 8]), x * 2.0]).unwrap();
+    assert!(!run_checked(&ConstantFolding::new(), &mut f));
+    assert_eq!(count_op(&f, "Broadcast"), 2);
+}
+
+#[test]
+fn the_cap_stops_evaluation_at_full_size() {
+    // c[8] + bcast(3): one input is full size, so the sum is evaluated at 8 elements.
+    let build = || {
+        let b = FunctionBuilder::new("cap");
+        let x = b.parameter("x", F32, [8]);
+        let c = b.constant(vec![1.0f32; 8], [8]);
+        let y = (x * (c + 3.0)).named("y");
+        b.finish(&[y]).unwrap()
+    };
+    let mut f = build();
     assert!(!run_checked(&ConstantFolding::with_max_elements(7), &mut f));
-    assert_eq!(count_op(&f, "Broadcast"), 1);
+    assert_eq!(count_op(&f, "Add"), 1);
+    let mut f = build();
     assert!(run_checked(&ConstantFolding::with_max_elements(8), &mut f));
-    assert_eq!(count_op(&f, "Broadcast"), 0);
+    assert_eq!(count_op(&f, "Add") + count_op(&f, "Broadcast"), 0);
     let folded = f.node(by_name(&f, "y").inputs()[1].node).unwrap();
-    assert_eq!(constant_data(&f, folded), TensorData::F32(vec![3.0; 8]));
+    assert_eq!(constant_data(&f, folded), TensorData::F32(vec![4.0; 8]));
+    // A value evaluated at its sources' shape is capped by that shape: a cap of 0 stops it.
+    let b = FunctionBuilder::new("cap0");
+    let c = b.scalar(F32, 1.0).broadcast_to([4]);
+    let mut f = b.finish(&[c.exp()]).unwrap();
+    assert!(!run_checked(&ConstantFolding::with_max_elements(0), &mut f));
+    assert!(run_checked(&ConstantFolding::with_max_elements(1), &mut f));
+}
+
+#[test]
+fn control_dependencies_behind_an_input_block_folding() {
+    let b = FunctionBuilder::new("blocked");
+    let x = b.parameter("x", F32, [2]);
+    let t = x.tanh();
+    let c = b.constant(vec![1.0f32, 2.0], [2]);
+    let e = c.exp();
+    let mut f = b.finish(&[e, t]).unwrap();
+    f.add_control_dependency(id(c), id(t)).unwrap();
+    assert!(!run_checked(&ConstantFolding::new(), &mut f));
 }
 
 #[test]

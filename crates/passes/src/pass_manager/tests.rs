@@ -65,7 +65,10 @@ fn the_default_pipeline_runs_every_pass_in_order_and_keeps_the_values() {
         report.total_time(),
         report.passes.iter().map(|p| p.duration).sum()
     );
-    assert!(report.total_time() > Duration::ZERO, "wall time is measured");
+    assert!(
+        report.total_time() > Duration::ZERO,
+        "wall time is measured"
+    );
     assert!(report.changed());
     assert_eq!(report.passes.last().unwrap().nodes_after, f.node_count());
     assert_eq!(count_op(&f, "FusedKernel"), 1, "{f}");
