@@ -133,7 +133,9 @@ impl ConstantFolding {
             let site = node.creation_site().clone();
             let sources: Vec<NodeId> = inputs.iter().flat_map(|i| i.path.clone()).collect();
             let small = inputs[0].shape;
-            let value = if inputs.iter().all(|i| i.broadcast && i.shape == small) {
+            let from_sources =
+                small != &out && inputs.iter().all(|i| i.broadcast && i.shape == small);
+            let value = if from_sources {
                 // Evaluate at the sources' shape, broadcast the result.
                 if small.element_count()? > self.max_elements {
                     continue;

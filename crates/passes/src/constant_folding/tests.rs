@@ -135,6 +135,23 @@ fn a_lone_broadcast_of_a_constant_stays() {
 }
 
 #[test]
+fn a_broadcast_to_the_same_shape_folds_to_a_plain_constant() {
+    let mut f = Function::new("same_shape");
+    let c = f
+        .add_constant(TensorData::F32(vec![1.0, -4.0]), [2])
+        .unwrap();
+    let bc = f
+        .add_node(Op::Broadcast(graphlift_ir::Shape::new([2])), &[c.into()])
+        .unwrap();
+    let a = f.add_node(Op::Unary(UnaryOp::Abs), &[bc.into()]).unwrap();
+    f.add_result(a.into(), None).unwrap();
+    assert!(run_checked(&ConstantFolding::new(), &mut f));
+    let r = result_node(&f, 0);
+    assert_eq!(constant_data(&f, r), TensorData::F32(vec![1.0, 4.0]));
+    assert_eq!(count_op(&f, "Broadcast"), 0);
+}
+
+#[test]
 fn the_cap_stops_evaluation_at_full_size() {
     // c[8] + bcast(3): one input is full size, so the sum is evaluated at 8 elements.
     let build = || {
