@@ -229,6 +229,20 @@ impl Function {
         data: TensorData,
         shape: impl Into<Shape>,
     ) -> Result<NodeId, IrError> {
+        self.add_constant_at(data, shape, CreationSite::caller())
+    }
+
+    /// [`Function::add_constant`] with an explicit creation site (for passes such as
+    /// constant folding, whose constant stands for a node created elsewhere).
+    ///
+    /// # Errors
+    /// As [`Function::add_constant`].
+    pub fn add_constant_at(
+        &mut self,
+        data: TensorData,
+        shape: impl Into<Shape>,
+        site: CreationSite,
+    ) -> Result<NodeId, IrError> {
         let shape = shape.into();
         let expected = shape.element_count()?;
         if data.len() != expected {
@@ -245,7 +259,7 @@ impl Function {
             Vec::new(),
             vec![t],
             None,
-            CreationSite::caller(),
+            site,
         ))
     }
 
@@ -481,6 +495,17 @@ impl Function {
         Ok(())
     }
 
+    /// Removes the control dependency of `id` on `dep`; returns whether there was one.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if `id` does not exist.
+    pub fn remove_control_dependency(&mut self, id: NodeId, dep: NodeId) -> Result<bool, IrError> {
+        let n = self.node_mut(id)?;
+        let before = n.other_deps.len();
+        n.other_deps.retain(|&d| d != dep);
+        Ok(n.other_deps.len() != before)
+    }
+
     /// Makes every node that has a control dependency on `old` depend on `new` instead
     /// (a dependency already on `new` is not duplicated; `new` never depends on itself).
     /// Returns how many nodes changed. Used when a pass replaces `old` by `new`, so that
@@ -559,13 +584,33 @@ impl Function {
     /// no longer reach a result.
     ///
     /// Every output of `old` is redirected to the same output of `new`. Provenance follows
-    /// nGraph's rule: `old`'s tags go to `new` and to every node of the replacement subgraph
-    /// back to, not including, `old`'s inputs and the function's parameters. `old`'s control
-    /// dependencies move to `new`.
+    /// nGraph's rule: `old`'s tags go to `new` (always, even when `new` is one of `old`'s
+    /// inputs or a parameter, as nGraph's `replacement->add_provenance_tags` does) and to
+    /// every node of the replacement subgraph: the nodes reached backwards from `new` before
+    /// the common arguments of `old` and `new` (nodes both reach; `old`'s inputs first) and
+    /// the function's parameters. So `x * 1 -> x` tags `x` alone, and a replacement built
+    /// from new nodes on `old`'s inputs tags exactly those new nodes. `old`'s control
+    /// dependencies move to `new`, and nodes that depended on `old` depend on `new`.
+    ///
+    /// Pruning walks the whole function; a pass that replaces many nodes calls
+    /// [`Function::replace_node_unpruned`] for each and [`Function::remove_dead_nodes`] once.
     ///
     /// # Errors
-    /// [`IrError::ReplaceMismatch`] if the output counts or types differ.
+    /// [`IrError::ReplaceMismatch`] if the output counts or types differ; [`IrError::Cycle`]
+    /// if moving the control dependencies would create a cycle (the function may then be
+    /// partly rewritten: passes work on a copy).
     pub fn replace_node(&mut self, old: NodeId, new: NodeId) -> Result<(), IrError> {
+        self.replace_node_unpruned(old, new)?;
+        self.remove_dead_nodes();
+        Ok(())
+    }
+
+    /// [`Function::replace_node`] without removing dead nodes: `old` stays in the function
+    /// with no users (and so do nodes only it used) until [`Function::remove_dead_nodes`].
+    ///
+    /// # Errors
+    /// As [`Function::replace_node`].
+    pub fn replace_node_unpruned(&mut self, old: NodeId, new: NodeId) -> Result<(), IrError> {
         let (old_n, new_n) = (self.node(old)?, self.node(new)?);
         if old_n.outputs != new_n.outputs {
             let fmt = |n: &Node| {
@@ -582,35 +627,71 @@ impl Function {
                 new_types: fmt(new_n),
             });
         }
+        if old == new {
+            return Ok(());
+        }
         let tags = old_n.tags.clone();
         let deps = old_n.other_deps.clone();
-        let stop: HashSet<NodeId> = old_n.inputs.iter().map(|o| o.node).collect();
-        // Tag the replacement subgraph.
-        let mut stack = vec![new];
-        let mut seen = HashSet::new();
-        while let Some(id) = stack.pop() {
-            if stop.contains(&id) || id == old || !seen.insert(id) {
-                continue;
-            }
-            let n = self.node_mut(id)?;
-            if matches!(n.op, Op::Parameter) {
-                continue;
-            }
-            n.tags.union_with(&tags);
-            stack.extend(n.inputs.iter().map(|o| o.node));
-        }
+        self.tag_replacement(old, new, &tags)?;
         for i in 0..self.node(old)?.outputs.len() {
             self.replace_output(Output::new(old, i), Output::new(new, i))?;
         }
         let n = self.node_mut(new)?;
         for d in deps {
-            if !n.other_deps.contains(&d) {
+            if d != new && !n.other_deps.contains(&d) {
                 n.other_deps.push(d);
             }
         }
         self.redirect_control_dependencies(old, new)?;
-        self.remove_dead_nodes();
         Ok(())
+    }
+
+    /// nGraph's provenance rule for `replace_node(old, new)`: `new` takes `tags`, and so does
+    /// every node reached backwards from `new` over data inputs before a common argument of
+    /// `old` and `new` (a node `old` also reaches: its inputs first) or a parameter.
+    /// The ancestors of `old` are only computed when the walk passes `old`'s inputs, so a
+    /// replacement built on `old`'s inputs costs only its own size.
+    fn tag_replacement(
+        &mut self,
+        old: NodeId,
+        new: NodeId,
+        tags: &ProvenanceTags,
+    ) -> Result<(), IrError> {
+        self.node_mut(new)?.tags.union_with(tags);
+        let old_inputs: HashSet<NodeId> = self.node(old)?.inputs.iter().map(|o| o.node).collect();
+        let mut old_ancestors: Option<HashSet<NodeId>> = None;
+        let mut stack: Vec<NodeId> = self.node(new)?.inputs.iter().map(|o| o.node).collect();
+        let mut seen = HashSet::from([new, old]);
+        while let Some(id) = stack.pop() {
+            if old_inputs.contains(&id) || !seen.insert(id) {
+                continue;
+            }
+            if matches!(self.node(id)?.op, Op::Parameter) {
+                continue;
+            }
+            let ancestors = old_ancestors.get_or_insert_with(|| self.ancestors(&old_inputs));
+            if ancestors.contains(&id) {
+                continue;
+            }
+            let n = self.node_mut(id)?;
+            n.tags.union_with(tags);
+            stack.extend(n.inputs.iter().map(|o| o.node));
+        }
+        Ok(())
+    }
+
+    /// Every node reached backwards over data inputs from `roots`, the roots included.
+    fn ancestors(&self, roots: &HashSet<NodeId>) -> HashSet<NodeId> {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<NodeId> = roots.iter().copied().collect();
+        while let Some(id) = stack.pop() {
+            if seen.insert(id) {
+                if let Some(n) = self.get(id) {
+                    stack.extend(n.inputs.iter().map(|o| o.node));
+                }
+            }
+        }
+        seen
     }
 
     /// Removes every node that no result reaches through inputs or control dependencies.

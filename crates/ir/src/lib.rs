@@ -13,6 +13,8 @@
 //! A function saves to and loads from a versioned JSON document ([`Function::to_json`],
 //! [`Function::from_json`], format in [`json`]) that round-trips exactly, constants bit for
 //! bit; [`Function::to_dot`] draws it for Graphviz, fused kernels as clusters ([`dot`]).
+//! [`Function::to_text`] (also `Display`) prints a function one node a line, for dumps
+//! after each pass; the format is described in [`text`].
 
 mod builder;
 pub mod dot;
@@ -26,6 +28,7 @@ mod op;
 mod provenance;
 mod shape;
 mod tensor_data;
+pub mod text;
 
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;

@@ -179,3 +179,87 @@ fn replace_node_moves_control_dependencies_on_the_old_node() {
     );
     f.validate().unwrap();
 }
+
+#[test]
+fn replace_node_by_its_own_input_hands_the_tags_to_it() {
+    // x*1 -> x: the replacement is the replaced node's input, and still takes its tags
+    // (nGraph adds the removed subgraph's tags to the replacement unconditionally).
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let y = f.add_node(Op::Unary(UnaryOp::Abs), &[x.into()]).unwrap();
+    let one = f
+        .add_constant(TensorData::F32(vec![1.0, 1.0]), [2])
+        .unwrap();
+    let mul = f
+        .add_node(Op::Binary(BinaryOp::Multiply), &[y.into(), one.into()])
+        .unwrap();
+    f.add_tag(mul, "onnx:Mul:m").unwrap();
+    let r = f.add_result(mul.into(), None).unwrap();
+    f.replace_node(mul, y).unwrap();
+    assert_eq!(f.result_source(r).unwrap(), Output::from(y));
+    assert!(f.node(y).unwrap().tags().contains("onnx:Mul:m"));
+    assert!(
+        f.node(x).unwrap().tags().is_empty(),
+        "inputs of y untouched"
+    );
+    f.validate().unwrap();
+}
+
+#[test]
+fn replace_node_unpruned_keeps_the_old_node_until_pruning() {
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let a = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    let b = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    f.add_result(b.into(), None).unwrap();
+    f.replace_node_unpruned(b, a).unwrap();
+    assert!(!f.node(b).unwrap().has_users());
+    f.validate().unwrap();
+    assert_eq!(f.remove_dead_nodes(), 1);
+    assert!(f.get(b).is_none());
+}
+
+#[test]
+fn add_constant_at_keeps_the_given_site_and_control_dependencies_can_be_removed() {
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [1]).unwrap();
+    let site = graphlift_ir::CreationSite {
+        file: "model.onnx".into(),
+        line: 7,
+        column: 1,
+    };
+    let c = f
+        .add_constant_at(TensorData::F32(vec![2.0]), [1], site.clone())
+        .unwrap();
+    assert_eq!(f.node(c).unwrap().creation_site(), &site);
+    assert!(f
+        .add_constant_at(TensorData::F32(vec![2.0]), [2], site)
+        .is_err());
+    f.add_control_dependency(c, x).unwrap();
+    assert!(f.remove_control_dependency(c, x).unwrap());
+    assert!(!f.remove_control_dependency(c, x).unwrap());
+    assert!(f.node(c).unwrap().other_deps().is_empty());
+}
+
+#[test]
+fn replace_node_stops_tagging_at_common_arguments() {
+    // -(-x) -> x with x = abs(exp(p)): x is not an input of the outer Negative, but it and
+    // everything behind it are common arguments, so only x takes the tags.
+    let mut f = Function::new("f");
+    let p = f.add_parameter("p", F32, [2]).unwrap();
+    let e = f.add_node(Op::Unary(UnaryOp::Exp), &[p.into()]).unwrap();
+    let x = f.add_node(Op::Unary(UnaryOp::Abs), &[e.into()]).unwrap();
+    let n1 = f
+        .add_node(Op::Unary(UnaryOp::Negative), &[x.into()])
+        .unwrap();
+    let n2 = f
+        .add_node(Op::Unary(UnaryOp::Negative), &[n1.into()])
+        .unwrap();
+    f.add_tag(n2, "outer").unwrap();
+    f.add_result(n2.into(), None).unwrap();
+    f.replace_node(n2, x).unwrap();
+    assert!(f.node(x).unwrap().tags().contains("outer"));
+    assert!(f.node(e).unwrap().tags().is_empty());
+    assert!(f.node(p).unwrap().tags().is_empty());
+    assert!(f.get(n1).is_none());
+}

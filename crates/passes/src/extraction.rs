@@ -113,8 +113,9 @@ pub struct ExtractionReport {
 /// (topological order of their producers). Body nodes are copies ([`Function::import_node`])
 /// that keep names, tags, metadata, creation sites and pass histories; internal control
 /// dependencies are dropped. The fused node takes the creation site of the node the region
-/// grew from, the union of the fused nodes' provenance tags (in topological order),
-/// `"subgraph_extraction"` in its pass history, and [`FUSED_NODES_KEY`] metadata. Control
+/// grew from, the union of the provenance tags of the fused nodes (in topological order)
+/// and then of the copied Constants, `"subgraph_extraction"` in its pass history, and
+/// [`FUSED_NODES_KEY`] metadata. Control
 /// dependencies of fused nodes on outside nodes move to the fused node, and dependencies on
 /// fused nodes point at it; the replaced nodes are removed (as are nodes that reached no
 /// result before).

@@ -26,14 +26,61 @@
 //! assert!(matches!(kernel.op(), Op::FusedKernel(_)));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The rewrites that prepare a function for extraction, each in its own module:
+//! [`ConstantFolding`] (with the runtime's reference kernels, under a size cap),
+//! [`CommonSubexpressionElimination`], [`AlgebraicSimplification`] (exact identities only:
+//! signed zeros, NaN and infinities are respected), [`DeadCodeElimination`], and
+//! [`FusedOpExpansion`], the inverse of extraction. They follow nGraph's provenance rule (a
+//! replacement takes the tags of what it replaces, see
+//! [`graphlift_ir::Function::replace_node`]), work on a copy so that an error leaves the
+//! function unchanged, and remove the dead nodes of a function they change.
+//!
+//! A [`PassManager`] runs an ordered list of passes, validates after each one (naming the
+//! pass that broke the function), times them, can disable any pass by name and dumps the
+//! function as text after each pass (`GRAPHLIFT_DUMP=dir` with [`PassManager::from_env`]).
+//!
+//! ```
+//! use graphlift_ir::{ElementType::F32, FunctionBuilder};
+//! use graphlift_passes::{ExtractionConfig, PassManager};
+//!
+//! let b = FunctionBuilder::new("f");
+//! let x = b.parameter("x", F32, [4]);
+//! let mut f = b.finish(&[((x.exp() + x.exp()) * 1.0).relu()])?;
+//! let mut pm = PassManager::default_pipeline(ExtractionConfig::default());
+//! pm.disable("subgraph_extraction")?;
+//! let report = pm.run(&mut f)?;
+//! assert!(report.get("algebraic_simplification").is_some_and(|p| p.changed));
+//! assert!(report.get("subgraph_extraction").is_some_and(|p| !p.enabled));
+//! assert_eq!(f.nodes().filter(|n| n.op().type_name() == "Exp").count(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+mod algebraic_simplification;
+mod constant_folding;
+mod cse;
+mod dce;
 mod error;
 mod extraction;
+mod fused_op_expansion;
 mod pass;
+mod pass_manager;
+mod rewrite;
 
+#[cfg(test)]
+mod pipeline_proptests;
+#[cfg(test)]
+mod testing;
+
+pub use algebraic_simplification::AlgebraicSimplification;
+pub use constant_folding::ConstantFolding;
+pub use cse::CommonSubexpressionElimination;
+pub use dce::DeadCodeElimination;
 pub use error::PassError;
 pub use extraction::{
     extract_subgraphs, ExtractionConfig, ExtractionReport, KernelReport, SubgraphExtraction,
     FUSED_NODES_KEY, STOP_FUSION_KEY,
 };
+pub use fused_op_expansion::FusedOpExpansion;
 pub use pass::Pass;
+pub use pass_manager::{PassManager, PassRecord, PassRunReport, DUMP_ENV};

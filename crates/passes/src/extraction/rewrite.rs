@@ -55,6 +55,11 @@ impl Rewriter {
             g.add_tags(fused, node.tags())?;
             fused_names.push(node.name().to_string());
         }
+        // Copied Constants are part of the kernel too: a folded constant carries the tags
+        // of the computation it replaced.
+        for &c in &region.constants {
+            g.add_tags(fused, src.node(c)?.tags())?;
+        }
         g.record_pass(fused, SubgraphExtraction::NAME)?;
         g.set_metadata(fused, FUSED_NODES_KEY, fused_names.join(","))?;
 

@@ -1,0 +1,184 @@
+//! Common subexpression elimination: equal computations on equal inputs become one node.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+
+use graphlift_ir::{
+    BinaryOp, CompareOp, ElementType, Function, Node, NodeId, Op, Output, Shape, TensorData,
+    TensorType, UnaryOp,
+};
+
+use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
+use crate::{Pass, PassError};
+
+#[cfg(test)]
+mod tests;
+
+/// Merges nodes that compute the same thing (nGraph's `CommonSubexpressionElimination`,
+/// TVM's `EliminateCommonSubexpr`).
+///
+/// Two nodes merge when they have the same op with the same attributes (`Convert`'s target
+/// type, `Broadcast`'s shape; for Constants the same type, shape and data **bit for bit**, so
+/// `0.0` and `-0.0`, or two NaNs with different payloads, stay apart; fused kernels with
+/// equal bodies), the same inputs in the same order, and neither has control dependencies
+/// (`other_deps`): a node ordered after something is never merged. Parameters and Results
+/// never merge.
+///
+/// Deterministic: of a set of equal nodes the one with the lowest id is kept, and the others
+/// are replaced by it with [`Function::replace_node_unpruned`], so it takes their tags (the
+/// union, per nGraph's rule), their users and their dependents, and
+/// [`CommonSubexpressionElimination::NAME`] is appended to its pass history once. Runs to a
+/// fixed point: merging inputs can make their users equal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommonSubexpressionElimination;
+
+impl CommonSubexpressionElimination {
+    /// The pass's name, recorded in the pass history of every node that absorbed another.
+    pub const NAME: &'static str = "common_subexpression_elimination";
+}
+
+impl Pass for CommonSubexpressionElimination {
+    fn name(&self) -> &'static str {
+        CommonSubexpressionElimination::NAME
+    }
+
+    /// Merges equal nodes; `true` when at least one merge happened.
+    ///
+    /// # Errors
+    /// [`PassError::Ir`] if `f` does not validate. `f` is then unchanged.
+    fn run(&self, f: &mut Function) -> Result<bool, PassError> {
+        rewrite_on_copy(f, CommonSubexpressionElimination::NAME, eliminate)
+    }
+}
+
+fn eliminate(g: &mut Function) -> Result<bool, PassError> {
+    let mut kept = BTreeSet::new();
+    let mut replaced = BTreeSet::new();
+    loop {
+        let mut merged = false;
+        let mut table: HashMap<Key, Vec<NodeId>> = HashMap::new();
+        for id in g.topological_order()? {
+            if replaced.contains(&id) {
+                continue;
+            }
+            let node = g.node(id)?;
+            let Some(key) = Key::of(node) else { continue };
+            let bucket = table.entry(key).or_default();
+            let twin = bucket
+                .iter()
+                .position(|&other| g.get(other).is_some_and(|o| same_op(o.op(), node.op())));
+            let Some(pos) = twin else {
+                bucket.push(id);
+                continue;
+            };
+            let other = bucket[pos];
+            let (keep, drop) = if other < id { (other, id) } else { (id, other) };
+            bucket[pos] = keep;
+            replace_by_value(
+                g,
+                drop,
+                keep.into(),
+                &[],
+                CommonSubexpressionElimination::NAME,
+            )?;
+            kept.insert(keep);
+            kept.remove(&drop);
+            replaced.insert(drop);
+            merged = true;
+        }
+        if !merged {
+            break;
+        }
+    }
+    record_pass_once(g, &kept, CommonSubexpressionElimination::NAME)?;
+    Ok(!replaced.is_empty())
+}
+
+/// What must be equal for two nodes to merge, hashable; the exact op comparison
+/// ([`same_op`]) settles collisions within a bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    op: OpKey,
+    inputs: Vec<Output>,
+    outputs: Vec<TensorType>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum OpKey {
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CompareOp),
+    Select,
+    Convert(ElementType),
+    Broadcast(Shape),
+    /// A hash of the data's bits.
+    Constant(u64),
+    /// Number of nodes of the body.
+    FusedKernel(usize),
+}
+
+impl Key {
+    /// The key of `node`, or `None` if it may not merge.
+    fn of(node: &Node) -> Option<Key> {
+        if !node.other_deps().is_empty() {
+            return None;
+        }
+        let op = match node.op() {
+            Op::Parameter | Op::Result => return None,
+            Op::Unary(u) => OpKey::Unary(*u),
+            Op::Binary(b) => OpKey::Binary(*b),
+            Op::Compare(c) => OpKey::Compare(*c),
+            Op::Select => OpKey::Select,
+            Op::Convert(t) => OpKey::Convert(*t),
+            Op::Broadcast(s) => OpKey::Broadcast(s.clone()),
+            Op::Constant(d) => {
+                let mut h = DefaultHasher::new();
+                hash_bits(d, &mut h);
+                OpKey::Constant(h.finish())
+            }
+            Op::FusedKernel(k) => OpKey::FusedKernel(k.body.node_count()),
+        };
+        Some(Key {
+            op,
+            inputs: node.inputs().to_vec(),
+            outputs: node.outputs().to_vec(),
+        })
+    }
+}
+
+/// Whether two ops (already of equal keys) are the same: Constants bit for bit, everything
+/// else by `==` (for fused kernels, equal bodies).
+fn same_op(a: &Op, b: &Op) -> bool {
+    match (a, b) {
+        (Op::Constant(x), Op::Constant(y)) => same_bits(x, y),
+        _ => a == b,
+    }
+}
+
+fn same_bits(x: &TensorData, y: &TensorData) -> bool {
+    match (x, y) {
+        (TensorData::F32(a), TensorData::F32(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        (TensorData::F64(a), TensorData::F64(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        (TensorData::I32(a), TensorData::I32(b)) => a == b,
+        (TensorData::I64(a), TensorData::I64(b)) => a == b,
+        (TensorData::Bool(a), TensorData::Bool(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Feeds the bits of every element to `h`.
+fn hash_bits(d: &TensorData, h: &mut impl Hasher) {
+    d.element_type().hash(h);
+    match d {
+        TensorData::F32(v) => v.iter().for_each(|x| x.to_bits().hash(h)),
+        TensorData::F64(v) => v.iter().for_each(|x| x.to_bits().hash(h)),
+        TensorData::I32(v) => v.hash(h),
+        TensorData::I64(v) => v.hash(h),
+        TensorData::Bool(v) => v.hash(h),
+    }
+}

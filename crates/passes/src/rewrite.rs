@@ -1,0 +1,107 @@
+//! Shared machinery of the rewrite passes: running a rewrite on a copy so that a failure
+//! leaves the function unchanged, replacing a node by a value with nGraph's provenance rule,
+//! and recording pass history.
+
+use std::collections::BTreeSet;
+
+use graphlift_ir::{Function, NodeId, Output, ProvenanceTags};
+
+use crate::PassError;
+
+/// Replaces the single-output node `old` by `value` everywhere, without pruning. The caller
+/// records its pass on the producer of `value` (see [`record_pass_once`]).
+///
+/// Provenance follows nGraph's rule ([`Function::replace_node`]): `old`'s tags go to the
+/// producer of `value` and to the replacement subgraph behind it. `bypassed` are the other
+/// nodes of the removed subgraph, between `old` and the arguments it shares with its
+/// replacement (the Constant inputs of a folded node, the `1` of `x * 1`, the inner
+/// negation of `-(-x)`): nGraph collects their tags as well, so they go the same way,
+/// after `old`'s (they are added to `old` first, which is replaced anyway). When `value` is one output of a multi-output node (which
+/// `replace_node` cannot take, since the output lists differ), the rule is applied by hand:
+/// the producer takes the tags, users and control dependents of `old` move to it; `old`
+/// must then have no control dependencies of its own.
+///
+/// # Errors
+/// [`PassError::Ir`] from the IR (types differ, dangling ids, a cycle);
+/// [`PassError::Broken`] if `old` has control dependencies and `value` is not output 0 of a
+/// single-output node.
+pub(crate) fn replace_by_value(
+    g: &mut Function,
+    old: NodeId,
+    value: Output,
+    bypassed: &[NodeId],
+    pass: &'static str,
+) -> Result<(), PassError> {
+    // The removed subgraph's tags, `old`'s first: `old` carries them into the replacement.
+    let mut removed_tags = ProvenanceTags::new();
+    for &b in bypassed {
+        removed_tags.union_with(g.node(b)?.tags());
+    }
+    g.add_tags(old, &removed_tags)?;
+    let producer = g.node(value.node)?;
+    if value.index == 0 && producer.outputs().len() == 1 {
+        g.replace_node_unpruned(old, value.node)?;
+    } else {
+        let old_node = g.node(old)?;
+        if !old_node.other_deps().is_empty() {
+            return Err(PassError::Broken {
+                pass,
+                message: format!(
+                    "cannot replace `{}`, which has control dependencies, by an output of a \
+                     multi-output node",
+                    old_node.name()
+                ),
+            });
+        }
+        let tags = old_node.tags().clone();
+        g.add_tags(value.node, &tags)?;
+        g.replace_output(Output::new(old, 0), value)?;
+        g.redirect_control_dependencies(old, value.node)?;
+    }
+    Ok(())
+}
+
+/// Appends `pass` once to the pass history of every node of `touched` that is still in `g`
+/// (a node rewritten several times by one run of a pass records it once).
+///
+/// # Errors
+/// [`PassError::Ir`] only if the function is inconsistent.
+pub(crate) fn record_pass_once(
+    g: &mut Function,
+    touched: &BTreeSet<NodeId>,
+    pass: &'static str,
+) -> Result<(), PassError> {
+    for &id in touched {
+        if g.get(id).is_some() {
+            g.record_pass(id, pass)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `rewrite` on a copy of `f` and, when it reports a change, prunes dead nodes,
+/// validates the copy and moves it into `f`. Returns what `rewrite` returned.
+///
+/// `f` is validated first, so a rewrite may assume a valid, acyclic function.
+///
+/// # Errors
+/// [`PassError::Ir`] if `f` does not validate; the rewrite's error; [`PassError::Broken`]
+/// if the rewritten copy does not validate. On error `f` is unchanged.
+pub(crate) fn rewrite_on_copy(
+    f: &mut Function,
+    pass: &'static str,
+    rewrite: impl FnOnce(&mut Function) -> Result<bool, PassError>,
+) -> Result<bool, PassError> {
+    f.validate()?;
+    let mut g = f.clone();
+    if !rewrite(&mut g)? {
+        return Ok(false);
+    }
+    g.remove_dead_nodes();
+    g.validate().map_err(|e| PassError::Broken {
+        pass,
+        message: format!("the rewritten function does not validate: {e}"),
+    })?;
+    *f = g;
+    Ok(true)
+}

@@ -1,0 +1,168 @@
+//! Test helpers shared by the rewrite passes' tests: inputs full of edge cases, the
+//! reference evaluator, and bit-for-bit comparison of results.
+
+use graphlift_ir::{ElementType, Function, Node, NodeId, TensorData};
+use graphlift_runtime::reference::evaluate_function;
+use graphlift_runtime::Tensor;
+
+use crate::Pass;
+
+/// Edge-case `f64` values: signed zeros, ones, infinities, NaN, a denormal, large values.
+const FLOATS: [f64; 12] = [
+    -0.0,
+    0.0,
+    1.0,
+    -1.5,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    3.25,
+    1e30,
+    -1e-40,
+    -7.0,
+    0.5,
+];
+
+/// Edge-case integers: zero, ±1, the extremes of i32, small values.
+const INTS: [i64; 9] = [0, 1, -1, i32::MIN as i64, i32::MAX as i64, 7, -42, 2, -3];
+
+/// Inputs for every parameter of `f`, cycling through edge cases from an offset that
+/// depends on the parameter and on `seed`, so parameters differ from each other.
+pub(crate) fn edge_inputs(f: &Function, seed: usize) -> Vec<Tensor> {
+    f.parameter_types()
+        .iter()
+        .enumerate()
+        .map(|(p, t)| {
+            let len = t.shape.element_count().expect("small shapes in tests");
+            let at = |i: usize| i + p * 5 + seed * 3;
+            let data = match t.element_type {
+                ElementType::F32 => {
+                    TensorData::F32((0..len).map(|i| FLOATS[at(i) % 12] as f32).collect())
+                }
+                ElementType::F64 => TensorData::F64((0..len).map(|i| FLOATS[at(i) % 12]).collect()),
+                ElementType::I32 => {
+                    TensorData::I32((0..len).map(|i| INTS[at(i) % 9] as i32).collect())
+                }
+                ElementType::I64 => {
+                    let big = |x: i64| match x {
+                        x if x < -100 => i64::MIN,
+                        x if x > 100 => i64::MAX,
+                        x => x,
+                    };
+                    TensorData::I64((0..len).map(|i| big(INTS[at(i) % 9])).collect())
+                }
+                ElementType::Bool => TensorData::Bool((0..len).map(|i| at(i) % 3 == 0).collect()),
+            };
+            Tensor::from_data(data, t.shape.clone()).expect("fits")
+        })
+        .collect()
+}
+
+/// The results of `f` on `inputs` by the reference interpreter.
+pub(crate) fn eval(f: &Function, inputs: &[Tensor]) -> Vec<Tensor> {
+    evaluate_function(f, inputs).expect("the reference evaluates")
+}
+
+/// The bits of every element (any NaN is one value: NaN payloads are not semantics).
+fn bits(t: &Tensor) -> Vec<u64> {
+    const NAN: u64 = u64::MAX;
+    match t.data() {
+        TensorData::F32(v) => v
+            .iter()
+            .map(|x| {
+                if x.is_nan() {
+                    NAN
+                } else {
+                    u64::from(x.to_bits())
+                }
+            })
+            .collect(),
+        TensorData::F64(v) => v
+            .iter()
+            .map(|x| if x.is_nan() { NAN } else { x.to_bits() })
+            .collect(),
+        TensorData::I32(v) => v.iter().map(|&x| u64::from(x as u32)).collect(),
+        TensorData::I64(v) => v.iter().map(|&x| x as u64).collect(),
+        TensorData::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
+    }
+}
+
+/// Whether two result lists have the same types and the same values bit for bit (signed
+/// zeros distinct, any NaN equal to any NaN).
+pub(crate) fn same_bits(a: &[Tensor], b: &[Tensor]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.tensor_type() == y.tensor_type() && bits(x) == bits(y))
+}
+
+/// Asserts that `before` and `after` compute the same results bit for bit on several sets
+/// of edge-case inputs.
+pub(crate) fn assert_same_values(before: &Function, after: &Function) {
+    for seed in 0..4 {
+        let inputs = edge_inputs(before, seed);
+        let (x, y) = (eval(before, &inputs), eval(after, &inputs));
+        assert!(
+            same_bits(&x, &y),
+            "values differ (seed {seed}):\nbefore: {x:?}\nafter: {y:?}\n{before}\n{after}"
+        );
+    }
+}
+
+/// Runs `pass` on `f` and checks what every pass must keep: the result validates, the
+/// parameters and results are the same nodes, the values are the same bit for bit, and a
+/// second run changes nothing more. Returns whether the first run changed `f`.
+pub(crate) fn run_checked(pass: &dyn Pass, f: &mut Function) -> bool {
+    let before = f.clone();
+    let changed = pass.run(f).expect("the pass runs");
+    f.validate().expect("the rewritten function validates");
+    assert_eq!(f.parameters(), before.parameters(), "parameters untouched");
+    assert_eq!(f.results(), before.results(), "results untouched");
+    assert_same_values(&before, f);
+    if !changed {
+        assert!(
+            same_function(f, &before),
+            "a pass that reports no change changes nothing"
+        );
+    }
+    let once = f.clone();
+    assert!(
+        !pass.run(f).expect("runs again"),
+        "idempotent:\n{once}\n{f}"
+    );
+    assert!(same_function(f, &once));
+    changed
+}
+
+/// `a == b`, except that NaNs in Constants are equal to themselves (compared through
+/// `Debug`, which is exact for a function and its clone).
+pub(crate) fn same_function(a: &Function, b: &Function) -> bool {
+    a == b || format!("{a:?}") == format!("{b:?}")
+}
+
+/// The node named `name`.
+pub(crate) fn by_name<'f>(f: &'f Function, name: &str) -> &'f Node {
+    f.node_by_name(name)
+        .unwrap_or_else(|| panic!("no node `{name}` in\n{f}"))
+}
+
+/// The node feeding result `i`.
+pub(crate) fn result_node(f: &Function, i: usize) -> &Node {
+    let src = f.result_source(f.results()[i]).expect("a result");
+    f.node(src.node).expect("its source")
+}
+
+/// The id of the node behind a builder value.
+pub(crate) fn id(v: graphlift_ir::Value<'_>) -> NodeId {
+    v.output().expect("built").node
+}
+
+/// Tags of a node, in order.
+pub(crate) fn tags(n: &Node) -> Vec<&str> {
+    n.tags().iter().collect()
+}
+
+/// How many live nodes have the op type `name` ([`graphlift_ir::Op::type_name`]).
+pub(crate) fn count_op(f: &Function, name: &str) -> usize {
+    f.nodes().filter(|n| n.op().type_name() == name).count()
+}
