@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData};
-use graphlift_passes::{extract_subgraphs, ExtractionConfig};
+use graphlift_passes::{ExtractionConfig, PassManager};
 use graphlift_runtime::reference::evaluate_node;
 use graphlift_runtime::{
     function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError, Tensor,
@@ -22,8 +22,10 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// The CPU-JIT backend (`Backend::create("CPU-JIT")`), after nGraph's CPU backend with its
 /// Halide subgraph extraction.
 ///
-/// `compile` copies and validates the Function, runs subgraph extraction
-/// ([`graphlift_passes::extract_subgraphs`]), compiles every resulting `FusedKernel` into
+/// `compile` copies and validates the Function, runs the default pass pipeline
+/// ([`graphlift_passes::PassManager::from_env`]: constant folding, CSE, algebraic
+/// simplification, DCE, subgraph extraction; `GRAPHLIFT_DUMP=dir` dumps the graph after
+/// each pass), compiles every resulting `FusedKernel` into
 /// one JIT module (one `finalize_definitions` per Executable), and plans the other nodes as
 /// native kernels — the reference kernels of `graphlift_runtime::reference`, so their
 /// semantics are the interpreter's by construction.
@@ -56,10 +58,12 @@ impl CpuJitBackend {
         let (parameters, results) = function_signature(function)?;
         let mut g = function.clone();
         let fname = function.name().to_string();
-        extract_subgraphs(&mut g, &self.config).map_err(|e| RuntimeError::Compile {
-            function: fname.clone(),
-            message: format!("subgraph extraction: {e}"),
-        })?;
+        PassManager::from_env(self.config.clone())
+            .run(&mut g)
+            .map_err(|e| RuntimeError::Compile {
+                function: fname.clone(),
+                message: format!("pass pipeline: {e}"),
+            })?;
         g.validate()?;
         let compile_err = |e: JitError| e.into_compile_error(&fname);
 
