@@ -169,3 +169,24 @@ fn jit_memory_is_freed_when_executables_are_dropped() {
     drop(exes);
     assert_eq!(graphlift::jit::live_modules(), before);
 }
+
+#[test]
+fn kernel_results_are_written_into_the_callers_output_buffers() {
+    let n = 4096;
+    let f = graphlift::exprs::peer_expression("E1", n).unwrap();
+    let exe = Backend::create("CPU-JIT").unwrap().compile(&f).unwrap();
+    let x = Tensor::from_vec((0..n).map(|i| i as f32 - 2000.0).collect::<Vec<_>>(), [n]).unwrap();
+    let inputs = [x.clone(), x.clone(), x.clone(), x];
+    let mut out = vec![Tensor::zeros(graphlift::ElementType::F32, [n]).unwrap()];
+    let before = out[0].data().as_ptr();
+    exe.call(&mut out, &inputs).unwrap();
+    exe.call(&mut out, &inputs).unwrap();
+    assert_eq!(
+        out[0].data().as_ptr(),
+        before,
+        "no fresh output buffer per call"
+    );
+    let reference = Backend::create("INTERPRETER").unwrap().compile(&f).unwrap();
+    let want = reference.run(&inputs).unwrap();
+    assert_eq!(out[0], want[0]);
+}

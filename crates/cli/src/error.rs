@@ -27,6 +27,9 @@ pub enum CliError {
     /// The backend failed to compile or run.
     #[error(transparent)]
     Runtime(#[from] graphlift::RuntimeError),
+    /// A Function could not be built.
+    #[error(transparent)]
+    Ir(#[from] graphlift::IrError),
     /// Wrong number of inputs or expected outputs.
     #[error("{0}")]
     Usage(String),

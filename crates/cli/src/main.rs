@@ -4,6 +4,7 @@
 //! example extended with a SiLU), checks its outputs against the known answers, and shows
 //! the fused kernels it compiled.
 
+mod bench_expr;
 mod default_model;
 mod error;
 mod run;
@@ -26,6 +27,17 @@ struct Cli {
 enum Command {
     /// Run an ONNX model (or the embedded default model) and print its outputs.
     Run(RunArgs),
+    /// Time a peer expression (E1-E4 of ../shared/peers) over N elements and print
+    /// `ns_per_element=<float>` (the peers harness's external-program protocol).
+    BenchExpr {
+        /// E1, E2, E3 or E4.
+        expr: String,
+        /// Number of output elements.
+        n: usize,
+        /// Backend to time.
+        #[arg(long, default_value = "CPU-JIT")]
+        backend: String,
+    },
 }
 
 /// Arguments of `graphlift run`.
@@ -58,6 +70,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::BenchExpr { expr, n, backend } => bench_expr::bench_expr(&expr, n, &backend),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -165,3 +165,20 @@ fn garbage_model_is_an_error_not_a_crash() {
     assert!(text(&o).contains("graphlift: error:"), "{}", text(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bench_expr_follows_the_peers_protocol() {
+    for e in ["E1", "E2", "E3", "E4"] {
+        let o = graphlift(&["bench-expr", e, "2048"]);
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        let line = t
+            .lines()
+            .rfind(|l| l.starts_with("ns_per_element="))
+            .expect("the line");
+        let v: f64 = line["ns_per_element=".len()..].parse().expect("a float");
+        assert!(v.is_finite() && v > 0.0, "{line}");
+    }
+    let o = graphlift(&["bench-expr", "E4", "1000"]);
+    assert!(!o.status.success(), "E4 needs N % 1024 == 0");
+}

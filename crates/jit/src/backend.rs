@@ -299,11 +299,33 @@ impl CpuJitExecutable {
         }
     }
 
+    /// Runs the plan's steps in order, leaving each value in its temp slot.
+    fn run_steps(
+        &self,
+        inputs: &[Tensor],
+        temps: &mut [Option<Tensor>],
+    ) -> Result<(), RuntimeError> {
+        for step in &self.steps {
+            let seeded = step.outputs.iter().map(|&t| temps[t].take()).collect();
+            let outs = self.run_step(step, inputs, temps, seeded)?;
+            for (&t, o) in step.outputs.iter().zip(outs) {
+                temps[t] = Some(o);
+            }
+            for &t in &step.free_after {
+                temps[t] = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one step. A kernel writes into `seeded[j]` for output `j` when the caller's
+    /// output tensor was handed in for it (see [`Executable::call`]), else into a new tensor.
     fn run_step(
         &self,
         step: &Step,
         inputs: &[Tensor],
         temps: &[Option<Tensor>],
+        seeded: Vec<Option<Tensor>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
         let node = self.function.node(step.node)?;
         let ins = step
@@ -322,7 +344,11 @@ impl CpuJitExecutable {
                 let mut outs = node
                     .outputs()
                     .iter()
-                    .map(|t| Tensor::zeros(t.element_type, t.shape.clone()))
+                    .zip(seeded)
+                    .map(|(t, seed)| match seed {
+                        Some(buffer) if buffer.tensor_type() == *t => Ok(buffer),
+                        _ => Tensor::zeros(t.element_type, t.shape.clone()),
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 let in_data: Vec<&TensorData> = ins.iter().map(|t| t.data()).collect();
                 let mut out_data: Vec<&mut TensorData> =
@@ -349,14 +375,24 @@ impl Executable for CpuJitExecutable {
         validate_arguments(&self.parameters, inputs.iter(), "input")?;
         validate_arguments(&self.results, outputs.iter(), "output")?;
         let mut temps: Vec<Option<Tensor>> = vec![None; self.temps];
-        for step in &self.steps {
-            let outs = self.run_step(step, inputs, &temps)?;
-            for (&t, o) in step.outputs.iter().zip(outs) {
-                temps[t] = Some(o);
+        // A result that a kernel computes is written straight into the caller's output
+        // tensor: hand the tensor to the kernel's temp slot (validated above to have the
+        // result's type), so no fresh buffer is allocated and page-faulted per call.
+        for (k, loc) in self.result_locs.iter().enumerate() {
+            if let (Loc::Temp(t), true) = (*loc, self.take_result[k]) {
+                let empty = Tensor::zeros(outputs[k].element_type(), [0])?;
+                temps[t] = Some(std::mem::replace(&mut outputs[k], empty));
             }
-            for &t in &step.free_after {
-                temps[t] = None;
+        }
+        if let Err(e) = self.run_steps(inputs, &mut temps) {
+            // Leave every output with its validated type (its values are unspecified).
+            for (k, r) in self.results.iter().enumerate() {
+                if outputs[k].tensor_type() != r.tensor_type {
+                    outputs[k] =
+                        Tensor::zeros(r.tensor_type.element_type, r.tensor_type.shape.clone())?;
+                }
             }
+            return Err(e);
         }
         for (k, loc) in self.result_locs.iter().enumerate() {
             let value = match *loc {
