@@ -13,6 +13,8 @@ use crate::{
 };
 
 #[cfg(test)]
+mod provenance_tests;
+#[cfg(test)]
 mod tests;
 
 /// The environment variable [`PassManager::from_env`] reads: a directory to dump the
