@@ -7,6 +7,7 @@
 mod abi;
 mod backend;
 mod broadcast;
+mod provenance;
 mod ops;
 mod vmath;
 
