@@ -27,6 +27,9 @@ pub enum CliError {
     /// The backend failed to compile or run.
     #[error(transparent)]
     Runtime(#[from] graphlift::RuntimeError),
+    /// Rendering through Graphviz failed (`dot` missing or failing).
+    #[error("graphviz: {0}")]
+    Graphviz(String),
     /// Wrong number of inputs or expected outputs.
     #[error("{0}")]
     Usage(String),
