@@ -101,7 +101,11 @@ pub fn check(model: &Path, function: &Function, kernels: &[KernelInfo]) -> Resul
             }
         }
         for t in k.tags.iter().filter(|t| t.starts_with("onnx:")) {
-            let other = ["onnx:initializer:", "onnx:graph_input:", "onnx:graph_output:"];
+            let other = [
+                "onnx:initializer:",
+                "onnx:graph_input:",
+                "onnx:graph_output:",
+            ];
             if !known.contains(t) && !other.iter().any(|p| t.starts_with(p)) {
                 return Err(format!(
                     "kernel `{}`: tag `{t}` names no node of the model",

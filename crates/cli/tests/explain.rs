@@ -170,7 +170,10 @@ fn explain_prints_pipeline_kernels_and_outside_nodes_and_writes_files() {
         "onnx:Relu:Relu_w",
         "alone",
     ] {
-        assert!(stdout.contains(needle), "`{needle}` missing from:\n{stdout}");
+        assert!(
+            stdout.contains(needle),
+            "`{needle}` missing from:\n{stdout}"
+        );
     }
     let dot_text = std::fs::read_to_string(&dot).unwrap();
     assert!(dot_text.starts_with("digraph"), "{dot_text}");
@@ -206,7 +209,10 @@ fn svg_without_graphviz_is_a_clear_error_and_writes_nothing() {
     );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("Graphviz") && stderr.contains("`dot`"), "{stderr}");
+    assert!(
+        stderr.contains("Graphviz") && stderr.contains("`dot`"),
+        "{stderr}"
+    );
     assert!(!svg.exists());
 }
 

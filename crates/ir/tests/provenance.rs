@@ -32,7 +32,9 @@ fn group_members_above_and_nested_groups() {
     let mut f = Function::new("f");
     let x = f.add_parameter("x", F32, [2]).unwrap();
     let e = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
-    let n = f.add_node(Op::Unary(UnaryOp::Negative), &[e.into()]).unwrap();
+    let n = f
+        .add_node(Op::Unary(UnaryOp::Negative), &[e.into()])
+        .unwrap();
     let m = f
         .add_node(Op::Binary(BinaryOp::Multiply), &[n.into(), x.into()])
         .unwrap();
@@ -59,10 +61,13 @@ fn tags_above_stop_at_the_base() {
     let x = f.add_parameter("x", F32, [2]).unwrap();
     let a = f.add_node(Op::Unary(UnaryOp::Abs), &[x.into()]).unwrap();
     let e = f.add_node(Op::Unary(UnaryOp::Exp), &[a.into()]).unwrap();
-    let n = f.add_node(Op::Unary(UnaryOp::Negative), &[e.into()]).unwrap();
+    let n = f
+        .add_node(Op::Unary(UnaryOp::Negative), &[e.into()])
+        .unwrap();
     f.add_result(n.into(), None).unwrap();
     let t: ProvenanceTags = ["t"].into_iter().collect();
-    f.add_provenance_tags_above(n, &[Output::from(a)], &t).unwrap();
+    f.add_provenance_tags_above(n, &[Output::from(a)], &t)
+        .unwrap();
     assert!(f.node(n).unwrap().tags().contains("t"));
     assert!(f.node(e).unwrap().tags().contains("t"));
     assert!(f.node(a).unwrap().tags().is_empty());
@@ -87,7 +92,13 @@ fn replace_node_moves_no_tags_when_provenance_is_disabled() {
     assert!(g.node(a).unwrap().tags().is_empty());
     let t: ProvenanceTags = ["p"].into_iter().collect();
     g.propagate_tags(a, &t).unwrap();
-    assert!(g.node(a).unwrap().tags().is_empty(), "passes propagate nothing");
+    assert!(
+        g.node(a).unwrap().tags().is_empty(),
+        "passes propagate nothing"
+    );
     g.add_tag(a, "explicit").unwrap();
-    assert!(g.node(a).unwrap().tags().contains("explicit"), "explicit tags stay");
+    assert!(
+        g.node(a).unwrap().tags().contains("explicit"),
+        "explicit tags stay"
+    );
 }

@@ -7,8 +7,8 @@ use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData};
 use graphlift_passes::{ExtractionConfig, ExtractionReport, PassManager, PassRunReport};
 use graphlift_runtime::reference::evaluate_node;
 use graphlift_runtime::{
-    function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError, StepInfo, Tensor,
-    TensorSpec,
+    function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError,
+    StepInfo, Tensor, TensorSpec,
 };
 
 use crate::codegen::{self, plan, CompiledKernel};

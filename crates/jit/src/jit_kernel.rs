@@ -138,4 +138,3 @@ impl JitKernel {
         &self.kernel
     }
 }
-

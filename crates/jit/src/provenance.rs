@@ -77,7 +77,10 @@ pub(crate) fn slot_srcloc(k: usize) -> SourceLoc {
 
 /// Maps Cranelift's sorted source-location ranges to the body nodes of `plan`'s slots,
 /// merging adjacent ranges of one node. Ranges without a location are dropped.
-pub(crate) fn code_ranges(plan: &KernelPlan, srclocs: &[MachSrcLoc<cranelift_codegen::Final>]) -> Vec<CodeRange> {
+pub(crate) fn code_ranges(
+    plan: &KernelPlan,
+    srclocs: &[MachSrcLoc<cranelift_codegen::Final>],
+) -> Vec<CodeRange> {
     let mut out: Vec<CodeRange> = Vec::new();
     for s in srclocs {
         if s.loc.is_default() || s.start >= s.end {

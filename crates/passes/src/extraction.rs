@@ -12,9 +12,9 @@ mod region;
 mod rewrite;
 
 #[cfg(test)]
-mod proptests;
-#[cfg(test)]
 mod outside_tests;
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;
 

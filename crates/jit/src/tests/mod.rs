@@ -7,8 +7,8 @@
 mod abi;
 mod backend;
 mod broadcast;
-mod provenance;
 mod ops;
+mod provenance;
 mod vmath;
 
 use graphlift_ir::{ElementType, Function, TensorData};

@@ -31,7 +31,11 @@ fn kernel_info_lists_nodes_tags_histories_ir_and_code_ranges() {
     assert_eq!(k.node_tags[exp], ["onnx:Exp:e1", "onnx:Exp:e2"]);
     assert_eq!(k.pass_history[exp], ["common_subexpression_elimination"]);
     for t in ["onnx:Add:add", "onnx:Exp:e1", "onnx:Exp:e2", "onnx:Mul:mul"] {
-        assert!(k.tags.iter().any(|x| x == t), "{t} missing from {:?}", k.tags);
+        assert!(
+            k.tags.iter().any(|x| x == t),
+            "{t} missing from {:?}",
+            k.tags
+        );
     }
     assert_eq!(Some(k.ir.as_str()), exe.kernel_ir(&k.name));
     assert!(k.ir.contains("function"), "{}", k.ir);
@@ -46,7 +50,10 @@ fn kernel_info_lists_nodes_tags_histories_ir_and_code_ranges() {
         assert!(k.fused_nodes.contains(&r.node) || live_in, "{r:?}");
     }
     for n in &k.fused_nodes {
-        assert!(k.code_ranges.iter().any(|r| &r.node == n), "no code for {n}");
+        assert!(
+            k.code_ranges.iter().any(|r| &r.node == n),
+            "no code for {n}"
+        );
     }
     assert!(k.code_ranges.windows(2).all(|w| w[0].end <= w[1].start));
 }

@@ -52,10 +52,9 @@ impl fmt::Display for OutsideReason {
                 write!(f, "size cap: the kernel reached max_ops = {max_ops}")
             }
             OutsideReason::Alone => write!(f, "alone: a region of one op"),
-            OutsideReason::DifferentIterationSpace => write!(
-                f,
-                "different iteration space from its fusible neighbours"
-            ),
+            OutsideReason::DifferentIterationSpace => {
+                write!(f, "different iteration space from its fusible neighbours")
+            }
         }
     }
 }
@@ -116,8 +115,7 @@ pub(super) fn classify(
     let mut out = Vec::new();
     for &id in view.order() {
         let Some(n) = f.get(id) else { continue };
-        if assigned[id.index()] || matches!(n.op(), Op::Parameter | Op::Result | Op::Constant(_))
-        {
+        if assigned[id.index()] || matches!(n.op(), Op::Parameter | Op::Result | Op::Constant(_)) {
             continue;
         }
         let op = n.op().type_name().to_string();
@@ -152,7 +150,12 @@ pub(super) fn classify(
 
 /// A fusible node no region took for none of the recorded reasons: alone unless a fusible
 /// neighbour computes over another shape.
-fn by_neighbours(f: &Function, view: &GraphView, config: &ExtractionConfig, id: NodeId) -> OutsideReason {
+fn by_neighbours(
+    f: &Function,
+    view: &GraphView,
+    config: &ExtractionConfig,
+    id: NodeId,
+) -> OutsideReason {
     let Some(n) = f.get(id) else {
         return OutsideReason::Alone;
     };

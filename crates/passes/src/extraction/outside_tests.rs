@@ -35,9 +35,19 @@ fn excluded_op_and_would_create_cycle() {
         reason_of(&report, "e"),
         Some(&OutsideReason::OpExcluded { op: "Exp".into() })
     );
-    assert_eq!(reason_of(&report, "a"), Some(&OutsideReason::WouldCreateCycle));
-    assert_eq!(reason_of(&report, "c"), Some(&OutsideReason::WouldCreateCycle));
-    assert_eq!(report.outside.len(), 3, "parameters and results are not listed");
+    assert_eq!(
+        reason_of(&report, "a"),
+        Some(&OutsideReason::WouldCreateCycle)
+    );
+    assert_eq!(
+        reason_of(&report, "c"),
+        Some(&OutsideReason::WouldCreateCycle)
+    );
+    assert_eq!(
+        report.outside.len(),
+        3,
+        "parameters and results are not listed"
+    );
 }
 
 #[test]
@@ -48,8 +58,7 @@ fn stop_fusion_barrier() {
     });
     let report = extract_checked(&mut f, &ExtractionConfig::default());
     assert_eq!(reason_of(&report, "e"), Some(&OutsideReason::StopFusion));
-    assert!(reason_of(&report, "e")
-        .is_some_and(|r| r.to_string().contains("stop_fusion")));
+    assert!(reason_of(&report, "e").is_some_and(|r| r.to_string().contains("stop_fusion")));
 }
 
 #[test]

@@ -54,10 +54,7 @@ fn each_pass_follows_the_provenance_rules() {
     let exps = find(&f, "Exp");
     assert_eq!(exps.len(), 1);
     assert_eq!(tags(exps[0]), ["onnx:Exp:e1", "onnx:Exp:e2"]);
-    assert_eq!(
-        exps[0].pass_history(),
-        ["common_subexpression_elimination"]
-    );
+    assert_eq!(exps[0].pass_history(), ["common_subexpression_elimination"]);
 
     // Algebraic simplification: `e * 1 -> e`; e takes the Multiply's tag.
     run(&AlgebraicSimplification, &mut f);
@@ -105,7 +102,10 @@ fn each_pass_follows_the_provenance_rules() {
     let body_exp = find(&fk.body, "Exp")[0];
     assert_eq!(
         body_exp.pass_history(),
-        ["common_subexpression_elimination", "algebraic_simplification"]
+        [
+            "common_subexpression_elimination",
+            "algebraic_simplification"
+        ]
     );
 
     // Fused-op expansion: every node it produced has the kernel's tags and records the pass.
@@ -143,12 +143,12 @@ fn the_pipeline_keeps_histories_and_reports_extraction() {
     let exp = find(&fk.body, "Exp")[0];
     assert_eq!(
         exp.pass_history(),
-        ["common_subexpression_elimination", "algebraic_simplification"]
+        [
+            "common_subexpression_elimination",
+            "algebraic_simplification"
+        ]
     );
-    assert_eq!(
-        tags(exp),
-        ["onnx:Exp:e1", "onnx:Exp:e2", "onnx:Mul:one"]
-    );
+    assert_eq!(tags(exp), ["onnx:Exp:e1", "onnx:Exp:e2", "onnx:Mul:one"]);
 }
 
 #[test]
@@ -161,7 +161,11 @@ fn with_provenance_disabled_no_pass_moves_tags() {
     assert!(!f.provenance_enabled(), "the switch survives the passes");
     let k = find(&f, "FusedKernel")[0];
     assert!(k.tags().is_empty(), "{:?}", tags(k));
-    assert_eq!(k.pass_history(), ["subgraph_extraction"], "histories still kept");
+    assert_eq!(
+        k.pass_history(),
+        ["subgraph_extraction"],
+        "histories still kept"
+    );
     let Op::FusedKernel(fk) = k.op() else {
         unreachable!()
     };
