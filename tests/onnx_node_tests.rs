@@ -14,7 +14,12 @@
 //!
 //! A case whose element types graphlift does not have (UINT8, FLOAT16, STRING, sequences,
 //! ...) is counted as unsupported and listed with the reason; every other failure fails the
-//! test, which lists each failing case with its error.
+//! test, which lists each failing case with its error. On CPU-JIT, every fused kernel's
+//! provenance must name the ONNX nodes of all the ops it contains, and only those
+//! (`support/kernel_provenance.rs`).
+
+#[path = "support/kernel_provenance.rs"]
+mod kernel_provenance;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -231,6 +236,12 @@ fn run_case(test_dir: &Path, backend: &str) -> Outcome {
         Ok(Err(e)) => return Outcome::Failed(format!("compile: {e}")),
         Err(_) => return Outcome::Failed("compile panicked".into()),
     };
+    if backend == "CPU-JIT" {
+        let model_path = test_dir.join("model.onnx");
+        if let Err(e) = kernel_provenance::check(&model_path, &model.function, &exe.kernels()) {
+            return Outcome::Failed(format!("kernel provenance: {e}"));
+        }
+    }
     for set in &sets {
         let set_name = set
             .file_name()

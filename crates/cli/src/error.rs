@@ -30,6 +30,9 @@ pub enum CliError {
     /// A Function could not be built.
     #[error(transparent)]
     Ir(#[from] graphlift::IrError),
+    /// Rendering through Graphviz failed (`dot` missing or failing).
+    #[error("graphviz: {0}")]
+    Graphviz(String),
     /// Wrong number of inputs or expected outputs.
     #[error("{0}")]
     Usage(String),

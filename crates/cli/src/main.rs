@@ -2,11 +2,13 @@
 //!
 //! `graphlift run` with no model runs an embedded default model (nGraph's halide_subgraph
 //! example extended with a SiLU), checks its outputs against the known answers, and shows
-//! the fused kernels it compiled.
+//! the fused kernels it compiled. `graphlift explain` shows what the compiler did to a
+//! model: passes, kernels with provenance, nodes left outside kernels.
 
 mod bench_expr;
 mod default_model;
 mod error;
+mod explain;
 mod run;
 mod tensor_io;
 
@@ -38,6 +40,25 @@ enum Command {
         #[arg(long, default_value = "CPU-JIT")]
         backend: String,
     },
+    /// Explain how a model compiles on CPU-JIT: pass pipeline with timings, kernels with
+    /// their nodes' provenance and pass histories, nodes left outside kernels and why.
+    Explain(ExplainArgs),
+}
+
+/// Arguments of `graphlift explain`.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// The ONNX model; without it, the embedded default model is explained.
+    pub model: Option<PathBuf>,
+    /// Write the compiled (post-pass) graph as Graphviz DOT to this file.
+    #[arg(long)]
+    pub dot: Option<PathBuf>,
+    /// Render the compiled graph to SVG with Graphviz `dot -Tsvg` into this file.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// Write the compiled graph as graphlift JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 /// Arguments of `graphlift run`.
@@ -71,6 +92,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::BenchExpr { expr, n, backend } => bench_expr::bench_expr(&expr, n, &backend),
+        Command::Explain(args) => explain::explain(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -156,6 +156,36 @@ impl FunctionBuilder {
         Ok(self.function.replace(Function::new(name)))
     }
 
+    /// Builds a subgraph with `build` and makes every node it created (parameters aside)
+    /// a member of the provenance group of the value it returns (nGraph's
+    /// `add_provenance_group_members_above`, for builders that return one node for a
+    /// subgraph): a tag later set on that value ([`Value::tagged`]) reaches them all.
+    ///
+    /// ```
+    /// use graphlift_ir::{ElementType::F32, FunctionBuilder};
+    /// let b = FunctionBuilder::new("f");
+    /// let x = b.parameter("x", F32, [4]);
+    /// let silu = b.provenance_group(|| x * x.sigmoid()).tagged("onnx:Silu:s");
+    /// let f = b.finish(&[silu]).unwrap();
+    /// let tagged = f.nodes().filter(|n| n.tags().contains("onnx:Silu:s")).count();
+    /// assert_eq!(tagged, 2); // Sigmoid and Multiply
+    /// ```
+    pub fn provenance_group<'b>(&'b self, build: impl FnOnce() -> Value<'b>) -> Value<'b> {
+        let first = self.function.borrow().arena_len();
+        let root = build();
+        if let Some(o) = root.output {
+            self.with_function(|f| {
+                let members: Vec<NodeId> = f
+                    .nodes()
+                    .filter(|n| n.id().index() >= first && !matches!(n.op(), Op::Parameter))
+                    .map(|n| n.id())
+                    .collect();
+                f.add_provenance_group_members(o.node, &members)
+            });
+        }
+        root
+    }
+
     /// Runs `f` on the function under construction (to set names, tags, metadata).
     pub fn with_function<T>(
         &self,

@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::infer::infer_output_types;
+mod provenance_groups;
+
 use crate::{
     CreationSite, ElementType, IrError, Node, NodeId, Op, Output, ProvenanceTags, Shape,
     TensorData, TensorType,
@@ -22,6 +24,10 @@ pub struct Function {
     parameters: Vec<NodeId>,
     results: Vec<NodeId>,
     names: HashMap<String, NodeId>,
+    /// Provenance groups: root -> members (see [`Function::add_provenance_group_members`]).
+    groups: BTreeMap<NodeId, Vec<NodeId>>,
+    /// Whether passes propagate provenance tags (see [`Function::provenance_enabled`]).
+    provenance_enabled: bool,
 }
 
 impl Function {
@@ -33,6 +39,8 @@ impl Function {
             parameters: Vec::new(),
             results: Vec::new(),
             names: HashMap::new(),
+            groups: BTreeMap::new(),
+            provenance_enabled: true,
         }
     }
 
@@ -97,6 +105,11 @@ impl Function {
         f.parameters = parameters;
         f.results = results;
         Ok(f)
+    }
+
+    /// One past the largest node index ever used (node ids are never reused).
+    pub(crate) fn arena_len(&self) -> usize {
+        self.nodes.len()
     }
 
     /// The function's name.
@@ -462,16 +475,29 @@ impl Function {
         Ok(())
     }
 
-    /// Adds a provenance tag to a node.
+    /// Adds a provenance tag to a node and to every member of its provenance group
+    /// (nGraph's `add_provenance_tag`; see [`Function::add_provenance_group_members`]).
     pub fn add_tag(&mut self, id: NodeId, tag: impl Into<String>) -> Result<(), IrError> {
-        self.node_mut(id)?.tags.insert(tag);
+        let tags: ProvenanceTags = std::iter::once(tag.into()).collect();
+        self.add_tags(id, &tags)
+    }
+
+    /// Adds every tag of `tags` to a node and to every member of its provenance group.
+    pub fn add_tags(&mut self, id: NodeId, tags: &ProvenanceTags) -> Result<(), IrError> {
+        self.node_mut(id)?.tags.union_with(tags);
+        self.tag_group(id, tags);
         Ok(())
     }
 
-    /// Adds every tag of `tags` to a node.
-    pub fn add_tags(&mut self, id: NodeId, tags: &ProvenanceTags) -> Result<(), IrError> {
-        self.node_mut(id)?.tags.union_with(tags);
-        Ok(())
+    /// What a pass calls to hand `tags` on to a node it created or rewrote: as
+    /// [`Function::add_tags`] when provenance is enabled on this function, nothing when it
+    /// is disabled ([`Function::set_provenance_enabled`]).
+    pub fn propagate_tags(&mut self, id: NodeId, tags: &ProvenanceTags) -> Result<(), IrError> {
+        if self.provenance_enabled {
+            self.add_tags(id, tags)
+        } else {
+            self.node(id).map(|_| ())
+        }
     }
 
     /// Appends a pass name to a node's pass history.
@@ -590,7 +616,9 @@ impl Function {
     /// the common arguments of `old` and `new` (nodes both reach; `old`'s inputs first) and
     /// the function's parameters. So `x * 1 -> x` tags `x` alone, and a replacement built
     /// from new nodes on `old`'s inputs tags exactly those new nodes. `old`'s control
-    /// dependencies move to `new`, and nodes that depended on `old` depend on `new`.
+    /// dependencies move to `new`, and nodes that depended on `old` depend on `new`. With
+    /// provenance disabled on the function ([`Function::set_provenance_enabled`]) no tags
+    /// move.
     ///
     /// Pruning walks the whole function; a pass that replaces many nodes calls
     /// [`Function::replace_node_unpruned`] for each and [`Function::remove_dead_nodes`] once.
@@ -632,7 +660,9 @@ impl Function {
         }
         let tags = old_n.tags.clone();
         let deps = old_n.other_deps.clone();
-        self.tag_replacement(old, new, &tags)?;
+        if self.provenance_enabled {
+            self.tag_replacement(old, new, &tags)?;
+        }
         for i in 0..self.node(old)?.outputs.len() {
             self.replace_output(Output::new(old, i), Output::new(new, i))?;
         }

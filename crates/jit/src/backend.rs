@@ -4,16 +4,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData};
-use graphlift_passes::{ExtractionConfig, PassManager};
+use graphlift_passes::{ExtractionConfig, ExtractionReport, PassManager, PassRunReport};
 use graphlift_runtime::reference::evaluate_node;
 use graphlift_runtime::{
-    function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError, Tensor,
-    TensorSpec,
+    function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError,
+    StepInfo, Tensor, TensorSpec,
 };
 
 use crate::codegen::{self, plan, CompiledKernel};
-use crate::jit_kernel::body_nodes;
 use crate::module::{KernelModule, MemoryWatch};
+use crate::provenance::BodyNodes;
 use crate::JitError;
 
 /// The name the backend registers under.
@@ -58,7 +58,7 @@ impl CpuJitBackend {
         let (parameters, results) = function_signature(function)?;
         let mut g = function.clone();
         let fname = function.name().to_string();
-        PassManager::from_env(self.config.clone())
+        let pass_report = PassManager::from_env(self.config.clone())
             .run(&mut g)
             .map_err(|e| RuntimeError::Compile {
                 function: fname.clone(),
@@ -86,7 +86,11 @@ impl CpuJitBackend {
                 .map(|o| {
                     locs.get(o).copied().ok_or_else(|| RuntimeError::Compile {
                         function: fname.clone(),
-                        message: format!("input {o:?} of `{}` is not computed", node.name()),
+                        message: format!(
+                            "input {o:?} of `{}` [provenance: {}] is not computed",
+                            node.name(),
+                            provenance(node)
+                        ),
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -130,6 +134,8 @@ impl CpuJitBackend {
         let compiled = codegen::compile(&module, plans).map_err(compile_err)?;
         for (info, k) in infos.iter_mut().zip(&compiled) {
             info.code_size = k.code_size;
+            info.ir = k.ir.clone();
+            info.code_ranges = k.code_ranges.clone();
         }
         let mut take_result = vec![false; result_locs.len()];
         for (k, loc) in result_locs.iter().enumerate() {
@@ -145,6 +151,7 @@ impl CpuJitBackend {
             result_locs,
             take_result,
             infos,
+            pass_report,
             compiled,
             module,
         })
@@ -161,24 +168,22 @@ impl Backend for CpuJitBackend {
     }
 }
 
-/// The report of a fused node's kernel (its code size is filled in after compilation): the
-/// body's computing nodes, and the fused node's tags followed by any other body tags.
+/// The report of a fused node's kernel (code size, IR and code ranges are filled in after
+/// compilation): the body's computing nodes with their tags and pass histories, and the
+/// fused node's tags followed by any other body tags.
 fn kernel_info(node: &Node, body: &Function, p: &plan::KernelPlan) -> Result<KernelInfo, JitError> {
-    let (fused_nodes, body_tags) = body_nodes(body)?;
-    let mut tags: Vec<String> = node.tags().iter().map(str::to_string).collect();
-    for t in body_tags {
-        if !tags.contains(&t) {
-            tags.push(t);
-        }
-    }
+    let nodes = BodyNodes::of(body)?;
+    let tags = nodes.union_tags(node.tags().iter().map(str::to_string).collect());
     Ok(KernelInfo {
-        name: node.name().to_string(),
-        fused_nodes,
-        tags,
         live_ins: p.live_ins,
         outputs: p.outputs.len(),
-        code_size: 0,
+        ..nodes.info(node.name(), tags)
     })
+}
+
+/// A node's provenance tags, comma-separated, for error messages.
+fn provenance(node: &Node) -> String {
+    node.tags().iter().collect::<Vec<_>>().join(", ")
 }
 
 /// Where a value lives during a call.
@@ -250,6 +255,7 @@ pub struct CpuJitExecutable {
     result_locs: Vec<Loc>,
     take_result: Vec<bool>,
     infos: Vec<KernelInfo>,
+    pass_report: PassRunReport,
     compiled: Vec<CompiledKernel>,
     // Declared last: dropped after the kernels that point into it.
     module: KernelModule,
@@ -267,6 +273,18 @@ impl CpuJitExecutable {
     /// `FusedKernel` nodes.
     pub fn function(&self) -> &Function {
         &self.function
+    }
+
+    /// What the pass pipeline did at compile time: every pass with its timing, and the
+    /// extraction report.
+    pub fn pass_report(&self) -> &PassRunReport {
+        &self.pass_report
+    }
+
+    /// Subgraph extraction's report: the kernels it formed and the nodes it left outside,
+    /// with the reason for each (`None` when extraction was disabled).
+    pub fn extraction_report(&self) -> Option<&ExtractionReport> {
+        self.pass_report.extraction()
     }
 
     /// The Cranelift IR of the kernel of the fused node `name`.
@@ -294,7 +312,7 @@ impl CpuJitExecutable {
         RuntimeError::Execution {
             node: node.name().to_string(),
             op: node.op().to_string(),
-            provenance: node.tags().iter().collect::<Vec<_>>().join(", "),
+            provenance: provenance(node),
             message,
         }
     }
@@ -403,7 +421,13 @@ impl Executable for CpuJitExecutable {
             outputs[k] = value.ok_or_else(|| RuntimeError::Execution {
                 node: self.results[k].name.clone(),
                 op: "Result".into(),
-                provenance: String::new(),
+                provenance: self
+                    .function
+                    .results()
+                    .get(k)
+                    .and_then(|&r| self.function.get(r))
+                    .map(provenance)
+                    .unwrap_or_default(),
                 message: "the result was not computed".into(),
             })?;
         }
@@ -412,5 +436,18 @@ impl Executable for CpuJitExecutable {
 
     fn kernels(&self) -> Vec<KernelInfo> {
         self.infos.clone()
+    }
+
+    fn steps(&self) -> Vec<StepInfo> {
+        self.steps
+            .iter()
+            .filter_map(|s| self.function.get(s.node))
+            .map(|n| StepInfo {
+                node: n.name().to_string(),
+                op: n.op().type_name().to_string(),
+                fused: matches!(n.op(), Op::FusedKernel(_)),
+                tags: n.tags().iter().map(str::to_string).collect(),
+            })
+            .collect()
     }
 }

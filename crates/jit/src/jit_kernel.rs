@@ -6,6 +6,7 @@ use graphlift_runtime::{KernelInfo, Tensor};
 use crate::codegen::lanes::Lanes;
 use crate::codegen::{self, plan, CompiledKernel};
 use crate::module::{KernelModule, MemoryWatch};
+use crate::provenance::BodyNodes;
 use crate::JitError;
 
 /// A fused kernel body compiled to native code in its own JIT module (freed on drop).
@@ -34,8 +35,7 @@ pub struct JitKernel {
     kernel: CompiledKernel,
     // Declared after `kernel`: the code it points into is freed when this drops.
     module: KernelModule,
-    fused_nodes: Vec<String>,
-    tags: Vec<String>,
+    nodes: BodyNodes,
 }
 
 impl JitKernel {
@@ -51,12 +51,11 @@ impl JitKernel {
         let kernel = kernels
             .pop()
             .ok_or_else(|| JitError::Module("no kernel compiled".into()))?;
-        let (fused_nodes, tags) = body_nodes(body)?;
+        let nodes = BodyNodes::of(body)?;
         Ok(JitKernel {
             kernel,
             module,
-            fused_nodes,
-            tags,
+            nodes,
         })
     }
 
@@ -84,12 +83,14 @@ impl JitKernel {
     /// What the kernel contains.
     pub fn info(&self) -> KernelInfo {
         KernelInfo {
-            name: self.kernel.plan.name.clone(),
-            fused_nodes: self.fused_nodes.clone(),
-            tags: self.tags.clone(),
             live_ins: self.kernel.plan.live_ins,
             outputs: self.kernel.plan.outputs.len(),
             code_size: self.kernel.code_size,
+            ir: self.kernel.ir.clone(),
+            code_ranges: self.kernel.code_ranges.clone(),
+            ..self
+                .nodes
+                .info(&self.kernel.plan.name, self.nodes.union_tags(Vec::new()))
         }
     }
 
@@ -136,26 +137,4 @@ impl JitKernel {
     pub(crate) fn compiled(&self) -> &CompiledKernel {
         &self.kernel
     }
-}
-
-/// Names of a body's computing nodes in topological order, and the union of their tags.
-pub(crate) fn body_nodes(body: &Function) -> Result<(Vec<String>, Vec<String>), JitError> {
-    let mut names = Vec::new();
-    let mut tags: Vec<String> = Vec::new();
-    for id in body.topological_order()? {
-        let n = body.node(id)?;
-        if matches!(
-            n.op(),
-            graphlift_ir::Op::Parameter | graphlift_ir::Op::Result | graphlift_ir::Op::Constant(_)
-        ) {
-            continue;
-        }
-        names.push(n.name().to_string());
-        for t in n.tags().iter() {
-            if !tags.iter().any(|x| x == t) {
-                tags.push(t.to_string());
-            }
-        }
-    }
-    Ok((names, tags))
 }

@@ -48,6 +48,7 @@ mod helpers;
 mod isa;
 mod jit_kernel;
 mod module;
+mod provenance;
 pub mod vmath;
 
 #[cfg(test)]

@@ -7,9 +7,12 @@
 //! Each region becomes one `Op::FusedKernel` node; see [`extract_subgraphs`] for its form.
 
 mod graph;
+mod outside;
 mod region;
 mod rewrite;
 
+#[cfg(test)]
+mod outside_tests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
@@ -19,7 +22,9 @@ use std::collections::BTreeSet;
 
 use graphlift_ir::{Function, Node, NodeId, Op};
 
-use crate::{Pass, PassError};
+pub use outside::{OutsideNode, OutsideReason};
+
+use crate::{Pass, PassError, PassOutcome};
 
 /// Metadata key of the fusion barrier: a node with `"graphlift.stop_fusion"` = `"true"` is
 /// never put in a fused kernel (TVM's `stop_fusion`).
@@ -96,11 +101,14 @@ pub struct KernelReport {
 }
 
 /// What [`extract_subgraphs`] did: the kernels, in the order they were created (a
-/// topological order of the rewritten function).
+/// topological order of the rewritten function), and the computing nodes left outside.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExtractionReport {
     /// One entry per fused kernel.
     pub kernels: Vec<KernelReport>,
+    /// Every live node other than Parameters, Results and Constants that no kernel
+    /// contains, in topological order, with the reason it was not fused.
+    pub outside: Vec<OutsideNode>,
 }
 
 /// Gathers every maximal region of fusible ops of `f` into a `FusedKernel` node, under the
@@ -131,9 +139,12 @@ pub fn extract_subgraphs(
 ) -> Result<ExtractionReport, PassError> {
     f.validate()?;
     let mut view = graph::GraphView::new(f)?;
-    let regions = region::form_regions(f, &mut view, config)?;
+    let (regions, outside) = region::form_regions(f, &mut view, config)?;
     if regions.is_empty() {
-        return Ok(ExtractionReport::default());
+        return Ok(ExtractionReport {
+            kernels: Vec::new(),
+            outside,
+        });
     }
     // Rewrite a copy, so that `f` is untouched if anything fails.
     let mut g = f.clone();
@@ -148,7 +159,7 @@ pub fn extract_subgraphs(
         message: format!("the rewritten function does not validate: {e}"),
     })?;
     *f = g;
-    Ok(ExtractionReport { kernels })
+    Ok(ExtractionReport { kernels, outside })
 }
 
 /// The subgraph extraction pass: runs [`extract_subgraphs`].
@@ -202,5 +213,14 @@ impl Pass for SubgraphExtraction {
     /// Runs [`extract_subgraphs`]; `true` when at least one kernel was created.
     fn run(&self, f: &mut Function) -> Result<bool, PassError> {
         extract_subgraphs(f, &self.config).map(|r| !r.kernels.is_empty())
+    }
+
+    /// Runs [`extract_subgraphs`] and hands its report on.
+    fn run_with_report(&self, f: &mut Function) -> Result<PassOutcome, PassError> {
+        let report = extract_subgraphs(f, &self.config)?;
+        Ok(PassOutcome {
+            changed: !report.kernels.is_empty(),
+            extraction: Some(report),
+        })
     }
 }

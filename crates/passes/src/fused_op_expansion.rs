@@ -123,7 +123,7 @@ fn expand(g: &mut Function, k: NodeId) -> Result<Vec<NodeId>, PassError> {
             .map(|&o| mapped(&map, o))
             .collect::<Result<Vec<_>, _>>()?;
         let id = g.import_node(bn, &inputs)?;
-        g.add_tags(id, node.tags())?;
+        g.propagate_tags(id, node.tags())?;
         for i in 0..bn.outputs().len() {
             map.insert(Output::new(bid, i), Output::new(id, i));
         }

@@ -78,9 +78,9 @@ pub use cse::CommonSubexpressionElimination;
 pub use dce::DeadCodeElimination;
 pub use error::PassError;
 pub use extraction::{
-    extract_subgraphs, ExtractionConfig, ExtractionReport, KernelReport, SubgraphExtraction,
-    FUSED_NODES_KEY, STOP_FUSION_KEY,
+    extract_subgraphs, ExtractionConfig, ExtractionReport, KernelReport, OutsideNode,
+    OutsideReason, SubgraphExtraction, FUSED_NODES_KEY, STOP_FUSION_KEY,
 };
 pub use fused_op_expansion::FusedOpExpansion;
-pub use pass::Pass;
+pub use pass::{Pass, PassOutcome};
 pub use pass_manager::{PassManager, PassRecord, PassRunReport, DUMP_ENV};

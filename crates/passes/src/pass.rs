@@ -2,7 +2,7 @@
 
 use graphlift_ir::Function;
 
-use crate::PassError;
+use crate::{ExtractionReport, PassError};
 
 /// A rewrite of a [`Function`], run in place.
 ///
@@ -17,4 +17,26 @@ pub trait Pass {
     /// # Errors
     /// A [`PassError`]; `f` is then left unchanged.
     fn run(&self, f: &mut Function) -> Result<bool, PassError>;
+
+    /// Rewrites `f` as [`Pass::run`] does and returns what the pass has to report besides
+    /// whether it changed `f` (subgraph extraction returns its [`ExtractionReport`]). The
+    /// default runs [`Pass::run`] and reports nothing more.
+    ///
+    /// # Errors
+    /// As [`Pass::run`].
+    fn run_with_report(&self, f: &mut Function) -> Result<PassOutcome, PassError> {
+        Ok(PassOutcome {
+            changed: self.run(f)?,
+            extraction: None,
+        })
+    }
+}
+
+/// What one run of a pass reports ([`Pass::run_with_report`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PassOutcome {
+    /// Whether the pass changed the function.
+    pub changed: bool,
+    /// The extraction report, from subgraph extraction.
+    pub extraction: Option<ExtractionReport>,
 }

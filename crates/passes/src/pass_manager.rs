@@ -9,9 +9,11 @@ use graphlift_ir::Function;
 
 use crate::{
     AlgebraicSimplification, CommonSubexpressionElimination, ConstantFolding, DeadCodeElimination,
-    ExtractionConfig, Pass, PassError, SubgraphExtraction,
+    ExtractionConfig, ExtractionReport, Pass, PassError, SubgraphExtraction,
 };
 
+#[cfg(test)]
+mod provenance_tests;
 #[cfg(test)]
 mod tests;
 
@@ -226,19 +228,21 @@ impl PassManager {
                     duration: Duration::ZERO,
                     nodes_after: f.node_count(),
                     dump: None,
+                    extraction: None,
                 });
                 continue;
             }
             let start = Instant::now();
-            let result = pass.run(f);
+            let result = pass.run_with_report(f);
             let duration = start.elapsed();
-            let changed = result.map_err(|e| match e {
+            let outcome = result.map_err(|e| match e {
                 PassError::Broken { .. } => e,
                 other => PassError::InPass {
                     pass: name,
                     source: Box::new(other),
                 },
             })?;
+            let changed = outcome.changed;
             let dump = match &self.dump_dir {
                 Some(dir) => {
                     let path = dir.join(format!("{position:02}-{name}.txt"));
@@ -263,6 +267,7 @@ impl PassManager {
                 duration,
                 nodes_after: f.node_count(),
                 dump,
+                extraction: outcome.extraction,
             });
         }
         Ok(report)
@@ -293,6 +298,11 @@ impl PassRunReport {
     /// The sum of the passes' wall times.
     pub fn total_time(&self) -> Duration {
         self.passes.iter().map(|p| p.duration).sum()
+    }
+
+    /// The report of the last subgraph extraction that ran, if any.
+    pub fn extraction(&self) -> Option<&ExtractionReport> {
+        self.passes.iter().rev().find_map(|p| p.extraction.as_ref())
     }
 
     /// The first record of the pass `name`.
@@ -343,4 +353,6 @@ pub struct PassRecord {
     pub nodes_after: usize,
     /// The dump file written after it, if dumping.
     pub dump: Option<PathBuf>,
+    /// Subgraph extraction's report (kernels, nodes left outside and why).
+    pub extraction: Option<ExtractionReport>,
 }

@@ -37,7 +37,7 @@ pub(crate) fn replace_by_value(
     for &b in bypassed {
         removed_tags.union_with(g.node(b)?.tags());
     }
-    g.add_tags(old, &removed_tags)?;
+    g.propagate_tags(old, &removed_tags)?;
     let producer = g.node(value.node)?;
     if value.index == 0 && producer.outputs().len() == 1 {
         g.replace_node_unpruned(old, value.node)?;
@@ -54,7 +54,7 @@ pub(crate) fn replace_by_value(
             });
         }
         let tags = old_node.tags().clone();
-        g.add_tags(value.node, &tags)?;
+        g.propagate_tags(value.node, &tags)?;
         g.replace_output(Output::new(old, 0), value)?;
         g.redirect_control_dependencies(old, value.node)?;
     }

@@ -15,7 +15,9 @@ pub struct TensorSpec {
     pub tensor_type: TensorType,
 }
 
-/// What a compiled fused kernel contains, for reports (`graphlift run`, tests).
+/// What a compiled fused kernel contains, for reports (`graphlift run`, `graphlift
+/// explain`, tests). Build it with `..Default::default()` so new fields do not break
+/// constructors.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct KernelInfo {
     /// The fused kernel node's name.
@@ -30,6 +32,40 @@ pub struct KernelInfo {
     pub outputs: usize,
     /// Size of the generated machine code in bytes (0 when not compiled to native code).
     pub code_size: usize,
+    /// Provenance tags of each fused node, parallel to `fused_nodes`.
+    pub node_tags: Vec<Vec<String>>,
+    /// Pass history of each fused node (oldest first), parallel to `fused_nodes`.
+    pub pass_history: Vec<Vec<String>>,
+    /// The Cranelift IR the kernel was compiled from (empty when not compiled).
+    pub ir: String,
+    /// Which ranges of the machine code come from which fused node, by code offset (empty
+    /// when the code generator records no source locations).
+    pub code_ranges: Vec<CodeRange>,
+}
+
+/// A range of a kernel's machine code and the node it was lowered from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CodeRange {
+    /// First byte, as an offset from the kernel's entry.
+    pub start: u32,
+    /// One past the last byte.
+    pub end: u32,
+    /// The body node it was lowered from: a fused node, or the live-in (body parameter)
+    /// or Constant that a load reads.
+    pub node: String,
+}
+
+/// One step of a compiled plan: a node run as a fused JIT kernel or a native kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StepInfo {
+    /// The node's name.
+    pub node: String,
+    /// Its op (`Add`, `FusedKernel`, ...).
+    pub op: String,
+    /// `true` for a fused (JIT) kernel, `false` for a native kernel.
+    pub fused: bool,
+    /// Its provenance tags.
+    pub tags: Vec<String>,
 }
 
 /// A backend: makes tensors and compiles Functions into Executables.
@@ -116,6 +152,11 @@ pub trait Executable: Send + Sync {
 
     /// The fused kernels this Executable runs (empty for backends that do not fuse).
     fn kernels(&self) -> Vec<KernelInfo> {
+        Vec::new()
+    }
+
+    /// The steps it runs, in order (empty for backends that do not plan steps).
+    fn steps(&self) -> Vec<StepInfo> {
         Vec::new()
     }
 }

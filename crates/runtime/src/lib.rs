@@ -22,7 +22,8 @@ pub mod registry;
 mod tensor;
 
 pub use backend::{
-    function_signature, validate_arguments, Backend, Executable, KernelInfo, TensorSpec,
+    function_signature, validate_arguments, Backend, CodeRange, Executable, KernelInfo, StepInfo,
+    TensorSpec,
 };
 pub use compare::{compare, Comparison};
 pub use error::RuntimeError;

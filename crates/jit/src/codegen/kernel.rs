@@ -25,7 +25,7 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, InstBuilder, Signature, Type, Value,
+    types, AbiParam, Block, BlockArg, InstBuilder, Signature, SourceLoc, Type, Value,
 };
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::FunctionBuilder;
@@ -35,6 +35,7 @@ use super::broadcast::Addressing;
 use super::lanes::{cast_flags, data_flags, Emit, Lanes};
 use super::lower::{bool_to_mask_lane, lower, HelperRefs};
 use super::plan::{KernelPlan, SlotOp};
+use crate::provenance::slot_srcloc;
 use crate::JitError;
 
 /// Elements per trip of the unrolled main loop of a vector kernel.
@@ -220,6 +221,7 @@ fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), JitErr
         if !slot.invariant {
             continue;
         }
+        b.set_srcloc(slot_srcloc(k));
         let v = match &slot.op {
             SlotOp::Const(bits) => Emit::new(b, lanes).constant(slot.ty, *bits),
             SlotOp::Load { arg, .. } => {
@@ -257,6 +259,7 @@ fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), JitErr
         };
         fr.invariants[k] = Some(v);
     }
+    b.set_srcloc(SourceLoc::default());
     Ok(())
 }
 
@@ -268,6 +271,7 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
         if vals[k].is_some() {
             continue;
         }
+        b.set_srcloc(slot_srcloc(k));
         let v = match &slot.op {
             SlotOp::Load { arg, addressing } => {
                 let base = arg_ptr(fr, *arg)?;
@@ -293,8 +297,10 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
     }
     for (o, &(s, ty)) in plan.outputs.iter().enumerate() {
         let v = vals[s].ok_or_else(|| missing(plan, s))?;
+        b.set_srcloc(slot_srcloc(s));
         store(b, fr.outs[o], v, ty, at);
     }
+    b.set_srcloc(SourceLoc::default());
     Ok(())
 }
 

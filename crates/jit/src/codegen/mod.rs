@@ -18,6 +18,9 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{Linkage, Module};
 use graphlift_ir::{ElementType, TensorData};
+use graphlift_runtime::CodeRange;
+
+use crate::provenance::code_ranges;
 
 use crate::helpers::Helper;
 use crate::module::KernelModule;
@@ -44,6 +47,8 @@ pub(crate) struct CompiledKernel {
     pub code_size: usize,
     /// The Cranelift IR it was compiled from (text).
     pub ir: String,
+    /// Machine code ranges and the body node each was lowered from.
+    pub code_ranges: Vec<CodeRange>,
 }
 
 impl std::fmt::Debug for CompiledKernel {
@@ -127,19 +132,22 @@ pub(crate) fn compile(
             let ir = ctx.func.display().to_string();
             m.define_function(id, &mut ctx)
                 .map_err(|e| codegen(format!("{e:?}")))?;
-            let code_size = ctx
+            let (code_size, code_ranges) = ctx
                 .compiled_code()
-                .map(|c| c.code_buffer().len())
-                .unwrap_or(0);
+                .map(|c| {
+                    let ranges = code_ranges(plan, c.buffer.get_srclocs_sorted());
+                    (c.code_buffer().len(), ranges)
+                })
+                .unwrap_or_default();
             m.clear_context(&mut ctx);
-            defined.push((id, code_size, ir));
+            defined.push((id, code_size, ir, code_ranges));
         }
         m.finalize_definitions()
             .map_err(|e| JitError::Module(e.to_string()))?;
         Ok(plans
             .into_iter()
             .zip(defined)
-            .map(|(plan, (id, code_size, ir))| {
+            .map(|(plan, (id, code_size, ir, code_ranges))| {
                 let code = m.get_finalized_function(id);
                 // SAFETY: `code` is the finalized entry of a function built with
                 // `kernel_signature` (four pointer-sized integer parameters, no results) in the
@@ -152,6 +160,7 @@ pub(crate) fn compile(
                     func,
                     code_size,
                     ir,
+                    code_ranges,
                 }
             })
             .collect())

@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashSet};
 use graphlift_ir::{Function, Node, NodeId, Op, Output, Shape};
 
 use super::graph::GraphView;
+use super::outside::{self, OutsideNode, Rejections};
 use super::ExtractionConfig;
 use crate::PassError;
 
@@ -32,20 +33,22 @@ pub(super) struct Region {
 /// order) and contracting each region in `view` as soon as it is accepted. Returns the
 /// regions in a topological order of the rewritten graph. A region of fewer than 2 nodes, or
 /// without outputs (live only through control dependencies), is left alone; its nodes stay
-/// available to later regions.
+/// available to later regions. Also returns the computing nodes left outside every region,
+/// with the reason for each.
 pub(super) fn form_regions(
     f: &Function,
     view: &mut GraphView,
     config: &ExtractionConfig,
-) -> Result<Vec<Region>, PassError> {
+) -> Result<(Vec<Region>, Vec<OutsideNode>), PassError> {
     let mut assigned = vec![false; view.len()];
+    let mut rejected = Rejections::new(view.len());
     let mut regions = Vec::new();
     let seeds: Vec<NodeId> = view.order().iter().rev().copied().collect();
     for seed in seeds {
         if assigned[seed.index()] || compute_node(f, seed, config).is_none() {
             continue;
         }
-        let members = grow(f, view, config, &assigned, seed);
+        let members = grow(f, view, config, &assigned, &mut rejected, seed);
         let region = describe(f, view, config, seed, members)?;
         let is_kernel = region.members.len() >= 2 && !region.outputs.is_empty();
         if is_kernel {
@@ -60,7 +63,8 @@ pub(super) fn form_regions(
         }
     }
     regions.sort_by_key(|r| r.members.first().map_or(0, |&m| view.rank(m)));
-    Ok(regions)
+    let outside = outside::classify(f, view, config, &assigned, &rejected);
+    Ok((regions, outside))
 }
 
 /// The node `id` if it is a fusible, single-output, non-Constant node.
@@ -92,12 +96,14 @@ fn is_broadcast(f: &Function, id: NodeId) -> bool {
 /// Grows the region of `seed` greedily: candidates (unassigned fusible neighbours of the
 /// same shape) are tried highest rank first, walking back from the seed; a candidate that
 /// would break convexity or the Broadcast rule is set aside and tried again once the region
-/// has grown. Stops at `config.max_ops` members. Leaves the members marked in `view`.
+/// has grown. Stops at `config.max_ops` members. Leaves the members marked in `view`;
+/// records in `rejected` why candidates were left out.
 fn grow(
     f: &Function,
     view: &mut GraphView,
     config: &ExtractionConfig,
     assigned: &[bool],
+    rejected: &mut Rejections,
     seed: NodeId,
 ) -> Vec<NodeId> {
     let Some(shape) = f.get(seed).map(|n| n.output_type().shape.clone()) else {
@@ -129,7 +135,13 @@ fn grow(
         if view.in_region(c) {
             continue;
         }
-        if !broadcast_rule_holds(f, view, c) || !view.keeps_convex(c, lo, hi) {
+        if !broadcast_rule_holds(f, view, c) {
+            rejected.broadcast(c);
+            set_aside.push(c);
+            continue;
+        }
+        if !view.keeps_convex(c, lo, hi) {
+            rejected.cycle(c);
             set_aside.push(c);
             continue;
         }
@@ -139,6 +151,15 @@ fn grow(
         hi = hi.max(view.rank(c));
         grew = true;
         ctx.push_neighbours(view, c, &mut frontier);
+    }
+    if members.len() >= max_ops {
+        let left: Vec<NodeId> = frontier.iter().map(|&(_, c)| c).chain(set_aside).collect();
+        let left: Vec<NodeId> = left.into_iter().filter(|&c| !view.in_region(c)).collect();
+        if !left.is_empty() {
+            for &c in left.iter().chain(&members) {
+                rejected.cap(c);
+            }
+        }
     }
     members.sort_by_key(|&m| view.topo_pos(m));
     members

@@ -52,13 +52,13 @@ impl Rewriter {
         let mut fused_names = Vec::with_capacity(region.members.len());
         for &m in &region.members {
             let node = src.node(m)?;
-            g.add_tags(fused, node.tags())?;
+            g.propagate_tags(fused, node.tags())?;
             fused_names.push(node.name().to_string());
         }
         // Copied Constants are part of the kernel too: a folded constant carries the tags
         // of the computation it replaced.
         for &c in &region.constants {
-            g.add_tags(fused, src.node(c)?.tags())?;
+            g.propagate_tags(fused, src.node(c)?.tags())?;
         }
         g.record_pass(fused, SubgraphExtraction::NAME)?;
         g.set_metadata(fused, FUSED_NODES_KEY, fused_names.join(","))?;

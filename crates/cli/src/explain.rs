@@ -1,0 +1,167 @@
+//! `graphlift explain`: what the compiler did to a model — the pass pipeline with timings,
+//! every fused kernel with its nodes' provenance and pass histories, the nodes left outside
+//! kernels and why — and, on request, the compiled graph as DOT, SVG or JSON.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use graphlift::jit::{CpuJitBackend, CpuJitExecutable};
+use graphlift::onnx::import_model_file;
+use graphlift::{Executable, Function};
+
+use crate::error::CliError;
+use crate::{default_model, ExplainArgs};
+
+/// Runs `graphlift explain`.
+///
+/// # Errors
+/// Any import or compile error; [`CliError::Io`] when an output file cannot be written;
+/// [`CliError::Graphviz`] when `--svg` is given and `dot` is missing or fails.
+pub fn explain(args: &ExplainArgs) -> Result<(), CliError> {
+    let (function, what) = match &args.model {
+        Some(path) => (
+            import_model_file(path)?.function,
+            format!("model: {}", path.display()),
+        ),
+        None => (
+            default_model::default_model()?.model.function,
+            format!("model: embedded default ({})", default_model::DESCRIPTION),
+        ),
+    };
+    let exe = CpuJitBackend::new().compile_executable(&function)?;
+    println!("{what}");
+    print!("{}", report(&exe));
+    let compiled = exe.function();
+    if let Some(path) = &args.dot {
+        write_atomically(path, compiled.to_dot().as_bytes())?;
+    }
+    if let Some(path) = &args.json {
+        write_atomically(path, compiled.to_json().as_bytes())?;
+    }
+    if let Some(path) = &args.svg {
+        write_atomically(path, &render_svg(compiled)?)?;
+    }
+    Ok(())
+}
+
+/// The text report: pipeline, kernels, nodes outside kernels.
+pub fn report(exe: &CpuJitExecutable) -> String {
+    let mut s = String::new();
+    let passes = exe.pass_report();
+    let _ = writeln!(
+        s,
+        "\npass pipeline ({} us in total):",
+        passes.total_time().as_micros()
+    );
+    for line in passes.to_string().lines() {
+        let _ = writeln!(s, "  {line}");
+    }
+    let kernels = exe.kernels();
+    let _ = writeln!(s, "\nkernels ({}):", kernels.len());
+    for k in &kernels {
+        let _ = writeln!(
+            s,
+            "  {}: {} node(s), {} live-in(s), {} output(s), {} bytes of code",
+            k.name,
+            k.fused_nodes.len(),
+            k.live_ins,
+            k.outputs,
+            k.code_size
+        );
+        let _ = writeln!(s, "    provenance: {}", join(&k.tags));
+        for (i, n) in k.fused_nodes.iter().enumerate() {
+            let tags = k.node_tags.get(i).map(|t| join(t)).unwrap_or_default();
+            let passes = k.pass_history.get(i).map(|p| join(p)).unwrap_or_default();
+            let code: u32 = k
+                .code_ranges
+                .iter()
+                .filter(|r| &r.node == n)
+                .map(|r| r.end - r.start)
+                .sum();
+            let _ = writeln!(
+                s,
+                "    - {n}  tags: [{tags}]  passes: [{passes}]  code: {code} bytes"
+            );
+        }
+    }
+    let outside = exe
+        .extraction_report()
+        .map(|r| r.outside.as_slice())
+        .unwrap_or_default();
+    let _ = writeln!(s, "\noutside kernels ({}):", outside.len());
+    for o in outside {
+        let tags = exe
+            .function()
+            .get(o.node)
+            .map(|n| n.tags().iter().collect::<Vec<_>>().join(", "))
+            .unwrap_or_default();
+        let _ = writeln!(s, "  - {} ({}) [{tags}]: {}", o.name, o.op, o.reason);
+    }
+    s
+}
+
+fn join(v: &[String]) -> String {
+    v.join(", ")
+}
+
+/// Renders `f` through Graphviz: `dot -Tsvg`, the DOT text on stdin.
+fn render_svg(f: &Function) -> Result<Vec<u8>, CliError> {
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            CliError::Graphviz(if e.kind() == std::io::ErrorKind::NotFound {
+                "--svg needs Graphviz: the `dot` command was not found on PATH (install \
+                 graphviz, or write --dot FILE and render it elsewhere)"
+                    .into()
+            } else {
+                format!("cannot start `dot`: {e}")
+            })
+        })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(f.to_dot().as_bytes())
+            .map_err(|e| CliError::Graphviz(format!("writing to `dot`: {e}")))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| CliError::Graphviz(format!("waiting for `dot`: {e}")))?;
+    if !out.status.success() {
+        return Err(CliError::Graphviz(format!(
+            "`dot -Tsvg` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// Writes `data` to `path` complete or not at all: into a temporary file beside it, then
+/// renamed over it.
+fn write_atomically(path: &Path, data: &[u8]) -> Result<(), CliError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CliError::Io { path, source }
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp: PathBuf = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut file| {
+            file.write_all(data)?;
+            file.sync_all()
+        })
+        .map_err(io(&tmp));
+    let renamed = written.and_then(|()| std::fs::rename(&tmp, path).map_err(io(path)));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed
+}

@@ -1,0 +1,105 @@
+//! Kernel provenance: what a fused kernel's body contains (nodes, tags, pass histories) and
+//! which ranges of its machine code come from which body node.
+//!
+//! Code generation sets a Cranelift source location on every instruction it emits for a
+//! slot of the kernel plan (`FunctionBuilder::set_srcloc` with the slot index); after
+//! compilation `compiled_code().buffer.get_srclocs_sorted()` lists code ranges with those
+//! locations, which [`code_ranges`] maps back to body nodes. Loop control and pointer
+//! set-up carry no location and are not attributed.
+
+use cranelift_codegen::ir::SourceLoc;
+use cranelift_codegen::MachSrcLoc;
+use graphlift_ir::{Function, Op};
+use graphlift_runtime::{CodeRange, KernelInfo};
+
+use crate::codegen::plan::KernelPlan;
+use crate::JitError;
+
+/// The computing nodes of a fused kernel's body (not Parameter, Result or Constant), in
+/// topological order, with their tags and pass histories.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BodyNodes {
+    /// Node names.
+    pub names: Vec<String>,
+    /// Each node's tags.
+    pub tags: Vec<Vec<String>>,
+    /// Each node's pass history.
+    pub histories: Vec<Vec<String>>,
+}
+
+impl BodyNodes {
+    /// The computing nodes of `body`.
+    ///
+    /// # Errors
+    /// [`JitError::Ir`] if the body has a cycle.
+    pub(crate) fn of(body: &Function) -> Result<BodyNodes, JitError> {
+        let mut out = BodyNodes::default();
+        for id in body.topological_order()? {
+            let n = body.node(id)?;
+            if matches!(n.op(), Op::Parameter | Op::Result | Op::Constant(_)) {
+                continue;
+            }
+            out.names.push(n.name().to_string());
+            out.tags.push(n.tags().iter().map(str::to_string).collect());
+            out.histories.push(n.pass_history().to_vec());
+        }
+        Ok(out)
+    }
+
+    /// The union of the nodes' tags, after `first` (the fused node's own tags).
+    pub(crate) fn union_tags(&self, first: Vec<String>) -> Vec<String> {
+        let mut tags = first;
+        for t in self.tags.iter().flatten() {
+            if !tags.contains(t) {
+                tags.push(t.clone());
+            }
+        }
+        tags
+    }
+
+    /// A [`KernelInfo`] with these nodes; the caller fills in the rest.
+    pub(crate) fn info(&self, name: &str, tags: Vec<String>) -> KernelInfo {
+        KernelInfo {
+            name: name.to_string(),
+            fused_nodes: self.names.clone(),
+            tags,
+            node_tags: self.tags.clone(),
+            pass_history: self.histories.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The source location of slot `k` of a plan.
+pub(crate) fn slot_srcloc(k: usize) -> SourceLoc {
+    SourceLoc::new(u32::try_from(k).unwrap_or(u32::MAX - 1))
+}
+
+/// Maps Cranelift's sorted source-location ranges to the body nodes of `plan`'s slots,
+/// merging adjacent ranges of one node. Ranges without a location are dropped.
+pub(crate) fn code_ranges(
+    plan: &KernelPlan,
+    srclocs: &[MachSrcLoc<cranelift_codegen::Final>],
+) -> Vec<CodeRange> {
+    let mut out: Vec<CodeRange> = Vec::new();
+    for s in srclocs {
+        if s.loc.is_default() || s.start >= s.end {
+            continue;
+        }
+        let Some(slot) = usize::try_from(s.loc.bits())
+            .ok()
+            .and_then(|k| plan.slots.get(k))
+        else {
+            continue;
+        };
+        match out.last_mut() {
+            Some(last) if last.node == slot.node && last.end == s.start => last.end = s.end,
+            _ => out.push(CodeRange {
+                start: s.start,
+                end: s.end,
+                node: slot.node.clone(),
+            }),
+        }
+    }
+    out
+}
