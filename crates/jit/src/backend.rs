@@ -6,6 +6,7 @@ use std::sync::Arc;
 use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData};
 use graphlift_passes::{ExtractionConfig, PassManager};
 use graphlift_runtime::reference::evaluate_node;
+use graphlift_runtime::trace::{CallRecorder, StepKind as TraceStepKind};
 use graphlift_runtime::{
     function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError, Tensor,
     TensorSpec,
@@ -349,8 +350,18 @@ impl Executable for CpuJitExecutable {
         validate_arguments(&self.parameters, inputs.iter(), "input")?;
         validate_arguments(&self.results, outputs.iter(), "output")?;
         let mut temps: Vec<Option<Tensor>> = vec![None; self.temps];
+        // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
+        let mut recorder = CallRecorder::begin(&self.function, BACKEND_NAME);
         for step in &self.steps {
+            let started = recorder.as_ref().map(CallRecorder::step_start);
             let outs = self.run_step(step, inputs, &temps)?;
+            if let (Some(r), Some(start)) = (recorder.as_mut(), started) {
+                let kind = match step.kind {
+                    StepKind::Kernel(_) => TraceStepKind::JitKernel,
+                    StepKind::Native => TraceStepKind::Native,
+                };
+                r.record(self.function.node(step.node)?, kind, start, &outs);
+            }
             for (&t, o) in step.outputs.iter().zip(outs) {
                 temps[t] = Some(o);
             }
@@ -370,6 +381,9 @@ impl Executable for CpuJitExecutable {
                 provenance: String::new(),
                 message: "the result was not computed".into(),
             })?;
+        }
+        if let Some(r) = recorder {
+            r.finish(&self.function)?;
         }
         Ok(())
     }
