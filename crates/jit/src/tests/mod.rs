@@ -8,6 +8,7 @@ mod abi;
 mod backend;
 mod broadcast;
 mod ops;
+mod trace;
 mod vmath;
 
 use graphlift_ir::{ElementType, Function, TensorData};

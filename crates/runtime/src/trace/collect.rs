@@ -91,13 +91,9 @@ fn add_record(
             )))
         }
         Op::Constant(data) => {
-            let shape = r
-                .outputs
-                .first()
-                .map(|t| t.shape.clone())
-                .ok_or_else(|| {
-                    RuntimeError::Trace(format!("constant `{}` has no recorded output", r.name))
-                })?;
+            let shape = r.outputs.first().map(|t| t.shape.clone()).ok_or_else(|| {
+                RuntimeError::Trace(format!("constant `{}` has no recorded output", r.name))
+            })?;
             f.add_constant((**data).clone(), shape)?
         }
         op => f.add_node(op.clone(), inputs)?,

@@ -167,8 +167,8 @@ impl Trace {
     /// [`Trace::from_json`].
     pub fn load(path: impl AsRef<Path>) -> Result<Trace, RuntimeError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| err(format!("{}: {e}", path.display())))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| err(format!("{}: {e}", path.display())))?;
         Trace::from_json(&text).map_err(|e| match e {
             RuntimeError::Trace(m) => err(format!("{}: {m}", path.display())),
             other => other,
@@ -285,7 +285,11 @@ fn call(c: CallDto) -> Result<CallTrace, RuntimeError> {
                 })
             })
             .collect::<Result<_, RuntimeError>>()?,
-        records: c.records.into_iter().map(record).collect::<Result<_, _>>()?,
+        records: c
+            .records
+            .into_iter()
+            .map(record)
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -323,7 +327,11 @@ fn record_dto(r: &OpRecord) -> Result<RecordDto, RuntimeError> {
         pass_history: r.pass_history.clone(),
         start_ns: r.timing.map(|t| t.start_ns),
         duration_ns: r.timing.map(|t| t.duration_ns),
-        children: r.children.iter().map(record_dto).collect::<Result<_, _>>()?,
+        children: r
+            .children
+            .iter()
+            .map(record_dto)
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -365,7 +373,11 @@ fn record(r: RecordDto) -> Result<OpRecord, RuntimeError> {
         tags: r.tags,
         pass_history: r.pass_history,
         timing,
-        children: r.children.into_iter().map(record).collect::<Result<_, _>>()?,
+        children: r
+            .children
+            .into_iter()
+            .map(record)
+            .collect::<Result<_, _>>()?,
         name,
     })
 }
@@ -387,11 +399,18 @@ fn op_function(r: &OpRecord) -> Result<Function, RuntimeError> {
     }
     let id = match &r.op {
         Op::Constant(d) => {
-            let shape = r.outputs.first().map(|t| t.shape.clone()).unwrap_or_default();
+            let shape = r
+                .outputs
+                .first()
+                .map(|t| t.shape.clone())
+                .unwrap_or_default();
             f.add_constant((**d).clone(), shape)
         }
         Op::Parameter | Op::Result => {
-            return Err(fail(format!("a {} is not an executed op", r.op.type_name())))
+            return Err(fail(format!(
+                "a {} is not an executed op",
+                r.op.type_name()
+            )))
         }
         op => f.add_node(op.clone(), &inputs),
     }

@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use graphlift_ir::{Function, Node, Op, Output, TensorType};
 
-use super::record::{CallTrace, OpRecord, StepKind, Timing, TracedInput, TracedResult, ValueSource};
+use super::record::{
+    CallTrace, OpRecord, StepKind, Timing, TracedInput, TracedResult, ValueSource,
+};
 use super::scope;
 use crate::{RuntimeError, Tensor, TensorSpec};
 
@@ -73,11 +75,7 @@ impl CallRecorder {
             return;
         }
         let index = self.call.records.len();
-        let inputs = node
-            .inputs()
-            .iter()
-            .map(|o| self.traced_input(o))
-            .collect();
+        let inputs = node.inputs().iter().map(|o| self.traced_input(o)).collect();
         let outputs: Vec<TensorType> = outputs.iter().map(Tensor::tensor_type).collect();
         for (i, t) in outputs.iter().enumerate() {
             let source = ValueSource::Record {
