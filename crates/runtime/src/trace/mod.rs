@@ -9,7 +9,7 @@
 //! costs one thread-local read.
 //!
 //! A [`Trace`] rebuilds a runnable Function ([`CallTrace::collect`]), saves to and loads
-//! from a versioned JSON file ([`Trace::save`], [`Trace::load`], format in [`file`]) and
+//! from a versioned JSON file ([`Trace::save`], [`Trace::load`], format in [`mod@file`]) and
 //! exports to the Chrome trace-event format that Perfetto opens ([`Trace::save_chrome`]).
 //!
 //! [`enable`], [`disable`], [`collect`], [`take`] and [`purge`] drive a default tracer of
