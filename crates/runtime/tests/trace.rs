@@ -159,3 +159,22 @@ fn loading_rejects_other_versions_and_garbage() {
     let missing = std::env::temp_dir().join("graphlift-no-such-trace.json");
     assert!(matches!(Trace::load(&missing), Err(RuntimeError::Trace(m)) if m.contains("no-such")));
 }
+
+#[test]
+fn failed_calls_are_not_recorded_and_bad_wiring_does_not_collect() {
+    let tracer = Tracer::start();
+    assert!(exe().run(&inputs()[..1]).is_err());
+    assert!(tracer.trace().is_empty());
+    exe().run(&inputs()).unwrap();
+    let mut trace = tracer.finish();
+    let call = &mut trace.calls[0];
+    let s = call.records.iter().position(|r| r.name == "s").unwrap();
+    call.records[s].inputs[0].source = ValueSource::Record {
+        record: 99,
+        output: 0,
+    };
+    assert!(matches!(call.collect(), Err(RuntimeError::Trace(m)) if m.contains("99")));
+    call.records[s].inputs[0].source = ValueSource::CallInput(0);
+    call.records[s].outputs.clear();
+    assert!(call.collect().is_err());
+}

@@ -107,11 +107,17 @@ fn add_record(
     }
     let node = f.node(id)?;
     if node.outputs() != r.outputs.as_slice() {
+        let list = |ts: &[graphlift_ir::TensorType]| {
+            ts.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         return Err(RuntimeError::Trace(format!(
-            "`{}` re-creates with outputs {:?}, recorded {:?}",
+            "`{}` re-creates with outputs ({}), recorded ({})",
             r.name,
-            node.outputs(),
-            r.outputs
+            list(node.outputs()),
+            list(&r.outputs)
         )));
     }
     Ok((0..r.outputs.len()).map(|i| Output::new(id, i)).collect())
