@@ -85,6 +85,10 @@ pub struct RunArgs {
     /// Absolute tolerance of `--expect`.
     #[arg(long, default_value_t = 1e-6)]
     pub atol: f64,
+    /// Write a Chrome trace-event JSON of the run to FILE (opens in Perfetto): one slice
+    /// per executed step, the ops of each fused kernel nested inside it.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {

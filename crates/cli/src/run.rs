@@ -1,10 +1,11 @@
-//! `graphlift run`: import, compile, run, print, compare, write.
+//! `graphlift run`: import, compile, run (traced with `--trace`), print, compare, write.
 
 use std::fs;
 use std::time::Instant;
 
 use graphlift::onnx::{import_model_file, ImportedModel};
 use graphlift::runtime::compare;
+use graphlift::runtime::trace::Tracer;
 use graphlift::{Backend, Tensor, TensorData};
 
 use crate::error::CliError;
@@ -53,9 +54,19 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let start = Instant::now();
     let exe = backend.compile(&model.function)?;
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
+    let tracer = args.trace.as_ref().map(|_| Tracer::start());
     let start = Instant::now();
     let outputs = exe.run(&inputs)?;
     let run_ms = start.elapsed().as_secs_f64() * 1e3;
+    if let (Some(tracer), Some(path)) = (tracer, &args.trace) {
+        let trace = tracer.finish();
+        trace.save_chrome(path)?;
+        println!(
+            "trace: {} step(s) written to {}",
+            trace.step_count(),
+            path.display()
+        );
+    }
     println!(
         "backend: {} (compile {compile_ms:.2} ms, run {run_ms:.3} ms)",
         backend.name()

@@ -182,3 +182,76 @@ fn bench_expr_follows_the_peers_protocol() {
     let o = graphlift(&["bench-expr", "E4", "1000"]);
     assert!(!o.status.success(), "E4 needs N % 1024 == 0");
 }
+
+#[test]
+fn run_trace_writes_chrome_json_with_kernel_slices_holding_their_ops() {
+    let dir = scratch("trace");
+    let path = dir.join("run.trace.json");
+    let p = path.to_str().unwrap();
+    let o = graphlift(&["run", "--trace", p]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("trace: "), "{t}");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, [std::ffi::OsString::from("run.trace.json")]);
+
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    assert!(events.iter().all(|e| e["ph"] == "X"));
+    let slice = |e: &serde_json::Value| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+    let kernel = events
+        .iter()
+        .find(|e| e["cat"] == "jit_kernel")
+        .expect("a kernel slice");
+    let (kts, kdur) = slice(kernel);
+    assert!(kernel["args"]["provenance"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "onnx:Relu:relu"));
+    let ops: Vec<_> = events.iter().filter(|e| e["cat"] == "fused").collect();
+    assert!(ops.len() >= 4, "{ops:?}");
+    for op in &ops {
+        let (ts, dur) = slice(op);
+        assert!(
+            ts >= kts && ts + dur <= kts + kdur + 1e-6,
+            "{op} not in {kernel}"
+        );
+        assert_eq!(op["args"]["estimated"], true);
+        assert!(op["args"]["outputs"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("f32"));
+    }
+
+    // INTERPRETER steps are slices of their own, inside the call's slice.
+    let o = graphlift(&["run", "--backend", "INTERPRETER", "--trace", p]);
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let call = events.iter().find(|e| e["cat"] == "call").unwrap();
+    let (cts, cdur) = slice(call);
+    let steps: Vec<_> = events
+        .iter()
+        .filter(|e| e["cat"] == "interpreted")
+        .collect();
+    assert!(steps.len() >= 4);
+    assert!(steps.iter().all(|e| {
+        let (ts, dur) = slice(e);
+        ts >= cts && ts + dur <= cts + cdur + 1e-6
+    }));
+}
+
+#[test]
+fn run_trace_to_an_unwritable_path_is_an_error() {
+    let dir = scratch("trace-bad");
+    let path = dir.join("no-such-dir").join("t.json");
+    let o = graphlift(&["run", "--trace", path.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no-such-dir"), "{}", text(&o));
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData};
 use graphlift_passes::{ExtractionConfig, ExtractionReport, PassManager, PassRunReport};
 use graphlift_runtime::reference::evaluate_node;
+use graphlift_runtime::trace::{CallRecorder, StepKind as TraceStepKind};
 use graphlift_runtime::{
     function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError,
     StepInfo, Tensor, TensorSpec,
@@ -317,15 +318,25 @@ impl CpuJitExecutable {
         }
     }
 
-    /// Runs the plan's steps in order, leaving each value in its temp slot.
+    /// Runs the plan's steps in order, leaving each value in its temp slot; records each
+    /// step when a tracer is alive.
     fn run_steps(
         &self,
         inputs: &[Tensor],
         temps: &mut [Option<Tensor>],
+        recorder: &mut Option<CallRecorder>,
     ) -> Result<(), RuntimeError> {
         for step in &self.steps {
+            let started = recorder.as_ref().map(CallRecorder::step_start);
             let seeded = step.outputs.iter().map(|&t| temps[t].take()).collect();
             let outs = self.run_step(step, inputs, temps, seeded)?;
+            if let (Some(r), Some(start)) = (recorder.as_mut(), started) {
+                let kind = match step.kind {
+                    StepKind::Kernel(_) => TraceStepKind::JitKernel,
+                    StepKind::Native => TraceStepKind::Native,
+                };
+                r.record(self.function.node(step.node)?, kind, start, &outs);
+            }
             for (&t, o) in step.outputs.iter().zip(outs) {
                 temps[t] = Some(o);
             }
@@ -402,7 +413,9 @@ impl Executable for CpuJitExecutable {
                 temps[t] = Some(std::mem::replace(&mut outputs[k], empty));
             }
         }
-        if let Err(e) = self.run_steps(inputs, &mut temps) {
+        // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
+        let mut recorder = CallRecorder::begin(&self.function, BACKEND_NAME);
+        if let Err(e) = self.run_steps(inputs, &mut temps, &mut recorder) {
             // Leave every output with its validated type (its values are unspecified).
             for (k, r) in self.results.iter().enumerate() {
                 if outputs[k].tensor_type() != r.tensor_type {
@@ -430,6 +443,9 @@ impl Executable for CpuJitExecutable {
                     .unwrap_or_default(),
                 message: "the result was not computed".into(),
             })?;
+        }
+        if let Some(r) = recorder {
+            r.finish(&self.function)?;
         }
         Ok(())
     }

@@ -63,4 +63,8 @@ pub enum RuntimeError {
         /// What failed.
         message: String,
     },
+    /// A trace that cannot be recorded, rebuilt, written or read (the message says which
+    /// and why, naming the file or record).
+    #[error("trace: {0}")]
+    Trace(String),
 }

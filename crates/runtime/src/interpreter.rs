@@ -5,7 +5,8 @@ use std::sync::Arc;
 use graphlift_ir::Function;
 
 use crate::backend::{function_signature, validate_arguments};
-use crate::reference::evaluate_function;
+use crate::reference::evaluate_function_traced;
+use crate::trace::CallRecorder;
 use crate::{Backend, Executable, RuntimeError, Tensor, TensorSpec};
 
 /// The reference backend (`Backend::create("INTERPRETER")`): defines what every op means.
@@ -48,7 +49,11 @@ impl Executable for InterpreterExecutable {
     fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
         validate_arguments(&self.parameters, inputs.iter(), "input")?;
         validate_arguments(&self.results, outputs.iter(), "output")?;
-        let values = evaluate_function(&self.function, inputs)?;
+        let mut recorder = CallRecorder::begin(&self.function, "INTERPRETER");
+        let values = evaluate_function_traced(&self.function, inputs, recorder.as_mut())?;
+        if let Some(r) = recorder {
+            r.finish(&self.function)?;
+        }
         for (o, v) in outputs.iter_mut().zip(values) {
             *o = v;
         }

@@ -1,5 +1,5 @@
 //! graphlift-runtime: tensors, the `Backend` and `Executable` traits, the backend registry,
-//! the reference kernels and the INTERPRETER backend.
+//! the reference kernels, the INTERPRETER backend and execution tracing ([`trace`]).
 //!
 //! ```
 //! use graphlift_ir::{ElementType::F32, FunctionBuilder};
@@ -20,6 +20,7 @@ mod interpreter;
 pub mod reference;
 pub mod registry;
 mod tensor;
+pub mod trace;
 
 pub use backend::{
     function_signature, validate_arguments, Backend, CodeRange, Executable, KernelInfo, StepInfo,

@@ -9,6 +9,7 @@ mod backend;
 mod broadcast;
 mod ops;
 mod provenance;
+mod trace;
 mod vmath;
 
 use graphlift_ir::{ElementType, Function, TensorData};

@@ -40,6 +40,7 @@ use std::collections::HashMap;
 
 use graphlift_ir::{Function, Node, Op, Output, TensorData};
 
+use crate::trace::{CallRecorder, StepKind};
 use crate::{RuntimeError, Tensor};
 
 pub use broadcast::broadcast;
@@ -102,6 +103,16 @@ pub fn evaluate_function(
     function: &Function,
     inputs: &[Tensor],
 ) -> Result<Vec<Tensor>, RuntimeError> {
+    evaluate_function_traced(function, inputs, None)
+}
+
+/// [`evaluate_function`] that reports every evaluated node to `recorder` (the
+/// INTERPRETER's tracing hook; `None` when no tracer is alive).
+pub(crate) fn evaluate_function_traced(
+    function: &Function,
+    inputs: &[Tensor],
+    mut recorder: Option<&mut CallRecorder>,
+) -> Result<Vec<Tensor>, RuntimeError> {
     let mut values: HashMap<Output, Tensor> = HashMap::new();
     for (&p, t) in function.parameters().iter().zip(inputs) {
         values.insert(Output::new(p, 0), t.clone());
@@ -123,7 +134,11 @@ pub fn evaluate_function(
                 })
             })
             .collect::<Result<_, _>>()?;
+        let started = recorder.as_deref().map(CallRecorder::step_start);
         let outs = evaluate_node(node, &ins)?;
+        if let (Some(r), Some(start)) = (recorder.as_deref_mut(), started) {
+            r.record(node, StepKind::Interpreted, start, &outs);
+        }
         for (i, t) in outs.into_iter().enumerate() {
             values.insert(Output::new(id, i), t);
         }

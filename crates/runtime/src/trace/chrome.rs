@@ -1,0 +1,116 @@
+//! Export to the Chrome trace-event format (opened by Perfetto and `chrome://tracing`).
+//!
+//! One complete event (`"ph": "X"`, `ts`/`dur` in µs) per call, one per step inside it,
+//! and one per op fused into a kernel inside the kernel's slice. Fused ops are not timed on
+//! their own: they evenly subdivide the kernel's time and carry `"estimated": true` in
+//! their args. Times count from the start of the trace's first call. Args give the op,
+//! input and output types, provenance tags and pass history.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::file::write_atomically;
+use super::record::{OpRecord, Trace};
+use crate::RuntimeError;
+
+/// µs from ns, as the format wants.
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+fn args(r: &OpRecord, estimated: bool) -> Value {
+    let types = |ts: &mut dyn Iterator<Item = String>| ts.collect::<Vec<_>>();
+    let mut a = json!({
+        "op": r.op.to_string(),
+        "kind": r.kind.name(),
+        "inputs": types(&mut r.inputs.iter().map(|i| i.tensor_type.to_string())),
+        "outputs": types(&mut r.outputs.iter().map(ToString::to_string)),
+        "provenance": r.tags,
+        "pass_history": r.pass_history,
+    });
+    if estimated {
+        a["estimated"] = Value::Bool(true);
+    }
+    a
+}
+
+fn event(name: &str, cat: &str, start_ns: u64, dur_ns: u64, tid: usize, args: Value) -> Value {
+    json!({
+        "name": name,
+        "cat": cat,
+        "ph": "X",
+        "ts": us(start_ns),
+        "dur": us(dur_ns),
+        "pid": 1,
+        "tid": tid,
+        "args": args,
+    })
+}
+
+impl Trace {
+    /// The trace as Chrome trace-event JSON (an object with `traceEvents`).
+    pub fn to_chrome_json(&self) -> String {
+        let base = self
+            .calls
+            .iter()
+            .map(|c| c.timing.start_ns)
+            .min()
+            .unwrap_or(0);
+        let rel = |ns: u64| ns.saturating_sub(base);
+        let mut events = Vec::new();
+        for c in &self.calls {
+            let tid = 1;
+            events.push(event(
+                &c.function,
+                "call",
+                rel(c.timing.start_ns),
+                c.timing.duration_ns,
+                tid,
+                json!({ "backend": c.backend, "steps": c.records.len() }),
+            ));
+            for r in &c.records {
+                let Some(t) = r.timing else { continue };
+                let start = rel(t.start_ns);
+                events.push(event(
+                    &r.name,
+                    r.kind.name(),
+                    start,
+                    t.duration_ns,
+                    tid,
+                    args(r, false),
+                ));
+                let n = r.children.len() as u64;
+                for (i, child) in r.children.iter().enumerate() {
+                    let i = i as u64;
+                    // Integer ns bounds, so the last child ends exactly where its parent does.
+                    let from = start + t.duration_ns * i / n;
+                    let to = start + t.duration_ns * (i + 1) / n;
+                    events.push(event(
+                        &child.name,
+                        child.kind.name(),
+                        from,
+                        to - from,
+                        tid,
+                        args(child, true),
+                    ));
+                }
+            }
+        }
+        let doc = json!({
+            "traceEvents": events,
+            "displayTimeUnit": "ns",
+            "otherData": { "producer": "graphlift" },
+        });
+        doc.to_string()
+    }
+
+    /// Writes [`Trace::to_chrome_json`] to `path`, complete or not at all (through a
+    /// temporary file that is renamed).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Trace`] naming the path if it cannot be written.
+    pub fn save_chrome(&self, path: impl AsRef<Path>) -> Result<(), RuntimeError> {
+        write_atomically(path.as_ref(), self.to_chrome_json().as_bytes())
+    }
+}

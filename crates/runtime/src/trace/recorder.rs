@@ -1,0 +1,207 @@
+//! [`CallRecorder`]: the hook a backend puts around its step loop.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use graphlift_ir::{Function, Node, Op, Output, TensorType};
+
+use super::record::{
+    CallTrace, OpRecord, StepKind, Timing, TracedInput, TracedResult, ValueSource,
+};
+use super::scope;
+use crate::{RuntimeError, Tensor, TensorSpec};
+
+/// Records one Executable call for the current thread's innermost [`super::Tracer`].
+///
+/// A backend calls [`CallRecorder::begin`] once per call (one thread-local read; `None`
+/// when no tracer is alive, so an untraced call pays nothing more), then per executed node
+/// [`CallRecorder::step_start`] and [`CallRecorder::record`], and finally
+/// [`CallRecorder::finish`]. A call that fails is not committed.
+#[derive(Debug)]
+pub struct CallRecorder {
+    call: CallTrace,
+    started: Instant,
+    values: HashMap<Output, (ValueSource, TensorType)>,
+}
+
+impl CallRecorder {
+    /// Starts recording a call of `function` on `backend`, if a tracer is alive on this
+    /// thread. `function` is the graph the backend executes; its parameters are the call's
+    /// inputs in order.
+    pub fn begin(function: &Function, backend: &str) -> Option<CallRecorder> {
+        if !scope::is_active() {
+            return None;
+        }
+        Some(Self::new(function, backend))
+    }
+
+    fn new(function: &Function, backend: &str) -> CallRecorder {
+        let mut values = HashMap::new();
+        let mut parameters = Vec::new();
+        for (k, &p) in function.parameters().iter().enumerate() {
+            if let Ok(node) = function.node(p) {
+                let t = node.output_type().clone();
+                values.insert(Output::new(p, 0), (ValueSource::CallInput(k), t.clone()));
+                parameters.push(TensorSpec {
+                    name: node.name().to_string(),
+                    tensor_type: t,
+                });
+            }
+        }
+        CallRecorder {
+            call: CallTrace {
+                function: function.name().to_string(),
+                backend: backend.to_string(),
+                parameters,
+                results: Vec::new(),
+                records: Vec::new(),
+                timing: Timing::default(),
+            },
+            started: Instant::now(),
+            values,
+        }
+    }
+
+    /// The start time of a step (taken before it runs).
+    pub fn step_start(&self) -> Instant {
+        Instant::now()
+    }
+
+    /// Records that `node` ran from `start` until now as a step of `kind`, producing
+    /// `outputs`. Parameters and Results are not steps and are ignored.
+    pub fn record(&mut self, node: &Node, kind: StepKind, start: Instant, outputs: &[Tensor]) {
+        let end = Instant::now();
+        if matches!(node.op(), Op::Parameter | Op::Result) {
+            return;
+        }
+        let index = self.call.records.len();
+        let inputs = node.inputs().iter().map(|o| self.traced_input(o)).collect();
+        let outputs: Vec<TensorType> = outputs.iter().map(Tensor::tensor_type).collect();
+        for (i, t) in outputs.iter().enumerate() {
+            let source = ValueSource::Record {
+                record: index,
+                output: i,
+            };
+            self.values
+                .insert(Output::new(node.id(), i), (source, t.clone()));
+        }
+        let mut record = op_record(node, kind, inputs, outputs);
+        record.timing = Some(Timing {
+            start_ns: scope::since_epoch(start),
+            duration_ns: u64::try_from(end.saturating_duration_since(start).as_nanos())
+                .unwrap_or(u64::MAX),
+        });
+        if let Op::FusedKernel(k) = node.op() {
+            record.children = body_records(&k.body);
+        }
+        self.call.records.push(record);
+    }
+
+    fn traced_input(&self, o: &Output) -> TracedInput {
+        match self.values.get(o) {
+            Some((source, tensor_type)) => TracedInput {
+                source: *source,
+                tensor_type: tensor_type.clone(),
+            },
+            // Unreachable for a backend that records every step it runs; kept total.
+            None => TracedInput {
+                source: ValueSource::CallInput(usize::MAX),
+                tensor_type: TensorType::new(graphlift_ir::ElementType::F32, []),
+            },
+        }
+    }
+
+    /// Resolves the results of `function` and commits the call to the innermost tracer of
+    /// this thread.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Trace`] if a result's value was not recorded (the call is dropped).
+    pub fn finish(mut self, function: &Function) -> Result<(), RuntimeError> {
+        let end = Instant::now();
+        for &r in function.results() {
+            let node = function.node(r)?;
+            let src = function.result_source(r)?;
+            let (source, tensor_type) = self.values.get(&src).cloned().ok_or_else(|| {
+                RuntimeError::Trace(format!("result `{}` was not recorded", node.name()))
+            })?;
+            self.call.results.push(TracedResult {
+                name: node.name().to_string(),
+                source,
+                tensor_type,
+            });
+        }
+        self.call.timing = Timing {
+            start_ns: scope::since_epoch(self.started),
+            duration_ns: u64::try_from(end.saturating_duration_since(self.started).as_nanos())
+                .unwrap_or(u64::MAX),
+        };
+        scope::commit(self.call);
+        Ok(())
+    }
+}
+
+fn op_record(
+    node: &Node,
+    kind: StepKind,
+    inputs: Vec<TracedInput>,
+    outputs: Vec<TensorType>,
+) -> OpRecord {
+    OpRecord {
+        name: node.name().to_string(),
+        op: node.op().clone(),
+        kind,
+        inputs,
+        outputs,
+        tags: node.tags().iter().map(str::to_string).collect(),
+        pass_history: node.pass_history().to_vec(),
+        timing: None,
+        children: Vec::new(),
+    }
+}
+
+/// The nested records of a fused kernel: its body's ops in topological order, wired to the
+/// kernel's live-ins and to each other.
+fn body_records(body: &Function) -> Vec<OpRecord> {
+    let mut values: HashMap<Output, ValueSource> = body
+        .parameters()
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| (Output::new(p, 0), ValueSource::CallInput(k)))
+        .collect();
+    let Ok(order) = body.topological_order() else {
+        return Vec::new();
+    };
+    let mut records = Vec::new();
+    for id in order {
+        let Ok(node) = body.node(id) else { continue };
+        if matches!(node.op(), Op::Parameter | Op::Result) {
+            continue;
+        }
+        let inputs = node
+            .inputs()
+            .iter()
+            .filter_map(|o| {
+                Some(TracedInput {
+                    source: *values.get(o)?,
+                    tensor_type: body.output_type(*o).ok()?.clone(),
+                })
+            })
+            .collect();
+        for i in 0..node.outputs().len() {
+            values.insert(
+                Output::new(id, i),
+                ValueSource::Record {
+                    record: records.len(),
+                    output: i,
+                },
+            );
+        }
+        records.push(op_record(
+            node,
+            StepKind::Fused,
+            inputs,
+            node.outputs().to_vec(),
+        ));
+    }
+    records
+}
