@@ -54,6 +54,18 @@ fn assert_close(got: &[Tensor], want: &[Tensor]) {
     }
 }
 
+fn assert_bit_exact(got: &[Tensor], want: &[Tensor]) {
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        let (g, w) = (g.read::<f32>().unwrap(), w.read::<f32>().unwrap());
+        assert_eq!(g.len(), w.len());
+        assert!(
+            g.iter().zip(w).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{g:?} != {w:?}"
+        );
+    }
+}
+
 #[test]
 fn jit_trace_records_kernels_native_steps_and_nested_ops() {
     let exe = jit().compile_executable(&split_model()).unwrap();
@@ -111,6 +123,8 @@ fn collected_jit_trace_reproduces_the_outputs_on_both_backends() {
         .unwrap()
         .run(&inputs())
         .unwrap();
+    // On the reference the collected Function is bit-exact with the original model.
+    assert_bit_exact(&on_interp, &want);
     assert_close(&on_interp, &got);
     let on_jit = jit()
         .compile_executable(&collected)
@@ -146,10 +160,7 @@ fn collected_interpreter_trace_is_bit_exact_and_keeps_names() {
         .unwrap()
         .run(&inputs())
         .unwrap();
-    for (g, w) in got.iter().zip(&want) {
-        let (g, w) = (g.read::<f32>().unwrap(), w.read::<f32>().unwrap());
-        assert!(g.iter().zip(w).all(|(a, b)| a.to_bits() == b.to_bits()));
-    }
+    assert_bit_exact(&got, &want);
     // The CPU-JIT runs the same collected function within tolerance.
     let on_jit = jit()
         .compile_executable(&collected)
