@@ -152,7 +152,7 @@ fn clearing_the_cache_frees_code_no_executable_uses() {
 
 /// `relu((a + b) * c) + d * k` on `[n]`, with node names prefixed by `prefix`.
 fn named(prefix: &str, n: usize, k: f64) -> graphlift_ir::Function {
-    let b = FunctionBuilder::new(&format!("{prefix}_fn"));
+    let b = FunctionBuilder::new(format!("{prefix}_fn"));
     let [a, bb, c, d] =
         ["a", "b", "c", "d"].map(|x| b.parameter(&format!("{prefix}{x}"), F32, [n]));
     b.finish(&[((a + bb) * c).relu() + d * k]).unwrap()
