@@ -161,12 +161,21 @@ fn jit_memory_is_freed_when_executables_are_dropped() {
     let f = halide_function();
     let backend = jit();
     let before = graphlift::jit::live_modules();
+    // One backend: its kernel cache compiles the kernel once, so all share one module.
     let exes: Vec<Arc<dyn Executable>> = (0..50).map(|_| backend.compile(&f).unwrap()).collect();
-    assert_eq!(graphlift::jit::live_modules(), before + 50);
-    for exe in &exes {
+    assert_eq!(graphlift::jit::live_modules(), before + 1);
+    // Fresh backends: one module each.
+    let others: Vec<Arc<dyn Executable>> = (0..50).map(|_| jit().compile(&f).unwrap()).collect();
+    assert_eq!(graphlift::jit::live_modules(), before + 51);
+    for exe in exes.iter().chain(&others) {
         exe.run(&[data8(), data8(), data8(), data8()]).unwrap();
     }
+    drop(others);
+    assert_eq!(graphlift::jit::live_modules(), before + 1);
     drop(exes);
+    // The backend's cache still holds the module; dropping the backend frees it.
+    assert_eq!(graphlift::jit::live_modules(), before + 1);
+    drop(backend);
     assert_eq!(graphlift::jit::live_modules(), before);
 }
 

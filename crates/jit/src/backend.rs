@@ -12,8 +12,10 @@ use graphlift_runtime::{
     StepInfo, Tensor, TensorSpec,
 };
 
-use crate::codegen::{self, plan, CompiledKernel};
+use crate::cache::{KernelCache, KernelCacheStats, KernelKey};
+use crate::codegen::{self, plan, CompiledKernel, KernelCode};
 use crate::module::{KernelModule, MemoryWatch};
+use crate::parallel::{Parallel, ThreadConfig};
 use crate::provenance::BodyNodes;
 use crate::JitError;
 
@@ -26,24 +28,117 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// `compile` copies and validates the Function, runs the default pass pipeline
 /// ([`graphlift_passes::PassManager::from_env`]: constant folding, CSE, algebraic
 /// simplification, DCE, subgraph extraction; `GRAPHLIFT_DUMP=dir` dumps the graph after
-/// each pass), compiles every resulting `FusedKernel` into
-/// one JIT module (one `finalize_definitions` per Executable), and plans the other nodes as
-/// native kernels — the reference kernels of `graphlift_runtime::reference`, so their
+/// each pass), compiles every resulting `FusedKernel` that is not in the backend's kernel
+/// cache into one JIT module (one `finalize_definitions` per Executable), and plans the other
+/// nodes as native kernels — the reference kernels of `graphlift_runtime::reference`, so their
 /// semantics are the interpreter's by construction.
-#[derive(Debug, Clone, Default)]
+///
+/// **Kernel cache.** Kernels are cached by the canonical form of their body (ops, element
+/// types, shapes and broadcast pattern, constants' bits; not node names), shared by every
+/// executable of this backend and its clones: compiling an equal region again reuses the
+/// compiled code ([`CpuJitBackend::cache_stats`]). At most 1,024 entries are kept (the oldest
+/// is evicted first). JIT code memory is freed when neither an executable nor the cache uses
+/// it: dropping the backend (all its clones) and its executables frees everything.
+///
+/// **Threads.** A kernel call whose memory traffic is at least two tasks of
+/// [`ThreadConfig::min_bytes_per_task`] (256 KiB by default, XLA's threshold) is split into
+/// chunks over a dedicated thread pool of [`ThreadConfig::threads`] threads (default:
+/// `GRAPHLIFT_NUM_THREADS` when the backend is created, else the available parallelism;
+/// [`CpuJitBackend::with_threads`]). Smaller calls run on the calling thread. Results are
+/// bit-identical for every thread count.
+#[derive(Debug, Clone)]
 pub struct CpuJitBackend {
     config: ExtractionConfig,
+    parallel: Arc<Parallel>,
+    cache: Arc<KernelCache>,
+}
+
+impl Default for CpuJitBackend {
+    fn default() -> CpuJitBackend {
+        CpuJitBackend::new()
+    }
 }
 
 impl CpuJitBackend {
-    /// The backend with the default extraction configuration.
+    /// The backend with the default extraction configuration and
+    /// [`ThreadConfig::from_env`].
     pub fn new() -> CpuJitBackend {
-        CpuJitBackend::default()
+        CpuJitBackend::with_config(ExtractionConfig::default())
     }
 
-    /// The backend with an extraction configuration (size cap, excluded ops).
+    /// The backend with an extraction configuration (size cap, excluded ops) and
+    /// [`ThreadConfig::from_env`].
     pub fn with_config(config: ExtractionConfig) -> CpuJitBackend {
-        CpuJitBackend { config }
+        CpuJitBackend {
+            config,
+            parallel: Arc::new(Parallel::new(ThreadConfig::from_env())),
+            cache: Arc::new(KernelCache::new(KernelCache::DEFAULT_CAPACITY)),
+        }
+    }
+
+    /// This backend, with kernel calls split over `threads` threads (at least 1; 1 runs
+    /// every kernel on the calling thread) and the default per-task threshold. Executables
+    /// compiled before keep their setting; the kernel cache stays shared.
+    pub fn with_threads(self, threads: usize) -> CpuJitBackend {
+        self.with_thread_config(ThreadConfig::with_threads(threads))
+    }
+
+    /// This backend with a full thread configuration (e.g. a small
+    /// [`ThreadConfig::min_bytes_per_task`] to force splitting in tests).
+    pub fn with_thread_config(self, config: ThreadConfig) -> CpuJitBackend {
+        CpuJitBackend {
+            parallel: Arc::new(Parallel::new(config)),
+            ..self
+        }
+    }
+
+    /// The thread configuration of executables compiled from now on.
+    pub fn thread_config(&self) -> ThreadConfig {
+        self.parallel.config()
+    }
+
+    /// Counters of the kernel cache: kernels compiled, cache hits, entries held.
+    pub fn cache_stats(&self) -> KernelCacheStats {
+        self.cache.stats()
+    }
+
+    /// Empties the kernel cache; code that live executables use stays alive.
+    pub fn clear_cache(&self) {
+        self.cache.clear();
+    }
+
+    /// The compiled code of every plan: from the cache, or compiled now (equal plans of one
+    /// function once, all misses into one new module) and cached.
+    fn kernel_codes(&self, plans: &[plan::KernelPlan]) -> Result<Vec<Arc<KernelCode>>, JitError> {
+        let keys: Vec<KernelKey> = plans.iter().map(KernelKey::of).collect();
+        let mut codes: Vec<Option<Arc<KernelCode>>> = Vec::with_capacity(plans.len());
+        // Unique missing keys, and for each, the plan that compiles it.
+        let mut missing: Vec<usize> = Vec::new();
+        for (k, key) in keys.iter().enumerate() {
+            let found = self.cache.get(key);
+            if found.is_none() && !missing.iter().any(|&m| keys[m] == *key) {
+                missing.push(k);
+            }
+            codes.push(found);
+        }
+        if !missing.is_empty() {
+            let module = Arc::new(KernelModule::new()?);
+            let refs: Vec<&plan::KernelPlan> = missing.iter().map(|&m| &plans[m]).collect();
+            let fresh = codegen::compile_codes(&module, &refs)?;
+            for (&m, code) in missing.iter().zip(fresh) {
+                let code = Arc::new(code);
+                self.cache.insert(keys[m].clone(), Arc::clone(&code));
+                for (k, key) in keys.iter().enumerate() {
+                    if codes[k].is_none() && *key == keys[m] {
+                        codes[k] = Some(Arc::clone(&code));
+                    }
+                }
+            }
+        }
+        codes
+            .into_iter()
+            .map(|c| c.ok_or_else(|| JitError::Module("a kernel was not compiled".into())))
+            .collect()
     }
 
     /// Compiles `function` into the concrete executable type.
@@ -131,8 +226,12 @@ impl CpuJitBackend {
             .collect::<Result<Vec<_>, _>>()?;
         plan_lifetimes(&mut steps, &result_locs, temps);
 
-        let module = KernelModule::new().map_err(compile_err)?;
-        let compiled = codegen::compile(&module, plans).map_err(compile_err)?;
+        let codes = self.kernel_codes(&plans).map_err(compile_err)?;
+        let compiled: Vec<CompiledKernel> = plans
+            .into_iter()
+            .zip(codes)
+            .map(|(p, c)| CompiledKernel::new(p, c))
+            .collect();
         for (info, k) in infos.iter_mut().zip(&compiled) {
             info.code_size = k.code_size;
             info.ir = k.ir.clone();
@@ -154,7 +253,7 @@ impl CpuJitBackend {
             infos,
             pass_report,
             compiled,
-            module,
+            parallel: Arc::clone(&self.parallel),
         })
     }
 }
@@ -244,8 +343,10 @@ fn plan_lifetimes(steps: &mut [Step], results: &[Loc], temps: usize) {
 /// native kernel calls.
 ///
 /// `Send + Sync`: kernels are plain function pointers into code that is never written after
-/// finalization, and the JIT module is only touched (behind a mutex) when the executable is
-/// dropped, which frees its code memory. Calls from several threads run concurrently.
+/// finalization, and a JIT module is only touched (behind a mutex) when its last user (an
+/// executable or the backend's kernel cache) is dropped, which frees its code memory. Calls
+/// from several threads run concurrently; each call may also split a kernel over the
+/// backend's thread pool.
 #[derive(Debug)]
 pub struct CpuJitExecutable {
     function: Function,
@@ -257,9 +358,9 @@ pub struct CpuJitExecutable {
     take_result: Vec<bool>,
     infos: Vec<KernelInfo>,
     pass_report: PassRunReport,
+    /// Each kernel owns (an `Arc` of) the module its code lives in.
     compiled: Vec<CompiledKernel>,
-    // Declared last: dropped after the kernels that point into it.
-    module: KernelModule,
+    parallel: Arc<Parallel>,
 }
 
 const _: () = {
@@ -304,9 +405,25 @@ impl CpuJitExecutable {
             .map(|k| k.plan.lanes == crate::codegen::lanes::Lanes::X4)
     }
 
-    /// A watch that tells when this executable's JIT code memory has been freed.
+    /// A watch that tells when all JIT code memory this executable uses has been freed:
+    /// after the executable is dropped and no other executable or the backend's kernel cache
+    /// holds the same code (an executable without kernels is released from the start).
     pub fn memory_watch(&self) -> MemoryWatch {
-        self.module.watch()
+        MemoryWatch::all(self.compiled.iter().map(|k| k.code.module().as_ref()))
+    }
+
+    /// The entry address of the kernel of the fused node `name`: equal for two kernels that
+    /// share compiled code through the backend's kernel cache.
+    pub fn kernel_entry_address(&self, name: &str) -> Option<usize> {
+        self.compiled
+            .iter()
+            .find(|k| k.plan.name == name)
+            .map(|k| k.code.entry_address())
+    }
+
+    /// The thread configuration kernel calls use.
+    pub fn thread_config(&self) -> ThreadConfig {
+        self.parallel.config()
     }
 
     fn execution_error(node: &Node, message: String) -> RuntimeError {
@@ -383,7 +500,13 @@ impl CpuJitExecutable {
                 let mut out_data: Vec<&mut TensorData> =
                     outs.iter_mut().map(|t| t.data_mut()).collect();
                 kernel
-                    .invoke(&in_data, &mut out_data, 0, kernel.plan.count)
+                    .invoke_split(
+                        &in_data,
+                        &mut out_data,
+                        0,
+                        kernel.plan.count,
+                        Some(&self.parallel),
+                    )
                     .map_err(|e| Self::execution_error(node, e.to_string()))?;
                 Ok(outs)
             }

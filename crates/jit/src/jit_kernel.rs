@@ -5,7 +5,7 @@ use graphlift_runtime::{KernelInfo, Tensor};
 
 use crate::codegen::lanes::Lanes;
 use crate::codegen::{self, plan, CompiledKernel};
-use crate::module::{KernelModule, MemoryWatch};
+use crate::module::MemoryWatch;
 use crate::provenance::BodyNodes;
 use crate::JitError;
 
@@ -32,9 +32,8 @@ use crate::JitError;
 /// ```
 #[derive(Debug)]
 pub struct JitKernel {
+    /// Owns (an `Arc` of) its module, freed when this drops.
     kernel: CompiledKernel,
-    // Declared after `kernel`: the code it points into is freed when this drops.
-    module: KernelModule,
     nodes: BodyNodes,
 }
 
@@ -46,17 +45,12 @@ impl JitKernel {
     /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
     pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
         let plan = plan::plan_kernel(body.name(), body)?;
-        let module = KernelModule::new()?;
-        let mut kernels = codegen::compile(&module, vec![plan])?;
+        let mut kernels = codegen::compile(vec![plan])?;
         let kernel = kernels
             .pop()
             .ok_or_else(|| JitError::Module("no kernel compiled".into()))?;
         let nodes = BodyNodes::of(body)?;
-        Ok(JitKernel {
-            kernel,
-            module,
-            nodes,
-        })
+        Ok(JitKernel { kernel, nodes })
     }
 
     /// Elements in the iteration space (each output holds this many).
@@ -101,7 +95,7 @@ impl JitKernel {
 
     /// A watch that tells when this kernel's code memory has been freed.
     pub fn memory_watch(&self) -> MemoryWatch {
-        self.module.watch()
+        self.kernel.code.module().watch()
     }
 
     /// Computes every element: `inputs` are the live-ins in parameter order (each of its

@@ -10,9 +10,10 @@
 //! vectorized.
 //!
 //! [`CpuJitBackend`] (registered as `"CPU-JIT"` by [`register`]) compiles a Function into a
-//! [`CpuJitExecutable`]: all its kernels in one JIT module, freed when the executable is
-//! dropped, and every node outside a kernel run by the reference kernels of
-//! `graphlift-runtime`.
+//! [`CpuJitExecutable`]: its kernels from the backend's kernel cache or compiled into one new
+//! JIT module (freed when no executable and no cache entry uses it), split over a thread pool
+//! when large enough ([`parallel`], [`ThreadConfig`]), and every node outside a kernel run by
+//! the reference kernels of `graphlift-runtime`.
 //!
 //! # Semantics
 //!
@@ -42,12 +43,14 @@
 //! In a vector loop a helper is called once per lane.
 
 mod backend;
+mod cache;
 mod codegen;
 mod error;
 mod helpers;
 mod isa;
 mod jit_kernel;
 mod module;
+pub mod parallel;
 mod provenance;
 pub mod vmath;
 
@@ -55,9 +58,11 @@ pub mod vmath;
 mod tests;
 
 pub use backend::{CpuJitBackend, CpuJitExecutable, BACKEND_NAME};
+pub use cache::KernelCacheStats;
 pub use error::JitError;
 pub use jit_kernel::JitKernel;
 pub use module::{live_modules, MemoryWatch};
+pub use parallel::ThreadConfig;
 
 use std::sync::{Arc, Once};
 

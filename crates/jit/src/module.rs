@@ -18,23 +18,37 @@ static LIVE_MODULES: AtomicUsize = AtomicUsize::new(0);
 
 /// Number of JIT modules whose code memory is currently mapped, process-wide.
 ///
-/// Every compiled [`crate::CpuJitExecutable`] and [`crate::JitKernel`] holds one module; the
-/// count goes down when it is dropped and its memory freed. For diagnostics and tests.
+/// Every [`crate::JitKernel`] holds one module; a [`crate::CpuJitExecutable`] holds the
+/// modules of its kernels, which it shares with other executables of its backend and with the
+/// backend's kernel cache (a compile that hits the cache for every kernel adds no module).
+/// The count goes down when a module's last user is dropped and its memory freed. For
+/// diagnostics and tests.
 pub fn live_modules() -> usize {
     LIVE_MODULES.load(Ordering::SeqCst)
 }
 
-/// Reports whether one module's code memory has been released.
+/// Reports whether some modules' code memory has been released.
 ///
 /// Obtained from [`crate::CpuJitExecutable::memory_watch`] or
 /// [`crate::JitKernel::memory_watch`]; it does not keep the module alive.
 #[derive(Debug, Clone)]
-pub struct MemoryWatch(Weak<()>);
+pub struct MemoryWatch(Vec<Weak<()>>);
 
 impl MemoryWatch {
-    /// `true` once the module's code memory has been freed (its owner was dropped).
+    /// `true` once the code memory of every watched module has been freed (all its owners
+    /// were dropped).
     pub fn is_released(&self) -> bool {
-        self.0.strong_count() == 0
+        self.0.iter().all(|w| w.strong_count() == 0)
+    }
+
+    /// A watch over every module in `modules`.
+    pub(crate) fn all<'a>(modules: impl IntoIterator<Item = &'a KernelModule>) -> MemoryWatch {
+        MemoryWatch(
+            modules
+                .into_iter()
+                .map(|m| Arc::downgrade(&m.token))
+                .collect(),
+        )
     }
 }
 
@@ -106,7 +120,7 @@ impl KernelModule {
 
     /// A watch that reports when this module's memory is released.
     pub(crate) fn watch(&self) -> MemoryWatch {
-        MemoryWatch(Arc::downgrade(&self.token))
+        MemoryWatch::all([self])
     }
 }
 
@@ -118,9 +132,9 @@ impl Drop for KernelModule {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(m) = taken {
-            // SAFETY: the function pointers into this module are held only by the value that
-            // owns this KernelModule (an executable or kernel), which is being dropped, so no
-            // kernel can run or be called after this point.
+            // SAFETY: the function pointers into this module are held only by `KernelCode`s,
+            // each of which owns an `Arc` of this KernelModule; this is the last `Arc` being
+            // dropped, so no kernel of this module can run or be called after this point.
             unsafe { m.free_memory() };
             LIVE_MODULES.fetch_sub(1, Ordering::SeqCst);
         }

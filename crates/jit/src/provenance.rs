@@ -4,7 +4,7 @@
 //! Code generation sets a Cranelift source location on every instruction it emits for a
 //! slot of the kernel plan (`FunctionBuilder::set_srcloc` with the slot index); after
 //! compilation `compiled_code().buffer.get_srclocs_sorted()` lists code ranges with those
-//! locations, which [`code_ranges`] maps back to body nodes. Loop control and pointer
+//! locations, which [`slot_spans`] and [`code_ranges`] map back to body nodes. Loop control and pointer
 //! set-up carry no location and are not attributed.
 
 use cranelift_codegen::ir::SourceLoc;
@@ -75,28 +75,33 @@ pub(crate) fn slot_srcloc(k: usize) -> SourceLoc {
     SourceLoc::new(u32::try_from(k).unwrap_or(u32::MAX - 1))
 }
 
-/// Maps Cranelift's sorted source-location ranges to the body nodes of `plan`'s slots,
-/// merging adjacent ranges of one node. Ranges without a location are dropped.
-pub(crate) fn code_ranges(
-    plan: &KernelPlan,
+/// The slot-attributed spans of compiled code: `(start, end, slot)` for every range of
+/// Cranelift's sorted source locations that carries a slot's location. They depend only on
+/// the plan's structure, so a cached kernel keeps them and maps them to the node names of
+/// each plan that reuses it ([`code_ranges`]).
+pub(crate) fn slot_spans(
     srclocs: &[MachSrcLoc<cranelift_codegen::Final>],
-) -> Vec<CodeRange> {
+) -> Vec<(u32, u32, usize)> {
+    srclocs
+        .iter()
+        .filter(|s| !s.loc.is_default() && s.start < s.end)
+        .filter_map(|s| Some((s.start, s.end, usize::try_from(s.loc.bits()).ok()?)))
+        .collect()
+}
+
+/// Maps slot spans ([`slot_spans`]) to the body nodes of `plan`'s slots, merging adjacent
+/// ranges of one node.
+pub(crate) fn code_ranges(plan: &KernelPlan, spans: &[(u32, u32, usize)]) -> Vec<CodeRange> {
     let mut out: Vec<CodeRange> = Vec::new();
-    for s in srclocs {
-        if s.loc.is_default() || s.start >= s.end {
-            continue;
-        }
-        let Some(slot) = usize::try_from(s.loc.bits())
-            .ok()
-            .and_then(|k| plan.slots.get(k))
-        else {
+    for &(start, end, k) in spans {
+        let Some(slot) = plan.slots.get(k) else {
             continue;
         };
         match out.last_mut() {
-            Some(last) if last.node == slot.node && last.end == s.start => last.end = s.end,
+            Some(last) if last.node == slot.node && last.end == start => last.end = end,
             _ => out.push(CodeRange {
-                start: s.start,
-                end: s.end,
+                start,
+                end,
                 node: slot.node.clone(),
             }),
         }

@@ -2,8 +2,9 @@
 //!
 //! [`plan`] flattens the body into slots (with [`broadcast`] addressing for broadcast
 //! inputs), [`kernel`] builds the loops and the range ABI, [`lower`] lowers each op through
-//! the lane view of [`lanes`]. [`compile`] puts every kernel of an executable into one JIT
-//! module with one `finalize_definitions`.
+//! the lane view of [`lanes`]. [`compile_codes`] puts kernels into one JIT module with one
+//! `finalize_definitions`; a [`KernelCode`] owns an `Arc` of its module, so code shared by
+//! several executables (the backend's kernel cache) lives as long as any of them.
 
 pub(crate) mod broadcast;
 pub(crate) mod kernel;
@@ -12,6 +13,7 @@ pub(crate) mod lower;
 pub(crate) mod plan;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use cranelift_codegen::ir::{types, AbiParam, Signature, Type, UserFuncName};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -20,7 +22,8 @@ use cranelift_module::{Linkage, Module};
 use graphlift_ir::{ElementType, TensorData};
 use graphlift_runtime::CodeRange;
 
-use crate::provenance::code_ranges;
+use crate::parallel::{run_chunks, Parallel};
+use crate::provenance::{code_ranges, slot_spans};
 
 use crate::helpers::Helper;
 use crate::module::KernelModule;
@@ -36,19 +39,82 @@ pub(crate) type KernelFn = unsafe extern "C" fn(
     end: usize,
 );
 
-/// A kernel compiled into a [`KernelModule`]; valid only while that module is alive, so it is
-/// always stored beside it.
-pub(crate) struct CompiledKernel {
-    /// What it computes and which buffers it takes.
-    pub plan: KernelPlan,
-    /// The entry point.
+/// Compiled machine code of one kernel plan, shareable between plans of equal structure
+/// (the kernel cache): the entry point and the module that owns it.
+pub(crate) struct KernelCode {
+    /// The entry point; valid while `module` is alive, which this value guarantees.
     func: KernelFn,
     /// Machine code size in bytes.
     pub code_size: usize,
     /// The Cranelift IR it was compiled from (text).
     pub ir: String,
-    /// Machine code ranges and the body node each was lowered from.
+    /// Code spans attributed to plan slots (see [`crate::provenance::slot_spans`]).
+    spans: Vec<(u32, u32, usize)>,
+    /// Owns the code memory; it is freed when the last `KernelCode` of the module (held by
+    /// kernels of executables and by the cache) is dropped.
+    module: Arc<KernelModule>,
+}
+
+impl KernelCode {
+    /// The entry point's address (equal for two kernels that share code).
+    pub(crate) fn entry_address(&self) -> usize {
+        self.func as usize
+    }
+
+    /// The module that owns the code.
+    pub(crate) fn module(&self) -> &Arc<KernelModule> {
+        &self.module
+    }
+}
+
+impl std::fmt::Debug for KernelCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelCode")
+            .field("code_size", &self.code_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A kernel plan with its compiled code (possibly shared with equal plans).
+pub(crate) struct CompiledKernel {
+    /// What it computes and which buffers it takes.
+    pub plan: KernelPlan,
+    /// The machine code (owns its module).
+    pub code: Arc<KernelCode>,
+    /// Machine code size in bytes.
+    pub code_size: usize,
+    /// The Cranelift IR it was compiled from (text).
+    pub ir: String,
+    /// Machine code ranges and the body node (of this plan) each was lowered from.
     pub code_ranges: Vec<CodeRange>,
+    /// Bytes read and written by a call over the whole iteration space (every input buffer
+    /// read once, every output written once): the cost model of [`Parallel`].
+    traffic: usize,
+}
+
+impl CompiledKernel {
+    /// Pairs `plan` with code compiled from it or from an equal plan.
+    pub(crate) fn new(plan: KernelPlan, code: Arc<KernelCode>) -> CompiledKernel {
+        let code_ranges = code_ranges(&plan, &code.spans);
+        let reads: usize = plan
+            .args
+            .iter()
+            .map(|a| a.len.saturating_mul(a.ty.size_bytes()))
+            .fold(0, usize::saturating_add);
+        let writes: usize = plan
+            .outputs
+            .iter()
+            .map(|&(_, t)| plan.count.saturating_mul(t.size_bytes()))
+            .fold(0, usize::saturating_add);
+        CompiledKernel {
+            code_size: code.code_size,
+            ir: code.ir.clone(),
+            code_ranges,
+            traffic: reads.saturating_add(writes),
+            plan,
+            code,
+        }
+    }
 }
 
 impl std::fmt::Debug for CompiledKernel {
@@ -82,15 +148,30 @@ pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     sig
 }
 
+/// Compiles `plans` into a fresh module, finalized once, each with its own code.
+///
+/// # Errors
+/// As [`compile_codes`]; [`JitError::Isa`] or [`JitError::Module`] creating the module.
+pub(crate) fn compile(plans: Vec<KernelPlan>) -> Result<Vec<CompiledKernel>, JitError> {
+    let module = Arc::new(KernelModule::new()?);
+    let refs: Vec<&KernelPlan> = plans.iter().collect();
+    let codes = compile_codes(&module, &refs)?;
+    Ok(plans
+        .into_iter()
+        .zip(codes)
+        .map(|(p, c)| CompiledKernel::new(p, Arc::new(c)))
+        .collect())
+}
+
 /// Compiles every plan into `module` and finalizes it once.
 ///
 /// # Errors
 /// [`JitError::Codegen`] naming the kernel when Cranelift rejects it; [`JitError::Module`]
 /// when finalization fails.
-pub(crate) fn compile(
-    module: &KernelModule,
-    plans: Vec<KernelPlan>,
-) -> Result<Vec<CompiledKernel>, JitError> {
+pub(crate) fn compile_codes(
+    module: &Arc<KernelModule>,
+    plans: &[&KernelPlan],
+) -> Result<Vec<KernelCode>, JitError> {
     module.with(|m| {
         let ptr = m.target_config().pointer_type();
         let call_conv = m.isa().default_call_conv();
@@ -132,35 +213,36 @@ pub(crate) fn compile(
             let ir = ctx.func.display().to_string();
             m.define_function(id, &mut ctx)
                 .map_err(|e| codegen(format!("{e:?}")))?;
-            let (code_size, code_ranges) = ctx
+            let (code_size, spans) = ctx
                 .compiled_code()
                 .map(|c| {
-                    let ranges = code_ranges(plan, c.buffer.get_srclocs_sorted());
-                    (c.code_buffer().len(), ranges)
+                    (
+                        c.code_buffer().len(),
+                        slot_spans(c.buffer.get_srclocs_sorted()),
+                    )
                 })
                 .unwrap_or_default();
             m.clear_context(&mut ctx);
-            defined.push((id, code_size, ir, code_ranges));
+            defined.push((id, code_size, ir, spans));
         }
         m.finalize_definitions()
             .map_err(|e| JitError::Module(e.to_string()))?;
-        Ok(plans
+        Ok(defined
             .into_iter()
-            .zip(defined)
-            .map(|(plan, (id, code_size, ir, code_ranges))| {
+            .map(|(id, code_size, ir, spans)| {
                 let code = m.get_finalized_function(id);
                 // SAFETY: `code` is the finalized entry of a function built with
                 // `kernel_signature` (four pointer-sized integer parameters, no results) in the
                 // ISA's default call convention, which is the platform's C convention — the
-                // ABI of `KernelFn`. The pointer stays valid while the module lives, and a
-                // CompiledKernel is only ever stored beside its module.
+                // ABI of `KernelFn`. The pointer stays valid while the module lives, and the
+                // KernelCode that stores it owns an `Arc` of the module.
                 let func = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
-                CompiledKernel {
-                    plan,
+                KernelCode {
                     func,
                     code_size,
                     ir,
-                    code_ranges,
+                    spans,
+                    module: Arc::clone(module),
                 }
             })
             .collect())
@@ -168,8 +250,9 @@ pub(crate) fn compile(
 }
 
 impl CompiledKernel {
-    /// Runs elements `begin..end` on typed buffers: `inputs` are the live-ins (the hidden
-    /// constant buffers are added here), `outputs` one per kernel output.
+    /// Runs elements `begin..end` on typed buffers on the calling thread: `inputs` are the
+    /// live-ins (the hidden constant buffers are added here), `outputs` one per kernel
+    /// output.
     ///
     /// # Errors
     /// [`JitError::Buffer`] unless every buffer has the element type and element count the
@@ -181,6 +264,23 @@ impl CompiledKernel {
         outputs: &mut [&mut TensorData],
         begin: usize,
         end: usize,
+    ) -> Result<(), JitError> {
+        self.invoke_split(inputs, outputs, begin, end, None)
+    }
+
+    /// As [`CompiledKernel::invoke`], but with `parallel`, the range is split into chunks
+    /// run on its thread pool when the call moves enough bytes ([`Parallel::split`]);
+    /// the call returns when every chunk has finished.
+    ///
+    /// # Errors
+    /// As [`CompiledKernel::invoke`].
+    pub(crate) fn invoke_split(
+        &self,
+        inputs: &[&TensorData],
+        outputs: &mut [&mut TensorData],
+        begin: usize,
+        end: usize,
+        parallel: Option<&Parallel>,
     ) -> Result<(), JitError> {
         let plan = &self.plan;
         let bad = |message: String| JitError::Buffer {
@@ -228,19 +328,36 @@ impl CompiledKernel {
         if begin == end {
             return Ok(());
         }
-        let ins: Vec<*const u8> = inputs
-            .iter()
-            .map(|d| d.as_ptr())
-            .chain(plan.constants.iter().map(|c| c.as_ptr()))
-            .collect();
-        let outs: Vec<*mut u8> = outputs.iter_mut().map(|d| d.as_mut_ptr()).collect();
-        // SAFETY: every input and output buffer was checked above to have exactly the
-        // element type and element count the kernel was planned for, and the hidden
-        // constant buffers are the plan's own; `begin..end` lies within the iteration space,
-        // and the kernel reads input k only at indices < args[k].len (its addressing maps
-        // every index < count into the source) and writes outputs only at `begin..end`.
-        // Outputs are distinct `&mut` borrows, so they alias neither each other nor inputs.
-        unsafe { self.call_unchecked(&ins, &outs, begin, end) };
+        let buffers = Buffers {
+            ins: inputs
+                .iter()
+                .map(|d| d.as_ptr())
+                .chain(plan.constants.iter().map(|c| c.as_ptr()))
+                .collect(),
+            outs: outputs.iter_mut().map(|d| d.as_mut_ptr()).collect(),
+        };
+        // SAFETY (both calls below): every input and output buffer was checked above to
+        // have exactly the element type and element count the kernel was planned for, and
+        // the hidden constant buffers are the plan's own; every range handed to the kernel
+        // lies within `begin..end`, within the iteration space, and the kernel reads input k
+        // only at indices < args[k].len (its addressing maps every index < count into the
+        // source) and writes outputs only at the indices of its range. Outputs are distinct
+        // `&mut` borrows, so they alias neither each other nor inputs. `self.code` owns the
+        // module, so the code is alive.
+        let chunks = parallel.and_then(|p| p.split(begin, end, self.traffic, plan.count));
+        match chunks {
+            None => unsafe { self.call_unchecked(&buffers.ins, &buffers.outs, begin, end) },
+            // Several threads receive the same base pointers: sound because each chunk is
+            // a disjoint sub-range of `begin..end`, so no two threads write the same output
+            // element and inputs are only read; `Buffers` is Send + Sync only to carry the
+            // pointers across (see its SAFETY note); and `run` blocks until every chunk has
+            // finished, while the `&`/`&mut` borrows of the buffers are still held, so no
+            // buffer is freed or touched by the caller while a chunk runs.
+            Some((pool, chunks)) => run_chunks(pool, &chunks, |b, e| {
+                let (ins, outs) = buffers.pointers();
+                unsafe { self.call_unchecked(ins, outs, b, e) }
+            }),
+        }
         Ok(())
     }
 
@@ -250,7 +367,8 @@ impl CompiledKernel {
     /// `ins` must hold one pointer per [`KernelPlan::args`] entry (live-ins then constants)
     /// to at least `args[k].len` elements of `args[k].ty`; `outs` one pointer per output to
     /// at least `count` writable elements of its type, not overlapping any input; and
-    /// `begin <= end <= count`. Pointers need no alignment.
+    /// `begin <= end <= count`. Pointers need no alignment. Concurrent calls must write
+    /// disjoint ranges.
     pub(crate) unsafe fn call_unchecked(
         &self,
         ins: &[*const u8],
@@ -261,7 +379,29 @@ impl CompiledKernel {
         debug_assert_eq!(ins.len(), self.plan.args.len());
         debug_assert_eq!(outs.len(), self.plan.outputs.len());
         // SAFETY: the caller guarantees the buffer contract above; `func` is valid while
-        // the module that owns it lives, which the caller's ownership ensures.
-        unsafe { (self.func)(ins.as_ptr(), outs.as_ptr(), begin, end) }
+        // the module lives, and `self.code` holds an `Arc` of it.
+        unsafe { (self.code.func)(ins.as_ptr(), outs.as_ptr(), begin, end) }
     }
 }
+
+/// The pointer arrays of one kernel call.
+struct Buffers {
+    ins: Vec<*const u8>,
+    outs: Vec<*mut u8>,
+}
+
+impl Buffers {
+    /// Both arrays (a method, so closures capture the whole `Sync` value, not its fields).
+    fn pointers(&self) -> (&[*const u8], &[*mut u8]) {
+        (&self.ins, &self.outs)
+    }
+}
+
+// SAFETY: `Buffers` only carries the addresses of buffers borrowed by
+// `CompiledKernel::invoke_split` (inputs shared, outputs exclusively) to the pool's threads
+// for the duration of a blocking call; each thread passes them to the kernel with a range
+// disjoint from every other thread's, so outputs are written at disjoint indices and
+// inputs only read. The pointers themselves are never written.
+unsafe impl Send for Buffers {}
+// SAFETY: as for `Send`: shared access only reads the pointer values.
+unsafe impl Sync for Buffers {}

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use graphlift_ir::{ElementType::F32, ElementType::I32, FunctionBuilder, Op};
 use graphlift_runtime::{Backend, Executable, InterpreterBackend, RuntimeError, Tensor};
 
+use graphlift_passes::ExtractionConfig;
+
 use crate::CpuJitBackend;
 
 fn halide() -> graphlift_ir::Function {
@@ -102,16 +104,134 @@ fn call_with_validate_names_the_parameter() {
 
 #[test]
 fn executables_free_their_jit_memory_on_drop() {
+    // A fresh backend each time: dropping backend and executable frees the code.
     let f = halide();
-    let backend = CpuJitBackend::new();
     let mut watches = Vec::new();
-    for _ in 0..100 {
+    for _ in 0..50 {
+        let backend = CpuJitBackend::new();
         let exe = backend.compile_executable(&f).unwrap();
         watches.push(exe.memory_watch());
         let exe: Arc<dyn Executable> = Arc::new(exe);
         exe.run(&[data8(), data8(), data8(), data8()]).unwrap();
     }
     assert!(watches.iter().all(|w| w.is_released()));
+}
+
+#[test]
+fn cached_code_lives_until_the_backend_and_its_executables_are_dropped() {
+    let f = halide();
+    let backend = CpuJitBackend::new();
+    let exes: Vec<_> = (0..20)
+        .map(|_| backend.compile_executable(&f).unwrap())
+        .collect();
+    let watch = exes[0].memory_watch();
+    drop(exes);
+    // The cache still holds the code.
+    assert!(!watch.is_released());
+    let exe = backend.compile_executable(&f).unwrap();
+    drop(backend);
+    // The executable still holds it.
+    assert!(!watch.is_released());
+    exe.run(&[data8(), data8(), data8(), data8()]).unwrap();
+    drop(exe);
+    assert!(watch.is_released());
+}
+
+#[test]
+fn clearing_the_cache_frees_code_no_executable_uses() {
+    let backend = CpuJitBackend::new();
+    let watch = backend
+        .compile_executable(&halide())
+        .unwrap()
+        .memory_watch();
+    assert!(!watch.is_released());
+    backend.clear_cache();
+    assert!(watch.is_released());
+    assert_eq!(backend.cache_stats().entries, 0);
+}
+
+/// `relu((a + b) * c) + d * k` on `[n]`, with node names prefixed by `prefix`.
+fn named(prefix: &str, n: usize, k: f64) -> graphlift_ir::Function {
+    let b = FunctionBuilder::new(format!("{prefix}_fn"));
+    let [a, bb, c, d] =
+        ["a", "b", "c", "d"].map(|x| b.parameter(&format!("{prefix}{x}"), F32, [n]));
+    b.finish(&[((a + bb) * c).relu() + d * k]).unwrap()
+}
+
+fn only_kernel(exe: &crate::CpuJitExecutable) -> usize {
+    let ks = exe.kernels();
+    assert_eq!(ks.len(), 1, "{ks:?}");
+    exe.kernel_entry_address(&ks[0].name).unwrap()
+}
+
+#[test]
+fn equal_regions_compile_once_per_backend() {
+    let backend = CpuJitBackend::new();
+    let first = backend.compile_executable(&named("p", 64, 3.0)).unwrap();
+    assert_eq!(backend.cache_stats().compiled, 1);
+    // The same function again, and an equal region under other names: hits.
+    let again = backend.compile_executable(&named("p", 64, 3.0)).unwrap();
+    let renamed = backend.compile_executable(&named("q", 64, 3.0)).unwrap();
+    let stats = backend.cache_stats();
+    assert_eq!(
+        (stats.compiled, stats.hits, stats.entries),
+        (1, 2, 1),
+        "{stats:?}"
+    );
+    assert_eq!(only_kernel(&first), only_kernel(&again));
+    assert_eq!(only_kernel(&first), only_kernel(&renamed));
+    // Code ranges name the nodes of the body that reused the code.
+    let k = &renamed.kernels()[0];
+    assert!(
+        k.code_ranges.iter().all(|r| !r.node.starts_with('p')),
+        "{k:?}"
+    );
+    let inputs: Vec<Tensor> = (0..4)
+        .map(|s| {
+            Tensor::from_vec((0..64).map(|i| (i * (s + 1)) as f32 - 30.0).collect(), [64]).unwrap()
+        })
+        .collect();
+    assert_eq!(first.run(&inputs).unwrap(), renamed.run(&inputs).unwrap());
+
+    // Another constant, another shape: misses.
+    let other_k = backend.compile_executable(&named("p", 64, 4.0)).unwrap();
+    let other_n = backend.compile_executable(&named("p", 65, 3.0)).unwrap();
+    assert_eq!(backend.cache_stats().compiled, 3);
+    assert_ne!(only_kernel(&first), only_kernel(&other_k));
+    assert_ne!(only_kernel(&first), only_kernel(&other_n));
+    assert_ne!(first.run(&inputs).unwrap(), other_k.run(&inputs).unwrap());
+
+    // Another backend has its own cache.
+    let elsewhere = CpuJitBackend::new();
+    let e = elsewhere.compile_executable(&named("p", 64, 3.0)).unwrap();
+    assert_eq!(elsewhere.cache_stats().compiled, 1);
+    assert_ne!(only_kernel(&first), only_kernel(&e));
+}
+
+#[test]
+fn equal_regions_within_one_function_compile_once() {
+    // Two equal regions separated by a native step (Exp excluded from fusion): two
+    // kernels, one compilation.
+    let b = FunctionBuilder::new("twice");
+    let x = b.parameter("x", F32, [16]);
+    // No constants: CSE would share them between the regions (making them outputs).
+    let r1 = (x + x).relu() * x;
+    let z = r1.exp();
+    let r2 = (z + z).relu() * z;
+    let f = b.finish(&[r2]).unwrap();
+    let backend = CpuJitBackend::with_config(ExtractionConfig::default().exclude("Exp"));
+    let exe = backend.compile_executable(&f).unwrap();
+    let ks = exe.kernels();
+    assert_eq!(ks.len(), 2, "{ks:?}");
+    assert_eq!(backend.cache_stats().compiled, 1, "{ks:?}");
+    assert_eq!(
+        exe.kernel_entry_address(&ks[0].name),
+        exe.kernel_entry_address(&ks[1].name)
+    );
+    let x = Tensor::from_vec((0..16).map(|i| i as f32 - 8.0).collect(), [16]).unwrap();
+    let got = exe.run(std::slice::from_ref(&x)).unwrap();
+    let want = InterpreterBackend.compile(&f).unwrap().run(&[x]).unwrap();
+    assert_eq!(got[0], want[0]);
 }
 
 #[test]

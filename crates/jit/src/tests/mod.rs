@@ -8,6 +8,7 @@ mod abi;
 mod backend;
 mod broadcast;
 mod ops;
+mod parallel;
 mod provenance;
 mod trace;
 mod vmath;

@@ -1,0 +1,154 @@
+//! The kernel cache of a backend: compiled code keyed by the canonical form of a kernel plan.
+//!
+//! The key is everything code generation reads from a [`KernelPlan`] except names: the
+//! iteration space's element count, the lane width, the input buffers' element types and
+//! lengths, each slot's op (with its broadcast addressing and constant bits), element type
+//! and invariance, the output slots, and the bits of every hidden constant buffer. Two fused
+//! regions with equal keys compile to the same machine code, so the second reuses the first's
+//! [`KernelCode`] — and with it the JIT module that owns the code, which is freed only when no
+//! executable and no cache entry holds it any more.
+//!
+//! The cache holds at most [`KernelCache::DEFAULT_CAPACITY`] entries; inserting beyond that
+//! evicts the oldest entry (its code stays alive while an executable uses it).
+
+use std::sync::{Arc, Mutex};
+
+use graphlift_ir::{ElementType, TensorData};
+use indexmap::IndexMap;
+
+use crate::codegen::lanes::Lanes;
+use crate::codegen::plan::{KernelPlan, SlotId, SlotOp};
+use crate::codegen::KernelCode;
+
+/// The canonical form of a kernel plan (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct KernelKey {
+    count: usize,
+    lanes: Lanes,
+    live_ins: usize,
+    args: Vec<(ElementType, usize)>,
+    slots: Vec<(SlotOp, ElementType, bool)>,
+    outputs: Vec<(SlotId, ElementType)>,
+    constants: Vec<ConstBits>,
+}
+
+/// A constant buffer by value: element type and the bits of every element.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ConstBits(ElementType, Vec<u64>);
+
+impl KernelKey {
+    /// The key of `plan`.
+    pub(crate) fn of(plan: &KernelPlan) -> KernelKey {
+        KernelKey {
+            count: plan.count,
+            lanes: plan.lanes,
+            live_ins: plan.live_ins,
+            args: plan.args.iter().map(|a| (a.ty, a.len)).collect(),
+            slots: plan
+                .slots
+                .iter()
+                .map(|s| (s.op.clone(), s.ty, s.invariant))
+                .collect(),
+            outputs: plan.outputs.clone(),
+            constants: plan.constants.iter().map(|c| bits(c)).collect(),
+        }
+    }
+}
+
+/// The element bits of a constant buffer.
+fn bits(data: &TensorData) -> ConstBits {
+    let v: Vec<u64> = match data {
+        TensorData::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+        TensorData::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+        TensorData::I32(v) => v.iter().map(|&x| u64::from(x as u32)).collect(),
+        TensorData::I64(v) => v.iter().map(|&x| x as u64).collect(),
+        TensorData::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
+    };
+    ConstBits(data.element_type(), v)
+}
+
+/// Compiled kernels of one backend, shared by its executables (behind a mutex; compilation
+/// itself runs outside the lock).
+#[derive(Debug)]
+pub(crate) struct KernelCache {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    entries: IndexMap<KernelKey, Arc<KernelCode>>,
+    capacity: usize,
+    compiled: usize,
+    hits: usize,
+}
+
+/// Counters of a backend's kernel cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KernelCacheStats {
+    /// Kernels compiled to machine code (cache misses) since the backend was created.
+    pub compiled: usize,
+    /// Kernels that reused cached code.
+    pub hits: usize,
+    /// Entries currently held.
+    pub entries: usize,
+}
+
+impl KernelCache {
+    /// Entries kept at most by default.
+    pub(crate) const DEFAULT_CAPACITY: usize = 1024;
+
+    /// An empty cache of at most `capacity` entries (0 disables caching).
+    pub(crate) fn new(capacity: usize) -> KernelCache {
+        KernelCache {
+            inner: Mutex::new(Inner {
+                entries: IndexMap::new(),
+                capacity,
+                compiled: 0,
+                hits: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cached code for `key`, counting a hit.
+    pub(crate) fn get(&self, key: &KernelKey) -> Option<Arc<KernelCode>> {
+        let mut g = self.lock();
+        let code = g.entries.get(key).cloned();
+        if code.is_some() {
+            g.hits += 1;
+        }
+        code
+    }
+
+    /// Records freshly compiled `code` under `key` (counting a compilation), evicting the
+    /// oldest entry when full.
+    pub(crate) fn insert(&self, key: KernelKey, code: Arc<KernelCode>) {
+        let mut g = self.lock();
+        g.compiled += 1;
+        if g.capacity == 0 {
+            return;
+        }
+        g.entries.insert(key, code);
+        while g.entries.len() > g.capacity {
+            g.entries.shift_remove_index(0);
+        }
+    }
+
+    /// The counters.
+    pub(crate) fn stats(&self) -> KernelCacheStats {
+        let g = self.lock();
+        KernelCacheStats {
+            compiled: g.compiled,
+            hits: g.hits,
+            entries: g.entries.len(),
+        }
+    }
+
+    /// Drops every entry (code used by live executables stays alive).
+    pub(crate) fn clear(&self) {
+        self.lock().entries.clear();
+    }
+}

@@ -1,0 +1,175 @@
+//! Multi-core kernel calls: a kernel's index range split into chunks over a thread pool.
+//!
+//! Every kernel has the range ABI `(inputs, outputs, begin, end)` and computes any sub-range
+//! exactly as it computes the whole (broadcast inputs are addressed from the element index,
+//! not from the range start), so chunks run independently. The cost model follows XLA's CPU
+//! backend: a loop is split only into tasks of at least
+//! [`ThreadConfig::DEFAULT_MIN_BYTES_PER_TASK`] (256 KiB) of memory traffic (bytes of every
+//! input buffer read plus every output written), so small tensors run on the calling thread
+//! with no pool dispatch at all. Chunk boundaries are multiples of [`CHUNK_ALIGN`] elements
+//! (the unrolled vector step), so each chunk's vector main loop starts on the same element
+//! grid as the whole call's.
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+use rayon::ThreadPool;
+
+use crate::codegen::kernel::UNROLL;
+
+/// Chunk boundaries are multiples of this many elements: one trip of the unrolled `F32X4`
+/// main loop.
+pub const CHUNK_ALIGN: usize = 4 * UNROLL;
+
+/// The environment variable read by [`ThreadConfig::from_env`].
+pub const NUM_THREADS_ENV: &str = "GRAPHLIFT_NUM_THREADS";
+
+/// Tasks per thread at most: a few, so a busy core's share can be stolen by another.
+const TASKS_PER_THREAD: usize = 4;
+
+/// How a [`crate::CpuJitBackend`] runs kernels over threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadConfig {
+    /// Threads a kernel call may use (≥ 1; 1 runs every call on the calling thread).
+    pub threads: usize,
+    /// A call is split only into tasks that each move at least this many bytes (reads +
+    /// writes); smaller calls run on the calling thread.
+    pub min_bytes_per_task: usize,
+}
+
+impl ThreadConfig {
+    /// XLA's threshold for memory-bound loops: 256 KiB per task.
+    pub const DEFAULT_MIN_BYTES_PER_TASK: usize = 256 * 1024;
+
+    /// `threads` threads (at least 1) with the default threshold.
+    pub fn with_threads(threads: usize) -> ThreadConfig {
+        ThreadConfig {
+            threads: threads.max(1),
+            min_bytes_per_task: Self::DEFAULT_MIN_BYTES_PER_TASK,
+        }
+    }
+
+    /// The thread count from `GRAPHLIFT_NUM_THREADS` (a positive integer), else the
+    /// available parallelism ([`std::thread::available_parallelism`], 1 if unknown); the
+    /// default threshold.
+    pub fn from_env() -> ThreadConfig {
+        let var = std::env::var(NUM_THREADS_ENV).ok();
+        ThreadConfig::with_threads(threads_from(var.as_deref()))
+    }
+}
+
+impl Default for ThreadConfig {
+    /// [`ThreadConfig::from_env`].
+    fn default() -> ThreadConfig {
+        ThreadConfig::from_env()
+    }
+}
+
+/// The thread count a `GRAPHLIFT_NUM_THREADS` value asks for: a positive integer, else (unset,
+/// empty, 0 or not a number) the available parallelism.
+pub(crate) fn threads_from(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// A thread configuration and its pool, shared by a backend and its executables. The pool
+/// (a dedicated rayon pool, not the global one) is built on the first call that splits.
+pub(crate) struct Parallel {
+    config: ThreadConfig,
+    pool: OnceLock<Option<ThreadPool>>,
+}
+
+impl std::fmt::Debug for Parallel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parallel")
+            .field("config", &self.config)
+            .field("pool_started", &self.pool.get().is_some())
+            .finish()
+    }
+}
+
+/// Chunk ranges of one call, each `(begin, end)`.
+pub(crate) type Chunks = Vec<(usize, usize)>;
+
+impl Parallel {
+    /// A configuration whose pool is not started yet.
+    pub(crate) fn new(config: ThreadConfig) -> Parallel {
+        Parallel {
+            config: ThreadConfig {
+                threads: config.threads.max(1),
+                min_bytes_per_task: config.min_bytes_per_task,
+            },
+            pool: OnceLock::new(),
+        }
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> ThreadConfig {
+        self.config
+    }
+
+    /// The chunks for a call over `begin..end` of a kernel that moves `traffic` bytes over
+    /// its whole iteration space of `count` elements, with the pool to run them on; `None`
+    /// when the call should run on the calling thread (one thread configured, fewer than two
+    /// tasks' worth of bytes, or no pool could be started).
+    pub(crate) fn split(
+        &self,
+        begin: usize,
+        end: usize,
+        traffic: usize,
+        count: usize,
+    ) -> Option<(&ThreadPool, Chunks)> {
+        let chunks = chunk_ranges(self.config, begin, end, traffic, count)?;
+        let pool = self.pool.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.config.threads)
+                .thread_name(|k| format!("graphlift-jit-{k}"))
+                .build()
+                .ok()
+        });
+        Some((pool.as_ref()?, chunks))
+    }
+}
+
+/// Runs `f(begin, end)` for every chunk on `pool`, in parallel; returns when all have
+/// finished.
+pub(crate) fn run_chunks(
+    pool: &ThreadPool,
+    chunks: &[(usize, usize)],
+    f: impl Fn(usize, usize) + Sync,
+) {
+    pool.install(|| chunks.par_iter().for_each(|&(b, e)| f(b, e)));
+}
+
+/// The chunking of `begin..end` under `config` (see [`Parallel::split`]); `None` for one
+/// chunk.
+pub(crate) fn chunk_ranges(
+    config: ThreadConfig,
+    begin: usize,
+    end: usize,
+    traffic: usize,
+    count: usize,
+) -> Option<Chunks> {
+    if config.threads <= 1 || end <= begin || count == 0 {
+        return None;
+    }
+    let n = end - begin;
+    let per_element = traffic.div_ceil(count).max(1);
+    let min_elements = config
+        .min_bytes_per_task
+        .div_ceil(per_element)
+        .max(1)
+        .next_multiple_of(CHUNK_ALIGN);
+    let tasks = (n / min_elements).min(config.threads.saturating_mul(TASKS_PER_THREAD));
+    if tasks < 2 {
+        return None;
+    }
+    let chunk = n.div_ceil(tasks).next_multiple_of(CHUNK_ALIGN);
+    let chunks: Chunks = (begin..end)
+        .step_by(chunk)
+        .map(|b| (b, b.saturating_add(chunk).min(end)))
+        .collect();
+    (chunks.len() > 1).then_some(chunks)
+}

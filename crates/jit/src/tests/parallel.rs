@@ -1,0 +1,152 @@
+//! Multi-thread kernel calls: chunking, bit-identical results, thread settings.
+
+use graphlift_ir::{ElementType::F32, Function, FunctionBuilder};
+use graphlift_runtime::{Executable, Tensor};
+
+use super::{data, first_difference};
+use crate::parallel::{chunk_ranges, threads_from, CHUNK_ALIGN};
+use crate::{CpuJitBackend, ThreadConfig};
+
+/// Splits every call that covers at least two aligned chunks.
+fn eager(threads: usize) -> ThreadConfig {
+    ThreadConfig {
+        threads,
+        min_bytes_per_task: 1,
+    }
+}
+
+#[test]
+fn chunks_are_aligned_disjoint_and_cover_the_range() {
+    for n in [
+        0usize,
+        1,
+        7,
+        8,
+        15,
+        16,
+        17,
+        63,
+        64,
+        65,
+        1000,
+        1023,
+        1025,
+        1 << 20,
+    ] {
+        for threads in [1, 2, 3, 8] {
+            let Some(chunks) = chunk_ranges(eager(threads), 0, n, 4 * n, n) else {
+                assert!(
+                    threads == 1 || n < 2 * CHUNK_ALIGN,
+                    "n {n} threads {threads}"
+                );
+                continue;
+            };
+            assert!(chunks.len() >= 2 && chunks.len() <= 4 * threads);
+            assert_eq!(chunks[0].0, 0);
+            assert_eq!(chunks.last().unwrap().1, n);
+            for w in chunks.windows(2) {
+                assert_eq!(w[0].1, w[1].0, "n {n}: {chunks:?}");
+            }
+            for &(b, e) in &chunks {
+                assert!(b < e);
+                assert_eq!(b % CHUNK_ALIGN, 0, "n {n}: {chunks:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn small_calls_stay_on_one_thread() {
+    let config = ThreadConfig::with_threads(2);
+    // 4 f32 inputs + 1 output = 20 bytes per element: 256 KiB per task needs 13,108
+    // elements, two tasks 26,216.
+    let traffic = |n: usize| 20 * n;
+    for n in [1usize, 1024, 1 << 14, 26_000] {
+        assert_eq!(chunk_ranges(config, 0, n, traffic(n), n), None, "n {n}");
+    }
+    let n = 1 << 18;
+    let chunks = chunk_ranges(config, 0, n, traffic(n), n).unwrap();
+    assert!(chunks.len() >= 2);
+    assert!(chunks.iter().all(|&(b, e)| (e - b) * 20 >= 256 * 1024));
+    assert_eq!(
+        chunk_ranges(ThreadConfig::with_threads(1), 0, n, traffic(n), n),
+        None
+    );
+}
+
+#[test]
+fn thread_count_from_the_environment_value() {
+    let all = std::thread::available_parallelism().map_or(1, usize::from);
+    assert_eq!(threads_from(Some("3")), 3);
+    assert_eq!(threads_from(Some(" 1 ")), 1);
+    assert_eq!(threads_from(Some("0")), all);
+    assert_eq!(threads_from(Some("many")), all);
+    assert_eq!(threads_from(None), all);
+}
+
+#[test]
+fn thread_setting_through_the_api() {
+    let backend = CpuJitBackend::new().with_threads(3);
+    assert_eq!(backend.thread_config(), ThreadConfig::with_threads(3));
+    assert_eq!(
+        CpuJitBackend::new().with_threads(0).thread_config().threads,
+        1
+    );
+    let exe = backend.compile_executable(&bias_relu(4, 8)).unwrap();
+    assert_eq!(exe.thread_config().threads, 3);
+    let exe = backend
+        .with_thread_config(eager(2))
+        .compile_executable(&bias_relu(4, 8))
+        .unwrap();
+    assert_eq!(exe.thread_config(), eager(2));
+}
+
+/// `relu(x + b) * r`: `b` broadcast along rows (index `i mod cols`), `r` per row (index
+/// `i / cols`).
+fn bias_relu(rows: usize, cols: usize) -> Function {
+    let b = FunctionBuilder::new("bias_relu");
+    let x = b.parameter("x", F32, [rows, cols]);
+    let bias = b.parameter("b", F32, [cols]);
+    let r = b.parameter("r", F32, [rows, 1]);
+    b.finish(&[(x + bias).relu() * r - x]).unwrap()
+}
+
+fn run(backend: &CpuJitBackend, f: &Function, inputs: &[Tensor]) -> Vec<Tensor> {
+    backend.compile_executable(f).unwrap().run(inputs).unwrap()
+}
+
+#[test]
+fn broadcast_kernels_split_over_threads_match_one_thread_bit_for_bit() {
+    let one = CpuJitBackend::new().with_threads(1);
+    let many = [eager(2), eager(3)].map(|c| CpuJitBackend::new().with_thread_config(c));
+    for (rows, cols) in [
+        (1, 16),
+        (2, 8),
+        (3, 7),
+        (5, 13),
+        (9, 7),
+        (16, 8),
+        (17, 9),
+        (33, 31),
+        (64, 1),
+        (100, 10),
+        (127, 33),
+    ] {
+        let f = bias_relu(rows, cols);
+        let inputs = [
+            Tensor::from_data(data(F32, rows * cols, 1), [rows, cols]).unwrap(),
+            Tensor::from_data(data(F32, cols, 2), [cols]).unwrap(),
+            Tensor::from_data(data(F32, rows, 3), [rows, 1]).unwrap(),
+        ];
+        let want = run(&one, &f, &inputs);
+        for backend in &many {
+            let got = run(backend, &f, &inputs);
+            if let Some(i) = first_difference(got[0].data(), want[0].data()) {
+                panic!(
+                    "{rows}x{cols}, {:?}: element {i} differs",
+                    backend.thread_config()
+                );
+            }
+        }
+    }
+}
