@@ -19,6 +19,7 @@
 
 use std::sync::Arc;
 
+pub mod differential;
 pub mod exprs;
 
 pub use graphlift_ir as ir;
