@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 ./scripts/fetch-onnx-tests.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
+# The fuzz targets are their own workspace (cargo-fuzz adds coverage flags); lint them too.
+cargo fmt --manifest-path fuzz/Cargo.toml --check
+cargo clippy --manifest-path fuzz/Cargo.toml --target-dir target/fuzz-check --all-targets -- -D warnings
 cargo test --workspace
 # The conformance table (passed / unsupported / failed per backend, unsupported cases listed).
 cargo test -p graphlift --test onnx_node_tests -- --nocapture

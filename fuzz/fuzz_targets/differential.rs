@@ -31,7 +31,11 @@ impl<'a> Arbitrary<'a> for FuzzCase {
         let mut count = 1usize;
         for _ in 0..rank {
             let d = *u.choose(&EXTENTS)?;
-            let d = if d > 1 && count * d > MAX_ELEMENTS { 1 } else { d };
+            let d = if d > 1 && count * d > MAX_ELEMENTS {
+                1
+            } else {
+                d
+            };
             count *= d.max(1);
             dims.push(d);
         }
