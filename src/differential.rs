@@ -517,23 +517,40 @@ pub fn compare_backends(
     Ok(stats)
 }
 
+/// A failed [`check`]: the mismatch and the Function it happened on.
+#[derive(Debug)]
+pub struct Finding {
+    /// What differed.
+    pub mismatch: Mismatch,
+    /// The Function built from the case.
+    pub function: Function,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}\nfunction: {:?}", self.mismatch, self.function)
+    }
+}
+
 /// Builds `case` and compares the backends on it: `Ok(None)` when the case does not build,
 /// `Ok(Some(stats))` when they agree.
 ///
 /// # Errors
-/// The first [`Mismatch`], with the Function in text form appended by the caller's choice
-/// (see [`Function`]'s `Debug`).
+/// A [`Finding`] with the first [`Mismatch`].
 pub fn check(
     jit: &dyn Backend,
     interpreter: &dyn Backend,
     case: &Case,
-) -> Result<Option<Stats>, (Mismatch, Function)> {
+) -> Result<Option<Stats>, Box<Finding>> {
     let Some((f, sinks)) = build(case) else {
         return Ok(None);
     };
     let inputs = inputs(&f, case.seed);
     match compare_backends(jit, interpreter, &f, &sinks, &inputs) {
         Ok(s) => Ok(Some(s)),
-        Err(m) => Err((m, f)),
+        Err(mismatch) => Err(Box::new(Finding {
+            mismatch,
+            function: f,
+        })),
     }
 }

@@ -53,7 +53,7 @@ fn case() -> impl Strategy<Value = Case> {
 fn run_case(c: &Case) -> Result<Option<Stats>, String> {
     let jit = Backend::create("CPU-JIT").unwrap();
     let interp = Backend::create("INTERPRETER").unwrap();
-    check(&*jit, &*interp, c).map_err(|(m, f)| format!("{m}\nfunction: {f:?}\ncase: {c:?}"))
+    check(&*jit, &*interp, c).map_err(|e| format!("{e}\ncase: {c:?}"))
 }
 
 #[test]

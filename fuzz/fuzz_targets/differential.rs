@@ -83,7 +83,7 @@ fn backends() -> &'static (Arc<dyn BackendTrait>, Arc<dyn BackendTrait>) {
 
 fuzz_target!(|c: FuzzCase| {
     let (jit, interp) = backends();
-    if let Err((m, f)) = check(&**jit, &**interp, &c.0) {
-        panic!("{m}\nfunction: {f:?}\ncase: {:?}", c.0);
+    if let Err(finding) = check(&**jit, &**interp, &c.0) {
+        panic!("{finding}\ncase: {:?}", c.0);
     }
 });
