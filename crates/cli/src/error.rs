@@ -33,6 +33,9 @@ pub enum CliError {
     /// Rendering through Graphviz failed (`dot` missing or failing).
     #[error("graphviz: {0}")]
     Graphviz(String),
+    /// `graphlift accuracy` found functions past their documented error bound.
+    #[error("past the documented error bound: {0}")]
+    Accuracy(String),
     /// Wrong number of inputs or expected outputs.
     #[error("{0}")]
     Usage(String),

@@ -5,6 +5,7 @@
 //! the fused kernels it compiled. `graphlift explain` shows what the compiler did to a
 //! model: passes, kernels with provenance, nodes left outside kernels.
 
+mod accuracy;
 mod bench_expr;
 mod default_model;
 mod error;
@@ -43,6 +44,23 @@ enum Command {
     /// Explain how a model compiles on CPU-JIT: pass pipeline with timings, kernels with
     /// their nodes' provenance and pass histories, nodes left outside kernels and why.
     Explain(ExplainArgs),
+    /// Measure the inline f32 vector math (exp, log, tanh, sigmoid, erf) over every f32
+    /// value through the kernels' JIT code: max ulp, max relative error, worst inputs.
+    Accuracy(AccuracyArgs),
+}
+
+/// Arguments of `graphlift accuracy`.
+#[derive(Debug, clap::Args)]
+pub struct AccuracyArgs {
+    /// Check every K-th f32 bit pattern (1: all 2^32, about a minute per function on two
+    /// cores).
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub step: u64,
+    /// Sweep the scalar loop instead of the F32X4 vector loop.
+    #[arg(long)]
+    pub scalar: bool,
+    /// Functions to sweep (default: all five).
+    pub functions: Vec<String>,
 }
 
 /// Arguments of `graphlift explain`.
@@ -97,6 +115,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::BenchExpr { expr, n, backend } => bench_expr::bench_expr(&expr, n, &backend),
         Command::Explain(args) => explain::explain(&args),
+        Command::Accuracy(args) => accuracy::accuracy(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -255,3 +255,31 @@ fn run_trace_to_an_unwritable_path_is_an_error() {
     assert!(!o.status.success());
     assert!(text(&o).contains("no-such-dir"), "{}", text(&o));
 }
+
+#[test]
+fn accuracy_prints_a_row_per_function_within_bounds() {
+    let out = graphlift(&["accuracy", "--step", "65537"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("every 65537-th f32 bit pattern (65536 inputs per function)"));
+    for f in ["Exp", "Log", "Tanh", "Sigmoid", "Erf"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {f} |")))
+            .unwrap_or_else(|| panic!("no row for {f}:\n{stdout}"));
+        assert!(row.ends_with("| all hold |"), "{row}");
+    }
+}
+
+#[test]
+fn accuracy_names_an_unknown_function() {
+    let out = graphlift(&["accuracy", "--step", "65537", "tanh", "cosh"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown function `cosh`"), "{stderr}");
+    assert!(stderr.contains("Exp, Log, Tanh, Sigmoid, Erf"), "{stderr}");
+}

@@ -42,6 +42,7 @@
 //!
 //! In a vector loop a helper is called once per lane.
 
+pub mod accuracy;
 mod backend;
 mod cache;
 mod codegen;

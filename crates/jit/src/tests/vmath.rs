@@ -1,35 +1,24 @@
 //! Vector math accuracy: a strided sweep of the `f32` bit patterns against the documented
 //! bounds, in the vector loop and the scalar loop, and the special-value guarantees.
 
-use graphlift_ir::{ElementType, FunctionBuilder, Op, UnaryOp};
-use graphlift_runtime::reference::unary_f64;
+use graphlift_ir::{ElementType, UnaryOp};
 use graphlift_runtime::Tensor;
 
-use crate::vmath::{max_ulp, ulp_error};
+use crate::accuracy::{kernel_f32, sweep_f32, LoopKind, F32_FUNCTIONS as FUNCTIONS};
+use crate::vmath::ulp_error;
 use crate::JitKernel;
 
-const FUNCTIONS: [UnaryOp; 5] = [
-    UnaryOp::Exp,
-    UnaryOp::Log,
-    UnaryOp::Tanh,
-    UnaryOp::Sigmoid,
-    UnaryOp::Erf,
-];
-
+/// The sweep kernels' element count (`accuracy`'s chunk).
 const CHUNK: usize = 1 << 16;
 
 fn kernel(op: UnaryOp, scalar: bool) -> JitKernel {
-    let b = FunctionBuilder::new(op.name());
-    let x = b.parameter("x", ElementType::F32, [CHUNK]);
-    // An f64 round trip (exact) forces the scalar loop.
-    let x = if scalar {
-        x.convert(ElementType::F64).convert(ElementType::F32)
+    let kind = if scalar {
+        LoopKind::Scalar
     } else {
-        x
+        LoopKind::Vector
     };
-    let body = b.finish(&[b.op(Op::Unary(op), &[x])]).unwrap();
-    let k = JitKernel::compile(&body).unwrap();
-    assert_eq!(k.is_vectorized(), !scalar);
+    let k = kernel_f32(op, kind).unwrap();
+    assert_eq!(k.element_count(), CHUNK);
     k
 }
 
@@ -42,38 +31,19 @@ fn apply(k: &JitKernel, xs: &[f32]) -> Vec<f32> {
     out[0].read::<f32>().unwrap()[..xs.len()].to_vec()
 }
 
-/// Sweeps every `stride`-th bit pattern; returns the largest error seen.
-fn sweep(op: UnaryOp, stride: u64, scalar: bool) -> f64 {
-    let k = kernel(op, scalar);
-    let bound = max_ulp(op).unwrap();
-    let mut worst = 0f64;
-    let mut bits = 0u64;
-    let mut xs = Vec::with_capacity(CHUNK);
-    while bits < 1 << 32 {
-        xs.clear();
-        while xs.len() < CHUNK && bits < 1 << 32 {
-            xs.push(f32::from_bits(bits as u32));
-            bits += stride;
-        }
-        for (&x, &y) in xs.iter().zip(&apply(&k, &xs)) {
-            let err = ulp_error(y, unary_f64(op, f64::from(x)));
-            assert!(
-                err <= bound,
-                "{} ({}): x = {x:e} ({:#x}): {y:e} is {err} ulp off (bound {bound})",
-                op.name(),
-                if scalar { "scalar" } else { "vector" },
-                x.to_bits()
-            );
-            worst = worst.max(err);
-        }
-    }
-    worst
+/// The thinned sweep CI runs: every `step`-th bit pattern, held to the documented bound
+/// and guarantees (`graphlift accuracy` runs the same sweep at any step).
+fn sweep(op: UnaryOp, step: u64, kind: LoopKind) -> f64 {
+    let a = sweep_f32(op, step, kind).unwrap();
+    assert_eq!(a.checked, (1u64 << 32).div_ceil(step));
+    assert!(a.within_bound(), "{a:?}");
+    a.max_ulp
 }
 
 #[test]
 fn strided_sweep_within_documented_bounds_vector_loop() {
     for op in FUNCTIONS {
-        let worst = sweep(op, 97, false);
+        let worst = sweep(op, 97, LoopKind::Vector);
         assert!(
             worst > 0.3,
             "{}: suspiciously exact ({worst} ulp): is the check live?",
@@ -85,8 +55,23 @@ fn strided_sweep_within_documented_bounds_vector_loop() {
 #[test]
 fn strided_sweep_within_documented_bounds_scalar_loop() {
     for op in FUNCTIONS {
-        sweep(op, 1009, true);
+        sweep(op, 1009, LoopKind::Scalar);
     }
+}
+
+#[test]
+fn a_wrong_result_is_caught_by_the_sweep_check() {
+    // The check is live: tanh's result judged as if it were exp's is far off.
+    let k = kernel(UnaryOp::Tanh, false);
+    let y = apply(&k, &[0.5])[0];
+    let exact = graphlift_runtime::reference::unary_f64(UnaryOp::Exp, 0.5);
+    assert!(ulp_error(y, exact) > 1e6);
+    assert!(!crate::accuracy::guarantee_holds(
+        UnaryOp::Exp,
+        f32::NEG_INFINITY,
+        1.0
+    ));
+    assert!(!crate::accuracy::guarantee_holds(UnaryOp::Tanh, 0.3, 1.5));
 }
 
 #[test]

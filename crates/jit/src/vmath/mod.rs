@@ -12,10 +12,11 @@
 //! reference interpreter's `f64` value (before rounding to `f32`) and `ulp(ref)` is the
 //! spacing of `f32` numbers at `|ref|` (`2^-149` in the subnormal range). A correctly
 //! rounded result is within 0.5 ulp. The bounds were measured over every one of the 2^32
-//! `f32` bit patterns (about four minutes on two cores) with
+//! `f32` bit patterns (about four minutes on two cores) through the kernels' own code
+//! ([`crate::accuracy`]) with
 //!
 //! ```text
-//! cargo run --release -p graphlift-jit --example ulp_sweep
+//! cargo run --release -p graphlift-cli -- accuracy            # --step K for every K-th
 //! ```
 //!
 //! | function | bound ([`max_ulp`]) | max error, every `f32` | where |
@@ -27,7 +28,7 @@
 //! | [`erf`] | 2 ulp | 1.450 ulp | `x = 0.9942459`, the top of the small-argument polynomial |
 //!
 //! Measured on x86-64 (FMA available) in the vector loop; the scalar loop runs the same
-//! operation sequence and gives the same bits (`--scalar` sweeps it). No input broke a range
+//! operation sequence and gives the same bits (`accuracy --scalar` sweeps it). No input broke a range
 //! or special-value guarantee.
 //!
 //! The unit tests sweep every 97th bit pattern against the same bounds, and check the

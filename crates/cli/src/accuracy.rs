@@ -1,0 +1,97 @@
+//! `graphlift accuracy`: the error table of the inline `f32` vector math.
+//!
+//! Sweeps every `f32` bit pattern (every K-th with `--step K`) through the JIT code that
+//! kernels use ([`graphlift::jit::accuracy`]) and prints, per function, the documented bound,
+//! the maximum error in ulp and where, the maximum relative error (normal range) and where,
+//! and any broken range or special-value guarantee. Exits non-zero when a function is past
+//! its bound, so a thinned sweep can gate a build.
+
+use graphlift::ir::UnaryOp;
+use graphlift::jit::accuracy::{sweep_f32, Accuracy, LoopKind, F32_FUNCTIONS};
+
+use crate::error::CliError;
+use crate::AccuracyArgs;
+
+/// Runs the sweep of `args` and prints the table.
+///
+/// # Errors
+/// [`CliError::Usage`] for an unknown function name; [`CliError::Accuracy`] when a function
+/// exceeds its documented bound or breaks a guarantee; a JIT error as a compile error.
+pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
+    let ops = functions(&args.functions)?;
+    let kind = if args.scalar {
+        LoopKind::Scalar
+    } else {
+        LoopKind::Vector
+    };
+    let step = args.step.max(1);
+    let loop_name = match kind {
+        LoopKind::Vector => "F32X4 vector",
+        LoopKind::Scalar => "scalar",
+    };
+    let which = match step {
+        1 => "every f32 bit pattern".to_string(),
+        k => format!("every {k}-th f32 bit pattern"),
+    };
+    println!(
+        "f32 vector math in the {loop_name} loop: {which} ({} inputs per function)",
+        (1u64 << 32).div_ceil(step)
+    );
+    println!();
+    println!("| function | bound (ulp) | max error (ulp) | at x | max relative error | at x | guarantees |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut over = Vec::new();
+    for op in ops {
+        let start = std::time::Instant::now();
+        let a = sweep_f32(op, step, kind)
+            .map_err(|e| CliError::Runtime(e.into_compile_error(op.name())))?;
+        println!("{}", row(&a));
+        eprintln!("  {}: {:.1} s", op.name(), start.elapsed().as_secs_f64());
+        if !a.within_bound() {
+            over.push(op.name().to_string());
+        }
+    }
+    if over.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Accuracy(over.join(", ")))
+    }
+}
+
+fn functions(names: &[String]) -> Result<Vec<UnaryOp>, CliError> {
+    if names.is_empty() {
+        return Ok(F32_FUNCTIONS.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            F32_FUNCTIONS
+                .iter()
+                .copied()
+                .find(|op| op.name().eq_ignore_ascii_case(n))
+                .ok_or_else(|| {
+                    let known: Vec<&str> = F32_FUNCTIONS.iter().map(|op| op.name()).collect();
+                    CliError::Usage(format!(
+                        "unknown function `{n}`; the f32 vector math functions are {}",
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+fn row(a: &Accuracy) -> String {
+    let (x, y) = a.worst_ulp_at;
+    let guarantees = match a.first_violation {
+        None => "all hold".to_string(),
+        Some((vx, vy)) => format!("{} broken (first: {vx:e} -> {vy:e})", a.violations),
+    };
+    format!(
+        "| {} | {} | {:.3} | {x:e} (→ {y:e}) | {:.2e} | {:e} | {guarantees} |",
+        a.op.name(),
+        a.bound,
+        a.max_ulp,
+        a.max_rel,
+        a.worst_rel_at,
+    )
+}
