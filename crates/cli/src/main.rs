@@ -44,7 +44,7 @@ enum Command {
     /// Explain how a model compiles on CPU-JIT: pass pipeline with timings, kernels with
     /// their nodes' provenance and pass histories, nodes left outside kernels and why.
     Explain(ExplainArgs),
-    /// Measure the inline f32 vector math (exp, log, tanh, sigmoid, erf) over every f32
+    /// Measure the inline f32 vector math (exp, expm1, log, log1p, tanh, sigmoid, erf) over every f32
     /// value through the kernels' JIT code: max ulp, max relative error, worst inputs.
     Accuracy(AccuracyArgs),
 }
@@ -59,7 +59,7 @@ pub struct AccuracyArgs {
     /// Sweep the scalar loop instead of the F32X4 vector loop.
     #[arg(long)]
     pub scalar: bool,
-    /// Functions to sweep (default: all five).
+    /// Functions to sweep (default: all of them).
     pub functions: Vec<String>,
 }
 

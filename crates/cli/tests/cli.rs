@@ -266,7 +266,7 @@ fn accuracy_prints_a_row_per_function_within_bounds() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("every 65537-th f32 bit pattern (65536 inputs per function)"));
-    for f in ["Exp", "Log", "Tanh", "Sigmoid", "Erf"] {
+    for f in ["Exp", "Expm1", "Log", "Log1p", "Tanh", "Sigmoid", "Erf"] {
         let row = stdout
             .lines()
             .find(|l| l.starts_with(&format!("| {f} |")))
@@ -281,5 +281,8 @@ fn accuracy_names_an_unknown_function() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unknown function `cosh`"), "{stderr}");
-    assert!(stderr.contains("Exp, Log, Tanh, Sigmoid, Erf"), "{stderr}");
+    assert!(
+        stderr.contains("Exp, Expm1, Log, Log1p, Tanh, Sigmoid, Erf"),
+        "{stderr}"
+    );
 }

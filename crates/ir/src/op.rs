@@ -31,6 +31,10 @@ pub enum UnaryOp {
     Sigmoid,
     /// Gauss error function (float).
     Erf,
+    /// `e^x − 1`, accurate near 0 (float; C99 `expm1`).
+    Expm1,
+    /// `ln(1 + x)`, accurate near 0 (float; C99 `log1p`).
+    Log1p,
     /// Round toward -inf (numeric; identity on integers).
     Floor,
     /// Round toward +inf (numeric; identity on integers).
@@ -161,7 +165,7 @@ impl fmt::Display for Op {
 
 impl UnaryOp {
     /// Every unary op.
-    pub const ALL: [UnaryOp; 14] = [
+    pub const ALL: [UnaryOp; 16] = [
         UnaryOp::Negative,
         UnaryOp::Abs,
         UnaryOp::Relu,
@@ -171,6 +175,8 @@ impl UnaryOp {
         UnaryOp::Tanh,
         UnaryOp::Sigmoid,
         UnaryOp::Erf,
+        UnaryOp::Expm1,
+        UnaryOp::Log1p,
         UnaryOp::Floor,
         UnaryOp::Ceil,
         UnaryOp::Round,
@@ -190,6 +196,8 @@ impl UnaryOp {
             UnaryOp::Tanh => "Tanh",
             UnaryOp::Sigmoid => "Sigmoid",
             UnaryOp::Erf => "Erf",
+            UnaryOp::Expm1 => "Expm1",
+            UnaryOp::Log1p => "Log1p",
             UnaryOp::Floor => "Floor",
             UnaryOp::Ceil => "Ceil",
             UnaryOp::Round => "Round",
@@ -207,7 +215,9 @@ impl UnaryOp {
             | UnaryOp::Sqrt
             | UnaryOp::Tanh
             | UnaryOp::Sigmoid
-            | UnaryOp::Erf => t.is_float(),
+            | UnaryOp::Erf
+            | UnaryOp::Expm1
+            | UnaryOp::Log1p => t.is_float(),
             _ => t.is_numeric(),
         }
     }

@@ -19,9 +19,11 @@ use rayon::prelude::*;
 use crate::{vmath, JitError, JitKernel};
 
 /// The functions with an inline `f32` approximation, in table order.
-pub const F32_FUNCTIONS: [UnaryOp; 5] = [
+pub const F32_FUNCTIONS: [UnaryOp; 7] = [
     UnaryOp::Exp,
+    UnaryOp::Expm1,
     UnaryOp::Log,
+    UnaryOp::Log1p,
     UnaryOp::Tanh,
     UnaryOp::Sigmoid,
     UnaryOp::Erf,
@@ -105,7 +107,9 @@ impl Accuracy {
 
 /// The range and special-value guarantees of [`vmath`]'s documentation for `op` at input
 /// `x` with result `y`: NaN in gives NaN out; `exp(+inf) = +inf`, `exp(-inf) = 0`,
-/// `exp ≥ 0`; `log(±0) = -inf`, `log(x < 0) = NaN`, `log(+inf) = +inf`; `tanh` and `erf` in
+/// `exp ≥ 0`; `expm1 ≥ -1`, `expm1(±inf) = +inf / -1`, `expm1(±0) = ±0`; `log(±0) = -inf`,
+/// `log(x < 0) = NaN`, `log(+inf) = +inf`; `log1p(-1) = -inf`, `log1p(x < -1) = NaN`,
+/// `log1p(+inf) = +inf`, `log1p(±0) = ±0`; `tanh` and `erf` in
 /// `[-1, 1]` and odd at zero (`f(±0) = ±0`); `sigmoid` in `[0, 1]`.
 pub fn guarantee_holds(op: UnaryOp, x: f32, y: f32) -> bool {
     if x.is_nan() {
@@ -121,6 +125,18 @@ pub fn guarantee_holds(op: UnaryOp, x: f32, y: f32) -> bool {
             (x != 0.0 || y == f32::NEG_INFINITY)
                 && (x >= 0.0 || y.is_nan())
                 && (x != f32::INFINITY || y == f32::INFINITY)
+        }
+        UnaryOp::Expm1 => {
+            y >= -1.0
+                && (x != f32::INFINITY || y == f32::INFINITY)
+                && (x != f32::NEG_INFINITY || y == -1.0)
+                && (x != 0.0 || y.to_bits() == x.to_bits())
+        }
+        UnaryOp::Log1p => {
+            (x != -1.0 || y == f32::NEG_INFINITY)
+                && (x >= -1.0 || y.is_nan())
+                && (x != f32::INFINITY || y == f32::INFINITY)
+                && (x != 0.0 || y.to_bits() == x.to_bits())
         }
         UnaryOp::Tanh | UnaryOp::Erf => {
             (-1.0..=1.0).contains(&y) && (x != 0.0 || y.to_bits() == x.to_bits())

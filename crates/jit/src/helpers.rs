@@ -1,6 +1,6 @@
 //! Host helper functions that JIT kernels call (registered as JIT symbols).
 //!
-//! Ops without an inline lowering (`f64` `exp`/`log`/`tanh`/`sigmoid`/`erf`, `Power` on
+//! Ops without an inline lowering (`f64` `exp`/`log`/`tanh`/`sigmoid`/`erf`/`expm1`/`log1p`, `Power` on
 //! every type) call a helper that runs the reference interpreter's own scalar function, so
 //! they agree with the INTERPRETER bit for bit; the table is in the crate documentation.
 //! In a vector loop a helper is called once per lane.
@@ -24,12 +24,14 @@ pub(crate) enum Helper {
 }
 
 /// The ops that have an `f64` helper.
-pub(crate) const F64_UNARY: [UnaryOp; 5] = [
+pub(crate) const F64_UNARY: [UnaryOp; 7] = [
     UnaryOp::Exp,
     UnaryOp::Log,
     UnaryOp::Tanh,
     UnaryOp::Sigmoid,
     UnaryOp::Erf,
+    UnaryOp::Expm1,
+    UnaryOp::Log1p,
 ];
 
 impl Helper {
@@ -63,7 +65,13 @@ impl Helper {
             Helper::UnaryF64(UnaryOp::Log) => log_f64 as *const u8,
             Helper::UnaryF64(UnaryOp::Tanh) => tanh_f64 as *const u8,
             Helper::UnaryF64(UnaryOp::Sigmoid) => sigmoid_f64 as *const u8,
-            Helper::UnaryF64(_) => erf_f64 as *const u8,
+            Helper::UnaryF64(UnaryOp::Erf) => erf_f64 as *const u8,
+            Helper::UnaryF64(UnaryOp::Expm1) => expm1_f64 as *const u8,
+            Helper::UnaryF64(UnaryOp::Log1p) => log1p_f64 as *const u8,
+            // `lower::helper_of` asks only for the ops of `F64_UNARY`; any other op would be
+            // a lowering bug, answered with a helper that gives NaN rather than a wrong
+            // function's value.
+            Helper::UnaryF64(_) => nan_f64 as *const u8,
             Helper::PowF32 => pow_f32 as *const u8,
             Helper::PowF64 => pow_f64 as *const u8,
             Helper::PowI32 => pow_i32 as *const u8,
@@ -90,6 +98,18 @@ extern "C" fn sigmoid_f64(x: f64) -> f64 {
 
 extern "C" fn erf_f64(x: f64) -> f64 {
     reference::unary_f64(UnaryOp::Erf, x)
+}
+
+extern "C" fn expm1_f64(x: f64) -> f64 {
+    reference::unary_f64(UnaryOp::Expm1, x)
+}
+
+extern "C" fn log1p_f64(x: f64) -> f64 {
+    reference::unary_f64(UnaryOp::Log1p, x)
+}
+
+extern "C" fn nan_f64(_: f64) -> f64 {
+    f64::NAN
 }
 
 extern "C" fn pow_f32(a: f32, b: f32) -> f32 {

@@ -4,8 +4,8 @@
 //! `FusedKernel` nodes. This crate lowers each one to a single Cranelift function with a
 //! range ABI (`fn(inputs, outputs, begin, end)`), a vector main loop over `F32X4` unrolled
 //! 2× and a tail that runs the same vector body, broadcast inputs read in place (stride 0,
-//! row index `i mod K`, or a general index map), loop invariants hoisted, and `exp`, `log`,
-//! `tanh`, `sigmoid`, `erf` as inline polynomial approximations ([`vmath`], with measured
+//! row index `i mod K`, or a general index map), loop invariants hoisted, and `exp`, `expm1`,
+//! `log`, `log1p`, `tanh`, `sigmoid`, `erf` as inline polynomial approximations ([`vmath`], with measured
 //! error bounds). `f64`/`i64` kernels run a scalar loop; `f32`, `i32` and `bool` kernels are
 //! vectorized.
 //!
@@ -18,7 +18,7 @@
 //! # Semantics
 //!
 //! Kernels compute what the INTERPRETER computes (the table in
-//! `graphlift_runtime::reference`), bit for bit, except the five vector math functions on
+//! `graphlift_runtime::reference`), bit for bit, except the seven vector math functions on
 //! `f32`, which are within their documented ulp bounds ([`vmath::max_ulp`]). In particular:
 //!
 //! - `a*b + c` is never contracted into a fused multiply-add, so `+ - * /` give the
@@ -36,7 +36,7 @@
 //!
 //! | op | element type | computed by |
 //! |---|---|---|
-//! | `Exp`, `Log`, `Tanh`, `Sigmoid`, `Erf` | `f64` | `reference::unary_f64` |
+//! | `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` | `f64` | `reference::unary_f64` |
 //! | `Power` | `f32` | `reference::binary_f32` (`f64::powf`, rounded once) |
 //! | `Power` | `f64`, `i32`, `i64` | `reference::binary_f64` / `binary_i32` / `binary_i64` |
 //!

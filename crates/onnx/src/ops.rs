@@ -371,15 +371,15 @@ fn hard_sigmoid(
     e.binary(BinaryOp::Maximum, upper, zero)
 }
 
-/// `Softplus`: `log(1 + exp(x))`, computed as `relu(x) + log(1 + exp(-|x|))`, which does not
-/// overflow for large `x`.
+/// `Softplus`: `log(1 + exp(x))`, computed as `relu(x) + log1p(exp(-|x|))`: it does not
+/// overflow for large `x`, and keeps relative accuracy for `x ≪ 0`, where the result is
+/// `e^x` and `log(1 + tiny)` would round to 0.
 fn softplus(e: &mut NodeEmitter<'_>, x: Output) -> Result<Output, OnnxError> {
     let r = e.unary(UnaryOp::Relu, x)?;
     let a = e.unary(UnaryOp::Abs, x)?;
     let na = e.unary(UnaryOp::Negative, a)?;
     let ex = e.unary(UnaryOp::Exp, na)?;
-    let p1 = e.add_scalar(ex, 1.0)?;
-    let l = e.unary(UnaryOp::Log, p1)?;
+    let l = e.unary(UnaryOp::Log1p, ex)?;
     e.binary(BinaryOp::Add, r, l)
 }
 

@@ -555,6 +555,25 @@ fn softplus_and_mish_do_not_overflow() {
 }
 
 #[test]
+fn softplus_keeps_relative_accuracy_far_below_zero() {
+    // softplus(x) = e^x (1 - e^x/2 + ...) for x << 0: log(1 + e^x) would round to 0 there.
+    let xs: Vec<f32> = vec![-80.0, -40.0, -20.0, -17.5, -10.0];
+    let out = run(
+        &unary_model("Softplus", vec![], xs.len() as i64),
+        vec![Tensor::from_vec(xs.clone(), [xs.len()]).unwrap()],
+    );
+    for (&x, &y) in xs.iter().zip(&f32s(&out[0])) {
+        let want = f64::from(x).exp().ln_1p();
+        assert!(want > 0.0);
+        let rel = (f64::from(y) - want).abs() / want;
+        assert!(
+            rel <= 2e-7,
+            "softplus({x}) = {y:e}, want {want:e} (relative error {rel:e})"
+        );
+    }
+}
+
+#[test]
 fn selu_defaults_are_the_spec_values() {
     let out = run(
         &unary_model("Selu", vec![], 2),

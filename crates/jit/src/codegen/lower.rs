@@ -17,7 +17,7 @@
 //!   `+ - * neg abs` wrap.
 //! - `Convert` float to integer uses the saturating conversions (NaN → 0, out of range →
 //!   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
-//! - `Exp`, `Log`, `Tanh`, `Sigmoid`, `Erf` on `f32` are the inline [`crate::vmath`]
+//! - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` are the inline [`crate::vmath`]
 //!   approximations; on `f64`, and `Power` on every type, call the host helpers of
 //!   [`crate::helpers`], which run the reference's own scalar code.
 //!

@@ -131,7 +131,17 @@ fn special_values_and_ranges() {
             .iter()
             .map(|&op| apply(&kernel(op, scalar), &specials))
             .collect();
-        let [exp, log, tanh, sigmoid, erf] = [0, 1, 2, 3, 4].map(|k| &out[k]);
+        let of = |op: UnaryOp| &out[FUNCTIONS.iter().position(|&f| f == op).unwrap()];
+        let [exp, expm1, log, log1p, tanh, sigmoid, erf] = [
+            UnaryOp::Exp,
+            UnaryOp::Expm1,
+            UnaryOp::Log,
+            UnaryOp::Log1p,
+            UnaryOp::Tanh,
+            UnaryOp::Sigmoid,
+            UnaryOp::Erf,
+        ]
+        .map(of);
         for (i, &x) in specials.iter().enumerate() {
             if x.is_nan() {
                 for (k, o) in out.iter().enumerate() {
@@ -147,6 +157,18 @@ fn special_values_and_ranges() {
                 sigmoid[i]
             );
             assert!(exp[i] >= 0.0);
+            assert!(expm1[i] >= -1.0, "expm1({x}) = {}", expm1[i]);
+            if x < -1.0 {
+                assert!(log1p[i].is_nan(), "log1p({x}) = {}", log1p[i]);
+            }
+            if x == -1.0 {
+                assert_eq!(log1p[i], f32::NEG_INFINITY);
+            }
+            if x.abs() < 1e-30 {
+                // ±0 and subnormals: both are x itself, sign of zero included.
+                assert_eq!(expm1[i].to_bits(), x.to_bits(), "expm1({x:e})");
+                assert_eq!(log1p[i].to_bits(), x.to_bits(), "log1p({x:e})");
+            }
             if x == 0.0 {
                 assert_eq!(
                     tanh[i].to_bits(),
@@ -167,9 +189,11 @@ fn special_values_and_ranges() {
                 assert_eq!(erf[i], s);
                 assert_eq!(sigmoid[i], if s > 0.0 { 1.0 } else { 0.0 });
                 assert_eq!(exp[i], if s > 0.0 { f32::INFINITY } else { 0.0 });
+                assert_eq!(expm1[i], if s > 0.0 { f32::INFINITY } else { -1.0 });
             }
             if x == f32::INFINITY {
                 assert_eq!(log[i], f32::INFINITY);
+                assert_eq!(log1p[i], f32::INFINITY);
             }
             if x > 0.0 && x < f32::MIN_POSITIVE {
                 // Subnormal inputs: log is finite and accurate, the odd functions are ~linear.

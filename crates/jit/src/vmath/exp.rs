@@ -56,22 +56,8 @@ pub(crate) fn emit_parts(e: &mut Emit, x: Value) -> (Value, Value) {
     let above = e.fcmp(FloatCC::GreaterThan, x, hi);
     let x = e.select(above, hi, x);
 
-    let log2e = e.f32(LOG2E);
-    let magic = e.f32(MAGIC);
-    let t = e.b.ins().fma(x, log2e, magic);
-    let nf = e.b.ins().fsub(t, magic);
-    let t_bits = e.f32_bits(t);
-    let magic_bits = e.i32(MAGIC.to_bits() as i32);
-    let n = e.b.ins().isub(t_bits, magic_bits);
-
-    let neg_ln2_hi = e.f32(-LN2_HI);
-    let neg_ln2_lo = e.f32(-LN2_LO);
-    let r = e.b.ins().fma(nf, neg_ln2_hi, x);
-    let r = e.b.ins().fma(nf, neg_ln2_lo, r);
-
-    let q = e.horner(r, &Q);
-    let r2 = e.b.ins().fmul(r, r);
-    let y = e.b.ins().fma(r2, q, r);
+    let (n, r) = reduce(e, x);
+    let y = expm1_reduced(e, r);
     let one = e.f32(1.0);
     let p = e.b.ins().fadd(y, one);
     // Fast2Sum (|y| < 1): p + p_lo = 1 + y exactly.
@@ -89,8 +75,33 @@ pub(crate) fn emit_parts(e: &mut Emit, x: Value) -> (Value, Value) {
     (hi, lo)
 }
 
+/// Cody–Waite reduction of a finite (clamped) `x`: `(n, r)` with `x = n·ln2 + r`,
+/// `|r| ≤ ln2/2`, `n` as `i32` lanes (ties to even). NaN gives a NaN `r`.
+pub(crate) fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
+    let log2e = e.f32(LOG2E);
+    let magic = e.f32(MAGIC);
+    let t = e.b.ins().fma(x, log2e, magic);
+    let nf = e.b.ins().fsub(t, magic);
+    let t_bits = e.f32_bits(t);
+    let magic_bits = e.i32(MAGIC.to_bits() as i32);
+    let n = e.b.ins().isub(t_bits, magic_bits);
+
+    let neg_ln2_hi = e.f32(-LN2_HI);
+    let neg_ln2_lo = e.f32(-LN2_LO);
+    let r = e.b.ins().fma(nf, neg_ln2_hi, x);
+    let r = e.b.ins().fma(nf, neg_ln2_lo, r);
+    (n, r)
+}
+
+/// `e^r − 1 = r + r²·Q(r)` for a reduced `|r| ≤ ln2/2`, with relative accuracy near 0.
+pub(crate) fn expm1_reduced(e: &mut Emit, r: Value) -> Value {
+    let q = e.horner(r, &Q);
+    let r2 = e.b.ins().fmul(r, r);
+    e.b.ins().fma(r2, q, r)
+}
+
 /// `2^n` for `i32` lanes `n` in `[-126, 127]`, from exponent bits.
-fn pow2(e: &mut Emit, n: Value) -> Value {
+pub(crate) fn pow2(e: &mut Emit, n: Value) -> Value {
     let bias = e.i32(127);
     let biased = e.b.ins().iadd(n, bias);
     let bits = e.b.ins().ishl_imm_u(biased, 23);

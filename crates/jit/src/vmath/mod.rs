@@ -1,4 +1,4 @@
-//! Vector math: `exp`, `log`, `tanh`, `sigmoid` and `erf` for `f32`, emitted inline as
+//! Vector math: `exp`, `expm1`, `log`, `log1p`, `tanh`, `sigmoid` and `erf` for `f32`, emitted inline as
 //! polynomial approximations in Cranelift IR.
 //!
 //! Each function is written once against the crate's lane view (`codegen::lanes::Emit`) and
@@ -38,7 +38,9 @@
 
 pub mod erf;
 pub mod exp;
+pub mod expm1;
 pub mod log;
+pub mod log1p;
 pub mod sigmoid;
 pub mod tanh;
 
@@ -56,6 +58,8 @@ pub fn max_ulp(op: UnaryOp) -> Option<f64> {
         UnaryOp::Tanh => Some(tanh::MAX_ULP),
         UnaryOp::Sigmoid => Some(sigmoid::MAX_ULP),
         UnaryOp::Erf => Some(erf::MAX_ULP),
+        UnaryOp::Expm1 => Some(expm1::MAX_ULP),
+        UnaryOp::Log1p => Some(log1p::MAX_ULP),
         _ => None,
     }
 }
@@ -68,6 +72,8 @@ pub(crate) fn emit(e: &mut Emit, op: UnaryOp, x: Value) -> Option<Value> {
         UnaryOp::Tanh => tanh::emit(e, x),
         UnaryOp::Sigmoid => sigmoid::emit(e, x),
         UnaryOp::Erf => erf::emit(e, x),
+        UnaryOp::Expm1 => expm1::emit(e, x),
+        UnaryOp::Log1p => log1p::emit(e, x),
         _ => return None,
     })
 }

@@ -50,6 +50,8 @@ pub fn unary_f64(op: UnaryOp, a: f64) -> f64 {
         UnaryOp::Tanh => a.tanh(),
         UnaryOp::Sigmoid => sigmoid_f64(a),
         UnaryOp::Erf => libm::erf(a),
+        UnaryOp::Expm1 => a.exp_m1(),
+        UnaryOp::Log1p => a.ln_1p(),
         UnaryOp::Floor => a.floor(),
         UnaryOp::Ceil => a.ceil(),
         UnaryOp::Round => a.round_ties_even(),

@@ -21,9 +21,10 @@
 //! | `Sign` on floats | | `1` for `x > 0`, `-1` for `x < 0`, `x` itself for ±0 and NaN |
 //! | `Floor`, `Ceil`, `Round`, `Sign`, `Relu` on integers | | identity (rounding) / `signum` / `max(x, 0)` |
 //! | `Round` | ties | to even (`2.5 -> 2`, `-0.5 -> -0`), as ONNX and numpy |
-//! | `Exp`, `Log`, `Sqrt`, `Tanh`, `Sigmoid`, `Erf`, `Power` on `f32` | | computed in `f64`, rounded once to `f32` (the most accurate reference) |
+//! | `Exp`, `Log`, `Sqrt`, `Tanh`, `Sigmoid`, `Erf`, `Expm1`, `Log1p`, `Power` on `f32` | | computed in `f64`, rounded once to `f32` (the most accurate reference) |
 //! | `Sigmoid` | | `1/(1+e^-x)` for `x >= 0`, `e^x/(1+e^x)` otherwise (no overflow); in `[0, 1]` |
 //! | `Log` | `x = 0` / `x < 0` | `-inf` / NaN |
+//! | `Expm1`, `Log1p` | | Rust's `exp_m1` / `ln_1p` (C99 `expm1` / `log1p`): `Expm1(-inf) = -1`, `Log1p(-1) = -inf`, `Log1p(x < -1) = NaN`, both keep the sign of zero |
 //! | `Sqrt` | `x < 0` | NaN (`Sqrt(-0) = -0`) |
 //! | compares on floats | NaN operand | false, except `NotEqual`: true |
 //! | compares on bool | | `false < true` |
