@@ -1,6 +1,6 @@
 //! The peer expressions E1–E4 (`graphlift::exprs`) on CPU-JIT with 1 and 2 threads and on
 //! INTERPRETER, beside a hand-written Rust loop of the same expression and a trivial
-//! streaming loop (the same bytes read and written, adds only), at 2^10 .. 2^22 f32
+//! streaming loop (the same bytes read and written, adds only), at 2^10 .. 2^24 f32
 //! elements.
 //!
 //! `cargo bench --bench elementwise [-- FILTER]`; compare medians within one run (the
@@ -14,7 +14,7 @@ use graphlift::jit::CpuJitBackend;
 use graphlift::runtime::Backend as _;
 use graphlift::{Backend, ElementType, Executable, Tensor};
 
-const SIZES: [u32; 4] = [10, 14, 18, 22];
+const SIZES: [u32; 5] = [10, 14, 18, 22, 24];
 
 /// Deterministic inputs in [-2, 2).
 fn input(n: usize, seed: u32) -> Vec<f32> {
