@@ -99,9 +99,11 @@ impl FunctionBuilder {
             )
         };
         let e = IrError::ForeignValue {
-            function: self.function.borrow().name().to_string(),
-            op: op.to_string(),
-            site: CreationSite::caller(),
+            at: format!(
+                "{op} in function `{}` (created at {})",
+                self.function.borrow().name(),
+                CreationSite::caller()
+            ),
             index,
             value,
         };

@@ -73,17 +73,16 @@ pub enum IrError {
     /// A [`crate::Value`] used with a [`crate::FunctionBuilder`] that did not make it, or
     /// made it for a function it has since finished. Node ids are indices into one
     /// function, so using it would silently wire in whatever node has the same id here.
-    #[error("{op} in function `{function}` (created at {site}): operand {index} is {value}, which is not a value of this function")]
+    #[error("{at}: operand {index} is {value}, which is not a value of this function")]
     ForeignValue {
-        /// The function being built.
-        function: String,
-        /// The op that was being added (`Result` for [`crate::FunctionBuilder::finish`]).
-        op: String,
-        /// Where the op was added.
-        site: CreationSite,
+        /// The op being added (`Result` for [`crate::FunctionBuilder::finish`]), the function
+        /// being built and the creation site: ``Add in function `f` (created at
+        /// src/main.rs:9:13)``.
+        at: String,
         /// The position of the foreign operand (or result).
         index: usize,
-        /// The foreign value: ``node `y` of function `g` (another FunctionBuilder)``.
+        /// The foreign value: ``node `y` of function `g` (made by another
+        /// FunctionBuilder)``.
         value: String,
     },
     /// A structural invariant is broken (reported by [`crate::Function::validate`]).
