@@ -406,14 +406,11 @@ fn values_from_another_builder_are_errors_naming_them() {
     let g = two.finish(&[q]).unwrap();
     assert_eq!(g.node_count(), 3, "{g}");
 
-    // A foreign result, a foreign select operand, a foreign value that is poisoned.
+    // `select` adds to the condition's builder, which reports the foreign `a`.
     let one = FunctionBuilder::new("one");
     let two = FunctionBuilder::new("two");
     let a = one.parameter("a", F32, [2]);
     let q = two.parameter("q", F32, [2]);
-    let e = one.finish(&[a, q]).unwrap_err().to_string();
-    assert!(e.starts_with("Result in function `one`") && e.contains("operand 1 is node `q`"));
-    // `select` adds to the condition's builder, which reports the foreign `a`.
     let cond = two.parameter("cond", Bool, [2]);
     let s = select(cond, a, a);
     let e = two.error().unwrap().to_string();
@@ -422,11 +419,26 @@ fn values_from_another_builder_are_errors_naming_them() {
             && e.contains("operand 1 is node `a` of function `one`"),
         "{e}"
     );
+    // A foreign result.
+    let e = one.finish(&[a, q]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("Result in function `one`") && e.contains("operand 1 is node `q`"),
+        "{e}"
+    );
     // A poisoned value of `two` is still foreign to `one`: `one` must not drop it silently.
     let e = one.finish(&[s]).unwrap_err().to_string();
     assert!(
         e.starts_with("Result in function `one`")
             && e.contains("operand 0 is a value (made by another FunctionBuilder)"),
+        "{e}"
+    );
+    // A value of a function the other builder has finished.
+    assert!(two.finish(&[]).is_err());
+    let e = one.finish(&[q]).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "operand 0 is a value of a function another FunctionBuilder has already finished"
+        ),
         "{e}"
     );
 }
@@ -454,6 +466,23 @@ fn values_of_a_finished_function_are_errors() {
     let _ = x.named("renamed").tagged("t");
     let e = b.finish(&[]).unwrap_err().to_string();
     assert!(e.starts_with("named in function `g`"), "{e}");
+    // A finish that fails ends the function too: a value poisoned before it is not
+    // silently dropped from the next function's results.
+    let b = FunctionBuilder::new("h");
+    let x = b.parameter("x", F32, [2]);
+    let bad = x.convert(I32) + x;
+    assert!(matches!(b.finish(&[bad]), Err(IrError::Inference(_))));
+    let y = b.parameter("y", F32, [2]);
+    let e = b.finish(&[y, bad]).unwrap_err();
+    assert!(
+        matches!(&e, IrError::ForeignValue { at, index: 1, .. } if at.starts_with("Result in function `h`")),
+        "{e:?}"
+    );
+    let _ = x.scalar_like(1.0);
+    assert!(
+        b.error().is_some(),
+        "scalar_like of a finished value is an error"
+    );
 }
 
 // ----- a fused kernel whose body is broken -----

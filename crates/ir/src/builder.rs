@@ -87,6 +87,8 @@ impl FunctionBuilder {
         };
         let value = if std::ptr::eq(v.builder, self) {
             "a value of a function this builder has already finished".to_string()
+        } else if v.generation != v.builder.generation.get() {
+            "a value of a function another FunctionBuilder has already finished".to_string()
         } else {
             // `try_borrow`: the other builder may be inside its own `with_function`.
             let node = v.builder.function.try_borrow().ok().and_then(|f| {
@@ -192,8 +194,8 @@ impl FunctionBuilder {
     }
 
     /// Adds a Result for each value, in order, and returns the function. The builder is left
-    /// empty. Values made before belong to the returned function: using them with this builder
-    /// afterwards is an [`IrError::ForeignValue`].
+    /// empty, also when it returns an error. Values made before belong to the finished
+    /// function: using them with this builder afterwards is an [`IrError::ForeignValue`].
     ///
     /// # Errors
     /// The first error any builder call recorded, including a result that is not a value
@@ -208,12 +210,13 @@ impl FunctionBuilder {
                 }
             }
         }
-        if let Some(e) = self.error.borrow_mut().take() {
-            return Err(e);
-        }
         self.generation.set(self.generation.get() + 1);
         let name = self.function.borrow().name().to_string();
-        Ok(self.function.replace(Function::new(name)))
+        let function = self.function.replace(Function::new(name));
+        match self.error.borrow_mut().take() {
+            Some(e) => Err(e),
+            None => Ok(function),
+        }
     }
 
     /// Builds a subgraph with `build` and makes every node it created (parameters aside)
@@ -230,6 +233,7 @@ impl FunctionBuilder {
     /// let tagged = f.nodes().filter(|n| n.tags().contains("onnx:Silu:s")).count();
     /// assert_eq!(tagged, 2); // Sigmoid and Multiply
     /// ```
+    #[track_caller]
     pub fn provenance_group<'b>(&'b self, build: impl FnOnce() -> Value<'b>) -> Value<'b> {
         let first = self.function.borrow().arena_len();
         let root = build();
@@ -335,6 +339,9 @@ impl<'b> Value<'b> {
     /// A 0-d constant of this value's element type.
     #[track_caller]
     pub fn scalar_like(self, x: f64) -> Value<'b> {
+        if !self.builder.check_owned(&"scalar_like", &[self]) {
+            return self.builder.value(None);
+        }
         match self.tensor_type() {
             Some((t, _)) => self.builder.scalar(t, x),
             None => self.builder.value(None),
