@@ -116,10 +116,11 @@ pub trait Executable: Send + Sync {
     /// memory, so a call with mismatched tensors fails with every output tensor unchanged.
     /// Once the tensors match, the built-in backends do not fail on any data, short of
     /// running out of memory (every function they compiled validated, fused kernel bodies
-    /// included, and no op fails at run time: see [`crate::reference`]); were an internal invariant broken, the INTERPRETER still
-    /// leaves the outputs unchanged (it writes them only after every node ran), while the
-    /// CPU-JIT, whose kernels write results straight into the output tensors, leaves them
-    /// with their types but unspecified values.
+    /// included, and no op fails at run time: see [`crate::reference`]). Were an internal
+    /// invariant broken, the INTERPRETER would still leave the outputs unchanged (it writes
+    /// them only after every node ran), while the CPU-JIT, whose kernels write results
+    /// straight into the output tensors, would leave them with their types but unspecified
+    /// values.
     ///
     /// # Errors
     /// [`RuntimeError::ArgumentCount`] / [`RuntimeError::ArgumentType`] for mismatched
