@@ -146,6 +146,37 @@ fn tensors_of_overflowing_shapes_are_errors_on_both_backends() {
 }
 
 #[test]
+fn functions_too_large_for_memory_compile_and_fail_to_run_cleanly() {
+    // Element counts that fit in usize (usize::MAX itself among them) but no allocation
+    // can hold: both backends compile them (the JIT's loop bounds and traffic estimate do
+    // not overflow), and running fails allocating the outputs, naming type and shape.
+    for n in [usize::MAX, 1 << 62, (1 << 61) + 3] {
+        let b = FunctionBuilder::new("big");
+        let x = b.parameter("x", F32, [n]);
+        let s = b.parameter("s", F32, []);
+        let k = b.parameter("k", Bool, [n]);
+        let f = b.finish(&[(x + s).relu() * 2.0, k.convert(F64)]).unwrap();
+        for name in BACKENDS {
+            let exe = backend(name).compile(&f).unwrap();
+            let small = [
+                Tensor::zeros(F32, [1]).unwrap(),
+                Tensor::zeros(F32, []).unwrap(),
+                Tensor::zeros(Bool, [1]).unwrap(),
+            ];
+            let e = exe.run(&small).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "tensor data: f32 tensor of shape [{n}]: {n} elements of 4 bytes exceed \
+                     isize::MAX bytes"
+                ),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
 fn zero_size_shapes_with_huge_extents_are_legal_and_run_on_both_backends() {
     // [0, HUGE] holds no element: legal, and nothing is read or written.
     let b = FunctionBuilder::new("empty");
