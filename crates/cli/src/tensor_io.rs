@@ -33,6 +33,7 @@ pub fn read_tensor(path: &Path) -> Result<Tensor, CliError> {
 }
 
 fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
+    check_npy_extents(bytes)?;
     let npy = npyz::NpyFile::new(bytes).map_err(|e| format!("not a numpy file: {e}"))?;
     if npy.order() != npyz::Order::C {
         return Err("Fortran-order arrays are not supported; save with C order".into());
@@ -66,6 +67,51 @@ fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
         }
     };
     Tensor::from_data(data, shape).map_err(|e| e.to_string())
+}
+
+/// Rejects a `.npy` header holding a tuple of integers (its `shape`, or a sub-array shape)
+/// whose nonzero extents multiply past `u64`: npyz multiplies them unchecked while parsing
+/// the header (a panic in debug builds, a wrapped length in release). Bytes that are not a
+/// well-formed header are left for npyz to reject.
+fn check_npy_extents(bytes: &[u8]) -> Result<(), String> {
+    // Magic, version, then the header length: u16 for version 1, u32 for versions 2 and 3.
+    let Some(rest) = bytes.strip_prefix(b"\x93NUMPY") else {
+        return Ok(());
+    };
+    let (len, header) = match rest {
+        [1, _, a, b, header @ ..] => (usize::from(u16::from_le_bytes([*a, *b])), header),
+        [2 | 3, _, a, b, c, d, header @ ..] => {
+            let len = u32::from_le_bytes([*a, *b, *c, *d]);
+            (usize::try_from(len).unwrap_or(usize::MAX), header)
+        }
+        _ => return Ok(()),
+    };
+    let Some(Ok(header)) = header.get(..len).map(std::str::from_utf8) else {
+        return Ok(());
+    };
+    // Every innermost parenthesized group.
+    for group in header
+        .split(')')
+        .filter_map(|g| g.rsplit_once('(').map(|(_, t)| t))
+    {
+        let extents: Option<Vec<u64>> = group
+            .split(',')
+            .map(|d| d.trim().trim_end_matches(['L', 'l']))
+            .filter(|d| !d.is_empty())
+            .map(|d| d.parse().ok())
+            .collect();
+        let Some(extents) = extents else { continue };
+        let product = extents
+            .iter()
+            .filter(|&&d| d != 0)
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d));
+        if product.is_none() {
+            return Err(format!(
+                "shape ({group}): the product of its extents overflows"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Writes `tensor` as a numpy `.npy` file (C order, little-endian). The file appears
@@ -134,6 +180,49 @@ mod tests {
             assert!(graphlift::runtime::compare(&back, t, 0.0, 0.0).passed());
         }
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A version 1.0 `.npy` file of `<f4` with the given shape literal and data bytes.
+    fn npy_v1(shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut b = b"\x93NUMPY\x01\x00".to_vec();
+        b.extend(u16::try_from(header.len()).unwrap().to_le_bytes());
+        b.extend(header.as_bytes());
+        b.extend(data);
+        b
+    }
+
+    #[test]
+    fn hostile_npy_shapes_and_short_data_are_errors() {
+        assert_eq!(
+            read_npy(&npy_v1("(2,)", &[0, 0, 128, 63, 0, 0, 0, 64]))
+                .unwrap()
+                .read::<f32>()
+                .unwrap(),
+            &[1.0, 2.0]
+        );
+        // Data shorter than the shape.
+        let e = read_npy(&npy_v1("(3,)", &[0; 8])).unwrap_err();
+        assert!(e.starts_with("reading <f4 data:"), "{e}");
+        // Extents whose product overflows u64 (npyz would panic) or usize.
+        for shape in [
+            "(4611686018427387904, 8)",
+            "(18446744073709551615, 2)",
+            "(0, 4294967296, 4294967296)",
+        ] {
+            let e = read_npy(&npy_v1(shape, &[0; 8])).unwrap_err();
+            assert!(
+                e.contains("the product of its extents overflows"),
+                "{shape}: {e}"
+            );
+        }
+        // A huge count that fits in u64: the data is missing.
+        let e = read_npy(&npy_v1("(1099511627776,)", &[0; 8])).unwrap_err();
+        assert!(e.starts_with("reading <f4 data:"), "{e}");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! Like XLA's `XlaBuilder`, an op that cannot be built does not panic: the builder records
 //! the first error, every value derived from the bad one is poisoned, and
 //! [`FunctionBuilder::finish`] returns that error (op, operand types and creation site).
+//! A [`Value`] belongs to the builder that made it and to the function it was building: using
+//! it with another builder, or after `finish`, is an [`IrError::ForeignValue`] naming it.
 //!
 //! ```
 //! use graphlift_ir::{ElementType::F32, FunctionBuilder};
@@ -13,12 +15,12 @@
 //! assert_eq!(f.parameters().len(), 4);
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ops;
 
 use crate::{
-    BinaryOp, CompareOp, ElementType, Function, IrError, NodeId, Op, Output, Shape, TensorData,
-    UnaryOp,
+    BinaryOp, CompareOp, CreationSite, ElementType, Function, IrError, NodeId, Op, Output, Shape,
+    TensorData, UnaryOp,
 };
 
 /// Builds a [`Function`] through [`Value`] handles.
@@ -26,13 +28,20 @@ use crate::{
 pub struct FunctionBuilder {
     function: RefCell<Function>,
     error: RefCell<Option<IrError>>,
+    /// How many functions `finish` has handed out: values of an earlier generation belong
+    /// to a finished function.
+    generation: Cell<u64>,
 }
 
 /// A value being built: one output of a node in a [`FunctionBuilder`], or a poisoned value
 /// when building it failed.
+///
+/// It can only be used with the builder that made it, before that builder's next
+/// [`FunctionBuilder::finish`]; otherwise the op is an [`IrError::ForeignValue`].
 #[derive(Debug, Clone, Copy)]
 pub struct Value<'b> {
     builder: &'b FunctionBuilder,
+    generation: u64,
     output: Option<Output>,
 }
 
@@ -42,6 +51,7 @@ impl FunctionBuilder {
         FunctionBuilder {
             function: RefCell::new(Function::new(name)),
             error: RefCell::new(None),
+            generation: Cell::new(0),
         }
     }
 
@@ -58,8 +68,49 @@ impl FunctionBuilder {
     fn value(&self, id: Option<NodeId>) -> Value<'_> {
         Value {
             builder: self,
+            generation: self.generation.get(),
             output: id.map(Output::from),
         }
+    }
+
+    /// `true` when `v` was made by this builder for the function it is building now.
+    fn owns(&self, v: &Value<'_>) -> bool {
+        std::ptr::eq(v.builder, self) && v.generation == self.generation.get()
+    }
+
+    /// Records an [`IrError::ForeignValue`] for the first of `values` this builder does not
+    /// own ([`FunctionBuilder::owns`]), adding `op`; `true` when it owns them all.
+    #[track_caller]
+    fn check_owned(&self, op: &dyn std::fmt::Display, values: &[Value<'_>]) -> bool {
+        let Some((index, v)) = values.iter().enumerate().find(|(_, v)| !self.owns(v)) else {
+            return true;
+        };
+        let value = if std::ptr::eq(v.builder, self) {
+            "a value of a function this builder has already finished".to_string()
+        } else if v.generation != v.builder.generation.get() {
+            "a value of a function another FunctionBuilder has already finished".to_string()
+        } else {
+            // `try_borrow`: the other builder may be inside its own `with_function`.
+            let node = v.builder.function.try_borrow().ok().and_then(|f| {
+                let node = f.get(v.output?.node)?.name().to_string();
+                Some(format!("node `{node}` of function `{}`", f.name()))
+            });
+            format!(
+                "{} (made by another FunctionBuilder)",
+                node.as_deref().unwrap_or("a value")
+            )
+        };
+        let e = IrError::ForeignValue {
+            at: format!(
+                "{op} in function `{}` (created at {})",
+                self.function.borrow().name(),
+                CreationSite::caller()
+            ),
+            index,
+            value,
+        };
+        self.record::<()>(Err(e));
+        false
     }
 
     /// A new parameter of the given type.
@@ -100,6 +151,9 @@ impl FunctionBuilder {
     /// Adds a node of `op` on already-broadcast operands.
     #[track_caller]
     pub fn op(&self, op: Op, inputs: &[Value<'_>]) -> Value<'_> {
+        if !self.check_owned(&op, inputs) {
+            return self.value(None);
+        }
         let Some(ins) = inputs.iter().map(|v| v.output).collect::<Option<Vec<_>>>() else {
             return self.value(None);
         };
@@ -110,6 +164,9 @@ impl FunctionBuilder {
     /// Adds an op whose operands are first broadcast to their common shape (numpy rules).
     #[track_caller]
     pub fn broadcasting_op(&self, op: Op, inputs: &[Value<'_>]) -> Value<'_> {
+        if !self.check_owned(&op, inputs) {
+            return self.value(None);
+        }
         let Some(shapes) = inputs
             .iter()
             .map(|v| v.tensor_type().map(|t| t.1))
@@ -137,23 +194,29 @@ impl FunctionBuilder {
     }
 
     /// Adds a Result for each value, in order, and returns the function. The builder is left
-    /// empty.
+    /// empty, also when it returns an error. Values made before belong to the finished
+    /// function: using them with this builder afterwards is an [`IrError::ForeignValue`].
     ///
     /// # Errors
-    /// The first error any builder call recorded.
+    /// The first error any builder call recorded, including a result that is not a value
+    /// of this builder's function ([`IrError::ForeignValue`]).
     #[track_caller]
     pub fn finish(&self, results: &[Value<'_>]) -> Result<Function, IrError> {
-        for r in results {
-            if let Some(o) = r.output {
-                let res = self.function.borrow_mut().add_result(o, None);
-                self.record(res);
+        if self.check_owned(&"Result", results) {
+            for r in results {
+                if let Some(o) = r.output {
+                    let res = self.function.borrow_mut().add_result(o, None);
+                    self.record(res);
+                }
             }
         }
-        if let Some(e) = self.error.borrow_mut().take() {
-            return Err(e);
-        }
+        self.generation.set(self.generation.get() + 1);
         let name = self.function.borrow().name().to_string();
-        Ok(self.function.replace(Function::new(name)))
+        let function = self.function.replace(Function::new(name));
+        match self.error.borrow_mut().take() {
+            Some(e) => Err(e),
+            None => Ok(function),
+        }
     }
 
     /// Builds a subgraph with `build` and makes every node it created (parameters aside)
@@ -170,9 +233,13 @@ impl FunctionBuilder {
     /// let tagged = f.nodes().filter(|n| n.tags().contains("onnx:Silu:s")).count();
     /// assert_eq!(tagged, 2); // Sigmoid and Multiply
     /// ```
+    #[track_caller]
     pub fn provenance_group<'b>(&'b self, build: impl FnOnce() -> Value<'b>) -> Value<'b> {
         let first = self.function.borrow().arena_len();
         let root = build();
+        if !self.check_owned(&"provenance_group", &[root]) {
+            return root;
+        }
         if let Some(o) = root.output {
             self.with_function(|f| {
                 let members: Vec<NodeId> = f
@@ -202,8 +269,12 @@ impl<'b> Value<'b> {
         self.output
     }
 
-    /// Element type and shape, or `None` if poisoned.
+    /// Element type and shape, or `None` if poisoned or made for a function its builder has
+    /// since finished.
     pub fn tensor_type(&self) -> Option<(ElementType, Shape)> {
+        if self.generation != self.builder.generation.get() {
+            return None;
+        }
         let o = self.output?;
         let f = self.builder.function.borrow();
         let t = f.output_type(o).ok()?;
@@ -211,7 +282,11 @@ impl<'b> Value<'b> {
     }
 
     /// Sets the producing node's name.
+    #[track_caller]
     pub fn named(self, name: &str) -> Value<'b> {
+        if !self.builder.check_owned(&"named", &[self]) {
+            return self;
+        }
         if let Some(o) = self.output {
             self.builder.with_function(|f| f.set_name(o.node, name));
         }
@@ -219,7 +294,11 @@ impl<'b> Value<'b> {
     }
 
     /// Adds a provenance tag to the producing node.
+    #[track_caller]
     pub fn tagged(self, tag: &str) -> Value<'b> {
+        if !self.builder.check_owned(&"tagged", &[self]) {
+            return self;
+        }
         if let Some(o) = self.output {
             self.builder.with_function(|f| f.add_tag(o.node, tag));
         }
@@ -260,6 +339,9 @@ impl<'b> Value<'b> {
     /// A 0-d constant of this value's element type.
     #[track_caller]
     pub fn scalar_like(self, x: f64) -> Value<'b> {
+        if !self.builder.check_owned(&"scalar_like", &[self]) {
+            return self.builder.value(None);
+        }
         match self.tensor_type() {
             Some((t, _)) => self.builder.scalar(t, x),
             None => self.builder.value(None),

@@ -11,8 +11,12 @@ pub enum IrError {
     #[error(transparent)]
     Inference(Box<InferenceError>),
     /// A shape's element count overflows `usize`.
-    #[error("shape {shape}: element count overflows usize")]
+    #[error("{}shape {shape}: element count overflows usize", location_prefix(.at))]
     ShapeOverflow {
+        /// What has the shape: ``Parameter `x` (created at src/main.rs:4:13)``,
+        /// ``Constant `Constant_2` (created at …)``, `f32 tensor`; empty when a shape is
+        /// checked on its own ([`Shape::element_count`]).
+        at: String,
         /// The offending shape.
         shape: Shape,
     },
@@ -65,6 +69,21 @@ pub enum IrError {
         function: String,
         /// A node on the cycle.
         node: String,
+    },
+    /// A [`crate::Value`] used with a [`crate::FunctionBuilder`] that did not make it, or
+    /// made it for a function it has since finished. Node ids are indices into one
+    /// function, so using it would silently wire in whatever node has the same id here.
+    #[error("{at}: operand {index} is {value}, which is not a value of this function")]
+    ForeignValue {
+        /// The op being added (`Result` for [`crate::FunctionBuilder::finish`]), the function
+        /// being built and the creation site: ``Add in function `f` (created at
+        /// src/main.rs:9:13)``.
+        at: String,
+        /// The position of the foreign operand (or result).
+        index: usize,
+        /// The foreign value: ``node `y` of function `g` (made by another
+        /// FunctionBuilder)``.
+        value: String,
     },
     /// A structural invariant is broken (reported by [`crate::Function::validate`]).
     #[error("function `{function}` is invalid: {message}")]

@@ -207,8 +207,8 @@ impl Function {
     /// Adds a Parameter of the given type at the end of the parameter list.
     ///
     /// # Errors
-    /// [`IrError::ShapeOverflow`] for a shape whose element count overflows `usize`;
-    /// [`IrError::DuplicateName`] if `name` is taken.
+    /// [`IrError::ShapeOverflow`] naming the parameter and its creation site for a shape
+    /// whose element count overflows `usize`; [`IrError::DuplicateName`] if `name` is taken.
     #[track_caller]
     pub fn add_parameter(
         &mut self,
@@ -216,16 +216,20 @@ impl Function {
         element_type: ElementType,
         shape: impl Into<Shape>,
     ) -> Result<NodeId, IrError> {
-        let shape = shape.into();
-        shape.element_count()?;
-        let name = name.into();
+        let (name, shape, site) = (name.into(), shape.into(), CreationSite::caller());
+        if shape.element_count().is_err() {
+            return Err(IrError::ShapeOverflow {
+                at: format!("Parameter `{name}` (created at {site})"),
+                shape,
+            });
+        }
         self.check_name_free(&name)?;
         let id = self.push(
             Op::Parameter,
             Vec::new(),
             vec![TensorType::new(element_type, shape)],
             Some(name),
-            CreationSite::caller(),
+            site,
         );
         self.parameters.push(id);
         Ok(id)
@@ -235,7 +239,8 @@ impl Function {
     ///
     /// # Errors
     /// [`IrError::ConstantLength`] if `data` does not hold exactly as many elements as
-    /// `shape`; [`IrError::ShapeOverflow`] for an overflowing shape.
+    /// `shape`; [`IrError::ShapeOverflow`] naming the constant and its creation site for an
+    /// overflowing shape.
     #[track_caller]
     pub fn add_constant(
         &mut self,
@@ -257,10 +262,16 @@ impl Function {
         site: CreationSite,
     ) -> Result<NodeId, IrError> {
         let shape = shape.into();
-        let expected = shape.element_count()?;
+        let name = format!("Constant_{}", self.nodes.len());
+        let Ok(expected) = shape.element_count() else {
+            return Err(IrError::ShapeOverflow {
+                at: format!("Constant `{name}` (created at {site})"),
+                shape,
+            });
+        };
         if data.len() != expected {
             return Err(IrError::ConstantLength {
-                name: format!("Constant_{}", self.nodes.len()),
+                name,
                 len: data.len(),
                 shape,
                 expected,
@@ -813,10 +824,12 @@ impl Function {
 
     /// Checks the structural invariants: inputs exist and have the types each op infers,
     /// users mirror inputs, parameters and results are listed nodes of the right op, names
-    /// are unique, and the graph is acyclic.
+    /// are unique, the graph is acyclic, and the body of every fused kernel validates too
+    /// (so a backend that interprets a body cannot meet a broken one mid-call).
     ///
     /// # Errors
-    /// [`IrError::Invalid`] naming the first offending node, or [`IrError::Cycle`].
+    /// [`IrError::Invalid`] naming the first offending node (for a body, the fused kernel
+    /// node and the body's own error), or [`IrError::Cycle`].
     pub fn validate(&self) -> Result<(), IrError> {
         let invalid = |message: String| IrError::Invalid {
             function: self.name.clone(),
@@ -847,6 +860,11 @@ impl Function {
                         node.name
                     )));
                 }
+            }
+            if let Op::FusedKernel(k) = &node.op {
+                k.body
+                    .validate()
+                    .map_err(|e| invalid(format!("fused kernel `{}`: body: {e}", node.name)))?;
             }
             for (slot, o) in node.inputs.iter().enumerate() {
                 let producer = self.node(o.node).map_err(|e| invalid(e.to_string()))?;

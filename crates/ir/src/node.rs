@@ -24,6 +24,11 @@ impl fmt::Display for NodeId {
 }
 
 /// One output of a node: the handle by which other nodes use a value.
+///
+/// It is an index into one [`crate::Function`]: the `Function` API cannot tell an `Output`
+/// of another function from one of its own (one out of range is an [`crate::IrError::Dangling`]).
+/// The builder's [`crate::Value`] knows its function and rejects a foreign one
+/// ([`crate::IrError::ForeignValue`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Output {
     /// The producing node.

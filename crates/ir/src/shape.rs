@@ -38,6 +38,7 @@ impl Shape {
     pub fn element_count(&self) -> Result<usize, IrError> {
         self.0.iter().try_fold(1usize, |acc, &d| {
             acc.checked_mul(d).ok_or_else(|| IrError::ShapeOverflow {
+                at: String::new(),
                 shape: self.clone(),
             })
         })

@@ -54,8 +54,11 @@ pub enum OnnxError {
     },
     /// The bytes are not a valid protobuf encoding of the expected message (truncated,
     /// a bad wire type or length, invalid UTF-8 in a string).
-    #[error("invalid protobuf for {message_type}: {message}")]
+    #[error("{}invalid protobuf for {message_type}: {message}", file_prefix(.path.as_deref()))]
     Protobuf {
+        /// The file the bytes were read from ([`crate::import_model_file`]); `None` for
+        /// bytes handed in.
+        path: Option<String>,
         /// The message being decoded (`ModelProto`, `TensorProto`).
         message_type: &'static str,
         /// The decoder's description.
@@ -63,6 +66,7 @@ pub enum OnnxError {
     },
     /// The model is well-formed protobuf but not a model graphlift can import (no graph, no
     /// default-domain opset, a tensor whose data does not fill its shape, duplicate names,
+    /// a value two nodes produce, a cycle between nodes or nodes out of topological order,
     /// external data, ...).
     #[error("{at}: {message}")]
     InvalidModel {
@@ -72,7 +76,7 @@ pub enum OnnxError {
         message: String,
     },
     /// An operator graphlift does not import.
-    #[error("{at}: unsupported operator `{op_type}` of domain `{domain}` (opset {opset})")]
+    #[error("{at}: unsupported operator `{op_type}` of domain `{domain}` ({})", opset_note(*.opset))]
     UnsupportedOp {
         /// The node.
         at: NodeRef,
@@ -157,6 +161,20 @@ pub enum OnnxError {
         /// The IR's error (boxed: it is large).
         source: Box<IrError>,
     },
+}
+
+/// `opset <n>`, or that the model imports none (`0`).
+fn opset_note(opset: i64) -> String {
+    if opset == 0 {
+        "the model imports no opset of this domain".to_string()
+    } else {
+        format!("opset {opset}")
+    }
+}
+
+/// ``"`<path>`: "`` when there is a path.
+fn file_prefix(path: Option<&str>) -> String {
+    path.map(|p| format!("`{p}`: ")).unwrap_or_default()
 }
 
 impl OnnxError {

@@ -42,7 +42,8 @@ pub struct ImportedModel {
 ///
 /// # Errors
 /// [`OnnxError::Io`] if the file cannot be opened or mapped; otherwise as
-/// [`import_model_bytes`].
+/// [`import_model_bytes`], with a [`OnnxError::Protobuf`] naming the file (e.g. one that was
+/// cut short).
 pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
     let io = |e: std::io::Error| OnnxError::Io {
         path: path.display().to_string(),
@@ -52,7 +53,7 @@ pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
     let len = file.metadata().map_err(io)?.len();
     let source = path.display().to_string();
     if len == 0 {
-        return import_bytes_from(&[], &source);
+        return import_bytes_from(&[], Some(&source));
     }
     // SAFETY: the mapping is private and read-only, and lives only for this call. The bytes
     // are only read, by the protobuf decoder, which copies everything it keeps into owned
@@ -60,7 +61,7 @@ pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
     // file while it is mapped would fault (SIGBUS) rather than give wrong data; that is the
     // documented risk of mapping a file, accepted here for large models.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    import_bytes_from(&map, &source)
+    import_bytes_from(&map, Some(&source))
 }
 
 /// Imports a serialized ONNX `ModelProto`.
@@ -72,15 +73,17 @@ pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
 /// [`OnnxError::Protobuf`] for bytes that are not a `ModelProto` (truncated, corrupt);
 /// otherwise as [`import_model`].
 pub fn import_model_bytes(bytes: &[u8]) -> Result<ImportedModel, OnnxError> {
-    import_bytes_from(bytes, "onnx")
+    import_bytes_from(bytes, None)
 }
 
-fn import_bytes_from(bytes: &[u8], source: &str) -> Result<ImportedModel, OnnxError> {
+/// Decodes and imports `bytes`, read from the file `path` if given.
+fn import_bytes_from(bytes: &[u8], path: Option<&str>) -> Result<ImportedModel, OnnxError> {
     let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Protobuf {
+        path: path.map(str::to_string),
         message_type: "ModelProto",
         message: e.to_string(),
     })?;
-    import_with_source(&model, source)
+    import_with_source(&model, path.unwrap_or("onnx"))
 }
 
 /// Imports a decoded `ModelProto` (e.g. one built in code with [`crate::proto`]).
@@ -133,7 +136,9 @@ fn import_with_source(model: &ModelProto, source: &str) -> Result<ImportedModel,
     let mut importer = Importer::new(graph, opset, opsets, source)?;
     importer.inputs(graph)?;
     for (index, node) in graph.node.iter().enumerate() {
-        importer.node(index, node)?;
+        importer
+            .node(index, node)
+            .map_err(|e| explain_order(e, graph, index))?;
     }
     let outputs = importer.outputs(graph)?;
     let inputs = importer.parameters;
@@ -150,6 +155,82 @@ fn import_with_source(model: &ModelProto, source: &str) -> Result<ImportedModel,
         opset,
         producer,
     })
+}
+
+/// Explains a [`OnnxError::MissingInput`] of node `index` whose value node `index` itself or
+/// a later node produces. ONNX lists nodes in topological order, so this is a cycle (the
+/// producer depends on node `index`), named node by node, or nodes out of order. Other errors
+/// pass through.
+fn explain_order(e: OnnxError, graph: &GraphProto, index: usize) -> OnnxError {
+    let OnnxError::MissingInput {
+        at,
+        index: slot,
+        input,
+    } = &e
+    else {
+        return e;
+    };
+    let produces = |n: &NodeProto| n.output.iter().any(|o| o == input);
+    let Some(p) = (index..graph.node.len()).find(|&k| produces(&graph.node[k])) else {
+        return e;
+    };
+    let what = |k: usize| node_ref(k, &graph.node[k]).to_string();
+    let message = match dependency_path(graph, index, p) {
+        Some(path) => {
+            let cycle: Vec<String> = path.iter().chain([&index]).map(|&k| what(k)).collect();
+            format!(
+                "input {slot} `{input}` is produced by {}, which depends on this node: \
+                 cycle {}",
+                what(p),
+                cycle.join(" -> ")
+            )
+        }
+        None => format!(
+            "input {slot} `{input}` is produced by {}, which comes later (node {p}); ONNX \
+             nodes must be listed in topological order",
+            what(p)
+        ),
+    };
+    OnnxError::InvalidModel {
+        at: at.clone(),
+        message,
+    }
+}
+
+/// The nodes on a path of data dependencies from node `from` to node `to` (both included,
+/// `[from]` when they are the same), found by a breadth-first search back from `to` over the
+/// producers of its inputs; `None` when `to` does not depend on `from`.
+fn dependency_path(graph: &GraphProto, from: usize, to: usize) -> Option<Vec<usize>> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (k, n) in graph.node.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            producer.entry(o.as_str()).or_insert(k);
+        }
+    }
+    // consumer[v] = the node through which the search reached v (v feeds it).
+    let mut consumer: HashMap<usize, usize> = HashMap::new();
+    let mut queue = std::collections::VecDeque::from([to]);
+    let mut seen = HashSet::from([to]);
+    while let Some(u) = queue.pop_front() {
+        if u == from {
+            let mut path = vec![from];
+            let mut cur = from;
+            while let Some(&next) = consumer.get(&cur) {
+                path.push(next);
+                cur = next;
+            }
+            return Some(path);
+        }
+        for name in &graph.node[u].input {
+            if let Some(&v) = producer.get(name.as_str()) {
+                if seen.insert(v) {
+                    consumer.insert(v, u);
+                    queue.push_back(v);
+                }
+            }
+        }
+    }
+    None
 }
 
 /// `true` for the default ONNX domain (`""` or `ai.onnx`).
@@ -174,6 +255,7 @@ pub(crate) fn node_ref(index: usize, node: &NodeProto) -> NodeRef {
 }
 
 struct Importer<'m> {
+    graph: &'m GraphProto,
     function: Function,
     /// ONNX value name -> the IR value holding it.
     values: HashMap<String, Output>,
@@ -230,6 +312,7 @@ impl<'m> Importer<'m> {
             }
         }
         Ok(Importer {
+            graph,
             function: Function::new(name),
             values: HashMap::new(),
             initializers,
@@ -366,8 +449,12 @@ impl<'m> Importer<'m> {
             }
             if self.values.contains_key(name) || self.initializers.contains_key(name.as_str()) {
                 return Err(OnnxError::InvalidModel {
+                    message: format!(
+                        "output `{name}` is already {} (ONNX graphs are SSA: one producer \
+                         per value)",
+                        self.definition(name, index)
+                    ),
                     at,
-                    message: format!("output `{name}` redefines a value (ONNX graphs are SSA)"),
                 });
             }
             if created.contains(&out.node) {
@@ -376,6 +463,21 @@ impl<'m> Importer<'m> {
             self.values.insert(name.clone(), out);
         }
         Ok(())
+    }
+
+    /// What first defined the value `name`, which node `index` defines again: an earlier
+    /// node, a graph input, an initializer, or an earlier output of node `index` itself.
+    fn definition(&self, name: &str, index: usize) -> String {
+        let nodes = &self.graph.node;
+        if let Some(k) = (0..index).find(|&k| nodes[k].output.iter().any(|o| o == name)) {
+            format!("produced by {}", node_ref(k, &nodes[k]))
+        } else if self.graph.input.iter().any(|vi| vi.name == name) {
+            "a graph input".to_string()
+        } else if self.graph.initializer.iter().any(|t| t.name == name) {
+            "an initializer".to_string()
+        } else {
+            "an earlier output of this node".to_string()
+        }
     }
 
     /// Names the node that produces ONNX value `value`: the value's name, else the ONNX

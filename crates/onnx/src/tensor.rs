@@ -31,6 +31,7 @@ pub struct NamedTensor {
 /// external or segmented data.
 pub fn read_tensor_proto(bytes: &[u8]) -> Result<NamedTensor, OnnxError> {
     let t = TensorProto::decode(bytes).map_err(|e| OnnxError::Protobuf {
+        path: None,
         message_type: "TensorProto",
         message: e.to_string(),
     })?;

@@ -425,6 +425,243 @@ fn missing_file_is_an_io_error() {
     );
 }
 
+// ----- hostile models: each error names the node or graph item and what is wrong -----
+
+/// `y = Relu(Add(x, b))` on FLOAT `[3]`, as `x -> add -> t -> relu -> y`, with the nodes
+/// given in `order` (indices into `[add, relu]`) and their inputs as given.
+fn two_node_model(add_inputs: &[&str], relu_input: &str, order: [usize; 2]) -> ModelProto {
+    let nodes = [
+        node("Add", "add", add_inputs, &["t"], vec![]),
+        node("Relu", "relu", &[relu_input], &["y"], vec![]),
+    ];
+    model(
+        order.iter().map(|&k| nodes[k].clone()).collect(),
+        vec![vi("x", data_type::FLOAT, &[3])],
+        vec![vi("y", data_type::FLOAT, &[3])],
+    )
+}
+
+#[test]
+fn truncated_model_file_names_the_file() {
+    let m = two_node_model(&["x", "x"], "t", [0, 1]);
+    let bytes = m.encode_to_vec();
+    let dir = std::env::temp_dir().join(format!("graphlift-onnx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("truncated.onnx");
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(import_model_file(&path).is_ok());
+    std::fs::write(&path, &bytes[..bytes.len() - 5]).unwrap();
+    let e = import_model_file(&path).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        matches!(&e, OnnxError::Protobuf { path: Some(p), message_type: "ModelProto", .. } if p.ends_with("truncated.onnx")),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().starts_with(&format!(
+            "`{}`: invalid protobuf for ModelProto: ",
+            path.display()
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_cycle_between_nodes_is_named_node_by_node() {
+    // add(x, y) -> t -> relu -> y -> add: a cycle of two nodes.
+    let e = err(&two_node_model(&["x", "y"], "t", [0, 1]));
+    assert!(
+        matches!(&e, OnnxError::InvalidModel { at, .. } if at.name == "add"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "Add `add`: input 1 `y` is produced by Relu `relu`, which depends on this node: cycle \
+         Add `add` -> Relu `relu` -> Add `add`"
+    );
+    // A node that reads its own output.
+    let m = model(
+        vec![node("Add", "self", &["x", "y"], &["y"], vec![])],
+        vec![vi("x", data_type::FLOAT, &[3])],
+        vec![vi("y", data_type::FLOAT, &[3])],
+    );
+    assert!(
+        err(&m)
+            .to_string()
+            .ends_with("cycle Add `self` -> Add `self`"),
+        "{}",
+        err(&m)
+    );
+    // Three nodes, unnamed: named by their first output.
+    let m = model(
+        vec![
+            node("Add", "", &["x", "c"], &["a"], vec![]),
+            node("Neg", "", &["a"], &["b"], vec![]),
+            node("Abs", "", &["b"], &["c"], vec![]),
+        ],
+        vec![vi("x", data_type::FLOAT, &[3])],
+        vec![vi("c", data_type::FLOAT, &[3])],
+    );
+    assert_eq!(
+        err(&m).to_string(),
+        "Add node #0 (output `a`): input 1 `c` is produced by Abs node #2 (output `c`), which \
+         depends on this node: cycle Add node #0 (output `a`) -> Neg node #1 (output `b`) -> \
+         Abs node #2 (output `c`) -> Add node #0 (output `a`)"
+    );
+    // No cycle, only the wrong order.
+    let e = err(&two_node_model(&["x", "x"], "t", [1, 0]));
+    assert_eq!(
+        e.to_string(),
+        "Relu `relu`: input 0 `t` is produced by Add `add`, which comes later (node 1); ONNX \
+         nodes must be listed in topological order"
+    );
+}
+
+#[test]
+fn a_value_produced_twice_names_both_producers() {
+    let m = model(
+        vec![
+            node("Relu", "first", &["x"], &["t"], vec![]),
+            node("Neg", "second", &["x"], &["t"], vec![]),
+            node("Abs", "abs", &["t"], &["y"], vec![]),
+        ],
+        vec![vi("x", data_type::FLOAT, &[3])],
+        vec![vi("y", data_type::FLOAT, &[3])],
+    );
+    let e = err(&m);
+    assert!(
+        matches!(&e, OnnxError::InvalidModel { at, .. } if at.name == "second"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "Neg `second`: output `t` is already produced by Relu `first` (ONNX graphs are SSA: \
+         one producer per value)"
+    );
+    // A node output named like a graph input, or like an initializer.
+    let m = model(
+        vec![node("Neg", "n", &["x"], &["x"], vec![])],
+        vec![vi("x", data_type::FLOAT, &[3])],
+        vec![vi("x", data_type::FLOAT, &[3])],
+    );
+    assert!(err(&m)
+        .to_string()
+        .contains("output `x` is already a graph input"));
+    let mut m = model(
+        vec![node("Neg", "n", &["x"], &["w"], vec![])],
+        vec![vi("x", data_type::FLOAT, &[3])],
+        vec![vi("w", data_type::FLOAT, &[3])],
+    );
+    if let Some(g) = m.graph.as_mut() {
+        g.initializer.push(crate::tensor_to_proto(
+            "w",
+            &TensorData::F32(vec![1.0; 3]),
+            &graphlift_ir::Shape::new([3]),
+        ));
+    }
+    assert!(err(&m)
+        .to_string()
+        .contains("output `w` is already an initializer"));
+}
+
+#[test]
+fn a_list_attribute_where_a_scalar_is_expected_is_a_bad_attribute() {
+    let ints = AttributeProto {
+        name: "alpha".into(),
+        r#type: attribute_type::INTS,
+        ints: vec![1, 2],
+        ..Default::default()
+    };
+    let e = err(&unary_model("LeakyRelu", vec![ints], 3));
+    assert!(
+        matches!(&e, OnnxError::BadAttribute { attribute, at, .. } if attribute == "alpha" && at.name == "n0"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "LeakyRelu `n0`: attribute `alpha`: expected FLOAT, got INTS"
+    );
+}
+
+#[test]
+fn an_op_of_a_domain_the_model_does_not_import_is_unsupported() {
+    let mut m = unary_model("Relu", vec![], 3);
+    if let Some(g) = m.graph.as_mut() {
+        g.node[0].domain = "com.example".into();
+    }
+    let e = err(&m);
+    assert!(
+        matches!(&e, OnnxError::UnsupportedOp { domain, opset: 0, at, .. } if domain == "com.example" && at.name == "n0"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "Relu `n0`: unsupported operator `Relu` of domain `com.example` (the model imports no \
+         opset of this domain)"
+    );
+}
+
+#[test]
+fn overflowing_or_short_initializers_and_inputs_are_named() {
+    let with_init = |t: TensorProto| {
+        let mut m = model(
+            vec![node("Add", "add", &["x", "w"], &["y"], vec![])],
+            vec![vi("x", data_type::FLOAT, &[3])],
+            vec![vi("y", data_type::FLOAT, &[3])],
+        );
+        if let Some(g) = m.graph.as_mut() {
+            g.initializer.push(t);
+        }
+        err(&m)
+    };
+    let e = with_init(TensorProto {
+        name: "w".into(),
+        dims: vec![i64::MAX, 4],
+        data_type: data_type::FLOAT,
+        ..Default::default()
+    });
+    assert!(
+        matches!(&e, OnnxError::InvalidModel { at, .. } if at.op_type == "initializer" && at.name == "w"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "initializer `w`: shape [9223372036854775807, 4]: element count overflows"
+    );
+    let e = with_init(TensorProto {
+        name: "w".into(),
+        dims: vec![3],
+        data_type: data_type::FLOAT,
+        raw_data: vec![0; 8],
+        ..Default::default()
+    });
+    assert_eq!(
+        e.to_string(),
+        "initializer `w`: raw_data has 8 bytes; shape [3] of FLOAT needs 12 bytes"
+    );
+    let e = with_init(TensorProto {
+        name: "w".into(),
+        dims: vec![3],
+        data_type: data_type::FLOAT,
+        float_data: vec![1.0],
+        ..Default::default()
+    });
+    assert_eq!(
+        e.to_string(),
+        "initializer `w`: float_data holds 1 elements; shape [3] of FLOAT needs 3"
+    );
+    // A graph input with overflowing dims.
+    let m = model(
+        vec![node("Relu", "r", &["x"], &["y"], vec![])],
+        vec![vi("x", data_type::FLOAT, &[1 << 62, 8])],
+        vec![vi("y", data_type::FLOAT, &[1 << 62, 8])],
+    );
+    assert_eq!(
+        err(&m).to_string(),
+        "graph input `x`: shape [4611686018427387904, 8]: element count overflows"
+    );
+}
+
 // ----- structure, names, provenance -----
 
 #[test]

@@ -113,8 +113,14 @@ pub trait Executable: Send + Sync {
 
     /// Runs the function: reads `inputs` (one per parameter), writes `outputs` (one per
     /// result). Implementations check every count, element type and shape before they touch
-    /// memory; on error no output has been half-written by a kernel that failed midway only
-    /// where the backend documents so.
+    /// memory, so a call with mismatched tensors fails with every output tensor unchanged.
+    /// Once the tensors match, the built-in backends do not fail on any data, short of
+    /// running out of memory (every function they compiled validated, fused kernel bodies
+    /// included, and no op fails at run time: see [`crate::reference`]). Were an internal
+    /// invariant broken, the INTERPRETER would still leave the outputs unchanged (it writes
+    /// them only after every node ran), while the CPU-JIT, whose kernels write results
+    /// straight into the output tensors, would leave them with their types but unspecified
+    /// values.
     ///
     /// # Errors
     /// [`RuntimeError::ArgumentCount`] / [`RuntimeError::ArgumentType`] for mismatched
@@ -161,11 +167,13 @@ pub trait Executable: Send + Sync {
     }
 }
 
-/// Checks that `tensors` match `specs` in count, element type and shape.
+/// Checks that `tensors` match `specs` in count, element type and shape, and that each
+/// tensor's data fills its shape (a caller can break that through [`Tensor::data_mut`]).
 ///
 /// # Errors
 /// [`RuntimeError::ArgumentCount`] or [`RuntimeError::ArgumentType`] naming the first
-/// mismatch; `what` is `input` or `output`.
+/// mismatch; [`RuntimeError::Data`] naming a tensor whose data does not fill its shape;
+/// `what` is `input` or `output`.
 pub fn validate_arguments<'t>(
     specs: &[TensorSpec],
     tensors: impl ExactSizeIterator<Item = &'t Tensor>,
@@ -188,6 +196,15 @@ pub fn validate_arguments<'t>(
                 expected: spec.tensor_type.clone(),
                 got,
             });
+        }
+        let needs = got.shape.element_count().ok();
+        if needs != Some(t.len()) {
+            return Err(RuntimeError::Data(format!(
+                "{what} {index} (`{}`): the {got} tensor holds {} elements, its shape needs {}",
+                spec.name,
+                t.len(),
+                needs.map_or("more than usize::MAX".to_string(), |n| n.to_string())
+            )));
         }
     }
     Ok(())

@@ -37,7 +37,8 @@ pub enum RuntimeError {
         /// The tensor's type.
         got: TensorType,
     },
-    /// Tensor data whose length or type does not match its declared type.
+    /// Tensor data whose length or type does not match its declared type, or a tensor too
+    /// large for any allocation (more than `isize::MAX` bytes).
     #[error("tensor data: {0}")]
     Data(String),
     /// An error from the IR (shape overflow, invalid function, ...).

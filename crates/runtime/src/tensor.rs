@@ -7,7 +7,8 @@ use crate::RuntimeError;
 /// A dense, row-major host tensor (nGraph's `runtime::Tensor`).
 ///
 /// The data always holds exactly `shape.element_count()` elements of `element_type`; every
-/// constructor checks it.
+/// constructor checks it, and so does every call of an Executable (the one way to break it
+/// is resizing the data through [`Tensor::data_mut`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
     shape: Shape,
@@ -18,18 +19,21 @@ impl Tensor {
     /// A zero-filled tensor.
     ///
     /// # Errors
-    /// [`RuntimeError::Ir`] (`ShapeOverflow`) when the element count overflows `usize`, or
-    /// its byte size exceeds `isize::MAX`.
+    /// [`RuntimeError::Ir`] (`ShapeOverflow`) when the element count overflows `usize`;
+    /// [`RuntimeError::Data`] when its byte size exceeds `isize::MAX` (no allocation can
+    /// hold it). Both name the element type and the shape.
     pub fn zeros(
         element_type: ElementType,
         shape: impl Into<Shape>,
     ) -> Result<Tensor, RuntimeError> {
         let shape = shape.into();
-        let n = shape.element_count()?;
-        if n.checked_mul(element_type.size_bytes())
-            .is_none_or(|b| b > isize::MAX as usize)
-        {
-            return Err(graphlift_ir::IrError::ShapeOverflow { shape }.into());
+        let n = element_count(element_type, &shape)?;
+        let size = element_type.size_bytes();
+        if n.checked_mul(size).is_none_or(|b| b > isize::MAX as usize) {
+            return Err(RuntimeError::Data(format!(
+                "{element_type} tensor of shape {shape}: {n} elements of {size} bytes \
+                 exceed isize::MAX bytes"
+            )));
         }
         Ok(Tensor {
             data: TensorData::zeros(element_type, n),
@@ -40,17 +44,20 @@ impl Tensor {
     /// A tensor owning `data` in `shape`.
     ///
     /// # Errors
-    /// [`RuntimeError::Data`] if the data's length is not the shape's element count.
+    /// [`RuntimeError::Data`] if the data's length is not the shape's element count (the
+    /// message gives the element type, both counts and the shape); [`RuntimeError::Ir`]
+    /// (`ShapeOverflow`) when the element count overflows `usize`.
     pub fn from_data(
         data: impl Into<TensorData>,
         shape: impl Into<Shape>,
     ) -> Result<Tensor, RuntimeError> {
         let (data, shape) = (data.into(), shape.into());
-        let n = shape.element_count()?;
+        let n = element_count(data.element_type(), &shape)?;
         if data.len() != n {
             return Err(RuntimeError::Data(format!(
-                "{} elements given for shape {shape}, which holds {n}",
-                data.len()
+                "{} {} elements given for shape {shape}, which holds {n}",
+                data.len(),
+                data.element_type()
             )));
         }
         Ok(Tensor { shape, data })
@@ -97,7 +104,11 @@ impl Tensor {
         &self.data
     }
 
-    /// The data, mutably (its length cannot change through this borrow).
+    /// The data, mutably, for writing elements in place.
+    ///
+    /// Do not change its length or element type through this borrow: the tensor would no
+    /// longer match its shape. Executables check every tensor they are called with and
+    /// reject such a one ([`RuntimeError::Data`] naming it) before running.
     pub fn data_mut(&mut self) -> &mut TensorData {
         &mut self.data
     }
@@ -142,4 +153,15 @@ impl Tensor {
             T::ELEMENT_TYPE
         ))
     }
+}
+
+/// The element count of a tensor's shape; an overflow names the element type.
+fn element_count(element_type: ElementType, shape: &Shape) -> Result<usize, RuntimeError> {
+    shape.element_count().map_err(|_| {
+        graphlift_ir::IrError::ShapeOverflow {
+            at: format!("{element_type} tensor"),
+            shape: shape.clone(),
+        }
+        .into()
+    })
 }

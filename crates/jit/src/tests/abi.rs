@@ -43,8 +43,73 @@ fn from_bytes(t: ElementType, b: &[u8]) -> TensorData {
     }
 }
 
+/// Bytes placed `offset` bytes past a 16-byte boundary, between guard bytes of `GUARD`.
+struct Placed {
+    buf: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+const GUARD: u8 = 0xA5;
+
+impl Placed {
+    fn new(bytes: &[u8], offset: usize) -> Placed {
+        let mut buf = vec![GUARD; bytes.len() + 64];
+        // At least 16 guard bytes before, at least 17 after.
+        let start = buf.as_ptr().align_offset(16) + 16 + offset;
+        buf[start..start + bytes.len()].copy_from_slice(bytes);
+        let p = Placed {
+            buf,
+            start,
+            len: bytes.len(),
+        };
+        assert_eq!(p.ptr() as usize % 16, offset);
+        p
+    }
+
+    fn ptr(&self) -> *const u8 {
+        self.buf[self.start..].as_ptr()
+    }
+
+    fn mut_ptr(&mut self) -> *mut u8 {
+        self.buf[self.start..].as_mut_ptr()
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+
+    /// `true` when nothing was written outside the placed bytes.
+    fn guards_intact(&self) -> bool {
+        self.buf[..self.start]
+            .iter()
+            .chain(&self.buf[self.start + self.len..])
+            .all(|&b| b == GUARD)
+    }
+}
+
+/// A kernel over `[rows, cols]` with every input addressing: `x` and `y` contiguous, `b`
+/// broadcast along rows (`[cols]`), `s` a scalar (stride 0); two outputs of different
+/// element types (`t` and bool).
+fn addressing_body(t: ElementType, rows: usize, cols: usize) -> graphlift_ir::Function {
+    let b = FunctionBuilder::new("unaligned");
+    let x = b.parameter("x", t, [rows, cols]);
+    let y = b.parameter("y", t, [rows, cols]);
+    let bias = b.parameter("b", t, [cols]);
+    let s = b.parameter("s", t, []);
+    let r = if t == ElementType::Bool {
+        x.or(y).xor(bias).and(s)
+    } else {
+        (x.max(y) - y + bias) * s
+    };
+    b.finish(&[r, x.lt(y)]).unwrap()
+}
+
 #[test]
 fn unaligned_buffers_at_every_offset() {
+    // Every input and output starts at every byte offset 0..16 from a 16-byte boundary,
+    // inputs and outputs at independent offsets; sizes with and without a vector main loop
+    // and tail; nothing is written outside the outputs.
     for t in [
         ElementType::F32,
         ElementType::I32,
@@ -52,50 +117,66 @@ fn unaligned_buffers_at_every_offset() {
         ElementType::I64,
         ElementType::Bool,
     ] {
-        let n = 37;
-        let b = FunctionBuilder::new("unaligned");
-        let x = b.parameter("x", t, [n]);
-        let y = b.parameter("y", t, [n]);
-        let r = if t == ElementType::Bool {
-            x.or(y)
-        } else {
-            x.max(y) - y
-        };
-        let body = b.finish(&[r]).unwrap();
-        let k = JitKernel::compile(&body).unwrap();
-        let xs = data(t, n, 0);
-        let ys = data(t, n, 9);
-        let want = evaluate_function(
-            &body,
-            &[
-                Tensor::from_data(xs.clone(), [n]).unwrap(),
-                Tensor::from_data(ys.clone(), [n]).unwrap(),
-            ],
-        )
-        .unwrap();
-        let size = t.size_bytes();
-        for offset in 0..size.max(2) {
-            let mut xb = vec![0u8; offset];
-            xb.extend(bytes_of(&xs));
-            let mut yb = vec![0u8; offset + 1];
-            yb.extend(bytes_of(&ys));
-            let mut ob = vec![0u8; n * size + offset + 3];
-            let ins = [xb[offset..].as_ptr(), yb[offset + 1..].as_ptr()];
-            let outs = [ob[offset + 3..].as_mut_ptr()];
-            // SAFETY: the buffers hold n elements of the kernel's types from the given
-            // (deliberately unaligned) addresses; the output does not overlap the inputs;
-            // the kernel has no hidden constants, and 0..n is its iteration space.
-            unsafe { k.compiled().call_unchecked(&ins, &outs, 0, n) };
-            let got = from_bytes(t, &ob[offset + 3..]);
-            assert_eq!(
-                first_difference(&got, want[0].data()),
-                None,
-                "{t} offset {offset}"
-            );
-            assert!(
-                ob[..offset + 3].iter().all(|&b| b == 0),
-                "{t}: wrote before the buffer"
-            );
+        for (rows, cols) in [(1, 3), (3, 7), (5, 8)] {
+            let n = rows * cols;
+            let body = addressing_body(t, rows, cols);
+            let k = JitKernel::compile(&body).unwrap();
+            assert_eq!(k.info().live_ins, 4);
+            let ins = [
+                Tensor::from_data(data(t, n, 0), [rows, cols]).unwrap(),
+                Tensor::from_data(data(t, n, 9), [rows, cols]).unwrap(),
+                Tensor::from_data(data(t, cols, 3), [cols]).unwrap(),
+                // A scalar that keeps the first output informative (not 0, NaN or false).
+                Tensor::from_data(
+                    match t {
+                        ElementType::F32 => TensorData::F32(vec![1.5]),
+                        ElementType::F64 => TensorData::F64(vec![-2.25]),
+                        ElementType::I32 => TensorData::I32(vec![3]),
+                        ElementType::I64 => TensorData::I64(vec![-7]),
+                        ElementType::Bool => TensorData::Bool(vec![true]),
+                    },
+                    [],
+                )
+                .unwrap(),
+            ];
+            let want = evaluate_function(&body, &ins).unwrap();
+            let in_bytes: Vec<Vec<u8>> = ins.iter().map(|x| bytes_of(x.data())).collect();
+            for a in 0..16 {
+                let placed: Vec<Placed> = in_bytes
+                    .iter()
+                    .enumerate()
+                    .map(|(j, b)| Placed::new(b, (a + 5 * j) % 16))
+                    .collect();
+                let in_ptrs: Vec<*const u8> = placed.iter().map(Placed::ptr).collect();
+                for o in 0..16 {
+                    let mut outs = [
+                        Placed::new(&vec![0; n * t.size_bytes()], o),
+                        Placed::new(&vec![0; n], (o + 9) % 16),
+                    ];
+                    let out_ptrs = [outs[0].mut_ptr(), outs[1].mut_ptr()];
+                    // SAFETY: each input pointer is to the bytes of an `ins` tensor (n, n,
+                    // cols and 1 elements of `t`, the kernel's live-in lengths) and each
+                    // output pointer to n writable elements of its type, deliberately
+                    // unaligned; no buffer overlaps another; the kernel has no hidden
+                    // constants (4 live-ins, checked above), and 0..n is its iteration space.
+                    unsafe { k.compiled().call_unchecked(&in_ptrs, &out_ptrs, 0, n) };
+                    let where_ = format!("{t} [{rows}, {cols}], inputs at {a}, outputs at {o}");
+                    for (j, out) in outs.iter().enumerate() {
+                        let ty = if j == 0 { t } else { ElementType::Bool };
+                        let got = from_bytes(ty, out.bytes());
+                        assert_eq!(
+                            first_difference(&got, want[j].data()),
+                            None,
+                            "{where_}: output {j}"
+                        );
+                        assert!(out.guards_intact(), "{where_}: wrote outside output {j}");
+                    }
+                }
+                assert!(placed.iter().all(Placed::guards_intact));
+                for (p, b) in placed.iter().zip(&in_bytes) {
+                    assert_eq!(p.bytes(), b.as_slice(), "{t}: an input was written");
+                }
+            }
         }
     }
 }
