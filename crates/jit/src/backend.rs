@@ -399,10 +399,16 @@ impl CpuJitExecutable {
 
     /// Whether the kernel of the fused node `name` runs as a vector loop.
     pub fn kernel_is_vectorized(&self, name: &str) -> Option<bool> {
+        self.kernel_lanes(name).map(|n| n > 1)
+    }
+
+    /// Elements per vector of the kernel of the fused node `name`: 4 (`F32X4`/`I32X4`),
+    /// 2 (`F64X2`/`I64X2`) or 1 (a scalar loop); see [`crate::JitKernel::lanes`].
+    pub fn kernel_lanes(&self, name: &str) -> Option<usize> {
         self.compiled
             .iter()
             .find(|k| k.plan.name == name)
-            .map(|k| k.plan.lanes == crate::codegen::lanes::Lanes::X4)
+            .map(|k| k.plan.lanes.count())
     }
 
     /// A watch that tells when all JIT code memory this executable uses has been freed:

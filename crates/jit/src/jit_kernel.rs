@@ -3,7 +3,6 @@
 use graphlift_ir::{ElementType, Function, TensorData};
 use graphlift_runtime::{KernelInfo, Tensor};
 
-use crate::codegen::lanes::Lanes;
 use crate::codegen::{self, plan, CompiledKernel};
 use crate::module::MemoryWatch;
 use crate::provenance::BodyNodes;
@@ -58,10 +57,17 @@ impl JitKernel {
         self.kernel.plan.count
     }
 
-    /// `true` when the kernel runs as an `F32X4`/`I32X4` vector loop (every value is `f32`,
-    /// `i32` or `bool`); `false` for a scalar loop.
+    /// `true` when the kernel runs as a vector loop: `F32X4`/`I32X4` when every value is
+    /// `f32`, `i32` or `bool`, `F64X2`/`I64X2` when every value is `f64`, `i64` or `bool`;
+    /// `false` for a scalar loop (32-bit and 64-bit numbers mixed).
     pub fn is_vectorized(&self) -> bool {
-        self.kernel.plan.lanes == Lanes::X4
+        self.kernel.plan.lanes.is_vector()
+    }
+
+    /// Elements per vector of the kernel's loop: 4 (`F32X4`/`I32X4`), 2 (`F64X2`/`I64X2`)
+    /// or 1 (scalar).
+    pub fn lanes(&self) -> usize {
+        self.kernel.plan.lanes.count()
     }
 
     /// Size of the machine code in bytes.

@@ -2,12 +2,14 @@
 //!
 //! Subgraph extraction (`graphlift-passes`) gathers regions of elementwise ops into
 //! `FusedKernel` nodes. This crate lowers each one to a single Cranelift function with a
-//! range ABI (`fn(inputs, outputs, begin, end)`), a vector main loop over `F32X4` unrolled
-//! 2× and a tail that runs the same vector body, broadcast inputs read in place (stride 0,
-//! row index `i mod K`, or a general index map), loop invariants hoisted, and `exp`, `expm1`,
-//! `log`, `log1p`, `tanh`, `sigmoid`, `erf` as inline polynomial approximations ([`vmath`], with measured
-//! error bounds). `f64`/`i64` kernels run a scalar loop; `f32`, `i32` and `bool` kernels are
-//! vectorized.
+//! range ABI (`fn(inputs, outputs, begin, end)`), a vector main loop unrolled 2× and a tail
+//! that runs the same vector body, broadcast inputs read in place (stride 0, row index
+//! `i mod K`, or a general index map), loop invariants hoisted, and `exp`, `expm1`, `log`,
+//! `log1p`, `tanh`, `sigmoid`, `erf` as inline polynomial approximations ([`vmath`], with
+//! measured error bounds). The vectors are 128-bit (the only width x64 Cranelift lowers):
+//! kernels whose values are all `f32`, `i32` or `bool` run four lanes (`F32X4`/`I32X4`),
+//! kernels whose values are all `f64`, `i64` or `bool` run two (`F64X2`/`I64X2`), and kernels
+//! that mix 32-bit and 64-bit numbers run a scalar loop ([`JitKernel::lanes`]).
 //!
 //! [`CpuJitBackend`] (registered as `"CPU-JIT"` by [`register`]) compiles a Function into a
 //! [`CpuJitExecutable`]: its kernels from the backend's kernel cache or compiled into one new
@@ -40,7 +42,8 @@
 //! | `Power` | `f32` | `reference::binary_f32` (`f64::powf`, rounded once) |
 //! | `Power` | `f64`, `i32`, `i64` | `reference::binary_f64` / `binary_i32` / `binary_i64` |
 //!
-//! In a vector loop a helper is called once per lane.
+//! In a vector loop a helper is called once per lane. So are the ops that have no vector
+//! lowering on x64: integer `Divide` (made trap-free first) and `Convert` `f64` to `i64`.
 
 pub mod accuracy;
 mod backend;

@@ -7,8 +7,8 @@
 //! [`ThreadConfig::DEFAULT_MIN_BYTES_PER_TASK`] (256 KiB) of memory traffic (bytes of every
 //! input buffer read plus every output written), so small tensors run on the calling thread
 //! with no pool dispatch at all. Chunk boundaries are multiples of [`CHUNK_ALIGN`] elements
-//! (the unrolled vector step), so each chunk's vector main loop starts on the same element
-//! grid as the whole call's.
+//! (a multiple of the unrolled vector step of every lane width), so each chunk's vector main
+//! loop starts on the same element grid as the whole call's.
 
 use std::sync::OnceLock;
 
@@ -17,8 +17,8 @@ use rayon::ThreadPool;
 
 use crate::codegen::kernel::UNROLL;
 
-/// Chunk boundaries are multiples of this many elements: one trip of the unrolled `F32X4`
-/// main loop.
+/// Chunk boundaries are multiples of this many elements: one trip of the unrolled
+/// four-lane main loop (`F32X4`), two trips of the two-lane one (`F64X2`).
 pub const CHUNK_ALIGN: usize = 4 * UNROLL;
 
 /// The environment variable read by [`ThreadConfig::from_env`].

@@ -11,21 +11,22 @@
 //! per kernel output. Loads and stores are `notrap` and never `aligned`: buffers may be
 //! unaligned.
 //!
-//! Vector kernels ([`Lanes::X4`]) run
+//! Vector kernels of `n` lanes ([`Lanes::X4`]: `n = 4`, [`Lanes::X2`]: `n = 2`) run
 //! 1. a preheader: buffer pointers, constants and every loop-invariant slot (splat loads and
 //!    what is computed from them) — Cranelift does not hoist, so this is done here;
-//! 2. a main loop over 8 elements per trip (two `F32X4` bodies: unrolled 2×);
-//! 3. at most one more 4-element body;
-//! 4. a tail of 1–3 elements that runs **the same vector body** on lanes whose indices are
-//!    `i + min(lane, r − 1)`: the extra lanes recompute the last element, and the lanes are
-//!    stored back to those same indices, so the tail computes exactly what full vectors
-//!    compute and never touches memory outside `begin..end`.
+//! 2. a main loop over `2n` elements per trip (two vector bodies: unrolled 2×);
+//! 3. at most one more `n`-element body;
+//! 4. a tail of 1 to `n − 1` elements that runs **the same vector body** on lanes whose
+//!    indices are `i + min(lane, r − 1)`: the extra lanes recompute the last element, and
+//!    the lanes are stored back to those same indices, so the tail computes exactly what
+//!    full vectors compute and never touches memory outside `begin..end`.
 //!
-//! Scalar kernels ([`Lanes::X1`], any `f64` or `i64` value) run one element per trip.
+//! Scalar kernels ([`Lanes::X1`]: 32-bit and 64-bit numbers mixed) run one element per
+//! trip.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, InstBuilder, Signature, SourceLoc, Type, Value,
+    types, AbiParam, Block, BlockArg, ConstantData, InstBuilder, Signature, SourceLoc, Type, Value,
 };
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::FunctionBuilder;
@@ -38,7 +39,8 @@ use super::plan::{KernelPlan, SlotOp};
 use crate::provenance::slot_srcloc;
 use crate::JitError;
 
-/// Elements per trip of the unrolled main loop of a vector kernel.
+/// Vector bodies per trip of the main loop of a vector kernel (a trip covers
+/// `UNROLL * lanes` elements).
 pub(crate) const UNROLL: usize = 2;
 
 /// The kernel signature: `(inputs, outputs, begin, end)`, all pointer-sized, no results,
@@ -53,11 +55,11 @@ pub(crate) fn kernel_signature(ptr: Type, call_conv: CallConv) -> Signature {
 
 /// Where a body reads and writes.
 #[derive(Clone, Copy)]
-enum At {
+enum At<'a> {
     /// A full vector at element `i`.
     Vector(Value),
-    /// The tail: lane `l` is element `idx[l]`.
-    Tail([Value; 4]),
+    /// The tail: lane `l` is element `idx[l]` (one index per lane).
+    Tail(&'a [Value]),
     /// One element `i`.
     Scalar(Value),
 }
@@ -84,6 +86,15 @@ pub(crate) fn build(
     helpers: &HelperRefs,
     ptr: Type,
 ) -> Result<(), JitError> {
+    if let Some(s) = plan.slots.iter().find(|s| !plan.lanes.holds(s.ty)) {
+        return Err(JitError::Codegen {
+            kernel: plan.name.clone(),
+            message: format!(
+                "node `{}`: {} values in a {:?} kernel",
+                s.node, s.ty, plan.lanes
+            ),
+        });
+    }
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -126,7 +137,7 @@ pub(crate) fn build(
     emit_invariants(b, &mut fr)?;
 
     match plan.lanes {
-        Lanes::X4 => vector_loops(b, &fr, begin, end, exit)?,
+        Lanes::X4 | Lanes::X2 => vector_loops(b, &fr, begin, end, exit)?,
         Lanes::X1 => {
             let body = b.create_block();
             let i = b.append_block_param(body, ptr);
@@ -153,7 +164,8 @@ fn vector_loops(
     exit: Block,
 ) -> Result<(), JitError> {
     let ptr = fr.ptr;
-    let step = 4 * UNROLL as i64;
+    let n = fr.plan.lanes.count() as i64;
+    let step = n * UNROLL as i64;
     let main_head = b.create_block();
     let main_body = b.create_block();
     let one_head = b.create_block();
@@ -174,7 +186,7 @@ fn vector_loops(
     b.switch_to_block(main_body);
     let i = b.append_block_param(main_body, ptr);
     for u in 0..UNROLL {
-        let iu = b.ins().iadd_imm_s(i, 4 * u as i64);
+        let iu = b.ins().iadd_imm_s(i, n * u as i64);
         emit_body(b, fr, At::Vector(iu))?;
     }
     let next = b.ins().iadd_imm_s(i, step);
@@ -185,13 +197,13 @@ fn vector_loops(
     let rem = b.ins().isub(end, i);
     let full = b
         .ins()
-        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, rem, 4);
+        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, rem, n);
     b.ins().brif(full, one_body, &arg(i), tail_head, &arg(i));
 
     b.switch_to_block(one_body);
     let i = b.append_block_param(one_body, ptr);
     emit_body(b, fr, At::Vector(i))?;
-    let next = b.ins().iadd_imm_s(i, 4);
+    let next = b.ins().iadd_imm_s(i, n);
     b.ins().jump(tail_head, &arg(next));
 
     b.switch_to_block(tail_head);
@@ -203,13 +215,13 @@ fn vector_loops(
     let i = b.append_block_param(tail, ptr);
     let rem = b.ins().isub(end, i);
     let last = b.ins().iadd_imm_s(rem, -1);
-    let mut idx = [i; 4];
+    let mut idx = vec![i; n as usize];
     for (l, slot) in idx.iter_mut().enumerate().skip(1) {
         let l = b.ins().iconst(ptr, l as i64);
         let off = b.ins().umin(l, last);
         *slot = b.ins().iadd(i, off);
     }
-    emit_body(b, fr, At::Tail(idx))?;
+    emit_body(b, fr, At::Tail(&idx))?;
     b.ins().jump(exit, &[]);
     Ok(())
 }
@@ -230,7 +242,7 @@ fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), JitErr
                 let x = scalar_load(b, base, zero, slot.ty);
                 match lanes {
                     Lanes::X1 => x,
-                    Lanes::X4 => {
+                    Lanes::X4 | Lanes::X2 => {
                         let mut e = Emit::new(b, lanes);
                         let ty = e.ty(slot.ty);
                         let lane = if slot.ty == ElementType::Bool {
@@ -275,7 +287,7 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
         let v = match &slot.op {
             SlotOp::Load { arg, addressing } => {
                 let base = arg_ptr(fr, *arg)?;
-                load(b, base, addressing, slot.ty, at, fr.ptr)
+                load(b, base, addressing, slot.ty, at, plan.lanes, fr.ptr)
             }
             SlotOp::Const(bits) => Emit::new(b, plan.lanes).constant(slot.ty, *bits),
             op => {
@@ -298,7 +310,7 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
     for (o, &(s, ty)) in plan.outputs.iter().enumerate() {
         let v = vals[s].ok_or_else(|| missing(plan, s))?;
         b.set_srcloc(slot_srcloc(s));
-        store(b, fr.outs[o], v, ty, at);
+        store(b, fr.outs[o], v, ty, at, plan.lanes);
     }
     b.set_srcloc(SourceLoc::default());
     Ok(())
@@ -408,6 +420,7 @@ fn load(
     addressing: &Addressing,
     t: ElementType,
     at: At,
+    lanes: Lanes,
     ptr: Type,
 ) -> Value {
     match at {
@@ -416,57 +429,79 @@ fn load(
             scalar_load(b, base, j, t)
         }
         At::Tail(idx) => {
-            let js = idx.map(|x| source_index(b, addressing, x));
-            gather(b, base, js, t)
+            let js: Vec<Value> = idx
+                .iter()
+                .map(|&x| source_index(b, addressing, x))
+                .collect();
+            gather(b, base, &js, t, lanes)
         }
         At::Vector(i) => match addressing {
-            Addressing::Contiguous => vector_load(b, base, i, t),
-            Addressing::Row { len } if *len >= 4 => row_load(b, base, i, *len, t, ptr),
+            Addressing::Contiguous => vector_load(b, base, i, t, lanes),
+            Addressing::Row { len } if *len >= lanes.count() => {
+                row_load(b, base, i, *len, t, lanes, ptr)
+            }
             _ => {
-                let js = [0i64, 1, 2, 3].map(|l| {
-                    let x = if l == 0 { i } else { b.ins().iadd_imm_s(i, l) };
-                    source_index(b, addressing, x)
-                });
-                gather(b, base, js, t)
+                let js: Vec<Value> = (0..lanes.count() as i64)
+                    .map(|l| {
+                        let x = if l == 0 { i } else { b.ins().iadd_imm_s(i, l) };
+                        source_index(b, addressing, x)
+                    })
+                    .collect();
+                gather(b, base, &js, t, lanes)
             }
         },
     }
 }
 
-/// Four consecutive elements as one vector (`bool`: four bytes widened to a mask).
-fn vector_load(b: &mut FunctionBuilder, base: Value, i: Value, t: ElementType) -> Value {
+/// One vector of consecutive elements (`bool`: one byte per lane, widened to a mask).
+fn vector_load(
+    b: &mut FunctionBuilder,
+    base: Value,
+    i: Value,
+    t: ElementType,
+    lanes: Lanes,
+) -> Value {
     let addr = element_addr(b, base, i, t);
+    let ty = Emit::new(b, lanes).ty(t);
     match t {
         ElementType::Bool => {
-            let word = b.ins().load(types::I32, data_flags(), addr, 0);
-            let v = b.ins().scalar_to_vector(types::I32X4, word);
-            let bytes = b.ins().bitcast(types::I8X16, cast_flags(), v);
-            let halves = b.ins().swiden_low(bytes);
-            let words = b.ins().swiden_low(halves);
-            to_mask(b, words)
+            // The lanes' bytes as one integer (`I32` / `I16`), in lane 0 of a vector of
+            // that integer, then sign-widened (0 and 1 stay 0 and 1) to the mask's lanes.
+            let (word_ty, word_vec) = packed_bool_types(lanes);
+            let word = b.ins().load(word_ty, data_flags(), addr, 0);
+            let v = b.ins().scalar_to_vector(word_vec, word);
+            let mut v = b.ins().bitcast(types::I8X16, cast_flags(), v);
+            while b.func.dfg.value_type(v).lane_bits() < ty.lane_bits() {
+                v = b.ins().swiden_low(v);
+            }
+            to_mask(b, v)
         }
-        _ => {
-            let ty = Emit::new(b, Lanes::X4).ty(t);
-            b.ins().load(ty, data_flags(), addr, 0)
-        }
+        _ => b.ins().load(ty, data_flags(), addr, 0),
     }
 }
 
-/// `I32X4` lanes holding 0/1 to a mask.
+/// Integer vector lanes holding 0/1 to a mask of the same type.
 fn to_mask(b: &mut FunctionBuilder, words: Value) -> Value {
-    let zero = b.ins().iconst(types::I32, 0);
-    let zero = b.ins().splat(types::I32X4, zero);
+    let ty = b.func.dfg.value_type(words);
+    let zero = b.ins().iconst(ty.lane_type(), 0);
+    let zero = b.ins().splat(ty, zero);
     b.ins().icmp(IntCC::NotEqual, words, zero)
 }
 
-/// Four elements at arbitrary indices.
-fn gather(b: &mut FunctionBuilder, base: Value, js: [Value; 4], t: ElementType) -> Value {
-    let vec_ty = Emit::new(b, Lanes::X4).ty(t);
+/// One vector of elements at arbitrary indices (`js`: one per lane).
+fn gather(
+    b: &mut FunctionBuilder,
+    base: Value,
+    js: &[Value],
+    t: ElementType,
+    lanes: Lanes,
+) -> Value {
+    let vec_ty = Emit::new(b, lanes).ty(t);
     let mut acc: Option<Value> = None;
     for (l, &j) in js.iter().enumerate() {
         let mut x = scalar_load(b, base, j, t);
         if t == ElementType::Bool {
-            x = b.ins().uextend(types::I32, x);
+            x = b.ins().uextend(vec_ty.lane_type(), x);
         }
         acc = Some(match acc {
             None => b.ins().scalar_to_vector(vec_ty, x),
@@ -481,7 +516,7 @@ fn gather(b: &mut FunctionBuilder, base: Value, js: [Value; 4], t: ElementType) 
     }
 }
 
-/// A row-vector load `b[(i + l) mod len]`, `len >= 4`: one vector load when the four lanes
+/// A row-vector load `b[(i + l) mod len]`, `len >= lanes`: one vector load when the lanes
 /// do not wrap, else a gather.
 fn row_load(
     b: &mut FunctionBuilder,
@@ -489,14 +524,16 @@ fn row_load(
     i: Value,
     len: usize,
     t: ElementType,
+    lanes: Lanes,
     ptr: Type,
 ) -> Value {
-    let vec_ty = Emit::new(b, Lanes::X4).ty(t);
+    let n = lanes.count();
+    let vec_ty = Emit::new(b, lanes).ty(t);
     let k = b.ins().iconst(ptr, len as i64);
     let j = b.ins().urem(i, k);
     let fits = b
         .ins()
-        .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, j, (len - 4) as i64);
+        .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, j, (len - n) as i64);
     let fast = b.create_block();
     let slow = b.create_block();
     let merge = b.create_block();
@@ -504,27 +541,29 @@ fn row_load(
     b.ins().brif(fits, fast, &[], slow, &[]);
 
     b.switch_to_block(fast);
-    let x = vector_load(b, base, j, t);
+    let x = vector_load(b, base, j, t, lanes);
     b.ins().jump(merge, &[BlockArg::Value(x)]);
 
     b.switch_to_block(slow);
-    let js = [0i64, 1, 2, 3].map(|l| {
-        if l == 0 {
-            return j;
-        }
-        let jl = b.ins().iadd_imm_s(j, l);
-        let wrapped = b.ins().isub(jl, k);
-        let over = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, jl, k);
-        b.ins().select(over, wrapped, jl)
-    });
-    let x = gather(b, base, js, t);
+    let js: Vec<Value> = (0..n as i64)
+        .map(|l| {
+            if l == 0 {
+                return j;
+            }
+            let jl = b.ins().iadd_imm_s(j, l);
+            let wrapped = b.ins().isub(jl, k);
+            let over = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, jl, k);
+            b.ins().select(over, wrapped, jl)
+        })
+        .collect();
+    let x = gather(b, base, &js, t, lanes);
     b.ins().jump(merge, &[BlockArg::Value(x)]);
 
     b.switch_to_block(merge);
     v
 }
 
-fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At) {
+fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At, lanes: Lanes) {
     match at {
         At::Scalar(i) => {
             let addr = element_addr(b, base, i, t);
@@ -533,12 +572,7 @@ fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At)
         At::Vector(i) => {
             let addr = element_addr(b, base, i, t);
             let x = if t == ElementType::Bool {
-                // Mask lanes to one 0/1 byte each: shift, then narrow twice.
-                let ones = b.ins().ushr_imm_u(v, 31);
-                let halves = b.ins().snarrow(ones, ones);
-                let bytes = b.ins().snarrow(halves, halves);
-                let words = b.ins().bitcast(types::I32X4, cast_flags(), bytes);
-                b.ins().extractlane(words, 0)
+                mask_bytes(b, v, lanes)
             } else {
                 v
             };
@@ -555,5 +589,38 @@ fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At)
                 b.ins().store(data_flags(), x, addr, 0);
             }
         }
+    }
+}
+
+/// A mask's lanes as one 0/1 byte each, packed into one integer (`I32` for four lanes,
+/// `I16` for two): the low byte of each lane after a shift by `lane bits − 1`, gathered to
+/// the front by one byte shuffle.
+fn mask_bytes(b: &mut FunctionBuilder, mask: Value, lanes: Lanes) -> Value {
+    let ty = b.func.dfg.value_type(mask);
+    let lane_bytes = ty.lane_bits() / 8;
+    let ones = b.ins().ushr_imm_u(mask, i64::from(ty.lane_bits() - 1));
+    let bytes = b.ins().bitcast(types::I8X16, cast_flags(), ones);
+    let picks: Vec<u8> = (0..16)
+        .map(|k| {
+            if k < lanes.count() as u32 {
+                (k * lane_bytes) as u8
+            } else {
+                0
+            }
+        })
+        .collect();
+    let picks = b.func.dfg.immediates.push(ConstantData::from(picks));
+    let packed = b.ins().shuffle(bytes, bytes, picks);
+    let (_, words) = packed_bool_types(lanes);
+    let words = b.ins().bitcast(words, cast_flags(), packed);
+    b.ins().extractlane(words, 0)
+}
+
+/// The integer holding one `bool` byte per lane of a vector of `lanes` (`I32` for four
+/// lanes, `I16` for two), and the vector type with that integer as its lane.
+fn packed_bool_types(lanes: Lanes) -> (Type, Type) {
+    match lanes {
+        Lanes::X2 => (types::I16, types::I16X8),
+        Lanes::X4 | Lanes::X1 => (types::I32, types::I32X4),
     }
 }

@@ -1,8 +1,14 @@
 //! The lane view that op lowering and vector math emit through.
 //!
-//! A kernel runs either as a vector loop of four 32-bit lanes ([`Lanes::X4`]: `f32` as
-//! `F32X4`, `i32` as `I32X4`, `bool` as an `I32X4` mask of all-ones / all-zeros lanes) or as
-//! a scalar loop ([`Lanes::X1`]: `f32`, `f64`, `i32`, `i64`, and `bool` as an `I8` 0/1).
+//! A kernel runs as a vector loop of four 32-bit lanes ([`Lanes::X4`]: `f32` as `F32X4`,
+//! `i32` as `I32X4`, `bool` as an `I32X4` mask of all-ones / all-zeros lanes), as a vector
+//! loop of two 64-bit lanes ([`Lanes::X2`]: `f64` as `F64X2`, `i64` as `I64X2`, `bool` as an
+//! `I64X2` mask), or as a scalar loop ([`Lanes::X1`]: `f32`, `f64`, `i32`, `i64`, and `bool`
+//! as an `I8` 0/1). x64 Cranelift lowers 128-bit vectors only, so a vector kernel holds
+//! values of one lane width: [`Lanes::for_types`] picks `X4` when every value is `f32`,
+//! `i32` or `bool`, `X2` when every value is `f64`, `i64` or `bool`, and `X1` for kernels
+//! that mix 32-bit and 64-bit numbers.
+//!
 //! [`Emit`] hides the difference: constants become splat vectors from the constant pool or
 //! scalar immediates, comparisons give masks in the matching form, and
 //! [`Emit::select`] is a `bitselect` or a `select`. Vector math is written once against it,
@@ -15,13 +21,50 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::FunctionBuilder;
 use graphlift_ir::ElementType;
 
-/// Vector (4 lanes of 32 bits) or scalar code.
+/// Vector (4 lanes of 32 bits or 2 lanes of 64 bits) or scalar code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Lanes {
     /// Four 32-bit lanes per value (`F32X4` / `I32X4`).
     X4,
+    /// Two 64-bit lanes per value (`F64X2` / `I64X2`).
+    X2,
     /// One element per value.
     X1,
+}
+
+impl Lanes {
+    /// Elements per value: 4, 2 or 1.
+    pub(crate) fn count(self) -> usize {
+        match self {
+            Lanes::X4 => 4,
+            Lanes::X2 => 2,
+            Lanes::X1 => 1,
+        }
+    }
+
+    /// `true` for the vector widths.
+    pub(crate) fn is_vector(self) -> bool {
+        self != Lanes::X1
+    }
+
+    /// Whether values of element type `t` have a representation at this width (`bool`
+    /// fits every width; numbers fit the vector width of their own size, and `X1`).
+    pub(crate) fn holds(self, t: ElementType) -> bool {
+        match self {
+            Lanes::X4 => matches!(t, ElementType::F32 | ElementType::I32 | ElementType::Bool),
+            Lanes::X2 => matches!(t, ElementType::F64 | ElementType::I64 | ElementType::Bool),
+            Lanes::X1 => true,
+        }
+    }
+
+    /// The widest width that holds every element type of `types`: `X4` for `f32`/`i32`/
+    /// `bool` values (an all-`bool` kernel too), `X2` for `f64`/`i64`/`bool`, else `X1`.
+    pub(crate) fn for_types(types: impl Iterator<Item = ElementType> + Clone) -> Lanes {
+        [Lanes::X4, Lanes::X2]
+            .into_iter()
+            .find(|l| types.clone().all(|t| l.holds(t)))
+            .unwrap_or(Lanes::X1)
+    }
 }
 
 /// Memory flags for data loads and stores: may not trap (the kernel checked bounds), never
@@ -63,10 +106,17 @@ impl<'a, 'f> Emit<'a, 'f> {
     }
 
     /// Cranelift type of an element type at this width (`bool` is a mask / `I8`).
+    ///
+    /// A number that the width does not hold ([`Lanes::holds`]: a 64-bit number at `X4`, a
+    /// 32-bit one at `X2`) has no type; plans never produce one, and `INVALID` would make
+    /// Cranelift reject the function rather than compute with the wrong lane size.
     pub(crate) fn ty(&self, t: ElementType) -> Type {
         match (self.lanes, t) {
             (Lanes::X4, ElementType::F32) => types::F32X4,
-            (Lanes::X4, _) => types::I32X4,
+            (Lanes::X4, ElementType::I32 | ElementType::Bool) => types::I32X4,
+            (Lanes::X2, ElementType::F64) => types::F64X2,
+            (Lanes::X2, ElementType::I64 | ElementType::Bool) => types::I64X2,
+            (Lanes::X4 | Lanes::X2, _) => types::INVALID,
             (Lanes::X1, ElementType::F32) => types::F32,
             (Lanes::X1, ElementType::F64) => types::F64,
             (Lanes::X1, ElementType::I32) => types::I32,
@@ -88,15 +138,17 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// A constant of element type `t` from raw bits (`bool`: 0/1, integers sign-extended).
     pub(crate) fn constant(&mut self, t: ElementType, bits: u64) -> Value {
         match self.lanes {
-            Lanes::X4 => {
+            Lanes::X4 | Lanes::X2 => {
                 let lane = match t {
-                    ElementType::Bool if bits != 0 => u32::MAX,
+                    ElementType::Bool if bits != 0 => u64::MAX,
                     ElementType::Bool => 0,
-                    _ => bits as u32,
+                    _ => bits,
                 };
+                // Each lane is the low `16 / count` bytes of `lane` (little-endian).
+                let width = 16 / self.lanes.count();
                 let mut bytes = Vec::with_capacity(16);
-                for _ in 0..4 {
-                    bytes.extend_from_slice(&lane.to_le_bytes());
+                for _ in 0..self.lanes.count() {
+                    bytes.extend_from_slice(&lane.to_le_bytes()[..width]);
                 }
                 let handle = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
                 let ty = self.ty(t);
@@ -122,7 +174,8 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.constant(ElementType::I32, x as u32 as u64)
     }
 
-    /// A float comparison as a mask (`I32X4` lanes of all-ones / zeros, or an `I8` 0/1).
+    /// A float comparison as a mask (`I32X4` / `I64X2` lanes of all-ones / zeros, or an `I8`
+    /// 0/1).
     pub(crate) fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
         self.b.ins().fcmp(cc, a, b)
     }
@@ -135,7 +188,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// `mask ? a : b`, lane by lane, for values of any type at this width.
     pub(crate) fn select(&mut self, mask: Value, a: Value, b: Value) -> Value {
         match self.lanes {
-            Lanes::X4 => {
+            Lanes::X4 | Lanes::X2 => {
                 let ty = self.b.func.dfg.value_type(a);
                 let m = if self.b.func.dfg.value_type(mask) == ty {
                     mask
@@ -151,7 +204,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// Logical not of a mask.
     pub(crate) fn not(&mut self, mask: Value) -> Value {
         match self.lanes {
-            Lanes::X4 => self.b.ins().bnot(mask),
+            Lanes::X4 | Lanes::X2 => self.b.ins().bnot(mask),
             Lanes::X1 => {
                 let one = self.b.ins().iconst(types::I8, 1);
                 self.b.ins().bxor(mask, one)

@@ -21,13 +21,19 @@
 //!   approximations; on `f64`, and `Power` on every type, call the host helpers of
 //!   [`crate::helpers`], which run the reference's own scalar code.
 //!
-//! In a vector loop, ops without a vector instruction (integer `Divide`, `Power`) run per
-//! lane with the scalar lowering.
+//! In a vector loop, ops without a vector lowering run per lane with the scalar lowering
+//! (extract each lane, compute, insert): integer `Divide` (Cranelift's `sdiv` is scalar
+//! only: the verifier rejects `sdiv.i32x4` / `sdiv.i64x2`), the host helpers (`Power` on
+//! every type, `Exp`/`Log`/`Tanh`/`Sigmoid`/`Erf` on `f64`), and `Convert` `f64` to `i64`
+//! (x64 Cranelift 0.135 has no lowering of `fcvt_to_sint_sat.i64x2`: "should be implemented
+//! in ISLE", with or without AVX-512). Every other `I64X2` / `F64X2` op used here lowers
+//! with SSE4.2 and up (`imul`, `smax`/`smin`, `iabs` and `fcvt_from_sint.f64x2` by an
+//! instruction sequence where AVX-512 is missing).
 
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
+use cranelift_codegen::ir::{FuncRef, InstBuilder, Value};
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, UnaryOp};
 
 use super::lanes::{Emit, Lanes};
@@ -100,7 +106,7 @@ pub(crate) fn lower(
         SlotOp::Binary(b, _, _) => binary(e, helpers, *b, slot.ty, args[0], args[1]),
         SlotOp::Compare(c, _, _) => Ok(compare(e, *c, operand_ty(0), args[0], args[1])),
         SlotOp::Select(..) => Ok(e.select(args[0], args[1], args[2])),
-        SlotOp::Convert(_) => Ok(convert(e, operand_ty(0), slot.ty, args[0])),
+        SlotOp::Convert(_) => convert(e, operand_ty(0), slot.ty, args[0]),
         SlotOp::Load { .. } | SlotOp::Const(_) => Err(bad("a load or constant is not an op")),
     }
 }
@@ -157,7 +163,11 @@ fn unary(
                 e.select(gt, p, r)
             }
             _ if t == ElementType::F32 => vmath::emit(e, u, x)?,
-            _ => return Some(helpers.call(e, Helper::UnaryF64(u), &[x])),
+            _ => {
+                return Some(per_lane(e, t, &[x], |e, v| {
+                    helpers.call(e, Helper::UnaryF64(u), v)
+                }))
+            }
         },
         (_, UnaryOp::Negative) => e.b.ins().ineg(x),
         (_, UnaryOp::Abs) => e.b.ins().iabs(x),
@@ -214,7 +224,8 @@ fn binary(
     })
 }
 
-/// Runs `f` on each lane of `args` with scalar code (in a scalar loop: once).
+/// Runs `f` on each lane of `args` with scalar code (in a scalar loop: once); the lanes of
+/// the result, of element type `t`, are put together in order.
 fn per_lane(
     e: &mut Emit,
     t: ElementType,
@@ -226,7 +237,7 @@ fn per_lane(
     }
     let vec_ty = e.ty(t);
     let mut acc: Option<Value> = None;
-    for lane in 0..4u8 {
+    for lane in 0..e.lanes.count() as u8 {
         let lane_args: Vec<Value> = args
             .iter()
             .map(|&v| e.b.ins().extractlane(v, lane))
@@ -311,15 +322,20 @@ fn compare(e: &mut Emit, c: CompareOp, t: ElementType, a: Value, b: Value) -> Va
     }
 }
 
-fn convert(e: &mut Emit, from: ElementType, to: ElementType, x: Value) -> Value {
+fn convert(e: &mut Emit, from: ElementType, to: ElementType, x: Value) -> Result<Value, JitError> {
     use ElementType::{Bool, F32, F64, I32, I64};
     if from == to {
-        return x;
+        return Ok(x);
     }
     let to_ty = e.ty(to);
-    match (from, to) {
+    Ok(match (from, to) {
         (F32, F64) => e.b.ins().fpromote(to_ty, x),
         (F64, F32) => e.b.ins().fdemote(to_ty, x),
+        // No `fcvt_to_sint_sat.i64x2` on x64: per lane.
+        (F64, I64) if e.lanes == Lanes::X2 => per_lane(e, to, &[x], |e, v| {
+            let ty = e.ty(to);
+            Ok(e.b.ins().fcvt_to_sint_sat(ty, v[0]))
+        })?,
         (F32 | F64, I32 | I64) => e.b.ins().fcvt_to_sint_sat(to_ty, x),
         (I32 | I64, F32 | F64) => e.b.ins().fcvt_from_sint(to_ty, x),
         (I32, I64) => e.b.ins().sextend(to_ty, x),
@@ -338,11 +354,13 @@ fn convert(e: &mut Emit, from: ElementType, to: ElementType, x: Value) -> Value 
             e.select(x, p, z)
         }
         _ => x,
-    }
+    })
 }
 
-/// `I8` 0/1 to a vector mask lane value, used when a scalar bool is splat.
+/// `I8` 0/1 to a lane of a vector mask (all-ones / zero `I32` or `I64`, by the width of
+/// `e`), used when a scalar bool is splat.
 pub(crate) fn bool_to_mask_lane(e: &mut Emit, x: Value) -> Value {
-    let wide = e.b.ins().uextend(types::I32, x);
+    let lane = e.ty(ElementType::Bool).lane_type();
+    let wide = e.b.ins().uextend(lane, x);
     e.b.ins().ineg(wide)
 }

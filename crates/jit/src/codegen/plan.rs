@@ -77,7 +77,8 @@ pub(crate) struct KernelPlan {
     pub name: String,
     /// Elements in the iteration space (every output holds this many).
     pub count: usize,
-    /// Vector (`f32`/`i32`/`bool` only) or scalar loop.
+    /// The loop's lane width: `X4` when every value is `f32`/`i32`/`bool`, `X2` when every
+    /// value is `f64`/`i64`/`bool`, else the scalar `X1` ([`Lanes::for_types`]).
     pub lanes: Lanes,
     /// Input buffers: the live-ins in order, then the hidden constant buffers.
     pub args: Vec<ArgSpec>,
@@ -187,16 +188,10 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
             len: c.len(),
         });
     }
-    let vector_ok = p.slots.iter().all(|s| {
-        matches!(
-            s.ty,
-            ElementType::F32 | ElementType::I32 | ElementType::Bool
-        )
-    });
     Ok(KernelPlan {
         name: name.to_string(),
         count,
-        lanes: if vector_ok { Lanes::X4 } else { Lanes::X1 },
+        lanes: Lanes::for_types(p.slots.iter().map(|s| s.ty)),
         args,
         live_ins: p.live_ins,
         constants: p.constants,

@@ -12,6 +12,7 @@ mod parallel;
 mod provenance;
 mod trace;
 mod vmath;
+mod x2;
 
 use graphlift_ir::{ElementType, Function, TensorData};
 use graphlift_runtime::reference::evaluate_function;
@@ -19,8 +20,9 @@ use graphlift_runtime::Tensor;
 
 use crate::JitKernel;
 
-/// Sizes that exercise the unrolled loop, the single vector step and every tail length.
-pub(super) const SIZES: [usize; 10] = [0, 1, 3, 4, 5, 7, 8, 9, 17, 1000];
+/// Sizes that exercise the unrolled loop, the single vector step and every tail length, of
+/// both vector widths (4 lanes: step 8, body 4, tail 1–3; 2 lanes: step 4, body 2, tail 1).
+pub(super) const SIZES: [usize; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 1000];
 
 /// Special values of each element type, as `f64`-free typed vectors.
 pub(super) fn specials(t: ElementType) -> TensorData {

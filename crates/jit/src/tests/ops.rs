@@ -262,7 +262,8 @@ fn mixed_type_kernels_vector_and_scalar() {
         &inputs(&[F32, I32, Bool], 203),
         Expect::Exact,
     );
-    // f64 and i64 force the scalar loop; f32 values in it use the scalar lowering.
+    // f32 beside f64 and i64 forces the scalar loop; f32 values in it use the scalar
+    // lowering.
     let b = FunctionBuilder::new("mixed_scalar");
     let x = b.parameter("x", F64, [77]);
     let y = b.parameter("y", I64, [77]);
