@@ -5,7 +5,7 @@
 //! accepted, or a crash is a finding.
 //!
 //! Compared with the proptest in `tests/differential.rs`, the decoder reaches further:
-//! ranks up to 4, extents on both sides of the vector width and the 2× unroll (4, 8, 16,
+//! ranks up to 4, extents on both sides of the vector widths and the 2× unroll (2, 4, 8, 16,
 //! 17, 31, 33, 64), up to 24 ops, and up to 4,096 elements.
 #![no_main]
 
@@ -17,7 +17,7 @@ use graphlift::runtime::Backend as BackendTrait;
 use graphlift::Backend;
 use libfuzzer_sys::fuzz_target;
 
-/// Extents across the vector-width (4 lanes) and unroll (8) boundaries.
+/// Extents across the vector-width (2 and 4 lanes) and 2× unroll (4 and 8) boundaries.
 const EXTENTS: [usize; 16] = [0, 1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17, 31, 33, 64];
 const MAX_ELEMENTS: usize = 4096;
 
