@@ -11,8 +11,8 @@
 //! `expm1(-inf) = -1`; `expm1(+inf) = +inf`; NaN stays NaN; `expm1(±0) = ±0` (by select).
 //! The result is never below `-1`.
 //!
-//! **Maximum error: 2 ulp**, measured with `graphlift accuracy expm1` over every `f32`
-//! against `f64::exp_m1` (see [`crate::vmath`]).
+//! **Maximum error: 2 ulp** (measured 1.439 ulp with `graphlift accuracy expm1` over every `f32`
+//! against `f64::exp_m1`; see [`crate::vmath`]).
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, Value};
