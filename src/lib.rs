@@ -17,6 +17,8 @@
 //! assert_eq!(out[0].read::<f32>().unwrap(), &[1.0, 36.0, 6.0, 55.0, 3.0, 55.0, 105.0, 171.0]);
 //! ```
 
+#![warn(missing_docs)]
+
 use std::sync::Arc;
 
 pub mod differential;

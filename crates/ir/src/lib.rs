@@ -16,6 +16,8 @@
 //! [`Function::to_text`] (also `Display`) prints a function one node a line, for dumps
 //! after each pass; the format is described in [`text`].
 
+#![warn(missing_docs)]
+
 mod builder;
 pub mod dot;
 mod element_type;

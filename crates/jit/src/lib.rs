@@ -45,6 +45,8 @@
 //! In a vector loop a helper is called once per lane. So are the ops that have no vector
 //! lowering on x64: integer `Divide` (made trap-free first) and `Convert` `f64` to `i64`.
 
+#![warn(missing_docs)]
+
 pub mod accuracy;
 mod backend;
 mod cache;

@@ -56,6 +56,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod algebraic_simplification;
 mod constant_folding;
 mod cse;

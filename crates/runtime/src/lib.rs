@@ -13,6 +13,8 @@
 //! assert_eq!(out[0].read::<f32>().unwrap(), &[0.0, 0.5, 2.0]);
 //! ```
 
+#![warn(missing_docs)]
+
 mod backend;
 pub mod compare;
 mod error;
