@@ -3,10 +3,10 @@
 //!
 //! | expr | inputs | per output element |
 //! |---|---|---|
-//! | E1 | a, b, c, d: f32[N] | `max((a + b) * c, 0) + d` |
-//! | E2 | x: f32[N] | `0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))` (GELU, tanh form) |
-//! | E3 | x: f32[N] | `x / (1 + exp(-x))` (SiLU) |
-//! | E4 | X: f32[N/1024, 1024], b: f32[1024] | `max(X + b, 0)` (bias add + relu) |
+//! | E1 | a, b, c, d: `f32[N]` | `max((a + b) * c, 0) + d` |
+//! | E2 | x: `f32[N]` | `0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))` (GELU, tanh form) |
+//! | E3 | x: `f32[N]` | `x / (1 + exp(-x))` (SiLU) |
+//! | E4 | X: `f32[N/1024, 1024]`, b: `f32[1024]` | `max(X + b, 0)` (bias add + relu) |
 
 use crate::{ElementType, Function, FunctionBuilder, IrError, Shape};
 

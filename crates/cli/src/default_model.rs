@@ -1,5 +1,5 @@
 //! The embedded default model of `graphlift run`: nGraph's `halide_subgraph` graph,
-//! relu((A+B)*C)+D over f32[8], followed by a SiLU, y*sigmoid(y), as a second output.
+//! relu((A+B)*C)+D over `f32[8]`, followed by a SiLU, y*sigmoid(y), as a second output.
 //!
 //! It is built as an ONNX `ModelProto` in code and encoded to bytes, so it goes through the
 //! same importer as a model file. Its inputs are nGraph's test data; the expected outputs are
