@@ -11,5 +11,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo fmt --manifest-path fuzz/Cargo.toml --check
 cargo clippy --manifest-path fuzz/Cargo.toml --target-dir target/fuzz-check --all-targets -- -D warnings
 cargo test --workspace
+# Broken intra-doc links and malformed doc comments fail the build too.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The conformance table (passed / unsupported / failed per backend, unsupported cases listed).
 cargo test -p graphlift --test onnx_node_tests -- --nocapture
