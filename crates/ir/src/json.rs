@@ -55,8 +55,14 @@
 //!   (`other_deps`, by name) refer to nodes by their unique name.
 //! - `op.type` is the nGraph op name ([`crate::Op::type_name`]); attributes: `to` (element
 //!   type) for `Convert`, `shape` for `Broadcast`, `element_type` and `values` for
-//!   `Constant`, `body` (a nested `function` object, same layout) for `FusedKernel`. An op
-//!   given an attribute it does not take is an error.
+//!   `Constant`, `body` (a nested `function` object, same layout) for `FusedKernel`;
+//!   `shape` for `Reshape`, `perm` for `Transpose`, `slice` (a list of
+//!   `{"start", "step", "len"}`) for `Slice`, `axis` for `Concat`, `Gather` and `Softmax`,
+//!   `axes` and `keep_dims` for `ReduceSum`/`ReduceMean`/`ReduceMax`/`ReduceMin`/
+//!   `ReduceProd`, `axis` and `epsilon` for `LayerNorm`, `epsilon` for
+//!   `BatchNormInference`, `window` (`{"shape", "strides", "dilations", "pads_begin",
+//!   "pads_end"}`) for `MaxPool`, and `window` and `groups` for `Convolution`. An op given an
+//!   attribute it does not take, or missing one it needs, is an error.
 //! - `outputs` records each output's type. Loading re-runs shape and type inference and
 //!   rejects a node whose recorded types differ, naming it; Parameters and Constants carry
 //!   their type here.

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod attrs;
 mod builder;
 pub mod dot;
 mod element_type;
@@ -32,6 +33,7 @@ mod shape;
 mod tensor_data;
 pub mod text;
 
+pub use attrs::{Convolution, LayerNorm, ReduceOp, Reduction, SliceAxis, Window};
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;
 pub use error::{InferenceError, IrError, SerializationError, SerializationErrorKind};

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::attrs::{Convolution, LayerNorm, ReduceOp, Reduction, SliceAxis, Window};
 use crate::{ElementType, Function, Shape, TensorData};
 
 /// Elementwise ops of one operand.
@@ -124,6 +125,43 @@ pub enum Op {
     Broadcast(Shape),
     /// A fused kernel with any number of inputs and outputs.
     FusedKernel(Arc<FusedKernel>),
+    /// The same elements in row-major order under a new shape of equal element count
+    /// (nGraph `Reshape` without a permutation; ONNX `Reshape`, `Squeeze`, `Unsqueeze`,
+    /// `Flatten`).
+    Reshape(Shape),
+    /// Permutes the axes: output axis `i` is input axis `perm[i]` (ONNX `Transpose`).
+    Transpose(Vec<usize>),
+    /// A strided slice, one [`SliceAxis`] per input axis (ONNX `Slice`, normalised).
+    Slice(Vec<SliceAxis>),
+    /// Joins its inputs (one or more, equal element types, equal extents except on the axis)
+    /// along an axis (ONNX `Concat`).
+    Concat(usize),
+    /// `Gather(axis)` of `data` `[d0, .., d(axis), ..]` by integer `indices` of shape `I`:
+    /// output shape `d[..axis] ++ I ++ d[axis+1..]`. A negative index counts from the end
+    /// (ONNX); an index out of `[-d(axis), d(axis))` is an error at run time.
+    Gather(usize),
+    /// A reduction over axes (ONNX `ReduceSum`, `ReduceMean`, ..., `GlobalAveragePool`).
+    Reduce(Reduction),
+    /// Matrix product of `a` `[..., M, K]` and `b` `[..., K, N]` giving `[..., M, N]`; both
+    /// ranks are at least 2 and the batch axes `...` broadcast as numpy's `matmul` does.
+    MatMul,
+    /// Softmax along one axis, `exp(x - max) / sum(exp(x - max))` (ONNX `Softmax`, opset 13).
+    Softmax(usize),
+    /// Layer normalisation of `x` over the axes `axis..` with `scale` and `bias` of shape
+    /// `x.shape[axis..]`: `(x - mean) / sqrt(var + epsilon) * scale + bias`, biased variance
+    /// (ONNX `LayerNormalization`'s first output).
+    LayerNorm(LayerNorm),
+    /// A 2-D (or N-D) convolution of `x` `[N, C, D..]` with a filter `[M, C / groups, K..]`;
+    /// no bias (importers add one as a broadcast `Add`).
+    Convolution(Convolution),
+    /// Batch normalisation in inference mode of `x` `[N, C, ..]` with per-channel `scale`,
+    /// `bias`, `mean` and `variance` (each `[C]`), the attribute being `epsilon`:
+    /// `(x - mean) / sqrt(variance + epsilon) * scale + bias` (nGraph
+    /// `BatchNormInference`).
+    BatchNormInference(f64),
+    /// Max pooling of `x` `[N, C, D..]` over a window; padding never wins (it acts as
+    /// `-inf`).
+    MaxPool(Window),
 }
 
 impl Op {
@@ -140,6 +178,24 @@ impl Op {
             Op::Convert(_) => "Convert",
             Op::Broadcast(_) => "Broadcast",
             Op::FusedKernel(_) => "FusedKernel",
+            Op::Reshape(_) => "Reshape",
+            Op::Transpose(_) => "Transpose",
+            Op::Slice(_) => "Slice",
+            Op::Concat(_) => "Concat",
+            Op::Gather(_) => "Gather",
+            Op::Reduce(r) => match r.op {
+                ReduceOp::Sum => "ReduceSum",
+                ReduceOp::Mean => "ReduceMean",
+                ReduceOp::Max => "ReduceMax",
+                ReduceOp::Min => "ReduceMin",
+                ReduceOp::Prod => "ReduceProd",
+            },
+            Op::MatMul => "MatMul",
+            Op::Softmax(_) => "Softmax",
+            Op::LayerNorm(_) => "LayerNorm",
+            Op::Convolution(_) => "Convolution",
+            Op::BatchNormInference(_) => "BatchNormInference",
+            Op::MaxPool(_) => "MaxPool",
         }
     }
 
@@ -158,8 +214,55 @@ impl fmt::Display for Op {
         match self {
             Op::Convert(t) => write!(f, "Convert<{t}>"),
             Op::Broadcast(s) => write!(f, "Broadcast<{s}>"),
+            Op::Reshape(s) => write!(f, "Reshape<{s}>"),
+            Op::Transpose(p) => write!(f, "Transpose<{p:?}>"),
+            Op::Slice(axes) => {
+                f.write_str("Slice<")?;
+                for (i, a) in axes.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(f, "{sep}{}:{}:{}", a.start, a.len, a.step)?;
+                }
+                f.write_str(">")
+            }
+            Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => {
+                write!(f, "{}<axis={axis}>", self.type_name())
+            }
+            Op::Reduce(r) => write!(f, "{}<{:?}{}>", self.type_name(), r.axes, keep(r.keep_dims)),
+            Op::LayerNorm(l) => write!(f, "LayerNorm<axis={}, epsilon={:e}>", l.axis, l.epsilon),
+            Op::BatchNormInference(eps) => write!(f, "BatchNormInference<epsilon={eps:e}>"),
+            Op::Convolution(c) => {
+                write!(
+                    f,
+                    "Convolution<{}, groups={}>",
+                    WindowText(&c.window),
+                    c.groups
+                )
+            }
+            Op::MaxPool(w) => write!(f, "MaxPool<{}>", WindowText(w)),
             _ => f.write_str(self.type_name()),
         }
+    }
+}
+
+fn keep(keep_dims: bool) -> &'static str {
+    if keep_dims {
+        ", keep_dims"
+    } else {
+        ""
+    }
+}
+
+/// A [`Window`] as `window=[3, 3], strides=[1, 1], ...`.
+struct WindowText<'a>(&'a Window);
+
+impl fmt::Display for WindowText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let w = self.0;
+        write!(
+            f,
+            "window={:?}, strides={:?}, dilations={:?}, pads_begin={:?}, pads_end={:?}",
+            w.shape, w.strides, w.dilations, w.pads_begin, w.pads_end
+        )
     }
 }
 

@@ -116,6 +116,8 @@ enum OpKey {
     Constant(u64),
     /// Number of nodes of the body.
     FusedKernel(usize),
+    /// Any other op, by type name; [`same_op`] compares the attributes.
+    Other(&'static str),
 }
 
 impl Key {
@@ -138,6 +140,7 @@ impl Key {
                 OpKey::Constant(h.finish())
             }
             Op::FusedKernel(k) => OpKey::FusedKernel(k.body.node_count()),
+            op => OpKey::Other(op.type_name()),
         };
         Some(Key {
             op,

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
+use crate::attrs::{Convolution, LayerNorm, ReduceOp, Reduction};
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
 use crate::{
@@ -281,6 +282,14 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("element_type", op.element_type.is_some()),
         ("values", op.values.is_some()),
         ("body", op.body.is_some()),
+        ("perm", op.perm.is_some()),
+        ("slice", op.slice.is_some()),
+        ("axis", op.axis.is_some()),
+        ("axes", op.axes.is_some()),
+        ("keep_dims", op.keep_dims.is_some()),
+        ("epsilon", op.epsilon.is_some()),
+        ("window", op.window.is_some()),
+        ("groups", op.groups.is_some()),
     ] {
         if is_set {
             present.push(field);
@@ -291,6 +300,15 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Broadcast" => &["shape"],
         "Constant" => &["element_type", "values"],
         "FusedKernel" => &["body"],
+        "Reshape" => &["shape"],
+        "Transpose" => &["perm"],
+        "Slice" => &["slice"],
+        "Concat" | "Gather" | "Softmax" => &["axis"],
+        "LayerNorm" => &["axis", "epsilon"],
+        "BatchNormInference" => &["epsilon"],
+        "Convolution" => &["window", "groups"],
+        "MaxPool" => &["window"],
+        k if k.starts_with("Reduce") => &["axes", "keep_dims"],
         _ => &[],
     };
     if let Some(extra) = present.iter().find(|f| !takes.contains(f)) {
@@ -328,8 +346,31 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
                 body: decode_function(*body, loc)?,
             }))
         }
+        "Reshape" => Op::Reshape(Shape::new(op.shape.unwrap_or_default())),
+        "Transpose" => Op::Transpose(op.perm.unwrap_or_default()),
+        "Slice" => Op::Slice(op.slice.unwrap_or_default()),
+        "Concat" => Op::Concat(op.axis.unwrap_or_default()),
+        "Gather" => Op::Gather(op.axis.unwrap_or_default()),
+        "Softmax" => Op::Softmax(op.axis.unwrap_or_default()),
+        "MatMul" => Op::MatMul,
+        "LayerNorm" => Op::LayerNorm(LayerNorm {
+            axis: op.axis.unwrap_or_default(),
+            epsilon: op.epsilon.unwrap_or_default(),
+        }),
+        "BatchNormInference" => Op::BatchNormInference(op.epsilon.unwrap_or_default()),
+        "Convolution" => Op::Convolution(Convolution {
+            window: op.window.unwrap_or_default(),
+            groups: op.groups.unwrap_or_default(),
+        }),
+        "MaxPool" => Op::MaxPool(op.window.unwrap_or_default()),
         other => {
-            if let Some(u) = UnaryOp::ALL.into_iter().find(|u| u.name() == other) {
+            if let Some(r) = other.strip_prefix("Reduce").and_then(ReduceOp::from_name) {
+                Op::Reduce(Reduction {
+                    op: r,
+                    axes: op.axes.unwrap_or_default(),
+                    keep_dims: op.keep_dims.unwrap_or_default(),
+                })
+            } else if let Some(u) = UnaryOp::ALL.into_iter().find(|u| u.name() == other) {
                 Op::Unary(u)
             } else if let Some(b) = BinaryOp::ALL.into_iter().find(|b| b.name() == other) {
                 Op::Binary(b)

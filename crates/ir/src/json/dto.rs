@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::attrs::{SliceAxis, Window};
+
 /// The whole document: a format tag, a version and one function.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,8 +67,11 @@ pub(super) struct NodeDto<N> {
 ///
 /// Missing optional attributes read as `None` (serde's rule for `Option` fields).
 ///
-/// `to` for `Convert`; `shape` for `Broadcast`; `element_type` and `values` for `Constant`;
-/// `body` for `FusedKernel`.
+/// `to` for `Convert`; `shape` for `Broadcast` and `Reshape`; `element_type` and `values`
+/// for `Constant`; `body` for `FusedKernel`; `perm` for `Transpose`; `slice` for `Slice`;
+/// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
+/// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
+/// and `Convolution`, which also takes `groups`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct OpDto<N> {
@@ -83,6 +88,22 @@ pub(super) struct OpDto<N> {
     pub values: Option<Vec<serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<Box<FunctionDto<N>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perm: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice: Option<Vec<SliceAxis>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub axis: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub axes: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_dims: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<usize>,
 }
 
 impl<N> OpDto<N> {
@@ -95,6 +116,14 @@ impl<N> OpDto<N> {
             element_type: None,
             values: None,
             body: None,
+            perm: None,
+            slice: None,
+            axis: None,
+            axes: None,
+            keep_dims: None,
+            epsilon: None,
+            window: None,
+            groups: None,
         }
     }
 }

@@ -63,8 +63,31 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.values = Some(constant_values(d));
         }
         Op::FusedKernel(k) => dto.body = Some(Box::new(function_dto(&k.body))),
-        Op::Parameter | Op::Result | Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select => {
+        Op::Reshape(s) => dto.shape = Some(s.dims().to_vec()),
+        Op::Transpose(p) => dto.perm = Some(p.clone()),
+        Op::Slice(axes) => dto.slice = Some(axes.clone()),
+        Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => dto.axis = Some(*axis),
+        Op::Reduce(r) => {
+            dto.axes = Some(r.axes.clone());
+            dto.keep_dims = Some(r.keep_dims);
         }
+        Op::LayerNorm(l) => {
+            dto.axis = Some(l.axis);
+            dto.epsilon = Some(l.epsilon);
+        }
+        Op::BatchNormInference(eps) => dto.epsilon = Some(*eps),
+        Op::Convolution(c) => {
+            dto.window = Some(c.window.clone());
+            dto.groups = Some(c.groups);
+        }
+        Op::MaxPool(w) => dto.window = Some(w.clone()),
+        Op::Parameter
+        | Op::Result
+        | Op::Unary(_)
+        | Op::Binary(_)
+        | Op::Compare(_)
+        | Op::Select
+        | Op::MatMul => {}
     }
     dto
 }

@@ -302,6 +302,13 @@ impl Planner {
                     node.name()
                 )))
             }
+            op => {
+                return Err(unsupported(format!(
+                    "`{}`: {} is not elementwise and has no place in a fused kernel",
+                    node.name(),
+                    op.type_name()
+                )))
+            }
         };
         Ok(Some(self.push(op, ty, node)))
     }

@@ -2,6 +2,8 @@
 
 use graphlift_ir::{Shape, TensorData};
 
+use super::layout::{strided_indices, take};
+
 /// Broadcasts `data` of shape `from` to shape `to` (numpy rules: axes aligned at the right,
 /// an extent of 1 repeats).
 ///
@@ -15,48 +17,21 @@ pub fn broadcast(data: &TensorData, from: &Shape, to: &Shape) -> Result<TensorDa
     if data.len() != n_in {
         return Err(format!("{} elements for shape {from}", data.len()));
     }
-    let n = to.element_count().map_err(|e| e.to_string())?;
-    let index = source_indices(from, to, n);
-    Ok(match data {
-        TensorData::F32(v) => TensorData::F32(index.iter().map(|&i| v[i]).collect()),
-        TensorData::F64(v) => TensorData::F64(index.iter().map(|&i| v[i]).collect()),
-        TensorData::I32(v) => TensorData::I32(index.iter().map(|&i| v[i]).collect()),
-        TensorData::I64(v) => TensorData::I64(index.iter().map(|&i| v[i]).collect()),
-        TensorData::Bool(v) => TensorData::Bool(index.iter().map(|&i| v[i]).collect()),
-    })
-}
-
-/// For each of the `n` elements of `to`, the index of its source element in `from`.
-fn source_indices(from: &Shape, to: &Shape, n: usize) -> Vec<usize> {
+    to.element_count().map_err(|e| e.to_string())?;
     let rank = to.rank();
     let offset = rank - from.rank();
     let in_strides = from.strides();
     // Stride in the source for each output axis (0 where the source repeats).
-    let strides: Vec<usize> = (0..rank)
+    let strides: Vec<isize> = (0..rank)
         .map(|a| {
             if a < offset || from.dims()[a - offset] == 1 {
                 0
             } else {
-                in_strides[a - offset]
+                in_strides[a - offset] as isize
             }
         })
         .collect();
-    let mut idx = vec![0usize; rank];
-    let mut out = Vec::with_capacity(n);
-    let mut src = 0usize;
-    for _ in 0..n {
-        out.push(src);
-        for a in (0..rank).rev() {
-            idx[a] += 1;
-            src += strides[a];
-            if idx[a] < to.dims()[a] {
-                break;
-            }
-            src -= strides[a] * idx[a];
-            idx[a] = 0;
-        }
-    }
-    out
+    Ok(take(data, &strided_indices(to.dims(), &strides, 0)))
 }
 
 #[cfg(test)]

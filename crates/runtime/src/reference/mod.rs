@@ -36,6 +36,12 @@
 
 mod broadcast;
 mod elementwise;
+mod layout;
+mod matmul;
+mod normalize;
+mod reduce;
+mod widen;
+mod window;
 
 use std::collections::HashMap;
 
@@ -49,6 +55,11 @@ pub use elementwise::{
     binary, binary_f32, binary_f64, binary_i32, binary_i64, compare, convert, select, unary,
     unary_f64,
 };
+pub use layout::{concat, gather, slice, transpose};
+pub use matmul::matmul;
+pub use normalize::{batch_norm, layer_norm, softmax};
+pub use reduce::reduce;
+pub use window::{convolution, max_pool};
 
 /// Evaluates one node on its input tensors.
 ///
@@ -88,6 +99,37 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         Op::Select => one(select(data(0), data(1), data(2))),
         Op::Convert(to) => one(Ok(convert(data(0), *to))),
         Op::Broadcast(target) => one(broadcast(data(0), inputs[0].shape(), target)),
+        Op::Reshape(_) => one(Ok(data(0).clone())),
+        Op::Transpose(perm) => one(transpose(data(0), inputs[0].shape(), perm)),
+        Op::Slice(axes) => one(slice(data(0), inputs[0].shape(), axes)),
+        Op::Concat(axis) => {
+            let parts: Vec<_> = inputs.iter().map(|t| (t.data(), t.shape())).collect();
+            one(concat(&parts, *axis))
+        }
+        Op::Gather(axis) => one(gather(data(0), inputs[0].shape(), data(1), *axis)),
+        Op::Reduce(r) => one(reduce(data(0), inputs[0].shape(), r)),
+        Op::MatMul => one(matmul(
+            data(0),
+            inputs[0].shape(),
+            data(1),
+            inputs[1].shape(),
+        )),
+        Op::Softmax(axis) => one(softmax(data(0), inputs[0].shape(), *axis)),
+        Op::LayerNorm(l) => one(layer_norm(data(0), inputs[0].shape(), data(1), data(2), l)),
+        Op::BatchNormInference(eps) => one(batch_norm(
+            data(0),
+            inputs[0].shape(),
+            [data(1), data(2), data(3), data(4)],
+            *eps,
+        )),
+        Op::Convolution(c) => one(convolution(
+            data(0),
+            inputs[0].shape(),
+            data(1),
+            inputs[1].shape(),
+            c,
+        )),
+        Op::MaxPool(w) => one(max_pool(data(0), inputs[0].shape(), w)),
         Op::FusedKernel(k) => {
             let owned: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
             evaluate_function(&k.body, &owned)

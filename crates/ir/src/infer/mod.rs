@@ -1,5 +1,7 @@
 //! Shape and element-type inference: the output types of an op from its operand types.
 
+mod tensor_ops;
+
 use crate::{BinaryOp, ElementType, Op, TensorType};
 
 /// The output types of `op` applied to operands of types `inputs`.
@@ -114,6 +116,18 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorTy
                 })
                 .collect()
         }
+        Op::Reshape(target) => tensor_ops::reshape(target, inputs),
+        Op::Transpose(perm) => tensor_ops::transpose(perm, inputs),
+        Op::Slice(axes) => tensor_ops::slice(axes, inputs),
+        Op::Concat(axis) => tensor_ops::concat(*axis, inputs),
+        Op::Gather(axis) => tensor_ops::gather(*axis, inputs),
+        Op::Reduce(r) => tensor_ops::reduce(r, inputs),
+        Op::MatMul => tensor_ops::matmul(inputs),
+        Op::Softmax(axis) => tensor_ops::softmax(*axis, inputs),
+        Op::LayerNorm(l) => tensor_ops::layer_norm(l, inputs),
+        Op::Convolution(c) => tensor_ops::convolution(c, inputs),
+        Op::BatchNormInference(eps) => tensor_ops::batch_norm(*eps, inputs),
+        Op::MaxPool(w) => tensor_ops::max_pool(w, inputs),
     }
 }
 

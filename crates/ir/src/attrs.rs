@@ -1,0 +1,183 @@
+//! Attributes of the ops that are not elementwise: reductions, slices, normalisations,
+//! convolution and pooling.
+//!
+//! Every attribute is static and already normalised: axes are non-negative and in range,
+//! paddings are explicit per spatial axis. Importers (ONNX's negative axes, `auto_pad`,
+//! `ceil_mode`, opset differences) resolve their conventions into these forms, so an op's
+//! meaning never depends on where it came from. What each op computes is defined by the
+//! reference interpreter in `graphlift-runtime`.
+
+use serde::{Deserialize, Serialize};
+
+/// How a [`Reduction`] combines the elements of the reduced axes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReduceOp {
+    /// Sum (`0` over no elements).
+    Sum,
+    /// Arithmetic mean (floats only; NaN over no elements).
+    Mean,
+    /// Maximum (`-inf` / the type's minimum over no elements; NaN propagates).
+    Max,
+    /// Minimum (`+inf` / the type's maximum over no elements; NaN propagates).
+    Min,
+    /// Product (`1` over no elements).
+    Prod,
+}
+
+impl ReduceOp {
+    /// Every reduction.
+    pub const ALL: [ReduceOp; 5] = [
+        ReduceOp::Sum,
+        ReduceOp::Mean,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Prod,
+    ];
+
+    /// The op's name (`Sum`, `Mean`, ...), as in nGraph's `ReduceSum` without the prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "Sum",
+            ReduceOp::Mean => "Mean",
+            ReduceOp::Max => "Max",
+            ReduceOp::Min => "Min",
+            ReduceOp::Prod => "Prod",
+        }
+    }
+
+    /// The reduction named `name` (as [`ReduceOp::name`] spells it).
+    pub fn from_name(name: &str) -> Option<ReduceOp> {
+        ReduceOp::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
+/// A reduction over some axes (nGraph's `ReduceSum`/`ReduceMean`/..., ONNX's `Reduce*`).
+///
+/// `axes` are sorted, distinct and `< rank`; an empty list reduces nothing (the output is
+/// the input). With `keep_dims` the reduced axes stay as extent 1, otherwise they are
+/// removed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Reduction {
+    /// How elements are combined.
+    pub op: ReduceOp,
+    /// The reduced axes, ascending.
+    pub axes: Vec<usize>,
+    /// Keep reduced axes as extent 1.
+    pub keep_dims: bool,
+}
+
+/// One axis of a [`Op::Slice`](crate::Op::Slice): output element `i` of this axis reads
+/// input element `start + i * step`, for `i` in `0..len`.
+///
+/// `step` is non-zero and may be negative (ONNX `Slice` with negative steps); when `len > 0`
+/// both `start` and `start + (len - 1) * step` lie inside the input extent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceAxis {
+    /// First input index read.
+    pub start: usize,
+    /// Distance between consecutive input indices (non-zero).
+    pub step: i64,
+    /// Output extent.
+    pub len: usize,
+}
+
+impl SliceAxis {
+    /// The whole axis of extent `dim`, in order.
+    pub fn full(dim: usize) -> SliceAxis {
+        SliceAxis {
+            start: 0,
+            step: 1,
+            len: dim,
+        }
+    }
+}
+
+/// Geometry shared by convolution and pooling over the spatial axes of an `N, C, D1, ...`
+/// tensor: one entry per spatial axis in each vector.
+///
+/// The output extent of spatial axis `a` is
+/// `(in + pads_begin + pads_end - dilation * (window - 1) - 1) / stride + 1` (rounded down),
+/// the formula of ONNX and nGraph with explicit padding.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    /// Window (kernel) extent per spatial axis; for a convolution this is the filter's
+    /// spatial shape.
+    pub shape: Vec<usize>,
+    /// Strides, each `>= 1`.
+    pub strides: Vec<usize>,
+    /// Dilations, each `>= 1`.
+    pub dilations: Vec<usize>,
+    /// Padding before each spatial axis.
+    pub pads_begin: Vec<usize>,
+    /// Padding after each spatial axis.
+    pub pads_end: Vec<usize>,
+}
+
+impl Window {
+    /// The output extents for input spatial extents `input`, or a message naming the axis
+    /// whose window does not fit (or whose attributes are malformed).
+    pub fn output_extents(&self, input: &[usize]) -> Result<Vec<usize>, String> {
+        let n = input.len();
+        for (what, v) in [
+            ("window shape", &self.shape),
+            ("strides", &self.strides),
+            ("dilations", &self.dilations),
+            ("pads_begin", &self.pads_begin),
+            ("pads_end", &self.pads_end),
+        ] {
+            if v.len() != n {
+                return Err(format!(
+                    "{what} has {} entries for {n} spatial axes",
+                    v.len()
+                ));
+            }
+        }
+        (0..n)
+            .map(|a| {
+                let (k, s, d) = (self.shape[a], self.strides[a], self.dilations[a]);
+                if k == 0 || s == 0 || d == 0 {
+                    return Err(format!(
+                        "spatial axis {a}: window {k}, stride {s} and dilation {d} must be >= 1"
+                    ));
+                }
+                let padded = input[a]
+                    .checked_add(self.pads_begin[a])
+                    .and_then(|v| v.checked_add(self.pads_end[a]))
+                    .ok_or_else(|| format!("spatial axis {a}: padding overflows"))?;
+                let reach = (k - 1)
+                    .checked_mul(d)
+                    .and_then(|r| r.checked_add(1))
+                    .ok_or_else(|| format!("spatial axis {a}: dilated window overflows"))?;
+                if padded < reach {
+                    return Err(format!(
+                        "spatial axis {a}: dilated window {reach} is larger than the padded input {padded}"
+                    ));
+                }
+                Ok((padded - reach) / s + 1)
+            })
+            .collect()
+    }
+}
+
+/// A convolution (ONNX `Conv`, nGraph `GroupConvolution`): input `[N, C, D1, ...]`, filter
+/// `[M, C / groups, K1, ...]`, output `[N, M, O1, ...]`; `groups` divides both `C` and `M`.
+/// Cross-correlation, as in every ML framework: the filter is not flipped.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Convolution {
+    /// Strides, dilations and padding; `window.shape` is the filter's spatial shape.
+    pub window: Window,
+    /// Number of groups (`>= 1`).
+    pub groups: usize,
+}
+
+/// Parameters of layer normalisation (ONNX `LayerNormalization`): normalise over the axes
+/// `axis..rank`, then scale and shift.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerNorm {
+    /// First normalised axis (`< rank`).
+    pub axis: usize,
+    /// Added to the variance before the square root.
+    pub epsilon: f64,
+}

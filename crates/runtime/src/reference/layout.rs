@@ -1,0 +1,278 @@
+//! Data-movement reference kernels: reshape, transpose, slice, concat and gather. None of
+//! them computes; each output element is a copy of one input element.
+
+use graphlift_ir::{Shape, SliceAxis, TensorData};
+
+/// The elements of `data` at `index`, in order (any element type).
+pub(crate) fn take(data: &TensorData, index: &[usize]) -> TensorData {
+    fn pick<T: Copy>(v: &[T], index: &[usize]) -> Vec<T> {
+        index.iter().map(|&i| v[i]).collect()
+    }
+    match data {
+        TensorData::F32(v) => TensorData::F32(pick(v, index)),
+        TensorData::F64(v) => TensorData::F64(pick(v, index)),
+        TensorData::I32(v) => TensorData::I32(pick(v, index)),
+        TensorData::I64(v) => TensorData::I64(pick(v, index)),
+        TensorData::Bool(v) => TensorData::Bool(pick(v, index)),
+    }
+}
+
+/// The source index of every element of an output of extents `dims` (row-major), where
+/// moving one step along output axis `a` moves `strides[a]` in the source and the first
+/// element is at `base`. Broadcast (stride 0), transpose (permuted strides) and slice
+/// (scaled, possibly negative strides) are all this walk.
+pub(crate) fn strided_indices(dims: &[usize], strides: &[isize], base: usize) -> Vec<usize> {
+    let n: usize = dims.iter().product();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let mut idx = vec![0usize; dims.len()];
+    let mut src = base as isize;
+    for _ in 0..n {
+        out.push(src as usize);
+        for a in (0..dims.len()).rev() {
+            idx[a] += 1;
+            src += strides[a];
+            if idx[a] < dims[a] {
+                break;
+            }
+            src -= strides[a] * idx[a] as isize;
+            idx[a] = 0;
+        }
+    }
+    out
+}
+
+fn check_len(data: &TensorData, shape: &Shape) -> Result<usize, String> {
+    let n = shape.element_count().map_err(|e| e.to_string())?;
+    if data.len() == n {
+        Ok(n)
+    } else {
+        Err(format!("{} elements for shape {shape}", data.len()))
+    }
+}
+
+fn signed_strides(shape: &Shape) -> Vec<isize> {
+    shape.strides().iter().map(|&s| s as isize).collect()
+}
+
+/// Permutes the axes of `data` (shape `from`): output axis `i` is input axis `perm[i]`.
+///
+/// # Errors
+/// A message when the data does not fill `from` or `perm` is not a permutation of its axes.
+pub fn transpose(data: &TensorData, from: &Shape, perm: &[usize]) -> Result<TensorData, String> {
+    check_len(data, from)?;
+    if perm.len() != from.rank() || perm.iter().any(|&p| p >= from.rank()) {
+        return Err(format!("perm {perm:?} does not fit {from}"));
+    }
+    let s = signed_strides(from);
+    let dims: Vec<usize> = perm.iter().map(|&p| from.dims()[p]).collect();
+    let strides: Vec<isize> = perm.iter().map(|&p| s[p]).collect();
+    Ok(take(data, &strided_indices(&dims, &strides, 0)))
+}
+
+/// A strided slice of `data` (shape `from`), one [`SliceAxis`] per axis.
+///
+/// # Errors
+/// A message when the data does not fill `from` or a slice axis leaves its extent.
+pub fn slice(data: &TensorData, from: &Shape, axes: &[SliceAxis]) -> Result<TensorData, String> {
+    check_len(data, from)?;
+    if axes.len() != from.rank() {
+        return Err(format!("{} slice axes for {from}", axes.len()));
+    }
+    let s = signed_strides(from);
+    let mut base = 0usize;
+    let mut strides = Vec::with_capacity(axes.len());
+    for (a, (ax, &d)) in axes.iter().zip(from.dims()).enumerate() {
+        if ax.len > 0 {
+            let last = ax.start as i128 + i128::from(ax.step) * (ax.len as i128 - 1);
+            if ax.start >= d || last < 0 || last >= d as i128 {
+                return Err(format!("slice axis {a} leaves the extent {d}"));
+            }
+        }
+        base += ax.start * from.strides()[a];
+        strides.push(ax.step as isize * s[a]);
+    }
+    let dims: Vec<usize> = axes.iter().map(|a| a.len).collect();
+    if dims.contains(&0) {
+        return Ok(take(data, &[]));
+    }
+    Ok(take(data, &strided_indices(&dims, &strides, base)))
+}
+
+/// Joins `parts` (each `(data, shape)`) along `axis`.
+///
+/// # Errors
+/// A message when the parts' element types or shapes do not fit together.
+pub fn concat(parts: &[(&TensorData, &Shape)], axis: usize) -> Result<TensorData, String> {
+    let Some(&(first, first_shape)) = parts.first() else {
+        return Err("nothing to concatenate".into());
+    };
+    if axis >= first_shape.rank() {
+        return Err(format!("axis {axis} is out of range for {first_shape}"));
+    }
+    let outer: usize = first_shape.dims()[..axis].iter().product();
+    let mut chunks = Vec::with_capacity(parts.len());
+    for &(d, s) in parts {
+        check_len(d, s)?;
+        if d.element_type() != first.element_type() || s.rank() != first_shape.rank() {
+            return Err(format!(
+                "cannot join {s} of {} to {first_shape}",
+                d.element_type()
+            ));
+        }
+        // Elements per outer index: the axis extent times everything after it.
+        chunks.push(s.dims()[axis..].iter().product::<usize>());
+    }
+    let mut index = Vec::new();
+    let mut offsets = vec![0usize; parts.len()];
+    let mut starts = Vec::with_capacity(parts.len());
+    let mut total = 0usize;
+    for &c in &chunks {
+        starts.push(total);
+        total += c * outer;
+    }
+    // Index into the parts laid end to end, then gather once.
+    for _ in 0..outer {
+        for (p, &c) in chunks.iter().enumerate() {
+            index.extend(starts[p] + offsets[p]..starts[p] + offsets[p] + c);
+            offsets[p] += c;
+        }
+    }
+    let joined = append_all(parts.iter().map(|&(d, _)| d));
+    Ok(take(&joined, &index))
+}
+
+/// The parts' elements end to end (all of one element type, checked by the caller).
+fn append_all<'a>(parts: impl Iterator<Item = &'a TensorData>) -> TensorData {
+    let mut parts = parts.peekable();
+    let Some(first) = parts.peek() else {
+        return TensorData::F32(Vec::new());
+    };
+    let mut out = TensorData::zeros(first.element_type(), 0);
+    for p in parts {
+        match (&mut out, p) {
+            (TensorData::F32(o), TensorData::F32(v)) => o.extend_from_slice(v),
+            (TensorData::F64(o), TensorData::F64(v)) => o.extend_from_slice(v),
+            (TensorData::I32(o), TensorData::I32(v)) => o.extend_from_slice(v),
+            (TensorData::I64(o), TensorData::I64(v)) => o.extend_from_slice(v),
+            (TensorData::Bool(o), TensorData::Bool(v)) => o.extend_from_slice(v),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Gathers slices of `data` (shape `from`) along `axis` at `indices` (`i32` or `i64`; a
+/// negative index counts from the end).
+///
+/// # Errors
+/// A message naming the first index outside `[-d, d)` for the axis extent `d`, or when the
+/// indices are not integers.
+pub fn gather(
+    data: &TensorData,
+    from: &Shape,
+    indices: &TensorData,
+    axis: usize,
+) -> Result<TensorData, String> {
+    check_len(data, from)?;
+    if axis >= from.rank() {
+        return Err(format!("axis {axis} is out of range for {from}"));
+    }
+    let idx: Vec<i64> = match indices {
+        TensorData::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
+        TensorData::I64(v) => v.clone(),
+        other => return Err(format!("indices are {}, not i32/i64", other.element_type())),
+    };
+    let d = from.dims()[axis];
+    let outer: usize = from.dims()[..axis].iter().product();
+    let inner: usize = from.dims()[axis + 1..].iter().product();
+    let mut rows = Vec::with_capacity(idx.len());
+    for (k, &i) in idx.iter().enumerate() {
+        let j = if i < 0 { i + d as i64 } else { i };
+        if j < 0 || j >= d as i64 {
+            return Err(format!(
+                "index {i} (element {k} of the indices) is outside [-{d}, {d}) on axis {axis}"
+            ));
+        }
+        rows.push(j as usize);
+    }
+    let mut index = Vec::with_capacity(outer * rows.len() * inner);
+    for o in 0..outer {
+        for &r in &rows {
+            let start = (o * d + r) * inner;
+            index.extend(start..start + inner);
+        }
+    }
+    Ok(take(data, &index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(v: &[f32]) -> TensorData {
+        TensorData::F32(v.to_vec())
+    }
+    fn iota(n: usize) -> TensorData {
+        TensorData::F32((0..n).map(|i| i as f32).collect())
+    }
+
+    #[test]
+    fn transpose_moves_axes() {
+        let r = transpose(&iota(6), &Shape::new([2, 3]), &[1, 0]).unwrap();
+        assert_eq!(r, f(&[0., 3., 1., 4., 2., 5.]));
+        // [2, 3, 4] with perm [0, 2, 1]: out[a][b][c] = in[a][c][b].
+        let r = transpose(&iota(24), &Shape::new([2, 3, 4]), &[0, 2, 1]).unwrap();
+        let TensorData::F32(v) = r else { panic!() };
+        assert_eq!(v[..6], [0., 4., 8., 1., 5., 9.]);
+        assert_eq!(v[12], 12.0);
+    }
+
+    #[test]
+    fn slice_with_negative_steps() {
+        let rev = SliceAxis {
+            start: 4,
+            step: -2,
+            len: 3,
+        };
+        assert_eq!(
+            slice(&iota(5), &Shape::new([5]), &[rev]).unwrap(),
+            f(&[4., 2., 0.])
+        );
+        let rows = SliceAxis {
+            start: 1,
+            step: 1,
+            len: 1,
+        };
+        let r = slice(&iota(6), &Shape::new([2, 3]), &[rows, SliceAxis::full(3)]).unwrap();
+        assert_eq!(r, f(&[3., 4., 5.]));
+        let empty = SliceAxis {
+            start: 0,
+            step: 1,
+            len: 0,
+        };
+        assert!(slice(&iota(5), &Shape::new([5]), &[empty])
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn concat_and_gather() {
+        let a = iota(4);
+        let b = f(&[9., 8.]);
+        let (sa, sb) = (Shape::new([2, 2]), Shape::new([2, 1]));
+        let r = concat(&[(&a, &sa), (&b, &sb)], 1).unwrap();
+        assert_eq!(r, f(&[0., 1., 9., 2., 3., 8.]));
+        let r = concat(&[(&a, &sa), (&a, &sa)], 0).unwrap();
+        assert_eq!(r, f(&[0., 1., 2., 3., 0., 1., 2., 3.]));
+        let idx = TensorData::I64(vec![2, -3, 0]);
+        let r = gather(&iota(6), &Shape::new([3, 2]), &idx, 0).unwrap();
+        assert_eq!(r, f(&[4., 5., 0., 1., 0., 1.]));
+        let r = gather(&iota(6), &Shape::new([3, 2]), &TensorData::I32(vec![1]), 1).unwrap();
+        assert_eq!(r, f(&[1., 3., 5.]));
+        let bad = gather(&iota(6), &Shape::new([3, 2]), &TensorData::I64(vec![3]), 0);
+        assert!(bad.unwrap_err().contains("index 3"));
+    }
+}

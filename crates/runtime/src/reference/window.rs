@@ -1,0 +1,201 @@
+//! Windowed kernels over the spatial axes of `[N, C, D1, ...]` tensors: convolution and max
+//! pooling, for any number of spatial axes. Computed in `f64`, rounded once.
+
+use graphlift_ir::{Convolution, Shape, TensorData, Window};
+
+use super::widen::{floats, narrow};
+
+/// Per output position, per window position: the input offset read, `None` in padding.
+type Taps = Vec<Vec<Option<usize>>>;
+
+/// For every output position (row-major over the output's spatial extents), the input
+/// offset (row-major over `input`) under each window position, or `None` where the window
+/// reads padding. Returns the output extents too.
+fn taps(window: &Window, input: &[usize]) -> Result<(Vec<usize>, Taps), String> {
+    let out = window.output_extents(input)?;
+    let in_strides = Shape::new(input).strides();
+    let positions = |dims: &[usize]| -> Vec<Vec<usize>> {
+        let count: usize = dims.iter().product();
+        let mut idx = vec![0usize; dims.len()];
+        let mut all = Vec::with_capacity(count);
+        for _ in 0..count {
+            all.push(idx.clone());
+            for a in (0..dims.len()).rev() {
+                idx[a] += 1;
+                if idx[a] < dims[a] {
+                    break;
+                }
+                idx[a] = 0;
+            }
+        }
+        all
+    };
+    let kernel = positions(&window.shape);
+    let table = positions(&out)
+        .iter()
+        .map(|o| {
+            kernel
+                .iter()
+                .map(|k| {
+                    let mut offset = 0usize;
+                    for a in 0..input.len() {
+                        let p = (o[a] * window.strides[a] + k[a] * window.dilations[a])
+                            .checked_sub(window.pads_begin[a])?;
+                        if p >= input[a] {
+                            return None;
+                        }
+                        offset += p * in_strides[a];
+                    }
+                    Some(offset)
+                })
+                .collect()
+        })
+        .collect();
+    Ok((out, table))
+}
+
+fn float_input(data: &TensorData, shape: &Shape, what: &str) -> Result<Vec<f64>, String> {
+    let x =
+        floats(data).ok_or_else(|| format!("{what} is {}, not a float", data.element_type()))?;
+    if x.len() != shape.element_count().map_err(|e| e.to_string())? || shape.rank() < 3 {
+        return Err(format!(
+            "{what}: {} elements for shape {shape} (need [N, C, D1, ...])",
+            x.len()
+        ));
+    }
+    Ok(x)
+}
+
+/// Convolution (cross-correlation) of `x` `[N, C, D..]` with `filter` `[M, C / groups, K..]`,
+/// giving `[N, M, O..]`; padding reads as zero.
+///
+/// # Errors
+/// A message when the shapes, groups or window do not fit.
+pub fn convolution(
+    x: &TensorData,
+    sx: &Shape,
+    filter: &TensorData,
+    sf: &Shape,
+    c: &Convolution,
+) -> Result<TensorData, String> {
+    let xv = float_input(x, sx, "x")?;
+    let fv = float_input(filter, sf, "filter")?;
+    let (dx, df) = (sx.dims(), sf.dims());
+    let (n, ch, m, cg) = (dx[0], dx[1], df[0], df[1]);
+    let g = c.groups;
+    if g == 0 || ch % g != 0 || m % g != 0 || cg != ch / g || df[2..] != c.window.shape[..] {
+        return Err(format!("filter {sf} and groups {g} do not fit x {sx}"));
+    }
+    let (out, table) = taps(&c.window, &dx[2..])?;
+    let s_in: usize = dx[2..].iter().product();
+    let k_len: usize = df[2..].iter().product();
+    let s_out: usize = out.iter().product();
+    let mg = m / g;
+    let mut y = Vec::with_capacity(n * m * s_out);
+    for b in 0..n {
+        for f in 0..m {
+            let group = f / mg;
+            for row in &table {
+                let mut sum = 0.0;
+                for c_in in 0..cg {
+                    let x_base = (b * ch + group * cg + c_in) * s_in;
+                    let f_base = (f * cg + c_in) * k_len;
+                    for (k, tap) in row.iter().enumerate() {
+                        if let Some(off) = tap {
+                            sum += xv[x_base + off] * fv[f_base + k];
+                        }
+                    }
+                }
+                y.push(sum);
+            }
+        }
+    }
+    Ok(narrow(x.element_type(), y))
+}
+
+/// Max pooling of `x` `[N, C, D..]` over `window`; padding never wins (a window entirely in
+/// padding gives `-inf`), NaN propagates as in `Maximum`.
+///
+/// # Errors
+/// A message when the shapes or window do not fit.
+pub fn max_pool(x: &TensorData, sx: &Shape, window: &Window) -> Result<TensorData, String> {
+    let xv = float_input(x, sx, "x")?;
+    let dx = sx.dims();
+    let (out, table) = taps(window, &dx[2..])?;
+    let s_in: usize = dx[2..].iter().product();
+    let mut y = Vec::with_capacity(dx[0] * dx[1] * out.iter().product::<usize>());
+    for plane in 0..dx[0] * dx[1] {
+        let base = plane * s_in;
+        for row in &table {
+            let m = row.iter().flatten().fold(f64::NEG_INFINITY, |m, &off| {
+                let v = xv[base + off];
+                if v.is_nan() || m.is_nan() {
+                    f64::NAN
+                } else {
+                    m.max(v)
+                }
+            });
+            y.push(m);
+        }
+    }
+    Ok(narrow(x.element_type(), y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(k: usize, stride: usize, pad: usize) -> Window {
+        Window {
+            shape: vec![k, k],
+            strides: vec![stride; 2],
+            dilations: vec![1; 2],
+            pads_begin: vec![pad; 2],
+            pads_end: vec![pad; 2],
+        }
+    }
+
+    #[test]
+    fn convolution_with_padding_and_groups() {
+        // 1x1x3x3 input 1..9, 3x3 all-ones filter, pad 1: each output sums its neighbourhood.
+        let x = TensorData::F32((1..=9).map(|i| i as f32).collect());
+        let f = TensorData::F32(vec![1.0; 9]);
+        let c = Convolution {
+            window: window(3, 1, 1),
+            groups: 1,
+        };
+        let y = convolution(
+            &x,
+            &Shape::new([1, 1, 3, 3]),
+            &f,
+            &Shape::new([1, 1, 3, 3]),
+            &c,
+        );
+        let want = [12., 21., 16., 27., 45., 33., 24., 39., 28.];
+        assert_eq!(y.unwrap(), TensorData::F32(want.to_vec()));
+        // Depthwise (groups = C = 2), 1x1 filters scaling each channel.
+        let x = TensorData::F32(vec![1., 2., 3., 4.]);
+        let f = TensorData::F32(vec![10., 100.]);
+        let dw = Convolution {
+            window: window(1, 1, 0),
+            groups: 2,
+        };
+        let y = convolution(
+            &x,
+            &Shape::new([1, 2, 1, 2]),
+            &f,
+            &Shape::new([2, 1, 1, 1]),
+            &dw,
+        );
+        assert_eq!(y.unwrap(), TensorData::F32(vec![10., 20., 300., 400.]));
+    }
+
+    #[test]
+    fn max_pool_strided() {
+        let x = TensorData::F32((0..16).map(|i| i as f32).collect());
+        let y = max_pool(&x, &Shape::new([1, 1, 4, 4]), &window(2, 2, 0)).unwrap();
+        assert_eq!(y, TensorData::F32(vec![5., 7., 13., 15.]));
+        let y = max_pool(&x, &Shape::new([1, 1, 4, 4]), &window(3, 2, 1)).unwrap();
+        assert_eq!(y, TensorData::F32(vec![5., 7., 13., 15.]));
+    }
+}
