@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/fetch-onnx-tests.sh
+./scripts/fetch-models.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The fuzz targets are their own workspace (cargo-fuzz adds coverage flags); lint them too.

@@ -94,6 +94,10 @@ pub struct RunArgs {
     /// Expected outputs (`.pb` or `.npy`), in the order of the graph's outputs.
     #[arg(long = "expect", num_args = 1..)]
     pub expects: Vec<PathBuf>,
+    /// Static shape for a graph input with symbolic dimensions, as `NAME=1x128` (repeat
+    /// for several inputs). Inputs given with --input take their files' shapes already.
+    #[arg(long = "shape", value_name = "NAME=DIMS", value_parser = parse_shape)]
+    pub shapes: Vec<(String, Vec<usize>)>,
     /// Directory to write output i as `output_i.npy`.
     #[arg(long)]
     pub output_dir: Option<PathBuf>,
@@ -107,6 +111,22 @@ pub struct RunArgs {
     /// per executed step, the ops of each fused kernel nested inside it.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+}
+
+/// Parses `NAME=1x128` (`NAME=` alone is a 0-d shape).
+fn parse_shape(text: &str) -> Result<(String, Vec<usize>), String> {
+    let (name, dims) = text
+        .rsplit_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=DIMS (e.g. input_ids=1x128)"))?;
+    let dims = if dims.is_empty() {
+        Vec::new()
+    } else {
+        dims.split('x')
+            .map(|d| d.trim().parse::<usize>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("`{dims}` is not a shape like 1x128: {e}"))?
+    };
+    Ok((name.to_string(), dims))
 }
 
 fn main() -> ExitCode {

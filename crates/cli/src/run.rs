@@ -3,7 +3,7 @@
 use std::fs;
 use std::time::Instant;
 
-use graphlift::onnx::{import_model_file, ImportedModel};
+use graphlift::onnx::{import_model_file_with, ImportOptions, ImportedModel};
 use graphlift::runtime::compare;
 use graphlift::runtime::trace::Tracer;
 use graphlift::{Backend, Tensor, TensorData};
@@ -23,12 +23,16 @@ const SHOWN_VALUES: usize = 8;
 pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let (model, inputs, expected) = match &args.model {
         Some(path) => {
-            let model = import_model_file(path)?;
             let inputs = args
                 .inputs
                 .iter()
                 .map(|p| read_tensor(p))
                 .collect::<Result<Vec<_>, _>>()?;
+            let options = ImportOptions {
+                input_shapes: args.shapes.iter().cloned().collect(),
+                ordered_input_shapes: inputs.iter().map(|t| t.shape().dims().to_vec()).collect(),
+            };
+            let model = import_model_file_with(path, &options)?;
             let expected = args
                 .expects
                 .iter()

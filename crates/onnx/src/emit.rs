@@ -8,9 +8,15 @@ use graphlift_ir::{
     TensorData, TensorType, UnaryOp,
 };
 
+use graphlift_runtime::{reference, Tensor};
+
 use crate::error::{NodeRef, OnnxError};
 use crate::import::unique_name;
 use crate::proto::{attribute_type, AttributeProto, NodeProto};
+
+/// Constant folding at import makes results of up to this many elements (or no larger than
+/// their largest operand).
+pub(crate) const FOLD_LIMIT: usize = 1 << 16;
 
 /// Builds the IR for one ONNX node.
 pub(crate) struct NodeEmitter<'a> {
@@ -99,6 +105,14 @@ impl<'a> NodeEmitter<'a> {
         }
     }
 
+    /// A [`OnnxError::UnsupportedFeature`] for this node.
+    pub(crate) fn unsupported(&self, feature: impl Into<String>) -> OnnxError {
+        OnnxError::UnsupportedFeature {
+            at: self.at(),
+            feature: feature.into(),
+        }
+    }
+
     /// A bad attribute error.
     pub(crate) fn attribute_error(&self, attribute: &str, message: String) -> OnnxError {
         OnnxError::BadAttribute {
@@ -139,13 +153,108 @@ impl<'a> NodeEmitter<'a> {
     }
 
     /// Adds a node of `op` on operands of matching shapes.
+    ///
+    /// When every operand is a Constant the op is evaluated at once with the reference
+    /// kernels and becomes a Constant (import-time constant folding), so that shape
+    /// computations (`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`) end in the static
+    /// attributes the IR needs. Broadcasts are not folded (a broadcast constant stays a
+    /// stride-0 read), nor are results larger than [`FOLD_LIMIT`] elements that are larger
+    /// than their largest operand.
     pub(crate) fn op(&mut self, op: Op, inputs: &[Output]) -> Result<Output, OnnxError> {
+        if let Some(folded) = self.fold(&op, inputs)? {
+            return Ok(folded);
+        }
         let what = op.type_name();
         let id = self
             .function
             .add_node_at(op, inputs, self.site.clone())
             .map_err(|e| self.ir_error(e))?;
         self.finish_node(id, what)
+    }
+
+    /// The value of `v` if it is known at import: a Constant, or a Broadcast of one
+    /// (materialised here only; the graph keeps the broadcast).
+    pub(crate) fn constant_value(&self, v: Output) -> Option<Tensor> {
+        let node = self.function.node(v.node).ok()?;
+        match node.op() {
+            Op::Constant(d) => {
+                Tensor::from_data((**d).clone(), node.output_type().shape.clone()).ok()
+            }
+            Op::Broadcast(to) => {
+                let from = self.constant_value(*node.inputs().first()?)?;
+                let data = reference::broadcast(from.data(), from.shape(), to).ok()?;
+                Tensor::from_data(data, to.clone()).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// The integer data of input `i`, which must be a Constant (after folding) of `i32` or
+    /// `i64` elements: shapes, axes and slice bounds are static in graphlift.
+    ///
+    /// # Errors
+    /// [`OnnxError::UnsupportedFeature`] naming the input when it is computed at run time, or
+    /// [`OnnxError::TypeMismatch`] when it is not an integer tensor.
+    pub(crate) fn constant_ints(&self, v: Output, what: &str) -> Result<Vec<i64>, OnnxError> {
+        match self.constant_value(v).as_ref().map(Tensor::data) {
+            Some(TensorData::I64(d)) => Ok(d.clone()),
+            Some(TensorData::I32(d)) => Ok(d.iter().map(|&x| i64::from(x)).collect()),
+            Some(d) => Err(self.type_error(format!(
+                "{what} must be an integer tensor, is {}",
+                d.element_type()
+            ))),
+            None => Err(self.unsupported(format!(
+                "{what} is computed at run time; graphlift needs it constant (static shapes): \
+                 give every symbolic input dimension a value"
+            ))),
+        }
+    }
+
+    /// Evaluates `op` now if all its operands are Constants (see [`NodeEmitter::op`]).
+    fn fold(&mut self, op: &Op, inputs: &[Output]) -> Result<Option<Output>, OnnxError> {
+        if inputs.is_empty() || matches!(op, Op::Broadcast(_) | Op::FusedKernel(_)) {
+            return Ok(None);
+        }
+        let mut tensors = Vec::with_capacity(inputs.len());
+        for &v in inputs {
+            let Some(t) = self.constant_value(v) else {
+                return Ok(None);
+            };
+            tensors.push(t);
+        }
+        // Infer on a one-node probe function; an op that does not fit its operands is left
+        // to the real `add_node_at` below, whose error names the ONNX node.
+        let mut probe = Function::new("fold");
+        let mut params = Vec::with_capacity(tensors.len());
+        for (i, t) in tensors.iter().enumerate() {
+            let p = probe
+                .add_parameter(format!("in{i}"), t.element_type(), t.shape().clone())
+                .map_err(|e| self.ir_error(e))?;
+            params.push(Output::from(p));
+        }
+        let Ok(id) = probe.add_node(op.clone(), &params) else {
+            return Ok(None);
+        };
+        let node = probe.node(id).map_err(|e| self.ir_error(e))?;
+        let n = node
+            .output_type()
+            .shape
+            .element_count()
+            .unwrap_or(usize::MAX);
+        let largest = tensors.iter().map(|t| t.data().len()).max().unwrap_or(0);
+        if node.outputs().len() != 1 || (n > FOLD_LIMIT && n > largest) {
+            return Ok(None);
+        }
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        let result = reference::evaluate_node(node, &refs).map_err(|e| OnnxError::Fold {
+            at: self.at(),
+            message: e.to_string(),
+        })?;
+        let Some(value) = result.into_iter().next() else {
+            return Ok(None);
+        };
+        let shape = value.shape().clone();
+        self.constant(value.data().clone(), shape).map(Some)
     }
 
     /// A Constant.
@@ -429,6 +538,17 @@ impl<'a> NodeEmitter<'a> {
             Some(a) => {
                 self.check_type(a, attribute_type::INT, true)?;
                 Ok(Some(a.i))
+            }
+        }
+    }
+
+    /// An optional INTS attribute.
+    pub(crate) fn attr_ints(&self, name: &str) -> Result<Option<Vec<i64>>, OnnxError> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(a) => {
+                self.check_type(a, attribute_type::INTS, true)?;
+                Ok(Some(a.ints.clone()))
             }
         }
     }

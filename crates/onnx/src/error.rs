@@ -161,6 +161,24 @@ pub enum OnnxError {
         /// The IR's error (boxed: it is large).
         source: Box<IrError>,
     },
+    /// A valid use of a supported operator that graphlift does not implement: training-mode
+    /// `BatchNormalization`, the `Indices` output of `MaxPool`, a shape computed at run time.
+    #[error("{at}: not supported: {feature}")]
+    UnsupportedFeature {
+        /// The node.
+        at: NodeRef,
+        /// What is not supported, and how to avoid it where there is a way.
+        feature: String,
+    },
+    /// Evaluating a node whose inputs are all constants failed at import (an out-of-range
+    /// `Gather` index in a shape computation, say).
+    #[error("{at}: evaluating on constant inputs: {message}")]
+    Fold {
+        /// The node.
+        at: NodeRef,
+        /// The reference kernel's message.
+        message: String,
+    },
 }
 
 /// `opset <n>`, or that the model imports none (`0`).
@@ -187,6 +205,17 @@ impl OnnxError {
         )
     }
 
+    /// `true` for valid ONNX that graphlift does not support: the unsupported types of
+    /// [`OnnxError::is_unsupported_type`], [`OnnxError::UnsupportedOp`] and
+    /// [`OnnxError::UnsupportedFeature`].
+    pub fn is_unsupported(&self) -> bool {
+        self.is_unsupported_type()
+            || matches!(
+                self,
+                OnnxError::UnsupportedOp { .. } | OnnxError::UnsupportedFeature { .. }
+            )
+    }
+
     /// The node or graph item the error is about, if any.
     pub fn location(&self) -> Option<&NodeRef> {
         match self {
@@ -200,7 +229,9 @@ impl OnnxError {
             | OnnxError::ShapeMismatch { at, .. }
             | OnnxError::TypeMismatch { at, .. }
             | OnnxError::Arity { at, .. }
-            | OnnxError::Ir { at, .. } => Some(at),
+            | OnnxError::Ir { at, .. }
+            | OnnxError::Fold { at, .. }
+            | OnnxError::UnsupportedFeature { at, .. } => Some(at),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use graphlift_ir::{CreationSite, Function, NodeId, Output, TensorType};
+use graphlift_ir::{CreationSite, Function, NodeId, Output, Shape, TensorType};
 use prost::Message;
 
 use crate::emit::NodeEmitter;
@@ -18,6 +18,21 @@ pub struct ModelValue {
     pub name: String,
     /// Element type and static shape.
     pub tensor_type: TensorType,
+}
+
+/// How to import a model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Static shapes for graph inputs, by input name. An input whose declared shape has a
+    /// symbolic (`dim_param`) or unknown extent needs one, unless each such extent is a
+    /// `dim_param` that another input's given shape binds (`input_ids` `[1, 128]` binds
+    /// `batch_size` and `sequence_length` for `attention_mask` too). A given shape must
+    /// have the declared rank and agree with every fixed extent.
+    pub input_shapes: HashMap<String, Vec<usize>>,
+    /// Static shapes for the graph inputs that are not initializers, in graph order (the
+    /// order of the Function's parameters), as a caller holding the input tensors has them;
+    /// an entry in `input_shapes` wins over one here.
+    pub ordered_input_shapes: Vec<Vec<usize>>,
 }
 
 /// An ONNX model imported as a graphlift [`Function`].
@@ -45,6 +60,18 @@ pub struct ImportedModel {
 /// [`import_model_bytes`], with a [`OnnxError::Protobuf`] naming the file (e.g. one that was
 /// cut short).
 pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
+    import_model_file_with(path, &ImportOptions::default())
+}
+
+/// [`import_model_file`] with [`ImportOptions`] (shapes for symbolic input dimensions).
+///
+/// # Errors
+/// As [`import_model_file`]; [`OnnxError::ShapeMismatch`] naming the input for a given
+/// shape that does not fit its declaration.
+pub fn import_model_file_with(
+    path: &Path,
+    options: &ImportOptions,
+) -> Result<ImportedModel, OnnxError> {
     let io = |e: std::io::Error| OnnxError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -53,7 +80,7 @@ pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
     let len = file.metadata().map_err(io)?.len();
     let source = path.display().to_string();
     if len == 0 {
-        return import_bytes_from(&[], Some(&source));
+        return import_bytes_from(&[], Some(&source), options);
     }
     // SAFETY: the mapping is private and read-only, and lives only for this call. The bytes
     // are only read, by the protobuf decoder, which copies everything it keeps into owned
@@ -61,7 +88,7 @@ pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
     // file while it is mapped would fault (SIGBUS) rather than give wrong data; that is the
     // documented risk of mapping a file, accepted here for large models.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    import_bytes_from(&map, Some(&source))
+    import_bytes_from(&map, Some(&source), options)
 }
 
 /// Imports a serialized ONNX `ModelProto`.
@@ -73,17 +100,32 @@ pub fn import_model_file(path: &Path) -> Result<ImportedModel, OnnxError> {
 /// [`OnnxError::Protobuf`] for bytes that are not a `ModelProto` (truncated, corrupt);
 /// otherwise as [`import_model`].
 pub fn import_model_bytes(bytes: &[u8]) -> Result<ImportedModel, OnnxError> {
-    import_bytes_from(bytes, None)
+    import_bytes_from(bytes, None, &ImportOptions::default())
+}
+
+/// [`import_model_bytes`] with [`ImportOptions`].
+///
+/// # Errors
+/// As [`import_model_bytes`] and [`import_model_file_with`].
+pub fn import_model_bytes_with(
+    bytes: &[u8],
+    options: &ImportOptions,
+) -> Result<ImportedModel, OnnxError> {
+    import_bytes_from(bytes, None, options)
 }
 
 /// Decodes and imports `bytes`, read from the file `path` if given.
-fn import_bytes_from(bytes: &[u8], path: Option<&str>) -> Result<ImportedModel, OnnxError> {
+fn import_bytes_from(
+    bytes: &[u8],
+    path: Option<&str>,
+    options: &ImportOptions,
+) -> Result<ImportedModel, OnnxError> {
     let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Protobuf {
         path: path.map(str::to_string),
         message_type: "ModelProto",
         message: e.to_string(),
     })?;
-    import_with_source(&model, path.unwrap_or("onnx"))
+    import_with_source(&model, path.unwrap_or("onnx"), options)
 }
 
 /// Imports a decoded `ModelProto` (e.g. one built in code with [`crate::proto`]).
@@ -102,10 +144,25 @@ fn import_bytes_from(bytes: &[u8], path: Option<&str>) -> Result<ImportedModel, 
 /// [`OnnxError::TypeMismatch`], [`OnnxError::Arity`]: each names the node (name and
 /// `op_type`) or graph item it is about.
 pub fn import_model(model: &ModelProto) -> Result<ImportedModel, OnnxError> {
-    import_with_source(model, "onnx")
+    import_with_source(model, "onnx", &ImportOptions::default())
 }
 
-fn import_with_source(model: &ModelProto, source: &str) -> Result<ImportedModel, OnnxError> {
+/// [`import_model`] with [`ImportOptions`].
+///
+/// # Errors
+/// As [`import_model`] and [`import_model_file_with`].
+pub fn import_model_with(
+    model: &ModelProto,
+    options: &ImportOptions,
+) -> Result<ImportedModel, OnnxError> {
+    import_with_source(model, "onnx", options)
+}
+
+fn import_with_source(
+    model: &ModelProto,
+    source: &str,
+    options: &ImportOptions,
+) -> Result<ImportedModel, OnnxError> {
     let graph_ref = |message: String| OnnxError::InvalidModel {
         at: NodeRef::item("model", ""),
         message,
@@ -134,7 +191,7 @@ fn import_with_source(model: &ModelProto, source: &str) -> Result<ImportedModel,
         format!("{} {}", model.producer_name, model.producer_version)
     };
     let mut importer = Importer::new(graph, opset, opsets, source)?;
-    importer.inputs(graph)?;
+    importer.inputs(graph, options)?;
     for (index, node) in graph.node.iter().enumerate() {
         importer
             .node(index, node)
@@ -325,7 +382,25 @@ impl<'m> Importer<'m> {
     }
 
     /// Parameters for the graph inputs that are not initializers.
-    fn inputs(&mut self, graph: &GraphProto) -> Result<(), OnnxError> {
+    fn inputs(&mut self, graph: &GraphProto, options: &ImportOptions) -> Result<(), OnnxError> {
+        let mut given: HashMap<String, Vec<usize>> = graph
+            .input
+            .iter()
+            .filter(|vi| !self.initializers.contains_key(vi.name.as_str()))
+            .zip(&options.ordered_input_shapes)
+            .map(|(vi, s)| (vi.name.clone(), s.clone()))
+            .collect();
+        given.extend(options.input_shapes.clone());
+        let bindings = bind_dim_params(graph, &given)?;
+        if let Some(name) = given
+            .keys()
+            .find(|n| !graph.input.iter().any(|vi| &vi.name == *n))
+        {
+            return Err(OnnxError::InvalidModel {
+                at: NodeRef::item("graph input", name),
+                message: "a shape is given for an input the graph does not have".into(),
+            });
+        }
         for vi in &graph.input {
             if self.initializers.contains_key(vi.name.as_str()) {
                 continue;
@@ -343,7 +418,8 @@ impl<'m> Importer<'m> {
                     message: "two graph inputs have this name".into(),
                 });
             }
-            let t = value_type(vi, &at)?;
+            let shape = given.get(&vi.name).map(Vec::as_slice);
+            let t = value_type(vi, &at, shape, &bindings)?;
             let ir = |e| OnnxError::Ir {
                 at: at.clone(),
                 source: Box::new(e),
@@ -561,8 +637,64 @@ pub(crate) fn unique_name(f: &Function, reserved: &HashSet<String>, base: &str) 
     }
 }
 
-/// The static tensor type of a graph input.
-fn value_type(vi: &ValueInfoProto, at: &NodeRef) -> Result<TensorType, OnnxError> {
+/// The declared extents of a graph input: `Some(n)` for a fixed one, `Err(name)` for a
+/// `dim_param`, `Ok(None)` for an unknown one (no value, a negative value as some exporters
+/// write for "dynamic", or the anonymous `dim_param` `?`).
+fn declared_dims(vi: &ValueInfoProto) -> Option<Vec<Result<Option<usize>, String>>> {
+    let shape = vi.r#type.as_ref()?.tensor_type.as_ref()?.shape.as_ref()?;
+    Some(
+        shape
+            .dim
+            .iter()
+            .map(|d| match (d.dim_value, &d.dim_param) {
+                (Some(v), _) if v >= 0 => Ok(Some(v as usize)),
+                // `?` is the exporters' anonymous placeholder, not a shared name.
+                (_, Some(p)) if !p.is_empty() && p != "?" => Err(p.clone()),
+                _ => Ok(None),
+            })
+            .collect(),
+    )
+}
+
+/// The values of `dim_param`s fixed by the `given` input shapes.
+fn bind_dim_params(
+    graph: &GraphProto,
+    given: &HashMap<String, Vec<usize>>,
+) -> Result<HashMap<String, usize>, OnnxError> {
+    let mut bindings: HashMap<String, (usize, String)> = HashMap::new();
+    for vi in &graph.input {
+        let (Some(given), Some(declared)) = (given.get(&vi.name), declared_dims(vi)) else {
+            continue;
+        };
+        for (d, &n) in declared.iter().zip(given) {
+            if let Err(p) = d {
+                match bindings.get(p) {
+                    Some((m, other)) if *m != n => {
+                        return Err(OnnxError::ShapeMismatch {
+                            at: NodeRef::item("graph input", &vi.name),
+                            message: format!(
+                                "dimension `{p}` is {n} here but {m} in input `{other}`"
+                            ),
+                        })
+                    }
+                    _ => {
+                        bindings.insert(p.clone(), (n, vi.name.clone()));
+                    }
+                }
+            }
+        }
+    }
+    Ok(bindings.into_iter().map(|(p, (n, _))| (p, n)).collect())
+}
+
+/// The static tensor type of a graph input: its declared shape, with symbolic extents taken
+/// from `given` (the shape the caller gave for this input) or `bindings`.
+fn value_type(
+    vi: &ValueInfoProto,
+    at: &NodeRef,
+    given: Option<&[usize]>,
+    bindings: &HashMap<String, usize>,
+) -> Result<TensorType, OnnxError> {
     let unsupported = |message: &str| OnnxError::UnsupportedType {
         at: at.clone(),
         message: message.to_string(),
@@ -587,22 +719,55 @@ fn value_type(vi: &ValueInfoProto, at: &NodeRef) -> Result<TensorType, OnnxError
         return Err(unsupported(kind));
     };
     let et = element_type(tt.elem_type, at)?;
-    let Some(shape) = &tt.shape else {
-        return Err(unsupported(
-            "unknown rank (no shape); graphlift needs static shapes",
-        ));
+    let Some(declared) = declared_dims(vi) else {
+        return match given {
+            Some(g) => Ok(TensorType::new(et, Shape::new(g))),
+            None => Err(unsupported(
+                "unknown rank (no shape); give the input's shape (graphlift needs static shapes)",
+            )),
+        };
     };
-    let dims = shape
-        .dim
+    if let Some(g) = given {
+        let fits = g.len() == declared.len()
+            && declared
+                .iter()
+                .zip(g)
+                .all(|(d, &n)| !matches!(d, Ok(Some(m)) if *m != n));
+        if !fits {
+            let text: Vec<String> = declared
+                .iter()
+                .map(|d| match d {
+                    Ok(Some(n)) => n.to_string(),
+                    Ok(None) => "?".into(),
+                    Err(p) => p.clone(),
+                })
+                .collect();
+            return Err(OnnxError::ShapeMismatch {
+                at: at.clone(),
+                message: format!(
+                    "the given shape {g:?} does not fit the declared [{}]",
+                    text.join(", ")
+                ),
+            });
+        }
+        return Ok(TensorType::new(et, Shape::new(g)));
+    }
+    let dims = declared
         .iter()
         .enumerate()
-        .map(|(axis, d)| match (d.dim_value, &d.dim_param) {
-            (Some(v), _) => Ok(v),
-            (None, Some(p)) => Err(unsupported(&format!(
-                "symbolic dimension `{p}` on axis {axis}; graphlift needs static shapes"
-            ))),
-            (None, None) => Err(unsupported(&format!(
-                "unknown dimension on axis {axis}; graphlift needs static shapes"
+        .map(|(axis, d)| match d {
+            Ok(Some(n)) => Ok(*n as i64),
+            Err(p) => bindings.get(p).map(|&n| n as i64).ok_or_else(|| {
+                unsupported(&format!(
+                    "symbolic dimension `{p}` on axis {axis}; give the input's shape \
+                     (`--shape {}=...`): graphlift needs static shapes",
+                    vi.name
+                ))
+            }),
+            Ok(None) => Err(unsupported(&format!(
+                "unknown dimension on axis {axis}; give the input's shape (`--shape {}=...`): \
+                 graphlift needs static shapes",
+                vi.name
             ))),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -641,8 +806,9 @@ fn check_declared_type(vi: &ValueInfoProto, t: &TensorType, at: &NodeRef) -> Res
         let rank_ok = shape.dim.len() == dims.len();
         let dims_ok = rank_ok
             && shape.dim.iter().zip(dims).all(|(d, &n)| match d.dim_value {
-                Some(v) => usize::try_from(v) == Ok(n),
-                None => true,
+                // A negative extent is some exporters' way of saying "dynamic".
+                Some(v) if v >= 0 => usize::try_from(v) == Ok(n),
+                _ => true,
             });
         if !dims_ok {
             let declared: Vec<String> = shape
