@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::native;
 use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData};
 use graphlift_passes::{ExtractionConfig, ExtractionReport, PassManager, PassRunReport};
-use graphlift_runtime::reference::evaluate_node;
 use graphlift_runtime::trace::{CallRecorder, StepKind as TraceStepKind};
 use graphlift_runtime::{
     function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError,
@@ -490,7 +490,7 @@ impl CpuJitExecutable {
             .collect::<Option<Vec<&Tensor>>>()
             .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
         match step.kind {
-            StepKind::Native => evaluate_node(node, &ins),
+            StepKind::Native => native::evaluate(node, &ins, &self.parallel),
             StepKind::Kernel(k) => {
                 let kernel = &self.compiled[k];
                 let mut outs = node

@@ -56,6 +56,7 @@ mod helpers;
 mod isa;
 mod jit_kernel;
 mod module;
+mod native;
 pub mod parallel;
 mod provenance;
 pub mod vmath;

@@ -110,6 +110,23 @@ impl Parallel {
         self.config
     }
 
+    /// The pool (started on first use), or `None` with one thread configured or when no
+    /// pool could be started.
+    pub(crate) fn pool(&self) -> Option<&ThreadPool> {
+        if self.config.threads <= 1 {
+            return None;
+        }
+        self.pool
+            .get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(self.config.threads)
+                    .thread_name(|k| format!("graphlift-jit-{k}"))
+                    .build()
+                    .ok()
+            })
+            .as_ref()
+    }
+
     /// The chunks for a call over `begin..end` of a kernel that moves `traffic` bytes over
     /// its whole iteration space of `count` elements, with the pool to run them on; `None`
     /// when the call should run on the calling thread (one thread configured, fewer than two
@@ -122,14 +139,7 @@ impl Parallel {
         count: usize,
     ) -> Option<(&ThreadPool, Chunks)> {
         let chunks = chunk_ranges(self.config, begin, end, traffic, count)?;
-        let pool = self.pool.get_or_init(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(self.config.threads)
-                .thread_name(|k| format!("graphlift-jit-{k}"))
-                .build()
-                .ok()
-        });
-        Some((pool.as_ref()?, chunks))
+        Some((self.pool()?, chunks))
     }
 }
 

@@ -6,8 +6,9 @@ use super::widen::{floats, integers, narrow, narrow_int};
 
 /// The offset of every batch of an output with batch extents `out`, in an operand with
 /// batch extents `from` (aligned at the right; an extent of 1 repeats) and `matrix`
-/// elements per batch.
-fn batch_offsets(from: &[usize], out: &[usize], matrix: usize) -> Vec<usize> {
+/// elements per batch: numpy `matmul`'s batch broadcasting, shared with native kernels.
+/// `from` must broadcast to `out`.
+pub fn batch_offsets(from: &[usize], out: &[usize], matrix: usize) -> Vec<usize> {
     let offset = out.len() - from.len();
     let strides = Shape::new(from).strides();
     let count: usize = out.iter().product();

@@ -56,7 +56,7 @@ pub use elementwise::{
     unary_f64,
 };
 pub use layout::{concat, gather, slice, transpose};
-pub use matmul::matmul;
+pub use matmul::{batch_offsets, matmul};
 pub use normalize::{batch_norm, layer_norm, softmax};
 pub use reduce::reduce;
 pub use window::{convolution, max_pool};

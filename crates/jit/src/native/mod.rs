@@ -1,0 +1,31 @@
+//! Native kernels: the CPU-JIT backend's implementations of the ops that are not fused into
+//! JIT kernels. An op without a native kernel here runs the reference kernel
+//! (`graphlift_runtime::reference`), so every op has exactly one definition of its meaning
+//! and at most one faster implementation, tested against it.
+
+mod matmul;
+
+use graphlift_ir::{Node, Op};
+use graphlift_runtime::reference::evaluate_node;
+use graphlift_runtime::{RuntimeError, Tensor};
+
+use crate::parallel::Parallel;
+
+/// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul` on
+/// `f32`/`f64`), else with the reference kernel.
+///
+/// # Errors
+/// As [`evaluate_node`].
+pub(crate) fn evaluate(
+    node: &Node,
+    inputs: &[&Tensor],
+    parallel: &Parallel,
+) -> Result<Vec<Tensor>, RuntimeError> {
+    if let (Op::MatMul, [a, b]) = (node.op(), inputs) {
+        if let Some(data) = matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), parallel) {
+            let shape = node.output_type().shape.clone();
+            return Ok(vec![Tensor::from_data(data, shape)?]);
+        }
+    }
+    evaluate_node(node, inputs)
+}
