@@ -40,8 +40,9 @@ fn problem(sa: &Shape, sb: &Shape) -> Option<Problem> {
     })
 }
 
-/// One row-major product `c[m, n] = a[m, k] · b[k, n]`.
-fn product<T: Copy + Default + 'static>(
+/// One row-major product `c[m, n] = a[m, k] · b[k, n]` (nothing when a slice is too short
+/// for its extents).
+pub(super) fn product<T: Copy + Default + 'static>(
     a: &[T],
     b: &[T],
     c: &mut [T],

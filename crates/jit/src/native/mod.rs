@@ -3,6 +3,7 @@
 //! (`graphlift_runtime::reference`), so every op has exactly one definition of its meaning
 //! and at most one faster implementation, tested against it.
 
+mod convolution;
 mod matmul;
 
 use graphlift_ir::{Node, Op};
@@ -11,8 +12,8 @@ use graphlift_runtime::{RuntimeError, Tensor};
 
 use crate::parallel::Parallel;
 
-/// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul` on
-/// `f32`/`f64`), else with the reference kernel.
+/// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul` and 2-D
+/// `Convolution` on `f32`/`f64`), else with the reference kernel.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -21,11 +22,18 @@ pub(crate) fn evaluate(
     inputs: &[&Tensor],
     parallel: &Parallel,
 ) -> Result<Vec<Tensor>, RuntimeError> {
-    if let (Op::MatMul, [a, b]) = (node.op(), inputs) {
-        if let Some(data) = matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), parallel) {
-            let shape = node.output_type().shape.clone();
-            return Ok(vec![Tensor::from_data(data, shape)?]);
+    let native = match (node.op(), inputs) {
+        (Op::MatMul, [a, b]) => matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), parallel),
+        (Op::Convolution(c), [x, f]) => {
+            convolution::convolution(x.data(), x.shape(), f.data(), f.shape(), c, parallel)
         }
+        _ => None,
+    };
+    match native {
+        Some(data) => Ok(vec![Tensor::from_data(
+            data,
+            node.output_type().shape.clone(),
+        )?]),
+        None => evaluate_node(node, inputs),
     }
-    evaluate_node(node, inputs)
 }

@@ -1,0 +1,258 @@
+//! 2-D `Convolution` on `f32`/`f64` as im2col + GEMM: for each image and group, the
+//! receptive fields are unrolled into a `[C/g · kH · kW, oH · oW]` matrix (zeros where the
+//! window reads padding) and multiplied by the group's filters `[M/g, C/g · kH · kW]` with
+//! the `gemm` crate. Other spatial ranks run the reference.
+
+use graphlift_ir::{Convolution, Shape, TensorData};
+use rayon::prelude::*;
+
+use super::matmul::product;
+use crate::parallel::Parallel;
+
+/// The geometry of one 2-D convolution.
+struct Geometry {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    m: usize,
+    kh: usize,
+    kw: usize,
+    oh: usize,
+    ow: usize,
+    groups: usize,
+}
+
+impl Geometry {
+    fn of(sx: &Shape, sf: &Shape, conv: &Convolution) -> Option<Geometry> {
+        let (dx, df) = (sx.dims(), sf.dims());
+        if dx.len() != 4 || df.len() != 4 {
+            return None;
+        }
+        let out = conv.window.output_extents(&dx[2..]).ok()?;
+        let g = conv.groups;
+        if g == 0 || dx[1] % g != 0 || df[0] % g != 0 || df[1] != dx[1] / g {
+            return None;
+        }
+        Some(Geometry {
+            n: dx[0],
+            c: dx[1],
+            h: dx[2],
+            w: dx[3],
+            m: df[0],
+            kh: df[2],
+            kw: df[3],
+            oh: out[0],
+            ow: out[1],
+            groups: g,
+        })
+    }
+}
+
+/// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) into `cols`
+/// (`[cg · kH · kW, oH · oW]`, row-major).
+fn im2col<T: Copy + Default>(
+    x: &[T],
+    g: &Geometry,
+    conv: &Convolution,
+    c0: usize,
+    cg: usize,
+    cols: &mut [T],
+) {
+    let win = &conv.window;
+    let (sh, sw) = (win.strides[0], win.strides[1]);
+    let (dh, dw) = (win.dilations[0], win.dilations[1]);
+    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
+    let plane = g.oh * g.ow;
+    for ci in 0..cg {
+        let image = &x[(c0 + ci) * g.h * g.w..(c0 + ci + 1) * g.h * g.w];
+        for ky in 0..g.kh {
+            for kx in 0..g.kw {
+                let row = (ci * g.kh + ky) * g.kw + kx;
+                let out = &mut cols[row * plane..(row + 1) * plane];
+                for oy in 0..g.oh {
+                    let iy = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h);
+                    let line = &mut out[oy * g.ow..(oy + 1) * g.ow];
+                    let Some(iy) = iy else {
+                        line.fill(T::default());
+                        continue;
+                    };
+                    for (ox, v) in line.iter_mut().enumerate() {
+                        *v = match (ox * sw + kx * dw).checked_sub(pw).filter(|&x| x < g.w) {
+                            Some(ix) => image[iy * g.w + ix],
+                            None => T::default(),
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn convolve<T: Copy + Default + Send + Sync + 'static>(
+    x: &[T],
+    f: &[T],
+    g: &Geometry,
+    conv: &Convolution,
+    one: T,
+    parallel: &Parallel,
+) -> Vec<T> {
+    let (cg, mg) = (g.c / g.groups, g.m / g.groups);
+    let plane = g.oh * g.ow;
+    let depth = cg * g.kh * g.kw;
+    let mut y = vec![T::default(); g.n * g.m * plane];
+    if plane == 0 || g.m == 0 {
+        return y;
+    }
+    // One task per (image, group): unroll its fields, multiply by the group's filters.
+    let task = |(k, out): (usize, &mut [T])| {
+        let (b, grp) = (k / g.groups, k % g.groups);
+        let image = &x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
+        let mut cols = vec![T::default(); depth * plane];
+        im2col(image, g, conv, grp * cg, cg, &mut cols);
+        let filters = &f[grp * mg * depth..(grp + 1) * mg * depth];
+        product(
+            filters,
+            &cols,
+            out,
+            (mg, depth, plane),
+            one,
+            gemm::Parallelism::None,
+        );
+    };
+    let tasks = g.n * g.groups;
+    let macs = g.n * g.m * plane * depth;
+    match parallel.pool().filter(|_| macs >= 1 << 18 && tasks > 1) {
+        Some(pool) => pool.install(|| y.par_chunks_mut(mg * plane).enumerate().for_each(task)),
+        None => y.chunks_mut(mg * plane).enumerate().for_each(task),
+    }
+    y
+}
+
+/// The convolution of `x` `[N, C, H, W]` with `filter` `[M, C/g, kH, kW]`, or `None` when
+/// this kernel does not apply (other ranks or element types); the caller then runs the
+/// reference.
+pub(crate) fn convolution(
+    x: &TensorData,
+    sx: &Shape,
+    filter: &TensorData,
+    sf: &Shape,
+    conv: &Convolution,
+    parallel: &Parallel,
+) -> Option<TensorData> {
+    let g = Geometry::of(sx, sf, conv)?;
+    if x.len() != g.n * g.c * g.h * g.w || filter.len() != g.m * (g.c / g.groups) * g.kh * g.kw {
+        return None;
+    }
+    match (x, filter) {
+        (TensorData::F32(a), TensorData::F32(b)) => {
+            Some(TensorData::F32(convolve(a, b, &g, conv, 1.0, parallel)))
+        }
+        (TensorData::F64(a), TensorData::F64(b)) => {
+            Some(TensorData::F64(convolve(a, b, &g, conv, 1.0, parallel)))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::ThreadConfig;
+    use graphlift_ir::Window;
+
+    #[test]
+    fn agrees_with_the_reference() {
+        // (x, filter, groups, stride, dilation, pads begin, pads end)
+        type Case = (
+            [usize; 4],
+            [usize; 4],
+            usize,
+            [usize; 2],
+            [usize; 2],
+            [usize; 2],
+            [usize; 2],
+        );
+        let cases: &[Case] = &[
+            (
+                [1, 3, 8, 12],
+                [4, 3, 3, 3],
+                1,
+                [1, 1],
+                [1, 1],
+                [1, 1],
+                [1, 1],
+            ),
+            (
+                [2, 4, 9, 7],
+                [8, 2, 3, 3],
+                2,
+                [2, 1],
+                [1, 2],
+                [1, 2],
+                [0, 2],
+            ),
+            (
+                [1, 6, 10, 10],
+                [6, 1, 5, 5],
+                6,
+                [2, 2],
+                [1, 1],
+                [2, 2],
+                [2, 2],
+            ),
+            (
+                [1, 8, 6, 6],
+                [16, 8, 1, 1],
+                1,
+                [1, 1],
+                [1, 1],
+                [0, 0],
+                [0, 0],
+            ),
+        ];
+        for threads in [1, 2] {
+            let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+            for &(dx, df, groups, strides, dilations, pb, pe) in cases {
+                let conv = Convolution {
+                    window: Window {
+                        shape: df[2..].to_vec(),
+                        strides: strides.to_vec(),
+                        dilations: dilations.to_vec(),
+                        pads_begin: pb.to_vec(),
+                        pads_end: pe.to_vec(),
+                    },
+                    groups,
+                };
+                let (sx, sf) = (Shape::new(dx), Shape::new(df));
+                let lcg = |n: usize, seed: u64| -> TensorData {
+                    let mut s = seed;
+                    TensorData::F32(
+                        (0..n)
+                            .map(|_| {
+                                s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                                (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                            })
+                            .collect(),
+                    )
+                };
+                let x = lcg(sx.element_count().unwrap(), 3);
+                let f = lcg(sf.element_count().unwrap(), 4);
+                let got = convolution(&x, &sx, &f, &sf, &conv, &parallel).unwrap();
+                let want =
+                    graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
+                let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
+                    panic!("types")
+                };
+                assert_eq!(g.len(), w.len(), "{dx:?} {df:?}");
+                let depth = (df[1] * df[2] * df[3]) as f32;
+                for (a, b) in g.iter().zip(w) {
+                    assert!(
+                        (a - b).abs() <= depth * f32::EPSILON,
+                        "{dx:?} {df:?}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+}
