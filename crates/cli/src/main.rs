@@ -6,6 +6,7 @@
 //! model: passes, kernels with provenance, nodes left outside kernels.
 
 mod accuracy;
+mod bench;
 mod bench_expr;
 mod default_model;
 mod error;
@@ -41,6 +42,8 @@ enum Command {
         #[arg(long, default_value = "CPU-JIT")]
         backend: String,
     },
+    /// Time an ONNX model: median latency of repeated runs after warm-up.
+    Bench(BenchArgs),
     /// Explain how a model compiles on CPU-JIT: pass pipeline with timings, kernels with
     /// their nodes' provenance and pass histories, nodes left outside kernels and why.
     Explain(ExplainArgs),
@@ -61,6 +64,33 @@ pub struct AccuracyArgs {
     pub scalar: bool,
     /// Functions to sweep (default: all of them).
     pub functions: Vec<String>,
+}
+
+/// Arguments of `graphlift bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The ONNX model.
+    pub model: PathBuf,
+    /// Backend: CPU-JIT or INTERPRETER.
+    #[arg(long, default_value = "CPU-JIT")]
+    pub backend: String,
+    /// Threads of the CPU-JIT backend (default: GRAPHLIFT_NUM_THREADS, else all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Input tensors (`.pb` or `.npy`) in the order of the graph's inputs; without them,
+    /// inputs are generated from the shapes (--shape): floats N(0, 1) from a fixed seed,
+    /// integers 1, booleans true.
+    #[arg(long = "input", num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
+    /// Static shape for a graph input with symbolic dimensions, as `NAME=1x128`.
+    #[arg(long = "shape", value_name = "NAME=DIMS", value_parser = parse_shape)]
+    pub shapes: Vec<(String, Vec<usize>)>,
+    /// Untimed runs first.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: usize,
+    /// Timed runs; the median is reported.
+    #[arg(long, default_value_t = 50)]
+    pub runs: usize,
 }
 
 /// Arguments of `graphlift explain`.
@@ -134,6 +164,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::BenchExpr { expr, n, backend } => bench_expr::bench_expr(&expr, n, &backend),
+        Command::Bench(args) => bench::bench(&args),
         Command::Explain(args) => explain::explain(&args),
         Command::Accuracy(args) => accuracy::accuracy(&args),
     };

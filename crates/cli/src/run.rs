@@ -1,6 +1,7 @@
 //! `graphlift run`: import, compile, run (traced with `--trace`), print, compare, write.
 
 use std::fs;
+use std::path::Path;
 use std::time::Instant;
 
 use graphlift::onnx::{import_model_file_with, ImportOptions, ImportedModel};
@@ -28,11 +29,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
                 .iter()
                 .map(|p| read_tensor(p))
                 .collect::<Result<Vec<_>, _>>()?;
-            let options = ImportOptions {
-                input_shapes: args.shapes.iter().cloned().collect(),
-                ordered_input_shapes: inputs.iter().map(|t| t.shape().dims().to_vec()).collect(),
-            };
-            let model = import_model_file_with(path, &options)?;
+            let model = import_for(path, &inputs, &args.shapes)?;
             let expected = args
                 .expects
                 .iter()
@@ -129,6 +126,23 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         });
     }
     Ok(())
+}
+
+/// Imports the model at `path` with its symbolic input dimensions bound by the shapes of
+/// `inputs` (in graph order) and by `shapes` (`NAME`, dims).
+///
+/// # Errors
+/// Any import error, naming the input whose shape does not fit.
+pub(crate) fn import_for(
+    path: &Path,
+    inputs: &[Tensor],
+    shapes: &[(String, Vec<usize>)],
+) -> Result<ImportedModel, CliError> {
+    let options = ImportOptions {
+        input_shapes: shapes.iter().cloned().collect(),
+        ordered_input_shapes: inputs.iter().map(|t| t.shape().dims().to_vec()).collect(),
+    };
+    Ok(import_model_file_with(path, &options)?)
 }
 
 fn check_counts(

@@ -171,9 +171,16 @@ impl CpuJitBackend {
         let mut plans = Vec::new();
         let mut infos = Vec::new();
         let mut temps = 0usize;
+        let mut constants = Vec::new();
         for id in g.topological_order()? {
             let node = g.node(id)?;
             if matches!(node.op(), Op::Parameter | Op::Result) {
+                continue;
+            }
+            if let Op::Constant(data) = node.op() {
+                let shape = node.output_type().shape.clone();
+                constants.push(Tensor::from_data((**data).clone(), shape)?);
+                locs.insert(Output::new(id, 0), Loc::Constant(constants.len() - 1));
                 continue;
             }
             let inputs = node
@@ -248,6 +255,7 @@ impl CpuJitBackend {
             results,
             steps,
             temps,
+            constants,
             result_locs,
             take_result,
             infos,
@@ -293,6 +301,9 @@ enum Loc {
     Input(usize),
     /// Temporary `t`.
     Temp(usize),
+    /// Constant `c`, made into a tensor once at compile time (weights are never copied per
+    /// call).
+    Constant(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -354,6 +365,8 @@ pub struct CpuJitExecutable {
     results: Vec<TensorSpec>,
     steps: Vec<Step>,
     temps: usize,
+    /// The Function's constants as tensors, indexed by [`Loc::Constant`].
+    constants: Vec<Tensor>,
     result_locs: Vec<Loc>,
     take_result: Vec<bool>,
     infos: Vec<KernelInfo>,
@@ -486,6 +499,7 @@ impl CpuJitExecutable {
             .map(|l| match *l {
                 Loc::Input(k) => inputs.get(k),
                 Loc::Temp(t) => temps.get(t).and_then(Option::as_ref),
+                Loc::Constant(c) => self.constants.get(c),
             })
             .collect::<Option<Vec<&Tensor>>>()
             .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
@@ -559,6 +573,7 @@ impl Executable for CpuJitExecutable {
                 Loc::Input(i) => inputs.get(i).cloned(),
                 Loc::Temp(t) if self.take_result[k] => temps.get_mut(t).and_then(Option::take),
                 Loc::Temp(t) => temps.get(t).and_then(Clone::clone),
+                Loc::Constant(c) => self.constants.get(c).cloned(),
             };
             outputs[k] = value.ok_or_else(|| RuntimeError::Execution {
                 node: self.results[k].name.clone(),
