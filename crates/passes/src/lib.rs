@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 mod algebraic_simplification;
+mod batch_norm_folding;
 mod constant_folding;
 mod cse;
 mod dce;
@@ -75,6 +76,7 @@ mod pipeline_proptests;
 mod testing;
 
 pub use algebraic_simplification::AlgebraicSimplification;
+pub use batch_norm_folding::BatchNormFolding;
 pub use constant_folding::ConstantFolding;
 pub use cse::CommonSubexpressionElimination;
 pub use dce::DeadCodeElimination;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use graphlift_ir::Function;
 
 use crate::{
-    AlgebraicSimplification, CommonSubexpressionElimination, ConstantFolding, DeadCodeElimination,
-    ExtractionConfig, ExtractionReport, Pass, PassError, SubgraphExtraction,
+    AlgebraicSimplification, BatchNormFolding, CommonSubexpressionElimination, ConstantFolding,
+    DeadCodeElimination, ExtractionConfig, ExtractionReport, Pass, PassError, SubgraphExtraction,
 };
 
 #[cfg(test)]
@@ -79,9 +79,12 @@ impl PassManager {
         }
     }
 
-    /// The standard pipeline: constant folding, common subexpression elimination,
-    /// algebraic simplification, dead code elimination, subgraph extraction with `config`.
+    /// The standard pipeline: batch-norm folding, constant folding, common subexpression
+    /// elimination, algebraic simplification, dead code elimination, subgraph extraction with
+    /// `config`.
     ///
+    /// Batch-norm folding comes first: it turns `Conv -> BatchNormalization` into a
+    /// convolution and a bias `Add` that extraction then fuses with what follows.
     /// Folding comes first so that simplification sees the constants it makes; CSE before
     /// simplification so that `x - x` is found when the two operands were equal computations;
     /// DCE removes what the rewrites left unused before extraction forms regions. One run
@@ -90,7 +93,8 @@ impl PassManager {
     /// ([`crate::FusedOpExpansion`]) is not included; its documentation says why.
     pub fn default_pipeline(config: ExtractionConfig) -> PassManager {
         let mut pm = PassManager::new();
-        pm.add(ConstantFolding::new())
+        pm.add(BatchNormFolding)
+            .add(ConstantFolding::new())
             .add(CommonSubexpressionElimination)
             .add(AlgebraicSimplification)
             .add(DeadCodeElimination)
