@@ -49,8 +49,26 @@ impl Geometry {
     }
 }
 
+/// The output columns `ox` whose input column `ox * stride + offset - pad` lies in
+/// `0..width`, as a range.
+fn valid_columns(
+    out: usize,
+    width: usize,
+    stride: usize,
+    offset: usize,
+    pad: usize,
+) -> std::ops::Range<usize> {
+    // ox * stride + offset >= pad  and  ox * stride + offset < pad + width.
+    let lo = pad.saturating_sub(offset).div_ceil(stride);
+    let hi = (pad + width)
+        .saturating_sub(offset)
+        .div_ceil(stride)
+        .min(out);
+    lo.min(hi)..hi
+}
+
 /// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) into `cols`
-/// (`[cg · kH · kW, oH · oW]`, row-major).
+/// (`[cg · kH · kW, oH · oW]`, row-major); window positions in the padding read zero.
 fn im2col<T: Copy + Default>(
     x: &[T],
     g: &Geometry,
@@ -70,23 +88,40 @@ fn im2col<T: Copy + Default>(
             for kx in 0..g.kw {
                 let row = (ci * g.kh + ky) * g.kw + kx;
                 let out = &mut cols[row * plane..(row + 1) * plane];
+                let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
                 for oy in 0..g.oh {
-                    let iy = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h);
                     let line = &mut out[oy * g.ow..(oy + 1) * g.ow];
-                    let Some(iy) = iy else {
+                    let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
                         line.fill(T::default());
                         continue;
                     };
-                    for (ox, v) in line.iter_mut().enumerate() {
-                        *v = match (ox * sw + kx * dw).checked_sub(pw).filter(|&x| x < g.w) {
-                            Some(ix) => image[iy * g.w + ix],
-                            None => T::default(),
-                        };
+                    line[..valid.start].fill(T::default());
+                    line[valid.end..].fill(T::default());
+                    let src = &image[iy * g.w..(iy + 1) * g.w];
+                    // First input column read (`valid.start` maps inside the row).
+                    let first = valid.start * sw + kx * dw - pw;
+                    let dst = &mut line[valid.clone()];
+                    if sw == 1 {
+                        dst.copy_from_slice(&src[first..first + dst.len()]);
+                    } else {
+                        for (k, v) in dst.iter_mut().enumerate() {
+                            *v = src[first + k * sw];
+                        }
                     }
                 }
             }
         }
     }
+}
+
+/// Whether the unrolled matrix of a group is its input channels as they are: a 1x1 window
+/// with unit strides and no padding.
+fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
+    let w = &conv.window;
+    g.kh == 1
+        && g.kw == 1
+        && w.strides.iter().all(|&s| s == 1)
+        && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
 }
 
 fn convolve<T: Copy + Default + Send + Sync + 'static>(
@@ -104,6 +139,7 @@ fn convolve<T: Copy + Default + Send + Sync + 'static>(
     if plane == 0 || g.m == 0 {
         return y;
     }
+    let pointwise = is_pointwise(g, conv);
     // One task per (image, group): unroll its fields, multiply by the group's filters.
     let task = |(k, out): (usize, &mut [T])| {
         let (b, grp) = (k / g.groups, k % g.groups);

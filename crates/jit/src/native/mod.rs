@@ -5,6 +5,7 @@
 
 mod convolution;
 mod matmul;
+mod reduce;
 
 use graphlift_ir::{Node, Op};
 use graphlift_runtime::reference::evaluate_node;
@@ -12,8 +13,8 @@ use graphlift_runtime::{RuntimeError, Tensor};
 
 use crate::parallel::Parallel;
 
-/// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul` and 2-D
-/// `Convolution` on `f32`/`f64`), else with the reference kernel.
+/// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
+/// `Convolution` and reductions over trailing axes on `f32`/`f64`), else with the reference kernel.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -24,6 +25,7 @@ pub(crate) fn evaluate(
 ) -> Result<Vec<Tensor>, RuntimeError> {
     let native = match (node.op(), inputs) {
         (Op::MatMul, [a, b]) => matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), parallel),
+        (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
         (Op::Convolution(c), [x, f]) => {
             convolution::convolution(x.data(), x.shape(), f.data(), f.shape(), c, parallel)
         }
