@@ -144,9 +144,15 @@ fn convolve<T: Copy + Default + Send + Sync + 'static>(
     let task = |(k, out): (usize, &mut [T])| {
         let (b, grp) = (k / g.groups, k % g.groups);
         let image = &x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
-        let mut cols = vec![T::default(); depth * plane];
-        im2col(image, g, conv, grp * cg, cg, &mut cols);
         let filters = &f[grp * mg * depth..(grp + 1) * mg * depth];
+        let cols = if pointwise {
+            // The group's channels are the unrolled matrix already (`plane == H * W`).
+            std::borrow::Cow::Borrowed(&image[grp * cg * plane..(grp + 1) * cg * plane])
+        } else {
+            let mut cols = vec![T::default(); depth * plane];
+            im2col(image, g, conv, grp * cg, cg, &mut cols);
+            std::borrow::Cow::Owned(cols)
+        };
         product(
             filters,
             &cols,
