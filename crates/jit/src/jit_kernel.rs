@@ -44,6 +44,22 @@ impl JitKernel {
     /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
     pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
         let plan = plan::plan_kernel(body.name(), body)?;
+        JitKernel::from_plan(body, plan)
+    }
+
+    /// Compiles `body` as a scalar loop (one element per trip), whatever its element types:
+    /// the same operation sequence as the vector loop [`JitKernel::compile`] picks, lane for
+    /// lane, for checking one against the other (the accuracy sweeps of vector math).
+    ///
+    /// # Errors
+    /// As [`JitKernel::compile`].
+    pub fn compile_scalar(body: &Function) -> Result<JitKernel, JitError> {
+        let mut plan = plan::plan_kernel(body.name(), body)?;
+        plan.lanes = crate::codegen::lanes::Lanes::X1;
+        JitKernel::from_plan(body, plan)
+    }
+
+    fn from_plan(body: &Function, plan: plan::KernelPlan) -> Result<JitKernel, JitError> {
         let mut kernels = codegen::compile(vec![plan])?;
         let kernel = kernels
             .pop()

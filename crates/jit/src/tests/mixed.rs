@@ -408,3 +408,29 @@ fn the_backend_runs_a_mixed_graph_as_a_mixed_kernel() {
         .unwrap();
     super::assert_exact("attention mask", &inputs, &got, &want);
 }
+
+#[test]
+fn the_scalar_loop_still_computes_mixed_kernels() {
+    // `compile_scalar` keeps the one-element loop that mixed kernels ran before; it must
+    // agree with the interpreter (and so with the mixed loop) bit for bit.
+    for n in [0, 1, 5, 37] {
+        let b = FunctionBuilder::new("scalar");
+        let x = b.parameter("x", F32, [n]);
+        let j = b.parameter("j", I64, [n]);
+        let body = b
+            .finish(&[select(x.lt(j.convert(F32)), j.convert(F64), x.convert(F64))])
+            .unwrap();
+        let ins = [
+            tensor(edge_data(F32, n, 0), &[n]),
+            tensor(edge_data(I64, n, 2), &[n]),
+        ];
+        let k = JitKernel::compile_scalar(&body).unwrap();
+        assert_eq!(k.lanes(), 1);
+        assert!(!k.is_vectorized() && !k.is_mixed_width());
+        let refs: Vec<&Tensor> = ins.iter().collect();
+        let mut got = super::outputs_for(&body);
+        k.call(&refs, &mut got).unwrap();
+        let want = graphlift_runtime::reference::evaluate_function(&body, &ins).unwrap();
+        super::assert_exact(&format!("scalar [{n}]"), &ins, &got, &want);
+    }
+}
