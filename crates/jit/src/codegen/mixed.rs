@@ -23,16 +23,18 @@
 //! | `i64` → `i32` | the low 32 bits of each lane, one shuffle of both parts (wrapping) |
 //! | `i32` → `f64` | `fcvt_from_sint` of `swiden_low` (`cvtdq2pd`, exact) of each half |
 //! | `f64` → `i32` | `snarrow(fcvt_to_sint_sat.i64x2(x), 0)` (x64's NaN-to-0, clamping `cvttpd2dq` pattern) per part, joined by a shuffle |
-//! | `f32` → `i64` | per lane: scalar `fcvt_to_sint_sat` (x64 has no `fcvt_to_sint_sat.i64x2`) |
-//! | `i64` → `f32` | per lane: scalar `fcvt_from_sint` (no vector form; going through `f64` would round twice) |
+//! | `f32` → `i64` | when all four lanes are within ±2^51: `fvpromote_low` (exact), then [`super::convert`]'s exact vector code; else per lane: scalar `fcvt_to_sint_sat` (x64 has no `fcvt_to_sint_sat.i64x2`) |
+//! | `i64` → `f32` | when all four lanes are within ±2^51: exact to `f64` by [`super::convert`], then `fvdemote` (one rounding); else per lane: scalar `fcvt_from_sint` (no vector form; through `f64` it would round twice) |
 //!
 //! Conversions within one width (`f64` ↔ `i64`, `f32` ↔ `i32`, to and from `bool`) are
 //! [`super::lower`]'s, part by part.
 
+use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 use graphlift_ir::ElementType;
 
+use super::convert::{small_f64_to_i64, small_i64_to_f64, unless_all, unless_all_parts, SMALL};
 use super::lanes::{cast_flags, Emit, Lanes};
 use super::plan::{KernelPlan, SlotOp};
 
@@ -145,31 +147,57 @@ pub(crate) fn convert_across(
             vec![low_halves(b, lo, hi, types::I32X4)]
         }
         (F32, I64, &[v]) => {
-            let lanes: Vec<Value> = (0..4)
-                .map(|l| {
-                    let s = b.ins().extractlane(v, l);
-                    b.ins().fcvt_to_sint_sat(types::I64, s)
+            // Fast: every lane within ±2^51 (not NaN): exact through f64. Else per lane.
+            let mut e = Emit::new(b, Lanes::X4);
+            let limit = e.f32(SMALL);
+            let mag = b.ins().fabs(v);
+            let ok = b.ins().fcmp(FloatCC::LessThan, mag, limit);
+            let hi = high_half(b, v);
+            let fast: Vec<Value> = [v, hi]
+                .into_iter()
+                .map(|h| {
+                    let d = b.ins().fvpromote_low(h);
+                    small_f64_to_i64(b, d).0
                 })
                 .collect();
-            lanes
-                .chunks(2)
-                .map(|pair| {
-                    let v = b.ins().scalar_to_vector(types::I64X2, pair[0]);
-                    b.ins().insertlane(v, pair[1], 1)
-                })
-                .collect()
+            unless_all_parts(b, ok, &fast, |b| {
+                let lanes: Vec<Value> = (0..4)
+                    .map(|l| {
+                        let s = b.ins().extractlane(v, l);
+                        b.ins().fcvt_to_sint_sat(types::I64, s)
+                    })
+                    .collect();
+                Ok(lanes
+                    .chunks(2)
+                    .zip(&fast)
+                    .map(|(pair, &f)| {
+                        let v = b.ins().insertlane(f, pair[0], 0);
+                        b.ins().insertlane(v, pair[1], 1)
+                    })
+                    .collect())
+            })
+            .ok()?
         }
         (I64, F32, &[lo, hi]) => {
-            let mut acc: Option<Value> = None;
-            for l in 0..4u8 {
-                let s = b.ins().extractlane([lo, hi][usize::from(l / 2)], l % 2);
-                let f = b.ins().fcvt_from_sint(types::F32, s);
-                acc = Some(match acc {
-                    None => b.ins().scalar_to_vector(types::F32X4, f),
-                    Some(v) => b.ins().insertlane(v, f, l),
-                });
-            }
-            vec![acc?]
+            // Fast: every lane within ±2^51 converts exactly to f64, and f64 -> f32 then
+            // rounds once. Else per lane, as going through f64 would round twice.
+            let (flo, ok_lo) = small_i64_to_f64(b, lo);
+            let (fhi, ok_hi) = small_i64_to_f64(b, hi);
+            let ok = b.ins().band(ok_lo, ok_hi);
+            let dlo = b.ins().fvdemote(flo);
+            let dhi = b.ins().fvdemote(fhi);
+            let fast = low_halves(b, dlo, dhi, types::F32X4);
+            let v = unless_all(b, ok, fast, |b| {
+                let mut acc = fast;
+                for l in 0..4u8 {
+                    let s = b.ins().extractlane([lo, hi][usize::from(l / 2)], l % 2);
+                    let f = b.ins().fcvt_from_sint(types::F32, s);
+                    acc = b.ins().insertlane(acc, f, l);
+                }
+                Ok(acc)
+            })
+            .ok()?;
+            vec![v]
         }
         _ => return None,
     })

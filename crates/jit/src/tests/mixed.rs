@@ -7,7 +7,8 @@
 //! single 4-element body, every tail of 1–3) and larger ones, on special values: NaN, ±inf,
 //! ±0, subnormals, integer MIN/MAX, values past the `f32` range and past `i32`/`i64`, and
 //! the rounding cases 2^24 + 1, 2^53 + 1 and 2^60 + 2^36 + 1 (which `i64` → `f32` rounds
-//! differently when it goes through `f64`).
+//! differently when it goes through `f64`), and both sides of ±2^51 (the edge of the exact
+//! vector `i64` ↔ `f64` code of `codegen::convert`).
 
 use graphlift_ir::{select, ElementType, Function, FunctionBuilder, TensorData};
 use graphlift_runtime::Tensor;
@@ -33,6 +34,7 @@ fn tensor(d: TensorData, shape: &[usize]) -> Tensor {
 /// Values that conversions between widths round, saturate or wrap, beside [`specials`].
 fn edge_values(t: ElementType) -> TensorData {
     const P24: i64 = 1 << 24;
+    const P51: i64 = 1 << 51;
     const P53: i64 = 1 << 53;
     const DOUBLE_ROUNDING: i64 = (1 << 60) + (1 << 36) + 1;
     let extra = match t {
@@ -48,6 +50,9 @@ fn edge_values(t: ElementType) -> TensorData {
             -1e19,
             1e-45,
             -1e-45,
+            P51 as f32,
+            -(P51 as f32),
+            (2 * P51) as f32,
             f32::from_bits(0x007f_ffff),
             -f32::NAN,
         ]),
@@ -76,6 +81,11 @@ fn edge_values(t: ElementType) -> TensorData {
             1e19,
             4.5,
             -4.5,
+            (P51 - 1) as f64 + 0.5,
+            P51 as f64,
+            (P51 + 1) as f64,
+            -(P51 + 1) as f64,
+            (2 * P51 - 1) as f64,
             -f64::NAN,
         ]),
         I32 => TensorData::I32(vec![
@@ -99,6 +109,11 @@ fn edge_values(t: ElementType) -> TensorData {
             -0x1_0000_0001,
             0xffff_ffff,
             i64::MAX - 511,
+            P51 - 1,
+            -P51,
+            P51,
+            -P51 - 1,
+            P51 + 1,
             (1 << 62) + (1 << 38) + 1,
         ]),
         Bool => TensorData::Bool(vec![true, false, false]),
