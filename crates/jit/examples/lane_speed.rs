@@ -1,7 +1,8 @@
 //! Time one fused kernel per element type: `relu((a + b) * c) + d` on `f32`, `f64` and `i64`
 //! (`i64`: `max((a + b) * c, 0) + d`), and the mixed-width attention-mask kernel
-//! `convert<f32>(mask_i64) * -10000.0 + scores_f32`, called on one thread through
-//! [`JitKernel::call`].
+//! `convert<f32>(mask_i64) * -10000.0 + scores_f32` (a mixed-width kernel; also compiled as
+//! the scalar loop such kernels ran before, [`JitKernel::compile_scalar`]), called on one
+//! thread through [`JitKernel::call`].
 //!
 //! ```text
 //! cargo run --release -p graphlift-jit --example lane_speed [-- LOG2_N [REPS]]
@@ -56,7 +57,8 @@ fn main() {
         let ins: Vec<Tensor> = (0..4)
             .map(|s| Tensor::from_data(input(t, n, s + 1), [n]).expect("a tensor"))
             .collect();
-        time(&format!("{t}"), &body, &ins, t, reps);
+        let k = JitKernel::compile(&body).expect("the kernel compiles");
+        time(&format!("{t}"), &k, &ins, t, reps);
     }
     // The attention-mask kernel: an i64 0/1 mask scaled in f32 and added to f32 scores.
     let b = FunctionBuilder::new("mask");
@@ -73,12 +75,21 @@ fn main() {
         Tensor::from_data(mask_data, [n]).expect("a tensor"),
         Tensor::from_data(input(ElementType::F32, n, 8), [n]).expect("a tensor"),
     ];
-    time("mask i64->f32", &body, &ins, ElementType::F32, reps);
+    let k = JitKernel::compile(&body).expect("the kernel compiles");
+    time("mask i64->f32", &k, &ins, ElementType::F32, reps);
+    // The scalar loop such mixed-width kernels ran before they had a vector loop.
+    let k = JitKernel::compile_scalar(&body).expect("the kernel compiles");
+    time(
+        "mask i64->f32 scalar loop",
+        &k,
+        &ins,
+        ElementType::F32,
+        reps,
+    );
 }
 
-/// Compiles `body`, calls it five times, then `reps` times, and prints the times.
-fn time(what: &str, body: &graphlift_ir::Function, ins: &[Tensor], out: ElementType, reps: usize) {
-    let k = JitKernel::compile(body).expect("the kernel compiles");
+/// Calls `k` five times, then `reps` times, and prints the times.
+fn time(what: &str, k: &JitKernel, ins: &[Tensor], out: ElementType, reps: usize) {
     let n = k.element_count();
     let refs: Vec<&Tensor> = ins.iter().collect();
     let mut out = [Tensor::zeros(out, [n]).expect("a tensor")];
