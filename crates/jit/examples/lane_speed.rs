@@ -1,8 +1,9 @@
 //! Time one fused kernel per element type: `relu((a + b) * c) + d` on `f32`, `f64` and `i64`
 //! (`i64`: `max((a + b) * c, 0) + d`), and the mixed-width attention-mask kernel
 //! `convert<f32>(mask_i64) * -10000.0 + scores_f32` (a mixed-width kernel; also compiled as
-//! the scalar loop such kernels ran before, [`JitKernel::compile_scalar`]), called on one
-//! thread through [`JitKernel::call`].
+//! the scalar loop such kernels ran before, [`JitKernel::compile_scalar`]) and
+//! `convert<f32>(convert<f64>(x_f32) * s_f64)` likewise, called on one thread through
+//! [`JitKernel::call`].
 //!
 //! ```text
 //! cargo run --release -p graphlift-jit --example lane_speed [-- LOG2_N [REPS]]
@@ -81,6 +82,27 @@ fn main() {
     let k = JitKernel::compile_scalar(&body).expect("the kernel compiles");
     time(
         "mask i64->f32 scalar loop",
+        &k,
+        &ins,
+        ElementType::F32,
+        reps,
+    );
+    // f32 data scaled in f64 and rounded back: fvpromote / fvdemote.
+    let b = FunctionBuilder::new("promote");
+    let x = b.parameter("x", ElementType::F32, [n]);
+    let s = b.parameter("s", ElementType::F64, [n]);
+    let body = b
+        .finish(&[(x.convert(ElementType::F64) * s).convert(ElementType::F32)])
+        .expect("a valid body");
+    let ins = [
+        Tensor::from_data(input(ElementType::F32, n, 9), [n]).expect("a tensor"),
+        Tensor::from_data(input(ElementType::F64, n, 10), [n]).expect("a tensor"),
+    ];
+    let k = JitKernel::compile(&body).expect("the kernel compiles");
+    time("f32->f64 * f64 ->f32", &k, &ins, ElementType::F32, reps);
+    let k = JitKernel::compile_scalar(&body).expect("the kernel compiles");
+    time(
+        "f32->f64 * f64 ->f32 scalar loop",
         &k,
         &ins,
         ElementType::F32,
