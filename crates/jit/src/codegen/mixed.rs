@@ -24,12 +24,12 @@
 //! | `i32` → `f64` | `fcvt_from_sint` of `swiden_low` (`cvtdq2pd`, exact) of each half |
 //! | `f64` → `i32` | `snarrow(fcvt_to_sint_sat.i64x2(x), 0)` (x64's NaN-to-0, clamping `cvttpd2dq` pattern) per part, joined by a shuffle |
 //! | `f32` → `i64` | when all four lanes are within ±2^51: `fvpromote_low` (exact), then [`super::convert`]'s exact vector code; else per lane: scalar `fcvt_to_sint_sat` (x64 has no `fcvt_to_sint_sat.i64x2`) |
-//! | `i64` → `f32` | when all four lanes are within ±2^51: exact to `f64` by [`super::convert`], then `fvdemote` (one rounding); else per lane: scalar `fcvt_from_sint` (no vector form; through `f64` it would round twice) |
+//! | `i64` → `f32` | when all four lanes are `i32` values: their low words by one shuffle, `fcvt_from_sint` (`cvtdq2ps`, one rounding); else when all are within ±2^51: exact to `f64` by [`super::convert`], then `fvdemote` (one rounding); else per lane: scalar `fcvt_from_sint` (no vector form; through `f64` it would round twice) |
 //!
 //! Conversions within one width (`f64` ↔ `i64`, `f32` ↔ `i32`, to and from `bool`) are
 //! [`super::lower`]'s, part by part.
 
-use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 use graphlift_ir::ElementType;
@@ -91,6 +91,12 @@ fn shuffle_bytes(b: &mut FunctionBuilder, a: Value, c: Value, picks: [u8; 16], t
 /// The low 32 bits of each 64-bit lane of `lo` then `hi`, as one `I32X4`.
 fn low_words(b: &mut FunctionBuilder, lo: Value, hi: Value) -> Value {
     let picks = [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27];
+    shuffle_bytes(b, lo, hi, picks, types::I32X4)
+}
+
+/// The high 32 bits of each 64-bit lane of `lo` then `hi`, as one `I32X4`.
+fn high_words(b: &mut FunctionBuilder, lo: Value, hi: Value) -> Value {
+    let picks = [4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31];
     shuffle_bytes(b, lo, hi, picks, types::I32X4)
 }
 
@@ -179,22 +185,31 @@ pub(crate) fn convert_across(
             .ok()?
         }
         (I64, F32, &[lo, hi]) => {
-            // Fast: every lane within ±2^51 converts exactly to f64, and f64 -> f32 then
-            // rounds once. Else per lane, as going through f64 would round twice.
-            let (flo, ok_lo) = small_i64_to_f64(b, lo);
-            let (fhi, ok_hi) = small_i64_to_f64(b, hi);
-            let ok = b.ins().band(ok_lo, ok_hi);
-            let dlo = b.ins().fvdemote(flo);
-            let dhi = b.ins().fvdemote(fhi);
-            let fast = low_halves(b, dlo, dhi, types::F32X4);
+            // No vector form, and going through f64 would round twice (2^60 + 2^36 + 1).
+            // Fastest: every lane is an i32 (its high word is its low word's sign), and
+            // `cvtdq2ps` rounds once. Else every lane within ±2^51 converts exactly to f64,
+            // and `fvdemote` rounds once. Else per lane.
+            let low = low_words(b, lo, hi);
+            let high = high_words(b, lo, hi);
+            let sign = b.ins().sshr_imm_u(low, 31);
+            let ok = b.ins().icmp(IntCC::Equal, high, sign);
+            let fast = b.ins().fcvt_from_sint(types::F32X4, low);
             let v = unless_all(b, ok, fast, |b| {
-                let mut acc = fast;
-                for l in 0..4u8 {
-                    let s = b.ins().extractlane([lo, hi][usize::from(l / 2)], l % 2);
-                    let f = b.ins().fcvt_from_sint(types::F32, s);
-                    acc = b.ins().insertlane(acc, f, l);
-                }
-                Ok(acc)
+                let (flo, ok_lo) = small_i64_to_f64(b, lo);
+                let (fhi, ok_hi) = small_i64_to_f64(b, hi);
+                let ok = b.ins().band(ok_lo, ok_hi);
+                let dlo = b.ins().fvdemote(flo);
+                let dhi = b.ins().fvdemote(fhi);
+                let medium = low_halves(b, dlo, dhi, types::F32X4);
+                unless_all(b, ok, medium, |b| {
+                    let mut acc = medium;
+                    for l in 0..4u8 {
+                        let s = b.ins().extractlane([lo, hi][usize::from(l / 2)], l % 2);
+                        let f = b.ins().fcvt_from_sint(types::F32, s);
+                        acc = b.ins().insertlane(acc, f, l);
+                    }
+                    Ok(acc)
+                })
             })
             .ok()?;
             vec![v]

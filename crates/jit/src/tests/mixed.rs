@@ -449,3 +449,125 @@ fn the_scalar_loop_still_computes_mixed_kernels() {
         super::assert_exact(&format!("scalar [{n}]"), &ins, &got, &want);
     }
 }
+
+/// Runs of 8 values of each tier of the `i64` ↔ float conversions (all lanes `i32`; all
+/// within ±2^51; some beyond or NaN), then the tiers interleaved lane by lane, so every
+/// vector body takes each path and the paths' switches are crossed.
+fn tiers<T: Copy>(runs: &[[T; 8]]) -> Vec<T> {
+    let mut v: Vec<T> = runs.iter().flatten().copied().collect();
+    for k in 0..8 {
+        for run in runs {
+            v.push(run[k]);
+        }
+    }
+    v
+}
+
+#[test]
+fn every_path_of_the_64_bit_conversions() {
+    const P: i64 = 1 << 51;
+    let ints = tiers(&[
+        [
+            0,
+            1,
+            -1,
+            i64::from(i32::MAX),
+            i64::from(i32::MIN),
+            16_777_217,
+            -16_777_217,
+            12_345,
+        ],
+        [
+            1 << 31,
+            -(1 << 31) - 1,
+            (1 << 40) + 1,
+            -((1 << 40) + (1 << 16) + 1),
+            P - 1,
+            -P,
+            (1 << 33) + (1 << 9) + 1,
+            0x7_ffff_ffff,
+        ],
+        [
+            P,
+            -P - 1,
+            (1 << 53) + 1,
+            i64::MAX,
+            i64::MIN,
+            (1 << 60) + (1 << 36) + 1,
+            -(1 << 62),
+            (1 << 52) + 1,
+        ],
+    ]);
+    let f64s = tiers(&[
+        [
+            0.5,
+            -0.5,
+            -0.0,
+            1e10 + 0.7,
+            -((P - 1) as f64) + 0.25,
+            (1u64 << 50) as f64 + 0.5,
+            3.9,
+            -3.9,
+        ],
+        [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            P as f64,
+            -(P as f64) - 2.0,
+            1e19,
+            -1e19,
+            (1u64 << 52) as f64 + 1.0,
+        ],
+    ]);
+    let f32s = tiers(&[
+        [
+            0.5f32,
+            -0.5,
+            -0.0,
+            1e10,
+            -1e15,
+            (1u64 << 50) as f32,
+            3.9,
+            -3.9,
+        ],
+        [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            P as f32,
+            -(P as f32),
+            1e19,
+            -1e19,
+            (1u64 << 60) as f32,
+        ],
+    ]);
+    let cases: [(ElementType, ElementType, TensorData); 5] = [
+        (I64, F32, ints.clone().into()),
+        (I64, F64, ints.into()),
+        (F64, I64, f64s.clone().into()),
+        (F64, I32, f64s.into()),
+        (F32, I64, f32s.into()),
+    ];
+    for (from, to, values) in cases {
+        let n = values.len();
+        for anchor in [None, Some(F32), Some(F64)] {
+            let b = FunctionBuilder::new(format!("tiers_{from}_{to}"));
+            let x = b.parameter("x", from, [n]);
+            let mut results = vec![x.convert(to)];
+            let mut ins = vec![tensor(values.clone(), &[n])];
+            if let Some(t) = anchor {
+                let a = b.parameter("anchor", t, [n]);
+                results.push(-a);
+                ins.push(tensor(data(t, n, 1), &[n]));
+            }
+            let body = b.finish(&results).unwrap();
+            let what = format!("{from} -> {to} tiers, anchor {anchor:?}");
+            if plan_kernel("k", &body).unwrap().lanes == Lanes::Mixed {
+                check_mixed(&what, &body, &ins);
+            } else {
+                check(&what, &body, &ins, Expect::Exact);
+            }
+        }
+    }
+}
