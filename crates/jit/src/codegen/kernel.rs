@@ -24,8 +24,8 @@
 //! Mixed-width kernels ([`Lanes::Mixed`], `n = 4`) run the same loops; a body computes each
 //! 32-bit value as one `X4` vector and each 64-bit value as two `X2` vectors (elements
 //! `i..i+2` and `i+2..i+4`; in the tail, lanes `0..2` and `2..4` of the index list), see
-//! [`super::mixed`]. A kernel at the scalar width [`Lanes::X1`] would run one element per
-//! trip; [`Lanes::for_types`] no longer picks it.
+//! [`super::mixed`]. A kernel at the scalar width [`Lanes::X1`] runs one element per trip;
+//! [`Lanes::for_types`] never picks it, [`crate::JitKernel::compile_scalar`] does.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{

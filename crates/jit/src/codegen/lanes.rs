@@ -11,8 +11,8 @@
 //! vector never holds lanes of two widths. [`Lanes::for_types`] picks `X4` when every value
 //! is `f32`, `i32` or `bool`, `X2` when every value is `f64`, `i64` or `bool`, else `Mixed`.
 //! [`Lanes::X1`] (one element per value: `f32`, `f64`, `i32`, `i64`, and `bool` as an `I8`
-//! 0/1) is the scalar code of per-lane fallbacks, and the scalar loop a kernel would run at
-//! that width.
+//! 0/1) is the scalar code of per-lane fallbacks, and the loop width of
+//! [`crate::JitKernel::compile_scalar`].
 //!
 //! [`Emit`] hides the difference: constants become splat vectors from the constant pool or
 //! scalar immediates, comparisons give masks in the matching form, and
