@@ -1,11 +1,15 @@
 //! Time one fused kernel per element type: `relu((a + b) * c) + d` on `f32`, `f64` and `i64`
-//! (`i64`: `max((a + b) * c, 0) + d`), called on one thread through [`JitKernel::call`].
+//! (`i64`: `max((a + b) * c, 0) + d`), and the mixed-width attention-mask kernel
+//! `convert<f32>(mask_i64) * -10000.0 + scores_f32` (a mixed-width kernel; also compiled as
+//! the scalar loop such kernels ran before, [`JitKernel::compile_scalar`]) and
+//! `convert<f32>(convert<f64>(x_f32) * s_f64)` likewise, called on one thread through
+//! [`JitKernel::call`].
 //!
 //! ```text
 //! cargo run --release -p graphlift-jit --example lane_speed [-- LOG2_N [REPS]]
 //! ```
 //!
-//! Prints, per type, whether the kernel is a vector loop and the median, minimum and
+//! Prints, per kernel, its lanes per vector body and the median, minimum and
 //! maximum time of `REPS` calls (default 101) on `2^LOG2_N` elements (default 20), after
 //! five warm-up calls. A measurement, not a test: compare medians within one run, on a quiet
 //! machine if you can.
@@ -51,32 +55,85 @@ fn main() {
         let body = b
             .finish(&[((a + bb) * c).relu() + d])
             .expect("a valid body");
-        let k = JitKernel::compile(&body).expect("the kernel compiles");
         let ins: Vec<Tensor> = (0..4)
             .map(|s| Tensor::from_data(input(t, n, s + 1), [n]).expect("a tensor"))
             .collect();
-        let refs: Vec<&Tensor> = ins.iter().collect();
-        let mut out = [Tensor::zeros(t, [n]).expect("a tensor")];
-        for _ in 0..5 {
-            k.call(&refs, &mut out).expect("the call runs");
-        }
-        let mut times: Vec<Duration> = (0..reps)
-            .map(|_| {
-                let start = Instant::now();
-                k.call(&refs, &mut out).expect("the call runs");
-                start.elapsed()
-            })
-            .collect();
-        times.sort();
-        let us = |d: Duration| d.as_secs_f64() * 1e6;
-        let median = times[times.len() / 2];
-        println!(
-            "{t}: vector loop {:5}  median {:10.1} us ({:.3} ns/element)  min {:10.1} us  max {:10.1} us",
-            k.is_vectorized(),
-            us(median),
-            median.as_secs_f64() * 1e9 / n as f64,
-            us(times[0]),
-            us(times[times.len() - 1]),
-        );
+        let k = JitKernel::compile(&body).expect("the kernel compiles");
+        time(&format!("{t}"), &k, &ins, t, reps);
     }
+    // The attention-mask kernel: an i64 0/1 mask scaled in f32 and added to f32 scores.
+    let b = FunctionBuilder::new("mask");
+    let mask = b.parameter("mask", ElementType::I64, [n]);
+    let scores = b.parameter("scores", ElementType::F32, [n]);
+    let body = b
+        .finish(&[mask.convert(ElementType::F32) * -10000.0 + scores])
+        .expect("a valid body");
+    let mask_data = match input(ElementType::I64, n, 7) {
+        TensorData::I64(v) => TensorData::I64(v.iter().map(|x| x & 1).collect()),
+        other => other,
+    };
+    let ins = [
+        Tensor::from_data(mask_data, [n]).expect("a tensor"),
+        Tensor::from_data(input(ElementType::F32, n, 8), [n]).expect("a tensor"),
+    ];
+    let k = JitKernel::compile(&body).expect("the kernel compiles");
+    time("mask i64->f32", &k, &ins, ElementType::F32, reps);
+    // The scalar loop such mixed-width kernels ran before they had a vector loop.
+    let k = JitKernel::compile_scalar(&body).expect("the kernel compiles");
+    time(
+        "mask i64->f32 scalar loop",
+        &k,
+        &ins,
+        ElementType::F32,
+        reps,
+    );
+    // f32 data scaled in f64 and rounded back: fvpromote / fvdemote.
+    let b = FunctionBuilder::new("promote");
+    let x = b.parameter("x", ElementType::F32, [n]);
+    let s = b.parameter("s", ElementType::F64, [n]);
+    let body = b
+        .finish(&[(x.convert(ElementType::F64) * s).convert(ElementType::F32)])
+        .expect("a valid body");
+    let ins = [
+        Tensor::from_data(input(ElementType::F32, n, 9), [n]).expect("a tensor"),
+        Tensor::from_data(input(ElementType::F64, n, 10), [n]).expect("a tensor"),
+    ];
+    let k = JitKernel::compile(&body).expect("the kernel compiles");
+    time("f32->f64 * f64 ->f32", &k, &ins, ElementType::F32, reps);
+    let k = JitKernel::compile_scalar(&body).expect("the kernel compiles");
+    time(
+        "f32->f64 * f64 ->f32 scalar loop",
+        &k,
+        &ins,
+        ElementType::F32,
+        reps,
+    );
+}
+
+/// Calls `k` five times, then `reps` times, and prints the times.
+fn time(what: &str, k: &JitKernel, ins: &[Tensor], out: ElementType, reps: usize) {
+    let n = k.element_count();
+    let refs: Vec<&Tensor> = ins.iter().collect();
+    let mut out = [Tensor::zeros(out, [n]).expect("a tensor")];
+    for _ in 0..5 {
+        k.call(&refs, &mut out).expect("the call runs");
+    }
+    let mut times: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let start = Instant::now();
+            k.call(&refs, &mut out).expect("the call runs");
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let median = times[times.len() / 2];
+    println!(
+        "{what}: lanes {}  median {:10.1} us ({:.3} ns/element)  min {:10.1} us  max {:10.1} us",
+        k.lanes(),
+        us(median),
+        median.as_secs_f64() * 1e9 / n as f64,
+        us(times[0]),
+        us(times[times.len() - 1]),
+    );
 }

@@ -37,7 +37,7 @@ const CHUNK: usize = 1 << 16;
 pub enum LoopKind {
     /// The `F32X4` vector loop (a kernel whose values are all `f32`).
     Vector,
-    /// The scalar loop (forced by an exact `f32 → f64 → f32` round trip on the input).
+    /// The scalar loop ([`JitKernel::compile_scalar`]).
     Scalar,
 }
 
@@ -159,12 +159,11 @@ pub fn kernel_f32(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
     }
     let b = FunctionBuilder::new(op.name());
     let x = b.parameter("x", ElementType::F32, [CHUNK]);
-    let x = match kind {
-        LoopKind::Vector => x,
-        LoopKind::Scalar => x.convert(ElementType::F64).convert(ElementType::F32),
-    };
     let body = b.finish(&[b.op(Op::Unary(op), &[x])])?;
-    let k = JitKernel::compile(&body)?;
+    let k = match kind {
+        LoopKind::Vector => JitKernel::compile(&body)?,
+        LoopKind::Scalar => JitKernel::compile_scalar(&body)?,
+    };
     if k.is_vectorized() != (kind == LoopKind::Vector) {
         return Err(JitError::Unsupported {
             kernel: op.name().to_string(),

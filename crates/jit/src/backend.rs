@@ -415,13 +415,23 @@ impl CpuJitExecutable {
         self.kernel_lanes(name).map(|n| n > 1)
     }
 
-    /// Elements per vector of the kernel of the fused node `name`: 4 (`F32X4`/`I32X4`),
-    /// 2 (`F64X2`/`I64X2`) or 1 (a scalar loop); see [`crate::JitKernel::lanes`].
+    /// Elements per vector body of the kernel of the fused node `name`: 4 (`F32X4`/`I32X4`,
+    /// or a mixed-width kernel), 2 (`F64X2`/`I64X2`) or 1 (a scalar loop); see
+    /// [`crate::JitKernel::lanes`].
     pub fn kernel_lanes(&self, name: &str) -> Option<usize> {
         self.compiled
             .iter()
             .find(|k| k.plan.name == name)
             .map(|k| k.plan.lanes.count())
+    }
+
+    /// Whether the kernel of the fused node `name` mixes 32-bit and 64-bit numbers (see
+    /// [`crate::JitKernel::is_mixed_width`]).
+    pub fn kernel_is_mixed_width(&self, name: &str) -> Option<bool> {
+        self.compiled
+            .iter()
+            .find(|k| k.plan.name == name)
+            .map(|k| k.plan.lanes == crate::codegen::lanes::Lanes::Mixed)
     }
 
     /// A watch that tells when all JIT code memory this executable uses has been freed:

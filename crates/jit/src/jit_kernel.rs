@@ -44,6 +44,22 @@ impl JitKernel {
     /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
     pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
         let plan = plan::plan_kernel(body.name(), body)?;
+        JitKernel::from_plan(body, plan)
+    }
+
+    /// Compiles `body` as a scalar loop (one element per trip), whatever its element types:
+    /// the same operation sequence as the vector loop [`JitKernel::compile`] picks, lane for
+    /// lane, for checking one against the other (the accuracy sweeps of vector math).
+    ///
+    /// # Errors
+    /// As [`JitKernel::compile`].
+    pub fn compile_scalar(body: &Function) -> Result<JitKernel, JitError> {
+        let mut plan = plan::plan_kernel(body.name(), body)?;
+        plan.lanes = crate::codegen::lanes::Lanes::X1;
+        JitKernel::from_plan(body, plan)
+    }
+
+    fn from_plan(body: &Function, plan: plan::KernelPlan) -> Result<JitKernel, JitError> {
         let mut kernels = codegen::compile(vec![plan])?;
         let kernel = kernels
             .pop()
@@ -58,16 +74,24 @@ impl JitKernel {
     }
 
     /// `true` when the kernel runs as a vector loop: `F32X4`/`I32X4` when every value is
-    /// `f32`, `i32` or `bool`, `F64X2`/`I64X2` when every value is `f64`, `i64` or `bool`;
-    /// `false` for a scalar loop (32-bit and 64-bit numbers mixed).
+    /// `f32`, `i32` or `bool`, `F64X2`/`I64X2` when every value is `f64`, `i64` or `bool`,
+    /// and both when it mixes 32-bit and 64-bit numbers ([`JitKernel::is_mixed_width`]);
+    /// `false` for a scalar loop.
     pub fn is_vectorized(&self) -> bool {
         self.kernel.plan.lanes.is_vector()
     }
 
-    /// Elements per vector of the kernel's loop: 4 (`F32X4`/`I32X4`), 2 (`F64X2`/`I64X2`)
-    /// or 1 (scalar).
+    /// Elements per vector body of the kernel's loop: 4 (`F32X4`/`I32X4`, or a mixed-width
+    /// kernel: each 32-bit value one `F32X4`/`I32X4`, each 64-bit value two
+    /// `F64X2`/`I64X2`), 2 (`F64X2`/`I64X2`) or 1 (scalar).
     pub fn lanes(&self) -> usize {
         self.kernel.plan.lanes.count()
+    }
+
+    /// `true` when the kernel mixes 32-bit and 64-bit numbers: its vector body computes
+    /// four elements, 32-bit values as one vector and 64-bit values as two.
+    pub fn is_mixed_width(&self) -> bool {
+        self.kernel.plan.lanes == crate::codegen::lanes::Lanes::Mixed
     }
 
     /// Size of the machine code in bytes.

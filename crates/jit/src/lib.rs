@@ -9,7 +9,10 @@
 //! measured error bounds). The vectors are 128-bit (the only width x64 Cranelift lowers):
 //! kernels whose values are all `f32`, `i32` or `bool` run four lanes (`F32X4`/`I32X4`),
 //! kernels whose values are all `f64`, `i64` or `bool` run two (`F64X2`/`I64X2`), and kernels
-//! that mix 32-bit and 64-bit numbers run a scalar loop ([`JitKernel::lanes`]).
+//! that mix 32-bit and 64-bit numbers run four elements per vector body, each 32-bit value
+//! one `F32X4`/`I32X4` and each 64-bit value two `F64X2`/`I64X2`, converting between the
+//! widths with vector instructions where x64 Cranelift has them ([`JitKernel::lanes`],
+//! [`JitKernel::is_mixed_width`]).
 //!
 //! [`CpuJitBackend`] (registered as `"CPU-JIT"` by [`register`]) compiles a Function into a
 //! [`CpuJitExecutable`]: its kernels from the backend's kernel cache or compiled into one new

@@ -21,8 +21,11 @@
 //!    the lanes are stored back to those same indices, so the tail computes exactly what
 //!    full vectors compute and never touches memory outside `begin..end`.
 //!
-//! Scalar kernels ([`Lanes::X1`]: 32-bit and 64-bit numbers mixed) run one element per
-//! trip.
+//! Mixed-width kernels ([`Lanes::Mixed`], `n = 4`) run the same loops; a body computes each
+//! 32-bit value as one `X4` vector and each 64-bit value as two `X2` vectors (elements
+//! `i..i+2` and `i+2..i+4`; in the tail, lanes `0..2` and `2..4` of the index list), see
+//! [`super::mixed`]. A kernel at the scalar width [`Lanes::X1`] runs one element per trip;
+//! [`Lanes::for_types`] never picks it, [`crate::JitKernel::compile_scalar`] does.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -35,6 +38,7 @@ use graphlift_ir::ElementType;
 use super::broadcast::Addressing;
 use super::lanes::{cast_flags, data_flags, Emit, Lanes};
 use super::lower::{bool_to_mask_lane, lower, HelperRefs};
+use super::mixed::{convert_across, forms, parts, reform};
 use super::plan::{KernelPlan, SlotOp};
 use crate::provenance::slot_srcloc;
 use crate::JitError;
@@ -64,6 +68,9 @@ enum At<'a> {
     Scalar(Value),
 }
 
+/// A slot's value: one vector (or scalar), or the parts of a 64-bit value in a mixed loop.
+type Parts = Vec<Value>;
+
 struct Frame<'p> {
     plan: &'p KernelPlan,
     helpers: &'p HelperRefs,
@@ -72,8 +79,10 @@ struct Frame<'p> {
     args: Vec<Option<Value>>,
     /// Output buffer pointers.
     outs: Vec<Value>,
+    /// The width each slot's value is computed at ([`forms`]).
+    forms: Vec<Lanes>,
     /// Invariant slot values, computed in the preheader.
-    invariants: Vec<Option<Value>>,
+    invariants: Vec<Option<Parts>>,
 }
 
 /// Builds the kernel's function body into `b` (whose signature is [`kernel_signature`]).
@@ -132,12 +141,13 @@ pub(crate) fn build(
         ptr,
         args,
         outs,
+        forms: forms(plan),
         invariants: vec![None; plan.slots.len()],
     };
     emit_invariants(b, &mut fr)?;
 
     match plan.lanes {
-        Lanes::X4 | Lanes::X2 => vector_loops(b, &fr, begin, end, exit)?,
+        Lanes::X4 | Lanes::X2 | Lanes::Mixed => vector_loops(b, &fr, begin, end, exit)?,
         Lanes::X1 => {
             let body = b.create_block();
             let i = b.append_block_param(body, ptr);
@@ -234,16 +244,18 @@ fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), JitErr
             continue;
         }
         b.set_srcloc(slot_srcloc(k));
+        let form = fr.forms[k];
+        let n = parts(lanes, form);
         let v = match &slot.op {
-            SlotOp::Const(bits) => Emit::new(b, lanes).constant(slot.ty, *bits),
+            SlotOp::Const(bits) => vec![Emit::new(b, form).constant(slot.ty, *bits); n],
             SlotOp::Load { arg, .. } => {
                 let base = arg_ptr(fr, *arg)?;
                 let zero = b.ins().iconst(fr.ptr, 0);
                 let x = scalar_load(b, base, zero, slot.ty);
-                match lanes {
+                let v = match form {
                     Lanes::X1 => x,
-                    Lanes::X4 | Lanes::X2 => {
-                        let mut e = Emit::new(b, lanes);
+                    Lanes::X4 | Lanes::X2 | Lanes::Mixed => {
+                        let mut e = Emit::new(b, form);
                         let ty = e.ty(slot.ty);
                         let lane = if slot.ty == ElementType::Bool {
                             bool_to_mask_lane(&mut e, x)
@@ -252,27 +264,80 @@ fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), JitErr
                         };
                         e.b.ins().splat(ty, lane)
                     }
-                }
+                };
+                vec![v; n]
             }
-            _ => {
-                let ins = operands(&slot.op)
-                    .iter()
-                    .map(|&s| fr.invariants[s].ok_or_else(|| missing(fr.plan, s)))
-                    .collect::<Result<Vec<_>, _>>()?;
-                lower(
-                    &mut Emit::new(b, lanes),
-                    fr.helpers,
-                    slot,
-                    &fr.plan.slots,
-                    &ins,
-                )
-                .map_err(|e| named(e, fr.plan))?
-            }
+            _ => lower_slot(b, fr, k, &fr.invariants)?,
         };
         fr.invariants[k] = Some(v);
     }
     b.set_srcloc(SourceLoc::default());
     Ok(())
+}
+
+/// Lowers the computing slot `k` on the values `vals` of earlier slots: part by part at the
+/// slot's form, with `bool` operands moved to that form, or by [`convert_across`].
+fn lower_slot(
+    b: &mut FunctionBuilder,
+    fr: &Frame,
+    k: usize,
+    vals: &[Option<Parts>],
+) -> Result<Parts, JitError> {
+    let plan = fr.plan;
+    let slot = &plan.slots[k];
+    let form = fr.forms[k];
+    let value = |s: usize| vals[s].as_ref().ok_or_else(|| missing(plan, s));
+    if let SlotOp::Convert(a) = slot.op {
+        if fr.forms[a] != form && plan.slots[a].ty != ElementType::Bool {
+            return convert_across(b, plan.slots[a].ty, slot.ty, value(a)?).ok_or_else(|| {
+                JitError::Codegen {
+                    kernel: plan.name.clone(),
+                    message: format!(
+                        "node `{}`: no conversion from {} to {} across widths",
+                        slot.node, plan.slots[a].ty, slot.ty
+                    ),
+                }
+            });
+        }
+    }
+    // Numbers are at their own width (their form); masks are moved to the slot's.
+    let ins = operands(&slot.op)
+        .into_iter()
+        .map(|s| {
+            let v = value(s)?;
+            Ok(if plan.slots[s].ty == ElementType::Bool {
+                reform(b, v, fr.forms[s], form)
+            } else {
+                v.clone()
+            })
+        })
+        .collect::<Result<Vec<Parts>, JitError>>()?;
+    (0..parts(plan.lanes, form))
+        .map(|p| {
+            let args = ins
+                .iter()
+                .map(|v| v.get(p).copied().ok_or_else(|| missing(plan, k)))
+                .collect::<Result<Vec<Value>, JitError>>()?;
+            lower(
+                &mut Emit::new(b, form),
+                fr.helpers,
+                slot,
+                &plan.slots,
+                &args,
+            )
+            .map_err(|e| named(e, plan))
+        })
+        .collect()
+}
+
+/// Where part `p` of a value of form `form` is read or written, for a body at `at`.
+fn part_at<'a>(b: &mut FunctionBuilder, at: At<'a>, p: usize, form: Lanes) -> At<'a> {
+    let n = form.count();
+    match at {
+        At::Vector(i) if p > 0 => At::Vector(b.ins().iadd_imm_s(i, (p * n) as i64)),
+        At::Tail(idx) => At::Tail(idx.get(p * n..(p + 1) * n).unwrap_or(idx)),
+        other => other,
+    }
 }
 
 /// Emits one body instance (loads, ops, stores) at `at`.
@@ -284,33 +349,33 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
             continue;
         }
         b.set_srcloc(slot_srcloc(k));
+        let form = fr.forms[k];
         let v = match &slot.op {
             SlotOp::Load { arg, addressing } => {
                 let base = arg_ptr(fr, *arg)?;
-                load(b, base, addressing, slot.ty, at, plan.lanes, fr.ptr)
+                (0..parts(plan.lanes, form))
+                    .map(|p| {
+                        let at = part_at(b, at, p, form);
+                        load(b, base, addressing, slot.ty, at, form, fr.ptr)
+                    })
+                    .collect()
             }
-            SlotOp::Const(bits) => Emit::new(b, plan.lanes).constant(slot.ty, *bits),
-            op => {
-                let ins = operands(op)
-                    .iter()
-                    .map(|&s| vals[s].ok_or_else(|| missing(plan, s)))
-                    .collect::<Result<Vec<_>, _>>()?;
-                lower(
-                    &mut Emit::new(b, plan.lanes),
-                    fr.helpers,
-                    slot,
-                    &plan.slots,
-                    &ins,
-                )
-                .map_err(|e| named(e, plan))?
+            SlotOp::Const(bits) => {
+                let v = Emit::new(b, form).constant(slot.ty, *bits);
+                vec![v; parts(plan.lanes, form)]
             }
+            _ => lower_slot(b, fr, k, &vals)?,
         };
         vals[k] = Some(v);
     }
     for (o, &(s, ty)) in plan.outputs.iter().enumerate() {
-        let v = vals[s].ok_or_else(|| missing(plan, s))?;
+        let v = vals[s].as_ref().ok_or_else(|| missing(plan, s))?;
         b.set_srcloc(slot_srcloc(s));
-        store(b, fr.outs[o], v, ty, at, plan.lanes);
+        let form = fr.forms[s];
+        for (p, &x) in v.iter().enumerate() {
+            let at = part_at(b, at, p, form);
+            store(b, fr.outs[o], x, ty, at, form);
+        }
     }
     b.set_srcloc(SourceLoc::default());
     Ok(())
@@ -621,6 +686,6 @@ fn mask_bytes(b: &mut FunctionBuilder, mask: Value, lanes: Lanes) -> Value {
 fn packed_bool_types(lanes: Lanes) -> (Type, Type) {
     match lanes {
         Lanes::X2 => (types::I16, types::I16X8),
-        Lanes::X4 | Lanes::X1 => (types::I32, types::I32X4),
+        Lanes::X4 | Lanes::X1 | Lanes::Mixed => (types::I32, types::I32X4),
     }
 }

@@ -3,11 +3,16 @@
 //! A kernel runs as a vector loop of four 32-bit lanes ([`Lanes::X4`]: `f32` as `F32X4`,
 //! `i32` as `I32X4`, `bool` as an `I32X4` mask of all-ones / all-zeros lanes), as a vector
 //! loop of two 64-bit lanes ([`Lanes::X2`]: `f64` as `F64X2`, `i64` as `I64X2`, `bool` as an
-//! `I64X2` mask), or as a scalar loop ([`Lanes::X1`]: `f32`, `f64`, `i32`, `i64`, and `bool`
-//! as an `I8` 0/1). x64 Cranelift lowers 128-bit vectors only, so a vector kernel holds
-//! values of one lane width: [`Lanes::for_types`] picks `X4` when every value is `f32`,
-//! `i32` or `bool`, `X2` when every value is `f64`, `i64` or `bool`, and `X1` for kernels
-//! that mix 32-bit and 64-bit numbers.
+//! `I64X2` mask), or, when it mixes 32-bit and 64-bit numbers, as a vector loop of four
+//! elements per body ([`Lanes::Mixed`]): each 32-bit value one `X4` vector, each 64-bit
+//! value a pair of `X2` vectors (elements 0–1 and 2–3), and each `bool` a mask in the form
+//! of the values it was computed from, moved to the other form where it meets values of the
+//! other width (see [`super::mixed`]). x64 Cranelift lowers 128-bit vectors only, so one
+//! vector never holds lanes of two widths. [`Lanes::for_types`] picks `X4` when every value
+//! is `f32`, `i32` or `bool`, `X2` when every value is `f64`, `i64` or `bool`, else `Mixed`.
+//! [`Lanes::X1`] (one element per value: `f32`, `f64`, `i32`, `i64`, and `bool` as an `I8`
+//! 0/1) is the scalar code of per-lane fallbacks, and the loop width of
+//! [`crate::JitKernel::compile_scalar`].
 //!
 //! [`Emit`] hides the difference: constants become splat vectors from the constant pool or
 //! scalar immediates, comparisons give masks in the matching form, and
@@ -21,7 +26,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::FunctionBuilder;
 use graphlift_ir::ElementType;
 
-/// Vector (4 lanes of 32 bits or 2 lanes of 64 bits) or scalar code.
+/// Vector (4 lanes of 32 bits, 2 lanes of 64 bits, or both mixed) or scalar code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Lanes {
     /// Four 32-bit lanes per value (`F32X4` / `I32X4`).
@@ -30,13 +35,17 @@ pub(crate) enum Lanes {
     X2,
     /// One element per value.
     X1,
+    /// Four elements per loop body: 32-bit values one `X4` vector, 64-bit values two `X2`
+    /// vectors. A loop width only: code is emitted at `X4` or `X2` (an [`Emit`] is never
+    /// at `Mixed`).
+    Mixed,
 }
 
 impl Lanes {
-    /// Elements per value: 4, 2 or 1.
+    /// Elements per value (`Mixed`: per loop body): 4, 2 or 1.
     pub(crate) fn count(self) -> usize {
         match self {
-            Lanes::X4 => 4,
+            Lanes::X4 | Lanes::Mixed => 4,
             Lanes::X2 => 2,
             Lanes::X1 => 1,
         }
@@ -48,22 +57,34 @@ impl Lanes {
     }
 
     /// Whether values of element type `t` have a representation at this width (`bool`
-    /// fits every width; numbers fit the vector width of their own size, and `X1`).
+    /// fits every width; numbers fit the vector width of their own size, `Mixed` and `X1`).
     pub(crate) fn holds(self, t: ElementType) -> bool {
         match self {
             Lanes::X4 => matches!(t, ElementType::F32 | ElementType::I32 | ElementType::Bool),
             Lanes::X2 => matches!(t, ElementType::F64 | ElementType::I64 | ElementType::Bool),
-            Lanes::X1 => true,
+            Lanes::X1 | Lanes::Mixed => true,
         }
     }
 
-    /// The widest width that holds every element type of `types`: `X4` for `f32`/`i32`/
-    /// `bool` values (an all-`bool` kernel too), `X2` for `f64`/`i64`/`bool`, else `X1`.
+    /// The loop width of a kernel whose values have the element types `types`: `X4` for
+    /// `f32`/`i32`/`bool` values (an all-`bool` kernel too), `X2` for `f64`/`i64`/`bool`,
+    /// else `Mixed`.
     pub(crate) fn for_types(types: impl Iterator<Item = ElementType> + Clone) -> Lanes {
         [Lanes::X4, Lanes::X2]
             .into_iter()
             .find(|l| types.clone().all(|t| l.holds(t)))
-            .unwrap_or(Lanes::X1)
+            .unwrap_or(Lanes::Mixed)
+    }
+
+    /// The width at which a number of element type `t` is computed in a loop of this
+    /// width: `X4` or `X2` by the number's size in a `Mixed` loop, the loop's own width
+    /// otherwise. (`bool` in a `Mixed` loop has no fixed width: `X4`, the form of loads.)
+    pub(crate) fn of_number(self, t: ElementType) -> Lanes {
+        match (self, t) {
+            (Lanes::Mixed, ElementType::F64 | ElementType::I64) => Lanes::X2,
+            (Lanes::Mixed, _) => Lanes::X4,
+            (l, _) => l,
+        }
     }
 }
 
@@ -108,15 +129,16 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// Cranelift type of an element type at this width (`bool` is a mask / `I8`).
     ///
     /// A number that the width does not hold ([`Lanes::holds`]: a 64-bit number at `X4`, a
-    /// 32-bit one at `X2`) has no type; plans never produce one, and `INVALID` would make
-    /// Cranelift reject the function rather than compute with the wrong lane size.
+    /// 32-bit one at `X2`) has no type, nor has anything at `Mixed`; plans never produce
+    /// one, and `INVALID` would make Cranelift reject the function rather than compute with
+    /// the wrong lane size.
     pub(crate) fn ty(&self, t: ElementType) -> Type {
         match (self.lanes, t) {
             (Lanes::X4, ElementType::F32) => types::F32X4,
             (Lanes::X4, ElementType::I32 | ElementType::Bool) => types::I32X4,
             (Lanes::X2, ElementType::F64) => types::F64X2,
             (Lanes::X2, ElementType::I64 | ElementType::Bool) => types::I64X2,
-            (Lanes::X4 | Lanes::X2, _) => types::INVALID,
+            (Lanes::X4 | Lanes::X2 | Lanes::Mixed, _) => types::INVALID,
             (Lanes::X1, ElementType::F32) => types::F32,
             (Lanes::X1, ElementType::F64) => types::F64,
             (Lanes::X1, ElementType::I32) => types::I32,
@@ -138,7 +160,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// A constant of element type `t` from raw bits (`bool`: 0/1, integers sign-extended).
     pub(crate) fn constant(&mut self, t: ElementType, bits: u64) -> Value {
         match self.lanes {
-            Lanes::X4 | Lanes::X2 => {
+            Lanes::X4 | Lanes::X2 | Lanes::Mixed => {
                 let lane = match t {
                     ElementType::Bool if bits != 0 => u64::MAX,
                     ElementType::Bool => 0,
@@ -188,7 +210,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// `mask ? a : b`, lane by lane, for values of any type at this width.
     pub(crate) fn select(&mut self, mask: Value, a: Value, b: Value) -> Value {
         match self.lanes {
-            Lanes::X4 | Lanes::X2 => {
+            Lanes::X4 | Lanes::X2 | Lanes::Mixed => {
                 let ty = self.b.func.dfg.value_type(a);
                 let m = if self.b.func.dfg.value_type(mask) == ty {
                     mask
@@ -204,7 +226,7 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// Logical not of a mask.
     pub(crate) fn not(&mut self, mask: Value) -> Value {
         match self.lanes {
-            Lanes::X4 | Lanes::X2 => self.b.ins().bnot(mask),
+            Lanes::X4 | Lanes::X2 | Lanes::Mixed => self.b.ins().bnot(mask),
             Lanes::X1 => {
                 let one = self.b.ins().iconst(types::I8, 1);
                 self.b.ins().bxor(mask, one)

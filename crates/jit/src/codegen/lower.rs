@@ -25,10 +25,14 @@
 //! (extract each lane, compute, insert): integer `Divide` (Cranelift's `sdiv` is scalar
 //! only: the verifier rejects `sdiv.i32x4` / `sdiv.i64x2`), the host helpers (`Power` on
 //! every type, `Exp`/`Log`/`Tanh`/`Sigmoid`/`Erf` on `f64`), and `Convert` `f64` to `i64`
-//! (x64 Cranelift 0.135 has no lowering of `fcvt_to_sint_sat.i64x2`: "should be implemented
-//! in ISLE", with or without AVX-512). Every other `I64X2` / `F64X2` op used here lowers
-//! with SSE4.2 and up (`imul`, `smax`/`smin`, `iabs` and `fcvt_from_sint.f64x2` by an
-//! instruction sequence where AVX-512 is missing).
+//! when a lane is outside ±2^51 or NaN (x64 Cranelift 0.135 has no lowering of
+//! `fcvt_to_sint_sat.i64x2`: "should be implemented in ISLE", with or without AVX-512;
+//! within ±2^51 the exact vector code of [`super::convert`] runs). `Convert` `i64` to `f64`
+//! is that vector code within ±2^51, else Cranelift's `fcvt_from_sint.f64x2` (two scalar
+//! conversions on x64). Every other `I64X2` / `F64X2` op used here lowers with SSE4.2 and up
+//! (`imul`, `smax`/`smin`, `iabs` by an instruction sequence where AVX-512 is missing).
+//! Conversions between 32-bit and 64-bit numbers in mixed-width kernels are
+//! [`super::mixed`]'s.
 
 use std::collections::HashMap;
 
@@ -36,6 +40,7 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{FuncRef, InstBuilder, Value};
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, UnaryOp};
 
+use super::convert::{small_f64_to_i64, small_i64_to_f64, unless_all};
 use super::lanes::{Emit, Lanes};
 use super::plan::{Slot, SlotOp};
 use crate::helpers::Helper;
@@ -331,11 +336,23 @@ fn convert(e: &mut Emit, from: ElementType, to: ElementType, x: Value) -> Result
     Ok(match (from, to) {
         (F32, F64) => e.b.ins().fpromote(to_ty, x),
         (F64, F32) => e.b.ins().fdemote(to_ty, x),
-        // No `fcvt_to_sint_sat.i64x2` on x64: per lane.
-        (F64, I64) if e.lanes == Lanes::X2 => per_lane(e, to, &[x], |e, v| {
-            let ty = e.ty(to);
-            Ok(e.b.ins().fcvt_to_sint_sat(ty, v[0]))
-        })?,
+        // No `fcvt_to_sint_sat.i64x2` on x64: exact vector code when every lane is within
+        // ±2^51, else per lane.
+        (F64, I64) if e.lanes == Lanes::X2 => {
+            let (fast, ok) = small_f64_to_i64(e.b, x);
+            unless_all(e.b, ok, fast, |b| {
+                per_lane(&mut Emit::new(b, Lanes::X2), to, &[x], |e, v| {
+                    let ty = e.ty(to);
+                    Ok(e.b.ins().fcvt_to_sint_sat(ty, v[0]))
+                })
+            })?
+        }
+        // `fcvt_from_sint.f64x2` of `I64X2` is two scalar conversions on x64: exact vector
+        // code when every lane is within ±2^51.
+        (I64, F64) if e.lanes == Lanes::X2 => {
+            let (fast, ok) = small_i64_to_f64(e.b, x);
+            unless_all(e.b, ok, fast, |b| Ok(b.ins().fcvt_from_sint(to_ty, x)))?
+        }
         (F32 | F64, I32 | I64) => e.b.ins().fcvt_to_sint_sat(to_ty, x),
         (I32 | I64, F32 | F64) => e.b.ins().fcvt_from_sint(to_ty, x),
         (I32, I64) => e.b.ins().sextend(to_ty, x),

@@ -2,14 +2,18 @@
 //!
 //! [`plan`] flattens the body into slots (with [`broadcast`] addressing for broadcast
 //! inputs), [`kernel`] builds the loops and the range ABI, [`lower`] lowers each op through
-//! the lane view of [`lanes`]. [`compile_codes`] puts kernels into one JIT module with one
+//! the lane view of [`lanes`], and [`mixed`] splits the values of kernels that mix 32-bit
+//! and 64-bit numbers into vectors of one width and converts between them ([`convert`]: exact
+//! vector `i64` ↔ `f64` code for values within ±2^51). [`compile_codes`] puts kernels into one JIT module with one
 //! `finalize_definitions`; a [`KernelCode`] owns an `Arc` of its module, so code shared by
 //! several executables (the backend's kernel cache) lives as long as any of them.
 
 pub(crate) mod broadcast;
+pub(crate) mod convert;
 pub(crate) mod kernel;
 pub(crate) mod lanes;
 pub(crate) mod lower;
+pub(crate) mod mixed;
 pub(crate) mod plan;
 
 use std::collections::HashMap;

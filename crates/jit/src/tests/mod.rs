@@ -7,6 +7,7 @@
 mod abi;
 mod backend;
 mod broadcast;
+mod mixed;
 mod ops;
 mod parallel;
 mod provenance;
@@ -21,7 +22,8 @@ use graphlift_runtime::Tensor;
 use crate::JitKernel;
 
 /// Sizes that exercise the unrolled loop, the single vector step and every tail length, of
-/// both vector widths (4 lanes: step 8, body 4, tail 1–3; 2 lanes: step 4, body 2, tail 1).
+/// every vector width (4 lanes and mixed: step 8, body 4, tail 1–3; 2 lanes: step 4, body 2,
+/// tail 1).
 pub(super) const SIZES: [usize; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 1000];
 
 /// Special values of each element type, as `f64`-free typed vectors.

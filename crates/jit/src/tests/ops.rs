@@ -262,8 +262,7 @@ fn mixed_type_kernels_vector_and_scalar() {
         &inputs(&[F32, I32, Bool], 203),
         Expect::Exact,
     );
-    // f32 beside f64 and i64 forces the scalar loop; f32 values in it use the scalar
-    // lowering.
+    // f32 beside f64 and i64: the mixed-width loop (f32 as one vector, f64 and i64 as two).
     let b = FunctionBuilder::new("mixed_scalar");
     let x = b.parameter("x", F64, [77]);
     let y = b.parameter("y", I64, [77]);
@@ -278,9 +277,9 @@ fn mixed_type_kernels_vector_and_scalar() {
             y.pow(y),
         ])
         .unwrap();
-    assert!(!crate::JitKernel::compile(&body).unwrap().is_vectorized());
+    assert!(crate::JitKernel::compile(&body).unwrap().is_mixed_width());
     check(
-        "mixed scalar",
+        "mixed widths",
         &body,
         &inputs(&[F64, I64, F32], 77),
         Expect::Exact,

@@ -110,7 +110,7 @@ fn lane_width_follows_the_element_types() {
                 let x = b.parameter("x", F32, [9]);
                 vec![x.convert(F64) * 2.0]
             },
-            Lanes::X1,
+            Lanes::Mixed,
         ),
         (
             "i32 and i64 mixed",
@@ -118,7 +118,7 @@ fn lane_width_follows_the_element_types() {
                 let x = b.parameter("x", I64, [9]);
                 vec![x.convert(I32)]
             },
-            Lanes::X1,
+            Lanes::Mixed,
         ),
     ];
     for (what, build, lanes) in cases {
@@ -129,6 +129,7 @@ fn lane_width_follows_the_element_types() {
         let k = JitKernel::compile(&body).unwrap();
         assert_eq!(k.lanes(), lanes.count(), "{what}");
         assert_eq!(k.is_vectorized(), lanes.is_vector(), "{what}");
+        assert_eq!(k.is_mixed_width(), lanes == Lanes::Mixed, "{what}");
         if lanes == Lanes::X2 {
             let ir = k.ir();
             assert!(
