@@ -73,6 +73,12 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         backend.name()
     );
 
+    if let Some(peak) = exe.peak_intermediate_bytes() {
+        println!(
+            "intermediates: peak {:.3} MiB live at once (liveness plan)",
+            peak as f64 / (1 << 20) as f64
+        );
+    }
     let kernels = exe.kernels();
     println!("fused kernels: {}", kernels.len());
     for k in &kernels {

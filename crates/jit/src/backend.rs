@@ -232,6 +232,7 @@ impl CpuJitBackend {
             })
             .collect::<Result<Vec<_>, _>>()?;
         plan_lifetimes(&mut steps, &result_locs, temps);
+        let peak_intermediate_bytes = peak_bytes(&steps, &g)?;
 
         let codes = self.kernel_codes(&plans).map_err(compile_err)?;
         let compiled: Vec<CompiledKernel> = plans
@@ -255,6 +256,7 @@ impl CpuJitBackend {
             results,
             steps,
             temps,
+            peak_intermediate_bytes,
             constants,
             result_locs,
             take_result,
@@ -326,6 +328,26 @@ struct Step {
 }
 
 /// Frees each temporary after its last use (results are kept to the end).
+/// The most bytes of temporaries live at once: each step's outputs are allocated before it
+/// runs (its inputs still live) and `free_after` releases after it.
+fn peak_bytes(steps: &[Step], g: &Function) -> Result<usize, RuntimeError> {
+    let (mut live, mut peak) = (0usize, 0usize);
+    let mut size = std::collections::HashMap::new();
+    for step in steps {
+        let node = g.node(step.node)?;
+        for (&t, ty) in step.outputs.iter().zip(node.outputs()) {
+            let bytes = ty.shape.element_count()? * ty.element_type.size_bytes();
+            size.insert(t, bytes);
+            live += bytes;
+        }
+        peak = peak.max(live);
+        for t in &step.free_after {
+            live -= size.get(t).copied().unwrap_or(0);
+        }
+    }
+    Ok(peak)
+}
+
 fn plan_lifetimes(steps: &mut [Step], results: &[Loc], temps: usize) {
     let mut last: Vec<Option<usize>> = vec![None; temps];
     for (s, step) in steps.iter().enumerate() {
@@ -365,6 +387,8 @@ pub struct CpuJitExecutable {
     results: Vec<TensorSpec>,
     steps: Vec<Step>,
     temps: usize,
+    /// See [`Executable::peak_intermediate_bytes`].
+    peak_intermediate_bytes: usize,
     /// The Function's constants as tensors, indexed by [`Loc::Constant`].
     constants: Vec<Tensor>,
     result_locs: Vec<Loc>,
@@ -602,6 +626,10 @@ impl Executable for CpuJitExecutable {
             r.finish(&self.function)?;
         }
         Ok(())
+    }
+
+    fn peak_intermediate_bytes(&self) -> Option<usize> {
+        Some(self.peak_intermediate_bytes)
     }
 
     fn kernels(&self) -> Vec<KernelInfo> {

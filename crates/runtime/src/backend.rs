@@ -165,6 +165,13 @@ pub trait Executable: Send + Sync {
     fn steps(&self) -> Vec<StepInfo> {
         Vec::new()
     }
+
+    /// Bytes of intermediate tensors (every value a step computes, results included,
+    /// until its last use) live at once at the worst step of a call, under the
+    /// backend's liveness plan; `None` for backends without one.
+    fn peak_intermediate_bytes(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Checks that `tensors` match `specs` in count, element type and shape, and that each

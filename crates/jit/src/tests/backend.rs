@@ -276,3 +276,22 @@ fn prefused_functions_compile_their_kernels() {
     assert_eq!(out[1].read::<f32>().unwrap(), &[2.0, 4.0, 6.0, 8.0, 10.0]);
     assert_eq!(exe.kernels().len(), 1);
 }
+
+/// Temporaries die after their last use: a chain of three 16 KiB transposes keeps at most
+/// two of them alive (a step's input and output), so the peak is 32 KiB, not 48 KiB.
+#[test]
+fn peak_intermediate_bytes_follow_liveness() {
+    let mut f = graphlift_ir::Function::new("chain");
+    let x = f
+        .add_parameter("x", F32, graphlift_ir::Shape::new([64, 64]))
+        .unwrap();
+    let mut v: graphlift_ir::Output = x.into();
+    for _ in 0..3 {
+        v = f.add_node(Op::Transpose(vec![1, 0]), &[v]).unwrap().into();
+    }
+    f.add_result(v, None).unwrap();
+    let exe = CpuJitBackend::new().compile(&f).unwrap();
+    assert_eq!(exe.peak_intermediate_bytes(), Some(2 * 64 * 64 * 4));
+    let interp = InterpreterBackend.compile(&f).unwrap();
+    assert_eq!(interp.peak_intermediate_bytes(), None);
+}
