@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use graphlift::jit::{CpuJitBackend, CpuJitExecutable};
-use graphlift::onnx::import_model_file;
 use graphlift::{Executable, Function};
 
 use crate::error::CliError;
+use crate::run::import_for;
 use crate::{default_model, ExplainArgs};
 
 /// Runs `graphlift explain`.
@@ -22,7 +22,7 @@ use crate::{default_model, ExplainArgs};
 pub fn explain(args: &ExplainArgs) -> Result<(), CliError> {
     let (function, what) = match &args.model {
         Some(path) => (
-            import_model_file(path)?.function,
+            import_for(path, &[], &args.shapes)?.function,
             format!("model: {}", path.display()),
         ),
         None => (

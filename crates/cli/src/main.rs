@@ -98,6 +98,9 @@ pub struct BenchArgs {
 pub struct ExplainArgs {
     /// The ONNX model; without it, the embedded default model is explained.
     pub model: Option<PathBuf>,
+    /// Static shape for a graph input with symbolic dimensions, as `NAME=1x128`.
+    #[arg(long = "shape", value_name = "NAME=DIMS", value_parser = parse_shape)]
+    pub shapes: Vec<(String, Vec<usize>)>,
     /// Write the compiled (post-pass) graph as Graphviz DOT to this file.
     #[arg(long)]
     pub dot: Option<PathBuf>,
