@@ -5,6 +5,7 @@
 
 mod convolution;
 mod matmul;
+mod normalize;
 mod reduce;
 
 use graphlift_ir::{Node, Op};
@@ -14,7 +15,8 @@ use graphlift_runtime::{RuntimeError, Tensor};
 use crate::parallel::Parallel;
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
-/// `Convolution` and reductions over trailing axes on `f32`/`f64`), else with the reference kernel.
+/// `Convolution`, reductions over trailing axes, last-axis `Softmax` and `LayerNorm`, on
+/// `f32`/`f64`), else with the reference kernel.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -26,6 +28,10 @@ pub(crate) fn evaluate(
     let native = match (node.op(), inputs) {
         (Op::MatMul, [a, b]) => matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), parallel),
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
+        (Op::Softmax(axis), [x]) => normalize::softmax(x.data(), x.shape(), *axis),
+        (Op::LayerNorm(l), [x, g, b]) => {
+            normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l)
+        }
         (Op::Convolution(c), [x, f]) => {
             convolution::convolution(x.data(), x.shape(), f.data(), f.shape(), c, parallel)
         }
