@@ -45,11 +45,17 @@ pub(super) fn axes(
     Ok(out)
 }
 
-fn dims(e: &NodeEmitter<'_>, v: Output) -> Result<Vec<usize>, OnnxError> {
+/// The extents of `v`.
+pub(super) fn dims(e: &NodeEmitter<'_>, v: Output) -> Result<Vec<usize>, OnnxError> {
     Ok(e.ty(v)?.shape.dims().to_vec())
 }
 
-fn reshape_to(e: &mut NodeEmitter<'_>, x: Output, target: Vec<usize>) -> Result<Output, OnnxError> {
+/// `x` reshaped to `target` (no node when the shape already matches).
+pub(super) fn reshape_to(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    target: Vec<usize>,
+) -> Result<Output, OnnxError> {
     if dims(e, x)? == target {
         return Ok(x);
     }

@@ -4,21 +4,10 @@
 
 use graphlift_ir::{Convolution, LayerNorm, Op, Output, ReduceOp, Reduction, Shape, Window};
 
-use super::layout::{axes, axes_operand, axis};
+use super::layout::{axes, axes_operand, axis, dims, reshape_to as reshape};
 use super::In;
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
-
-fn dims(e: &NodeEmitter<'_>, v: Output) -> Result<Vec<usize>, OnnxError> {
-    Ok(e.ty(v)?.shape.dims().to_vec())
-}
-
-fn reshape(e: &mut NodeEmitter<'_>, x: Output, target: Vec<usize>) -> Result<Output, OnnxError> {
-    if dims(e, x)? == target {
-        return Ok(x);
-    }
-    e.op(Op::Reshape(Shape::new(target)), &[x])
-}
 
 /// `MatMul` (numpy `matmul`): a 1-D operand is a row (first) or column (second) vector whose
 /// axis is removed from the result; batch axes broadcast.

@@ -3,16 +3,7 @@
 
 use graphlift_ir::{LayerNorm, Shape, TensorData};
 
-use super::widen::{floats, narrow};
-
-fn float_input(data: &TensorData, shape: &Shape, what: &str) -> Result<Vec<f64>, String> {
-    let x =
-        floats(data).ok_or_else(|| format!("{what} is {}, not a float", data.element_type()))?;
-    if x.len() != shape.element_count().map_err(|e| e.to_string())? {
-        return Err(format!("{what}: {} elements for shape {shape}", x.len()));
-    }
-    Ok(x)
-}
+use super::widen::{float_operand, narrow};
 
 /// Softmax of `data` (shape `from`) along `axis`: `exp(x - max) / Σ exp(x - max)` over each
 /// line of the axis. A line of all `-inf` gives NaN (`-inf - -inf`), as onnxruntime does.
@@ -20,7 +11,7 @@ fn float_input(data: &TensorData, shape: &Shape, what: &str) -> Result<Vec<f64>,
 /// # Errors
 /// A message when the data is not a float tensor filling `from` or the axis is out of range.
 pub fn softmax(data: &TensorData, from: &Shape, axis: usize) -> Result<TensorData, String> {
-    let mut x = float_input(data, from, "x")?;
+    let mut x = float_operand(data, from, "x")?;
     if axis >= from.rank() {
         return Err(format!("axis {axis} is out of range for {from}"));
     }
@@ -57,14 +48,14 @@ pub fn layer_norm(
     bias: &TensorData,
     l: &LayerNorm,
 ) -> Result<TensorData, String> {
-    let mut x = float_input(data, from, "x")?;
+    let mut x = float_operand(data, from, "x")?;
     if l.axis >= from.rank() {
         return Err(format!("axis {} is out of range for {from}", l.axis));
     }
     let norm = Shape::new(&from.dims()[l.axis..]);
     let (g, b) = (
-        float_input(scale, &norm, "scale")?,
-        float_input(bias, &norm, "bias")?,
+        float_operand(scale, &norm, "scale")?,
+        float_operand(bias, &norm, "bias")?,
     );
     let n = g.len();
     if n == 0 {
@@ -93,7 +84,7 @@ pub fn batch_norm(
     params: [&TensorData; 4],
     epsilon: f64,
 ) -> Result<TensorData, String> {
-    let mut x = float_input(data, from, "x")?;
+    let mut x = float_operand(data, from, "x")?;
     if from.rank() < 2 {
         return Err(format!("x must be [N, C, ...], is {from}"));
     }
@@ -103,7 +94,7 @@ pub fn batch_norm(
     let p: Vec<Vec<f64>> = params
         .iter()
         .zip(names)
-        .map(|(t, name)| float_input(t, &per_channel, name))
+        .map(|(t, name)| float_operand(t, &per_channel, name))
         .collect::<Result<_, _>>()?;
     let inner: usize = from.dims()[2..].iter().product();
     if inner == 0 || c == 0 {

@@ -2,7 +2,7 @@
 //! once at the end (so an `f32` result is the correctly rounded value of the `f64`
 //! computation, as for the elementwise ops).
 
-use graphlift_ir::{ElementType, TensorData};
+use graphlift_ir::{ElementType, Shape, TensorData};
 
 /// `data`'s elements as `f64`, or `None` for a non-float tensor.
 pub(crate) fn floats(data: &TensorData) -> Option<Vec<f64>> {
@@ -37,4 +37,19 @@ pub(crate) fn narrow_int(element_type: ElementType, values: Vec<i64>) -> TensorD
         ElementType::I32 => TensorData::I32(values.into_iter().map(|x| x as i32).collect()),
         _ => TensorData::I64(values),
     }
+}
+
+/// `data`'s elements as `f64` after checking it is a float tensor filling `shape`; `what`
+/// names the operand in the message.
+pub(crate) fn float_operand(
+    data: &TensorData,
+    shape: &Shape,
+    what: &str,
+) -> Result<Vec<f64>, String> {
+    let x =
+        floats(data).ok_or_else(|| format!("{what} is {}, not a float", data.element_type()))?;
+    if x.len() != shape.element_count().map_err(|e| e.to_string())? {
+        return Err(format!("{what}: {} elements for shape {shape}", x.len()));
+    }
+    Ok(x)
 }

@@ -3,7 +3,7 @@
 
 use graphlift_ir::{Convolution, Shape, TensorData, Window};
 
-use super::widen::{floats, narrow};
+use super::widen::{float_operand, narrow};
 
 /// Per output position, per window position: the input offset read, `None` in padding.
 type Taps = Vec<Vec<Option<usize>>>;
@@ -54,16 +54,12 @@ fn taps(window: &Window, input: &[usize]) -> Result<(Vec<usize>, Taps), String> 
     Ok((out, table))
 }
 
+/// A float operand `[N, C, D1, ...]` as `f64`.
 fn float_input(data: &TensorData, shape: &Shape, what: &str) -> Result<Vec<f64>, String> {
-    let x =
-        floats(data).ok_or_else(|| format!("{what} is {}, not a float", data.element_type()))?;
-    if x.len() != shape.element_count().map_err(|e| e.to_string())? || shape.rank() < 3 {
-        return Err(format!(
-            "{what}: {} elements for shape {shape} (need [N, C, D1, ...])",
-            x.len()
-        ));
+    if shape.rank() < 3 {
+        return Err(format!("{what} has shape {shape}; need [N, C, D1, ...]"));
     }
-    Ok(x)
+    float_operand(data, shape, what)
 }
 
 /// Convolution (cross-correlation) of `x` `[N, C, D..]` with `filter` `[M, C / groups, K..]`,
