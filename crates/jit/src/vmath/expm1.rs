@@ -55,3 +55,48 @@ pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
     let is_zero = e.fcmp(FloatCC::Equal, x, zero);
     e.select(is_zero, x, r)
 }
+
+// ---- f64 ----
+
+/// Documented maximum error of [`emit_f64`] in ulp of `f64`.
+pub const MAX_ULP_F64: f64 = 2.0;
+
+/// Below this the `f64` result is `-1` after rounding (`e^-40 < 2^-54`).
+const LO_F64: f64 = -40.0;
+/// The largest `n` for which `2^n − 1` is exact in `f64`.
+const EXACT_N_F64: i64 = 53;
+
+/// Emits `e^x − 1` for the `f64` value `x`.
+///
+/// The `f32` method at `f64` precision: with [`super::exp`]'s `f64` reduction
+/// `x = n·ln2 + r` and `y = e^r − 1 = r + r²·Q(r)`, `e^x − 1 = fma(y, 2^n, 2^n − 1)` for
+/// `n ≤ 53` (where `2^n − 1` is exact), `exp(x) − 1` past that. Clamped below at `-40`, so
+/// `expm1(-inf) = -1`; `expm1(+inf) = +inf`; NaN stays NaN; `expm1(±0) = ±0`; never below
+/// `-1`; subnormal `x` give `x`.
+///
+/// **Maximum error: 2 ulp** ([`MAX_ULP_F64`]; measured against MPFR, see [`crate::vmath`]).
+pub(crate) fn emit_f64(e: &mut Emit, x: Value) -> Value {
+    let exp_x = super::exp::emit_f64(e, x);
+    let one = e.f64(1.0);
+    let large = e.b.ins().fsub(exp_x, one);
+
+    let lo = e.f64(LO_F64);
+    let below = e.fcmp(FloatCC::LessThan, x, lo);
+    let xc = e.select(below, lo, x);
+    let hi = e.f64(40.0);
+    let above = e.fcmp(FloatCC::GreaterThan, xc, hi);
+    let xc = e.select(above, hi, xc);
+    let (_, n, r) = super::exp::reduce_f64(e, xc);
+    let y = super::exp::expm1_reduced_f64(e, r);
+    let s = super::exp::pow2_f64(e, n);
+    let t = e.b.ins().fsub(s, one);
+    let mid = e.b.ins().fma(y, s, t);
+
+    // x > 40 was clamped to n = 58, so it takes the exp path too.
+    let limit = e.i64(EXACT_N_F64);
+    let big = e.icmp(IntCC::SignedGreaterThan, n, limit);
+    let r = e.select(big, large, mid);
+    let zero = e.f64(0.0);
+    let is_zero = e.fcmp(FloatCC::Equal, x, zero);
+    e.select(is_zero, x, r)
+}

@@ -49,37 +49,137 @@ pub mod sigmoid;
 pub mod tanh;
 
 use cranelift_codegen::ir::Value;
-use graphlift_ir::UnaryOp;
+use graphlift_ir::{ElementType, UnaryOp};
 
 use crate::codegen::lanes::Emit;
 
-/// The documented maximum error of the inline `f32` lowering of `op`, in ulp, or `None` if
-/// `op` is exact (or not a vector math function).
-pub fn max_ulp(op: UnaryOp) -> Option<f64> {
-    match op {
-        UnaryOp::Exp => Some(exp::MAX_ULP),
-        UnaryOp::Log => Some(log::MAX_ULP),
-        UnaryOp::Tanh => Some(tanh::MAX_ULP),
-        UnaryOp::Sigmoid => Some(sigmoid::MAX_ULP),
-        UnaryOp::Erf => Some(erf::MAX_ULP),
-        UnaryOp::Expm1 => Some(expm1::MAX_ULP),
-        UnaryOp::Log1p => Some(log1p::MAX_ULP),
+/// The functions with an inline approximation (for `f32` and for `f64`), in table order.
+pub const FUNCTIONS: [UnaryOp; 7] = [
+    UnaryOp::Exp,
+    UnaryOp::Expm1,
+    UnaryOp::Log,
+    UnaryOp::Log1p,
+    UnaryOp::Tanh,
+    UnaryOp::Sigmoid,
+    UnaryOp::Erf,
+];
+
+/// The documented maximum error of the inline lowering of `op` on element type `t`, in ulp
+/// of `t` (`f32` or `f64`), or `None` if `op` is exact on `t` (or not a vector math
+/// function, or `t` is not a float type).
+pub fn max_ulp(op: UnaryOp, t: ElementType) -> Option<f64> {
+    match t {
+        ElementType::F32 => Some(match op {
+            UnaryOp::Exp => exp::MAX_ULP,
+            UnaryOp::Log => log::MAX_ULP,
+            UnaryOp::Tanh => tanh::MAX_ULP,
+            UnaryOp::Sigmoid => sigmoid::MAX_ULP,
+            UnaryOp::Erf => erf::MAX_ULP,
+            UnaryOp::Expm1 => expm1::MAX_ULP,
+            UnaryOp::Log1p => log1p::MAX_ULP,
+            _ => return None,
+        }),
+        ElementType::F64 => Some(match op {
+            UnaryOp::Exp => exp::MAX_ULP_F64,
+            UnaryOp::Log => log::MAX_ULP_F64,
+            UnaryOp::Tanh => tanh::MAX_ULP_F64,
+            UnaryOp::Sigmoid => sigmoid::MAX_ULP_F64,
+            UnaryOp::Erf => erf::MAX_ULP_F64,
+            UnaryOp::Expm1 => expm1::MAX_ULP_F64,
+            UnaryOp::Log1p => log1p::MAX_ULP_F64,
+            _ => return None,
+        }),
         _ => None,
     }
 }
 
-/// Emits the inline `f32` approximation of `op` on `x`, or `None` if `op` has none.
-pub(crate) fn emit(e: &mut Emit, op: UnaryOp, x: Value) -> Option<Value> {
-    Some(match op {
-        UnaryOp::Exp => exp::emit(e, x),
-        UnaryOp::Log => log::emit(e, x),
-        UnaryOp::Tanh => tanh::emit(e, x),
-        UnaryOp::Sigmoid => sigmoid::emit(e, x),
-        UnaryOp::Erf => erf::emit(e, x),
-        UnaryOp::Expm1 => expm1::emit(e, x),
-        UnaryOp::Log1p => log1p::emit(e, x),
+/// Emits the inline approximation of `op` on `x` of element type `t` (`f32` or `f64`), or
+/// `None` if `op` has none on `t`.
+pub(crate) fn emit(e: &mut Emit, op: UnaryOp, t: ElementType, x: Value) -> Option<Value> {
+    Some(match (t, op) {
+        (ElementType::F32, UnaryOp::Exp) => exp::emit(e, x),
+        (ElementType::F32, UnaryOp::Log) => log::emit(e, x),
+        (ElementType::F32, UnaryOp::Tanh) => tanh::emit(e, x),
+        (ElementType::F32, UnaryOp::Sigmoid) => sigmoid::emit(e, x),
+        (ElementType::F32, UnaryOp::Erf) => erf::emit(e, x),
+        (ElementType::F32, UnaryOp::Expm1) => expm1::emit(e, x),
+        (ElementType::F32, UnaryOp::Log1p) => log1p::emit(e, x),
+        (ElementType::F64, UnaryOp::Exp) => exp::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Log) => log::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Tanh) => tanh::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Sigmoid) => sigmoid::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Erf) => erf::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Expm1) => expm1::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Log1p) => log1p::emit_f64(e, x),
         _ => return None,
     })
+}
+
+/// The error of the `f64` result `y` against the exact value `exact_hi + exact_lo` (an
+/// unevaluated sum: `exact_hi` the exact value correctly rounded to `f64`, `exact_lo` the
+/// rest, rounded), in ulp of `f64` at the exact value (`2^-1074` in the subnormal range).
+/// Equal NaNs and equal infinities give 0; a NaN against a number gives `f64::INFINITY`. An
+/// infinite `y` counts as `±2^1024` (where `f64` rounding puts it), and so does an infinite
+/// `exact_hi` (an exact value that rounds to infinity; a finite `y` there is then measured
+/// against `2^1024`, which overstates its error by at most half an ulp).
+pub fn ulp_error_f64(y: f64, exact_hi: f64, exact_lo: f64) -> f64 {
+    if y.is_nan() || exact_hi.is_nan() {
+        return if y.is_nan() && exact_hi.is_nan() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+    }
+    if y == exact_hi && (exact_lo == 0.0 || y.is_infinite()) {
+        return 0.0;
+    }
+    if y.is_infinite() || exact_hi.is_infinite() {
+        // Measured in ulp of the top binade (2^971), infinities at ±2^1024: scaled down by
+        // 2^-971 so nothing overflows.
+        let down = |v: f64| -> f64 {
+            if v.is_infinite() {
+                v.signum() * pow2(1024 - 971)
+            } else {
+                v * pow2(-971)
+            }
+        };
+        let lo = if exact_hi.is_infinite() {
+            0.0
+        } else {
+            exact_lo * pow2(-971)
+        };
+        return ((down(y) - down(exact_hi)) - lo).abs();
+    }
+    let ulp = ulp_at_f64(exact_hi.abs(), exact_lo, exact_hi.is_sign_negative());
+    // y − exact_hi is exact when they are within a factor 2 (Sterbenz); else the error is
+    // large anyway.
+    ((y - exact_hi) - exact_lo).abs() / ulp
+}
+
+/// The spacing of `f64` numbers at the exact magnitude `m + lo·sign`: `2^(e − 52)` for the
+/// binade of the exact value, `2^-1074` below `f64::MIN_POSITIVE`.
+fn ulp_at_f64(m: f64, lo: f64, negative: bool) -> f64 {
+    if m < f64::MIN_POSITIVE {
+        return f64::from_bits(1);
+    }
+    let e = ((m.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    // m is a power of two and the exact value is just below it: the lower binade.
+    let below = if negative { lo > 0.0 } else { lo < 0.0 };
+    let e = if m.to_bits() & 0x000f_ffff_ffff_ffff == 0 && below {
+        e - 1
+    } else {
+        e
+    };
+    pow2(e - 52)
+}
+
+/// `2^k` exactly, for `k` in `[-1074, 1023]`.
+fn pow2(k: i32) -> f64 {
+    if k >= -1022 {
+        f64::from_bits(((k + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (k + 1074).max(0))
+    }
 }
 
 /// The error of `y` against the exact value `exact`, in ulp of `f32` at `exact` (see the
