@@ -56,9 +56,17 @@ pub struct AccuracyArgs {
     /// cores).
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub step: u64,
-    /// Sweep the scalar loop instead of the F32X4 vector loop.
+    /// Sweep the scalar loop instead of the vector loop (F32X4, or F64X2 with `--f64`).
     #[arg(long)]
     pub scalar: bool,
+    /// Measure the f64 functions instead, against MPFR, on a dense sample: `--per-binade`
+    /// bit patterns in every binade of both signs, special values and the neighbourhoods
+    /// of every threshold.
+    #[arg(long = "f64")]
+    pub f64: bool,
+    /// With `--f64`: bit patterns per binade (4096: 16.8 million inputs per function).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub per_binade: u64,
     /// Functions to sweep (default: all of them).
     pub functions: Vec<String>,
 }

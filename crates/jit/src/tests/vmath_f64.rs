@@ -186,3 +186,19 @@ fn print_f64_accuracy() {
         );
     }
 }
+
+/// Prints the interpreter's own `f64` error against MPFR (run with `--ignored --nocapture`):
+/// the slack `graphlift::differential` allows for the reference.
+#[test]
+#[ignore]
+fn print_interpreter_f64_accuracy() {
+    use crate::accuracy::mpfr;
+    let xs = f64_sample(256);
+    for op in FUNCTIONS {
+        let worst = xs
+            .iter()
+            .map(|&x| (mpfr::ulp_error(unary_f64(op, x), &mpfr::exact(op, x)), x))
+            .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a });
+        println!("interpreter {:8} max {:.3} ulp at {:e}", op.name(), worst.0, worst.1);
+    }
+}
