@@ -492,8 +492,8 @@ pub fn compare_backends(
         }
         match sinks.get(k).copied().flatten() {
             Some((op, input)) => {
-                let approximate = |i: usize, x: f64, y: f64, ulp: f64, bound: f64| {
-                    Mismatch::Approximate {
+                let approximate =
+                    |i: usize, x: f64, y: f64, ulp: f64, bound: f64| Mismatch::Approximate {
                         result: k,
                         element: i,
                         op,
@@ -501,8 +501,7 @@ pub fn compare_backends(
                         y,
                         ulp,
                         bound,
-                    }
-                };
+                    };
                 if let (Ok(x), Ok(y)) = (want[input].read::<f64>(), g.read::<f64>()) {
                     // f64: against the interpreter's own f64 value, which is itself up to
                     // F64_REFERENCE_ULP from the exact one.
@@ -511,8 +510,8 @@ pub fn compare_backends(
                     for (i, (&xi, &yi)) in x.iter().zip(y.iter()).enumerate() {
                         // In the coarser ulp of the two (they differ at a binade edge).
                         let r = unary_f64(op, xi);
-                        let ulp = vmath::ulp_error_f64(yi, r, 0.0)
-                            .min(vmath::ulp_error_f64(r, yi, 0.0));
+                        let ulp =
+                            vmath::ulp_error_f64(yi, r, 0.0).min(vmath::ulp_error_f64(r, yi, 0.0));
                         if ulp > bound {
                             return Err(approximate(i, xi, yi, ulp, bound));
                         }

@@ -260,6 +260,7 @@ pub struct AccuracyF64 {
 }
 
 impl AccuracyF64 {
+    #[cfg(any(test, feature = "mpfr"))]
     fn empty(op: UnaryOp, loop_kind: LoopKind) -> AccuracyF64 {
         AccuracyF64 {
             op,
@@ -275,6 +276,7 @@ impl AccuracyF64 {
         }
     }
 
+    #[cfg(any(test, feature = "mpfr"))]
     fn merge(mut self, o: AccuracyF64) -> AccuracyF64 {
         if o.max_ulp > self.max_ulp {
             self.max_ulp = o.max_ulp;

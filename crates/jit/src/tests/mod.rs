@@ -355,7 +355,8 @@ fn compare_range(
                 for (k, &y) in v.iter().enumerate() {
                     let at = inside[k];
                     let x = xs[at % xs.len().max(1)];
-                    let err = crate::accuracy::mpfr::ulp_error(y, &crate::accuracy::mpfr::exact(op, x));
+                    let err =
+                        crate::accuracy::mpfr::ulp_error(y, &crate::accuracy::mpfr::exact(op, x));
                     assert!(
                         err <= bound,
                         "{what}: element {at}: {}({x:e}) = {y:e} is {err} ulp off (bound {bound})",

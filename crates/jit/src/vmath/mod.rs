@@ -1,9 +1,13 @@
 //! Vector math: `exp`, `expm1`, `log`, `log1p`, `tanh`, `sigmoid` and `erf` for `f32`, emitted inline as
 //! polynomial approximations in Cranelift IR.
 //!
-//! Each function is written once against the crate's lane view (`codegen::lanes::Emit`) and
-//! so emits either `F32X4` code (vector loops) or scalar `f32` code (scalar loops) with the
-//! same operation sequence, lane for lane. Fused multiply-adds are used inside the polynomials
+//! Each function is written once per element type against the crate's lane view
+//! (`codegen::lanes::Emit`) and so emits either vector code (`F32X4`, `F64X2`) or scalar
+//! code (scalar loops) with the same operation sequence, lane for lane (each file holds the
+//! `f32` function `emit` and the `f64` one `emit_f64`). The `f64` polynomials are Chebyshev
+//! interpolants computed by `scripts/vmath_f64_fit.py` (mpmath); `f64x2 ↔ i64x2`
+//! conversions, which x64 Cranelift 0.135 does not lower, are replaced by the 1.5·2^52 magic
+//! add (round to integer) and integer adds into the exponent field (`2^n`). Fused multiply-adds are used inside the polynomials
 //! (and only there: kernel arithmetic is never contracted).
 //!
 //! # Accuracy
@@ -34,6 +38,39 @@
 //! Measured on x86-64 (FMA available) in the vector loop; the scalar loop runs the same
 //! operation sequence and gives the same bits (`accuracy --scalar` sweeps it). No input broke a range
 //! or special-value guarantee.
+//!
+//! ## `f64`
+//!
+//! Error is measured in ulp of `f64` at the exact value, against correctly rounded MPFR
+//! values (through the `rug` crate, 256-bit working precision: [`crate::accuracy::mpfr`]),
+//! `2^-1074` in the subnormal range; an infinite result counts as `±2^1024`. The sample
+//! ([`crate::accuracy::f64_sample`]) takes `N` evenly spaced bit patterns in every binade of
+//! both signs (2 × 2047 binades, the subnormals one of them), the special values, and the
+//! 64 neighbours on each side of every threshold (overflow, underflow, method switches).
+//! With `N = 4096` (16.8 million inputs per function):
+//!
+//! ```text
+//! cargo run --release -p graphlift-cli -- accuracy --f64       # --per-binade N, --scalar
+//! ```
+//!
+//! | function | bound ([`max_ulp`]) | max error, dense sample | where | max relative error (normal results) |
+//! |---|---|---|---|---|
+//! | [`exp`] | 2 ulp | 0.938 ulp | `x = -658.0982137039728` | 1.45e-16 |
+//! | [`expm1`] | 3 ulp | 1.735 ulp | `x = 0.40245453646957335` | 2.36e-16 |
+//! | [`log`] | 2 ulp | 0.783 ulp | `x = 1.4142135623730947` | 1.46e-16 |
+//! | [`log1p`] | 2 ulp | 1.437 ulp | `x = -1.6655678028100125e-16` | 2.50e-16 |
+//! | [`tanh`] | 4 ulp | 2.277 ulp | `x = 0.21164216696049942` (the `E/(E + 2)` path) | 3.13e-16 |
+//! | [`sigmoid`] | 2 ulp | 0.938 ulp | `x = -658.0982137039728` (where it is `e^x`) | 1.41e-16 |
+//! | [`erf`] | 2 ulp | 1.195 ulp | `x = 0.9903002592862957`, the top of the small-argument polynomial | 1.58e-16 |
+//!
+//! (`graphlift accuracy --f64`, 2026-11-22, `F64X2` loop: 14–76 s per function on two
+//! cores; all range and special-value guarantees held, and at `±0`, `±inf` and NaN every
+//! result is the interpreter's bit for bit.) The unit tests run the same method on a thinned
+//! sample (4 per binade) in both loops, and check that the `F64X2` and scalar loops give the
+//! same bits. The interpreter's own `f64` functions (Rust `std`/`libm`) measure up to 0.85
+//! ulp, `tanh` and `sigmoid` 1.86 ulp, on the same sample.
+//!
+//! ## Tests
 //!
 //! The unit tests sweep every 97th bit pattern against the same bounds, and check the
 //! special values: NaN in gives NaN out; `exp(+inf) = +inf`, `exp(-inf) = 0`;
