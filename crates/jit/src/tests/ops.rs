@@ -277,7 +277,8 @@ fn mixed_type_kernels_vector_and_scalar() {
             s,
             y.gt(x.convert(I64)),
             (y / y.sign()).relu(),
-            x.exp().max(x.tanh()),
+            // (f64 exp/tanh are approximate now: tests::vmath_f64 covers the scalar loop.)
+            x.sqrt().max(x.floor()),
             y.pow(y),
         ])
         .unwrap();
