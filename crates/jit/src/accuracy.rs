@@ -358,7 +358,7 @@ pub fn kernel_f64(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
     }
     let b = FunctionBuilder::new(op.name());
     let x = b.parameter("x", ElementType::F64, [CHUNK]);
-    let y = b.op(Op::Unary(op), &[x.clone()]);
+    let y = b.op(Op::Unary(op), &[x]);
     let body = match kind {
         LoopKind::Vector => b.finish(&[y])?,
         LoopKind::Scalar => b.finish(&[y, x.convert(ElementType::F32)])?,
@@ -504,7 +504,7 @@ fn measure_chunk_f64(
 }
 
 /// Correctly rounded references from MPFR (through the `rug` crate), for the `f64` accuracy
-/// method: each function is evaluated at [`PRECISION`] bits, far beyond `f64`'s 53, and the
+/// method: each function is evaluated at [`mpfr::PRECISION`] bits, far beyond `f64`'s 53, and the
 /// error of an `f64` result is taken against that value (enabled by the `mpfr` feature and
 /// in the unit tests).
 #[cfg(any(test, feature = "mpfr"))]
@@ -587,7 +587,7 @@ pub mod mpfr {
             return None;
         }
         let a = Float::with_val(PRECISION, exact.abs_ref());
-        if a < f64::MIN_POSITIVE || a > f64::MAX || !y.is_finite() {
+        if !(f64::MIN_POSITIVE..=f64::MAX).contains(&a) || !y.is_finite() {
             return None;
         }
         let diff = Float::with_val(PRECISION, y - exact).abs();

@@ -11,6 +11,10 @@
 //! `ln(NaN) = NaN`.
 //!
 //! **Maximum error: 1 ulp** (measured 0.835 ulp over every `f32`, against `f64::ln`).
+//!
+//! **`f64` (`F64X2` and scalar): maximum error 2 ulp** ([`MAX_ULP_F64`]; measured 0.783 ulp
+//! against MPFR on a dense sample, see [`crate::vmath`]); the method is in the doc of the
+//! `f64` section below (`emit_f64`).
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -97,7 +101,7 @@ pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
 
 // ---- f64 ----
 
-/// Documented maximum error of [`emit_f64`] in ulp of `f64`.
+/// Documented maximum error of the `f64` function in ulp of `f64`.
 pub const MAX_ULP_F64: f64 = 2.0;
 
 /// Bits of `√½` (rounded to `f64`).

@@ -42,7 +42,7 @@
 //! ## `f64`
 //!
 //! Error is measured in ulp of `f64` at the exact value, against correctly rounded MPFR
-//! values (through the `rug` crate, 256-bit working precision: [`crate::accuracy::mpfr`]),
+//! values (through the `rug` crate, 256-bit working precision: `accuracy::mpfr`, with the `mpfr` feature),
 //! `2^-1074` in the subnormal range; an infinite result counts as `±2^1024`. The sample
 //! ([`crate::accuracy::f64_sample`]) takes `N` evenly spaced bit patterns in every binade of
 //! both signs (2 × 2047 binades, the subnormals one of them), the special values, and the
