@@ -70,6 +70,25 @@
 //! same bits. The interpreter's own `f64` functions (Rust `std`/`libm`) measure up to 0.85
 //! ulp, `tanh` and `sigmoid` 1.86 ulp, on the same sample.
 //!
+//! ## `f64` speed
+//!
+//! One-op kernels over 2^16 `f64` in the `F64X2` loop, one thread, best of 200 calls, in ns
+//! per element, before (per-lane calls to the reference's `std`/`libm` code) and after
+//! (inline), on the 2-vCPU Zen 5 VM (`cargo run --release --example f64_math_speed`):
+//!
+//! | function | helpers | inline | speed-up |
+//! |---|---|---|---|
+//! | `exp` | 4.19 | 2.00 | 2.1× |
+//! | `expm1` | 6.39 | 4.12 | 1.55× |
+//! | `log` | 3.97 | 2.65 | 1.5× |
+//! | `log1p` | 4.92 | 3.20 | 1.55× |
+//! | `tanh` | 9.84 | 5.62 | 1.75× |
+//! | `sigmoid` | 5.22 | 4.55 | 1.15× |
+//! | `erf` | 11.9 | 10.3 | 1.15× |
+//!
+//! (`erf` evaluates three polynomials and an exponential on every lane, `sigmoid` two
+//! divisions: the `F64X2` loop has only two lanes to share that work.)
+//!
 //! ## Tests
 //!
 //! The unit tests sweep every 97th bit pattern against the same bounds, and check the
