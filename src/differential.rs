@@ -18,8 +18,10 @@
 //! (an almost exact value at `f32` scale); for `f64` the reference's `f64` result, which is
 //! itself up to [`F64_REFERENCE_ULP`] from the exact value, so an `f64` sink may differ from
 //! it by its bound plus that (the bound itself is measured against MPFR:
-//! `graphlift_jit::accuracy::sweep_f64`). A
-//! subset of the other values (chosen by [`Case::results`]), every sink and every sink's
+//! `graphlift_jit::accuracy::sweep_f64`).
+//! `Power` on `f32` (inline through `f64` since issue 3) is a sink too, held to
+//! [`graphlift_jit::vmath::pow::MAX_ULP`] plus one ulp against the interpreter's `f32` result.
+//! A subset of the other values (chosen by [`Case::results`]), every sink and every sink's
 //! input are results, so kernels get several outputs and intermediate values are compared.
 
 use std::fmt;
@@ -78,8 +80,20 @@ pub struct Case {
     pub seed: u64,
 }
 
-/// Per result: `Some((op, index of the result holding its input))` for an approximate sink.
-pub type Sinks = Vec<Option<(UnaryOp, usize)>>;
+/// An approximate result of a [`Case`] (no later op uses it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sink {
+    /// A vector math function on `f32` or `f64`, and the index of the result holding its
+    /// input.
+    Unary(UnaryOp, usize),
+    /// `Power` on `f32` (inline through `f64`, [`graphlift_jit::vmath::pow`]): held to its
+    /// bound plus one ulp against the interpreter's own (correctly rounded, up to the `f64`
+    /// `powf` error) `f32` result.
+    PowerF32,
+}
+
+/// Per result: `Some(sink)` for an approximate sink.
+pub type Sinks = Vec<Option<Sink>>;
 
 /// What one agreeing [`check`] compared, for "not vacuous" assertions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -141,6 +155,21 @@ pub enum Mismatch {
         /// The documented bound in ulp.
         bound: f64,
     },
+    /// An `f32` `Power` result is further from the interpreter's than its bound allows.
+    ApproximatePower {
+        /// Result index.
+        result: usize,
+        /// Element index.
+        element: usize,
+        /// CPU-JIT's value.
+        jit: f32,
+        /// The interpreter's value.
+        interpreter: f32,
+        /// Error in ulp of `f32`, against the interpreter's value.
+        ulp: f64,
+        /// The bound in ulp.
+        bound: f64,
+    },
     /// The result types differ.
     Type {
         /// Result index.
@@ -178,6 +207,17 @@ impl fmt::Display for Mismatch {
                 "result {result} element {element}: {}({x:e}) = {y:e}, {ulp} ulp off (bound {bound})",
                 op.name()
             ),
+            Mismatch::ApproximatePower {
+                result,
+                element,
+                jit,
+                interpreter,
+                ulp,
+                bound,
+            } => write!(
+                f,
+                "result {result} element {element}: Power: CPU-JIT {jit:e}, INTERPRETER {interpreter:e}, {ulp} ulp apart (bound {bound})"
+            ),
             Mismatch::Type {
                 result,
                 jit,
@@ -214,7 +254,7 @@ fn numeric(t: usize) -> ElementType {
 /// A built value and, for an approximate sink, its op and the index of its input value.
 struct Built<'b> {
     v: Value<'b>,
-    sink: Option<(UnaryOp, usize)>,
+    sink: Option<Sink>,
 }
 
 /// Builds the case's Function and says which results are approximate sinks; `None` if the
@@ -277,7 +317,7 @@ pub fn build(c: &Case) -> Option<(Function, Sinks)> {
                     must_result.push(vals.len() - 1);
                     Built {
                         v: y,
-                        sink: Some((u, vals.len() - 1)),
+                        sink: Some(Sink::Unary(u, vals.len() - 1)),
                     }
                 } else {
                     Built { v: y, sink: None }
@@ -294,7 +334,9 @@ pub fn build(c: &Case) -> Option<(Function, Sinks)> {
                     ty_of(&a)
                 };
                 let y = b.broadcasting_op(Op::Binary(op_b), &[to(a, t), to(bb, t)]);
-                Built { v: y, sink: None }
+                let sink =
+                    (op_b == BinaryOp::Power && t == ElementType::F32).then_some(Sink::PowerF32);
+                Built { v: y, sink }
             }
             2 => {
                 let cmp = CompareOp::ALL[op.sub % CompareOp::ALL.len()];
@@ -324,9 +366,12 @@ pub fn build(c: &Case) -> Option<(Function, Sinks)> {
     let sinks = chosen
         .iter()
         .map(|&i| {
-            vals[i].sink.map(|(u, input)| {
-                let at = chosen.iter().position(|&j| j == input);
-                (u, at.unwrap_or(usize::MAX))
+            vals[i].sink.map(|sink| match sink {
+                Sink::Unary(u, input) => {
+                    let at = chosen.iter().position(|&j| j == input);
+                    Sink::Unary(u, at.unwrap_or(usize::MAX))
+                }
+                Sink::PowerF32 => Sink::PowerF32,
             })
         })
         .collect();
@@ -491,7 +536,30 @@ pub fn compare_backends(
             });
         }
         match sinks.get(k).copied().flatten() {
-            Some((op, input)) => {
+            Some(Sink::PowerF32) => {
+                let bound = vmath::pow::MAX_ULP + 1.0;
+                let (Ok(y), Ok(r)) = (g.read::<f32>(), w.read::<f32>()) else {
+                    return Err(Mismatch::Backend {
+                        backend: "CPU-JIT",
+                        error: format!("sink {k} of Power is not f32"),
+                    });
+                };
+                for (i, (&yi, &ri)) in y.iter().zip(r.iter()).enumerate() {
+                    let ulp = vmath::ulp_error(yi, f64::from(ri));
+                    if ulp > bound {
+                        return Err(Mismatch::ApproximatePower {
+                            result: k,
+                            element: i,
+                            jit: yi,
+                            interpreter: ri,
+                            ulp,
+                            bound,
+                        });
+                    }
+                }
+                stats.approximate_elements += y.len();
+            }
+            Some(Sink::Unary(op, input)) => {
                 let approximate =
                     |i: usize, x: f64, y: f64, ulp: f64, bound: f64| Mismatch::Approximate {
                         result: k,

@@ -19,13 +19,14 @@
 //!   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
 //! - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64` are the
 //!   inline [`crate::vmath`] approximations (within their documented ulp bounds, not bit
-//!   equal to the reference); `Power` on every type calls the host helpers of
-//!   [`crate::helpers`], which run the reference's own scalar code.
+//!   equal to the reference); so is `Power` on `f32` ([`crate::vmath::pow`], through `f64`,
+//!   within 1 ulp, special cases exact); `Power` on `f64`, `i32`, `i64` calls the host
+//!   helpers of [`crate::helpers`], which run the reference's own scalar code.
 //!
 //! In a vector loop, ops without a vector lowering run per lane with the scalar lowering
 //! (extract each lane, compute, insert): integer `Divide` (Cranelift's `sdiv` is scalar
 //! only: the verifier rejects `sdiv.i32x4` / `sdiv.i64x2`), the host helpers (`Power` on
-//! every type), and `Convert` `f64` to `i64`
+//! `f64`, `i32`, `i64`), and `Convert` `f64` to `i64`
 //! (x64 Cranelift 0.135 has no lowering of `fcvt_to_sint_sat.i64x2`: "should be implemented
 //! in ISLE", with or without AVX-512). Every other `I64X2` / `F64X2` op used here lowers
 //! with SSE4.2 and up (`imul`, `smax`/`smin`, `iabs` and `fcvt_from_sint.f64x2` by an
@@ -61,7 +62,7 @@ impl HelperRefs {
 pub(crate) fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
     match &slot.op {
         SlotOp::Binary(BinaryOp::Power, a, _) => match slots[*a].ty {
-            ElementType::F32 => Some(Helper::PowF32),
+            ElementType::F32 => None,
             ElementType::F64 => Some(Helper::PowF64),
             ElementType::I32 => Some(Helper::PowI32),
             ElementType::I64 => Some(Helper::PowI64),
@@ -199,9 +200,9 @@ fn binary(
         BinaryOp::Or => e.b.ins().bor(a, b),
         BinaryOp::Xor => e.b.ins().bxor(a, b),
         BinaryOp::Divide => per_lane(e, t, &[a, b], |e, v| Ok(int_divide(e, t, v[0], v[1])))?,
+        BinaryOp::Power if t == ElementType::F32 => vmath::pow::emit(e, a, b),
         BinaryOp::Power => {
             let h = match t {
-                ElementType::F32 => Helper::PowF32,
                 ElementType::F64 => Helper::PowF64,
                 ElementType::I32 => Helper::PowI32,
                 _ => Helper::PowI64,

@@ -131,7 +131,6 @@ impl std::fmt::Debug for CompiledKernel {
 pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     let ty: Type = match h {
         Helper::PowF64 => types::F64,
-        Helper::PowF32 => types::F32,
         Helper::PowI32 => types::I32,
         Helper::PowI64 => types::I64,
     };

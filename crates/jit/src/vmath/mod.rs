@@ -101,6 +101,7 @@ pub mod exp;
 pub mod expm1;
 pub mod log;
 pub mod log1p;
+pub mod pow;
 pub mod sigmoid;
 pub mod tanh;
 
