@@ -130,7 +130,7 @@ pub(crate) const LN2_HI_F64: f64 = 0.693_147_180_559_890_3;
 pub(crate) const LN2_LO_F64: f64 = 5.497_923_018_708_371e-14;
 /// `Q(r) ≈ (e^r − 1 − r)/r²` on `[-ln2/2, ln2/2]`, ascending: a degree-10 Chebyshev
 /// interpolant (`scripts/vmath_f64_fit.py`, |error| < 2.6e-18 after rounding to `f64`).
-const Q_F64: [f64; 11] = [
+pub(crate) const Q_F64: [f64; 11] = [
     0.5,
     0.1666666666666667,
     0.04166666666666667,
