@@ -1,6 +1,8 @@
 //! `graphlift accuracy`: the error tables of the inline `f32` and (`--f64`) `f64` vector
 //! math.
 //!
+//! `--pow` measures `f32` `Power` ([`graphlift::jit::accuracy::sweep_pow_f32`]).
+//!
 //! `--f64` measures the `f64` functions in the `F64X2` loop (or the scalar loop with
 //! `--scalar`) on the dense sample of [`graphlift::jit::accuracy::f64_sample`] against
 //! correctly rounded MPFR values ([`graphlift::jit::accuracy::mpfr`]), with the same columns.
@@ -13,7 +15,8 @@
 
 use graphlift::ir::UnaryOp;
 use graphlift::jit::accuracy::{
-    f64_sample, sweep_f32, sweep_f64, Accuracy, AccuracyF64, LoopKind, F32_FUNCTIONS,
+    f64_sample, sweep_f32, sweep_f64, sweep_pow_f32, Accuracy, AccuracyF64, LoopKind,
+    F32_FUNCTIONS, POW_EXPONENTS,
 };
 
 use crate::error::CliError;
@@ -33,6 +36,9 @@ pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
     };
     if args.f64 {
         return accuracy_f64(args, ops, kind);
+    }
+    if args.pow {
+        return accuracy_pow(args, kind);
     }
     let step = args.step.max(1);
     let loop_name = match kind {
@@ -152,4 +158,38 @@ fn row_f64(a: &AccuracyF64) -> String {
         a.max_rel,
         a.worst_rel_at,
     )
+}
+
+fn accuracy_pow(args: &AccuracyArgs, kind: LoopKind) -> Result<(), CliError> {
+    let step = args.step.max(1);
+    let start = std::time::Instant::now();
+    let a =
+        sweep_pow_f32(step, kind).map_err(|e| CliError::Runtime(e.into_compile_error("pow")))?;
+    let (x, y, r) = a.worst_ulp_at;
+    println!(
+        "f32 Power ({:?} loop): every {step}-th positive f32 base and its negation x {} exponents ({} pairs)",
+        kind,
+        POW_EXPONENTS.len(),
+        a.checked
+    );
+    println!();
+    println!("| function | bound (ulp) | max error (ulp) | at (x, y) | special cases |");
+    println!("|---|---|---|---|---|");
+    let specials = match a.first_violation {
+        None => "all as the interpreter".to_string(),
+        Some((vx, vy, vr)) => format!(
+            "{} differ (first: pow({vx:e}, {vy:e}) = {vr:e})",
+            a.violations
+        ),
+    };
+    println!(
+        "| Power | {} | {:.3} | ({x:e}, {y:e}) → {r:e} | {specials} |",
+        a.bound, a.max_ulp
+    );
+    eprintln!("  Power: {:.1} s", start.elapsed().as_secs_f64());
+    if a.within_bound() {
+        Ok(())
+    } else {
+        Err(CliError::Accuracy("Power".into()))
+    }
 }

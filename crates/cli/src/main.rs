@@ -64,6 +64,10 @@ pub struct AccuracyArgs {
     /// of every threshold.
     #[arg(long = "f64")]
     pub f64: bool,
+    /// Measure `f32` `Power` instead (inline through `f64`): every K-th (`--step`) positive
+    /// base and its negation, each with a fixed set of special and ordinary exponents.
+    #[arg(long)]
+    pub pow: bool,
     /// With `--f64`: bit patterns per binade (4096: 16.8 million inputs per function).
     #[arg(long, default_value_t = 4096, value_name = "N")]
     pub per_binade: u64,
