@@ -89,3 +89,6 @@ if __name__ == "__main__":
         # The error that matters is absolute in erf: erfc(a) * |error of q|.
         fit(name, lambda t: erfc_q(t, mid), lo - mid, hi_ - mid, deg,
             rel_to=lambda t: 1 / mp.erfc(t + mid))
+    print("// pow (f32 through f64): lower degrees, ample for one rounding to f32")
+    fit("QP", exp_q, -h, h, 6)
+    fit("RP", log_r, mp.mpf(0), smax**2 * (1 + mp.mpf("1e-6")), 3)

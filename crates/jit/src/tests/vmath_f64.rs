@@ -334,7 +334,7 @@ fn pow_f32_special_cases_loops_and_accuracy() {
             v[i]
         );
     }
-    assert!(worst > 0.0 && worst <= 0.5 + 1e-6, "max error {worst} ulp");
+    assert!(worst > 0.0 && worst <= 0.55, "max error {worst} ulp");
 }
 
 /// The thinned `f32` `Power` sweep CI runs (`graphlift accuracy --pow` at any step).
