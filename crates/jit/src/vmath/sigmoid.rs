@@ -56,7 +56,8 @@ pub const MAX_ULP_F64: f64 = 2.0;
 
 /// Emits `sigmoid(x)` for the `f64` value `x`: the `f32` method at `f64` precision (`E =
 /// e^-|x|` from the inline `f64` [`super::exp`] as `E_hi + E_lo`, `1 + E` by Fast2Sum, the
-/// quotient corrected once with its exact residual). `sigmoid(-0) = 0.5`,
+/// quotient, formed with one division as `num·(1/d)`, corrected once with its exact
+/// residual). `sigmoid(-0) = 0.5`,
 /// `sigmoid(+inf) = 1`, `sigmoid(-inf) = 0`, NaN stays NaN, tiny results round once into
 /// the subnormal range. Range: `[0, 1]`.
 ///
@@ -75,11 +76,13 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value) -> Value {
     let non_negative = e.fcmp(FloatCC::GreaterThanOrEqual, x, zero);
     let num = e.select(non_negative, one, eh);
     let num_lo = e.select(non_negative, zero, el);
-    let q = e.b.ins().fdiv(num, d);
+    // One division: q = num·(1/d) is within an ulp or two, and the exact residual
+    // fma(−q, d, num) corrects it as a quotient would be.
+    let inv = e.b.ins().fdiv(one, d);
+    let q = e.b.ins().fmul(num, inv);
     let neg_q = e.b.ins().fneg(q);
     let residual = e.b.ins().fma(neg_q, d, num);
     let extra = e.b.ins().fma(neg_q, d_lo, num_lo);
     let r = e.b.ins().fadd(residual, extra);
-    let c = e.b.ins().fdiv(r, d);
-    e.b.ins().fadd(q, c)
+    e.b.ins().fma(r, inv, q)
 }
