@@ -53,7 +53,7 @@ enum Command {
 #[derive(Debug, clap::Args)]
 pub struct AccuracyArgs {
     /// Check every K-th f32 bit pattern (1: all 2^32, about a minute per function on two
-    /// cores).
+    /// cores); with `--pow`, every K-th positive f32 base.
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub step: u64,
     /// Sweep the scalar loop instead of the vector loop (F32X4, or F64X2 with `--f64`).

@@ -1,5 +1,5 @@
-//! Vector math: `exp`, `expm1`, `log`, `log1p`, `tanh`, `sigmoid` and `erf` for `f32`, emitted inline as
-//! polynomial approximations in Cranelift IR.
+//! Vector math: `exp`, `expm1`, `log`, `log1p`, `tanh`, `sigmoid` and `erf` for `f32` and
+//! `f64`, and `pow` for `f32`, emitted inline as polynomial approximations in Cranelift IR.
 //!
 //! Each function is written once per element type against the crate's lane view
 //! (`codegen::lanes::Emit`) and so emits either vector code (`F32X4`, `F64X2`) or scalar
@@ -7,10 +7,14 @@
 //! `f32` function `emit` and the `f64` one `emit_f64`). The `f64` polynomials are Chebyshev
 //! interpolants computed by `scripts/vmath_f64_fit.py` (mpmath); `f64x2 ↔ i64x2`
 //! conversions, which x64 Cranelift 0.135 does not lower, are replaced by the 1.5·2^52 magic
-//! add (round to integer) and integer adds into the exponent field (`2^n`). Fused multiply-adds are used inside the polynomials
-//! (and only there: kernel arithmetic is never contracted).
+//! add (round to integer) and integer adds into the exponent field (`2^n`); the `I64X2` ops
+//! used are `iadd`, `isub`, `band`, `bor`, `ishl_imm`, `ushr_imm` and `icmp sgt` (no
+//! `sshr`, `imul` or conversions). Fused multiply-adds are used inside the polynomials and
+//! the error-free transformations (and only there: kernel arithmetic is never contracted).
 //!
 //! # Accuracy
+//!
+//! ## `f32`
 //!
 //! Error is measured in ulp of the exact result: `|y − ref| / ulp(ref)`, where `ref` is the
 //! reference interpreter's `f64` value (before rounding to `f32`) and `ulp(ref)` is the
