@@ -104,6 +104,19 @@ fn special_values_by_function() {
         assert_eq!(ys[4], tiny, "exp(-745) is the smallest subnormal");
         assert_eq!(&ys[5..], &[1.0, 1.0]);
     }
+    // The overflow and underflow thresholds of the correctly rounded exp (from MPFR):
+    // e^709.782712893384 < f64::MAX + ulp/2 <= e^709.7827128933841, and
+    // e^-745.1332191019411 > 2^-1075 >= e^-745.1332191019412.
+    let edges = [
+        709.782_712_893_384,
+        709.782_712_893_384_1,
+        -745.133_219_101_941_1,
+        -745.133_219_101_941_2,
+    ];
+    for ys in run(UnaryOp::Exp, &edges) {
+        assert!(ys[0].is_finite() && ys[0] > 1.797e308, "{:e}", ys[0]);
+        assert_eq!(&ys[1..], &[inf, tiny, 0.0]);
+    }
     for ys in run(UnaryOp::Expm1, &[inf, -inf, -0.0, tiny, -40.0]) {
         assert_eq!(&ys[..2], &[inf, -1.0]);
         assert_eq!(ys[2].to_bits(), (-0.0f64).to_bits());
