@@ -56,12 +56,24 @@ enum Command {
 #[derive(Debug, clap::Args)]
 pub struct AccuracyArgs {
     /// Check every K-th f32 bit pattern (1: all 2^32, about a minute per function on two
-    /// cores).
+    /// cores); with `--pow`, every K-th positive f32 base.
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub step: u64,
-    /// Sweep the scalar loop instead of the F32X4 vector loop.
+    /// Sweep the scalar loop instead of the vector loop (F32X4, or F64X2 with `--f64`).
     #[arg(long)]
     pub scalar: bool,
+    /// Measure the f64 functions instead, against MPFR, on a dense sample: `--per-binade`
+    /// bit patterns in every binade of both signs, special values and the neighbourhoods
+    /// of every threshold.
+    #[arg(long = "f64")]
+    pub f64: bool,
+    /// Measure `f32` `Power` instead (inline through `f64`): every K-th (`--step`) positive
+    /// base and its negation, each with a fixed set of special and ordinary exponents.
+    #[arg(long)]
+    pub pow: bool,
+    /// With `--f64`: bit patterns per binade (4096: 16.8 million inputs per function).
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub per_binade: u64,
     /// Functions to sweep (default: all of them).
     pub functions: Vec<String>,
 }

@@ -19,15 +19,7 @@ use rayon::prelude::*;
 use crate::{vmath, JitError, JitKernel};
 
 /// The functions with an inline `f32` approximation, in table order.
-pub const F32_FUNCTIONS: [UnaryOp; 7] = [
-    UnaryOp::Exp,
-    UnaryOp::Expm1,
-    UnaryOp::Log,
-    UnaryOp::Log1p,
-    UnaryOp::Tanh,
-    UnaryOp::Sigmoid,
-    UnaryOp::Erf,
-];
+pub const F32_FUNCTIONS: [UnaryOp; 7] = vmath::FUNCTIONS;
 
 /// Inputs per kernel call of a sweep.
 const CHUNK: usize = 1 << 16;
@@ -73,7 +65,7 @@ impl Accuracy {
         Accuracy {
             op,
             loop_kind,
-            bound: vmath::max_ulp(op).unwrap_or(0.0),
+            bound: vmath::max_ulp(op, ElementType::F32).unwrap_or(0.0),
             max_ulp: 0.0,
             worst_ulp_at: (0.0, 0.0),
             max_rel: 0.0,
@@ -151,7 +143,7 @@ pub fn guarantee_holds(op: UnaryOp, x: f32, y: f32) -> bool {
 /// # Errors
 /// As [`JitKernel::compile`]; [`JitError::Unsupported`] if `op` has no `f32` approximation.
 pub fn kernel_f32(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
-    if vmath::max_ulp(op).is_none() {
+    if vmath::max_ulp(op, ElementType::F32).is_none() {
         return Err(JitError::Unsupported {
             kernel: op.name().to_string(),
             message: "no inline f32 approximation".into(),
@@ -237,4 +229,552 @@ fn measure_chunk(
     }
     acc.checked = len as u64;
     Ok(acc)
+}
+
+// ---- f64 ----
+
+/// The result of a sample of one `f64` function (errors in ulp of `f64`, against MPFR).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AccuracyF64 {
+    /// The function.
+    pub op: UnaryOp,
+    /// The loop measured ([`LoopKind::Vector`]: the `F64X2` loop).
+    pub loop_kind: LoopKind,
+    /// The documented bound in ulp ([`vmath::max_ulp`] for `f64`).
+    pub bound: f64,
+    /// The largest error seen, in ulp of `f64` at the exact result.
+    pub max_ulp: f64,
+    /// The input of the largest ulp error, and the result there.
+    pub worst_ulp_at: (f64, f64),
+    /// The largest relative error over inputs whose exact result is a normal `f64`.
+    pub max_rel: f64,
+    /// The input of the largest relative error.
+    pub worst_rel_at: f64,
+    /// Inputs checked.
+    pub checked: u64,
+    /// Inputs that broke a guarantee of [`guarantee_holds_f64`].
+    pub violations: u64,
+    /// The first such input and its result.
+    pub first_violation: Option<(f64, f64)>,
+}
+
+impl AccuracyF64 {
+    #[cfg(any(test, feature = "mpfr"))]
+    fn empty(op: UnaryOp, loop_kind: LoopKind) -> AccuracyF64 {
+        AccuracyF64 {
+            op,
+            loop_kind,
+            bound: vmath::max_ulp(op, ElementType::F64).unwrap_or(0.0),
+            max_ulp: 0.0,
+            worst_ulp_at: (0.0, 0.0),
+            max_rel: 0.0,
+            worst_rel_at: 0.0,
+            checked: 0,
+            violations: 0,
+            first_violation: None,
+        }
+    }
+
+    #[cfg(any(test, feature = "mpfr"))]
+    fn merge(mut self, o: AccuracyF64) -> AccuracyF64 {
+        if o.max_ulp > self.max_ulp {
+            self.max_ulp = o.max_ulp;
+            self.worst_ulp_at = o.worst_ulp_at;
+        }
+        if o.max_rel > self.max_rel {
+            self.max_rel = o.max_rel;
+            self.worst_rel_at = o.worst_rel_at;
+        }
+        self.checked += o.checked;
+        self.violations += o.violations;
+        self.first_violation = self.first_violation.or(o.first_violation);
+        self
+    }
+
+    /// `true` when the error is within the documented bound and no guarantee broke.
+    pub fn within_bound(&self) -> bool {
+        self.max_ulp <= self.bound && self.violations == 0
+    }
+}
+
+/// The guarantees of [`guarantee_holds`] for `f64` lanes, and one more: at the special
+/// inputs `±0`, `±inf` and NaN the result is the reference interpreter's, bit for bit (any
+/// NaN for NaN).
+pub fn guarantee_holds_f64(op: UnaryOp, x: f64, y: f64) -> bool {
+    if x.is_nan() || x.is_infinite() || x == 0.0 {
+        let want = unary_f64(op, x);
+        if !(want.is_nan() && y.is_nan() || want.to_bits() == y.to_bits()) {
+            return false;
+        }
+    }
+    if x.is_nan() {
+        return y.is_nan();
+    }
+    match op {
+        UnaryOp::Exp => {
+            (x != f64::INFINITY || y == f64::INFINITY)
+                && (x != f64::NEG_INFINITY || y == 0.0)
+                && (y.is_nan() || y >= 0.0)
+        }
+        UnaryOp::Log => {
+            (x != 0.0 || y == f64::NEG_INFINITY)
+                && (x >= 0.0 || y.is_nan())
+                && (x != f64::INFINITY || y == f64::INFINITY)
+        }
+        UnaryOp::Expm1 => {
+            y >= -1.0
+                && (x != f64::INFINITY || y == f64::INFINITY)
+                && (x != f64::NEG_INFINITY || y == -1.0)
+                && (x != 0.0 || y.to_bits() == x.to_bits())
+        }
+        UnaryOp::Log1p => {
+            (x != -1.0 || y == f64::NEG_INFINITY)
+                && (x >= -1.0 || y.is_nan())
+                && (x != f64::INFINITY || y == f64::INFINITY)
+                && (x != 0.0 || y.to_bits() == x.to_bits())
+        }
+        UnaryOp::Tanh | UnaryOp::Erf => {
+            (-1.0..=1.0).contains(&y) && (x != 0.0 || y.to_bits() == x.to_bits())
+        }
+        UnaryOp::Sigmoid => (0.0..=1.0).contains(&y),
+        _ => true,
+    }
+}
+
+/// A one-op kernel of `op` over `CHUNK` `f64` elements, running `kind`'s loop: `F64X2` for
+/// [`LoopKind::Vector`]; for [`LoopKind::Scalar`] the kernel gets a second output,
+/// `convert(x, f32)`, which mixes lane widths and so forces the scalar loop.
+///
+/// # Errors
+/// As [`JitKernel::compile`]; [`JitError::Unsupported`] if `op` has no `f64` approximation
+/// or the kernel did not get the loop asked for.
+pub fn kernel_f64(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
+    if vmath::max_ulp(op, ElementType::F64).is_none() {
+        return Err(JitError::Unsupported {
+            kernel: op.name().to_string(),
+            message: "no inline f64 approximation".into(),
+        });
+    }
+    let b = FunctionBuilder::new(op.name());
+    let x = b.parameter("x", ElementType::F64, [CHUNK]);
+    let y = b.op(Op::Unary(op), &[x]);
+    let body = match kind {
+        LoopKind::Vector => b.finish(&[y])?,
+        LoopKind::Scalar => b.finish(&[y, x.convert(ElementType::F32)])?,
+    };
+    let k = JitKernel::compile(&body)?;
+    if k.is_vectorized() != (kind == LoopKind::Vector) {
+        return Err(JitError::Unsupported {
+            kernel: op.name().to_string(),
+            message: format!("the f64 sweep kernel did not get a {kind:?} loop"),
+        });
+    }
+    Ok(k)
+}
+
+/// The dense `f64` sample of the accuracy method: in every binade of both signs (the
+/// subnormals counting as one binade), `per_binade` bit patterns evenly spaced over the
+/// 2^52 mantissas (a per-binade offset keeps them from all sharing one mantissa), then the
+/// special values (`±0`, `±inf`, NaN, the extreme normals and subnormals) and the 64 `f64`
+/// neighbours on each side of every threshold in [`F64_THRESHOLDS`] and of its negation.
+pub fn f64_sample(per_binade: u64) -> Vec<f64> {
+    let per_binade = per_binade.clamp(1, 1 << 52);
+    let step = (1u64 << 52) / per_binade;
+    let mut xs = Vec::new();
+    for sign in [0u64, 1 << 63] {
+        for e in 0..2047u64 {
+            let offset = e.wrapping_mul(0x9e37_79b9_7f4a_7c15) % step.max(1);
+            for i in 0..per_binade {
+                xs.push(f64::from_bits(sign | e << 52 | (i * step + offset)));
+            }
+        }
+    }
+    xs.extend([
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::MAX,
+        f64::MIN,
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        f64::from_bits(1),
+        -f64::from_bits(1),
+    ]);
+    for &t in F64_THRESHOLDS.iter() {
+        for t in [t, -t] {
+            let bits = t.to_bits();
+            for d in 0..=64u64 {
+                xs.push(f64::from_bits(bits.wrapping_add(d)));
+                xs.push(f64::from_bits(bits.wrapping_sub(d)));
+            }
+        }
+    }
+    xs
+}
+
+/// Inputs near which some function changes method or behaviour: `exp` overflow
+/// (`ln f64::MAX`), its subnormal and zero results (`ln 2^-1022`, `ln 2^-1075`) and its
+/// clamps, `expm1`'s `-1` and exact-`2^n − 1` limits, `log`/`log1p` near 1, `√½`, `√2` and
+/// the subnormals' edge, `tanh`'s switch (0.55) and saturation, `erf`'s switches (1, 2.5)
+/// and saturation (5.86, 6), and the tiny arguments where `x` itself is the result.
+pub const F64_THRESHOLDS: [f64; 22] = [
+    709.782_712_893_384,
+    -708.396_418_532_264_1,
+    -745.133_219_101_941_1,
+    -746.0,
+    710.0,
+    -37.0,
+    -40.0,
+    36.7,
+    1.0,
+    std::f64::consts::FRAC_1_SQRT_2,
+    std::f64::consts::SQRT_2,
+    0.55,
+    19.06,
+    2.5,
+    5.863_584_748_755_167,
+    6.0,
+    1e-8,
+    1.110_223_024_625_156_5e-16,
+    0.346_573_590_279_972_6,
+    1.039_720_770_839_917_9,
+    0.5,
+    2.0,
+];
+
+/// Measures `op`'s `f64` error over `inputs` in `kind`'s loop against MPFR
+/// ([`mpfr::exact`], correctly rounded), with [`mpfr::ulp_error`].
+///
+/// # Errors
+/// As [`kernel_f64`], or a failing kernel call.
+#[cfg(any(test, feature = "mpfr"))]
+pub fn sweep_f64(op: UnaryOp, inputs: &[f64], kind: LoopKind) -> Result<AccuracyF64, JitError> {
+    let k = kernel_f64(op, kind)?;
+    inputs
+        .par_chunks(CHUNK)
+        .map(|xs| measure_chunk_f64(&k, op, kind, xs))
+        .try_reduce(|| AccuracyF64::empty(op, kind), |a, b| Ok(a.merge(b)))
+}
+
+#[cfg(any(test, feature = "mpfr"))]
+fn measure_chunk_f64(
+    k: &JitKernel,
+    op: UnaryOp,
+    kind: LoopKind,
+    xs: &[f64],
+) -> Result<AccuracyF64, JitError> {
+    let buffer = |e: graphlift_runtime::RuntimeError| JitError::Buffer {
+        kernel: op.name().to_string(),
+        message: e.to_string(),
+    };
+    let len = xs.len();
+    let mut padded = xs.to_vec();
+    padded.resize(CHUNK, 0.0);
+    let input = Tensor::from_vec(padded, [CHUNK]).map_err(buffer)?;
+    let mut out = vec![Tensor::zeros(ElementType::F64, [CHUNK]).map_err(buffer)?];
+    if kind == LoopKind::Scalar {
+        out.push(Tensor::zeros(ElementType::F32, [CHUNK]).map_err(buffer)?);
+    }
+    k.call_range(&[&input], &mut out, 0, len)?;
+    let ys = out[0].read::<f64>().map_err(buffer)?;
+    let mut acc = AccuracyF64::empty(op, kind);
+    for (&x, &y) in xs.iter().zip(ys) {
+        let exact = mpfr::exact(op, x);
+        let ulp = mpfr::ulp_error(y, &exact);
+        if ulp > acc.max_ulp {
+            acc.max_ulp = ulp;
+            acc.worst_ulp_at = (x, y);
+        }
+        if let Some(rel) = mpfr::relative_error(y, &exact) {
+            if rel > acc.max_rel {
+                acc.max_rel = rel;
+                acc.worst_rel_at = x;
+            }
+        }
+        if !guarantee_holds_f64(op, x, y) {
+            acc.violations += 1;
+            acc.first_violation.get_or_insert((x, y));
+        }
+    }
+    acc.checked = len as u64;
+    Ok(acc)
+}
+
+/// Correctly rounded references from MPFR (through the `rug` crate), for the `f64` accuracy
+/// method: each function is evaluated at [`mpfr::PRECISION`] bits, far beyond `f64`'s 53, and the
+/// error of an `f64` result is taken against that value (enabled by the `mpfr` feature and
+/// in the unit tests).
+#[cfg(any(test, feature = "mpfr"))]
+pub mod mpfr {
+    use graphlift_ir::UnaryOp;
+    use rug::float::Special;
+    use rug::ops::NegAssign;
+    use rug::Float;
+
+    /// Working precision in bits.
+    pub const PRECISION: u32 = 256;
+
+    /// `op(x)` at [`PRECISION`] bits (`sigmoid` as `1/(1 + e^-x)`); ops other than the
+    /// vector math functions give NaN.
+    pub fn exact(op: UnaryOp, x: f64) -> Float {
+        let v = Float::with_val(PRECISION, x);
+        match op {
+            UnaryOp::Exp => v.exp(),
+            UnaryOp::Expm1 => v.exp_m1(),
+            UnaryOp::Log => v.ln(),
+            UnaryOp::Log1p => v.ln_1p(),
+            UnaryOp::Tanh => v.tanh(),
+            UnaryOp::Erf => v.erf(),
+            UnaryOp::Sigmoid => {
+                let mut e = v;
+                e.neg_assign();
+                let e = e.exp() + 1u32;
+                Float::with_val(PRECISION, 1u32) / e
+            }
+            _ => Float::with_val(PRECISION, Special::Nan),
+        }
+    }
+
+    /// `|y − exact|` in ulp of `f64` at `exact`: the spacing of `f64` numbers in the binade
+    /// of `exact` (`2^-1074` below `f64::MIN_POSITIVE`, `2^971` from `f64::MAX` up), with an
+    /// infinite `y` taken as `±2^1024` (so exact when `|exact| ≥ 2^1024`). NaN against NaN and equal infinities give 0; NaN
+    /// against a number gives `f64::INFINITY`.
+    pub fn ulp_error(y: f64, exact: &Float) -> f64 {
+        if y.is_nan() || exact.is_nan() {
+            return if y.is_nan() && exact.is_nan() {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+        }
+        if exact.is_infinite() {
+            return if y.is_infinite() && y.is_sign_negative() == exact.is_sign_negative() {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+        }
+        let limit = Float::with_val(PRECISION, 1u32) << 1024u32;
+        if y.is_infinite()
+            && y.is_sign_negative() == exact.is_sign_negative()
+            && Float::with_val(PRECISION, exact.abs_ref()) >= limit
+        {
+            // Beyond 2^1024 the correctly rounded result is the infinity.
+            return 0.0;
+        }
+        let yv = if y.is_infinite() {
+            Float::with_val(PRECISION, y.signum()) << 1024u32
+        } else {
+            Float::with_val(PRECISION, y)
+        };
+        let diff = Float::with_val(PRECISION, &yv - exact).abs();
+        // exact = m·2^exp with m in [0.5, 1): its binade is 2^(exp − 1).
+        let ulp_exp = match exact.get_exp() {
+            None => -1074,
+            Some(e) => (e - 1 - 52).clamp(-1074, 971),
+        };
+        let ulp = Float::with_val(PRECISION, 1u32) << ulp_exp;
+        (diff / ulp).to_f64()
+    }
+
+    /// `|y − exact| / |exact|` when `exact` is a normal `f64` magnitude
+    /// (`f64::MIN_POSITIVE ≤ |exact| ≤ f64::MAX`), else `None`.
+    pub fn relative_error(y: f64, exact: &Float) -> Option<f64> {
+        if !exact.is_finite() || exact.is_zero() {
+            return None;
+        }
+        let a = Float::with_val(PRECISION, exact.abs_ref());
+        if !(f64::MIN_POSITIVE..=f64::MAX).contains(&a) || !y.is_finite() {
+            return None;
+        }
+        let diff = Float::with_val(PRECISION, y - exact).abs();
+        Some((diff / a).to_f64())
+    }
+}
+
+// ---- f32 pow ----
+
+/// The result of a [`sweep_pow_f32`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AccuracyPow {
+    /// The loop measured.
+    pub loop_kind: LoopKind,
+    /// The documented bound in ulp of `f32` ([`vmath::pow::MAX_ULP`]).
+    pub bound: f64,
+    /// The largest error seen, in ulp of `f32` at the `f64` reference `f64::powf`.
+    pub max_ulp: f64,
+    /// `(x, y, x^y)` where the largest error was seen.
+    pub worst_ulp_at: (f32, f32, f32),
+    /// Pairs checked.
+    pub checked: u64,
+    /// Pairs of an IEEE special case ([`pow_special_operands`], or an exact result that is
+    /// NaN or infinite) whose result is not the interpreter's bit for bit.
+    pub violations: u64,
+    /// The first such pair and its result.
+    pub first_violation: Option<(f32, f32, f32)>,
+}
+
+impl AccuracyPow {
+    /// `true` when the error is within the documented bound and every special case held.
+    pub fn within_bound(&self) -> bool {
+        self.max_ulp <= self.bound && self.violations == 0
+    }
+}
+
+/// The operands of the IEEE `pow` special cases: a non-finite or zero operand, `x = ±1`, or
+/// a negative `x` with a non-integer `y` (results there are exact values: `1`, `±0`,
+/// `±inf`, NaN, or `±|x|^y`'s sign rule). Elsewhere `pow` is an ordinary rounded value,
+/// where a result exactly halfway between two `f32` (e.g. `2^-150`, or `4097^2`) may round
+/// the other way than the interpreter's (within the ulp bound).
+pub fn pow_special_operands(x: f32, y: f32) -> bool {
+    !x.is_finite()
+        || !y.is_finite()
+        || x == 0.0
+        || y == 0.0
+        || x.abs() == 1.0
+        || (x < 0.0 && y.round() != y)
+}
+
+/// The exponents of [`sweep_pow_f32`]: the special ones (`±0`, `±inf`, NaN, `±1`, `±2`,
+/// `±3`, `±0.5`, `2^24` and odd neighbours, ...) and spread ordinary ones.
+pub const POW_EXPONENTS: [f32; 32] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    2.0,
+    -2.0,
+    3.0,
+    -3.0,
+    0.5,
+    -0.5,
+    1.5,
+    -1.5,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::NAN,
+    16_777_216.0,
+    16_777_215.0,
+    -16_777_215.0,
+    0.333_333_34,
+    7.0,
+    -7.0,
+    0.001,
+    -0.001,
+    10.5,
+    -37.25,
+    100.0,
+    -100.0,
+    149.5,
+    1e10,
+    -1e10,
+    1e-30,
+    f32::from_bits(1),
+];
+
+/// Measures `f32` `Power` (inline through `f64`, [`vmath::pow`]) over every `step`-th
+/// positive `f32` bit pattern and its negation as bases, each with every exponent of
+/// [`POW_EXPONENTS`], in `kind`'s loop: the error in `f32` ulp against the interpreter's
+/// `f64` `powf` value before rounding, and bit equality with the interpreter wherever its
+/// result or an operand is special.
+///
+/// # Errors
+/// As [`JitKernel::compile`], or a failing kernel call.
+pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError> {
+    use graphlift_ir::BinaryOp;
+    let b = FunctionBuilder::new("pow");
+    let x = b.parameter("x", ElementType::F32, [CHUNK]);
+    let y = b.parameter("y", ElementType::F32, [CHUNK]);
+    let p = b.op(Op::Binary(BinaryOp::Power), &[x, y]);
+    let body = match kind {
+        LoopKind::Vector => b.finish(&[p])?,
+        LoopKind::Scalar => b.finish(&[p, x.convert(ElementType::F64)])?,
+    };
+    let k = JitKernel::compile(&body)?;
+    if k.is_vectorized() != (kind == LoopKind::Vector) {
+        return Err(JitError::Unsupported {
+            kernel: "pow".into(),
+            message: format!("the pow sweep kernel did not get a {kind:?} loop"),
+        });
+    }
+    let step = step.max(1);
+    let bases: Vec<f32> = (0..(1u64 << 31).div_ceil(step))
+        .flat_map(|i| {
+            let v = f32::from_bits((i * step) as u32);
+            [v, -v]
+        })
+        .collect();
+    let empty = AccuracyPow {
+        loop_kind: kind,
+        bound: vmath::pow::MAX_ULP,
+        max_ulp: 0.0,
+        worst_ulp_at: (0.0, 0.0, 0.0),
+        checked: 0,
+        violations: 0,
+        first_violation: None,
+    };
+    let per_chunk = CHUNK / POW_EXPONENTS.len();
+    bases
+        .par_chunks(per_chunk)
+        .map(|chunk| -> Result<AccuracyPow, JitError> {
+            let buffer = |e: graphlift_runtime::RuntimeError| JitError::Buffer {
+                kernel: "pow".into(),
+                message: e.to_string(),
+            };
+            let mut xs = vec![1f32; CHUNK];
+            let mut ys = vec![1f32; CHUNK];
+            let mut len = 0;
+            for &bx in chunk {
+                for &ey in &POW_EXPONENTS {
+                    xs[len] = bx;
+                    ys[len] = ey;
+                    len += 1;
+                }
+            }
+            let xt = Tensor::from_vec(xs.clone(), [CHUNK]).map_err(buffer)?;
+            let yt = Tensor::from_vec(ys.clone(), [CHUNK]).map_err(buffer)?;
+            let mut out = vec![Tensor::zeros(ElementType::F32, [CHUNK]).map_err(buffer)?];
+            if kind == LoopKind::Scalar {
+                out.push(Tensor::zeros(ElementType::F64, [CHUNK]).map_err(buffer)?);
+            }
+            k.call_range(&[&xt, &yt], &mut out, 0, len)?;
+            let rs = out[0].read::<f32>().map_err(buffer)?;
+            let mut acc = empty;
+            for i in 0..len {
+                let (x, y, r) = (xs[i], ys[i], rs[i]);
+                let exact = graphlift_runtime::reference::binary_f64(
+                    BinaryOp::Power,
+                    f64::from(x),
+                    f64::from(y),
+                );
+                let ulp = vmath::ulp_error(r, exact);
+                if ulp > acc.max_ulp {
+                    acc.max_ulp = ulp;
+                    acc.worst_ulp_at = (x, y, r);
+                }
+                let want = graphlift_runtime::reference::binary_f32(BinaryOp::Power, x, y);
+                let special = !exact.is_finite() || pow_special_operands(x, y);
+                if special && !(want.to_bits() == r.to_bits() || want.is_nan() && r.is_nan()) {
+                    acc.violations += 1;
+                    acc.first_violation.get_or_insert((x, y, r));
+                }
+            }
+            acc.checked = len as u64;
+            Ok(acc)
+        })
+        .try_reduce(
+            || empty,
+            |mut a, o| {
+                if o.max_ulp > a.max_ulp {
+                    a.max_ulp = o.max_ulp;
+                    a.worst_ulp_at = o.worst_ulp_at;
+                }
+                a.checked += o.checked;
+                a.violations += o.violations;
+                a.first_violation = a.first_violation.or(o.first_violation);
+                Ok(a)
+            },
+        )
 }

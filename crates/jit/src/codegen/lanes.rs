@@ -270,4 +270,63 @@ impl<'a, 'f> Emit<'a, 'f> {
         }
         acc
     }
+
+    // `f64` lane helpers (vector math on `F64X2` / scalar `f64`).
+
+    /// The `f64` value type (`F64X2` or `F64`).
+    pub(crate) fn f64_ty(&self) -> Type {
+        self.ty(ElementType::F64)
+    }
+
+    /// The `i64` value type (`I64X2` or `I64`).
+    pub(crate) fn i64_ty(&self) -> Type {
+        self.ty(ElementType::I64)
+    }
+
+    /// An `f64` constant.
+    pub(crate) fn f64(&mut self, x: f64) -> Value {
+        self.constant(ElementType::F64, x.to_bits())
+    }
+
+    /// An `i64` constant.
+    pub(crate) fn i64(&mut self, x: i64) -> Value {
+        self.constant(ElementType::I64, x as u64)
+    }
+
+    /// Reinterprets `f64` lanes as `i64` lanes.
+    pub(crate) fn f64_bits(&mut self, x: Value) -> Value {
+        let ty = self.i64_ty();
+        self.b.ins().bitcast(ty, cast_flags(), x)
+    }
+
+    /// Reinterprets `i64` lanes as `f64` lanes.
+    pub(crate) fn f64_from_bits(&mut self, x: Value) -> Value {
+        let ty = self.f64_ty();
+        self.b.ins().bitcast(ty, cast_flags(), x)
+    }
+
+    /// `|mag|` with the sign bit of `sign` (`f64` lanes; NaN stays NaN).
+    pub(crate) fn copysign_f64(&mut self, mag: Value, sign: Value) -> Value {
+        let m = self.f64_bits(mag);
+        let s = self.f64_bits(sign);
+        let abs_mask = self.i64(i64::MAX);
+        let sign_mask = self.i64(i64::MIN);
+        let m = self.b.ins().band(m, abs_mask);
+        let s = self.b.ins().band(s, sign_mask);
+        let r = self.b.ins().bor(m, s);
+        self.f64_from_bits(r)
+    }
+
+    /// `Σ c[k] x^k` by Horner's rule with fused multiply-adds (`f64` lanes; `c` ascending).
+    pub(crate) fn horner_f64(&mut self, x: Value, c: &[f64]) -> Value {
+        let Some((&last, rest)) = c.split_last() else {
+            return self.f64(0.0);
+        };
+        let mut acc = self.f64(last);
+        for &k in rest.iter().rev() {
+            let k = self.f64(k);
+            acc = self.b.ins().fma(acc, x, k);
+        }
+        acc
+    }
 }

@@ -17,14 +17,16 @@
 //!   `+ - * neg abs` wrap.
 //! - `Convert` float to integer uses the saturating conversions (NaN → 0, out of range →
 //!   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
-//! - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` are the inline [`crate::vmath`]
-//!   approximations; on `f64`, and `Power` on every type, call the host helpers of
-//!   [`crate::helpers`], which run the reference's own scalar code.
+//! - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64` are the
+//!   inline [`crate::vmath`] approximations (within their documented ulp bounds, not bit
+//!   equal to the reference); so is `Power` on `f32` ([`crate::vmath::pow`], through `f64`,
+//!   within 1 ulp, special cases exact); `Power` on `f64`, `i32`, `i64` calls the host
+//!   helpers of [`crate::helpers`], which run the reference's own scalar code.
 //!
 //! In a vector loop, ops without a vector lowering run per lane with the scalar lowering
 //! (extract each lane, compute, insert): integer `Divide` (Cranelift's `sdiv` is scalar
 //! only: the verifier rejects `sdiv.i32x4` / `sdiv.i64x2`), the host helpers (`Power` on
-//! every type, `Exp`/`Log`/`Tanh`/`Sigmoid`/`Erf` on `f64`), and `Convert` `f64` to `i64`
+//! `f64`, `i32`, `i64`), and `Convert` `f64` to `i64`
 //! when a lane is outside ±2^51 or NaN (x64 Cranelift 0.135 has no lowering of
 //! `fcvt_to_sint_sat.i64x2`: "should be implemented in ISLE", with or without AVX-512;
 //! within ±2^51 the exact vector code of [`super::convert`] runs). `Convert` `i64` to `f64`
@@ -64,11 +66,8 @@ impl HelperRefs {
 /// The helper a slot calls, if any.
 pub(crate) fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
     match &slot.op {
-        SlotOp::Unary(u, _) if slot.ty == ElementType::F64 && vmath::max_ulp(*u).is_some() => {
-            Some(Helper::UnaryF64(*u))
-        }
         SlotOp::Binary(BinaryOp::Power, a, _) => match slots[*a].ty {
-            ElementType::F32 => Some(Helper::PowF32),
+            ElementType::F32 => None,
             ElementType::F64 => Some(Helper::PowF64),
             ElementType::I32 => Some(Helper::PowI32),
             ElementType::I64 => Some(Helper::PowI64),
@@ -106,7 +105,7 @@ pub(crate) fn lower(
     };
     match &slot.op {
         SlotOp::Unary(u, _) => {
-            unary(e, helpers, *u, slot.ty, args[0]).ok_or_else(|| bad("unsupported unary op"))?
+            unary(e, *u, slot.ty, args[0]).ok_or_else(|| bad("unsupported unary op"))
         }
         SlotOp::Binary(b, _, _) => binary(e, helpers, *b, slot.ty, args[0], args[1]),
         SlotOp::Compare(c, _, _) => Ok(compare(e, *c, operand_ty(0), args[0], args[1])),
@@ -136,13 +135,7 @@ fn minus_one(e: &mut Emit, t: ElementType) -> Value {
     }
 }
 
-fn unary(
-    e: &mut Emit,
-    helpers: &HelperRefs,
-    u: UnaryOp,
-    t: ElementType,
-    x: Value,
-) -> Option<Result<Value, JitError>> {
+fn unary(e: &mut Emit, u: UnaryOp, t: ElementType, x: Value) -> Option<Value> {
     let v = match (t, u) {
         (ElementType::Bool, UnaryOp::Not) => e.not(x),
         (ElementType::Bool, _) | (_, UnaryOp::Not) => return None,
@@ -167,12 +160,7 @@ fn unary(
                 let r = e.select(lt, m, x);
                 e.select(gt, p, r)
             }
-            _ if t == ElementType::F32 => vmath::emit(e, u, x)?,
-            _ => {
-                return Some(per_lane(e, t, &[x], |e, v| {
-                    helpers.call(e, Helper::UnaryF64(u), v)
-                }))
-            }
+            _ => vmath::emit(e, u, t, x)?,
         },
         (_, UnaryOp::Negative) => e.b.ins().ineg(x),
         (_, UnaryOp::Abs) => e.b.ins().iabs(x),
@@ -189,7 +177,7 @@ fn unary(
         (_, UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round) => x,
         _ => return None,
     };
-    Some(Ok(v))
+    Some(v)
 }
 
 fn binary(
@@ -217,9 +205,9 @@ fn binary(
         BinaryOp::Or => e.b.ins().bor(a, b),
         BinaryOp::Xor => e.b.ins().bxor(a, b),
         BinaryOp::Divide => per_lane(e, t, &[a, b], |e, v| Ok(int_divide(e, t, v[0], v[1])))?,
+        BinaryOp::Power if t == ElementType::F32 => vmath::pow::emit(e, a, b),
         BinaryOp::Power => {
             let h = match t {
-                ElementType::F32 => Helper::PowF32,
                 ElementType::F64 => Helper::PowF64,
                 ElementType::I32 => Helper::PowI32,
                 _ => Helper::PowI64,

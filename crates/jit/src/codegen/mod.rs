@@ -134,18 +134,12 @@ impl std::fmt::Debug for CompiledKernel {
 /// The Cranelift signature of a helper.
 pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     let ty: Type = match h {
-        Helper::UnaryF64(_) | Helper::PowF64 => types::F64,
-        Helper::PowF32 => types::F32,
+        Helper::PowF64 => types::F64,
         Helper::PowI32 => types::I32,
         Helper::PowI64 => types::I64,
     };
     let mut sig = module.make_signature();
-    let arity = if matches!(h, Helper::UnaryF64(_)) {
-        1
-    } else {
-        2
-    };
-    for _ in 0..arity {
+    for _ in 0..2 {
         sig.params.push(AbiParam::new(ty));
     }
     sig.returns.push(AbiParam::new(ty));

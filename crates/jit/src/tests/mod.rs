@@ -13,6 +13,7 @@ mod parallel;
 mod provenance;
 mod trace;
 mod vmath;
+mod vmath_f64;
 mod x2;
 
 use graphlift_ir::{ElementType, Function, TensorData};
@@ -292,6 +293,9 @@ pub(super) enum Expect<'a> {
     Exact,
     /// Within `ulp` of `exact(i)` (the `f64` value before rounding), one `f32` output.
     Ulp(f64, &'a dyn Fn(usize) -> f64),
+    /// Within `ulp` (in `f64` ulp) of the MPFR value of `op` at the input, one `f64` output
+    /// of a one-input kernel.
+    UlpF64(f64, graphlift_ir::UnaryOp),
 }
 
 fn compare_range(
@@ -343,6 +347,22 @@ fn compare_range(
                         "{what}: element {at}: {y:e} is {err} ulp from {:e} (bound {bound}); input {}",
                         exact(at),
                         element(inputs[0].data(), at)
+                    );
+                }
+            }
+            Expect::UlpF64(bound, op) => {
+                let (TensorData::F64(v), TensorData::F64(xs)) = (&gi, inputs[0].data()) else {
+                    panic!("{what}: f64 ulp comparison of a non-f64 kernel")
+                };
+                for (k, &y) in v.iter().enumerate() {
+                    let at = inside[k];
+                    let x = xs[at % xs.len().max(1)];
+                    let err =
+                        crate::accuracy::mpfr::ulp_error(y, &crate::accuracy::mpfr::exact(op, x));
+                    assert!(
+                        err <= bound,
+                        "{what}: element {at}: {}({x:e}) = {y:e} is {err} ulp off (bound {bound})",
+                        op.name()
                     );
                 }
             }
