@@ -342,8 +342,8 @@ pub fn guarantee_holds_f64(op: UnaryOp, x: f64, y: f64) -> bool {
 }
 
 /// A one-op kernel of `op` over `CHUNK` `f64` elements, running `kind`'s loop: `F64X2` for
-/// [`LoopKind::Vector`]; for [`LoopKind::Scalar`] the kernel gets a second output,
-/// `convert(x, f32)`, which mixes lane widths and so forces the scalar loop.
+/// [`LoopKind::Vector`], the scalar loop ([`JitKernel::compile_scalar`]) for
+/// [`LoopKind::Scalar`].
 ///
 /// # Errors
 /// As [`JitKernel::compile`]; [`JitError::Unsupported`] if `op` has no `f64` approximation
@@ -358,11 +358,11 @@ pub fn kernel_f64(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
     let b = FunctionBuilder::new(op.name());
     let x = b.parameter("x", ElementType::F64, [CHUNK]);
     let y = b.op(Op::Unary(op), &[x]);
-    let body = match kind {
-        LoopKind::Vector => b.finish(&[y])?,
-        LoopKind::Scalar => b.finish(&[y, x.convert(ElementType::F32)])?,
+    let body = b.finish(&[y])?;
+    let k = match kind {
+        LoopKind::Vector => JitKernel::compile(&body)?,
+        LoopKind::Scalar => JitKernel::compile_scalar(&body)?,
     };
-    let k = JitKernel::compile(&body)?;
     if k.is_vectorized() != (kind == LoopKind::Vector) {
         return Err(JitError::Unsupported {
             kernel: op.name().to_string(),
@@ -474,9 +474,6 @@ fn measure_chunk_f64(
     padded.resize(CHUNK, 0.0);
     let input = Tensor::from_vec(padded, [CHUNK]).map_err(buffer)?;
     let mut out = vec![Tensor::zeros(ElementType::F64, [CHUNK]).map_err(buffer)?];
-    if kind == LoopKind::Scalar {
-        out.push(Tensor::zeros(ElementType::F32, [CHUNK]).map_err(buffer)?);
-    }
     k.call_range(&[&input], &mut out, 0, len)?;
     let ys = out[0].read::<f64>().map_err(buffer)?;
     let mut acc = AccuracyF64::empty(op, kind);
@@ -688,11 +685,11 @@ pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError>
     let x = b.parameter("x", ElementType::F32, [CHUNK]);
     let y = b.parameter("y", ElementType::F32, [CHUNK]);
     let p = b.op(Op::Binary(BinaryOp::Power), &[x, y]);
-    let body = match kind {
-        LoopKind::Vector => b.finish(&[p])?,
-        LoopKind::Scalar => b.finish(&[p, x.convert(ElementType::F64)])?,
+    let body = b.finish(&[p])?;
+    let k = match kind {
+        LoopKind::Vector => JitKernel::compile(&body)?,
+        LoopKind::Scalar => JitKernel::compile_scalar(&body)?,
     };
-    let k = JitKernel::compile(&body)?;
     if k.is_vectorized() != (kind == LoopKind::Vector) {
         return Err(JitError::Unsupported {
             kernel: "pow".into(),
@@ -736,9 +733,6 @@ pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError>
             let xt = Tensor::from_vec(xs.clone(), [CHUNK]).map_err(buffer)?;
             let yt = Tensor::from_vec(ys.clone(), [CHUNK]).map_err(buffer)?;
             let mut out = vec![Tensor::zeros(ElementType::F32, [CHUNK]).map_err(buffer)?];
-            if kind == LoopKind::Scalar {
-                out.push(Tensor::zeros(ElementType::F64, [CHUNK]).map_err(buffer)?);
-            }
             k.call_range(&[&xt, &yt], &mut out, 0, len)?;
             let rs = out[0].read::<f32>().map_err(buffer)?;
             let mut acc = empty;

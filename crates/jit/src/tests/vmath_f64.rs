@@ -13,14 +13,11 @@ use crate::JitKernel;
 /// The sweep kernels' element count (`accuracy`'s chunk).
 const CHUNK: usize = 1 << 16;
 
-fn apply(k: &JitKernel, kind: LoopKind, xs: &[f64]) -> Vec<f64> {
+fn apply(k: &JitKernel, xs: &[f64]) -> Vec<f64> {
     let mut padded = xs.to_vec();
     padded.resize(CHUNK, 0.0);
     let input = Tensor::from_vec(padded, [CHUNK]).unwrap();
     let mut out = vec![Tensor::zeros(ElementType::F64, [CHUNK]).unwrap()];
-    if kind == LoopKind::Scalar {
-        out.push(Tensor::zeros(ElementType::F32, [CHUNK]).unwrap());
-    }
     k.call_range(&[&input], &mut out, 0, xs.len()).unwrap();
     out[0].read::<f64>().unwrap()[..xs.len()].to_vec()
 }
@@ -67,7 +64,7 @@ fn each_function_compiles_in_both_loops_with_the_interpreters_special_values() {
             let k = kernel_f64(op, kind).unwrap();
             assert_eq!(k.is_vectorized(), kind == LoopKind::Vector);
             let xs = specials();
-            let ys = apply(&k, kind, &xs);
+            let ys = apply(&k, &xs);
             for (&x, &y) in xs.iter().zip(&ys) {
                 if x.is_nan() || x.is_infinite() || x == 0.0 {
                     let want = unary_f64(op, x);
@@ -90,8 +87,7 @@ fn each_function_compiles_in_both_loops_with_the_interpreters_special_values() {
 #[test]
 fn special_values_by_function() {
     let run = |op: UnaryOp, xs: &[f64]| -> [Vec<f64>; 2] {
-        [LoopKind::Vector, LoopKind::Scalar]
-            .map(|kind| apply(&kernel_f64(op, kind).unwrap(), kind, xs))
+        [LoopKind::Vector, LoopKind::Scalar].map(|kind| apply(&kernel_f64(op, kind).unwrap(), xs))
     };
     let inf = f64::INFINITY;
     let tiny = f64::from_bits(1);
@@ -157,16 +153,8 @@ fn special_values_by_function() {
 fn vector_and_scalar_loops_agree_bit_for_bit() {
     let xs: Vec<f64> = f64_sample(3).into_iter().take(CHUNK).collect();
     for op in FUNCTIONS {
-        let v = apply(
-            &kernel_f64(op, LoopKind::Vector).unwrap(),
-            LoopKind::Vector,
-            &xs,
-        );
-        let s = apply(
-            &kernel_f64(op, LoopKind::Scalar).unwrap(),
-            LoopKind::Scalar,
-            &xs,
-        );
+        let v = apply(&kernel_f64(op, LoopKind::Vector).unwrap(), &xs);
+        let s = apply(&kernel_f64(op, LoopKind::Scalar).unwrap(), &xs);
         for ((x, a), b) in xs.iter().zip(&v).zip(&s) {
             assert!(
                 a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan(),
@@ -301,21 +289,18 @@ fn pow_f32_special_cases_loops_and_accuracy() {
         let x = b.parameter("x", ElementType::F32, [n]);
         let y = b.parameter("y", ElementType::F32, [n]);
         let p = b.op(Op::Binary(BinaryOp::Power), &[x, y]);
-        let body = if scalar {
-            b.finish(&[p, x.convert(ElementType::F64)]).unwrap()
+        let body = b.finish(&[p]).unwrap();
+        let k = if scalar {
+            JitKernel::compile_scalar(&body).unwrap()
         } else {
-            b.finish(&[p]).unwrap()
+            JitKernel::compile(&body).unwrap()
         };
-        let k = JitKernel::compile(&body).unwrap();
         assert_eq!(k.is_vectorized(), !scalar);
         let ins = [
             Tensor::from_vec(xs.clone(), [n]).unwrap(),
             Tensor::from_vec(ys.clone(), [n]).unwrap(),
         ];
         let mut out = vec![Tensor::zeros(ElementType::F32, [n]).unwrap()];
-        if scalar {
-            out.push(Tensor::zeros(ElementType::F64, [n]).unwrap());
-        }
         k.call(&[&ins[0], &ins[1]], &mut out).unwrap();
         out[0].read::<f32>().unwrap().to_vec()
     };
