@@ -336,13 +336,17 @@ fn peak_bytes(steps: &[Step], g: &Function) -> Result<usize, RuntimeError> {
     for step in steps {
         let node = g.node(step.node)?;
         for (&t, ty) in step.outputs.iter().zip(node.outputs()) {
-            let bytes = ty.shape.element_count()? * ty.element_type.size_bytes();
+            // Saturating: a shape too large for memory compiles (and fails to run) cleanly.
+            let bytes = ty
+                .shape
+                .element_count()?
+                .saturating_mul(ty.element_type.size_bytes());
             size.insert(t, bytes);
-            live += bytes;
+            live = live.saturating_add(bytes);
         }
         peak = peak.max(live);
         for t in &step.free_after {
-            live -= size.get(t).copied().unwrap_or(0);
+            live = live.saturating_sub(size.get(t).copied().unwrap_or(0));
         }
     }
     Ok(peak)
