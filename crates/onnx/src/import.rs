@@ -93,8 +93,9 @@ pub fn import_model_file_with(
 
 /// Imports a serialized ONNX `ModelProto`.
 ///
-/// Supports the default ONNX domain's elementwise operators (see the crate docs for the
-/// list), element types FLOAT, DOUBLE, INT32, INT64 and BOOL, and static shapes.
+/// Supports the default ONNX domain's operators of [`crate::SUPPORTED_OPS`] (see the crate
+/// docs), element types FLOAT, DOUBLE, INT32, INT64 and BOOL, and static shapes (symbolic
+/// input dimensions need [`import_model_bytes_with`]).
 ///
 /// # Errors
 /// [`OnnxError::Protobuf`] for bytes that are not a `ModelProto` (truncated, corrupt);

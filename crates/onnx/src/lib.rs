@@ -8,9 +8,14 @@
 //! - graph inputs that are not initializers become Parameters, in graph order, named as in
 //!   the graph; graph outputs become Results, in order, named as the graph outputs;
 //! - initializers and `Constant` nodes become Constants;
-//! - every other node becomes one or more elementwise IR ops; composite operators are
-//!   decomposed (e.g. `Softplus = relu(x) + log(1 + exp(-|x|))`), and ONNX's multidirectional
-//!   broadcasting becomes explicit `Broadcast` nodes;
+//! - every other node becomes one or more IR ops: elementwise ops, layout ops (Reshape,
+//!   Transpose, Slice, Concat, Gather), reductions, MatMul, Softmax, LayerNorm, Convolution,
+//!   BatchNormInference, MaxPool; composite operators are decomposed (e.g.
+//!   `Softplus = relu(x) + log1p(exp(-|x|))`), and ONNX's multidirectional broadcasting
+//!   becomes explicit `Broadcast` nodes;
+//! - a node whose inputs are all constants is evaluated at import with the reference kernels
+//!   and becomes a Constant, so shape computations (`Shape -> Gather -> Unsqueeze -> Concat
+//!   -> Reshape`) fold into the static attributes the IR needs;
 //! - each IR node created for an ONNX node carries the provenance tag
 //!   `onnx:<op_type>:<node name>` (the first output's name for an unnamed node).
 //!
@@ -18,10 +23,14 @@
 //! Neg, Abs, Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, HardSigmoid, HardSwish, Tanh, Exp,
 //! Log, Sqrt, Reciprocal, Pow, Max, Min, Sum, Mean, Clip, Softplus, Softsign, Erf, Gelu, Mish,
 //! Sign, Floor, Ceil, Round, Where, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not,
-//! And, Or, Xor, Cast, CastLike, PRelu, ThresholdedRelu, Identity, Constant.
+//! And, Or, Xor, Cast, CastLike, PRelu, ThresholdedRelu, Identity, Constant, Shape, Reshape,
+//! Flatten, Squeeze, Unsqueeze, Transpose, Concat, Slice, Gather, Expand, ConstantOfShape,
+//! MatMul, Conv, BatchNormalization (inference), MaxPool, GlobalAveragePool, Softmax,
+//! LayerNormalization, ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd.
 //!
 //! Element types: FLOAT, DOUBLE, INT32, INT64, BOOL (graphlift's f32, f64, i32, i64, bool).
-//! Shapes must be static. Anything else is an [`OnnxError`] that names the node (name and
+//! Shapes are static: symbolic input dimensions take values from [`ImportOptions`]
+//! ([`import_model_file_with`]). Anything else is an [`OnnxError`] that names the node (name and
 //! `op_type`) or graph item and what was wrong; no input bytes make the importer panic.
 //!
 //! ```
