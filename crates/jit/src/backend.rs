@@ -542,7 +542,7 @@ impl CpuJitExecutable {
             .collect::<Option<Vec<&Tensor>>>()
             .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
         match step.kind {
-            StepKind::Native => native::evaluate(node, &ins, &self.parallel),
+            StepKind::Native => native::evaluate(node, &ins, seeded, &self.parallel),
             StepKind::Kernel(k) => {
                 let kernel = &self.compiled[k];
                 let mut outs = node

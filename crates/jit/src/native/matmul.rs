@@ -86,17 +86,18 @@ pub(super) fn product<T: Copy + Default + 'static>(
     }
 }
 
+/// Every product of `p` into `c` (`batch · m · n` elements, each written once).
 fn batched<T: Copy + Default + Send + Sync + 'static>(
     a: &[T],
     b: &[T],
+    c: &mut [T],
     p: &Problem,
     one: T,
     parallel: &Parallel,
-) -> Vec<T> {
+) {
     let (m, k, n) = (p.m, p.k, p.n);
-    let mut c = vec![T::default(); p.offsets_a.len() * m * n];
-    if m * n == 0 {
-        return c;
+    if m * n == 0 || c.len() != p.offsets_a.len() * m * n {
+        return;
     }
     let threads = parallel.config().threads;
     let macs = p.offsets_a.len() * m * n * k;
@@ -131,17 +132,18 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
             }
         }
     }
-    c
 }
 
-/// `a` `[..., M, K]` times `b` `[..., K, N]` with numpy batch broadcasting, or `None` when
-/// this kernel does not apply (integer types, shapes the IR would not accept); the caller
-/// then runs the reference.
+/// `a` `[..., M, K]` times `b` `[..., K, N]` with numpy batch broadcasting, written into
+/// `out` when it is given with the result's element type and size (a caller's output
+/// tensor: no allocation), else into a new buffer. `None` when this kernel does not apply
+/// (integer types, shapes the IR would not accept); the caller then runs the reference.
 pub(crate) fn matmul(
     a: &TensorData,
     sa: &Shape,
     b: &TensorData,
     sb: &Shape,
+    out: Option<TensorData>,
     parallel: &Parallel,
 ) -> Option<TensorData> {
     let p = problem(sa, sb)?;
@@ -150,15 +152,21 @@ pub(crate) fn matmul(
     if a.len() < need_a || b.len() < need_b {
         return None;
     }
-    match (a, b) {
-        (TensorData::F32(x), TensorData::F32(y)) => {
-            Some(TensorData::F32(batched(x, y, &p, 1.0, parallel)))
+    let len = p.offsets_a.len() * p.m * p.n;
+    let mut c = match out {
+        Some(d) if d.element_type() == a.element_type() && d.len() == len => d,
+        _ => TensorData::zeros(a.element_type(), len),
+    };
+    match (a, b, &mut c) {
+        (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
+            batched(x, y, z, &p, 1.0, parallel)
         }
-        (TensorData::F64(x), TensorData::F64(y)) => {
-            Some(TensorData::F64(batched(x, y, &p, 1.0, parallel)))
+        (TensorData::F64(x), TensorData::F64(y), TensorData::F64(z)) => {
+            batched(x, y, z, &p, 1.0, parallel)
         }
-        _ => None,
+        _ => return None,
     }
+    Some(c)
 }
 
 #[cfg(test)]
@@ -197,7 +205,7 @@ mod tests {
                 let (sa, sb) = (Shape::new(da), Shape::new(db));
                 let a = TensorData::F32(data(sa.element_count().unwrap(), 1));
                 let b = TensorData::F32(data(sb.element_count().unwrap(), 2));
-                let got = matmul(&a, &sa, &b, &sb, &parallel).unwrap();
+                let got = matmul(&a, &sa, &b, &sb, None, &parallel).unwrap();
                 let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
                 let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
                     panic!("types")
@@ -216,7 +224,7 @@ mod tests {
         let s = Shape::new([2, 2]);
         let parallel = Parallel::new(ThreadConfig::with_threads(1));
         assert!(
-            matmul(&i, &s, &i, &s, &parallel).is_none(),
+            matmul(&i, &s, &i, &s, None, &parallel).is_none(),
             "integers use the reference"
         );
     }

@@ -18,15 +18,22 @@ use crate::parallel::Parallel;
 /// `Convolution`, reductions over trailing axes, last-axis `Softmax` and `LayerNorm`, on
 /// `f32`/`f64`), else with the reference kernel.
 ///
+/// `seeded[0]`, when given, is the caller's output tensor for this node's result; `MatMul`
+/// writes into it instead of allocating.
+///
 /// # Errors
 /// As [`evaluate_node`].
 pub(crate) fn evaluate(
     node: &Node,
     inputs: &[&Tensor],
+    seeded: Vec<Option<Tensor>>,
     parallel: &Parallel,
 ) -> Result<Vec<Tensor>, RuntimeError> {
     let native = match (node.op(), inputs) {
-        (Op::MatMul, [a, b]) => matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), parallel),
+        (Op::MatMul, [a, b]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), out, parallel)
+        }
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
         (Op::Softmax(axis), [x]) => normalize::softmax(x.data(), x.shape(), *axis),
         (Op::LayerNorm(l), [x, g, b]) => {

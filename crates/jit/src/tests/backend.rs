@@ -295,3 +295,39 @@ fn peak_intermediate_bytes_follow_liveness() {
     let interp = InterpreterBackend.compile(&f).unwrap();
     assert_eq!(interp.peak_intermediate_bytes(), None);
 }
+
+/// A MatMul whose value is a result writes into the caller's output tensor: calls that
+/// reuse one output tensor (pre-filled with NaN) give the interpreter's values each time.
+#[test]
+fn matmul_results_write_into_the_callers_output() {
+    let mut f = graphlift_ir::Function::new("mm");
+    let a = f
+        .add_parameter("a", F32, graphlift_ir::Shape::new([2, 3, 4]))
+        .unwrap();
+    let b = f
+        .add_parameter("b", F32, graphlift_ir::Shape::new([4, 5]))
+        .unwrap();
+    let y = f.add_node(Op::MatMul, &[a.into(), b.into()]).unwrap();
+    f.add_result(y.into(), None).unwrap();
+    let exe = CpuJitBackend::new().with_threads(1).compile(&f).unwrap();
+    let interp = InterpreterBackend.compile(&f).unwrap();
+    let mut out = vec![Tensor::from_vec(vec![f32::NAN; 30], [2, 3, 5]).unwrap()];
+    for k in 0..2 {
+        let ins = [
+            Tensor::from_vec((0..24).map(|i| (i + k) as f32 / 8.0).collect(), [2, 3, 4]).unwrap(),
+            Tensor::from_vec((0..20).map(|i| (i * k) as f32 - 3.0).collect(), [4, 5]).unwrap(),
+        ];
+        exe.call(&mut out, &ins).unwrap();
+        let want = interp.run(&ins).unwrap();
+        let (got, want) = (
+            out[0].read::<f32>().unwrap(),
+            want[0].read::<f32>().unwrap(),
+        );
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "call {k}: {g} vs {w}"
+            );
+        }
+    }
+}
