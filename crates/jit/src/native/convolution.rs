@@ -114,6 +114,46 @@ fn im2col<T: Copy + Default>(
     }
 }
 
+/// A depthwise convolution of one channel (`groups == C == M`): `out` (`[oH, oW]`) is the
+/// sum over window positions of the filter tap times the shifted input plane (`[H, W]`),
+/// accumulated in the element type, one contiguous run of valid columns at a time.
+fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
+where
+    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let win = &conv.window;
+    let (sh, sw) = (win.strides[0], win.strides[1]);
+    let (dh, dw) = (win.dilations[0], win.dilations[1]);
+    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
+    out.fill(T::default());
+    for ky in 0..g.kh {
+        for kx in 0..g.kw {
+            let tap = taps[ky * g.kw + kx];
+            let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
+            if valid.is_empty() {
+                continue;
+            }
+            let first = valid.start * sw + kx * dw - pw;
+            for oy in 0..g.oh {
+                let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+                    continue;
+                };
+                let src = &plane[iy * g.w..(iy + 1) * g.w];
+                let dst = &mut out[oy * g.ow + valid.start..oy * g.ow + valid.end];
+                if sw == 1 {
+                    for (d, &v) in dst.iter_mut().zip(&src[first..first + valid.len()]) {
+                        *d = *d + tap * v;
+                    }
+                } else {
+                    for (k, d) in dst.iter_mut().enumerate() {
+                        *d = *d + tap * src[first + k * sw];
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Whether the unrolled matrix of a group is its input channels as they are: a 1x1 window
 /// with unit strides and no padding.
 fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
@@ -124,14 +164,23 @@ fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
         && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
 }
 
-fn convolve<T: Copy + Default + Send + Sync + 'static>(
+fn convolve<T>(
     x: &[T],
     f: &[T],
     g: &Geometry,
     conv: &Convolution,
     one: T,
     parallel: &Parallel,
-) -> Vec<T> {
+) -> Vec<T>
+where
+    T: Copy
+        + Default
+        + Send
+        + Sync
+        + 'static
+        + std::ops::Add<Output = T>
+        + std::ops::Mul<Output = T>,
+{
     let (cg, mg) = (g.c / g.groups, g.m / g.groups);
     let plane = g.oh * g.ow;
     let depth = cg * g.kh * g.kw;
@@ -145,6 +194,11 @@ fn convolve<T: Copy + Default + Send + Sync + 'static>(
         let (b, grp) = (k / g.groups, k % g.groups);
         let image = &x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
         let filters = &f[grp * mg * depth..(grp + 1) * mg * depth];
+        if cg == 1 && mg == 1 {
+            let channel = &image[grp * g.h * g.w..(grp + 1) * g.h * g.w];
+            depthwise(channel, filters, g, conv, out);
+            return;
+        }
         let cols = if pointwise {
             // The group's channels are the unrolled matrix already (`plane == H * W`).
             std::borrow::Cow::Borrowed(&image[grp * cg * plane..(grp + 1) * cg * plane])
@@ -248,6 +302,53 @@ mod tests {
                 [16, 8, 1, 1],
                 1,
                 [1, 1],
+                [1, 1],
+                [0, 0],
+                [0, 0],
+            ),
+            // Pointwise per group, strided and dilated with uneven padding, a window that
+            // only reads padding at the corners, and depthwise with dilation and strides.
+            (
+                [2, 4, 5, 7],
+                [4, 2, 1, 1],
+                2,
+                [1, 1],
+                [1, 1],
+                [0, 0],
+                [0, 0],
+            ),
+            (
+                [1, 2, 7, 9],
+                [3, 2, 3, 2],
+                1,
+                [3, 2],
+                [2, 3],
+                [2, 0],
+                [1, 3],
+            ),
+            (
+                [1, 1, 3, 3],
+                [1, 1, 1, 1],
+                1,
+                [2, 2],
+                [1, 1],
+                [1, 1],
+                [1, 1],
+            ),
+            (
+                [2, 3, 7, 9],
+                [3, 1, 3, 3],
+                3,
+                [1, 1],
+                [2, 1],
+                [2, 1],
+                [1, 2],
+            ),
+            (
+                [1, 4, 6, 6],
+                [4, 1, 3, 3],
+                4,
+                [1, 2],
                 [1, 1],
                 [0, 0],
                 [0, 0],
