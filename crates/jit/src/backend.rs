@@ -1,10 +1,10 @@
 //! The CPU-JIT backend: fused kernels as JIT code, every other node as a native kernel.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::native;
-use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData};
+use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData, TensorType};
 use graphlift_passes::{ExtractionConfig, ExtractionReport, PassManager, PassRunReport};
 use graphlift_runtime::trace::{CallRecorder, StepKind as TraceStepKind};
 use graphlift_runtime::{
@@ -233,6 +233,7 @@ impl CpuJitBackend {
             .collect::<Result<Vec<_>, _>>()?;
         plan_lifetimes(&mut steps, &result_locs, temps);
         let peak_intermediate_bytes = peak_bytes(&steps, &g)?;
+        let (buffer_of, buffers) = assign_buffers(&steps, &g, temps)?;
 
         let codes = self.kernel_codes(&plans).map_err(compile_err)?;
         let compiled: Vec<CompiledKernel> = plans
@@ -256,6 +257,9 @@ impl CpuJitBackend {
             results,
             steps,
             temps,
+            buffer_of,
+            buffers,
+            recycled: Mutex::new(Vec::new()),
             peak_intermediate_bytes,
             constants,
             result_locs,
@@ -352,6 +356,44 @@ fn peak_bytes(steps: &[Step], g: &Function) -> Result<usize, RuntimeError> {
     Ok(peak)
 }
 
+/// Bins of recycled temporaries kept between calls, at most this many (one per call running
+/// at once; more concurrent calls allocate afresh).
+const MAX_RECYCLE_BINS: usize = 4;
+
+/// Assigns every temporary a buffer: temporaries of one tensor type whose lifetimes do not
+/// overlap share one (greedy interval colouring in step order; a step's outputs never take
+/// the buffer of a value that dies at that step, which it may still be reading). Returns the
+/// buffer of each temporary and the number of buffers.
+fn assign_buffers(
+    steps: &[Step],
+    g: &Function,
+    temps: usize,
+) -> Result<(Vec<usize>, usize), RuntimeError> {
+    let mut buffer_of = vec![usize::MAX; temps];
+    // Per buffer: its tensor type and whether it is free for the next step.
+    let mut buffers: Vec<(TensorType, bool)> = Vec::new();
+    for step in steps {
+        let node = g.node(step.node)?;
+        for (&t, ty) in step.outputs.iter().zip(node.outputs()) {
+            let b = match buffers.iter().position(|(bt, free)| *free && bt == ty) {
+                Some(b) => b,
+                None => {
+                    buffers.push((ty.clone(), true));
+                    buffers.len() - 1
+                }
+            };
+            buffers[b].1 = false;
+            buffer_of[t] = b;
+        }
+        for &t in &step.free_after {
+            if let Some(b) = buffers.get_mut(buffer_of[t]) {
+                b.1 = true;
+            }
+        }
+    }
+    Ok((buffer_of, buffers.len()))
+}
+
 fn plan_lifetimes(steps: &mut [Step], results: &[Loc], temps: usize) {
     let mut last: Vec<Option<usize>> = vec![None; temps];
     for (s, step) in steps.iter().enumerate() {
@@ -391,6 +433,14 @@ pub struct CpuJitExecutable {
     results: Vec<TensorSpec>,
     steps: Vec<Step>,
     temps: usize,
+    /// The buffer of each temporary ([`assign_buffers`]).
+    buffer_of: Vec<usize>,
+    /// Number of buffers.
+    buffers: usize,
+    /// Bins of dead temporaries from earlier calls, indexed by buffer: a step's output takes
+    /// its buffer's tensor from the bin (kernels and MatMul write into it) instead of
+    /// allocating and page-faulting a new one.
+    recycled: Mutex<Vec<Vec<Option<Tensor>>>>,
     /// See [`Executable::peak_intermediate_bytes`].
     peak_intermediate_bytes: usize,
     /// The Function's constants as tensors, indexed by [`Loc::Constant`].
@@ -478,6 +528,13 @@ impl CpuJitExecutable {
             .map(|k| k.code.entry_address())
     }
 
+    /// How many intermediate buffers the plan uses: temporaries of one tensor type whose
+    /// lifetimes do not overlap share one, and a call reuses the buffers a previous call
+    /// left behind (results are written into the caller's output tensors instead).
+    pub fn intermediate_buffers(&self) -> usize {
+        self.buffers
+    }
+
     /// The thread configuration kernel calls use.
     pub fn thread_config(&self) -> ThreadConfig {
         self.parallel.config()
@@ -500,9 +557,23 @@ impl CpuJitExecutable {
         temps: &mut [Option<Tensor>],
         recorder: &mut Option<CallRecorder>,
     ) -> Result<(), RuntimeError> {
+        let mut bin = self
+            .recycled
+            .lock()
+            .ok()
+            .and_then(|mut bins| bins.pop())
+            .unwrap_or_else(|| vec![None; self.buffers]);
         for step in &self.steps {
             let started = recorder.as_ref().map(CallRecorder::step_start);
-            let seeded = step.outputs.iter().map(|&t| temps[t].take()).collect();
+            let seeded = step
+                .outputs
+                .iter()
+                .map(|&t| {
+                    temps[t]
+                        .take()
+                        .or_else(|| bin.get_mut(self.buffer_of[t]).and_then(Option::take))
+                })
+                .collect();
             let outs = self.run_step(step, inputs, temps, seeded)?;
             if let (Some(r), Some(start)) = (recorder.as_mut(), started) {
                 let kind = match step.kind {
@@ -515,7 +586,15 @@ impl CpuJitExecutable {
                 temps[t] = Some(o);
             }
             for &t in &step.free_after {
-                temps[t] = None;
+                if let (Some(dead), Some(slot)) = (temps[t].take(), bin.get_mut(self.buffer_of[t]))
+                {
+                    *slot = Some(dead);
+                }
+            }
+        }
+        if let Ok(mut bins) = self.recycled.lock() {
+            if bins.len() < MAX_RECYCLE_BINS {
+                bins.push(bin);
             }
         }
         Ok(())

@@ -331,3 +331,71 @@ fn matmul_results_write_into_the_callers_output() {
         }
     }
 }
+
+/// Intermediates share buffers by liveness and are recycled across calls: each of several
+/// calls with different inputs, through JIT kernels and native steps writing into buffers
+/// an earlier call filled, matches the interpreter.
+#[test]
+fn recycled_buffers_are_fully_rewritten_every_call() {
+    let mut f = graphlift_ir::Function::new("recycle");
+    let x = f
+        .add_parameter("x", F32, graphlift_ir::Shape::new([16, 16]))
+        .unwrap();
+    let mut v: graphlift_ir::Output = x.into();
+    for k in 0..3 {
+        let t = f.add_node(Op::Transpose(vec![1, 0]), &[v]).unwrap();
+        let e = f
+            .add_node(
+                Op::Unary(if k % 2 == 0 {
+                    graphlift_ir::UnaryOp::Relu
+                } else {
+                    graphlift_ir::UnaryOp::Negative
+                }),
+                &[t.into()],
+            )
+            .unwrap();
+        // Two elementwise ops: one fused kernel between the native steps.
+        let s = f
+            .add_node(
+                Op::Binary(graphlift_ir::BinaryOp::Add),
+                &[e.into(), t.into()],
+            )
+            .unwrap();
+        v = f
+            .add_node(Op::MatMul, &[s.into(), x.into()])
+            .unwrap()
+            .into();
+    }
+    f.add_result(v, None).unwrap();
+    let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+    assert_eq!(exe.kernels().len(), 3);
+    // Eight [16, 16] f32 temporaries before the result, at most two alive at once.
+    assert!(
+        exe.intermediate_buffers() <= 3,
+        "{}",
+        exe.intermediate_buffers()
+    );
+    let interp = InterpreterBackend.compile(&f).unwrap();
+    for call in 0..3 {
+        let x = Tensor::from_vec(
+            (0..256)
+                .map(|i| ((i * 7 + call * 13) % 19) as f32 / 9.0 - 1.0)
+                .collect(),
+            [16, 16],
+        )
+        .unwrap();
+        let got = exe.run(std::slice::from_ref(&x)).unwrap();
+        let want = interp.run(&[x]).unwrap();
+        for (g, w) in got[0]
+            .read::<f32>()
+            .unwrap()
+            .iter()
+            .zip(want[0].read::<f32>().unwrap())
+        {
+            assert!(
+                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                "call {call}: {g} vs {w}"
+            );
+        }
+    }
+}
