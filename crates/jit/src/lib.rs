@@ -17,8 +17,14 @@
 //! [`CpuJitBackend`] (registered as `"CPU-JIT"` by [`register`]) compiles a Function into a
 //! [`CpuJitExecutable`]: its kernels from the backend's kernel cache or compiled into one new
 //! JIT module (freed when no executable and no cache entry uses it), split over a thread pool
-//! when large enough ([`parallel`], [`ThreadConfig`]), and every node outside a kernel run by
-//! the reference kernels of `graphlift-runtime`.
+//! when large enough ([`parallel`], [`ThreadConfig`]). Nodes outside kernels run native
+//! kernels where there is one (`MatMul` through the `gemm` crate, 2-D `Convolution` as
+//! im2col + GEMM or a direct depthwise loop, trailing-axis reductions, last-axis `Softmax`
+//! and `LayerNorm`; the GEMM-based ones round differently from the reference's single
+//! rounding of an `f64` sum, by the rounding of an `f32`/`f64` dot product), else the
+//! reference kernels of `graphlift-runtime`. Constants are bound once per executable;
+//! intermediates share buffers by liveness and are recycled across calls
+//! ([`CpuJitExecutable::intermediate_buffers`]).
 //!
 //! # Semantics
 //!
