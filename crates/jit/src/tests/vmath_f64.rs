@@ -180,28 +180,6 @@ fn thinned_f64_sample_within_documented_bounds_against_mpfr() {
     }
 }
 
-/// Prints the table of a denser sample (run with `--ignored --nocapture`).
-#[test]
-#[ignore]
-fn print_f64_accuracy() {
-    let xs = f64_sample(256);
-    for op in FUNCTIONS {
-        let a = sweep_f64(op, &xs, LoopKind::Vector).unwrap();
-        println!(
-            "{:8} bound {} max {:.3} ulp at {:e} -> {:e}; rel {:.2e} at {:e}; violations {} {:?}",
-            op.name(),
-            a.bound,
-            a.max_ulp,
-            a.worst_ulp_at.0,
-            a.worst_ulp_at.1,
-            a.max_rel,
-            a.worst_rel_at,
-            a.violations,
-            a.first_violation
-        );
-    }
-}
-
 /// Prints the interpreter's own `f64` error against MPFR (run with `--ignored --nocapture`):
 /// the slack `graphlift::differential` allows for the reference.
 #[test]
