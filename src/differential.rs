@@ -19,8 +19,9 @@
 //! itself up to [`F64_REFERENCE_ULP`] from the exact value, so an `f64` sink may differ from
 //! it by its bound plus that (the bound itself is measured against MPFR:
 //! `graphlift_jit::accuracy::sweep_f64`).
-//! `Power` on `f32` (inline through `f64` since issue 3) is a sink too, held to
-//! [`graphlift_jit::vmath::pow::MAX_ULP`] plus one ulp against the interpreter's `f32` result.
+//! `Power` on `f32` and `f64` (inline since issue 3) is a sink too, held to its bound
+//! ([`graphlift_jit::vmath::pow::MAX_ULP`], [`graphlift_jit::vmath::pow::MAX_ULP_F64`]) plus
+//! [`POWER_REFERENCE_ULP`] against the interpreter's result.
 //! A subset of the other values (chosen by [`Case::results`]), every sink and every sink's
 //! input are results, so kernels get several outputs and intermediate values are compared.
 
@@ -39,6 +40,12 @@ use graphlift_runtime::{Backend, Tensor};
 /// `exp_m1`, `ln_1p` and `libm::erf` are within 0.85 ulp, `tanh` and the reference's
 /// `sigmoid` formula within 1.86 ulp.
 pub const F64_REFERENCE_ULP: f64 = 2.0;
+
+/// The error, in ulp of the element type, allowed for the interpreter's own `Power`
+/// (`f64::powf`, glibc's `pow`, documented within 0.52 ulp of `f64`; `f32` `Power` rounds
+/// that once more, within 0.5 ulp of `f32` plus a tiny amount), added to a `Power` sink's
+/// bound.
+pub const POWER_REFERENCE_ULP: f64 = 1.0;
 
 /// One parameter of a [`Case`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,10 +93,9 @@ pub enum Sink {
     /// A vector math function on `f32` or `f64`, and the index of the result holding its
     /// input.
     Unary(UnaryOp, usize),
-    /// `Power` on `f32` (inline through `f64`, [`graphlift_jit::vmath::pow`]): held to its
-    /// bound plus one ulp against the interpreter's own (correctly rounded, up to the `f64`
-    /// `powf` error) `f32` result.
-    PowerF32,
+    /// `Power` on `f32` or `f64` ([`graphlift_jit::vmath::pow`]): held to its bound plus
+    /// [`POWER_REFERENCE_ULP`] against the interpreter's own result.
+    Power,
 }
 
 /// Per result: `Some(sink)` for an approximate sink.
@@ -155,17 +161,17 @@ pub enum Mismatch {
         /// The documented bound in ulp.
         bound: f64,
     },
-    /// An `f32` `Power` result is further from the interpreter's than its bound allows.
+    /// A `Power` result is further from the interpreter's than its bound allows.
     ApproximatePower {
         /// Result index.
         result: usize,
         /// Element index.
         element: usize,
-        /// CPU-JIT's value.
-        jit: f32,
+        /// CPU-JIT's value (an `f32` one converted exactly).
+        jit: f64,
         /// The interpreter's value.
-        interpreter: f32,
-        /// Error in ulp of `f32`, against the interpreter's value.
+        interpreter: f64,
+        /// Error in ulp of the element type, against the interpreter's value.
         ulp: f64,
         /// The bound in ulp.
         bound: f64,
@@ -334,8 +340,7 @@ pub fn build(c: &Case) -> Option<(Function, Sinks)> {
                     ty_of(&a)
                 };
                 let y = b.broadcasting_op(Op::Binary(op_b), &[to(a, t), to(bb, t)]);
-                let sink =
-                    (op_b == BinaryOp::Power && t == ElementType::F32).then_some(Sink::PowerF32);
+                let sink = (op_b == BinaryOp::Power && t.is_float()).then_some(Sink::Power);
                 Built { v: y, sink }
             }
             2 => {
@@ -371,7 +376,7 @@ pub fn build(c: &Case) -> Option<(Function, Sinks)> {
                     let at = chosen.iter().position(|&j| j == input);
                     Sink::Unary(u, at.unwrap_or(usize::MAX))
                 }
-                Sink::PowerF32 => Sink::PowerF32,
+                Sink::Power => Sink::Power,
             })
         })
         .collect();
@@ -536,25 +541,41 @@ pub fn compare_backends(
             });
         }
         match sinks.get(k).copied().flatten() {
-            Some(Sink::PowerF32) => {
-                let bound = vmath::pow::MAX_ULP + 1.0;
+            Some(Sink::Power) => {
+                let power = |i: usize, jit: f64, interpreter: f64, ulp: f64, bound: f64| {
+                    Mismatch::ApproximatePower {
+                        result: k,
+                        element: i,
+                        jit,
+                        interpreter,
+                        ulp,
+                        bound,
+                    }
+                };
+                if let (Ok(y), Ok(r)) = (g.read::<f64>(), w.read::<f64>()) {
+                    let bound = vmath::pow::MAX_ULP_F64 + POWER_REFERENCE_ULP;
+                    for (i, (&yi, &ri)) in y.iter().zip(r.iter()).enumerate() {
+                        // In the coarser ulp of the two (they differ at a binade edge).
+                        let ulp = vmath::ulp_error_f64(yi, ri, 0.0)
+                            .min(vmath::ulp_error_f64(ri, yi, 0.0));
+                        if ulp > bound {
+                            return Err(power(i, yi, ri, ulp, bound));
+                        }
+                    }
+                    stats.approximate_elements += y.len();
+                    continue;
+                }
                 let (Ok(y), Ok(r)) = (g.read::<f32>(), w.read::<f32>()) else {
                     return Err(Mismatch::Backend {
                         backend: "CPU-JIT",
-                        error: format!("sink {k} of Power is not f32"),
+                        error: format!("sink {k} of Power is neither f32 nor f64"),
                     });
                 };
+                let bound = vmath::pow::MAX_ULP + POWER_REFERENCE_ULP;
                 for (i, (&yi, &ri)) in y.iter().zip(r.iter()).enumerate() {
                     let ulp = vmath::ulp_error(yi, f64::from(ri));
                     if ulp > bound {
-                        return Err(Mismatch::ApproximatePower {
-                            result: k,
-                            element: i,
-                            jit: yi,
-                            interpreter: ri,
-                            ulp,
-                            bound,
-                        });
+                        return Err(power(i, f64::from(yi), f64::from(ri), ulp, bound));
                     }
                 }
                 stats.approximate_elements += y.len();

@@ -1,7 +1,8 @@
 //! `graphlift accuracy`: the error tables of the inline `f32` and (`--f64`) `f64` vector
 //! math.
 //!
-//! `--pow` measures `f32` `Power` ([`graphlift::jit::accuracy::sweep_pow_f32`]).
+//! `--pow` measures `f32` `Power` ([`graphlift::jit::accuracy::sweep_pow_f32`]), and
+//! `--pow --f64` `f64` `Power` against MPFR ([`graphlift::jit::accuracy::sweep_pow_f64`]).
 //!
 //! `--f64` measures the `f64` functions in the `F64X2` loop (or the scalar loop with
 //! `--scalar`) on the dense sample of [`graphlift::jit::accuracy::f64_sample`] against
@@ -15,8 +16,8 @@
 
 use graphlift::ir::UnaryOp;
 use graphlift::jit::accuracy::{
-    f64_sample, sweep_f32, sweep_f64, sweep_pow_f32, Accuracy, AccuracyF64, LoopKind,
-    F32_FUNCTIONS, POW_EXPONENTS,
+    f64_sample, sweep_f32, sweep_f64, sweep_pow_f32, sweep_pow_f64, Accuracy, AccuracyF64,
+    AccuracyPow, LoopKind, F32_FUNCTIONS, POW_EXPONENTS, POW_EXPONENTS_F64, POW_TARGETS,
 };
 
 use crate::error::CliError;
@@ -34,11 +35,10 @@ pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
     } else {
         LoopKind::Vector
     };
-    if args.f64 {
-        return accuracy_f64(args, ops, kind);
-    }
-    if args.pow {
-        return accuracy_pow(args, kind);
+    match (args.pow, args.f64) {
+        (true, _) => return accuracy_pow(args, kind),
+        (false, true) => return accuracy_f64(args, ops, kind),
+        (false, false) => {}
     }
     let step = args.step.max(1);
     let loop_name = match kind {
@@ -117,10 +117,11 @@ fn accuracy_f64(args: &AccuracyArgs, ops: Vec<UnaryOp>, kind: LoopKind) -> Resul
         LoopKind::Vector => "F64X2 vector",
         LoopKind::Scalar => "scalar",
     };
-    let xs = f64_sample(args.per_binade);
+    let per_binade = args.per_binade.unwrap_or(4096);
+    let xs = f64_sample(per_binade);
     println!(
         "f64 vector math in the {loop_name} loop against MPFR: {} bit patterns per binade, special values, threshold neighbourhoods ({} inputs per function)",
-        args.per_binade.clamp(1, 1 << 52),
+        per_binade.clamp(1, 1 << 52),
         xs.len()
     );
     println!();
@@ -161,20 +162,43 @@ fn row_f64(a: &AccuracyF64) -> String {
 }
 
 fn accuracy_pow(args: &AccuracyArgs, kind: LoopKind) -> Result<(), CliError> {
-    let step = args.step.max(1);
     let start = std::time::Instant::now();
-    let a =
-        sweep_pow_f32(step, kind).map_err(|e| CliError::Runtime(e.into_compile_error("pow")))?;
-    let (x, y, r) = a.worst_ulp_at;
-    println!(
-        "f32 Power ({:?} loop): every {step}-th positive f32 base and its negation x {} exponents ({} pairs)",
-        kind,
-        POW_EXPONENTS.len(),
-        a.checked
-    );
+    let compile = |e: graphlift::jit::JitError| CliError::Runtime(e.into_compile_error("pow"));
+    let a = if args.f64 {
+        let per_binade = args.per_binade.unwrap_or(64);
+        let a = sweep_pow_f64(per_binade, kind).map_err(compile)?;
+        println!(
+            "f64 Power ({kind:?} loop) against MPFR: the bases of the f64 sample ({} per binade, special values, threshold neighbourhoods) x {} exponents and, from every base, the exponents aiming at {} values of y·ln|x| ({} pairs)",
+            per_binade.clamp(1, 1 << 52),
+            POW_EXPONENTS_F64.len(),
+            POW_TARGETS.len(),
+            a.checked
+        );
+        a
+    } else {
+        let step = args.step.max(1);
+        let a = sweep_pow_f32(step, kind).map_err(compile)?;
+        println!(
+            "f32 Power ({kind:?} loop): every {step}-th positive f32 base and its negation x {} exponents ({} pairs)",
+            POW_EXPONENTS.len(),
+            a.checked
+        );
+        a
+    };
     println!();
     println!("| function | bound (ulp) | max error (ulp) | at (x, y) | special cases |");
     println!("|---|---|---|---|---|");
+    println!("{}", row_pow(&a));
+    eprintln!("  Power: {:.1} s", start.elapsed().as_secs_f64());
+    if a.within_bound() {
+        Ok(())
+    } else {
+        Err(CliError::Accuracy("Power".into()))
+    }
+}
+
+fn row_pow(a: &AccuracyPow) -> String {
+    let (x, y, r) = a.worst_ulp_at;
     let specials = match a.first_violation {
         None => "all as the interpreter".to_string(),
         Some((vx, vy, vr)) => format!(
@@ -182,14 +206,8 @@ fn accuracy_pow(args: &AccuracyArgs, kind: LoopKind) -> Result<(), CliError> {
             a.violations
         ),
     };
-    println!(
-        "| Power | {} | {:.3} | ({x:e}, {y:e}) → {r:e} | {specials} |",
-        a.bound, a.max_ulp
-    );
-    eprintln!("  Power: {:.1} s", start.elapsed().as_secs_f64());
-    if a.within_bound() {
-        Ok(())
-    } else {
-        Err(CliError::Accuracy("Power".into()))
-    }
+    format!(
+        "| Power ({}) | {} | {:.3} | ({x:e}, {y:e}) → {r:e} | {specials} |",
+        a.element_type, a.bound, a.max_ulp
+    )
 }

@@ -67,13 +67,16 @@ pub struct AccuracyArgs {
     /// of every threshold.
     #[arg(long = "f64")]
     pub f64: bool,
-    /// Measure `f32` `Power` instead (inline through `f64`): every K-th (`--step`) positive
-    /// base and its negation, each with a fixed set of special and ordinary exponents.
+    /// Measure `Power` instead. On `f32` (inline through `f64`): every K-th (`--step`)
+    /// positive base and its negation, each with a fixed set of special and ordinary
+    /// exponents. With `--f64`, against MPFR: the bases of the dense sample, each with fixed
+    /// exponents and with exponents aimed at results across the whole range.
     #[arg(long)]
     pub pow: bool,
-    /// With `--f64`: bit patterns per binade (4096: 16.8 million inputs per function).
-    #[arg(long, default_value_t = 4096, value_name = "N")]
-    pub per_binade: u64,
+    /// With `--f64`: bit patterns per binade (default 4096: 16.8 million inputs per
+    /// function; with `--pow`, default 64: 17 million pairs).
+    #[arg(long, value_name = "N")]
+    pub per_binade: Option<u64>,
     /// Functions to sweep (default: all of them).
     pub functions: Vec<String>,
 }

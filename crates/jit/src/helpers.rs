@@ -1,10 +1,10 @@
 //! Host helper functions that JIT kernels call (registered as JIT symbols).
 //!
-//! `Power` on `f64`, `i32` and `i64`, which has no inline lowering, calls a helper; the helper
-//! runs the reference interpreter's own scalar function, so it agrees with the INTERPRETER
-//! bit for bit (the table is in the crate documentation). In a vector loop a helper is
-//! called once per lane. (The `f64` transcendental functions, which called helpers too, are
-//! inline [`crate::vmath`] code now, and so is `Power` on `f32`.)
+//! `Power` on `i32` and `i64`, which has no inline lowering, calls a helper; the helper runs
+//! the reference interpreter's own scalar function, so it agrees with the INTERPRETER bit
+//! for bit (the table is in the crate documentation). In a vector loop a helper is called
+//! once per lane. (The `f64` transcendental functions and `Power` on `f64`, which called
+//! helpers too, are inline [`crate::vmath`] code now, and so is `Power` on `f32`.)
 
 use graphlift_ir::BinaryOp;
 use graphlift_runtime::reference;
@@ -12,8 +12,6 @@ use graphlift_runtime::reference;
 /// A host function a kernel may call, with its JIT symbol name and signature class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Helper {
-    /// `(f64, f64) -> f64` power.
-    PowF64,
     /// `(i32, i32) -> i32` power.
     PowI32,
     /// `(i64, i64) -> i64` power.
@@ -23,13 +21,12 @@ pub(crate) enum Helper {
 impl Helper {
     /// Every helper.
     pub(crate) fn all() -> Vec<Helper> {
-        vec![Helper::PowF64, Helper::PowI32, Helper::PowI64]
+        vec![Helper::PowI32, Helper::PowI64]
     }
 
     /// The JIT symbol name.
     pub(crate) fn symbol(self) -> String {
         match self {
-            Helper::PowF64 => "graphlift_jit_pow_f64".into(),
             Helper::PowI32 => "graphlift_jit_pow_i32".into(),
             Helper::PowI64 => "graphlift_jit_pow_i64".into(),
         }
@@ -38,15 +35,10 @@ impl Helper {
     /// The function's address.
     pub(crate) fn address(self) -> *const u8 {
         match self {
-            Helper::PowF64 => pow_f64 as *const u8,
             Helper::PowI32 => pow_i32 as *const u8,
             Helper::PowI64 => pow_i64 as *const u8,
         }
     }
-}
-
-extern "C" fn pow_f64(a: f64, b: f64) -> f64 {
-    reference::binary_f64(BinaryOp::Power, a, b)
 }
 
 extern "C" fn pow_i32(a: i32, b: i32) -> i32 {

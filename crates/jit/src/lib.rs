@@ -30,9 +30,10 @@
 //!
 //! Kernels compute what the INTERPRETER computes (the table in
 //! `graphlift_runtime::reference`), bit for bit, except the seven vector math functions on
-//! `f32` and `f64`, and `Power` on `f32`, which are within their documented ulp bounds
-//! ([`vmath::max_ulp`] per element type, [`vmath::pow::MAX_ULP`]; special values `±0`,
-//! `±inf`, NaN as the interpreter). In particular:
+//! `f32` and `f64`, and `Power` on `f32` and `f64`, which are within their documented ulp
+//! bounds ([`vmath::max_ulp`] per element type, [`vmath::pow::MAX_ULP`],
+//! [`vmath::pow::MAX_ULP_F64`]; special values `±0`, `±inf`, NaN as the interpreter). In
+//! particular:
 //!
 //! - `a*b + c` is never contracted into a fused multiply-add, so `+ - * /` give the
 //!   interpreter's bits (XLA's contraction made `a*x - a*x` nonzero); fused multiply-adds
@@ -44,14 +45,14 @@
 //!
 //! # Host helpers
 //!
-//! Only `Power` on `f64` and integers calls a host function (the `f64` transcendental
-//! functions and `f32` `Power` are inline [`vmath`] code since issue 3, `f32` `Power` within
-//! 1 ulp through `f64`). These ops call a host function (a JIT symbol) that runs the reference's own scalar code,
-//! so they too match the interpreter bit for bit; everything else is inline code:
+//! Only `Power` on integers calls a host function (the `f64` transcendental functions and
+//! `Power` on `f32` and `f64` are inline [`vmath`] code since issue 3). It calls a host
+//! function (a JIT symbol) that runs the reference's own scalar code, so it too matches the
+//! interpreter bit for bit; everything else is inline code:
 //!
 //! | op | element type | computed by |
 //! |---|---|---|
-//! | `Power` | `f64`, `i32`, `i64` | `reference::binary_f64` / `binary_i32` / `binary_i64` |
+//! | `Power` | `i32`, `i64` | `reference::binary_i32` / `binary_i64` |
 //!
 //! In a vector loop a helper is called once per lane. So are the ops that have no vector
 //! lowering on x64: integer `Divide` (made trap-free first) and `Convert` `f64` to `i64`.

@@ -19,14 +19,14 @@
 //!   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
 //! - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64` are the
 //!   inline [`crate::vmath`] approximations (within their documented ulp bounds, not bit
-//!   equal to the reference); so is `Power` on `f32` ([`crate::vmath::pow`], through `f64`,
-//!   within 1 ulp, special cases exact); `Power` on `f64`, `i32`, `i64` calls the host
+//!   equal to the reference); so is `Power` on `f32` and `f64` ([`crate::vmath::pow`],
+//!   within 1 and 2 ulp, special cases exact); `Power` on `i32`, `i64` calls the host
 //!   helpers of [`crate::helpers`], which run the reference's own scalar code.
 //!
 //! In a vector loop, ops without a vector lowering run per lane with the scalar lowering
 //! (extract each lane, compute, insert): integer `Divide` (Cranelift's `sdiv` is scalar
 //! only: the verifier rejects `sdiv.i32x4` / `sdiv.i64x2`), the host helpers (`Power` on
-//! `f64`, `i32`, `i64`), and `Convert` `f64` to `i64`
+//! `i32`, `i64`), and `Convert` `f64` to `i64`
 //! when a lane is outside ±2^51 or NaN (x64 Cranelift 0.135 has no lowering of
 //! `fcvt_to_sint_sat.i64x2`: "should be implemented in ISLE", with or without AVX-512;
 //! within ±2^51 the exact vector code of [`super::convert`] runs). `Convert` `i64` to `f64`
@@ -67,8 +67,7 @@ impl HelperRefs {
 pub(crate) fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
     match &slot.op {
         SlotOp::Binary(BinaryOp::Power, a, _) => match slots[*a].ty {
-            ElementType::F32 => None,
-            ElementType::F64 => Some(Helper::PowF64),
+            ElementType::F32 | ElementType::F64 => None,
             ElementType::I32 => Some(Helper::PowI32),
             ElementType::I64 => Some(Helper::PowI64),
             ElementType::Bool => None,
@@ -206,9 +205,9 @@ fn binary(
         BinaryOp::Xor => e.b.ins().bxor(a, b),
         BinaryOp::Divide => per_lane(e, t, &[a, b], |e, v| Ok(int_divide(e, t, v[0], v[1])))?,
         BinaryOp::Power if t == ElementType::F32 => vmath::pow::emit(e, a, b),
+        BinaryOp::Power if t == ElementType::F64 => vmath::pow::emit_f64(e, a, b),
         BinaryOp::Power => {
             let h = match t {
-                ElementType::F64 => Helper::PowF64,
                 ElementType::I32 => Helper::PowI32,
                 _ => Helper::PowI64,
             };

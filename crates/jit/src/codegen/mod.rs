@@ -134,7 +134,6 @@ impl std::fmt::Debug for CompiledKernel {
 /// The Cranelift signature of a helper.
 pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     let ty: Type = match h {
-        Helper::PowF64 => types::F64,
         Helper::PowI32 => types::I32,
         Helper::PowI64 => types::I64,
     };

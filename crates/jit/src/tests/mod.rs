@@ -296,6 +296,10 @@ pub(super) enum Expect<'a> {
     /// Within `ulp` (in `f64` ulp) of the MPFR value of `op` at the input, one `f64` output
     /// of a one-input kernel.
     UlpF64(f64, graphlift_ir::UnaryOp),
+    /// `Power` on `f64` (a two-input kernel, one output): within [`crate::vmath::pow::MAX_ULP_F64`]
+    /// of the MPFR value, and the interpreter's bits wherever an operand is special
+    /// ([`crate::accuracy::pow_special_operands`]).
+    PowF64,
 }
 
 fn compare_range(
@@ -348,6 +352,36 @@ fn compare_range(
                         exact(at),
                         element(inputs[0].data(), at)
                     );
+                }
+            }
+            Expect::PowF64 => {
+                let (
+                    TensorData::F64(v),
+                    TensorData::F64(xs),
+                    TensorData::F64(ys),
+                    TensorData::F64(r),
+                ) = (&gi, inputs[0].data(), inputs[1].data(), &wi)
+                else {
+                    panic!("{what}: f64 Power comparison of a non-f64 kernel")
+                };
+                let bound = crate::vmath::pow::MAX_ULP_F64;
+                for (k, (&y, &want)) in v.iter().zip(r).enumerate() {
+                    let at = inside[k];
+                    let (a, p) = (xs[at % xs.len()], ys[at % ys.len()]);
+                    let err = crate::accuracy::mpfr::ulp_error(
+                        y,
+                        &crate::accuracy::mpfr::exact_pow(a, p),
+                    );
+                    assert!(
+                        err <= bound,
+                        "{what}: element {at}: pow({a:e}, {p:e}) = {y:e} is {err} ulp off (bound {bound})"
+                    );
+                    if crate::accuracy::pow_special_operands(a, p) {
+                        assert!(
+                            y.to_bits() == want.to_bits() || y.is_nan() && want.is_nan(),
+                            "{what}: element {at}: pow({a:e}, {p:e}) = {y:e}, the interpreter gives {want:e}"
+                        );
+                    }
                 }
             }
             Expect::UlpF64(bound, op) => {

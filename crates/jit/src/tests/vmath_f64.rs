@@ -295,7 +295,7 @@ fn pow_f32_special_cases_loops_and_accuracy() {
         );
         let want = binary_f32(BinaryOp::Power, x, y);
         let exact = binary_f64(BinaryOp::Power, f64::from(x), f64::from(y));
-        if crate::accuracy::pow_special_operands(x, y) || !exact.is_finite() {
+        if crate::accuracy::pow_special_operands(f64::from(x), f64::from(y)) || !exact.is_finite() {
             assert!(
                 want.to_bits() == v[i].to_bits() || want.is_nan() && v[i].is_nan(),
                 "pow({x:e}, {y:e}) = {:e}, the interpreter gives {want:e}",
@@ -320,5 +320,74 @@ fn thinned_pow_sweep_within_bound_in_both_loops() {
         let a = crate::accuracy::sweep_pow_f32(1 << 17, kind).unwrap();
         assert_eq!(a.checked, (1u64 << 15) * 32);
         assert!(a.within_bound(), "{a:?}");
+    }
+}
+
+/// The thinned `f64` `Power` sample CI runs (`graphlift accuracy --pow --f64` runs it at any
+/// density): one base per binade, special values and threshold neighbourhoods, each with
+/// the fixed and the range-aimed exponents, against MPFR in both loops, every IEEE special
+/// case bit for bit as the interpreter, and the two loops bit-equal.
+#[test]
+fn thinned_pow_f64_sample_within_bound_in_both_loops() {
+    use crate::accuracy::{pow_f64_exponents, sweep_pow_f64};
+    let v = sweep_pow_f64(1, LoopKind::Vector).unwrap();
+    let s = sweep_pow_f64(1, LoopKind::Scalar).unwrap();
+    let pairs: u64 = f64_sample(1)
+        .iter()
+        .map(|&x| pow_f64_exponents(x).len() as u64)
+        .sum();
+    for a in [&v, &s] {
+        assert_eq!(a.checked, pairs);
+        assert_eq!(a.bound, vmath::pow::MAX_ULP_F64);
+        assert!(a.within_bound(), "{a:?}");
+        // Not vacuous: the ordinary pairs are rounded results, not all exact.
+        assert!(a.max_ulp > 0.3, "{a:?}");
+    }
+}
+
+/// `f64` `Power` in the `F64X2` and scalar loops gives the same bits, on pairs of every kind
+/// (special, subnormal, overflowing, negative bases with integer exponents).
+#[test]
+fn pow_f64_vector_and_scalar_loops_agree_bit_for_bit() {
+    use crate::accuracy::pow_f64_exponents;
+    use graphlift_ir::{BinaryOp, FunctionBuilder, Op};
+    let (xs, ys): (Vec<f64>, Vec<f64>) = f64_sample(2)
+        .into_iter()
+        .step_by(7)
+        .flat_map(|x| pow_f64_exponents(x).into_iter().map(move |y| (x, y)))
+        .take(CHUNK)
+        .unzip();
+    let n = xs.len();
+    let run = |scalar: bool| -> Vec<f64> {
+        let b = FunctionBuilder::new("pow");
+        let x = b.parameter("x", ElementType::F64, [n]);
+        let y = b.parameter("y", ElementType::F64, [n]);
+        let body = b
+            .finish(&[b.op(Op::Binary(BinaryOp::Power), &[x, y])])
+            .unwrap();
+        let k = if scalar {
+            JitKernel::compile_scalar(&body).unwrap()
+        } else {
+            JitKernel::compile(&body).unwrap()
+        };
+        assert_eq!(k.is_vectorized(), !scalar);
+        let ins = [
+            Tensor::from_vec(xs.clone(), [n]).unwrap(),
+            Tensor::from_vec(ys.clone(), [n]).unwrap(),
+        ];
+        let mut out = vec![Tensor::zeros(ElementType::F64, [n]).unwrap()];
+        k.call(&[&ins[0], &ins[1]], &mut out).unwrap();
+        out[0].read::<f64>().unwrap().to_vec()
+    };
+    let (v, s) = (run(false), run(true));
+    for i in 0..n {
+        assert!(
+            v[i].to_bits() == s[i].to_bits() || v[i].is_nan() && s[i].is_nan(),
+            "pow({:e}, {:e}): vector {:e}, scalar {:e}",
+            xs[i],
+            ys[i],
+            v[i],
+            s[i]
+        );
     }
 }

@@ -123,7 +123,7 @@ const LO_F64: f64 = -746.0;
 const HI_F64: f64 = 710.0;
 /// 1.5·2^52: adding it rounds an `f64` of magnitude below 2^51 to an integer (ties to even),
 /// which is then the low bits of the sum's bit pattern.
-pub(crate) const MAGIC_F64: f64 = 6_755_399_441_055_744.0;
+const MAGIC_F64: f64 = 6_755_399_441_055_744.0;
 /// `ln 2` to 42 significant bits, so `n·LN2_HI_F64` is exact for `|n| < 2^11`.
 pub(crate) const LN2_HI_F64: f64 = 0.693_147_180_559_890_3;
 /// `ln 2 − LN2_HI_F64`, rounded.
@@ -175,14 +175,7 @@ pub(crate) fn emit_parts_f64(e: &mut Emit, x: Value) -> (Value, Value) {
     let p_minus_one = e.b.ins().fsub(p, one);
     let p_lo = e.b.ins().fsub(y, p_minus_one);
 
-    // n1 = round(n/2) (exact: |n| < 2^11), n2 = n − n1; both in [-539, 513].
-    let half = e.f64(0.5);
-    let magic = e.f64(MAGIC_F64);
-    let t1 = e.b.ins().fma(nf, half, magic);
-    let n1 = magic_to_int(e, t1);
-    let n2 = e.b.ins().isub(n, n1);
-    let s1 = pow2_f64(e, n1);
-    let s2 = pow2_f64(e, n2);
+    let (s1, s2) = pow2_halves_f64(e, nf, n);
     let hi = e.b.ins().fmul(p, s1);
     let hi = e.b.ins().fmul(hi, s2);
     let lo = e.b.ins().fmul(p_lo, s1);
@@ -191,20 +184,39 @@ pub(crate) fn emit_parts_f64(e: &mut Emit, x: Value) -> (Value, Value) {
 }
 
 /// The integer `k` of `t = k + 1.5·2^52` (a value built by the magic add), as `i64` lanes.
-pub(crate) fn magic_to_int(e: &mut Emit, t: Value) -> Value {
+fn magic_to_int(e: &mut Emit, t: Value) -> Value {
     let bits = e.f64_bits(t);
     let magic_bits = e.i64(MAGIC_F64.to_bits() as i64);
     e.b.ins().isub(bits, magic_bits)
 }
 
-/// Cody–Waite reduction of a finite (clamped) `f64` `x`: `(n as f64, n as i64, r)` with
-/// `x = n·ln2 + r`, `|r| ≤ ln2/2`.
-pub(crate) fn reduce_f64(e: &mut Emit, x: Value) -> (Value, Value, Value) {
+/// `2^n` as two factors `(2^n1, 2^n2)`, `n1 = round(n/2)` (exact: `|n| < 2^11`),
+/// `n2 = n − n1`, both in `[-539, 513]`, for `n` given as `f64` and as `i64` lanes: `v·2^n1`
+/// is exact for a `v` near 1 and `(v·2^n1)·2^n2` rounds once, into the subnormals or to
+/// infinity where the result goes there.
+pub(crate) fn pow2_halves_f64(e: &mut Emit, nf: Value, n: Value) -> (Value, Value) {
+    let half = e.f64(0.5);
+    let magic = e.f64(MAGIC_F64);
+    let t1 = e.b.ins().fma(nf, half, magic);
+    let n1 = magic_to_int(e, t1);
+    let n2 = e.b.ins().isub(n, n1);
+    (pow2_f64(e, n1), pow2_f64(e, n2))
+}
+
+/// `n = round(x/ln2)` (ties to even) for a finite (clamped) `f64` `x`, as `f64` and as `i64`
+/// lanes.
+pub(crate) fn round_to_ln2_multiple_f64(e: &mut Emit, x: Value) -> (Value, Value) {
     let log2e = e.f64(std::f64::consts::LOG2_E);
     let magic = e.f64(MAGIC_F64);
     let t = e.b.ins().fma(x, log2e, magic);
     let nf = e.b.ins().fsub(t, magic);
-    let n = magic_to_int(e, t);
+    (nf, magic_to_int(e, t))
+}
+
+/// Cody–Waite reduction of a finite (clamped) `f64` `x`: `(n as f64, n as i64, r)` with
+/// `x = n·ln2 + r`, `|r| ≤ ln2/2`.
+pub(crate) fn reduce_f64(e: &mut Emit, x: Value) -> (Value, Value, Value) {
+    let (nf, n) = round_to_ln2_multiple_f64(e, x);
     let neg_ln2_hi = e.f64(-LN2_HI_F64);
     let neg_ln2_lo = e.f64(-LN2_LO_F64);
     // Exact: n·LN2_HI_F64 has at most 53 bits and is within a factor 2 of x (or n = 0).

@@ -99,13 +99,7 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value) -> Value {
     // n > 53: e^x − 1 rounds as e^x = (1 + y)·2^n, scaled in two steps as in `exp`.
     let one = e.f64(1.0);
     let big_p = e.b.ins().fadd(one, p.y_hi);
-    let half = e.f64(0.5);
-    let magic = e.f64(super::exp::MAGIC_F64);
-    let t1 = e.b.ins().fma(p.nf, half, magic);
-    let n1 = super::exp::magic_to_int(e, t1);
-    let n2 = e.b.ins().isub(p.n, n1);
-    let s1 = super::exp::pow2_f64(e, n1);
-    let s2 = super::exp::pow2_f64(e, n2);
+    let (s1, s2) = super::exp::pow2_halves_f64(e, p.nf, p.n);
     let large = e.b.ins().fmul(big_p, s1);
     let large = e.b.ins().fmul(large, s2);
 

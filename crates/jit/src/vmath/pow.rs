@@ -1,31 +1,36 @@
-//! `x^y` for `f32` lanes (the lowering of `Power` on `f32`), through `f64`.
+//! `x^y` for `f32` lanes (through `f64`) and for `f64` lanes (through a double-double
+//! logarithm): the inline lowering of `Power` on both float types.
 //!
-//! Each `f32` pair is promoted to `f64` (exact), `|x|^y = e^(y·ln|x|)` is computed in `f64`
-//! with the methods of the inline `f64` [`super::log`] and [`super::exp`] at lower
-//! polynomial degrees, and the result is demoted to `f32` once. The `f64` intermediate is
-//! accurate to about 1e-9 relative wherever the `f32` result is finite and non-zero
-//! (`|y·ln|x|| < 104` there), so the only error of note is the final rounding: the result is
-//! within 1 ulp of `f32` (see [`MAX_ULP`]).
+//! **`f32`**: each pair is promoted to `f64` (exact), `|x|^y = e^(y·ln|x|)` is
+//! computed in `f64` with the methods of the inline `f64` [`super::log`] and [`super::exp`]
+//! at lower polynomial degrees, and the result is demoted to `f32` once. The `f64`
+//! intermediate is accurate to about 1e-9 relative wherever the `f32` result is finite and
+//! non-zero (`|y·ln|x|| < 104` there), so the only error of note is the final rounding: the
+//! result is within 1 ulp of `f32` (see [`MAX_ULP`]). In a vector loop the `F32X4` operands
+//! are split into two `F64X2` halves (`fvpromote_low` of the low lanes and of the high lanes
+//! moved down by a byte shuffle), computed, demoted with `fvdemote` and put back together
+//! with one shuffle.
 //!
-//! IEEE 754 `pow` special cases, as the interpreter's `f64::powf` gives them: `pow(x, ±0) =
-//! 1` and `pow(1, y) = 1` for every `x`, `y` (NaN included); `pow(-1, ±inf) = 1`; a negative
-//! finite `x` with a non-integer finite `y` gives NaN; a negative `x` (`-0` and `-inf`
-//! included) with an odd integer `y` gives a negative result, with an even integer `y` or
-//! an infinite one a positive one; `±0` and `±inf` bases and infinite exponents follow from
-//! `e^(±inf) ∈ {0, inf}` (`pow(0, y < 0) = inf`, `pow(|x| < 1, -inf) = inf`, ...); any
-//! other NaN operand gives NaN.
+//! **`f64`**: `e^w` amplifies an absolute error `δ` of `w = y·ln|x|` into a
+//! relative error `δ` of the result, and `|w|` reaches 745 for finite non-zero results, so
+//! `ln|x|` must be known to about 2^-63 relative, ten bits past `f64`. It is computed as an
+//! unevaluated sum `L_hi + L_lo` (the `atanh` series of `log`, with `s = f/(2 + f)` and the
+//! `s³` term as double-doubles), `w = y·L` as `w_hi + w_lo` by an exact product, and
+//! `e^(w_hi + w_lo)` with the `exp` reduction carrying `w_lo` into the reduced argument. See
+//! [`MAX_ULP_F64`] for the measured error.
 //!
-//! In a vector loop the `F32X4` operands are split into two `F64X2` halves
-//! (`fvpromote_low` of the low lanes and of the high lanes moved down by a byte shuffle),
-//! computed, demoted with `fvdemote` and put back together with one shuffle.
+//! IEEE 754 `pow` special cases, as the interpreter's `f64::powf` gives them (and so its
+//! `f32` `Power`, computed in `f64`): `pow(x, ±0) = 1` and `pow(1, y) = 1` for every `x`,
+//! `y` (NaN included); `pow(-1, ±inf) = 1`; a negative finite `x` with a non-integer finite
+//! `y` gives NaN; a negative `x` (`-0` and `-inf` included) with an odd integer `y` gives a
+//! negative result, with an even integer `y` or an infinite one a positive one; `±0` and
+//! `±inf` bases and infinite exponents follow from `e^(±inf) ∈ {0, inf}` (`pow(0, y < 0) =
+//! inf`, `pow(|x| < 1, -inf) = inf`, ...); any other NaN operand gives NaN.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Value};
 
 use crate::codegen::lanes::{cast_flags, Emit, Lanes};
-
-/// Bits of `√½` (rounded to `f64`), as in [`super::log`].
-const SQRT_HALF_BITS: i64 = 0x3fe6_a09e_667f_3bcd;
 
 /// Documented maximum error of the `f32` function, in ulp of `f32` against the `f64`
 /// reference `f64::powf` (before rounding).
@@ -37,14 +42,14 @@ pub(crate) fn emit(e: &mut Emit, x: Value, y: Value) -> Value {
         Lanes::X1 => {
             let xd = e.b.ins().fpromote(types::F64, x);
             let yd = e.b.ins().fpromote(types::F64, y);
-            let r = emit_f64(e, xd, yd);
+            let r = emit_promoted(e, xd, yd);
             e.b.ins().fdemote(types::F32, r)
         }
         _ => {
             let (xl, xh) = halves(e, x);
             let (yl, yh) = halves(e, y);
-            let rl = e.with_lanes(Lanes::X2, |e| emit_f64(e, xl, yl));
-            let rh = e.with_lanes(Lanes::X2, |e| emit_f64(e, xh, yh));
+            let rl = e.with_lanes(Lanes::X2, |e| emit_promoted(e, xl, yl));
+            let rh = e.with_lanes(Lanes::X2, |e| emit_promoted(e, xh, yh));
             let dl = e.b.ins().fvdemote(rl);
             let dh = e.b.ins().fvdemote(rh);
             // Lanes 0, 1 of dl, then lanes 0, 1 of dh.
@@ -98,27 +103,13 @@ const RP: [f64; 4] = [
 /// error of the intermediate below 1e-9 wherever the `f32` result is finite and non-zero,
 /// 0.02 ulp of `f32`), and one scaling by `2^n` (the exponent is clamped to `[-110, 100]`,
 /// past `f32`'s range, so `2^n` stays a normal `f64`).
-pub(crate) fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
+fn emit_promoted(e: &mut Emit, x: Value, y: Value) -> Value {
     let ax = e.b.ins().fabs(x);
-    // ln|x| = k·ln2 + ln(1 + f), m = 1 + f in [√½, √2) (see `log`).
-    let bits = e.f64_bits(ax);
-    let shift = e.i64(0x3ff0_0000_0000_0000 - SQRT_HALF_BITS);
-    let ix = e.b.ins().iadd(bits, shift);
-    let kb = e.b.ins().ushr_imm_u(ix, 52);
-    let two52_bits = e.i64(0x4330_0000_0000_0000);
-    let kf = e.b.ins().bor(kb, two52_bits);
-    let kf = e.f64_from_bits(kf);
-    let two52_bias = e.f64(4_503_599_627_370_496.0 + 1023.0);
-    let k = e.b.ins().fsub(kf, two52_bias);
-    let mant_mask = e.i64(0x000f_ffff_ffff_ffff);
-    let mant = e.b.ins().band(ix, mant_mask);
-    let sqrt_half = e.i64(SQRT_HALF_BITS);
-    let mbits = e.b.ins().iadd(mant, sqrt_half);
-    let m = e.f64_from_bits(mbits);
+    // ln|x| = k·ln2 + ln(1 + f), 1 + f in [√½, √2) (see `log`).
+    let (k, f) = super::log::reduce_f64(e, ax);
     let one = e.f64(1.0);
     let two = e.f64(2.0);
     let half = e.f64(0.5);
-    let f = e.b.ins().fsub(m, one);
     let den = e.b.ins().fadd(two, f);
     let s = e.b.ins().fdiv(f, den);
     let z = e.b.ins().fmul(s, s);
@@ -133,16 +124,8 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
     let ln2 = e.f64(std::f64::consts::LN_2);
     let neg_t = e.b.ins().fneg(t);
     let l = e.b.ins().fma(k, ln2, neg_t);
-    // ln 0 = -inf, ln inf = inf, ln NaN = NaN.
-    let zero = e.f64(0.0);
-    let inf = e.f64(f64::INFINITY);
-    let neg_inf = e.f64(f64::NEG_INFINITY);
-    let is_zero = e.fcmp(FloatCC::Equal, ax, zero);
-    let l = e.select(is_zero, neg_inf, l);
-    let is_inf = e.fcmp(FloatCC::Equal, ax, inf);
-    let l = e.select(is_inf, inf, l);
-    let is_nan = e.fcmp(FloatCC::Unordered, ax, ax);
-    let l = e.select(is_nan, ax, l);
+    let (regular, special) = ln_special_cases(e, ax);
+    let l = e.select(regular, l, special);
 
     // e^(y·l), the exponent clamped to [-110, 100] (NaN passes).
     let w = e.b.ins().fmul(y, l);
@@ -160,6 +143,33 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
     let scale = super::exp::pow2_f64(e, n);
     let r = e.b.ins().fmul(p, scale);
 
+    ieee_cases(e, x, y, r)
+}
+
+/// `ln|x|` at the special `|x|`: `(regular, value)` with `regular` set where `0 < |x| < inf`,
+/// and `value` the logarithm elsewhere: `-inf` at 0, `inf` at `inf`, NaN at NaN.
+fn ln_special_cases(e: &mut Emit, ax: Value) -> (Value, Value) {
+    let zero = e.f64(0.0);
+    let inf = e.f64(f64::INFINITY);
+    let neg_inf = e.f64(f64::NEG_INFINITY);
+    let positive = e.fcmp(FloatCC::GreaterThan, ax, zero);
+    let finite = e.fcmp(FloatCC::LessThan, ax, inf);
+    let regular = e.b.ins().band(positive, finite);
+    // ax is NaN, 0 or inf here.
+    let is_zero = e.fcmp(FloatCC::Equal, ax, zero);
+    let special = e.select(is_zero, neg_inf, ax);
+    (regular, special)
+}
+
+/// The IEEE 754 special cases of `pow` (module documentation) applied to `r`, an
+/// approximation of `|x|^y` that is already right (`0`, `inf` or NaN) wherever `x` or `y`
+/// is `±0`, `±inf` or NaN: the sign for a negative `x` and an odd integer `y`, NaN for a
+/// negative finite `x` and a non-integer `y`, and the cases whose result is 1.
+fn ieee_cases(e: &mut Emit, x: Value, y: Value, r: Value) -> Value {
+    let zero = e.f64(0.0);
+    let one = e.f64(1.0);
+    let inf = e.f64(f64::INFINITY);
+    let neg_inf = e.f64(f64::NEG_INFINITY);
     // y an integer (infinities count), and odd.
     let ny = e.b.ins().nearest(y);
     let y_int = e.fcmp(FloatCC::Equal, ny, y);
@@ -191,4 +201,161 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
     let ones = e.b.ins().bor(y_zero, x_one);
     let ones = e.b.ins().bor(ones, m1_inf);
     e.select(ones, one, r)
+}
+
+// ---- f64 ----
+
+/// Documented maximum error of `Power` on `f64`, in ulp of `f64` against the exact value
+/// (MPFR; [`crate::accuracy::sweep_pow_f64`]): measured 1.392 ulp on 17 million pairs
+/// (see [`crate::vmath`]).
+pub const MAX_ULP_F64: f64 = 2.0;
+
+/// `2/3` as `C3_HI + C3_LO` (`C3_LO = 2^-53/3`).
+const C3_HI: f64 = 2.0 / 3.0;
+const C3_LO: f64 = f64::EPSILON / 6.0;
+/// `R(z) = Σ 2z^j/(2j + 5)`, `j = 0..=10`: the `atanh` series past its `s³` term, divided
+/// by `s⁵` (`ln(1 + f) = 2s + (2/3)s³ + s⁵·R(s²)`). With `z = s² ≤ 0.0295` the first term left
+/// out is below 2^-54 of `R`.
+const R5: [f64; 11] = [
+    2.0 / 5.0,
+    2.0 / 7.0,
+    2.0 / 9.0,
+    2.0 / 11.0,
+    2.0 / 13.0,
+    2.0 / 15.0,
+    2.0 / 17.0,
+    2.0 / 19.0,
+    2.0 / 21.0,
+    2.0 / 23.0,
+    2.0 / 25.0,
+];
+
+/// Emits `x^y` for `f64` values `x`, `y` (at [`Lanes::X2`] or [`Lanes::X1`]).
+///
+/// 1. `ln|x| = L_hi + L_lo` to about 2^-66 relative ([`ln_dd`]).
+/// 2. `w = y·L`: `w_hi = y·L_hi` and `w_lo = fma(y, L_hi, −w_hi) + y·L_lo`.
+/// 3. `w_hi` is clamped to `[-746, 710]` (beyond them the result is `0` or `inf`; `w_lo` is
+///    dropped there), `n = round(w_hi/ln2)`, and the reduced argument
+///    `r = (w_hi − n·ln2_hi) + (w_lo − n·ln2_lo)` is kept as `r_hi + r_lo` (Fast2Sum).
+/// 4. `e^r = 1 + (q + r_lo·(1 + q))` with `q = e^r_hi − 1` from `exp`'s polynomial, scaled by
+///    `2^n` in two steps so that a subnormal result rounds once.
+/// 5. Signs and the IEEE special cases by select (module documentation).
+pub(crate) fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
+    let ax = e.b.ins().fabs(x);
+    let (l_hi, l_lo) = ln_dd(e, ax);
+    let (regular, special) = ln_special_cases(e, ax);
+    let l_hi = e.select(regular, l_hi, special);
+    let zero = e.f64(0.0);
+    let l_lo = e.select(regular, l_lo, zero);
+
+    let w_hi = e.b.ins().fmul(y, l_hi);
+    let neg_w_hi = e.b.ins().fneg(w_hi);
+    let w_err = e.b.ins().fma(y, l_hi, neg_w_hi);
+    let w_lo = e.b.ins().fma(y, l_lo, w_err);
+
+    // Clamp (NaN passes); past the clamps the result is 0 or inf and w_lo (possibly NaN,
+    // from inf − inf) is dropped.
+    let lo = e.f64(-746.0);
+    let hi = e.f64(710.0);
+    let below = e.fcmp(FloatCC::LessThan, w_hi, lo);
+    let above = e.fcmp(FloatCC::GreaterThan, w_hi, hi);
+    let w_hi = e.select(below, lo, w_hi);
+    let w_hi = e.select(above, hi, w_hi);
+    let clamped = e.b.ins().bor(below, above);
+    let w_lo = e.select(clamped, zero, w_lo);
+
+    let (nf, n) = super::exp::round_to_ln2_multiple_f64(e, w_hi);
+    let neg_ln2_hi = e.f64(-super::exp::LN2_HI_F64);
+    let neg_ln2_lo = e.f64(-super::exp::LN2_LO_F64);
+    // Exact (as in `exp`), and a correction below 2^-40. Fast2Sum is exact when
+    // |r1| ≥ |corr|; otherwise both are below 2^-40 and its error below 2^-90.
+    let r1 = e.b.ins().fma(nf, neg_ln2_hi, w_hi);
+    let corr = e.b.ins().fma(nf, neg_ln2_lo, w_lo);
+    let (r_hi, r_lo) = fast_two_sum(e, r1, corr);
+    let q = super::exp::expm1_reduced_f64(e, r_hi);
+    let lo_term = e.b.ins().fma(r_lo, q, r_lo);
+    let q = e.b.ins().fadd(q, lo_term);
+    let one = e.f64(1.0);
+    let p = e.b.ins().fadd(one, q);
+    let (s1, s2) = super::exp::pow2_halves_f64(e, nf, n);
+    let r = e.b.ins().fmul(p, s1);
+    let r = e.b.ins().fmul(r, s2);
+    ieee_cases(e, x, y, r)
+}
+
+/// `ln(x)` for a positive finite `x` as an unevaluated sum `hi + lo`, to about 2^-66
+/// relative (the values at `0`, `inf` and NaN are meaningless).
+///
+/// `x = 2^k·(1 + f)` ([`super::log::reduce_f64`]); `s = f/(2 + f)` as `s_hi + s_lo` (the
+/// denominator by Fast2Sum, one reciprocal, the quotient's remainder by fma);
+/// `ln(1 + f) = 2s + (2/3)s³ + s⁵·R(s²)` with `(2/3)s³` as a double-double (its rounding
+/// would cost 2^-60) and the `s⁵` tail, at most 1.7e-4 of the sum, in plain `f64`; `k·ln2`
+/// is `k·ln2_hi` (exact) `+ k·ln2_lo`. The large terms are added by TwoSum and Fast2Sum,
+/// the small ones into the low part. `k·ln2` and `ln(1 + f)` never cancel (`|k·ln2| ≥ 0.69`,
+/// `|ln(1 + f)| ≤ 0.35`).
+fn ln_dd(e: &mut Emit, x: Value) -> (Value, Value) {
+    let (k, f) = super::log::reduce_f64(e, x);
+    let two = e.f64(2.0);
+    // den + den_lo = 2 + f exactly (Fast2Sum: |f| < 2).
+    let den = e.b.ins().fadd(two, f);
+    let den_minus_two = e.b.ins().fsub(den, two);
+    let den_lo = e.b.ins().fsub(f, den_minus_two);
+    // s_hi = f·(1/den) (within an ulp or two of f/den, so the remainder f − s_hi·den is
+    // exact by fma), s_lo = (f − s_hi·den − s_hi·den_lo)·(1/den).
+    let one = e.f64(1.0);
+    let inv = e.b.ins().fdiv(one, den);
+    let s_hi = e.b.ins().fmul(f, inv);
+    let neg_s_hi = e.b.ins().fneg(s_hi);
+    let rem = e.b.ins().fma(neg_s_hi, den, f);
+    let rem = e.b.ins().fma(neg_s_hi, den_lo, rem);
+    let s_lo = e.b.ins().fmul(rem, inv);
+
+    // s³ = s3 + s3_lo: z + z_lo = s_hi² exactly, then z·s_hi by fma, plus the s_lo term.
+    let z = e.b.ins().fmul(s_hi, s_hi);
+    let neg_z = e.b.ins().fneg(z);
+    let z_lo = e.b.ins().fma(s_hi, s_hi, neg_z);
+    let s3 = e.b.ins().fmul(z, s_hi);
+    let neg_s3 = e.b.ins().fneg(s3);
+    let s3_err = e.b.ins().fma(z, s_hi, neg_s3);
+    let three = e.f64(3.0);
+    let three_z = e.b.ins().fmul(three, z);
+    let s3_lo = e.b.ins().fma(three_z, s_lo, s3_err);
+    let s3_lo = e.b.ins().fma(z_lo, s_hi, s3_lo);
+    // t + t_lo = (2/3)·s³.
+    let c3_hi = e.f64(C3_HI);
+    let c3_lo = e.f64(C3_LO);
+    let t = e.b.ins().fmul(c3_hi, s3);
+    let neg_t = e.b.ins().fneg(t);
+    let t_lo = e.b.ins().fma(c3_hi, s3, neg_t);
+    let t_lo = e.b.ins().fma(c3_hi, s3_lo, t_lo);
+    let t_lo = e.b.ins().fma(c3_lo, s3, t_lo);
+    // s⁵·R(z).
+    let rz = e.horner_f64(z, &R5);
+    let s5 = e.b.ins().fmul(s3, z);
+    let tail = e.b.ins().fmul(s5, rz);
+
+    let ln2_hi = e.f64(super::exp::LN2_HI_F64);
+    let ln2_lo = e.f64(super::exp::LN2_LO_F64);
+    let k_hi = e.b.ins().fmul(k, ln2_hi);
+    let k_lo = e.b.ins().fmul(k, ln2_lo);
+    let two_s_hi = e.b.ins().fadd(s_hi, s_hi);
+    let two_s_lo = e.b.ins().fadd(s_lo, s_lo);
+    // Fast2Sum: |k·ln2_hi| ≥ 0.69 > |2s|, or k = 0.
+    let (a, a_lo) = fast_two_sum(e, k_hi, two_s_hi);
+    let (b, b_lo) = fast_two_sum(e, a, t);
+    let lo = e.b.ins().fadd(tail, t_lo);
+    let lo = e.b.ins().fadd(lo, two_s_lo);
+    let lo = e.b.ins().fadd(lo, k_lo);
+    let lo = e.b.ins().fadd(lo, b_lo);
+    let lo = e.b.ins().fadd(lo, a_lo);
+    fast_two_sum(e, b, lo)
+}
+
+/// Fast2Sum (Dekker): `(s, err)` with `s + err = a + b` exactly, for `|a| ≥ |b|` (or `a`
+/// zero).
+fn fast_two_sum(e: &mut Emit, a: Value, b: Value) -> (Value, Value) {
+    let s = e.b.ins().fadd(a, b);
+    let bv = e.b.ins().fsub(s, a);
+    let err = e.b.ins().fsub(b, bv);
+    (s, err)
 }

@@ -18,6 +18,14 @@ use rayon::prelude::*;
 
 use crate::{vmath, JitError, JitKernel};
 
+mod pow;
+#[cfg(any(test, feature = "mpfr"))]
+pub use pow::sweep_pow_f64;
+pub use pow::{
+    pow_f64_exponents, pow_special_operands, sweep_pow_f32, AccuracyPow, POW_EXPONENTS,
+    POW_EXPONENTS_F64, POW_TARGETS,
+};
+
 /// The functions with an inline `f32` approximation, in table order.
 pub const F32_FUNCTIONS: [UnaryOp; 7] = vmath::FUNCTIONS;
 
@@ -534,6 +542,14 @@ pub mod mpfr {
         }
     }
 
+    /// `x^y` at [`PRECISION`] bits (MPFR's `pow`, whose special cases are those of C99
+    /// Annex F and IEEE 754, as Rust's `f64::powf`).
+    pub fn exact_pow(x: f64, y: f64) -> Float {
+        let xv = Float::with_val(PRECISION, x);
+        let yv = Float::with_val(PRECISION, y);
+        Float::with_val(PRECISION, rug::ops::Pow::pow(&xv, &yv))
+    }
+
     /// `|y − exact|` in ulp of `f64` at `exact`: the spacing of `f64` numbers in the binade
     /// of `exact` (`2^-1074` below `f64::MIN_POSITIVE`, `2^971` from `f64::MAX` up), with an
     /// infinite `y` taken as `±2^1024` (so exact when `|exact| ≥ 2^1024`). NaN against NaN and equal infinities give 0; NaN
@@ -589,186 +605,4 @@ pub mod mpfr {
         let diff = Float::with_val(PRECISION, y - exact).abs();
         Some((diff / a).to_f64())
     }
-}
-
-// ---- f32 pow ----
-
-/// The result of a [`sweep_pow_f32`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AccuracyPow {
-    /// The loop measured.
-    pub loop_kind: LoopKind,
-    /// The documented bound in ulp of `f32` ([`vmath::pow::MAX_ULP`]).
-    pub bound: f64,
-    /// The largest error seen, in ulp of `f32` at the `f64` reference `f64::powf`.
-    pub max_ulp: f64,
-    /// `(x, y, x^y)` where the largest error was seen.
-    pub worst_ulp_at: (f32, f32, f32),
-    /// Pairs checked.
-    pub checked: u64,
-    /// Pairs of an IEEE special case ([`pow_special_operands`], or an exact result that is
-    /// NaN or infinite) whose result is not the interpreter's bit for bit.
-    pub violations: u64,
-    /// The first such pair and its result.
-    pub first_violation: Option<(f32, f32, f32)>,
-}
-
-impl AccuracyPow {
-    /// `true` when the error is within the documented bound and every special case held.
-    pub fn within_bound(&self) -> bool {
-        self.max_ulp <= self.bound && self.violations == 0
-    }
-}
-
-/// The operands of the IEEE `pow` special cases: a non-finite or zero operand, `x = ±1`, or
-/// a negative `x` with a non-integer `y` (results there are exact values: `1`, `±0`,
-/// `±inf`, NaN, or `±|x|^y`'s sign rule). Elsewhere `pow` is an ordinary rounded value,
-/// where a result exactly halfway between two `f32` (e.g. `2^-150`, or `4097^2`) may round
-/// the other way than the interpreter's (within the ulp bound).
-pub fn pow_special_operands(x: f32, y: f32) -> bool {
-    !x.is_finite()
-        || !y.is_finite()
-        || x == 0.0
-        || y == 0.0
-        || x.abs() == 1.0
-        || (x < 0.0 && y.round() != y)
-}
-
-/// The exponents of [`sweep_pow_f32`]: the special ones (`±0`, `±inf`, NaN, `±1`, `±2`,
-/// `±3`, `±0.5`, `2^24` and odd neighbours, ...) and spread ordinary ones.
-pub const POW_EXPONENTS: [f32; 32] = [
-    0.0,
-    -0.0,
-    1.0,
-    -1.0,
-    2.0,
-    -2.0,
-    3.0,
-    -3.0,
-    0.5,
-    -0.5,
-    1.5,
-    -1.5,
-    f32::INFINITY,
-    f32::NEG_INFINITY,
-    f32::NAN,
-    16_777_216.0,
-    16_777_215.0,
-    -16_777_215.0,
-    0.333_333_34,
-    7.0,
-    -7.0,
-    0.001,
-    -0.001,
-    10.5,
-    -37.25,
-    100.0,
-    -100.0,
-    149.5,
-    1e10,
-    -1e10,
-    1e-30,
-    f32::from_bits(1),
-];
-
-/// Measures `f32` `Power` (inline through `f64`, [`vmath::pow`]) over every `step`-th
-/// positive `f32` bit pattern and its negation as bases, each with every exponent of
-/// [`POW_EXPONENTS`], in `kind`'s loop: the error in `f32` ulp against the interpreter's
-/// `f64` `powf` value before rounding, and bit equality with the interpreter wherever its
-/// result or an operand is special.
-///
-/// # Errors
-/// As [`JitKernel::compile`], or a failing kernel call.
-pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError> {
-    use graphlift_ir::BinaryOp;
-    let b = FunctionBuilder::new("pow");
-    let x = b.parameter("x", ElementType::F32, [CHUNK]);
-    let y = b.parameter("y", ElementType::F32, [CHUNK]);
-    let p = b.op(Op::Binary(BinaryOp::Power), &[x, y]);
-    let body = b.finish(&[p])?;
-    let k = match kind {
-        LoopKind::Vector => JitKernel::compile(&body)?,
-        LoopKind::Scalar => JitKernel::compile_scalar(&body)?,
-    };
-    if k.is_vectorized() != (kind == LoopKind::Vector) {
-        return Err(JitError::Unsupported {
-            kernel: "pow".into(),
-            message: format!("the pow sweep kernel did not get a {kind:?} loop"),
-        });
-    }
-    let step = step.max(1);
-    let bases: Vec<f32> = (0..(1u64 << 31).div_ceil(step))
-        .flat_map(|i| {
-            let v = f32::from_bits((i * step) as u32);
-            [v, -v]
-        })
-        .collect();
-    let empty = AccuracyPow {
-        loop_kind: kind,
-        bound: vmath::pow::MAX_ULP,
-        max_ulp: 0.0,
-        worst_ulp_at: (0.0, 0.0, 0.0),
-        checked: 0,
-        violations: 0,
-        first_violation: None,
-    };
-    let per_chunk = CHUNK / POW_EXPONENTS.len();
-    bases
-        .par_chunks(per_chunk)
-        .map(|chunk| -> Result<AccuracyPow, JitError> {
-            let buffer = |e: graphlift_runtime::RuntimeError| JitError::Buffer {
-                kernel: "pow".into(),
-                message: e.to_string(),
-            };
-            let mut xs = vec![1f32; CHUNK];
-            let mut ys = vec![1f32; CHUNK];
-            let mut len = 0;
-            for &bx in chunk {
-                for &ey in &POW_EXPONENTS {
-                    xs[len] = bx;
-                    ys[len] = ey;
-                    len += 1;
-                }
-            }
-            let xt = Tensor::from_vec(xs.clone(), [CHUNK]).map_err(buffer)?;
-            let yt = Tensor::from_vec(ys.clone(), [CHUNK]).map_err(buffer)?;
-            let mut out = vec![Tensor::zeros(ElementType::F32, [CHUNK]).map_err(buffer)?];
-            k.call_range(&[&xt, &yt], &mut out, 0, len)?;
-            let rs = out[0].read::<f32>().map_err(buffer)?;
-            let mut acc = empty;
-            for i in 0..len {
-                let (x, y, r) = (xs[i], ys[i], rs[i]);
-                let exact = graphlift_runtime::reference::binary_f64(
-                    BinaryOp::Power,
-                    f64::from(x),
-                    f64::from(y),
-                );
-                let ulp = vmath::ulp_error(r, exact);
-                if ulp > acc.max_ulp {
-                    acc.max_ulp = ulp;
-                    acc.worst_ulp_at = (x, y, r);
-                }
-                let want = graphlift_runtime::reference::binary_f32(BinaryOp::Power, x, y);
-                let special = !exact.is_finite() || pow_special_operands(x, y);
-                if special && !(want.to_bits() == r.to_bits() || want.is_nan() && r.is_nan()) {
-                    acc.violations += 1;
-                    acc.first_violation.get_or_insert((x, y, r));
-                }
-            }
-            acc.checked = len as u64;
-            Ok(acc)
-        })
-        .try_reduce(
-            || empty,
-            |mut a, o| {
-                if o.max_ulp > a.max_ulp {
-                    a.max_ulp = o.max_ulp;
-                    a.worst_ulp_at = o.worst_ulp_at;
-                }
-                a.checked += o.checked;
-                a.violations += o.violations;
-                a.first_violation = a.first_violation.or(o.first_violation);
-                Ok(a)
-            },
-        )
 }
