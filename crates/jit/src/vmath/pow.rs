@@ -290,7 +290,7 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
 /// denominator by Fast2Sum, one reciprocal, the quotient's remainder by fma);
 /// `ln(1 + f) = 2s + (2/3)s³ + s⁵·R(s²)` with `(2/3)s³` as a double-double (its rounding
 /// would cost 2^-60) and the `s⁵` tail, at most 1.7e-4 of the sum, in plain `f64`; `k·ln2`
-/// is `k·ln2_hi` (exact) `+ k·ln2_lo`. The large terms are added by TwoSum and Fast2Sum,
+/// is `k·ln2_hi` (exact) `+ k·ln2_lo`. The large terms are added by Fast2Sum,
 /// the small ones into the low part. `k·ln2` and `ln(1 + f)` never cancel (`|k·ln2| ≥ 0.69`,
 /// `|ln(1 + f)| ≤ 0.35`).
 fn ln_dd(e: &mut Emit, x: Value) -> (Value, Value) {
