@@ -206,7 +206,7 @@ fn print_interpreter_f64_accuracy() {
 /// ordinary pairs within [`vmath::pow::MAX_ULP`] of the `f64` reference.
 #[test]
 fn pow_f32_special_cases_loops_and_accuracy() {
-    use graphlift_ir::{BinaryOp, FunctionBuilder, Op};
+    use graphlift_ir::BinaryOp;
     use graphlift_runtime::reference::{binary_f32, binary_f64};
     let specials = [
         0.0f32,
@@ -262,26 +262,7 @@ fn pow_f32_special_cases_loops_and_accuracy() {
         }
     }
     let n = xs.len();
-    let run = |scalar: bool| -> Vec<f32> {
-        let b = FunctionBuilder::new("pow");
-        let x = b.parameter("x", ElementType::F32, [n]);
-        let y = b.parameter("y", ElementType::F32, [n]);
-        let p = b.op(Op::Binary(BinaryOp::Power), &[x, y]);
-        let body = b.finish(&[p]).unwrap();
-        let k = if scalar {
-            JitKernel::compile_scalar(&body).unwrap()
-        } else {
-            JitKernel::compile(&body).unwrap()
-        };
-        assert_eq!(k.is_vectorized(), !scalar);
-        let ins = [
-            Tensor::from_vec(xs.clone(), [n]).unwrap(),
-            Tensor::from_vec(ys.clone(), [n]).unwrap(),
-        ];
-        let mut out = vec![Tensor::zeros(ElementType::F32, [n]).unwrap()];
-        k.call(&[&ins[0], &ins[1]], &mut out).unwrap();
-        out[0].read::<f32>().unwrap().to_vec()
-    };
+    let run = |scalar: bool| run_power(&xs, &ys, scalar);
     let v = run(false);
     let s = run(true);
     let mut worst = 0.0f64;
@@ -350,7 +331,6 @@ fn thinned_pow_f64_sample_within_bound_in_both_loops() {
 #[test]
 fn pow_f64_vector_and_scalar_loops_agree_bit_for_bit() {
     use crate::accuracy::pow_f64_exponents;
-    use graphlift_ir::{BinaryOp, FunctionBuilder, Op};
     let (xs, ys): (Vec<f64>, Vec<f64>) = f64_sample(2)
         .into_iter()
         .step_by(7)
@@ -358,27 +338,7 @@ fn pow_f64_vector_and_scalar_loops_agree_bit_for_bit() {
         .take(CHUNK)
         .unzip();
     let n = xs.len();
-    let run = |scalar: bool| -> Vec<f64> {
-        let b = FunctionBuilder::new("pow");
-        let x = b.parameter("x", ElementType::F64, [n]);
-        let y = b.parameter("y", ElementType::F64, [n]);
-        let body = b
-            .finish(&[b.op(Op::Binary(BinaryOp::Power), &[x, y])])
-            .unwrap();
-        let k = if scalar {
-            JitKernel::compile_scalar(&body).unwrap()
-        } else {
-            JitKernel::compile(&body).unwrap()
-        };
-        assert_eq!(k.is_vectorized(), !scalar);
-        let ins = [
-            Tensor::from_vec(xs.clone(), [n]).unwrap(),
-            Tensor::from_vec(ys.clone(), [n]).unwrap(),
-        ];
-        let mut out = vec![Tensor::zeros(ElementType::F64, [n]).unwrap()];
-        k.call(&[&ins[0], &ins[1]], &mut out).unwrap();
-        out[0].read::<f64>().unwrap().to_vec()
-    };
+    let run = |scalar: bool| run_power(&xs, &ys, scalar);
     let (v, s) = (run(false), run(true));
     for i in 0..n {
         assert!(
@@ -390,4 +350,30 @@ fn pow_f64_vector_and_scalar_loops_agree_bit_for_bit() {
             s[i]
         );
     }
+}
+
+/// Runs `Power` elementwise on `xs`, `ys` (both of length `n`, element type `T`) in the
+/// vector loop, or in the scalar loop when `scalar`; asserts the kernel took the loop asked for.
+fn run_power<T: graphlift_ir::Element>(xs: &[T], ys: &[T], scalar: bool) -> Vec<T> {
+    use graphlift_ir::{BinaryOp, FunctionBuilder, Op};
+    let n = xs.len();
+    let b = FunctionBuilder::new("pow");
+    let x = b.parameter("x", T::ELEMENT_TYPE, [n]);
+    let y = b.parameter("y", T::ELEMENT_TYPE, [n]);
+    let body = b
+        .finish(&[b.op(Op::Binary(BinaryOp::Power), &[x, y])])
+        .unwrap();
+    let k = if scalar {
+        JitKernel::compile_scalar(&body).unwrap()
+    } else {
+        JitKernel::compile(&body).unwrap()
+    };
+    assert_eq!(k.is_vectorized(), !scalar);
+    let ins = [
+        Tensor::from_vec(xs.to_vec(), [n]).unwrap(),
+        Tensor::from_vec(ys.to_vec(), [n]).unwrap(),
+    ];
+    let mut out = vec![Tensor::zeros(T::ELEMENT_TYPE, [n]).unwrap()];
+    k.call(&[&ins[0], &ins[1]], &mut out).unwrap();
+    out[0].read::<T>().unwrap().to_vec()
 }
