@@ -4,6 +4,7 @@
 //! and at most one faster implementation, tested against it.
 
 mod convolution;
+mod exp;
 mod matmul;
 mod normalize;
 mod reduce;
@@ -35,7 +36,7 @@ pub(crate) fn evaluate(
             matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), out, parallel)
         }
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
-        (Op::Softmax(axis), [x]) => normalize::softmax(x.data(), x.shape(), *axis),
+        (Op::Softmax(axis), [x]) => normalize::softmax(x.data(), x.shape(), *axis, parallel),
         (Op::LayerNorm(l), [x, g, b]) => {
             normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l)
         }

@@ -26,16 +26,16 @@ use crate::codegen::lanes::Emit;
 /// Documented maximum error in ulp.
 pub const MAX_ULP: f64 = 1.0;
 
-const LO: f32 = -104.0;
+pub(crate) const LO: f32 = -104.0;
 const HI: f32 = 89.0;
-const LOG2E: f32 = std::f32::consts::LOG2_E;
+pub(crate) const LOG2E: f32 = std::f32::consts::LOG2_E;
 /// 1.5·2^23: adding it rounds to an integer (ties to even) in the low mantissa bits.
-const MAGIC: f32 = 12_582_912.0;
+pub(crate) const MAGIC: f32 = 12_582_912.0;
 /// `ln 2` to 9 significant bits (0.693359375), so `n·LN2_HI` is exact for `|n| < 2^15`.
-const LN2_HI: f32 = f32::from_bits(0x3f31_8000);
-const LN2_LO: f32 = -2.121_944_4e-4;
+pub(crate) const LN2_HI: f32 = f32::from_bits(0x3f31_8000);
+pub(crate) const LN2_LO: f32 = -2.121_944_4e-4;
 /// `Q(r) ≈ (e^r − 1 − r)/r²` on `[-ln2/2, ln2/2]`, ascending.
-const Q: [f32; 6] = [
+pub(crate) const Q: [f32; 6] = [
     0.5,
     0.166_666_67,
     0.041_666_467,
