@@ -2,7 +2,7 @@
 
 use graphlift_ir::{Shape, TensorData};
 
-use super::layout::{strided_indices, take};
+use super::layout::take_strided;
 
 /// Broadcasts `data` of shape `from` to shape `to` (numpy rules: axes aligned at the right,
 /// an extent of 1 repeats).
@@ -31,7 +31,7 @@ pub fn broadcast(data: &TensorData, from: &Shape, to: &Shape) -> Result<TensorDa
             }
         })
         .collect();
-    Ok(take(data, &strided_indices(to.dims(), &strides, 0)))
+    Ok(take_strided(data, to.dims(), &strides, 0))
 }
 
 #[cfg(test)]

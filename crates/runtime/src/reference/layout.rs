@@ -44,6 +44,75 @@ pub(crate) fn strided_indices(dims: &[usize], strides: &[isize], base: usize) ->
     out
 }
 
+/// The elements of `data` along the strided walk of [`strided_indices`] (output extents
+/// `dims`, source `strides` per output axis, first element at `base`), copied directly: axes
+/// of extent 1 are dropped, adjacent axes that walk the source as one are merged, and an
+/// innermost stride of 1 copies whole runs. Same elements as
+/// `take(data, &strided_indices(dims, strides, base))` without the index vector.
+pub(crate) fn take_strided(
+    data: &TensorData,
+    dims: &[usize],
+    strides: &[isize],
+    base: usize,
+) -> TensorData {
+    // (extent, stride) per kept axis, outermost first, merged where contiguous.
+    let mut axes: Vec<(usize, isize)> = Vec::with_capacity(dims.len());
+    for (&d, &s) in dims.iter().zip(strides) {
+        if d == 0 {
+            return TensorData::zeros(data.element_type(), 0);
+        }
+        if d == 1 {
+            continue;
+        }
+        match axes.last_mut() {
+            Some((od, os)) if *os == s * d as isize => {
+                *od *= d;
+                *os = s;
+            }
+            _ => axes.push((d, s)),
+        }
+    }
+    fn copy<T: Copy>(v: &[T], axes: &[(usize, isize)], base: usize) -> Vec<T> {
+        let Some((&(inner, step), outer)) = axes.split_last() else {
+            return vec![v[base]];
+        };
+        let n = inner * outer.iter().map(|a| a.0).product::<usize>();
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; outer.len()];
+        let mut src = base as isize;
+        loop {
+            let start = src as usize;
+            if step == 1 {
+                out.extend_from_slice(&v[start..start + inner]);
+            } else {
+                out.extend((0..inner).map(|k| v[(src + k as isize * step) as usize]));
+            }
+            // Odometer over the outer axes.
+            let mut a = outer.len();
+            loop {
+                if a == 0 {
+                    return out;
+                }
+                a -= 1;
+                idx[a] += 1;
+                src += outer[a].1;
+                if idx[a] < outer[a].0 {
+                    break;
+                }
+                src -= outer[a].1 * idx[a] as isize;
+                idx[a] = 0;
+            }
+        }
+    }
+    match data {
+        TensorData::F32(v) => TensorData::F32(copy(v, &axes, base)),
+        TensorData::F64(v) => TensorData::F64(copy(v, &axes, base)),
+        TensorData::I32(v) => TensorData::I32(copy(v, &axes, base)),
+        TensorData::I64(v) => TensorData::I64(copy(v, &axes, base)),
+        TensorData::Bool(v) => TensorData::Bool(copy(v, &axes, base)),
+    }
+}
+
 fn check_len(data: &TensorData, shape: &Shape) -> Result<usize, String> {
     let n = shape.element_count().map_err(|e| e.to_string())?;
     if data.len() == n {
@@ -69,7 +138,7 @@ pub fn transpose(data: &TensorData, from: &Shape, perm: &[usize]) -> Result<Tens
     let s = signed_strides(from);
     let dims: Vec<usize> = perm.iter().map(|&p| from.dims()[p]).collect();
     let strides: Vec<isize> = perm.iter().map(|&p| s[p]).collect();
-    Ok(take(data, &strided_indices(&dims, &strides, 0)))
+    Ok(take_strided(data, &dims, &strides, 0))
 }
 
 /// A strided slice of `data` (shape `from`), one [`SliceAxis`] per axis.
@@ -95,10 +164,7 @@ pub fn slice(data: &TensorData, from: &Shape, axes: &[SliceAxis]) -> Result<Tens
         strides.push(ax.step as isize * s[a]);
     }
     let dims: Vec<usize> = axes.iter().map(|a| a.len).collect();
-    if dims.contains(&0) {
-        return Ok(take(data, &[]));
-    }
-    Ok(take(data, &strided_indices(&dims, &strides, base)))
+    Ok(take_strided(data, &dims, &strides, base))
 }
 
 /// Joins `parts` (each `(data, shape)`) along `axis`.
@@ -211,6 +277,30 @@ pub fn gather(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn take_strided_is_take_of_strided_indices() {
+        let data = TensorData::I64((0..120).collect());
+        // (dims, strides, base): a transpose, contiguous runs, a broadcast, a reversed
+        // slice, extents of 1 and 0, and a scalar.
+        let walks: [(&[usize], &[isize], usize); 8] = [
+            (&[5, 4, 6], &[6, 30, 1], 0),
+            (&[4, 5, 6], &[1, 24, 4], 0),
+            (&[2, 3, 4, 5], &[60, 20, 5, 1], 0),
+            (&[3, 1, 4], &[0, 7, 1], 2),
+            (&[2, 3, 4], &[-60, 20, -2], 67),
+            (&[1, 6, 1], &[9, 5, 3], 11),
+            (&[3, 0, 2], &[1, 1, 1], 0),
+            (&[], &[], 42),
+        ];
+        for (dims, strides, base) in walks {
+            assert_eq!(
+                take_strided(&data, dims, strides, base),
+                take(&data, &strided_indices(dims, strides, base)),
+                "{dims:?} {strides:?} {base}"
+            );
+        }
+    }
 
     fn f(v: &[f32]) -> TensorData {
         TensorData::F32(v.to_vec())
