@@ -38,7 +38,7 @@ pub(crate) fn evaluate(
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
         (Op::Softmax(axis), [x]) => normalize::softmax(x.data(), x.shape(), *axis, parallel),
         (Op::LayerNorm(l), [x, g, b]) => {
-            normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l)
+            normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l, parallel)
         }
         (Op::Convolution(c), [x, f]) => {
             convolution::convolution(x.data(), x.shape(), f.data(), f.shape(), c, parallel)

@@ -1,14 +1,19 @@
-//! Softmax and layer normalisation over the last axis, row by row.
+//! Softmax and layer normalisation over the last axis, row by row, rows in parallel on the
+//! backend's pool when the tensor is large enough.
 //!
-//! - Layer normalisation, and softmax on `f64`, follow the reference's arithmetic (`f64`,
-//!   same order, one rounding at the end) without its whole-tensor `f64` copies and index
-//!   arithmetic, so results are bit-identical to it.
+//! - Softmax on `f64` follows the reference's arithmetic (`f64`, same order, one rounding)
+//!   without its whole-tensor copies and index arithmetic, so results are bit-identical.
+//! - Layer normalisation computes in `f64` and rounds once, as the reference does, but sums
+//!   each row's mean and variance in [`W`] interleaved partial sums (so the sums vectorize
+//!   and are not bound by the latency of one chain of additions). The `f64` values before
+//!   rounding may differ from the reference's in their last bits: the result is the
+//!   reference's except when that value lies within those bits of a rounding boundary,
+//!   and then 1 ulp from it.
 //! - Softmax on `f32` computes in `f32` as ONNX runtimes do: the row maximum, `e = exp(x −
 //!   max)` with the native [`super::exp`] (≤ 1 ulp), the sum of `e` in `f64`, then `e / sum`.
 //!   Each result is within a relative `2^-21 · (1 + |x − max|)` of the reference's
 //!   (the rounding of `x − max` in `f32` is the `|x − max|` term); special values give the
 //!   reference's: a NaN in a row, or `+inf` in it, makes the row NaN, `-inf` entries give 0.
-//!   Rows run in parallel on the backend's pool when the tensor is large enough.
 
 use graphlift_ir::{LayerNorm, Shape, TensorData};
 use rayon::prelude::*;
@@ -16,8 +21,8 @@ use rayon::prelude::*;
 use super::exp::exp;
 use crate::parallel::Parallel;
 
-/// Elements of a softmax below which it runs on the calling thread.
-const PARALLEL_SOFTMAX_ELEMENTS: usize = 1 << 15;
+/// Elements below which a row-wise kernel runs on the calling thread.
+const PARALLEL_ROW_ELEMENTS: usize = 1 << 15;
 
 /// An `f32` or `f64` element, widened and narrowed as the reference does.
 trait Float: Copy {
@@ -77,17 +82,49 @@ fn row_max(row: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a })
 }
 
-/// The sum of `row` in `f64`.
-fn row_sum(row: &[f32]) -> f64 {
+/// The sum of `f(v)` over `row`, in `W` interleaved `f64` partial sums.
+fn sum_wide<T: Copy>(row: &[T], f: impl Fn(T) -> f64) -> f64 {
     let mut s = [0f64; W];
     let chunks = row.chunks_exact(W);
     let rest = chunks.remainder();
     for c in chunks {
         for (s, &v) in s.iter_mut().zip(c) {
-            *s += f64::from(v);
+            *s += f(v);
         }
     }
-    s.iter().sum::<f64>() + rest.iter().map(|&v| f64::from(v)).sum::<f64>()
+    s.iter().sum::<f64>() + rest.iter().map(|&v| f(v)).sum::<f64>()
+}
+
+/// `f(x_row, out_row)` for every row of `len` elements of `x`, into a new tensor; rows in
+/// parallel on `parallel`'s pool when `x` has at least [`PARALLEL_ROW_ELEMENTS`].
+fn map_rows<T: Copy + Default + Send + Sync>(
+    x: &[T],
+    len: usize,
+    parallel: &Parallel,
+    f: impl Fn(&[T], &mut [T]) + Sync,
+) -> Vec<T> {
+    let mut out = vec![T::default(); x.len()];
+    let rows = x.len() / len;
+    let all = |out: &mut [T], x: &[T]| {
+        out.chunks_mut(len)
+            .zip(x.chunks(len))
+            .for_each(|(o, x)| f(x, o))
+    };
+    match parallel
+        .pool()
+        .filter(|_| x.len() >= PARALLEL_ROW_ELEMENTS && rows > 1)
+    {
+        Some(pool) => {
+            let per_task = rows.div_ceil(pool.current_num_threads().max(1)) * len;
+            pool.install(|| {
+                out.par_chunks_mut(per_task)
+                    .zip(x.par_chunks(per_task))
+                    .for_each(|(o, x)| all(o, x))
+            });
+        }
+        None => all(&mut out, x),
+    }
+    out
 }
 
 /// Softmax of the `f32` row `x` into `out` (same length).
@@ -96,58 +133,22 @@ fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
     for (o, &v) in out.iter_mut().zip(x) {
         *o = exp(v - max);
     }
-    let sum = row_sum(out) as f32;
+    let sum = sum_wide(out, f64::from) as f32;
     for o in out.iter_mut() {
         *o /= sum;
     }
 }
 
-/// Softmax of `f32` rows of `len` elements, rows in parallel on `parallel`'s pool when large.
-fn softmax_rows_f32(x: &[f32], len: usize, parallel: &Parallel) -> Vec<f32> {
-    let mut out = vec![0f32; x.len()];
-    let rows = x.len() / len;
-    match parallel
-        .pool()
-        .filter(|_| x.len() >= PARALLEL_SOFTMAX_ELEMENTS && rows > 1)
-    {
-        Some(pool) => {
-            let per_task = rows.div_ceil(pool.current_num_threads().max(1)) * len;
-            pool.install(|| {
-                out.par_chunks_mut(per_task)
-                    .zip(x.par_chunks(per_task))
-                    .for_each(|(o, x)| {
-                        o.chunks_mut(len)
-                            .zip(x.chunks(len))
-                            .for_each(|(o, x)| softmax_row_f32(x, o))
-                    })
-            });
-        }
-        None => out
-            .chunks_mut(len)
-            .zip(x.chunks(len))
-            .for_each(|(o, x)| softmax_row_f32(x, o)),
+/// Layer normalisation of the row `x` with scale `g` and bias `b` (all one length) into
+/// `out`.
+fn layer_norm_row<T: Float>(x: &[T], g: &[T], b: &[T], epsilon: f64, out: &mut [T]) {
+    let n = x.len() as f64;
+    let mean = sum_wide(x, T::wide) / n;
+    let var = sum_wide(x, |v| (v.wide() - mean) * (v.wide() - mean)) / n;
+    let inv = 1.0 / (var + epsilon).sqrt();
+    for (o, (v, (g, b))) in out.iter_mut().zip(x.iter().zip(g.iter().zip(b))) {
+        *o = T::narrow((v.wide() - mean) * inv * g.wide() + b.wide());
     }
-    out
-}
-
-fn layer_norm_rows<T: Float>(x: &[T], g: &[T], b: &[T], epsilon: f64) -> Vec<T> {
-    let n = g.len();
-    let mut out = Vec::with_capacity(x.len());
-    for row in x.chunks(n) {
-        let mean = row.iter().map(|v| v.wide()).sum::<f64>() / n as f64;
-        let var = row
-            .iter()
-            .map(|v| (v.wide() - mean) * (v.wide() - mean))
-            .sum::<f64>()
-            / n as f64;
-        let inv = 1.0 / (var + epsilon).sqrt();
-        out.extend(
-            row.iter()
-                .zip(g.iter().zip(b))
-                .map(|(v, (g, b))| T::narrow((v.wide() - mean) * inv * g.wide() + b.wide())),
-        );
-    }
-    out
 }
 
 /// Softmax along the last axis of `x` (shape `from`), or `None` for another axis or a
@@ -164,7 +165,7 @@ pub(crate) fn softmax(
         return None;
     }
     match x {
-        TensorData::F32(v) => Some(TensorData::F32(softmax_rows_f32(v, len, parallel))),
+        TensorData::F32(v) => Some(TensorData::F32(map_rows(v, len, parallel, softmax_row_f32))),
         TensorData::F64(v) => Some(TensorData::F64(softmax_rows_f64(v, len))),
         _ => None,
     }
@@ -177,6 +178,7 @@ pub(crate) fn layer_norm(
     scale: &TensorData,
     bias: &TensorData,
     l: &LayerNorm,
+    parallel: &Parallel,
 ) -> Option<TensorData> {
     let len = *from.dims().last()?;
     if l.axis + 1 != from.rank() || len == 0 || x.len() != from.element_count().ok()? {
@@ -186,12 +188,16 @@ pub(crate) fn layer_norm(
         (TensorData::F32(v), TensorData::F32(g), TensorData::F32(b))
             if g.len() == len && b.len() == len =>
         {
-            Some(TensorData::F32(layer_norm_rows(v, g, b, l.epsilon)))
+            Some(TensorData::F32(map_rows(v, len, parallel, |x, o| {
+                layer_norm_row(x, g, b, l.epsilon, o)
+            })))
         }
         (TensorData::F64(v), TensorData::F64(g), TensorData::F64(b))
             if g.len() == len && b.len() == len =>
         {
-            Some(TensorData::F64(layer_norm_rows(v, g, b, l.epsilon)))
+            Some(TensorData::F64(map_rows(v, len, parallel, |x, o| {
+                layer_norm_row(x, g, b, l.epsilon, o)
+            })))
         }
         _ => None,
     }
@@ -262,38 +268,74 @@ mod tests {
         let inf = f32::INFINITY;
         check_f32(
             vec![
-                -inf, 0.0, -inf, 1.0, // -inf entries give 0
-                f32::NAN, 1.0, 2.0, 3.0, // a NaN makes the row NaN
-                inf, 1.0, 2.0, 3.0, // so does +inf
-                -inf, -inf, -inf, -inf, // all -inf: NaN
-                -0.0, 0.0, -0.0, 0.0, // signed zeros: uniform
-                -100.0, 0.0, -90.0, 0.0, // subnormal results
+                -inf,
+                0.0,
+                -inf,
+                1.0, // -inf entries give 0
+                f32::NAN,
+                1.0,
+                2.0,
+                3.0, // a NaN makes the row NaN
+                inf,
+                1.0,
+                2.0,
+                3.0, // so does +inf
+                -inf,
+                -inf,
+                -inf,
+                -inf, // all -inf: NaN
+                -0.0,
+                0.0,
+                -0.0,
+                0.0, // signed zeros: uniform
+                -100.0,
+                0.0,
+                -90.0,
+                0.0, // subnormal results
             ],
             4,
         );
     }
 
     #[test]
-    fn f64_softmax_and_layer_norm_are_bit_identical_to_the_reference() {
+    fn f64_softmax_is_bit_identical_to_the_reference() {
         let s = Shape::new([3, 4, 10]);
-        let values = (0..120).map(|i| ((i * 53) % 37) as f64 / 3.0 - 6.0);
-        let x = TensorData::F64(values.clone().collect());
+        let x = TensorData::F64(
+            (0..120)
+                .map(|i| ((i * 53) % 37) as f64 / 3.0 - 6.0)
+                .collect(),
+        );
         let one = Parallel::new(ThreadConfig::with_threads(1));
-        assert_eq!(
-            softmax(&x, &s, 2, &one),
-            reference::softmax(&x, &s, 2).ok()
-        );
+        assert_eq!(softmax(&x, &s, 2, &one), reference::softmax(&x, &s, 2).ok());
         assert!(softmax(&x, &s, 1, &one).is_none());
-        let x = TensorData::F32(values.map(|v| v as f32).collect());
-        let g = TensorData::F32((0..10).map(|i| i as f32 / 4.0).collect());
-        let b = TensorData::F32((0..10).map(|i| 1.0 - i as f32).collect());
-        let l = LayerNorm {
-            axis: 2,
-            epsilon: 1e-12,
-        };
-        assert_eq!(
-            layer_norm(&x, &s, &g, &b, &l),
-            reference::layer_norm(&x, &s, &g, &b, &l).ok()
-        );
+    }
+
+    #[test]
+    fn layer_norm_is_within_one_ulp_of_the_reference() {
+        // A small case and one large enough for the pool (rows of MiniLM's width).
+        for (rows, len) in [(12, 10), (96, 384)] {
+            let s = Shape::new([rows, len]);
+            let x = TensorData::F32(
+                (0..rows * len)
+                    .map(|i| ((i * 53) % 37) as f32 / 3.0 - 6.0 + (i / len) as f32 * 1e3)
+                    .collect(),
+            );
+            let g = TensorData::F32((0..len).map(|i| i as f32 / 4.0 - 7.0).collect());
+            let b = TensorData::F32((0..len).map(|i| 1.0 - i as f32).collect());
+            let l = LayerNorm {
+                axis: 1,
+                epsilon: 1e-12,
+            };
+            let want = reference::layer_norm(&x, &s, &g, &b, &l).unwrap();
+            for threads in [1, 2] {
+                let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+                let got = layer_norm(&x, &s, &g, &b, &l, &parallel).unwrap();
+                for (&g, &w) in f32s(&got).iter().zip(f32s(&want)) {
+                    let ulps =
+                        (i64::from(g.to_bits() as i32) - i64::from(w.to_bits() as i32)).abs();
+                    assert!(ulps <= 1, "{g} vs {w}");
+                }
+            }
+        }
     }
 }
