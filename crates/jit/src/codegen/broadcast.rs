@@ -11,7 +11,9 @@
 //! - [`Addressing::Row`]: `j = i mod K`, a row vector `b[K]` over `X[M, K]` (every kept axis
 //!   is innermost);
 //! - [`Addressing::General`]: `j = Σ ((i / div) mod modulo) · stride` over the kept axis
-//!   groups (column vectors `c[M, 1]`, channels `[C, 1, 1]`, mixed patterns).
+//!   groups (column vectors `c[M, 1]`, channels `[C, 1, 1]`, mixed patterns). When the
+//!   innermost group repeats over a run of at least one vector (`c[M, 1]` over `[M, K ≥ 4]`),
+//!   a vector whose lanes lie in one run loads one element and splats it; others gather.
 
 use graphlift_ir::Shape;
 

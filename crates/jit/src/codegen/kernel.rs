@@ -505,6 +505,12 @@ fn load(
             Addressing::Row { len } if *len >= lanes.count() => {
                 row_load(b, base, i, *len, t, lanes, ptr)
             }
+            Addressing::General { terms }
+                if terms.last().is_some_and(|t| t.div >= lanes.count()) =>
+            {
+                let run = terms.last().map_or(1, |t| t.div);
+                run_load(b, base, addressing, run, i, t, lanes)
+            }
             _ => {
                 let js: Vec<Value> = (0..lanes.count() as i64)
                     .map(|l| {
@@ -619,6 +625,58 @@ fn row_load(
             let wrapped = b.ins().isub(jl, k);
             let over = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, jl, k);
             b.ins().select(over, wrapped, jl)
+        })
+        .collect();
+    let x = gather(b, base, &js, t, lanes);
+    b.ins().jump(merge, &[BlockArg::Value(x)]);
+
+    b.switch_to_block(merge);
+    v
+}
+
+/// A load under a general addressing whose innermost axis group repeats (column vectors
+/// `c[M, 1]`, channels `[C, 1, 1]`): the source index is constant over runs of `run` (the
+/// innermost kept group's `div`, at least `lanes`) consecutive elements, so when the
+/// vector's lanes lie in one run, one scalar load splat to every lane; else a gather.
+fn run_load(
+    b: &mut FunctionBuilder,
+    base: Value,
+    addressing: &Addressing,
+    run: usize,
+    i: Value,
+    t: ElementType,
+    lanes: Lanes,
+) -> Value {
+    let ptr = b.func.dfg.value_type(i);
+    let n = lanes.count();
+    let vec_ty = Emit::new(b, lanes).ty(t);
+    let k = b.ins().iconst(ptr, run as i64);
+    let r = b.ins().urem(i, k);
+    let fits = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, r, (run - n) as i64);
+    let fast = b.create_block();
+    let slow = b.create_block();
+    let merge = b.create_block();
+    let v = b.append_block_param(merge, vec_ty);
+    b.ins().brif(fits, fast, &[], slow, &[]);
+
+    b.switch_to_block(fast);
+    let j = source_index(b, addressing, i);
+    let x = if t == ElementType::Bool {
+        // Through the gather's bool widening, with every lane at `j`.
+        gather(b, base, &vec![j; n], t, lanes)
+    } else {
+        let x = scalar_load(b, base, j, t);
+        b.ins().splat(vec_ty, x)
+    };
+    b.ins().jump(merge, &[BlockArg::Value(x)]);
+
+    b.switch_to_block(slow);
+    let js: Vec<Value> = (0..n as i64)
+        .map(|l| {
+            let x = if l == 0 { i } else { b.ins().iadd_imm_s(i, l) };
+            source_index(b, addressing, x)
         })
         .collect();
     let x = gather(b, base, &js, t, lanes);

@@ -22,6 +22,9 @@ const PATTERNS: &[(&[usize], &[usize])] = &[
     (&[3, 1], &[2, 3, 5]),
     (&[1, 3, 1, 5], &[2, 3, 4, 5]),
     (&[2, 1, 1], &[2, 3, 6]),
+    // Runs of exactly four (one f32 vector) and NCHW channels: the splat fast path.
+    (&[6, 1], &[6, 4]),
+    (&[1, 4, 1, 1], &[2, 4, 3, 8]),
 ];
 
 fn tensor(d: TensorData, shape: &[usize]) -> Tensor {
