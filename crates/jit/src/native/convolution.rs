@@ -116,7 +116,10 @@ fn im2col<T: Copy + Default>(
 
 /// A depthwise convolution of one channel (`groups == C == M`): `out` (`[oH, oW]`) is the
 /// sum over window positions of the filter tap times the shifted input plane (`[H, W]`),
-/// accumulated in the element type, one contiguous run of valid columns at a time.
+/// accumulated in the element type in window order, one contiguous run of valid columns at
+/// a time. Output rows are finished one by one (they stay in L1); with a column stride
+/// `s > 1` each input row is first split into its `s` phases (columns `p, p + s, ...`), so
+/// every tap's run reads contiguous memory and vectorizes.
 fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
 where
     T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
@@ -125,29 +128,46 @@ where
     let (sh, sw) = (win.strides[0], win.strides[1]);
     let (dh, dw) = (win.dilations[0], win.dilations[1]);
     let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
-    out.fill(T::default());
-    for ky in 0..g.kh {
-        for kx in 0..g.kw {
-            let tap = taps[ky * g.kw + kx];
+    // Per kx: the valid output columns and where their first input column starts.
+    let runs: Vec<(std::ops::Range<usize>, usize)> = (0..g.kw)
+        .map(|kx| {
             let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
-            if valid.is_empty() {
+            let first = valid.start * sw + kx * dw;
+            (valid, first.saturating_sub(pw))
+        })
+        .collect();
+    // The phases of one input row: phase p (columns p, p + s, ...) at `p * phase_len`.
+    let phase_len = g.w.div_ceil(sw);
+    let mut phases = vec![T::default(); if sw > 1 { sw * phase_len } else { 0 }];
+    out.fill(T::default());
+    for oy in 0..g.oh {
+        let dst_row = &mut out[oy * g.ow..(oy + 1) * g.ow];
+        for ky in 0..g.kh {
+            let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
                 continue;
+            };
+            let src = &plane[iy * g.w..(iy + 1) * g.w];
+            if sw > 1 {
+                for p in 0..sw.min(g.w) {
+                    let dst = &mut phases[p * phase_len..];
+                    for (d, &v) in dst.iter_mut().zip(src[p..].iter().step_by(sw)) {
+                        *d = v;
+                    }
+                }
             }
-            let first = valid.start * sw + kx * dw - pw;
-            for oy in 0..g.oh {
-                let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+            for (kx, (valid, first)) in runs.iter().enumerate() {
+                if valid.is_empty() {
                     continue;
-                };
-                let src = &plane[iy * g.w..(iy + 1) * g.w];
-                let dst = &mut out[oy * g.ow + valid.start..oy * g.ow + valid.end];
-                if sw == 1 {
-                    for (d, &v) in dst.iter_mut().zip(&src[first..first + valid.len()]) {
-                        *d = *d + tap * v;
-                    }
+                }
+                let tap = taps[ky * g.kw + kx];
+                let run = if sw > 1 {
+                    let at = (first % sw) * phase_len + first / sw;
+                    &phases[at..at + valid.len()]
                 } else {
-                    for (k, d) in dst.iter_mut().enumerate() {
-                        *d = *d + tap * src[first + k * sw];
-                    }
+                    &src[*first..first + valid.len()]
+                };
+                for (d, &v) in dst_row[valid.clone()].iter_mut().zip(run) {
+                    *d = *d + tap * v;
                 }
             }
         }
