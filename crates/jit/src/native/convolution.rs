@@ -373,6 +373,16 @@ mod tests {
                 [0, 0],
                 [0, 0],
             ),
+            // MobileNet's depthwise 3x3, stride 2, padding 1 (input rows split in phases).
+            (
+                [1, 4, 12, 21],
+                [4, 1, 3, 3],
+                4,
+                [2, 2],
+                [1, 1],
+                [1, 1],
+                [1, 1],
+            ),
         ];
         for threads in [1, 2] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));
