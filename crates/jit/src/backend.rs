@@ -675,7 +675,15 @@ impl Executable for CpuJitExecutable {
         }
         // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
         let mut recorder = CallRecorder::begin(&self.function, BACKEND_NAME);
-        if let Err(e) = self.run_steps(inputs, &mut temps, &mut recorder) {
+        // With a pool, the whole call runs on one of its workers: the parallel steps inside
+        // then fork from that worker (which works too) instead of each waking the pool from
+        // outside and putting the caller to sleep, a pair of context switches per step. A
+        // traced call stays on the caller's thread, where its tracer lives.
+        let run = match (&recorder, self.parallel.pool()) {
+            (None, Some(pool)) => pool.install(|| self.run_steps(inputs, &mut temps, &mut None)),
+            _ => self.run_steps(inputs, &mut temps, &mut recorder),
+        };
+        if let Err(e) = run {
             // Leave every output with its validated type (its values are unspecified).
             for (k, r) in self.results.iter().enumerate() {
                 if outputs[k].tensor_type() != r.tensor_type {
