@@ -13,6 +13,9 @@ use crate::parallel::Parallel;
 
 /// Below this many multiply-adds a product runs on the calling thread.
 const MIN_PARALLEL_MACS: usize = 1 << 18;
+/// Row blocks of a product split over threads are multiples of this (whole microkernel
+/// tiles).
+const ROW_BLOCK_ALIGN: usize = 8;
 
 /// The problem: batch offsets into `a` and `b`, and `m`, `k`, `n`.
 struct Problem {
@@ -120,10 +123,25 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
                 .zip(pairs.par_iter())
                 .for_each(|(c, &o)| run(c, o, Parallelism::None));
         }),
-        // Few large products: gemm splits each one over the pool.
+        // Few large products: each is split by rows of `a` and `c`, one block per thread
+        // (every block packs `b` itself; gemm's own split did not divide MiniLM's
+        // [128, 384] x [384, 384] over two threads).
         Some(pool) => pool.install(|| {
-            for (c, &o) in c.chunks_mut(m * n).zip(&pairs) {
-                run(c, o, Parallelism::Rayon(threads));
+            let rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
+            for (c, &(oa, ob)) in c.chunks_mut(m * n).zip(&pairs) {
+                c.par_chunks_mut(rows * n)
+                    .enumerate()
+                    .for_each(|(blk, c)| {
+                        let r = c.len() / n;
+                        product(
+                            &a[oa + blk * rows * k..],
+                            &b[ob..],
+                            c,
+                            (r, k, n),
+                            one,
+                            Parallelism::None,
+                        );
+                    });
             }
         }),
         None => {
@@ -196,6 +214,9 @@ mod tests {
             (&[2, 1, 4, 8], &[3, 8, 2]),
             (&[12, 16, 32], &[12, 32, 16]),
             (&[128, 96], &[96, 160]),
+            // Row blocks of 56 and 44; two products each split by rows.
+            (&[100, 64], &[64, 50]),
+            (&[2, 70, 64], &[64, 40]),
             (&[4, 0], &[0, 3]),
             (&[0, 4], &[4, 3]),
         ];
