@@ -21,9 +21,10 @@
 //! kernels where there is one (`MatMul` through the `gemm` crate, 2-D `Convolution` as
 //! im2col + GEMM or a direct depthwise loop, trailing-axis reductions, last-axis `Softmax`
 //! and `LayerNorm`; the GEMM-based ones round differently from the reference's single
-//! rounding of an `f64` sum, by the rounding of an `f32`/`f64` dot product, and `f32`
+//! rounding of an `f64` sum, by the rounding of an `f32`/`f64` dot product; `f32`
 //! `Softmax` computes in `f32` within a relative `2^-21 · (1 + |x − max|)` of the
-//! reference), else the
+//! reference; `LayerNorm` and `ReduceSum`/`ReduceMean` sum in interleaved `f64` partial
+//! sums, within 1 ulp of it), else the
 //! reference kernels of `graphlift-runtime`. Constants are bound once per executable;
 //! intermediates share buffers by liveness and are recycled across calls
 //! ([`CpuJitExecutable::intermediate_buffers`]).

@@ -129,19 +129,17 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
         Some(pool) => pool.install(|| {
             let rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
             for (c, &(oa, ob)) in c.chunks_mut(m * n).zip(&pairs) {
-                c.par_chunks_mut(rows * n)
-                    .enumerate()
-                    .for_each(|(blk, c)| {
-                        let r = c.len() / n;
-                        product(
-                            &a[oa + blk * rows * k..],
-                            &b[ob..],
-                            c,
-                            (r, k, n),
-                            one,
-                            Parallelism::None,
-                        );
-                    });
+                c.par_chunks_mut(rows * n).enumerate().for_each(|(blk, c)| {
+                    let r = c.len() / n;
+                    product(
+                        &a[oa + blk * rows * k..],
+                        &b[ob..],
+                        c,
+                        (r, k, n),
+                        one,
+                        Parallelism::None,
+                    );
+                });
             }
         }),
         None => {

@@ -8,6 +8,7 @@ mod exp;
 mod matmul;
 mod normalize;
 mod reduce;
+mod rows;
 
 use graphlift_ir::{Node, Op};
 use graphlift_runtime::reference::evaluate_node;

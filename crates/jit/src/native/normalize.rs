@@ -15,14 +15,10 @@
 //!   (the rounding of `x − max` in `f32` is the `|x − max|` term); special values give the
 //!   reference's: a NaN in a row, or `+inf` in it, makes the row NaN, `-inf` entries give 0.
 
-use graphlift_ir::{LayerNorm, Shape, TensorData};
-use rayon::prelude::*;
-
 use super::exp::exp;
+use super::rows::{map_rows, sum_wide, W};
 use crate::parallel::Parallel;
-
-/// Elements below which a row-wise kernel runs on the calling thread.
-const PARALLEL_ROW_ELEMENTS: usize = 1 << 15;
+use graphlift_ir::{LayerNorm, Shape, TensorData};
 
 /// An `f32` or `f64` element, widened and narrowed as the reference does.
 trait Float: Copy {
@@ -64,9 +60,6 @@ fn softmax_rows_f64(x: &[f64], len: usize) -> Vec<f64> {
     out
 }
 
-/// Partial results kept side by side, so that the loops below vectorize.
-const W: usize = 8;
-
 /// The largest element of `row`, NaNs skipped (`-inf` for an all-NaN row).
 fn row_max(row: &[f32]) -> f32 {
     let mut m = [f32::NEG_INFINITY; W];
@@ -80,51 +73,6 @@ fn row_max(row: &[f32]) -> f32 {
     m.iter()
         .chain(rest)
         .fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a })
-}
-
-/// The sum of `f(v)` over `row`, in `W` interleaved `f64` partial sums.
-fn sum_wide<T: Copy>(row: &[T], f: impl Fn(T) -> f64) -> f64 {
-    let mut s = [0f64; W];
-    let chunks = row.chunks_exact(W);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for (s, &v) in s.iter_mut().zip(c) {
-            *s += f(v);
-        }
-    }
-    s.iter().sum::<f64>() + rest.iter().map(|&v| f(v)).sum::<f64>()
-}
-
-/// `f(x_row, out_row)` for every row of `len` elements of `x`, into a new tensor; rows in
-/// parallel on `parallel`'s pool when `x` has at least [`PARALLEL_ROW_ELEMENTS`].
-fn map_rows<T: Copy + Default + Send + Sync>(
-    x: &[T],
-    len: usize,
-    parallel: &Parallel,
-    f: impl Fn(&[T], &mut [T]) + Sync,
-) -> Vec<T> {
-    let mut out = vec![T::default(); x.len()];
-    let rows = x.len() / len;
-    let all = |out: &mut [T], x: &[T]| {
-        out.chunks_mut(len)
-            .zip(x.chunks(len))
-            .for_each(|(o, x)| f(x, o))
-    };
-    match parallel
-        .pool()
-        .filter(|_| x.len() >= PARALLEL_ROW_ELEMENTS && rows > 1)
-    {
-        Some(pool) => {
-            let per_task = rows.div_ceil(pool.current_num_threads().max(1)) * len;
-            pool.install(|| {
-                out.par_chunks_mut(per_task)
-                    .zip(x.par_chunks(per_task))
-                    .for_each(|(o, x)| all(o, x))
-            });
-        }
-        None => all(&mut out, x),
-    }
-    out
 }
 
 /// Softmax of the `f32` row `x` into `out` (same length).

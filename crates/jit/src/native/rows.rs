@@ -1,0 +1,58 @@
+//! Row-wise helpers of the native kernels: interleaved partial sums (so sums vectorize and
+//! are not bound by the latency of one chain of additions) and a map over rows that runs on
+//! the backend's pool when the tensor is large enough.
+
+use rayon::prelude::*;
+
+use crate::parallel::Parallel;
+
+/// Elements below which a row-wise kernel runs on the calling thread.
+pub(super) const PARALLEL_ROW_ELEMENTS: usize = 1 << 15;
+
+/// Partial results kept side by side, so that loops over them vectorize.
+pub(super) const W: usize = 8;
+
+/// The sum of `f(v)` over `row`, in `W` interleaved `f64` partial sums.
+pub(super) fn sum_wide<T: Copy>(row: &[T], f: impl Fn(T) -> f64) -> f64 {
+    let mut s = [0f64; W];
+    let chunks = row.chunks_exact(W);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (s, &v) in s.iter_mut().zip(c) {
+            *s += f(v);
+        }
+    }
+    s.iter().sum::<f64>() + rest.iter().map(|&v| f(v)).sum::<f64>()
+}
+
+/// `f(x_row, out_row)` for every row of `len` elements of `x`, into a new tensor; rows in
+/// parallel on `parallel`'s pool when `x` has at least [`PARALLEL_ROW_ELEMENTS`].
+pub(super) fn map_rows<T: Copy + Default + Send + Sync>(
+    x: &[T],
+    len: usize,
+    parallel: &Parallel,
+    f: impl Fn(&[T], &mut [T]) + Sync,
+) -> Vec<T> {
+    let mut out = vec![T::default(); x.len()];
+    let rows = x.len() / len;
+    let all = |out: &mut [T], x: &[T]| {
+        out.chunks_mut(len)
+            .zip(x.chunks(len))
+            .for_each(|(o, x)| f(x, o))
+    };
+    match parallel
+        .pool()
+        .filter(|_| x.len() >= PARALLEL_ROW_ELEMENTS && rows > 1)
+    {
+        Some(pool) => {
+            let per_task = rows.div_ceil(pool.current_num_threads().max(1)) * len;
+            pool.install(|| {
+                out.par_chunks_mut(per_task)
+                    .zip(x.par_chunks(per_task))
+                    .for_each(|(o, x)| all(o, x))
+            });
+        }
+        None => all(&mut out, x),
+    }
+    out
+}
