@@ -191,8 +191,8 @@ fn convolve<T>(
     conv: &Convolution,
     one: T,
     parallel: &Parallel,
-) -> Vec<T>
-where
+    y: &mut [T],
+) where
     T: Copy
         + Default
         + Send
@@ -204,9 +204,8 @@ where
     let (cg, mg) = (g.c / g.groups, g.m / g.groups);
     let plane = g.oh * g.ow;
     let depth = cg * g.kh * g.kw;
-    let mut y = vec![T::default(); g.n * g.m * plane];
-    if plane == 0 || g.m == 0 {
-        return y;
+    if plane == 0 || g.m == 0 || y.len() != g.n * g.m * plane {
+        return;
     }
     let pointwise = is_pointwise(g, conv);
     // One task per (image, group): unroll its fields, multiply by the group's filters.
@@ -242,7 +241,6 @@ where
         Some(pool) => pool.install(|| y.par_chunks_mut(mg * plane).enumerate().for_each(task)),
         None => y.chunks_mut(mg * plane).enumerate().for_each(task),
     }
-    y
 }
 
 /// The convolution of `x` `[N, C, H, W]` with `filter` `[M, C/g, kH, kW]`, or `None` when
@@ -254,21 +252,28 @@ pub(crate) fn convolution(
     filter: &TensorData,
     sf: &Shape,
     conv: &Convolution,
+    out: Option<TensorData>,
     parallel: &Parallel,
 ) -> Option<TensorData> {
     let g = Geometry::of(sx, sf, conv)?;
     if x.len() != g.n * g.c * g.h * g.w || filter.len() != g.m * (g.c / g.groups) * g.kh * g.kw {
         return None;
     }
-    match (x, filter) {
-        (TensorData::F32(a), TensorData::F32(b)) => {
-            Some(TensorData::F32(convolve(a, b, &g, conv, 1.0, parallel)))
+    let len = g.n * g.m * g.oh * g.ow;
+    let mut y = match out {
+        Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
+        _ => TensorData::zeros(x.element_type(), len),
+    };
+    match (x, filter, &mut y) {
+        (TensorData::F32(a), TensorData::F32(b), TensorData::F32(y)) => {
+            convolve(a, b, &g, conv, 1.0, parallel, y)
         }
-        (TensorData::F64(a), TensorData::F64(b)) => {
-            Some(TensorData::F64(convolve(a, b, &g, conv, 1.0, parallel)))
+        (TensorData::F64(a), TensorData::F64(b), TensorData::F64(y)) => {
+            convolve(a, b, &g, conv, 1.0, parallel, y)
         }
-        _ => None,
+        _ => return None,
     }
+    Some(y)
 }
 
 #[cfg(test)]
@@ -411,7 +416,7 @@ mod tests {
                 };
                 let x = lcg(sx.element_count().unwrap(), 3);
                 let f = lcg(sf.element_count().unwrap(), 4);
-                let got = convolution(&x, &sx, &f, &sf, &conv, &parallel).unwrap();
+                let got = convolution(&x, &sx, &f, &sf, &conv, None, &parallel).unwrap();
                 let want =
                     graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
                 let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {

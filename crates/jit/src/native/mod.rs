@@ -20,8 +20,9 @@ use crate::parallel::Parallel;
 /// `Convolution`, reductions over trailing axes, last-axis `Softmax` and `LayerNorm`, on
 /// `f32`/`f64`), else with the reference kernel.
 ///
-/// `seeded[0]`, when given, is the caller's output tensor for this node's result; `MatMul`
-/// writes into it instead of allocating.
+/// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
+/// a recycled intermediate); `MatMul` and `Convolution` write into it instead of
+/// allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -42,7 +43,8 @@ pub(crate) fn evaluate(
             normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l, parallel)
         }
         (Op::Convolution(c), [x, f]) => {
-            convolution::convolution(x.data(), x.shape(), f.data(), f.shape(), c, parallel)
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            convolution::convolution(x.data(), x.shape(), f.data(), f.shape(), c, out, parallel)
         }
         _ => None,
     };
