@@ -1,5 +1,6 @@
 //! Windowed kernels over the spatial axes of `[N, C, D1, ...]` tensors: convolution and max
-//! pooling, for any number of spatial axes. Computed in `f64`, rounded once.
+//! pooling, for any number of spatial axes. Convolution is computed in `f64` and rounded
+//! once; max pooling compares in the element type (the maximum is exact).
 
 use graphlift_ir::{Convolution, Shape, TensorData, Window};
 
@@ -115,26 +116,72 @@ pub fn convolution(
 /// # Errors
 /// A message when the shapes or window do not fit.
 pub fn max_pool(x: &TensorData, sx: &Shape, window: &Window) -> Result<TensorData, String> {
-    let xv = float_input(x, sx, "x")?;
-    let dx = sx.dims();
-    let (out, table) = taps(window, &dx[2..])?;
-    let s_in: usize = dx[2..].iter().product();
-    let mut y = Vec::with_capacity(dx[0] * dx[1] * out.iter().product::<usize>());
-    for plane in 0..dx[0] * dx[1] {
-        let base = plane * s_in;
-        for row in &table {
-            let m = row.iter().flatten().fold(f64::NEG_INFINITY, |m, &off| {
-                let v = xv[base + off];
-                if v.is_nan() || m.is_nan() {
-                    f64::NAN
-                } else {
-                    m.max(v)
-                }
-            });
-            y.push(m);
-        }
+    if sx.rank() < 3 {
+        return Err(format!("x has shape {sx}; need [N, C, D1, ...]"));
     }
-    Ok(narrow(x.element_type(), y))
+    let n = sx.element_count().map_err(|e| e.to_string())?;
+    if x.len() != n {
+        return Err(format!("x: {} elements for shape {sx}", x.len()));
+    }
+    let dx = sx.dims();
+    let (_, table) = taps(window, &dx[2..])?;
+    let s_in: usize = dx[2..].iter().product();
+    let planes = dx[0] * dx[1];
+    // The maximum is exact in the element type: no widening is needed.
+    fn pool<T: PoolFloat>(xv: &[T], planes: usize, s_in: usize, table: &Taps) -> Vec<T> {
+        let mut y = Vec::with_capacity(planes * table.len());
+        for plane in 0..planes {
+            let base = plane * s_in;
+            for row in table {
+                let m = row.iter().flatten().fold(T::NEG_INFINITY, |m, &off| {
+                    let v = xv[base + off];
+                    if v.is_nan() || m.is_nan() {
+                        T::NAN
+                    } else {
+                        v.max_of(m)
+                    }
+                });
+                y.push(m);
+            }
+        }
+        y
+    }
+    match x {
+        TensorData::F32(v) => Ok(TensorData::F32(pool(v, planes, s_in, &table))),
+        TensorData::F64(v) => Ok(TensorData::F64(pool(v, planes, s_in, &table))),
+        other => Err(format!("x is {}, not a float", other.element_type())),
+    }
+}
+
+/// The float operations max pooling needs, on `f32` and `f64` alike.
+trait PoolFloat: Copy {
+    const NEG_INFINITY: Self;
+    const NAN: Self;
+    fn is_nan(self) -> bool;
+    /// `other.max(self)`, the argument order of the `f64` reference fold.
+    fn max_of(self, other: Self) -> Self;
+}
+
+impl PoolFloat for f32 {
+    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
+    const NAN: f32 = f32::NAN;
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    fn max_of(self, other: f32) -> f32 {
+        other.max(self)
+    }
+}
+
+impl PoolFloat for f64 {
+    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
+    const NAN: f64 = f64::NAN;
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    fn max_of(self, other: f64) -> f64 {
+        other.max(self)
+    }
 }
 
 #[cfg(test)]
@@ -193,5 +240,41 @@ mod tests {
         assert_eq!(y, TensorData::F32(vec![5., 7., 13., 15.]));
         let y = max_pool(&x, &Shape::new([1, 1, 4, 4]), &window(3, 2, 1)).unwrap();
         assert_eq!(y, TensorData::F32(vec![5., 7., 13., 15.]));
+    }
+
+    #[test]
+    fn max_pool_f32_is_the_f64_result_rounded() {
+        // Signed zeros, a NaN and infinities among ordinary values.
+        let v = [
+            -0.0f32,
+            0.0,
+            3.5,
+            -2.0,
+            f32::NAN,
+            1.0,
+            -0.0,
+            -0.0,
+            f32::NEG_INFINITY,
+            7.25,
+            0.0,
+            -0.0,
+            2.0,
+            f32::INFINITY,
+            -1.0,
+            0.5,
+        ];
+        let s = Shape::new([1, 1, 4, 4]);
+        for w in [window(2, 2, 0), window(2, 1, 0), window(3, 2, 1)] {
+            let y32 = max_pool(&TensorData::F32(v.to_vec()), &s, &w).unwrap();
+            let wide = TensorData::F64(v.iter().map(|&x| f64::from(x)).collect());
+            let TensorData::F64(y64) = max_pool(&wide, &s, &w).unwrap() else {
+                panic!("f64 in, f64 out")
+            };
+            let bits = |d: Vec<f32>| d.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let TensorData::F32(y32) = y32 else {
+                panic!("f32 in, f32 out")
+            };
+            assert_eq!(bits(y32), bits(y64.iter().map(|&x| x as f32).collect()));
+        }
     }
 }
