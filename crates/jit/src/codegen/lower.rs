@@ -7,7 +7,8 @@
 //!   multiply-adds, so results are bit-identical to the interpreter (XLA's contraction made
 //!   `a*x - a*x` nonzero).
 //! - `Maximum`/`Minimum` on floats are Cranelift's `fmax`/`fmin`: NaN-propagating, with
-//!   `-0 < +0`, as the table says.
+//!   `-0 < +0`, as the table says; against a constant (not NaN), as `Clip`'s bounds are,
+//!   they are one compare and select with the same results.
 //! - `Relu` is `x < 0 ? 0 : x` (compare and select: `Relu(NaN) = NaN`, `Relu(-0) = -0`);
 //!   `Sign` is two compares and selects (`±0` and NaN pass through).
 //! - `Round` is `nearest` (ties to even); `Floor`, `Ceil`, `Round` are the identity on
@@ -106,6 +107,19 @@ pub(crate) fn lower(
         SlotOp::Unary(u, _) => {
             unary(e, *u, slot.ty, args[0]).ok_or_else(|| bad("unsupported unary op"))
         }
+        SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b)
+            if slot.ty.is_float() =>
+        {
+            // Against a constant operand (max is commutative), one compare and select.
+            match (
+                float_constant(&slots[*b], slot.ty),
+                float_constant(&slots[*a], slot.ty),
+            ) {
+                (Some(c), _) => Ok(min_max_constant(e, *op, args[0], args[1], c)),
+                (None, Some(c)) => Ok(min_max_constant(e, *op, args[1], args[0], c)),
+                (None, None) => binary(e, helpers, *op, slot.ty, args[0], args[1]),
+            }
+        }
         SlotOp::Binary(b, _, _) => binary(e, helpers, *b, slot.ty, args[0], args[1]),
         SlotOp::Compare(c, _, _) => Ok(compare(e, *c, operand_ty(0), args[0], args[1])),
         SlotOp::Select(..) => Ok(e.select(args[0], args[1], args[2])),
@@ -177,6 +191,36 @@ fn unary(e: &mut Emit, u: UnaryOp, t: ElementType, x: Value) -> Option<Value> {
         _ => return None,
     };
     Some(v)
+}
+
+/// The value of a constant float slot that is not NaN.
+fn float_constant(slot: &Slot, t: ElementType) -> Option<f64> {
+    let SlotOp::Const(bits) = slot.op else {
+        return None;
+    };
+    let c = match t {
+        ElementType::F32 => f64::from(f32::from_bits(bits as u32)),
+        ElementType::F64 => f64::from_bits(bits),
+        _ => return None,
+    };
+    (!c.is_nan()).then_some(c)
+}
+
+/// `Maximum(x, c)` / `Minimum(x, c)` for a constant `c` (not NaN) as one compare and select
+/// instead of `fmax`/`fmin`'s general sequence, with the same results: `c` is taken where
+/// `x < c` (`Maximum`) or `x > c` (`Minimum`), and where `x` equals it when `c` is the zero
+/// that must win (`+0` for `Maximum`, `-0` for `Minimum`); a NaN `x` fails the compare and
+/// passes through.
+fn min_max_constant(e: &mut Emit, op: BinaryOp, x: Value, c_value: Value, c: f64) -> Value {
+    let zero_wins = |negative: bool| c == 0.0 && c.is_sign_negative() == negative;
+    let cc = match op {
+        BinaryOp::Maximum if zero_wins(false) => FloatCC::LessThanOrEqual,
+        BinaryOp::Maximum => FloatCC::LessThan,
+        _ if zero_wins(true) => FloatCC::GreaterThanOrEqual,
+        _ => FloatCC::GreaterThan,
+    };
+    let take_c = e.fcmp(cc, x, c_value);
+    e.select(take_c, c_value, x)
 }
 
 fn binary(

@@ -224,6 +224,38 @@ fn float_edge_cases_follow_the_semantics_table() {
     assert_eq!(got[5].read::<i32>().unwrap()[5], i32::MAX);
 }
 
+/// `Maximum`/`Minimum` against a constant (`Clip`'s bounds) take the compare-and-select
+/// lowering: same bits as the interpreter for every special input and constant, either
+/// operand order, signed zeros included.
+#[test]
+fn min_max_against_constants_match_the_interpreter() {
+    for t in [ElementType::F32, ElementType::F64] {
+        let consts: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            6.0,
+            -3.0,
+            1e-40,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        let n = specials(t).len();
+        for c in consts {
+            let b = FunctionBuilder::new("min_max_constant");
+            let x = b.parameter("x", t, [n]);
+            let k = x.scalar_like(c);
+            let body = b.finish(&[x.max(k), k.max(x), x.min(k), k.min(x)]).unwrap();
+            let ins = [tensor(specials(t))];
+            check(
+                &format!("{t} min/max with {c:e}"),
+                &body,
+                &ins,
+                Expect::Exact,
+            );
+        }
+    }
+}
+
 #[test]
 fn no_fma_contraction_a_times_x_minus_a_times_x_is_zero() {
     let b = FunctionBuilder::new("xla_fma");
