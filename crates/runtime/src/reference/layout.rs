@@ -3,8 +3,10 @@
 
 use graphlift_ir::{Shape, SliceAxis, TensorData};
 
-/// The elements of `data` at `index`, in order (any element type).
-pub(crate) fn take(data: &TensorData, index: &[usize]) -> TensorData {
+/// The elements of `data` at `index`, in order (any element type): the definition the
+/// strided walk [`take_strided`] is tested against.
+#[cfg(test)]
+fn take(data: &TensorData, index: &[usize]) -> TensorData {
     fn pick<T: Copy>(v: &[T], index: &[usize]) -> Vec<T> {
         index.iter().map(|&i| v[i]).collect()
     }
@@ -20,7 +22,7 @@ pub(crate) fn take(data: &TensorData, index: &[usize]) -> TensorData {
 /// The source index of every element of an output of extents `dims` (row-major), where
 /// moving one step along output axis `a` moves `strides[a]` in the source and the first
 /// element is at `base`. Broadcast (stride 0), transpose (permuted strides) and slice
-/// (scaled, possibly negative strides) are all this walk.
+/// (scaled, possibly negative strides) are all this walk ([`take_strided`] copies along it).
 pub(crate) fn strided_indices(dims: &[usize], strides: &[isize], base: usize) -> Vec<usize> {
     let n: usize = dims.iter().product();
     let mut out = Vec::with_capacity(n);
@@ -182,7 +184,9 @@ pub fn concat(parts: &[(&TensorData, &Shape)], axis: usize) -> Result<TensorData
     let mut chunks = Vec::with_capacity(parts.len());
     for &(d, s) in parts {
         check_len(d, s)?;
-        if d.element_type() != first.element_type() || s.rank() != first_shape.rank() {
+        let other_axes_differ = s.rank() != first_shape.rank()
+            || (0..s.rank()).any(|a| a != axis && s.dims()[a] != first_shape.dims()[a]);
+        if d.element_type() != first.element_type() || other_axes_differ {
             return Err(format!(
                 "cannot join {s} of {} to {first_shape}",
                 d.element_type()
@@ -191,43 +195,37 @@ pub fn concat(parts: &[(&TensorData, &Shape)], axis: usize) -> Result<TensorData
         // Elements per outer index: the axis extent times everything after it.
         chunks.push(s.dims()[axis..].iter().product::<usize>());
     }
-    let mut index = Vec::new();
-    let mut offsets = vec![0usize; parts.len()];
-    let mut starts = Vec::with_capacity(parts.len());
-    let mut total = 0usize;
-    for &c in &chunks {
-        starts.push(total);
-        total += c * outer;
-    }
-    // Index into the parts laid end to end, then gather once.
-    for _ in 0..outer {
-        for (p, &c) in chunks.iter().enumerate() {
-            index.extend(starts[p] + offsets[p]..starts[p] + offsets[p] + c);
-            offsets[p] += c;
+    let total = chunks.iter().sum::<usize>() * outer;
+    // Per outer index, each part's run of `chunk` elements in turn.
+    fn join<T: Copy>(parts: &[&[T]], chunks: &[usize], outer: usize, total: usize) -> Vec<T> {
+        let mut out = Vec::with_capacity(total);
+        for o in 0..outer {
+            for (v, &c) in parts.iter().zip(chunks) {
+                out.extend_from_slice(&v[o * c..(o + 1) * c]);
+            }
         }
+        out
     }
-    let joined = append_all(parts.iter().map(|&(d, _)| d));
-    Ok(take(&joined, &index))
-}
-
-/// The parts' elements end to end (all of one element type, checked by the caller).
-fn append_all<'a>(parts: impl Iterator<Item = &'a TensorData>) -> TensorData {
-    let mut parts = parts.peekable();
-    let Some(first) = parts.peek() else {
-        return TensorData::F32(Vec::new());
-    };
-    let mut out = TensorData::zeros(first.element_type(), 0);
-    for p in parts {
-        match (&mut out, p) {
-            (TensorData::F32(o), TensorData::F32(v)) => o.extend_from_slice(v),
-            (TensorData::F64(o), TensorData::F64(v)) => o.extend_from_slice(v),
-            (TensorData::I32(o), TensorData::I32(v)) => o.extend_from_slice(v),
-            (TensorData::I64(o), TensorData::I64(v)) => o.extend_from_slice(v),
-            (TensorData::Bool(o), TensorData::Bool(v)) => o.extend_from_slice(v),
-            _ => {}
-        }
+    macro_rules! join_as {
+        ($variant:ident) => {{
+            let slices = parts
+                .iter()
+                .map(|&(d, _)| match d {
+                    TensorData::$variant(v) => Some(v.as_slice()),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| "parts of different element types".to_string())?;
+            TensorData::$variant(join(&slices, &chunks, outer, total))
+        }};
     }
-    out
+    Ok(match first {
+        TensorData::F32(_) => join_as!(F32),
+        TensorData::F64(_) => join_as!(F64),
+        TensorData::I32(_) => join_as!(I32),
+        TensorData::I64(_) => join_as!(I64),
+        TensorData::Bool(_) => join_as!(Bool),
+    })
 }
 
 /// Gathers slices of `data` (shape `from`) along `axis` at `indices` (`i32` or `i64`; a
@@ -264,14 +262,31 @@ pub fn gather(
         }
         rows.push(j as usize);
     }
-    let mut index = Vec::with_capacity(outer * rows.len() * inner);
-    for o in 0..outer {
-        for &r in &rows {
-            let start = (o * d + r) * inner;
-            index.extend(start..start + inner);
+    // One run of `inner` elements per (outer index, gathered row).
+    let runs = (0..outer).flat_map(|o| rows.iter().map(move |&r| ((o * d + r) * inner, inner)));
+    Ok(take_runs(data, outer * rows.len() * inner, runs))
+}
+
+/// The runs `(start, len)` of `data`, in order, as one tensor of `total` elements.
+fn take_runs(
+    data: &TensorData,
+    total: usize,
+    runs: impl Iterator<Item = (usize, usize)>,
+) -> TensorData {
+    fn copy<T: Copy>(v: &[T], total: usize, runs: impl Iterator<Item = (usize, usize)>) -> Vec<T> {
+        let mut out = Vec::with_capacity(total);
+        for (start, len) in runs {
+            out.extend_from_slice(&v[start..start + len]);
         }
+        out
     }
-    Ok(take(data, &index))
+    match data {
+        TensorData::F32(v) => TensorData::F32(copy(v, total, runs)),
+        TensorData::F64(v) => TensorData::F64(copy(v, total, runs)),
+        TensorData::I32(v) => TensorData::I32(copy(v, total, runs)),
+        TensorData::I64(v) => TensorData::I64(copy(v, total, runs)),
+        TensorData::Bool(v) => TensorData::Bool(copy(v, total, runs)),
+    }
 }
 
 #[cfg(test)]
@@ -364,5 +379,16 @@ mod tests {
         assert_eq!(r, f(&[1., 3., 5.]));
         let bad = gather(&iota(6), &Shape::new([3, 2]), &TensorData::I64(vec![3]), 0);
         assert!(bad.unwrap_err().contains("index 3"));
+        // Three parts along a middle axis, and parts whose other extents differ.
+        let (s1, s2) = (Shape::new([2, 1, 3]), Shape::new([2, 2, 3]));
+        let r = concat(&[(&iota(6), &s1), (&iota(12), &s2), (&iota(6), &s1)], 1).unwrap();
+        let want: Vec<f32> = [0., 1., 2., 0., 1., 2., 3., 4., 5., 0., 1., 2.]
+            .into_iter()
+            .chain([3., 4., 5., 6., 7., 8., 9., 10., 11., 3., 4., 5.])
+            .collect();
+        assert_eq!(r, f(&want));
+        let other = Shape::new([3, 1, 2]);
+        let bad = concat(&[(&iota(6), &s1), (&iota(6), &other)], 1);
+        assert!(bad.unwrap_err().contains("cannot join"));
     }
 }
