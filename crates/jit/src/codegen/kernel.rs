@@ -587,6 +587,34 @@ fn gather(
     }
 }
 
+/// `fast` when `offset <= limit` (unsigned), else `slow`: a diamond of blocks that yields
+/// the taken side's vector of type `vec_ty`.
+fn split_load(
+    b: &mut FunctionBuilder,
+    offset: Value,
+    limit: usize,
+    vec_ty: Type,
+    fast: impl FnOnce(&mut FunctionBuilder) -> Value,
+    slow: impl FnOnce(&mut FunctionBuilder) -> Value,
+) -> Value {
+    let fits = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, offset, limit as i64);
+    let fast_block = b.create_block();
+    let slow_block = b.create_block();
+    let merge = b.create_block();
+    let v = b.append_block_param(merge, vec_ty);
+    b.ins().brif(fits, fast_block, &[], slow_block, &[]);
+    b.switch_to_block(fast_block);
+    let x = fast(b);
+    b.ins().jump(merge, &[BlockArg::Value(x)]);
+    b.switch_to_block(slow_block);
+    let x = slow(b);
+    b.ins().jump(merge, &[BlockArg::Value(x)]);
+    b.switch_to_block(merge);
+    v
+}
+
 /// A row-vector load `b[(i + l) mod len]`, `len >= lanes`: one vector load when the lanes
 /// do not wrap, else a gather.
 fn row_load(
@@ -602,36 +630,27 @@ fn row_load(
     let vec_ty = Emit::new(b, lanes).ty(t);
     let k = b.ins().iconst(ptr, len as i64);
     let j = b.ins().urem(i, k);
-    let fits = b
-        .ins()
-        .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, j, (len - n) as i64);
-    let fast = b.create_block();
-    let slow = b.create_block();
-    let merge = b.create_block();
-    let v = b.append_block_param(merge, vec_ty);
-    b.ins().brif(fits, fast, &[], slow, &[]);
-
-    b.switch_to_block(fast);
-    let x = vector_load(b, base, j, t, lanes);
-    b.ins().jump(merge, &[BlockArg::Value(x)]);
-
-    b.switch_to_block(slow);
-    let js: Vec<Value> = (0..n as i64)
-        .map(|l| {
-            if l == 0 {
-                return j;
-            }
-            let jl = b.ins().iadd_imm_s(j, l);
-            let wrapped = b.ins().isub(jl, k);
-            let over = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, jl, k);
-            b.ins().select(over, wrapped, jl)
-        })
-        .collect();
-    let x = gather(b, base, &js, t, lanes);
-    b.ins().jump(merge, &[BlockArg::Value(x)]);
-
-    b.switch_to_block(merge);
-    v
+    split_load(
+        b,
+        j,
+        len - n,
+        vec_ty,
+        |b| vector_load(b, base, j, t, lanes),
+        |b| {
+            let js: Vec<Value> = (0..n as i64)
+                .map(|l| {
+                    if l == 0 {
+                        return j;
+                    }
+                    let jl = b.ins().iadd_imm_s(j, l);
+                    let wrapped = b.ins().isub(jl, k);
+                    let over = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, jl, k);
+                    b.ins().select(over, wrapped, jl)
+                })
+                .collect();
+            gather(b, base, &js, t, lanes)
+        },
+    )
 }
 
 /// A load under a general addressing whose innermost axis group repeats (column vectors
@@ -652,38 +671,31 @@ fn run_load(
     let vec_ty = Emit::new(b, lanes).ty(t);
     let k = b.ins().iconst(ptr, run as i64);
     let r = b.ins().urem(i, k);
-    let fits = b
-        .ins()
-        .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, r, (run - n) as i64);
-    let fast = b.create_block();
-    let slow = b.create_block();
-    let merge = b.create_block();
-    let v = b.append_block_param(merge, vec_ty);
-    b.ins().brif(fits, fast, &[], slow, &[]);
-
-    b.switch_to_block(fast);
-    let j = source_index(b, addressing, i);
-    let x = if t == ElementType::Bool {
-        // Through the gather's bool widening, with every lane at `j`.
-        gather(b, base, &vec![j; n], t, lanes)
-    } else {
-        let x = scalar_load(b, base, j, t);
-        b.ins().splat(vec_ty, x)
-    };
-    b.ins().jump(merge, &[BlockArg::Value(x)]);
-
-    b.switch_to_block(slow);
-    let js: Vec<Value> = (0..n as i64)
-        .map(|l| {
-            let x = if l == 0 { i } else { b.ins().iadd_imm_s(i, l) };
-            source_index(b, addressing, x)
-        })
-        .collect();
-    let x = gather(b, base, &js, t, lanes);
-    b.ins().jump(merge, &[BlockArg::Value(x)]);
-
-    b.switch_to_block(merge);
-    v
+    split_load(
+        b,
+        r,
+        run - n,
+        vec_ty,
+        |b| {
+            let j = source_index(b, addressing, i);
+            if t == ElementType::Bool {
+                // Through the gather's bool widening, with every lane at `j`.
+                gather(b, base, &vec![j; n], t, lanes)
+            } else {
+                let x = scalar_load(b, base, j, t);
+                b.ins().splat(vec_ty, x)
+            }
+        },
+        |b| {
+            let js: Vec<Value> = (0..n as i64)
+                .map(|l| {
+                    let x = if l == 0 { i } else { b.ins().iadd_imm_s(i, l) };
+                    source_index(b, addressing, x)
+                })
+                .collect();
+            gather(b, base, &js, t, lanes)
+        },
+    )
 }
 
 fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At, lanes: Lanes) {
