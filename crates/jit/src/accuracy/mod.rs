@@ -112,30 +112,36 @@ impl Accuracy {
 /// `log1p(+inf) = +inf`, `log1p(±0) = ±0`; `tanh` and `erf` in
 /// `[-1, 1]` and odd at zero (`f(±0) = ±0`); `sigmoid` in `[0, 1]`.
 pub fn guarantee_holds(op: UnaryOp, x: f32, y: f32) -> bool {
+    // Widening keeps every value the guarantees look at (±0 with its sign, ±1, ±inf, NaN).
+    range_guarantees(op, f64::from(x), f64::from(y))
+}
+
+/// The checks of [`guarantee_holds`], on `f64` values (of either element type).
+fn range_guarantees(op: UnaryOp, x: f64, y: f64) -> bool {
     if x.is_nan() {
         return y.is_nan();
     }
     match op {
         UnaryOp::Exp => {
-            (x != f32::INFINITY || y == f32::INFINITY)
-                && (x != f32::NEG_INFINITY || y == 0.0)
+            (x != f64::INFINITY || y == f64::INFINITY)
+                && (x != f64::NEG_INFINITY || y == 0.0)
                 && (y.is_nan() || y >= 0.0)
         }
         UnaryOp::Log => {
-            (x != 0.0 || y == f32::NEG_INFINITY)
+            (x != 0.0 || y == f64::NEG_INFINITY)
                 && (x >= 0.0 || y.is_nan())
-                && (x != f32::INFINITY || y == f32::INFINITY)
+                && (x != f64::INFINITY || y == f64::INFINITY)
         }
         UnaryOp::Expm1 => {
             y >= -1.0
-                && (x != f32::INFINITY || y == f32::INFINITY)
-                && (x != f32::NEG_INFINITY || y == -1.0)
+                && (x != f64::INFINITY || y == f64::INFINITY)
+                && (x != f64::NEG_INFINITY || y == -1.0)
                 && (x != 0.0 || y.to_bits() == x.to_bits())
         }
         UnaryOp::Log1p => {
-            (x != -1.0 || y == f32::NEG_INFINITY)
+            (x != -1.0 || y == f64::NEG_INFINITY)
                 && (x >= -1.0 || y.is_nan())
-                && (x != f32::INFINITY || y == f32::INFINITY)
+                && (x != f64::INFINITY || y == f64::INFINITY)
                 && (x != 0.0 || y.to_bits() == x.to_bits())
         }
         UnaryOp::Tanh | UnaryOp::Erf => {
@@ -151,24 +157,29 @@ pub fn guarantee_holds(op: UnaryOp, x: f32, y: f32) -> bool {
 /// # Errors
 /// As [`JitKernel::compile`]; [`JitError::Unsupported`] if `op` has no `f32` approximation.
 pub fn kernel_f32(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
-    if vmath::max_ulp(op, ElementType::F32).is_none() {
-        return Err(JitError::Unsupported {
-            kernel: op.name().to_string(),
-            message: "no inline f32 approximation".into(),
-        });
+    sweep_kernel(op, ElementType::F32, kind)
+}
+
+/// A one-op kernel of `op` over `CHUNK` elements of `t`, running `kind`'s loop.
+fn sweep_kernel(op: UnaryOp, t: ElementType, kind: LoopKind) -> Result<JitKernel, JitError> {
+    let unsupported = |message: String| JitError::Unsupported {
+        kernel: op.name().to_string(),
+        message,
+    };
+    if vmath::max_ulp(op, t).is_none() {
+        return Err(unsupported(format!("no inline {t} approximation")));
     }
     let b = FunctionBuilder::new(op.name());
-    let x = b.parameter("x", ElementType::F32, [CHUNK]);
+    let x = b.parameter("x", t, [CHUNK]);
     let body = b.finish(&[b.op(Op::Unary(op), &[x])])?;
     let k = match kind {
         LoopKind::Vector => JitKernel::compile(&body)?,
         LoopKind::Scalar => JitKernel::compile_scalar(&body)?,
     };
     if k.is_vectorized() != (kind == LoopKind::Vector) {
-        return Err(JitError::Unsupported {
-            kernel: op.name().to_string(),
-            message: format!("the sweep kernel did not get a {kind:?} loop"),
-        });
+        return Err(unsupported(format!(
+            "the {t} sweep kernel did not get a {kind:?} loop"
+        )));
     }
     Ok(k)
 }
@@ -315,38 +326,7 @@ pub fn guarantee_holds_f64(op: UnaryOp, x: f64, y: f64) -> bool {
             return false;
         }
     }
-    if x.is_nan() {
-        return y.is_nan();
-    }
-    match op {
-        UnaryOp::Exp => {
-            (x != f64::INFINITY || y == f64::INFINITY)
-                && (x != f64::NEG_INFINITY || y == 0.0)
-                && (y.is_nan() || y >= 0.0)
-        }
-        UnaryOp::Log => {
-            (x != 0.0 || y == f64::NEG_INFINITY)
-                && (x >= 0.0 || y.is_nan())
-                && (x != f64::INFINITY || y == f64::INFINITY)
-        }
-        UnaryOp::Expm1 => {
-            y >= -1.0
-                && (x != f64::INFINITY || y == f64::INFINITY)
-                && (x != f64::NEG_INFINITY || y == -1.0)
-                && (x != 0.0 || y.to_bits() == x.to_bits())
-        }
-        UnaryOp::Log1p => {
-            (x != -1.0 || y == f64::NEG_INFINITY)
-                && (x >= -1.0 || y.is_nan())
-                && (x != f64::INFINITY || y == f64::INFINITY)
-                && (x != 0.0 || y.to_bits() == x.to_bits())
-        }
-        UnaryOp::Tanh | UnaryOp::Erf => {
-            (-1.0..=1.0).contains(&y) && (x != 0.0 || y.to_bits() == x.to_bits())
-        }
-        UnaryOp::Sigmoid => (0.0..=1.0).contains(&y),
-        _ => true,
-    }
+    range_guarantees(op, x, y)
 }
 
 /// A one-op kernel of `op` over `CHUNK` `f64` elements, running `kind`'s loop: `F64X2` for
@@ -357,27 +337,7 @@ pub fn guarantee_holds_f64(op: UnaryOp, x: f64, y: f64) -> bool {
 /// As [`JitKernel::compile`]; [`JitError::Unsupported`] if `op` has no `f64` approximation
 /// or the kernel did not get the loop asked for.
 pub fn kernel_f64(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
-    if vmath::max_ulp(op, ElementType::F64).is_none() {
-        return Err(JitError::Unsupported {
-            kernel: op.name().to_string(),
-            message: "no inline f64 approximation".into(),
-        });
-    }
-    let b = FunctionBuilder::new(op.name());
-    let x = b.parameter("x", ElementType::F64, [CHUNK]);
-    let y = b.op(Op::Unary(op), &[x]);
-    let body = b.finish(&[y])?;
-    let k = match kind {
-        LoopKind::Vector => JitKernel::compile(&body)?,
-        LoopKind::Scalar => JitKernel::compile_scalar(&body)?,
-    };
-    if k.is_vectorized() != (kind == LoopKind::Vector) {
-        return Err(JitError::Unsupported {
-            kernel: op.name().to_string(),
-            message: format!("the f64 sweep kernel did not get a {kind:?} loop"),
-        });
-    }
-    Ok(k)
+    sweep_kernel(op, ElementType::F64, kind)
 }
 
 /// The dense `f64` sample of the accuracy method: in every binade of both signs (the
