@@ -63,10 +63,8 @@ pub(crate) fn emit_parts(e: &mut Emit, x: Value) -> (Value, Value) {
     let (n, r) = reduce(e, x);
     let y = expm1_reduced(e, r);
     let one = e.f32(1.0);
-    let p = e.b.ins().fadd(y, one);
     // Fast2Sum (|y| < 1): p + p_lo = 1 + y exactly.
-    let p_minus_one = e.b.ins().fsub(p, one);
-    let p_lo = e.b.ins().fsub(y, p_minus_one);
+    let (p, p_lo) = super::fast_two_sum(e, one, y);
 
     let n1 = e.b.ins().sshr_imm_u(n, 1);
     let n2 = e.b.ins().isub(n, n1);

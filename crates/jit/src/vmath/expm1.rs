@@ -144,9 +144,7 @@ pub(crate) fn parts_f64(e: &mut Emit, xc: Value) -> Parts {
     let q = e.horner_f64(r, &super::exp::Q_F64);
     let r2 = e.b.ins().fmul(r, r);
     let p = e.b.ins().fmul(r2, q);
-    let y_hi = e.b.ins().fadd(r, p);
-    let r_minus = e.b.ins().fsub(r, y_hi);
-    let y_lo = e.b.ins().fadd(r_minus, p);
+    let (y_hi, y_lo) = super::fast_two_sum(e, r, p);
     let y_lo = e.b.ins().fadd(y_lo, r_lo);
     // 2^n·y + (2^n − 1): the two exact terms t and a = 2^n·y_hi by TwoSum, then the rest.
     let s = super::exp::pow2_f64(e, n);

@@ -164,7 +164,7 @@ pub mod pow;
 pub mod sigmoid;
 pub mod tanh;
 
-use cranelift_codegen::ir::Value;
+use cranelift_codegen::ir::{InstBuilder, Value};
 use graphlift_ir::{ElementType, UnaryOp};
 
 use crate::codegen::lanes::Emit;
@@ -229,6 +229,15 @@ pub(crate) fn emit(e: &mut Emit, op: UnaryOp, t: ElementType, x: Value) -> Optio
         (ElementType::F64, UnaryOp::Log1p) => log1p::emit_f64(e, x),
         _ => return None,
     })
+}
+
+/// Fast2Sum (Dekker 1971): `(s, err)` with `s + err = a + b` exactly, when `|a| ≥ |b|` (or
+/// `a` is zero), in three float operations on lanes of either element type.
+pub(crate) fn fast_two_sum(e: &mut Emit, a: Value, b: Value) -> (Value, Value) {
+    let s = e.b.ins().fadd(a, b);
+    let b_in_s = e.b.ins().fsub(s, a);
+    let err = e.b.ins().fsub(b, b_in_s);
+    (s, err)
 }
 
 /// The error of the `f64` result `y` against the exact value `exact_hi + exact_lo` (an

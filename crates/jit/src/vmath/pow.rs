@@ -271,7 +271,7 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
     // |r1| ≥ |corr|; otherwise both are below 2^-40 and its error below 2^-90.
     let r1 = e.b.ins().fma(nf, neg_ln2_hi, w_hi);
     let corr = e.b.ins().fma(nf, neg_ln2_lo, w_lo);
-    let (r_hi, r_lo) = fast_two_sum(e, r1, corr);
+    let (r_hi, r_lo) = super::fast_two_sum(e, r1, corr);
     let q = super::exp::expm1_reduced_f64(e, r_hi);
     let lo_term = e.b.ins().fma(r_lo, q, r_lo);
     let q = e.b.ins().fadd(q, lo_term);
@@ -297,9 +297,7 @@ fn ln_dd(e: &mut Emit, x: Value) -> (Value, Value) {
     let (k, f) = super::log::reduce_f64(e, x);
     let two = e.f64(2.0);
     // den + den_lo = 2 + f exactly (Fast2Sum: |f| < 2).
-    let den = e.b.ins().fadd(two, f);
-    let den_minus_two = e.b.ins().fsub(den, two);
-    let den_lo = e.b.ins().fsub(f, den_minus_two);
+    let (den, den_lo) = super::fast_two_sum(e, two, f);
     // s_hi = f·(1/den) (within an ulp or two of f/den, so the remainder f − s_hi·den is
     // exact by fma), s_lo = (f − s_hi·den − s_hi·den_lo)·(1/den).
     let one = e.f64(1.0);
@@ -341,21 +339,12 @@ fn ln_dd(e: &mut Emit, x: Value) -> (Value, Value) {
     let two_s_hi = e.b.ins().fadd(s_hi, s_hi);
     let two_s_lo = e.b.ins().fadd(s_lo, s_lo);
     // Fast2Sum: |k·ln2_hi| ≥ 0.69 > |2s|, or k = 0.
-    let (a, a_lo) = fast_two_sum(e, k_hi, two_s_hi);
-    let (b, b_lo) = fast_two_sum(e, a, t);
+    let (a, a_lo) = super::fast_two_sum(e, k_hi, two_s_hi);
+    let (b, b_lo) = super::fast_two_sum(e, a, t);
     let lo = e.b.ins().fadd(tail, t_lo);
     let lo = e.b.ins().fadd(lo, two_s_lo);
     let lo = e.b.ins().fadd(lo, k_lo);
     let lo = e.b.ins().fadd(lo, b_lo);
     let lo = e.b.ins().fadd(lo, a_lo);
-    fast_two_sum(e, b, lo)
-}
-
-/// Fast2Sum (Dekker): `(s, err)` with `s + err = a + b` exactly, for `|a| ≥ |b|` (or `a`
-/// zero).
-fn fast_two_sum(e: &mut Emit, a: Value, b: Value) -> (Value, Value) {
-    let s = e.b.ins().fadd(a, b);
-    let bv = e.b.ins().fsub(s, a);
-    let err = e.b.ins().fsub(b, bv);
-    (s, err)
+    super::fast_two_sum(e, b, lo)
 }

@@ -33,9 +33,7 @@ pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
     let one = e.f32(1.0);
     let zero = e.f32(0.0);
     // d + d_lo = 1 + E exactly (up to E's own error), by Fast2Sum as 1 >= E.
-    let d = e.b.ins().fadd(one, eh);
-    let one_minus_d = e.b.ins().fsub(one, d);
-    let d_lo = e.b.ins().fadd(one_minus_d, eh);
+    let (d, d_lo) = super::fast_two_sum(e, one, eh);
     let d_lo = e.b.ins().fadd(d_lo, el);
     let non_negative = e.fcmp(FloatCC::GreaterThanOrEqual, x, zero);
     let num = e.select(non_negative, one, eh);
@@ -69,9 +67,7 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value) -> Value {
     let (eh, el) = super::exp::emit_parts_f64(e, neg_a);
     let one = e.f64(1.0);
     let zero = e.f64(0.0);
-    let d = e.b.ins().fadd(one, eh);
-    let one_minus_d = e.b.ins().fsub(one, d);
-    let d_lo = e.b.ins().fadd(one_minus_d, eh);
+    let (d, d_lo) = super::fast_two_sum(e, one, eh);
     let d_lo = e.b.ins().fadd(d_lo, el);
     let non_negative = e.fcmp(FloatCC::GreaterThanOrEqual, x, zero);
     let num = e.select(non_negative, one, eh);
