@@ -35,11 +35,10 @@ use graphlift_runtime::reference::unary_f64;
 use graphlift_runtime::{Backend, Tensor};
 
 /// The error, in `f64` ulp, allowed for the interpreter's own `f64` transcendental
-/// functions, added to an `f64` sink's bound. Measured against MPFR (the `graphlift-jit`
-/// test `print_interpreter_f64_accuracy`, 256 inputs per binade): Rust's `exp`, `ln`,
-/// `exp_m1`, `ln_1p` and `libm::erf` are within 0.85 ulp, `tanh` and the reference's
-/// `sigmoid` formula within 1.86 ulp.
-pub const F64_REFERENCE_ULP: f64 = 2.0;
+/// functions, added to an `f64` sink's bound:
+/// [`graphlift_jit::accuracy::INTERPRETER_F64_MAX_ULP`], which a `graphlift-jit` test
+/// checks against MPFR.
+pub const F64_REFERENCE_ULP: f64 = graphlift_jit::accuracy::INTERPRETER_F64_MAX_ULP;
 
 /// The error, in ulp of the element type, allowed for the interpreter's own `Power`
 /// (`f64::powf`, glibc's `pow`, documented within 0.52 ulp of `f64`; `f32` `Power` rounds
