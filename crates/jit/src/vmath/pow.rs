@@ -248,9 +248,7 @@ pub(crate) fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
     let zero = e.f64(0.0);
     let l_lo = e.select(regular, l_lo, zero);
 
-    let w_hi = e.b.ins().fmul(y, l_hi);
-    let neg_w_hi = e.b.ins().fneg(w_hi);
-    let w_err = e.b.ins().fma(y, l_hi, neg_w_hi);
+    let (w_hi, w_err) = two_prod(e, y, l_hi);
     let w_lo = e.b.ins().fma(y, l_lo, w_err);
 
     // Clamp (NaN passes); past the clamps the result is 0 or inf and w_lo (possibly NaN,
@@ -309,12 +307,8 @@ fn ln_dd(e: &mut Emit, x: Value) -> (Value, Value) {
     let s_lo = e.b.ins().fmul(rem, inv);
 
     // s³ = s3 + s3_lo: z + z_lo = s_hi² exactly, then z·s_hi by fma, plus the s_lo term.
-    let z = e.b.ins().fmul(s_hi, s_hi);
-    let neg_z = e.b.ins().fneg(z);
-    let z_lo = e.b.ins().fma(s_hi, s_hi, neg_z);
-    let s3 = e.b.ins().fmul(z, s_hi);
-    let neg_s3 = e.b.ins().fneg(s3);
-    let s3_err = e.b.ins().fma(z, s_hi, neg_s3);
+    let (z, z_lo) = two_prod(e, s_hi, s_hi);
+    let (s3, s3_err) = two_prod(e, z, s_hi);
     let three = e.f64(3.0);
     let three_z = e.b.ins().fmul(three, z);
     let s3_lo = e.b.ins().fma(three_z, s_lo, s3_err);
@@ -322,9 +316,7 @@ fn ln_dd(e: &mut Emit, x: Value) -> (Value, Value) {
     // t + t_lo = (2/3)·s³.
     let c3_hi = e.f64(C3_HI);
     let c3_lo = e.f64(C3_LO);
-    let t = e.b.ins().fmul(c3_hi, s3);
-    let neg_t = e.b.ins().fneg(t);
-    let t_lo = e.b.ins().fma(c3_hi, s3, neg_t);
+    let (t, t_lo) = two_prod(e, c3_hi, s3);
     let t_lo = e.b.ins().fma(c3_hi, s3_lo, t_lo);
     let t_lo = e.b.ins().fma(c3_lo, s3, t_lo);
     // s⁵·R(z).
@@ -347,4 +339,13 @@ fn ln_dd(e: &mut Emit, x: Value) -> (Value, Value) {
     let lo = e.b.ins().fadd(lo, b_lo);
     let lo = e.b.ins().fadd(lo, a_lo);
     super::fast_two_sum(e, b, lo)
+}
+
+/// TwoProduct by fma: `(p, err)` with `p + err = a·b` exactly (barring overflow and
+/// underflow), `p` the rounded product.
+fn two_prod(e: &mut Emit, a: Value, b: Value) -> (Value, Value) {
+    let p = e.b.ins().fmul(a, b);
+    let neg_p = e.b.ins().fneg(p);
+    let err = e.b.ins().fma(a, b, neg_p);
+    (p, err)
 }
