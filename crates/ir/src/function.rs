@@ -617,6 +617,41 @@ impl Function {
         Ok(())
     }
 
+    /// Points input `slot` of `user` at `new` (the value's type must match the input's), and
+    /// leaves every other use of the old value alone; [`Function::replace_output`] moves
+    /// them all. Like it, this does not check for cycles: the caller makes sure `new` does
+    /// not depend on `user` ([`Function::validate`] finds a cycle).
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if `user` or `new` does not exist or `user` has no input
+    /// `slot`; [`IrError::ReplaceMismatch`] if the types differ. On error nothing changes.
+    pub fn replace_input(&mut self, user: NodeId, slot: usize, new: Output) -> Result<(), IrError> {
+        let node = self.node(user)?;
+        let old = *node.inputs.get(slot).ok_or_else(|| IrError::Dangling {
+            function: self.name.clone(),
+            what: format!("node `{}` has no input {slot}", node.name),
+        })?;
+        let (ot, nt) = (
+            self.output_type(old)?.clone(),
+            self.output_type(new)?.clone(),
+        );
+        if ot != nt {
+            return Err(IrError::ReplaceMismatch {
+                old: self.node(old.node)?.name.clone(),
+                old_types: ot.to_string(),
+                new: self.node(new.node)?.name.clone(),
+                new_types: nt.to_string(),
+            });
+        }
+        if old == new {
+            return Ok(());
+        }
+        self.node_mut(old.node)?.users[old.index].retain(|&use_| use_ != (user, slot));
+        self.node_mut(new.node)?.users[new.index].push((user, slot));
+        self.node_mut(user)?.inputs[slot] = new;
+        Ok(())
+    }
+
     /// Replaces `old` by `new` everywhere (nGraph's `replace_node`), then removes nodes that
     /// no longer reach a result.
     ///

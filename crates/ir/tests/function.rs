@@ -118,6 +118,38 @@ fn replace_node_redirects_users_and_hands_over_provenance() {
 }
 
 #[test]
+fn replace_input_moves_one_use_and_keeps_the_others() {
+    // exp(x) and neg(x): only neg's input moves to y; x keeps exp as its one user.
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let y = f.add_parameter("y", F32, [2]).unwrap();
+    let z = f.add_parameter("z", F32, [3]).unwrap();
+    let e = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    let n = f
+        .add_node(Op::Unary(UnaryOp::Negative), &[x.into()])
+        .unwrap();
+    f.add_result(e.into(), None).unwrap();
+    f.add_result(n.into(), None).unwrap();
+
+    f.replace_input(n, 0, y.into()).unwrap();
+    assert_eq!(f.node(n).unwrap().inputs(), &[Output::from(y)]);
+    assert_eq!(f.node(x).unwrap().users(0), &[(e, 0)]);
+    assert_eq!(f.node(y).unwrap().users(0), &[(n, 0)]);
+    f.validate().unwrap();
+
+    let err = f.replace_input(n, 0, z.into()).unwrap_err();
+    assert!(matches!(err, IrError::ReplaceMismatch { .. }), "{err}");
+    let err = f.replace_input(n, 1, x.into()).unwrap_err();
+    assert!(err.to_string().contains("has no input 1"), "{err}");
+    assert_eq!(
+        f.node(n).unwrap().inputs(),
+        &[Output::from(y)],
+        "errors change nothing"
+    );
+    f.validate().unwrap();
+}
+
+#[test]
 fn replace_node_rejects_type_mismatch() {
     let mut f = Function::new("f");
     let x = f.add_parameter("x", F32, [2]).unwrap();

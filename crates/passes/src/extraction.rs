@@ -9,6 +9,7 @@
 mod graph;
 mod outside;
 mod region;
+mod remat;
 mod rewrite;
 
 #[cfg(test)]
@@ -139,19 +140,33 @@ pub fn extract_subgraphs(
 ) -> Result<ExtractionReport, PassError> {
     f.validate()?;
     let mut view = graph::GraphView::new(f)?;
-    let (regions, outside) = region::form_regions(f, &mut view, config)?;
+    let (mut regions, mut outside) = region::form_regions(f, &mut view, config)?;
     if regions.is_empty() {
         return Ok(ExtractionReport {
             kernels: Vec::new(),
             outside,
         });
     }
+    // Regions that read a Broadcast exported by another get their own copies, and the
+    // regions are formed again on that function (once: copies are never shared). Should a
+    // copy then fall outside every region, the first regions stand.
+    let mut copied = None;
+    if let Some((g, copies)) = remat::copy_shared_broadcasts(f, &regions)? {
+        let mut view = graph::GraphView::new(&g)?;
+        let (again, again_outside) = region::form_regions(&g, &mut view, config)?;
+        let in_region = |c: &NodeId| again.iter().any(|r| r.members.contains(c));
+        if copies.iter().all(in_region) {
+            (regions, outside) = (again, again_outside);
+            copied = Some(g);
+        }
+    }
+    let src = copied.as_ref().unwrap_or(f);
     // Rewrite a copy, so that `f` is untouched if anything fails.
-    let mut g = f.clone();
+    let mut g = src.clone();
     let mut rewriter = rewrite::Rewriter::default();
     let kernels = regions
         .iter()
-        .map(|r| rewriter.fuse(f, &mut g, r))
+        .map(|r| rewriter.fuse(src, &mut g, r))
         .collect::<Result<Vec<_>, _>>()?;
     g.remove_dead_nodes();
     g.validate().map_err(|e| PassError::Broken {
@@ -179,7 +194,12 @@ pub fn extract_subgraphs(
 ///   or a Constant copied into the region. Constants are copied into every region that uses
 ///   them (they cost no live-in); a Constant alone is never a region.
 /// - **No duplicated work**: every value of a region used outside it (by a Result too) becomes
-///   a kernel output, so kernels may have several outputs.
+///   a kernel output, so kernels may have several outputs. The one exception is a Broadcast,
+///   which only repeats elements of its input: when regions are formed, a region that reads
+///   a Broadcast from another region gets its own copy of it (tagged like it, with this pass
+///   in its history), and the regions are formed once more (XLA's fusion duplicates such
+///   cheap producers into each consumer). Writing the full broadcast tensor once and reading
+///   it back in every other region would cost far more than repeating the element in each.
 /// - **Size**: a kernel has at least 2 and at most [`ExtractionConfig::max_ops`] non-Constant
 ///   nodes (TVM's cap of 256 by default).
 /// - **Barriers**: a node whose metadata has [`STOP_FUSION_KEY`] = `"true"` (TVM's
