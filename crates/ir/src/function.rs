@@ -426,6 +426,20 @@ impl Function {
         id
     }
 
+    /// `Ok` when `new` may stand in for `old`: both exist and have the same type.
+    fn check_replaceable(&self, old: Output, new: Output) -> Result<(), IrError> {
+        let (ot, nt) = (self.output_type(old)?, self.output_type(new)?);
+        if ot != nt {
+            return Err(IrError::ReplaceMismatch {
+                old: self.node(old.node)?.name.clone(),
+                old_types: ot.to_string(),
+                new: self.node(new.node)?.name.clone(),
+                new_types: nt.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     fn unique_name(&self, base: &str) -> String {
         if !self.names.contains_key(base) {
             return base.to_string();
@@ -594,18 +608,7 @@ impl Function {
     /// [`IrError::ReplaceMismatch`] if the types differ; [`IrError::Dangling`] if either
     /// does not exist.
     pub fn replace_output(&mut self, old: Output, new: Output) -> Result<(), IrError> {
-        let (ot, nt) = (
-            self.output_type(old)?.clone(),
-            self.output_type(new)?.clone(),
-        );
-        if ot != nt {
-            return Err(IrError::ReplaceMismatch {
-                old: self.node(old.node)?.name.clone(),
-                old_types: ot.to_string(),
-                new: self.node(new.node)?.name.clone(),
-                new_types: nt.to_string(),
-            });
-        }
+        self.check_replaceable(old, new)?;
         if old == new {
             return Ok(());
         }
@@ -631,18 +634,7 @@ impl Function {
             function: self.name.clone(),
             what: format!("node `{}` has no input {slot}", node.name),
         })?;
-        let (ot, nt) = (
-            self.output_type(old)?.clone(),
-            self.output_type(new)?.clone(),
-        );
-        if ot != nt {
-            return Err(IrError::ReplaceMismatch {
-                old: self.node(old.node)?.name.clone(),
-                old_types: ot.to_string(),
-                new: self.node(new.node)?.name.clone(),
-                new_types: nt.to_string(),
-            });
-        }
+        self.check_replaceable(old, new)?;
         if old == new {
             return Ok(());
         }
