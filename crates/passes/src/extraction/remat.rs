@@ -46,9 +46,9 @@ pub(super) fn copy_shared_broadcasts(
                 continue;
             }
             // Uses by other regions, grouped by region (deterministic order).
+            let input_region = node.inputs().first().and_then(|i| region_of.get(&i.node));
             let mut readers: BTreeMap<usize, Vec<(NodeId, usize)>> = BTreeMap::new();
             for &(user, slot) in node.users(out.index) {
-                let input_region = region_of.get(&node.inputs()[0].node);
                 match region_of.get(&user) {
                     Some(u) if *u != r && Some(u) != input_region => {
                         readers.entry(*u).or_default().push((user, slot));
