@@ -181,6 +181,7 @@ fn jit_memory_is_freed_when_executables_are_dropped() {
 
 #[test]
 fn kernel_results_are_written_into_the_callers_output_buffers() {
+    let _s = serial();
     let n = 4096;
     let f = graphlift::exprs::peer_expression("E1", n).unwrap();
     let exe = Backend::create("CPU-JIT").unwrap().compile(&f).unwrap();
