@@ -2,6 +2,8 @@
 //! pooling, for any number of spatial axes. Convolution is computed in `f64` and rounded
 //! once; max pooling compares in the element type (the maximum is exact).
 
+use num_traits::Float;
+
 use graphlift_ir::{Convolution, Shape, TensorData, Window};
 
 use super::widen::{float_operand, narrow};
@@ -128,17 +130,17 @@ pub fn max_pool(x: &TensorData, sx: &Shape, window: &Window) -> Result<TensorDat
     let s_in: usize = dx[2..].iter().product();
     let planes = dx[0] * dx[1];
     // The maximum is exact in the element type: no widening is needed.
-    fn pool<T: PoolFloat>(xv: &[T], planes: usize, s_in: usize, table: &Taps) -> Vec<T> {
+    fn pool<T: Float>(xv: &[T], planes: usize, s_in: usize, table: &Taps) -> Vec<T> {
         let mut y = Vec::with_capacity(planes * table.len());
         for plane in 0..planes {
             let base = plane * s_in;
             for row in table {
-                let m = row.iter().flatten().fold(T::NEG_INFINITY, |m, &off| {
+                let m = row.iter().flatten().fold(T::neg_infinity(), |m, &off| {
                     let v = xv[base + off];
                     if v.is_nan() || m.is_nan() {
-                        T::NAN
+                        T::nan()
                     } else {
-                        v.max_of(m)
+                        m.max(v)
                     }
                 });
                 y.push(m);
@@ -150,37 +152,6 @@ pub fn max_pool(x: &TensorData, sx: &Shape, window: &Window) -> Result<TensorDat
         TensorData::F32(v) => Ok(TensorData::F32(pool(v, planes, s_in, &table))),
         TensorData::F64(v) => Ok(TensorData::F64(pool(v, planes, s_in, &table))),
         other => Err(format!("x is {}, not a float", other.element_type())),
-    }
-}
-
-/// The float operations max pooling needs, on `f32` and `f64` alike.
-trait PoolFloat: Copy {
-    const NEG_INFINITY: Self;
-    const NAN: Self;
-    fn is_nan(self) -> bool;
-    /// `other.max(self)`, the argument order of the `f64` reference fold.
-    fn max_of(self, other: Self) -> Self;
-}
-
-impl PoolFloat for f32 {
-    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
-    const NAN: f32 = f32::NAN;
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
-    fn max_of(self, other: f32) -> f32 {
-        other.max(self)
-    }
-}
-
-impl PoolFloat for f64 {
-    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
-    const NAN: f64 = f64::NAN;
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
-    fn max_of(self, other: f64) -> f64 {
-        other.max(self)
     }
 }
 
