@@ -70,6 +70,9 @@ pub fn report(exe: &CpuJitExecutable) -> String {
             k.outputs,
             k.code_size
         );
+        if let Some(producer) = &k.epilogue_of {
+            let _ = writeln!(s, "    runs in the output loop of `{producer}` (epilogue)");
+        }
         let _ = writeln!(s, "    provenance: {}", join(&k.tags));
         for (i, n) in k.fused_nodes.iter().enumerate() {
             let tags = k.node_tags.get(i).map(|t| join(t)).unwrap_or_default();

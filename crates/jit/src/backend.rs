@@ -1,9 +1,12 @@
 //! The CPU-JIT backend: fused kernels as JIT code, every other node as a native kernel.
 
+mod epilogue;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::native;
+use crate::native::{self, Block, Epilogue};
+use epilogue::{fuse_epilogues, EpilogueStep};
 use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData, TensorType};
 use graphlift_passes::{ExtractionConfig, ExtractionReport, PassManager, PassRunReport};
 use graphlift_runtime::trace::{CallRecorder, StepKind as TraceStepKind};
@@ -51,7 +54,12 @@ pub struct CpuJitBackend {
     config: ExtractionConfig,
     parallel: Arc<Parallel>,
     cache: Arc<KernelCache>,
+    epilogue_fusion: bool,
 }
+
+/// The environment variable that switches epilogue fusion off when set to `0` (read when a
+/// backend is created; see [`CpuJitBackend::with_epilogue_fusion`]).
+pub const EPILOGUE_FUSION_ENV: &str = "GRAPHLIFT_EPILOGUE_FUSION";
 
 impl Default for CpuJitBackend {
     fn default() -> CpuJitBackend {
@@ -73,6 +81,20 @@ impl CpuJitBackend {
             config,
             parallel: Arc::new(Parallel::new(ThreadConfig::from_env())),
             cache: Arc::new(KernelCache::new(KernelCache::DEFAULT_CAPACITY)),
+            epilogue_fusion: std::env::var(EPILOGUE_FUSION_ENV).map_or(true, |v| v.trim() != "0"),
+        }
+    }
+
+    /// This backend, with epilogue fusion on or off for executables compiled from now on.
+    /// On (the default, unless `GRAPHLIFT_EPILOGUE_FUSION=0`), a fused kernel that consumes
+    /// a `MatMul` or `Convolution` result runs inside the producer's output loop, on each
+    /// block of the result as soon as it is written (a product, a block of its rows, or the
+    /// planes of one image and group), while the block is in cache; results are
+    /// bit-identical either way.
+    pub fn with_epilogue_fusion(self, on: bool) -> CpuJitBackend {
+        CpuJitBackend {
+            epilogue_fusion: on,
+            ..self
         }
     }
 
@@ -216,6 +238,7 @@ impl CpuJitBackend {
                 inputs,
                 outputs,
                 free_after: Vec::new(),
+                epilogue: None,
             });
         }
         let result_locs = g
@@ -231,6 +254,16 @@ impl CpuJitBackend {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if self.epilogue_fusion {
+            steps = fuse_epilogues(steps, &g, &plans)?;
+            for step in &steps {
+                if let Some(StepKind::Kernel(k)) = step.epilogue.as_ref().map(|e| e.step.kind) {
+                    if let Some(info) = infos.get_mut(k) {
+                        info.epilogue_of = Some(g.node(step.node)?.name().to_string());
+                    }
+                }
+            }
+        }
         plan_lifetimes(&mut steps, &result_locs, temps);
         let peak_intermediate_bytes = peak_bytes(&steps, &g)?;
         let (buffer_of, buffers) = assign_buffers(&steps, &g, temps)?;
@@ -321,7 +354,8 @@ enum StepKind {
 }
 
 /// One step of the plan: a node, where its inputs are, which temporaries it fills, and
-/// which temporaries die after it.
+/// which temporaries die after it. A step with an epilogue lists the producer's inputs and
+/// outputs first, then the epilogue kernel's.
 #[derive(Debug, Clone)]
 struct Step {
     node: NodeId,
@@ -329,6 +363,19 @@ struct Step {
     inputs: Vec<Loc>,
     outputs: Vec<usize>,
     free_after: Vec<usize>,
+    /// A kernel run in this native step's output loop ([`epilogue`]).
+    epilogue: Option<Box<EpilogueStep>>,
+}
+
+impl Step {
+    /// The types of the step's outputs, in order (the producer's, then its epilogue's).
+    fn output_types<'g>(&self, g: &'g Function) -> Result<Vec<&'g TensorType>, RuntimeError> {
+        let mut types: Vec<&TensorType> = g.node(self.node)?.outputs().iter().collect();
+        if let Some(e) = &self.epilogue {
+            types.extend(g.node(e.step.node)?.outputs());
+        }
+        Ok(types)
+    }
 }
 
 /// Frees each temporary after its last use (results are kept to the end).
@@ -338,8 +385,7 @@ fn peak_bytes(steps: &[Step], g: &Function) -> Result<usize, RuntimeError> {
     let (mut live, mut peak) = (0usize, 0usize);
     let mut size = std::collections::HashMap::new();
     for step in steps {
-        let node = g.node(step.node)?;
-        for (&t, ty) in step.outputs.iter().zip(node.outputs()) {
+        for (&t, ty) in step.outputs.iter().zip(step.output_types(g)?) {
             // Saturating: a shape too large for memory compiles (and fails to run) cleanly.
             let bytes = ty
                 .shape
@@ -373,12 +419,11 @@ fn assign_buffers(
     // Per buffer: its tensor type and whether it is free for the next step.
     let mut buffers: Vec<(TensorType, bool)> = Vec::new();
     for step in steps {
-        let node = g.node(step.node)?;
-        for (&t, ty) in step.outputs.iter().zip(node.outputs()) {
+        for (&t, ty) in step.outputs.iter().zip(step.output_types(g)?) {
             let b = match buffers.iter().position(|(bt, free)| *free && bt == ty) {
                 Some(b) => b,
                 None => {
-                    buffers.push((ty.clone(), true));
+                    buffers.push(((*ty).clone(), true));
                     buffers.len() - 1
                 }
             };
@@ -576,11 +621,7 @@ impl CpuJitExecutable {
                 .collect();
             let outs = self.run_step(step, inputs, temps, seeded)?;
             if let (Some(r), Some(start)) = (recorder.as_mut(), started) {
-                let kind = match step.kind {
-                    StepKind::Kernel(_) => TraceStepKind::JitKernel,
-                    StepKind::Native => TraceStepKind::Native,
-                };
-                r.record(self.function.node(step.node)?, kind, start, &outs);
+                self.record(r, step, start, &outs)?;
             }
             for (&t, o) in step.outputs.iter().zip(outs) {
                 temps[t] = Some(o);
@@ -600,6 +641,60 @@ impl CpuJitExecutable {
         Ok(())
     }
 
+    /// Records `step` in the trace: its node, and an epilogue's kernel as a step of its own
+    /// right after it (with no time of its own: it ran inside the producer's step).
+    fn record(
+        &self,
+        r: &mut CallRecorder,
+        step: &Step,
+        start: std::time::Instant,
+        outs: &[Tensor],
+    ) -> Result<(), RuntimeError> {
+        let kind = |k: StepKind| match k {
+            StepKind::Kernel(_) => TraceStepKind::JitKernel,
+            StepKind::Native => TraceStepKind::Native,
+        };
+        let node = self.function.node(step.node)?;
+        let n = node.outputs().len().min(outs.len());
+        r.record(node, kind(step.kind), start, &outs[..n]);
+        if let Some(e) = &step.epilogue {
+            let end = r.step_start();
+            r.record(
+                self.function.node(e.step.node)?,
+                kind(e.step.kind),
+                end,
+                &outs[n..],
+            );
+        }
+        Ok(())
+    }
+
+    /// The tensor at `loc`, or `None` if it was not computed.
+    fn resolve_one<'a>(
+        &'a self,
+        loc: Loc,
+        inputs: &'a [Tensor],
+        temps: &'a [Option<Tensor>],
+    ) -> Option<&'a Tensor> {
+        match loc {
+            Loc::Input(k) => inputs.get(k),
+            Loc::Temp(t) => temps.get(t).and_then(Option::as_ref),
+            Loc::Constant(c) => self.constants.get(c),
+        }
+    }
+
+    /// The tensors at `locs`, or `None` if one was not computed.
+    fn resolve<'a>(
+        &'a self,
+        locs: &[Loc],
+        inputs: &'a [Tensor],
+        temps: &'a [Option<Tensor>],
+    ) -> Option<Vec<&'a Tensor>> {
+        locs.iter()
+            .map(|&l| self.resolve_one(l, inputs, temps))
+            .collect()
+    }
+
     /// Runs one step. A kernel writes into `seeded[j]` for output `j` when the caller's
     /// output tensor was handed in for it (see [`Executable::call`]), else into a new tensor.
     fn run_step(
@@ -610,32 +705,21 @@ impl CpuJitExecutable {
         seeded: Vec<Option<Tensor>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
         let node = self.function.node(step.node)?;
-        let ins = step
-            .inputs
-            .iter()
-            .map(|l| match *l {
-                Loc::Input(k) => inputs.get(k),
-                Loc::Temp(t) => temps.get(t).and_then(Option::as_ref),
-                Loc::Constant(c) => self.constants.get(c),
-            })
-            .collect::<Option<Vec<&Tensor>>>()
+        let own_inputs = &step.inputs[..node.inputs().len().min(step.inputs.len())];
+        let ins = self
+            .resolve(own_inputs, inputs, temps)
             .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
-        match step.kind {
-            StepKind::Native => native::evaluate(node, &ins, seeded, &self.parallel),
-            StepKind::Kernel(k) => {
-                let kernel = &self.compiled[k];
-                let mut outs = node
-                    .outputs()
-                    .iter()
-                    .zip(seeded)
-                    .map(|(t, seed)| match seed {
-                        Some(buffer) if buffer.tensor_type() == *t => Ok(buffer),
-                        _ => Tensor::zeros(t.element_type, t.shape.clone()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
+        match (step.kind, &step.epilogue) {
+            (StepKind::Native, None) => native::evaluate(node, &ins, seeded, &self.parallel),
+            (StepKind::Native, Some(e)) => {
+                self.run_with_epilogue(node, e, &ins, inputs, temps, seeded)
+            }
+            (StepKind::Kernel(k), _) => {
+                let mut outs = kernel_outputs(node, seeded)?;
                 let in_data: Vec<&TensorData> = ins.iter().map(|t| t.data()).collect();
                 let mut out_data: Vec<&mut TensorData> =
                     outs.iter_mut().map(|t| t.data_mut()).collect();
+                let kernel = &self.compiled[k];
                 kernel
                     .invoke_split(
                         &in_data,
@@ -649,6 +733,119 @@ impl CpuJitExecutable {
             }
         }
     }
+
+    /// Runs the native `node` with the kernel step `e` as the epilogue of its output loop
+    /// (see [`epilogue`]): the producer's outputs, then the kernel's.
+    fn run_with_epilogue(
+        &self,
+        node: &Node,
+        e: &EpilogueStep,
+        ins: &[&Tensor],
+        inputs: &[Tensor],
+        temps: &[Option<Tensor>],
+        mut seeded: Vec<Option<Tensor>>,
+    ) -> Result<Vec<Tensor>, RuntimeError> {
+        let knode = self.function.node(e.step.node)?;
+        let StepKind::Kernel(k) = e.step.kind else {
+            return Err(Self::execution_error(
+                knode,
+                "an epilogue must be a kernel".into(),
+            ));
+        };
+        let kernel = &self.compiled[k];
+        let kernel_err = |err: JitError| Self::execution_error(knode, err.to_string());
+        let mut kouts = kernel_outputs(knode, seeded.split_off(node.outputs().len()))?;
+        // The producer's result, made before it runs so the kernel's buffers (with this one
+        // in the slots that read it) are checked before any block reaches the kernel.
+        let ty = node.output_type();
+        let product = match seeded.into_iter().next().flatten() {
+            Some(buffer) if buffer.tensor_type() == *ty => buffer,
+            _ => Tensor::zeros(ty.element_type, ty.shape.clone())?,
+        };
+        let not_computed = || Self::execution_error(knode, "an input was not computed".into());
+        let mut out_data: Vec<&mut TensorData> = kouts.iter_mut().map(Tensor::data_mut).collect();
+        let buffers = {
+            let in_data = self
+                .epilogue_inputs(e, product.data(), inputs, temps)
+                .ok_or_else(not_computed)?;
+            kernel
+                .prepare(&in_data, &mut out_data)
+                .map_err(kernel_err)?
+        };
+        let run = |block: Block| {
+            // SAFETY: `buffers` come from `prepare` on this kernel; the kernel's outputs
+            // stay borrowed by `out_data` and its other inputs by `inputs`, `temps` and
+            // `self.constants` until the producer returns. The slots in `e.reads` read the
+            // producer's result contiguously (checked when the plan was made, see
+            // `fuse_epilogues`) and are replaced by the block, which `Epilogue::run` hands
+            // over as a borrowed slice of the result (a separate buffer from every kernel
+            // output). Producers hand over disjoint blocks, so concurrent calls write
+            // disjoint ranges of the outputs.
+            unsafe { kernel.call_on_block(&buffers, &e.reads, block) }
+        };
+        let (mut outs, ran) = native::evaluate_with_epilogue(
+            node,
+            ins,
+            vec![Some(product)],
+            &self.parallel,
+            Some(Epilogue::new(&run)),
+        )?;
+        if !ran {
+            // A reference kernel computed the result: run the kernel over all of it.
+            let result = outs.first().ok_or_else(not_computed)?;
+            let in_data = self
+                .epilogue_inputs(e, result.data(), inputs, temps)
+                .ok_or_else(not_computed)?;
+            kernel
+                .invoke_split(
+                    &in_data,
+                    &mut out_data,
+                    0,
+                    kernel.plan.count,
+                    Some(&self.parallel),
+                )
+                .map_err(kernel_err)?;
+        }
+        drop(out_data);
+        outs.extend(kouts);
+        Ok(outs)
+    }
+
+    /// The epilogue kernel's input buffers, with `result` (the producer's) in the slots
+    /// that read it; `None` if an input was not computed.
+    fn epilogue_inputs<'a>(
+        &'a self,
+        e: &EpilogueStep,
+        result: &'a TensorData,
+        inputs: &'a [Tensor],
+        temps: &'a [Option<Tensor>],
+    ) -> Option<Vec<&'a TensorData>> {
+        e.step
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                if e.reads.contains(&i) {
+                    Some(result)
+                } else {
+                    self.resolve_one(*l, inputs, temps).map(Tensor::data)
+                }
+            })
+            .collect()
+    }
+}
+
+/// A kernel's output tensors: the seeded buffers where they have the output's type, else
+/// new zeroed tensors.
+fn kernel_outputs(node: &Node, seeded: Vec<Option<Tensor>>) -> Result<Vec<Tensor>, RuntimeError> {
+    node.outputs()
+        .iter()
+        .zip(seeded.into_iter().chain(std::iter::repeat(None)))
+        .map(|(t, seed)| match seed {
+            Some(buffer) if buffer.tensor_type() == *t => Ok(buffer),
+            _ => Tensor::zeros(t.element_type, t.shape.clone()),
+        })
+        .collect()
 }
 
 impl Executable for CpuJitExecutable {

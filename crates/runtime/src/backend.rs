@@ -41,6 +41,10 @@ pub struct KernelInfo {
     /// Which ranges of the machine code come from which fused node, by code offset (empty
     /// when the code generator records no source locations).
     pub code_ranges: Vec<CodeRange>,
+    /// The node (a `MatMul` or `Convolution`) in whose output loop the kernel runs, block
+    /// by block, when the backend fused it as that node's epilogue; `None` when it runs as
+    /// a step of its own.
+    pub epilogue_of: Option<String>,
 }
 
 /// A range of a kernel's machine code and the node it was lowered from.

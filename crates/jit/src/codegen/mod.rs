@@ -31,6 +31,7 @@ use crate::provenance::{code_ranges, slot_spans};
 
 use crate::helpers::Helper;
 use crate::module::KernelModule;
+use crate::native::Block;
 use crate::JitError;
 use lower::{helper_of, HelperRefs};
 use plan::KernelPlan;
@@ -279,6 +280,53 @@ impl CompiledKernel {
         end: usize,
         parallel: Option<&Parallel>,
     ) -> Result<(), JitError> {
+        let buffers = self.prepare(inputs, outputs)?;
+        let plan = &self.plan;
+        if begin > end || end > plan.count {
+            return Err(JitError::Buffer {
+                kernel: plan.name.clone(),
+                message: format!("range {begin}..{end} is not within 0..{}", plan.count),
+            });
+        }
+        if begin == end {
+            return Ok(());
+        }
+        // SAFETY (both calls below): every input and output buffer was checked above to
+        // have exactly the element type and element count the kernel was planned for, and
+        // the hidden constant buffers are the plan's own; every range handed to the kernel
+        // lies within `begin..end`, within the iteration space, and the kernel reads input k
+        // only at indices < args[k].len (its addressing maps every index < count into the
+        // source) and writes outputs only at the indices of its range. Outputs are distinct
+        // `&mut` borrows, so they alias neither each other nor inputs. `self.code` owns the
+        // module, so the code is alive.
+        let chunks = parallel.and_then(|p| p.split(begin, end, self.traffic, plan.count));
+        match chunks {
+            None => unsafe { self.call_unchecked(&buffers.ins, &buffers.outs, begin, end) },
+            // Several threads receive the same base pointers: sound because each chunk is
+            // a disjoint sub-range of `begin..end`, so no two threads write the same output
+            // element and inputs are only read; `Buffers` is Send + Sync only to carry the
+            // pointers across (see its SAFETY note); and `run` blocks until every chunk has
+            // finished, while the `&`/`&mut` borrows of the buffers are still held, so no
+            // buffer is freed or touched by the caller while a chunk runs.
+            Some((pool, chunks)) => run_chunks(pool, &chunks, |b, e| {
+                let (ins, outs) = buffers.pointers();
+                unsafe { self.call_unchecked(ins, outs, b, e) }
+            }),
+        }
+        Ok(())
+    }
+
+    /// Checks a call's buffers as [`CompiledKernel::invoke`] does and returns their pointer
+    /// arrays (live-ins, then the plan's constant buffers; outputs), for calls on ranges.
+    ///
+    /// # Errors
+    /// [`JitError::Buffer`] unless every buffer has the element type and element count the
+    /// kernel was compiled for.
+    pub(crate) fn prepare(
+        &self,
+        inputs: &[&TensorData],
+        outputs: &mut [&mut TensorData],
+    ) -> Result<Buffers, JitError> {
         let plan = &self.plan;
         let bad = |message: String| JitError::Buffer {
             kernel: plan.name.clone(),
@@ -316,46 +364,56 @@ impl CompiledKernel {
         for (k, d) in outputs.iter().enumerate() {
             check("output", k, d, plan.outputs[k].1, plan.count)?;
         }
-        if begin > end || end > plan.count {
-            return Err(bad(format!(
-                "range {begin}..{end} is not within 0..{}",
-                plan.count
-            )));
-        }
-        if begin == end {
-            return Ok(());
-        }
-        let buffers = Buffers {
+        Ok(Buffers {
             ins: inputs
                 .iter()
                 .map(|d| d.as_ptr())
                 .chain(plan.constants.iter().map(|c| c.as_ptr()))
                 .collect(),
             outs: outputs.iter_mut().map(|d| d.as_mut_ptr()).collect(),
-        };
-        // SAFETY (both calls below): every input and output buffer was checked above to
-        // have exactly the element type and element count the kernel was planned for, and
-        // the hidden constant buffers are the plan's own; every range handed to the kernel
-        // lies within `begin..end`, within the iteration space, and the kernel reads input k
-        // only at indices < args[k].len (its addressing maps every index < count into the
-        // source) and writes outputs only at the indices of its range. Outputs are distinct
-        // `&mut` borrows, so they alias neither each other nor inputs. `self.code` owns the
-        // module, so the code is alive.
-        let chunks = parallel.and_then(|p| p.split(begin, end, self.traffic, plan.count));
-        match chunks {
-            None => unsafe { self.call_unchecked(&buffers.ins, &buffers.outs, begin, end) },
-            // Several threads receive the same base pointers: sound because each chunk is
-            // a disjoint sub-range of `begin..end`, so no two threads write the same output
-            // element and inputs are only read; `Buffers` is Send + Sync only to carry the
-            // pointers across (see its SAFETY note); and `run` blocks until every chunk has
-            // finished, while the `&`/`&mut` borrows of the buffers are still held, so no
-            // buffer is freed or touched by the caller while a chunk runs.
-            Some((pool, chunks)) => run_chunks(pool, &chunks, |b, e| {
-                let (ins, outs) = buffers.pointers();
-                unsafe { self.call_unchecked(ins, outs, b, e) }
-            }),
+        })
+    }
+
+    /// Runs the elements of `block`, a finished block of a producer's output that the
+    /// kernel reads as the live-ins `reads` (an epilogue: see [`crate::native::Epilogue`]).
+    /// Does nothing unless the block lies within the iteration space and has the element
+    /// size of every live-in in `reads`.
+    ///
+    /// # Safety
+    /// `buffers` must come from [`CompiledKernel::prepare`] on this kernel, with the
+    /// borrows of its buffers still held by the caller; every live-in in `reads` must be
+    /// read only with contiguous addressing ([`KernelPlan::reads_contiguously`]), so the
+    /// kernel reads it at the block's indices only; `block.first` must point at
+    /// `block.len` readable elements (as [`crate::native::Epilogue::run`] guarantees) that
+    /// do not overlap an output; and calls running at the same time must have disjoint
+    /// blocks.
+    pub(crate) unsafe fn call_on_block(&self, buffers: &Buffers, reads: &[usize], block: Block) {
+        let plan = &self.plan;
+        let end = block.begin.checked_add(block.len);
+        let fits =
+            |&r: &usize| r < plan.live_ins && plan.args[r].ty.size_bytes() == block.element_bytes;
+        if end.is_none_or(|e| e > plan.count) || !reads.iter().all(fits) {
+            return;
         }
-        Ok(())
+        debug_assert!(reads.iter().all(|&r| plan.reads_contiguously(r)));
+        let (ins, outs) = buffers.pointers();
+        let mut ins: smallvec::SmallVec<[*const u8; 16]> = ins.into();
+        // The kernel adds `index * element_bytes` to the base: with `first` moved back by
+        // `begin` elements, indices `begin..end` land on the block. `wrapping_sub` keeps
+        // the arithmetic defined where the moved-back address lies outside the block.
+        let base = block
+            .first
+            .wrapping_sub(block.begin.wrapping_mul(block.element_bytes));
+        for &r in reads {
+            ins[r] = base;
+        }
+        // SAFETY: `ins` and `outs` come from `prepare` on this kernel (caller), so every
+        // buffer has the planned type and length and is still borrowed, except the slots
+        // in `reads`, which now address the block: the kernel reads them at indices
+        // `begin..end` only (contiguous addressing, caller), which map into the block's
+        // `len` readable elements of the checked size. The range lies within `0..count`
+        // (checked above) and is disjoint from every concurrent call's (caller).
+        unsafe { self.call_unchecked(&ins, outs, block.begin, block.begin + block.len) }
     }
 
     /// Calls the kernel on raw pointer arrays.
@@ -381,15 +439,16 @@ impl CompiledKernel {
     }
 }
 
-/// The pointer arrays of one kernel call.
-struct Buffers {
+/// The pointer arrays of one kernel call ([`CompiledKernel::prepare`]): valid while the
+/// buffers they were taken from are borrowed.
+pub(crate) struct Buffers {
     ins: Vec<*const u8>,
     outs: Vec<*mut u8>,
 }
 
 impl Buffers {
     /// Both arrays (a method, so closures capture the whole `Sync` value, not its fields).
-    fn pointers(&self) -> (&[*const u8], &[*mut u8]) {
+    pub(crate) fn pointers(&self) -> (&[*const u8], &[*mut u8]) {
         (&self.ins, &self.outs)
     }
 }

@@ -92,6 +92,25 @@ pub(crate) struct KernelPlan {
     pub outputs: Vec<(SlotId, ElementType)>,
 }
 
+impl KernelPlan {
+    /// Whether the kernel reads input `arg` only at the element it computes (every load of
+    /// it is [`Addressing::Contiguous`] and the buffer holds `count` elements): a call on
+    /// the range `begin..end` then reads exactly elements `begin..end` of it.
+    pub(crate) fn reads_contiguously(&self, arg: usize) -> bool {
+        let loads = |s: &&Slot| matches!(&s.op, SlotOp::Load { arg: a, .. } if *a == arg);
+        self.args.get(arg).is_some_and(|a| a.len == self.count)
+            && self.slots.iter().filter(loads).all(|s| {
+                matches!(
+                    &s.op,
+                    SlotOp::Load {
+                        addressing: Addressing::Contiguous,
+                        ..
+                    }
+                )
+            })
+    }
+}
+
 /// A view of a value: `None` at the iteration space itself, `Some(T)` broadcast onto `T`.
 type View = Option<Shape>;
 

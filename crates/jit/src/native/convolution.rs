@@ -4,10 +4,16 @@
 //! the `gemm` crate. Other spatial ranks run the reference.
 
 use graphlift_ir::{Convolution, Shape, TensorData};
+use graphlift_runtime::Tensor;
 use rayon::prelude::*;
 
 use super::matmul::product;
+use super::Epilogue;
 use crate::parallel::Parallel;
+
+/// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
+/// when the epilogue reads them), unless the whole output is smaller.
+const EPILOGUE_BLOCK: usize = 8192;
 
 /// The geometry of one 2-D convolution.
 struct Geometry {
@@ -189,12 +195,13 @@ fn convolve<T>(
     f: &[T],
     g: &Geometry,
     conv: &Convolution,
-    one: T,
     parallel: &Parallel,
     y: &mut [T],
+    epilogue: Option<Epilogue<'_>>,
 ) where
     T: Copy
         + Default
+        + From<f32>
         + Send
         + Sync
         + 'static
@@ -208,8 +215,8 @@ fn convolve<T>(
         return;
     }
     let pointwise = is_pointwise(g, conv);
-    // One task per (image, group): unroll its fields, multiply by the group's filters.
-    let task = |(k, out): (usize, &mut [T])| {
+    // Unroll the group's fields, multiply by the group's filters.
+    let convolve_group = |k: usize, out: &mut [T]| {
         let (b, grp) = (k / g.groups, k % g.groups);
         let image = &x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
         let filters = &f[grp * mg * depth..(grp + 1) * mg * depth];
@@ -231,31 +238,59 @@ fn convolve<T>(
             &cols,
             out,
             (mg, depth, plane),
-            one,
+            T::from(1.0),
             gemm::Parallelism::None,
         );
     };
     let tasks = g.n * g.groups;
     let macs = g.n * g.m * plane * depth;
-    match parallel.pool().filter(|_| macs >= 1 << 18 && tasks > 1) {
-        Some(pool) => pool.install(|| y.par_chunks_mut(mg * plane).enumerate().for_each(task)),
-        None => y.chunks_mut(mg * plane).enumerate().for_each(task),
+    let pool = parallel.pool().filter(|_| macs >= 1 << 18 && tasks > 1);
+    // Tasks per block: an epilogue sees blocks of at least EPILOGUE_BLOCK elements (one call
+    // per depthwise plane would cost more than the pass it saves), split over the threads.
+    let per_task = mg * plane;
+    let mut per_block = match epilogue {
+        Some(_) => EPILOGUE_BLOCK.div_ceil(per_task).max(1),
+        None => 1,
+    };
+    if pool.is_some() {
+        per_block = per_block.min(tasks.div_ceil(parallel.config().threads).max(1));
+    }
+    // One block of tasks (image, group), then the block's epilogue.
+    let block = |(blk, out): (usize, &mut [T])| {
+        for (i, out) in out.chunks_mut(per_task).enumerate() {
+            convolve_group(blk * per_block + i, out);
+        }
+        if let Some(e) = &epilogue {
+            e.run(blk * per_block * per_task, out);
+        }
+    };
+    match pool {
+        Some(pool) => pool.install(|| {
+            y.par_chunks_mut(per_block * per_task)
+                .enumerate()
+                .for_each(block)
+        }),
+        None => y
+            .chunks_mut(per_block * per_task)
+            .enumerate()
+            .for_each(block),
     }
 }
 
 /// The convolution of `x` `[N, C, H, W]` with `filter` `[M, C/g, kH, kW]`, or `None` when
 /// this kernel does not apply (other ranks or element types); the caller then runs the
-/// reference.
+/// reference. `epilogue` runs on blocks of whole output planes (those of one or more
+/// (image, group) pairs) as soon as they are written.
 pub(crate) fn convolution(
-    x: &TensorData,
-    sx: &Shape,
-    filter: &TensorData,
-    sf: &Shape,
+    x: &Tensor,
+    filter: &Tensor,
     conv: &Convolution,
     out: Option<TensorData>,
     parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
 ) -> Option<TensorData> {
-    let g = Geometry::of(sx, sf, conv)?;
+    let g = Geometry::of(x.shape(), filter.shape(), conv)?;
+    let (x, filter) = (x.data(), filter.data());
     if x.len() != g.n * g.c * g.h * g.w || filter.len() != g.m * (g.c / g.groups) * g.kh * g.kw {
         return None;
     }
@@ -266,10 +301,10 @@ pub(crate) fn convolution(
     };
     match (x, filter, &mut y) {
         (TensorData::F32(a), TensorData::F32(b), TensorData::F32(y)) => {
-            convolve(a, b, &g, conv, 1.0, parallel, y)
+            convolve(a, b, &g, conv, parallel, y, epilogue)
         }
         (TensorData::F64(a), TensorData::F64(b), TensorData::F64(y)) => {
-            convolve(a, b, &g, conv, 1.0, parallel, y)
+            convolve(a, b, &g, conv, parallel, y, epilogue)
         }
         _ => return None,
     }
@@ -416,7 +451,11 @@ mod tests {
                 };
                 let x = lcg(sx.element_count().unwrap(), 3);
                 let f = lcg(sf.element_count().unwrap(), 4);
-                let got = convolution(&x, &sx, &f, &sf, &conv, None, &parallel).unwrap();
+                let (xt, ft) = (
+                    Tensor::from_data(x.clone(), sx.clone()).unwrap(),
+                    Tensor::from_data(f.clone(), sf.clone()).unwrap(),
+                );
+                let got = convolution(&xt, &ft, &conv, None, &parallel, None).unwrap();
                 let want =
                     graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
                 let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {

@@ -9,6 +9,7 @@ use graphlift_ir::{Shape, TensorData};
 use graphlift_runtime::reference::batch_offsets;
 use rayon::prelude::*;
 
+use super::Epilogue;
 use crate::parallel::Parallel;
 
 /// Below this many multiply-adds a product runs on the calling thread.
@@ -89,7 +90,9 @@ pub(super) fn product<T: Copy + Default + 'static>(
     }
 }
 
-/// Every product of `p` into `c` (`batch · m · n` elements, each written once).
+/// Every product of `p` into `c` (`batch · m · n` elements, each written once), each block
+/// of `c` handed to `epilogue` as soon as it is written (a whole product, or a block of its
+/// rows when a product is split over threads).
 fn batched<T: Copy + Default + Send + Sync + 'static>(
     a: &[T],
     b: &[T],
@@ -97,6 +100,7 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
     p: &Problem,
     one: T,
     parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
 ) {
     let (m, k, n) = (p.m, p.k, p.n);
     if m * n == 0 || c.len() != p.offsets_a.len() * m * n {
@@ -107,8 +111,15 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
     let pool = (threads > 1 && macs >= MIN_PARALLEL_MACS)
         .then(|| parallel.pool())
         .flatten();
-    let run = |c: &mut [T], (oa, ob): (usize, usize), par: Parallelism| {
-        product(&a[oa..], &b[ob..], c, (m, k, n), one, par);
+    let finish = |begin: usize, c: &[T]| {
+        if let Some(e) = &epilogue {
+            e.run(begin, c);
+        }
+    };
+    // Product `i` (offsets `oa`, `ob`) into `c`, then its epilogue.
+    let run = |(i, c): (usize, &mut [T]), (oa, ob): (usize, usize)| {
+        product(&a[oa..], &b[ob..], c, (m, k, n), one, Parallelism::None);
+        finish(i * m * n, c);
     };
     let pairs: Vec<(usize, usize)> = p
         .offsets_a
@@ -120,15 +131,16 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
         // Many small products (attention heads): one product per task.
         Some(pool) if pairs.len() >= 2 * threads => pool.install(|| {
             c.par_chunks_mut(m * n)
+                .enumerate()
                 .zip(pairs.par_iter())
-                .for_each(|(c, &o)| run(c, o, Parallelism::None));
+                .for_each(|(c, &o)| run(c, o));
         }),
         // Few large products: each is split by rows of `a` and `c`, one block per thread
         // (every block packs `b` itself; gemm's own split did not divide MiniLM's
         // [128, 384] x [384, 384] over two threads).
         Some(pool) => pool.install(|| {
             let rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
-            for (c, &(oa, ob)) in c.chunks_mut(m * n).zip(&pairs) {
+            for (i, (c, &(oa, ob))) in c.chunks_mut(m * n).zip(&pairs).enumerate() {
                 c.par_chunks_mut(rows * n).enumerate().for_each(|(blk, c)| {
                     let r = c.len() / n;
                     product(
@@ -139,12 +151,13 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
                         one,
                         Parallelism::None,
                     );
+                    finish(i * m * n + blk * rows * n, c);
                 });
             }
         }),
         None => {
-            for (c, &o) in c.chunks_mut(m * n).zip(&pairs) {
-                run(c, o, Parallelism::None);
+            for (c, &o) in c.chunks_mut(m * n).enumerate().zip(&pairs) {
+                run(c, o);
             }
         }
     }
@@ -154,6 +167,7 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
 /// `out` when it is given with the result's element type and size (a caller's output
 /// tensor: no allocation), else into a new buffer. `None` when this kernel does not apply
 /// (integer types, shapes the IR would not accept); the caller then runs the reference.
+/// `epilogue` runs on each block of the result as it is finished (see [`batched`]).
 pub(crate) fn matmul(
     a: &TensorData,
     sa: &Shape,
@@ -161,6 +175,7 @@ pub(crate) fn matmul(
     sb: &Shape,
     out: Option<TensorData>,
     parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
 ) -> Option<TensorData> {
     let p = problem(sa, sb)?;
     let need_a = p.offsets_a.iter().max().map_or(0, |&o| o + p.m * p.k);
@@ -175,10 +190,10 @@ pub(crate) fn matmul(
     };
     match (a, b, &mut c) {
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
-            batched(x, y, z, &p, 1.0, parallel)
+            batched(x, y, z, &p, 1.0, parallel, epilogue)
         }
         (TensorData::F64(x), TensorData::F64(y), TensorData::F64(z)) => {
-            batched(x, y, z, &p, 1.0, parallel)
+            batched(x, y, z, &p, 1.0, parallel, epilogue)
         }
         _ => return None,
     }
@@ -224,7 +239,7 @@ mod tests {
                 let (sa, sb) = (Shape::new(da), Shape::new(db));
                 let a = TensorData::F32(data(sa.element_count().unwrap(), 1));
                 let b = TensorData::F32(data(sb.element_count().unwrap(), 2));
-                let got = matmul(&a, &sa, &b, &sb, None, &parallel).unwrap();
+                let got = matmul(&a, &sa, &b, &sb, None, &parallel, None).unwrap();
                 let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
                 let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
                     panic!("types")
@@ -243,7 +258,7 @@ mod tests {
         let s = Shape::new([2, 2]);
         let parallel = Parallel::new(ThreadConfig::with_threads(1));
         assert!(
-            matmul(&i, &s, &i, &s, None, &parallel).is_none(),
+            matmul(&i, &s, &i, &s, None, &parallel, None).is_none(),
             "integers use the reference"
         );
     }

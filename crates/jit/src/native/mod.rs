@@ -4,6 +4,7 @@
 //! and at most one faster implementation, tested against it.
 
 mod convolution;
+mod epilogue;
 mod exp;
 mod matmul;
 mod normalize;
@@ -15,6 +16,7 @@ use graphlift_runtime::reference::evaluate_node;
 use graphlift_runtime::{RuntimeError, Tensor};
 
 use crate::parallel::Parallel;
+pub(crate) use epilogue::{Block, Epilogue};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
 /// `Convolution`, reductions over trailing axes, last-axis `Softmax` and `LayerNorm`, on
@@ -32,10 +34,36 @@ pub(crate) fn evaluate(
     seeded: Vec<Option<Tensor>>,
     parallel: &Parallel,
 ) -> Result<Vec<Tensor>, RuntimeError> {
+    evaluate_with_epilogue(node, inputs, seeded, parallel, None).map(|(outs, _)| outs)
+}
+
+/// As [`evaluate`], and when `epilogue` is given and the node is a `MatMul` or 2-D
+/// `Convolution` with a native kernel, the epilogue runs on each block of the result as soon
+/// as the block is written (see [`Epilogue`]). The `bool` tells whether it ran: when it is
+/// `false` (a reference kernel ran), the caller runs the epilogue's work over the whole
+/// result itself.
+///
+/// # Errors
+/// As [`evaluate_node`].
+pub(crate) fn evaluate_with_epilogue(
+    node: &Node,
+    inputs: &[&Tensor],
+    seeded: Vec<Option<Tensor>>,
+    parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
+) -> Result<(Vec<Tensor>, bool), RuntimeError> {
     let native = match (node.op(), inputs) {
         (Op::MatMul, [a, b]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
-            matmul::matmul(a.data(), a.shape(), b.data(), b.shape(), out, parallel)
+            matmul::matmul(
+                a.data(),
+                a.shape(),
+                b.data(),
+                b.shape(),
+                out,
+                parallel,
+                epilogue,
+            )
         }
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
         (Op::Softmax(axis), [x]) => normalize::softmax(x.data(), x.shape(), *axis, parallel),
@@ -44,15 +72,16 @@ pub(crate) fn evaluate(
         }
         (Op::Convolution(c), [x, f]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
-            convolution::convolution(x.data(), x.shape(), f.data(), f.shape(), c, out, parallel)
+            convolution::convolution(x, f, c, out, parallel, epilogue)
         }
         _ => None,
     };
+    let ran = native.is_some() && matches!(node.op(), Op::MatMul | Op::Convolution(_));
     match native {
-        Some(data) => Ok(vec![Tensor::from_data(
-            data,
-            node.output_type().shape.clone(),
-        )?]),
-        None => evaluate_node(node, inputs),
+        Some(data) => Ok((
+            vec![Tensor::from_data(data, node.output_type().shape.clone())?],
+            ran && epilogue.is_some(),
+        )),
+        None => Ok((evaluate_node(node, inputs)?, false)),
     }
 }

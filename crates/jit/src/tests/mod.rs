@@ -7,6 +7,7 @@
 mod abi;
 mod backend;
 mod broadcast;
+mod epilogue;
 mod mixed;
 mod ops;
 mod parallel;
