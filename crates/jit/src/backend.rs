@@ -43,6 +43,14 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// is evicted first). JIT code memory is freed when neither an executable nor the cache uses
 /// it: dropping the backend (all its clones) and its executables frees everything.
 ///
+/// **Epilogue fusion.** A fused kernel that consumes the result of a `MatMul` or 2-D
+/// `Convolution` (a bias add, GELU, a HardSwish chain) runs inside the producer's output
+/// loop, on each block of the result as soon as it is written, while the block is in cache
+/// (XLA's output fusion; oneDNN's post-ops). A block is a whole product, a thread's block
+/// of rows, or the output planes of several (image, group) pairs. Which kernels run this
+/// way is in [`KernelInfo::epilogue_of`]; results are bit-identical with it off
+/// ([`CpuJitBackend::with_epilogue_fusion`], `GRAPHLIFT_EPILOGUE_FUSION=0`).
+///
 /// **Threads.** A kernel call whose memory traffic is at least two tasks of
 /// [`ThreadConfig::min_bytes_per_task`] (256 KiB by default, XLA's threshold) is split into
 /// chunks over a dedicated thread pool of [`ThreadConfig::threads`] threads (default:
