@@ -14,6 +14,9 @@ use crate::parallel::Parallel;
 /// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
 /// when the epilogue reads them), unless the whole output is smaller.
 const EPILOGUE_BLOCK: usize = 8192;
+/// Row blocks of a product split over threads are multiples of this (whole microkernel
+/// tiles), as in the native MatMul.
+const ROW_BLOCK_ALIGN: usize = 8;
 
 /// The geometry of one 2-D convolution.
 struct Geometry {
@@ -215,35 +218,76 @@ fn convolve<T>(
         return;
     }
     let pointwise = is_pointwise(g, conv);
-    // Unroll the group's fields, multiply by the group's filters.
-    let convolve_group = |k: usize, out: &mut [T]| {
+    // The image of task `k` (image, group) and the group's filters.
+    let operands = |k: usize| {
         let (b, grp) = (k / g.groups, k % g.groups);
         let image = &x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
         let filters = &f[grp * mg * depth..(grp + 1) * mg * depth];
-        if cg == 1 && mg == 1 {
-            let channel = &image[grp * g.h * g.w..(grp + 1) * g.h * g.w];
-            depthwise(channel, filters, g, conv, out);
-            return;
-        }
-        let cols = if pointwise {
+        (image, grp, filters)
+    };
+    // The unrolled receptive fields of task `k`: `[C/g · kH · kW, oH · oW]`.
+    let fields = |k: usize| {
+        let (image, grp, _) = operands(k);
+        if pointwise {
             // The group's channels are the unrolled matrix already (`plane == H * W`).
             std::borrow::Cow::Borrowed(&image[grp * cg * plane..(grp + 1) * cg * plane])
         } else {
             let mut cols = vec![T::default(); depth * plane];
             im2col(image, g, conv, grp * cg, cg, &mut cols);
             std::borrow::Cow::Owned(cols)
-        };
+        }
+    };
+    // Unroll the group's fields, multiply by the group's filters.
+    let convolve_group = |k: usize, out: &mut [T]| {
+        let (image, grp, filters) = operands(k);
+        if cg == 1 && mg == 1 {
+            let channel = &image[grp * g.h * g.w..(grp + 1) * g.h * g.w];
+            depthwise(channel, filters, g, conv, out);
+            return;
+        }
         product(
             filters,
-            &cols,
+            &fields(k),
             out,
             (mg, depth, plane),
             T::from(1.0),
             gemm::Parallelism::None,
         );
     };
+    let threads = parallel.config().threads;
     let tasks = g.n * g.groups;
     let macs = g.n * g.m * plane * depth;
+    // Fewer tasks than threads (one image, one group: every dense convolution at batch 1):
+    // each product is split by rows of filters (output channels) over the threads, the
+    // fields unrolled once and shared, as the native MatMul splits few large products.
+    let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
+    if let Some(pool) = parallel
+        .pool()
+        .filter(|_| macs >= 1 << 18 && tasks < threads && rows < mg)
+    {
+        pool.install(|| {
+            for (k, out) in y.chunks_mut(mg * plane).enumerate() {
+                let (cols, (_, _, filters)) = (fields(k), operands(k));
+                out.par_chunks_mut(rows * plane)
+                    .enumerate()
+                    .for_each(|(blk, out)| {
+                        let r = out.len() / plane;
+                        product(
+                            &filters[blk * rows * depth..],
+                            &cols,
+                            out,
+                            (r, depth, plane),
+                            T::from(1.0),
+                            gemm::Parallelism::None,
+                        );
+                        if let Some(e) = &epilogue {
+                            e.run(k * mg * plane + blk * rows * plane, out);
+                        }
+                    });
+            }
+        });
+        return;
+    }
     let pool = parallel.pool().filter(|_| macs >= 1 << 18 && tasks > 1);
     // Tasks per block: an epilogue sees blocks of at least EPILOGUE_BLOCK elements (one call
     // per depthwise plane would cost more than the pass it saves), split over the threads.
@@ -253,7 +297,7 @@ fn convolve<T>(
         None => 1,
     };
     if pool.is_some() {
-        per_block = per_block.min(tasks.div_ceil(parallel.config().threads).max(1));
+        per_block = per_block.min(tasks.div_ceil(threads).max(1));
     }
     // One block of tasks (image, group), then the block's epilogue.
     let block = |(blk, out): (usize, &mut [T])| {

@@ -138,9 +138,16 @@ fn matmul_epilogue_is_bit_identical_on_every_path() {
 
 #[test]
 fn convolution_epilogue_is_bit_identical_on_every_path() {
-    // Dense and depthwise (blocks of 15 planes, the last one short) large enough to run on
-    // two threads, and a small grouped one.
-    for (n, c, hw, m, groups) in [(2, 8, 16, 16, 1), (1, 64, 24, 64, 64), (2, 4, 5, 6, 2)] {
+    // Dense at batch 2 (one task per image) and batch 1 (one task: its product split by
+    // rows of filters over the threads), depthwise (blocks of 15 planes, the last one
+    // short), all large enough to run on two threads, and a small grouped one.
+    let cases = [
+        (2, 8, 16, 16, 1),
+        (1, 8, 16, 32, 1),
+        (1, 64, 24, 64, 64),
+        (2, 4, 5, 6, 2),
+    ];
+    for (n, c, hw, m, groups) in cases {
         let f = conv_hardswish(n, c, hw, m, groups);
         let inputs = [
             tensor(&[n, c, hw, hw], 4),
