@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use graphlift::jit::CpuJitBackend;
+use graphlift::runtime::trace::Tracer;
 use graphlift::{Backend, ElementType, Tensor, TensorData};
 use rand::{rngs::StdRng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::error::CliError;
+use crate::profile;
 use crate::run::import_for;
 use crate::tensor_io::read_tensor;
 use crate::BenchArgs;
@@ -102,6 +104,14 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         args.runs,
         args.warmup
     );
+    if let Some(calls) = args.profile.filter(|&n| n > 0) {
+        let tracer = Tracer::start();
+        for _ in 0..calls {
+            exe.run(&inputs)?;
+        }
+        let trace = tracer.finish();
+        print!("{}", profile::report(&profile::by_op(&trace), calls));
+    }
     Ok(())
 }
 

@@ -11,6 +11,7 @@ mod bench_expr;
 mod default_model;
 mod error;
 mod explain;
+mod profile;
 mod run;
 mod tensor_io;
 
@@ -106,6 +107,10 @@ pub struct BenchArgs {
     /// Timed runs; the median is reported.
     #[arg(long, default_value_t = 50)]
     pub runs: usize,
+    /// After the timed runs, trace this many more calls and print the time of their steps
+    /// by op type (traced calls run on the calling thread; parallel steps still fork).
+    #[arg(long, value_name = "CALLS")]
+    pub profile: Option<usize>,
 }
 
 /// Arguments of `graphlift explain`.

@@ -5,6 +5,7 @@
 
 use graphlift_ir::{Convolution, Shape, TensorData};
 use graphlift_runtime::Tensor;
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::matmul::product;
@@ -78,6 +79,7 @@ fn valid_columns(
 
 /// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) into `cols`
 /// (`[cg · kH · kW, oH · oW]`, row-major); window positions in the padding read zero.
+#[multiversion(targets = "simd")]
 fn im2col<T: Copy + Default>(
     x: &[T],
     g: &Geometry,
@@ -129,6 +131,7 @@ fn im2col<T: Copy + Default>(
 /// a time. Output rows are finished one by one (they stay in L1); with a column stride
 /// `s > 1` each input row is first split into its `s` phases (columns `p, p + s, ...`), so
 /// every tap's run reads contiguous memory and vectorizes.
+#[multiversion(targets = "simd")]
 fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
 where
     T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,

@@ -19,6 +19,7 @@ use super::exp::exp;
 use super::rows::{map_rows, sum_wide, W};
 use crate::parallel::Parallel;
 use graphlift_ir::{LayerNorm, Shape, TensorData};
+use multiversion::multiversion;
 
 /// An `f32` or `f64` element, widened and narrowed as the reference does.
 trait Float: Copy {
@@ -76,6 +77,7 @@ fn row_max(row: &[f32]) -> f32 {
 }
 
 /// Softmax of the `f32` row `x` into `out` (same length).
+#[multiversion(targets = "simd")]
 fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
     let max = row_max(x);
     for (o, &v) in out.iter_mut().zip(x) {
@@ -89,6 +91,7 @@ fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
 
 /// Layer normalisation of the row `x` with scale `g` and bias `b` (all one length) into
 /// `out`.
+#[inline(always)]
 fn layer_norm_row<T: Float>(x: &[T], g: &[T], b: &[T], epsilon: f64, out: &mut [T]) {
     let n = x.len() as f64;
     let mean = sum_wide(x, T::wide) / n;
@@ -97,6 +100,12 @@ fn layer_norm_row<T: Float>(x: &[T], g: &[T], b: &[T], epsilon: f64, out: &mut [
     for (o, (v, (g, b))) in out.iter_mut().zip(x.iter().zip(g.iter().zip(b))) {
         *o = T::narrow((v.wide() - mean) * inv * g.wide() + b.wide());
     }
+}
+
+/// [`layer_norm_row`] on `f32`, compiled for the host's SIMD extensions.
+#[multiversion(targets = "simd")]
+fn layer_norm_row_f32(x: &[f32], g: &[f32], b: &[f32], epsilon: f64, out: &mut [f32]) {
+    layer_norm_row(x, g, b, epsilon, out)
 }
 
 /// Softmax along the last axis of `x` (shape `from`), or `None` for another axis or a
@@ -137,7 +146,7 @@ pub(crate) fn layer_norm(
             if g.len() == len && b.len() == len =>
         {
             Some(TensorData::F32(map_rows(v, len, parallel, |x, o| {
-                layer_norm_row(x, g, b, l.epsilon, o)
+                layer_norm_row_f32(x, g, b, l.epsilon, o)
             })))
         }
         (TensorData::F64(v), TensorData::F64(g), TensorData::F64(b))

@@ -7,10 +7,12 @@
 //! rounding boundary, and then 1 ulp from it.
 
 use graphlift_ir::{ReduceOp, Reduction, Shape, TensorData};
+use multiversion::multiversion;
 
 use super::rows::sum_wide;
 
 /// Reduces one non-empty row in `f64`.
+#[multiversion(targets = "simd")]
 fn fold_row<T: Copy>(row_slice: &[T], wide: impl Fn(T) -> f64 + Copy, op: ReduceOp) -> f64 {
     let len = row_slice.len();
     let row = || row_slice.iter().map(move |&v| wide(v));

@@ -1,0 +1,123 @@
+//! `graphlift bench --profile N`: where a call's time goes, by op type, from the execution
+//! trace of `N` calls (each step's wall time as the tracer records it).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use graphlift::runtime::trace::{StepKind, Trace};
+
+/// Time spent in one kind of step, summed over the traced calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpTime {
+    /// Op type (`MatMul`, `FusedKernel`, ...), with ` (JIT)` for fused kernels.
+    pub op: String,
+    /// Steps of this op per call.
+    pub steps: usize,
+    /// Mean time per call in ms.
+    pub ms_per_call: f64,
+    /// Share of the summed step time, in percent.
+    pub share: f64,
+}
+
+/// The per-op-type table of `trace`, largest first; steps of every call are summed and
+/// divided by the number of calls. Empty for an empty trace.
+pub fn by_op(trace: &Trace) -> Vec<OpTime> {
+    let calls = trace.calls.len();
+    if calls == 0 {
+        return Vec::new();
+    }
+    let mut sums: HashMap<String, (usize, u64)> = HashMap::new();
+    for call in &trace.calls {
+        for r in &call.records {
+            let Some(t) = &r.timing else { continue };
+            let op = match r.kind {
+                StepKind::JitKernel => format!("{} (JIT)", r.op.type_name()),
+                _ => r.op.type_name().to_string(),
+            };
+            let e = sums.entry(op).or_default();
+            e.0 += 1;
+            e.1 += t.duration_ns;
+        }
+    }
+    let total: u64 = sums.values().map(|(_, ns)| ns).sum::<u64>().max(1);
+    let mut rows: Vec<OpTime> = sums
+        .into_iter()
+        .map(|(op, (n, ns))| OpTime {
+            op,
+            steps: n / calls,
+            ms_per_call: ns as f64 / calls as f64 / 1e6,
+            share: 100.0 * ns as f64 / total as f64,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.ms_per_call
+            .total_cmp(&a.ms_per_call)
+            .then(a.op.cmp(&b.op))
+    });
+    rows
+}
+
+/// The table as text: one line per op type, then the total.
+pub fn report(rows: &[OpTime], calls: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "profile: step time by op over {calls} traced call(s) (traced calls run on the \
+         calling thread)"
+    );
+    let _ = writeln!(
+        s,
+        "  {:<24} {:>6} {:>12} {:>7}",
+        "op", "steps", "ms/call", "share"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "  {:<24} {:>6} {:>12.4} {:>6.1}%",
+            r.op, r.steps, r.ms_per_call, r.share
+        );
+    }
+    let total: f64 = rows.iter().map(|r| r.ms_per_call).sum();
+    let _ = writeln!(s, "  {:<24} {:>6} {:>12.4}", "total", "", total);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphlift::runtime::trace::Tracer;
+    use graphlift::{Backend, ElementType::F32, FunctionBuilder, Tensor};
+
+    #[test]
+    fn sums_steps_by_op_type_over_calls() {
+        let b = FunctionBuilder::new("p");
+        let x = b.parameter("x", F32, [2, 3]);
+        let w = b.parameter("w", F32, [3, 4]);
+        let y = b.op(graphlift::Op::MatMul, &[x, w]);
+        let out = (y + y.scalar_like(1.0)).relu();
+        let f = b.finish(&[out]).unwrap();
+        let exe = Backend::create("CPU-JIT").unwrap().compile(&f).unwrap();
+        let ins = [
+            Tensor::from_vec(vec![1f32; 6], [2, 3]).unwrap(),
+            Tensor::from_vec(vec![0.5f32; 12], [3, 4]).unwrap(),
+        ];
+        let tracer = Tracer::start();
+        for _ in 0..3 {
+            exe.run(&ins).unwrap();
+        }
+        let trace = tracer.finish();
+        let rows = by_op(&trace);
+        let ops: Vec<&str> = rows.iter().map(|r| r.op.as_str()).collect();
+        assert!(ops.contains(&"MatMul"), "{ops:?}");
+        assert!(ops.contains(&"FusedKernel (JIT)"), "{ops:?}");
+        assert!(rows.iter().all(|r| r.steps == 1), "{rows:?}");
+        let share: f64 = rows.iter().map(|r| r.share).sum();
+        assert!((share - 100.0).abs() < 1e-6, "{share}");
+        assert!(rows
+            .windows(2)
+            .all(|w| w[0].ms_per_call >= w[1].ms_per_call));
+        let text = report(&rows, 3);
+        assert!(text.contains("MatMul") && text.contains("total"), "{text}");
+        assert!(by_op(&Trace::default()).is_empty());
+    }
+}
