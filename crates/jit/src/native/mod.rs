@@ -23,8 +23,8 @@ pub(crate) use epilogue::{Block, Epilogue};
 /// `f32`/`f64`), else with the reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
-/// a recycled intermediate); `MatMul` and `Convolution` write into it instead of
-/// allocating.
+/// a recycled intermediate); `MatMul`, `Convolution`, `Softmax` and `LayerNorm` write into
+/// it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -66,9 +66,13 @@ pub(crate) fn evaluate_with_epilogue(
             )
         }
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
-        (Op::Softmax(axis), [x]) => normalize::softmax(x.data(), x.shape(), *axis, parallel),
+        (Op::Softmax(axis), [x]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            normalize::softmax(x.data(), x.shape(), *axis, parallel, out)
+        }
         (Op::LayerNorm(l), [x, g, b]) => {
-            normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l, parallel)
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l, parallel, out)
         }
         (Op::Convolution(c), [x, f]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);

@@ -6,9 +6,6 @@ use rayon::prelude::*;
 
 use crate::parallel::Parallel;
 
-/// Elements below which a row-wise kernel runs on the calling thread.
-pub(super) const PARALLEL_ROW_ELEMENTS: usize = 1 << 15;
-
 /// Partial results kept side by side, so that loops over them vectorize.
 pub(super) const W: usize = 8;
 
@@ -25,15 +22,21 @@ pub(super) fn sum_wide<T: Copy>(row: &[T], f: impl Fn(T) -> f64) -> f64 {
     s.iter().sum::<f64>() + rest.iter().map(|&v| f(v)).sum::<f64>()
 }
 
-/// `f(x_row, out_row)` for every row of `len` elements of `x`, into a new tensor; rows in
-/// parallel on `parallel`'s pool when `x` has at least [`PARALLEL_ROW_ELEMENTS`].
+/// `f(x_row, out_row)` for every row of `len` elements of `x`, into `out` when it holds as
+/// many elements as `x` (a recycled buffer: `f` must write every element of its row), else
+/// into a new buffer; rows in parallel on `parallel`'s pool when `x` has at least
+/// `min_parallel` elements (below it, forking costs more than the rows).
 pub(super) fn map_rows<T: Copy + Default + Send + Sync>(
     x: &[T],
     len: usize,
     parallel: &Parallel,
+    (min_parallel, out): (usize, Option<Vec<T>>),
     f: impl Fn(&[T], &mut [T]) + Sync,
 ) -> Vec<T> {
-    let mut out = vec![T::default(); x.len()];
+    let mut out = match out {
+        Some(out) if out.len() == x.len() => out,
+        _ => vec![T::default(); x.len()],
+    };
     let rows = x.len() / len;
     let all = |out: &mut [T], x: &[T]| {
         out.chunks_mut(len)
@@ -42,7 +45,7 @@ pub(super) fn map_rows<T: Copy + Default + Send + Sync>(
     };
     match parallel
         .pool()
-        .filter(|_| x.len() >= PARALLEL_ROW_ELEMENTS && rows > 1)
+        .filter(|_| x.len() >= min_parallel && rows > 1)
     {
         Some(pool) => {
             let per_task = rows.div_ceil(pool.current_num_threads().max(1)) * len;
