@@ -57,6 +57,29 @@ pub fn by_op(trace: &Trace) -> Vec<OpTime> {
     rows
 }
 
+/// The `n` steps that took longest, as (node name, op type, mean ms per call), longest
+/// first.
+pub fn slowest_steps(trace: &Trace, n: usize) -> Vec<(String, String, f64)> {
+    let calls = trace.calls.len();
+    let mut sums: HashMap<(String, String), u64> = HashMap::new();
+    for call in &trace.calls {
+        for r in &call.records {
+            if let Some(t) = &r.timing {
+                *sums
+                    .entry((r.name.clone(), r.op.type_name().to_string()))
+                    .or_default() += t.duration_ns;
+            }
+        }
+    }
+    let mut steps: Vec<(String, String, f64)> = sums
+        .into_iter()
+        .map(|((name, op), ns)| (name, op, ns as f64 / calls.max(1) as f64 / 1e6))
+        .collect();
+    steps.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    steps.truncate(n);
+    steps
+}
+
 /// The table as text: one line per op type, then the total.
 pub fn report(rows: &[OpTime], calls: usize) -> String {
     let mut s = String::new();
@@ -116,6 +139,9 @@ mod tests {
         assert!(rows
             .windows(2)
             .all(|w| w[0].ms_per_call >= w[1].ms_per_call));
+        let slow = slowest_steps(&trace, 1);
+        assert_eq!(slow.len(), 1);
+        assert!(slow[0].2 >= slowest_steps(&trace, 5).last().unwrap().2);
         let text = report(&rows, 3);
         assert!(text.contains("MatMul") && text.contains("total"), "{text}");
         assert!(by_op(&Trace::default()).is_empty());
