@@ -111,6 +111,22 @@ fn bias_relu(rows: usize, cols: usize) -> Function {
     b.finish(&[(x + bias).relu() * r - x]).unwrap()
 }
 
+#[test]
+fn only_plans_with_a_step_that_splits_move_onto_the_pool() {
+    let two = CpuJitBackend::new().with_threads(2);
+    // 256 elements: no step splits, the call stays on the caller's thread.
+    let small = two.compile_executable(&bias_relu(4, 64)).unwrap();
+    assert!(!small.forks());
+    // 2^18 elements of 16 bytes of traffic each: the kernel splits.
+    let large = two.compile_executable(&bias_relu(512, 512)).unwrap();
+    assert!(large.forks());
+    let one = CpuJitBackend::new().with_threads(1);
+    assert!(!one
+        .compile_executable(&bias_relu(512, 512))
+        .unwrap()
+        .forks());
+}
+
 fn run(backend: &CpuJitBackend, f: &Function, inputs: &[Tensor]) -> Vec<Tensor> {
     backend.compile_executable(f).unwrap().run(inputs).unwrap()
 }
