@@ -741,19 +741,22 @@ impl CpuJitExecutable {
                 let in_data: Vec<&TensorData> = ins.iter().map(|t| t.data()).collect();
                 let mut out_data: Vec<&mut TensorData> =
                     outs.iter_mut().map(|t| t.data_mut()).collect();
-                let kernel = &self.compiled[k];
-                kernel
-                    .invoke_split(
-                        &in_data,
-                        &mut out_data,
-                        0,
-                        kernel.plan.count,
-                        Some(&self.parallel),
-                    )
+                self.run_whole(&self.compiled[k], &in_data, &mut out_data)
                     .map_err(|e| Self::execution_error(node, e.to_string()))?;
                 Ok(outs)
             }
         }
+    }
+
+    /// Runs `kernel` over its whole iteration space, split over the pool when the cost
+    /// model says so.
+    fn run_whole(
+        &self,
+        kernel: &CompiledKernel,
+        inputs: &[&TensorData],
+        outputs: &mut [&mut TensorData],
+    ) -> Result<(), JitError> {
+        kernel.invoke_split(inputs, outputs, 0, kernel.plan.count, Some(&self.parallel))
     }
 
     /// Runs the native `node` with the kernel step `e` as the epilogue of its output loop
@@ -818,14 +821,7 @@ impl CpuJitExecutable {
             let in_data = self
                 .epilogue_inputs(e, result.data(), inputs, temps)
                 .ok_or_else(not_computed)?;
-            kernel
-                .invoke_split(
-                    &in_data,
-                    &mut out_data,
-                    0,
-                    kernel.plan.count,
-                    Some(&self.parallel),
-                )
+            self.run_whole(kernel, &in_data, &mut out_data)
                 .map_err(kernel_err)?;
         }
         drop(out_data);

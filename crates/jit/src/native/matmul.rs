@@ -204,17 +204,7 @@ pub(crate) fn matmul(
 mod tests {
     use super::*;
     use crate::parallel::ThreadConfig;
-
-    fn data(n: usize, seed: u32) -> Vec<f32> {
-        // A small LCG: deterministic values in [-1, 1).
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-            })
-            .collect()
-    }
+    use crate::tests::uniform as data;
 
     /// Native products agree with the reference (f64 accumulation) within the rounding of
     /// an f32 dot product, for broadcast batches, every threading path, and degenerate

@@ -8,21 +8,11 @@ use graphlift_ir::{
 use graphlift_runtime::trace::Tracer;
 use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, Tensor};
 
+use super::uniform;
 use crate::{CpuJitBackend, ThreadConfig};
 
-/// Deterministic values in [-1, 1).
-fn values(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
-        })
-        .collect()
-}
-
 fn tensor(shape: &[usize], seed: u32) -> Tensor {
-    Tensor::from_vec(values(shape.iter().product(), seed), shape.to_vec()).unwrap()
+    Tensor::from_vec(uniform(shape.iter().product(), seed), shape.to_vec()).unwrap()
 }
 
 /// `relu(a · w + bias)` and the raw product `a · w` as a second result (so the product is

@@ -28,6 +28,17 @@ use crate::JitKernel;
 /// tail 1).
 pub(super) const SIZES: [usize; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 1000];
 
+/// `n` deterministic `f32` values in `[-1, 1)` from a small LCG seeded with `seed`.
+pub(crate) fn uniform(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
 /// Special values of each element type, as `f64`-free typed vectors.
 pub(super) fn specials(t: ElementType) -> TensorData {
     match t {
