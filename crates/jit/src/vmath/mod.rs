@@ -35,7 +35,7 @@
 //! | [`log1p`] | 2 ulp | 1.437 ulp | `x = -8.940697e-8` | 1.34e-7 |
 //! | [`tanh`] | 2 ulp | 1.330 ulp | `|x| = 0.62830955`, just past the small-argument polynomial | 1.42e-7 |
 //! | [`sigmoid`] | 1 ulp | 0.987 ulp | `x = -59.94443` (where it is `e^x`) | 8.92e-8 |
-//! | [`erf`] | 2 ulp | 1.450 ulp | `x = 0.9942459`, the top of the small-argument polynomial | 1.12e-7 |
+//! | [`erf`] | 2 ulp | 1.312 ulp | `x = 1.1405755`, just below the second piece (2026-11-25) | 8.76e-8 |
 //!
 //! (`graphlift accuracy`, 2026-11-22: 25–60 s per function on two cores.)
 //!
