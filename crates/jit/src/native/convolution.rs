@@ -8,16 +8,13 @@ use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 use rayon::prelude::*;
 
-use super::matmul::product;
+use super::matmul::{product, ROW_BLOCK_ALIGN};
 use super::Epilogue;
 use crate::parallel::Parallel;
 
 /// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
 /// when the epilogue reads them), unless the whole output is smaller.
 const EPILOGUE_BLOCK: usize = 8192;
-/// Row blocks of a product split over threads are multiples of this (whole microkernel
-/// tiles), as in the native MatMul.
-const ROW_BLOCK_ALIGN: usize = 8;
 
 /// The geometry of one 2-D convolution.
 struct Geometry {

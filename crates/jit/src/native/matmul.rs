@@ -16,7 +16,7 @@ use crate::parallel::Parallel;
 const MIN_PARALLEL_MACS: usize = 1 << 18;
 /// Row blocks of a product split over threads are multiples of this (whole microkernel
 /// tiles).
-const ROW_BLOCK_ALIGN: usize = 8;
+pub(super) const ROW_BLOCK_ALIGN: usize = 8;
 
 /// The problem: batch offsets into `a` and `b`, and `m`, `k`, `n`.
 struct Problem {
