@@ -1,13 +1,13 @@
 //! The error function `erf(x)` for `f32` lanes.
 //!
-//! Two polynomial pieces on `a = min(|x|, CLAMP)`, no division and no exponential:
+//! Two polynomial pieces on `a = min(|x|, clamp)`, no division and no exponential:
 //! - `a < 1.140625`: `erf(a) = a + a·R(a²)`, with `R` of degree 6 (`R(0) = 2/√π − 1`); one
 //!   fused multiply-add forms the result, so tiny and subnormal `x` keep full relative
 //!   accuracy;
 //! - otherwise: `erf(a) = 1 − G(a − 2)⁴`, with `G ≈ erfc(a)^(1/4)` of degree 7; the fourth
 //!   power keeps `G` smooth and well conditioned on `[1.14, 3.95]`, and `a − 2` is exact.
 //!
-//! `CLAMP = 3.94013071` is where the second piece gives exactly `1.0`; from `3.9192059` (the
+//! `clamp = 3.94013071` is where the second piece gives exactly `1.0`; from `3.9192059` (the
 //! smallest `f32` whose correctly rounded `erf` is `1`) the result is `1` or its predecessor.
 //! The clamp is a compare and select, so NaN stays NaN and `erf(±inf) = ±1`. The sign of `x`
 //! is put back with a bit operation: `erf(-0) = -0`. Range: `[-1, 1]`.
@@ -28,6 +28,7 @@
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 
+use super::two_piece::TwoPiece;
 use crate::codegen::lanes::Emit;
 
 /// Documented maximum error in ulp.
@@ -43,7 +44,7 @@ const R: [f32; 7] = [
     f32::from_bits(0xba4a_6221),
     f32::from_bits(0x3891_7d35),
 ];
-/// `erfc(a)^(1/4)` as a polynomial in `a − 2` on `[1.140625, CLAMP]`, ascending.
+/// `erfc(a)^(1/4)` as a polynomial in `a − 2` on `[1.140625, clamp]`, ascending.
 const G: [f32; 8] = [
     f32::from_bits(0x3e85_e641),
     f32::from_bits(0xbe93_e5d7),
@@ -54,35 +55,21 @@ const G: [f32; 8] = [
     f32::from_bits(0x3a3d_16e6),
     f32::from_bits(0xb93e_9e8c),
 ];
-/// Where the second piece starts (`0x3f920000`).
-const SPLIT: f32 = 1.140_625;
-/// `|x|` is clamped to this (`0x407c2b1a`), where `1 − G⁴` is exactly `1.0`.
-const CLAMP: f32 = f32::from_bits(0x407c_2b1a);
-/// Centre of the second piece.
-const MID: f32 = 2.0;
+/// Where the pieces meet (`0x3f920000`), the centre of the second, and the clamp of `|x|`
+/// (`0x407c2b1a`, where `1 − G⁴` is exactly `1.0`).
+const FORM: TwoPiece = TwoPiece {
+    clamp: f32::from_bits(0x407c_2b1a),
+    split: 1.140_625,
+    mid: 2.0,
+    g: &G,
+};
 
-/// Emits `erf(x)` for the `f32` value `x`.
+/// Emits `erf(x)` for the `f32` value `x`: `a + a·R(a²)`, then the second piece.
 pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
-    let a = e.b.ins().fabs(x);
-    let clamp = e.f32(CLAMP);
-    let over = e.fcmp(FloatCC::GreaterThan, a, clamp);
-    let a = e.select(over, clamp, a);
-    // Small |x|: a + a·R(a²).
-    let t = e.b.ins().fmul(a, a);
-    let r = e.horner(t, &R);
-    let small = e.b.ins().fma(a, r, a);
-    // Large |x|: 1 − G(a − 2)⁴.
-    let mid = e.f32(MID);
-    let u = e.b.ins().fsub(a, mid);
-    let g = e.horner(u, &G);
-    let g2 = e.b.ins().fmul(g, g);
-    let neg_g2 = e.b.ins().fneg(g2);
-    let one = e.f32(1.0);
-    let large = e.b.ins().fma(neg_g2, g2, one);
-    let split = e.f32(SPLIT);
-    let is_small = e.fcmp(FloatCC::LessThan, a, split);
-    let y = e.select(is_small, small, large);
-    e.copysign(y, x)
+    FORM.emit(e, x, |e, a, t| {
+        let r = e.horner(t, &R);
+        e.b.ins().fma(a, r, a)
+    })
 }
 
 // ---- f64 ----

@@ -1,13 +1,13 @@
 //! `tanh(x)` for `f32` lanes.
 //!
-//! Two polynomial pieces on `a = min(|x|, CLAMP)`, no division and no exponential (the
+//! Two polynomial pieces on `a = min(|x|, clamp)`, no division and no exponential (the
 //! form of [`super::erf`]):
 //! - `a < 1.25`: `tanh(a) = a + (a·a²)·P(a²)`, with `P` of degree 7; one fused multiply-add
 //!   forms the result, so tiny and subnormal `x` return `x` exactly;
 //! - otherwise: `tanh(a) = 1 − G(a − 1.75)⁴`, with `G ≈ (1 − tanh(a))^(1/4)` of degree 10
 //!   (the fourth root is smooth where `1 − tanh(a) ≈ 2e^(−2a)` spans eight decades).
 //!
-//! `CLAMP = 9.0111084` is where the second piece gives exactly `1.0`; from `9.0109138` (the
+//! `clamp = 9.0111084` is where the second piece gives exactly `1.0`; from `9.0109138` (the
 //! smallest `f32` whose correctly rounded `tanh` is `1`) the result is `1` or its
 //! predecessor. The clamp is a compare and select, so NaN stays NaN and `tanh(±inf) = ±1`.
 //! The sign of `x` is put back with a bit operation, so `tanh(-0) = -0`.
@@ -30,6 +30,7 @@
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 
+use super::two_piece::TwoPiece;
 use crate::codegen::lanes::Emit;
 
 /// Documented maximum error in ulp.
@@ -46,7 +47,7 @@ const P: [f32; 8] = [
     f32::from_bits(0xba0e_fb3c),
     f32::from_bits(0x3871_f10e),
 ];
-/// `(1 − tanh(a))^(1/4)` as a polynomial in `a − 1.75` on `[1.25, CLAMP]`, ascending.
+/// `(1 − tanh(a))^(1/4)` as a polynomial in `a − 1.75` on `[1.25, clamp]`, ascending.
 const G: [f32; 11] = [
     f32::from_bits(0x3efb_ef8b),
     f32::from_bits(0xbe74_8d10),
@@ -60,36 +61,22 @@ const G: [f32; 11] = [
     f32::from_bits(0x35a7_73a7),
     f32::from_bits(0xb32c_5adf),
 ];
-/// Where the second piece starts.
-const SPLIT: f32 = 1.25;
-/// Centre of the second piece.
-const MID: f32 = 1.75;
-/// `|x|` is clamped to this (`0x41102d80`), where `1 − G⁴` is exactly `1.0`.
-const CLAMP: f32 = f32::from_bits(0x4110_2d80);
+/// Where the pieces meet, the centre of the second, and the clamp of `|x|` (`0x41102d80`,
+/// where `1 − G⁴` is exactly `1.0`).
+const FORM: TwoPiece = TwoPiece {
+    clamp: f32::from_bits(0x4110_2d80),
+    split: 1.25,
+    mid: 1.75,
+    g: &G,
+};
 
-/// Emits `tanh(x)` for the `f32` value `x`.
+/// Emits `tanh(x)` for the `f32` value `x`: `a + (a·a²)·P(a²)`, then the second piece.
 pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
-    let a = e.b.ins().fabs(x);
-    let clamp = e.f32(CLAMP);
-    let over = e.fcmp(FloatCC::GreaterThan, a, clamp);
-    let a = e.select(over, clamp, a);
-    // Small |x|: a + a³·P(a²).
-    let t = e.b.ins().fmul(a, a);
-    let p = e.horner(t, &P);
-    let a3 = e.b.ins().fmul(a, t);
-    let small = e.b.ins().fma(a3, p, a);
-    // Large |x|: 1 − G(a − 1.75)⁴.
-    let mid = e.f32(MID);
-    let u = e.b.ins().fsub(a, mid);
-    let g = e.horner(u, &G);
-    let g2 = e.b.ins().fmul(g, g);
-    let neg_g2 = e.b.ins().fneg(g2);
-    let one = e.f32(1.0);
-    let large = e.b.ins().fma(neg_g2, g2, one);
-    let split = e.f32(SPLIT);
-    let is_small = e.fcmp(FloatCC::LessThan, a, split);
-    let y = e.select(is_small, small, large);
-    e.copysign(y, x)
+    FORM.emit(e, x, |e, a, t| {
+        let p = e.horner(t, &P);
+        let a3 = e.b.ins().fmul(a, t);
+        e.b.ins().fma(a3, p, a)
+    })
 }
 
 // ---- f64 ----
