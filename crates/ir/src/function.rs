@@ -4,7 +4,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::infer::infer_output_types;
+mod derived;
 mod provenance_groups;
+
+use derived::Derived;
 
 use crate::{
     CreationSite, ElementType, IrError, Node, NodeId, Op, Output, ProvenanceTags, Shape,
@@ -16,7 +19,8 @@ use crate::{
 /// Nodes live in an arena and are addressed by [`NodeId`]; a node's inputs are [`Output`]
 /// handles. Every node knows its users, so [`Function::replace_node`] is cheap. Parameters and
 /// results are nodes (`Op::Parameter`, `Op::Result`), kept in call order. Topological order
-/// is derived ([`Function::topological_order`]), never stored.
+/// is derived ([`Function::topological_order`]); it and the fact that the function validates
+/// are remembered until the graph next changes (`function/derived.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Function {
     name: String,
@@ -28,6 +32,8 @@ pub struct Function {
     groups: BTreeMap<NodeId, Vec<NodeId>>,
     /// Whether passes propagate provenance tags (see [`Function::provenance_enabled`]).
     provenance_enabled: bool,
+    /// Facts derived from the graph, forgotten by every change to it.
+    derived: Derived,
 }
 
 impl Function {
@@ -41,6 +47,7 @@ impl Function {
             names: HashMap::new(),
             groups: BTreeMap::new(),
             provenance_enabled: true,
+            derived: Derived::default(),
         }
     }
 
@@ -400,6 +407,7 @@ impl Function {
         name: Option<String>,
         site: CreationSite,
     ) -> NodeId {
+        self.derived.forget();
         let id = NodeId(u32::try_from(self.nodes.len()).expect("more than 2^32 nodes"));
         let name =
             name.unwrap_or_else(|| self.unique_name(&format!("{}_{}", op.type_name(), id.0)));
@@ -462,12 +470,13 @@ impl Function {
     }
 
     fn node_mut(&mut self, id: NodeId) -> Result<&mut Node, IrError> {
-        let function = self.name.clone();
-        self.nodes
+        self.derived.forget();
+        let Function { name, nodes, .. } = self;
+        nodes
             .get_mut(id.index())
             .and_then(Option::as_mut)
-            .ok_or(IrError::Dangling {
-                function,
+            .ok_or_else(|| IrError::Dangling {
+                function: name.clone(),
                 what: format!("no node {id}"),
             })
     }
@@ -477,6 +486,7 @@ impl Function {
     /// # Errors
     /// [`IrError::DuplicateName`] if another node has `name`.
     pub fn set_name(&mut self, id: NodeId, name: impl Into<String>) -> Result<(), IrError> {
+        self.derived.forget();
         let name = name.into();
         if self.names.get(&name) == Some(&id) {
             return Ok(());
@@ -570,6 +580,7 @@ impl Function {
         old: NodeId,
         new: NodeId,
     ) -> Result<usize, IrError> {
+        self.derived.forget();
         self.node(old)?;
         self.node(new)?;
         if old == new {
@@ -778,6 +789,11 @@ impl Function {
                 stack.extend(&n.other_deps);
             }
         }
+        let dead = |(i, &is_live): (usize, &bool)| !is_live && self.nodes[i].is_some();
+        if !live.iter().enumerate().any(dead) {
+            return 0;
+        }
+        self.derived.forget();
         let mut removed = 0;
         for (i, &is_live) in live.iter().enumerate() {
             if is_live {
@@ -801,22 +817,37 @@ impl Function {
 
     /// Live nodes in a topological order: every node after its inputs and control
     /// dependencies; among ready nodes, lower ids first (so the order is deterministic).
+    /// Remembered until the graph next changes.
     ///
     /// # Errors
     /// [`IrError::Cycle`] if the graph has a cycle.
     pub fn topological_order(&self) -> Result<Vec<NodeId>, IrError> {
+        if let Some(order) = self.derived.order.get() {
+            debug_assert_eq!(
+                Some(order),
+                self.compute_topological_order().ok().as_ref(),
+                "`{}`: a remembered topological order is stale",
+                self.name
+            );
+            return Ok(order.clone());
+        }
+        let order = self.compute_topological_order()?;
+        Ok(self.derived.order.get_or_init(|| order).clone())
+    }
+
+    fn compute_topological_order(&self) -> Result<Vec<NodeId>, IrError> {
         let n = self.nodes.len();
         let mut pending = vec![0usize; n];
         let mut succ: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+        let mut preds: Vec<NodeId> = Vec::new();
         for node in self.nodes() {
-            let preds: HashSet<NodeId> = node
-                .inputs
-                .iter()
-                .map(|o| o.node)
-                .chain(node.other_deps.iter().copied())
-                .collect();
+            preds.clear();
+            preds.extend(node.inputs.iter().map(|o| o.node));
+            preds.extend(node.other_deps.iter().copied());
+            preds.sort_unstable();
+            preds.dedup();
             pending[node.id.index()] = preds.len();
-            for p in preds {
+            for p in &preds {
                 succ[p.index()].push(node.id);
             }
         }
@@ -854,10 +885,28 @@ impl Function {
     /// are unique, the graph is acyclic, and the body of every fused kernel validates too
     /// (so a backend that interprets a body cannot meet a broken one mid-call).
     ///
+    /// Success is remembered until the graph next changes, so validating an unchanged
+    /// function again (each pass of a pipeline checks its input) costs nothing.
+    ///
     /// # Errors
     /// [`IrError::Invalid`] naming the first offending node (for a body, the fused kernel
     /// node and the body's own error), or [`IrError::Cycle`].
     pub fn validate(&self) -> Result<(), IrError> {
+        if self.derived.validated.get().is_some() {
+            debug_assert!(
+                self.check().is_ok(),
+                "`{}`: a remembered validation is stale",
+                self.name
+            );
+            return Ok(());
+        }
+        self.check()?;
+        self.derived.validated.get_or_init(|| ());
+        Ok(())
+    }
+
+    /// The checks of [`Function::validate`], always run.
+    fn check(&self) -> Result<(), IrError> {
         let invalid = |message: String| IrError::Invalid {
             function: self.name.clone(),
             message,

@@ -150,6 +150,36 @@ fn replace_input_moves_one_use_and_keeps_the_others() {
 }
 
 #[test]
+fn validation_and_order_are_remembered_only_until_the_graph_changes() {
+    // exp(x) and neg(exp): validated and ordered, then changed in ways that must show.
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let e = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    let n = f
+        .add_node(Op::Unary(UnaryOp::Negative), &[e.into()])
+        .unwrap();
+    let r = f.add_result(n.into(), None).unwrap();
+    f.validate().unwrap();
+    assert_eq!(f.topological_order().unwrap(), vec![x, e, n, r]);
+
+    // A clone keeps the facts; changing it leaves the original's alone.
+    let mut g = f.clone();
+    let s = g.add_node(Op::Unary(UnaryOp::Sqrt), &[x.into()]).unwrap();
+    assert_eq!(g.topological_order().unwrap(), vec![x, e, n, r, s]);
+    assert_eq!(f.topological_order().unwrap(), vec![x, e, n, r]);
+    g.replace_input(n, 0, s.into()).unwrap();
+    assert_eq!(g.topological_order().unwrap(), vec![x, e, s, n, r]);
+    assert_eq!(g.remove_dead_nodes(), 1, "exp is dead now");
+    assert_eq!(g.topological_order().unwrap(), vec![x, s, n, r]);
+    g.validate().unwrap();
+
+    // exp reading neg makes a cycle: both questions must now fail.
+    f.replace_input(e, 0, n.into()).unwrap();
+    assert!(matches!(f.validate(), Err(IrError::Cycle { .. })));
+    assert!(matches!(f.topological_order(), Err(IrError::Cycle { .. })));
+}
+
+#[test]
 fn replace_node_rejects_type_mismatch() {
     let mut f = Function::new("f");
     let x = f.add_parameter("x", F32, [2]).unwrap();

@@ -284,8 +284,8 @@ impl CpuJitBackend {
             .collect();
         for (info, k) in infos.iter_mut().zip(&compiled) {
             info.code_size = k.code_size;
-            info.ir = k.ir.clone();
-            info.code_ranges = k.code_ranges.clone();
+            info.ir = Arc::clone(&k.ir);
+            info.code_ranges = Arc::clone(&k.code_ranges);
         }
         let forks = steps
             .iter()
@@ -545,7 +545,7 @@ impl CpuJitExecutable {
         self.compiled
             .iter()
             .find(|k| k.plan.name == name)
-            .map(|k| k.ir.as_str())
+            .map(|k| &*k.ir)
     }
 
     /// Whether the kernel of the fused node `name` runs as a vector loop.

@@ -1,5 +1,7 @@
 //! One fused kernel compiled on its own: for tools, benchmarks and accuracy sweeps.
 
+use std::sync::Arc;
+
 use graphlift_ir::{ElementType, Function, TensorData};
 use graphlift_runtime::{KernelInfo, Tensor};
 
@@ -110,8 +112,8 @@ impl JitKernel {
             live_ins: self.kernel.plan.live_ins,
             outputs: self.kernel.plan.outputs.len(),
             code_size: self.kernel.code_size,
-            ir: self.kernel.ir.clone(),
-            code_ranges: self.kernel.code_ranges.clone(),
+            ir: Arc::clone(&self.kernel.ir),
+            code_ranges: Arc::clone(&self.kernel.code_ranges),
             ..self
                 .nodes
                 .info(&self.kernel.plan.name, self.nodes.union_tags(Vec::new()))

@@ -61,7 +61,7 @@ impl Pass for AlgebraicSimplification {
     /// # Errors
     /// [`PassError::Ir`] if `f` does not validate. `f` is then unchanged.
     fn run(&self, f: &mut Function) -> Result<bool, PassError> {
-        rewrite_on_copy(f, AlgebraicSimplification::NAME, simplify)
+        rewrite_on_copy(f, AlgebraicSimplification::NAME, any_rule, simplify)
     }
 }
 
@@ -105,6 +105,16 @@ fn simplify(g: &mut Function) -> Result<bool, PassError> {
     }
     record_pass_once(g, &touched, AlgebraicSimplification::NAME)?;
     Ok(!replaced.is_empty())
+}
+
+/// Whether a rule applies to some node.
+fn any_rule(g: &Function) -> Result<bool, PassError> {
+    for node in g.nodes() {
+        if rule(g, node.id())?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The rule that applies to `id`, if any.

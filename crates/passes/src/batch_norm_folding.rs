@@ -47,7 +47,7 @@ impl Pass for BatchNormFolding {
     /// # Errors
     /// [`PassError::Ir`] if `f` does not validate; `f` is then unchanged.
     fn run(&self, f: &mut Function) -> Result<bool, PassError> {
-        rewrite_on_copy(f, BatchNormFolding::NAME, fold_all)
+        rewrite_on_copy(f, BatchNormFolding::NAME, any_match, fold_all)
     }
 }
 
@@ -84,6 +84,19 @@ struct Match {
     filter_shape: Shape,
     bias: TensorData,
     bypassed: Vec<NodeId>,
+}
+
+/// Whether some batch normalisation reads a convolution (a cheap look: the rest of the
+/// pattern, and the folded filter and bias, are left to [`match_at`]).
+fn any_match(g: &Function) -> Result<bool, PassError> {
+    for n in g.nodes() {
+        if matches!(n.op(), Op::BatchNormInference(_))
+            && matches!(g.node(n.inputs()[0].node)?.op(), Op::Convolution(_))
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn match_at(g: &Function, bn: NodeId) -> Option<Match> {

@@ -95,7 +95,7 @@ impl Pass for ConstantFolding {
     /// [`PassError::Ir`] if `f` does not validate; [`PassError::Broken`] if a reference
     /// kernel rejects a node of a valid function (a bug). `f` is then unchanged.
     fn run(&self, f: &mut Function) -> Result<bool, PassError> {
-        rewrite_on_copy(f, ConstantFolding::NAME, |g| self.fold(g))
+        rewrite_on_copy(f, ConstantFolding::NAME, any_foldable, |g| self.fold(g))
     }
 }
 
@@ -178,6 +178,20 @@ impl ConstantFolding {
         record_pass_once(g, &created, ConstantFolding::NAME)?;
         Ok(!created.is_empty())
     }
+}
+
+/// Whether some node of a foldable op has only constant inputs (folding may still skip it
+/// for its size).
+fn any_foldable(g: &Function) -> Result<bool, PassError> {
+    for node in g.nodes() {
+        if ConstantFolding::folds_op(node.op())
+            && node.outputs().len() == 1
+            && constant_inputs(g, node)?.is_some()
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The inputs of `node` when every one is constant, else `None` (also when a node on the

@@ -1,7 +1,7 @@
 //! Common subexpression elimination: equal computations on equal inputs become one node.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 use graphlift_ir::{
@@ -48,8 +48,19 @@ impl Pass for CommonSubexpressionElimination {
     /// # Errors
     /// [`PassError::Ir`] if `f` does not validate. `f` is then unchanged.
     fn run(&self, f: &mut Function) -> Result<bool, PassError> {
-        rewrite_on_copy(f, CommonSubexpressionElimination::NAME, eliminate)
+        rewrite_on_copy(
+            f,
+            CommonSubexpressionElimination::NAME,
+            has_twins,
+            eliminate,
+        )
     }
+}
+
+/// Whether two nodes have the same [`Key`] (a merge may follow; [`same_op`] decides).
+fn has_twins(g: &Function) -> Result<bool, PassError> {
+    let mut keys = HashSet::new();
+    Ok(g.nodes().filter_map(Key::of).any(|k| !keys.insert(k)))
 }
 
 fn eliminate(g: &mut Function) -> Result<bool, PassError> {

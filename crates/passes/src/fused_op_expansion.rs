@@ -48,7 +48,8 @@ impl Pass for FusedOpExpansion {
     /// body does not match its kernel node (a bug in whoever built it). `f` is then
     /// unchanged.
     fn run(&self, f: &mut Function) -> Result<bool, PassError> {
-        rewrite_on_copy(f, FusedOpExpansion::NAME, expand_all)
+        let any_kernel = |g: &Function| Ok(g.nodes().any(|n| matches!(n.op(), Op::FusedKernel(_))));
+        rewrite_on_copy(f, FusedOpExpansion::NAME, any_kernel, expand_all)
     }
 }
 

@@ -82,7 +82,12 @@ pub(crate) fn record_pass_once(
 /// Runs `rewrite` on a copy of `f` and, when it reports a change, prunes dead nodes,
 /// validates the copy and moves it into `f`. Returns what `rewrite` returned.
 ///
-/// `f` is validated first, so a rewrite may assume a valid, acyclic function.
+/// `f` is validated first, so `applies` and `rewrite` may assume a valid, acyclic function
+/// (validation is remembered, so in a pipeline this costs nothing after the first pass).
+/// `applies` looks at `f` without copying it: when it answers `false` the pass changes
+/// nothing and no copy is made, which is the common case of a pass on a small graph. It may
+/// answer `true` when `rewrite` then changes nothing (the copy is dropped), never `false`
+/// when `rewrite` would change something; debug builds run `rewrite` anyway to check that.
 ///
 /// # Errors
 /// [`PassError::Ir`] if `f` does not validate; the rewrite's error; [`PassError::Broken`]
@@ -90,9 +95,17 @@ pub(crate) fn record_pass_once(
 pub(crate) fn rewrite_on_copy(
     f: &mut Function,
     pass: &'static str,
+    applies: impl FnOnce(&Function) -> Result<bool, PassError>,
     rewrite: impl FnOnce(&mut Function) -> Result<bool, PassError>,
 ) -> Result<bool, PassError> {
     f.validate()?;
+    if !applies(f)? {
+        if cfg!(debug_assertions) {
+            let changed = rewrite(&mut f.clone())?;
+            debug_assert!(!changed, "`{pass}` changed a function it said it would not");
+        }
+        return Ok(false);
+    }
     let mut g = f.clone();
     if !rewrite(&mut g)? {
         return Ok(false);

@@ -37,10 +37,10 @@ pub struct KernelInfo {
     /// Pass history of each fused node (oldest first), parallel to `fused_nodes`.
     pub pass_history: Vec<Vec<String>>,
     /// The Cranelift IR the kernel was compiled from (empty when not compiled).
-    pub ir: String,
+    pub ir: Arc<str>,
     /// Which ranges of the machine code come from which fused node, by code offset (empty
     /// when the code generator records no source locations).
-    pub code_ranges: Vec<CodeRange>,
+    pub code_ranges: Arc<[CodeRange]>,
     /// The node (a `MatMul` or `Convolution`) in whose output loop the kernel runs, block
     /// by block, when the backend fused it as that node's epilogue; `None` when it runs as
     /// a step of its own.

@@ -51,8 +51,9 @@ pub(crate) struct KernelCode {
     func: KernelFn,
     /// Machine code size in bytes.
     pub code_size: usize,
-    /// The Cranelift IR it was compiled from (text).
-    pub ir: String,
+    /// The Cranelift IR it was compiled from (text), shared by every kernel that uses the
+    /// code.
+    pub ir: Arc<str>,
     /// Code spans attributed to plan slots (see [`crate::provenance::slot_spans`]).
     spans: Vec<(u32, u32, usize)>,
     /// Owns the code memory; it is freed when the last `KernelCode` of the module (held by
@@ -88,10 +89,10 @@ pub(crate) struct CompiledKernel {
     pub code: Arc<KernelCode>,
     /// Machine code size in bytes.
     pub code_size: usize,
-    /// The Cranelift IR it was compiled from (text).
-    pub ir: String,
+    /// The Cranelift IR it was compiled from (text; shared with the code).
+    pub ir: Arc<str>,
     /// Machine code ranges and the body node (of this plan) each was lowered from.
-    pub code_ranges: Vec<CodeRange>,
+    pub code_ranges: Arc<[CodeRange]>,
     /// Bytes read and written by a call over the whole iteration space (every input buffer
     /// read once, every output written once): the cost model of [`Parallel`].
     traffic: usize,
@@ -113,8 +114,8 @@ impl CompiledKernel {
             .fold(0, usize::saturating_add);
         CompiledKernel {
             code_size: code.code_size,
-            ir: code.ir.clone(),
-            code_ranges,
+            ir: Arc::clone(&code.ir),
+            code_ranges: code_ranges.into(),
             traffic: reads.saturating_add(writes),
             plan,
             code,
@@ -238,7 +239,7 @@ pub(crate) fn compile_codes(
                 KernelCode {
                     func,
                     code_size,
-                    ir,
+                    ir: ir.into(),
                     spans,
                     module: Arc::clone(module),
                 }

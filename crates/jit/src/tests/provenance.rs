@@ -37,14 +37,14 @@ fn kernel_info_lists_nodes_tags_histories_ir_and_code_ranges() {
             k.tags
         );
     }
-    assert_eq!(Some(k.ir.as_str()), exe.kernel_ir(&k.name));
+    assert_eq!(Some(&*k.ir), exe.kernel_ir(&k.name));
     assert!(k.ir.contains("function"), "{}", k.ir);
     assert!(k.code_size > 0);
 
     // Every code range lies inside the code and names a fused node or the live-in a load
     // reads; each fused node has one.
     assert!(!k.code_ranges.is_empty());
-    for r in &k.code_ranges {
+    for r in k.code_ranges.iter() {
         assert!(r.start < r.end && r.end as usize <= k.code_size, "{r:?}");
         let live_in = ["x", "y"].contains(&r.node.as_str());
         assert!(k.fused_nodes.contains(&r.node) || live_in, "{r:?}");
@@ -84,7 +84,7 @@ fn jit_kernel_info_has_ir_and_ranges() {
     let body = b.finish(&[(x.abs() + x).named("sum")]).unwrap();
     let k = JitKernel::compile(&body).unwrap();
     let info = k.info();
-    assert_eq!(info.ir, k.ir());
+    assert_eq!(&*info.ir, k.ir());
     assert!(info.code_ranges.iter().any(|r| r.node == "sum"));
     assert_eq!(info.pass_history.len(), info.fused_nodes.len());
 }
