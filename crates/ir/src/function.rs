@@ -1,6 +1,8 @@
 //! `Function`: an arena of nodes with ordered parameters and results (nGraph's Function).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
+
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use crate::infer::infer_output_types;
@@ -44,7 +46,7 @@ impl Function {
             nodes: Vec::new(),
             parameters: Vec::new(),
             results: Vec::new(),
-            names: HashMap::new(),
+            names: HashMap::default(),
             groups: BTreeMap::new(),
             provenance_enabled: true,
             derived: Derived::default(),

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::Location;
+use std::sync::Arc;
 
 use crate::{ElementType, Op, ProvenanceTags, Shape};
 
@@ -78,8 +79,9 @@ impl fmt::Display for TensorType {
 /// Where a node was created: the caller of the builder call, captured with `#[track_caller]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CreationSite {
-    /// Source file.
-    pub file: String,
+    /// Source file (shared: every node made at one site, and every copy a pass makes of a
+    /// node, holds the same text).
+    pub file: Arc<str>,
     /// 1-based line.
     pub line: u32,
     /// 1-based column.
@@ -92,7 +94,7 @@ impl CreationSite {
     pub fn caller() -> CreationSite {
         let l = Location::caller();
         CreationSite {
-            file: l.file().to_string(),
+            file: l.file().into(),
             line: l.line(),
             column: l.column(),
         }

@@ -2,23 +2,30 @@
 
 use std::fmt;
 
+use smallvec::SmallVec;
+
 use crate::IrError;
+
+/// Extents held inline: shapes of rank 4 or less (nearly all of them) cost no allocation to
+/// make or copy, which matters because every node's type holds one and inference, validation
+/// and planning copy them.
+type Dims = SmallVec<[usize; 4]>;
 
 /// A static, row-major tensor shape: one extent per axis, outermost first.
 ///
 /// A 0-d shape (`[]`) holds one element (a scalar); a shape with a zero extent holds none.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
-pub struct Shape(pub Vec<usize>);
+pub struct Shape(Dims);
 
 impl Shape {
     /// A shape from its extents.
-    pub fn new(dims: impl Into<Vec<usize>>) -> Shape {
-        Shape(dims.into())
+    pub fn new(dims: impl AsRef<[usize]>) -> Shape {
+        Shape(Dims::from_slice(dims.as_ref()))
     }
 
     /// The 0-d shape of a scalar.
     pub fn scalar() -> Shape {
-        Shape(Vec::new())
+        Shape(Dims::new())
     }
 
     /// Number of axes.
@@ -74,7 +81,7 @@ impl Shape {
     /// two extents are compatible when equal or when one of them is 1.
     pub fn broadcast(a: &Shape, b: &Shape) -> Option<Shape> {
         let rank = a.rank().max(b.rank());
-        let mut out = vec![0usize; rank];
+        let mut out = Dims::from_elem(0, rank);
         for (i, o) in out.iter_mut().enumerate() {
             let da = dim_from_right(a, rank - 1 - i);
             let db = dim_from_right(b, rank - 1 - i);
@@ -112,19 +119,25 @@ impl fmt::Display for Shape {
 
 impl From<Vec<usize>> for Shape {
     fn from(v: Vec<usize>) -> Shape {
-        Shape(v)
+        Shape(Dims::from_vec(v))
     }
 }
 
 impl From<&[usize]> for Shape {
     fn from(v: &[usize]) -> Shape {
-        Shape(v.to_vec())
+        Shape::new(v)
     }
 }
 
 impl<const N: usize> From<[usize; N]> for Shape {
     fn from(v: [usize; N]) -> Shape {
-        Shape(v.to_vec())
+        Shape::new(v)
+    }
+}
+
+impl FromIterator<usize> for Shape {
+    fn from_iter<I: IntoIterator<Item = usize>>(dims: I) -> Shape {
+        Shape(dims.into_iter().collect())
     }
 }
 

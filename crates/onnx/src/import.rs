@@ -324,7 +324,7 @@ struct Importer<'m> {
     parameters: Vec<ModelValue>,
     opset: i64,
     opsets: HashMap<String, i64>,
-    source: String,
+    source: std::sync::Arc<str>,
 }
 
 impl<'m> Importer<'m> {
@@ -378,7 +378,7 @@ impl<'m> Importer<'m> {
             parameters: Vec::new(),
             opset,
             opsets,
-            source: source.to_string(),
+            source: source.into(),
         })
     }
 
@@ -803,7 +803,7 @@ fn check_declared_type(vi: &ValueInfoProto, t: &TensorType, at: &NodeRef) -> Res
         }
     }
     if let Some(shape) = &tt.shape {
-        let dims = &t.shape.0;
+        let dims = t.shape.dims();
         let rank_ok = shape.dim.len() == dims.len();
         let dims_ok = rank_ok
             && shape.dim.iter().zip(dims).all(|(d, &n)| match d.dim_value {

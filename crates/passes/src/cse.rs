@@ -1,13 +1,15 @@
 //! Common subexpression elimination: equal computations on equal inputs become one node.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 
 use graphlift_ir::{
     BinaryOp, CompareOp, ElementType, Function, Node, NodeId, Op, Output, Shape, TensorData,
     TensorType, UnaryOp,
 };
+
+use foldhash::{HashMap, HashSet};
 
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
 use crate::{Pass, PassError};
@@ -59,7 +61,7 @@ impl Pass for CommonSubexpressionElimination {
 
 /// Whether two nodes have the same [`Key`] (a merge may follow; [`same_op`] decides).
 fn has_twins(g: &Function) -> Result<bool, PassError> {
-    let mut keys = HashSet::new();
+    let mut keys = HashSet::default();
     Ok(g.nodes().filter_map(Key::of).any(|k| !keys.insert(k)))
 }
 
@@ -68,17 +70,21 @@ fn eliminate(g: &mut Function) -> Result<bool, PassError> {
     let mut replaced = BTreeSet::new();
     loop {
         let mut merged = false;
-        let mut table: HashMap<Key, Vec<NodeId>> = HashMap::new();
+        // Buckets by the key's hash; a candidate's key is compared exactly, from the graph
+        // as it is now (the key borrows the node, and merges change the graph).
+        let mut table: HashMap<u64, Vec<NodeId>> = HashMap::default();
         for id in g.topological_order()? {
             if replaced.contains(&id) {
                 continue;
             }
             let node = g.node(id)?;
             let Some(key) = Key::of(node) else { continue };
-            let bucket = table.entry(key).or_default();
-            let twin = bucket
-                .iter()
-                .position(|&other| g.get(other).is_some_and(|o| same_op(o.op(), node.op())));
+            let bucket = table.entry(hash_of(&key)).or_default();
+            let twin = bucket.iter().position(|&other| {
+                g.get(other).is_some_and(|o| {
+                    Key::of(o).as_ref() == Some(&key) && same_op(o.op(), node.op())
+                })
+            });
             let Some(pos) = twin else {
                 bucket.push(id);
                 continue;
@@ -109,20 +115,20 @@ fn eliminate(g: &mut Function) -> Result<bool, PassError> {
 /// What must be equal for two nodes to merge, hashable; the exact op comparison
 /// ([`same_op`]) settles collisions within a bucket.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
-    op: OpKey,
-    inputs: Vec<Output>,
-    outputs: Vec<TensorType>,
+struct Key<'n> {
+    op: OpKey<'n>,
+    inputs: &'n [Output],
+    outputs: &'n [TensorType],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum OpKey {
+enum OpKey<'n> {
     Unary(UnaryOp),
     Binary(BinaryOp),
     Compare(CompareOp),
     Select,
     Convert(ElementType),
-    Broadcast(Shape),
+    Broadcast(&'n Shape),
     /// A hash of the data's bits.
     Constant(u64),
     /// Number of nodes of the body.
@@ -131,9 +137,9 @@ enum OpKey {
     Other(&'static str),
 }
 
-impl Key {
+impl<'n> Key<'n> {
     /// The key of `node`, or `None` if it may not merge.
-    fn of(node: &Node) -> Option<Key> {
+    fn of(node: &'n Node) -> Option<Key<'n>> {
         if !node.other_deps().is_empty() {
             return None;
         }
@@ -144,7 +150,7 @@ impl Key {
             Op::Compare(c) => OpKey::Compare(*c),
             Op::Select => OpKey::Select,
             Op::Convert(t) => OpKey::Convert(*t),
-            Op::Broadcast(s) => OpKey::Broadcast(s.clone()),
+            Op::Broadcast(s) => OpKey::Broadcast(s),
             Op::Constant(d) => {
                 let mut h = DefaultHasher::new();
                 hash_bits(d, &mut h);
@@ -155,10 +161,15 @@ impl Key {
         };
         Some(Key {
             op,
-            inputs: node.inputs().to_vec(),
-            outputs: node.outputs().to_vec(),
+            inputs: node.inputs(),
+            outputs: node.outputs(),
         })
     }
+}
+
+fn hash_of(key: &Key) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::default().hash_one(key)
 }
 
 /// Whether two ops (already of equal keys) are the same: Constants bit for bit, everything

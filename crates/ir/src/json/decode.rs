@@ -245,7 +245,7 @@ fn decode_node(n: NodeDto<Value>, r: &Resolver<'_>, loc: &str) -> Res<Node> {
         tags,
         pass_history: n.pass_history,
         site: CreationSite {
-            file: n.site.file,
+            file: n.site.file.into(),
             line: n.site.line,
             column: n.site.column,
         },

@@ -38,7 +38,7 @@ fn node_dto(f: &Function, n: &Node) -> NodeDto<WrittenNode> {
         tags: n.tags().iter().map(str::to_string).collect(),
         pass_history: n.pass_history().to_vec(),
         site: SiteDto {
-            file: n.creation_site().file.clone(),
+            file: n.creation_site().file.to_string(),
             line: n.creation_site().line,
             column: n.creation_site().column,
         },

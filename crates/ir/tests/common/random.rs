@@ -340,7 +340,7 @@ pub fn build(
         );
         let n_out = body.results().len();
         let site = CreationSite {
-            file: kernel.site.0.clone(),
+            file: kernel.site.0.as_str().into(),
             line: kernel.site.1,
             column: kernel.site.2,
         };

@@ -10,7 +10,7 @@
 //! Equal slots are shared (local value numbering). A slot that depends only on constants and
 //! splat loads is *invariant*: it is computed once, before the loop.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use graphlift_ir::{
@@ -145,7 +145,7 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
     let order = body.topological_order()?;
 
     // Which views of each value are needed: walk users before producers.
-    let mut views: HashMap<Output, Vec<View>> = HashMap::new();
+    let mut views: HashMap<Output, Vec<View>> = HashMap::default();
     let add_view = |views: &mut HashMap<Output, Vec<View>>, o: Output, v: View| {
         let e = views.entry(o).or_default();
         if !e.contains(&v) {
@@ -169,11 +169,11 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
 
     let mut p = Planner {
         slots: Vec::new(),
-        numbering: HashMap::new(),
+        numbering: HashMap::default(),
         constants: Vec::new(),
         live_ins: body.parameters().len(),
     };
-    let mut planned: HashMap<(Output, View), SlotId> = HashMap::new();
+    let mut planned: HashMap<(Output, View), SlotId> = HashMap::default();
     for &id in &order {
         let node = body.node(id)?;
         let out = Output::new(id, 0);

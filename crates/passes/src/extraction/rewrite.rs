@@ -1,8 +1,8 @@
 //! Rewriting: one region becomes one `FusedKernel` node whose body is a small `Function`.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use foldhash::{HashMap, HashSet};
 use graphlift_ir::{Function, FusedKernel, NodeId, Op, Output};
 
 use super::region::Region;
@@ -128,7 +128,7 @@ impl Rewriter {
 /// they carry), copies of the copied constants and of the members, results for the outputs.
 fn build_body(src: &Function, region: &Region, name: &str) -> Result<Function, PassError> {
     let mut body = Function::new(name);
-    let mut map: HashMap<Output, Output> = HashMap::new();
+    let mut map: HashMap<Output, Output> = HashMap::default();
     for &o in &region.live_ins {
         let producer = src.node(o.node)?;
         let base = if producer.outputs().len() == 1 {
