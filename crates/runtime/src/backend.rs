@@ -204,8 +204,8 @@ pub fn validate_arguments<'t>(
                 what,
                 index,
                 name: spec.name.clone(),
-                expected: spec.tensor_type.clone(),
-                got,
+                expected: Box::new(spec.tensor_type.clone()),
+                got: Box::new(got),
             });
         }
         let needs = got.shape.element_count().ok();

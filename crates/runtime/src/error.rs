@@ -32,10 +32,11 @@ pub enum RuntimeError {
         index: usize,
         /// The parameter's or result's name.
         name: String,
-        /// The type the Executable was compiled for.
-        expected: TensorType,
+        /// The type the Executable was compiled for (boxed, like `got`, to keep the error
+        /// small on the `Ok` path of every call).
+        expected: Box<TensorType>,
         /// The tensor's type.
-        got: TensorType,
+        got: Box<TensorType>,
     },
     /// Tensor data whose length or type does not match its declared type, or a tensor too
     /// large for any allocation (more than `isize::MAX` bytes).
