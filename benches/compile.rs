@@ -1,7 +1,11 @@
 //! Time to compile the peer expressions E1–E4 and a 200-op random elementwise kernel
-//! (N = 2^14, f32) from a Function to an Executable on CPU-JIT: cold (a fresh backend each
-//! time, so every kernel is compiled) and warm (one backend, so its kernel cache supplies
-//! every kernel and only the passes and planning run).
+//! (N = 2^14, f32) from a Function to an Executable on CPU-JIT:
+//! - `cold`: a fresh backend each time, so every kernel is compiled;
+//! - `warm_cache`: one backend with its executable cache off, so its kernel cache supplies
+//!   every kernel and only the passes and planning run;
+//! - `cached`: one backend with an executable of the Function alive, so the executable
+//!   cache supplies the plan (a fingerprint, a comparison with the cached Function, a new
+//!   executable).
 //!
 //! `cargo bench --bench compile`.
 
@@ -84,11 +88,22 @@ fn bench(c: &mut Criterion) {
                 black_box(backend.compile_executable(black_box(f)).expect("compiles"))
             })
         });
-        let backend = CpuJitBackend::new().with_threads(1);
+        let backend = CpuJitBackend::new()
+            .with_threads(1)
+            .with_executable_cache(false);
         backend.compile_executable(&f).expect("compiles");
         g.bench_with_input(BenchmarkId::new("warm_cache", expr), &f, |b, f| {
             b.iter(|| black_box(backend.compile_executable(black_box(f)).expect("compiles")))
         });
+        let backend = CpuJitBackend::new().with_threads(1);
+        let _alive = backend.compile_executable(&f).expect("compiles");
+        g.bench_with_input(BenchmarkId::new("cached", expr), &f, |b, f| {
+            b.iter(|| black_box(backend.compile_executable(black_box(f)).expect("compiles")))
+        });
+        assert!(
+            backend.executable_cache_stats().hits > 0,
+            "the cache answered"
+        );
     }
     g.finish();
 }

@@ -1,12 +1,15 @@
 //! The CPU-JIT backend: fused kernels as JIT code, every other node as a native kernel.
 
 mod epilogue;
+mod executable_cache;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::native::{self, Block, Epilogue};
 use epilogue::{fuse_epilogues, EpilogueStep};
+use executable_cache::ExecutableCache;
+pub use executable_cache::ExecutableCacheStats;
 use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorData, TensorType};
 use graphlift_passes::{ExtractionConfig, ExtractionReport, PassManager, PassRunReport};
 use graphlift_runtime::trace::{CallRecorder, StepKind as TraceStepKind};
@@ -43,6 +46,12 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// is evicted first). JIT code memory is freed when neither an executable nor the cache uses
 /// it: dropping the backend (all its clones) and its executables frees everything.
 ///
+/// **Executable cache.** Compiling a Function equal (`==`) to one whose executable is still
+/// alive returns a new executable sharing that one's plan: no passes, no planning, well
+/// under a microsecond for a small Function (`cargo bench --bench compile -- cached`). Plans
+/// are held weakly, so dropping the executables frees them ([`executable_cache`];
+/// [`CpuJitBackend::with_executable_cache`]).
+///
 /// **Epilogue fusion.** A fused kernel that consumes the result of a `MatMul` or 2-D
 /// `Convolution` (a bias add, GELU, a HardSwish chain) runs inside the producer's output
 /// loop, on each block of the result as soon as it is written, while the block is in cache
@@ -63,6 +72,8 @@ pub struct CpuJitBackend {
     parallel: Arc<Parallel>,
     cache: Arc<KernelCache>,
     epilogue_fusion: bool,
+    /// Plans of live executables, by Function ([`executable_cache`]); `None` when off.
+    executables: Option<Arc<ExecutableCache>>,
 }
 
 /// The environment variable that switches epilogue fusion off when set to `0` (read when a
@@ -90,6 +101,7 @@ impl CpuJitBackend {
             parallel: Arc::new(Parallel::new(ThreadConfig::from_env())),
             cache: Arc::new(KernelCache::new(KernelCache::DEFAULT_CAPACITY)),
             epilogue_fusion: std::env::var(EPILOGUE_FUSION_ENV).map_or(true, |v| v.trim() != "0"),
+            executables: Some(Arc::default()),
         }
     }
 
@@ -102,6 +114,7 @@ impl CpuJitBackend {
     pub fn with_epilogue_fusion(self, on: bool) -> CpuJitBackend {
         CpuJitBackend {
             epilogue_fusion: on,
+            executables: self.executables.as_ref().map(|_| Arc::default()),
             ..self
         }
     }
@@ -118,8 +131,29 @@ impl CpuJitBackend {
     pub fn with_thread_config(self, config: ThreadConfig) -> CpuJitBackend {
         CpuJitBackend {
             parallel: Arc::new(Parallel::new(config)),
+            executables: self.executables.as_ref().map(|_| Arc::default()),
             ..self
         }
+    }
+
+    /// This backend with the executable cache on (the default) or off. On, compiling a
+    /// Function equal to one whose executable is still alive returns a new executable that
+    /// shares that one's plan and kernels: no passes, no planning (see
+    /// [`CpuJitBackend::executable_cache_stats`]). Off, every compile runs the pipeline (the
+    /// kernel cache still supplies compiled kernels). Executables are not cached while
+    /// `GRAPHLIFT_DUMP` asks for pass dumps.
+    pub fn with_executable_cache(self, on: bool) -> CpuJitBackend {
+        CpuJitBackend {
+            executables: on.then(Arc::default),
+            ..self
+        }
+    }
+
+    /// Counters of the executable cache (all zero when it is off).
+    pub fn executable_cache_stats(&self) -> ExecutableCacheStats {
+        self.executables
+            .as_ref()
+            .map_or_else(ExecutableCacheStats::default, |c| c.stats())
     }
 
     /// The thread configuration of executables compiled from now on.
@@ -171,7 +205,9 @@ impl CpuJitBackend {
             .collect()
     }
 
-    /// Compiles `function` into the concrete executable type.
+    /// Compiles `function` into the concrete executable type, or takes the plan of a live
+    /// executable of an equal Function from the executable cache
+    /// ([`CpuJitBackend::with_executable_cache`]).
     ///
     /// # Errors
     /// [`RuntimeError::Ir`] if the function does not validate; [`RuntimeError::Compile`]
@@ -180,6 +216,34 @@ impl CpuJitBackend {
         &self,
         function: &Function,
     ) -> Result<CpuJitExecutable, RuntimeError> {
+        let cache = self
+            .executables
+            .as_ref()
+            .filter(|_| PassManager::env_dump_dir().is_none());
+        let plan = match cache.and_then(|c| c.get(function)) {
+            Some(plan) => plan,
+            None => {
+                let plan = Arc::new(self.compile_plan(function, cache.is_some())?);
+                if let Some(c) = cache {
+                    c.insert(&plan);
+                }
+                plan
+            }
+        };
+        Ok(CpuJitExecutable {
+            plan,
+            recycled: Mutex::new(Vec::new()),
+            parallel: Arc::clone(&self.parallel),
+        })
+    }
+
+    /// Runs the pass pipeline on a copy of `function` and plans its steps, buffers and
+    /// kernels; keeps a copy of `function` as the plan's source when `keep_source`.
+    fn compile_plan(
+        &self,
+        function: &Function,
+        keep_source: bool,
+    ) -> Result<ExecutablePlan, RuntimeError> {
         function.validate()?;
         let (parameters, results) = function_signature(function)?;
         let mut g = function.clone();
@@ -295,7 +359,8 @@ impl CpuJitBackend {
             take_result[k] =
                 matches!(loc, Loc::Temp(_)) && !result_locs[k + 1..].iter().any(|l| l == loc);
         }
-        Ok(CpuJitExecutable {
+        Ok(ExecutablePlan {
+            source: keep_source.then(|| function.clone()),
             function: g,
             parameters,
             results,
@@ -303,7 +368,6 @@ impl CpuJitBackend {
             temps,
             buffer_of,
             buffers,
-            recycled: Mutex::new(Vec::new()),
             peak_intermediate_bytes,
             constants,
             result_locs,
@@ -311,7 +375,6 @@ impl CpuJitBackend {
             infos,
             pass_report,
             compiled,
-            parallel: Arc::clone(&self.parallel),
             forks,
         })
     }
@@ -485,6 +548,23 @@ fn plan_lifetimes(steps: &mut [Step], results: &[Loc], temps: usize) {
 /// backend's thread pool.
 #[derive(Debug)]
 pub struct CpuJitExecutable {
+    /// What the compiler made of the Function; shared with every executable of the same
+    /// Function from the backend's executable cache.
+    plan: Arc<ExecutablePlan>,
+    /// Bins of dead temporaries from earlier calls, indexed by buffer: a step's output takes
+    /// its buffer's tensor from the bin (kernels and MatMul write into it) instead of
+    /// allocating and page-faulting a new one.
+    recycled: Mutex<Vec<Vec<Option<Tensor>>>>,
+    parallel: Arc<Parallel>,
+}
+
+/// Everything an executable runs and reports that a call does not change: the compiled
+/// function, the step plan and its buffers, the kernels. Immutable once built.
+#[derive(Debug)]
+struct ExecutablePlan {
+    /// The Function as given to `compile`, when the executable cache holds the plan (its
+    /// key).
+    source: Option<Function>,
     function: Function,
     parameters: Vec<TensorSpec>,
     results: Vec<TensorSpec>,
@@ -494,10 +574,6 @@ pub struct CpuJitExecutable {
     buffer_of: Vec<usize>,
     /// Number of buffers.
     buffers: usize,
-    /// Bins of dead temporaries from earlier calls, indexed by buffer: a step's output takes
-    /// its buffer's tensor from the bin (kernels and MatMul write into it) instead of
-    /// allocating and page-faulting a new one.
-    recycled: Mutex<Vec<Vec<Option<Tensor>>>>,
     /// See [`Executable::peak_intermediate_bytes`].
     peak_intermediate_bytes: usize,
     /// The Function's constants as tensors, indexed by [`Loc::Constant`].
@@ -508,7 +584,6 @@ pub struct CpuJitExecutable {
     pass_report: PassRunReport,
     /// Each kernel owns (an `Arc` of) the module its code lives in.
     compiled: Vec<CompiledKernel>,
-    parallel: Arc<Parallel>,
     /// Whether some step may split its work over the pool ([`step_may_fork`]): only then
     /// does a call move onto a pool worker.
     forks: bool,
@@ -525,24 +600,25 @@ impl CpuJitExecutable {
     /// The function as compiled: the input after subgraph extraction, with its
     /// `FusedKernel` nodes.
     pub fn function(&self) -> &Function {
-        &self.function
+        &self.plan.function
     }
 
     /// What the pass pipeline did at compile time: every pass with its timing, and the
     /// extraction report.
     pub fn pass_report(&self) -> &PassRunReport {
-        &self.pass_report
+        &self.plan.pass_report
     }
 
     /// Subgraph extraction's report: the kernels it formed and the nodes it left outside,
     /// with the reason for each (`None` when extraction was disabled).
     pub fn extraction_report(&self) -> Option<&ExtractionReport> {
-        self.pass_report.extraction()
+        self.plan.pass_report.extraction()
     }
 
     /// The Cranelift IR of the kernel of the fused node `name`.
     pub fn kernel_ir(&self, name: &str) -> Option<&str> {
-        self.compiled
+        self.plan
+            .compiled
             .iter()
             .find(|k| k.plan.name == name)
             .map(|k| &*k.ir)
@@ -557,7 +633,8 @@ impl CpuJitExecutable {
     /// or a mixed-width kernel), 2 (`F64X2`/`I64X2`) or 1 (a scalar loop); see
     /// [`crate::JitKernel::lanes`].
     pub fn kernel_lanes(&self, name: &str) -> Option<usize> {
-        self.compiled
+        self.plan
+            .compiled
             .iter()
             .find(|k| k.plan.name == name)
             .map(|k| k.plan.lanes.count())
@@ -566,7 +643,8 @@ impl CpuJitExecutable {
     /// Whether the kernel of the fused node `name` mixes 32-bit and 64-bit numbers (see
     /// [`crate::JitKernel::is_mixed_width`]).
     pub fn kernel_is_mixed_width(&self, name: &str) -> Option<bool> {
-        self.compiled
+        self.plan
+            .compiled
             .iter()
             .find(|k| k.plan.name == name)
             .map(|k| k.plan.lanes == crate::codegen::lanes::Lanes::Mixed)
@@ -576,13 +654,14 @@ impl CpuJitExecutable {
     /// after the executable is dropped and no other executable or the backend's kernel cache
     /// holds the same code (an executable without kernels is released from the start).
     pub fn memory_watch(&self) -> MemoryWatch {
-        MemoryWatch::all(self.compiled.iter().map(|k| k.code.module().as_ref()))
+        MemoryWatch::all(self.plan.compiled.iter().map(|k| k.code.module().as_ref()))
     }
 
     /// The entry address of the kernel of the fused node `name`: equal for two kernels that
     /// share compiled code through the backend's kernel cache.
     pub fn kernel_entry_address(&self, name: &str) -> Option<usize> {
-        self.compiled
+        self.plan
+            .compiled
             .iter()
             .find(|k| k.plan.name == name)
             .map(|k| k.code.entry_address())
@@ -592,7 +671,7 @@ impl CpuJitExecutable {
     /// lifetimes do not overlap share one, and a call reuses the buffers a previous call
     /// left behind (results are written into the caller's output tensors instead).
     pub fn intermediate_buffers(&self) -> usize {
-        self.buffers
+        self.plan.buffers
     }
 
     /// The thread configuration kernel calls use.
@@ -604,7 +683,7 @@ impl CpuJitExecutable {
     /// threads (see [`Executable::call`]'s implementation); small plans run on the caller's
     /// thread.
     pub fn forks(&self) -> bool {
-        self.forks && self.parallel.pool().is_some()
+        self.plan.forks && self.parallel.pool().is_some()
     }
 
     fn execution_error(node: &Node, message: String) -> RuntimeError {
@@ -629,8 +708,8 @@ impl CpuJitExecutable {
             .lock()
             .ok()
             .and_then(|mut bins| bins.pop())
-            .unwrap_or_else(|| vec![None; self.buffers]);
-        for step in &self.steps {
+            .unwrap_or_else(|| vec![None; self.plan.buffers]);
+        for step in &self.plan.steps {
             let started = recorder.as_ref().map(CallRecorder::step_start);
             let seeded = step
                 .outputs
@@ -638,7 +717,7 @@ impl CpuJitExecutable {
                 .map(|&t| {
                     temps[t]
                         .take()
-                        .or_else(|| bin.get_mut(self.buffer_of[t]).and_then(Option::take))
+                        .or_else(|| bin.get_mut(self.plan.buffer_of[t]).and_then(Option::take))
                 })
                 .collect();
             let outs = self.run_step(step, inputs, temps, seeded)?;
@@ -649,7 +728,8 @@ impl CpuJitExecutable {
                 temps[t] = Some(o);
             }
             for &t in &step.free_after {
-                if let (Some(dead), Some(slot)) = (temps[t].take(), bin.get_mut(self.buffer_of[t]))
+                if let (Some(dead), Some(slot)) =
+                    (temps[t].take(), bin.get_mut(self.plan.buffer_of[t]))
                 {
                     *slot = Some(dead);
                 }
@@ -676,13 +756,13 @@ impl CpuJitExecutable {
             StepKind::Kernel(_) => TraceStepKind::JitKernel,
             StepKind::Native => TraceStepKind::Native,
         };
-        let node = self.function.node(step.node)?;
+        let node = self.plan.function.node(step.node)?;
         let n = node.outputs().len().min(outs.len());
         r.record(node, kind(step.kind), start, &outs[..n]);
         if let Some(e) = &step.epilogue {
             let end = r.step_start();
             r.record(
-                self.function.node(e.step.node)?,
+                self.plan.function.node(e.step.node)?,
                 kind(e.step.kind),
                 end,
                 &outs[n..],
@@ -701,7 +781,7 @@ impl CpuJitExecutable {
         match loc {
             Loc::Input(k) => inputs.get(k),
             Loc::Temp(t) => temps.get(t).and_then(Option::as_ref),
-            Loc::Constant(c) => self.constants.get(c),
+            Loc::Constant(c) => self.plan.constants.get(c),
         }
     }
 
@@ -726,7 +806,7 @@ impl CpuJitExecutable {
         temps: &[Option<Tensor>],
         seeded: Vec<Option<Tensor>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
-        let node = self.function.node(step.node)?;
+        let node = self.plan.function.node(step.node)?;
         let own_inputs = &step.inputs[..node.inputs().len().min(step.inputs.len())];
         let ins = self
             .resolve(own_inputs, inputs, temps)
@@ -741,7 +821,7 @@ impl CpuJitExecutable {
                 let in_data: Vec<&TensorData> = ins.iter().map(|t| t.data()).collect();
                 let mut out_data: Vec<&mut TensorData> =
                     outs.iter_mut().map(|t| t.data_mut()).collect();
-                self.run_whole(&self.compiled[k], &in_data, &mut out_data)
+                self.run_whole(&self.plan.compiled[k], &in_data, &mut out_data)
                     .map_err(|e| Self::execution_error(node, e.to_string()))?;
                 Ok(outs)
             }
@@ -770,14 +850,14 @@ impl CpuJitExecutable {
         temps: &[Option<Tensor>],
         mut seeded: Vec<Option<Tensor>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
-        let knode = self.function.node(e.step.node)?;
+        let knode = self.plan.function.node(e.step.node)?;
         let StepKind::Kernel(k) = e.step.kind else {
             return Err(Self::execution_error(
                 knode,
                 "an epilogue must be a kernel".into(),
             ));
         };
-        let kernel = &self.compiled[k];
+        let kernel = &self.plan.compiled[k];
         let kernel_err = |err: JitError| Self::execution_error(knode, err.to_string());
         let mut kouts = kernel_outputs(knode, seeded.split_off(node.outputs().len()))?;
         // The producer's result, made before it runs so the kernel's buffers (with this one
@@ -800,7 +880,7 @@ impl CpuJitExecutable {
         let run = |block: Block| {
             // SAFETY: `buffers` come from `prepare` on this kernel; the kernel's outputs
             // stay borrowed by `out_data` and its other inputs by `inputs`, `temps` and
-            // `self.constants` until the producer returns. The slots in `e.reads` read the
+            // `self.plan.constants` until the producer returns. The slots in `e.reads` read the
             // producer's result contiguously (checked when the plan was made, see
             // `fuse_epilogues`) and are replaced by the block, which `Epilogue::run` hands
             // over as a borrowed slice of the result (a separate buffer from every kernel
@@ -887,28 +967,28 @@ fn step_may_fork(step: &Step, g: &Function, compiled: &[CompiledKernel], p: &Par
 
 impl Executable for CpuJitExecutable {
     fn parameters(&self) -> &[TensorSpec] {
-        &self.parameters
+        &self.plan.parameters
     }
 
     fn results(&self) -> &[TensorSpec] {
-        &self.results
+        &self.plan.results
     }
 
     fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
-        validate_arguments(&self.parameters, inputs.iter(), "input")?;
-        validate_arguments(&self.results, outputs.iter(), "output")?;
-        let mut temps: Vec<Option<Tensor>> = vec![None; self.temps];
+        validate_arguments(&self.plan.parameters, inputs.iter(), "input")?;
+        validate_arguments(&self.plan.results, outputs.iter(), "output")?;
+        let mut temps: Vec<Option<Tensor>> = vec![None; self.plan.temps];
         // A result that a kernel computes is written straight into the caller's output
         // tensor: hand the tensor to the kernel's temp slot (validated above to have the
         // result's type), so no fresh buffer is allocated and page-faulted per call.
-        for (k, loc) in self.result_locs.iter().enumerate() {
-            if let (Loc::Temp(t), true) = (*loc, self.take_result[k]) {
+        for (k, loc) in self.plan.result_locs.iter().enumerate() {
+            if let (Loc::Temp(t), true) = (*loc, self.plan.take_result[k]) {
                 let empty = Tensor::zeros(outputs[k].element_type(), [0])?;
                 temps[t] = Some(std::mem::replace(&mut outputs[k], empty));
             }
         }
         // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
-        let mut recorder = CallRecorder::begin(&self.function, BACKEND_NAME);
+        let mut recorder = CallRecorder::begin(&self.plan.function, BACKEND_NAME);
         // With a pool and a step that may fork, the whole call runs on one of the pool's
         // workers: the parallel steps inside then fork from that worker (which works too)
         // instead of each waking the pool from outside and putting the caller to sleep, a
@@ -917,14 +997,14 @@ impl Executable for CpuJitExecutable {
         // a small call (E1 at 2^14 elements took 0.78 ns/element that way at 2 threads, 0.16
         // on the caller's thread). A traced call stays on the caller's thread, where its
         // tracer lives.
-        let pool = self.parallel.pool().filter(|_| self.forks);
+        let pool = self.parallel.pool().filter(|_| self.plan.forks);
         let run = match (&recorder, pool) {
             (None, Some(pool)) => pool.install(|| self.run_steps(inputs, &mut temps, &mut None)),
             _ => self.run_steps(inputs, &mut temps, &mut recorder),
         };
         if let Err(e) = run {
             // Leave every output with its validated type (its values are unspecified).
-            for (k, r) in self.results.iter().enumerate() {
+            for (k, r) in self.plan.results.iter().enumerate() {
                 if outputs[k].tensor_type() != r.tensor_type {
                     outputs[k] =
                         Tensor::zeros(r.tensor_type.element_type, r.tensor_type.shape.clone())?;
@@ -932,44 +1012,46 @@ impl Executable for CpuJitExecutable {
             }
             return Err(e);
         }
-        for (k, loc) in self.result_locs.iter().enumerate() {
+        for (k, loc) in self.plan.result_locs.iter().enumerate() {
             let value = match *loc {
                 Loc::Input(i) => inputs.get(i).cloned(),
-                Loc::Temp(t) if self.take_result[k] => temps.get_mut(t).and_then(Option::take),
+                Loc::Temp(t) if self.plan.take_result[k] => temps.get_mut(t).and_then(Option::take),
                 Loc::Temp(t) => temps.get(t).and_then(Clone::clone),
-                Loc::Constant(c) => self.constants.get(c).cloned(),
+                Loc::Constant(c) => self.plan.constants.get(c).cloned(),
             };
             outputs[k] = value.ok_or_else(|| RuntimeError::Execution {
-                node: self.results[k].name.clone(),
+                node: self.plan.results[k].name.clone(),
                 op: "Result".into(),
                 provenance: self
+                    .plan
                     .function
                     .results()
                     .get(k)
-                    .and_then(|&r| self.function.get(r))
+                    .and_then(|&r| self.plan.function.get(r))
                     .map(provenance)
                     .unwrap_or_default(),
                 message: "the result was not computed".into(),
             })?;
         }
         if let Some(r) = recorder {
-            r.finish(&self.function)?;
+            r.finish(&self.plan.function)?;
         }
         Ok(())
     }
 
     fn peak_intermediate_bytes(&self) -> Option<usize> {
-        Some(self.peak_intermediate_bytes)
+        Some(self.plan.peak_intermediate_bytes)
     }
 
     fn kernels(&self) -> Vec<KernelInfo> {
-        self.infos.clone()
+        self.plan.infos.clone()
     }
 
     fn steps(&self) -> Vec<StepInfo> {
-        self.steps
+        self.plan
+            .steps
             .iter()
-            .filter_map(|s| self.function.get(s.node))
+            .filter_map(|s| self.plan.function.get(s.node))
             .map(|n| StepInfo {
                 node: n.name().to_string(),
                 op: n.op().type_name().to_string(),

@@ -79,7 +79,7 @@ pub mod vmath;
 #[cfg(test)]
 mod tests;
 
-pub use backend::{CpuJitBackend, CpuJitExecutable, BACKEND_NAME};
+pub use backend::{CpuJitBackend, CpuJitExecutable, ExecutableCacheStats, BACKEND_NAME};
 pub use cache::KernelCacheStats;
 pub use error::JitError;
 pub use jit_kernel::JitKernel;

@@ -166,7 +166,8 @@ fn only_kernel(exe: &crate::CpuJitExecutable) -> usize {
 
 #[test]
 fn equal_regions_compile_once_per_backend() {
-    let backend = CpuJitBackend::new();
+    // The executable cache off, so that every compile runs the pipeline.
+    let backend = CpuJitBackend::new().with_executable_cache(false);
     let first = backend.compile_executable(&named("p", 64, 3.0)).unwrap();
     assert_eq!(backend.cache_stats().compiled, 1);
     // The same function again, and an equal region under other names: hits.
@@ -206,6 +207,55 @@ fn equal_regions_compile_once_per_backend() {
     let e = elsewhere.compile_executable(&named("p", 64, 3.0)).unwrap();
     assert_eq!(elsewhere.cache_stats().compiled, 1);
     assert_ne!(only_kernel(&first), only_kernel(&e));
+}
+
+#[test]
+fn equal_functions_share_one_plan_while_an_executable_lives() {
+    let backend = CpuJitBackend::new();
+    let inputs: Vec<Tensor> = (0..4)
+        .map(|s| Tensor::from_vec(crate::tests::uniform(64, s), [64]).unwrap())
+        .collect();
+    let first = backend.compile_executable(&named("p", 64, 3.0)).unwrap();
+    // An equal Function, built again: the plan is shared, the pipeline does not run (the
+    // kernel cache is not even asked), and the pass report is the first compile's.
+    let again = backend.compile_executable(&named("p", 64, 3.0)).unwrap();
+    let stats = backend.executable_cache_stats();
+    assert_eq!((stats.compiled, stats.hits, stats.live), (1, 1, 1));
+    assert_eq!(backend.cache_stats().hits, 0);
+    assert_eq!(first.pass_report(), again.pass_report());
+    assert_eq!(only_kernel(&first), only_kernel(&again));
+    assert_eq!(first.run(&inputs).unwrap(), again.run(&inputs).unwrap());
+
+    // Other names, another constant, another shape: each its own plan, and the names
+    // reported are each Function's own.
+    let renamed = backend.compile_executable(&named("q", 64, 3.0)).unwrap();
+    let other_k = backend.compile_executable(&named("p", 64, 4.0)).unwrap();
+    let other_n = backend.compile_executable(&named("p", 65, 3.0)).unwrap();
+    let stats = backend.executable_cache_stats();
+    assert_eq!((stats.compiled, stats.hits, stats.live), (4, 1, 4));
+    assert!(renamed.kernels()[0]
+        .code_ranges
+        .iter()
+        .all(|r| !r.node.starts_with('p')));
+    assert_ne!(first.run(&inputs).unwrap(), other_k.run(&inputs).unwrap());
+    assert_eq!(other_n.parameters()[0].tensor_type.shape.dims(), &[65]);
+
+    // When the last executable of a Function goes, so does its plan.
+    drop((first, again));
+    assert_eq!(backend.executable_cache_stats().live, 3);
+    let third = backend.compile_executable(&named("p", 64, 3.0)).unwrap();
+    assert_eq!(backend.executable_cache_stats().compiled, 5);
+    assert_eq!(third.run(&inputs).unwrap(), renamed.run(&inputs).unwrap());
+
+    // Another thread setting starts an empty cache; switched off, nothing is cached.
+    let one = backend.clone().with_threads(1);
+    assert_eq!(one.executable_cache_stats(), Default::default());
+    one.compile_executable(&named("p", 64, 3.0)).unwrap();
+    assert_eq!(one.executable_cache_stats().compiled, 1);
+    let off = backend.with_executable_cache(false);
+    let _a = off.compile_executable(&named("p", 64, 3.0)).unwrap();
+    let _b = off.compile_executable(&named("p", 64, 3.0)).unwrap();
+    assert_eq!(off.executable_cache_stats(), Default::default());
 }
 
 #[test]
