@@ -49,7 +49,7 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// **Executable cache.** Compiling a Function equal (`==`) to one whose executable is still
 /// alive returns a new executable sharing that one's plan: no passes, no planning, well
 /// under a microsecond for a small Function (`cargo bench --bench compile -- cached`). Plans
-/// are held weakly, so dropping the executables frees them ([`executable_cache`];
+/// are held weakly, so dropping the executables frees them (`backend/executable_cache.rs`;
 /// [`CpuJitBackend::with_executable_cache`]).
 ///
 /// **Epilogue fusion.** A fused kernel that consumes the result of a `MatMul` or 2-D
