@@ -4,6 +4,10 @@
 //! the shared flags are `opt_level=speed`, `is_pic=false` (required by `JITModule`) and
 //! `use_colocated_libcalls=false` (libcalls may live anywhere in the address space). The
 //! ISA object is `Send + Sync` and is cloned (an `Arc`) into each module.
+//!
+//! Cranelift's IR verifier runs in debug builds (tests, fuzzing) only, as Wasmtime runs it:
+//! it checks the IR graphlift generates, not anything a user gives, and it is about 45% of
+//! Cranelift's compile time (`../shared/notes/cranelift-0.135.md`).
 
 use std::sync::OnceLock;
 
@@ -28,6 +32,14 @@ fn build() -> Result<OwnedTargetIsa, String> {
         ("opt_level", "speed"),
         ("is_pic", "false"),
         ("use_colocated_libcalls", "false"),
+        (
+            "enable_verifier",
+            if cfg!(debug_assertions) {
+                "true"
+            } else {
+                "false"
+            },
+        ),
     ] {
         flags
             .set(name, value)
