@@ -940,7 +940,11 @@ fn kernel_outputs(node: &Node, seeded: Vec<Option<Tensor>>) -> Result<Vec<Tensor
         .iter()
         .zip(seeded.into_iter().chain(std::iter::repeat(None)))
         .map(|(t, seed)| match seed {
-            Some(buffer) if buffer.tensor_type() == *t => Ok(buffer),
+            Some(buffer)
+                if buffer.element_type() == t.element_type && buffer.shape() == &t.shape =>
+            {
+                Ok(buffer)
+            }
             _ => Tensor::zeros(t.element_type, t.shape.clone()),
         })
         .collect()
