@@ -46,14 +46,14 @@ impl ExecutableCache {
     /// The live plan compiled from a Function equal to `f`, if any.
     pub(super) fn get(&self, f: &Function) -> Option<Arc<ExecutablePlan>> {
         let key = fingerprint(f);
-        let plan = {
+        // Compared outside the lock: comparing a model's Functions compares its weights.
+        let candidates: Vec<Arc<ExecutablePlan>> = {
             let entries = self.entries.lock().ok()?;
-            entries
-                .get(&key)?
-                .iter()
-                .filter_map(Weak::upgrade)
-                .find(|p| p.source.as_ref() == Some(f))
+            entries.get(&key)?.iter().filter_map(Weak::upgrade).collect()
         };
+        let plan = candidates
+            .into_iter()
+            .find(|p| p.source.as_ref() == Some(f));
         if plan.is_some() {
             self.hits.fetch_add(1, Ordering::Relaxed);
         }
