@@ -49,7 +49,11 @@ impl ExecutableCache {
         // Compared outside the lock: comparing a model's Functions compares its weights.
         let candidates: Vec<Arc<ExecutablePlan>> = {
             let entries = self.entries.lock().ok()?;
-            entries.get(&key)?.iter().filter_map(Weak::upgrade).collect()
+            entries
+                .get(&key)?
+                .iter()
+                .filter_map(Weak::upgrade)
+                .collect()
         };
         let plan = candidates
             .into_iter()
