@@ -4,7 +4,7 @@ mod epilogue;
 mod executable_cache;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::native::{self, Block, Epilogue};
 use epilogue::{fuse_epilogues, EpilogueStep};
@@ -263,7 +263,7 @@ impl CpuJitBackend {
         }
         let mut steps = Vec::new();
         let mut plans = Vec::new();
-        let mut infos = Vec::new();
+        let mut kernel_nodes = Vec::new();
         let mut temps = 0usize;
         let mut constants = Vec::new();
         for id in g.topological_order()? {
@@ -293,7 +293,7 @@ impl CpuJitBackend {
                 .collect::<Result<Vec<_>, _>>()?;
             let kind = if let Op::FusedKernel(k) = node.op() {
                 let p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
-                infos.push(kernel_info(node, &k.body, &p).map_err(compile_err)?);
+                kernel_nodes.push(id);
                 plans.push(p);
                 StepKind::Kernel(plans.len() - 1)
             } else {
@@ -328,13 +328,6 @@ impl CpuJitBackend {
             .collect::<Result<Vec<_>, _>>()?;
         if self.epilogue_fusion {
             steps = fuse_epilogues(steps, &g, &plans)?;
-            for step in &steps {
-                if let Some(StepKind::Kernel(k)) = step.epilogue.as_ref().map(|e| e.step.kind) {
-                    if let Some(info) = infos.get_mut(k) {
-                        info.epilogue_of = Some(g.node(step.node)?.name().to_string());
-                    }
-                }
-            }
         }
         plan_lifetimes(&mut steps, &result_locs, temps);
         let peak_intermediate_bytes = peak_bytes(&steps, &g)?;
@@ -346,11 +339,6 @@ impl CpuJitBackend {
             .zip(codes)
             .map(|(p, c)| CompiledKernel::new(p, c))
             .collect();
-        for (info, k) in infos.iter_mut().zip(&compiled) {
-            info.code_size = k.code_size;
-            info.ir = Arc::clone(&k.ir);
-            info.code_ranges = Arc::clone(&k.code_ranges);
-        }
         let forks = steps
             .iter()
             .any(|s| step_may_fork(s, &g, &compiled, &self.parallel));
@@ -372,7 +360,8 @@ impl CpuJitBackend {
             constants,
             result_locs,
             take_result,
-            infos,
+            kernel_nodes,
+            infos: OnceLock::new(),
             pass_report,
             compiled,
             forks,
@@ -390,17 +379,42 @@ impl Backend for CpuJitBackend {
     }
 }
 
-/// The report of a fused node's kernel (code size, IR and code ranges are filled in after
-/// compilation): the body's computing nodes with their tags and pass histories, and the
-/// fused node's tags followed by any other body tags.
-fn kernel_info(node: &Node, body: &Function, p: &plan::KernelPlan) -> Result<KernelInfo, JitError> {
-    let nodes = BodyNodes::of(body)?;
-    let tags = nodes.union_tags(node.tags().iter().map(str::to_string).collect());
-    Ok(KernelInfo {
-        live_ins: p.live_ins,
-        outputs: p.outputs.len(),
-        ..nodes.info(node.name(), tags)
-    })
+impl ExecutablePlan {
+    /// The report of every kernel, in plan order: the body's computing nodes with their
+    /// tags and pass histories, the fused node's tags followed by any other body tags, the
+    /// code's size, IR and ranges, and the producer whose epilogue it is.
+    fn kernel_infos(&self) -> Vec<KernelInfo> {
+        let mut epilogue_of: HashMap<usize, &str> = HashMap::new();
+        for step in &self.steps {
+            if let Some(StepKind::Kernel(k)) = step.epilogue.as_ref().map(|e| e.step.kind) {
+                if let Some(producer) = self.function.get(step.node) {
+                    epilogue_of.insert(k, producer.name());
+                }
+            }
+        }
+        let mut infos = Vec::with_capacity(self.compiled.len());
+        for (k, (kernel, &id)) in self.compiled.iter().zip(&self.kernel_nodes).enumerate() {
+            // Always present: the ids are this plan's own fused nodes.
+            let Some(node) = self.function.get(id) else {
+                continue;
+            };
+            let Op::FusedKernel(fused) = node.op() else {
+                continue;
+            };
+            let nodes = BodyNodes::of(&fused.body);
+            let tags = nodes.union_tags(node.tags().iter().map(str::to_string).collect());
+            infos.push(KernelInfo {
+                live_ins: kernel.plan.live_ins,
+                outputs: kernel.plan.outputs.len(),
+                code_size: kernel.code_size,
+                ir: Arc::clone(&kernel.ir),
+                code_ranges: kernel.code_ranges().into(),
+                epilogue_of: epilogue_of.get(&k).map(|p| p.to_string()),
+                ..nodes.info(node.name(), tags)
+            });
+        }
+        infos
+    }
 }
 
 /// A node's provenance tags, comma-separated, for error messages.
@@ -580,7 +594,10 @@ struct ExecutablePlan {
     constants: Vec<Tensor>,
     result_locs: Vec<Loc>,
     take_result: Vec<bool>,
-    infos: Vec<KernelInfo>,
+    /// The fused node of each kernel, parallel to `compiled`.
+    kernel_nodes: Vec<NodeId>,
+    /// The kernels' reports, made on the first [`Executable::kernels`] call.
+    infos: OnceLock<Vec<KernelInfo>>,
     pass_report: PassRunReport,
     /// Each kernel owns (an `Arc` of) the module its code lives in.
     compiled: Vec<CompiledKernel>,
@@ -1048,7 +1065,10 @@ impl Executable for CpuJitExecutable {
     }
 
     fn kernels(&self) -> Vec<KernelInfo> {
-        self.plan.infos.clone()
+        self.plan
+            .infos
+            .get_or_init(|| self.plan.kernel_infos())
+            .clone()
     }
 
     fn steps(&self) -> Vec<StepInfo> {

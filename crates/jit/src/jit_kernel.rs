@@ -66,7 +66,7 @@ impl JitKernel {
         let kernel = kernels
             .pop()
             .ok_or_else(|| JitError::Module("no kernel compiled".into()))?;
-        let nodes = BodyNodes::of(body)?;
+        let nodes = BodyNodes::of(body);
         Ok(JitKernel { kernel, nodes })
     }
 
@@ -113,7 +113,7 @@ impl JitKernel {
             outputs: self.kernel.plan.outputs.len(),
             code_size: self.kernel.code_size,
             ir: Arc::clone(&self.kernel.ir),
-            code_ranges: Arc::clone(&self.kernel.code_ranges),
+            code_ranges: self.kernel.code_ranges().into(),
             ..self
                 .nodes
                 .info(&self.kernel.plan.name, self.nodes.union_tags(Vec::new()))

@@ -13,7 +13,6 @@ use graphlift_ir::{Function, Op};
 use graphlift_runtime::{CodeRange, KernelInfo};
 
 use crate::codegen::plan::KernelPlan;
-use crate::JitError;
 
 /// The computing nodes of a fused kernel's body (not Parameter, Result or Constant), in
 /// topological order, with their tags and pass histories.
@@ -28,14 +27,14 @@ pub(crate) struct BodyNodes {
 }
 
 impl BodyNodes {
-    /// The computing nodes of `body`.
-    ///
-    /// # Errors
-    /// [`JitError::Ir`] if the body has a cycle.
-    pub(crate) fn of(body: &Function) -> Result<BodyNodes, JitError> {
+    /// The computing nodes of `body`, in topological order (in arena order should the body
+    /// not have one: bodies are validated when they are made, so that is never expected).
+    pub(crate) fn of(body: &Function) -> BodyNodes {
         let mut out = BodyNodes::default();
-        for id in body.topological_order()? {
-            let n = body.node(id)?;
+        let order = body
+            .topological_order()
+            .unwrap_or_else(|_| body.nodes().map(|n| n.id()).collect());
+        for n in order.into_iter().filter_map(|id| body.get(id)) {
             if matches!(n.op(), Op::Parameter | Op::Result | Op::Constant(_)) {
                 continue;
             }
@@ -43,7 +42,7 @@ impl BodyNodes {
             out.tags.push(n.tags().iter().map(str::to_string).collect());
             out.histories.push(n.pass_history().to_vec());
         }
-        Ok(out)
+        out
     }
 
     /// The union of the nodes' tags, after `first` (the fused node's own tags).

@@ -91,8 +91,6 @@ pub(crate) struct CompiledKernel {
     pub code_size: usize,
     /// The Cranelift IR it was compiled from (text; shared with the code).
     pub ir: Arc<str>,
-    /// Machine code ranges and the body node (of this plan) each was lowered from.
-    pub code_ranges: Arc<[CodeRange]>,
     /// Bytes read and written by a call over the whole iteration space (every input buffer
     /// read once, every output written once): the cost model of [`Parallel`].
     traffic: usize,
@@ -101,7 +99,6 @@ pub(crate) struct CompiledKernel {
 impl CompiledKernel {
     /// Pairs `plan` with code compiled from it or from an equal plan.
     pub(crate) fn new(plan: KernelPlan, code: Arc<KernelCode>) -> CompiledKernel {
-        let code_ranges = code_ranges(&plan, &code.spans);
         let reads: usize = plan
             .args
             .iter()
@@ -115,11 +112,16 @@ impl CompiledKernel {
         CompiledKernel {
             code_size: code.code_size,
             ir: Arc::clone(&code.ir),
-            code_ranges: code_ranges.into(),
             traffic: reads.saturating_add(writes),
             plan,
             code,
         }
+    }
+
+    /// Machine code ranges and the body node (of this plan) each was lowered from, worked
+    /// out when a report asks (compiling does not pay for it).
+    pub(crate) fn code_ranges(&self) -> Vec<CodeRange> {
+        code_ranges(&self.plan, &self.code.spans)
     }
 }
 
