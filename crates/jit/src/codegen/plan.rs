@@ -11,6 +11,7 @@
 //! splat loads is *invariant*: it is computed once, before the loop.
 
 use foldhash::HashMap;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 use graphlift_ir::{
@@ -145,8 +146,9 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
     let order = body.topological_order()?;
 
     // Which views of each value are needed: walk users before producers.
-    let mut views: HashMap<Output, Vec<View>> = HashMap::default();
-    let add_view = |views: &mut HashMap<Output, Vec<View>>, o: Output, v: View| {
+    // Nearly every value is read through one view: kept inline.
+    let mut views: HashMap<Output, SmallVec<[View; 1]>> = HashMap::default();
+    let add_view = |views: &mut HashMap<Output, SmallVec<[View; 1]>>, o: Output, v: View| {
         let e = views.entry(o).or_default();
         if !e.contains(&v) {
             e.push(v);
