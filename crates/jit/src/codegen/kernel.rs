@@ -15,11 +15,13 @@
 //! 1. a preheader: buffer pointers, constants and every loop-invariant slot (splat loads and
 //!    what is computed from them) — Cranelift does not hoist, so this is done here;
 //! 2. a main loop over `2n` elements per trip (two vector bodies: unrolled 2×);
-//! 3. at most one more `n`-element body;
-//! 4. a tail of 1 to `n − 1` elements that runs **the same vector body** on lanes whose
-//!    indices are `i + min(lane, r − 1)`: the extra lanes recompute the last element, and
-//!    the lanes are stored back to those same indices, so the tail computes exactly what
-//!    full vectors compute and never touches memory outside `begin..end`.
+//! 3. a tail loop over the last 1 to `2n − 1` elements, `n` per trip, that runs **the same
+//!    vector body** on lanes whose indices are `i + min(lane, r − 1)` (`r` elements left):
+//!    the extra lanes of the last trip recompute the last element, and the lanes are stored
+//!    back to those same indices, so the tail computes exactly what full vectors compute and
+//!    never touches memory outside `begin..end`. (A separate `n`-element body for the first
+//!    tail trip would be a fourth copy of the body: a quarter more code to compile, for one
+//!    vector per call.)
 //!
 //! Mixed-width kernels ([`Lanes::Mixed`], `n = 4`) run the same loops; a body computes each
 //! 32-bit value as one `X4` vector and each 64-bit value as two `X2` vectors (elements
@@ -178,8 +180,6 @@ fn vector_loops(
     let step = n * UNROLL as i64;
     let main_head = b.create_block();
     let main_body = b.create_block();
-    let one_head = b.create_block();
-    let one_body = b.create_block();
     let tail_head = b.create_block();
     let tail = b.create_block();
     let arg = |v: Value| [BlockArg::Value(v)];
@@ -191,7 +191,7 @@ fn vector_loops(
     let full = b
         .ins()
         .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, rem, step);
-    b.ins().brif(full, main_body, &arg(i), one_head, &arg(i));
+    b.ins().brif(full, main_body, &arg(i), tail_head, &arg(i));
 
     b.switch_to_block(main_body);
     let i = b.append_block_param(main_body, ptr);
@@ -201,20 +201,6 @@ fn vector_loops(
     }
     let next = b.ins().iadd_imm_s(i, step);
     b.ins().jump(main_head, &arg(next));
-
-    b.switch_to_block(one_head);
-    let i = b.append_block_param(one_head, ptr);
-    let rem = b.ins().isub(end, i);
-    let full = b
-        .ins()
-        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, rem, n);
-    b.ins().brif(full, one_body, &arg(i), tail_head, &arg(i));
-
-    b.switch_to_block(one_body);
-    let i = b.append_block_param(one_body, ptr);
-    emit_body(b, fr, At::Vector(i))?;
-    let next = b.ins().iadd_imm_s(i, n);
-    b.ins().jump(tail_head, &arg(next));
 
     b.switch_to_block(tail_head);
     let i = b.append_block_param(tail_head, ptr);
@@ -232,7 +218,8 @@ fn vector_loops(
         *slot = b.ins().iadd(i, off);
     }
     emit_body(b, fr, At::Tail(&idx))?;
-    b.ins().jump(exit, &[]);
+    let next = b.ins().iadd_imm_s(i, n);
+    b.ins().jump(tail_head, &arg(next));
     Ok(())
 }
 
