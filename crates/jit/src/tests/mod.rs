@@ -23,9 +23,8 @@ use graphlift_runtime::Tensor;
 
 use crate::JitKernel;
 
-/// Sizes that exercise the unrolled loop, the single vector step and every tail length, of
-/// every vector width (4 lanes and mixed: step 8, body 4, tail 1–3; 2 lanes: step 4, body 2,
-/// tail 1).
+/// Sizes that exercise the unrolled loop and every tail length, of every vector width (4
+/// lanes and mixed: step 8, tail 1–7 in trips of 4; 2 lanes: step 4, tail 1–3 in trips of 2).
 pub(super) const SIZES: [usize; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 1000];
 
 /// `n` deterministic `f32` values in `[-1, 1)` from a small LCG seeded with `seed`.
