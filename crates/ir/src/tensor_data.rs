@@ -66,6 +66,12 @@ impl TensorData {
         T::slice_mut(self)
     }
 
+    /// The elements as a vector of `T` (no copy), or `None` if `T` is not the stored element
+    /// type.
+    pub fn into_vec<T: Element>(self) -> Option<Vec<T>> {
+        T::from_data(self)
+    }
+
     /// Pointer to the first element's bytes (dangling but non-null when empty).
     pub fn as_ptr(&self) -> *const u8 {
         match self {
@@ -114,6 +120,8 @@ pub trait Element: Copy + Default + PartialEq + std::fmt::Debug + sealed::Sealed
     fn slice(d: &TensorData) -> Option<&[Self]>;
     /// Mutably borrows the matching variant.
     fn slice_mut(d: &mut TensorData) -> Option<&mut [Self]>;
+    /// Unwraps the matching variant.
+    fn from_data(d: TensorData) -> Option<Vec<Self>>;
 }
 
 mod sealed {
@@ -135,6 +143,12 @@ macro_rules! element {
                 }
             }
             fn slice_mut(d: &mut TensorData) -> Option<&mut [Self]> {
+                match d {
+                    TensorData::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn from_data(d: TensorData) -> Option<Vec<Self>> {
                 match d {
                     TensorData::$variant(v) => Some(v),
                     _ => None,

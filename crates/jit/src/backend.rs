@@ -263,7 +263,6 @@ impl CpuJitBackend {
         }
         let mut steps = Vec::new();
         let mut plans = Vec::new();
-        let mut kernel_nodes = Vec::new();
         let mut temps = 0usize;
         let mut constants = Vec::new();
         for id in g.topological_order()? {
@@ -293,7 +292,6 @@ impl CpuJitBackend {
                 .collect::<Result<Vec<_>, _>>()?;
             let kind = if let Op::FusedKernel(k) = node.op() {
                 let p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
-                kernel_nodes.push(id);
                 plans.push(p);
                 StepKind::Kernel(plans.len() - 1)
             } else {
@@ -360,7 +358,6 @@ impl CpuJitBackend {
             constants,
             result_locs,
             take_result,
-            kernel_nodes,
             infos: OnceLock::new(),
             pass_report,
             compiled,
@@ -393,9 +390,9 @@ impl ExecutablePlan {
             }
         }
         let mut infos = Vec::with_capacity(self.compiled.len());
-        for (k, (kernel, &id)) in self.compiled.iter().zip(&self.kernel_nodes).enumerate() {
-            // Always present: the ids are this plan's own fused nodes.
-            let Some(node) = self.function.get(id) else {
+        for (k, kernel) in self.compiled.iter().enumerate() {
+            // Always present: a kernel is named after its fused node.
+            let Some(node) = self.function.node_by_name(&kernel.plan.name) else {
                 continue;
             };
             let Op::FusedKernel(fused) = node.op() else {
@@ -594,8 +591,6 @@ struct ExecutablePlan {
     constants: Vec<Tensor>,
     result_locs: Vec<Loc>,
     take_result: Vec<bool>,
-    /// The fused node of each kernel, parallel to `compiled`.
-    kernel_nodes: Vec<NodeId>,
     /// The kernels' reports, made on the first [`Executable::kernels`] call.
     infos: OnceLock<Vec<KernelInfo>>,
     pass_report: PassRunReport,
@@ -632,13 +627,14 @@ impl CpuJitExecutable {
         self.plan.pass_report.extraction()
     }
 
+    /// The kernel of the fused node `name`.
+    fn kernel(&self, name: &str) -> Option<&CompiledKernel> {
+        self.plan.compiled.iter().find(|k| k.plan.name == name)
+    }
+
     /// The Cranelift IR of the kernel of the fused node `name`.
     pub fn kernel_ir(&self, name: &str) -> Option<&str> {
-        self.plan
-            .compiled
-            .iter()
-            .find(|k| k.plan.name == name)
-            .map(|k| &*k.ir)
+        self.kernel(name).map(|k| &*k.ir)
     }
 
     /// Whether the kernel of the fused node `name` runs as a vector loop.
@@ -650,20 +646,13 @@ impl CpuJitExecutable {
     /// or a mixed-width kernel), 2 (`F64X2`/`I64X2`) or 1 (a scalar loop); see
     /// [`crate::JitKernel::lanes`].
     pub fn kernel_lanes(&self, name: &str) -> Option<usize> {
-        self.plan
-            .compiled
-            .iter()
-            .find(|k| k.plan.name == name)
-            .map(|k| k.plan.lanes.count())
+        self.kernel(name).map(|k| k.plan.lanes.count())
     }
 
     /// Whether the kernel of the fused node `name` mixes 32-bit and 64-bit numbers (see
     /// [`crate::JitKernel::is_mixed_width`]).
     pub fn kernel_is_mixed_width(&self, name: &str) -> Option<bool> {
-        self.plan
-            .compiled
-            .iter()
-            .find(|k| k.plan.name == name)
+        self.kernel(name)
             .map(|k| k.plan.lanes == crate::codegen::lanes::Lanes::Mixed)
     }
 
@@ -677,11 +666,7 @@ impl CpuJitExecutable {
     /// The entry address of the kernel of the fused node `name`: equal for two kernels that
     /// share compiled code through the backend's kernel cache.
     pub fn kernel_entry_address(&self, name: &str) -> Option<usize> {
-        self.plan
-            .compiled
-            .iter()
-            .find(|k| k.plan.name == name)
-            .map(|k| k.code.entry_address())
+        self.kernel(name).map(|k| k.code.entry_address())
     }
 
     /// How many intermediate buffers the plan uses: temporaries of one tensor type whose
@@ -881,7 +866,7 @@ impl CpuJitExecutable {
         // in the slots that read it) are checked before any block reaches the kernel.
         let ty = node.output_type();
         let product = match seeded.into_iter().next().flatten() {
-            Some(buffer) if buffer.tensor_type() == *ty => buffer,
+            Some(buffer) if buffer.has_type(ty) => buffer,
             _ => Tensor::zeros(ty.element_type, ty.shape.clone())?,
         };
         let not_computed = || Self::execution_error(knode, "an input was not computed".into());
@@ -957,11 +942,7 @@ fn kernel_outputs(node: &Node, seeded: Vec<Option<Tensor>>) -> Result<Vec<Tensor
         .iter()
         .zip(seeded.into_iter().chain(std::iter::repeat(None)))
         .map(|(t, seed)| match seed {
-            Some(buffer)
-                if buffer.element_type() == t.element_type && buffer.shape() == &t.shape =>
-            {
-                Ok(buffer)
-            }
+            Some(buffer) if buffer.has_type(t) => Ok(buffer),
             _ => Tensor::zeros(t.element_type, t.shape.clone()),
         })
         .collect()
@@ -1026,7 +1007,7 @@ impl Executable for CpuJitExecutable {
         if let Err(e) = run {
             // Leave every output with its validated type (its values are unspecified).
             for (k, r) in self.plan.results.iter().enumerate() {
-                if outputs[k].tensor_type() != r.tensor_type {
+                if !outputs[k].has_type(&r.tensor_type) {
                     outputs[k] =
                         Tensor::zeros(r.tensor_type.element_type, r.tensor_type.shape.clone())?;
                 }

@@ -198,10 +198,8 @@ pub fn validate_arguments<'t>(
         });
     }
     for (index, (spec, t)) in specs.iter().zip(tensors).enumerate() {
-        // Compared in place: this runs on every call, and a call of a small kernel costs a
-        // few hundred nanoseconds in all.
         let expected = &spec.tensor_type;
-        if t.element_type() != expected.element_type || t.shape() != &expected.shape {
+        if !t.has_type(expected) {
             return Err(RuntimeError::ArgumentType {
                 what,
                 index,

@@ -89,6 +89,13 @@ impl Tensor {
         TensorType::new(self.element_type(), self.shape.clone())
     }
 
+    /// Whether the tensor has type `t` (element type and shape), compared in place: the
+    /// per-call argument and buffer checks use it, where building a [`TensorType`] per
+    /// tensor would cost a copy of its shape.
+    pub fn has_type(&self, t: &TensorType) -> bool {
+        self.element_type() == t.element_type && self.shape == t.shape
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.data.len()

@@ -115,22 +115,6 @@ fn layer_norm_row_f32(x: &[f32], g: &[f32], b: &[f32], epsilon: f64, out: &mut [
     layer_norm_row(x, g, b, epsilon, out)
 }
 
-/// The `f32` elements of a recycled output buffer, if it holds `f32`.
-fn f32s(out: Option<TensorData>) -> Option<Vec<f32>> {
-    match out {
-        Some(TensorData::F32(v)) => Some(v),
-        _ => None,
-    }
-}
-
-/// The `f64` elements of a recycled output buffer, if it holds `f64`.
-fn f64s(out: Option<TensorData>) -> Option<Vec<f64>> {
-    match out {
-        Some(TensorData::F64(v)) => Some(v),
-        _ => None,
-    }
-}
-
 /// Softmax along the last axis of `x` (shape `from`), or `None` for another axis or a
 /// non-float tensor (the caller runs the reference); written into `out` when it is a buffer
 /// of the result's type and size. See the module documentation for the `f32` arithmetic and
@@ -151,7 +135,7 @@ pub(crate) fn softmax(
             v,
             len,
             parallel,
-            (SOFTMAX_PARALLEL, f32s(out)),
+            (SOFTMAX_PARALLEL, out.and_then(TensorData::into_vec)),
             softmax_row_f32,
         ))),
         TensorData::F64(v) => Some(TensorData::F64(softmax_rows_f64(v, len))),
@@ -178,7 +162,7 @@ pub(crate) fn layer_norm(
         (TensorData::F32(v), TensorData::F32(g), TensorData::F32(b))
             if g.len() == len && b.len() == len =>
         {
-            let out = (LAYER_NORM_PARALLEL, f32s(out));
+            let out = (LAYER_NORM_PARALLEL, out.and_then(TensorData::into_vec));
             Some(TensorData::F32(map_rows(v, len, parallel, out, |x, o| {
                 layer_norm_row_f32(x, g, b, l.epsilon, o)
             })))
@@ -186,7 +170,7 @@ pub(crate) fn layer_norm(
         (TensorData::F64(v), TensorData::F64(g), TensorData::F64(b))
             if g.len() == len && b.len() == len =>
         {
-            let out = (LAYER_NORM_PARALLEL, f64s(out));
+            let out = (LAYER_NORM_PARALLEL, out.and_then(TensorData::into_vec));
             Some(TensorData::F64(map_rows(v, len, parallel, out, |x, o| {
                 layer_norm_row(x, g, b, l.epsilon, o)
             })))
