@@ -337,9 +337,6 @@ impl CpuJitBackend {
             .zip(codes)
             .map(|(p, c)| CompiledKernel::new(p, c))
             .collect();
-        let forks = steps
-            .iter()
-            .any(|s| step_may_fork(s, &g, &compiled, &self.parallel));
         let mut take_result = vec![false; result_locs.len()];
         for (k, loc) in result_locs.iter().enumerate() {
             take_result[k] =
@@ -361,7 +358,6 @@ impl CpuJitBackend {
             infos: OnceLock::new(),
             pass_report,
             compiled,
-            forks,
         })
     }
 }
@@ -596,9 +592,6 @@ struct ExecutablePlan {
     pass_report: PassRunReport,
     /// Each kernel owns (an `Arc` of) the module its code lives in.
     compiled: Vec<CompiledKernel>,
-    /// Whether some step may split its work over the pool ([`step_may_fork`]): only then
-    /// does a call move onto a pool worker.
-    forks: bool,
 }
 
 const _: () = {
@@ -679,13 +672,6 @@ impl CpuJitExecutable {
     /// The thread configuration kernel calls use.
     pub fn thread_config(&self) -> ThreadConfig {
         self.parallel.config()
-    }
-
-    /// Whether a call moves onto a pool worker: some step may split its work over the
-    /// threads (see [`Executable::call`]'s implementation); small plans run on the caller's
-    /// thread.
-    pub fn forks(&self) -> bool {
-        self.plan.forks && self.parallel.pool().is_some()
     }
 
     fn execution_error(node: &Node, message: String) -> RuntimeError {
@@ -948,25 +934,6 @@ fn kernel_outputs(node: &Node, seeded: Vec<Option<Tensor>>) -> Result<Vec<Tensor
         .collect()
 }
 
-/// Whether `step` may split its work over the pool: a kernel whose whole call the cost model
-/// splits, or a native MatMul, Convolution, Softmax or LayerNorm of at least 2^14 output
-/// elements (below their own, larger thresholds they never fork).
-fn step_may_fork(step: &Step, g: &Function, compiled: &[CompiledKernel], p: &Parallel) -> bool {
-    match step.kind {
-        StepKind::Kernel(k) => compiled.get(k).is_some_and(|c| c.splits_on(p)),
-        StepKind::Native => g.node(step.node).is_ok_and(|n| {
-            matches!(
-                n.op(),
-                Op::MatMul | Op::Convolution(_) | Op::Softmax(_) | Op::LayerNorm(_)
-            ) && n
-                .output_type()
-                .shape
-                .element_count()
-                .is_ok_and(|c| c >= 1 << 14)
-        }),
-    }
-}
-
 impl Executable for CpuJitExecutable {
     fn parameters(&self) -> &[TensorSpec] {
         &self.plan.parameters
@@ -991,19 +958,9 @@ impl Executable for CpuJitExecutable {
         }
         // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
         let mut recorder = CallRecorder::begin(&self.plan.function, BACKEND_NAME);
-        // With a pool and a step that may fork, the whole call runs on one of the pool's
-        // workers: the parallel steps inside then fork from that worker (which works too)
-        // instead of each waking the pool from outside and putting the caller to sleep, a
-        // pair of context switches per step. A plan with no step large enough to split
-        // runs on the caller's thread: moving it to a worker and back would cost more than
-        // a small call (E1 at 2^14 elements took 0.78 ns/element that way at 2 threads, 0.16
-        // on the caller's thread). A traced call stays on the caller's thread, where its
-        // tracer lives.
-        let pool = self.parallel.pool().filter(|_| self.plan.forks);
-        let run = match (&recorder, pool) {
-            (None, Some(pool)) => pool.install(|| self.run_steps(inputs, &mut temps, &mut None)),
-            _ => self.run_steps(inputs, &mut temps, &mut recorder),
-        };
+        // Steps run on the caller's thread; a step that splits its work takes the pool's
+        // workers as helpers for that step only (`parallel::for_each`).
+        let run = self.run_steps(inputs, &mut temps, &mut recorder);
         if let Err(e) = run {
             // Leave every output with its validated type (its values are unspecified).
             for (k, r) in self.plan.results.iter().enumerate() {

@@ -10,9 +10,10 @@
 //! (a multiple of the unrolled vector step of every lane width), so each chunk's vector main
 //! loop starts on the same element grid as the whole call's.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
 use rayon::ThreadPool;
 
 use crate::codegen::kernel::UNROLL;
@@ -75,7 +76,9 @@ pub(crate) fn threads_from(value: Option<&str>) -> usize {
 }
 
 /// A thread configuration and its pool, shared by a backend and its executables. The pool
-/// (a dedicated rayon pool, not the global one) is built on the first call that splits.
+/// (a dedicated rayon pool, not the global one) holds `threads − 1` workers: the thread
+/// that calls the executable is the last one ([`for_each`]). It is built on the first call
+/// that splits.
 pub(crate) struct Parallel {
     config: ThreadConfig,
     pool: OnceLock<Option<ThreadPool>>,
@@ -110,8 +113,8 @@ impl Parallel {
         self.config
     }
 
-    /// The pool (started on first use), or `None` with one thread configured or when no
-    /// pool could be started.
+    /// The pool of `threads − 1` workers (started on first use), or `None` with one thread
+    /// configured or when no pool could be started.
     pub(crate) fn pool(&self) -> Option<&ThreadPool> {
         if self.config.threads <= 1 {
             return None;
@@ -119,7 +122,7 @@ impl Parallel {
         self.pool
             .get_or_init(|| {
                 rayon::ThreadPoolBuilder::new()
-                    .num_threads(self.config.threads)
+                    .num_threads(self.config.threads - 1)
                     .thread_name(|k| format!("graphlift-jit-{k}"))
                     .build()
                     .ok()
@@ -143,14 +146,70 @@ impl Parallel {
     }
 }
 
-/// Runs `f(begin, end)` for every chunk on `pool`, in parallel; returns when all have
-/// finished.
+/// Runs `f(begin, end)` for every chunk, on the calling thread and on `pool` (see
+/// [`for_each`]); returns when all have finished.
 pub(crate) fn run_chunks(
     pool: &ThreadPool,
     chunks: &[(usize, usize)],
     f: impl Fn(usize, usize) + Sync,
 ) {
-    pool.install(|| chunks.par_iter().for_each(|&(b, e)| f(b, e)));
+    for_each(pool, chunks.iter(), |&(b, e)| f(b, e));
+}
+
+/// How long the calling thread spins for helpers still running their last task before it
+/// blocks (rayon's non-worker wait sleeps on a condition variable, and the wake-up that
+/// ends that sleep costs microseconds on a virtual machine).
+const JOIN_SPIN: Duration = Duration::from_micros(200);
+
+/// Runs `f` on every item of `tasks`, on the calling thread and on `pool`'s workers, and
+/// returns when all have finished (a panic in `f` is resumed here).
+///
+/// The calling thread works too, as onnxruntime's and Eigen's pools do: the pool holds one
+/// worker fewer than the configured threads, the caller spawns one helper job per worker and
+/// then takes tasks itself, one at a time from the shared iterator, as each helper does once
+/// its worker picks it up. A worker that wakes late finds fewer tasks left, so its wake-up
+/// overlaps with the caller's work; at the end the caller spins for helpers still busy
+/// ([`JOIN_SPIN`]) instead of going to sleep. Tasks are taken under a lock: they are meant
+/// to be large (each moves at least [`ThreadConfig::min_bytes_per_task`] bytes).
+pub(crate) fn for_each<I>(pool: &ThreadPool, tasks: I, f: impl Fn(I::Item) + Sync)
+where
+    I: Iterator + Send,
+    I::Item: Send,
+{
+    let helpers = pool
+        .current_num_threads()
+        .min(tasks.size_hint().0.saturating_sub(1));
+    let queue = Mutex::new(tasks);
+    let busy = AtomicUsize::new(helpers);
+    let work = || loop {
+        let task = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+        match task {
+            Some(task) => f(task),
+            None => break,
+        }
+    };
+    pool.in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| {
+                // Counts the helper done even if `f` panics (the scope resumes the panic).
+                struct Done<'a>(&'a AtomicUsize);
+                impl Drop for Done<'_> {
+                    fn drop(&mut self) {
+                        self.0.fetch_sub(1, Ordering::Release);
+                    }
+                }
+                let _done = Done(&busy);
+                work();
+            });
+        }
+        work();
+        let start = Instant::now();
+        while busy.load(Ordering::Acquire) != 0 && start.elapsed() < JOIN_SPIN {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        }
+    });
 }
 
 /// The chunking of `begin..end` under `config` (see [`Parallel::split`]); `None` for one

@@ -419,13 +419,6 @@ impl CompiledKernel {
         unsafe { self.call_unchecked(&ins, outs, block.begin, block.begin + block.len) }
     }
 
-    /// Whether a call over the whole iteration space would be split over `parallel`'s
-    /// threads ([`Parallel::split`]'s cost model).
-    pub(crate) fn splits_on(&self, parallel: &Parallel) -> bool {
-        let count = self.plan.count;
-        crate::parallel::chunk_ranges(parallel.config(), 0, count, self.traffic, count).is_some()
-    }
-
     /// Calls the kernel on raw pointer arrays.
     ///
     /// # Safety

@@ -6,11 +6,10 @@
 use graphlift_ir::{Convolution, Shape, TensorData};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
-use rayon::prelude::*;
 
 use super::matmul::{product, ROW_BLOCK_ALIGN};
 use super::Epilogue;
-use crate::parallel::Parallel;
+use crate::parallel::{for_each, Parallel};
 
 /// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
 /// when the epilogue reads them), unless the whole output is smaller.
@@ -265,27 +264,27 @@ fn convolve<T>(
         .pool()
         .filter(|_| macs >= 1 << 18 && tasks < threads && rows < mg)
     {
-        pool.install(|| {
-            for (k, out) in y.chunks_mut(mg * plane).enumerate() {
-                let (cols, (_, _, filters)) = (fields(k), operands(k));
-                out.par_chunks_mut(rows * plane)
-                    .enumerate()
-                    .for_each(|(blk, out)| {
-                        let r = out.len() / plane;
-                        product(
-                            &filters[blk * rows * depth..],
-                            &cols,
-                            out,
-                            (r, depth, plane),
-                            T::from(1.0),
-                            gemm::Parallelism::None,
-                        );
-                        if let Some(e) = &epilogue {
-                            e.run(k * mg * plane + blk * rows * plane, out);
-                        }
-                    });
-            }
-        });
+        for (k, out) in y.chunks_mut(mg * plane).enumerate() {
+            let (cols, (_, _, filters)) = (fields(k), operands(k));
+            for_each(
+                pool,
+                out.chunks_mut(rows * plane).enumerate(),
+                |(blk, out)| {
+                    let r = out.len() / plane;
+                    product(
+                        &filters[blk * rows * depth..],
+                        &cols,
+                        out,
+                        (r, depth, plane),
+                        T::from(1.0),
+                        gemm::Parallelism::None,
+                    );
+                    if let Some(e) = &epilogue {
+                        e.run(k * mg * plane + blk * rows * plane, out);
+                    }
+                },
+            );
+        }
         return;
     }
     let pool = parallel.pool().filter(|_| macs >= 1 << 18 && tasks > 1);
@@ -309,11 +308,7 @@ fn convolve<T>(
         }
     };
     match pool {
-        Some(pool) => pool.install(|| {
-            y.par_chunks_mut(per_block * per_task)
-                .enumerate()
-                .for_each(block)
-        }),
+        Some(pool) => for_each(pool, y.chunks_mut(per_block * per_task).enumerate(), block),
         None => y
             .chunks_mut(per_block * per_task)
             .enumerate()

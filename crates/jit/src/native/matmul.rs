@@ -7,10 +7,9 @@
 use gemm::{gemm, Parallelism};
 use graphlift_ir::{Shape, TensorData};
 use graphlift_runtime::reference::batch_offsets;
-use rayon::prelude::*;
 
 use super::Epilogue;
-use crate::parallel::Parallel;
+use crate::parallel::{for_each, Parallel};
 
 /// Below this many multiply-adds a product runs on the calling thread.
 const MIN_PARALLEL_MACS: usize = 1 << 18;
@@ -129,19 +128,17 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
         .collect();
     match pool {
         // Many small products (attention heads): one product per task.
-        Some(pool) if pairs.len() >= 2 * threads => pool.install(|| {
-            c.par_chunks_mut(m * n)
-                .enumerate()
-                .zip(pairs.par_iter())
-                .for_each(|(c, &o)| run(c, o));
-        }),
+        Some(pool) if pairs.len() >= 2 * threads => {
+            let tasks = c.chunks_mut(m * n).enumerate().zip(&pairs);
+            for_each(pool, tasks, |(c, &o)| run(c, o));
+        }
         // Few large products: each is split by rows of `a` and `c`, one block per thread
         // (every block packs `b` itself; gemm's own split did not divide MiniLM's
         // [128, 384] x [384, 384] over two threads).
-        Some(pool) => pool.install(|| {
+        Some(pool) => {
             let rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
             for (i, (c, &(oa, ob))) in c.chunks_mut(m * n).zip(&pairs).enumerate() {
-                c.par_chunks_mut(rows * n).enumerate().for_each(|(blk, c)| {
+                for_each(pool, c.chunks_mut(rows * n).enumerate(), |(blk, c)| {
                     let r = c.len() / n;
                     product(
                         &a[oa + blk * rows * k..],
@@ -154,7 +151,7 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
                     finish(i * m * n + blk * rows * n, c);
                 });
             }
-        }),
+        }
         None => {
             for (c, &o) in c.chunks_mut(m * n).enumerate().zip(&pairs) {
                 run(c, o);

@@ -2,9 +2,7 @@
 //! are not bound by the latency of one chain of additions) and a map over rows that runs on
 //! the backend's pool when the tensor is large enough.
 
-use rayon::prelude::*;
-
-use crate::parallel::Parallel;
+use crate::parallel::{for_each, Parallel};
 
 /// Partial results kept side by side, so that loops over them vectorize.
 pub(super) const W: usize = 8;
@@ -48,12 +46,9 @@ pub(super) fn map_rows<T: Copy + Default + Send + Sync>(
         .filter(|_| x.len() >= min_parallel && rows > 1)
     {
         Some(pool) => {
-            let per_task = rows.div_ceil(pool.current_num_threads().max(1)) * len;
-            pool.install(|| {
-                out.par_chunks_mut(per_task)
-                    .zip(x.par_chunks(per_task))
-                    .for_each(|(o, x)| all(o, x))
-            });
+            let per_task = rows.div_ceil(parallel.config().threads) * len;
+            let tasks = out.chunks_mut(per_task).zip(x.chunks(per_task));
+            for_each(pool, tasks, |(o, x)| all(o, x));
         }
         None => all(&mut out, x),
     }

@@ -4,7 +4,9 @@ use graphlift_ir::{ElementType::F32, Function, FunctionBuilder};
 use graphlift_runtime::{Executable, Tensor};
 
 use super::{data, first_difference};
-use crate::parallel::{chunk_ranges, threads_from, CHUNK_ALIGN};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::parallel::{chunk_ranges, for_each, threads_from, Parallel, CHUNK_ALIGN};
 use crate::{CpuJitBackend, ThreadConfig};
 
 /// Splits every call that covers at least two aligned chunks.
@@ -112,19 +114,54 @@ fn bias_relu(rows: usize, cols: usize) -> Function {
 }
 
 #[test]
-fn only_plans_with_a_step_that_splits_move_onto_the_pool() {
-    let two = CpuJitBackend::new().with_threads(2);
-    // 256 elements: no step splits, the call stays on the caller's thread.
-    let small = two.compile_executable(&bias_relu(4, 64)).unwrap();
-    assert!(!small.forks());
-    // 2^18 elements of 16 bytes of traffic each: the kernel splits.
-    let large = two.compile_executable(&bias_relu(512, 512)).unwrap();
-    assert!(large.forks());
-    let one = CpuJitBackend::new().with_threads(1);
-    assert!(!one
-        .compile_executable(&bias_relu(512, 512))
-        .unwrap()
-        .forks());
+fn for_each_runs_every_task_once_on_the_caller_and_the_workers() {
+    for threads in [2, 3] {
+        let parallel = Parallel::new(eager(threads));
+        let pool = parallel.pool().expect("a pool for two or more threads");
+        // The caller is one of the threads: the pool holds the others.
+        assert_eq!(pool.current_num_threads(), threads - 1);
+        for tasks in [0usize, 1, 2, 3, 17, 200] {
+            let runs: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
+            let caller = std::thread::current().id();
+            let on_caller = AtomicUsize::new(0);
+            for_each(pool, 0..tasks, |k| {
+                // Long enough that a worker has time to wake and take some.
+                std::thread::sleep(std::time::Duration::from_micros(50));
+                runs[k].fetch_add(1, Ordering::Relaxed);
+                if std::thread::current().id() == caller {
+                    on_caller.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            let counts: Vec<usize> = runs.iter().map(|r| r.load(Ordering::Relaxed)).collect();
+            assert!(
+                counts.iter().all(|&c| c == 1),
+                "{threads} threads: {counts:?}"
+            );
+            // The caller takes the first task before it could wait for anything.
+            assert!(tasks == 0 || on_caller.load(Ordering::Relaxed) >= 1);
+        }
+        // Disjoint `&mut` chunks, as the native kernels hand them out.
+        let mut out = vec![0usize; 1000];
+        for_each(pool, out.chunks_mut(64).enumerate(), |(k, chunk)| {
+            chunk.iter_mut().for_each(|v| *v = k)
+        });
+        assert!(out.iter().enumerate().all(|(i, &v)| v == i / 64));
+    }
+}
+
+#[test]
+fn a_panicking_task_reaches_the_caller_and_the_pool_stays_usable() {
+    let parallel = Parallel::new(eager(2));
+    let pool = parallel.pool().unwrap();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        for_each(pool, 0..8, |k| assert!(k != 5, "task {k} fails"))
+    }));
+    assert!(caught.is_err());
+    let done = AtomicUsize::new(0);
+    for_each(pool, 0..8, |_| {
+        done.fetch_add(1, Ordering::Relaxed);
+    });
+    assert_eq!(done.load(Ordering::Relaxed), 8);
 }
 
 fn run(backend: &CpuJitBackend, f: &Function, inputs: &[Tensor]) -> Vec<Tensor> {
