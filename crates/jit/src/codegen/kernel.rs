@@ -38,6 +38,7 @@ use cranelift_frontend::FunctionBuilder;
 use graphlift_ir::ElementType;
 
 use super::broadcast::Addressing;
+use super::divide::ConstDivisor;
 use super::lanes::{cast_flags, data_flags, Emit, Lanes};
 use super::lower::{bool_to_mask_lane, lower, HelperRefs};
 use super::mixed::{convert_across, forms, parts, reform};
@@ -343,7 +344,7 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
                 (0..parts(plan.lanes, form))
                     .map(|p| {
                         let at = part_at(b, at, p, form);
-                        load(b, base, addressing, slot.ty, at, form, fr.ptr)
+                        load(b, base, addressing, slot.ty, at, form, fr.plan.count)
                     })
                     .collect()
             }
@@ -426,31 +427,25 @@ fn scalar_load(b: &mut FunctionBuilder, base: Value, index: Value, t: ElementTyp
     b.ins().load(ty, data_flags(), addr, 0)
 }
 
-/// The source index of element `i` under `addressing` (pointer-sized integers).
-fn source_index(b: &mut FunctionBuilder, addressing: &Addressing, i: Value) -> Value {
+/// The source index of element `i < count` under `addressing` (pointer-sized integers).
+fn source_index(b: &mut FunctionBuilder, addressing: &Addressing, i: Value, count: usize) -> Value {
     match addressing {
         Addressing::Contiguous => i,
         Addressing::Splat => {
             let ty = b.func.dfg.value_type(i);
             b.ins().iconst(ty, 0)
         }
-        Addressing::Row { len } => {
-            let ty = b.func.dfg.value_type(i);
-            let k = b.ins().iconst(ty, *len as i64);
-            b.ins().urem(i, k)
-        }
+        Addressing::Row { len } => ConstDivisor::new(*len, count).remainder(b, i),
         Addressing::General { terms } => {
             let ty = b.func.dfg.value_type(i);
             let mut acc: Option<Value> = None;
             for t in terms {
                 let mut q = i;
                 if t.div != 1 {
-                    let d = b.ins().iconst(ty, t.div as i64);
-                    q = b.ins().udiv(q, d);
+                    q = ConstDivisor::new(t.div, count).quotient(b, q);
                 }
                 if t.modulo != 0 {
-                    let m = b.ins().iconst(ty, t.modulo as i64);
-                    q = b.ins().urem(q, m);
+                    q = ConstDivisor::new(t.modulo, count).remainder(b, q);
                 }
                 if t.stride != 1 {
                     let s = b.ins().iconst(ty, t.stride as i64);
@@ -473,36 +468,36 @@ fn load(
     t: ElementType,
     at: At,
     lanes: Lanes,
-    ptr: Type,
+    count: usize,
 ) -> Value {
     match at {
         At::Scalar(i) => {
-            let j = source_index(b, addressing, i);
+            let j = source_index(b, addressing, i, count);
             scalar_load(b, base, j, t)
         }
         At::Tail(idx) => {
             let js: Vec<Value> = idx
                 .iter()
-                .map(|&x| source_index(b, addressing, x))
+                .map(|&x| source_index(b, addressing, x, count))
                 .collect();
             gather(b, base, &js, t, lanes)
         }
         At::Vector(i) => match addressing {
             Addressing::Contiguous => vector_load(b, base, i, t, lanes),
             Addressing::Row { len } if *len >= lanes.count() => {
-                row_load(b, base, i, *len, t, lanes, ptr)
+                row_load(b, base, i, (*len, count), t, lanes)
             }
             Addressing::General { terms }
                 if terms.last().is_some_and(|t| t.div >= lanes.count()) =>
             {
                 let run = terms.last().map_or(1, |t| t.div);
-                run_load(b, base, addressing, run, i, t, lanes)
+                run_load(b, base, addressing, (run, count), i, t, lanes)
             }
             _ => {
                 let js: Vec<Value> = (0..lanes.count() as i64)
                     .map(|l| {
                         let x = if l == 0 { i } else { b.ins().iadd_imm_s(i, l) };
-                        source_index(b, addressing, x)
+                        source_index(b, addressing, x, count)
                     })
                     .collect();
                 gather(b, base, &js, t, lanes)
@@ -602,21 +597,21 @@ fn split_load(
     v
 }
 
-/// A row-vector load `b[(i + l) mod len]`, `len >= lanes`: one vector load when the lanes
-/// do not wrap, else a gather.
+/// A row-vector load `b[(i + l) mod len]`, `len >= lanes`, for `i < count`: one vector
+/// load when the lanes do not wrap, else a gather.
 fn row_load(
     b: &mut FunctionBuilder,
     base: Value,
     i: Value,
-    len: usize,
+    (len, count): (usize, usize),
     t: ElementType,
     lanes: Lanes,
-    ptr: Type,
 ) -> Value {
     let n = lanes.count();
     let vec_ty = Emit::new(b, lanes).ty(t);
+    let ptr = b.func.dfg.value_type(i);
     let k = b.ins().iconst(ptr, len as i64);
-    let j = b.ins().urem(i, k);
+    let j = ConstDivisor::new(len, count).remainder(b, i);
     split_load(
         b,
         j,
@@ -643,28 +638,27 @@ fn row_load(
 /// A load under a general addressing whose innermost axis group repeats (column vectors
 /// `c[M, 1]`, channels `[C, 1, 1]`): the source index is constant over runs of `run` (the
 /// innermost kept group's `div`, at least `lanes`) consecutive elements, so when the
-/// vector's lanes lie in one run, one scalar load splat to every lane; else a gather.
+/// vector's lanes lie in one run, one scalar load splat to every lane; else a gather. For
+/// `i < count`.
 fn run_load(
     b: &mut FunctionBuilder,
     base: Value,
     addressing: &Addressing,
-    run: usize,
+    (run, count): (usize, usize),
     i: Value,
     t: ElementType,
     lanes: Lanes,
 ) -> Value {
-    let ptr = b.func.dfg.value_type(i);
     let n = lanes.count();
     let vec_ty = Emit::new(b, lanes).ty(t);
-    let k = b.ins().iconst(ptr, run as i64);
-    let r = b.ins().urem(i, k);
+    let r = ConstDivisor::new(run, count).remainder(b, i);
     split_load(
         b,
         r,
         run - n,
         vec_ty,
         |b| {
-            let j = source_index(b, addressing, i);
+            let j = source_index(b, addressing, i, count);
             if t == ElementType::Bool {
                 // Through the gather's bool widening, with every lane at `j`.
                 gather(b, base, &vec![j; n], t, lanes)
@@ -677,7 +671,7 @@ fn run_load(
             let js: Vec<Value> = (0..n as i64)
                 .map(|l| {
                     let x = if l == 0 { i } else { b.ins().iadd_imm_s(i, l) };
-                    source_index(b, addressing, x)
+                    source_index(b, addressing, x, count)
                 })
                 .collect();
             gather(b, base, &js, t, lanes)

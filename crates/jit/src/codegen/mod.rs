@@ -10,6 +10,7 @@
 
 pub(crate) mod broadcast;
 pub(crate) mod convert;
+pub(crate) mod divide;
 pub(crate) mod kernel;
 pub(crate) mod lanes;
 pub(crate) mod lower;
