@@ -14,7 +14,8 @@
 //! Vector kernels of `n` lanes ([`Lanes::X4`]: `n = 4`, [`Lanes::X2`]: `n = 2`) run
 //! 1. a preheader: buffer pointers, constants and every loop-invariant slot (splat loads and
 //!    what is computed from them) — Cranelift does not hoist, so this is done here;
-//! 2. a main loop over `2n` elements per trip (two vector bodies: unrolled 2×);
+//! 2. a main loop over `2n` elements per trip (two vector bodies: unrolled 2×), entered
+//!    only with a full trip left and tested at the bottom (one branch per trip);
 //! 3. a tail loop over the last 1 to `2n − 1` elements, `n` per trip, that runs **the same
 //!    vector body** on lanes whose indices are `i + min(lane, r − 1)` (`r` elements left):
 //!    the extra lanes of the last trip recompute the last element, and the lanes are stored
@@ -179,20 +180,20 @@ fn vector_loops(
     let ptr = fr.ptr;
     let n = fr.plan.lanes.count() as i64;
     let step = n * UNROLL as i64;
-    let main_head = b.create_block();
     let main_body = b.create_block();
     let tail_head = b.create_block();
     let tail = b.create_block();
     let arg = |v: Value| [BlockArg::Value(v)];
-    b.ins().jump(main_head, &arg(begin));
-
-    b.switch_to_block(main_head);
-    let i = b.append_block_param(main_head, ptr);
-    let rem = b.ins().isub(end, i);
-    let full = b
-        .ins()
-        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, rem, step);
-    b.ins().brif(full, main_body, &arg(i), tail_head, &arg(i));
+    // The main loop tests at the bottom (one branch per trip): enter it only with a full
+    // trip's elements left.
+    let full_trip = |b: &mut FunctionBuilder, i: Value| {
+        let rem = b.ins().isub(end, i);
+        b.ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, rem, step)
+    };
+    let full = full_trip(b, begin);
+    b.ins()
+        .brif(full, main_body, &arg(begin), tail_head, &arg(begin));
 
     b.switch_to_block(main_body);
     let i = b.append_block_param(main_body, ptr);
@@ -201,7 +202,9 @@ fn vector_loops(
         emit_body(b, fr, At::Vector(iu))?;
     }
     let next = b.ins().iadd_imm_s(i, step);
-    b.ins().jump(main_head, &arg(next));
+    let full = full_trip(b, next);
+    b.ins()
+        .brif(full, main_body, &arg(next), tail_head, &arg(next));
 
     b.switch_to_block(tail_head);
     let i = b.append_block_param(tail_head, ptr);
