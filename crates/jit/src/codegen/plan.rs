@@ -147,7 +147,11 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
 
     // Which views of each value are needed: walk users before producers.
     // Nearly every value is read through one view: kept inline.
-    let mut views: HashMap<Output, SmallVec<[View; 1]>> = HashMap::default();
+    // Sized up front: growing a map of these entries reallocates blocks of a kilobyte and
+    // more, and glibc consolidates its free lists on each such request.
+    let nodes = body.node_count();
+    let mut views: HashMap<Output, SmallVec<[View; 1]>> =
+        HashMap::with_capacity_and_hasher(nodes, Default::default());
     let add_view = |views: &mut HashMap<Output, SmallVec<[View; 1]>>, o: Output, v: View| {
         let e = views.entry(o).or_default();
         if !e.contains(&v) {
@@ -171,11 +175,12 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
 
     let mut p = Planner {
         slots: Vec::new(),
-        numbering: HashMap::default(),
+        numbering: HashMap::with_capacity_and_hasher(nodes, Default::default()),
         constants: Vec::new(),
         live_ins: body.parameters().len(),
     };
-    let mut planned: HashMap<(Output, View), SlotId> = HashMap::default();
+    let mut planned: HashMap<(Output, View), SlotId> =
+        HashMap::with_capacity_and_hasher(nodes, Default::default());
     for &id in &order {
         let node = body.node(id)?;
         let out = Output::new(id, 0);
