@@ -10,13 +10,14 @@
 //! (a multiple of the unrolled vector step of every lane width), so each chunk's vector main
 //! loop starts on the same element grid as the whole call's.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
 
 use rayon::ThreadPool;
 
 use crate::codegen::kernel::UNROLL;
+
+mod fork_join;
+pub(crate) use fork_join::for_each;
 
 /// Chunk boundaries are multiples of this many elements: one trip of the unrolled
 /// four-lane main loop (`F32X4`), two trips of the two-lane one (`F64X2`).
@@ -154,62 +155,6 @@ pub(crate) fn run_chunks(
     f: impl Fn(usize, usize) + Sync,
 ) {
     for_each(pool, chunks.iter(), |&(b, e)| f(b, e));
-}
-
-/// How long the calling thread spins for helpers still running their last task before it
-/// blocks (rayon's non-worker wait sleeps on a condition variable, and the wake-up that
-/// ends that sleep costs microseconds on a virtual machine).
-const JOIN_SPIN: Duration = Duration::from_micros(200);
-
-/// Runs `f` on every item of `tasks`, on the calling thread and on `pool`'s workers, and
-/// returns when all have finished (a panic in `f` is resumed here).
-///
-/// The calling thread works too, as onnxruntime's and Eigen's pools do: the pool holds one
-/// worker fewer than the configured threads, the caller spawns one helper job per worker and
-/// then takes tasks itself, one at a time from the shared iterator, as each helper does once
-/// its worker picks it up. A worker that wakes late finds fewer tasks left, so its wake-up
-/// overlaps with the caller's work; at the end the caller spins for helpers still busy
-/// ([`JOIN_SPIN`]) instead of going to sleep. Tasks are taken under a lock: they are meant
-/// to be large (each moves at least [`ThreadConfig::min_bytes_per_task`] bytes).
-pub(crate) fn for_each<I>(pool: &ThreadPool, tasks: I, f: impl Fn(I::Item) + Sync)
-where
-    I: Iterator + Send,
-    I::Item: Send,
-{
-    let helpers = pool
-        .current_num_threads()
-        .min(tasks.size_hint().0.saturating_sub(1));
-    let queue = Mutex::new(tasks);
-    let busy = AtomicUsize::new(helpers);
-    let work = || loop {
-        let task = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
-        match task {
-            Some(task) => f(task),
-            None => break,
-        }
-    };
-    pool.in_place_scope(|scope| {
-        for _ in 0..helpers {
-            scope.spawn(|_| {
-                // Counts the helper done even if `f` panics (the scope resumes the panic).
-                struct Done<'a>(&'a AtomicUsize);
-                impl Drop for Done<'_> {
-                    fn drop(&mut self) {
-                        self.0.fetch_sub(1, Ordering::Release);
-                    }
-                }
-                let _done = Done(&busy);
-                work();
-            });
-        }
-        work();
-        let start = Instant::now();
-        while busy.load(Ordering::Acquire) != 0 && start.elapsed() < JOIN_SPIN {
-            for _ in 0..64 {
-                std::hint::spin_loop();
-            }
-        }
-    });
 }
 
 /// The chunking of `begin..end` under `config` (see [`Parallel::split`]); `None` for one

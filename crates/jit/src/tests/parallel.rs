@@ -150,6 +150,38 @@ fn for_each_runs_every_task_once_on_the_caller_and_the_workers() {
 }
 
 #[test]
+fn for_each_does_not_wait_for_a_helper_that_never_starts() {
+    // Two threads: one worker, kept busy until the call is over; the caller must run every
+    // task itself and return without waiting for its helper job to start.
+    let parallel = Parallel::new(eager(2));
+    let pool = parallel.pool().unwrap();
+    let (release, blocked) = std::sync::mpsc::channel::<()>();
+    let (started, worker_busy) = std::sync::mpsc::channel::<()>();
+    pool.spawn(move || {
+        started.send(()).unwrap();
+        blocked.recv().ok();
+    });
+    worker_busy.recv().unwrap();
+    let (finished, done) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let runs = AtomicUsize::new(0);
+            for_each(pool, 0..6, |_| {
+                runs.fetch_add(1, Ordering::Relaxed);
+            });
+            finished.send(runs.into_inner()).unwrap();
+        });
+        let got = done.recv_timeout(std::time::Duration::from_secs(10));
+        release.send(()).unwrap();
+        assert_eq!(
+            got,
+            Ok(6),
+            "the call waited for a helper whose worker was busy"
+        );
+    });
+}
+
+#[test]
 fn a_panicking_task_reaches_the_caller_and_the_pool_stays_usable() {
     let parallel = Parallel::new(eager(2));
     let pool = parallel.pool().unwrap();
