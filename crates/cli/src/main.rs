@@ -108,7 +108,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 50)]
     pub runs: usize,
     /// After the timed runs, trace this many more calls and print the time of their steps
-    /// by op type (traced calls run on the calling thread; parallel steps still fork).
+    /// by op type (parallel steps split over the threads as in untraced calls).
     #[arg(long, value_name = "CALLS")]
     pub profile: Option<usize>,
 }

@@ -83,11 +83,7 @@ pub fn slowest_steps(trace: &Trace, n: usize) -> Vec<(String, String, f64)> {
 /// The table as text: one line per op type, then the total.
 pub fn report(rows: &[OpTime], calls: usize) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "profile: step time by op over {calls} traced call(s) (traced calls run on the \
-         calling thread)"
-    );
+    let _ = writeln!(s, "profile: step time by op over {calls} traced call(s)");
     let _ = writeln!(
         s,
         "  {:<24} {:>6} {:>12} {:>7}",

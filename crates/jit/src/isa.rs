@@ -8,8 +8,10 @@
 //! `opt_level=none` skips Cranelift's mid-end (the e-graph: GVN, LICM, algebraic rewrites);
 //! instruction selection and register allocation are the same. graphlift's kernels already
 //! do what the mid-end would add: invariants are hoisted to the preheader by `kernel`,
-//! divisions of indices by constants are multiplies and shifts (`divide`), and the body has
-//! no redundant values to merge. What the mid-end did here was harmful: it merged every use
+//! divisions of indices by constants are multiplies and shifts (`divide`), and each slot is
+//! computed once per vector. (Not merged: the index arithmetic of two inputs with the same
+//! broadcast, a few integer instructions per vector each.) What the mid-end did here was
+//! harmful: it merged every use
 //! of a vector-math constant into one value and hoisted it into the loop header, where the
 //! sixteen `xmm` registers could not hold them all, so the loop reloaded and spilled them on
 //! every trip. Without it each constant stays a memory operand at its use. Measured A/B on

@@ -37,7 +37,7 @@ enum Method {
 }
 
 impl ConstDivisor {
-    /// The divisor `d ≥ 1` for dividends `x < bound`.
+    /// The divisor `d ≥ 1` (0 is taken as 1) for dividends `x < bound`.
     pub(crate) fn new(d: usize, bound: usize) -> ConstDivisor {
         let d = (d as u64).max(1);
         let method = if d.is_power_of_two() {
@@ -48,8 +48,12 @@ impl ConstDivisor {
             let s = n + l;
             let m = (1u128 << s).div_ceil(u128::from(d));
             let largest = (1u128 << n) - 1;
+            // The product must fit the (64-bit) index and the shift stay below 64 (a divisor
+            // far above the bound could ask for more).
             match u64::try_from(m) {
-                Ok(m) if m as u128 * largest <= u128::from(u64::MAX) => Method::Multiply { m, s },
+                Ok(m) if s < 64 && m as u128 * largest <= u128::from(u64::MAX) => {
+                    Method::Multiply { m, s }
+                }
                 _ => Method::Divide,
             }
         };
@@ -99,6 +103,16 @@ impl ConstDivisor {
             Method::Divide => x / self.d,
         }
     }
+
+    /// What [`ConstDivisor::remainder`] computes, in Rust (for the tests).
+    #[cfg(test)]
+    fn eval_remainder(&self, x: u64) -> u64 {
+        match self.method {
+            Method::Shift(k) => x & ((1u64 << k) - 1),
+            Method::Multiply { .. } => x.wrapping_sub(self.eval_quotient(x).wrapping_mul(self.d)),
+            Method::Divide => x % self.d,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -118,6 +132,11 @@ mod tests {
                         x / d as u64,
                         "d {d} bound {bound} x {x}"
                     );
+                    assert_eq!(
+                        c.eval_remainder(x),
+                        x % d as u64,
+                        "d {d} bound {bound} x {x}"
+                    );
                 }
             }
             for bound in [1usize << 20, 1 << 24, (1 << 31) - 1, 1 << 31] {
@@ -128,6 +147,11 @@ mod tests {
                     assert_eq!(
                         c.eval_quotient(x),
                         x / d as u64,
+                        "d {d} bound {bound} x {x}"
+                    );
+                    assert_eq!(
+                        c.eval_remainder(x),
+                        x % d as u64,
                         "d {d} bound {bound} x {x}"
                     );
                 }
@@ -143,7 +167,8 @@ mod tests {
             ConstDivisor::new(1000, 1 << 24).method,
             Method::Multiply { .. }
         ));
-        // Products past 64 bits: the divide instruction.
+        // Products past 64 bits, or a shift of 64 or more: the divide instruction.
         assert_eq!(ConstDivisor::new(1000, 1 << 40).method, Method::Divide);
+        assert_eq!(ConstDivisor::new((1 << 62) + 1, 2).method, Method::Divide);
     }
 }

@@ -15,13 +15,14 @@
 
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use rayon::ThreadPool;
 
-/// How long the caller spins for running tasks before it yields its core between checks.
+/// How long the caller spins for running tasks before it sleeps until the last one ends.
 const JOIN_SPIN: Duration = Duration::from_micros(50);
 
 /// Runs `f` on every item of `tasks`, on the calling thread and on helpers spawned into
@@ -65,6 +66,8 @@ where
         total,
         panic: Mutex::new(None),
         task: TaskPtr(task),
+        caller: std::thread::current(),
+        sleeping: AtomicBool::new(false),
     });
     for _ in 0..pool.current_num_threads().min(total - 1) {
         let shared = Arc::clone(&shared);
@@ -101,6 +104,11 @@ struct Shared {
     /// The first panic of a task.
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     task: TaskPtr,
+    /// The calling thread, woken by whichever thread ends the last running task while it
+    /// sleeps.
+    caller: Thread,
+    /// Whether the caller sleeps, or is about to.
+    sleeping: AtomicBool,
 }
 
 impl Shared {
@@ -117,7 +125,7 @@ impl Shared {
             self.running.fetch_add(1, SeqCst);
             let k = self.next.fetch_add(1, SeqCst);
             if k >= self.total {
-                self.running.fetch_sub(1, SeqCst);
+                self.leave();
                 return;
             }
             // SAFETY: `k < total` was claimed while `running` counts this thread, so the
@@ -129,12 +137,23 @@ impl Shared {
                 let mut slot = self.panic.lock().unwrap_or_else(PoisonError::into_inner);
                 slot.get_or_insert(payload);
             }
-            self.running.fetch_sub(1, SeqCst);
+            self.leave();
+        }
+    }
+
+    /// Ends a claim; the last one out wakes a sleeping caller. (`running` is lowered before
+    /// `sleeping` is read, and the caller raises `sleeping` before it reads `running`: in the
+    /// one `SeqCst` order, either this thread sees the caller sleeping and wakes it, or the
+    /// caller sees `running == 0` and does not sleep.)
+    fn leave(&self) {
+        if self.running.fetch_sub(1, SeqCst) == 1 && self.sleeping.load(SeqCst) {
+            self.caller.unpark();
         }
     }
 
     /// Waits until no claimed task is running: spins a little (a helper's last task usually
-    /// ends within microseconds of the caller's), then yields the core between checks.
+    /// ends within microseconds of the caller's), then sleeps until the thread that ends
+    /// the last one wakes it (`park` may also return early: the loop checks again).
     fn wait(&self) {
         let start = Instant::now();
         while self.running.load(SeqCst) != 0 {
@@ -142,9 +161,13 @@ impl Shared {
                 for _ in 0..64 {
                     std::hint::spin_loop();
                 }
-            } else {
-                std::thread::yield_now();
+                continue;
+            }
+            self.sleeping.store(true, SeqCst);
+            if self.running.load(SeqCst) != 0 {
+                std::thread::park();
             }
         }
+        self.sleeping.store(false, SeqCst);
     }
 }
