@@ -119,42 +119,35 @@ impl ConstDivisor {
 mod tests {
     use super::*;
 
+    /// Checks quotient and remainder of every `x` against Rust's.
+    fn check(d: usize, bound: usize, xs: impl Iterator<Item = u64>) {
+        let c = ConstDivisor::new(d, bound);
+        for x in xs {
+            assert_eq!(
+                c.eval_quotient(x),
+                x / d as u64,
+                "d {d} bound {bound} x {x}"
+            );
+            assert_eq!(
+                c.eval_remainder(x),
+                x % d as u64,
+                "d {d} bound {bound} x {x}"
+            );
+        }
+    }
+
     #[test]
     fn multiply_and_shift_divides_exactly_below_the_bound() {
         // Every divisor up to 300 and a few extents, every dividend below small bounds,
         // then the largest dividends and a sample across large bounds.
         for d in (1..=300).chain([1000, 1023, 1025, 3 * 1024, 49_152, 65_535, 1 << 20]) {
             for bound in [1usize, 2, 7, 64, 1000, 4096] {
-                let c = ConstDivisor::new(d, bound);
-                for x in 0..bound as u64 {
-                    assert_eq!(
-                        c.eval_quotient(x),
-                        x / d as u64,
-                        "d {d} bound {bound} x {x}"
-                    );
-                    assert_eq!(
-                        c.eval_remainder(x),
-                        x % d as u64,
-                        "d {d} bound {bound} x {x}"
-                    );
-                }
+                check(d, bound, 0..bound as u64);
             }
             for bound in [1usize << 20, 1 << 24, (1 << 31) - 1, 1 << 31] {
-                let c = ConstDivisor::new(d, bound);
                 let top = bound as u64 - 1;
                 let sample = (0..4096u64).map(|k| k * 524_309 % bound as u64);
-                for x in sample.chain(top.saturating_sub(4096)..=top) {
-                    assert_eq!(
-                        c.eval_quotient(x),
-                        x / d as u64,
-                        "d {d} bound {bound} x {x}"
-                    );
-                    assert_eq!(
-                        c.eval_remainder(x),
-                        x % d as u64,
-                        "d {d} bound {bound} x {x}"
-                    );
-                }
+                check(d, bound, sample.chain(top.saturating_sub(4096)..=top));
             }
         }
     }
