@@ -60,8 +60,9 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// way is in [`KernelInfo::epilogue_of`]; results are bit-identical with it off
 /// ([`CpuJitBackend::with_epilogue_fusion`], `GRAPHLIFT_EPILOGUE_FUSION=0`).
 ///
-/// **Threads.** A kernel call whose memory traffic is at least two tasks of
-/// [`ThreadConfig::min_bytes_per_task`] (256 KiB by default, XLA's threshold) is split into
+/// **Threads.** A kernel call whose work (memory traffic plus compute, in bytes and
+/// byte-equivalents) is at least two tasks of [`ThreadConfig::min_bytes_per_task`] (256 KiB
+/// by default, XLA's threshold) is split into
 /// chunks over [`ThreadConfig::threads`] threads: the calling thread and the workers of a
 /// dedicated pool of one thread fewer (default: `GRAPHLIFT_NUM_THREADS` when the backend is
 /// created, else the available parallelism; [`CpuJitBackend::with_threads`]); so are large

@@ -4,9 +4,11 @@
 //! exactly as it computes the whole (broadcast inputs are addressed from the element index,
 //! not from the range start), so chunks run independently. The cost model follows XLA's CPU
 //! backend: a loop is split only into tasks of at least
-//! [`ThreadConfig::DEFAULT_MIN_BYTES_PER_TASK`] (256 KiB) of memory traffic (bytes of every
-//! input buffer read plus every output written), so small tensors run on the calling thread
-//! with no pool dispatch at all. Chunk boundaries are multiples of [`CHUNK_ALIGN`] elements
+//! [`ThreadConfig::DEFAULT_MIN_BYTES_PER_TASK`] (256 KiB) of work, counted in bytes: the
+//! memory traffic (every input buffer read plus every output written) plus the compute per
+//! element in byte-equivalents (`codegen::cost`: a `tanh` weighs as much as moving 170
+//! bytes), so small tensors run on the calling thread with no pool dispatch at all, and
+//! compute-heavy kernels split at fewer elements than data movement does. Chunk boundaries are multiples of [`CHUNK_ALIGN`] elements
 //! (a multiple of the unrolled vector step of every lane width), so each chunk's vector main
 //! loop starts on the same element grid as the whole call's.
 
@@ -34,8 +36,9 @@ const TASKS_PER_THREAD: usize = 4;
 pub struct ThreadConfig {
     /// Threads a kernel call may use (≥ 1; 1 runs every call on the calling thread).
     pub threads: usize,
-    /// A call is split only into tasks that each move at least this many bytes (reads +
-    /// writes); smaller calls run on the calling thread.
+    /// A call is split only into tasks that each carry at least this much work, in bytes
+    /// of reads and writes plus byte-equivalents of compute (see [`crate::parallel`]);
+    /// smaller calls run on the calling thread.
     pub min_bytes_per_task: usize,
 }
 
@@ -131,18 +134,19 @@ impl Parallel {
             .as_ref()
     }
 
-    /// The chunks for a call over `begin..end` of a kernel that moves `traffic` bytes over
-    /// its whole iteration space of `count` elements, with the pool to run them on; `None`
-    /// when the call should run on the calling thread (one thread configured, fewer than two
-    /// tasks' worth of bytes, or no pool could be started).
+    /// The chunks for a call over `begin..end` of a kernel whose call over its whole
+    /// iteration space of `count` elements carries `work` (bytes and byte-equivalents),
+    /// with the pool to run them on; `None` when the call should run on the calling thread
+    /// (one thread configured, fewer than two tasks' worth of work, or no pool could be
+    /// started).
     pub(crate) fn split(
         &self,
         begin: usize,
         end: usize,
-        traffic: usize,
+        work: usize,
         count: usize,
     ) -> Option<(&ThreadPool, Chunks)> {
-        let chunks = chunk_ranges(self.config, begin, end, traffic, count)?;
+        let chunks = chunk_ranges(self.config, begin, end, work, count)?;
         Some((self.pool()?, chunks))
     }
 }
@@ -163,14 +167,14 @@ pub(crate) fn chunk_ranges(
     config: ThreadConfig,
     begin: usize,
     end: usize,
-    traffic: usize,
+    work: usize,
     count: usize,
 ) -> Option<Chunks> {
     if config.threads <= 1 || end <= begin || count == 0 {
         return None;
     }
     let n = end - begin;
-    let per_element = traffic.div_ceil(count).max(1);
+    let per_element = work.div_ceil(count).max(1);
     let min_elements = config
         .min_bytes_per_task
         .div_ceil(per_element)

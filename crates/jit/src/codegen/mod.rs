@@ -10,6 +10,7 @@
 
 pub(crate) mod broadcast;
 pub(crate) mod convert;
+pub(crate) mod cost;
 pub(crate) mod divide;
 pub(crate) mod kernel;
 pub(crate) mod lanes;
@@ -92,9 +93,10 @@ pub(crate) struct CompiledKernel {
     pub code_size: usize,
     /// The Cranelift IR it was compiled from (text; shared with the code).
     pub ir: Arc<str>,
-    /// Bytes read and written by a call over the whole iteration space (every input buffer
-    /// read once, every output written once): the cost model of [`Parallel`].
-    traffic: usize,
+    /// The work of a call over the whole iteration space, in byte-equivalents (the bytes of
+    /// every input read once and every output written once, plus the compute per element:
+    /// [`cost`]): the cost model of [`Parallel`].
+    work: usize,
 }
 
 impl CompiledKernel {
@@ -113,10 +115,15 @@ impl CompiledKernel {
         CompiledKernel {
             code_size: code.code_size,
             ir: Arc::clone(&code.ir),
-            traffic: reads.saturating_add(writes),
+            work: cost::call_work(&plan, reads.saturating_add(writes)),
             plan,
             code,
         }
+    }
+
+    /// The work of a call over the whole iteration space, in byte-equivalents ([`cost`]).
+    pub(crate) fn work(&self) -> usize {
+        self.work
     }
 
     /// Machine code ranges and the body node (of this plan) each was lowered from, worked
@@ -303,7 +310,7 @@ impl CompiledKernel {
         // source) and writes outputs only at the indices of its range. Outputs are distinct
         // `&mut` borrows, so they alias neither each other nor inputs. `self.code` owns the
         // module, so the code is alive.
-        let chunks = parallel.and_then(|p| p.split(begin, end, self.traffic, plan.count));
+        let chunks = parallel.and_then(|p| p.split(begin, end, self.work(), plan.count));
         match chunks {
             None => unsafe { self.call_unchecked(&buffers.ins, &buffers.outs, begin, end) },
             // Several threads receive the same base pointers: sound because each chunk is

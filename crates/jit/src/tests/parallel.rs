@@ -77,6 +77,31 @@ fn small_calls_stay_on_one_thread() {
 }
 
 #[test]
+fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
+    // 2^13 f32 elements, one input and one output (64 KiB of traffic): an addition stays
+    // on one thread, a tanh (about 170 byte-equivalents per element) splits.
+    let n = 1 << 13;
+    let body = |tanh: bool| {
+        let b = FunctionBuilder::new(if tanh { "tanh" } else { "add" });
+        let x = b.parameter("x", F32, [n]);
+        let y = if tanh { x.tanh() * x } else { x + x };
+        b.finish(&[y]).unwrap()
+    };
+    let work = |f: &Function| crate::JitKernel::compile(f).unwrap().compiled().work();
+    let (light, heavy) = (work(&body(false)), work(&body(true)));
+    assert_eq!(
+        light,
+        8 * n,
+        "one-instruction ops count nothing beyond the traffic"
+    );
+    assert!(heavy >= 170 * n, "{heavy}");
+    let config = ThreadConfig::with_threads(2);
+    assert_eq!(chunk_ranges(config, 0, n, light, n), None);
+    let chunks = chunk_ranges(config, 0, n, heavy, n).expect("the tanh kernel splits");
+    assert!(chunks.len() >= 2);
+}
+
+#[test]
 fn thread_count_from_the_environment_value() {
     let all = std::thread::available_parallelism().map_or(1, usize::from);
     assert_eq!(threads_from(Some("3")), 3);

@@ -1,0 +1,68 @@
+//! The work of one kernel call, for the thread split's cost model ([`crate::parallel`]).
+//!
+//! XLA's CPU backend sizes parallel tasks from a cost analysis of flops, transcendentals
+//! and bytes; graphlift counts **byte-equivalents**: the bytes a call reads and writes, plus
+//! for every element the compute of each per-element slot, weighted by how many bytes the
+//! same time would move. Without the compute term a kernel of `tanh` would wait for as many
+//! elements as a kernel of one addition before it is split, though each element costs it
+//! ten times more.
+//!
+//! Weights were measured on the 2-vCPU Zen 5 guest (2026-11-25, `graphlift bench-expr`, one
+//! thread, 2^14 elements, in cache): the E1 loop `relu((a+b)·c)+d` moves about 140 bytes per
+//! nanosecond (20 bytes per element at 0.14 ns), so one byte-equivalent is about 7 ps of
+//! compute. E3 `x/(1 + e^−x)` takes 0.87 ns per element (about 120 byte-equivalents, 8 of
+//! them traffic), E2 (GELU with `tanh`) 1.46 ns (about 200). `f64` math is taken as three
+//! times the `f32` per element (two lanes per vector instead of four, and polynomials of
+//! about twice the degree; the inline `f64` `exp` takes 1.92 ns per element), other `f64`
+//! and `i64` ops as twice. The weights are coarse on purpose: they
+//! decide between one task and a few, where a factor of two in cost moves the split by one
+//! power of two of the size.
+
+use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
+
+use super::plan::{KernelPlan, SlotOp};
+
+/// Byte-equivalents of one element of the slot `op` of element type `ty`. One-instruction
+/// ops (add, multiply, compare, select, relu, ...) count nothing: a kernel made of them is
+/// bound by its traffic, and the threshold was set for that (counting them split E1-like
+/// kernels at sizes where two tasks only break even, and PP-OCR's 2-thread call got 4%
+/// slower).
+fn slot_weight(op: &SlotOp, ty: ElementType) -> usize {
+    let (weight, transcendental) = match op {
+        SlotOp::Load { .. } | SlotOp::Const(_) => return 0,
+        SlotOp::Unary(u, _) => match u {
+            UnaryOp::Exp => (96, true),
+            UnaryOp::Log => (100, true),
+            UnaryOp::Sigmoid | UnaryOp::Expm1 | UnaryOp::Log1p => (130, true),
+            UnaryOp::Tanh | UnaryOp::Erf => (170, true),
+            UnaryOp::Sqrt => (8, false),
+            _ => (0, false),
+        },
+        SlotOp::Binary(b, ..) => match b {
+            BinaryOp::Power => (950, true),
+            // Integer division is per lane (`sdiv` has no vector form on x64).
+            BinaryOp::Divide if ty.is_integer() => (40, false),
+            BinaryOp::Divide => (8, false),
+            _ => (0, false),
+        },
+        SlotOp::Compare(..) | SlotOp::Select(..) | SlotOp::Convert(_) => (0, false),
+    };
+    match (ty, transcendental) {
+        (ElementType::F64, true) => 3 * weight,
+        (ElementType::F64 | ElementType::I64, false) => 2 * weight,
+        _ => weight,
+    }
+}
+
+/// The work of a call over the whole iteration space, in byte-equivalents: `traffic`
+/// (bytes of every input read once and every output written once) plus the compute of
+/// every per-element slot (invariant slots run once per call and are not counted).
+pub(crate) fn call_work(plan: &KernelPlan, traffic: usize) -> usize {
+    let per_element: usize = plan
+        .slots
+        .iter()
+        .filter(|s| !s.invariant)
+        .map(|s| slot_weight(&s.op, s.ty))
+        .sum();
+    traffic.saturating_add(plan.count.saturating_mul(per_element))
+}
