@@ -62,12 +62,12 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 ///
 /// **Threads.** A kernel call whose work (memory traffic plus compute, in bytes and
 /// byte-equivalents) is at least two tasks of [`ThreadConfig::min_bytes_per_task`] (256 KiB
-/// by default, XLA's threshold) is split into
-/// chunks over [`ThreadConfig::threads`] threads: the calling thread and the workers of a
-/// dedicated pool of one thread fewer (default: `GRAPHLIFT_NUM_THREADS` when the backend is
-/// created, else the available parallelism; [`CpuJitBackend::with_threads`]); so are large
-/// native MatMul, Convolution, Softmax and LayerNorm steps. Smaller calls run on the
-/// calling thread alone. Results are bit-identical for every thread count.
+/// by default, XLA's threshold) is split into chunks over [`ThreadConfig::threads`]
+/// threads: the calling thread and the workers of a dedicated pool of one thread fewer
+/// (default: `GRAPHLIFT_NUM_THREADS` when the backend is created, else the available
+/// parallelism; [`CpuJitBackend::with_threads`]); so are large native MatMul, Convolution,
+/// Softmax and LayerNorm steps. Smaller calls run on the calling thread alone. Results are
+/// bit-identical for every thread count.
 #[derive(Debug, Clone)]
 pub struct CpuJitBackend {
     config: ExtractionConfig,

@@ -8,9 +8,10 @@
 //! memory traffic (every input buffer read plus every output written) plus the compute per
 //! element in byte-equivalents (`codegen::cost`: a `tanh` weighs as much as moving 170
 //! bytes), so small tensors run on the calling thread with no pool dispatch at all, and
-//! compute-heavy kernels split at fewer elements than data movement does. Chunk boundaries are multiples of [`CHUNK_ALIGN`] elements
-//! (a multiple of the unrolled vector step of every lane width), so each chunk's vector main
-//! loop starts on the same element grid as the whole call's.
+//! compute-heavy kernels split at fewer elements than data movement does. Chunk boundaries
+//! are multiples of [`CHUNK_ALIGN`] elements (a multiple of the unrolled vector step of
+//! every lane width), so each chunk's vector main loop starts on the same element grid as
+//! the whole call's.
 
 use std::sync::OnceLock;
 
@@ -28,7 +29,8 @@ pub const CHUNK_ALIGN: usize = 4 * UNROLL;
 /// The environment variable read by [`ThreadConfig::from_env`].
 pub const NUM_THREADS_ENV: &str = "GRAPHLIFT_NUM_THREADS";
 
-/// Tasks per thread at most: a few, so a busy core's share can be stolen by another.
+/// Tasks per thread at most: a few, so that a thread which falls behind (its core taken by
+/// another process) leaves chunks for the others to claim.
 const TASKS_PER_THREAD: usize = 4;
 
 /// How a [`crate::CpuJitBackend`] runs kernels over threads.
@@ -149,16 +151,6 @@ impl Parallel {
         let chunks = chunk_ranges(self.config, begin, end, work, count)?;
         Some((self.pool()?, chunks))
     }
-}
-
-/// Runs `f(begin, end)` for every chunk, on the calling thread and on `pool` (see
-/// [`for_each`]); returns when all have finished.
-pub(crate) fn run_chunks(
-    pool: &ThreadPool,
-    chunks: &[(usize, usize)],
-    f: impl Fn(usize, usize) + Sync,
-) {
-    for_each(pool, chunks.iter(), |&(b, e)| f(b, e));
 }
 
 /// The chunking of `begin..end` under `config` (see [`Parallel::split`]); `None` for one

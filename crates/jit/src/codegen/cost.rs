@@ -54,10 +54,21 @@ fn slot_weight(op: &SlotOp, ty: ElementType) -> usize {
     }
 }
 
-/// The work of a call over the whole iteration space, in byte-equivalents: `traffic`
+/// The work of a call over the whole iteration space, in byte-equivalents: the traffic
 /// (bytes of every input read once and every output written once) plus the compute of
 /// every per-element slot (invariant slots run once per call and are not counted).
-pub(crate) fn call_work(plan: &KernelPlan, traffic: usize) -> usize {
+pub(crate) fn call_work(plan: &KernelPlan) -> usize {
+    let reads = plan
+        .args
+        .iter()
+        .map(|a| a.len.saturating_mul(a.ty.size_bytes()))
+        .fold(0, usize::saturating_add);
+    let writes = plan
+        .outputs
+        .iter()
+        .map(|&(_, t)| plan.count.saturating_mul(t.size_bytes()))
+        .fold(0, usize::saturating_add);
+    let traffic = reads.saturating_add(writes);
     let per_element: usize = plan
         .slots
         .iter()

@@ -28,7 +28,7 @@ use cranelift_module::{Linkage, Module};
 use graphlift_ir::{ElementType, TensorData};
 use graphlift_runtime::CodeRange;
 
-use crate::parallel::{run_chunks, Parallel};
+use crate::parallel::{for_each, Parallel};
 use crate::provenance::{code_ranges, slot_spans};
 
 use crate::helpers::Helper;
@@ -102,20 +102,10 @@ pub(crate) struct CompiledKernel {
 impl CompiledKernel {
     /// Pairs `plan` with code compiled from it or from an equal plan.
     pub(crate) fn new(plan: KernelPlan, code: Arc<KernelCode>) -> CompiledKernel {
-        let reads: usize = plan
-            .args
-            .iter()
-            .map(|a| a.len.saturating_mul(a.ty.size_bytes()))
-            .fold(0, usize::saturating_add);
-        let writes: usize = plan
-            .outputs
-            .iter()
-            .map(|&(_, t)| plan.count.saturating_mul(t.size_bytes()))
-            .fold(0, usize::saturating_add);
         CompiledKernel {
             code_size: code.code_size,
             ir: Arc::clone(&code.ir),
-            work: cost::call_work(&plan, reads.saturating_add(writes)),
+            work: cost::call_work(&plan),
             plan,
             code,
         }
@@ -316,10 +306,10 @@ impl CompiledKernel {
             // Several threads receive the same base pointers: sound because each chunk is
             // a disjoint sub-range of `begin..end`, so no two threads write the same output
             // element and inputs are only read; `Buffers` is Send + Sync only to carry the
-            // pointers across (see its SAFETY note); and `run` blocks until every chunk has
+            // pointers across (see its SAFETY note); and `for_each` returns once every chunk has
             // finished, while the `&`/`&mut` borrows of the buffers are still held, so no
             // buffer is freed or touched by the caller while a chunk runs.
-            Some((pool, chunks)) => run_chunks(pool, &chunks, |b, e| {
+            Some((pool, chunks)) => for_each(pool, chunks.into_iter(), |(b, e)| {
                 let (ins, outs) = buffers.pointers();
                 unsafe { self.call_unchecked(ins, outs, b, e) }
             }),
