@@ -14,7 +14,7 @@
 //! and any broken range or special-value guarantee. Exits non-zero when a function is past
 //! its bound, so a thinned sweep can gate a build.
 
-use graphlift::ir::UnaryOp;
+use graphlift::ir::{ElementType, UnaryOp};
 use graphlift::jit::accuracy::{
     f64_sample, sweep_f32, sweep_f64, sweep_pow_f32, sweep_pow_f64, Accuracy, AccuracyF64,
     AccuracyPow, LoopKind, F32_FUNCTIONS, POW_EXPONENTS, POW_EXPONENTS_F64, POW_TARGETS,
@@ -30,10 +30,15 @@ use crate::AccuracyArgs;
 /// exceeds its documented bound or breaks a guarantee; a JIT error as a compile error.
 pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
     let ops = functions(&args.functions)?;
-    let kind = if args.scalar {
-        LoopKind::Scalar
-    } else {
-        LoopKind::Vector
+    let kind = match (args.scalar, args.library) {
+        (true, true) => {
+            return Err(CliError::Usage(
+                "--scalar and --library are two different codes: give one".into(),
+            ))
+        }
+        (true, false) => LoopKind::Scalar,
+        (false, true) => LoopKind::Library,
+        (false, false) => LoopKind::Vector,
     };
     match (args.pow, args.f64) {
         (true, _) => return accuracy_pow(args, kind),
@@ -41,16 +46,13 @@ pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
         (false, false) => {}
     }
     let step = args.step.max(1);
-    let loop_name = match kind {
-        LoopKind::Vector => "F32X4 vector",
-        LoopKind::Scalar => "scalar",
-    };
+    let loop_name = kind.describe(ElementType::F32);
     let which = match step {
         1 => "every f32 bit pattern".to_string(),
         k => format!("every {k}-th f32 bit pattern"),
     };
     println!(
-        "f32 vector math in the {loop_name} loop: {which} ({} inputs per function)",
+        "f32 vector math in the {loop_name}: {which} ({} inputs per function)",
         (1u64 << 32).div_ceil(step)
     );
     println!();
@@ -113,14 +115,11 @@ fn row(a: &Accuracy) -> String {
 }
 
 fn accuracy_f64(args: &AccuracyArgs, ops: Vec<UnaryOp>, kind: LoopKind) -> Result<(), CliError> {
-    let loop_name = match kind {
-        LoopKind::Vector => "F64X2 vector",
-        LoopKind::Scalar => "scalar",
-    };
+    let loop_name = kind.describe(ElementType::F64);
     let per_binade = args.per_binade.unwrap_or(4096);
     let xs = f64_sample(per_binade);
     println!(
-        "f64 vector math in the {loop_name} loop against MPFR: {} bit patterns per binade, special values, threshold neighbourhoods ({} inputs per function)",
+        "f64 vector math in the {loop_name} against MPFR: {} bit patterns per binade, special values, threshold neighbourhoods ({} inputs per function)",
         per_binade.clamp(1, 1 << 52),
         xs.len()
     );

@@ -63,6 +63,10 @@ pub struct AccuracyArgs {
     /// Sweep the scalar loop instead of the vector loop (F32X4, or F64X2 with `--f64`).
     #[arg(long)]
     pub scalar: bool,
+    /// Sweep the vector math library's wide code (f32 exp, sigmoid, tanh and erf; the code
+    /// fused kernels call on a host with AVX2 and FMA) instead of the inline vector loop.
+    #[arg(long)]
+    pub library: bool,
     /// Measure the f64 functions instead, against MPFR, on a dense sample: `--per-binade`
     /// bit patterns in every binade of both signs, special values and the neighbourhoods
     /// of every threshold.

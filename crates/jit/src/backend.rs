@@ -74,6 +74,8 @@ pub struct CpuJitBackend {
     parallel: Arc<Parallel>,
     cache: Arc<KernelCache>,
     epilogue_fusion: bool,
+    /// Whether kernels call the vector math library ([`CpuJitBackend::with_veclib`]).
+    veclib: bool,
     /// Plans of live executables, by Function ([`executable_cache`]); `None` when off.
     executables: Option<Arc<ExecutableCache>>,
 }
@@ -103,6 +105,7 @@ impl CpuJitBackend {
             parallel: Arc::new(Parallel::new(ThreadConfig::from_env())),
             cache: Arc::new(KernelCache::new(KernelCache::DEFAULT_CAPACITY)),
             epilogue_fusion: std::env::var(EPILOGUE_FUSION_ENV).map_or(true, |v| v.trim() != "0"),
+            veclib: crate::veclib::default_on(),
             executables: Some(Arc::default()),
         }
     }
@@ -116,6 +119,20 @@ impl CpuJitBackend {
     pub fn with_epilogue_fusion(self, on: bool) -> CpuJitBackend {
         CpuJitBackend {
             epilogue_fusion: on,
+            executables: self.executables.as_ref().map(|_| Arc::default()),
+            ..self
+        }
+    }
+
+    /// This backend, with `f32` `exp`, `sigmoid`, `tanh` and `erf` in fused kernels computed
+    /// by the vector math library (on: the default when the host has AVX2 and FMA, unless
+    /// `GRAPHLIFT_VECLIB=0`) or inline (off), for executables compiled from now on. The
+    /// library runs the inline code's operations on the host's widest vectors (AVX-512:
+    /// sixteen lanes, against four inline); results are bit-identical either way. On a host
+    /// without AVX2 and FMA the setting has no effect.
+    pub fn with_veclib(self, on: bool) -> CpuJitBackend {
+        CpuJitBackend {
+            veclib: on && crate::veclib::host_has_wide_code(),
             executables: self.executables.as_ref().map(|_| Arc::default()),
             ..self
         }
@@ -149,6 +166,12 @@ impl CpuJitBackend {
             executables: on.then(Arc::default),
             ..self
         }
+    }
+
+    /// Whether kernels compiled from now on call the vector math library
+    /// ([`CpuJitBackend::with_veclib`]).
+    pub fn veclib(&self) -> bool {
+        self.veclib
     }
 
     /// Counters of the executable cache (all zero when it is off).
@@ -293,7 +316,8 @@ impl CpuJitBackend {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let kind = if let Op::FusedKernel(k) = node.op() {
-                let p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
+                let mut p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
+                p.veclib = self.veclib;
                 plans.push(p);
                 StepKind::Kernel(plans.len() - 1)
             } else {
@@ -649,6 +673,12 @@ impl CpuJitExecutable {
     pub fn kernel_is_mixed_width(&self, name: &str) -> Option<bool> {
         self.kernel(name)
             .map(|k| k.plan.lanes == crate::codegen::lanes::Lanes::Mixed)
+    }
+
+    /// Whether the kernel of the fused node `name` calls the vector math library for its
+    /// `f32` `exp`, `sigmoid`, `tanh` or `erf` (see [`CpuJitBackend::with_veclib`]).
+    pub fn kernel_calls_library(&self, name: &str) -> Option<bool> {
+        self.kernel(name).map(|k| k.calls_library())
     }
 
     /// A watch that tells when all JIT code memory this executable uses has been freed:

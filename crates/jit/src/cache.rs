@@ -30,6 +30,7 @@ pub(crate) struct KernelKey {
     slots: Vec<(SlotOp, ElementType, bool)>,
     outputs: Vec<(SlotId, ElementType)>,
     constants: Vec<ConstBits>,
+    veclib: bool,
 }
 
 /// A constant buffer by value: element type and the bits of every element.
@@ -51,6 +52,7 @@ impl KernelKey {
                 .collect(),
             outputs: plan.outputs.clone(),
             constants: plan.constants.iter().map(|c| bits(c)).collect(),
+            veclib: plan.veclib,
         }
     }
 }

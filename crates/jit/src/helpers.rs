@@ -9,6 +9,8 @@
 use graphlift_ir::BinaryOp;
 use graphlift_runtime::reference;
 
+use crate::veclib::VecFn;
+
 /// A host function a kernel may call, with its JIT symbol name and signature class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Helper {
@@ -16,12 +18,17 @@ pub(crate) enum Helper {
     PowI32,
     /// `(i64, i64) -> i64` power.
     PowI64,
+    /// A strip function of the vector math library, `(src, dst, n)` (see
+    /// [`crate::veclib`]).
+    Veclib(VecFn),
 }
 
 impl Helper {
     /// Every helper.
     pub(crate) fn all() -> Vec<Helper> {
-        vec![Helper::PowI32, Helper::PowI64]
+        let mut all = vec![Helper::PowI32, Helper::PowI64];
+        all.extend(VecFn::ALL.map(Helper::Veclib));
+        all
     }
 
     /// The JIT symbol name.
@@ -29,6 +36,7 @@ impl Helper {
         match self {
             Helper::PowI32 => "graphlift_jit_pow_i32".into(),
             Helper::PowI64 => "graphlift_jit_pow_i64".into(),
+            Helper::Veclib(f) => f.symbol().into(),
         }
     }
 
@@ -37,6 +45,7 @@ impl Helper {
         match self {
             Helper::PowI32 => pow_i32 as *const u8,
             Helper::PowI64 => pow_i64 as *const u8,
+            Helper::Veclib(f) => f.address(),
         }
     }
 }

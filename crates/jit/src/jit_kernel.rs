@@ -44,7 +44,20 @@ impl JitKernel {
     /// # Errors
     /// [`JitError::Unsupported`] for a body outside the fused-kernel form;
     /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
+    /// `f32` `exp`, `sigmoid`, `tanh` and `erf` run as calls to the vector math library
+    /// when [`crate::VECLIB_ENV`] and the host allow it (see [`JitKernel::calls_library`]).
     pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
+        let mut plan = plan::plan_kernel(body.name(), body)?;
+        plan.veclib = crate::veclib::default_on();
+        JitKernel::from_plan(body, plan)
+    }
+
+    /// Compiles `body` with every op inline: as [`JitKernel::compile`], without calls to the
+    /// vector math library (the Cranelift vector math of [`crate::vmath`] in the loop).
+    ///
+    /// # Errors
+    /// As [`JitKernel::compile`].
+    pub fn compile_inline(body: &Function) -> Result<JitKernel, JitError> {
         let plan = plan::plan_kernel(body.name(), body)?;
         JitKernel::from_plan(body, plan)
     }
@@ -94,6 +107,12 @@ impl JitKernel {
     /// four elements, 32-bit values as one vector and 64-bit values as two.
     pub fn is_mixed_width(&self) -> bool {
         self.kernel.plan.lanes == crate::codegen::lanes::Lanes::Mixed
+    }
+
+    /// `true` when the kernel calls the vector math library for some of its ops (it then
+    /// runs in strips of elements; results are bit-identical to [`JitKernel::compile_inline`]).
+    pub fn calls_library(&self) -> bool {
+        self.kernel.calls_library()
     }
 
     /// Size of the machine code in bytes.

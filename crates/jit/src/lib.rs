@@ -75,6 +75,7 @@ mod native;
 pub mod parallel;
 mod provenance;
 pub mod vmath;
+mod veclib;
 
 #[cfg(test)]
 mod tests;
@@ -85,6 +86,7 @@ pub use error::JitError;
 pub use jit_kernel::JitKernel;
 pub use module::{live_modules, MemoryWatch};
 pub use parallel::ThreadConfig;
+pub use veclib::VECLIB_ENV;
 
 use std::sync::{Arc, Once};
 

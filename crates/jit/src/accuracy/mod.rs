@@ -11,7 +11,7 @@
 //!
 //! Chunks of the sweep run on rayon's global pool.
 
-use graphlift_ir::{ElementType, FunctionBuilder, Op, UnaryOp};
+use graphlift_ir::{ElementType, Function, FunctionBuilder, Op, UnaryOp};
 use graphlift_runtime::reference::unary_f64;
 use graphlift_runtime::Tensor;
 use rayon::prelude::*;
@@ -32,13 +32,51 @@ pub const F32_FUNCTIONS: [UnaryOp; 7] = vmath::FUNCTIONS;
 /// Inputs per kernel call of a sweep.
 const CHUNK: usize = 1 << 16;
 
-/// Which loop of a kernel a sweep runs: both run the same operation sequence, lane for lane.
+/// Which code of a kernel a sweep runs: all run the same operation sequence, lane for lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LoopKind {
-    /// The `F32X4` vector loop (a kernel whose values are all `f32`).
+    /// The inline vector loop ([`JitKernel::compile_inline`]: `F32X4`, or `F64X2` for `f64`).
     Vector,
+    /// The vector math library's wide code ([`JitKernel::compile`] on a host with AVX2 and
+    /// FMA: `f32` `exp`, `sigmoid`, `tanh` and `erf` only).
+    Library,
     /// The scalar loop ([`JitKernel::compile_scalar`]).
     Scalar,
+}
+
+impl LoopKind {
+    /// Compiles `body` to run this code.
+    ///
+    /// # Errors
+    /// As [`JitKernel::compile`]; [`JitError::Unsupported`] when the kernel does not get this
+    /// code (a scalar element type in a vector loop; for [`LoopKind::Library`], an op the
+    /// library lacks, or a host without its wide code).
+    pub fn compile(self, body: &Function) -> Result<JitKernel, JitError> {
+        let k = match self {
+            LoopKind::Vector => JitKernel::compile_inline(body)?,
+            LoopKind::Library => JitKernel::compile(body)?,
+            LoopKind::Scalar => JitKernel::compile_scalar(body)?,
+        };
+        if k.is_vectorized() == (self == LoopKind::Scalar)
+            || k.calls_library() != (self == LoopKind::Library)
+        {
+            return Err(JitError::Unsupported {
+                kernel: body.name().to_string(),
+                message: format!("the kernel did not get the {self:?} code"),
+            });
+        }
+        Ok(k)
+    }
+
+    /// Its name in reports.
+    pub fn describe(self, t: ElementType) -> &'static str {
+        match (self, t) {
+            (LoopKind::Vector, ElementType::F64) => "F64X2 vector loop",
+            (LoopKind::Vector, _) => "F32X4 vector loop",
+            (LoopKind::Library, _) => "vector math library",
+            (LoopKind::Scalar, _) => "scalar loop",
+        }
+    }
 }
 
 /// The result of a sweep of one function.
@@ -172,16 +210,7 @@ fn sweep_kernel(op: UnaryOp, t: ElementType, kind: LoopKind) -> Result<JitKernel
     let b = FunctionBuilder::new(op.name());
     let x = b.parameter("x", t, [CHUNK]);
     let body = b.finish(&[b.op(Op::Unary(op), &[x])])?;
-    let k = match kind {
-        LoopKind::Vector => JitKernel::compile(&body)?,
-        LoopKind::Scalar => JitKernel::compile_scalar(&body)?,
-    };
-    if k.is_vectorized() != (kind == LoopKind::Vector) {
-        return Err(unsupported(format!(
-            "the {t} sweep kernel did not get a {kind:?} loop"
-        )));
-    }
-    Ok(k)
+    kind.compile(&body)
 }
 
 /// Measures `op`'s error over every `step`-th `f32` bit pattern (`0, step, 2·step, …`

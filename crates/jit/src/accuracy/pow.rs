@@ -192,17 +192,7 @@ fn pow_kernel(t: ElementType, kind: LoopKind) -> Result<JitKernel, JitError> {
     let y = b.parameter("y", t, [CHUNK]);
     let p = b.op(Op::Binary(BinaryOp::Power), &[x, y]);
     let body = b.finish(&[p])?;
-    let k = match kind {
-        LoopKind::Vector => JitKernel::compile(&body)?,
-        LoopKind::Scalar => JitKernel::compile_scalar(&body)?,
-    };
-    if k.is_vectorized() != (kind == LoopKind::Vector) {
-        return Err(JitError::Unsupported {
-            kernel: "pow".into(),
-            message: format!("the pow sweep kernel did not get a {kind:?} loop"),
-        });
-    }
-    Ok(k)
+    kind.compile(&body)
 }
 
 /// Runs `k` on up to `CHUNK` pairs, returning the results (the tensors are padded to

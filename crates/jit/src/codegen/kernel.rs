@@ -43,7 +43,8 @@ use super::divide::ConstDivisor;
 use super::lanes::{cast_flags, data_flags, Emit, Lanes};
 use super::lower::{bool_to_mask_lane, lower, HelperRefs};
 use super::mixed::{convert_across, forms, parts, reform};
-use super::plan::{KernelPlan, SlotOp};
+use super::plan::{KernelPlan, SlotId, SlotOp};
+use super::strip::{self, StripPlan};
 use crate::provenance::slot_srcloc;
 use crate::JitError;
 
@@ -63,7 +64,7 @@ pub(crate) fn kernel_signature(ptr: Type, call_conv: CallConv) -> Signature {
 
 /// Where a body reads and writes.
 #[derive(Clone, Copy)]
-enum At<'a> {
+pub(super) enum At<'a> {
     /// A full vector at element `i`.
     Vector(Value),
     /// The tail: lane `l` is element `idx[l]` (one index per lane).
@@ -75,14 +76,16 @@ enum At<'a> {
 /// A slot's value: one vector (or scalar), or the parts of a 64-bit value in a mixed loop.
 type Parts = Vec<Value>;
 
-struct Frame<'p> {
-    plan: &'p KernelPlan,
-    helpers: &'p HelperRefs,
-    ptr: Type,
+/// What the loops of one kernel share: its plan, the pointers and invariants of the
+/// preheader.
+pub(super) struct Frame<'p> {
+    pub plan: &'p KernelPlan,
+    pub helpers: &'p HelperRefs,
+    pub ptr: Type,
     /// Input buffer pointers (None for unused inputs).
     args: Vec<Option<Value>>,
     /// Output buffer pointers.
-    outs: Vec<Value>,
+    pub outs: Vec<Value>,
     /// The width each slot's value is computed at ([`forms`]).
     forms: Vec<Lanes>,
     /// Invariant slot values, computed in the preheader.
@@ -150,14 +153,20 @@ pub(crate) fn build(
     };
     emit_invariants(b, &mut fr)?;
 
-    match plan.lanes {
-        Lanes::X4 | Lanes::X2 | Lanes::Mixed => vector_loops(b, &fr, begin, end, exit)?,
-        Lanes::X1 => {
+    match (plan.lanes, StripPlan::of(plan)) {
+        (Lanes::X4 | Lanes::X2 | Lanes::Mixed, Some(strips)) => {
+            strip::loops(b, &fr, &strips, (begin, end), exit)?
+        }
+        (Lanes::X4 | Lanes::X2 | Lanes::Mixed, None) => {
+            vector_loops(b, &fr, &Body::whole(&fr), (begin, end), exit)?
+        }
+        (Lanes::X1, _) => {
+            let whole = Body::whole(&fr);
             let body = b.create_block();
             let i = b.append_block_param(body, ptr);
             b.ins().jump(body, &[BlockArg::Value(begin)]);
             b.switch_to_block(body);
-            emit_body(b, &fr, At::Scalar(i))?;
+            emit_body(b, &fr, &whole, At::Scalar(i))?;
             let next = b.ins().iadd_imm_s(i, 1);
             let more = b.ins().icmp(IntCC::UnsignedLessThan, next, end);
             b.ins()
@@ -170,11 +179,13 @@ pub(crate) fn build(
     Ok(())
 }
 
-fn vector_loops(
+/// Emits the main and tail loops of `body` over elements `begin..end` (`begin < end`), from
+/// the current block; they leave to `exit`.
+pub(super) fn vector_loops(
     b: &mut FunctionBuilder,
     fr: &Frame,
-    begin: Value,
-    end: Value,
+    body: &Body,
+    (begin, end): (Value, Value),
     exit: Block,
 ) -> Result<(), JitError> {
     let ptr = fr.ptr;
@@ -199,7 +210,7 @@ fn vector_loops(
     let i = b.append_block_param(main_body, ptr);
     for u in 0..UNROLL {
         let iu = b.ins().iadd_imm_s(i, n * u as i64);
-        emit_body(b, fr, At::Vector(iu))?;
+        emit_body(b, fr, body, At::Vector(iu))?;
     }
     let next = b.ins().iadd_imm_s(i, step);
     let full = full_trip(b, next);
@@ -221,7 +232,7 @@ fn vector_loops(
         let off = b.ins().umin(l, last);
         *slot = b.ins().iadd(i, off);
     }
-    emit_body(b, fr, At::Tail(&idx))?;
+    emit_body(b, fr, body, At::Tail(&idx))?;
     let next = b.ins().iadd_imm_s(i, n);
     b.ins().jump(tail_head, &arg(next));
     Ok(())
@@ -331,8 +342,35 @@ fn part_at<'a>(b: &mut FunctionBuilder, at: At<'a>, p: usize, form: Lanes) -> At
     }
 }
 
+/// What one loop body computes, reads from strip buffers and stores.
+pub(super) struct Body {
+    /// Slots the body computes (loads, constants, ops); the others are invariant, read
+    /// from a strip buffer, or not needed here.
+    pub compute: Vec<bool>,
+    /// Slots read from a strip buffer: the buffer's base, biased so that element `i` of the
+    /// iteration space is at `base + i·4` (`f32` values only).
+    pub reads: Vec<Option<Value>>,
+    /// What is stored, in order: slot, buffer base (element `i` at `base + i·size`), and
+    /// element type.
+    pub stores: Vec<(SlotId, Value, ElementType)>,
+}
+
+impl Body {
+    /// The whole kernel: every slot computed, every output stored.
+    pub(super) fn whole(fr: &Frame) -> Body {
+        let n = fr.plan.slots.len();
+        Body {
+            compute: vec![true; n],
+            reads: vec![None; n],
+            stores: (fr.plan.outputs.iter().zip(&fr.outs))
+                .map(|(&(s, ty), &base)| (s, base, ty))
+                .collect(),
+        }
+    }
+}
+
 /// Emits one body instance (loads, ops, stores) at `at`.
-fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError> {
+fn emit_body(b: &mut FunctionBuilder, fr: &Frame, body: &Body, at: At) -> Result<(), JitError> {
     let plan = fr.plan;
     let mut vals = fr.invariants.clone();
     for (k, slot) in plan.slots.iter().enumerate() {
@@ -341,8 +379,12 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
         }
         b.set_srcloc(slot_srcloc(k));
         let form = fr.forms[k];
-        let v = match &slot.op {
-            SlotOp::Load { arg, addressing } => {
+        let v = match (&slot.op, body.reads[k]) {
+            (_, Some(base)) => {
+                vec![load(b, base, &Addressing::Contiguous, slot.ty, at, form, plan.count)]
+            }
+            _ if !body.compute[k] => continue,
+            (SlotOp::Load { arg, addressing }, None) => {
                 let base = arg_ptr(fr, *arg)?;
                 (0..parts(plan.lanes, form))
                     .map(|p| {
@@ -351,7 +393,7 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
                     })
                     .collect()
             }
-            SlotOp::Const(bits) => {
+            (SlotOp::Const(bits), None) => {
                 let v = Emit::new(b, form).constant(slot.ty, *bits);
                 vec![v; parts(plan.lanes, form)]
             }
@@ -359,20 +401,21 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, at: At) -> Result<(), JitError
         };
         vals[k] = Some(v);
     }
-    for (o, &(s, ty)) in plan.outputs.iter().enumerate() {
+    for &(s, base, ty) in &body.stores {
         let v = vals[s].as_ref().ok_or_else(|| missing(plan, s))?;
         b.set_srcloc(slot_srcloc(s));
         let form = fr.forms[s];
         for (p, &x) in v.iter().enumerate() {
             let at = part_at(b, at, p, form);
-            store(b, fr.outs[o], x, ty, at, form);
+            store(b, base, x, ty, at, form);
         }
     }
     b.set_srcloc(SourceLoc::default());
     Ok(())
 }
 
-fn operands(op: &SlotOp) -> Vec<usize> {
+/// The slots `op` reads.
+pub(super) fn operands(op: &SlotOp) -> Vec<usize> {
     match op {
         SlotOp::Load { .. } | SlotOp::Const(_) => Vec::new(),
         SlotOp::Unary(_, a) | SlotOp::Convert(a) => vec![*a],
@@ -381,7 +424,7 @@ fn operands(op: &SlotOp) -> Vec<usize> {
     }
 }
 
-fn arg_ptr(fr: &Frame, arg: usize) -> Result<Value, JitError> {
+pub(super) fn arg_ptr(fr: &Frame, arg: usize) -> Result<Value, JitError> {
     fr.args
         .get(arg)
         .copied()

@@ -17,6 +17,7 @@ pub(crate) mod lanes;
 pub(crate) mod lower;
 pub(crate) mod mixed;
 pub(crate) mod plan;
+pub(crate) mod strip;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -116,6 +117,11 @@ impl CompiledKernel {
         self.work
     }
 
+    /// Whether the code calls the vector math library (and runs in strips: [`strip`]).
+    pub(crate) fn calls_library(&self) -> bool {
+        strip::StripPlan::of(&self.plan).is_some()
+    }
+
     /// Machine code ranges and the body node (of this plan) each was lowered from, worked
     /// out when a report asks (compiling does not pay for it).
     pub(crate) fn code_ranges(&self) -> Vec<CodeRange> {
@@ -138,6 +144,13 @@ pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     let ty: Type = match h {
         Helper::PowI32 => types::I32,
         Helper::PowI64 => types::I64,
+        Helper::Veclib(_) => {
+            // (src, dst, n): pointers and an element count, no result.
+            let ptr = module.target_config().pointer_type();
+            let mut sig = module.make_signature();
+            sig.params.extend([AbiParam::new(ptr); 3]);
+            return sig;
+        }
     };
     let mut sig = module.make_signature();
     for _ in 0..2 {
@@ -192,17 +205,16 @@ pub(crate) fn compile_codes(
                 .map_err(|e| codegen(e.to_string()))?;
             ctx.func.name = UserFuncName::user(0, id.as_u32());
             let mut refs = HelperRefs(HashMap::new());
-            for slot in &plan.slots {
-                if let Some(h) = helper_of(slot, &plan.slots) {
-                    if refs.0.contains_key(&h) {
-                        continue;
-                    }
-                    let hid = module
-                        .helper(h)
-                        .ok_or_else(|| codegen(format!("helper {} not declared", h.symbol())))?;
-                    let r = m.declare_func_in_func(hid, &mut ctx.func);
-                    refs.0.insert(h, r);
+            let lane_helpers = plan.slots.iter().filter_map(|s| helper_of(s, &plan.slots));
+            for h in lane_helpers.chain(strip::library_helpers(plan)) {
+                if refs.0.contains_key(&h) {
+                    continue;
                 }
+                let hid = module
+                    .helper(h)
+                    .ok_or_else(|| codegen(format!("helper {} not declared", h.symbol())))?;
+                let r = m.declare_func_in_func(hid, &mut ctx.func);
+                refs.0.insert(h, r);
             }
             {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);

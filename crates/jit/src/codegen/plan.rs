@@ -91,6 +91,10 @@ pub(crate) struct KernelPlan {
     pub slots: Vec<Slot>,
     /// Output slots, one per body result, with their element types.
     pub outputs: Vec<(SlotId, ElementType)>,
+    /// Whether `f32` `exp`, `sigmoid`, `tanh` and `erf` of an `X4` kernel are calls to the
+    /// vector math library over strips ([`super::strip`]) rather than inline code. `false`
+    /// from [`plan_kernel`]; the backend and [`crate::JitKernel`] set it.
+    pub veclib: bool,
 }
 
 impl KernelPlan {
@@ -223,6 +227,7 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
         constants: p.constants,
         slots: p.slots,
         outputs,
+        veclib: false,
     })
 }
 

@@ -13,6 +13,7 @@ mod ops;
 mod parallel;
 mod provenance;
 mod trace;
+mod veclib;
 mod vmath;
 mod vmath_f64;
 mod x2;

@@ -35,7 +35,7 @@ use crate::codegen::lanes::Emit;
 pub const MAX_ULP: f64 = 2.0;
 
 /// `(erf(a) − a)/a` as a polynomial in `a²` on `[0, 1.140625]`, ascending.
-const R: [f32; 7] = [
+pub(crate) const R: [f32; 7] = [
     f32::from_bits(0x3e03_75d4),
     f32::from_bits(0xbec0_9393),
     f32::from_bits(0x3de7_142a),
@@ -57,7 +57,7 @@ const G: [f32; 8] = [
 ];
 /// Where the pieces meet (`0x3f920000`), the centre of the second, and the clamp of `|x|`
 /// (`0x407c2b1a`, where `1 − G⁴` is exactly `1.0`).
-const FORM: TwoPiece = TwoPiece {
+pub(crate) const FORM: TwoPiece = TwoPiece {
     clamp: f32::from_bits(0x407c_2b1a),
     split: 1.140_625,
     mid: 2.0,

@@ -27,7 +27,7 @@ use crate::codegen::lanes::Emit;
 pub const MAX_ULP: f64 = 1.0;
 
 pub(crate) const LO: f32 = -104.0;
-const HI: f32 = 89.0;
+pub(crate) const HI: f32 = 89.0;
 pub(crate) const LOG2E: f32 = std::f32::consts::LOG2_E;
 /// 1.5·2^23: adding it rounds to an integer (ties to even) in the low mantissa bits.
 pub(crate) const MAGIC: f32 = 12_582_912.0;

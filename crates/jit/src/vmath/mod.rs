@@ -166,7 +166,7 @@ pub mod log1p;
 pub mod pow;
 pub mod sigmoid;
 pub mod tanh;
-mod two_piece;
+pub(crate) mod two_piece;
 
 use cranelift_codegen::ir::{InstBuilder, Value};
 use graphlift_ir::{ElementType, UnaryOp};

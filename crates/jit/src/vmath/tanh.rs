@@ -37,7 +37,7 @@ use crate::codegen::lanes::Emit;
 pub const MAX_ULP: f64 = 2.0;
 
 /// `(tanh(a) − a)/a³` as a polynomial in `a²` on `[0, 1.25]`, ascending.
-const P: [f32; 8] = [
+pub(crate) const P: [f32; 8] = [
     f32::from_bits(0xbeaa_aa95),
     f32::from_bits(0x3e08_84cc),
     f32::from_bits(0xbd5c_9da0),
@@ -63,7 +63,7 @@ const G: [f32; 11] = [
 ];
 /// Where the pieces meet, the centre of the second, and the clamp of `|x|` (`0x41102d80`,
 /// where `1 − G⁴` is exactly `1.0`).
-const FORM: TwoPiece = TwoPiece {
+pub(crate) const FORM: TwoPiece = TwoPiece {
     clamp: f32::from_bits(0x4110_2d80),
     split: 1.25,
     mid: 1.75,

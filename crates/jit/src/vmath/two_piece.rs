@@ -10,7 +10,7 @@ use cranelift_codegen::ir::{InstBuilder, Value};
 use crate::codegen::lanes::Emit;
 
 /// The constants of one two-piece function.
-pub(super) struct TwoPiece {
+pub(crate) struct TwoPiece {
     /// `|x|` is clamped to this: where `1 − G⁴` is exactly `1.0`. A compare and select, so
     /// NaN stays NaN and `±inf` gives `±1`.
     pub clamp: f32,

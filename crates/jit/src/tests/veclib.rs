@@ -1,0 +1,215 @@
+//! The vector math library and strip-mined kernels: the library's results are the inline
+//! code's bit for bit, and a kernel that calls it computes what the inline kernel computes,
+//! at every length and range, with broadcast inputs, chained calls, values used on both
+//! sides of a call, and several outputs.
+
+use graphlift_ir::{ElementType, Function, FunctionBuilder, Op, UnaryOp, Value};
+use graphlift_runtime::Tensor;
+
+use crate::accuracy::LoopKind;
+use crate::veclib::{host_has_wide_code, VecFn};
+use crate::{CpuJitBackend, JitKernel};
+
+/// Every library function with its op.
+const FUNCTIONS: [(VecFn, UnaryOp); 4] = [
+    (VecFn::Exp, UnaryOp::Exp),
+    (VecFn::Sigmoid, UnaryOp::Sigmoid),
+    (VecFn::Tanh, UnaryOp::Tanh),
+    (VecFn::Erf, UnaryOp::Erf),
+];
+
+/// Special values, every 65,521st bit pattern (all binades, both signs, subnormals, NaNs),
+/// and the neighbours of the functions' thresholds.
+fn sample() -> Vec<f32> {
+    let mut xs = vec![
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        f32::from_bits(1),
+    ];
+    xs.extend((0..=u32::MAX).step_by(65_521).map(f32::from_bits));
+    for t in [-104.0f32, 89.0, 1.25, 1.140_625, 9.011_108, 3.940_131, 0.5, 88.72] {
+        let b = t.to_bits();
+        xs.extend((b - 40..b + 40).flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]));
+    }
+    xs
+}
+
+/// Equal bits, or both NaN (a NaN's sign and payload are not specified by IEEE 754, and
+/// the compilers may order the operands of commutative operations differently).
+fn same(a: u32, b: u32) -> bool {
+    a == b || (f32::from_bits(a).is_nan() && f32::from_bits(b).is_nan())
+}
+
+fn run(k: &JitKernel, inputs: &[&Tensor], count: usize, range: (usize, usize)) -> Vec<Vec<u32>> {
+    let mut outs: Vec<Tensor> = k
+        .output_types()
+        .into_iter()
+        .map(|t| Tensor::zeros(t, [count]).unwrap())
+        .collect();
+    k.call_range(inputs, &mut outs, range.0, range.1).unwrap();
+    outs.iter()
+        .map(|o| o.read::<f32>().unwrap().iter().map(|x| x.to_bits()).collect())
+        .collect()
+}
+
+/// The kernel of `body` with library calls gives the inline kernel's bits on `inputs`, over
+/// the whole space and over a range that starts inside a strip; returns whether it called
+/// the library.
+fn same_as_inline(what: &str, body: &Function, inputs: &[&Tensor]) -> bool {
+    let lib = JitKernel::compile(body).unwrap();
+    let inline = JitKernel::compile_inline(body).unwrap();
+    assert!(!inline.calls_library());
+    let n = lib.element_count();
+    for range in [(0, n), (n / 3, n - n / 5), (n.saturating_sub(1), n)] {
+        let (a, b) = (run(&lib, inputs, n, range), run(&inline, inputs, n, range));
+        for (o, (a, b)) in a.iter().zip(&b).enumerate() {
+            if let Some(i) = (0..n).find(|&i| !same(a[i], b[i])) {
+                panic!(
+                    "{what}: range {range:?} of {n}: output {o} element {i}: {:e} with calls, {:e} inline",
+                    f32::from_bits(a[i]),
+                    f32::from_bits(b[i])
+                );
+            }
+        }
+    }
+    lib.calls_library()
+}
+
+#[test]
+fn library_results_are_the_inline_codes_bit_for_bit() {
+    let xs = sample();
+    let input = Tensor::from_vec(xs.clone(), [xs.len()]).unwrap();
+    for (f, op) in FUNCTIONS {
+        let b = FunctionBuilder::new(op.name());
+        let x = b.parameter("x", ElementType::F32, [xs.len()]);
+        let body = b.finish(&[b.op(Op::Unary(op), &[x])]).unwrap();
+        let inline = run(&LoopKind::Vector.compile(&body).unwrap(), &[&input], xs.len(), (0, xs.len()));
+        let mut direct = vec![0.0f32; xs.len()];
+        f.map(&xs, &mut direct);
+        let direct: Vec<u32> = direct.iter().map(|x| x.to_bits()).collect();
+        for (i, (&d, &v)) in direct.iter().zip(&inline[0]).enumerate() {
+            assert!(same(d, v), "{}({:e}): library {d:#x}, inline {v:#x}", op.name(), xs[i]);
+        }
+        // Through a kernel: one call per strip, the input passed in place.
+        let called = same_as_inline(op.name(), &body, &[&input]);
+        assert_eq!(called, host_has_wide_code(), "{}", op.name());
+    }
+}
+
+/// `f32` data in `[-6, 6]` with a few special values.
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut v = super::uniform(n, seed);
+    for x in &mut v {
+        *x = 12.0 * *x - 6.0;
+    }
+    for (i, s) in [f32::NAN, f32::INFINITY, -0.0, f32::NEG_INFINITY].into_iter().enumerate() {
+        if let Some(x) = v.get_mut(i * 7 + 3) {
+            *x = s;
+        }
+    }
+    v
+}
+
+/// GELU, tanh form: the argument of the call computed, `x` used again after it.
+fn gelu(x: Value<'_>) -> Value<'_> {
+    let inner = (x + x * x * x * 0.044715) * 0.797_884_6;
+    x * 0.5 * (inner.tanh() + 1.0)
+}
+
+#[test]
+fn strip_mined_kernels_compute_what_inline_kernels_compute() {
+    // Lengths around the strip (1,024 elements for these kernels) and the vector bodies.
+    for n in [1, 2, 3, 5, 8, 9, 17, 1023, 1024, 1025, 2048 + 13, 5000] {
+        let b = FunctionBuilder::new("gelu_and_more");
+        let x = b.parameter("x", ElementType::F32, [n]);
+        let y = b.parameter("y", ElementType::F32, [n]);
+        // A chain of calls (`exp` of `tanh`), the argument an input in place (`sigmoid(y)`),
+        // a call result stored directly, and an output that needs no call.
+        let sig = y.sigmoid();
+        let outputs = [
+            gelu(x),
+            y.tanh().exp() * sig,
+            (x - y).erf(),
+            sig,
+            x * y + 1.0,
+        ];
+        let body = b.finish(&outputs).unwrap();
+        let xs = Tensor::from_vec(data(n, 1), [n]).unwrap();
+        let ys = Tensor::from_vec(data(n, 2), [n]).unwrap();
+        let called = same_as_inline(&format!("n = {n}"), &body, &[&xs, &ys]);
+        // (A one-element kernel computes everything once, before its loop.)
+        assert_eq!(called, host_has_wide_code() && n > 1, "n = {n}");
+    }
+}
+
+#[test]
+fn broadcast_and_invariant_values_around_calls() {
+    // SiLU on a row-broadcast bias add, a per-row scale, and a call on an invariant value
+    // (computed once, before the loop: not a call).
+    let (rows, cols) = (37, 96);
+    let b = FunctionBuilder::new("bias_silu");
+    let x = b.parameter("x", ElementType::F32, [rows, cols]);
+    let bias = b.parameter("bias", ElementType::F32, [cols]);
+    let scale = b.parameter("scale", ElementType::F32, [rows, 1]);
+    let c = b.parameter("c", ElementType::F32, []);
+    let v = x + bias.broadcast_to([rows, cols]);
+    let silu = v / ((-v).exp() + 1.0);
+    let inv = c.broadcast_to([rows, cols]).tanh();
+    let body = b.finish(&[silu * scale.broadcast_to([rows, cols]) + inv]).unwrap();
+    let ins = [
+        Tensor::from_vec(data(rows * cols, 3), [rows, cols]).unwrap(),
+        Tensor::from_vec(data(cols, 4), [cols]).unwrap(),
+        Tensor::from_vec(data(rows, 5), [rows, 1]).unwrap(),
+        Tensor::from_vec(vec![0.3f32], [0usize; 0]).unwrap(),
+    ];
+    let refs: Vec<&Tensor> = ins.iter().collect();
+    assert_eq!(same_as_inline("bias_silu", &body, &refs), host_has_wide_code());
+}
+
+#[test]
+fn many_calls_shorten_the_strip_and_stay_exact() {
+    // Forty calls, each on the previous value: forty stages, buffers beyond the budget of a
+    // 1,024-element strip.
+    let n = 3000;
+    for depth in [2, 3, 5, 12, 40] {
+    let b = FunctionBuilder::new("deep");
+    let x = b.parameter("x", ElementType::F32, [n]);
+    let mut v = x;
+    for k in 0..depth {
+        let op = [UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf][k % 3];
+        v = b.op(Op::Unary(op), &[v]) + x;
+    }
+    let body = b.finish(&[v]).unwrap();
+    let xs = Tensor::from_vec(data(n, 6), [n]).unwrap();
+    assert_eq!(same_as_inline(&format!("depth {depth}"), &body, &[&xs]), host_has_wide_code());
+    }
+}
+
+#[test]
+fn the_backend_setting_gives_identical_results() {
+    let n = 70_000;
+    let b = FunctionBuilder::new("gelu");
+    let x = b.parameter("x", ElementType::F32, [n]);
+    let f = b.finish(&[gelu(x)]).unwrap();
+    let x = Tensor::from_vec(data(n, 7), [n]).unwrap();
+    let outputs = |backend: CpuJitBackend| {
+        let exe = backend.compile_executable(&f).unwrap();
+        let kernels = graphlift_runtime::Executable::kernels(&exe);
+        assert_eq!(kernels.len(), 1);
+        let calls = exe.kernel_calls_library(&kernels[0].name).unwrap();
+        assert_eq!(calls, backend.veclib());
+        let mut out = [Tensor::zeros(ElementType::F32, [n]).unwrap()];
+        graphlift_runtime::Executable::call(&exe, &mut out, std::slice::from_ref(&x)).unwrap();
+        out[0].read::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+    };
+    let on = outputs(CpuJitBackend::new().with_threads(2).with_veclib(true));
+    let off = outputs(CpuJitBackend::new().with_threads(1).with_veclib(false));
+    assert!(on.iter().zip(&off).all(|(&a, &b)| same(a, b)));
+}

@@ -1,0 +1,158 @@
+//! The vector math library: `f32` `exp`, `sigmoid`, `tanh` and `erf` over strips of
+//! elements, compiled ahead of time for the host's widest vectors, which fused kernels call.
+//!
+//! Cranelift 0.135 lowers 128-bit vectors only (four `f32` lanes), and the inline vector
+//! math of [`crate::vmath`] is bound by instruction throughput at that width. This module
+//! holds the same functions compiled by rustc for AVX-512 (sixteen lanes) and AVX2 with FMA
+//! (eight), picked at run time for the host (the `multiversion` crate), with the plain
+//! build as the fallback of the dispatch. It plays the part of LLVM's vector libraries
+//! (SVML, libmvec, SLEEF, chosen by `-fveclib`): a compiler that cannot emit the
+//! wide code itself calls it. A kernel that applies one of these functions to a value it
+//! computes is *strip-mined* (`codegen::strip`): it computes the argument of the call for a
+//! strip of elements into a buffer on its stack, calls the library once for the strip, and
+//! goes on with the results.
+//!
+//! Each function is the inline function's algorithm performed one element at a time
+//! ([`lane`]), operation for operation, so a library call gives the inline code's result bit
+//! for bit, and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp, `tanh` and
+//! `erf` 2 ulp, measured over every `f32`) hold for both. `tests/veclib.rs` checks the
+//! bits of the library against the JIT's inline code over a sample of every binade and the
+//! special values; `graphlift accuracy` measures the library's code.
+//!
+//! The library is used when the host has AVX2 and FMA (each `mul_add` is one instruction;
+//! without FMA it would be a libm call per element) and `GRAPHLIFT_VECLIB` is not `0`
+//! ([`default_on`]); `CpuJitBackend::with_veclib` sets it per backend.
+
+mod lane;
+
+use graphlift_ir::{ElementType, UnaryOp};
+use multiversion::multiversion;
+
+pub(crate) use lane::{erf, exp, sigmoid, tanh};
+
+/// The environment variable that turns the vector math library off when set to `0` (read
+/// when a backend is created; see [`default_on`]).
+pub const VECLIB_ENV: &str = "GRAPHLIFT_VECLIB";
+
+/// A function of the library: `dst[i] = f(src[i])` for the `f32` elements of a strip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum VecFn {
+    /// `e^x`.
+    Exp,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// `tanh(x)`.
+    Tanh,
+    /// `erf(x)`.
+    Erf,
+}
+
+impl VecFn {
+    /// Every function of the library.
+    pub(crate) const ALL: [VecFn; 4] = [VecFn::Exp, VecFn::Sigmoid, VecFn::Tanh, VecFn::Erf];
+
+    /// The library function that computes `op` on elements of type `ty`, if there is one.
+    pub(crate) fn of(op: UnaryOp, ty: ElementType) -> Option<VecFn> {
+        match (op, ty) {
+            (UnaryOp::Exp, ElementType::F32) => Some(VecFn::Exp),
+            (UnaryOp::Sigmoid, ElementType::F32) => Some(VecFn::Sigmoid),
+            (UnaryOp::Tanh, ElementType::F32) => Some(VecFn::Tanh),
+            (UnaryOp::Erf, ElementType::F32) => Some(VecFn::Erf),
+            _ => None,
+        }
+    }
+
+    /// The JIT symbol name of its strip entry point.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            VecFn::Exp => "graphlift_veclib_exp_f32",
+            VecFn::Sigmoid => "graphlift_veclib_sigmoid_f32",
+            VecFn::Tanh => "graphlift_veclib_tanh_f32",
+            VecFn::Erf => "graphlift_veclib_erf_f32",
+        }
+    }
+
+    /// The address of its strip entry point, an
+    /// `unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize)`.
+    pub(crate) fn address(self) -> *const u8 {
+        let f: StripFn = match self {
+            VecFn::Exp => exp_strip,
+            VecFn::Sigmoid => sigmoid_strip,
+            VecFn::Tanh => tanh_strip,
+            VecFn::Erf => erf_strip,
+        };
+        f as *const u8
+    }
+
+    /// `dst[i] = f(src[i])` for every `i` (the lengths must be equal; extra elements of the
+    /// longer slice are left alone), through the host's widest code (what a kernel's call
+    /// runs, without the kernel).
+    #[cfg(test)]
+    pub(crate) fn map(self, src: &[f32], dst: &mut [f32]) {
+        match self {
+            VecFn::Exp => map_exp(src, dst),
+            VecFn::Sigmoid => map_sigmoid(src, dst),
+            VecFn::Tanh => map_tanh(src, dst),
+            VecFn::Erf => map_erf(src, dst),
+        }
+    }
+}
+
+/// The ABI of a strip entry point: `n` elements from `src` to `dst`.
+type StripFn = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize);
+
+/// Whether the host runs the library's wide code: x86-64 with AVX2 and FMA.
+pub(crate) fn host_has_wide_code() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether kernels call the library by default: the host has its wide code
+/// ([`host_has_wide_code`]) and [`VECLIB_ENV`] is not `0`.
+pub(crate) fn default_on() -> bool {
+    host_has_wide_code() && std::env::var(VECLIB_ENV).map_or(true, |v| v.trim() != "0")
+}
+
+/// Defines `map_$name` (the host-dispatched slice map) and `$name_strip` (its entry point
+/// for JIT code) for the lane function `$f`.
+macro_rules! library_function {
+    ($map:ident, $strip:ident, $f:path) => {
+        #[multiversion(targets(
+            "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+            "x86_64+avx2+fma"
+        ))]
+        fn $map(src: &[f32], dst: &mut [f32]) {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                *d = $f(x);
+            }
+        }
+
+        unsafe extern "C" fn $strip(src: *const f32, dst: *mut f32, n: usize) {
+            // SAFETY: only JIT kernels call this (`codegen::strip`), with `n` at most the
+            // strip length, `dst` a strip buffer in the kernel's own stack frame (`n`
+            // elements, aligned, written by no one else during the call), and `src` either
+            // another strip buffer of that frame or `n` elements of a kernel input from the
+            // strip's first element on, which the runtime checked to hold the whole
+            // iteration space before calling the kernel. The two never overlap: a strip
+            // buffer holds one value, and inputs are not on the kernel's stack.
+            let (src, dst) = unsafe {
+                (
+                    std::slice::from_raw_parts(src, n),
+                    std::slice::from_raw_parts_mut(dst, n),
+                )
+            };
+            $map(src, dst);
+        }
+    };
+}
+
+library_function!(map_exp, exp_strip, exp);
+library_function!(map_sigmoid, sigmoid_strip, sigmoid);
+library_function!(map_tanh, tanh_strip, tanh);
+library_function!(map_erf, erf_strip, erf);
