@@ -1,8 +1,9 @@
 //! The host instruction set, built once and shared by every JIT module.
 //!
 //! `cranelift_native::builder()` detects the host CPU's features (SSE4.1, AVX, FMA, ...);
-//! the shared flags are `opt_level=none`, `is_pic=false` (required by `JITModule`) and
-//! `use_colocated_libcalls=false` (libcalls may live anywhere in the address space). The
+//! the shared flags are `opt_level=none`, `is_pic=false` (required by `JITModule`),
+//! `use_colocated_libcalls=false` (libcalls may live anywhere in the address space) and
+//! inline stack probes (`enable_probestack`, for the strip buffers of `codegen::strip`). The
 //! ISA object is `Send + Sync` and is cloned (an `Arc`) into each module.
 //!
 //! `opt_level=none` skips Cranelift's mid-end (the e-graph: GVN, LICM, algebraic rewrites);
@@ -46,6 +47,11 @@ fn build() -> Result<OwnedTargetIsa, String> {
         ("opt_level", "none"),
         ("is_pic", "false"),
         ("use_colocated_libcalls", "false"),
+        // Strip-mined kernels keep their strip buffers in their frame (up to 16 KiB):
+        // probe each page of a frame larger than one, so that a frame never steps over a
+        // thread's guard page.
+        ("enable_probestack", "true"),
+        ("probestack_strategy", "inline"),
         (
             "enable_verifier",
             if cfg!(debug_assertions) {

@@ -74,8 +74,8 @@ mod module;
 mod native;
 pub mod parallel;
 mod provenance;
-pub mod vmath;
 mod veclib;
+pub mod vmath;
 
 #[cfg(test)]
 mod tests;

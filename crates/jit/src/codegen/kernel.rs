@@ -381,7 +381,15 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, body: &Body, at: At) -> Result
         let form = fr.forms[k];
         let v = match (&slot.op, body.reads[k]) {
             (_, Some(base)) => {
-                vec![load(b, base, &Addressing::Contiguous, slot.ty, at, form, plan.count)]
+                vec![load(
+                    b,
+                    base,
+                    &Addressing::Contiguous,
+                    slot.ty,
+                    at,
+                    form,
+                    plan.count,
+                )]
             }
             _ if !body.compute[k] => continue,
             (SlotOp::Load { arg, addressing }, None) => {

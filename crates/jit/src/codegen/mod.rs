@@ -144,11 +144,12 @@ pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     let ty: Type = match h {
         Helper::PowI32 => types::I32,
         Helper::PowI64 => types::I64,
-        Helper::Veclib(_) => {
-            // (src, dst, n): pointers and an element count, no result.
+        Helper::Veclib(f) => {
+            // (sources..., dst, n): pointers and an element count, no result.
             let ptr = module.target_config().pointer_type();
             let mut sig = module.make_signature();
-            sig.params.extend([AbiParam::new(ptr); 3]);
+            sig.params
+                .extend(std::iter::repeat_n(AbiParam::new(ptr), f.arity() + 2));
             return sig;
         }
     };

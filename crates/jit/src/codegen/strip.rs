@@ -1,36 +1,42 @@
-//! Strip-mined kernels: `f32` vector math as calls to the vector math library.
+//! Strip-mined kernels: `f32` vector math and division as calls to the vector math library.
 //!
 //! A kernel of `f32` lanes ([`Lanes::X4`]) whose plan allows it ([`KernelPlan::veclib`])
-//! computes `exp`, `sigmoid`, `tanh` and `erf` of per-element values by calling
-//! [`crate::veclib`], whose code uses the host's widest vectors, instead of inline
-//! four-lane code. It runs its iteration space in *strips* of at most [`StripPlan::strip`]
-//! elements (Halide's `split`), and each strip in *stages*:
+//! computes `exp`, `sigmoid`, `tanh` and `erf` of per-element values, and divisions of two
+//! per-element values, by calling [`crate::veclib`], whose code uses the host's widest
+//! vectors, instead of inline four-lane code. It runs its iteration space in *strips* of at
+//! most [`MAX_STRIP`] elements (Halide's `split`), and each strip in *stages*:
 //!
 //! - a slot's stage is the number of library calls on its longest path from the loads: a
-//!   call's result is available from the stage after its argument's;
+//!   call's result is available from the stage after its arguments';
 //! - stage `t`'s loop (the usual main and tail loops, over the strip) computes the
 //!   arguments of the calls of stage `t + 1` into strip buffers; the last stage computes and
 //!   stores the kernel's outputs; each loop computes only what its stores need, reads the
-//!   results of earlier calls from their buffers, and recomputes cheap values it shares
-//!   with an earlier stage (loads, constants, inline ops) rather than keeping them;
-//! - between stages `t` and `t + 1` the library maps each call's argument buffer into its
-//!   result buffer, one call per function per strip. An argument that is a contiguous
-//!   kernel input is passed in place, without a copy.
+//!   results of earlier calls, and recomputes cheap values it shares with an earlier stage
+//!   (loads, constants, inline ops) rather than keeping them;
+//! - between stages `t` and `t + 1` the library maps each call's argument buffers into its
+//!   result, one call per function per strip. An argument that is a contiguous kernel
+//!   input is passed in place, without a copy; a result that is a kernel output is written
+//!   there directly (and later stages read it there), so a kernel of one call, like
+//!   `tanh(x)` or `x / y`, is a loop of calls with no buffer.
 //!
 //! Strip buffers are one explicit stack slot of the kernel's frame, so each thread's call
-//! has its own. Outputs are stored in the last stage only: every input element of a strip is
-//! read (by a loop or a call) before any output element of it is written, as in the
-//! one-loop kernel, so an output may share its buffer with an input.
+//! has its own. Calls write outputs before later stages read inputs: sound because the
+//! runtime never passes an output that overlaps an input (outputs are distinct `&mut`
+//! borrows). Short strips measured fastest (2026-11-25, `graphlift bench-expr`, 1 thread,
+//! 2^14 and 2^18 elements: E2 0.53 / 0.54 / 0.55 / 0.59 ns per element at 128 / 256 / 512
+//! / 1,024 elements per strip, E3 alike): the out-of-order core overlaps the end of one
+//! stage with the start of the next, and the buffers stay in L1.
 //!
-//! Results are bit-identical to the inline kernel: the library performs the inline code's
-//! operations ([`crate::veclib`]), every other slot is lowered as before, and a value
-//! passes through a buffer without rounding.
+//! Results are bit-identical to the inline kernel (a NaN for a NaN): the library performs
+//! the inline code's operations ([`crate::veclib`]), every other slot is lowered as before,
+//! and a value passes through a buffer without rounding.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     Block, BlockArg, InstBuilder, SourceLoc, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::FunctionBuilder;
+use foldhash::HashMap;
 use graphlift_ir::ElementType;
 
 use super::broadcast::Addressing;
@@ -45,11 +51,10 @@ use crate::JitError;
 /// Bytes of strip buffers a kernel's frame may hold: within a 48 KiB L1 data cache with
 /// room for the strip's inputs and outputs.
 const BUFFER_BYTES: usize = 16 << 10;
-/// The most elements per strip: a library call and a stage's loop entry cost tens of
-/// nanoseconds, a strip of 1,024 elements some hundreds.
-const MAX_STRIP: usize = 1024;
+/// The most elements per strip (see the module documentation for the measurements).
+const MAX_STRIP: usize = 128;
 /// The fewest elements per strip (a kernel with many calls gets shorter strips).
-const MIN_STRIP: usize = 64;
+const MIN_STRIP: usize = 32;
 
 /// Where a library call reads its argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,15 +63,29 @@ enum Source {
     Buffer(usize),
     /// A contiguous `f32` kernel input, from the strip's first element.
     Input(usize),
+    /// A kernel output that an earlier call wrote, from the strip's first element.
+    Output(usize),
+}
+
+/// Where a library call writes its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Its own strip buffer.
+    Buffer(usize),
+    /// A kernel output (an `f32` output that is the call's value), from the strip's first
+    /// element: later stages read the value there.
+    Output(usize),
 }
 
 /// One library call per strip.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Call {
-    /// The slot it computes (into its own buffer).
+    /// The slot it computes.
     slot: SlotId,
     function: VecFn,
-    source: Source,
+    /// Where each argument is read (operands in order).
+    sources: Vec<(SlotId, Source)>,
+    target: Target,
 }
 
 /// How a strip-mined kernel runs: its calls, the stage of every slot, the strip buffers.
@@ -75,20 +94,27 @@ pub(crate) struct StripPlan {
     calls: Vec<Call>,
     /// The stage from which each slot's value is available.
     stage: Vec<usize>,
-    /// The strip buffer a slot's values go through (a call's result, or a call's argument
-    /// that is not an input), if any.
+    /// The strip buffer a slot's values go through (a call's argument that is not an input,
+    /// or a call's result that is not an output), if any.
     buffer: Vec<Option<usize>>,
     buffers: usize,
     /// Elements per strip.
     strip: usize,
 }
 
-/// The library function slot `k` calls in `plan`, if it is strip-mined.
-fn call_of(plan: &KernelPlan, k: SlotId) -> Option<(VecFn, SlotId)> {
+/// The library function slot `k` of `plan` calls, if it is strip-mined: an `f32` `exp`,
+/// `sigmoid`, `tanh` or `erf`, or a division of two per-element values (a division by an
+/// invariant stays inline: it would need a buffer of copies), in a vector kernel of `f32`
+/// lanes whose plan allows library calls.
+pub(crate) fn call_of(plan: &KernelPlan, k: SlotId) -> Option<VecFn> {
     let slot = &plan.slots[k];
+    if !plan.veclib || plan.lanes != Lanes::X4 || slot.invariant {
+        return None;
+    }
     match slot.op {
-        SlotOp::Unary(op, a) if plan.veclib && plan.lanes == Lanes::X4 && !slot.invariant => {
-            VecFn::of(op, slot.ty).map(|f| (f, a))
+        SlotOp::Unary(op, _) => VecFn::of(op, slot.ty),
+        SlotOp::Binary(op, a, b) if !plan.slots[a].invariant && !plan.slots[b].invariant => {
+            VecFn::of_binary(op, slot.ty)
         }
         _ => None,
     }
@@ -97,7 +123,7 @@ fn call_of(plan: &KernelPlan, k: SlotId) -> Option<(VecFn, SlotId)> {
 /// The library functions `plan`'s code calls (to import into its function).
 pub(crate) fn library_helpers(plan: &KernelPlan) -> Vec<Helper> {
     let mut fs: Vec<VecFn> = (0..plan.slots.len())
-        .filter_map(|k| call_of(plan, k).map(|(f, _)| f))
+        .filter_map(|k| call_of(plan, k))
         .collect();
     fs.sort();
     fs.dedup();
@@ -112,16 +138,27 @@ impl StripPlan {
         let mut buffer: Vec<Option<usize>> = vec![None; n];
         let mut buffers = 0;
         let mut calls = Vec::new();
+        // Calls that write a kernel output, by slot: later calls read them there.
+        let mut target_of: HashMap<SlotId, Source> = HashMap::default();
         for k in 0..n {
-            if let Some((function, a)) = call_of(plan, k) {
-                stage[k] = stage[a] + 1;
-                let source = match (&plan.slots[a].op, buffer[a]) {
-                    (_, Some(buf)) => Source::Buffer(buf),
+            let ops = operands(&plan.slots[k].op);
+            let from = ops.iter().map(|&a| stage[a]).max().unwrap_or(0);
+            let Some(function) = call_of(plan, k) else {
+                stage[k] = from;
+                continue;
+            };
+            stage[k] = from + 1;
+            let mut sources = Vec::with_capacity(ops.len());
+            for a in ops {
+                let source = match (&plan.slots[a].op, buffer[a], target_of.get(&a)) {
+                    (_, Some(buf), _) => Source::Buffer(buf),
+                    (_, None, Some(&t)) => t,
                     (
                         SlotOp::Load {
                             arg,
                             addressing: Addressing::Contiguous,
                         },
+                        None,
                         None,
                     ) if plan.reads_contiguously(*arg) => Source::Input(*arg),
                     _ => {
@@ -130,25 +167,30 @@ impl StripPlan {
                         Source::Buffer(buffers - 1)
                     }
                 };
-                buffer[k] = Some(buffers);
-                buffers += 1;
-                calls.push(Call {
-                    slot: k,
-                    function,
-                    source,
-                });
-            } else {
-                stage[k] = operands(&plan.slots[k].op)
-                    .into_iter()
-                    .map(|a| stage[a])
-                    .max()
-                    .unwrap_or(0);
+                sources.push((a, source));
             }
+            let target = match plan.outputs.iter().position(|&(s, _)| s == k) {
+                Some(o) => {
+                    target_of.insert(k, Source::Output(o));
+                    Target::Output(o)
+                }
+                None => {
+                    buffer[k] = Some(buffers);
+                    buffers += 1;
+                    Target::Buffer(buffers - 1)
+                }
+            };
+            calls.push(Call {
+                slot: k,
+                function,
+                sources,
+                target,
+            });
         }
         if calls.is_empty() {
             return None;
         }
-        let per_element = 4 * buffers;
+        let per_element = 4 * buffers.max(1);
         let strip = (BUFFER_BYTES / per_element).clamp(MIN_STRIP, MAX_STRIP) / 16 * 16;
         Some(StripPlan {
             calls,
@@ -159,9 +201,18 @@ impl StripPlan {
         })
     }
 
+    /// Whether output `o` is written by a call (and not by the last stage's loop).
+    fn writes_output(&self, o: usize) -> bool {
+        self.calls.iter().any(|c| c.target == Target::Output(o))
+    }
+
     /// The last stage (the one that stores the outputs).
     fn last(&self) -> usize {
-        self.calls.iter().map(|c| self.stage[c.slot]).max().unwrap_or(0)
+        self.calls
+            .iter()
+            .map(|c| self.stage[c.slot])
+            .max()
+            .unwrap_or(0)
     }
 
     /// The slots stage `t` stores to strip buffers: the arguments of the next stage's calls
@@ -171,12 +222,11 @@ impl StripPlan {
             .calls
             .iter()
             .filter(|c| self.stage[c.slot] == t + 1)
-            .filter_map(|c| match (plan.slots[c.slot].op.clone(), c.source) {
-                (SlotOp::Unary(_, a), Source::Buffer(_)) if call_of(plan, a).is_none() => {
-                    Some(a)
-                }
-                _ => None,
+            .flat_map(|c| &c.sources)
+            .filter(|&&(a, source)| {
+                matches!(source, Source::Buffer(_)) && call_of(plan, a).is_none()
             })
+            .map(|&(a, _)| a)
             .collect();
         args.sort_unstable();
         args.dedup();
@@ -222,7 +272,10 @@ pub(super) fn loops(
         6,
     ));
     let buffers: Vec<Value> = (0..sp.buffers)
-        .map(|k| b.ins().stack_addr(ptr, frame_slot, (k * strip_bytes) as i32))
+        .map(|k| {
+            b.ins()
+                .stack_addr(ptr, frame_slot, (k * strip_bytes) as i32)
+        })
         .collect();
     let head = b.create_block();
     b.ins().jump(head, &[BlockArg::Value(begin)]);
@@ -244,23 +297,27 @@ pub(super) fn loops(
         if t > 0 {
             for c in sp.calls.iter().filter(|c| sp.stage[c.slot] == t) {
                 b.set_srcloc(slot_srcloc(c.slot));
-                let src = match c.source {
-                    Source::Buffer(buf) => buffers[buf],
-                    Source::Input(arg) => {
-                        let base = arg_ptr(fr, arg)?;
-                        b.ins().iadd(base, offset)
-                    }
-                };
-                let dst = sp.buffer[c.slot]
-                    .map(|buf| buffers[buf])
-                    .ok_or_else(|| codegen(plan, "a call without a result buffer"))?;
+                let at_strip = |b: &mut FunctionBuilder, base: Value| b.ins().iadd(base, offset);
+                let mut args = Vec::with_capacity(c.sources.len() + 2);
+                for &(_, source) in &c.sources {
+                    args.push(match source {
+                        Source::Buffer(buf) => buffers[buf],
+                        Source::Input(arg) => at_strip(b, arg_ptr(fr, arg)?),
+                        Source::Output(o) => at_strip(b, fr.outs[o]),
+                    });
+                }
+                args.push(match c.target {
+                    Target::Buffer(buf) => buffers[buf],
+                    Target::Output(o) => at_strip(b, fr.outs[o]),
+                });
+                args.push(len);
                 let f = fr
                     .helpers
                     .0
                     .get(&Helper::Veclib(c.function))
                     .copied()
                     .ok_or_else(|| codegen(plan, "library function not imported"))?;
-                b.ins().call(f, &[src, dst, len]);
+                b.ins().call(f, &args);
                 b.set_srcloc(SourceLoc::default());
             }
         }
@@ -268,7 +325,9 @@ pub(super) fn loops(
             plan.outputs
                 .iter()
                 .zip(&fr.outs)
-                .map(|(&(slot, ty), &base)| (slot, base, ty))
+                .enumerate()
+                .filter(|&(o, _)| !sp.writes_output(o))
+                .map(|(_, (&(slot, ty), &base))| (slot, base, ty))
                 .collect()
         } else {
             sp.arguments_of(plan, t)
@@ -283,15 +342,17 @@ pub(super) fn loops(
             continue;
         }
         let roots: Vec<SlotId> = stores.iter().map(|&(k, _, _)| k).collect();
+        let mut reads = vec![None; plan.slots.len()];
+        for c in sp.calls.iter().filter(|c| sp.stage[c.slot] <= t) {
+            reads[c.slot] = Some(match c.target {
+                Target::Buffer(buf) => biased[buf],
+                // Element i of an output is at out + 4·i already.
+                Target::Output(o) => fr.outs[o],
+            });
+        }
         let body = Body {
             compute: sp.needed(plan, &roots),
-            reads: (0..plan.slots.len())
-                .map(|k| {
-                    call_of(plan, k)
-                        .filter(|_| sp.stage[k] <= t)
-                        .and_then(|_| buffer_of(k))
-                })
-                .collect(),
+            reads,
             stores,
         };
         let next = b.create_block();

@@ -79,7 +79,8 @@ fn small_calls_stay_on_one_thread() {
 #[test]
 fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
     // 2^13 f32 elements, one input and one output (64 KiB of traffic): an addition stays
-    // on one thread, a tanh (about 170 byte-equivalents per element) splits.
+    // on one thread, a tanh splits: inline, about 170 byte-equivalents per element; through
+    // the vector math library, 64.
     let n = 1 << 13;
     let body = |tanh: bool| {
         let b = FunctionBuilder::new(if tanh { "tanh" } else { "add" });
@@ -87,18 +88,28 @@ fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
         let y = if tanh { x.tanh() * x } else { x + x };
         b.finish(&[y]).unwrap()
     };
-    let work = |f: &Function| crate::JitKernel::compile(f).unwrap().compiled().work();
-    let (light, heavy) = (work(&body(false)), work(&body(true)));
+    let work = |k: crate::JitKernel| k.compiled().work();
+    let inline = |f: &Function| work(crate::JitKernel::compile_inline(f).unwrap());
+    let (light, heavy) = (inline(&body(false)), inline(&body(true)));
     assert_eq!(
         light,
         8 * n,
         "one-instruction ops count nothing beyond the traffic"
     );
     assert!(heavy >= 170 * n, "{heavy}");
+    let library = crate::JitKernel::compile(&body(true)).unwrap();
+    assert_eq!(library.calls_library(), crate::veclib::host_has_wide_code());
+    let heavy_library = work(library);
+    assert!(
+        heavy_library >= 64 * n && heavy_library < heavy,
+        "{heavy_library}"
+    );
     let config = ThreadConfig::with_threads(2);
     assert_eq!(chunk_ranges(config, 0, n, light, n), None);
-    let chunks = chunk_ranges(config, 0, n, heavy, n).expect("the tanh kernel splits");
-    assert!(chunks.len() >= 2);
+    for heavy in [heavy, heavy_library] {
+        let chunks = chunk_ranges(config, 0, n, heavy, n).expect("the tanh kernel splits");
+        assert!(chunks.len() >= 2);
+    }
 }
 
 #[test]

@@ -34,7 +34,9 @@ fn sample() -> Vec<f32> {
         f32::from_bits(1),
     ];
     xs.extend((0..=u32::MAX).step_by(65_521).map(f32::from_bits));
-    for t in [-104.0f32, 89.0, 1.25, 1.140_625, 9.011_108, 3.940_131, 0.5, 88.72] {
+    for t in [
+        -104.0f32, 89.0, 1.25, 1.140_625, 9.011_108, 3.940_131, 0.5, 88.72,
+    ] {
         let b = t.to_bits();
         xs.extend((b - 40..b + 40).flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]));
     }
@@ -55,7 +57,13 @@ fn run(k: &JitKernel, inputs: &[&Tensor], count: usize, range: (usize, usize)) -
         .collect();
     k.call_range(inputs, &mut outs, range.0, range.1).unwrap();
     outs.iter()
-        .map(|o| o.read::<f32>().unwrap().iter().map(|x| x.to_bits()).collect())
+        .map(|o| {
+            o.read::<f32>()
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect()
+        })
         .collect()
 }
 
@@ -90,12 +98,22 @@ fn library_results_are_the_inline_codes_bit_for_bit() {
         let b = FunctionBuilder::new(op.name());
         let x = b.parameter("x", ElementType::F32, [xs.len()]);
         let body = b.finish(&[b.op(Op::Unary(op), &[x])]).unwrap();
-        let inline = run(&LoopKind::Vector.compile(&body).unwrap(), &[&input], xs.len(), (0, xs.len()));
+        let inline = run(
+            &LoopKind::Vector.compile(&body).unwrap(),
+            &[&input],
+            xs.len(),
+            (0, xs.len()),
+        );
         let mut direct = vec![0.0f32; xs.len()];
         f.map(&xs, &mut direct);
         let direct: Vec<u32> = direct.iter().map(|x| x.to_bits()).collect();
         for (i, (&d, &v)) in direct.iter().zip(&inline[0]).enumerate() {
-            assert!(same(d, v), "{}({:e}): library {d:#x}, inline {v:#x}", op.name(), xs[i]);
+            assert!(
+                same(d, v),
+                "{}({:e}): library {d:#x}, inline {v:#x}",
+                op.name(),
+                xs[i]
+            );
         }
         // Through a kernel: one call per strip, the input passed in place.
         let called = same_as_inline(op.name(), &body, &[&input]);
@@ -109,7 +127,10 @@ fn data(n: usize, seed: u32) -> Vec<f32> {
     for x in &mut v {
         *x = 12.0 * *x - 6.0;
     }
-    for (i, s) in [f32::NAN, f32::INFINITY, -0.0, f32::NEG_INFINITY].into_iter().enumerate() {
+    for (i, s) in [f32::NAN, f32::INFINITY, -0.0, f32::NEG_INFINITY]
+        .into_iter()
+        .enumerate()
+    {
         if let Some(x) = v.get_mut(i * 7 + 3) {
             *x = s;
         }
@@ -131,7 +152,10 @@ fn strip_mined_kernels_compute_what_inline_kernels_compute() {
         let x = b.parameter("x", ElementType::F32, [n]);
         let y = b.parameter("y", ElementType::F32, [n]);
         // A chain of calls (`exp` of `tanh`), the argument an input in place (`sigmoid(y)`),
-        // a call result stored directly, and an output that needs no call.
+        // a call's result written to an output and read from there by later stages (twice an
+        // output), divisions of two values (SiLU as exported: `x / (1 + e^-x)`; one of an
+        // input by a call's result) and by a constant (inline), and an output that needs no
+        // call.
         let sig = y.sigmoid();
         let outputs = [
             gelu(x),
@@ -139,6 +163,9 @@ fn strip_mined_kernels_compute_what_inline_kernels_compute() {
             (x - y).erf(),
             sig,
             x * y + 1.0,
+            x / ((-x).exp() + 1.0),
+            y / sig + x / 3.0,
+            sig,
         ];
         let body = b.finish(&outputs).unwrap();
         let xs = Tensor::from_vec(data(n, 1), [n]).unwrap();
@@ -146,6 +173,29 @@ fn strip_mined_kernels_compute_what_inline_kernels_compute() {
         let called = same_as_inline(&format!("n = {n}"), &body, &[&xs, &ys]);
         // (A one-element kernel computes everything once, before its loop.)
         assert_eq!(called, host_has_wide_code() && n > 1, "n = {n}");
+    }
+}
+
+#[test]
+fn a_kernel_of_one_call_has_no_loop_and_no_buffer() {
+    for n in [2, 7, 300, 1000] {
+        for what in ["tanh", "divide"] {
+            let b = FunctionBuilder::new(what);
+            let x = b.parameter("x", ElementType::F32, [n]);
+            let y = b.parameter("y", ElementType::F32, [n]);
+            let out = if what == "tanh" { x.tanh() } else { x / y };
+            let body = b.finish(&[out]).unwrap();
+            let xs = Tensor::from_vec(data(n, 8), [n]).unwrap();
+            let ys = Tensor::from_vec(data(n, 9), [n]).unwrap();
+            assert_eq!(
+                same_as_inline(what, &body, &[&xs, &ys]),
+                host_has_wide_code()
+            );
+            if host_has_wide_code() {
+                let ir = JitKernel::compile(&body).unwrap().ir().to_string();
+                assert!(!ir.contains("stack_addr"), "{what}: {ir}");
+            }
+        }
     }
 }
 
@@ -162,7 +212,9 @@ fn broadcast_and_invariant_values_around_calls() {
     let v = x + bias.broadcast_to([rows, cols]);
     let silu = v / ((-v).exp() + 1.0);
     let inv = c.broadcast_to([rows, cols]).tanh();
-    let body = b.finish(&[silu * scale.broadcast_to([rows, cols]) + inv]).unwrap();
+    let body = b
+        .finish(&[silu * scale.broadcast_to([rows, cols]) + inv])
+        .unwrap();
     let ins = [
         Tensor::from_vec(data(rows * cols, 3), [rows, cols]).unwrap(),
         Tensor::from_vec(data(cols, 4), [cols]).unwrap(),
@@ -170,7 +222,10 @@ fn broadcast_and_invariant_values_around_calls() {
         Tensor::from_vec(vec![0.3f32], [0usize; 0]).unwrap(),
     ];
     let refs: Vec<&Tensor> = ins.iter().collect();
-    assert_eq!(same_as_inline("bias_silu", &body, &refs), host_has_wide_code());
+    assert_eq!(
+        same_as_inline("bias_silu", &body, &refs),
+        host_has_wide_code()
+    );
 }
 
 #[test]
@@ -179,16 +234,19 @@ fn many_calls_shorten_the_strip_and_stay_exact() {
     // 1,024-element strip.
     let n = 3000;
     for depth in [2, 3, 5, 12, 40] {
-    let b = FunctionBuilder::new("deep");
-    let x = b.parameter("x", ElementType::F32, [n]);
-    let mut v = x;
-    for k in 0..depth {
-        let op = [UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf][k % 3];
-        v = b.op(Op::Unary(op), &[v]) + x;
-    }
-    let body = b.finish(&[v]).unwrap();
-    let xs = Tensor::from_vec(data(n, 6), [n]).unwrap();
-    assert_eq!(same_as_inline(&format!("depth {depth}"), &body, &[&xs]), host_has_wide_code());
+        let b = FunctionBuilder::new("deep");
+        let x = b.parameter("x", ElementType::F32, [n]);
+        let mut v = x;
+        for k in 0..depth {
+            let op = [UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf][k % 3];
+            v = b.op(Op::Unary(op), &[v]) + x;
+        }
+        let body = b.finish(&[v]).unwrap();
+        let xs = Tensor::from_vec(data(n, 6), [n]).unwrap();
+        assert_eq!(
+            same_as_inline(&format!("depth {depth}"), &body, &[&xs]),
+            host_has_wide_code()
+        );
     }
 }
 
@@ -207,7 +265,12 @@ fn the_backend_setting_gives_identical_results() {
         assert_eq!(calls, backend.veclib());
         let mut out = [Tensor::zeros(ElementType::F32, [n]).unwrap()];
         graphlift_runtime::Executable::call(&exe, &mut out, std::slice::from_ref(&x)).unwrap();
-        out[0].read::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+        out[0]
+            .read::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<u32>>()
     };
     let on = outputs(CpuJitBackend::new().with_threads(2).with_veclib(true));
     let off = outputs(CpuJitBackend::new().with_threads(1).with_veclib(false));

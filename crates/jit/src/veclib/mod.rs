@@ -1,8 +1,10 @@
-//! The vector math library: `f32` `exp`, `sigmoid`, `tanh` and `erf` over strips of
-//! elements, compiled ahead of time for the host's widest vectors, which fused kernels call.
+//! The vector math library: `f32` `exp`, `sigmoid`, `tanh`, `erf` and division over strips
+//! of elements, compiled ahead of time for the host's widest vectors, which fused kernels
+//! call.
 //!
 //! Cranelift 0.135 lowers 128-bit vectors only (four `f32` lanes), and the inline vector
-//! math of [`crate::vmath`] is bound by instruction throughput at that width. This module
+//! math of [`crate::vmath`] is bound by instruction throughput at that width, as is division
+//! (one `divps` per four elements). This module
 //! holds the same functions compiled by rustc for AVX-512 (sixteen lanes) and AVX2 with FMA
 //! (eight), picked at run time for the host (the `multiversion` crate), with the plain
 //! build as the fallback of the dispatch. It plays the part of LLVM's vector libraries
@@ -13,8 +15,9 @@
 //! goes on with the results.
 //!
 //! Each function is the inline function's algorithm performed one element at a time
-//! ([`lane`]), operation for operation, so a library call gives the inline code's result bit
-//! for bit, and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp, `tanh` and
+//! ([`lane`]), operation for operation, and division is IEEE division, so a library call
+//! gives the inline code's result bit for bit (a NaN for a NaN: the sign and payload of a
+//! NaN are not specified), and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp, `tanh` and
 //! `erf` 2 ulp, measured over every `f32`) hold for both. `tests/veclib.rs` checks the
 //! bits of the library against the JIT's inline code over a sample of every binade and the
 //! special values; `graphlift accuracy` measures the library's code.
@@ -25,7 +28,7 @@
 
 mod lane;
 
-use graphlift_ir::{ElementType, UnaryOp};
+use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 use multiversion::multiversion;
 
 pub(crate) use lane::{erf, exp, sigmoid, tanh};
@@ -34,7 +37,8 @@ pub(crate) use lane::{erf, exp, sigmoid, tanh};
 /// when a backend is created; see [`default_on`]).
 pub const VECLIB_ENV: &str = "GRAPHLIFT_VECLIB";
 
-/// A function of the library: `dst[i] = f(src[i])` for the `f32` elements of a strip.
+/// A function of the library: `dst[i] = f(src[i])` (or `f(a[i], b[i])`) for the `f32`
+/// elements of a strip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum VecFn {
     /// `e^x`.
@@ -45,11 +49,33 @@ pub(crate) enum VecFn {
     Tanh,
     /// `erf(x)`.
     Erf,
+    /// `a / b` (IEEE division).
+    Divide,
 }
 
 impl VecFn {
     /// Every function of the library.
-    pub(crate) const ALL: [VecFn; 4] = [VecFn::Exp, VecFn::Sigmoid, VecFn::Tanh, VecFn::Erf];
+    pub(crate) const ALL: [VecFn; 5] = [
+        VecFn::Exp,
+        VecFn::Sigmoid,
+        VecFn::Tanh,
+        VecFn::Erf,
+        VecFn::Divide,
+    ];
+
+    /// Its number of arguments (1 or 2): its entry point takes that many source pointers,
+    /// then `dst` and `n`.
+    pub(crate) fn arity(self) -> usize {
+        match self {
+            VecFn::Divide => 2,
+            _ => 1,
+        }
+    }
+
+    /// The library function that computes the binary `op` on elements of type `ty`.
+    pub(crate) fn of_binary(op: BinaryOp, ty: ElementType) -> Option<VecFn> {
+        (op == BinaryOp::Divide && ty == ElementType::F32).then_some(VecFn::Divide)
+    }
 
     /// The library function that computes `op` on elements of type `ty`, if there is one.
     pub(crate) fn of(op: UnaryOp, ty: ElementType) -> Option<VecFn> {
@@ -69,17 +95,21 @@ impl VecFn {
             VecFn::Sigmoid => "graphlift_veclib_sigmoid_f32",
             VecFn::Tanh => "graphlift_veclib_tanh_f32",
             VecFn::Erf => "graphlift_veclib_erf_f32",
+            VecFn::Divide => "graphlift_veclib_divide_f32",
         }
     }
 
     /// The address of its strip entry point, an
-    /// `unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize)`.
+    /// `unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize)`, or for
+    /// [`VecFn::Divide`] an `unsafe extern "C" fn(a: *const f32, b: *const f32, dst: *mut
+    /// f32, n: usize)`.
     pub(crate) fn address(self) -> *const u8 {
         let f: StripFn = match self {
             VecFn::Exp => exp_strip,
             VecFn::Sigmoid => sigmoid_strip,
             VecFn::Tanh => tanh_strip,
             VecFn::Erf => erf_strip,
+            VecFn::Divide => return divide_strip as *const u8,
         };
         f as *const u8
     }
@@ -87,6 +117,7 @@ impl VecFn {
     /// `dst[i] = f(src[i])` for every `i` (the lengths must be equal; extra elements of the
     /// longer slice are left alone), through the host's widest code (what a kernel's call
     /// runs, without the kernel).
+    /// [`VecFn::Divide`] takes its divisors from `dst` (`dst[i] = src[i] / dst[i]`).
     #[cfg(test)]
     pub(crate) fn map(self, src: &[f32], dst: &mut [f32]) {
         match self {
@@ -94,6 +125,10 @@ impl VecFn {
             VecFn::Sigmoid => map_sigmoid(src, dst),
             VecFn::Tanh => map_tanh(src, dst),
             VecFn::Erf => map_erf(src, dst),
+            VecFn::Divide => {
+                let b = dst.to_vec();
+                map_divide(src, &b, dst)
+            }
         }
     }
 }
@@ -135,12 +170,13 @@ macro_rules! library_function {
 
         unsafe extern "C" fn $strip(src: *const f32, dst: *mut f32, n: usize) {
             // SAFETY: only JIT kernels call this (`codegen::strip`), with `n` at most the
-            // strip length, `dst` a strip buffer in the kernel's own stack frame (`n`
-            // elements, aligned, written by no one else during the call), and `src` either
-            // another strip buffer of that frame or `n` elements of a kernel input from the
-            // strip's first element on, which the runtime checked to hold the whole
-            // iteration space before calling the kernel. The two never overlap: a strip
-            // buffer holds one value, and inputs are not on the kernel's stack.
+            // strip length. `dst` is a strip buffer of the kernel's own stack frame, or the
+            // `n` elements of a kernel output from the strip's first element on; `src` is
+            // another strip buffer of that frame, or the `n` elements of a kernel input from
+            // the strip's first element on. The runtime checked every input and output to
+            // hold the whole iteration space before calling the kernel, and outputs alias
+            // neither inputs nor each other (they are distinct `&mut` borrows). So both
+            // ranges are valid, and they do not overlap: a strip buffer holds one value.
             let (src, dst) = unsafe {
                 (
                     std::slice::from_raw_parts(src, n),
@@ -156,3 +192,28 @@ library_function!(map_exp, exp_strip, exp);
 library_function!(map_sigmoid, sigmoid_strip, sigmoid);
 library_function!(map_tanh, tanh_strip, tanh);
 library_function!(map_erf, erf_strip, erf);
+
+#[multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+    "x86_64+avx2+fma"
+))]
+fn map_divide(a: &[f32], b: &[f32], dst: &mut [f32]) {
+    for (d, (&a, &b)) in dst.iter_mut().zip(a.iter().zip(b)) {
+        *d = a / b;
+    }
+}
+
+unsafe extern "C" fn divide_strip(a: *const f32, b: *const f32, dst: *mut f32, n: usize) {
+    // SAFETY: as for the one-argument functions of `library_function!`: `a` and `b` each
+    // point at `n` elements of a strip buffer of the calling kernel's frame or of a checked
+    // kernel input (they may be the same buffer: both are only read), and `dst` at `n`
+    // elements that neither overlaps.
+    let (a, b, dst) = unsafe {
+        (
+            std::slice::from_raw_parts(a, n),
+            std::slice::from_raw_parts(b, n),
+            std::slice::from_raw_parts_mut(dst, n),
+        )
+    };
+    map_divide(a, b, dst);
+}
