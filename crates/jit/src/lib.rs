@@ -14,6 +14,15 @@
 //! widths with vector instructions where x64 Cranelift has them ([`JitKernel::lanes`],
 //! [`JitKernel::is_mixed_width`]).
 //!
+//! Where 128-bit vectors bound a kernel's speed, in its `f32` `exp`, `sigmoid`, `tanh`,
+//! `erf` and its divisions of two per-element values, a kernel calls the *vector math
+//! library* instead: the same functions compiled ahead of time for AVX-512 or AVX2 with
+//! FMA, performing the inline code's operations, so results are bit-identical. The kernel
+//! then runs in strips of elements, computing each call's arguments into buffers on its
+//! stack, calling the library once per strip, and going on with the results (LLVM's
+//! `-fveclib`, Halide's `split`). On by default on hosts with AVX2 and FMA
+//! ([`CpuJitBackend::with_veclib`], [`VECLIB_ENV`], [`JitKernel::compile_inline`]).
+//!
 //! [`CpuJitBackend`] (registered as `"CPU-JIT"` by [`register`]) compiles a Function into a
 //! [`CpuJitExecutable`]: its kernels from the backend's kernel cache or compiled into one new
 //! JIT module (freed when no executable and no cache entry uses it), split over a thread pool
@@ -48,8 +57,9 @@
 //!
 //! # Host helpers
 //!
-//! Only `Power` on integers calls a host function (the `f64` transcendental functions and
-//! `Power` on `f32` and `f64` are inline [`vmath`] code since issue 3). It calls a host
+//! Besides the vector math library's strip functions (above), only `Power` on integers
+//! calls a host function (the `f64` transcendental functions and `Power` on `f32` and `f64`
+//! are inline [`vmath`] code since issue 3). It calls a host
 //! function (a JIT symbol) that runs the reference's own scalar code, so it too matches the
 //! interpreter bit for bit; everything else is inline code:
 //!

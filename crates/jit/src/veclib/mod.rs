@@ -34,7 +34,7 @@ use multiversion::multiversion;
 pub(crate) use lane::{erf, exp, sigmoid, tanh};
 
 /// The environment variable that turns the vector math library off when set to `0` (read
-/// when a backend is created; see [`default_on`]).
+/// when a backend is created; see [`crate::CpuJitBackend::with_veclib`]).
 pub const VECLIB_ENV: &str = "GRAPHLIFT_VECLIB";
 
 /// A function of the library: `dst[i] = f(src[i])` (or `f(a[i], b[i])`) for the `f32`
