@@ -6,6 +6,8 @@ use foldhash::HashMap;
 use std::sync::Arc;
 
 use crate::infer::infer_output_types;
+use crate::node::{Inputs, Outputs};
+use smallvec::SmallVec;
 mod derived;
 mod provenance_groups;
 
@@ -89,7 +91,7 @@ impl Function {
             }
             f.check_name_free(&node.name)?;
             node.id = id;
-            node.users = vec![Vec::new(); node.outputs.len()];
+            node.users = (0..node.outputs.len()).map(|_| SmallVec::new()).collect();
             f.names.insert(node.name.clone(), id);
             f.nodes.push(Some(node));
         }
@@ -379,12 +381,12 @@ impl Function {
     pub fn import_node(&mut self, src: &Node, inputs: &[Output]) -> Result<NodeId, IrError> {
         let types = match &src.op {
             Op::Parameter | Op::Constant(_) => src.outputs.clone(),
-            op => self.infer(op, inputs, &src.site)?,
+            op => Outputs::from_vec(self.infer(op, inputs, &src.site)?),
         };
         let name = self.unique_name(&src.name);
         let id = self.push(
             src.op.clone(),
-            inputs.to_vec(),
+            Inputs::from_slice(inputs),
             types,
             Some(name),
             src.site.clone(),
@@ -404,11 +406,12 @@ impl Function {
     fn push(
         &mut self,
         op: Op,
-        inputs: Vec<Output>,
-        outputs: Vec<TensorType>,
+        inputs: impl Into<Inputs>,
+        outputs: impl Into<Outputs>,
         name: Option<String>,
         site: CreationSite,
     ) -> NodeId {
+        let (inputs, outputs): (Inputs, Outputs) = (inputs.into(), outputs.into());
         self.derived.forget();
         let id = NodeId(u32::try_from(self.nodes.len()).expect("more than 2^32 nodes"));
         let name =
@@ -431,7 +434,7 @@ impl Function {
             pass_history: Vec::new(),
             site,
             other_deps: Vec::new(),
-            users: vec![Vec::new(); n_out],
+            users: (0..n_out).map(|_| SmallVec::new()).collect(),
         }));
         id
     }
@@ -651,7 +654,7 @@ impl Function {
         if old == new {
             return Ok(());
         }
-        self.node_mut(old.node)?.users[old.index].retain(|&use_| use_ != (user, slot));
+        self.node_mut(old.node)?.users[old.index].retain(|use_| *use_ != (user, slot));
         self.node_mut(new.node)?.users[new.index].push((user, slot));
         self.node_mut(user)?.inputs[slot] = new;
         Ok(())
@@ -806,7 +809,7 @@ impl Function {
                 self.names.remove(&n.name);
                 for (slot, o) in n.inputs.iter().enumerate() {
                     if let Some(Some(p)) = self.nodes.get_mut(o.node.index()) {
-                        p.users[o.index].retain(|&(u, s)| !(u == n.id && s == slot));
+                        p.users[o.index].retain(|&mut (u, s)| !(u == n.id && s == slot));
                     }
                 }
             }
@@ -920,12 +923,17 @@ impl Function {
                 .map(|&o| self.output_type(o).cloned())
                 .collect::<Result<_, _>>()
                 .map_err(|e| invalid(format!("node `{}`: {e}", node.name)))?;
-            let expected = match &node.op {
-                Op::Parameter | Op::Constant(_) => node.outputs.clone(),
-                op => infer_output_types(op, &in_types)
-                    .map_err(|m| invalid(format!("node `{}` ({}): {m}", node.name, node.op)))?,
+            let inferred;
+            let expected: &[TensorType] = match &node.op {
+                Op::Parameter | Op::Constant(_) => &node.outputs,
+                op => {
+                    inferred = infer_output_types(op, &in_types).map_err(|m| {
+                        invalid(format!("node `{}` ({}): {m}", node.name, node.op))
+                    })?;
+                    &inferred
+                }
             };
-            if expected != node.outputs {
+            if expected != node.outputs.as_slice() {
                 return Err(invalid(format!(
                     "node `{}` ({}) records output types that inference does not give",
                     node.name, node.op

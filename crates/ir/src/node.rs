@@ -5,6 +5,8 @@ use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::{ElementType, Op, ProvenanceTags, Shape};
 
 /// The id of a node in its [`crate::Function`]'s arena.
@@ -107,6 +109,14 @@ impl fmt::Display for CreationSite {
     }
 }
 
+/// A node's inputs: most ops take one or two (inline, no allocation; copying a Function
+/// copies every node).
+pub(crate) type Inputs = SmallVec<[Output; 2]>;
+/// A node's output types: every op but a multi-output fused kernel has one.
+pub(crate) type Outputs = SmallVec<[TensorType; 1]>;
+/// The users of each output: (user node, input slot); most values have one or two users.
+pub(crate) type Users = SmallVec<[SmallVec<[(NodeId, usize); 2]>; 1]>;
+
 /// A node of a [`crate::Function`].
 ///
 /// Inputs are ordered [`Output`] handles; `other_deps` are control dependencies (nodes that
@@ -116,15 +126,15 @@ pub struct Node {
     pub(crate) id: NodeId,
     pub(crate) name: String,
     pub(crate) op: Op,
-    pub(crate) inputs: Vec<Output>,
-    pub(crate) outputs: Vec<TensorType>,
+    pub(crate) inputs: Inputs,
+    pub(crate) outputs: Outputs,
     pub(crate) metadata: BTreeMap<String, String>,
     pub(crate) tags: ProvenanceTags,
     pub(crate) pass_history: Vec<String>,
     pub(crate) site: CreationSite,
     pub(crate) other_deps: Vec<NodeId>,
     /// Users of each output: (user node, input slot).
-    pub(crate) users: Vec<Vec<(NodeId, usize)>>,
+    pub(crate) users: Users,
 }
 
 impl Node {
@@ -175,7 +185,7 @@ impl Node {
     }
     /// Users of output `index`: (user node, input slot).
     pub fn users(&self, index: usize) -> &[(NodeId, usize)] {
-        self.users.get(index).map(Vec::as_slice).unwrap_or(&[])
+        self.users.get(index).map(|u| u.as_slice()).unwrap_or(&[])
     }
     /// `true` when any output has a user.
     pub fn has_users(&self) -> bool {

@@ -239,8 +239,8 @@ fn decode_node(n: NodeDto<Value>, r: &Resolver<'_>, loc: &str) -> Res<Node> {
         id: NodeId(0),
         name: n.name,
         op,
-        inputs,
-        outputs,
+        inputs: inputs.into(),
+        outputs: outputs.into(),
         metadata: n.metadata,
         tags,
         pass_history: n.pass_history,
@@ -250,7 +250,7 @@ fn decode_node(n: NodeDto<Value>, r: &Resolver<'_>, loc: &str) -> Res<Node> {
             column: n.site.column,
         },
         other_deps,
-        users: Vec::new(),
+        users: Default::default(),
     })
 }
 
@@ -495,7 +495,7 @@ fn check_types(f: &Function, here: &str) -> Res<()> {
                 if let Op::Constant(d) = &node.op {
                     check_constant(d, &node.outputs[0], &loc)?;
                 }
-                node.outputs.clone()
+                node.outputs.to_vec()
             }
             op => infer_output_types(op, &in_types).map_err(|m| {
                 invalid(
@@ -504,7 +504,7 @@ fn check_types(f: &Function, here: &str) -> Res<()> {
                 )
             })?,
         };
-        if expected != node.outputs {
+        if expected.as_slice() != node.outputs.as_slice() {
             return Err(invalid(
                 &loc,
                 format!(
