@@ -31,7 +31,7 @@ pub struct Function {
     nodes: Vec<Option<Node>>,
     parameters: Vec<NodeId>,
     results: Vec<NodeId>,
-    names: HashMap<String, NodeId>,
+    names: HashMap<Arc<str>, NodeId>,
     /// Provenance groups: root -> members (see [`Function::add_provenance_group_members`]).
     groups: BTreeMap<NodeId, Vec<NodeId>>,
     /// Whether passes propagate provenance tags (see [`Function::provenance_enabled`]).
@@ -239,7 +239,7 @@ impl Function {
             Op::Parameter,
             Vec::new(),
             vec![TensorType::new(element_type, shape)],
-            Some(name),
+            Some(name.into()),
             site,
         );
         self.parameters.push(id);
@@ -365,7 +365,7 @@ impl Function {
             Op::Result,
             vec![value],
             vec![t],
-            name,
+            name.map(Arc::from),
             CreationSite::caller(),
         );
         self.results.push(id);
@@ -383,7 +383,12 @@ impl Function {
             Op::Parameter | Op::Constant(_) => src.outputs.clone(),
             op => Outputs::from_vec(self.infer(op, inputs, &src.site)?),
         };
-        let name = self.unique_name(&src.name);
+        // The source's name when it is free here (shared, not copied), else a suffixed one.
+        let name = if self.names.contains_key(&*src.name) {
+            self.unique_name(&src.name).into()
+        } else {
+            Arc::clone(&src.name)
+        };
         let id = self.push(
             src.op.clone(),
             Inputs::from_slice(inputs),
@@ -408,20 +413,22 @@ impl Function {
         op: Op,
         inputs: impl Into<Inputs>,
         outputs: impl Into<Outputs>,
-        name: Option<String>,
+        name: Option<Arc<str>>,
         site: CreationSite,
     ) -> NodeId {
         let (inputs, outputs): (Inputs, Outputs) = (inputs.into(), outputs.into());
         self.derived.forget();
         let id = NodeId(u32::try_from(self.nodes.len()).expect("more than 2^32 nodes"));
-        let name =
-            name.unwrap_or_else(|| self.unique_name(&format!("{}_{}", op.type_name(), id.0)));
+        let name = name.unwrap_or_else(|| {
+            self.unique_name(&format!("{}_{}", op.type_name(), id.0))
+                .into()
+        });
         for (slot, o) in inputs.iter().enumerate() {
             if let Some(Some(p)) = self.nodes.get_mut(o.node.index()) {
                 p.users[o.index].push((id, slot));
             }
         }
-        self.names.insert(name.clone(), id);
+        self.names.insert(Arc::clone(&name), id);
         let n_out = outputs.len();
         self.nodes.push(Some(Node {
             id,
@@ -444,9 +451,9 @@ impl Function {
         let (ot, nt) = (self.output_type(old)?, self.output_type(new)?);
         if ot != nt {
             return Err(IrError::ReplaceMismatch {
-                old: self.node(old.node)?.name.clone(),
+                old: self.node(old.node)?.name.to_string(),
                 old_types: ot.to_string(),
-                new: self.node(new.node)?.name.clone(),
+                new: self.node(new.node)?.name.to_string(),
                 new_types: nt.to_string(),
             });
         }
@@ -459,7 +466,7 @@ impl Function {
         }
         (1..)
             .map(|k| format!("{base}_{k}"))
-            .find(|n| !self.names.contains_key(n))
+            .find(|n| !self.names.contains_key(n.as_str()))
             .expect("an unused suffix exists")
     }
 
@@ -492,13 +499,13 @@ impl Function {
     /// [`IrError::DuplicateName`] if another node has `name`.
     pub fn set_name(&mut self, id: NodeId, name: impl Into<String>) -> Result<(), IrError> {
         self.derived.forget();
-        let name = name.into();
-        if self.names.get(&name) == Some(&id) {
+        let name: Arc<str> = name.into().into();
+        if self.names.get(&*name) == Some(&id) {
             return Ok(());
         }
         self.check_name_free(&name)?;
         let n = self.node_mut(id)?;
-        let old = std::mem::replace(&mut n.name, name.clone());
+        let old = std::mem::replace(&mut n.name, Arc::clone(&name));
         self.names.remove(&old);
         self.names.insert(name, id);
         Ok(())
@@ -703,9 +710,9 @@ impl Function {
                     .join(", ")
             };
             return Err(IrError::ReplaceMismatch {
-                old: old_n.name.clone(),
+                old: old_n.name.to_string(),
                 old_types: fmt(old_n),
-                new: new_n.name.clone(),
+                new: new_n.name.to_string(),
                 new_types: fmt(new_n),
             });
         }
@@ -875,7 +882,7 @@ impl Function {
             let stuck = self
                 .nodes()
                 .find(|x| pending[x.id.index()] > 0)
-                .map(|x| x.name.clone())
+                .map(|x| x.name.to_string())
                 .unwrap_or_default();
             return Err(IrError::Cycle {
                 function: self.name.clone(),

@@ -124,7 +124,7 @@ pub(crate) type Users = SmallVec<[SmallVec<[(NodeId, usize); 2]>; 1]>;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     pub(crate) id: NodeId,
-    pub(crate) name: String,
+    pub(crate) name: Arc<str>,
     pub(crate) op: Op,
     pub(crate) inputs: Inputs,
     pub(crate) outputs: Outputs,

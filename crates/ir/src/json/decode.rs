@@ -237,7 +237,7 @@ fn decode_node(n: NodeDto<Value>, r: &Resolver<'_>, loc: &str) -> Res<Node> {
     let op = decode_op(n.op, loc)?;
     Ok(Node {
         id: NodeId(0),
-        name: n.name,
+        name: n.name.into(),
         op,
         inputs: inputs.into(),
         outputs: outputs.into(),
