@@ -325,13 +325,8 @@ impl Function {
         Ok(self.push(op, inputs.to_vec(), types, None, site))
     }
 
-    fn infer(
-        &self,
-        op: &Op,
-        inputs: &[Output],
-        site: &CreationSite,
-    ) -> Result<Vec<TensorType>, IrError> {
-        let in_types: Vec<TensorType> = inputs
+    fn infer(&self, op: &Op, inputs: &[Output], site: &CreationSite) -> Result<Outputs, IrError> {
+        let in_types: SmallVec<[TensorType; 2]> = inputs
             .iter()
             .map(|&o| self.output_type(o).cloned())
             .collect::<Result<_, _>>()?;
@@ -381,7 +376,7 @@ impl Function {
     pub fn import_node(&mut self, src: &Node, inputs: &[Output]) -> Result<NodeId, IrError> {
         let types = match &src.op {
             Op::Parameter | Op::Constant(_) => src.outputs.clone(),
-            op => Outputs::from_vec(self.infer(op, inputs, &src.site)?),
+            op => self.infer(op, inputs, &src.site)?,
         };
         // The source's name when it is free here (shared, not copied), else a suffixed one.
         let name = if self.names.contains_key(&*src.name) {
@@ -850,7 +845,8 @@ impl Function {
     fn compute_topological_order(&self) -> Result<Vec<NodeId>, IrError> {
         let n = self.nodes.len();
         let mut pending = vec![0usize; n];
-        let mut succ: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+        // Most nodes have a few successors: kept inline.
+        let mut succ: Vec<SmallVec<[NodeId; 4]>> = vec![SmallVec::new(); n];
         let mut preds: Vec<NodeId> = Vec::new();
         for node in self.nodes() {
             preds.clear();
@@ -924,7 +920,7 @@ impl Function {
             message,
         };
         for node in self.nodes() {
-            let in_types: Vec<TensorType> = node
+            let in_types: SmallVec<[TensorType; 2]> = node
                 .inputs
                 .iter()
                 .map(|&o| self.output_type(o).cloned())
@@ -934,9 +930,8 @@ impl Function {
             let expected: &[TensorType] = match &node.op {
                 Op::Parameter | Op::Constant(_) => &node.outputs,
                 op => {
-                    inferred = infer_output_types(op, &in_types).map_err(|m| {
-                        invalid(format!("node `{}` ({}): {m}", node.name, node.op))
-                    })?;
+                    inferred = infer_output_types(op, &in_types)
+                        .map_err(|m| invalid(format!("node `{}` ({}): {m}", node.name, node.op)))?;
                     &inferred
                 }
             };

@@ -113,7 +113,7 @@ impl fmt::Display for CreationSite {
 /// copies every node).
 pub(crate) type Inputs = SmallVec<[Output; 2]>;
 /// A node's output types: every op but a multi-output fused kernel has one.
-pub(crate) type Outputs = SmallVec<[TensorType; 1]>;
+pub(crate) type Outputs = crate::OutputTypes;
 /// The users of each output: (user node, input slot); most values have one or two users.
 pub(crate) type Users = SmallVec<[SmallVec<[(NodeId, usize); 2]>; 1]>;
 
@@ -144,6 +144,11 @@ impl Node {
     }
     /// The node's unique name.
     pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The name, shared: cloning it copies no text (for keeping it past a borrow of the
+    /// node, e.g. in error messages of a later stage).
+    pub fn shared_name(&self) -> &Arc<str> {
         &self.name
     }
     /// What the node computes.

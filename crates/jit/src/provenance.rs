@@ -97,11 +97,11 @@ pub(crate) fn code_ranges(plan: &KernelPlan, spans: &[(u32, u32, usize)]) -> Vec
             continue;
         };
         match out.last_mut() {
-            Some(last) if last.node == slot.node && last.end == start => last.end = end,
+            Some(last) if *last.node == *slot.node && last.end == start => last.end = end,
             _ => out.push(CodeRange {
                 start,
                 end,
-                node: slot.node.clone(),
+                node: slot.node.to_string(),
             }),
         }
     }

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use graphlift_ir::{BinaryOp, Function, NodeId, Op, Output, Shape, TensorData, UnaryOp};
+use smallvec::SmallVec;
 
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
 use crate::{Pass, PassError};
@@ -69,10 +70,13 @@ impl Pass for AlgebraicSimplification {
 enum Rewrite {
     /// An existing value; the nodes the rewrite bypasses besides the node itself (whose tags
     /// the value takes too).
-    Value(Output, Vec<NodeId>),
+    Value(Output, Path),
     /// Zeros of the node's type.
     Zeros,
 }
+
+/// The Broadcasts and the Constant behind a splat operand (usually one or two: inline).
+type Path = SmallVec<[NodeId; 2]>;
 
 fn simplify(g: &mut Function) -> Result<bool, PassError> {
     let mut touched = BTreeSet::new();
@@ -91,7 +95,7 @@ fn simplify(g: &mut Function) -> Result<bool, PassError> {
                 Rewrite::Zeros => {
                     let (c, z) = zeros_like(g, id)?;
                     touched.insert(c);
-                    (z, Vec::new())
+                    (z, Path::new())
                 }
             };
             replace_by_value(g, id, value, &bypassed, AlgebraicSimplification::NAME)?;
@@ -126,7 +130,7 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Rewrite>, PassError> {
     let t = node.output_type().element_type;
     let ins = node.inputs();
     // `Some(path)` when `o` is a splat of `want` (path: its Broadcasts and Constant).
-    let is = |o: Output, want: Splat| -> Result<Option<Vec<NodeId>>, PassError> {
+    let is = |o: Output, want: Splat| -> Result<Option<Path>, PassError> {
         Ok(splat(g, o)?.and_then(|(d, path)| want.matches(d).then_some(path)))
     };
     // `a op splat -> a`, or `splat op a -> a` when `commutes`.
@@ -162,9 +166,10 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Rewrite>, PassError> {
         Op::Unary(u @ (UnaryOp::Negative | UnaryOp::Not)) => {
             let inner = g.node(ins[0].node)?;
             match inner.op() {
-                Op::Unary(v) if v == u && inner.other_deps().is_empty() => {
-                    Some(Rewrite::Value(inner.inputs()[0], vec![inner.id()]))
-                }
+                Op::Unary(v) if v == u && inner.other_deps().is_empty() => Some(Rewrite::Value(
+                    inner.inputs()[0],
+                    smallvec::smallvec![inner.id()],
+                )),
                 _ => None,
             }
         }
@@ -211,8 +216,8 @@ impl Splat {
 
 /// The data of the Constant behind `o`, looking through Broadcasts, with the nodes on the
 /// way (Broadcasts, then the Constant), when none of them has control dependencies.
-fn splat(g: &Function, mut o: Output) -> Result<Option<(&TensorData, Vec<NodeId>)>, PassError> {
-    let mut path = Vec::new();
+fn splat(g: &Function, mut o: Output) -> Result<Option<(&TensorData, Path)>, PassError> {
+    let mut path = Path::new();
     loop {
         let n = g.node(o.node)?;
         if !n.other_deps().is_empty() {

@@ -2,7 +2,12 @@
 
 mod tensor_ops;
 
+use smallvec::{smallvec, SmallVec};
+
 use crate::{BinaryOp, ElementType, Op, TensorType};
+
+/// The output types of a node: one for every op but a multi-output fused kernel (inline).
+pub type OutputTypes = SmallVec<[TensorType; 1]>;
 
 /// The output types of `op` applied to operands of types `inputs`.
 ///
@@ -10,7 +15,7 @@ use crate::{BinaryOp, ElementType, Op, TensorType};
 /// not inferred here (the caller passes their type in). Returns a message saying what is
 /// wrong; [`crate::Function::add_node`] wraps it with the op, the operands and the creation
 /// site.
-pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorType>, String> {
+pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes, String> {
     let arity = |n: usize| -> Result<(), String> {
         if inputs.len() == n {
             Ok(())
@@ -24,7 +29,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorTy
         }
         Op::Result => {
             arity(1)?;
-            Ok(vec![inputs[0].clone()])
+            Ok(smallvec![inputs[0].clone()])
         }
         Op::Unary(u) => {
             arity(1)?;
@@ -32,7 +37,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorTy
             if !u.accepts(t.element_type) {
                 return Err(format!("does not accept element type {}", t.element_type));
             }
-            Ok(vec![t.clone()])
+            Ok(smallvec![t.clone()])
         }
         Op::Binary(b) => {
             arity(2)?;
@@ -49,13 +54,13 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorTy
                     inputs[0].element_type
                 ));
             }
-            Ok(vec![inputs[0].clone()])
+            Ok(smallvec![inputs[0].clone()])
         }
         Op::Compare(_) => {
             arity(2)?;
             same_shape(&inputs[0], &inputs[1])?;
             same_type(&inputs[0], &inputs[1])?;
-            Ok(vec![TensorType::new(
+            Ok(smallvec![TensorType::new(
                 ElementType::Bool,
                 inputs[0].shape.clone(),
             )])
@@ -71,11 +76,11 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorTy
             same_shape(&inputs[0], &inputs[1])?;
             same_shape(&inputs[1], &inputs[2])?;
             same_type(&inputs[1], &inputs[2])?;
-            Ok(vec![inputs[1].clone()])
+            Ok(smallvec![inputs[1].clone()])
         }
         Op::Convert(to) => {
             arity(1)?;
-            Ok(vec![TensorType::new(*to, inputs[0].shape.clone())])
+            Ok(smallvec![TensorType::new(*to, inputs[0].shape.clone())])
         }
         Op::Broadcast(target) => {
             arity(1)?;
@@ -88,7 +93,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<Vec<TensorTy
                     inputs[0].shape
                 ));
             }
-            Ok(vec![TensorType::new(
+            Ok(smallvec![TensorType::new(
                 inputs[0].element_type,
                 target.clone(),
             )])

@@ -2,14 +2,17 @@
 //! concat, gather), reductions, matrix products, normalisations, convolution and pooling.
 
 use crate::attrs::{Convolution, LayerNorm, ReduceOp, Reduction, SliceAxis, Window};
+use smallvec::smallvec;
+
+use super::OutputTypes;
 use crate::{ElementType, Shape, TensorType};
 
-type Res = Result<Vec<TensorType>, String>;
+type Res = Result<OutputTypes, String>;
 
 fn one(element_type: ElementType, dims: Vec<usize>) -> Res {
     let shape = Shape::new(dims);
     shape.element_count().map_err(|e| e.to_string())?;
-    Ok(vec![TensorType::new(element_type, shape)])
+    Ok(smallvec![TensorType::new(element_type, shape)])
 }
 
 fn arity(inputs: &[TensorType], n: usize) -> Result<(), String> {
@@ -230,7 +233,7 @@ pub(super) fn softmax(axis: usize, inputs: &[TensorType]) -> Res {
     arity(inputs, 1)?;
     float_only("the operand", &inputs[0])?;
     axis_in(axis, inputs[0].shape.rank())?;
-    Ok(vec![inputs[0].clone()])
+    Ok(smallvec![inputs[0].clone()])
 }
 
 pub(super) fn layer_norm(l: &LayerNorm, inputs: &[TensorType]) -> Res {
@@ -250,7 +253,7 @@ pub(super) fn layer_norm(l: &LayerNorm, inputs: &[TensorType]) -> Res {
             ));
         }
     }
-    Ok(vec![x.clone()])
+    Ok(smallvec![x.clone()])
 }
 
 pub(super) fn batch_norm(epsilon: f64, inputs: &[TensorType]) -> Res {
@@ -272,7 +275,7 @@ pub(super) fn batch_norm(epsilon: f64, inputs: &[TensorType]) -> Res {
             ));
         }
     }
-    Ok(vec![x.clone()])
+    Ok(smallvec![x.clone()])
 }
 
 /// Checks `x` is `[N, C, D..]` with as many spatial axes as `w` and returns the output's

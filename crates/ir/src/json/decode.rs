@@ -495,7 +495,7 @@ fn check_types(f: &Function, here: &str) -> Res<()> {
                 if let Op::Constant(d) = &node.op {
                     check_constant(d, &node.outputs[0], &loc)?;
                 }
-                node.outputs.to_vec()
+                node.outputs.clone()
             }
             op => infer_output_types(op, &in_types).map_err(|m| {
                 invalid(

@@ -29,6 +29,10 @@
 //! `i..i+2` and `i+2..i+4`; in the tail, lanes `0..2` and `2..4` of the index list), see
 //! [`super::mixed`]. A kernel at the scalar width [`Lanes::X1`] runs one element per trip;
 //! [`Lanes::for_types`] never picks it, [`crate::JitKernel::compile_scalar`] does.
+//!
+//! A vector kernel that calls the vector math library ([`super::strip`]) runs these loops
+//! once per stage of each strip of elements, each time computing only what that stage
+//! stores ([`Body`]).
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{

@@ -59,7 +59,7 @@ pub(crate) struct Slot {
     /// `true` when it depends on no per-element load (computed once, before the loop).
     pub invariant: bool,
     /// The body node it came from (for error messages).
-    pub node: String,
+    pub node: Arc<str>,
 }
 
 /// An input buffer of a kernel: element type and element count.
@@ -259,7 +259,7 @@ impl Planner {
             op: op.clone(),
             ty,
             invariant,
-            node: node.name().to_string(),
+            node: Arc::clone(node.shared_name()),
         });
         self.numbering.insert((op, ty), id);
         id

@@ -11,6 +11,7 @@
 //! snippets' cycle check with topological-order bounds.
 
 use graphlift_ir::{Function, NodeId};
+use smallvec::{smallvec, SmallVec};
 
 use crate::PassError;
 
@@ -18,9 +19,9 @@ use crate::PassError;
 pub(super) struct GraphView {
     live: Vec<bool>,
     /// Live data users and control-dependent nodes, sorted, deduplicated.
-    succs: Vec<Vec<NodeId>>,
+    succs: Vec<Adjacent>,
     /// Input producers and control dependencies, sorted, deduplicated.
-    preds: Vec<Vec<NodeId>>,
+    preds: Vec<Adjacent>,
     /// Whether some live node has a control dependency on this one.
     ctrl_target: Vec<bool>,
     /// Live nodes in the function's topological order.
@@ -30,13 +31,18 @@ pub(super) struct GraphView {
     /// Rank in a topological order of the quotient graph.
     rank: Vec<usize>,
     /// The nodes of each rank: one node, or the members of a contracted region.
-    slots: Vec<Vec<NodeId>>,
+    slots: Vec<SmallVec<[NodeId; 1]>>,
     /// Members of the region being grown.
     in_region: Vec<bool>,
     /// Visit marks of the current search (`mark[i] == epoch`).
     mark: Vec<u32>,
     epoch: u32,
+    /// The stack of a search, kept between searches.
+    stack: Vec<NodeId>,
 }
+
+/// The neighbours of a node (most have a few: kept inline).
+type Adjacent = SmallVec<[NodeId; 4]>;
 
 impl GraphView {
     /// The view of `f`, which must validate.
@@ -46,8 +52,8 @@ impl GraphView {
     pub(super) fn new(f: &Function) -> Result<GraphView, PassError> {
         let len = f.nodes().map(|n| n.id().index() + 1).max().unwrap_or(0);
         let live = liveness(f, len);
-        let mut succs = vec![Vec::new(); len];
-        let mut preds = vec![Vec::new(); len];
+        let mut succs = vec![Adjacent::new(); len];
+        let mut preds = vec![Adjacent::new(); len];
         let mut ctrl_target = vec![false; len];
         for n in f.nodes().filter(|n| live[n.id().index()]) {
             let i = n.id().index();
@@ -74,7 +80,7 @@ impl GraphView {
         for (pos, id) in order.iter().enumerate() {
             topo_pos[id.index()] = pos;
         }
-        let slots = order.iter().map(|&id| vec![id]).collect();
+        let slots = order.iter().map(|&id| smallvec![id]).collect();
         Ok(GraphView {
             live,
             succs,
@@ -87,6 +93,7 @@ impl GraphView {
             in_region: vec![false; len],
             mark: vec![0; len],
             epoch: 0,
+            stack: Vec::new(),
         })
     }
 
@@ -159,14 +166,17 @@ impl GraphView {
             in_region,
             mark,
             epoch,
+            stack,
             ..
         } = self;
         let adj = if forward { &*succs } else { &*preds };
-        let mut stack: Vec<NodeId> = adj[n.index()]
-            .iter()
-            .copied()
-            .filter(|s| !in_region[s.index()])
-            .collect();
+        stack.clear();
+        stack.extend(
+            adj[n.index()]
+                .iter()
+                .copied()
+                .filter(|s| !in_region[s.index()]),
+        );
         while let Some(v) = stack.pop() {
             let i = v.index();
             if in_region[i] {
@@ -244,7 +254,7 @@ impl GraphView {
         }
         let reordered = before
             .into_iter()
-            .chain(std::iter::once(members.to_vec()))
+            .chain(std::iter::once(SmallVec::from_slice(members)))
             .chain(after);
         for (pos, slot) in (lo..).zip(reordered) {
             for u in &slot {

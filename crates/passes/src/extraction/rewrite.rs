@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use foldhash::{HashMap, HashSet};
 use graphlift_ir::{Function, FusedKernel, NodeId, Op, Output};
+use smallvec::SmallVec;
 
 use super::region::Region;
 use super::{KernelReport, SubgraphExtraction, FUSED_NODES_KEY};
@@ -143,7 +144,7 @@ fn build_body(src: &Function, region: &Region, name: &str) -> Result<Function, P
     let constants: HashSet<NodeId> = region.constants.iter().copied().collect();
     for &m in &region.members {
         let node = src.node(m)?;
-        let mut inputs = Vec::with_capacity(node.inputs().len());
+        let mut inputs: SmallVec<[Output; 2]> = SmallVec::new();
         for &o in node.inputs() {
             if !map.contains_key(&o) && constants.contains(&o.node) {
                 let c = body.import_node(src.node(o.node)?, &[])?;
