@@ -374,9 +374,42 @@ impl Function {
     /// # Errors
     /// As [`Function::add_node`] when the inputs do not fit the op.
     pub fn import_node(&mut self, src: &Node, inputs: &[Output]) -> Result<NodeId, IrError> {
-        let types = match &src.op {
-            Op::Parameter | Op::Constant(_) => src.outputs.clone(),
-            op => self.infer(op, inputs, &src.site)?,
+        self.import(src, inputs, None)
+    }
+
+    /// [`Function::import_node`] for node `id` of `from`. When every input has here the type
+    /// its counterpart has in `from`, the copy keeps the node's recorded output types without
+    /// inferring them again: inference depends only on the op and the input types, and a
+    /// node's recorded types are what inference gave when it was built or loaded.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if `from` has no node `id`; as [`Function::add_node`] when the
+    /// inputs do not fit the op.
+    pub fn import_node_from(
+        &mut self,
+        from: &Function,
+        id: NodeId,
+        inputs: &[Output],
+    ) -> Result<NodeId, IrError> {
+        let src = from.node(id)?;
+        let same_types = src.inputs.len() == inputs.len()
+            && src.inputs.iter().zip(inputs).all(|(&a, &b)| {
+                matches!((from.output_type(a), self.output_type(b)), (Ok(x), Ok(y)) if x == y)
+            });
+        self.import(src, inputs, same_types.then(|| src.outputs.clone()))
+    }
+
+    /// Copies `src` wired to `inputs`, with output types `types` (inferred when `None`).
+    fn import(
+        &mut self,
+        src: &Node,
+        inputs: &[Output],
+        types: Option<Outputs>,
+    ) -> Result<NodeId, IrError> {
+        let types = match (types, &src.op) {
+            (Some(t), _) => t,
+            (None, Op::Parameter | Op::Constant(_)) => src.outputs.clone(),
+            (None, op) => self.infer(op, inputs, &src.site)?,
         };
         // The source's name when it is free here (shared, not copied), else a suffixed one.
         let name = if self.names.contains_key(&*src.name) {

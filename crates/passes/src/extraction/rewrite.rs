@@ -147,7 +147,7 @@ fn build_body(src: &Function, region: &Region, name: &str) -> Result<Function, P
         let mut inputs: SmallVec<[Output; 2]> = SmallVec::new();
         for &o in node.inputs() {
             if !map.contains_key(&o) && constants.contains(&o.node) {
-                let c = body.import_node(src.node(o.node)?, &[])?;
+                let c = body.import_node_from(src, o.node, &[])?;
                 map.insert(o, Output::from(c));
             }
             let mapped = map.get(&o).copied().ok_or_else(|| {
@@ -155,7 +155,7 @@ fn build_body(src: &Function, region: &Region, name: &str) -> Result<Function, P
             })?;
             inputs.push(mapped);
         }
-        let id = body.import_node(node, &inputs)?;
+        let id = body.import_node_from(src, m, &inputs)?;
         for i in 0..node.outputs().len() {
             map.insert(Output::new(m, i), Output::new(id, i));
         }
