@@ -53,6 +53,14 @@ use crate::JitError;
 const BUFFER_BYTES: usize = 16 << 10;
 /// The most elements per strip (see the module documentation for the measurements).
 const MAX_STRIP: usize = 128;
+/// The most stages a strip-mined kernel may have. Every stage is a loop of its own, with
+/// its main and tail bodies, its buffer loads and stores: a kernel whose chain of library
+/// calls is longer compiles its vector math inline instead (a 200-op kernel with 23 chained
+/// calls took 33 ms to compile strip-mined, 9 ms inline).
+const MAX_STAGES: usize = 8;
+/// Values of at most this many operations are computed again by each stage that needs
+/// them; larger ones are kept in a buffer by the stage that computes them first.
+const RECOMPUTE: usize = 2;
 /// The fewest elements per strip (a kernel with many calls gets shorter strips).
 const MIN_STRIP: usize = 32;
 
@@ -95,8 +103,11 @@ pub(crate) struct StripPlan {
     /// The stage from which each slot's value is available.
     stage: Vec<usize>,
     /// The strip buffer a slot's values go through (a call's argument that is not an input,
-    /// or a call's result that is not an output), if any.
+    /// a call's result that is not an output, a value kept for later stages), if any.
     buffer: Vec<Option<usize>>,
+    /// The computed values that go through buffers (a call's argument, or a value a later
+    /// stage needs: [`spills`]), stored by the loop of their own stage.
+    materialized: Vec<SlotId>,
     buffers: usize,
     /// Elements per strip.
     strip: usize,
@@ -187,18 +198,43 @@ impl StripPlan {
                 target,
             });
         }
-        if calls.is_empty() {
+        let last = calls.iter().map(|c| stage[c.slot]).max().unwrap_or(0);
+        if calls.is_empty() || last > MAX_STAGES {
             return None;
         }
+        // Values a later stage needs, too costly to compute again there: kept in buffers.
+        for v in spills(plan, &stage, last) {
+            if buffer[v].is_none() {
+                buffer[v] = Some(buffers);
+                buffers += 1;
+            }
+        }
+        let mut materialized: Vec<SlotId> = (0..n)
+            .filter(|&k| buffer[k].is_some() && call_of(plan, k).is_none())
+            .collect();
+        materialized.sort_unstable();
         let per_element = 4 * buffers.max(1);
         let strip = (BUFFER_BYTES / per_element).clamp(MIN_STRIP, MAX_STRIP) / 16 * 16;
         Some(StripPlan {
             calls,
             stage,
             buffer,
+            materialized,
             buffers,
             strip,
         })
+    }
+
+    /// How many computed values are kept in buffers for later stages without being a call's
+    /// argument.
+    #[cfg(test)]
+    pub(crate) fn kept_for_later_stages(&self) -> usize {
+        let argument = |k: SlotId| {
+            self.calls
+                .iter()
+                .any(|c| c.sources.iter().any(|s| s.0 == k))
+        };
+        self.materialized.iter().filter(|&&k| !argument(k)).count()
     }
 
     /// Whether output `o` is written by a call (and not by the last stage's loop).
@@ -215,27 +251,24 @@ impl StripPlan {
             .unwrap_or(0)
     }
 
-    /// The slots stage `t` stores to strip buffers: the arguments of the next stage's calls
-    /// that are computed (not inputs, not results of earlier calls).
-    fn arguments_of(&self, plan: &KernelPlan, t: usize) -> Vec<SlotId> {
-        let mut args: Vec<SlotId> = self
-            .calls
+    /// The values stage `t`'s loop stores to strip buffers (for later calls and stages).
+    fn stored_by(&self, t: usize) -> impl Iterator<Item = SlotId> + '_ {
+        self.materialized
             .iter()
-            .filter(|c| self.stage[c.slot] == t + 1)
-            .flat_map(|c| &c.sources)
-            .filter(|&&(a, source)| {
-                matches!(source, Source::Buffer(_)) && call_of(plan, a).is_none()
-            })
-            .map(|&(a, _)| a)
-            .collect();
-        args.sort_unstable();
-        args.dedup();
-        args
+            .copied()
+            .filter(move |&k| self.stage[k] == t)
     }
 
-    /// Which slots a loop must compute to produce `roots`: their operands, back to the
-    /// invariants and to results of calls (read from buffers).
-    fn needed(&self, plan: &KernelPlan, roots: &[SlotId]) -> Vec<bool> {
+    /// Whether stage `t` reads slot `k` from a buffer (or an output): a call of an earlier or
+    /// the same stage, or a value stored by an earlier stage.
+    fn read_at(&self, k: SlotId, t: usize) -> bool {
+        self.buffer[k].is_some() && self.stage[k] < t
+            || self.calls.iter().any(|c| c.slot == k && self.stage[k] <= t)
+    }
+
+    /// Which slots stage `t`'s loop must compute to produce `roots`: their operands, back
+    /// to the invariants and to what it reads from buffers.
+    fn needed(&self, plan: &KernelPlan, roots: &[SlotId], t: usize) -> Vec<bool> {
         let mut need = vec![false; plan.slots.len()];
         let mut stack: Vec<SlotId> = roots.to_vec();
         while let Some(k) = stack.pop() {
@@ -243,12 +276,57 @@ impl StripPlan {
                 continue;
             }
             need[k] = true;
-            if call_of(plan, k).is_none() {
+            if !self.read_at(k, t) {
                 stack.extend(operands(&plan.slots[k].op));
             }
         }
         need
     }
+}
+
+/// Computed values a later stage would compute again, of more than [`RECOMPUTE`] operations:
+/// 4-byte (`f32`, `i32`) values used by a slot of a later stage, or outputs of an earlier
+/// stage than the last. Cheaper values (and `bool`s) are recomputed where needed.
+fn spills(plan: &KernelPlan, stage: &[usize], last: usize) -> Vec<SlotId> {
+    let n = plan.slots.len();
+    let computing = |k: SlotId| {
+        let s = &plan.slots[k];
+        !s.invariant
+            && call_of(plan, k).is_none()
+            && !matches!(s.op, SlotOp::Load { .. } | SlotOp::Const(_))
+    };
+    // The operations a stage repeats to compute each value: its own and its operands', back
+    // to loads, constants, invariants and calls (an upper bound where operands share some).
+    let mut cost = vec![0usize; n];
+    for k in 0..n {
+        if computing(k) {
+            cost[k] = operands(&plan.slots[k].op)
+                .into_iter()
+                .map(|a| cost[a])
+                .fold(1usize, usize::saturating_add);
+        }
+    }
+    let mut later = vec![false; n];
+    for (k, slot) in plan.slots.iter().enumerate() {
+        for a in operands(&slot.op) {
+            if stage[k] > stage[a] {
+                later[a] = true;
+            }
+        }
+    }
+    for &(s, _) in &plan.outputs {
+        if stage[s] < last {
+            later[s] = true;
+        }
+    }
+    (0..n)
+        .filter(|&k| {
+            later[k]
+                && computing(k)
+                && cost[k] > RECOMPUTE
+                && matches!(plan.slots[k].ty, ElementType::F32 | ElementType::I32)
+        })
+        .collect()
 }
 
 /// Emits the strip loop of a strip-mined kernel over `begin..end` (`begin < end`), from the
@@ -330,11 +408,10 @@ pub(super) fn loops(
                 .map(|(_, (&(slot, ty), &base))| (slot, base, ty))
                 .collect()
         } else {
-            sp.arguments_of(plan, t)
-                .into_iter()
+            sp.stored_by(t)
                 .map(|a| {
-                    let base = buffer_of(a).ok_or_else(|| codegen(plan, "argument buffer"))?;
-                    Ok((a, base, ElementType::F32))
+                    let base = buffer_of(a).ok_or_else(|| codegen(plan, "value buffer"))?;
+                    Ok((a, base, plan.slots[a].ty))
                 })
                 .collect::<Result<_, JitError>>()?
         };
@@ -343,6 +420,9 @@ pub(super) fn loops(
         }
         let roots: Vec<SlotId> = stores.iter().map(|&(k, _, _)| k).collect();
         let mut reads = vec![None; plan.slots.len()];
+        for k in sp.materialized.iter().copied().filter(|&k| sp.stage[k] < t) {
+            reads[k] = buffer_of(k);
+        }
         for c in sp.calls.iter().filter(|c| sp.stage[c.slot] <= t) {
             reads[c.slot] = Some(match c.target {
                 Target::Buffer(buf) => biased[buf],
@@ -351,7 +431,7 @@ pub(super) fn loops(
             });
         }
         let body = Body {
-            compute: sp.needed(plan, &roots),
+            compute: sp.needed(plan, &roots, t),
             reads,
             stores,
         };

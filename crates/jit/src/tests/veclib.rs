@@ -7,6 +7,7 @@ use graphlift_ir::{ElementType, Function, FunctionBuilder, Op, UnaryOp, Value};
 use graphlift_runtime::Tensor;
 
 use crate::accuracy::LoopKind;
+use crate::codegen::strip::StripPlan;
 use crate::veclib::{host_has_wide_code, VecFn};
 use crate::{CpuJitBackend, JitKernel};
 
@@ -229,24 +230,30 @@ fn broadcast_and_invariant_values_around_calls() {
 }
 
 #[test]
-fn many_calls_shorten_the_strip_and_stay_exact() {
-    // Forty calls, each on the previous value: forty stages, buffers beyond the budget of a
-    // 1,024-element strip.
+fn chains_of_calls_stay_exact_and_long_ones_compile_inline() {
+    // Calls each on the previous value plus the input: one stage per call. Up to eight
+    // stages the kernel is strip-mined (the values between calls kept in buffers); a longer
+    // chain compiles its vector math inline.
     let n = 3000;
-    for depth in [2, 3, 5, 12, 40] {
+    for depth in [2, 3, 5, 8, 9, 40] {
         let b = FunctionBuilder::new("deep");
         let x = b.parameter("x", ElementType::F32, [n]);
+        // A value of three operations that every stage uses: computed once, kept in a buffer.
+        let w = (x * x + x) * x;
         let mut v = x;
         for k in 0..depth {
             let op = [UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Erf][k % 3];
-            v = b.op(Op::Unary(op), &[v]) + x;
+            v = b.op(Op::Unary(op), &[v]) * w + x * 0.5 - x;
         }
         let body = b.finish(&[v]).unwrap();
         let xs = Tensor::from_vec(data(n, 6), [n]).unwrap();
-        assert_eq!(
-            same_as_inline(&format!("depth {depth}"), &body, &[&xs]),
-            host_has_wide_code()
-        );
+        let called = same_as_inline(&format!("depth {depth}"), &body, &[&xs]);
+        assert_eq!(called, host_has_wide_code() && depth <= 8, "depth {depth}");
+        if called {
+            let k = JitKernel::compile(&body).unwrap();
+            let strips = StripPlan::of(&k.compiled().plan).unwrap();
+            assert_eq!(strips.kept_for_later_stages(), 1, "depth {depth}: `w`");
+        }
     }
 }
 
