@@ -61,7 +61,7 @@ impl Pass for CommonSubexpressionElimination {
 
 /// Whether two nodes have the same [`Key`] (a merge may follow; [`same_op`] decides).
 fn has_twins(g: &Function) -> Result<bool, PassError> {
-    let mut keys = HashSet::default();
+    let mut keys = HashSet::with_capacity_and_hasher(g.node_count(), Default::default());
     Ok(g.nodes().filter_map(Key::of).any(|k| !keys.insert(k)))
 }
 
