@@ -443,3 +443,38 @@ pub(super) fn check(what: &str, body: &Function, inputs: &[Tensor], expect: Expe
         compare_range(what, inputs, &out, &want, (b, e), expect);
     }
 }
+
+/// Special and boundary `f32` inputs of the vector math: signed zeros, infinities, NaNs,
+/// the extremes, subnormals, and the edges of the functions' clamps and pieces.
+pub(crate) const F32_SPECIALS: [f32; 30] = [
+    0.0f32,
+    -0.0,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    f32::NAN,
+    -f32::NAN,
+    f32::MIN_POSITIVE,
+    1e-45,
+    -1e-45,
+    1e-40,
+    -1e-40,
+    f32::MAX,
+    f32::MIN,
+    88.72,
+    88.73,
+    -87.4,
+    -103.9,
+    -104.0,
+    -200.0,
+    7.0,
+    9.0,
+    -9.1,
+    20.0,
+    3.9,
+    3.95,
+    4.0,
+    -1.0,
+    1.0,
+    0.625,
+    -0.625,
+];

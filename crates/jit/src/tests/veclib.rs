@@ -19,21 +19,10 @@ const FUNCTIONS: [(VecFn, UnaryOp); 4] = [
     (VecFn::Erf, UnaryOp::Erf),
 ];
 
-/// Special values, every 65,521st bit pattern (all binades, both signs, subnormals, NaNs),
+/// The special values, every 65,521st bit pattern (all binades, both signs, subnormals, NaNs),
 /// and the neighbours of the functions' thresholds.
 fn sample() -> Vec<f32> {
-    let mut xs = vec![
-        0.0,
-        -0.0,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        -f32::NAN,
-        f32::MIN_POSITIVE,
-        f32::MAX,
-        f32::MIN,
-        f32::from_bits(1),
-    ];
+    let mut xs = super::F32_SPECIALS.to_vec();
     xs.extend((0..=u32::MAX).step_by(65_521).map(f32::from_bits));
     for t in [
         -104.0f32, 89.0, 1.25, 1.140_625, 9.011_108, 3.940_131, 0.5, 88.72,

@@ -94,38 +94,7 @@ fn vector_and_scalar_lanes_agree_bit_for_bit() {
 
 #[test]
 fn special_values_and_ranges() {
-    let specials = [
-        0.0f32,
-        -0.0,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        -f32::NAN,
-        f32::MIN_POSITIVE,
-        1e-45,
-        -1e-45,
-        1e-40,
-        -1e-40,
-        f32::MAX,
-        f32::MIN,
-        88.72,
-        88.73,
-        -87.4,
-        -103.9,
-        -104.0,
-        -200.0,
-        7.0,
-        9.0,
-        -9.1,
-        20.0,
-        3.9,
-        3.95,
-        4.0,
-        -1.0,
-        1.0,
-        0.625,
-        -0.625,
-    ];
+    let specials = super::F32_SPECIALS;
     for scalar in [false, true] {
         let out: Vec<Vec<f32>> = FUNCTIONS
             .iter()
