@@ -123,7 +123,7 @@ pub(crate) fn call_of(plan: &KernelPlan, k: SlotId) -> Option<VecFn> {
         return None;
     }
     match slot.op {
-        SlotOp::Unary(op, _) => VecFn::of(op, slot.ty),
+        SlotOp::Unary(op, _) => VecFn::of_unary(op, slot.ty),
         SlotOp::Binary(op, a, b) if !plan.slots[a].invariant && !plan.slots[b].invariant => {
             VecFn::of_binary(op, slot.ty)
         }
