@@ -44,8 +44,9 @@ impl JitKernel {
     /// # Errors
     /// [`JitError::Unsupported`] for a body outside the fused-kernel form;
     /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
-    /// `f32` `exp`, `sigmoid`, `tanh` and `erf` run as calls to the vector math library
-    /// when [`crate::VECLIB_ENV`] and the host allow it (see [`JitKernel::calls_library`]).
+    /// `f32` `exp`, `sigmoid`, `tanh`, `erf` and divisions run as calls to the vector math
+    /// library when [`crate::VECLIB_ENV`] and the host allow it (see
+    /// [`JitKernel::calls_library`]).
     pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
         let mut plan = plan::plan_kernel(body.name(), body)?;
         plan.veclib = crate::veclib::default_on();

@@ -68,7 +68,7 @@ pub(crate) fn kernel_signature(ptr: Type, call_conv: CallConv) -> Signature {
 
 /// Where a body reads and writes.
 #[derive(Clone, Copy)]
-pub(super) enum At<'a> {
+enum At<'a> {
     /// A full vector at element `i`.
     Vector(Value),
     /// The tail: lane `l` is element `idx[l]` (one index per lane).
@@ -352,7 +352,7 @@ pub(super) struct Body {
     /// from a strip buffer, or not needed here.
     pub compute: Vec<bool>,
     /// Slots read from a strip buffer: the buffer's base, biased so that element `i` of the
-    /// iteration space is at `base + i·4` (`f32` values only).
+    /// iteration space is at `base + i·4` (4-byte values only: `f32`, `i32`).
     pub reads: Vec<Option<Value>>,
     /// What is stored, in order: slot, buffer base (element `i` at `base + i·size`), and
     /// element type.

@@ -91,8 +91,8 @@ pub(crate) struct KernelPlan {
     pub slots: Vec<Slot>,
     /// Output slots, one per body result, with their element types.
     pub outputs: Vec<(SlotId, ElementType)>,
-    /// Whether `f32` `exp`, `sigmoid`, `tanh` and `erf` of an `X4` kernel are calls to the
-    /// vector math library over strips ([`super::strip`]) rather than inline code. `false`
+    /// Whether `f32` `exp`, `sigmoid`, `tanh`, `erf` and divisions of an `X4` kernel are
+    /// calls to the vector math library over strips ([`super::strip`]) rather than inline code. `false`
     /// from [`plan_kernel`]; the backend and [`crate::JitKernel`] set it.
     pub veclib: bool,
 }
