@@ -55,6 +55,14 @@ impl Function {
         }
     }
 
+    /// Makes room for `additional` more nodes, so that adding them moves no node (a node is
+    /// a few hundred bytes; builders that know their size, like subgraph extraction's
+    /// kernel bodies, call this first).
+    pub fn reserve(&mut self, additional: usize) {
+        self.nodes.reserve(additional);
+        self.names.reserve(additional);
+    }
+
     /// A function from its nodes in arena order (node `i` gets id `i`; each node's `id` and
     /// `users` are set here), for loaders such as the JSON reader. Checks that every
     /// reference is in range and every name unique; it does not infer types, check ops or

@@ -129,7 +129,13 @@ impl Rewriter {
 /// they carry), copies of the copied constants and of the members, results for the outputs.
 fn build_body(src: &Function, region: &Region, name: &str) -> Result<Function, PassError> {
     let mut body = Function::new(name);
-    let mut map: HashMap<Output, Output> = HashMap::default();
+    let nodes = region.live_ins.len()
+        + region.constants.len()
+        + region.members.len()
+        + region.outputs.len();
+    body.reserve(nodes);
+    let mut map: HashMap<Output, Output> =
+        HashMap::with_capacity_and_hasher(nodes, Default::default());
     for &o in &region.live_ins {
         let producer = src.node(o.node)?;
         let base = if producer.outputs().len() == 1 {
