@@ -8,19 +8,21 @@
 //!
 //! - a slot's stage is the number of library calls on its longest path from the loads: a
 //!   call's result is available from the stage after its arguments';
-//! - stage `t`'s loop (the usual main and tail loops, over the strip) computes the
-//!   arguments of the calls of stage `t + 1` into strip buffers; the last stage computes and
-//!   stores the kernel's outputs; each loop computes only what its stores need, reads the
-//!   results of earlier calls, and recomputes cheap values it shares with an earlier stage
-//!   (loads, constants, inline ops) rather than keeping them;
+//! - stage `t`'s loop (the usual main and tail loops, over the strip) stores into strip
+//!   buffers the values of stage `t` that later calls take as arguments or that later
+//!   stages need and would take more than [`RECOMPUTE`] operations to compute again; the
+//!   last stage computes and stores the kernel's outputs; each loop computes only what its
+//!   stores need, reads what earlier stages and calls left in buffers, and recomputes the
+//!   cheap values it shares with an earlier stage (loads, constants, short chains);
 //! - between stages `t` and `t + 1` the library maps each call's argument buffers into its
 //!   result, one call per function per strip. An argument that is a contiguous kernel
 //!   input is passed in place, without a copy; a result that is a kernel output is written
 //!   there directly (and later stages read it there), so a kernel of one call, like
 //!   `tanh(x)` or `x / y`, is a loop of calls with no buffer.
 //!
-//! Strip buffers are one explicit stack slot of the kernel's frame, so each thread's call
-//! has its own. Calls write outputs before later stages read inputs: sound because the
+//! A kernel with more than [`MAX_STAGES`] stages keeps its vector math inline. Strip
+//! buffers are one explicit stack slot of the kernel's frame, so each thread's call has its
+//! own. Calls write outputs before later stages read inputs: sound because the
 //! runtime never passes an output that overlaps an input (outputs are distinct `&mut`
 //! borrows). Short strips measured fastest (2026-11-25, `graphlift bench-expr`, 1 thread,
 //! 2^14 and 2^18 elements: E2 0.53 / 0.54 / 0.55 / 0.59 ns per element at 128 / 256 / 512
