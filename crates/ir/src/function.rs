@@ -6,7 +6,7 @@ use foldhash::HashMap;
 use std::sync::Arc;
 
 use crate::infer::infer_output_types;
-use crate::node::{Inputs, Outputs};
+use crate::node::Inputs;
 use smallvec::SmallVec;
 mod derived;
 mod provenance_groups;
@@ -14,8 +14,8 @@ mod provenance_groups;
 use derived::Derived;
 
 use crate::{
-    CreationSite, ElementType, IrError, Node, NodeId, Op, Output, ProvenanceTags, Shape,
-    TensorData, TensorType,
+    CreationSite, ElementType, IrError, Node, NodeId, Op, Output, OutputTypes, ProvenanceTags,
+    Shape, TensorData, TensorType,
 };
 
 /// A computation graph: a DAG of typed nodes with ordered parameters and results.
@@ -333,7 +333,12 @@ impl Function {
         Ok(self.push(op, inputs.to_vec(), types, None, site))
     }
 
-    fn infer(&self, op: &Op, inputs: &[Output], site: &CreationSite) -> Result<Outputs, IrError> {
+    fn infer(
+        &self,
+        op: &Op,
+        inputs: &[Output],
+        site: &CreationSite,
+    ) -> Result<OutputTypes, IrError> {
         let in_types: SmallVec<[TensorType; 2]> = inputs
             .iter()
             .map(|&o| self.output_type(o).cloned())
@@ -412,7 +417,7 @@ impl Function {
         &mut self,
         src: &Node,
         inputs: &[Output],
-        types: Option<Outputs>,
+        types: Option<OutputTypes>,
     ) -> Result<NodeId, IrError> {
         let types = match (types, &src.op) {
             (Some(t), _) => t,
@@ -448,11 +453,11 @@ impl Function {
         &mut self,
         op: Op,
         inputs: impl Into<Inputs>,
-        outputs: impl Into<Outputs>,
+        outputs: impl Into<OutputTypes>,
         name: Option<Arc<str>>,
         site: CreationSite,
     ) -> NodeId {
-        let (inputs, outputs): (Inputs, Outputs) = (inputs.into(), outputs.into());
+        let (inputs, outputs): (Inputs, OutputTypes) = (inputs.into(), outputs.into());
         self.derived.forget();
         let id = NodeId(u32::try_from(self.nodes.len()).expect("more than 2^32 nodes"));
         let name = name.unwrap_or_else(|| {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::{ElementType, Op, ProvenanceTags, Shape};
+use crate::{ElementType, Op, OutputTypes, ProvenanceTags, Shape};
 
 /// The id of a node in its [`crate::Function`]'s arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -112,8 +112,6 @@ impl fmt::Display for CreationSite {
 /// A node's inputs: most ops take one or two (inline, no allocation; copying a Function
 /// copies every node).
 pub(crate) type Inputs = SmallVec<[Output; 2]>;
-/// A node's output types: every op but a multi-output fused kernel has one.
-pub(crate) type Outputs = crate::OutputTypes;
 /// The users of each output: (user node, input slot); most values have one or two users.
 pub(crate) type Users = SmallVec<[SmallVec<[(NodeId, usize); 2]>; 1]>;
 
@@ -127,7 +125,7 @@ pub struct Node {
     pub(crate) name: Arc<str>,
     pub(crate) op: Op,
     pub(crate) inputs: Inputs,
-    pub(crate) outputs: Outputs,
+    pub(crate) outputs: OutputTypes,
     pub(crate) metadata: BTreeMap<String, String>,
     pub(crate) tags: ProvenanceTags,
     pub(crate) pass_history: Vec<String>,

@@ -113,6 +113,8 @@ pub(crate) struct StripPlan {
     buffers: usize,
     /// Elements per strip.
     strip: usize,
+    /// The last stage (the one that stores the outputs): the stage of the last calls.
+    last: usize,
 }
 
 /// The library function slot `k` of `plan` calls, if it is strip-mined: an `f32` `exp`,
@@ -224,6 +226,7 @@ impl StripPlan {
             materialized,
             buffers,
             strip,
+            last,
         })
     }
 
@@ -242,15 +245,6 @@ impl StripPlan {
     /// Whether output `o` is written by a call (and not by the last stage's loop).
     fn writes_output(&self, o: usize) -> bool {
         self.calls.iter().any(|c| c.target == Target::Output(o))
-    }
-
-    /// The last stage (the one that stores the outputs).
-    fn last(&self) -> usize {
-        self.calls
-            .iter()
-            .map(|c| self.stage[c.slot])
-            .max()
-            .unwrap_or(0)
     }
 
     /// The values stage `t`'s loop stores to strip buffers (for later calls and stages).
@@ -346,17 +340,18 @@ pub(super) fn loops(
     let plan = fr.plan;
     let ptr = fr.ptr;
     let strip_bytes = sp.strip * 4;
-    let frame_slot = b.create_sized_stack_slot(StackSlotData::new(
-        StackSlotKind::ExplicitSlot,
-        u32::try_from(strip_bytes * sp.buffers).map_err(|_| codegen(plan, "strip buffers"))?,
-        6,
-    ));
-    let buffers: Vec<Value> = (0..sp.buffers)
-        .map(|k| {
-            b.ins()
-                .stack_addr(ptr, frame_slot, (k * strip_bytes) as i32)
-        })
-        .collect();
+    // One stack slot holds every buffer (none for a kernel whose calls read inputs and
+    // write outputs only).
+    let mut buffers = Vec::with_capacity(sp.buffers);
+    if sp.buffers > 0 {
+        let size = u32::try_from(strip_bytes * sp.buffers)
+            .map_err(|_| codegen(plan, "strip buffers too large"))?;
+        let slot =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 6));
+        for k in 0..sp.buffers {
+            buffers.push(b.ins().stack_addr(ptr, slot, (k * strip_bytes) as i32));
+        }
+    }
     let head = b.create_block();
     b.ins().jump(head, &[BlockArg::Value(begin)]);
 
@@ -372,7 +367,7 @@ pub(super) fn loops(
     let biased: Vec<Value> = buffers.iter().map(|&p| b.ins().isub(p, offset)).collect();
     let buffer_of = |k: SlotId| sp.buffer[k].map(|buf| biased[buf]);
 
-    let last = sp.last();
+    let last = sp.last;
     for t in 0..=last {
         if t > 0 {
             for c in sp.calls.iter().filter(|c| sp.stage[c.slot] == t) {
@@ -426,11 +421,11 @@ pub(super) fn loops(
             reads[k] = buffer_of(k);
         }
         for c in sp.calls.iter().filter(|c| sp.stage[c.slot] <= t) {
-            reads[c.slot] = Some(match c.target {
-                Target::Buffer(buf) => biased[buf],
+            reads[c.slot] = match c.target {
+                Target::Buffer(_) => buffer_of(c.slot),
                 // Element i of an output is at out + 4·i already.
-                Target::Output(o) => fr.outs[o],
-            });
+                Target::Output(o) => Some(fr.outs[o]),
+            };
         }
         let body = Body {
             compute: sp.needed(plan, &roots, t),

@@ -8,7 +8,7 @@ use graphlift_ir::{
 use graphlift_runtime::trace::Tracer;
 use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, Tensor};
 
-use super::uniform;
+use super::{bits, uniform};
 use crate::{CpuJitBackend, ThreadConfig};
 
 fn tensor(shape: &[usize], seed: u32) -> Tensor {
@@ -51,18 +51,6 @@ fn conv_hardswish(n: usize, c: usize, hw: usize, m: usize, groups: usize) -> Fun
         .min(z.scalar_like(6.0));
     let out = (z * clipped / z.scalar_like(6.0)).named("hardswish");
     b.finish(&[out]).unwrap()
-}
-
-fn bits(outs: &[Tensor]) -> Vec<Vec<u32>> {
-    outs.iter()
-        .map(|t| {
-            t.read::<f32>()
-                .unwrap()
-                .iter()
-                .map(|x| x.to_bits())
-                .collect()
-        })
-        .collect()
 }
 
 /// Thread settings covering the producers' paths: one thread, and two threads with every

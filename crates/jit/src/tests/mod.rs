@@ -478,3 +478,16 @@ pub(crate) const F32_SPECIALS: [f32; 30] = [
     0.625,
     -0.625,
 ];
+
+/// The bits of each `f32` tensor's elements.
+pub(crate) fn bits(outs: &[Tensor]) -> Vec<Vec<u32>> {
+    outs.iter()
+        .map(|t| {
+            t.read::<f32>()
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect()
+        })
+        .collect()
+}

@@ -46,15 +46,7 @@ fn run(k: &JitKernel, inputs: &[&Tensor], count: usize, range: (usize, usize)) -
         .map(|t| Tensor::zeros(t, [count]).unwrap())
         .collect();
     k.call_range(inputs, &mut outs, range.0, range.1).unwrap();
-    outs.iter()
-        .map(|o| {
-            o.read::<f32>()
-                .unwrap()
-                .iter()
-                .map(|x| x.to_bits())
-                .collect()
-        })
-        .collect()
+    super::bits(&outs)
 }
 
 /// The kernel of `body` with library calls gives the inline kernel's bits on `inputs`, over

@@ -104,14 +104,13 @@ impl VecFn {
     /// [`VecFn::Divide`] an `unsafe extern "C" fn(a: *const f32, b: *const f32, dst: *mut
     /// f32, n: usize)`.
     pub(crate) fn address(self) -> *const u8 {
-        let f: StripFn = match self {
-            VecFn::Exp => exp_strip,
-            VecFn::Sigmoid => sigmoid_strip,
-            VecFn::Tanh => tanh_strip,
-            VecFn::Erf => erf_strip,
-            VecFn::Divide => return divide_strip as *const u8,
-        };
-        f as *const u8
+        match self {
+            VecFn::Exp => exp_strip as *const u8,
+            VecFn::Sigmoid => sigmoid_strip as *const u8,
+            VecFn::Tanh => tanh_strip as *const u8,
+            VecFn::Erf => erf_strip as *const u8,
+            VecFn::Divide => divide_strip as *const u8,
+        }
     }
 
     /// `dst[i] = f(src[i])` for every `i` (the lengths must be equal; extra elements of the
@@ -132,9 +131,6 @@ impl VecFn {
         }
     }
 }
-
-/// The ABI of a strip entry point: `n` elements from `src` to `dst`.
-type StripFn = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize);
 
 /// Whether the host runs the library's wide code: x86-64 with AVX2 and FMA.
 pub(crate) fn host_has_wide_code() -> bool {
