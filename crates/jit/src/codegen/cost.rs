@@ -20,19 +20,25 @@
 
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 
+use super::calls::LibraryCalls;
 use super::plan::{KernelPlan, SlotOp};
-use super::strip::call_of;
+use crate::veclib::VecFn;
 
-/// Byte-equivalents of one element of a slot that calls the vector math library
+/// Byte-equivalents of one element of a call to the vector math library
 /// ([`super::strip`]): the call's wide code plus the strip buffers' traffic and the stage
-/// loops' overhead. Measured as above with the library (E2 0.54 ns per element, about 75
-/// byte-equivalents; E3, with its `exp` and its division in the library, 0.40 ns, about
-/// 56), about 40% of the inline weights.
-fn library_weight(op: &SlotOp) -> usize {
-    match op {
-        SlotOp::Unary(UnaryOp::Exp, _) => 48,
-        SlotOp::Binary(BinaryOp::Divide, ..) => 8,
-        _ => 64,
+/// loops' overhead. Measured as above with the library: single functions before the
+/// activation forms (E2 with `tanh` called, 0.54 ns per element, about 75
+/// byte-equivalents; E3 with its `exp` and its division called, 0.40 ns, about 56), about
+/// 40% of the inline weights; the forms as the whole of E2 (GELU-tanh, 0.36 ns, about 51
+/// byte-equivalents with 8 of traffic) and E3 (SiLU, 0.20 ns, about 28). GELU-erf is taken
+/// as GELU-tanh (`erf` is the same two-piece form as `tanh`).
+fn library_weight(f: VecFn) -> usize {
+    match f {
+        VecFn::Exp => 48,
+        VecFn::Divide => 8,
+        VecFn::GeluTanh | VecFn::GeluErf | VecFn::GeluErfDivide => 44,
+        VecFn::Silu | VecFn::SiluExp => 20,
+        VecFn::Sigmoid | VecFn::Tanh | VecFn::Erf => 64,
     }
 }
 
@@ -83,10 +89,11 @@ pub(crate) fn call_work(plan: &KernelPlan) -> usize {
         .map(|&(_, t)| plan.count.saturating_mul(t.size_bytes()))
         .fold(0, usize::saturating_add);
     let traffic = reads.saturating_add(writes);
+    let library = LibraryCalls::of(plan);
     let per_element: usize = (0..plan.slots.len())
-        .filter(|&k| !plan.slots[k].invariant)
-        .map(|k| match call_of(plan, k) {
-            Some(_) => library_weight(&plan.slots[k].op),
+        .filter(|&k| !plan.slots[k].invariant && !library.inside(k))
+        .map(|k| match library.get(k) {
+            Some(c) => library_weight(c.function),
             None => slot_weight(&plan.slots[k].op, plan.slots[k].ty),
         })
         .sum();

@@ -41,6 +41,7 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::FunctionBuilder;
 use graphlift_ir::ElementType;
+use smallvec::{smallvec, SmallVec};
 
 use super::broadcast::Addressing;
 use super::divide::ConstDivisor;
@@ -427,12 +428,12 @@ fn emit_body(b: &mut FunctionBuilder, fr: &Frame, body: &Body, at: At) -> Result
 }
 
 /// The slots `op` reads.
-pub(super) fn operands(op: &SlotOp) -> Vec<usize> {
+pub(super) fn operands(op: &SlotOp) -> SmallVec<[SlotId; 3]> {
     match op {
-        SlotOp::Load { .. } | SlotOp::Const(_) => Vec::new(),
-        SlotOp::Unary(_, a) | SlotOp::Convert(a) => vec![*a],
-        SlotOp::Binary(_, a, b) | SlotOp::Compare(_, a, b) => vec![*a, *b],
-        SlotOp::Select(c, a, b) => vec![*c, *a, *b],
+        SlotOp::Load { .. } | SlotOp::Const(_) => SmallVec::new(),
+        SlotOp::Unary(_, a) | SlotOp::Convert(a) => smallvec![*a],
+        SlotOp::Binary(_, a, b) | SlotOp::Compare(_, a, b) => smallvec![*a, *b],
+        SlotOp::Select(c, a, b) => smallvec![*c, *a, *b],
     }
 }
 

@@ -9,6 +9,7 @@
 //! several executables (the backend's kernel cache) lives as long as any of them.
 
 pub(crate) mod broadcast;
+pub(crate) mod calls;
 pub(crate) mod convert;
 pub(crate) mod cost;
 pub(crate) mod divide;
@@ -145,11 +146,14 @@ pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
         Helper::PowI32 => types::I32,
         Helper::PowI64 => types::I64,
         Helper::Veclib(f) => {
-            // (sources..., dst, n): pointers and an element count, no result.
+            // (sources..., dst, n, params...): pointers, an element count, a form's `f32`
+            // parameters; no result.
             let ptr = module.target_config().pointer_type();
             let mut sig = module.make_signature();
             sig.params
                 .extend(std::iter::repeat_n(AbiParam::new(ptr), f.arity() + 2));
+            sig.params
+                .extend(std::iter::repeat_n(AbiParam::new(types::F32), f.params()));
             return sig;
         }
     };
@@ -207,7 +211,8 @@ pub(crate) fn compile_codes(
             ctx.func.name = UserFuncName::user(0, id.as_u32());
             let mut refs = HelperRefs(HashMap::new());
             let lane_helpers = plan.slots.iter().filter_map(|s| helper_of(s, &plan.slots));
-            for h in lane_helpers.chain(strip::library_helpers(plan)) {
+            let library = calls::LibraryCalls::of(plan).functions();
+            for h in lane_helpers.chain(library.into_iter().map(Helper::Veclib)) {
                 if refs.0.contains_key(&h) {
                     continue;
                 }

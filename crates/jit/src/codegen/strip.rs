@@ -1,9 +1,10 @@
 //! Strip-mined kernels: `f32` vector math and division as calls to the vector math library.
 //!
-//! A kernel of `f32` lanes ([`Lanes::X4`]) whose plan allows it ([`KernelPlan::veclib`])
-//! computes `exp`, `sigmoid`, `tanh` and `erf` of per-element values, and divisions of two
-//! per-element values, by calling [`crate::veclib`], whose code uses the host's widest
-//! vectors, instead of inline four-lane code. It runs its iteration space in *strips* of at
+//! A kernel of `f32` lanes ([`super::lanes::Lanes::X4`]) whose plan allows it
+//! ([`KernelPlan::veclib`]) computes activation forms (GELU, SiLU), `exp`, `sigmoid`, `tanh`
+//! and `erf` of per-element values, and divisions of two per-element values, by calling
+//! [`crate::veclib`], whose code uses the host's widest vectors, instead of inline four-lane
+//! code ([`super::calls`] finds the calls). It runs its iteration space in *strips* of at
 //! most [`MAX_STRIP`] elements (Halide's `split`), and each strip in *stages*:
 //!
 //! - a slot's stage is the number of library calls on its longest path from the loads: a
@@ -34,6 +35,7 @@
 //! and a value passes through a buffer without rounding.
 
 use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::immediates::Ieee32;
 use cranelift_codegen::ir::{
     Block, BlockArg, InstBuilder, SourceLoc, StackSlotData, StackSlotKind, Value,
 };
@@ -42,12 +44,12 @@ use foldhash::HashMap;
 use graphlift_ir::ElementType;
 
 use super::broadcast::Addressing;
-use super::kernel::{arg_ptr, operands, vector_loops, Body, Frame};
-use super::lanes::Lanes;
+use super::calls::LibraryCalls;
+use super::kernel::{arg_ptr, vector_loops, Body, Frame};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use crate::helpers::Helper;
 use crate::provenance::slot_srcloc;
-use crate::veclib::VecFn;
+use crate::veclib::{VecFn, MAX_PARAMS};
 use crate::JitError;
 
 /// Bytes of strip buffers a kernel's frame may hold: within a 48 KiB L1 data cache with
@@ -93,14 +95,18 @@ struct Call {
     /// The slot it computes.
     slot: SlotId,
     function: VecFn,
-    /// Where each argument is read (operands in order).
+    /// Where each argument is read (in order).
     sources: Vec<(SlotId, Source)>,
+    /// A form's parameters (`f32` bits).
+    params: [u32; MAX_PARAMS],
     target: Target,
 }
 
 /// How a strip-mined kernel runs: its calls, the stage of every slot, the strip buffers.
 #[derive(Debug, Clone)]
 pub(crate) struct StripPlan {
+    /// Which slots are calls, and what each call takes.
+    library: LibraryCalls,
     calls: Vec<Call>,
     /// The stage from which each slot's value is available.
     stage: Vec<usize>,
@@ -117,37 +123,13 @@ pub(crate) struct StripPlan {
     last: usize,
 }
 
-/// The library function slot `k` of `plan` calls, if it is strip-mined: an `f32` `exp`,
-/// `sigmoid`, `tanh` or `erf`, or a division of two per-element values (a division by an
-/// invariant stays inline: it would need a buffer of copies), in a vector kernel of `f32`
-/// lanes whose plan allows library calls.
-pub(crate) fn call_of(plan: &KernelPlan, k: SlotId) -> Option<VecFn> {
-    let slot = &plan.slots[k];
-    if !plan.veclib || plan.lanes != Lanes::X4 || slot.invariant {
-        return None;
-    }
-    match slot.op {
-        SlotOp::Unary(op, _) => VecFn::of_unary(op, slot.ty),
-        SlotOp::Binary(op, a, b) if !plan.slots[a].invariant && !plan.slots[b].invariant => {
-            VecFn::of_binary(op, slot.ty)
-        }
-        _ => None,
-    }
-}
-
-/// The library functions `plan`'s code calls (to import into its function).
-pub(crate) fn library_helpers(plan: &KernelPlan) -> Vec<Helper> {
-    let mut fs: Vec<VecFn> = (0..plan.slots.len())
-        .filter_map(|k| call_of(plan, k))
-        .collect();
-    fs.sort();
-    fs.dedup();
-    fs.into_iter().map(Helper::Veclib).collect()
-}
-
 impl StripPlan {
     /// The strip plan of `plan`, or `None` when it calls no library function.
     pub(crate) fn of(plan: &KernelPlan) -> Option<StripPlan> {
+        let library = LibraryCalls::of(plan);
+        if library.is_empty() {
+            return None;
+        }
         let n = plan.slots.len();
         let mut stage = vec![0; n];
         let mut buffer: Vec<Option<usize>> = vec![None; n];
@@ -156,9 +138,9 @@ impl StripPlan {
         // Calls that write a kernel output, by slot: later calls read them there.
         let mut target_of: HashMap<SlotId, Source> = HashMap::default();
         for k in 0..n {
-            let ops = operands(&plan.slots[k].op);
+            let ops = library.inputs(plan, k);
             let from = ops.iter().map(|&a| stage[a]).max().unwrap_or(0);
-            let Some(function) = call_of(plan, k) else {
+            let Some(call) = library.get(k) else {
                 stage[k] = from;
                 continue;
             };
@@ -197,8 +179,9 @@ impl StripPlan {
             };
             calls.push(Call {
                 slot: k,
-                function,
+                function: call.function,
                 sources,
+                params: call.params,
                 target,
             });
         }
@@ -207,19 +190,20 @@ impl StripPlan {
             return None;
         }
         // Values a later stage needs, too costly to compute again there: kept in buffers.
-        for v in spills(plan, &stage, last) {
+        for v in spills(plan, &library, &stage, last) {
             if buffer[v].is_none() {
                 buffer[v] = Some(buffers);
                 buffers += 1;
             }
         }
         let mut materialized: Vec<SlotId> = (0..n)
-            .filter(|&k| buffer[k].is_some() && call_of(plan, k).is_none())
+            .filter(|&k| buffer[k].is_some() && library.get(k).is_none())
             .collect();
         materialized.sort_unstable();
         let per_element = 4 * buffers.max(1);
         let strip = (BUFFER_BYTES / per_element).clamp(MIN_STRIP, MAX_STRIP) / 16 * 16;
         Some(StripPlan {
+            library,
             calls,
             stage,
             buffer,
@@ -240,6 +224,12 @@ impl StripPlan {
                 .any(|c| c.sources.iter().any(|s| s.0 == k))
         };
         self.materialized.iter().filter(|&&k| !argument(k)).count()
+    }
+
+    /// The functions called, each once, in order.
+    #[cfg(test)]
+    pub(crate) fn functions(&self) -> Vec<VecFn> {
+        self.library.functions()
     }
 
     /// Whether output `o` is written by a call (and not by the last stage's loop).
@@ -273,7 +263,7 @@ impl StripPlan {
             }
             need[k] = true;
             if !self.read_at(k, t) {
-                stack.extend(operands(&plan.slots[k].op));
+                stack.extend(self.library.inputs(plan, k));
             }
         }
         need
@@ -283,12 +273,18 @@ impl StripPlan {
 /// Computed values a later stage would compute again, of more than [`RECOMPUTE`] operations:
 /// 4-byte (`f32`, `i32`) values used by a slot of a later stage, or outputs of an earlier
 /// stage than the last. Cheaper values (and `bool`s) are recomputed where needed.
-fn spills(plan: &KernelPlan, stage: &[usize], last: usize) -> Vec<SlotId> {
+fn spills(
+    plan: &KernelPlan,
+    library: &LibraryCalls,
+    stage: &[usize],
+    last: usize,
+) -> Vec<SlotId> {
     let n = plan.slots.len();
     let computing = |k: SlotId| {
         let s = &plan.slots[k];
         !s.invariant
-            && call_of(plan, k).is_none()
+            && library.get(k).is_none()
+            && !library.inside(k)
             && !matches!(s.op, SlotOp::Load { .. } | SlotOp::Const(_))
     };
     // The operations a stage repeats to compute each value: its own and its operands', back
@@ -296,15 +292,16 @@ fn spills(plan: &KernelPlan, stage: &[usize], last: usize) -> Vec<SlotId> {
     let mut cost = vec![0usize; n];
     for k in 0..n {
         if computing(k) {
-            cost[k] = operands(&plan.slots[k].op)
+            cost[k] = library
+                .inputs(plan, k)
                 .into_iter()
                 .map(|a| cost[a])
                 .fold(1usize, usize::saturating_add);
         }
     }
     let mut later = vec![false; n];
-    for (k, slot) in plan.slots.iter().enumerate() {
-        for a in operands(&slot.op) {
+    for k in 0..n {
+        for a in library.inputs(plan, k) {
             if stage[k] > stage[a] {
                 later[a] = true;
             }
@@ -386,6 +383,9 @@ pub(super) fn loops(
                     Target::Output(o) => at_strip(b, fr.outs[o]),
                 });
                 args.push(len);
+                for &bits in &c.params[..c.function.params()] {
+                    args.push(b.ins().f32const(Ieee32::with_bits(bits)));
+                }
                 let f = fr
                     .helpers
                     .0

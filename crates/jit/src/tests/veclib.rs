@@ -1,14 +1,15 @@
 //! The vector math library and strip-mined kernels: the library's results are the inline
 //! code's bit for bit, and a kernel that calls it computes what the inline kernel computes,
 //! at every length and range, with broadcast inputs, chained calls, values used on both
-//! sides of a call, and several outputs.
+//! sides of a call, and several outputs; activation forms are found where they are whole
+//! and only there.
 
 use graphlift_ir::{ElementType, Function, FunctionBuilder, Op, UnaryOp, Value};
 use graphlift_runtime::Tensor;
 
 use crate::accuracy::LoopKind;
 use crate::codegen::strip::StripPlan;
-use crate::veclib::{host_has_wide_code, VecFn};
+use crate::veclib::{host_has_wide_code, VecFn, MAX_PARAMS};
 use crate::{CpuJitBackend, JitKernel};
 
 /// Every library function with its op.
@@ -87,7 +88,7 @@ fn library_results_are_the_inline_codes_bit_for_bit() {
             (0, xs.len()),
         );
         let mut direct = vec![0.0f32; xs.len()];
-        f.map(&xs, &mut direct);
+        f.map(&xs, &mut direct, [0.0; MAX_PARAMS]);
         let direct: Vec<u32> = direct.iter().map(|x| x.to_bits()).collect();
         for (i, (&d, &v)) in direct.iter().zip(&inline[0]).enumerate() {
             assert!(
@@ -263,4 +264,118 @@ fn the_backend_setting_gives_identical_results() {
     let on = outputs(CpuJitBackend::new().with_threads(2).with_veclib(true));
     let off = outputs(CpuJitBackend::new().with_threads(1).with_veclib(false));
     assert!(on.iter().zip(&off).all(|(&a, &b)| same(a, b)));
+}
+
+/// The library functions the kernel of `body` calls (none when it is not strip-mined).
+fn called(body: &Function) -> Vec<VecFn> {
+    let k = JitKernel::compile(body).unwrap();
+    StripPlan::of(&k.compiled().plan).map_or_else(Vec::new, |s| s.functions())
+}
+
+/// A kernel body of one output from `x`.
+type OfX = for<'b> fn(Value<'b>) -> Value<'b>;
+
+/// The forms as written by the peers' expressions, the ONNX importer and PyTorch's
+/// exporters, with operands in both orders, each with its form; and near misses that are
+/// no form, with the single function they call.
+const FORMS: [(OfX, VecFn); 11] = [
+    (gelu, VecFn::GeluTanh),
+    // Operands the other way round, other constants.
+    (
+        |x| (0.25 + ((0.03 * (x * (x * x)) + x) * 0.7).tanh()) * (0.5 * x),
+        VecFn::GeluTanh,
+    ),
+    (
+        |x| x * 0.5 * ((x * std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0),
+        VecFn::GeluErf,
+    ),
+    (
+        |x| x * ((x / std::f64::consts::SQRT_2).erf() + 1.0) * 0.5,
+        VecFn::GeluErfDivide,
+    ),
+    (|x| x * x.sigmoid(), VecFn::Silu),
+    (|x| x.sigmoid() * x, VecFn::Silu),
+    (|x| x / ((-x).exp() + 1.0), VecFn::SiluExp),
+    (|x| x / (1.0 + (-x).exp()), VecFn::SiluExp),
+    // No forms: the cube used twice, a different op, a different argument.
+    (
+        |x| {
+            let cube = x * x * x;
+            x * 0.5 * ((x + cube * 0.044715) * 0.8).tanh() + cube
+        },
+        VecFn::Tanh,
+    ),
+    (
+        |x| x * ((x / std::f64::consts::SQRT_2).erf() - 1.0) * 0.5,
+        VecFn::Erf,
+    ),
+    (|x| x * (x + 1.0).sigmoid(), VecFn::Sigmoid),
+];
+
+#[test]
+fn activation_forms_are_the_inline_codes_bit_for_bit() {
+    let xs = sample();
+    let n = xs.len();
+    let input = Tensor::from_vec(xs, [n]).unwrap();
+    for (k, (of, form)) in FORMS.into_iter().enumerate() {
+        let b = FunctionBuilder::new("form");
+        let x = b.parameter("x", ElementType::F32, [n]);
+        let body = b.finish(&[of(x)]).unwrap();
+        let what = format!("form {k} ({form:?})");
+        let calls = same_as_inline(&what, &body, &[&input]);
+        assert_eq!(calls, host_has_wide_code(), "{what}");
+        if calls {
+            assert_eq!(called(&body), vec![form], "{what}");
+        }
+    }
+}
+
+/// A kernel body from `x`, `y` and a 0-d `c`.
+type OfXyc = for<'b> fn(Value<'b>, Value<'b>, Value<'b>) -> Vec<Value<'b>>;
+
+#[test]
+fn a_form_is_found_only_where_it_is_whole() {
+    fn t(x: Value<'_>) -> Value<'_> {
+        ((x + x * x * x * 0.044715) * 0.797_884_6).tanh()
+    }
+    let n = 3000;
+    let cases: [(&str, OfXyc, &[VecFn]); 5] = [
+        // The `tanh` is an output too: the products are computed after a `tanh` call.
+        ("tanh used outside", |x, _, _| vec![x * 0.5 * (t(x) + 1.0), t(x)], &[VecFn::Tanh]),
+        // A parameter that is not a constant.
+        (
+            "runtime scale",
+            |x, _, c| vec![x * c.broadcast_to([3000]) * (t(x) + 1.0)],
+            &[VecFn::Tanh],
+        ),
+        // Two values: `y · sigmoid(x)` is no SiLU.
+        ("two values", |x, y, _| vec![y * x.sigmoid()], &[VecFn::Sigmoid]),
+        // A form on a computed value, another on an input, in one kernel.
+        (
+            "two forms",
+            |x, y, _| vec![(x + y) * (x + y).sigmoid(), gelu(y) + 1.0],
+            &[VecFn::GeluTanh, VecFn::Silu],
+        ),
+        // The form's value used by more code, its argument used elsewhere.
+        (
+            "form inside",
+            |x, y, _| vec![(x / ((-x).exp() + 1.0)) * y + x],
+            &[VecFn::SiluExp],
+        ),
+    ];
+    let xs = Tensor::from_vec(data(n, 11), [n]).unwrap();
+    let ys = Tensor::from_vec(data(n, 12), [n]).unwrap();
+    let cs = Tensor::from_vec(vec![0.5f32], [0usize; 0]).unwrap();
+    for (what, of, expect) in cases {
+        let b = FunctionBuilder::new("partial");
+        let x = b.parameter("x", ElementType::F32, [n]);
+        let y = b.parameter("y", ElementType::F32, [n]);
+        let c = b.parameter("c", ElementType::F32, []);
+        let body = b.finish(&of(x, y, c)).unwrap();
+        let calls = same_as_inline(what, &body, &[&xs, &ys, &cs]);
+        assert_eq!(calls, host_has_wide_code(), "{what}");
+        if calls {
+            assert_eq!(called(&body), expect, "{what}");
+        }
+    }
 }

@@ -1,6 +1,6 @@
-//! The vector math library: `f32` `exp`, `sigmoid`, `tanh`, `erf` and division over strips
-//! of elements, compiled ahead of time for the host's widest vectors, which fused kernels
-//! call.
+//! The vector math library: `f32` `exp`, `sigmoid`, `tanh`, `erf`, division and the
+//! activation forms GELU and SiLU ([`forms`]) over strips of elements, compiled ahead of time
+//! for the host's widest vectors, which fused kernels call.
 //!
 //! Cranelift 0.135 lowers 128-bit vectors only (four `f32` lanes), and the inline vector
 //! math of [`crate::vmath`] is bound by instruction throughput at that width, as is division
@@ -14,7 +14,8 @@
 //! goes on with the results.
 //!
 //! Each function is the inline function's algorithm performed one element at a time
-//! ([`lane`]), operation for operation, and division is IEEE division, so a library call
+//! ([`lane`]), operation for operation, division is IEEE division, and a form performs its
+//! expression's operations in their order ([`forms`]), so a library call
 //! gives the inline code's result bit for bit (a NaN for a NaN: the sign and payload of a
 //! NaN are not specified), and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp,
 //! `tanh` and `erf` 2 ulp, measured over every `f32`) hold for both. `tests/veclib.rs`
@@ -26,11 +27,13 @@
 //! without FMA it would be a libm call per element) and `GRAPHLIFT_VECLIB` is not `0`
 //! ([`default_on`]); `CpuJitBackend::with_veclib` sets it per backend.
 
+mod forms;
 mod lane;
 
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 use multiversion::multiversion;
 
+pub(crate) use forms::{Pattern, MAX_PARAMS};
 pub(crate) use lane::{erf, exp, sigmoid, tanh};
 
 /// The environment variable that turns the vector math library off when set to `0` (read
@@ -51,17 +54,64 @@ pub(crate) enum VecFn {
     Erf,
     /// `a / b` (IEEE division).
     Divide,
+    /// GELU, tanh form ([`forms::GELU_TANH`]).
+    GeluTanh,
+    /// GELU, erf form ([`forms::GELU_ERF`]).
+    GeluErf,
+    /// GELU, erf form with a division ([`forms::GELU_ERF_DIVIDE`]).
+    GeluErfDivide,
+    /// SiLU ([`forms::SILU`]).
+    Silu,
+    /// SiLU written with `exp` ([`forms::SILU_EXP`]).
+    SiluExp,
 }
 
 impl VecFn {
     /// Every function of the library.
-    pub(crate) const ALL: [VecFn; 5] = [
+    pub(crate) const ALL: [VecFn; 10] = [
         VecFn::Exp,
         VecFn::Sigmoid,
         VecFn::Tanh,
         VecFn::Erf,
         VecFn::Divide,
+        VecFn::GeluTanh,
+        VecFn::GeluErf,
+        VecFn::GeluErfDivide,
+        VecFn::Silu,
+        VecFn::SiluExp,
     ];
+
+    /// The activation forms, in the order a kernel's slots are matched against them (a
+    /// form before the forms it contains; none of these contains another).
+    pub(crate) const FORMS: [VecFn; 5] = [
+        VecFn::GeluTanh,
+        VecFn::GeluErf,
+        VecFn::GeluErfDivide,
+        VecFn::Silu,
+        VecFn::SiluExp,
+    ];
+
+    /// The expression a form computes, or `None` for a single function.
+    pub(crate) fn pattern(self) -> Option<&'static Pattern> {
+        match self {
+            VecFn::GeluTanh => Some(&forms::GELU_TANH),
+            VecFn::GeluErf => Some(&forms::GELU_ERF),
+            VecFn::GeluErfDivide => Some(&forms::GELU_ERF_DIVIDE),
+            VecFn::Silu => Some(&forms::SILU),
+            VecFn::SiluExp => Some(&forms::SILU_EXP),
+            _ => None,
+        }
+    }
+
+    /// Its number of scalar `f32` parameters: its entry point takes them after `n` (a
+    /// form takes [`MAX_PARAMS`], unused ones ignored; a single function none).
+    pub(crate) fn params(self) -> usize {
+        if self.pattern().is_some() {
+            MAX_PARAMS
+        } else {
+            0
+        }
+    }
 
     /// Its number of arguments (1 or 2): its entry point takes that many source pointers,
     /// then `dst` and `n`.
@@ -96,13 +146,19 @@ impl VecFn {
             VecFn::Tanh => "graphlift_veclib_tanh_f32",
             VecFn::Erf => "graphlift_veclib_erf_f32",
             VecFn::Divide => "graphlift_veclib_divide_f32",
+            VecFn::GeluTanh => "graphlift_veclib_gelu_tanh_f32",
+            VecFn::GeluErf => "graphlift_veclib_gelu_erf_f32",
+            VecFn::GeluErfDivide => "graphlift_veclib_gelu_erf_divide_f32",
+            VecFn::Silu => "graphlift_veclib_silu_f32",
+            VecFn::SiluExp => "graphlift_veclib_silu_exp_f32",
         }
     }
 
     /// The address of its strip entry point, an
-    /// `unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize)`, or for
+    /// `unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize)`; for
     /// [`VecFn::Divide`] an `unsafe extern "C" fn(a: *const f32, b: *const f32, dst: *mut
-    /// f32, n: usize)`.
+    /// f32, n: usize)`; for a form an `unsafe extern "C" fn(src: *const f32, dst: *mut f32,
+    /// n: usize, c0: f32, c1: f32, c2: f32, c3: f32)`.
     pub(crate) fn address(self) -> *const u8 {
         match self {
             VecFn::Exp => exp_strip as *const u8,
@@ -110,15 +166,20 @@ impl VecFn {
             VecFn::Tanh => tanh_strip as *const u8,
             VecFn::Erf => erf_strip as *const u8,
             VecFn::Divide => divide_strip as *const u8,
+            VecFn::GeluTanh => gelu_tanh_strip as *const u8,
+            VecFn::GeluErf => gelu_erf_strip as *const u8,
+            VecFn::GeluErfDivide => gelu_erf_divide_strip as *const u8,
+            VecFn::Silu => silu_strip as *const u8,
+            VecFn::SiluExp => silu_exp_strip as *const u8,
         }
     }
 
     /// `dst[i] = f(src[i])` for every `i` (the lengths must be equal; extra elements of the
     /// longer slice are left alone), through the host's widest code (what a kernel's call
-    /// runs, without the kernel). [`VecFn::Divide`] takes its divisors from `dst`
-    /// (`dst[i] = src[i] / dst[i]`).
+    /// runs, without the kernel), a form with parameters `c`. [`VecFn::Divide`] takes its
+    /// divisors from `dst` (`dst[i] = src[i] / dst[i]`).
     #[cfg(test)]
-    pub(crate) fn map(self, src: &[f32], dst: &mut [f32]) {
+    pub(crate) fn map(self, src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
         match self {
             VecFn::Exp => map_exp(src, dst),
             VecFn::Sigmoid => map_sigmoid(src, dst),
@@ -128,6 +189,11 @@ impl VecFn {
                 let b = dst.to_vec();
                 map_divide(src, &b, dst)
             }
+            VecFn::GeluTanh => map_gelu_tanh(src, dst, c),
+            VecFn::GeluErf => map_gelu_erf(src, dst, c),
+            VecFn::GeluErfDivide => map_gelu_erf_divide(src, dst, c),
+            VecFn::Silu => map_silu(src, dst, c),
+            VecFn::SiluExp => map_silu_exp(src, dst, c),
         }
     }
 }
@@ -188,6 +254,50 @@ library_function!(map_exp, exp_strip, exp);
 library_function!(map_sigmoid, sigmoid_strip, sigmoid);
 library_function!(map_tanh, tanh_strip, tanh);
 library_function!(map_erf, erf_strip, erf);
+
+/// Defines `map_$name` and `$name_strip` for the form whose lane function is `$f`: as
+/// [`library_function!`], with the form's parameters.
+macro_rules! form_function {
+    ($map:ident, $strip:ident, $f:path) => {
+        #[multiversion(targets(
+            "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+            "x86_64+avx2+fma"
+        ))]
+        fn $map(src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
+            for (d, &x) in dst.iter_mut().zip(src) {
+                *d = $f(x, c);
+            }
+        }
+
+        unsafe extern "C" fn $strip(
+            src: *const f32,
+            dst: *mut f32,
+            n: usize,
+            c0: f32,
+            c1: f32,
+            c2: f32,
+            c3: f32,
+        ) {
+            // SAFETY: as for the functions of `library_function!`: `src` points at `n`
+            // elements of a strip buffer of the calling kernel's frame or of a checked kernel
+            // input, `dst` at `n` elements of another strip buffer or of a kernel output,
+            // which overlaps no input.
+            let (src, dst) = unsafe {
+                (
+                    std::slice::from_raw_parts(src, n),
+                    std::slice::from_raw_parts_mut(dst, n),
+                )
+            };
+            $map(src, dst, [c0, c1, c2, c3]);
+        }
+    };
+}
+
+form_function!(map_gelu_tanh, gelu_tanh_strip, forms::gelu_tanh);
+form_function!(map_gelu_erf, gelu_erf_strip, forms::gelu_erf);
+form_function!(map_gelu_erf_divide, gelu_erf_divide_strip, forms::gelu_erf_divide);
+form_function!(map_silu, silu_strip, forms::silu);
+form_function!(map_silu_exp, silu_exp_strip, forms::silu_exp);
 
 #[multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
