@@ -73,6 +73,14 @@ pub fn report(exe: &CpuJitExecutable) -> String {
         if let Some(producer) = &k.epilogue_of {
             let _ = writeln!(s, "    runs in the output loop of `{producer}` (epilogue)");
         }
+        let library = exe.kernel_library_functions(&k.name).unwrap_or_default();
+        if !library.is_empty() {
+            let _ = writeln!(
+                s,
+                "    calls the vector math library in strips: {}",
+                library.join(", ")
+            );
+        }
         let _ = writeln!(s, "    provenance: {}", join(&k.tags));
         for (i, n) in k.fused_nodes.iter().enumerate() {
             let tags = k.node_tags.get(i).map(|t| join(t)).unwrap_or_default();

@@ -682,6 +682,14 @@ impl CpuJitExecutable {
         self.kernel(name).map(|k| k.calls_library())
     }
 
+    /// The vector math library functions the kernel of the fused node `name` calls, each
+    /// once, by name (`exp`, `sigmoid`, `tanh`, `erf`, `divide`, and the activation forms
+    /// `gelu_tanh`, `gelu_erf`, `gelu_erf_divide`, `silu`, `silu_exp`); empty when it calls
+    /// none. `None` when there is no such kernel.
+    pub fn kernel_library_functions(&self, name: &str) -> Option<Vec<&'static str>> {
+        self.kernel(name).map(|k| k.library_functions())
+    }
+
     /// A watch that tells when all JIT code memory this executable uses has been freed:
     /// after the executable is dropped and no other executable or the backend's kernel cache
     /// holds the same code (an executable without kernels is released from the start).

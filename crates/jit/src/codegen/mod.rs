@@ -123,6 +123,14 @@ impl CompiledKernel {
         strip::StripPlan::of(&self.plan).is_some()
     }
 
+    /// The names of the library functions the code calls, each once (none when it does not
+    /// run in strips).
+    pub(crate) fn library_functions(&self) -> Vec<&'static str> {
+        strip::StripPlan::of(&self.plan)
+            .map(|s| s.functions().into_iter().map(|f| f.name()).collect())
+            .unwrap_or_default()
+    }
+
     /// Machine code ranges and the body node (of this plan) each was lowered from, worked
     /// out when a report asks (compiling does not pay for it).
     pub(crate) fn code_ranges(&self) -> Vec<CodeRange> {

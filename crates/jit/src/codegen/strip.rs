@@ -227,7 +227,6 @@ impl StripPlan {
     }
 
     /// The functions called, each once, in order.
-    #[cfg(test)]
     pub(crate) fn functions(&self) -> Vec<VecFn> {
         self.library.functions()
     }

@@ -252,6 +252,9 @@ fn the_backend_setting_gives_identical_results() {
         assert_eq!(kernels.len(), 1);
         let calls = exe.kernel_calls_library(&kernels[0].name).unwrap();
         assert_eq!(calls, backend.veclib());
+        let functions = exe.kernel_library_functions(&kernels[0].name).unwrap();
+        let expect: &[&str] = if calls { &["gelu_tanh"] } else { &[] };
+        assert_eq!(functions, expect);
         let mut out = [Tensor::zeros(ElementType::F32, [n]).unwrap()];
         graphlift_runtime::Executable::call(&exe, &mut out, std::slice::from_ref(&x)).unwrap();
         out[0]

@@ -138,6 +138,22 @@ impl VecFn {
         }
     }
 
+    /// Its name in reports (`graphlift explain`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            VecFn::Exp => "exp",
+            VecFn::Sigmoid => "sigmoid",
+            VecFn::Tanh => "tanh",
+            VecFn::Erf => "erf",
+            VecFn::Divide => "divide",
+            VecFn::GeluTanh => "gelu_tanh",
+            VecFn::GeluErf => "gelu_erf",
+            VecFn::GeluErfDivide => "gelu_erf_divide",
+            VecFn::Silu => "silu",
+            VecFn::SiluExp => "silu_exp",
+        }
+    }
+
     /// The JIT symbol name of its strip entry point.
     pub(crate) fn symbol(self) -> &'static str {
         match self {
