@@ -73,6 +73,9 @@ pub fn report(exe: &CpuJitExecutable) -> String {
         if let Some(producer) = &k.epilogue_of {
             let _ = writeln!(s, "    runs in the output loop of `{producer}` (epilogue)");
         }
+        if exe.kernel_streams(&k.name).unwrap_or(false) {
+            let _ = writeln!(s, "    writes its outputs with non-temporal stores");
+        }
         let library = exe.kernel_library_functions(&k.name).unwrap_or_default();
         if !library.is_empty() {
             let _ = writeln!(

@@ -31,6 +31,7 @@ pub(crate) struct KernelKey {
     outputs: Vec<(SlotId, ElementType)>,
     constants: Vec<ConstBits>,
     veclib: bool,
+    stream: bool,
 }
 
 /// A constant buffer by value: element type and the bits of every element.
@@ -53,6 +54,7 @@ impl KernelKey {
             outputs: plan.outputs.clone(),
             constants: plan.constants.iter().map(|c| bits(c)).collect(),
             veclib: plan.veclib,
+            stream: plan.stream,
         }
     }
 }

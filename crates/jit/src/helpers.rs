@@ -21,12 +21,21 @@ pub(crate) enum Helper {
     /// A strip function of the vector math library, `(src, dst, n)` (see
     /// [`crate::veclib`]).
     Veclib(VecFn),
+    /// The strip copy with non-temporal stores, `(src, dst, n)` ([`crate::stream`]).
+    StreamStrip,
+    /// The store fence after non-temporal stores, `()` ([`crate::stream`]).
+    StoreFence,
 }
 
 impl Helper {
     /// Every helper.
     pub(crate) fn all() -> Vec<Helper> {
-        let mut all = vec![Helper::PowI32, Helper::PowI64];
+        let mut all = vec![
+            Helper::PowI32,
+            Helper::PowI64,
+            Helper::StreamStrip,
+            Helper::StoreFence,
+        ];
         all.extend(VecFn::ALL.map(Helper::Veclib));
         all
     }
@@ -37,6 +46,8 @@ impl Helper {
             Helper::PowI32 => "graphlift_jit_pow_i32".into(),
             Helper::PowI64 => "graphlift_jit_pow_i64".into(),
             Helper::Veclib(f) => f.symbol().into(),
+            Helper::StreamStrip => "graphlift_stream_strip".into(),
+            Helper::StoreFence => "graphlift_store_fence".into(),
         }
     }
 
@@ -46,6 +57,8 @@ impl Helper {
             Helper::PowI32 => pow_i32 as *const u8,
             Helper::PowI64 => pow_i64 as *const u8,
             Helper::Veclib(f) => f.address(),
+            Helper::StreamStrip => crate::stream::stream_strip as *const u8,
+            Helper::StoreFence => crate::stream::store_fence as *const u8,
         }
     }
 }

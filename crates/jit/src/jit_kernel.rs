@@ -75,7 +75,10 @@ impl JitKernel {
         JitKernel::from_plan(body, plan)
     }
 
-    fn from_plan(body: &Function, plan: plan::KernelPlan) -> Result<JitKernel, JitError> {
+    pub(crate) fn from_plan(
+        body: &Function,
+        plan: plan::KernelPlan,
+    ) -> Result<JitKernel, JitError> {
         let mut kernels = codegen::compile(vec![plan])?;
         let kernel = kernels
             .pop()

@@ -84,6 +84,7 @@ mod module;
 mod native;
 pub mod parallel;
 mod provenance;
+mod stream;
 mod veclib;
 pub mod vmath;
 
@@ -96,6 +97,7 @@ pub use error::JitError;
 pub use jit_kernel::JitKernel;
 pub use module::{live_modules, MemoryWatch};
 pub use parallel::ThreadConfig;
+pub use stream::STREAM_ENV;
 pub use veclib::VECLIB_ENV;
 
 use std::sync::{Arc, Once};

@@ -78,6 +78,20 @@ fn slot_weight(op: &SlotOp, ty: ElementType) -> usize {
 /// (bytes of every input read once and every output written once) plus the compute of
 /// every per-element slot (invariant slots run once per call and are not counted).
 pub(crate) fn call_work(plan: &KernelPlan) -> usize {
+    let library = LibraryCalls::of(plan);
+    let per_element: usize = (0..plan.slots.len())
+        .filter(|&k| !plan.slots[k].invariant && !library.inside(k))
+        .map(|k| match library.get(k) {
+            Some(c) => library_weight(c.function),
+            None => slot_weight(&plan.slots[k].op, plan.slots[k].ty),
+        })
+        .sum();
+    call_traffic(plan).saturating_add(plan.count.saturating_mul(per_element))
+}
+
+/// The bytes a call over the whole iteration space reads and writes: every input read once
+/// and every output written once.
+pub(crate) fn call_traffic(plan: &KernelPlan) -> usize {
     let reads = plan
         .args
         .iter()
@@ -88,14 +102,5 @@ pub(crate) fn call_work(plan: &KernelPlan) -> usize {
         .iter()
         .map(|&(_, t)| plan.count.saturating_mul(t.size_bytes()))
         .fold(0, usize::saturating_add);
-    let traffic = reads.saturating_add(writes);
-    let library = LibraryCalls::of(plan);
-    let per_element: usize = (0..plan.slots.len())
-        .filter(|&k| !plan.slots[k].invariant && !library.inside(k))
-        .map(|k| match library.get(k) {
-            Some(c) => library_weight(c.function),
-            None => slot_weight(&plan.slots[k].op, plan.slots[k].ty),
-        })
-        .sum();
-    traffic.saturating_add(plan.count.saturating_mul(per_element))
+    reads.saturating_add(writes)
 }

@@ -50,6 +50,7 @@ use super::lower::{bool_to_mask_lane, lower, HelperRefs};
 use super::mixed::{convert_across, forms, parts, reform};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use super::strip::{self, StripPlan};
+use crate::helpers::Helper;
 use crate::provenance::slot_srcloc;
 use crate::JitError;
 
@@ -158,8 +159,10 @@ pub(crate) fn build(
     };
     emit_invariants(b, &mut fr)?;
 
+    let mut fence = false;
     match (plan.lanes, StripPlan::of(plan)) {
         (Lanes::X4 | Lanes::X2 | Lanes::Mixed, Some(strips)) => {
+            fence = strips.streams();
             strip::loops(b, &fr, &strips, (begin, end), exit)?
         }
         (Lanes::X4 | Lanes::X2 | Lanes::Mixed, None) => {
@@ -179,6 +182,17 @@ pub(crate) fn build(
         }
     }
     b.switch_to_block(exit);
+    if fence {
+        let f = helpers
+            .0
+            .get(&Helper::StoreFence)
+            .copied()
+            .ok_or_else(|| JitError::Codegen {
+                kernel: plan.name.clone(),
+                message: "store fence helper not imported".into(),
+            })?;
+        b.ins().call(f, &[]);
+    }
     b.ins().return_(&[]);
     b.seal_all_blocks();
     Ok(())

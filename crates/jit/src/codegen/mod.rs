@@ -123,6 +123,11 @@ impl CompiledKernel {
         strip::StripPlan::of(&self.plan).is_some()
     }
 
+    /// Whether the code writes outputs with non-temporal stores ([`crate::stream`]).
+    pub(crate) fn streams(&self) -> bool {
+        strip::StripPlan::of(&self.plan).is_some_and(|s| s.streams())
+    }
+
     /// The names of the library functions the code calls, each once (none when it does not
     /// run in strips).
     pub(crate) fn library_functions(&self) -> Vec<&'static str> {
@@ -164,6 +169,15 @@ pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
                 .extend(std::iter::repeat_n(AbiParam::new(types::F32), f.params()));
             return sig;
         }
+        Helper::StreamStrip => {
+            // (src, dst, n), no result.
+            let ptr = module.target_config().pointer_type();
+            let mut sig = module.make_signature();
+            sig.params
+                .extend(std::iter::repeat_n(AbiParam::new(ptr), 3));
+            return sig;
+        }
+        Helper::StoreFence => return module.make_signature(),
     };
     let mut sig = module.make_signature();
     for _ in 0..2 {
@@ -220,7 +234,15 @@ pub(crate) fn compile_codes(
             let mut refs = HelperRefs(HashMap::new());
             let lane_helpers = plan.slots.iter().filter_map(|s| helper_of(s, &plan.slots));
             let library = calls::LibraryCalls::of(plan).functions();
-            for h in lane_helpers.chain(library.into_iter().map(Helper::Veclib)) {
+            let streaming = plan
+                .stream
+                .then_some([Helper::StreamStrip, Helper::StoreFence])
+                .into_iter()
+                .flatten();
+            for h in lane_helpers
+                .chain(library.into_iter().map(Helper::Veclib))
+                .chain(streaming)
+            {
                 if refs.0.contains_key(&h) {
                     continue;
                 }

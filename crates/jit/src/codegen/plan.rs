@@ -95,6 +95,10 @@ pub(crate) struct KernelPlan {
     /// calls to the vector math library over strips ([`super::strip`]) rather than inline code. `false`
     /// from [`plan_kernel`]; the backend and [`crate::JitKernel`] set it.
     pub veclib: bool,
+    /// Whether an `X4` kernel writes its `f32` and `i32` outputs with non-temporal stores
+    /// ([`crate::stream`], [`super::strip`]). `false` from [`plan_kernel`]; the backend sets
+    /// it for calls whose traffic exceeds the last-level cache.
+    pub stream: bool,
 }
 
 impl KernelPlan {
@@ -228,6 +232,7 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
         slots: p.slots,
         outputs,
         veclib: false,
+        stream: false,
     })
 }
 

@@ -21,6 +21,11 @@
 //!   there directly (and later stages read it there), so a kernel of one call, like
 //!   `tanh(x)` or `x / y`, is a loop of calls with no buffer.
 //!
+//! A kernel whose plan streams ([`KernelPlan::stream`], [`crate::stream`]) is strip-mined
+//! too, with or without calls: its last stage stores the `f32` and `i32` outputs that no
+//! call writes into strip buffers, each strip is copied out with non-temporal stores, and
+//! the kernel fences them once before it returns.
+//!
 //! A kernel with more than [`MAX_STAGES`] stages keeps its vector math inline. Strip
 //! buffers are one explicit stack slot of the kernel's frame, so each thread's call has its
 //! own. Calls write outputs before later stages read inputs: sound because the
@@ -46,6 +51,7 @@ use graphlift_ir::ElementType;
 use super::broadcast::Addressing;
 use super::calls::LibraryCalls;
 use super::kernel::{arg_ptr, vector_loops, Body, Frame};
+use super::lanes::Lanes;
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use crate::helpers::Helper;
 use crate::provenance::slot_srcloc;
@@ -117,6 +123,9 @@ pub(crate) struct StripPlan {
     /// stage needs: [`spills`]), stored by the loop of their own stage.
     materialized: Vec<SlotId>,
     buffers: usize,
+    /// Outputs written with non-temporal stores from a buffer after the last stage, as
+    /// `(output, buffer)` ([`crate::stream`]).
+    streams: Vec<(usize, usize)>,
     /// Elements per strip.
     strip: usize,
     /// The last stage (the one that stores the outputs): the stage of the last calls.
@@ -127,7 +136,8 @@ impl StripPlan {
     /// The strip plan of `plan`, or `None` when it calls no library function.
     pub(crate) fn of(plan: &KernelPlan) -> Option<StripPlan> {
         let library = LibraryCalls::of(plan);
-        if library.is_empty() {
+        let stream = plan.stream && plan.lanes == Lanes::X4;
+        if library.is_empty() && !stream {
             return None;
         }
         let n = plan.slots.len();
@@ -186,8 +196,23 @@ impl StripPlan {
             });
         }
         let last = calls.iter().map(|c| stage[c.slot]).max().unwrap_or(0);
-        if calls.is_empty() || last > MAX_STAGES {
+        if calls.is_empty() && !stream || last > MAX_STAGES {
             return None;
+        }
+        // Outputs streamed out of buffers: the 4-byte ones no call writes.
+        let mut streams = Vec::new();
+        if stream {
+            for (o, &(k, ty)) in plan.outputs.iter().enumerate() {
+                let written = calls.iter().any(|c| c.target == Target::Output(o));
+                if written || !matches!(ty, ElementType::F32 | ElementType::I32) {
+                    continue;
+                }
+                let buf = *buffer[k].get_or_insert_with(|| {
+                    buffers += 1;
+                    buffers - 1
+                });
+                streams.push((o, buf));
+            }
         }
         // Values a later stage needs, too costly to compute again there: kept in buffers.
         for v in spills(plan, &library, &stage, last) {
@@ -205,6 +230,7 @@ impl StripPlan {
         Some(StripPlan {
             library,
             calls,
+            streams,
             stage,
             buffer,
             materialized,
@@ -234,6 +260,13 @@ impl StripPlan {
     /// Whether output `o` is written by a call (and not by the last stage's loop).
     fn writes_output(&self, o: usize) -> bool {
         self.calls.iter().any(|c| c.target == Target::Output(o))
+            || self.streams.iter().any(|&(s, _)| s == o)
+    }
+
+    /// Whether the kernel writes outputs with non-temporal stores (and must fence them
+    /// before it returns).
+    pub(crate) fn streams(&self) -> bool {
+        !self.streams.is_empty()
     }
 
     /// The values stage `t`'s loop stores to strip buffers (for later calls and stages).
@@ -272,12 +305,7 @@ impl StripPlan {
 /// Computed values a later stage would compute again, of more than [`RECOMPUTE`] operations:
 /// 4-byte (`f32`, `i32`) values used by a slot of a later stage, or outputs of an earlier
 /// stage than the last. Cheaper values (and `bool`s) are recomputed where needed.
-fn spills(
-    plan: &KernelPlan,
-    library: &LibraryCalls,
-    stage: &[usize],
-    last: usize,
-) -> Vec<SlotId> {
+fn spills(plan: &KernelPlan, library: &LibraryCalls, stage: &[usize], last: usize) -> Vec<SlotId> {
     let n = plan.slots.len();
     let computing = |k: SlotId| {
         let s = &plan.slots[k];
@@ -395,22 +423,23 @@ pub(super) fn loops(
                 b.set_srcloc(SourceLoc::default());
             }
         }
-        let stores: Vec<(SlotId, Value, ElementType)> = if t == last {
-            plan.outputs
-                .iter()
-                .zip(&fr.outs)
-                .enumerate()
-                .filter(|&(o, _)| !sp.writes_output(o))
-                .map(|(_, (&(slot, ty), &base))| (slot, base, ty))
-                .collect()
-        } else {
-            sp.stored_by(t)
-                .map(|a| {
-                    let base = buffer_of(a).ok_or_else(|| codegen(plan, "value buffer"))?;
-                    Ok((a, base, plan.slots[a].ty))
-                })
-                .collect::<Result<_, JitError>>()?
-        };
+        let mut stores: Vec<(SlotId, Value, ElementType)> = sp
+            .stored_by(t)
+            .map(|a| {
+                let base = buffer_of(a).ok_or_else(|| codegen(plan, "value buffer"))?;
+                Ok((a, base, plan.slots[a].ty))
+            })
+            .collect::<Result<_, JitError>>()?;
+        if t == last {
+            stores.extend(
+                plan.outputs
+                    .iter()
+                    .zip(&fr.outs)
+                    .enumerate()
+                    .filter(|&(o, _)| !sp.writes_output(o))
+                    .map(|(_, (&(slot, ty), &base))| (slot, base, ty)),
+            );
+        }
         if stores.is_empty() {
             continue;
         }
@@ -434,6 +463,18 @@ pub(super) fn loops(
         let next = b.create_block();
         vector_loops(b, fr, &body, (s, e), next)?;
         b.switch_to_block(next);
+    }
+    if sp.streams() {
+        let f = fr
+            .helpers
+            .0
+            .get(&Helper::StreamStrip)
+            .copied()
+            .ok_or_else(|| codegen(plan, "stream helper not imported"))?;
+        for &(o, buf) in &sp.streams {
+            let dst = b.ins().iadd(fr.outs[o], offset);
+            b.ins().call(f, &[buffers[buf], dst, len]);
+        }
     }
     let more = b.ins().icmp(IntCC::UnsignedLessThan, e, end);
     b.ins().brif(more, head, &[BlockArg::Value(e)], exit, &[]);

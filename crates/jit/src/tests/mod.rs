@@ -12,6 +12,7 @@ mod mixed;
 mod ops;
 mod parallel;
 mod provenance;
+mod stream;
 mod trace;
 mod veclib;
 mod vmath;

@@ -344,7 +344,11 @@ fn a_form_is_found_only_where_it_is_whole() {
     let n = 3000;
     let cases: [(&str, OfXyc, &[VecFn]); 5] = [
         // The `tanh` is an output too: the products are computed after a `tanh` call.
-        ("tanh used outside", |x, _, _| vec![x * 0.5 * (t(x) + 1.0), t(x)], &[VecFn::Tanh]),
+        (
+            "tanh used outside",
+            |x, _, _| vec![x * 0.5 * (t(x) + 1.0), t(x)],
+            &[VecFn::Tanh],
+        ),
         // A parameter that is not a constant.
         (
             "runtime scale",
@@ -352,7 +356,11 @@ fn a_form_is_found_only_where_it_is_whole() {
             &[VecFn::Tanh],
         ),
         // Two values: `y · sigmoid(x)` is no SiLU.
-        ("two values", |x, y, _| vec![y * x.sigmoid()], &[VecFn::Sigmoid]),
+        (
+            "two values",
+            |x, y, _| vec![y * x.sigmoid()],
+            &[VecFn::Sigmoid],
+        ),
         // A form on a computed value, another on an input, in one kernel.
         (
             "two forms",

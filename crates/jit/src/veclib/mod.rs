@@ -311,7 +311,11 @@ macro_rules! form_function {
 
 form_function!(map_gelu_tanh, gelu_tanh_strip, forms::gelu_tanh);
 form_function!(map_gelu_erf, gelu_erf_strip, forms::gelu_erf);
-form_function!(map_gelu_erf_divide, gelu_erf_divide_strip, forms::gelu_erf_divide);
+form_function!(
+    map_gelu_erf_divide,
+    gelu_erf_divide_strip,
+    forms::gelu_erf_divide
+);
 form_function!(map_silu, silu_strip, forms::silu);
 form_function!(map_silu_exp, silu_exp_strip, forms::silu_exp);
 
