@@ -1,4 +1,5 @@
-//! Strip-mined kernels: `f32` vector math and division as calls to the vector math library.
+//! Strip-mined kernels: `f32` vector math and division as calls to the vector math library,
+//! and outputs written with non-temporal stores.
 //!
 //! A kernel of `f32` lanes ([`super::lanes::Lanes::X4`]) whose plan allows it
 //! ([`KernelPlan::veclib`]) computes activation forms (GELU, SiLU), `exp`, `sigmoid`, `tanh`
@@ -133,7 +134,8 @@ pub(crate) struct StripPlan {
 }
 
 impl StripPlan {
-    /// The strip plan of `plan`, or `None` when it calls no library function.
+    /// The strip plan of `plan`, or `None` when it neither calls the library nor streams (or
+    /// its chain of calls is longer than [`MAX_STAGES`]).
     pub(crate) fn of(plan: &KernelPlan) -> Option<StripPlan> {
         let library = LibraryCalls::of(plan);
         let stream = plan.stream && plan.lanes == Lanes::X4;
