@@ -128,8 +128,9 @@ impl CpuJitBackend {
         }
     }
 
-    /// This backend, with `f32` `exp`, `sigmoid`, `tanh`, `erf` and divisions of two
-    /// per-element values in fused kernels computed by the vector math library (on: the default when the host has AVX2 and FMA, unless
+    /// This backend, with `f32` `exp`, `sigmoid`, `tanh`, `erf`, divisions of two
+    /// per-element values and whole GELU and SiLU expressions in fused kernels computed by
+    /// the vector math library (on: the default when the host has AVX2 and FMA, unless
     /// `GRAPHLIFT_VECLIB=0`) or inline (off), for executables compiled from now on. The
     /// library runs the inline code's operations on the host's widest vectors (AVX-512:
     /// sixteen lanes, against four inline); results are bit-identical either way. On a host
@@ -711,7 +712,7 @@ impl CpuJitExecutable {
     }
 
     /// Whether the kernel of the fused node `name` calls the vector math library for its
-    /// `f32` `exp`, `sigmoid`, `tanh`, `erf` or divisions (see
+    /// `f32` `exp`, `sigmoid`, `tanh`, `erf`, divisions or activation forms (see
     /// [`CpuJitBackend::with_veclib`]).
     pub fn kernel_calls_library(&self, name: &str) -> Option<bool> {
         self.kernel(name).map(|k| k.calls_library())

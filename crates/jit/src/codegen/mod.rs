@@ -120,7 +120,7 @@ impl CompiledKernel {
 
     /// Whether the code calls the vector math library (and runs in strips: [`strip`]).
     pub(crate) fn calls_library(&self) -> bool {
-        strip::StripPlan::of(&self.plan).is_some()
+        strip::StripPlan::of(&self.plan).is_some_and(|s| !s.functions().is_empty())
     }
 
     /// Whether the code writes outputs with non-temporal stores ([`crate::stream`]).

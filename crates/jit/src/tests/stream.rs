@@ -54,6 +54,7 @@ fn streaming_kernels_write_what_plain_kernels_write() {
         let plain = JitKernel::compile(&body).unwrap();
         assert!(stream.compiled().streams() || n == 1, "n = {n}");
         assert!(!plain.compiled().streams());
+
         // Ranges that start and end off every alignment.
         for range in [
             (0, n),
@@ -86,6 +87,8 @@ fn the_backend_streams_large_standalone_kernels_only() {
     let streams = |backend: &CpuJitBackend, f: &Function| {
         let exe = backend.compile_executable(f).unwrap();
         let kernels = exe.kernels();
+        // Strip-mined to stream, it still calls no library function.
+        assert_eq!(exe.kernel_calls_library(&kernels[0].name), Some(false));
         exe.kernel_streams(&kernels[0].name).unwrap()
     };
     let on = CpuJitBackend::new().with_streaming_stores(true);
