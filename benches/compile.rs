@@ -7,11 +7,6 @@
 //!   cache supplies the plan (a fingerprint, a comparison with the cached Function, a new
 //!   executable).
 //!
-//! The `warm_cache` and `cached` rows time the compile alone: the executables a sample makes
-//! are dropped after its timing (`iter_with_large_drop`; dropping one took about 1 µs of the
-//! 21 µs E2 row when it was timed with it, 2026-11-25). The `cold` rows drop each executable
-//! in the timing, so they include freeing its JIT memory.
-//!
 //! `cargo bench --bench compile`.
 
 use std::hint::black_box;
@@ -98,7 +93,7 @@ fn bench(c: &mut Criterion) {
             .with_executable_cache(false);
         backend.compile_executable(&f).expect("compiles");
         g.bench_with_input(BenchmarkId::new("warm_cache", expr), &f, |b, f| {
-            b.iter_with_large_drop(|| backend.compile_executable(black_box(f)).expect("compiles"))
+            b.iter(|| black_box(backend.compile_executable(black_box(f)).expect("compiles")))
         });
         let backend = CpuJitBackend::new().with_threads(1);
         let _alive = backend.compile_executable(&f).expect("compiles");
@@ -109,7 +104,7 @@ fn bench(c: &mut Criterion) {
             "the cache answers"
         );
         g.bench_with_input(BenchmarkId::new("cached", expr), &f, |b, f| {
-            b.iter_with_large_drop(|| backend.compile_executable(black_box(f)).expect("compiles"))
+            b.iter(|| black_box(backend.compile_executable(black_box(f)).expect("compiles")))
         });
     }
     g.finish();
