@@ -28,7 +28,10 @@ use crate::{
 #[derive(Debug, Clone, PartialEq)]
 pub struct Function {
     name: String,
-    nodes: Vec<Option<Node>>,
+    /// The node arena. Nodes are shared copy-on-write: copying a Function copies a pointer
+    /// per node, and a node is copied when it is first changed in one of the copies (every
+    /// rewrite pass works on a copy, and most of its nodes stay as they are).
+    nodes: Vec<Option<Arc<Node>>>,
     parameters: Vec<NodeId>,
     results: Vec<NodeId>,
     names: HashMap<Arc<str>, NodeId>,
@@ -55,9 +58,9 @@ impl Function {
         }
     }
 
-    /// Makes room for `additional` more nodes, so that adding them moves no node (a node is
-    /// a few hundred bytes; builders that know their size, like subgraph extraction's
-    /// kernel bodies, call this first).
+    /// Makes room for `additional` more nodes (and their names), so that adding them grows
+    /// no table; builders that know their size, like subgraph extraction's kernel bodies,
+    /// call this first.
     pub fn reserve(&mut self, additional: usize) {
         self.nodes.reserve(additional);
         self.names.reserve(additional);
@@ -101,7 +104,7 @@ impl Function {
             node.id = id;
             node.users = (0..node.outputs.len()).map(|_| SmallVec::new()).collect();
             f.names.insert(node.name.clone(), id);
-            f.nodes.push(Some(node));
+            f.nodes.push(Some(Arc::new(node)));
         }
         for i in 0..f.nodes.len() {
             let inputs = f.nodes[i]
@@ -110,7 +113,7 @@ impl Function {
                 .unwrap_or_default();
             for (slot, o) in inputs.into_iter().enumerate() {
                 if let Some(Some(p)) = f.nodes.get_mut(o.node.index()) {
-                    if let Some(u) = p.users.get_mut(o.index) {
+                    if let Some(u) = Arc::make_mut(p).users.get_mut(o.index) {
                         u.push((NodeId(i as u32), slot));
                     }
                 }
@@ -169,12 +172,12 @@ impl Function {
 
     /// Live nodes in id order.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.iter().flatten()
+        self.nodes.iter().flatten().map(|n| &**n)
     }
 
     /// The node `id`, or `None` if it does not exist (or was removed).
     pub fn get(&self, id: NodeId) -> Option<&Node> {
-        self.nodes.get(id.index()).and_then(Option::as_ref)
+        self.nodes.get(id.index()).and_then(Option::as_deref)
     }
 
     /// The node `id`.
@@ -437,7 +440,7 @@ impl Function {
             Some(name),
             src.site.clone(),
         );
-        let n = self.nodes[id.index()].as_mut().expect("just pushed");
+        let n = Arc::make_mut(self.nodes[id.index()].as_mut().expect("just pushed"));
         n.metadata = src.metadata.clone();
         n.tags = src.tags.clone();
         n.pass_history = src.pass_history.clone();
@@ -466,12 +469,12 @@ impl Function {
         });
         for (slot, o) in inputs.iter().enumerate() {
             if let Some(Some(p)) = self.nodes.get_mut(o.node.index()) {
-                p.users[o.index].push((id, slot));
+                Arc::make_mut(p).users[o.index].push((id, slot));
             }
         }
         self.names.insert(Arc::clone(&name), id);
         let n_out = outputs.len();
-        self.nodes.push(Some(Node {
+        self.nodes.push(Some(Arc::new(Node {
             id,
             name,
             op,
@@ -483,7 +486,7 @@ impl Function {
             site,
             other_deps: Vec::new(),
             users: (0..n_out).map(|_| SmallVec::new()).collect(),
-        }));
+        })));
         id
     }
 
@@ -528,6 +531,7 @@ impl Function {
         nodes
             .get_mut(id.index())
             .and_then(Option::as_mut)
+            .map(Arc::make_mut)
             .ok_or_else(|| IrError::Dangling {
                 function: name.clone(),
                 what: format!("no node {id}"),
@@ -644,6 +648,7 @@ impl Function {
             if !n.other_deps.contains(&old) {
                 continue;
             }
+            let n = Arc::make_mut(n);
             saved.push((n.id, n.other_deps.clone()));
             let mut deps = Vec::with_capacity(n.other_deps.len());
             for &d in &n.other_deps {
@@ -857,13 +862,16 @@ impl Function {
                 self.names.remove(&n.name);
                 for (slot, o) in n.inputs.iter().enumerate() {
                     if let Some(Some(p)) = self.nodes.get_mut(o.node.index()) {
-                        p.users[o.index].retain(|&mut (u, s)| !(u == n.id && s == slot));
+                        Arc::make_mut(p).users[o.index]
+                            .retain(|&mut (u, s)| !(u == n.id && s == slot));
                     }
                 }
             }
         }
         for n in self.nodes.iter_mut().flatten() {
-            n.other_deps.retain(|d| live[d.index()]);
+            if n.other_deps.iter().any(|d| !live[d.index()]) {
+                Arc::make_mut(n).other_deps.retain(|d| live[d.index()]);
+            }
         }
         removed
     }

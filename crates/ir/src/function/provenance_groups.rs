@@ -8,6 +8,7 @@
 //! they are not saved by [`Function::to_json`], and members that are removed are skipped.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::Function;
 use crate::{IrError, NodeId, Op, Output, ProvenanceTags};
@@ -125,7 +126,7 @@ impl Function {
                 continue;
             }
             if let Some(Some(n)) = self.nodes.get_mut(m.index()) {
-                n.tags.union_with(tags);
+                Arc::make_mut(n).tags.union_with(tags);
             }
             stack.extend(self.provenance_group(m).iter().copied());
         }
