@@ -480,6 +480,23 @@ pub(crate) const F32_SPECIALS: [f32; 30] = [
     -0.625,
 ];
 
+/// The outputs of `k` (each of `count` elements, zeros where the call does not write) after
+/// a call on elements `range.0..range.1`.
+pub(crate) fn outputs_of_range(
+    k: &JitKernel,
+    inputs: &[&Tensor],
+    count: usize,
+    range: (usize, usize),
+) -> Vec<Tensor> {
+    let mut outs: Vec<Tensor> = k
+        .output_types()
+        .into_iter()
+        .map(|t| Tensor::zeros(t, [count]).unwrap())
+        .collect();
+    k.call_range(inputs, &mut outs, range.0, range.1).unwrap();
+    outs
+}
+
 /// The bits of each `f32` tensor's elements.
 pub(crate) fn bits(outs: &[Tensor]) -> Vec<Vec<u32>> {
     outs.iter()

@@ -41,13 +41,7 @@ fn same(a: u32, b: u32) -> bool {
 }
 
 fn run(k: &JitKernel, inputs: &[&Tensor], count: usize, range: (usize, usize)) -> Vec<Vec<u32>> {
-    let mut outs: Vec<Tensor> = k
-        .output_types()
-        .into_iter()
-        .map(|t| Tensor::zeros(t, [count]).unwrap())
-        .collect();
-    k.call_range(inputs, &mut outs, range.0, range.1).unwrap();
-    super::bits(&outs)
+    super::bits(&super::outputs_of_range(k, inputs, count, range))
 }
 
 /// The kernel of `body` with library calls gives the inline kernel's bits on `inputs`, over
