@@ -20,8 +20,15 @@
 //! FMA, performing the inline code's operations, so results are bit-identical. The kernel
 //! then runs in strips of elements, computing each call's arguments into buffers on its
 //! stack, calling the library once per strip, and going on with the results (LLVM's
-//! `-fveclib`, Halide's `split`). On by default on hosts with AVX2 and FMA
-//! ([`CpuJitBackend::with_veclib`], [`VECLIB_ENV`], [`JitKernel::compile_inline`]).
+//! `-fveclib`, Halide's `split`). Whole GELU and SiLU expressions, as exporters write them,
+//! are one library call each (activation forms, matched exactly among a kernel's values).
+//! On by default on hosts with AVX2 and FMA ([`CpuJitBackend::with_veclib`],
+//! [`VECLIB_ENV`], [`JitKernel::compile_inline`]).
+//!
+//! A kernel whose call moves more than twice the last-level cache writes its `f32` and
+//! `i32` outputs with non-temporal stores (through strip buffers, one store fence per call:
+//! Cranelift has no such store), so the output lines are not read before they are written
+//! ([`CpuJitBackend::with_streaming_stores`], [`STREAM_ENV`]).
 //!
 //! [`CpuJitBackend`] (registered as `"CPU-JIT"` by [`register`]) compiles a Function into a
 //! [`CpuJitExecutable`]: its kernels from the backend's kernel cache or compiled into one new
