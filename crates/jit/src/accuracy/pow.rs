@@ -3,7 +3,7 @@
 //!
 //! [`sweep_pow_f32`] takes every `step`-th positive `f32` base and its negation, each with
 //! the exponents of [`POW_EXPONENTS`], against the interpreter's `f64` value before
-//! rounding. [`sweep_pow_f64`] takes the bases of the dense `f64` sample
+//! rounding. `sweep_pow_f64` (feature `mpfr`) takes the bases of the dense `f64` sample
 //! ([`super::f64_sample`]), each with the exponents of [`POW_EXPONENTS_F64`] and, for every
 //! target `t` of [`POW_TARGETS`], the exponent `t/ln|x|` and its nearest integer (so that
 //! results cover the whole range, the overflow and underflow thresholds and the subnormals,
@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use super::{LoopKind, CHUNK};
 use crate::{vmath, JitError, JitKernel};
 
-/// The result of a [`sweep_pow_f32`] or [`sweep_pow_f64`] (operands and results of either
+/// The result of a [`sweep_pow_f32`] or `sweep_pow_f64` (feature `mpfr`) (operands and results of either
 /// element type are held as `f64`, exactly).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AccuracyPow {
@@ -137,7 +137,7 @@ pub const POW_EXPONENTS: [f32; 32] = [
     f32::from_bits(1),
 ];
 
-/// The fixed exponents of [`sweep_pow_f64`] for every base: the special ones (`±0`, `±inf`,
+/// The fixed exponents of `sweep_pow_f64` (feature `mpfr`) for every base: the special ones (`±0`, `±inf`,
 /// NaN, small integers of both parities, halves, `2^53` and the odd `2^53 − 1`), tiny and
 /// huge ones (where `y·ln|x|` underflows or overflows), and spread ordinary ones.
 pub const POW_EXPONENTS_F64: [f64; 32] = [
@@ -175,7 +175,7 @@ pub const POW_EXPONENTS_F64: [f64; 32] = [
     1.000_000_000_000_000_2,
 ];
 
-/// The values `t` of `y·ln|x|` [`sweep_pow_f64`] aims at from every base (`y = t/ln|x|`):
+/// The values `t` of `y·ln|x|` `sweep_pow_f64` (feature `mpfr`) aims at from every base (`y = t/ln|x|`):
 /// both sides of the zero threshold (`ln 2^-1075 ≈ −745.13`), the subnormal range, the
 /// smallest normal (`ln 2^-1022 ≈ −708.40`), moderate values, and both sides of the
 /// overflow threshold (`ln f64::MAX ≈ 709.78`).
@@ -266,7 +266,7 @@ pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError>
         .try_reduce(|| empty, |a, b| Ok(a.merge(b)))
 }
 
-/// The exponents [`sweep_pow_f64`] pairs with base `x`: [`POW_EXPONENTS_F64`], and for each
+/// The exponents `sweep_pow_f64` (feature `mpfr`) pairs with base `x`: [`POW_EXPONENTS_F64`], and for each
 /// target `t` of [`POW_TARGETS`] the exponent `t/ln|x|` and its nearest integer (where
 /// `|x|` is finite, non-zero and not 1).
 pub fn pow_f64_exponents(x: f64) -> Vec<f64> {
