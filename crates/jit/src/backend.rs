@@ -145,10 +145,11 @@ impl CpuJitBackend {
 
     /// This backend, with non-temporal stores on or off for executables compiled from now
     /// on. On (the default on x86-64, unless `GRAPHLIFT_STREAM=0`), a fused kernel whose
-    /// call reads and writes more bytes than the host's last-level cache holds writes its
-    /// `f32` and `i32` outputs with non-temporal stores, which skip reading each output
-    /// line before writing it (E1 at 2^24 elements moves 20 bytes per element instead of
-    /// 24); kernels that run as epilogues never do. Results are bit-identical either way.
+    /// call reads and writes more than twice the bytes the host's last-level cache holds
+    /// writes its `f32` and `i32` outputs with non-temporal stores, which skip reading each
+    /// output line before writing it (E1 at 2^24 elements moves 20 bytes per element
+    /// instead of 24); kernels that run as epilogues never do. Results are bit-identical
+    /// either way.
     pub fn with_streaming_stores(self, on: bool) -> CpuJitBackend {
         CpuJitBackend {
             stream: on && cfg!(target_arch = "x86_64"),
@@ -379,8 +380,8 @@ impl CpuJitBackend {
             steps = fuse_epilogues(steps, &g, &plans)?;
         }
         if self.stream {
-            // Standalone kernel steps stream when a call's traffic exceeds the cache;
-            // epilogues run on blocks that are in cache.
+            // Standalone kernel steps stream when a call's traffic is more than twice the
+            // cache; epilogues run on blocks that are in cache.
             for step in &steps {
                 if let StepKind::Kernel(i) = step.kind {
                     if let Some(p) = plans.get_mut(i) {
