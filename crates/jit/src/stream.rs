@@ -18,7 +18,8 @@
 //! every later store, including the ones that tell other threads a chunk is done).
 //!
 //! Whether a kernel streams is decided per call site by [`streams`]: when one call moves
-//! more bytes than the last-level cache holds, its output would not stay in cache anyway.
+//! more than twice the bytes the last-level cache holds, its output would not stay in cache
+//! anyway.
 //! Kernels that run as the epilogue of a `MatMul` or `Convolution` never stream (their
 //! blocks are small and in cache).
 
