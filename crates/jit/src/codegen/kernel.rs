@@ -98,13 +98,15 @@ pub(super) struct Frame<'p> {
     invariants: Vec<Option<Parts>>,
 }
 
-/// Builds the kernel's function body into `b` (whose signature is [`kernel_signature`]).
+/// Builds the kernel's function body into `b` (whose signature is [`kernel_signature`]),
+/// strip-mined by `strips` when the plan has one ([`StripPlan::of`]).
 ///
 /// # Errors
 /// [`JitError::Codegen`] if an op cannot be lowered.
 pub(crate) fn build(
     b: &mut FunctionBuilder,
     plan: &KernelPlan,
+    strips: Option<&StripPlan>,
     helpers: &HelperRefs,
     ptr: Type,
 ) -> Result<(), JitError> {
@@ -160,10 +162,10 @@ pub(crate) fn build(
     emit_invariants(b, &mut fr)?;
 
     let mut fence = false;
-    match (plan.lanes, StripPlan::of(plan)) {
+    match (plan.lanes, strips) {
         (Lanes::X4 | Lanes::X2 | Lanes::Mixed, Some(strips)) => {
             fence = strips.streams();
-            strip::loops(b, &fr, &strips, (begin, end), exit)?
+            strip::loops(b, &fr, strips, (begin, end), exit)?
         }
         (Lanes::X4 | Lanes::X2 | Lanes::Mixed, None) => {
             vector_loops(b, &fr, &Body::whole(&fr), (begin, end), exit)?
@@ -183,14 +185,7 @@ pub(crate) fn build(
     }
     b.switch_to_block(exit);
     if fence {
-        let f = helpers
-            .0
-            .get(&Helper::StoreFence)
-            .copied()
-            .ok_or_else(|| JitError::Codegen {
-                kernel: plan.name.clone(),
-                message: "store fence helper not imported".into(),
-            })?;
+        let f = helpers.get(Helper::StoreFence, &plan.name)?;
         b.ins().call(f, &[]);
     }
     b.ins().return_(&[]);

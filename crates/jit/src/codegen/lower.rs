@@ -54,11 +54,19 @@ use crate::{vmath, JitError};
 pub(crate) struct HelperRefs(pub HashMap<Helper, FuncRef>);
 
 impl HelperRefs {
-    fn call(&self, e: &mut Emit, h: Helper, args: &[Value]) -> Result<Value, JitError> {
-        let f = self.0.get(&h).copied().ok_or_else(|| JitError::Codegen {
-            kernel: String::new(),
+    /// The reference to helper `h` in the function of kernel `kernel`.
+    ///
+    /// # Errors
+    /// [`JitError::Codegen`] naming the kernel if `h` was not imported.
+    pub(crate) fn get(&self, h: Helper, kernel: &str) -> Result<FuncRef, JitError> {
+        self.0.get(&h).copied().ok_or_else(|| JitError::Codegen {
+            kernel: kernel.to_string(),
             message: format!("helper {} was not imported", h.symbol()),
-        })?;
+        })
+    }
+
+    fn call(&self, e: &mut Emit, h: Helper, args: &[Value]) -> Result<Value, JitError> {
+        let f = self.get(h, "")?;
         let inst = e.b.ins().call(f, args);
         Ok(e.b.inst_results(inst)[0])
     }

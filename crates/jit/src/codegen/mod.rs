@@ -233,16 +233,8 @@ pub(crate) fn compile_codes(
             ctx.func.name = UserFuncName::user(0, id.as_u32());
             let mut refs = HelperRefs(HashMap::new());
             let lane_helpers = plan.slots.iter().filter_map(|s| helper_of(s, &plan.slots));
-            let library = calls::LibraryCalls::of(plan).functions();
-            let streaming = plan
-                .stream
-                .then_some([Helper::StreamStrip, Helper::StoreFence])
-                .into_iter()
-                .flatten();
-            for h in lane_helpers
-                .chain(library.into_iter().map(Helper::Veclib))
-                .chain(streaming)
-            {
+            let strips = strip::StripPlan::of(plan);
+            for h in lane_helpers.chain(strips.iter().flat_map(strip::StripPlan::helpers)) {
                 if refs.0.contains_key(&h) {
                     continue;
                 }
@@ -254,7 +246,7 @@ pub(crate) fn compile_codes(
             }
             {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-                kernel::build(&mut b, plan, &refs, ptr)?;
+                kernel::build(&mut b, plan, strips.as_ref(), &refs, ptr)?;
                 b.finalize(m.target_config());
             }
             let ir = ctx.func.display().to_string();

@@ -271,6 +271,18 @@ impl StripPlan {
         !self.streams.is_empty()
     }
 
+    /// The host functions the kernel's code calls: its library functions, and the strip
+    /// copy and the fence when it streams.
+    pub(crate) fn helpers(&self) -> impl Iterator<Item = Helper> + '_ {
+        let stream = self
+            .streams()
+            .then_some([Helper::StreamStrip, Helper::StoreFence]);
+        self.functions()
+            .into_iter()
+            .map(Helper::Veclib)
+            .chain(stream.into_iter().flatten())
+    }
+
     /// The values stage `t`'s loop stores to strip buffers (for later calls and stages).
     fn stored_by(&self, t: usize) -> impl Iterator<Item = SlotId> + '_ {
         self.materialized
@@ -415,12 +427,7 @@ pub(super) fn loops(
                 for &bits in &c.params[..c.function.params()] {
                     args.push(b.ins().f32const(Ieee32::with_bits(bits)));
                 }
-                let f = fr
-                    .helpers
-                    .0
-                    .get(&Helper::Veclib(c.function))
-                    .copied()
-                    .ok_or_else(|| codegen(plan, "library function not imported"))?;
+                let f = fr.helpers.get(Helper::Veclib(c.function), &plan.name)?;
                 b.ins().call(f, &args);
                 b.set_srcloc(SourceLoc::default());
             }
@@ -467,12 +474,7 @@ pub(super) fn loops(
         b.switch_to_block(next);
     }
     if sp.streams() {
-        let f = fr
-            .helpers
-            .0
-            .get(&Helper::StreamStrip)
-            .copied()
-            .ok_or_else(|| codegen(plan, "stream helper not imported"))?;
+        let f = fr.helpers.get(Helper::StreamStrip, &plan.name)?;
         for &(o, buf) in &sp.streams {
             let dst = b.ins().iadd(fr.outs[o], offset);
             b.ins().call(f, &[buffers[buf], dst, len]);
