@@ -105,16 +105,25 @@ fn two_piece(form: &TwoPiece, x: f32, small: impl FnOnce(f32, f32) -> f32) -> f3
     let g2 = g * g;
     let large = (-g2).mul_add(g2, 1.0);
     let y = select(a < form.split, small, large);
-    f32::from_bits((y.to_bits() & 0x7fff_ffff) | (x.to_bits() & 0x8000_0000))
+    copysign(y, x)
 }
 
-/// `tanh(x)` ([`crate::vmath::tanh`]).
+/// `|mag|` with the sign bit of `sign` (as `Emit::copysign`).
+#[inline(always)]
+fn copysign(mag: f32, sign: f32) -> f32 {
+    f32::from_bits((mag.to_bits() & 0x7fff_ffff) | (sign.to_bits() & 0x8000_0000))
+}
+
+/// `tanh(x)` ([`crate::vmath::tanh`]): `a·P(a²)/Q(a²)` on the clamped `a = |x|`, capped
+/// at `1`, with the sign of `x` put back.
 #[inline(always)]
 pub(crate) fn tanh(x: f32) -> f32 {
-    two_piece(&tanh::FORM, x, |a, t| {
-        let p = horner(t, &tanh::P);
-        (a * t).mul_add(p, a)
-    })
+    let a = x.abs();
+    let a = select(a > tanh::CLAMP, tanh::CLAMP, a);
+    let t = a * a;
+    let r = (a * horner(t, &tanh::P)) / horner(t, &tanh::Q);
+    let r = select(r > 1.0, 1.0, r);
+    copysign(r, x)
 }
 
 /// `erf(x)` ([`crate::vmath::erf`]).

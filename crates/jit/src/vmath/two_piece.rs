@@ -1,5 +1,5 @@
-//! The two-piece form shared by the `f32` [`super::erf`] and [`super::tanh`]: odd functions
-//! that rise from 0 to 1, computed on `a = min(|x|, clamp)` as a small-argument polynomial
+//! The two-piece form of the `f32` [`super::erf`] (and of `tanh` before its rational form):
+//! odd functions that rise from 0 to 1, computed on `a = min(|x|, clamp)` as a small-argument polynomial
 //! below `split` and `1 − G(a − mid)⁴` above it (`G` approximates the fourth root of
 //! `1 − f(a)`, smooth where `1 − f` itself spans many decades), with the sign of `x` put back.
 //! No division and no exponential.
