@@ -79,13 +79,13 @@ fn small_calls_stay_on_one_thread() {
 #[test]
 fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
     // 2^13 f32 elements, one input and one output (64 KiB of traffic): an addition stays
-    // on one thread, a tanh splits: inline, about 170 byte-equivalents per element; through
+    // on one thread, an erf splits: inline, about 170 byte-equivalents per element; through
     // the vector math library, 64.
     let n = 1 << 13;
-    let body = |tanh: bool| {
-        let b = FunctionBuilder::new(if tanh { "tanh" } else { "add" });
+    let body = |erf: bool| {
+        let b = FunctionBuilder::new(if erf { "erf" } else { "add" });
         let x = b.parameter("x", F32, [n]);
-        let y = if tanh { x.tanh() * x } else { x + x };
+        let y = if erf { x.erf() * x } else { x + x };
         b.finish(&[y]).unwrap()
     };
     let work = |k: crate::JitKernel| k.compiled().work();
@@ -107,7 +107,7 @@ fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
     let config = ThreadConfig::with_threads(2);
     assert_eq!(chunk_ranges(config, 0, n, light, n), None);
     for heavy in [heavy, heavy_library] {
-        let chunks = chunk_ranges(config, 0, n, heavy, n).expect("the tanh kernel splits");
+        let chunks = chunk_ranges(config, 0, n, heavy, n).expect("the erf kernel splits");
         assert!(chunks.len() >= 2);
     }
 }
