@@ -29,6 +29,7 @@
 
 mod forms;
 mod lane;
+mod wide;
 
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 use multiversion::multiversion;
@@ -233,17 +234,23 @@ pub(crate) fn default_on() -> bool {
 }
 
 /// Defines `map_$name` (the host-dispatched slice map) and `$name_strip` (its entry point
-/// for JIT code) for the lane function `$f`.
+/// for JIT code) for the lane function `$f`; with `wide = $w`, the whole sixteen-element
+/// vectors go through [`wide`]'s AVX-512 function `$w` first (bit-identical, faster where
+/// the host has it) and the lane code does the rest.
 macro_rules! library_function {
-    ($map:ident, $strip:ident, $f:path) => {
-        #[multiversion(targets(
-            "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
-            "x86_64+avx2+fma"
-        ))]
+    ($map:ident, $strip:ident, $f:path $(, wide = $w:path)?) => {
         fn $map(src: &[f32], dst: &mut [f32]) {
-            for (d, &x) in dst.iter_mut().zip(src) {
-                *d = $f(x);
+            #[multiversion(targets(
+                "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+                "x86_64+avx2+fma"
+            ))]
+            fn lanes(src: &[f32], dst: &mut [f32]) {
+                for (d, &x) in dst.iter_mut().zip(src) {
+                    *d = $f(x);
+                }
             }
+            let done: usize = 0 $(+ $w(src, dst))?;
+            lanes(&src[done..], &mut dst[done..]);
         }
 
         unsafe extern "C" fn $strip(src: *const f32, dst: *mut f32, n: usize) {
@@ -266,23 +273,27 @@ macro_rules! library_function {
     };
 }
 
-library_function!(map_exp, exp_strip, exp);
-library_function!(map_sigmoid, sigmoid_strip, sigmoid);
+library_function!(map_exp, exp_strip, exp, wide = wide::exp);
+library_function!(map_sigmoid, sigmoid_strip, sigmoid, wide = wide::sigmoid);
 library_function!(map_tanh, tanh_strip, tanh);
 library_function!(map_erf, erf_strip, erf);
 
 /// Defines `map_$name` and `$name_strip` for the form whose lane function is `$f`: as
 /// [`library_function!`], with the form's parameters.
 macro_rules! form_function {
-    ($map:ident, $strip:ident, $f:path) => {
-        #[multiversion(targets(
-            "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
-            "x86_64+avx2+fma"
-        ))]
+    ($map:ident, $strip:ident, $f:path $(, wide = $w:path)?) => {
         fn $map(src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
-            for (d, &x) in dst.iter_mut().zip(src) {
-                *d = $f(x, c);
+            #[multiversion(targets(
+                "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+                "x86_64+avx2+fma"
+            ))]
+            fn lanes(src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
+                for (d, &x) in dst.iter_mut().zip(src) {
+                    *d = $f(x, c);
+                }
             }
+            let done: usize = 0 $(+ $w(src, dst, c))?;
+            lanes(&src[done..], &mut dst[done..], c);
         }
 
         unsafe extern "C" fn $strip(
@@ -316,8 +327,13 @@ form_function!(
     gelu_erf_divide_strip,
     forms::gelu_erf_divide
 );
-form_function!(map_silu, silu_strip, forms::silu);
-form_function!(map_silu_exp, silu_exp_strip, forms::silu_exp);
+form_function!(map_silu, silu_strip, forms::silu, wide = wide::silu);
+form_function!(
+    map_silu_exp,
+    silu_exp_strip,
+    forms::silu_exp,
+    wide = wide::silu_exp
+);
 
 #[multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
