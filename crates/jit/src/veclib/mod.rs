@@ -23,6 +23,10 @@
 //! binade and the special values; `graphlift accuracy --library` measures the library's
 //! code over every `f32` (the same maxima as the inline code's, 2026-11-25).
 //!
+//! On a host with AVX-512 the functions built on `e^x` run hand-written intrinsics code for
+//! their whole sixteen-element vectors ([`wide`]: the same bits, one instruction for the
+//! scaling by `2^n`), the lane code for the rest.
+//!
 //! The library is used when the host has AVX2 and FMA (each `mul_add` is one instruction;
 //! without FMA it would be a libm call per element) and `GRAPHLIFT_VECLIB` is not `0`
 //! ([`default_on`]); `CpuJitBackend::with_veclib` sets it per backend.
