@@ -17,6 +17,7 @@ use graphlift_runtime::{
     function_signature, validate_arguments, Backend, Executable, KernelInfo, RuntimeError,
     StepInfo, Tensor, TensorSpec,
 };
+use smallvec::SmallVec;
 
 use crate::cache::{KernelCache, KernelCacheStats, KernelKey};
 use crate::codegen::{self, plan, CompiledKernel, KernelCode};
@@ -405,6 +406,7 @@ impl CpuJitBackend {
             take_result[k] =
                 matches!(loc, Loc::Temp(_)) && !result_locs[k + 1..].iter().any(|l| l == loc);
         }
+        let direct = DirectCall::of(&steps, &result_locs);
         Ok(ExecutablePlan {
             source: keep_source.then(|| function.clone()),
             function: g,
@@ -418,6 +420,7 @@ impl CpuJitBackend {
             constants,
             result_locs,
             take_result,
+            direct,
             infos: OnceLock::new(),
             pass_report,
             compiled,
@@ -488,6 +491,51 @@ enum Loc {
     /// Constant `c`, made into a tensor once at compile time (weights are never copied per
     /// call).
     Constant(usize),
+}
+
+/// A plan of one kernel step that reads only the call's inputs and constants, and whose
+/// outputs are exactly the results, each once: the shape of most small fused expressions.
+/// Such a call needs no temporaries: the kernel reads the caller's input buffers and writes
+/// the caller's output buffers (about half of the fixed cost of a small call).
+#[derive(Debug)]
+struct DirectCall {
+    /// The kernel ([`ExecutablePlan::compiled`] index) and its step's node.
+    kernel: usize,
+    node: NodeId,
+    /// The kernel's live-ins, each an input or a constant.
+    inputs: Vec<Loc>,
+    /// For each kernel output, the result it is.
+    results: Vec<usize>,
+}
+
+impl DirectCall {
+    fn of(steps: &[Step], result_locs: &[Loc]) -> Option<DirectCall> {
+        let [step] = steps else { return None };
+        let StepKind::Kernel(kernel) = step.kind else {
+            return None;
+        };
+        let reads_caller = step
+            .inputs
+            .iter()
+            .all(|l| matches!(l, Loc::Input(_) | Loc::Constant(_)));
+        if step.epilogue.is_some() || !reads_caller || step.outputs.len() != result_locs.len() {
+            return None;
+        }
+        let results = step
+            .outputs
+            .iter()
+            .map(|&t| {
+                let mut at = (0..result_locs.len()).filter(|&k| result_locs[k] == Loc::Temp(t));
+                at.next().filter(|_| at.next().is_none())
+            })
+            .collect::<Option<Vec<usize>>>()?;
+        Some(DirectCall {
+            kernel,
+            node: step.node,
+            inputs: step.inputs.clone(),
+            results,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -650,6 +698,9 @@ struct ExecutablePlan {
     constants: Vec<Tensor>,
     result_locs: Vec<Loc>,
     take_result: Vec<bool>,
+    /// Set when the plan is one kernel that reads only inputs and constants and writes
+    /// every result: a call then hands the caller's buffers to it directly.
+    direct: Option<DirectCall>,
     /// The kernels' reports, made on the first [`Executable::kernels`] call.
     infos: OnceLock<Vec<KernelInfo>>,
     pass_report: PassRunReport,
@@ -665,6 +716,12 @@ const _: () = {
 };
 
 impl CpuJitExecutable {
+    /// Whether a call runs the plan's one kernel on the caller's buffers ([`DirectCall`]).
+    #[cfg(test)]
+    pub(crate) fn calls_directly(&self) -> bool {
+        self.plan.direct.is_some()
+    }
+
     /// The function as compiled: the input after subgraph extraction, with its
     /// `FusedKernel` nodes.
     pub fn function(&self) -> &Function {
@@ -765,6 +822,33 @@ impl CpuJitExecutable {
             provenance: provenance(node),
             message,
         }
+    }
+
+    /// Runs a [`DirectCall`] plan on the caller's (validated) buffers.
+    fn call_direct(
+        &self,
+        d: &DirectCall,
+        outputs: &mut [Tensor],
+        inputs: &[Tensor],
+    ) -> Result<(), RuntimeError> {
+        let node = self.plan.function.node(d.node)?;
+        let not_computed = || Self::execution_error(node, "an input was not computed".into());
+        let ins = d
+            .inputs
+            .iter()
+            .map(|&l| self.resolve_one(l, inputs, &[]).map(Tensor::data))
+            .collect::<Option<SmallVec<[&TensorData; 8]>>>()
+            .ok_or_else(not_computed)?;
+        let mut by_result: SmallVec<[Option<&mut TensorData>; 4]> =
+            outputs.iter_mut().map(|t| Some(t.data_mut())).collect();
+        let mut outs = d
+            .results
+            .iter()
+            .map(|&r| by_result.get_mut(r).and_then(Option::take))
+            .collect::<Option<SmallVec<[&mut TensorData; 4]>>>()
+            .ok_or_else(not_computed)?;
+        self.run_whole(&self.plan.compiled[d.kernel], &ins, &mut outs)
+            .map_err(|e| Self::execution_error(node, e.to_string()))
     }
 
     /// Runs the plan's steps in order, leaving each value in its temp slot; records each
@@ -1030,6 +1114,11 @@ impl Executable for CpuJitExecutable {
     fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
         validate_arguments(&self.plan.parameters, inputs.iter(), "input")?;
         validate_arguments(&self.plan.results, outputs.iter(), "output")?;
+        if let Some(d) = &self.plan.direct {
+            if !CallRecorder::tracing() {
+                return self.call_direct(d, outputs, inputs);
+            }
+        }
         let mut temps: Vec<Option<Tensor>> = vec![None; self.plan.temps];
         // A result that a kernel computes is written straight into the caller's output
         // tensor: hand the tensor to the kernel's temp slot (validated above to have the

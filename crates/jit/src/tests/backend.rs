@@ -449,3 +449,76 @@ fn recycled_buffers_are_fully_rewritten_every_call() {
         }
     }
 }
+
+#[test]
+fn single_kernel_plans_run_on_the_callers_buffers_with_the_same_results() {
+    // One kernel reading inputs and a constant, its two outputs the results in the other
+    // order: a direct call. A result twice, or a parameter as a result: the general path.
+    let b = FunctionBuilder::new("direct");
+    let x = b.parameter("x", F32, [3, 5]);
+    let y = b.parameter("y", F32, [5]);
+    let k = b.constant(vec![0.5f32, -1.0, 2.0, 0.25, 3.0], [5]);
+    let s = (x + y) * k;
+    let t = s.relu() - x;
+    let two_outputs = b.finish(&[t, s]).unwrap();
+    let twice = {
+        let b = FunctionBuilder::new("twice");
+        let x = b.parameter("x", F32, [3, 5]);
+        let y = b.parameter("y", F32, [5]);
+        let s = (x + y).exp();
+        b.finish(&[s, s]).unwrap()
+    };
+    let passthrough = {
+        let b = FunctionBuilder::new("passthrough");
+        let x = b.parameter("x", F32, [3, 5]);
+        let y = b.parameter("y", F32, [5]);
+        b.finish(&[(x * y).tanh(), x]).unwrap()
+    };
+    let inputs = [
+        Tensor::from_vec((0..15).map(|k| k as f32 * 0.7 - 5.0).collect(), [3, 5]).unwrap(),
+        Tensor::from_vec(vec![1.0f32, -2.0, 0.0, 3.5, -0.5], [5]).unwrap(),
+    ];
+    for (f, direct) in [(&two_outputs, true), (&twice, false), (&passthrough, false)] {
+        let exe = CpuJitBackend::new().compile_executable(f).unwrap();
+        assert_eq!(exe.calls_directly(), direct, "{}", f.name());
+        let got = exe.run(&inputs).unwrap();
+        // A live tracer sends the call through the step loop.
+        let tracer = graphlift_runtime::trace::Tracer::start();
+        let traced = exe.run(&inputs).unwrap();
+        assert_eq!(tracer.finish().calls.len(), 1);
+        let want = InterpreterBackend.compile(f).unwrap().run(&inputs).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (k, ((g, t), w)) in got.iter().zip(&traced).zip(&want).enumerate() {
+            let bits = |x: &Tensor| -> Vec<u32> {
+                x.read::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect()
+            };
+            assert_eq!(bits(g), bits(t), "{} result {k}", f.name());
+            assert_eq!(g.shape(), w.shape(), "{} result {k}", f.name());
+            for (a, e) in g
+                .read::<f32>()
+                .unwrap()
+                .iter()
+                .zip(w.read::<f32>().unwrap())
+            {
+                assert!(
+                    (a - e).abs() <= 1e-5 * e.abs().max(1.0),
+                    "{}: {a} vs {e}",
+                    f.name()
+                );
+            }
+        }
+        // Outputs given in place are written in place, whatever they held.
+        let mut outs: Vec<Tensor> = want
+            .iter()
+            .map(|w| Tensor::from_vec(vec![f32::NAN; w.len()], w.shape().clone()).unwrap())
+            .collect();
+        exe.call(&mut outs, &inputs).unwrap();
+        for (o, g) in outs.iter().zip(&got) {
+            assert_eq!(o.read::<f32>().unwrap(), g.read::<f32>().unwrap());
+        }
+    }
+}

@@ -29,10 +29,16 @@ impl CallRecorder {
     /// thread. `function` is the graph the backend executes; its parameters are the call's
     /// inputs in order.
     pub fn begin(function: &Function, backend: &str) -> Option<CallRecorder> {
-        if !scope::is_active() {
+        if !Self::tracing() {
             return None;
         }
         Some(Self::new(function, backend))
+    }
+
+    /// Whether a tracer is alive on this thread (one thread-local read): a backend that
+    /// has a faster path without per-step hooks takes it only when this is `false`.
+    pub fn tracing() -> bool {
+        scope::is_active()
     }
 
     fn new(function: &Function, backend: &str) -> CallRecorder {
