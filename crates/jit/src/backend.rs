@@ -833,8 +833,9 @@ impl CpuJitExecutable {
     ) -> Result<(), RuntimeError> {
         let node = self.plan.function.node(d.node)?;
         let not_computed = || Self::execution_error(node, "an input was not computed".into());
-        let ins = d
-            .inputs
+        // The node's own inputs, as `run_step` takes them.
+        let own = &d.inputs[..node.inputs().len().min(d.inputs.len())];
+        let ins = own
             .iter()
             .map(|&l| self.resolve_one(l, inputs, &[]).map(Tensor::data))
             .collect::<Option<SmallVec<[&TensorData; 8]>>>()

@@ -3,9 +3,9 @@
 //! One rational function on `a = min(|x|, clamp)`: `tanh(a) = a·P(a²)/Q(a²)`, with `P` and
 //! `Q` of degree 4 in `a²` (the kind of approximation Eigen's fast `float` tanh uses,
 //! fitted here), the result capped at `1` and the sign of `x` put back with a bit
-//! operation. About fifteen vector operations and one
-//! division, no exponential and no second piece; the divider is a separate unit, so on
-//! x86 the division costs little next to the multiply-adds it replaces.
+//! operation: about fifteen vector operations, one of them a division (a separate unit on
+//! x86: replacing it by a multiplication did not change the library loop's speed), no
+//! exponential and no second piece.
 //!
 //! `P(0) = Q(0) = 1`, so tiny and subnormal `x` give `x` exactly and `tanh(-0) = -0`.
 //! `clamp = 9.0111084` is where the rational gives exactly `1.0` (from `9.0109138`, the
@@ -15,14 +15,15 @@
 //! itself reaches `1 + 2^-22` near `a = 8.6`.
 //!
 //! The coefficients are a minimax fit in relative error on `[0, clamp]` (Lawson's iteration
-//! on the linearised problem, 40 digits; approximation error 0.35 ulp), rounded to `f32`.
+//! on the linearised problem, 40 digits; approximation error 0.35 ulp:
+//! `scripts/tanh_rational_fit.py`), rounded to `f32`.
 //! The rounding of the two Horner evaluations, where the partial sums grow to the size of
 //! the result (`a² = 81` at the clamp), is most of the error.
 //!
 //! The form before this one (two polynomial pieces, `a + a³·P(a²)` and
 //! `1 − G(a − 1.75)⁴`, 2 ulp) took about thirty vector operations: twice the time of this
-//! one in the vector math library, which made GELU-tanh bound by the multiply-add pipes.
-//! This one trades accuracy for that time, as `-ffast-math` libraries do.
+//! one in the vector math library, where GELU-tanh is bound by its number of vector
+//! operations. This one trades accuracy for that time, as `-ffast-math` libraries do.
 //!
 //! **Maximum error: 6 ulp** (measured 5.622 ulp at `x = 6.264883` over every `f32`;
 //! `graphlift accuracy tanh` measures it against `f64::tanh`).
