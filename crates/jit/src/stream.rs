@@ -101,49 +101,48 @@ fn copy_streaming(src: &[f32], dst: &mut [f32]) {
     }
 }
 
-/// Plain stores up to the first `align`-byte boundary of `dst`; returns the rest of both.
+/// Copies `src` to `dst` in chunks of `N` elements that start on `4·N`-byte boundaries of
+/// `dst`, each written by `store(chunk of dst, chunk of src)`; plain stores before the first
+/// boundary and after the last whole chunk.
 #[cfg(target_arch = "x86_64")]
-fn align_head<'a, 'b>(
-    src: &'a [f32],
-    dst: &'b mut [f32],
-    align: usize,
-) -> (&'a [f32], &'b mut [f32]) {
-    let head = dst.as_ptr().align_offset(align).min(dst.len());
-    let (dst_head, dst_rest) = dst.split_at_mut(head);
-    let (src_head, src_rest) = src.split_at(head);
+#[inline(always)]
+fn copy_aligned_chunks<const N: usize>(
+    src: &[f32],
+    dst: &mut [f32],
+    store: impl Fn(&mut [f32], &[f32]),
+) {
+    let head = dst.as_ptr().align_offset(4 * N).min(dst.len());
+    let (dst_head, dst) = dst.split_at_mut(head);
+    let (src_head, src) = src.split_at(head);
     dst_head.copy_from_slice(src_head);
-    (src_rest, dst_rest)
+    let mut d = dst.chunks_exact_mut(N);
+    let mut s = src.chunks_exact(N);
+    for (d, s) in (&mut d).zip(&mut s) {
+        store(d, s);
+    }
+    d.into_remainder().copy_from_slice(s.remainder());
 }
 
+/// Whole 64-byte lines with one non-temporal store each.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 fn copy_streaming_avx512(src: &[f32], dst: &mut [f32]) {
     use std::arch::x86_64::{_mm512_loadu_ps, _mm512_stream_ps};
-    // Whole 64-byte lines with one non-temporal store each.
-    let (src, dst) = align_head(src, dst, 64);
-    let mut d = dst.chunks_exact_mut(16);
-    let mut s = src.chunks_exact(16);
-    for (d, s) in (&mut d).zip(&mut s) {
-        // SAFETY: `s` and `d` are sixteen elements each, `d` on a 64-byte boundary (the
-        // head was `dst`'s distance to one, every chunk is 64 bytes), as
-        // `_mm512_stream_ps` requires.
-        unsafe { _mm512_stream_ps(d.as_mut_ptr(), _mm512_loadu_ps(s.as_ptr())) };
-    }
-    d.into_remainder().copy_from_slice(s.remainder());
+    copy_aligned_chunks::<16>(src, dst, |d, s| {
+        // SAFETY: `s` and `d` are sixteen elements each, `d` on a 64-byte boundary, as
+        // `_mm512_stream_ps` requires; the host has AVX-512F (this function's feature).
+        unsafe { _mm512_stream_ps(d.as_mut_ptr(), _mm512_loadu_ps(s.as_ptr())) }
+    });
 }
 
 #[cfg(target_arch = "x86_64")]
 fn copy_streaming_sse(src: &[f32], dst: &mut [f32]) {
     use std::arch::x86_64::{_mm_loadu_ps, _mm_stream_ps};
-    let (src, dst) = align_head(src, dst, 16);
-    let mut d = dst.chunks_exact_mut(4);
-    let mut s = src.chunks_exact(4);
-    for (d, s) in (&mut d).zip(&mut s) {
-        // SAFETY: `s` and `d` are four elements each, `d` on a 16-byte boundary (as above),
-        // as `_mm_stream_ps` requires; SSE is part of x86-64.
-        unsafe { _mm_stream_ps(d.as_mut_ptr(), _mm_loadu_ps(s.as_ptr())) };
-    }
-    d.into_remainder().copy_from_slice(s.remainder());
+    copy_aligned_chunks::<4>(src, dst, |d, s| {
+        // SAFETY: `s` and `d` are four elements each, `d` on a 16-byte boundary, as
+        // `_mm_stream_ps` requires; SSE is part of x86-64.
+        unsafe { _mm_stream_ps(d.as_mut_ptr(), _mm_loadu_ps(s.as_ptr())) }
+    });
 }
 
 #[cfg(not(target_arch = "x86_64"))]
