@@ -202,10 +202,10 @@ impl VecFn {
     #[cfg(test)]
     pub(crate) fn map(self, src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
         match self {
-            VecFn::Exp => map_exp(src, dst),
-            VecFn::Sigmoid => map_sigmoid(src, dst),
-            VecFn::Tanh => map_tanh(src, dst),
-            VecFn::Erf => map_erf(src, dst),
+            VecFn::Exp => map_exp(src, dst, c),
+            VecFn::Sigmoid => map_sigmoid(src, dst, c),
+            VecFn::Tanh => map_tanh(src, dst, c),
+            VecFn::Erf => map_erf(src, dst, c),
             VecFn::Divide => {
                 let b = dst.to_vec();
                 map_divide(src, &b, dst)
@@ -237,25 +237,35 @@ pub(crate) fn default_on() -> bool {
     host_has_wide_code() && std::env::var(VECLIB_ENV).map_or(true, |v| v.trim() != "0")
 }
 
-/// Defines `map_$name` (the host-dispatched slice map) and `$name_strip` (its entry point
-/// for JIT code) for the lane function `$f`; with `wide = $w`, the whole sixteen-element
-/// vectors go through [`wide`]'s AVX-512 function `$w` first (bit-identical, faster where
-/// the host has it) and the lane code does the rest.
-macro_rules! library_function {
-    ($map:ident, $strip:ident, $f:path $(, wide = $w:path)?) => {
-        fn $map(src: &[f32], dst: &mut [f32]) {
+/// Defines `$map(src, dst, c)`, the host-dispatched slice map: `dst[i] = f(src[i], c)` for
+/// the lane function `f = $f` (extra elements of the longer slice are left alone); with
+/// `wide = $w`, the whole sixteen-element vectors go through [`wide`]'s AVX-512 function
+/// `$w(src, dst, c)` first (bit-identical, faster where the host has it) and the lane code
+/// does the rest.
+macro_rules! strip_map {
+    ($map:ident, $f:expr $(, wide = $w:path)?) => {
+        fn $map(src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
             #[multiversion(targets(
                 "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
                 "x86_64+avx2+fma"
             ))]
-            fn lanes(src: &[f32], dst: &mut [f32]) {
+            fn lanes(src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
+                let f = $f;
                 for (d, &x) in dst.iter_mut().zip(src) {
-                    *d = $f(x);
+                    *d = f(x, c);
                 }
             }
-            let done: usize = 0 $(+ $w(src, dst))?;
-            lanes(&src[done..], &mut dst[done..]);
+            let done: usize = 0 $(+ $w(src, dst, c))?;
+            lanes(&src[done..], &mut dst[done..], c);
         }
+    };
+}
+
+/// Defines `$map` ([`strip_map!`], parameters ignored) and `$strip`, its entry point for JIT
+/// code, for the single function whose lane function is `$f`.
+macro_rules! library_function {
+    ($map:ident, $strip:ident, $f:path $(, wide = $w:path)?) => {
+        strip_map!($map, |x: f32, _: [f32; MAX_PARAMS]| $f(x) $(, wide = $w)?);
 
         unsafe extern "C" fn $strip(src: *const f32, dst: *mut f32, n: usize) {
             // SAFETY: only JIT kernels call this (`codegen::strip`), with `n` at most the
@@ -272,7 +282,7 @@ macro_rules! library_function {
                     std::slice::from_raw_parts_mut(dst, n),
                 )
             };
-            $map(src, dst);
+            $map(src, dst, [0.0; MAX_PARAMS]);
         }
     };
 }
@@ -282,23 +292,11 @@ library_function!(map_sigmoid, sigmoid_strip, sigmoid, wide = wide::sigmoid);
 library_function!(map_tanh, tanh_strip, tanh);
 library_function!(map_erf, erf_strip, erf);
 
-/// Defines `map_$name` and `$name_strip` for the form whose lane function is `$f`: as
-/// [`library_function!`], with the form's parameters.
+/// Defines `$map` ([`strip_map!`]) and `$strip` for the form whose lane function is `$f`:
+/// as [`library_function!`], with the form's parameters.
 macro_rules! form_function {
     ($map:ident, $strip:ident, $f:path $(, wide = $w:path)?) => {
-        fn $map(src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
-            #[multiversion(targets(
-                "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
-                "x86_64+avx2+fma"
-            ))]
-            fn lanes(src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
-                for (d, &x) in dst.iter_mut().zip(src) {
-                    *d = $f(x, c);
-                }
-            }
-            let done: usize = 0 $(+ $w(src, dst, c))?;
-            lanes(&src[done..], &mut dst[done..], c);
-        }
+        strip_map!($map, $f $(, wide = $w)?);
 
         unsafe extern "C" fn $strip(
             src: *const f32,
