@@ -496,7 +496,9 @@ enum Loc {
 /// A plan of one kernel step that reads only the call's inputs and constants, and whose
 /// outputs are exactly the results, each once: the shape of most small fused expressions.
 /// Such a call needs no temporaries: the kernel reads the caller's input buffers and writes
-/// the caller's output buffers (about half of the fixed cost of a small call).
+/// the caller's output buffers (about half of the fixed cost of a small call). The node and
+/// inputs are copies of the step's: reading them through the step list cost a direct call
+/// 12 ns more (102 → 114 ns, criterion `call_overhead`).
 #[derive(Debug)]
 struct DirectCall {
     /// The kernel ([`ExecutablePlan::compiled`] index) and its step's node.

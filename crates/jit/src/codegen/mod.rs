@@ -155,35 +155,27 @@ impl std::fmt::Debug for CompiledKernel {
 
 /// The Cranelift signature of a helper.
 pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
-    let ty: Type = match h {
-        Helper::PowI32 => types::I32,
-        Helper::PowI64 => types::I64,
-        Helper::Veclib(f) => {
-            // (sources..., dst, n, params...): pointers, an element count, a form's `f32`
-            // parameters; no result.
-            let ptr = module.target_config().pointer_type();
-            let mut sig = module.make_signature();
-            sig.params
-                .extend(std::iter::repeat_n(AbiParam::new(ptr), f.arity() + 2));
-            sig.params
-                .extend(std::iter::repeat_n(AbiParam::new(types::F32), f.params()));
-            return sig;
-        }
-        Helper::StreamStrip => {
-            // (src, dst, n), no result.
-            let ptr = module.target_config().pointer_type();
-            let mut sig = module.make_signature();
-            sig.params
-                .extend(std::iter::repeat_n(AbiParam::new(ptr), 3));
-            return sig;
-        }
-        Helper::StoreFence => return module.make_signature(),
-    };
     let mut sig = module.make_signature();
-    for _ in 0..2 {
-        sig.params.push(AbiParam::new(ty));
-    }
-    sig.returns.push(AbiParam::new(ty));
+    // Integer powers: (base, exponent) -> power, all of one type.
+    let pow = |mut sig: Signature, ty: Type| {
+        sig.params.extend([AbiParam::new(ty); 2]);
+        sig.returns.push(AbiParam::new(ty));
+        sig
+    };
+    // Strip functions take pointers (sources..., dst), an element count and a form's `f32`
+    // parameters, and return nothing.
+    let (pointers, floats) = match h {
+        Helper::PowI32 => return pow(sig, types::I32),
+        Helper::PowI64 => return pow(sig, types::I64),
+        Helper::Veclib(f) => (f.arity() + 2, f.params()),
+        Helper::StreamStrip => (3, 0),
+        Helper::StoreFence => (0, 0),
+    };
+    let ptr = module.target_config().pointer_type();
+    sig.params
+        .extend(std::iter::repeat_n(AbiParam::new(ptr), pointers));
+    sig.params
+        .extend(std::iter::repeat_n(AbiParam::new(types::F32), floats));
     sig
 }
 
