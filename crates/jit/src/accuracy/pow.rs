@@ -17,8 +17,8 @@ use rayon::prelude::*;
 use super::{LoopKind, CHUNK};
 use crate::{vmath, JitError, JitKernel};
 
-/// The result of a [`sweep_pow_f32`] or `sweep_pow_f64` (feature `mpfr`) (operands and results of either
-/// element type are held as `f64`, exactly).
+/// The result of a [`sweep_pow_f32`] or `sweep_pow_f64` (feature `mpfr`): operands and
+/// results of either element type are held as `f64`, exactly.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AccuracyPow {
     /// `f32` or `f64`.
@@ -137,9 +137,10 @@ pub const POW_EXPONENTS: [f32; 32] = [
     f32::from_bits(1),
 ];
 
-/// The fixed exponents of `sweep_pow_f64` (feature `mpfr`) for every base: the special ones (`±0`, `±inf`,
-/// NaN, small integers of both parities, halves, `2^53` and the odd `2^53 − 1`), tiny and
-/// huge ones (where `y·ln|x|` underflows or overflows), and spread ordinary ones.
+/// The fixed exponents of `sweep_pow_f64` (feature `mpfr`) for every base: the special
+/// ones (`±0`, `±inf`, NaN, small integers of both parities, halves, `2^53` and the odd
+/// `2^53 − 1`), tiny and huge ones (where `y·ln|x|` underflows or overflows), and spread
+/// ordinary ones.
 pub const POW_EXPONENTS_F64: [f64; 32] = [
     0.0,
     -0.0,
@@ -175,10 +176,10 @@ pub const POW_EXPONENTS_F64: [f64; 32] = [
     1.000_000_000_000_000_2,
 ];
 
-/// The values `t` of `y·ln|x|` `sweep_pow_f64` (feature `mpfr`) aims at from every base (`y = t/ln|x|`):
-/// both sides of the zero threshold (`ln 2^-1075 ≈ −745.13`), the subnormal range, the
-/// smallest normal (`ln 2^-1022 ≈ −708.40`), moderate values, and both sides of the
-/// overflow threshold (`ln f64::MAX ≈ 709.78`).
+/// The values `t` of `y·ln|x|` that `sweep_pow_f64` (feature `mpfr`) aims at from every
+/// base (`y = t/ln|x|`): both sides of the zero threshold (`ln 2^-1075 ≈ −745.13`), the
+/// subnormal range, the smallest normal (`ln 2^-1022 ≈ −708.40`), moderate values, and both
+/// sides of the overflow threshold (`ln f64::MAX ≈ 709.78`).
 pub const POW_TARGETS: [f64; 16] = [
     -745.6, -745.13, -744.4, -720.0, -708.4, -700.0, -300.0, -20.0, -0.75, 0.75, 20.0, 300.0,
     700.0, 709.0, 709.78, 710.5,
@@ -266,9 +267,9 @@ pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError>
         .try_reduce(|| empty, |a, b| Ok(a.merge(b)))
 }
 
-/// The exponents `sweep_pow_f64` (feature `mpfr`) pairs with base `x`: [`POW_EXPONENTS_F64`], and for each
-/// target `t` of [`POW_TARGETS`] the exponent `t/ln|x|` and its nearest integer (where
-/// `|x|` is finite, non-zero and not 1).
+/// The exponents `sweep_pow_f64` (feature `mpfr`) pairs with base `x`:
+/// [`POW_EXPONENTS_F64`], and for each target `t` of [`POW_TARGETS`] the exponent `t/ln|x|`
+/// and its nearest integer (where `|x|` is finite, non-zero and not 1).
 pub fn pow_f64_exponents(x: f64) -> Vec<f64> {
     let mut ys = POW_EXPONENTS_F64.to_vec();
     let l = x.abs().ln();

@@ -488,15 +488,8 @@ fn single_kernel_plans_run_on_the_callers_buffers_with_the_same_results() {
         assert_eq!(tracer.finish().calls.len(), 1);
         let want = InterpreterBackend.compile(f).unwrap().run(&inputs).unwrap();
         assert_eq!(got.len(), want.len());
-        for (k, ((g, t), w)) in got.iter().zip(&traced).zip(&want).enumerate() {
-            let bits = |x: &Tensor| -> Vec<u32> {
-                x.read::<f32>()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect()
-            };
-            assert_eq!(bits(g), bits(t), "{} result {k}", f.name());
+        assert_eq!(super::bits(&got), super::bits(&traced), "{}", f.name());
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
             assert_eq!(g.shape(), w.shape(), "{} result {k}", f.name());
             for (a, e) in g
                 .read::<f32>()
