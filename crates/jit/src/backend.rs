@@ -80,6 +80,9 @@ pub struct CpuJitBackend {
     /// Whether kernels whose calls exceed the last-level cache write their outputs with
     /// non-temporal stores ([`CpuJitBackend::with_streaming_stores`]).
     stream: bool,
+    /// Whether qualifying kernels are assembled as AVX-512 code
+    /// ([`CpuJitBackend::with_avx512`]).
+    avx512: bool,
     /// Plans of live executables, by Function ([`executable_cache`]); `None` when off.
     executables: Option<Arc<ExecutableCache>>,
 }
@@ -111,6 +114,7 @@ impl CpuJitBackend {
             epilogue_fusion: std::env::var(EPILOGUE_FUSION_ENV).map_or(true, |v| v.trim() != "0"),
             veclib: crate::veclib::default_on(),
             stream: crate::stream::default_on(),
+            avx512: crate::codegen::avx512::default_on(),
             executables: Some(Arc::default()),
         }
     }
@@ -157,6 +161,27 @@ impl CpuJitBackend {
             executables: self.executables.as_ref().map(|_| Arc::default()),
             ..self
         }
+    }
+
+    /// This backend, with AVX-512 kernels on or off for executables compiled from now on.
+    /// On (the default on hosts with AVX-512F and BMI2, unless `GRAPHLIFT_AVX512=0`), a
+    /// fused kernel of simple `f32` operations (`+ - * /`, negation, absolute value, `Relu`,
+    /// square root, rounding, bounds by a constant) over contiguous, scalar and row-vector
+    /// inputs is assembled as sixteen-lane AVX-512 code instead of Cranelift's four-lane
+    /// loops (see [`AVX512_ENV`]); results are bit-identical either way. On other hosts the
+    /// setting has no effect.
+    pub fn with_avx512(self, on: bool) -> CpuJitBackend {
+        CpuJitBackend {
+            avx512: on && crate::codegen::avx512::host_supported(),
+            executables: self.executables.as_ref().map(|_| Arc::default()),
+            ..self
+        }
+    }
+
+    /// Whether qualifying kernels compiled from now on are AVX-512 code
+    /// ([`CpuJitBackend::with_avx512`]).
+    pub fn avx512(&self) -> bool {
+        self.avx512
     }
 
     /// Whether large kernels compiled from now on write their outputs with non-temporal
@@ -345,6 +370,7 @@ impl CpuJitBackend {
             let kind = if let Op::FusedKernel(k) = node.op() {
                 let mut p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
                 p.veclib = self.veclib;
+                p.avx512 = self.avx512;
                 plans.push(p);
                 StepKind::Kernel(plans.len() - 1)
             } else {

@@ -32,6 +32,7 @@ pub(crate) struct KernelKey {
     constants: Vec<ConstBits>,
     veclib: bool,
     stream: bool,
+    avx512: bool,
 }
 
 /// A constant buffer by value: element type and the bits of every element.
@@ -55,6 +56,7 @@ impl KernelKey {
             constants: plan.constants.iter().map(|c| bits(c)).collect(),
             veclib: plan.veclib,
             stream: plan.stream,
+            avx512: plan.avx512,
         }
     }
 }

@@ -46,15 +46,18 @@ impl JitKernel {
     /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
     /// `f32` `exp`, `sigmoid`, `tanh`, `erf` and divisions run as calls to the vector math
     /// library when [`crate::VECLIB_ENV`] and the host allow it (see
-    /// [`JitKernel::calls_library`]).
+    /// [`JitKernel::calls_library`]); a kernel of simple `f32` operations is AVX-512 code
+    /// when [`crate::AVX512_ENV`] and the host allow it (see [`JitKernel::is_avx512`]).
     pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
         let mut plan = plan::plan_kernel(body.name(), body)?;
         plan.veclib = crate::veclib::default_on();
+        plan.avx512 = crate::codegen::avx512::default_on();
         JitKernel::from_plan(body, plan)
     }
 
     /// Compiles `body` with every op inline: as [`JitKernel::compile`], without calls to the
-    /// vector math library (the Cranelift vector math of [`crate::vmath`] in the loop).
+    /// vector math library (the Cranelift vector math of [`crate::vmath`] in the loop), and
+    /// always through Cranelift (never as AVX-512 code).
     ///
     /// # Errors
     /// As [`JitKernel::compile`].
@@ -100,11 +103,22 @@ impl JitKernel {
         self.kernel.plan.lanes.is_vector()
     }
 
-    /// Elements per vector body of the kernel's loop: 4 (`F32X4`/`I32X4`, or a mixed-width
+    /// Elements per vector body of the kernel's loop: 16 for AVX-512 code
+    /// ([`JitKernel::is_avx512`]), 4 (`F32X4`/`I32X4`, or a mixed-width
     /// kernel: each 32-bit value one `F32X4`/`I32X4`, each 64-bit value two
     /// `F64X2`/`I64X2`), 2 (`F64X2`/`I64X2`) or 1 (scalar).
     pub fn lanes(&self) -> usize {
+        if self.is_avx512() {
+            return crate::codegen::avx512::LANES;
+        }
         self.kernel.plan.lanes.count()
+    }
+
+    /// `true` when the kernel is sixteen-lane AVX-512 code assembled without Cranelift (a
+    /// kernel of simple `f32` operations, see [`crate::CpuJitBackend::with_avx512`]); its
+    /// results are bit-identical to [`JitKernel::compile_inline`]'s.
+    pub fn is_avx512(&self) -> bool {
+        self.kernel.code.avx512
     }
 
     /// `true` when the kernel mixes 32-bit and 64-bit numbers: its vector body computes
@@ -124,7 +138,8 @@ impl JitKernel {
         self.kernel.code_size
     }
 
-    /// The Cranelift IR the kernel was compiled from.
+    /// The Cranelift IR the kernel was compiled from (for AVX-512 code, its assembly
+    /// listing).
     pub fn ir(&self) -> &str {
         &self.kernel.ir
     }

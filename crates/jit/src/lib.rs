@@ -25,6 +25,12 @@
 //! On by default on hosts with AVX2 and FMA ([`CpuJitBackend::with_veclib`],
 //! [`VECLIB_ENV`], [`JitKernel::compile_inline`]).
 //!
+//! On hosts with AVX-512, a kernel made only of simple `f32` operations (`+ - * /`,
+//! negation, absolute value, `Relu`, square root, rounding, bounds by a constant) over
+//! contiguous, scalar and row-vector inputs skips Cranelift: it is assembled straight to
+//! sixteen-lane AVX-512 code with the same range ABI and bit-identical results
+//! (`codegen::avx512`; [`CpuJitBackend::with_avx512`], [`AVX512_ENV`]).
+//!
 //! A kernel whose call moves more than twice the last-level cache writes its `f32` and
 //! `i32` outputs with non-temporal stores (through strip buffers, one store fence per call:
 //! Cranelift has no such store), so the output lines are not read before they are written
@@ -100,6 +106,7 @@ mod tests;
 
 pub use backend::{CpuJitBackend, CpuJitExecutable, ExecutableCacheStats, BACKEND_NAME};
 pub use cache::KernelCacheStats;
+pub use codegen::avx512::AVX512_ENV;
 pub use error::JitError;
 pub use jit_kernel::JitKernel;
 pub use module::{live_modules, MemoryWatch};

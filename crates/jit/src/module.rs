@@ -52,9 +52,13 @@ impl MemoryWatch {
     }
 }
 
-/// A JIT module being filled with kernels, then finalized; frees its memory on drop.
+/// A JIT module being filled with kernels, then finalized; frees its memory on drop. It also
+/// owns the code of the kernels assembled outside Cranelift ([`crate::codegen::avx512`]),
+/// each in its own executable mapping, unmapped on drop.
 pub(crate) struct KernelModule {
     module: Mutex<Option<JITModule>>,
+    /// Executable mappings of assembled kernels (only added to, at compile time).
+    mapped: Mutex<Vec<memmap2::Mmap>>,
     helpers: Vec<(Helper, FuncId)>,
     token: Arc<()>,
 }
@@ -90,6 +94,7 @@ impl KernelModule {
         LIVE_MODULES.fetch_add(1, Ordering::SeqCst);
         Ok(KernelModule {
             module: Mutex::new(Some(module)),
+            mapped: Mutex::new(Vec::new()),
             helpers,
             token: Arc::new(()),
         })
@@ -116,6 +121,28 @@ impl KernelModule {
             Some(m) => f(m),
             None => Err(JitError::Module("the module was freed".into())),
         }
+    }
+
+    /// Copies position-independent machine code into a fresh executable mapping owned by
+    /// this module and returns its address, valid while the module lives.
+    ///
+    /// # Errors
+    /// [`JitError::Module`] naming the kernel if the memory cannot be mapped or made
+    /// executable.
+    pub(crate) fn map_code(&self, kernel: &str, code: &[u8]) -> Result<*const u8, JitError> {
+        let failed = |what: &str, e: std::io::Error| {
+            JitError::Module(format!("kernel `{kernel}`: {what} its code memory: {e}"))
+        };
+        let mut map =
+            memmap2::MmapMut::map_anon(code.len().max(1)).map_err(|e| failed("mapping", e))?;
+        map[..code.len()].copy_from_slice(code);
+        let map = map.make_exec().map_err(|e| failed("protecting", e))?;
+        let address = map.as_ptr();
+        self.mapped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(map);
+        Ok(address)
     }
 
     /// A watch that reports when this module's memory is released.

@@ -202,7 +202,7 @@ fn unary(e: &mut Emit, u: UnaryOp, t: ElementType, x: Value) -> Option<Value> {
 }
 
 /// The value of a constant float slot that is not NaN.
-fn float_constant(slot: &Slot, t: ElementType) -> Option<f64> {
+pub(super) fn float_constant(slot: &Slot, t: ElementType) -> Option<f64> {
     let SlotOp::Const(bits) = slot.op else {
         return None;
     };
@@ -220,15 +220,21 @@ fn float_constant(slot: &Slot, t: ElementType) -> Option<f64> {
 /// that must win (`+0` for `Maximum`, `-0` for `Minimum`); a NaN `x` fails the compare and
 /// passes through.
 fn min_max_constant(e: &mut Emit, op: BinaryOp, x: Value, c_value: Value, c: f64) -> Value {
+    let take_c = e.fcmp(constant_bound_test(op, c), x, c_value);
+    e.select(take_c, c_value, x)
+}
+
+/// The test of `x` against the constant `c` (not NaN) under which `Maximum(x, c)` (or
+/// `Minimum`) is `c` ([`min_max_constant`]): `x < c` (`x > c`), or `x <= c` (`x >= c`) when
+/// `c` is the zero that must win over the other (`+0` for `Maximum`, `-0` for `Minimum`).
+pub(super) fn constant_bound_test(op: BinaryOp, c: f64) -> FloatCC {
     let zero_wins = |negative: bool| c == 0.0 && c.is_sign_negative() == negative;
-    let cc = match op {
+    match op {
         BinaryOp::Maximum if zero_wins(false) => FloatCC::LessThanOrEqual,
         BinaryOp::Maximum => FloatCC::LessThan,
         _ if zero_wins(true) => FloatCC::GreaterThanOrEqual,
         _ => FloatCC::GreaterThan,
-    };
-    let take_c = e.fcmp(cc, x, c_value);
-    e.select(take_c, c_value, x)
+    }
 }
 
 fn binary(

@@ -8,6 +8,7 @@
 //! `finalize_definitions`; a [`KernelCode`] owns an `Arc` of its module, so code shared by
 //! several executables (the backend's kernel cache) lives as long as any of them.
 
+pub(crate) mod avx512;
 pub(crate) mod broadcast;
 pub(crate) mod calls;
 pub(crate) mod convert;
@@ -55,9 +56,11 @@ pub(crate) struct KernelCode {
     func: KernelFn,
     /// Machine code size in bytes.
     pub code_size: usize,
-    /// The Cranelift IR it was compiled from (text), shared by every kernel that uses the
-    /// code.
+    /// The Cranelift IR it was compiled from (text; for AVX-512 code the assembly listing),
+    /// shared by every kernel that uses the code.
     pub ir: Arc<str>,
+    /// Whether it is AVX-512 code from [`avx512`] rather than Cranelift's.
+    pub avx512: bool,
     /// Code spans attributed to plan slots (see [`crate::provenance::slot_spans`]).
     spans: Vec<(u32, u32, usize)>,
     /// Owns the code memory; it is freed when the last `KernelCode` of the module (held by
@@ -210,6 +213,26 @@ pub(crate) fn compile_codes(
         let mut fbc = FunctionBuilderContext::new();
         let mut defined = Vec::with_capacity(plans.len());
         for (k, plan) in plans.iter().enumerate() {
+            if let Some(layout) = avx512::Layout::of(plan) {
+                let asm = avx512::assemble(plan, &layout)?;
+                let entry = module.map_code(&plan.name, &asm.code)?;
+                // SAFETY: `entry` is the first byte of a mapped, executable copy of code that
+                // `avx512::assemble` wrote for the range ABI of `KernelFn` in the System V
+                // convention (arguments in rdi, rsi, rdx, rcx; callee-saved registers pushed
+                // and popped; nothing returned), on a host with the AVX-512F and BMI2 it uses
+                // (`Layout::of` checked). The mapping is owned by `module`, which the
+                // KernelCode built from it holds.
+                let func = unsafe { std::mem::transmute::<*const u8, KernelFn>(entry) };
+                defined.push(Pending::Ready(KernelCode {
+                    func,
+                    code_size: asm.code.len(),
+                    ir: asm.listing.into(),
+                    avx512: true,
+                    spans: asm.spans,
+                    module: Arc::clone(module),
+                }));
+                continue;
+            }
             let codegen = |message: String| JitError::Codegen {
                 kernel: plan.name.clone(),
                 message,
@@ -254,13 +277,17 @@ pub(crate) fn compile_codes(
                 })
                 .unwrap_or_default();
             m.clear_context(&mut ctx);
-            defined.push((id, code_size, ir, spans));
+            defined.push(Pending::Cranelift(id, code_size, ir, spans));
         }
         m.finalize_definitions()
             .map_err(|e| JitError::Module(e.to_string()))?;
         Ok(defined
             .into_iter()
-            .map(|(id, code_size, ir, spans)| {
+            .map(|pending| {
+                let (id, code_size, ir, spans) = match pending {
+                    Pending::Ready(code) => return code,
+                    Pending::Cranelift(id, code_size, ir, spans) => (id, code_size, ir, spans),
+                };
                 let code = m.get_finalized_function(id);
                 // SAFETY: `code` is the finalized entry of a function built with
                 // `kernel_signature` (four pointer-sized integer parameters, no results) in the
@@ -272,12 +299,25 @@ pub(crate) fn compile_codes(
                     func,
                     code_size,
                     ir: ir.into(),
+                    avx512: false,
                     spans,
                     module: Arc::clone(module),
                 }
             })
             .collect())
     })
+}
+
+/// A kernel of [`compile_codes`] before the module is finalized: defined in Cranelift (its
+/// id, code size, IR text and slot spans), or already assembled ([`avx512`]).
+enum Pending {
+    Cranelift(
+        cranelift_module::FuncId,
+        usize,
+        String,
+        Vec<(u32, u32, usize)>,
+    ),
+    Ready(KernelCode),
 }
 
 impl CompiledKernel {

@@ -99,6 +99,10 @@ pub(crate) struct KernelPlan {
     /// ([`crate::stream`], [`super::strip`]). `false` from [`plan_kernel`]; the backend sets
     /// it for calls whose traffic exceeds the last-level cache.
     pub stream: bool,
+    /// Whether the kernel is assembled as sixteen-lane AVX-512 code where it qualifies
+    /// ([`super::avx512`]) rather than lowered through Cranelift. `false` from
+    /// [`plan_kernel`]; the backend and [`crate::JitKernel`] set it.
+    pub avx512: bool,
 }
 
 impl KernelPlan {
@@ -232,6 +236,7 @@ pub(crate) fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, Jit
         slots: p.slots,
         outputs,
         veclib: false,
+        avx512: false,
         stream: false,
     })
 }

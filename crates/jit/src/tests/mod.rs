@@ -5,6 +5,7 @@
 //! the `f32` vector math functions, which are held to their documented ulp bounds.
 
 mod abi;
+mod avx512;
 mod backend;
 mod broadcast;
 mod epilogue;

@@ -1,0 +1,713 @@
+//! AVX-512 kernels: fused kernels of simple `f32` operations assembled straight to
+//! sixteen-lane machine code.
+//!
+//! Cranelift 0.135 lowers 128-bit vectors only (`../shared/notes/cranelift-0.135.md`), so its
+//! loops do a quarter of the work per instruction that the host's AVX-512 units can. Where the
+//! data sits in cache that decides the speed: `relu((a+b)*c)+d` ran at 1.6× and
+//! `relu(X + b)` at 2.5× the time of C compiled for the host. A kernel plan made only of
+//! operations that are one or two AVX-512F instructions with the reference interpreter's
+//! semantics is therefore assembled here, with `iced-x86`'s encoder, into the range ABI of
+//! [`super::kernel`]; every other plan is Cranelift's. Which plans qualify
+//! ([`Layout::of`]):
+//!
+//! - every value and output is `f32`, the plan's lanes are [`Lanes::X4`], it does not stream
+//!   ([`KernelPlan::stream`]: non-temporal stores stay with the Cranelift code) and it asks
+//!   for this code ([`KernelPlan::avx512`]);
+//! - its loads are contiguous, splat, or row vectors of one common row length
+//!   ([`Addressing::Row`]);
+//! - its ops are `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`, and
+//!   `Maximum` / `Minimum` against a constant (not NaN);
+//! - its live values fit the 32 vector registers and its buffers eight pointer registers.
+//!
+//! The instructions give the interpreter's results bit for bit, as the Cranelift lowering
+//! does ([`super::lower`]): `+ - * / sqrt` are single IEEE operations (never contracted);
+//! `Negative` flips the sign bit and `Abs` clears it (integer logic: NaN payloads kept);
+//! `Relu(x)` is `vmaxps(0, x)`, which is `x < 0 ? 0 : x` (NaN and `-0` pass through);
+//! `Floor`, `Ceil`, `Round` are `vrndscaleps` with the rounding in the immediate (ties to
+//! even); `Maximum(x, c)` is `vmaxps(c, x)` = `x < c ? c : x`, and where `c` is the zero that
+//! must win ([`super::lower::constant_bound_test`]) a compare and a blend.
+//!
+//! The code for elements `begin..end`:
+//!
+//! 1. the preheader loads the buffer pointers into registers and every invariant slot into a
+//!    pinned vector register (constants, splat loads and what is computed from them);
+//! 2. the range runs in *segments*: the whole range, or with row vectors the pieces that stay
+//!    within one row, so a row vector is read contiguously from a pointer moved once per
+//!    segment (no index arithmetic per vector);
+//! 3. a segment runs a main loop of four unrolled sixteen-lane bodies, then single bodies,
+//!    then one body under a lane mask for the last 1 to 15 elements: masked loads read
+//!    nothing outside the range (masked-out lanes do not fault) and masked stores write
+//!    nothing outside it.
+//!
+//! Values are given registers once for the body (the unrolled copies reuse them: the core's
+//! register renaming keeps the copies independent); a register is free again after its last
+//! reader.
+
+use iced_x86::code_asm::*;
+use iced_x86::{BlockEncoderOptions, Decoder, DecoderOptions, Formatter, IntelFormatter};
+
+use cranelift_codegen::ir::condcodes::FloatCC;
+use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
+
+use super::broadcast::Addressing;
+use super::kernel::operands;
+use super::lanes::Lanes;
+use super::lower::{constant_bound_test, float_constant};
+use super::plan::{KernelPlan, SlotId, SlotOp};
+use crate::JitError;
+
+/// Environment variable that turns AVX-512 kernels off when set to `0` (on by default on
+/// hosts with AVX-512F and BMI2).
+pub const AVX512_ENV: &str = "GRAPHLIFT_AVX512";
+
+/// `f32` lanes per vector.
+pub(crate) const LANES: usize = 16;
+/// Bodies per trip of the main loop.
+const UNROLL: usize = 4;
+/// Registers that hold buffer pointers, in the order they are handed out (the first three
+/// are caller-saved; the others are saved and restored when used).
+const POINTERS: [AsmRegister64; 8] = [rdi, rsi, rdx, rbx, rbp, r12, r13, r14];
+/// The vector registers.
+const ZMM: [AsmRegisterZmm; 32] = [
+    zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
+    zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
+    zmm28, zmm29, zmm30, zmm31,
+];
+/// `vcmpps` predicates (ordered, quiet).
+const CMP_LE_OQ: i32 = 0x12;
+const CMP_GE_OQ: i32 = 0x1D;
+/// `vrndscaleps` immediates: the rounding mode in bits 0–1, bit 3 suppresses the precision
+/// exception.
+const ROUND_NEAREST: i32 = 0x08;
+const ROUND_DOWN: i32 = 0x09;
+const ROUND_UP: i32 = 0x0A;
+
+/// Whether the host runs this module's code: AVX-512F and BMI2 (`shlx` for the tail mask).
+pub(crate) fn host_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether kernels are assembled here by default: the host supports it
+/// ([`host_supported`]) and [`AVX512_ENV`] is not `0`.
+pub(crate) fn default_on() -> bool {
+    host_supported() && std::env::var(AVX512_ENV).map_or(true, |v| v.trim() != "0")
+}
+
+/// How one computing slot is lowered.
+#[derive(Debug, Clone, Copy)]
+enum Lowering {
+    /// `vaddps` / `vsubps` / `vmulps` / `vdivps` of two registers.
+    Arith(BinaryOp, SlotId, SlotId),
+    /// Integer logic with a constant mask: sign flip (`vpxord`) or sign clear (`vpandd`).
+    SignBit { x: SlotId, flip: bool },
+    /// `vmaxps(0, x)`.
+    Relu(SlotId),
+    /// `vsqrtps`.
+    Sqrt(SlotId),
+    /// `vrndscaleps` with an immediate.
+    RoundTo(SlotId, i32),
+    /// `Maximum(x, c)` / `Minimum(x, c)` with constant `c`: `vmaxps(c, x)` / `vminps(c, x)`
+    /// (`blend: None`) or a compare of `x` against `c` with a `vcmpps` predicate and a blend.
+    Bound {
+        op: BinaryOp,
+        x: SlotId,
+        c: SlotId,
+        blend: Option<i32>,
+    },
+}
+
+/// Constant vectors the ops need besides the plan's own, pinned like invariant slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Aux {
+    Zero,
+    SignMask,
+    AbsMask,
+}
+
+impl Aux {
+    fn bits(self) -> u32 {
+        match self {
+            Aux::Zero => 0,
+            Aux::SignMask => 0x8000_0000,
+            Aux::AbsMask => 0x7FFF_FFFF,
+        }
+    }
+}
+
+/// What an eligible plan's code is made of: the lowering of each slot and the registers.
+pub(crate) struct Layout {
+    /// The lowering of each computing slot (`None` for loads and constants).
+    lowering: Vec<Option<Lowering>>,
+    /// The vector register of each slot.
+    reg: Vec<usize>,
+    /// The auxiliary constants and their registers.
+    aux: Vec<(Aux, usize)>,
+    /// The pointer register (index into [`POINTERS`]) of each input that is read per
+    /// element.
+    arg_reg: Vec<Option<usize>>,
+    /// The pointer register of each output.
+    out_reg: Vec<usize>,
+    /// The row length shared by every row-vector load, if any.
+    row: Option<usize>,
+    /// The inputs read as row vectors.
+    row_args: Vec<usize>,
+}
+
+impl Layout {
+    /// The layout of `plan`'s code, or `None` when the plan does not qualify (see the module
+    /// documentation) or the host cannot run it.
+    pub(crate) fn of(plan: &KernelPlan) -> Option<Layout> {
+        if !plan.avx512 || plan.stream || plan.lanes != Lanes::X4 || !host_supported() {
+            return None;
+        }
+        let all_f32 = plan.slots.iter().all(|s| s.ty == ElementType::F32)
+            && plan.outputs.iter().all(|&(_, t)| t == ElementType::F32);
+        if !all_f32 || plan.slots.is_empty() {
+            return None;
+        }
+        let mut row = None;
+        let mut row_args = Vec::new();
+        // The one per-element addressing of each input read per element.
+        let mut read: Vec<Option<&Addressing>> = vec![None; plan.args.len()];
+        let mut arg_reg = vec![None; plan.args.len()];
+        let mut pointers = 0usize;
+        let mut lowering = Vec::with_capacity(plan.slots.len());
+        let mut aux: Vec<(Aux, usize)> = Vec::new();
+        let mut need = |a: Aux| {
+            if !aux.iter().any(|&(b, _)| b == a) {
+                aux.push((a, 0));
+            }
+        };
+        for slot in &plan.slots {
+            let l = match &slot.op {
+                SlotOp::Load { arg, addressing } => {
+                    match addressing {
+                        Addressing::Splat => {}
+                        Addressing::Contiguous | Addressing::Row { .. } => {
+                            if read[*arg].is_some_and(|r| r != addressing) {
+                                return None;
+                            }
+                            read[*arg] = Some(addressing);
+                            if let Addressing::Row { len } = addressing {
+                                if row.is_some_and(|r| r != *len) {
+                                    return None;
+                                }
+                                row = Some(*len);
+                                if !row_args.contains(arg) {
+                                    row_args.push(*arg);
+                                }
+                            }
+                            if arg_reg[*arg].is_none() {
+                                arg_reg[*arg] = Some(pointers);
+                                pointers += 1;
+                            }
+                        }
+                        Addressing::General { .. } => return None,
+                    }
+                    None
+                }
+                SlotOp::Const(_) => None,
+                SlotOp::Binary(
+                    op @ (BinaryOp::Add
+                    | BinaryOp::Subtract
+                    | BinaryOp::Multiply
+                    | BinaryOp::Divide),
+                    a,
+                    b,
+                ) => Some(Lowering::Arith(*op, *a, *b)),
+                SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b) => {
+                    let constant = |s: SlotId| float_constant(&plan.slots[s], ElementType::F32);
+                    let (x, c, value) = match (constant(*b), constant(*a)) {
+                        (Some(v), _) => (*a, *b, v),
+                        (None, Some(v)) => (*b, *a, v),
+                        (None, None) => return None,
+                    };
+                    let blend = match constant_bound_test(*op, value) {
+                        FloatCC::LessThanOrEqual => Some(CMP_LE_OQ),
+                        FloatCC::GreaterThanOrEqual => Some(CMP_GE_OQ),
+                        _ => None,
+                    };
+                    Some(Lowering::Bound {
+                        op: *op,
+                        x,
+                        c,
+                        blend,
+                    })
+                }
+                SlotOp::Unary(u, x) => Some(match u {
+                    UnaryOp::Negative => {
+                        need(Aux::SignMask);
+                        Lowering::SignBit { x: *x, flip: true }
+                    }
+                    UnaryOp::Abs => {
+                        need(Aux::AbsMask);
+                        Lowering::SignBit { x: *x, flip: false }
+                    }
+                    UnaryOp::Relu => {
+                        need(Aux::Zero);
+                        Lowering::Relu(*x)
+                    }
+                    UnaryOp::Sqrt => Lowering::Sqrt(*x),
+                    UnaryOp::Floor => Lowering::RoundTo(*x, ROUND_DOWN),
+                    UnaryOp::Ceil => Lowering::RoundTo(*x, ROUND_UP),
+                    UnaryOp::Round => Lowering::RoundTo(*x, ROUND_NEAREST),
+                    _ => return None,
+                }),
+                _ => return None,
+            };
+            lowering.push(l);
+        }
+        let out_reg: Vec<usize> = (pointers..pointers + plan.outputs.len()).collect();
+        if pointers + plan.outputs.len() > POINTERS.len() {
+            return None;
+        }
+        let reg = allocate(plan, &mut aux)?;
+        Some(Layout {
+            lowering,
+            reg,
+            aux,
+            arg_reg,
+            out_reg,
+            row,
+            row_args,
+        })
+    }
+
+    /// The callee-saved registers the code uses (pushed in this order).
+    fn saved(&self) -> Vec<AsmRegister64> {
+        let used = self.out_reg.last().map_or(0, |&r| r + 1);
+        let mut saved: Vec<AsmRegister64> = POINTERS[3..used.max(3)].to_vec();
+        saved.push(r15);
+        saved
+    }
+}
+
+/// Vector registers: invariant slots and the auxiliary constants pinned first, then the
+/// loop body's values, each register free again after the last reader of its value. `None`
+/// when they do not fit in 32.
+fn allocate(plan: &KernelPlan, aux: &mut [(Aux, usize)]) -> Option<Vec<usize>> {
+    let n = plan.slots.len();
+    let mut reg = vec![usize::MAX; n];
+    let mut next = 0usize;
+    for (k, s) in plan.slots.iter().enumerate() {
+        if s.invariant {
+            reg[k] = next;
+            next += 1;
+        }
+    }
+    for a in aux.iter_mut() {
+        a.1 = next;
+        next += 1;
+    }
+    if next > ZMM.len() {
+        return None;
+    }
+    let mut last_use: Vec<Option<usize>> = vec![None; n];
+    for (k, s) in plan.slots.iter().enumerate() {
+        if s.invariant {
+            continue;
+        }
+        for o in operands(&s.op) {
+            if !plan.slots[o].invariant {
+                last_use[o] = Some(k);
+            }
+        }
+    }
+    let mut free: Vec<usize> = (next..ZMM.len()).rev().collect();
+    for (k, s) in plan.slots.iter().enumerate() {
+        if s.invariant {
+            continue;
+        }
+        let mut ops = operands(&s.op);
+        ops.dedup();
+        for o in ops {
+            if last_use[o] == Some(k) && !free.contains(&reg[o]) {
+                free.push(reg[o]);
+            }
+        }
+        reg[k] = free.pop()?;
+        if last_use[k].is_none() {
+            // Only stored (an output), right after it is computed.
+            free.push(reg[k]);
+        }
+    }
+    Some(reg)
+}
+
+/// An assembled kernel: machine code (position independent), its listing, and the code
+/// spans of each slot (`(start, end, slot)`, as [`crate::provenance::slot_spans`]).
+pub(crate) struct Assembled {
+    /// The machine code.
+    pub code: Vec<u8>,
+    /// Intel-syntax listing of the code with offsets.
+    pub listing: String,
+    /// Code spans per slot.
+    pub spans: Vec<(u32, u32, usize)>,
+}
+
+/// Assembles `plan` with `layout` ([`Layout::of`]).
+///
+/// # Errors
+/// [`JitError::Codegen`] naming the kernel if the encoder rejects an instruction (a bug
+/// here).
+pub(crate) fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitError> {
+    let err = |e: Fail| JitError::Codegen {
+        kernel: plan.name.clone(),
+        message: format!("AVX-512 code: {}", e.0),
+    };
+    let mut w = Writer {
+        a: CodeAssembler::new(64).map_err(|e| err(e.into()))?,
+        slot_of: Vec::new(),
+        plan,
+        lay: layout,
+    };
+    w.function().map_err(err)?;
+    let result =
+        w.a.assemble_options(0, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS)
+            .map_err(|e| err(e.into()))?;
+    let code = result.inner.code_buffer;
+    let offsets = result.inner.new_instruction_offsets;
+    let mut spans: Vec<(u32, u32, usize)> = Vec::new();
+    for (i, slot) in w.slot_of.iter().enumerate() {
+        let (Some(k), Some(&start)) = (slot, offsets.get(i)) else {
+            continue;
+        };
+        let end = offsets.get(i + 1).copied().unwrap_or(code.len() as u32);
+        match spans.last_mut() {
+            Some(last) if last.2 == *k && last.1 == start => last.1 = end,
+            _ => spans.push((start, end, *k)),
+        }
+    }
+    Ok(Assembled {
+        listing: listing(plan, &code),
+        code,
+        spans,
+    })
+}
+
+/// The Intel-syntax listing of `code`.
+fn listing(plan: &KernelPlan, code: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = format!(
+        "; function `{}`: AVX-512, {LANES} f32 lanes, {UNROLL} bodies per main-loop trip \
+         (graphlift codegen::avx512)\n",
+        plan.name
+    );
+    let mut f = IntelFormatter::new();
+    let mut text = String::new();
+    for ins in Decoder::with_ip(64, code, 0, DecoderOptions::NONE).iter() {
+        text.clear();
+        f.format(&ins, &mut text);
+        let _ = writeln!(out, "{:5x}:  {text}", ins.ip());
+    }
+    out
+}
+
+/// The assembler state of one kernel.
+struct Writer<'p> {
+    a: CodeAssembler,
+    /// The slot each instruction (by index) was emitted for.
+    slot_of: Vec<Option<SlotId>>,
+    plan: &'p KernelPlan,
+    lay: &'p Layout,
+}
+
+impl Writer<'_> {
+    /// Attributes the instructions emitted since the last mark to `slot`.
+    fn mark(&mut self, slot: Option<SlotId>) {
+        let n = self.a.instructions().len();
+        self.slot_of.resize(n, slot);
+    }
+
+    fn z(&self, slot: SlotId) -> AsmRegisterZmm {
+        ZMM[self.lay.reg[slot]]
+    }
+
+    fn aux(&self, a: Aux) -> AsmRegisterZmm {
+        let r = self
+            .lay
+            .aux
+            .iter()
+            .find(|&&(b, _)| b == a)
+            .map_or(0, |&(_, r)| r);
+        ZMM[r]
+    }
+
+    /// The whole function. Registers: `rax` the element index, `rcx` the end of the range,
+    /// `r8` the end of the segment, `r9` scratch, `r10` the row position of `rax`, `r11` the
+    /// input pointer table, `r15` the tail mask; buffer pointers in [`POINTERS`].
+    fn function(&mut self) -> Result<(), Fail> {
+        let lay = self.lay;
+        let mut done = self.a.create_label();
+        let mut outer = self.a.create_label();
+        self.a.cmp(rdx, rcx)?;
+        self.a.jae(done)?;
+        let saved = lay.saved();
+        for &r in &saved {
+            self.a.push(r)?;
+        }
+        self.a.mov(r11, rdi)?;
+        self.a.mov(r9, rsi)?;
+        if let Some(k) = lay.row {
+            // r10 = begin mod k (once per call).
+            self.a.mov(r8, rdx)?;
+            self.a.mov(rax, rdx)?;
+            self.a.xor(edx, edx)?;
+            self.a.mov(r10, k as u64)?;
+            self.a.div(r10)?;
+            self.a.mov(r10, rdx)?;
+            self.a.mov(rax, r8)?;
+        } else {
+            self.a.mov(rax, rdx)?;
+        }
+        for (o, &p) in lay.out_reg.iter().enumerate() {
+            self.a.mov(POINTERS[p], qword_ptr(r9 + (8 * o) as i32))?;
+        }
+        for (arg, p) in lay.arg_reg.iter().enumerate() {
+            if let Some(p) = p {
+                self.a
+                    .mov(POINTERS[*p], qword_ptr(r11 + (8 * arg) as i32))?;
+            }
+        }
+        self.mark(None);
+        self.invariants()?;
+        // Segments.
+        self.a.set_label(&mut outer)?;
+        match lay.row {
+            Some(k) => {
+                // r8 = min(end, rax + k - r10); row pointers at element r10 of the row for
+                // element rax.
+                self.a.mov(r8, k as u64)?;
+                self.a.sub(r8, r10)?;
+                self.a.add(r8, rax)?;
+                self.a.cmp(r8, rcx)?;
+                self.a.cmova(r8, rcx)?;
+                for &arg in &lay.row_args {
+                    let Some(p) = lay.arg_reg[arg] else { continue };
+                    let p = POINTERS[p];
+                    self.a.mov(p, qword_ptr(r11 + (8 * arg) as i32))?;
+                    self.a.mov(r9, r10)?;
+                    self.a.sub(r9, rax)?;
+                    self.a.lea(p, ptr(p + r9 * 4))?;
+                }
+            }
+            None => self.a.mov(r8, rcx)?,
+        }
+        self.mark(None);
+        self.segment()?;
+        if lay.row.is_some() {
+            // The next segment starts a row, unless the range is done.
+            let mut finish = self.a.create_label();
+            self.a.cmp(rax, rcx)?;
+            self.a.jae(finish)?;
+            self.a.xor(r10d, r10d)?;
+            self.a.jmp(outer)?;
+            self.a.set_label(&mut finish)?;
+        }
+        for &r in saved.iter().rev() {
+            self.a.pop(r)?;
+        }
+        self.a.vzeroupper()?;
+        self.a.set_label(&mut done)?;
+        self.a.ret()?;
+        self.mark(None);
+        Ok(())
+    }
+
+    /// The pinned registers: auxiliary constants and invariant slots.
+    fn invariants(&mut self) -> Result<(), Fail> {
+        for &(a, r) in &self.lay.aux {
+            self.a.mov(r9d, a.bits())?;
+            self.a.vpbroadcastd(ZMM[r], r9d)?;
+        }
+        self.mark(None);
+        for (k, s) in self.plan.slots.iter().enumerate() {
+            if !s.invariant {
+                continue;
+            }
+            let d = self.z(k);
+            match &s.op {
+                SlotOp::Load { arg, .. } => {
+                    self.a.mov(r9, qword_ptr(r11 + (8 * arg) as i32))?;
+                    self.a.vbroadcastss(d, dword_ptr(r9))?;
+                }
+                SlotOp::Const(bits) => {
+                    self.a.mov(r9d, *bits as u32)?;
+                    self.a.vpbroadcastd(d, r9d)?;
+                }
+                _ => self.compute(k)?,
+            }
+            self.mark(Some(k));
+        }
+        Ok(())
+    }
+
+    /// The loops over one segment, elements `rax..r8`; leaves `rax = r8`.
+    fn segment(&mut self) -> Result<(), Fail> {
+        let mut main = self.a.create_label();
+        let mut single_check = self.a.create_label();
+        let mut single = self.a.create_label();
+        let mut tail = self.a.create_label();
+        let mut end = self.a.create_label();
+        let trip = (LANES * UNROLL) as i32;
+        let left = |a: &mut CodeAssembler| -> Result<(), IcedError> {
+            a.mov(r9, r8)?;
+            a.sub(r9, rax)
+        };
+        left(&mut self.a)?;
+        self.a.cmp(r9, trip)?;
+        self.a.jb(single_check)?;
+        self.a.set_label(&mut main)?;
+        self.mark(None);
+        for u in 0..UNROLL {
+            self.body(u, false)?;
+        }
+        self.a.add(rax, trip)?;
+        left(&mut self.a)?;
+        self.a.cmp(r9, trip)?;
+        self.a.jae(main)?;
+        self.a.set_label(&mut single_check)?;
+        self.a.cmp(r9, LANES as i32)?;
+        self.a.jb(tail)?;
+        self.a.set_label(&mut single)?;
+        self.mark(None);
+        self.body(0, false)?;
+        self.a.add(rax, LANES as i32)?;
+        left(&mut self.a)?;
+        self.a.cmp(r9, LANES as i32)?;
+        self.a.jae(single)?;
+        self.a.set_label(&mut tail)?;
+        self.a.test(r9, r9)?;
+        self.a.je(end)?;
+        // k1 = (1 << left) - 1, left < 16.
+        self.a.mov(r15d, 1u32)?;
+        self.a.shlx(r15d, r15d, r9d)?;
+        self.a.sub(r15d, 1)?;
+        self.a.kmovw(k1, r15d)?;
+        self.mark(None);
+        self.body(0, true)?;
+        self.a.mov(rax, r8)?;
+        // On the caller's next instruction (there always is one).
+        self.a.set_label(&mut end)?;
+        self.mark(None);
+        Ok(())
+    }
+
+    /// One body: elements `rax + 16u ..` (`masked`: the lanes of `k1` only).
+    fn body(&mut self, u: usize, masked: bool) -> Result<(), Fail> {
+        let disp = (u * LANES * 4) as i32;
+        let plan = self.plan;
+        for (k, s) in plan.slots.iter().enumerate() {
+            if !s.invariant {
+                match &s.op {
+                    SlotOp::Load { arg, .. } => {
+                        let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
+                        let m = zmmword_ptr(p + rax * 4 + disp);
+                        let d = self.z(k);
+                        if masked {
+                            self.a.vmovups(d.k1().z(), m)?;
+                        } else {
+                            self.a.vmovups(d, m)?;
+                        }
+                    }
+                    _ => self.compute(k)?,
+                }
+                self.store(k, disp, masked)?;
+                self.mark(Some(k));
+            }
+        }
+        for (k, s) in plan.slots.iter().enumerate() {
+            if s.invariant {
+                self.store(k, disp, masked)?;
+                self.mark(Some(k));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores slot `k` to every output it is.
+    fn store(&mut self, k: SlotId, disp: i32, masked: bool) -> Result<(), Fail> {
+        for (o, &(slot, _)) in self.plan.outputs.iter().enumerate() {
+            if slot != k {
+                continue;
+            }
+            let m = zmmword_ptr(POINTERS[self.lay.out_reg[o]] + rax * 4 + disp);
+            let v = self.z(k);
+            if masked {
+                self.a.vmovups(m.k1(), v)?;
+            } else {
+                self.a.vmovups(m, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The instructions of computing slot `k`.
+    fn compute(&mut self, k: SlotId) -> Result<(), Fail> {
+        let d = self.z(k);
+        let Some(l) = self.lay.lowering.get(k).copied().flatten() else {
+            return Err(Fail(format!("slot {k} is a load or constant, not an op")));
+        };
+        let done = match l {
+            Lowering::Arith(op, x, y) => {
+                let (x, y) = (self.z(x), self.z(y));
+                match op {
+                    BinaryOp::Add => self.a.vaddps(d, x, y),
+                    BinaryOp::Subtract => self.a.vsubps(d, x, y),
+                    BinaryOp::Multiply => self.a.vmulps(d, x, y),
+                    _ => self.a.vdivps(d, x, y),
+                }
+            }
+            Lowering::SignBit { x, flip: true } => {
+                let (x, m) = (self.z(x), self.aux(Aux::SignMask));
+                self.a.vpxord(d, x, m)
+            }
+            Lowering::SignBit { x, flip: false } => {
+                let (x, m) = (self.z(x), self.aux(Aux::AbsMask));
+                self.a.vpandd(d, x, m)
+            }
+            Lowering::Relu(x) => {
+                let (x, zero) = (self.z(x), self.aux(Aux::Zero));
+                self.a.vmaxps(d, zero, x)
+            }
+            Lowering::Sqrt(x) => {
+                let x = self.z(x);
+                self.a.vsqrtps(d, x)
+            }
+            Lowering::RoundTo(x, imm) => {
+                let x = self.z(x);
+                self.a.vrndscaleps(d, x, imm)
+            }
+            Lowering::Bound { op, x, c, blend } => {
+                let (x, c) = (self.z(x), self.z(c));
+                match (blend, op) {
+                    (Some(pred), _) => {
+                        self.a.vcmpps(k2, x, c, pred)?;
+                        self.a.vblendmps(d.k2(), x, c)
+                    }
+                    (None, BinaryOp::Maximum) => self.a.vmaxps(d, c, x),
+                    (None, _) => self.a.vminps(d, c, x),
+                }
+            }
+        };
+        Ok(done?)
+    }
+}
+
+/// A failure while writing a kernel: the encoder's, or a plan the layout should have refused.
+#[derive(Debug)]
+struct Fail(String);
+
+impl From<IcedError> for Fail {
+    fn from(e: IcedError) -> Fail {
+        Fail(e.to_string())
+    }
+}
