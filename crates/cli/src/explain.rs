@@ -73,6 +73,12 @@ pub fn report(exe: &CpuJitExecutable) -> String {
         if let Some(producer) = &k.epilogue_of {
             let _ = writeln!(s, "    runs in the output loop of `{producer}` (epilogue)");
         }
+        if exe.kernel_is_avx512(&k.name).unwrap_or(false) {
+            let _ = writeln!(
+                s,
+                "    AVX-512 code: 16 f32 lanes, assembled without Cranelift"
+            );
+        }
         if exe.kernel_streams(&k.name).unwrap_or(false) {
             let _ = writeln!(s, "    writes its outputs with non-temporal stores");
         }

@@ -168,7 +168,7 @@ impl CpuJitBackend {
     /// fused kernel of simple `f32` operations (`+ - * /`, negation, absolute value, `Relu`,
     /// square root, rounding, bounds by a constant) over contiguous, scalar and row-vector
     /// inputs is assembled as sixteen-lane AVX-512 code instead of Cranelift's four-lane
-    /// loops (see [`AVX512_ENV`]); results are bit-identical either way. On other hosts the
+    /// loops (see [`crate::AVX512_ENV`]); results are bit-identical either way. On other hosts the
     /// setting has no effect.
     pub fn with_avx512(self, on: bool) -> CpuJitBackend {
         CpuJitBackend {
@@ -783,11 +783,17 @@ impl CpuJitExecutable {
         self.kernel_lanes(name).map(|n| n > 1)
     }
 
-    /// Elements per vector body of the kernel of the fused node `name`: 4 (`F32X4`/`I32X4`,
-    /// or a mixed-width kernel), 2 (`F64X2`/`I64X2`) or 1 (a scalar loop); see
-    /// [`crate::JitKernel::lanes`].
+    /// Elements per vector body of the kernel of the fused node `name`: 16 (AVX-512 code),
+    /// 4 (`F32X4`/`I32X4`, or a mixed-width kernel), 2 (`F64X2`/`I64X2`) or 1 (a scalar
+    /// loop); see [`crate::JitKernel::lanes`].
     pub fn kernel_lanes(&self, name: &str) -> Option<usize> {
-        self.kernel(name).map(|k| k.plan.lanes.count())
+        self.kernel(name).map(|k| k.lanes())
+    }
+
+    /// Whether the kernel of the fused node `name` is AVX-512 code assembled without
+    /// Cranelift ([`CpuJitBackend::with_avx512`]). `None` when there is no such kernel.
+    pub fn kernel_is_avx512(&self, name: &str) -> Option<bool> {
+        self.kernel(name).map(|k| k.is_avx512())
     }
 
     /// Whether the kernel of the fused node `name` mixes 32-bit and 64-bit numbers (see

@@ -108,17 +108,14 @@ impl JitKernel {
     /// kernel: each 32-bit value one `F32X4`/`I32X4`, each 64-bit value two
     /// `F64X2`/`I64X2`), 2 (`F64X2`/`I64X2`) or 1 (scalar).
     pub fn lanes(&self) -> usize {
-        if self.is_avx512() {
-            return crate::codegen::avx512::LANES;
-        }
-        self.kernel.plan.lanes.count()
+        self.kernel.lanes()
     }
 
     /// `true` when the kernel is sixteen-lane AVX-512 code assembled without Cranelift (a
     /// kernel of simple `f32` operations, see [`crate::CpuJitBackend::with_avx512`]); its
     /// results are bit-identical to [`JitKernel::compile_inline`]'s.
     pub fn is_avx512(&self) -> bool {
-        self.kernel.code.avx512
+        self.kernel.is_avx512()
     }
 
     /// `true` when the kernel mixes 32-bit and 64-bit numbers: its vector body computes

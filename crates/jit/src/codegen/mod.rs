@@ -121,6 +121,21 @@ impl CompiledKernel {
         self.work
     }
 
+    /// Elements per vector body: 16 for AVX-512 code ([`avx512`]), else the plan's lane
+    /// count (4, 2 or 1).
+    pub(crate) fn lanes(&self) -> usize {
+        if self.code.avx512 {
+            avx512::LANES
+        } else {
+            self.plan.lanes.count()
+        }
+    }
+
+    /// Whether the code is sixteen-lane AVX-512 code from [`avx512`].
+    pub(crate) fn is_avx512(&self) -> bool {
+        self.code.avx512
+    }
+
     /// Whether the code calls the vector math library (and runs in strips: [`strip`]).
     pub(crate) fn calls_library(&self) -> bool {
         strip::StripPlan::of(&self.plan).is_some_and(|s| !s.functions().is_empty())
