@@ -50,6 +50,7 @@ use cranelift_codegen::ir::condcodes::FloatCC;
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 
 use super::broadcast::Addressing;
+use super::divide::{ConstDivisor, Method};
 use super::kernel::operands;
 use super::lanes::Lanes;
 use super::lower::{constant_bound_test, float_constant};
@@ -64,9 +65,9 @@ pub const AVX512_ENV: &str = "GRAPHLIFT_AVX512";
 pub(crate) const LANES: usize = 16;
 /// Bodies per trip of the main loop.
 const UNROLL: usize = 4;
-/// Registers that hold buffer pointers, in the order they are handed out (the first three
+/// Registers that hold buffer pointers, in the order they are handed out (the first two
 /// are caller-saved; the others are saved and restored when used).
-const POINTERS: [AsmRegister64; 8] = [rdi, rsi, rdx, rbx, rbp, r12, r13, r14];
+const POINTERS: [AsmRegister64; 7] = [rdi, rsi, rbx, rbp, r12, r13, r14];
 /// The vector registers.
 const ZMM: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
@@ -159,13 +160,33 @@ pub(crate) struct Layout {
     row: Option<usize>,
     /// The inputs read as row vectors.
     row_args: Vec<usize>,
+    /// The run broadcasts, if any.
+    run: Option<Run>,
+    /// Elements in the iteration space (the bound of the index divisions).
+    count: usize,
+}
+
+/// Loads under a general addressing of one axis group whose index is constant over runs of
+/// `div` consecutive elements (`j = ((i / div) mod modulo) · stride`: a column vector
+/// `c[M, 1]` over `[M, K]`, a channel vector `[C, 1, 1]` over `[N, C, H, W]`): each is one
+/// value per segment, broadcast into its pinned register when the segment starts.
+#[derive(Debug, Clone)]
+struct Run {
+    /// Elements per run (at least a vector).
+    div: usize,
+    /// Runs per period of the source index (0: no reduction).
+    modulo: usize,
+    /// `(slot, input, stride)` of each load.
+    loads: Vec<(SlotId, usize, usize)>,
 }
 
 impl Layout {
     /// The layout of `plan`'s code, or `None` when the plan does not qualify (see the module
     /// documentation) or the host cannot run it.
     pub(crate) fn of(plan: &KernelPlan) -> Option<Layout> {
-        if !plan.avx512 || plan.stream || plan.lanes != Lanes::X4 || !host_supported() {
+        // (Below 2^31 elements every extent and index fits an instruction's immediate.)
+        let small = i32::try_from(plan.count).is_ok();
+        if !plan.avx512 || plan.stream || plan.lanes != Lanes::X4 || !small || !host_supported() {
             return None;
         }
         let all_f32 = plan.slots.iter().all(|s| s.ty == ElementType::F32)
@@ -175,6 +196,7 @@ impl Layout {
         }
         let mut row = None;
         let mut row_args = Vec::new();
+        let mut run: Option<Run> = None;
         // The one per-element addressing of each input read per element.
         let mut read: Vec<Option<&Addressing>> = vec![None; plan.args.len()];
         let mut arg_reg = vec![None; plan.args.len()];
@@ -210,7 +232,20 @@ impl Layout {
                                 pointers += 1;
                             }
                         }
-                        Addressing::General { .. } => return None,
+                        Addressing::General { terms } => match terms.as_slice() {
+                            [t] if t.div >= LANES => {
+                                let r = run.get_or_insert_with(|| Run {
+                                    div: t.div,
+                                    modulo: t.modulo,
+                                    loads: Vec::new(),
+                                });
+                                if (r.div, r.modulo) != (t.div, t.modulo) {
+                                    return None;
+                                }
+                                r.loads.push((lowering.len(), *arg, t.stride));
+                            }
+                            _ => return None,
+                        },
                     }
                     None
                 }
@@ -269,7 +304,11 @@ impl Layout {
         if pointers + plan.outputs.len() > POINTERS.len() {
             return None;
         }
-        let reg = allocate(plan, &mut aux)?;
+        let mut pinned: Vec<bool> = plan.slots.iter().map(|s| s.invariant).collect();
+        for &(k, _, _) in run.iter().flat_map(|r| &r.loads) {
+            pinned[k] = true;
+        }
+        let reg = allocate(plan, &pinned, &mut aux)?;
         Some(Layout {
             lowering,
             reg,
@@ -278,27 +317,36 @@ impl Layout {
             out_reg,
             row,
             row_args,
+            run,
+            count: plan.count,
         })
     }
 
     /// The callee-saved registers the code uses (pushed in this order).
     fn saved(&self) -> Vec<AsmRegister64> {
         let used = self.out_reg.last().map_or(0, |&r| r + 1);
-        let mut saved: Vec<AsmRegister64> = POINTERS[3..used.max(3)].to_vec();
+        let mut saved: Vec<AsmRegister64> = POINTERS[2..used.max(2)].to_vec();
         saved.push(r15);
         saved
+    }
+
+    /// Whether slot `k` is a run load (one value per segment, in a pinned register).
+    fn is_run_load(&self, k: SlotId) -> bool {
+        self.run
+            .as_ref()
+            .is_some_and(|r| r.loads.iter().any(|&(s, _, _)| s == k))
     }
 }
 
 /// Vector registers: invariant slots and the auxiliary constants pinned first, then the
 /// loop body's values, each register free again after the last reader of its value. `None`
 /// when they do not fit in 32.
-fn allocate(plan: &KernelPlan, aux: &mut [(Aux, usize)]) -> Option<Vec<usize>> {
+fn allocate(plan: &KernelPlan, pinned: &[bool], aux: &mut [(Aux, usize)]) -> Option<Vec<usize>> {
     let n = plan.slots.len();
     let mut reg = vec![usize::MAX; n];
     let mut next = 0usize;
-    for (k, s) in plan.slots.iter().enumerate() {
-        if s.invariant {
+    for k in 0..n {
+        if pinned[k] {
             reg[k] = next;
             next += 1;
         }
@@ -312,18 +360,18 @@ fn allocate(plan: &KernelPlan, aux: &mut [(Aux, usize)]) -> Option<Vec<usize>> {
     }
     let mut last_use: Vec<Option<usize>> = vec![None; n];
     for (k, s) in plan.slots.iter().enumerate() {
-        if s.invariant {
+        if pinned[k] {
             continue;
         }
         for o in operands(&s.op) {
-            if !plan.slots[o].invariant {
+            if !pinned[o] {
                 last_use[o] = Some(k);
             }
         }
     }
     let mut free: Vec<usize> = (next..ZMM.len()).rev().collect();
     for (k, s) in plan.slots.iter().enumerate() {
-        if s.invariant {
+        if pinned[k] {
             continue;
         }
         let mut ops = operands(&s.op);
@@ -441,9 +489,9 @@ impl Writer<'_> {
         ZMM[r]
     }
 
-    /// The whole function. Registers: `rax` the element index, `rcx` the end of the range,
-    /// `r8` the end of the segment, `r9` scratch, `r10` the row position of `rax`, `r11` the
-    /// input pointer table, `r15` the tail mask; buffer pointers in [`POINTERS`].
+    /// The whole function. Registers: `r8` the element index, `rcx` the end of the range,
+    /// `r9` the end of the segment, `rax`, `rdx`, `r10` scratch, `r11` the input pointer
+    /// table, `r15` the lane masks; buffer pointers in [`POINTERS`].
     fn function(&mut self) -> Result<(), Fail> {
         let lay = self.lay;
         let mut done = self.a.create_label();
@@ -455,21 +503,10 @@ impl Writer<'_> {
             self.a.push(r)?;
         }
         self.a.mov(r11, rdi)?;
-        self.a.mov(r9, rsi)?;
-        if let Some(k) = lay.row {
-            // r10 = begin mod k (once per call).
-            self.a.mov(r8, rdx)?;
-            self.a.mov(rax, rdx)?;
-            self.a.xor(edx, edx)?;
-            self.a.mov(r10, k as u64)?;
-            self.a.div(r10)?;
-            self.a.mov(r10, rdx)?;
-            self.a.mov(rax, r8)?;
-        } else {
-            self.a.mov(rax, rdx)?;
-        }
+        self.a.mov(rax, rsi)?;
+        self.a.mov(r8, rdx)?;
         for (o, &p) in lay.out_reg.iter().enumerate() {
-            self.a.mov(POINTERS[p], qword_ptr(r9 + (8 * o) as i32))?;
+            self.a.mov(POINTERS[p], qword_ptr(rax + (8 * o) as i32))?;
         }
         for (arg, p) in lay.arg_reg.iter().enumerate() {
             if let Some(p) = p {
@@ -479,38 +516,13 @@ impl Writer<'_> {
         }
         self.mark(None);
         self.invariants()?;
-        // Segments.
         self.a.set_label(&mut outer)?;
-        match lay.row {
-            Some(k) => {
-                // r8 = min(end, rax + k - r10); row pointers at element r10 of the row for
-                // element rax.
-                self.a.mov(r8, k as u64)?;
-                self.a.sub(r8, r10)?;
-                self.a.add(r8, rax)?;
-                self.a.cmp(r8, rcx)?;
-                self.a.cmova(r8, rcx)?;
-                for &arg in &lay.row_args {
-                    let Some(p) = lay.arg_reg[arg] else { continue };
-                    let p = POINTERS[p];
-                    self.a.mov(p, qword_ptr(r11 + (8 * arg) as i32))?;
-                    self.a.mov(r9, r10)?;
-                    self.a.sub(r9, rax)?;
-                    self.a.lea(p, ptr(p + r9 * 4))?;
-                }
-            }
-            None => self.a.mov(r8, rcx)?,
-        }
+        self.segment_start()?;
         self.mark(None);
         self.segment()?;
-        if lay.row.is_some() {
-            // The next segment starts a row, unless the range is done.
-            let mut finish = self.a.create_label();
-            self.a.cmp(rax, rcx)?;
-            self.a.jae(finish)?;
-            self.a.xor(r10d, r10d)?;
-            self.a.jmp(outer)?;
-            self.a.set_label(&mut finish)?;
+        if lay.row.is_some() || lay.run.is_some() {
+            self.a.cmp(r8, rcx)?;
+            self.a.jb(outer)?;
         }
         for &r in saved.iter().rev() {
             self.a.pop(r)?;
@@ -525,8 +537,8 @@ impl Writer<'_> {
     /// The pinned registers: auxiliary constants and invariant slots.
     fn invariants(&mut self) -> Result<(), Fail> {
         for &(a, r) in &self.lay.aux {
-            self.a.mov(r9d, a.bits())?;
-            self.a.vpbroadcastd(ZMM[r], r9d)?;
+            self.a.mov(eax, a.bits())?;
+            self.a.vpbroadcastd(ZMM[r], eax)?;
         }
         self.mark(None);
         for (k, s) in self.plan.slots.iter().enumerate() {
@@ -536,12 +548,12 @@ impl Writer<'_> {
             let d = self.z(k);
             match &s.op {
                 SlotOp::Load { arg, .. } => {
-                    self.a.mov(r9, qword_ptr(r11 + (8 * arg) as i32))?;
-                    self.a.vbroadcastss(d, dword_ptr(r9))?;
+                    self.a.mov(rax, qword_ptr(r11 + (8 * arg) as i32))?;
+                    self.a.vbroadcastss(d, dword_ptr(rax))?;
                 }
                 SlotOp::Const(bits) => {
-                    self.a.mov(r9d, *bits as u32)?;
-                    self.a.vpbroadcastd(d, r9d)?;
+                    self.a.mov(eax, *bits as u32)?;
+                    self.a.vpbroadcastd(d, eax)?;
                 }
                 _ => self.compute(k)?,
             }
@@ -550,7 +562,93 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// The loops over one segment, elements `rax..r8`; leaves `rax = r8`.
+    /// `rax = rax / d` for `rax` below `bound` ([`ConstDivisor`]); clobbers `rdx`, `r10`.
+    fn quotient(&mut self, d: usize, bound: usize) -> Result<(), Fail> {
+        let c = ConstDivisor::new(d, bound);
+        match c.method() {
+            Method::Shift(0) => {}
+            Method::Shift(k) => self.a.shr(rax, k)?,
+            Method::Multiply { m, s } => {
+                self.a.mov(r10, m)?;
+                self.a.imul_2(rax, r10)?;
+                self.a.shr(rax, s)?;
+            }
+            Method::Divide => {
+                self.a.xor(edx, edx)?;
+                self.a.mov(r10, c.divisor())?;
+                self.a.div(r10)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `reg *= c`, through `r10` when `c` does not fit an immediate.
+    fn multiply(&mut self, reg: AsmRegister64, c: usize) -> Result<(), Fail> {
+        match i32::try_from(c) {
+            Ok(c) => self.a.imul_3(reg, reg, c)?,
+            Err(_) => {
+                self.a.mov(r10, c as u64)?;
+                self.a.imul_2(reg, r10)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The start of a segment at element `r8`: `r9` = its end (the range's end, the end of
+    /// `r8`'s row, the end of its run, whichever comes first), the row pointers moved to
+    /// `r8`'s row, and the run values broadcast.
+    fn segment_start(&mut self) -> Result<(), Fail> {
+        let lay = self.lay;
+        let bound = lay.count.saturating_add(1);
+        self.a.mov(r9, rcx)?;
+        if let Some(k) = lay.row {
+            // rdx = the first element of r8's row = (r8 / k) * k.
+            self.a.mov(rax, r8)?;
+            self.quotient(k, bound)?;
+            self.multiply(rax, k)?;
+            self.a.mov(rdx, rax)?;
+            self.a.add(rax, k as i32)?;
+            self.a.cmp(r9, rax)?;
+            self.a.cmova(r9, rax)?;
+            // Row pointers: base - 4 * rdx, so that [p + 4 * r8] is element r8 - rdx.
+            self.a.shl(rdx, 2)?;
+            for &arg in &lay.row_args {
+                let Some(p) = lay.arg_reg[arg] else { continue };
+                let p = POINTERS[p];
+                self.a.mov(p, qword_ptr(r11 + (8 * arg) as i32))?;
+                self.a.sub(p, rdx)?;
+            }
+        }
+        if let Some(run) = &lay.run {
+            // rax = r8 / div: the run; its end (rax + 1) * div bounds the segment.
+            self.a.mov(rax, r8)?;
+            self.quotient(run.div, bound)?;
+            self.a.mov(r15, rax)?;
+            self.a.add(rax, 1)?;
+            self.multiply(rax, run.div)?;
+            self.a.cmp(r9, rax)?;
+            self.a.cmova(r9, rax)?;
+            if run.modulo != 0 {
+                // r15 = r15 mod modulo.
+                self.a.mov(rax, r15)?;
+                self.quotient(run.modulo, bound / run.div + 1)?;
+                self.multiply(rax, run.modulo)?;
+                self.a.sub(r15, rax)?;
+            }
+            self.mark(None);
+            for &(k, arg, stride) in &run.loads {
+                self.a.mov(rdx, qword_ptr(r11 + (8 * arg) as i32))?;
+                self.a.mov(rax, r15)?;
+                self.multiply(rax, stride)?;
+                let d = self.z(k);
+                self.a.vbroadcastss(d, dword_ptr(rdx + rax * 4))?;
+                self.mark(Some(k));
+            }
+        }
+        Ok(())
+    }
+
+    /// The loops over one segment, elements `r8..r9`; leaves `r8 = r9`.
     fn segment(&mut self) -> Result<(), Fail> {
         let mut main = self.a.create_label();
         let mut single_check = self.a.create_label();
@@ -559,70 +657,73 @@ impl Writer<'_> {
         let mut end = self.a.create_label();
         let trip = (LANES * UNROLL) as i32;
         let left = |a: &mut CodeAssembler| -> Result<(), IcedError> {
-            a.mov(r9, r8)?;
-            a.sub(r9, rax)
+            a.mov(rax, r9)?;
+            a.sub(rax, r8)
         };
         left(&mut self.a)?;
-        self.a.cmp(r9, trip)?;
+        self.a.cmp(rax, trip)?;
         self.a.jb(single_check)?;
         self.a.set_label(&mut main)?;
         self.mark(None);
         for u in 0..UNROLL {
             self.body(u, false)?;
         }
-        self.a.add(rax, trip)?;
+        self.a.add(r8, trip)?;
         left(&mut self.a)?;
-        self.a.cmp(r9, trip)?;
+        self.a.cmp(rax, trip)?;
         self.a.jae(main)?;
         self.a.set_label(&mut single_check)?;
-        self.a.cmp(r9, LANES as i32)?;
+        self.a.cmp(rax, LANES as i32)?;
         self.a.jb(tail)?;
         self.a.set_label(&mut single)?;
         self.mark(None);
         self.body(0, false)?;
-        self.a.add(rax, LANES as i32)?;
+        self.a.add(r8, LANES as i32)?;
         left(&mut self.a)?;
-        self.a.cmp(r9, LANES as i32)?;
+        self.a.cmp(rax, LANES as i32)?;
         self.a.jae(single)?;
         self.a.set_label(&mut tail)?;
-        self.a.test(r9, r9)?;
+        self.a.test(rax, rax)?;
         self.a.je(end)?;
-        // k1 = (1 << left) - 1, left < 16.
+        // k1 = the lowest rax lanes (rax < 16).
         self.a.mov(r15d, 1u32)?;
-        self.a.shlx(r15d, r15d, r9d)?;
+        self.a.shlx(r15d, r15d, eax)?;
         self.a.sub(r15d, 1)?;
         self.a.kmovw(k1, r15d)?;
         self.mark(None);
         self.body(0, true)?;
-        self.a.mov(rax, r8)?;
+        self.a.mov(r8, r9)?;
         // On the caller's next instruction (there always is one).
         self.a.set_label(&mut end)?;
         self.mark(None);
         Ok(())
     }
 
-    /// One body: elements `rax + 16u ..` (`masked`: the lanes of `k1` only).
+    /// One body: elements `r8 + 16u ..` (`masked`: the lanes of `k1` only).
     fn body(&mut self, u: usize, masked: bool) -> Result<(), Fail> {
         let disp = (u * LANES * 4) as i32;
         let plan = self.plan;
         for (k, s) in plan.slots.iter().enumerate() {
-            if !s.invariant {
-                match &s.op {
-                    SlotOp::Load { arg, .. } => {
-                        let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
-                        let m = zmmword_ptr(p + rax * 4 + disp);
-                        let d = self.z(k);
-                        if masked {
-                            self.a.vmovups(d.k1().z(), m)?;
-                        } else {
-                            self.a.vmovups(d, m)?;
-                        }
-                    }
-                    _ => self.compute(k)?,
-                }
-                self.store(k, disp, masked)?;
-                self.mark(Some(k));
+            if s.invariant {
+                continue;
             }
+            match &s.op {
+                // Broadcast when the segment starts.
+                SlotOp::Load { .. } if self.lay.is_run_load(k) => {}
+                SlotOp::Load { arg, .. } => {
+                    let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
+                    let m = zmmword_ptr(p + r8 * 4 + disp);
+                    let d = self.z(k);
+                    if masked {
+                        self.a.vmovups(d.k1().z(), m)?;
+                    } else {
+                        self.a.vmovups(d, m)?;
+                    }
+                }
+                _ => self.compute(k)?,
+            }
+            self.store(k, disp, masked)?;
+            self.mark(Some(k));
         }
         for (k, s) in plan.slots.iter().enumerate() {
             if s.invariant {
@@ -639,7 +740,7 @@ impl Writer<'_> {
             if slot != k {
                 continue;
             }
-            let m = zmmword_ptr(POINTERS[self.lay.out_reg[o]] + rax * 4 + disp);
+            let m = zmmword_ptr(POINTERS[self.lay.out_reg[o]] + r8 * 4 + disp);
             let v = self.z(k);
             if masked {
                 self.a.vmovups(m.k1(), v)?;

@@ -26,8 +26,10 @@ pub(crate) struct ConstDivisor {
     method: Method,
 }
 
+/// How a [`ConstDivisor`] divides (for code generators other than Cranelift's:
+/// [`super::avx512`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Method {
+pub(crate) enum Method {
     /// `d = 2^shift`.
     Shift(u32),
     /// `q = (x · m) >> s`.
@@ -58,6 +60,17 @@ impl ConstDivisor {
             }
         };
         ConstDivisor { d, method }
+    }
+
+    /// The divisor.
+    pub(crate) fn divisor(&self) -> u64 {
+        self.d
+    }
+
+    /// How it divides: the quotient is `x >> k`, `(x · m mod 2^64) >> s` (the product does
+    /// not wrap below the bound), or a `div` instruction.
+    pub(crate) fn method(&self) -> Method {
+        self.method
     }
 
     /// `x / d` for the pointer-sized integer `x` (below the bound).

@@ -101,6 +101,37 @@ fn row_vectors_are_read_per_segment_for_every_row_length() {
     }
 }
 
+/// `x * scale + shift` with per-channel `[C, 1, 1]` vectors over `[n, C, h, w]` (batch
+/// norm), the same with a row vector `[w]`, and `x - col + row` over `[m, k]`: run
+/// broadcasts alone, and with row vectors (segments end at whichever boundary comes
+/// first).
+#[test]
+fn column_and_channel_vectors_are_one_value_per_segment() {
+    for (n, c, h, w) in [(1, 3, 4, 5), (2, 3, 4, 5), (2, 5, 1, 16), (1, 4, 6, 24)] {
+        let b = FunctionBuilder::new("channels");
+        let x = b.parameter("x", F32, [n, c, h, w]);
+        let scale = b.parameter("scale", F32, [c, 1, 1]);
+        let shift = b.parameter("shift", F32, [c, 1, 1]);
+        let body = b.finish(&[(x * scale + shift).relu()]).unwrap();
+        same_as_cranelift(&format!("channels [{n}, {c}, {h}, {w}]"), &body);
+        // With a row vector too: runs of h·w elements, rows of w.
+        let b = FunctionBuilder::new("channels_rows");
+        let x = b.parameter("x", F32, [n, c, h, w]);
+        let scale = b.parameter("scale", F32, [c, 1, 1]);
+        let row = b.parameter("row", F32, [w]);
+        let body = b.finish(&[x * scale + row]).unwrap();
+        same_as_cranelift(&format!("channels_rows [{n}, {c}, {h}, {w}]"), &body);
+    }
+    for (m, k) in [(7, 16), (5, 40), (3, 100)] {
+        let b = FunctionBuilder::new("column_row");
+        let x = b.parameter("x", F32, [m, k]);
+        let col = b.parameter("col", F32, [m, 1]);
+        let row = b.parameter("row", F32, [k]);
+        let body = b.finish(&[x - col + row, col + row]).unwrap();
+        same_as_cranelift(&format!("column_row [{m}, {k}]"), &body);
+    }
+}
+
 #[test]
 fn other_kernels_stay_with_cranelift() {
     let n = 100;
@@ -117,8 +148,11 @@ fn other_kernels_stay_with_cranelift() {
         build("max of two values", &|b| {
             vec![x(b).max(b.parameter("y", F32, [n]))]
         }),
-        build("column broadcast", &|b| {
+        build("column broadcast under a vector", &|b| {
             vec![b.parameter("xm", F32, [10, 10]) + b.parameter("col", F32, [10, 1])]
+        }),
+        build("two-group broadcast", &|b| {
+            vec![b.parameter("xm", F32, [2, 3, 16]) + b.parameter("g", F32, [2, 1, 16])]
         }),
         build("i32", &|b| {
             let i = b.parameter("i", ElementType::I32, [n]);
