@@ -27,7 +27,7 @@
 //!
 //! On hosts with AVX-512, a kernel made only of simple `f32` operations (`+ - * /`,
 //! negation, absolute value, `Relu`, square root, rounding, bounds by a constant) over
-//! contiguous, scalar and row-vector inputs skips Cranelift: it is assembled straight to
+//! contiguous, scalar, row-vector and column/channel-vector inputs skips Cranelift: it is assembled straight to
 //! sixteen-lane AVX-512 code with the same range ABI and bit-identical results
 //! (`codegen::avx512`; [`CpuJitBackend::with_avx512`], [`AVX512_ENV`]).
 //!

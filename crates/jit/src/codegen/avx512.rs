@@ -11,13 +11,18 @@
 //! ([`Layout::of`]):
 //!
 //! - every value and output is `f32`, the plan's lanes are [`Lanes::X4`], it does not stream
-//!   ([`KernelPlan::stream`]: non-temporal stores stay with the Cranelift code) and it asks
-//!   for this code ([`KernelPlan::avx512`]);
-//! - its loads are contiguous, splat, or row vectors of one common row length
-//!   ([`Addressing::Row`]);
+//!   ([`KernelPlan::stream`]: non-temporal stores stay with the Cranelift code), its
+//!   iteration space is below 2^31 elements, and it asks for this code
+//!   ([`KernelPlan::avx512`]);
+//! - its loads are contiguous, splat, row vectors of one common row length
+//!   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index is
+//!   constant over runs of at least a vector (column vectors `c[M, 1]` over `[M, K ≥ 16]`,
+//!   channel vectors `[C, 1, 1]` over `[N, C, H, W]` with `H·W ≥ 16`), all with the same
+//!   run length and period;
 //! - its ops are `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`, and
 //!   `Maximum` / `Minimum` against a constant (not NaN);
-//! - its live values fit the 32 vector registers and its buffers eight pointer registers.
+//! - its live values fit the 32 vector registers and its per-element buffers the seven
+//!   pointer registers.
 //!
 //! The instructions give the interpreter's results bit for bit, as the Cranelift lowering
 //! does ([`super::lower`]): `+ - * / sqrt` are single IEEE operations (never contracted);
@@ -31,9 +36,11 @@
 //!
 //! 1. the preheader loads the buffer pointers into registers and every invariant slot into a
 //!    pinned vector register (constants, splat loads and what is computed from them);
-//! 2. the range runs in *segments*: the whole range, or with row vectors the pieces that stay
-//!    within one row, so a row vector is read contiguously from a pointer moved once per
-//!    segment (no index arithmetic per vector);
+//! 2. the range runs in *segments*: the whole range, or with row vectors and runs the pieces
+//!    that stay within one row and one run. A segment's start finds its row and run by
+//!    division by constants ([`ConstDivisor`]: a multiplication and a shift), moves the row
+//!    pointers so that a row vector is read contiguously, and broadcasts each run's value
+//!    into a pinned register: no index arithmetic per vector;
 //! 3. a segment runs a main loop of four unrolled sixteen-lane bodies, then single bodies,
 //!    then one body under a lane mask for the last 1 to 15 elements: masked loads read
 //!    nothing outside the range (masked-out lanes do not fault) and masked stores write
