@@ -166,10 +166,10 @@ impl CpuJitBackend {
     /// This backend, with AVX-512 kernels on or off for executables compiled from now on.
     /// On (the default on hosts with AVX-512F and BMI2, unless `GRAPHLIFT_AVX512=0`), a
     /// fused kernel of simple `f32` operations (`+ - * /`, negation, absolute value, `Relu`,
-    /// square root, rounding, bounds by a constant) over contiguous, scalar, row, column and channel
-    /// inputs is assembled as sixteen-lane AVX-512 code instead of Cranelift's four-lane
-    /// loops (see [`crate::AVX512_ENV`]); results are bit-identical either way. On other hosts the
-    /// setting has no effect.
+    /// square root, rounding, bounds by a constant) over contiguous, scalar, row, column
+    /// and channel inputs is assembled as sixteen-lane AVX-512 code instead of Cranelift's
+    /// four-lane loops (see [`crate::AVX512_ENV`]); results are bit-identical either way. On
+    /// other hosts the setting has no effect.
     pub fn with_avx512(self, on: bool) -> CpuJitBackend {
         CpuJitBackend {
             avx512: on && crate::codegen::avx512::host_supported(),

@@ -27,8 +27,8 @@
 //!
 //! On hosts with AVX-512, a kernel made only of simple `f32` operations (`+ - * /`,
 //! negation, absolute value, `Relu`, square root, rounding, bounds by a constant) over
-//! contiguous, scalar, row-vector and column/channel-vector inputs skips Cranelift: it is assembled straight to
-//! sixteen-lane AVX-512 code with the same range ABI and bit-identical results
+//! contiguous, scalar, row, column and channel inputs skips Cranelift: it is assembled
+//! straight to sixteen-lane AVX-512 code with the same range ABI and bit-identical results
 //! (`codegen::avx512`; [`CpuJitBackend::with_avx512`], [`AVX512_ENV`]).
 //!
 //! A kernel whose call moves more than twice the last-level cache writes its `f32` and
