@@ -516,7 +516,8 @@ impl Writer<'_> {
             self.a.mov(POINTERS[p], qword_ptr(rax + (8 * o) as i32))?;
         }
         for (arg, p) in lay.arg_reg.iter().enumerate() {
-            if let Some(p) = p {
+            // (Row vectors' pointers are set per segment.)
+            if let (Some(p), false) = (p, lay.row_args.contains(&arg)) {
                 self.a
                     .mov(POINTERS[*p], qword_ptr(r11 + (8 * arg) as i32))?;
             }
@@ -544,8 +545,12 @@ impl Writer<'_> {
     /// The pinned registers: auxiliary constants and invariant slots.
     fn invariants(&mut self) -> Result<(), Fail> {
         for &(a, r) in &self.lay.aux {
-            self.a.mov(eax, a.bits())?;
-            self.a.vpbroadcastd(ZMM[r], eax)?;
+            if a.bits() == 0 {
+                self.a.vpxord(ZMM[r], ZMM[r], ZMM[r])?;
+            } else {
+                self.a.mov(eax, a.bits())?;
+                self.a.vpbroadcastd(ZMM[r], eax)?;
+            }
         }
         self.mark(None);
         for (k, s) in self.plan.slots.iter().enumerate() {
@@ -591,6 +596,9 @@ impl Writer<'_> {
 
     /// `reg *= c`, through `r10` when `c` does not fit an immediate.
     fn multiply(&mut self, reg: AsmRegister64, c: usize) -> Result<(), Fail> {
+        if c == 1 {
+            return Ok(());
+        }
         match i32::try_from(c) {
             Ok(c) => self.a.imul_3(reg, reg, c)?,
             Err(_) => {
