@@ -169,6 +169,9 @@ pub(crate) struct Layout {
     row_args: Vec<usize>,
     /// The run broadcasts, if any.
     run: Option<Run>,
+    /// Loads read as the memory operand of their one reader (no register, no instruction
+    /// of their own).
+    folded: Vec<bool>,
     /// Elements in the iteration space (the bound of the index divisions).
     count: usize,
 }
@@ -315,7 +318,8 @@ impl Layout {
         for &(k, _, _) in run.iter().flat_map(|r| &r.loads) {
             pinned[k] = true;
         }
-        let reg = allocate(plan, &pinned, &mut aux)?;
+        let folded = fold_loads(plan, &lowering, &pinned);
+        let reg = allocate(plan, &pinned, &folded, &mut aux)?;
         Some(Layout {
             lowering,
             reg,
@@ -325,6 +329,7 @@ impl Layout {
             row,
             row_args,
             run,
+            folded,
             count: plan.count,
         })
     }
@@ -348,7 +353,57 @@ impl Layout {
 /// Vector registers: invariant slots and the auxiliary constants pinned first, then the
 /// loop body's values, each register free again after the last reader of its value. `None`
 /// when they do not fit in 32.
-fn allocate(plan: &KernelPlan, pinned: &[bool], aux: &mut [(Aux, usize)]) -> Option<Vec<usize>> {
+/// The per-element loads that can be the memory operand of their reader: read once, by an
+/// op whose instruction takes memory in that place (the second source; either source of
+/// `+`, `*` and the sign-bit logic, which commute; the only source of a unary op), at most
+/// one per op, and not an output.
+fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool]) -> Vec<bool> {
+    let n = plan.slots.len();
+    let mut uses = vec![0usize; n];
+    for s in &plan.slots {
+        for o in operands(&s.op) {
+            uses[o] += 1;
+        }
+    }
+    for &(o, _) in &plan.outputs {
+        uses[o] += 1;
+    }
+    let foldable = |o: SlotId| {
+        uses[o] == 1 && !pinned[o] && matches!(plan.slots[o].op, SlotOp::Load { .. })
+    };
+    let mut folded = vec![false; n];
+    for l in lowering.iter().flatten() {
+        let pick = match *l {
+            Lowering::Arith(op, x, y) => {
+                let commutes = matches!(op, BinaryOp::Add | BinaryOp::Multiply);
+                if foldable(y) {
+                    Some(y)
+                } else if commutes && foldable(x) {
+                    Some(x)
+                } else {
+                    None
+                }
+            }
+            Lowering::SignBit { x, .. }
+            | Lowering::Relu(x)
+            | Lowering::Sqrt(x)
+            | Lowering::RoundTo(x, _)
+            | Lowering::Bound { x, blend: None, .. } => foldable(x).then_some(x),
+            Lowering::Bound { .. } => None,
+        };
+        if let Some(o) = pick {
+            folded[o] = true;
+        }
+    }
+    folded
+}
+
+fn allocate(
+    plan: &KernelPlan,
+    pinned: &[bool],
+    folded: &[bool],
+    aux: &mut [(Aux, usize)],
+) -> Option<Vec<usize>> {
     let n = plan.slots.len();
     let mut reg = vec![usize::MAX; n];
     let mut next = 0usize;
@@ -371,14 +426,14 @@ fn allocate(plan: &KernelPlan, pinned: &[bool], aux: &mut [(Aux, usize)]) -> Opt
             continue;
         }
         for o in operands(&s.op) {
-            if !pinned[o] {
+            if !pinned[o] && !folded[o] {
                 last_use[o] = Some(k);
             }
         }
     }
     let mut free: Vec<usize> = (next..ZMM.len()).rev().collect();
     for (k, s) in plan.slots.iter().enumerate() {
-        if pinned[k] {
+        if pinned[k] || folded[k] {
             continue;
         }
         let mut ops = operands(&s.op);
@@ -498,7 +553,8 @@ impl Writer<'_> {
 
     /// The whole function. Registers: `r8` the element index, `rcx` the end of the range,
     /// `r9` the end of the segment, `rax`, `rdx`, `r10` scratch, `r11` the input pointer
-    /// table, `r15` the lane masks; buffer pointers in [`POINTERS`].
+    /// table, `r15` the lane masks; buffer pointers in [`POINTERS`]; with row vectors, the
+    /// end of the current row on the stack.
     fn function(&mut self) -> Result<(), Fail> {
         let lay = self.lay;
         let mut done = self.a.create_label();
@@ -522,6 +578,15 @@ impl Writer<'_> {
                     .mov(POINTERS[*p], qword_ptr(r11 + (8 * arg) as i32))?;
             }
         }
+        if let Some(k) = lay.row {
+            // The end of r8's row, (r8 / k + 1) * k, in a stack slot; the row pointers.
+            self.a.mov(rax, r8)?;
+            self.quotient(k, lay.count.saturating_add(1))?;
+            self.a.add(rax, 1)?;
+            self.multiply(rax, k)?;
+            self.a.push(rax)?;
+            self.row_pointers(k)?;
+        }
         self.mark(None);
         self.invariants()?;
         self.a.set_label(&mut outer)?;
@@ -531,6 +596,9 @@ impl Writer<'_> {
         if lay.row.is_some() || lay.run.is_some() {
             self.a.cmp(r8, rcx)?;
             self.a.jb(outer)?;
+        }
+        if lay.row.is_some() {
+            self.a.pop(rax)?;
         }
         for &r in saved.iter().rev() {
             self.a.pop(r)?;
@@ -567,7 +635,7 @@ impl Writer<'_> {
                     self.a.mov(eax, *bits as u32)?;
                     self.a.vpbroadcastd(d, eax)?;
                 }
-                _ => self.compute(k)?,
+                _ => self.compute(k, 0, false)?,
             }
             self.mark(Some(k));
         }
@@ -609,6 +677,23 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Points the row vectors at the row that ends at `rax` (row length `k`): `p = base −
+    /// 4·(rax − k)`, so that `[p + 4·r8]` is the row's element `r8 − (rax − k)`. Clobbers
+    /// `rdx`.
+    fn row_pointers(&mut self, k: usize) -> Result<(), Fail> {
+        self.a.lea(rdx, ptr(rax - k as i32))?;
+        self.a.shl(rdx, 2)?;
+        for &arg in &self.lay.row_args {
+            let Some(p) = self.lay.arg_reg[arg] else {
+                continue;
+            };
+            let p = POINTERS[p];
+            self.a.mov(p, qword_ptr(r11 + (8 * arg) as i32))?;
+            self.a.sub(p, rdx)?;
+        }
+        Ok(())
+    }
+
     /// The start of a segment at element `r8`: `r9` = its end (the range's end, the end of
     /// `r8`'s row, the end of its run, whichever comes first), the row pointers moved to
     /// `r8`'s row, and the run values broadcast.
@@ -617,22 +702,18 @@ impl Writer<'_> {
         let bound = lay.count.saturating_add(1);
         self.a.mov(r9, rcx)?;
         if let Some(k) = lay.row {
-            // rdx = the first element of r8's row = (r8 / k) * k.
-            self.a.mov(rax, r8)?;
-            self.quotient(k, bound)?;
-            self.multiply(rax, k)?;
-            self.a.mov(rdx, rax)?;
+            // [rsp] holds the end of the current row: segments never step over a row end,
+            // so r8 reaches it exactly when a new row starts.
+            let mut same_row = self.a.create_label();
+            self.a.mov(rax, qword_ptr(rsp))?;
+            self.a.cmp(r8, rax)?;
+            self.a.jb(same_row)?;
             self.a.add(rax, k as i32)?;
+            self.a.mov(qword_ptr(rsp), rax)?;
+            self.row_pointers(k)?;
+            self.a.set_label(&mut same_row)?;
             self.a.cmp(r9, rax)?;
             self.a.cmova(r9, rax)?;
-            // Row pointers: base - 4 * rdx, so that [p + 4 * r8] is element r8 - rdx.
-            self.a.shl(rdx, 2)?;
-            for &arg in &lay.row_args {
-                let Some(p) = lay.arg_reg[arg] else { continue };
-                let p = POINTERS[p];
-                self.a.mov(p, qword_ptr(r11 + (8 * arg) as i32))?;
-                self.a.sub(p, rdx)?;
-            }
         }
         if let Some(run) = &lay.run {
             // rax = r8 / div: the run; its end (rax + 1) * div bounds the segment.
@@ -678,6 +759,9 @@ impl Writer<'_> {
         left(&mut self.a)?;
         self.a.cmp(rax, trip)?;
         self.a.jb(single_check)?;
+        if let Ok(pad) = std::env::var("ZZ_PAD") {
+            self.a.nops_with_size(pad.parse().unwrap())?;
+        }
         self.a.set_label(&mut main)?;
         self.mark(None);
         for u in 0..UNROLL {
@@ -725,6 +809,8 @@ impl Writer<'_> {
             match &s.op {
                 // Broadcast when the segment starts.
                 SlotOp::Load { .. } if self.lay.is_run_load(k) => {}
+                // Read by the op it is folded into.
+                SlotOp::Load { .. } if self.lay.folded[k] => {}
                 SlotOp::Load { arg, .. } => {
                     let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
                     let m = zmmword_ptr(p + r8 * 4 + disp);
@@ -735,7 +821,7 @@ impl Writer<'_> {
                         self.a.vmovups(d, m)?;
                     }
                 }
-                _ => self.compute(k)?,
+                _ => self.compute(k, disp, masked)?,
             }
             self.store(k, disp, masked)?;
             self.mark(Some(k));
@@ -766,56 +852,98 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// The instructions of computing slot `k`.
-    fn compute(&mut self, k: SlotId) -> Result<(), Fail> {
+    /// Operand `o` of a computing slot: its register, or the memory of its load when the
+    /// load is folded into the op (at the body's displacement).
+    fn source(&self, o: SlotId, disp: i32) -> Src {
+        match &self.plan.slots[o].op {
+            SlotOp::Load { arg, .. } if self.lay.folded[o] => {
+                let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
+                Src::Mem(zmmword_ptr(p + r8 * 4 + disp))
+            }
+            _ => Src::Reg(self.z(o)),
+        }
+    }
+
+    /// The instructions of computing slot `k` in a body at displacement `disp` (`masked`:
+    /// an op that reads a folded load is masked by `k1`, so masked-out lanes read nothing).
+    fn compute(&mut self, k: SlotId, disp: i32, masked: bool) -> Result<(), Fail> {
         let d = self.z(k);
         let Some(l) = self.lay.lowering.get(k).copied().flatten() else {
             return Err(Fail(format!("slot {k} is a load or constant, not an op")));
         };
+        // `op!(method, first, source)`: `d = first op source` (or `d = op source`), the
+        // source a register or the folded load's memory.
+        macro_rules! op {
+            ($m:ident, $first:expr, $src:expr) => {
+                match $src {
+                    Src::Reg(r) => self.a.$m(d, $first, r),
+                    Src::Mem(m) if masked => self.a.$m(d.k1().z(), $first, m),
+                    Src::Mem(m) => self.a.$m(d, $first, m),
+                }
+            };
+            ($m:ident, $src:expr) => {
+                match $src {
+                    Src::Reg(r) => self.a.$m(d, r),
+                    Src::Mem(m) if masked => self.a.$m(d.k1().z(), m),
+                    Src::Mem(m) => self.a.$m(d, m),
+                }
+            };
+        }
         let done = match l {
             Lowering::Arith(op, x, y) => {
-                let (x, y) = (self.z(x), self.z(y));
+                // A folded load is the second source; `+` and `*` commute.
+                let (x, y) = if self.lay.folded[x] { (y, x) } else { (x, y) };
+                let (x, y) = (self.z(x), self.source(y, disp));
                 match op {
-                    BinaryOp::Add => self.a.vaddps(d, x, y),
-                    BinaryOp::Subtract => self.a.vsubps(d, x, y),
-                    BinaryOp::Multiply => self.a.vmulps(d, x, y),
-                    _ => self.a.vdivps(d, x, y),
+                    BinaryOp::Add => op!(vaddps, x, y),
+                    BinaryOp::Subtract => op!(vsubps, x, y),
+                    BinaryOp::Multiply => op!(vmulps, x, y),
+                    _ => op!(vdivps, x, y),
                 }
             }
             Lowering::SignBit { x, flip: true } => {
-                let (x, m) = (self.z(x), self.aux(Aux::SignMask));
-                self.a.vpxord(d, x, m)
+                let (x, m) = (self.source(x, disp), self.aux(Aux::SignMask));
+                op!(vpxord, m, x)
             }
             Lowering::SignBit { x, flip: false } => {
-                let (x, m) = (self.z(x), self.aux(Aux::AbsMask));
-                self.a.vpandd(d, x, m)
+                let (x, m) = (self.source(x, disp), self.aux(Aux::AbsMask));
+                op!(vpandd, m, x)
             }
             Lowering::Relu(x) => {
-                let (x, zero) = (self.z(x), self.aux(Aux::Zero));
-                self.a.vmaxps(d, zero, x)
+                let (x, zero) = (self.source(x, disp), self.aux(Aux::Zero));
+                op!(vmaxps, zero, x)
             }
             Lowering::Sqrt(x) => {
-                let x = self.z(x);
-                self.a.vsqrtps(d, x)
+                let x = self.source(x, disp);
+                op!(vsqrtps, x)
             }
-            Lowering::RoundTo(x, imm) => {
-                let x = self.z(x);
-                self.a.vrndscaleps(d, x, imm)
-            }
+            Lowering::RoundTo(x, imm) => match self.source(x, disp) {
+                Src::Reg(r) => self.a.vrndscaleps(d, r, imm),
+                Src::Mem(m) if masked => self.a.vrndscaleps(d.k1().z(), m, imm),
+                Src::Mem(m) => self.a.vrndscaleps(d, m, imm),
+            },
             Lowering::Bound { op, x, c, blend } => {
-                let (x, c) = (self.z(x), self.z(c));
+                let c = self.z(c);
                 match (blend, op) {
                     (Some(pred), _) => {
+                        let x = self.z(x);
                         self.a.vcmpps(k2, x, c, pred)?;
                         self.a.vblendmps(d.k2(), x, c)
                     }
-                    (None, BinaryOp::Maximum) => self.a.vmaxps(d, c, x),
-                    (None, _) => self.a.vminps(d, c, x),
+                    (None, BinaryOp::Maximum) => op!(vmaxps, c, self.source(x, disp)),
+                    (None, _) => op!(vminps, c, self.source(x, disp)),
                 }
             }
         };
         Ok(done?)
     }
+}
+
+/// A source operand: a register, or memory (a folded load).
+#[derive(Clone, Copy)]
+enum Src {
+    Reg(AsmRegisterZmm),
+    Mem(AsmMemoryOperand),
 }
 
 /// A failure while writing a kernel: the encoder's, or a plan the layout should have refused.
