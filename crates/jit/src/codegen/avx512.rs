@@ -172,6 +172,11 @@ pub(crate) struct Layout {
     /// Loads read as the memory operand of their one reader (no register, no instruction
     /// of their own).
     folded: Vec<bool>,
+    /// Slots whose registers hold one value for the whole call or segment.
+    pinned: Vec<bool>,
+    /// When the unrolled copies of the body fit the registers side by side: how far copy
+    /// `u`'s registers are from copy 0's (`u · stride`).
+    copy_stride: Option<usize>,
     /// Elements in the iteration space (the bound of the index divisions).
     count: usize,
 }
@@ -320,6 +325,13 @@ impl Layout {
         }
         let folded = fold_loads(plan, &lowering, &pinned);
         let reg = allocate(plan, &pinned, &folded, &mut aux)?;
+        let fixed = pinned.iter().filter(|&&p| p).count() + aux.len();
+        let body_regs = (0..plan.slots.len())
+            .filter(|&k| !pinned[k] && !folded[k])
+            .map(|k| reg[k] + 1 - fixed)
+            .max()
+            .unwrap_or(0);
+        let copy_stride = (fixed + UNROLL * body_regs <= ZMM.len()).then_some(body_regs);
         Some(Layout {
             lowering,
             reg,
@@ -330,6 +342,8 @@ impl Layout {
             row_args,
             run,
             folded,
+            copy_stride,
+            pinned,
             count: plan.count,
         })
     }
@@ -368,9 +382,8 @@ fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool])
     for &(o, _) in &plan.outputs {
         uses[o] += 1;
     }
-    let foldable = |o: SlotId| {
-        uses[o] == 1 && !pinned[o] && matches!(plan.slots[o].op, SlotOp::Load { .. })
-    };
+    let foldable =
+        |o: SlotId| uses[o] == 1 && !pinned[o] && matches!(plan.slots[o].op, SlotOp::Load { .. });
     let mut folded = vec![false; n];
     for l in lowering.iter().flatten() {
         let pick = match *l {
@@ -476,6 +489,7 @@ pub(crate) fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, 
     let mut w = Writer {
         a: CodeAssembler::new(64).map_err(|e| err(e.into()))?,
         slot_of: Vec::new(),
+        copy: 0,
         plan,
         lay: layout,
     };
@@ -526,6 +540,8 @@ struct Writer<'p> {
     a: CodeAssembler,
     /// The slot each instruction (by index) was emitted for.
     slot_of: Vec<Option<SlotId>>,
+    /// The copy of the body being written (see [`Layout::copy_stride`]).
+    copy: usize,
     plan: &'p KernelPlan,
     lay: &'p Layout,
 }
@@ -537,8 +553,13 @@ impl Writer<'_> {
         self.slot_of.resize(n, slot);
     }
 
+    /// The register of `slot` in the current copy of the body.
     fn z(&self, slot: SlotId) -> AsmRegisterZmm {
-        ZMM[self.lay.reg[slot]]
+        let base = self.lay.reg[slot];
+        match self.lay.copy_stride {
+            Some(stride) if !self.lay.pinned[slot] => ZMM[base + self.copy * stride],
+            _ => ZMM[base],
+        }
     }
 
     fn aux(&self, a: Aux) -> AsmRegisterZmm {
@@ -759,14 +780,9 @@ impl Writer<'_> {
         left(&mut self.a)?;
         self.a.cmp(rax, trip)?;
         self.a.jb(single_check)?;
-        if let Ok(pad) = std::env::var("ZZ_PAD") {
-            self.a.nops_with_size(pad.parse().unwrap())?;
-        }
         self.a.set_label(&mut main)?;
         self.mark(None);
-        for u in 0..UNROLL {
-            self.body(u, false)?;
-        }
+        self.bodies(UNROLL, false)?;
         self.a.add(r8, trip)?;
         left(&mut self.a)?;
         self.a.cmp(rax, trip)?;
@@ -776,7 +792,7 @@ impl Writer<'_> {
         self.a.jb(tail)?;
         self.a.set_label(&mut single)?;
         self.mark(None);
-        self.body(0, false)?;
+        self.bodies(1, false)?;
         self.a.add(r8, LANES as i32)?;
         left(&mut self.a)?;
         self.a.cmp(rax, LANES as i32)?;
@@ -790,7 +806,7 @@ impl Writer<'_> {
         self.a.sub(r15d, 1)?;
         self.a.kmovw(k1, r15d)?;
         self.mark(None);
-        self.body(0, true)?;
+        self.bodies(1, true)?;
         self.a.mov(r8, r9)?;
         // On the caller's next instruction (there always is one).
         self.a.set_label(&mut end)?;
@@ -798,15 +814,29 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// One body: elements `r8 + 16u ..` (`masked`: the lanes of `k1` only).
-    fn body(&mut self, u: usize, masked: bool) -> Result<(), Fail> {
-        let disp = (u * LANES * 4) as i32;
+    /// `copies` bodies at elements `r8`, `r8 + 16`, … (`masked`: one body, the lanes of
+    /// `k1` only). With room in the registers the copies are interleaved op by op, each in
+    /// its own registers (all loads of the trip first, then each op on every copy: what an
+    /// unrolling compiler emits); else one copy after the other in the same registers.
+    fn bodies(&mut self, copies: usize, masked: bool) -> Result<(), Fail> {
         let plan = self.plan;
-        for (k, s) in plan.slots.iter().enumerate() {
-            if s.invariant {
+        let n = plan.slots.len();
+        let order: Vec<(usize, SlotId)> = if self.lay.copy_stride.is_some() {
+            (0..n)
+                .flat_map(|k| (0..copies).map(move |u| (u, k)))
+                .collect()
+        } else {
+            (0..copies)
+                .flat_map(|u| (0..n).map(move |k| (u, k)))
+                .collect()
+        };
+        for (u, k) in order {
+            self.copy = u;
+            let disp = (u * LANES * 4) as i32;
+            if plan.slots[k].invariant {
                 continue;
             }
-            match &s.op {
+            match &plan.slots[k].op {
                 // Broadcast when the segment starts.
                 SlotOp::Load { .. } if self.lay.is_run_load(k) => {}
                 // Read by the op it is folded into.
@@ -826,12 +856,16 @@ impl Writer<'_> {
             self.store(k, disp, masked)?;
             self.mark(Some(k));
         }
-        for (k, s) in plan.slots.iter().enumerate() {
-            if s.invariant {
-                self.store(k, disp, masked)?;
-                self.mark(Some(k));
+        for u in 0..copies {
+            self.copy = u;
+            for (k, s) in plan.slots.iter().enumerate() {
+                if s.invariant {
+                    self.store(k, (u * LANES * 4) as i32, masked)?;
+                    self.mark(Some(k));
+                }
             }
         }
+        self.copy = 0;
         Ok(())
     }
 
