@@ -17,14 +17,14 @@ use std::sync::OnceLock;
 
 use rayon::ThreadPool;
 
-use crate::codegen::kernel::UNROLL;
 
 mod fork_join;
 pub(crate) use fork_join::for_each;
 
-/// Chunk boundaries are multiples of this many elements: one trip of the unrolled
-/// four-lane main loop (`F32X4`), two trips of the two-lane one (`F64X2`).
-pub const CHUNK_ALIGN: usize = 4 * UNROLL;
+/// Chunk boundaries are multiples of this many elements: one trip of the AVX-512 main loop
+/// (sixteen lanes, four bodies), so no chunk but the last ends in a masked tail; eight
+/// trips of the unrolled four-lane Cranelift loop (`F32X4`), sixteen of the two-lane one.
+pub const CHUNK_ALIGN: usize = crate::codegen::avx512::TRIP;
 
 /// The environment variable read by [`ThreadConfig::from_env`].
 pub const NUM_THREADS_ENV: &str = "GRAPHLIFT_NUM_THREADS";

@@ -82,6 +82,8 @@ pub const AVX512_ENV: &str = "GRAPHLIFT_AVX512";
 pub(crate) const LANES: usize = 16;
 /// Bodies per trip of the main loop.
 const UNROLL: usize = 4;
+/// Elements per trip of the main loop.
+pub(crate) const TRIP: usize = LANES * UNROLL;
 /// Registers that hold buffer pointers, in the order they are handed out (the first two
 /// are caller-saved; the others are saved and restored when used).
 const POINTERS: [AsmRegister64; 7] = [rdi, rsi, rbx, rbp, r12, r13, r14];
