@@ -17,7 +17,6 @@ use std::sync::OnceLock;
 
 use rayon::ThreadPool;
 
-
 mod fork_join;
 pub(crate) use fork_join::for_each;
 
