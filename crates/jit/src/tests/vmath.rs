@@ -177,3 +177,21 @@ fn special_values_and_ranges() {
         }
     }
 }
+
+#[test]
+fn tanh_of_a_tiny_x_is_x_in_every_loop() {
+    // Below 2^-13 both polynomials round to P(0) = Q(0) = 2^26, and a·2^26/2^26 is exact:
+    // tanh(x) = x, as the correctly rounded function gives there.
+    let xs: Vec<f32> = (0..4096u32)
+        .map(|i| f32::from_bits(0x0000_0001 + i.wrapping_mul(0x0001_C0DF) % 0x3900_0000))
+        .flat_map(|x| [x, -x])
+        .collect();
+    assert!(xs.iter().all(|x| x.abs() < 2f32.powi(-13)));
+    for kind in [LoopKind::Vector, LoopKind::Scalar, LoopKind::Library] {
+        let k = kernel_f32(UnaryOp::Tanh, kind).unwrap();
+        let ys = apply(&k, &xs);
+        for (x, y) in xs.iter().zip(&ys) {
+            assert_eq!(y.to_bits(), x.to_bits(), "{kind:?}: tanh({x:e}) = {y:e}");
+        }
+    }
+}

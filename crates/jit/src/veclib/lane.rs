@@ -37,6 +37,17 @@ fn horner(x: f32, c: &[f32]) -> f32 {
     rest.iter().rev().fold(last, |acc, &k| acc.mul_add(x, k))
 }
 
+/// A monic polynomial by Horner's rule, as [`crate::codegen::lanes`]'s `horner_monic`.
+#[inline(always)]
+fn horner_monic(x: f32, c: &[f32]) -> f32 {
+    let Some((&last, rest)) = c.split_last() else {
+        return 1.0;
+    };
+    rest.iter()
+        .rev()
+        .fold(x + last, |acc, &k| acc.mul_add(x, k))
+}
+
 /// Fast2Sum: `(s, err)` with `s + err = a + b` exactly when `|a| ≥ |b|`.
 #[inline(always)]
 fn fast_two_sum(a: f32, b: f32) -> (f32, f32) {
@@ -121,7 +132,7 @@ pub(crate) fn tanh(x: f32) -> f32 {
     let a = x.abs();
     let a = select(a > tanh::CLAMP, tanh::CLAMP, a);
     let t = a * a;
-    let r = (a * horner(t, &tanh::P)) / horner(t, &tanh::Q);
+    let r = (a * horner_monic(t, &tanh::P)) / horner(t, &tanh::Q);
     let r = select(r > 1.0, 1.0, r);
     copysign(r, x)
 }

@@ -33,7 +33,7 @@
 //! | [`expm1`] | 2 ulp | 1.439 ulp | `x = 17.001972` (`n = 25`, the first on the `e^x − 1` path) | 1.21e-7 |
 //! | [`log`] | 1 ulp | 0.835 ulp | `x = 1.4054595` | 8.13e-8 |
 //! | [`log1p`] | 2 ulp | 1.437 ulp | `x = -8.940697e-8` | 1.34e-7 |
-//! | [`tanh`] | 6 ulp | 5.622 ulp | `x = 6.264883`, where the Horner sums of the rational are largest (2026-11-25) | 3.35e-7 |
+//! | [`tanh`] | 6 ulp | 5.595 ulp | `x = 5.381278`, where the Horner sums of the rational are large (2026-11-26) | 3.33e-7 |
 //! | [`sigmoid`] | 1 ulp | 0.987 ulp | `x = -59.94443` (where it is `e^x`) | 8.92e-8 |
 //! | [`erf`] | 2 ulp | 1.312 ulp | `x = 1.1405755`, just below the second piece (2026-11-25) | 8.76e-8 |
 //!
