@@ -52,15 +52,7 @@ impl LibraryCalls {
         if !plan.veclib || plan.lanes != Lanes::X4 {
             return LibraryCalls { calls, inside };
         }
-        let mut uses = vec![0usize; n];
-        for slot in &plan.slots {
-            for a in operands(&slot.op) {
-                uses[a] += 1;
-            }
-        }
-        for &(s, _) in &plan.outputs {
-            uses[s] += 1;
-        }
+        let uses = plan.use_counts();
         for k in (0..n).rev() {
             if inside[k] || plan.slots[k].invariant {
                 continue;

@@ -106,6 +106,21 @@ pub(crate) struct KernelPlan {
 }
 
 impl KernelPlan {
+    /// How many times each slot is read: as an operand of another slot (twice by `x · x`)
+    /// or as an output.
+    pub(crate) fn use_counts(&self) -> Vec<usize> {
+        let mut uses = vec![0usize; self.slots.len()];
+        for slot in &self.slots {
+            for o in super::kernel::operands(&slot.op) {
+                uses[o] += 1;
+            }
+        }
+        for &(o, _) in &self.outputs {
+            uses[o] += 1;
+        }
+        uses
+    }
+
     /// Whether the kernel reads input `arg` only at the element it computes (every load of
     /// it is [`Addressing::Contiguous`] and the buffer holds `count` elements): a call on
     /// the range `begin..end` then reads exactly elements `begin..end` of it.

@@ -385,15 +385,7 @@ impl Layout {
 /// one per op, and not an output.
 fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool]) -> Vec<bool> {
     let n = plan.slots.len();
-    let mut uses = vec![0usize; n];
-    for s in &plan.slots {
-        for o in operands(&s.op) {
-            uses[o] += 1;
-        }
-    }
-    for &(o, _) in &plan.outputs {
-        uses[o] += 1;
-    }
+    let uses = plan.use_counts();
     let foldable =
         |o: SlotId| uses[o] == 1 && !pinned[o] && matches!(plan.slots[o].op, SlotOp::Load { .. });
     let mut folded = vec![false; n];
