@@ -125,16 +125,15 @@ fn copysign(mag: f32, sign: f32) -> f32 {
     f32::from_bits((mag.to_bits() & 0x7fff_ffff) | (sign.to_bits() & 0x8000_0000))
 }
 
-/// `tanh(x)` ([`crate::vmath::tanh`]): `a·P(a²)/Q(a²)` on the clamped `a = |x|`, capped
-/// at `1`, with the sign of `x` put back.
+/// `tanh(x)` ([`crate::vmath::tanh`]): `x·P(t)/Q(t)` on `t = min(x², clamp²)`, clamped to
+/// `[-1, 1]` (the same operations as the inline code).
 #[inline(always)]
 pub(crate) fn tanh(x: f32) -> f32 {
-    let a = x.abs();
-    let a = select(a > tanh::CLAMP, tanh::CLAMP, a);
-    let t = a * a;
-    let r = (a * horner_monic(t, &tanh::P)) / horner(t, &tanh::Q);
+    let t = x * x;
+    let t = select(t > tanh::CLAMP_SQUARED, tanh::CLAMP_SQUARED, t);
+    let r = (x * horner_monic(t, &tanh::P)) / horner(t, &tanh::Q);
     let r = select(r > 1.0, 1.0, r);
-    copysign(r, x)
+    select(r < -1.0, -1.0, r)
 }
 
 /// `erf(x)` ([`crate::vmath::erf`]).

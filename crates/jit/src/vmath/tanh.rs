@@ -2,10 +2,10 @@
 //!
 //! One rational function on `a = min(|x|, clamp)`: `tanh(a) = a·P(a²)/Q(a²)`, with `P` and
 //! `Q` of degree 4 in `a²` (the kind of approximation Eigen's fast `float` tanh uses,
-//! fitted here), the result capped at `1` and the sign of `x` put back with a bit
-//! operation: about fifteen vector operations, one of them a division (a separate unit on
-//! x86: replacing it by a multiplication did not change the library loop's speed), no
-//! exponential and no second piece.
+//! fitted here), the result capped at `1` and the sign of `x` put back; computed on the
+//! signed value (see [`emit`]): about fourteen vector operations, one of them a division
+//! (a separate unit on x86: replacing it by a multiplication did not change the library
+//! loop's speed), no exponential and no second piece.
 //!
 //! The fit holds `P(0) = Q(0) = 1` and `P`'s leading coefficient at `2^-26`, and the shipped
 //! coefficients are both polynomials divided by `2^-26`: `P` is monic, so its Horner
@@ -50,6 +50,10 @@ pub const MAX_ULP: f64 = 6.0;
 /// makes it `1` there: `tanh(±inf) = ±1`, checked by the unit tests).
 pub(crate) const CLAMP: f32 = f32::from_bits(0x4110_2d80);
 
+/// `CLAMP²` rounded to `f32`: `t = x²` is clamped to it, which gives the `t` of the clamped
+/// `|x|` exactly (rounding is monotonic).
+pub(crate) const CLAMP_SQUARED: f32 = CLAMP * CLAMP;
+
 /// The numerator's polynomial in `a²`, ascending, **monic**: the coefficients below its
 /// leading `1` (the fit's `P` divided by its leading coefficient `2^-26`; `P(0) = 2^26`).
 pub(crate) const P: [f32; 4] = [
@@ -68,21 +72,27 @@ pub(crate) const Q: [f32; 5] = [
     f32::from_bits(0x4262_6bcc),
 ];
 
-/// Emits `tanh(x)` for the `f32` value `x`.
+/// Emits `tanh(x)` for the `f32` value `x`, on the signed value: `t = min(x², clamp²)` is
+/// the clamped `|x|`'s square exactly, `x·P(t)/Q(t)` is `sign(x)·a·P/Q` exactly (rounding to
+/// nearest is symmetric), and for `|x|` past the clamp its magnitude is at least the value at
+/// the clamp, `1` (or `±inf` from an overflowing `x·P`), so clamping the result to `[-1, 1]`
+/// gives what `min(r, 1)` with the sign put back gives, one vector operation fewer (no
+/// `|x|`). NaN stays NaN (with `x`'s bits, quieted), `±0` stays `±0`.
 pub(crate) fn emit(e: &mut Emit, x: Value) -> Value {
-    let a = e.b.ins().fabs(x);
-    let clamp = e.f32(CLAMP);
-    let over = e.fcmp(FloatCC::GreaterThan, a, clamp);
-    let a = e.select(over, clamp, a);
-    let t = e.b.ins().fmul(a, a);
+    let t = e.b.ins().fmul(x, x);
+    let clamp = e.f32(CLAMP_SQUARED);
+    let over = e.fcmp(FloatCC::GreaterThan, t, clamp);
+    let t = e.select(over, clamp, t);
     let p = e.horner_monic(t, &P);
     let q = e.horner(t, &Q);
-    let num = e.b.ins().fmul(a, p);
+    let num = e.b.ins().fmul(x, p);
     let r = e.b.ins().fdiv(num, q);
     let one = e.f32(1.0);
-    let above_one = e.fcmp(FloatCC::GreaterThan, r, one);
-    let r = e.select(above_one, one, r);
-    e.copysign(r, x)
+    let above = e.fcmp(FloatCC::GreaterThan, r, one);
+    let r = e.select(above, one, r);
+    let minus_one = e.f32(-1.0);
+    let below = e.fcmp(FloatCC::LessThan, r, minus_one);
+    e.select(below, minus_one, r)
 }
 
 // ---- f64 ----
