@@ -3,7 +3,7 @@
 //! One rational function on `a = min(|x|, clamp)`: `tanh(a) = a·P(a²)/Q(a²)`, with `P` and
 //! `Q` of degree 4 in `a²` (the kind of approximation Eigen's fast `float` tanh uses,
 //! fitted here), the result capped at `1` and the sign of `x` put back; computed on the
-//! signed value (see [`emit`]): about fourteen vector operations, one of them a division
+//! signed value (see `emit`): about fourteen vector operations, one of them a division
 //! (a separate unit on x86: replacing it by a multiplication did not change the library
 //! loop's speed), no exponential and no second piece.
 //!
