@@ -16,6 +16,10 @@ in t, ascending:
   a). These, rounded to f32 (printed as bits), are the shipped coefficients; their error in
   f32 arithmetic is measured over every f32 by `graphlift accuracy tanh`.
 
+The fit runs on [0, 9.0111084]; the shipped code clamps x earlier, at 8.140329, the largest
+f32 where the rational in f32 arithmetic is exactly 1 with nothing above 1 below it (found
+by evaluating the shipped operations; see crates/jit/src/vmath/tanh.rs).
+
 Run: python3 scripts/tanh_rational_fit.py [K M [clamp [iterations [E]]]]
      (needs mpmath; defaults 4 4 9.0111084 40 26, about 30 s)
 """

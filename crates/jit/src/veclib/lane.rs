@@ -125,15 +125,14 @@ fn copysign(mag: f32, sign: f32) -> f32 {
     f32::from_bits((mag.to_bits() & 0x7fff_ffff) | (sign.to_bits() & 0x8000_0000))
 }
 
-/// `tanh(x)` ([`crate::vmath::tanh`]): `x·P(t)/Q(t)` on `t = min(x², clamp²)`, clamped to
-/// `[-1, 1]` (the same operations as the inline code).
+/// `tanh(x)` ([`crate::vmath::tanh`]): `x_c·P(x_c²)/Q(x_c²)` on `x_c = x` clamped to
+/// `[-clamp, clamp]` (the same operations as the inline code).
 #[inline(always)]
 pub(crate) fn tanh(x: f32) -> f32 {
-    let t = x * x;
-    let t = select(t > tanh::CLAMP_SQUARED, tanh::CLAMP_SQUARED, t);
-    let r = (x * horner_monic(t, &tanh::P)) / horner(t, &tanh::Q);
-    let r = select(r > 1.0, 1.0, r);
-    select(r < -1.0, -1.0, r)
+    let xc = select(x > tanh::CLAMP, tanh::CLAMP, x);
+    let xc = select(xc < -tanh::CLAMP, -tanh::CLAMP, xc);
+    let t = xc * xc;
+    (xc * horner_monic(t, &tanh::P)) / horner(t, &tanh::Q)
 }
 
 /// `erf(x)` ([`crate::vmath::erf`]).
