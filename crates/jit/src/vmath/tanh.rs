@@ -21,11 +21,12 @@
 //! 1 and the sign put back: two operations more (E2 in cache 0.218 → 0.18 ns per element
 //! over the monic `P`, the signed form and this clamp).
 //!
-//! The coefficients are a minimax fit in relative error on `[0, clamp]` (Lawson's iteration
-//! on the linearised problem, 40 digits; approximation error 0.83 ulp with the leading
-//! coefficient fixed, 0.35 without: `scripts/tanh_rational_fit.py`), rounded to `f32`.
+//! The coefficients are a minimax fit in relative error on `[0, 9.0111084]` (Lawson's
+//! iteration on the linearised problem, 40 digits; approximation error 0.83 ulp with the
+//! leading coefficient fixed, 0.35 without: `scripts/tanh_rational_fit.py`), rounded to
+//! `f32`.
 //! The rounding of the two Horner evaluations, where the partial sums grow to the size of
-//! the result (`a² = 81` at the clamp), is most of the error.
+//! the result (`x_c² ≈ 66` at the clamp), is most of the error.
 //!
 //! The form before this one (two polynomial pieces, `a + a³·P(a²)` and
 //! `1 − G(a − 1.75)⁴`, 2 ulp) took about thirty vector operations: twice the time of this
@@ -55,7 +56,7 @@ pub const MAX_ULP: f64 = 6.0;
 /// Checked over every `f32` by the accuracy sweep's range guarantee.
 pub(crate) const CLAMP: f32 = f32::from_bits(0x4102_3eca);
 
-/// The numerator's polynomial in `a²`, ascending, **monic**: the coefficients below its
+/// The numerator's polynomial in `t = x_c²`, ascending, **monic**: the coefficients below its
 /// leading `1` (the fit's `P` divided by its leading coefficient `2^-26`; `P(0) = 2^26`).
 pub(crate) const P: [f32; 4] = [
     f32::from_bits(0x4c80_0000),
@@ -63,7 +64,7 @@ pub(crate) const P: [f32; 4] = [
     f32::from_bits(0x486a_18e7),
     f32::from_bits(0x44b6_f48a),
 ];
-/// The denominator's polynomial in `a²`, ascending, divided by the same `2^-26` as [`P`]
+/// The denominator's polynomial in `t = x_c²`, ascending, divided by the same `2^-26` as [`P`]
 /// (`Q(0) = 2^26`).
 pub(crate) const Q: [f32; 5] = [
     f32::from_bits(0x4c80_0000),

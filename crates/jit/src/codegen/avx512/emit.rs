@@ -384,8 +384,8 @@ impl Writer<'_> {
                 continue;
             }
             match &plan.slots[k].op {
-                // Broadcast when the segment starts.
-                SlotOp::Load { .. } if self.lay.is_run_load(k) => {}
+                // A run load (pinned, not invariant): broadcast when the segment starts.
+                SlotOp::Load { .. } if self.lay.pinned[k] => {}
                 // Read by the op it is folded into.
                 SlotOp::Load { .. } if self.lay.folded[k] => {}
                 SlotOp::Load { arg, .. } => {

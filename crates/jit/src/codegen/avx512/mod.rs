@@ -184,7 +184,8 @@ pub(crate) struct Layout {
     /// Loads read as the memory operand of their one reader (no register, no instruction
     /// of their own).
     folded: Vec<bool>,
-    /// Slots whose registers hold one value for the whole call or segment.
+    /// Slots whose registers hold one value for the whole call (invariants) or segment
+    /// (run loads).
     pinned: Vec<bool>,
     /// When the unrolled copies of the body fit the registers side by side: how far copy
     /// `u`'s registers are from copy 0's (`u · stride`).
@@ -367,18 +368,8 @@ impl Layout {
         saved.push(r15);
         saved
     }
-
-    /// Whether slot `k` is a run load (one value per segment, in a pinned register).
-    fn is_run_load(&self, k: SlotId) -> bool {
-        self.run
-            .as_ref()
-            .is_some_and(|r| r.loads.iter().any(|&(s, _, _)| s == k))
-    }
 }
 
-/// Vector registers: invariant slots and the auxiliary constants pinned first, then the
-/// loop body's values, each register free again after the last reader of its value. `None`
-/// when they do not fit in 32.
 /// The per-element loads that can be the memory operand of their reader: read once, by an
 /// op whose instruction takes memory in that place (the second source; either source of
 /// `+`, `*` and the sign-bit logic, which commute; the only source of a unary op), at most
@@ -415,6 +406,9 @@ fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool])
     folded
 }
 
+/// Vector registers: invariant slots and the auxiliary constants pinned first, then the
+/// loop body's values, each register free again after the last reader of its value. `None`
+/// when they do not fit in 32.
 fn allocate(
     plan: &KernelPlan,
     pinned: &[bool],
