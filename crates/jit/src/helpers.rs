@@ -21,6 +21,9 @@ pub(crate) enum Helper {
     /// A strip function of the vector math library, `(src, dst, n)` (see
     /// [`crate::veclib`]).
     Veclib(VecFn),
+    /// The entry of a library function that writes with non-temporal stores, `(src, dst,
+    /// n)` as [`Helper::Veclib`] ([`VecFn::streams`]; the kernel fences before it returns).
+    VeclibStream(VecFn),
     /// The strip copy with non-temporal stores, `(src, dst, n)` ([`crate::stream`]).
     StreamStrip,
     /// The store fence after non-temporal stores, `()` ([`crate::stream`]).
@@ -37,6 +40,7 @@ impl Helper {
             Helper::StoreFence,
         ];
         all.extend(VecFn::ALL.map(Helper::Veclib));
+        all.extend(VecFn::ALL.map(Helper::VeclibStream));
         all
     }
 
@@ -46,6 +50,7 @@ impl Helper {
             Helper::PowI32 => "graphlift_jit_pow_i32".into(),
             Helper::PowI64 => "graphlift_jit_pow_i64".into(),
             Helper::Veclib(f) => f.symbol().into(),
+            Helper::VeclibStream(f) => format!("{}_nt", f.symbol()),
             Helper::StreamStrip => "graphlift_stream_strip".into(),
             Helper::StoreFence => "graphlift_store_fence".into(),
         }
@@ -56,7 +61,8 @@ impl Helper {
         match self {
             Helper::PowI32 => pow_i32 as *const u8,
             Helper::PowI64 => pow_i64 as *const u8,
-            Helper::Veclib(f) => f.address(),
+            Helper::Veclib(f) => f.address(false),
+            Helper::VeclibStream(f) => f.address(true),
             Helper::StreamStrip => crate::stream::stream_strip as *const u8,
             Helper::StoreFence => crate::stream::store_fence as *const u8,
         }

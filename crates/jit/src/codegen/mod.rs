@@ -185,7 +185,7 @@ pub(crate) fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     let (pointers, floats) = match h {
         Helper::PowI32 => return pow(sig, types::I32),
         Helper::PowI64 => return pow(sig, types::I64),
-        Helper::Veclib(f) => (f.arity() + 2, f.params()),
+        Helper::Veclib(f) | Helper::VeclibStream(f) => (f.arity() + 2, f.params()),
         Helper::StreamStrip => (3, 0),
         Helper::StoreFence => (0, 0),
     };

@@ -32,7 +32,10 @@ fn streaming_kernels_write_what_plain_kernels_write() {
         let y = b.parameter("y", ElementType::F32, [n]);
         let i = b.parameter("i", ElementType::I32, [n]);
         // E1; an `i32` output; a `bool` output (not streamed); an input passed through; a
-        // library call before the streamed stage; a form written straight to an output.
+        // library call before the streamed stage; forms and a function written straight to
+        // outputs (with non-temporal stores from the first 64-byte line of the output on
+        // AVX-512 hosts).
+        let gelu = (x * 0.5) * (((x + x * x * x * 0.044715) * 0.797_884_6).tanh() + 1.0);
         let outputs = [
             ((x + y) * y).relu() + x,
             i + i,
@@ -40,6 +43,8 @@ fn streaming_kernels_write_what_plain_kernels_write() {
             y,
             (x * y).tanh() * x + 1.0,
             x / ((-x).exp() + 1.0),
+            gelu,
+            y.tanh(),
         ];
         let body = b.finish(&outputs).unwrap();
         let xs = Tensor::from_vec(super::uniform(n, 1), [n]).unwrap();

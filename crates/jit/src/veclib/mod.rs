@@ -179,20 +179,45 @@ impl VecFn {
     /// `unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize)`; for
     /// [`VecFn::Divide`] an `unsafe extern "C" fn(a: *const f32, b: *const f32, dst: *mut
     /// f32, n: usize)`; for a form an `unsafe extern "C" fn(src: *const f32, dst: *mut f32,
-    /// n: usize, c0: f32, c1: f32, c2: f32, c3: f32)`.
-    pub(crate) fn address(self) -> *const u8 {
-        match self {
-            VecFn::Exp => exp_strip as *const u8,
-            VecFn::Sigmoid => sigmoid_strip as *const u8,
-            VecFn::Tanh => tanh_strip as *const u8,
-            VecFn::Erf => erf_strip as *const u8,
-            VecFn::Divide => divide_strip as *const u8,
-            VecFn::GeluTanh => gelu_tanh_strip as *const u8,
-            VecFn::GeluErf => gelu_erf_strip as *const u8,
-            VecFn::GeluErfDivide => gelu_erf_divide_strip as *const u8,
-            VecFn::Silu => silu_strip as *const u8,
-            VecFn::SiluExp => silu_exp_strip as *const u8,
+    /// n: usize, c0: f32, c1: f32, c2: f32, c3: f32)`. With `stream`, the entry point that
+    /// writes `dst` with non-temporal stores ([`VecFn::streams`]; the caller fences).
+    pub(crate) fn address(self, stream: bool) -> *const u8 {
+        macro_rules! entry {
+            ($strip:ident) => {
+                if stream {
+                    $strip::<true> as *const u8
+                } else {
+                    $strip::<false> as *const u8
+                }
+            };
         }
+        match self {
+            VecFn::Exp => entry!(exp_strip),
+            VecFn::Sigmoid => entry!(sigmoid_strip),
+            VecFn::Tanh => entry!(tanh_strip),
+            VecFn::Erf => entry!(erf_strip),
+            VecFn::Divide => divide_strip as *const u8,
+            VecFn::GeluTanh => entry!(gelu_tanh_strip),
+            VecFn::GeluErf => entry!(gelu_erf_strip),
+            VecFn::GeluErfDivide => entry!(gelu_erf_divide_strip),
+            VecFn::Silu => entry!(silu_strip),
+            VecFn::SiluExp => entry!(silu_exp_strip),
+        }
+    }
+
+    /// Whether it has an entry point that writes its results with non-temporal stores: the
+    /// functions with AVX-512 code ([`wide`]), on a host that has it. A kernel that streams
+    /// (`KernelPlan::stream`) calls that entry for a call whose result is an output.
+    pub(crate) fn streams(self) -> bool {
+        matches!(
+            self,
+            VecFn::Exp
+                | VecFn::Sigmoid
+                | VecFn::Tanh
+                | VecFn::GeluTanh
+                | VecFn::Silu
+                | VecFn::SiluExp
+        ) && wide::host_has_avx512()
     }
 
     /// `dst[i] = f(src[i])` for every `i` (the lengths must be equal; extra elements of the
@@ -202,19 +227,19 @@ impl VecFn {
     #[cfg(test)]
     pub(crate) fn map(self, src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
         match self {
-            VecFn::Exp => map_exp(src, dst, c),
-            VecFn::Sigmoid => map_sigmoid(src, dst, c),
-            VecFn::Tanh => map_tanh(src, dst, c),
-            VecFn::Erf => map_erf(src, dst, c),
+            VecFn::Exp => map_exp::<false>(src, dst, &c),
+            VecFn::Sigmoid => map_sigmoid::<false>(src, dst, &c),
+            VecFn::Tanh => map_tanh::<false>(src, dst, &c),
+            VecFn::Erf => map_erf::<false>(src, dst, &c),
             VecFn::Divide => {
                 let b = dst.to_vec();
                 map_divide(src, &b, dst)
             }
-            VecFn::GeluTanh => map_gelu_tanh(src, dst, c),
-            VecFn::GeluErf => map_gelu_erf(src, dst, c),
-            VecFn::GeluErfDivide => map_gelu_erf_divide(src, dst, c),
-            VecFn::Silu => map_silu(src, dst, c),
-            VecFn::SiluExp => map_silu_exp(src, dst, c),
+            VecFn::GeluTanh => map_gelu_tanh::<false>(src, dst, &c),
+            VecFn::GeluErf => map_gelu_erf::<false>(src, dst, &c),
+            VecFn::GeluErfDivide => map_gelu_erf_divide::<false>(src, dst, &c),
+            VecFn::Silu => map_silu::<false>(src, dst, &c),
+            VecFn::SiluExp => map_silu_exp::<false>(src, dst, &c),
         }
     }
 }
@@ -237,14 +262,17 @@ pub(crate) fn default_on() -> bool {
     host_has_wide_code() && std::env::var(VECLIB_ENV).map_or(true, |v| v.trim() != "0")
 }
 
-/// Defines `$map(src, dst, c)`, the host-dispatched slice map: `dst[i] = f(src[i], c)` for
-/// the lane function `f = $f` (extra elements of the longer slice are left alone); with
+/// Defines `$map::<NT>(src, dst, c)`, the host-dispatched slice map: `dst[i] = f(src[i], c)`
+/// for the lane function `f = $f` (extra elements of the longer slice are left alone); with
 /// `wide = $w`, the whole sixteen-element vectors go through [`wide`]'s AVX-512 function
-/// `$w(src, dst, c)` first (bit-identical, faster where the host has it) and the lane code
-/// does the rest.
+/// `wide::$w::<NT>(src, dst, c)` first (bit-identical, faster where the host has it) and the lane
+/// code does the rest. With `NT` the wide code writes with non-temporal stores
+/// ([`crate::stream`]), whole 64-byte lines: the lane code does the elements before the
+/// first line boundary of `dst`, and the caller fences. Without wide code `NT` changes
+/// nothing.
 macro_rules! strip_map {
-    ($map:ident, $f:expr $(, wide = $w:path)?) => {
-        fn $map(src: &[f32], dst: &mut [f32], c: [f32; MAX_PARAMS]) {
+    ($map:ident, $f:expr $(, wide = $w:ident)?) => {
+        fn $map<const NT: bool>(src: &[f32], dst: &mut [f32], c: &[f32; MAX_PARAMS]) {
             #[multiversion(targets(
                 "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
                 "x86_64+avx2+fma"
@@ -255,19 +283,30 @@ macro_rules! strip_map {
                     *d = f(x, c);
                 }
             }
-            let done: usize = 0 $(+ $w(src, dst, c))?;
-            lanes(&src[done..], &mut dst[done..], c);
+            let n = src.len().min(dst.len());
+            #[allow(unused_mut)]
+            let mut done = 0;
+            $(
+                if NT {
+                    done = dst.as_ptr().align_offset(64).min(n);
+                    lanes(&src[..done], &mut dst[..done], *c);
+                }
+                done += wide::$w::<NT>(&src[done..n], &mut dst[done..n], c);
+            )?
+            if done < n {
+                lanes(&src[done..n], &mut dst[done..n], *c);
+            }
         }
     };
 }
 
-/// Defines `$map` ([`strip_map!`], parameters ignored) and `$strip`, its entry point for JIT
-/// code, for the single function whose lane function is `$f`.
+/// Defines `$map` ([`strip_map!`], parameters ignored) and `$strip::<NT>`, its entry point
+/// for JIT code, for the single function whose lane function is `$f`.
 macro_rules! library_function {
-    ($map:ident, $strip:ident, $f:path $(, wide = $w:path)?) => {
+    ($map:ident, $strip:ident, $f:path $(, wide = $w:ident)?) => {
         strip_map!($map, |x: f32, _: [f32; MAX_PARAMS]| $f(x) $(, wide = $w)?);
 
-        unsafe extern "C" fn $strip(src: *const f32, dst: *mut f32, n: usize) {
+        unsafe extern "C" fn $strip<const NT: bool>(src: *const f32, dst: *mut f32, n: usize) {
             // SAFETY: only JIT kernels call this (`codegen::strip`), with `n` at most the
             // strip length. `dst` is a strip buffer of the kernel's own stack frame, or the
             // `n` elements of a kernel output from the strip's first element on; `src` is
@@ -282,23 +321,23 @@ macro_rules! library_function {
                     std::slice::from_raw_parts_mut(dst, n),
                 )
             };
-            $map(src, dst, [0.0; MAX_PARAMS]);
+            $map::<NT>(src, dst, &[0.0; MAX_PARAMS]);
         }
     };
 }
 
-library_function!(map_exp, exp_strip, exp, wide = wide::exp);
-library_function!(map_sigmoid, sigmoid_strip, sigmoid, wide = wide::sigmoid);
-library_function!(map_tanh, tanh_strip, tanh);
+library_function!(map_exp, exp_strip, exp, wide = exp);
+library_function!(map_sigmoid, sigmoid_strip, sigmoid, wide = sigmoid);
+library_function!(map_tanh, tanh_strip, tanh, wide = tanh);
 library_function!(map_erf, erf_strip, erf);
 
-/// Defines `$map` ([`strip_map!`]) and `$strip` for the form whose lane function is `$f`:
+/// Defines `$map` ([`strip_map!`]) and `$strip::<NT>` for the form whose lane function is `$f`:
 /// as [`library_function!`], with the form's parameters.
 macro_rules! form_function {
-    ($map:ident, $strip:ident, $f:path $(, wide = $w:path)?) => {
+    ($map:ident, $strip:ident, $f:path $(, wide = $w:ident)?) => {
         strip_map!($map, $f $(, wide = $w)?);
 
-        unsafe extern "C" fn $strip(
+        unsafe extern "C" fn $strip<const NT: bool>(
             src: *const f32,
             dst: *mut f32,
             n: usize,
@@ -317,24 +356,31 @@ macro_rules! form_function {
                     std::slice::from_raw_parts_mut(dst, n),
                 )
             };
-            $map(src, dst, [c0, c1, c2, c3]);
+            // By reference: built by value, the array went through the stack as four scalar
+            // stores and one 16-byte load, a failed store forwarding on every call.
+            $map::<NT>(src, dst, &[c0, c1, c2, c3]);
         }
     };
 }
 
-form_function!(map_gelu_tanh, gelu_tanh_strip, forms::gelu_tanh);
+form_function!(
+    map_gelu_tanh,
+    gelu_tanh_strip,
+    forms::gelu_tanh,
+    wide = gelu_tanh
+);
 form_function!(map_gelu_erf, gelu_erf_strip, forms::gelu_erf);
 form_function!(
     map_gelu_erf_divide,
     gelu_erf_divide_strip,
     forms::gelu_erf_divide
 );
-form_function!(map_silu, silu_strip, forms::silu, wide = wide::silu);
+form_function!(map_silu, silu_strip, forms::silu, wide = silu);
 form_function!(
     map_silu_exp,
     silu_exp_strip,
     forms::silu_exp,
-    wide = wide::silu_exp
+    wide = silu_exp
 );
 
 #[multiversion(targets(
