@@ -23,9 +23,11 @@
 //!   `tanh(x)` or `x / y`, is a loop of calls with no buffer.
 //!
 //! A kernel whose plan streams ([`KernelPlan::stream`], [`crate::stream`]) is strip-mined
-//! too, with or without calls: its last stage stores the `f32` and `i32` outputs that no
-//! call writes into strip buffers, each strip is copied out with non-temporal stores, and
-//! the kernel fences them once before it returns.
+//! too, with or without calls: a call that writes an output calls the library's streaming
+//! entry where the function has one ([`VecFn::streams`]: it writes whole 64-byte lines with
+//! non-temporal stores, no copy), its last stage stores the other `f32` and `i32` outputs
+//! into strip buffers, each strip is copied out with non-temporal stores, and the kernel
+//! fences them once before it returns.
 //!
 //! A kernel with more than [`MAX_STAGES`] stages keeps its vector math inline. Strip
 //! buffers are one explicit stack slot of the kernel's frame, so each thread's call has its
@@ -162,6 +164,7 @@ impl StripPlan {
         if library.is_empty() && !stream {
             return None;
         }
+        let uses = plan.use_counts();
         let n = plan.slots.len();
         let mut stage = vec![0; n];
         let mut buffer: Vec<Option<usize>> = vec![None; n];
@@ -215,7 +218,11 @@ impl StripPlan {
                 sources,
                 params: call.params,
                 target,
-                stream: stream && call.function.streams() && matches!(target, Target::Output(_)),
+                // Written once and not read back (a later stage would read it from memory).
+                stream: stream
+                    && call.function.streams()
+                    && matches!(target, Target::Output(_))
+                    && uses[k] == 1,
             });
         }
         let last = calls.iter().map(|c| stage[c.slot]).max().unwrap_or(0);

@@ -23,9 +23,11 @@
 //! binade and the special values; `graphlift accuracy --library` measures the library's
 //! code over every `f32` (the same maxima as the inline code's, 2026-11-25).
 //!
-//! On a host with AVX-512 the functions built on `e^x` run hand-written intrinsics code for
-//! their whole sixteen-element vectors ([`wide`]: the same bits, one instruction for the
-//! scaling by `2^n`), the lane code for the rest.
+//! On a host with AVX-512 the functions built on `e^x`, `tanh` and GELU-tanh run
+//! hand-written intrinsics code for their whole sixteen-element vectors ([`wide`]: the same
+//! bits, one instruction for the scaling by `2^n`, a two-stage software pipeline), the lane
+//! code for the rest; each of them also has an entry point that writes its results with
+//! non-temporal stores, which kernels too large for the cache call ([`VecFn::streams`]).
 //!
 //! The library is used when the host has AVX2 and FMA (each `mul_add` is one instruction;
 //! without FMA it would be a libm call per element) and `GRAPHLIFT_VECLIB` is not `0`
