@@ -30,20 +30,27 @@ use crate::veclib::VecFn;
 /// loops' overhead. Measured as above with the library: single functions before the
 /// activation forms (E2 with `tanh` called, 0.54 ns per element, about 75
 /// byte-equivalents; E3 with its `exp` and its division called, 0.40 ns, about 56), about
-/// 40% of the inline weights; the forms as the whole of E2 (GELU-tanh) and E3 (SiLU, 0.20
-/// ns, about 28 byte-equivalents with 8 of traffic). With the two-piece `tanh` GELU-tanh
-/// took 0.36 ns (about 51); with the rational `tanh` 0.22 ns (about 31), and the single
-/// `tanh` is scaled by the same ratio. GELU-erf keeps the two-piece weight (`erf` is still
-/// that form).
+/// 40% of the inline weights; the forms as the whole of E2 (GELU-tanh) and E3 (SiLU with
+/// `exp`) less their 8 bytes of traffic. With the AVX-512 code as a software pipeline
+/// (2026-11-26, `crate::veclib`'s `wide`) E2 takes 0.140 ns per element (about 20
+/// byte-equivalents) and E3 0.107 (about 15); the other functions are scaled by what the
+/// pipeline gained in the library's own loop (`exp` 0.75, `tanh` 0.94, `sigmoid` 0.79;
+/// SiLU through `sigmoid` takes 2.3 times SiLU with `exp` there). SiLU with `exp` weighs
+/// 10 rather than its 7 so that E3 is split from 2^15 elements: 2 threads, 2^15, 0.081 ns
+/// per element in two tasks against 0.102 in one; E2 at 2^14 in two tasks took 0.184 against
+/// 0.140 in one, so neither splits at 2^14 (`graphlift bench-expr`, 2026-11-26). GELU-erf
+/// keeps the two-piece weight (`erf` has no AVX-512 code).
 fn library_weight(f: VecFn) -> usize {
     match f {
-        VecFn::Exp => 48,
+        VecFn::Exp => 36,
         VecFn::Divide => 8,
-        VecFn::GeluTanh => 24,
+        VecFn::GeluTanh => 12,
         VecFn::GeluErf | VecFn::GeluErfDivide => 44,
-        VecFn::Silu | VecFn::SiluExp => 20,
-        VecFn::Tanh => 36,
-        VecFn::Sigmoid | VecFn::Erf => 64,
+        VecFn::Silu => 25,
+        VecFn::SiluExp => 10,
+        VecFn::Tanh => 34,
+        VecFn::Sigmoid => 50,
+        VecFn::Erf => 64,
     }
 }
 
