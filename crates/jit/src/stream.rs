@@ -14,9 +14,10 @@
 //! (`codegen::strip`): its last stage writes each `f32`/`i32` output into a strip buffer,
 //! [`stream_strip`] copies the strip out with non-temporal stores (an output that a call
 //! of the vector math library computes is written by the library's streaming entry
-//! directly: `crate::veclib`), and the kernel calls [`store_fence`] before it returns, so every store is globally visible before the runtime
-//! hands the output on (non-temporal stores are weakly ordered; `sfence` orders them before
-//! every later store, including the ones that tell other threads a chunk is done).
+//! directly: `crate::veclib`), and the kernel calls [`store_fence`] before it returns, so
+//! every store is globally visible before the runtime hands the output on (non-temporal
+//! stores are weakly ordered; `sfence` orders them before every later store, including the
+//! ones that tell other threads a chunk is done).
 //!
 //! Whether a kernel streams is decided per call site by [`streams`]: when one call moves
 //! more than twice the bytes the last-level cache holds, its output would not stay in cache

@@ -267,8 +267,8 @@ pub(crate) fn default_on() -> bool {
 /// Defines `$map::<NT>(src, dst, c)`, the host-dispatched slice map: `dst[i] = f(src[i], c)`
 /// for the lane function `f = $f` (extra elements of the longer slice are left alone); with
 /// `wide = $w`, the whole sixteen-element vectors go through [`wide`]'s AVX-512 function
-/// `wide::$w::<NT>(src, dst, c)` first (bit-identical, faster where the host has it) and the lane
-/// code does the rest. With `NT` the wide code writes with non-temporal stores
+/// `wide::$w::<NT>(src, dst, c)` first (bit-identical, faster where the host has it) and
+/// the lane code does the rest. With `NT` the wide code writes with non-temporal stores
 /// ([`crate::stream`]), whole 64-byte lines: the lane code does the elements before the
 /// first line boundary of `dst`, and the caller fences. Without wide code `NT` changes
 /// nothing.
@@ -333,8 +333,8 @@ library_function!(map_sigmoid, sigmoid_strip, sigmoid, wide = sigmoid);
 library_function!(map_tanh, tanh_strip, tanh, wide = tanh);
 library_function!(map_erf, erf_strip, erf);
 
-/// Defines `$map` ([`strip_map!`]) and `$strip::<NT>` for the form whose lane function is `$f`:
-/// as [`library_function!`], with the form's parameters.
+/// Defines `$map` ([`strip_map!`]) and `$strip::<NT>` for the form whose lane function is
+/// `$f`: as [`library_function!`], with the form's parameters.
 macro_rules! form_function {
     ($map:ident, $strip:ident, $f:path $(, wide = $w:ident)?) => {
         strip_map!($map, $f $(, wide = $w)?);
