@@ -23,8 +23,8 @@
 //! binade and the special values; `graphlift accuracy --library` measures the library's
 //! code over every `f32` (the same maxima as the inline code's, 2026-11-25).
 //!
-//! On a host with AVX-512 the functions built on `e^x`, `tanh` and GELU-tanh run
-//! hand-written intrinsics code for their whole sixteen-element vectors ([`wide`]: the same
+//! On a host with AVX-512 every function but division (`exp`, `sigmoid`, `tanh`, `erf` and
+//! the forms) runs hand-written intrinsics code for their whole sixteen-element vectors ([`wide`]: the same
 //! bits, one instruction for the scaling by `2^n`, a two-stage software pipeline), the lane
 //! code for the rest; each of them also has an entry point that writes its results with
 //! non-temporal stores, which kernels too large for the cache call ([`VecFn::streams`]).
@@ -208,18 +208,10 @@ impl VecFn {
     }
 
     /// Whether it has an entry point that writes its results with non-temporal stores: the
-    /// functions with AVX-512 code ([`wide`]), on a host that has it. A kernel that streams
+    /// functions with AVX-512 code ([`wide`]: all but division), on a host that has it. A kernel that streams
     /// (`KernelPlan::stream`) calls that entry for a call whose result is an output.
     pub(crate) fn streams(self) -> bool {
-        matches!(
-            self,
-            VecFn::Exp
-                | VecFn::Sigmoid
-                | VecFn::Tanh
-                | VecFn::GeluTanh
-                | VecFn::Silu
-                | VecFn::SiluExp
-        ) && wide::host_has_avx512()
+        self != VecFn::Divide && wide::host_has_avx512()
     }
 
     /// `dst[i] = f(src[i])` for every `i` (the lengths must be equal; extra elements of the
@@ -331,7 +323,7 @@ macro_rules! library_function {
 library_function!(map_exp, exp_strip, exp, wide = exp);
 library_function!(map_sigmoid, sigmoid_strip, sigmoid, wide = sigmoid);
 library_function!(map_tanh, tanh_strip, tanh, wide = tanh);
-library_function!(map_erf, erf_strip, erf);
+library_function!(map_erf, erf_strip, erf, wide = erf);
 
 /// Defines `$map` ([`strip_map!`]) and `$strip::<NT>` for the form whose lane function is
 /// `$f`: as [`library_function!`], with the form's parameters.
@@ -371,11 +363,17 @@ form_function!(
     forms::gelu_tanh,
     wide = gelu_tanh
 );
-form_function!(map_gelu_erf, gelu_erf_strip, forms::gelu_erf);
+form_function!(
+    map_gelu_erf,
+    gelu_erf_strip,
+    forms::gelu_erf,
+    wide = gelu_erf
+);
 form_function!(
     map_gelu_erf_divide,
     gelu_erf_divide_strip,
-    forms::gelu_erf_divide
+    forms::gelu_erf_divide,
+    wide = gelu_erf_divide
 );
 form_function!(map_silu, silu_strip, forms::silu, wide = silu);
 form_function!(

@@ -1,5 +1,5 @@
 //! AVX-512 code for the library's functions built on `e^x` (`exp`, `sigmoid`, SiLU in both
-//! forms) and for `tanh` and GELU-tanh, written with intrinsics: for one step of `e^x` that
+//! forms), for `tanh` and `erf` and the GELU forms on them, written with intrinsics: for one step of `e^x` that
 //! has no portable spelling LLVM vectorizes to a single instruction, for the loop structure
 //! (a software pipeline), and for non-temporal stores.
 //!
@@ -17,7 +17,8 @@
 //! (the scaling was 7 of 26 vector operations).
 //!
 //! **Software pipeline.** Each function is split into two stages (for `e^x`: the reduction,
-//! then the polynomial and the scaling; for `tanh`: the clamp and square, then the rational)
+//! then the polynomial and the scaling; for `tanh`: the clamp and square, then the
+//! rational; for `erf`: the clamp and square, then both pieces, the select and the sign)
 //! and its loop (`map16_pipelined!`) runs the first stage of the next block of four vectors
 //! beside the second stage of the current one. One vector's chain of dependent operations
 //! is long (GELU-tanh: about 60 cycles through a division and two Horner chains), and a
@@ -46,7 +47,7 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use crate::vmath::exp::{HI, LN2_HI, LN2_LO, LO, LOG2E, MAGIC, Q};
-    use crate::vmath::tanh;
+    use crate::vmath::{erf, tanh};
 
     /// `e^x`'s first stage (the lane code's `exp_parts` up to its polynomial; with `NEG`,
     /// `e^-x`'s, without the negation): the argument clamped and reduced, `(n, r)` with
@@ -182,6 +183,52 @@ mod x86 {
         _mm512_mul_ps(half, _mm512_add_ps(tanh_tail(xc, t), c[3]))
     }
 
+    /// `c[0] + x·(c[1] + x·(…))` by fused multiply-adds, from the last coefficient down (the
+    /// lane code's `horner`).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn horner(x: __m512, c: &[f32]) -> __m512 {
+        let Some((&last, rest)) = c.split_last() else {
+            return _mm512_setzero_ps();
+        };
+        let mut acc = _mm512_set1_ps(last);
+        for &k in rest.iter().rev() {
+            acc = _mm512_fmadd_ps(acc, x, _mm512_set1_ps(k));
+        }
+        acc
+    }
+
+    /// `erf`'s first stage (the lane code's `two_piece` up to its polynomials): `(x, a, a²)`
+    /// for `a = min(|x|, clamp)` (the select as `vminps`, NaN kept).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn erf_head(x: __m512) -> (__m512, __m512, __m512) {
+        let abs = _mm512_castsi512_ps(_mm512_and_si512(
+            _mm512_castps_si512(x),
+            _mm512_set1_epi32(i32::MAX),
+        ));
+        let a = _mm512_min_ps(_mm512_set1_ps(erf::FORM.clamp), abs);
+        (x, a, _mm512_mul_ps(a, a))
+    }
+
+    /// `erf`'s second stage: `a + a·R(a²)` below the split, `1 − G(a − mid)⁴` above it, with
+    /// the sign of `x` (`vpternlogd` as a bit select: `x`'s sign bit, the rest of `y`).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn erf_tail((x, a, t): (__m512, __m512, __m512)) -> __m512 {
+        let small = _mm512_fmadd_ps(a, horner(t, &erf::R), a);
+        let g = horner(_mm512_sub_ps(a, _mm512_set1_ps(erf::FORM.mid)), erf::FORM.g);
+        let g2 = _mm512_mul_ps(g, g);
+        let large = _mm512_fnmadd_ps(g2, g2, _mm512_set1_ps(1.0));
+        let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(erf::FORM.split));
+        let y = _mm512_mask_blend_ps(below, large, small);
+        _mm512_castsi512_ps(_mm512_ternarylogic_epi32::<0xCA>(
+            _mm512_set1_epi32(i32::MIN),
+            _mm512_castps_si512(x),
+            _mm512_castps_si512(y),
+        ))
+    }
+
     /// Vectors per block of [`map16_pipelined!`]'s pipeline (4 and 8 measured alike, 2
     /// slower; 4 keeps a strip of 128 elements at two blocks).
     const W: usize = 4;
@@ -279,6 +326,36 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx512f")]
+    pub(super) fn erf<const NT: bool>(src: &[f32], dst: &mut [f32]) -> usize {
+        map16_pipelined!(src, dst, |x| erf_head(x), |h| erf_tail(h))
+    }
+
+    /// GELU, `erf` form: `(x·c0)·(erf(x·c1) + c2)`; the first stage keeps `x·c0`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn gelu_erf<const NT: bool>(src: &[f32], dst: &mut [f32], c: &[f32; 4]) -> usize {
+        let c = c.map(|c| _mm512_set1_ps(c));
+        map16_pipelined!(
+            src,
+            dst,
+            |x| (_mm512_mul_ps(x, c[0]), erf_head(_mm512_mul_ps(x, c[1]))),
+            |h| _mm512_mul_ps(h.0, _mm512_add_ps(erf_tail(h.1), c[2]))
+        )
+    }
+
+    /// GELU, `erf` form with a division: `(x·(erf(x / c0) + c1))·c2`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn gelu_erf_divide<const NT: bool>(
+        src: &[f32],
+        dst: &mut [f32],
+        c: &[f32; 4],
+    ) -> usize {
+        let c = c.map(|c| _mm512_set1_ps(c));
+        map16_pipelined!(src, dst, |x| (x, erf_head(_mm512_div_ps(x, c[0]))), |h| {
+            _mm512_mul_ps(_mm512_mul_ps(h.0, _mm512_add_ps(erf_tail(h.1), c[1])), c[2])
+        })
+    }
+
+    #[target_feature(enable = "avx512f")]
     pub(super) fn silu_exp<const NT: bool>(src: &[f32], dst: &mut [f32], c0: f32) -> usize {
         let c0 = _mm512_set1_ps(c0);
         map16_pipelined!(src, dst, |x| (x, exp_reduce::<true>(x)), |h| {
@@ -356,6 +433,35 @@ pub(super) fn gelu_tanh<const NT: bool>(
     on_avx512!(x86::gelu_tanh::<NT>(src, dst, c))
 }
 
+/// `dst[i] = erf(src[i])` for the whole vectors; returns how many elements it did.
+pub(super) fn erf<const NT: bool>(
+    src: &[f32],
+    dst: &mut [f32],
+    _: &[f32; super::MAX_PARAMS],
+) -> usize {
+    on_avx512!(x86::erf::<NT>(src, dst))
+}
+
+/// GELU-erf `(x·c0)·(erf(x·c1) + c2)` for the whole vectors; returns how many elements it
+/// did.
+pub(super) fn gelu_erf<const NT: bool>(
+    src: &[f32],
+    dst: &mut [f32],
+    c: &[f32; super::MAX_PARAMS],
+) -> usize {
+    on_avx512!(x86::gelu_erf::<NT>(src, dst, c))
+}
+
+/// GELU-erf with a division `(x·(erf(x / c0) + c1))·c2` for the whole vectors; returns how
+/// many elements it did.
+pub(super) fn gelu_erf_divide<const NT: bool>(
+    src: &[f32],
+    dst: &mut [f32],
+    c: &[f32; super::MAX_PARAMS],
+) -> usize {
+    on_avx512!(x86::gelu_erf_divide::<NT>(src, dst, c))
+}
+
 /// SiLU `x·sigmoid(x)` for the whole vectors; returns how many elements it did.
 pub(super) fn silu<const NT: bool>(
     src: &[f32],
@@ -387,7 +493,27 @@ mod tests {
         [f32; MAX_PARAMS],
     );
     const GELU: [f32; MAX_PARAMS] = [0.5, 0.044715, 0.797_884_6, 1.0];
-    const PAIRS: [Pair; 6] = [
+    const GELU_ERF: [f32; MAX_PARAMS] = [0.5, std::f32::consts::FRAC_1_SQRT_2, 1.0, 0.0];
+    const GELU_ERF_DIVIDE: [f32; MAX_PARAMS] = [std::f32::consts::SQRT_2, 1.0, 0.5, 0.0];
+    const PAIRS: [Pair; 9] = [
+        (
+            "erf",
+            super::erf::<false>,
+            |x, _| lane::erf(x),
+            [0.0; MAX_PARAMS],
+        ),
+        (
+            "gelu_erf",
+            super::gelu_erf::<false>,
+            forms::gelu_erf,
+            GELU_ERF,
+        ),
+        (
+            "gelu_erf_divide",
+            super::gelu_erf_divide::<false>,
+            forms::gelu_erf_divide,
+            GELU_ERF_DIVIDE,
+        ),
         (
             "exp",
             super::exp::<false>,
@@ -442,11 +568,13 @@ mod tests {
     fn the_avx512_code_is_the_lane_codes_bit_for_bit_on_a_sample() {
         let mut xs: Vec<f32> = (0..=u32::MAX).step_by(4_099).map(f32::from_bits).collect();
         xs.extend(crate::tests::F32_SPECIALS);
-        // The clamp edges of `exp` and `tanh` (both signs), and where GELU's `tanh`
-        // argument reaches `tanh`'s clamp.
+        // The clamp edges of `exp` and `tanh` (both signs), where GELU's `tanh` argument
+        // reaches `tanh`'s clamp, and `erf`'s clamp and split.
         let clamp = crate::vmath::tanh::CLAMP;
+        let erf = crate::vmath::erf::FORM;
         let edges = [
-            -104.0f32, 89.0, -87.33655, 88.72284, clamp, -clamp, 3.9, -3.9,
+            -104.0f32, 89.0, -87.33655, 88.72284, clamp, -clamp, 3.9, -3.9, erf.clamp, -erf.clamp,
+            erf.split, -erf.split,
         ];
         xs.extend(edges.iter().flat_map(|t| {
             let b = t.to_bits();
@@ -463,7 +591,10 @@ mod tests {
     #[test]
     fn streaming_stores_write_the_same_bits_from_a_line_boundary_only() {
         type Wide = fn(&[f32], &mut [f32], &[f32; MAX_PARAMS]) -> usize;
-        let streaming: [Wide; 6] = [
+        let streaming: [Wide; 9] = [
+            super::erf::<true>,
+            super::gelu_erf::<true>,
+            super::gelu_erf_divide::<true>,
             super::exp::<true>,
             super::sigmoid::<true>,
             super::tanh::<true>,
@@ -520,7 +651,7 @@ mod tests {
         }
     }
 
-    /// Every `f32` for the six functions (about ten minutes in a release build on this
+    /// Every `f32` for the nine functions (about fifteen minutes in a release build on this
     /// machine):
     /// `cargo test --release -p graphlift-jit -- --ignored every_f32`.
     #[test]
