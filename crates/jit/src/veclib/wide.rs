@@ -396,89 +396,58 @@ macro_rules! on_avx512 {
     }};
 }
 
-/// `dst[i] = e^src[i]` for the whole vectors; returns how many elements it did.
-pub(super) fn exp<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    _: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::exp::<NT>(src, dst))
+/// Defines `$name::<NT>(src, dst, c)`, the library's entry to an AVX-512 function: `$call`
+/// (the function of [`x86`], with the form's parameters `c` as it takes them) on a host with
+/// AVX-512, nothing elsewhere; returns how many elements it did (the whole vectors).
+macro_rules! avx512_entry {
+    ($(#[$doc:meta])* $name:ident, |$src:ident, $dst:ident, $c:pat_param| $call:expr) => {
+        $(#[$doc])*
+        pub(super) fn $name<const NT: bool>(
+            $src: &[f32],
+            $dst: &mut [f32],
+            $c: &[f32; super::MAX_PARAMS],
+        ) -> usize {
+            on_avx512!($call)
+        }
+    };
 }
 
-/// `dst[i] = sigmoid(src[i])` for the whole vectors; returns how many elements it did.
-pub(super) fn sigmoid<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    _: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::sigmoid_map::<NT>(src, dst))
-}
-
-/// `dst[i] = tanh(src[i])` for the whole vectors; returns how many elements it did.
-pub(super) fn tanh<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    _: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::tanh::<NT>(src, dst))
-}
-
-/// GELU-tanh `(x·c0)·(tanh((x + x·x·x·c1)·c2) + c3)` for the whole vectors; returns how many
-/// elements it did.
-pub(super) fn gelu_tanh<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    c: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::gelu_tanh::<NT>(src, dst, c))
-}
-
-/// `dst[i] = erf(src[i])` for the whole vectors; returns how many elements it did.
-pub(super) fn erf<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    _: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::erf::<NT>(src, dst))
-}
-
-/// GELU-erf `(x·c0)·(erf(x·c1) + c2)` for the whole vectors; returns how many elements it
-/// did.
-pub(super) fn gelu_erf<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    c: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::gelu_erf::<NT>(src, dst, c))
-}
-
-/// GELU-erf with a division `(x·(erf(x / c0) + c1))·c2` for the whole vectors; returns how
-/// many elements it did.
-pub(super) fn gelu_erf_divide<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    c: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::gelu_erf_divide::<NT>(src, dst, c))
-}
-
-/// SiLU `x·sigmoid(x)` for the whole vectors; returns how many elements it did.
-pub(super) fn silu<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    _: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::silu::<NT>(src, dst))
-}
-
-/// SiLU `x / (e^-x + c0)` for the whole vectors; returns how many elements it did.
-pub(super) fn silu_exp<const NT: bool>(
-    src: &[f32],
-    dst: &mut [f32],
-    c: &[f32; super::MAX_PARAMS],
-) -> usize {
-    on_avx512!(x86::silu_exp::<NT>(src, dst, c[0]))
-}
+avx512_entry!(
+    /// `dst[i] = e^src[i]`.
+    exp, |src, dst, _| x86::exp::<NT>(src, dst)
+);
+avx512_entry!(
+    /// `dst[i] = sigmoid(src[i])`.
+    sigmoid, |src, dst, _| x86::sigmoid_map::<NT>(src, dst)
+);
+avx512_entry!(
+    /// `dst[i] = tanh(src[i])`.
+    tanh, |src, dst, _| x86::tanh::<NT>(src, dst)
+);
+avx512_entry!(
+    /// `dst[i] = erf(src[i])`.
+    erf, |src, dst, _| x86::erf::<NT>(src, dst)
+);
+avx512_entry!(
+    /// GELU-tanh `(x·c0)·(tanh((x + x·x·x·c1)·c2) + c3)`.
+    gelu_tanh, |src, dst, c| x86::gelu_tanh::<NT>(src, dst, c)
+);
+avx512_entry!(
+    /// GELU-erf `(x·c0)·(erf(x·c1) + c2)`.
+    gelu_erf, |src, dst, c| x86::gelu_erf::<NT>(src, dst, c)
+);
+avx512_entry!(
+    /// GELU-erf with a division `(x·(erf(x / c0) + c1))·c2`.
+    gelu_erf_divide, |src, dst, c| x86::gelu_erf_divide::<NT>(src, dst, c)
+);
+avx512_entry!(
+    /// SiLU `x·sigmoid(x)`.
+    silu, |src, dst, _| x86::silu::<NT>(src, dst)
+);
+avx512_entry!(
+    /// SiLU `x / (e^-x + c0)`.
+    silu_exp, |src, dst, c| x86::silu_exp::<NT>(src, dst, c[0])
+);
 
 #[cfg(test)]
 mod tests {
