@@ -33,10 +33,16 @@
 //! buffers are one explicit stack slot of the kernel's frame, so each thread's call has its
 //! own. Calls write outputs before later stages read inputs: sound because the
 //! runtime never passes an output that overlaps an input (outputs are distinct `&mut`
-//! borrows). Short strips measured fastest (2026-11-25, `graphlift bench-expr`, 1 thread,
-//! 2^14 and 2^18 elements: E2 0.53 / 0.54 / 0.55 / 0.59 ns per element at 128 / 256 / 512
-//! / 1,024 elements per strip, E3 alike): the out-of-order core overlaps the end of one
-//! stage with the start of the next, and the buffers stay in L1.
+//! borrows). Short strips measured fastest when the library's loops were plain ones
+//! (2026-11-25, `graphlift bench-expr`, 1 thread, 2^14 and 2^18 elements: E2 0.53 / 0.54 /
+//! 0.55 / 0.59 ns per element at 128 / 256 / 512 / 1,024 elements per strip, E3 alike):
+//! the out-of-order core overlaps the end of one stage with the start of the next, and the
+//! buffers stay in L1. With the library's loops software-pipelined over blocks of 64
+//! elements a call of 128 is two blocks, its start and end a large share: a bias add
+//! then GELU-tanh (`[16, 1024]` plus a `[1024]` row, 1 thread) took 0.277–0.283 ns per
+//! element at 128, 0.236–0.242 at 256, 0.237–0.240 at 512 and 0.249–0.252 at 1,024
+//! (2026-11-26), so strips are at most 256 elements. A kernel without buffers runs long
+//! strips ([`DIRECT_STRIP`]).
 //!
 //! Results are bit-identical to the inline kernel (a NaN for a NaN): the library performs
 //! the inline code's operations ([`crate::veclib`]), every other slot is lowered as before,
@@ -65,7 +71,7 @@ use crate::JitError;
 /// room for the strip's inputs and outputs.
 const BUFFER_BYTES: usize = 16 << 10;
 /// The most elements per strip (see the module documentation for the measurements).
-const MAX_STRIP: usize = 128;
+const MAX_STRIP: usize = 256;
 /// The most stages a strip-mined kernel may have. Every stage is a loop of its own, with
 /// its main and tail bodies, its buffer loads and stores: a kernel whose chain of library
 /// calls is longer compiles its vector math inline instead (a 200-op kernel with 23 chained
