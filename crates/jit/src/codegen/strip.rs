@@ -41,8 +41,9 @@
 //! elements a call of 128 is two blocks, its start and end a large share: a bias add
 //! then GELU-tanh (`[16, 1024]` plus a `[1024]` row, 1 thread) took 0.277–0.283 ns per
 //! element at 128, 0.236–0.242 at 256, 0.237–0.240 at 512 and 0.249–0.252 at 1,024
-//! (2026-11-26), so strips are at most 256 elements. A kernel without buffers runs long
-//! strips ([`DIRECT_STRIP`]).
+//! (2026-11-26), so strips are at most 256 elements ([`MAX_STRIP`]; 128 for a kernel that
+//! only streams, [`STREAM_STRIP`]). A kernel without buffers runs long strips
+//! ([`DIRECT_STRIP`]).
 //!
 //! Results are bit-identical to the inline kernel (a NaN for a NaN): the library performs
 //! the inline code's operations ([`crate::veclib`]), every other slot is lowered as before,
@@ -72,6 +73,11 @@ use crate::JitError;
 const BUFFER_BYTES: usize = 16 << 10;
 /// The most elements per strip (see the module documentation for the measurements).
 const MAX_STRIP: usize = 256;
+/// The most elements per strip of a kernel that streams without calling the library (its
+/// strips are copied out of a buffer by [`crate::stream`]): 128, where E4 at 2^24 on one
+/// thread measured 0.153–0.156 ns per element against 0.159–0.170 at 256 (2026-11-26; E1
+/// 0.467–0.471 against 0.448–0.454, so the choice is E4's).
+const STREAM_STRIP: usize = 128;
 /// The most stages a strip-mined kernel may have. Every stage is a loop of its own, with
 /// its main and tail bodies, its buffer loads and stores: a kernel whose chain of library
 /// calls is longer compiles its vector math inline instead (a 200-op kernel with 23 chained
@@ -265,7 +271,12 @@ impl StripPlan {
         let strip = if buffers == 0 {
             DIRECT_STRIP
         } else {
-            (BUFFER_BYTES / per_element).clamp(MIN_STRIP, MAX_STRIP) / 16 * 16
+            let most = if calls.is_empty() {
+                STREAM_STRIP
+            } else {
+                MAX_STRIP
+            };
+            (BUFFER_BYTES / per_element).clamp(MIN_STRIP, most) / 16 * 16
         };
         Some(StripPlan {
             library,
