@@ -158,9 +158,9 @@ pub(crate) struct StripPlan {
     /// stage needs: [`spills`]), stored by the loop of their own stage.
     materialized: Vec<SlotId>,
     buffers: usize,
-    /// Outputs written with non-temporal stores from a buffer after the last stage, as
+    /// Outputs copied out of a buffer with non-temporal stores after the last stage, as
     /// `(output, buffer)` ([`crate::stream`]).
-    streams: Vec<(usize, usize)>,
+    copies: Vec<(usize, usize)>,
     /// Elements per strip.
     strip: usize,
     /// The last stage (the one that stores the outputs): the stage of the last calls.
@@ -242,7 +242,7 @@ impl StripPlan {
             return None;
         }
         // Outputs streamed out of buffers: the 4-byte ones no call writes.
-        let mut streams = Vec::new();
+        let mut copies = Vec::new();
         if stream {
             for (o, &(k, ty)) in plan.outputs.iter().enumerate() {
                 let written = calls.iter().any(|c| c.target == Target::Output(o));
@@ -253,7 +253,7 @@ impl StripPlan {
                     buffers += 1;
                     buffers - 1
                 });
-                streams.push((o, buf));
+                copies.push((o, buf));
             }
         }
         // Values a later stage needs, too costly to compute again there: kept in buffers.
@@ -281,7 +281,7 @@ impl StripPlan {
         Some(StripPlan {
             library,
             calls,
-            streams,
+            copies,
             stage,
             buffer,
             materialized,
@@ -311,19 +311,19 @@ impl StripPlan {
     /// Whether output `o` is written by a call (and not by the last stage's loop).
     fn writes_output(&self, o: usize) -> bool {
         self.calls.iter().any(|c| c.target == Target::Output(o))
-            || self.streams.iter().any(|&(s, _)| s == o)
+            || self.copies.iter().any(|&(s, _)| s == o)
     }
 
     /// Whether the kernel writes outputs with non-temporal stores (and must fence them
     /// before it returns).
     pub(crate) fn streams(&self) -> bool {
-        !self.streams.is_empty() || self.calls.iter().any(|c| c.stream)
+        !self.copies.is_empty() || self.calls.iter().any(|c| c.stream)
     }
 
     /// The host functions the kernel's code calls: its library functions, and the strip
     /// copy and the fence when it streams.
     pub(crate) fn helpers(&self) -> impl Iterator<Item = Helper> + '_ {
-        let copies = (!self.streams.is_empty()).then_some(Helper::StreamStrip);
+        let copies = (!self.copies.is_empty()).then_some(Helper::StreamStrip);
         let fence = self.streams().then_some(Helper::StoreFence);
         let mut calls: Vec<Helper> = self.calls.iter().map(Call::helper).collect();
         calls.sort_unstable();
@@ -521,9 +521,9 @@ pub(super) fn loops(
         vector_loops(b, fr, &body, (s, e), next)?;
         b.switch_to_block(next);
     }
-    if !sp.streams.is_empty() {
+    if !sp.copies.is_empty() {
         let f = fr.helpers.get(Helper::StreamStrip, &plan.name)?;
-        for &(o, buf) in &sp.streams {
+        for &(o, buf) in &sp.copies {
             let dst = b.ins().iadd(fr.outs[o], offset);
             b.ins().call(f, &[buffers[buf], dst, len]);
         }
