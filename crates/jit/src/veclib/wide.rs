@@ -82,13 +82,39 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn exp_finish(nf: __m512, r: __m512) -> (__m512, __m512) {
-        let mut q = _mm512_set1_ps(Q[Q.len() - 1]);
-        for &c in Q[..Q.len() - 1].iter().rev() {
-            q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(c));
-        }
-        let y = _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
+        let y = _mm512_fmadd_ps(_mm512_mul_ps(r, r), horner(r, &Q), r);
         let (p, p_lo) = fast_two_sum(_mm512_set1_ps(1.0), y);
         (_mm512_scalef_ps(p, nf), _mm512_scalef_ps(p_lo, nf))
+    }
+
+    /// `c[0] + x·(c[1] + x·(…))` by fused multiply-adds, from the last coefficient down (the
+    /// lane code's `horner`).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn horner(x: __m512, c: &[f32]) -> __m512 {
+        let Some((&last, rest)) = c.split_last() else {
+            return _mm512_setzero_ps();
+        };
+        let mut acc = _mm512_set1_ps(last);
+        for &k in rest.iter().rev() {
+            acc = _mm512_fmadd_ps(acc, x, _mm512_set1_ps(k));
+        }
+        acc
+    }
+
+    /// The monic `x^n + c[n-1]·x^(n-1) + … + c[0]` (`n = c.len()`): an addition, then fused
+    /// multiply-adds (the lane code's `horner_monic`).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn horner_monic(x: __m512, c: &[f32]) -> __m512 {
+        let Some((&last, rest)) = c.split_last() else {
+            return _mm512_set1_ps(1.0);
+        };
+        let mut acc = _mm512_add_ps(x, _mm512_set1_ps(last));
+        for &k in rest.iter().rev() {
+            acc = _mm512_fmadd_ps(acc, x, _mm512_set1_ps(k));
+        }
+        acc
     }
 
     /// Fast2Sum, as the lane code's.
@@ -98,6 +124,16 @@ mod x86 {
         let s = _mm512_add_ps(a, b);
         let b_in_s = _mm512_sub_ps(s, a);
         (s, _mm512_sub_ps(b, b_in_s))
+    }
+
+    /// `|x|` (the sign bit cleared, as Rust's `abs`).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn abs(x: __m512) -> __m512 {
+        _mm512_castsi512_ps(_mm512_and_si512(
+            _mm512_castps_si512(x),
+            _mm512_set1_epi32(i32::MAX),
+        ))
     }
 
     /// `-x` (a sign flip, as Rust's `-x`).
@@ -114,11 +150,7 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn sigmoid_head(x: __m512) -> (__m512, (__m512, __m512)) {
-        let abs = _mm512_castsi512_ps(_mm512_and_si512(
-            _mm512_castps_si512(x),
-            _mm512_set1_epi32(i32::MAX),
-        ));
-        (x, exp_reduce::<true>(abs))
+        (x, exp_reduce::<true>(abs(x)))
     }
 
     /// `1 / (1 + e^-x)` (the lane code's `sigmoid`) from [`sigmoid_head`]'s state.
@@ -152,17 +184,8 @@ mod x86 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn tanh_tail(xc: __m512, t: __m512) -> __m512 {
-        let (p_last, p_rest) = tanh::P.split_last().expect("P has coefficients");
-        let mut p = _mm512_add_ps(t, _mm512_set1_ps(*p_last));
-        for &c in p_rest.iter().rev() {
-            p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c));
-        }
-        let (q_last, q_rest) = tanh::Q.split_last().expect("Q has coefficients");
-        let mut q = _mm512_set1_ps(*q_last);
-        for &c in q_rest.iter().rev() {
-            q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c));
-        }
-        _mm512_div_ps(_mm512_mul_ps(xc, p), q)
+        let p = horner_monic(t, &tanh::P);
+        _mm512_div_ps(_mm512_mul_ps(xc, p), horner(t, &tanh::Q))
     }
 
     /// GELU-tanh's first stage (the form's operations up to `tanh`'s polynomials):
@@ -183,31 +206,12 @@ mod x86 {
         _mm512_mul_ps(half, _mm512_add_ps(tanh_tail(xc, t), c[3]))
     }
 
-    /// `c[0] + x·(c[1] + x·(…))` by fused multiply-adds, from the last coefficient down (the
-    /// lane code's `horner`).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn horner(x: __m512, c: &[f32]) -> __m512 {
-        let Some((&last, rest)) = c.split_last() else {
-            return _mm512_setzero_ps();
-        };
-        let mut acc = _mm512_set1_ps(last);
-        for &k in rest.iter().rev() {
-            acc = _mm512_fmadd_ps(acc, x, _mm512_set1_ps(k));
-        }
-        acc
-    }
-
     /// `erf`'s first stage (the lane code's `two_piece` up to its polynomials): `(x, a, a²)`
     /// for `a = min(|x|, clamp)` (the select as `vminps`, NaN kept).
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn erf_head(x: __m512) -> (__m512, __m512, __m512) {
-        let abs = _mm512_castsi512_ps(_mm512_and_si512(
-            _mm512_castps_si512(x),
-            _mm512_set1_epi32(i32::MAX),
-        ));
-        let a = _mm512_min_ps(_mm512_set1_ps(erf::FORM.clamp), abs);
+        let a = _mm512_min_ps(_mm512_set1_ps(erf::FORM.clamp), abs(x));
         (x, a, _mm512_mul_ps(a, a))
     }
 
