@@ -457,74 +457,60 @@ avx512_entry!(
 mod tests {
     use super::super::{forms, lane, MAX_PARAMS};
 
-    /// The AVX-512 functions, the lane code they must match, and the parameters to check
-    /// them with (a form's as the importers write it; ignored by the single functions).
-    type Pair = (
-        &'static str,
-        fn(&[f32], &mut [f32], &[f32; MAX_PARAMS]) -> usize,
-        fn(f32, [f32; MAX_PARAMS]) -> f32,
-        [f32; MAX_PARAMS],
-    );
+    /// An AVX-512 entry (plain and streaming stores).
+    type Wide = fn(&[f32], &mut [f32], &[f32; MAX_PARAMS]) -> usize;
+
+    /// An AVX-512 function, the lane code it must match, and the parameters to check it
+    /// with (a form's as the importers write it; ignored by the single functions).
+    struct Case {
+        name: &'static str,
+        plain: Wide,
+        streaming: Wide,
+        lane: fn(f32, [f32; MAX_PARAMS]) -> f32,
+        c: [f32; MAX_PARAMS],
+    }
+
+    /// The [`Case`] of `super::$f` in both its store kinds.
+    macro_rules! case {
+        ($f:ident, $lane:expr, $c:expr) => {
+            Case {
+                name: stringify!($f),
+                plain: super::$f::<false>,
+                streaming: super::$f::<true>,
+                lane: $lane,
+                c: $c,
+            }
+        };
+    }
+
+    const NONE: [f32; MAX_PARAMS] = [0.0; MAX_PARAMS];
     const GELU: [f32; MAX_PARAMS] = [0.5, 0.044715, 0.797_884_6, 1.0];
     const GELU_ERF: [f32; MAX_PARAMS] = [0.5, std::f32::consts::FRAC_1_SQRT_2, 1.0, 0.0];
     const GELU_ERF_DIVIDE: [f32; MAX_PARAMS] = [std::f32::consts::SQRT_2, 1.0, 0.5, 0.0];
-    const PAIRS: [Pair; 9] = [
-        (
-            "erf",
-            super::erf::<false>,
-            |x, _| lane::erf(x),
-            [0.0; MAX_PARAMS],
-        ),
-        (
-            "gelu_erf",
-            super::gelu_erf::<false>,
-            forms::gelu_erf,
-            GELU_ERF,
-        ),
-        (
-            "gelu_erf_divide",
-            super::gelu_erf_divide::<false>,
-            forms::gelu_erf_divide,
-            GELU_ERF_DIVIDE,
-        ),
-        (
-            "exp",
-            super::exp::<false>,
-            |x, _| lane::exp(x),
-            [0.0; MAX_PARAMS],
-        ),
-        (
-            "sigmoid",
-            super::sigmoid::<false>,
-            |x, _| lane::sigmoid(x),
-            [0.0; MAX_PARAMS],
-        ),
-        (
-            "tanh",
-            super::tanh::<false>,
-            |x, _| lane::tanh(x),
-            [0.0; MAX_PARAMS],
-        ),
-        ("silu", super::silu::<false>, forms::silu, [0.0; MAX_PARAMS]),
-        (
-            "silu_exp",
-            super::silu_exp::<false>,
-            forms::silu_exp,
-            [1.0, 0.0, 0.0, 0.0],
-        ),
-        (
-            "gelu_tanh",
-            super::gelu_tanh::<false>,
-            forms::gelu_tanh,
-            GELU,
-        ),
+    const CASES: [Case; 9] = [
+        case!(erf, |x, _| lane::erf(x), NONE),
+        case!(gelu_erf, forms::gelu_erf, GELU_ERF),
+        case!(gelu_erf_divide, forms::gelu_erf_divide, GELU_ERF_DIVIDE),
+        case!(exp, |x, _| lane::exp(x), NONE),
+        case!(sigmoid, |x, _| lane::sigmoid(x), NONE),
+        case!(tanh, |x, _| lane::tanh(x), NONE),
+        case!(silu, forms::silu, NONE),
+        case!(silu_exp, forms::silu_exp, [1.0, 0.0, 0.0, 0.0]),
+        case!(gelu_tanh, forms::gelu_tanh, GELU),
     ];
 
     /// Checks `xs` through both; returns the number of elements the AVX-512 code did.
     fn check(xs: &[f32], out: &mut [f32]) -> usize {
         let mut done = 0;
-        for (name, wide, lane, c) in PAIRS {
-            done = wide(xs, out, &c);
+        for &Case {
+            name,
+            plain,
+            lane,
+            c,
+            ..
+        } in &CASES
+        {
+            done = plain(xs, out, &c);
             for (&x, &y) in xs[..done].iter().zip(&out[..done]) {
                 let want = lane(x, c);
                 assert!(
@@ -563,29 +549,24 @@ mod tests {
     /// nothing (returning 0) where it is not.
     #[test]
     fn streaming_stores_write_the_same_bits_from_a_line_boundary_only() {
-        type Wide = fn(&[f32], &mut [f32], &[f32; MAX_PARAMS]) -> usize;
-        let streaming: [Wide; 9] = [
-            super::erf::<true>,
-            super::gelu_erf::<true>,
-            super::gelu_erf_divide::<true>,
-            super::exp::<true>,
-            super::sigmoid::<true>,
-            super::tanh::<true>,
-            super::silu::<true>,
-            super::silu_exp::<true>,
-            super::gelu_tanh::<true>,
-        ];
         let xs: Vec<f32> = (0..300).map(|i| (i as f32 * 0.37).sin() * 6.0).collect();
         let mut buf = vec![f32::NAN; xs.len() + 32];
         let line = buf.as_ptr().align_offset(64);
-        for ((name, plain, _, c), nt) in PAIRS.into_iter().zip(streaming) {
+        for &Case {
+            name,
+            plain,
+            streaming,
+            c,
+            ..
+        } in &CASES
+        {
             let mut want = vec![0.0; xs.len()];
             plain(&xs, &mut want, &c);
             for offset in 0..16 {
                 for len in [0, 15, 16, 17, 64, 100, 255, 300 - offset] {
                     buf.fill(f32::NAN);
                     let dst = &mut buf[line + offset..line + offset + len];
-                    let done = nt(&xs[..len], dst, &c);
+                    let done = streaming(&xs[..len], dst, &c);
                     let expect = if offset == 0 && super::host_has_avx512() {
                         len / 16 * 16
                     } else {
