@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Every test graphlift has, from a fresh clone: formatting, lints, unit, integration,
-# property, doc and ONNX conformance tests. Fetches the pinned ONNX node-test data first.
+# property, doc and ONNX conformance tests. Needs only the Rust toolchain and python3: installs
+# Graphviz (and pip / venv if missing) and fetches the pinned ONNX node-test data and models first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+./scripts/ensure-tools.sh
 ./scripts/fetch-onnx-tests.sh
 ./scripts/fetch-models.sh
 cargo fmt --all --check

@@ -2,11 +2,11 @@
 //! math.
 //!
 //! `--pow` measures `f32` `Power` ([`graphlift::jit::accuracy::sweep_pow_f32`]), and
-//! `--pow --f64` `f64` `Power` against MPFR ([`graphlift::jit::accuracy::sweep_pow_f64`]).
+//! `--pow --f64` `f64` `Power` against 256-bit references ([`graphlift::jit::accuracy::sweep_pow_f64`]).
 //!
 //! `--f64` measures the `f64` functions in the `F64X2` loop (or the scalar loop with
 //! `--scalar`) on the dense sample of [`graphlift::jit::accuracy::f64_sample`] against
-//! correctly rounded MPFR values ([`graphlift::jit::accuracy::mpfr`]), with the same columns.
+//! 256-bit reference values ([`graphlift::jit::accuracy::reference`]), with the same columns.
 //!
 //! Sweeps every `f32` bit pattern (every K-th with `--step K`) through the JIT code that
 //! kernels use ([`graphlift::jit::accuracy`]) and prints, per function, the documented bound,
@@ -119,7 +119,7 @@ fn accuracy_f64(args: &AccuracyArgs, ops: Vec<UnaryOp>, kind: LoopKind) -> Resul
     let per_binade = args.per_binade.unwrap_or(4096);
     let xs = f64_sample(per_binade);
     println!(
-        "f64 vector math in the {loop_name} against MPFR: {} bit patterns per binade, special values, threshold neighbourhoods ({} inputs per function)",
+        "f64 vector math in the {loop_name} against 256-bit references: {} bit patterns per binade, special values, threshold neighbourhoods ({} inputs per function)",
         per_binade.clamp(1, 1 << 52),
         xs.len()
     );
@@ -167,7 +167,7 @@ fn accuracy_pow(args: &AccuracyArgs, kind: LoopKind) -> Result<(), CliError> {
         let per_binade = args.per_binade.unwrap_or(64);
         let a = sweep_pow_f64(per_binade, kind).map_err(compile)?;
         println!(
-            "f64 Power ({kind:?} loop) against MPFR: the bases of the f64 sample ({} per binade, special values, threshold neighbourhoods) x {} exponents and, from every base, the exponents aiming at {} values of y·ln|x| ({} pairs)",
+            "f64 Power ({kind:?} loop) against 256-bit references: the bases of the f64 sample ({} per binade, special values, threshold neighbourhoods) x {} exponents and, from every base, the exponents aiming at {} values of y·ln|x| ({} pairs)",
             per_binade.clamp(1, 1 << 52),
             POW_EXPONENTS_F64.len(),
             POW_TARGETS.len(),

@@ -67,14 +67,14 @@ pub struct AccuracyArgs {
     /// fused kernels call on a host with AVX2 and FMA) instead of the inline vector loop.
     #[arg(long)]
     pub library: bool,
-    /// Measure the f64 functions instead, against MPFR, on a dense sample: `--per-binade`
+    /// Measure the f64 functions instead, against 256-bit references, on a dense sample: `--per-binade`
     /// bit patterns in every binade of both signs, special values and the neighbourhoods
     /// of every threshold.
     #[arg(long = "f64")]
     pub f64: bool,
     /// Measure `Power` instead. On `f32` (inline through `f64`): every K-th (`--step`)
     /// positive base and its negation, each with a fixed set of special and ordinary
-    /// exponents. With `--f64`, against MPFR: the bases of the dense sample, each with fixed
+    /// exponents. With `--f64`, against 256-bit references: the bases of the dense sample, each with fixed
     /// exponents and with exponents aimed at results across the whole range.
     #[arg(long)]
     pub pow: bool,

@@ -89,39 +89,36 @@ fn quotes_balanced(dot: &str) -> bool {
     })
 }
 
-/// Runs `dot -Tsvg` on the text: the SVG, or Graphviz's errors or warnings; `None` when
-/// Graphviz is not installed.
-fn render_svg(dot: &str) -> Option<Result<String, String>> {
-    let mut child = match Command::new("dot")
+/// Runs `dot -Tsvg` on the text: the SVG, or Graphviz's errors or warnings. Panics when
+/// Graphviz is not installed (`./scripts/test.sh` installs it).
+fn render_svg(dot: &str) -> Result<String, String> {
+    let mut child = Command::new("dot")
         .arg("-Tsvg")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-    {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => return Some(Err(e.to_string())),
-    };
+        .unwrap_or_else(|e| {
+            panic!("cannot run Graphviz's `dot` ({e}): ./scripts/test.sh installs it")
+        });
     let mut stdin = child.stdin.take().unwrap();
     let text = dot.to_string();
     let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    Some(if out.status.success() && stderr.trim().is_empty() {
+    if out.status.success() && stderr.trim().is_empty() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
         Err(stderr)
-    })
+    }
 }
 
-/// Asserts that Graphviz accepts `dot`, or prints a note when it is not installed.
+/// Asserts that Graphviz accepts `dot` and renders it.
 fn assert_graphviz_accepts(dot: &str) {
     match render_svg(dot) {
-        None => eprintln!("note: `dot` (Graphviz) is not installed; skipping the -Tsvg check"),
-        Some(Ok(svg)) => assert!(svg.contains("<svg"), "no SVG produced"),
-        Some(Err(e)) => panic!("dot -Tsvg rejected the output: {e}\n{dot}"),
+        Ok(svg) => assert!(svg.contains("<svg"), "no SVG produced"),
+        Err(e) => panic!("dot -Tsvg rejected the output: {e}\n{dot}"),
     }
 }
 
@@ -268,7 +265,7 @@ proptest! {
         prop_assert_eq!(dot.matches("\n  subgraph \"cluster_").count()
             + dot.matches("\n    subgraph \"cluster_").count()
             + dot.matches("\n      subgraph \"cluster_").count(), kernels(&f));
-        if let Some(Err(e)) = render_svg(&dot) {
+        if let Err(e) = render_svg(&dot) {
             prop_assert!(false, "dot -Tsvg rejected the output: {}\n{}", e, dot);
         }
     }

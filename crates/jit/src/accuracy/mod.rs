@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use crate::{vmath, JitError, JitKernel};
 
 mod pow;
-#[cfg(any(test, feature = "mpfr"))]
+pub mod reference;
 pub use pow::sweep_pow_f64;
 pub use pow::{
     pow_f64_exponents, pow_special_operands, sweep_pow_f32, AccuracyPow, POW_EXPONENTS,
@@ -281,7 +281,7 @@ fn measure_chunk(
 
 // ---- f64 ----
 
-/// The result of a sample of one `f64` function (errors in ulp of `f64`, against MPFR).
+/// The result of a sample of one `f64` function (errors in ulp of `f64`, against the 256-bit reference).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AccuracyF64 {
     /// The function.
@@ -307,7 +307,6 @@ pub struct AccuracyF64 {
 }
 
 impl AccuracyF64 {
-    #[cfg(any(test, feature = "mpfr"))]
     fn empty(op: UnaryOp, loop_kind: LoopKind) -> AccuracyF64 {
         AccuracyF64 {
             op,
@@ -323,7 +322,6 @@ impl AccuracyF64 {
         }
     }
 
-    #[cfg(any(test, feature = "mpfr"))]
     fn merge(mut self, o: AccuracyF64) -> AccuracyF64 {
         if o.max_ulp > self.max_ulp {
             self.max_ulp = o.max_ulp;
@@ -369,7 +367,7 @@ pub fn kernel_f64(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
     sweep_kernel(op, ElementType::F64, kind)
 }
 
-/// The error, in `f64` ulp against MPFR, of the reference interpreter's own `f64`
+/// The error, in `f64` ulp against the 256-bit reference, of the reference interpreter's own `f64`
 /// transcendental functions (measured on the dense sample, 256 inputs per binade: Rust's
 /// `exp`, `ln`, `exp_m1`, `ln_1p` and `libm::erf` within 0.85 ulp, `tanh` and the
 /// reference's `sigmoid` formula within 1.86 ulp). Differential checks allow it for the
@@ -448,12 +446,11 @@ pub const F64_THRESHOLDS: [f64; 22] = [
     2.0,
 ];
 
-/// Measures `op`'s `f64` error over `inputs` in `kind`'s loop against MPFR
-/// ([`mpfr::exact`], correctly rounded), with [`mpfr::ulp_error`].
+/// Measures `op`'s `f64` error over `inputs` in `kind`'s loop against the 256-bit reference
+/// ([`reference::exact`], correctly rounded), with [`reference::ulp_error`].
 ///
 /// # Errors
 /// As [`kernel_f64`], or a failing kernel call.
-#[cfg(any(test, feature = "mpfr"))]
 pub fn sweep_f64(op: UnaryOp, inputs: &[f64], kind: LoopKind) -> Result<AccuracyF64, JitError> {
     let k = kernel_f64(op, kind)?;
     inputs
@@ -462,7 +459,6 @@ pub fn sweep_f64(op: UnaryOp, inputs: &[f64], kind: LoopKind) -> Result<Accuracy
         .try_reduce(|| AccuracyF64::empty(op, kind), |a, b| Ok(a.merge(b)))
 }
 
-#[cfg(any(test, feature = "mpfr"))]
 fn measure_chunk_f64(
     k: &JitKernel,
     op: UnaryOp,
@@ -482,13 +478,13 @@ fn measure_chunk_f64(
     let ys = out[0].read::<f64>().map_err(buffer)?;
     let mut acc = AccuracyF64::empty(op, kind);
     for (&x, &y) in xs.iter().zip(ys) {
-        let exact = mpfr::exact(op, x);
-        let ulp = mpfr::ulp_error(y, &exact);
+        let exact = reference::exact(op, x);
+        let ulp = reference::ulp_error(y, &exact);
         if ulp > acc.max_ulp {
             acc.max_ulp = ulp;
             acc.worst_ulp_at = (x, y);
         }
-        if let Some(rel) = mpfr::relative_error(y, &exact) {
+        if let Some(rel) = reference::relative_error(y, &exact) {
             if rel > acc.max_rel {
                 acc.max_rel = rel;
                 acc.worst_rel_at = x;
@@ -501,104 +497,4 @@ fn measure_chunk_f64(
     }
     acc.checked = len as u64;
     Ok(acc)
-}
-
-/// Correctly rounded references from MPFR (through the `rug` crate), for the `f64` accuracy
-/// method: each function is evaluated at [`mpfr::PRECISION`] bits, far beyond `f64`'s 53, and the
-/// error of an `f64` result is taken against that value (enabled by the `mpfr` feature and
-/// in the unit tests).
-#[cfg(any(test, feature = "mpfr"))]
-pub mod mpfr {
-    use graphlift_ir::UnaryOp;
-    use rug::float::Special;
-    use rug::ops::NegAssign;
-    use rug::Float;
-
-    /// Working precision in bits.
-    pub const PRECISION: u32 = 256;
-
-    /// `op(x)` at [`PRECISION`] bits (`sigmoid` as `1/(1 + e^-x)`); ops other than the
-    /// vector math functions give NaN.
-    pub fn exact(op: UnaryOp, x: f64) -> Float {
-        let v = Float::with_val(PRECISION, x);
-        match op {
-            UnaryOp::Exp => v.exp(),
-            UnaryOp::Expm1 => v.exp_m1(),
-            UnaryOp::Log => v.ln(),
-            UnaryOp::Log1p => v.ln_1p(),
-            UnaryOp::Tanh => v.tanh(),
-            UnaryOp::Erf => v.erf(),
-            UnaryOp::Sigmoid => {
-                let mut e = v;
-                e.neg_assign();
-                let e = e.exp() + 1u32;
-                Float::with_val(PRECISION, 1u32) / e
-            }
-            _ => Float::with_val(PRECISION, Special::Nan),
-        }
-    }
-
-    /// `x^y` at [`PRECISION`] bits (MPFR's `pow`, whose special cases are those of C99
-    /// Annex F and IEEE 754, as Rust's `f64::powf`).
-    pub fn exact_pow(x: f64, y: f64) -> Float {
-        let xv = Float::with_val(PRECISION, x);
-        let yv = Float::with_val(PRECISION, y);
-        Float::with_val(PRECISION, rug::ops::Pow::pow(&xv, &yv))
-    }
-
-    /// `|y − exact|` in ulp of `f64` at `exact`: the spacing of `f64` numbers in the binade
-    /// of `exact` (`2^-1074` below `f64::MIN_POSITIVE`, `2^971` from `f64::MAX` up), with an
-    /// infinite `y` taken as `±2^1024` (so exact when `|exact| ≥ 2^1024`). NaN against NaN and equal infinities give 0; NaN
-    /// against a number gives `f64::INFINITY`.
-    pub fn ulp_error(y: f64, exact: &Float) -> f64 {
-        if y.is_nan() || exact.is_nan() {
-            return if y.is_nan() && exact.is_nan() {
-                0.0
-            } else {
-                f64::INFINITY
-            };
-        }
-        if exact.is_infinite() {
-            return if y.is_infinite() && y.is_sign_negative() == exact.is_sign_negative() {
-                0.0
-            } else {
-                f64::INFINITY
-            };
-        }
-        let limit = Float::with_val(PRECISION, 1u32) << 1024u32;
-        if y.is_infinite()
-            && y.is_sign_negative() == exact.is_sign_negative()
-            && Float::with_val(PRECISION, exact.abs_ref()) >= limit
-        {
-            // Beyond 2^1024 the correctly rounded result is the infinity.
-            return 0.0;
-        }
-        let yv = if y.is_infinite() {
-            Float::with_val(PRECISION, y.signum()) << 1024u32
-        } else {
-            Float::with_val(PRECISION, y)
-        };
-        let diff = Float::with_val(PRECISION, &yv - exact).abs();
-        // exact = m·2^exp with m in [0.5, 1): its binade is 2^(exp − 1).
-        let ulp_exp = match exact.get_exp() {
-            None => -1074,
-            Some(e) => (e - 1 - 52).clamp(-1074, 971),
-        };
-        let ulp = Float::with_val(PRECISION, 1u32) << ulp_exp;
-        (diff / ulp).to_f64()
-    }
-
-    /// `|y − exact| / |exact|` when `exact` is a normal `f64` magnitude
-    /// (`f64::MIN_POSITIVE ≤ |exact| ≤ f64::MAX`), else `None`.
-    pub fn relative_error(y: f64, exact: &Float) -> Option<f64> {
-        if !exact.is_finite() || exact.is_zero() {
-            return None;
-        }
-        let a = Float::with_val(PRECISION, exact.abs_ref());
-        if !(f64::MIN_POSITIVE..=f64::MAX).contains(&a) || !y.is_finite() {
-            return None;
-        }
-        let diff = Float::with_val(PRECISION, y - exact).abs();
-        Some((diff / a).to_f64())
-    }
 }

@@ -3,11 +3,11 @@
 //!
 //! [`sweep_pow_f32`] takes every `step`-th positive `f32` base and its negation, each with
 //! the exponents of [`POW_EXPONENTS`], against the interpreter's `f64` value before
-//! rounding. `sweep_pow_f64` (feature `mpfr`) takes the bases of the dense `f64` sample
+//! rounding. `sweep_pow_f64` takes the bases of the dense `f64` sample
 //! ([`super::f64_sample`]), each with the exponents of [`POW_EXPONENTS_F64`] and, for every
 //! target `t` of [`POW_TARGETS`], the exponent `t/ln|x|` and its nearest integer (so that
 //! results cover the whole range, the overflow and underflow thresholds and the subnormals,
-//! from every base), against correctly rounded MPFR values. Both check, bit for bit, the
+//! from every base), against 256-bit reference values. Both check, bit for bit, the
 //! IEEE special cases ([`pow_special_operands`]) against the interpreter.
 
 use graphlift_ir::{BinaryOp, Element, ElementType, FunctionBuilder, Op};
@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use super::{LoopKind, CHUNK};
 use crate::{vmath, JitError, JitKernel};
 
-/// The result of a [`sweep_pow_f32`] or `sweep_pow_f64` (feature `mpfr`): operands and
+/// The result of a [`sweep_pow_f32`] or `sweep_pow_f64`: operands and
 /// results of either element type are held as `f64`, exactly.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AccuracyPow {
@@ -137,7 +137,7 @@ pub const POW_EXPONENTS: [f32; 32] = [
     f32::from_bits(1),
 ];
 
-/// The fixed exponents of `sweep_pow_f64` (feature `mpfr`) for every base: the special
+/// The fixed exponents of `sweep_pow_f64` for every base: the special
 /// ones (`±0`, `±inf`, NaN, small integers of both parities, halves, `2^53` and the odd
 /// `2^53 − 1`), tiny and huge ones (where `y·ln|x|` underflows or overflows), and spread
 /// ordinary ones.
@@ -176,7 +176,7 @@ pub const POW_EXPONENTS_F64: [f64; 32] = [
     1.000_000_000_000_000_2,
 ];
 
-/// The values `t` of `y·ln|x|` that `sweep_pow_f64` (feature `mpfr`) aims at from every
+/// The values `t` of `y·ln|x|` that `sweep_pow_f64` aims at from every
 /// base (`y = t/ln|x|`): both sides of the zero threshold (`ln 2^-1075 ≈ −745.13`), the
 /// subnormal range, the smallest normal (`ln 2^-1022 ≈ −708.40`), moderate values, and both
 /// sides of the overflow threshold (`ln f64::MAX ≈ 709.78`).
@@ -267,7 +267,7 @@ pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError>
         .try_reduce(|| empty, |a, b| Ok(a.merge(b)))
 }
 
-/// The exponents `sweep_pow_f64` (feature `mpfr`) pairs with base `x`:
+/// The exponents `sweep_pow_f64` pairs with base `x`:
 /// [`POW_EXPONENTS_F64`], and for each target `t` of [`POW_TARGETS`] the exponent `t/ln|x|`
 /// and its nearest integer (where `|x|` is finite, non-zero and not 1).
 pub fn pow_f64_exponents(x: f64) -> Vec<f64> {
@@ -284,14 +284,13 @@ pub fn pow_f64_exponents(x: f64) -> Vec<f64> {
 }
 
 /// Measures `Power` on `f64` ([`vmath::pow`]) in `kind`'s loop against correctly
-/// rounded MPFR values ([`super::mpfr::exact_pow`]): every base of
+/// 256-bit reference values ([`super::reference::exact_pow`]): every base of
 /// [`super::f64_sample`]`(per_binade)` with every exponent of [`pow_f64_exponents`]. Errors
-/// are in ulp of `f64` at the exact value ([`super::mpfr::ulp_error`]); wherever an operand
+/// are in ulp of `f64` at the exact value ([`super::reference::ulp_error`]); wherever an operand
 /// is special ([`pow_special_operands`]) the result must be the interpreter's bit for bit.
 ///
 /// # Errors
 /// As [`JitKernel::compile`], or a failing kernel call.
-#[cfg(any(test, feature = "mpfr"))]
 pub fn sweep_pow_f64(per_binade: u64, kind: LoopKind) -> Result<AccuracyPow, JitError> {
     use graphlift_runtime::reference::binary_f64;
     let k = pow_kernel(ElementType::F64, kind)?;
@@ -307,10 +306,10 @@ pub fn sweep_pow_f64(per_binade: u64, kind: LoopKind) -> Result<AccuracyPow, Jit
             let rs = apply_pairs(&k, ElementType::F64, xs, ys)?;
             let mut acc = empty;
             for (&(x, y), &r) in chunk.iter().zip(&rs) {
-                let exact = super::mpfr::exact_pow(x, y);
+                let exact = super::reference::exact_pow(x, y);
                 let broken =
                     pow_special_operands(x, y) && !same(r, binary_f64(BinaryOp::Power, x, y));
-                acc.record((x, y, r), super::mpfr::ulp_error(r, &exact), broken);
+                acc.record((x, y, r), super::reference::ulp_error(r, &exact), broken);
             }
             Ok(acc)
         })

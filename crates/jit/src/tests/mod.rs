@@ -307,11 +307,11 @@ pub(super) enum Expect<'a> {
     Exact,
     /// Within `ulp` of `exact(i)` (the `f64` value before rounding), one `f32` output.
     Ulp(f64, &'a dyn Fn(usize) -> f64),
-    /// Within `ulp` (in `f64` ulp) of the MPFR value of `op` at the input, one `f64` output
+    /// Within `ulp` (in `f64` ulp) of the 256-bit reference value of `op` at the input, one `f64` output
     /// of a one-input kernel.
     UlpF64(f64, graphlift_ir::UnaryOp),
     /// `Power` on `f64` (a two-input kernel, one output): within [`crate::vmath::pow::MAX_ULP_F64`]
-    /// of the MPFR value, and the interpreter's bits wherever an operand is special
+    /// of the 256-bit reference value, and the interpreter's bits wherever an operand is special
     /// ([`crate::accuracy::pow_special_operands`]).
     PowF64,
 }
@@ -382,9 +382,9 @@ fn compare_range(
                 for (k, (&y, &want)) in v.iter().zip(r).enumerate() {
                     let at = inside[k];
                     let (a, p) = (xs[at % xs.len()], ys[at % ys.len()]);
-                    let err = crate::accuracy::mpfr::ulp_error(
+                    let err = crate::accuracy::reference::ulp_error(
                         y,
-                        &crate::accuracy::mpfr::exact_pow(a, p),
+                        &crate::accuracy::reference::exact_pow(a, p),
                     );
                     assert!(
                         err <= bound,
@@ -405,8 +405,10 @@ fn compare_range(
                 for (k, &y) in v.iter().enumerate() {
                     let at = inside[k];
                     let x = xs[at % xs.len().max(1)];
-                    let err =
-                        crate::accuracy::mpfr::ulp_error(y, &crate::accuracy::mpfr::exact(op, x));
+                    let err = crate::accuracy::reference::ulp_error(
+                        y,
+                        &crate::accuracy::reference::exact(op, x),
+                    );
                     assert!(
                         err <= bound,
                         "{what}: element {at}: {}({x:e}) = {y:e} is {err} ulp off (bound {bound})",

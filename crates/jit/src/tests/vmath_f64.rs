@@ -1,6 +1,6 @@
 //! `f64` vector math: every function compiles and runs in the `F64X2` loop and the scalar
 //! loop, the two give the same bits, special values are the interpreter's, and a thinned
-//! dense sample is within the documented bounds against MPFR.
+//! dense sample is within the documented bounds against the 256-bit references.
 
 use graphlift_ir::{ElementType, UnaryOp};
 use graphlift_runtime::reference::unary_f64;
@@ -168,7 +168,7 @@ fn vector_and_scalar_loops_agree_bit_for_bit() {
 /// The thinned dense sample CI runs (`graphlift accuracy --f64` runs it at any density):
 /// 4 bit patterns per binade, special values and threshold neighbourhoods, in both loops.
 #[test]
-fn thinned_f64_sample_within_documented_bounds_against_mpfr() {
+fn thinned_f64_sample_within_documented_bounds_against_the_reference() {
     let xs = f64_sample(4);
     for op in FUNCTIONS {
         for kind in [LoopKind::Vector, LoopKind::Scalar] {
@@ -185,12 +185,17 @@ fn thinned_f64_sample_within_documented_bounds_against_mpfr() {
 /// sample (16 inputs per binade here; the documented figures used 256).
 #[test]
 fn interpreter_f64_functions_are_within_their_allowance() {
-    use crate::accuracy::{mpfr, INTERPRETER_F64_MAX_ULP};
+    use crate::accuracy::{reference, INTERPRETER_F64_MAX_ULP};
     let xs = f64_sample(16);
     for op in FUNCTIONS {
         let (ulp, at) = xs
             .iter()
-            .map(|&x| (mpfr::ulp_error(unary_f64(op, x), &mpfr::exact(op, x)), x))
+            .map(|&x| {
+                (
+                    reference::ulp_error(unary_f64(op, x), &reference::exact(op, x)),
+                    x,
+                )
+            })
             .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a });
         assert!(
             ulp <= INTERPRETER_F64_MAX_ULP,
@@ -305,7 +310,7 @@ fn thinned_pow_sweep_within_bound_in_both_loops() {
 
 /// The thinned `f64` `Power` sample CI runs (`graphlift accuracy --pow --f64` runs it at any
 /// density): one base per binade, special values and threshold neighbourhoods, each with
-/// the fixed and the range-aimed exponents, against MPFR in both loops, every IEEE special
+/// the fixed and the range-aimed exponents, against the 256-bit references in both loops, every IEEE special
 /// case bit for bit as the interpreter, and the two loops bit-equal.
 #[test]
 fn thinned_pow_f64_sample_within_bound_in_both_loops() {

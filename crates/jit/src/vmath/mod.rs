@@ -45,8 +45,9 @@
 //!
 //! ## `f64`
 //!
-//! Error is measured in ulp of `f64` at the exact value, against correctly rounded MPFR
-//! values (through the `rug` crate, 256-bit working precision: `accuracy::mpfr`, with the `mpfr` feature),
+//! Error is measured in ulp of `f64` at the exact value, against 256-bit reference
+//! values (pure-Rust `astro-float`: `accuracy::reference`; the figures quoted below were first
+//! measured against MPFR),
 //! `2^-1074` in the subnormal range; an infinite result counts as `±2^1024`. The sample
 //! ([`crate::accuracy::f64_sample`]) takes `N` evenly spaced bit patterns in every binade of
 //! both signs (2 × 2047 binades, the subnormals one of them), the special values, and the
@@ -100,7 +101,7 @@
 //! [`pow`] lowers `Power` on `f64` too: it computes `ln|x|` as a double-double
 //! (about 2^-66 relative), `y·ln|x|` as an exact product, and `e^(w_hi + w_lo)` carrying the
 //! low part into the reduced argument: **bound 2 ulp** ([`pow::MAX_ULP_F64`]) against
-//! correctly rounded MPFR values. Measured with
+//! the 256-bit reference values. Measured with
 //!
 //! ```text
 //! cargo run --release -p graphlift-cli -- accuracy --pow --f64     # --per-binade N, --scalar
