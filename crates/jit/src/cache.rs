@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use graphlift_ir::{ElementType, TensorData};
 use indexmap::IndexMap;
 
-use crate::codegen::lanes::Lanes;
-use crate::codegen::plan::{KernelPlan, SlotId, SlotOp};
-use crate::codegen::KernelCode;
+use graphlift_codegen::compile::KernelCode;
+use graphlift_codegen::lanes::Lanes;
+use graphlift_codegen::plan::{KernelPlan, SlotId, SlotOp};
 
 /// The canonical form of a kernel plan (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

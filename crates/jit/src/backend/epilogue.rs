@@ -1,13 +1,13 @@
 //! Epilogue fusion in the plan: a fused kernel that consumes the result of a `MatMul` or
 //! `Convolution` step runs inside that step's output loop, on each block of the result as
-//! soon as it is written ([`crate::native::Epilogue`]), instead of as a later step that
+//! soon as it is written ([`graphlift_kernels::native::Epilogue`]), instead of as a later step that
 //! reads the whole result back from memory.
 
 use graphlift_ir::{ElementType, Function, Op};
 use graphlift_runtime::RuntimeError;
 
 use super::{Loc, Step, StepKind};
-use crate::codegen::plan::KernelPlan;
+use graphlift_codegen::plan::KernelPlan;
 
 /// A kernel step moved into the output loop of a native step.
 #[derive(Debug, Clone)]

@@ -1,13 +1,10 @@
 //! The CPU-JIT backend: plans, kernels and native steps, memory, threads.
 
-use std::sync::Arc;
-
-use graphlift_ir::{ElementType::F32, ElementType::I32, FunctionBuilder, Op};
-use graphlift_runtime::{Backend, Executable, InterpreterBackend, RuntimeError, Tensor};
-
-use graphlift_passes::ExtractionConfig;
-
 use crate::CpuJitBackend;
+use graphlift_ir::{ElementType::F32, ElementType::I32, FunctionBuilder, Op};
+use graphlift_passes::ExtractionConfig;
+use graphlift_runtime::{Backend, Executable, InterpreterBackend, RuntimeError, Tensor};
+use std::sync::Arc;
 
 fn halide() -> graphlift_ir::Function {
     let b = FunctionBuilder::new("halide_subgraph");
@@ -216,7 +213,7 @@ fn equal_regions_compile_once_per_backend() {
 fn equal_functions_share_one_plan_while_an_executable_lives() {
     let backend = CpuJitBackend::new();
     let inputs: Vec<Tensor> = (0..4)
-        .map(|s| Tensor::from_vec(crate::tests::uniform(64, s), [64]).unwrap())
+        .map(|s| Tensor::from_vec(super::uniform(64, s), [64]).unwrap())
         .collect();
     let first = backend.compile_executable(&named("p", 64, 3.0)).unwrap();
     // An equal Function, built again: the plan is shared, the pipeline does not run (the

@@ -2,14 +2,13 @@
 //! producer's output loop, with results bit-identical to running it as a step of its own,
 //! on every threading path of the producers.
 
+use super::{bits, uniform};
+use crate::{CpuJitBackend, ThreadConfig};
 use graphlift_ir::{
     Convolution, ElementType, ElementType::F32, Function, FunctionBuilder, Op, Window,
 };
 use graphlift_runtime::trace::Tracer;
 use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, Tensor};
-
-use super::{bits, uniform};
-use crate::{CpuJitBackend, ThreadConfig};
 
 fn tensor(shape: &[usize], seed: u32) -> Tensor {
     Tensor::from_vec(uniform(shape.iter().product(), seed), shape.to_vec()).unwrap()

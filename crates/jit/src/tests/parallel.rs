@@ -1,13 +1,11 @@
 //! Multi-thread kernel calls: chunking, bit-identical results, thread settings.
 
-use graphlift_ir::{ElementType::F32, Function, FunctionBuilder};
-use graphlift_runtime::{Executable, Tensor};
-
 use super::{data, first_difference};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use crate::parallel::{chunk_ranges, for_each, threads_from, Parallel, CHUNK_ALIGN};
 use crate::{CpuJitBackend, ThreadConfig};
+use graphlift_ir::{ElementType::F32, Function, FunctionBuilder};
+use graphlift_kernels::parallel::{chunk_ranges, for_each, threads_from, Parallel, CHUNK_ALIGN};
+use graphlift_runtime::{Executable, Tensor};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Splits every call that covers at least two aligned chunks.
 fn eager(threads: usize) -> ThreadConfig {
@@ -98,7 +96,10 @@ fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
     );
     assert!(heavy >= 170 * n, "{heavy}");
     let library = crate::JitKernel::compile(&body(true)).unwrap();
-    assert_eq!(library.calls_library(), crate::veclib::host_has_wide_code());
+    assert_eq!(
+        library.calls_library(),
+        graphlift_kernels::veclib::host_has_wide_code()
+    );
     let heavy_library = work(library);
     assert!(
         heavy_library >= 64 * n && heavy_library < heavy,

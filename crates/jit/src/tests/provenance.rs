@@ -1,11 +1,10 @@
 //! Kernel provenance of the CPU-JIT backend: fused nodes with their tags and pass
 //! histories, IR, code ranges per node, steps, and the pass and extraction reports.
 
+use crate::{CpuJitBackend, JitKernel};
 use graphlift_ir::{ElementType::F32, FunctionBuilder};
 use graphlift_passes::OutsideReason;
 use graphlift_runtime::Executable;
-
-use crate::{CpuJitBackend, JitKernel};
 
 fn model() -> graphlift_ir::Function {
     let b = FunctionBuilder::new("model");

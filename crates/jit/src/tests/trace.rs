@@ -1,11 +1,10 @@
 //! Tracing CPU-JIT and INTERPRETER calls, and collecting traces back into Functions.
 
+use crate::CpuJitBackend;
 use graphlift_ir::{ElementType::F32, Function, FunctionBuilder, Op};
 use graphlift_passes::ExtractionConfig;
 use graphlift_runtime::trace::{StepKind, Trace, Tracer};
 use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, Tensor};
-
-use crate::CpuJitBackend;
 
 /// Two fusible regions split by an `Exp` the extraction config excludes, so the CPU-JIT
 /// plan is kernel, native step, kernel; two results (one from the native step).

@@ -1,0 +1,538 @@
+//! Writing an AVX-512 kernel: the instructions of a [`Layout`], encoded by `iced-x86`'s
+//! `CodeAssembler` into position-independent code, with its listing and the code spans of
+//! each slot.
+
+use iced_x86::code_asm::*;
+use iced_x86::{BlockEncoderOptions, Decoder, DecoderOptions, Formatter, IntelFormatter};
+
+use graphlift_ir::BinaryOp;
+
+use super::{Aux, Layout, Lowering, LANES, POINTERS, UNROLL, ZMM};
+use crate::divide::{ConstDivisor, Method};
+use crate::plan::{KernelPlan, SlotId, SlotOp};
+use crate::JitError;
+
+/// An assembled kernel: machine code (position independent), its listing, and the code
+/// spans of each slot (`(start, end, slot)`, as [`crate::provenance::slot_spans`]).
+pub struct Assembled {
+    /// The machine code.
+    pub code: Vec<u8>,
+    /// Intel-syntax listing of the code with offsets.
+    pub listing: String,
+    /// Code spans per slot.
+    pub spans: Vec<(u32, u32, usize)>,
+}
+
+/// Assembles `plan` with `layout` ([`Layout::of`]).
+///
+/// # Errors
+/// [`JitError::Codegen`] naming the kernel if the encoder rejects an instruction (a bug
+/// here).
+pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitError> {
+    let err = |e: Fail| JitError::Codegen {
+        kernel: plan.name.clone(),
+        message: format!("AVX-512 code: {}", e.0),
+    };
+    let mut w = Writer {
+        a: CodeAssembler::new(64).map_err(|e| err(e.into()))?,
+        slot_of: Vec::new(),
+        copy: 0,
+        plan,
+        lay: layout,
+    };
+    w.function().map_err(err)?;
+    let result =
+        w.a.assemble_options(0, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS)
+            .map_err(|e| err(e.into()))?;
+    let code = result.inner.code_buffer;
+    let offsets = result.inner.new_instruction_offsets;
+    let mut spans: Vec<(u32, u32, usize)> = Vec::new();
+    for (i, slot) in w.slot_of.iter().enumerate() {
+        let (Some(k), Some(&start)) = (slot, offsets.get(i)) else {
+            continue;
+        };
+        let end = offsets.get(i + 1).copied().unwrap_or(code.len() as u32);
+        match spans.last_mut() {
+            Some(last) if last.2 == *k && last.1 == start => last.1 = end,
+            _ => spans.push((start, end, *k)),
+        }
+    }
+    Ok(Assembled {
+        listing: listing(plan, &code),
+        code,
+        spans,
+    })
+}
+
+/// The Intel-syntax listing of `code`.
+fn listing(plan: &KernelPlan, code: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = format!(
+        "; function `{}`: AVX-512, {LANES} f32 lanes, {UNROLL} bodies per main-loop trip \
+         (graphlift codegen::avx512)\n",
+        plan.name
+    );
+    let mut f = IntelFormatter::new();
+    let mut text = String::new();
+    for ins in Decoder::with_ip(64, code, 0, DecoderOptions::NONE).iter() {
+        text.clear();
+        f.format(&ins, &mut text);
+        let _ = writeln!(out, "{:5x}:  {text}", ins.ip());
+    }
+    out
+}
+
+/// The assembler state of one kernel.
+struct Writer<'p> {
+    a: CodeAssembler,
+    /// The slot each instruction (by index) was emitted for.
+    slot_of: Vec<Option<SlotId>>,
+    /// The copy of the body being written (see [`Layout::copy_stride`]).
+    copy: usize,
+    plan: &'p KernelPlan,
+    lay: &'p Layout,
+}
+
+impl Writer<'_> {
+    /// Attributes the instructions emitted since the last mark to `slot`.
+    fn mark(&mut self, slot: Option<SlotId>) {
+        let n = self.a.instructions().len();
+        self.slot_of.resize(n, slot);
+    }
+
+    /// The register of `slot` in the current copy of the body.
+    fn z(&self, slot: SlotId) -> AsmRegisterZmm {
+        let base = self.lay.reg[slot];
+        match self.lay.copy_stride {
+            Some(stride) if !self.lay.pinned[slot] => ZMM[base + self.copy * stride],
+            _ => ZMM[base],
+        }
+    }
+
+    fn aux(&self, a: Aux) -> AsmRegisterZmm {
+        let r = self
+            .lay
+            .aux
+            .iter()
+            .find(|&&(b, _)| b == a)
+            .map_or(0, |&(_, r)| r);
+        ZMM[r]
+    }
+
+    /// The whole function. Registers: `r8` the element index, `rcx` the end of the range,
+    /// `r9` the end of the segment, `rax`, `rdx`, `r10` scratch, `r11` the input pointer
+    /// table, `r15` the lane masks; buffer pointers in [`POINTERS`]; with row vectors, the
+    /// end of the current row on the stack.
+    fn function(&mut self) -> Result<(), Fail> {
+        let lay = self.lay;
+        let mut done = self.a.create_label();
+        let mut outer = self.a.create_label();
+        self.a.cmp(rdx, rcx)?;
+        self.a.jae(done)?;
+        let saved = lay.saved();
+        for &r in &saved {
+            self.a.push(r)?;
+        }
+        self.a.mov(r11, rdi)?;
+        self.a.mov(rax, rsi)?;
+        self.a.mov(r8, rdx)?;
+        for (o, &p) in lay.out_reg.iter().enumerate() {
+            self.a.mov(POINTERS[p], qword_ptr(rax + (8 * o) as i32))?;
+        }
+        for (arg, p) in lay.arg_reg.iter().enumerate() {
+            // (Row vectors' pointers are set per segment.)
+            if let (Some(p), false) = (p, lay.row_args.contains(&arg)) {
+                self.a
+                    .mov(POINTERS[*p], qword_ptr(r11 + (8 * arg) as i32))?;
+            }
+        }
+        if let Some(k) = lay.row {
+            // The end of r8's row, (r8 / k + 1) * k, in a stack slot; the row pointers.
+            self.a.mov(rax, r8)?;
+            self.quotient(k, lay.count.saturating_add(1))?;
+            self.a.add(rax, 1)?;
+            self.multiply(rax, k)?;
+            self.a.push(rax)?;
+            self.row_pointers(k)?;
+        }
+        self.mark(None);
+        self.invariants()?;
+        self.a.set_label(&mut outer)?;
+        self.segment_start()?;
+        self.mark(None);
+        self.segment()?;
+        if lay.row.is_some() || lay.run.is_some() {
+            self.a.cmp(r8, rcx)?;
+            self.a.jb(outer)?;
+        }
+        if lay.row.is_some() {
+            self.a.pop(rax)?;
+        }
+        for &r in saved.iter().rev() {
+            self.a.pop(r)?;
+        }
+        self.a.vzeroupper()?;
+        self.a.set_label(&mut done)?;
+        self.a.ret()?;
+        self.mark(None);
+        Ok(())
+    }
+
+    /// The pinned registers: auxiliary constants and invariant slots.
+    fn invariants(&mut self) -> Result<(), Fail> {
+        for &(a, r) in &self.lay.aux {
+            if a.bits() == 0 {
+                self.a.vpxord(ZMM[r], ZMM[r], ZMM[r])?;
+            } else {
+                self.a.mov(eax, a.bits())?;
+                self.a.vpbroadcastd(ZMM[r], eax)?;
+            }
+        }
+        self.mark(None);
+        for (k, s) in self.plan.slots.iter().enumerate() {
+            if !s.invariant {
+                continue;
+            }
+            let d = self.z(k);
+            match &s.op {
+                SlotOp::Load { arg, .. } => {
+                    self.a.mov(rax, qword_ptr(r11 + (8 * arg) as i32))?;
+                    self.a.vbroadcastss(d, dword_ptr(rax))?;
+                }
+                SlotOp::Const(bits) => {
+                    self.a.mov(eax, *bits as u32)?;
+                    self.a.vpbroadcastd(d, eax)?;
+                }
+                _ => self.compute(k, 0, false)?,
+            }
+            self.mark(Some(k));
+        }
+        Ok(())
+    }
+
+    /// `rax = rax / d` for `rax` below `bound` ([`ConstDivisor`]); clobbers `rdx`, `r10`.
+    fn quotient(&mut self, d: usize, bound: usize) -> Result<(), Fail> {
+        let c = ConstDivisor::new(d, bound);
+        match c.method() {
+            Method::Shift(0) => {}
+            Method::Shift(k) => self.a.shr(rax, k)?,
+            Method::Multiply { m, s } => {
+                self.a.mov(r10, m)?;
+                self.a.imul_2(rax, r10)?;
+                self.a.shr(rax, s)?;
+            }
+            Method::Divide => {
+                self.a.xor(edx, edx)?;
+                self.a.mov(r10, c.divisor())?;
+                self.a.div(r10)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `reg *= c`, through `r10` when `c` does not fit an immediate.
+    fn multiply(&mut self, reg: AsmRegister64, c: usize) -> Result<(), Fail> {
+        if c == 1 {
+            return Ok(());
+        }
+        match i32::try_from(c) {
+            Ok(c) => self.a.imul_3(reg, reg, c)?,
+            Err(_) => {
+                self.a.mov(r10, c as u64)?;
+                self.a.imul_2(reg, r10)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Points the row vectors at the row that ends at `rax` (row length `k`): `p = base −
+    /// 4·(rax − k)`, so that `[p + 4·r8]` is the row's element `r8 − (rax − k)`. Clobbers
+    /// `rdx`.
+    fn row_pointers(&mut self, k: usize) -> Result<(), Fail> {
+        self.a.lea(rdx, ptr(rax - k as i32))?;
+        self.a.shl(rdx, 2)?;
+        for &arg in &self.lay.row_args {
+            let Some(p) = self.lay.arg_reg[arg] else {
+                continue;
+            };
+            let p = POINTERS[p];
+            self.a.mov(p, qword_ptr(r11 + (8 * arg) as i32))?;
+            self.a.sub(p, rdx)?;
+        }
+        Ok(())
+    }
+
+    /// The start of a segment at element `r8`: `r9` = its end (the range's end, the end of
+    /// `r8`'s row, the end of its run, whichever comes first), the row pointers moved to
+    /// `r8`'s row, and the run values broadcast.
+    fn segment_start(&mut self) -> Result<(), Fail> {
+        let lay = self.lay;
+        let bound = lay.count.saturating_add(1);
+        self.a.mov(r9, rcx)?;
+        if let Some(k) = lay.row {
+            // [rsp] holds the end of the current row: segments never step over a row end,
+            // so r8 reaches it exactly when a new row starts.
+            let mut same_row = self.a.create_label();
+            self.a.mov(rax, qword_ptr(rsp))?;
+            self.a.cmp(r8, rax)?;
+            self.a.jb(same_row)?;
+            self.a.add(rax, k as i32)?;
+            self.a.mov(qword_ptr(rsp), rax)?;
+            self.row_pointers(k)?;
+            self.a.set_label(&mut same_row)?;
+            self.a.cmp(r9, rax)?;
+            self.a.cmova(r9, rax)?;
+        }
+        if let Some(run) = &lay.run {
+            // rax = r8 / div: the run; its end (rax + 1) * div bounds the segment.
+            self.a.mov(rax, r8)?;
+            self.quotient(run.div, bound)?;
+            self.a.mov(r15, rax)?;
+            self.a.add(rax, 1)?;
+            self.multiply(rax, run.div)?;
+            self.a.cmp(r9, rax)?;
+            self.a.cmova(r9, rax)?;
+            if run.modulo != 0 {
+                // r15 = r15 mod modulo.
+                self.a.mov(rax, r15)?;
+                self.quotient(run.modulo, bound / run.div + 1)?;
+                self.multiply(rax, run.modulo)?;
+                self.a.sub(r15, rax)?;
+            }
+            self.mark(None);
+            for &(k, arg, stride) in &run.loads {
+                self.a.mov(rdx, qword_ptr(r11 + (8 * arg) as i32))?;
+                self.a.mov(rax, r15)?;
+                self.multiply(rax, stride)?;
+                let d = self.z(k);
+                self.a.vbroadcastss(d, dword_ptr(rdx + rax * 4))?;
+                self.mark(Some(k));
+            }
+        }
+        Ok(())
+    }
+
+    /// The loops over one segment, elements `r8..r9`; leaves `r8 = r9`.
+    fn segment(&mut self) -> Result<(), Fail> {
+        let mut main = self.a.create_label();
+        let mut single_check = self.a.create_label();
+        let mut single = self.a.create_label();
+        let mut tail = self.a.create_label();
+        let mut end = self.a.create_label();
+        let trip = (LANES * UNROLL) as i32;
+        let left = |a: &mut CodeAssembler| -> Result<(), IcedError> {
+            a.mov(rax, r9)?;
+            a.sub(rax, r8)
+        };
+        left(&mut self.a)?;
+        self.a.cmp(rax, trip)?;
+        self.a.jb(single_check)?;
+        self.a.set_label(&mut main)?;
+        self.mark(None);
+        self.bodies(UNROLL, false)?;
+        self.a.add(r8, trip)?;
+        left(&mut self.a)?;
+        self.a.cmp(rax, trip)?;
+        self.a.jae(main)?;
+        self.a.set_label(&mut single_check)?;
+        self.a.cmp(rax, LANES as i32)?;
+        self.a.jb(tail)?;
+        self.a.set_label(&mut single)?;
+        self.mark(None);
+        self.bodies(1, false)?;
+        self.a.add(r8, LANES as i32)?;
+        left(&mut self.a)?;
+        self.a.cmp(rax, LANES as i32)?;
+        self.a.jae(single)?;
+        self.a.set_label(&mut tail)?;
+        self.a.test(rax, rax)?;
+        self.a.je(end)?;
+        // k1 = the lowest rax lanes (rax < 16).
+        self.a.mov(r15d, 1u32)?;
+        self.a.shlx(r15d, r15d, eax)?;
+        self.a.sub(r15d, 1)?;
+        self.a.kmovw(k1, r15d)?;
+        self.mark(None);
+        self.bodies(1, true)?;
+        self.a.mov(r8, r9)?;
+        // On the caller's next instruction (there always is one).
+        self.a.set_label(&mut end)?;
+        self.mark(None);
+        Ok(())
+    }
+
+    /// `copies` bodies at elements `r8`, `r8 + 16`, … (`masked`: one body, the lanes of
+    /// `k1` only). With room in the registers the copies are interleaved op by op, each in
+    /// its own registers (all loads of the trip first, then each op on every copy: what an
+    /// unrolling compiler emits); else one copy after the other in the same registers.
+    fn bodies(&mut self, copies: usize, masked: bool) -> Result<(), Fail> {
+        let plan = self.plan;
+        let n = plan.slots.len();
+        let order: Vec<(usize, SlotId)> = if self.lay.copy_stride.is_some() {
+            (0..n)
+                .flat_map(|k| (0..copies).map(move |u| (u, k)))
+                .collect()
+        } else {
+            (0..copies)
+                .flat_map(|u| (0..n).map(move |k| (u, k)))
+                .collect()
+        };
+        for (u, k) in order {
+            self.copy = u;
+            let disp = (u * LANES * 4) as i32;
+            if plan.slots[k].invariant {
+                continue;
+            }
+            match &plan.slots[k].op {
+                // A run load (pinned, not invariant): broadcast when the segment starts.
+                SlotOp::Load { .. } if self.lay.pinned[k] => {}
+                // Read by the op it is folded into.
+                SlotOp::Load { .. } if self.lay.folded[k] => {}
+                SlotOp::Load { arg, .. } => {
+                    let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
+                    let m = zmmword_ptr(p + r8 * 4 + disp);
+                    let d = self.z(k);
+                    if masked {
+                        self.a.vmovups(d.k1().z(), m)?;
+                    } else {
+                        self.a.vmovups(d, m)?;
+                    }
+                }
+                _ => self.compute(k, disp, masked)?,
+            }
+            self.store(k, disp, masked)?;
+            self.mark(Some(k));
+        }
+        for u in 0..copies {
+            self.copy = u;
+            for (k, s) in plan.slots.iter().enumerate() {
+                if s.invariant {
+                    self.store(k, (u * LANES * 4) as i32, masked)?;
+                    self.mark(Some(k));
+                }
+            }
+        }
+        self.copy = 0;
+        Ok(())
+    }
+
+    /// Stores slot `k` to every output it is.
+    fn store(&mut self, k: SlotId, disp: i32, masked: bool) -> Result<(), Fail> {
+        for (o, &(slot, _)) in self.plan.outputs.iter().enumerate() {
+            if slot != k {
+                continue;
+            }
+            let m = zmmword_ptr(POINTERS[self.lay.out_reg[o]] + r8 * 4 + disp);
+            let v = self.z(k);
+            if masked {
+                self.a.vmovups(m.k1(), v)?;
+            } else {
+                self.a.vmovups(m, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Operand `o` of a computing slot: its register, or the memory of its load when the
+    /// load is folded into the op (at the body's displacement).
+    fn source(&self, o: SlotId, disp: i32) -> Src {
+        match &self.plan.slots[o].op {
+            SlotOp::Load { arg, .. } if self.lay.folded[o] => {
+                let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
+                Src::Mem(zmmword_ptr(p + r8 * 4 + disp))
+            }
+            _ => Src::Reg(self.z(o)),
+        }
+    }
+
+    /// The instructions of computing slot `k` in a body at displacement `disp` (`masked`:
+    /// an op that reads a folded load is masked by `k1`, so masked-out lanes read nothing).
+    fn compute(&mut self, k: SlotId, disp: i32, masked: bool) -> Result<(), Fail> {
+        let d = self.z(k);
+        let Some(l) = self.lay.lowering.get(k).copied().flatten() else {
+            return Err(Fail(format!("slot {k} is a load or constant, not an op")));
+        };
+        // `op!(method, first, source)`: `d = first op source` (or `d = op source`), the
+        // source a register or the folded load's memory.
+        macro_rules! op {
+            ($m:ident, $first:expr, $src:expr) => {
+                match $src {
+                    Src::Reg(r) => self.a.$m(d, $first, r),
+                    Src::Mem(m) if masked => self.a.$m(d.k1().z(), $first, m),
+                    Src::Mem(m) => self.a.$m(d, $first, m),
+                }
+            };
+            ($m:ident, $src:expr) => {
+                match $src {
+                    Src::Reg(r) => self.a.$m(d, r),
+                    Src::Mem(m) if masked => self.a.$m(d.k1().z(), m),
+                    Src::Mem(m) => self.a.$m(d, m),
+                }
+            };
+        }
+        let done = match l {
+            Lowering::Arith(op, x, y) => {
+                // A folded load is the second source; `+` and `*` commute.
+                let (x, y) = if self.lay.folded[x] { (y, x) } else { (x, y) };
+                let (x, y) = (self.z(x), self.source(y, disp));
+                match op {
+                    BinaryOp::Add => op!(vaddps, x, y),
+                    BinaryOp::Subtract => op!(vsubps, x, y),
+                    BinaryOp::Multiply => op!(vmulps, x, y),
+                    _ => op!(vdivps, x, y),
+                }
+            }
+            Lowering::SignBit { x, flip: true } => {
+                let (x, m) = (self.source(x, disp), self.aux(Aux::SignMask));
+                op!(vpxord, m, x)
+            }
+            Lowering::SignBit { x, flip: false } => {
+                let (x, m) = (self.source(x, disp), self.aux(Aux::AbsMask));
+                op!(vpandd, m, x)
+            }
+            Lowering::Relu(x) => {
+                let (x, zero) = (self.source(x, disp), self.aux(Aux::Zero));
+                op!(vmaxps, zero, x)
+            }
+            Lowering::Sqrt(x) => {
+                let x = self.source(x, disp);
+                op!(vsqrtps, x)
+            }
+            Lowering::RoundTo(x, imm) => match self.source(x, disp) {
+                Src::Reg(r) => self.a.vrndscaleps(d, r, imm),
+                Src::Mem(m) if masked => self.a.vrndscaleps(d.k1().z(), m, imm),
+                Src::Mem(m) => self.a.vrndscaleps(d, m, imm),
+            },
+            Lowering::Bound { op, x, c, blend } => {
+                let c = self.z(c);
+                match (blend, op) {
+                    (Some(pred), _) => {
+                        let x = self.z(x);
+                        self.a.vcmpps(k2, x, c, pred)?;
+                        self.a.vblendmps(d.k2(), x, c)
+                    }
+                    (None, BinaryOp::Maximum) => op!(vmaxps, c, self.source(x, disp)),
+                    (None, _) => op!(vminps, c, self.source(x, disp)),
+                }
+            }
+        };
+        Ok(done?)
+    }
+}
+
+/// A source operand: a register, or memory (a folded load).
+#[derive(Clone, Copy)]
+enum Src {
+    Reg(AsmRegisterZmm),
+    Mem(AsmMemoryOperand),
+}
+
+/// A failure while writing a kernel: the encoder's, or a plan the layout should have refused.
+#[derive(Debug)]
+struct Fail(String);
+
+impl From<IcedError> for Fail {
+    fn from(e: IcedError) -> Fail {
+        Fail(e.to_string())
+    }
+}

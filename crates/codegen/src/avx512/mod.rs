@@ -1,0 +1,464 @@
+//! AVX-512 kernels: fused kernels of simple `f32` operations assembled straight to
+//! sixteen-lane machine code.
+//!
+//! Cranelift 0.135 lowers 128-bit vectors only (`../shared/notes/cranelift-0.135.md`), so its
+//! loops do a quarter of the work per instruction that the host's AVX-512 units can. Where the
+//! data sits in cache that decides the speed: `relu((a+b)*c)+d` ran at 1.6× and
+//! `relu(X + b)` at 2.5× the time of C compiled for the host. A kernel plan made only of
+//! operations that are one or two AVX-512F instructions with the reference interpreter's
+//! semantics is therefore assembled here, with `iced-x86`'s encoder, into the range ABI of
+//! [`super::kernel`]; every other plan is Cranelift's. Which plans qualify
+//! ([`Layout::of`]):
+//!
+//! - every value and output is `f32`, the plan's lanes are [`Lanes::X4`], it does not stream
+//!   ([`KernelPlan::stream`]: non-temporal stores stay with the Cranelift code), its
+//!   iteration space is below 2^31 elements, and it asks for this code
+//!   ([`KernelPlan::avx512`]);
+//! - its loads are contiguous, splat, row vectors of one common row length
+//!   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index is
+//!   constant over runs of at least a vector (column vectors `c[M, 1]` over `[M, K ≥ 16]`,
+//!   channel vectors `[C, 1, 1]` over `[N, C, H, W]` with `H·W ≥ 16`), all with the same
+//!   run length and period;
+//! - its ops are `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`, and
+//!   `Maximum` / `Minimum` against a constant (not NaN);
+//! - its live values fit the 32 vector registers and its per-element buffers the seven
+//!   pointer registers.
+//!
+//! The instructions give the interpreter's results bit for bit, as the Cranelift lowering
+//! does ([`super::lower`]): `+ - * / sqrt` are single IEEE operations (never contracted);
+//! `Negative` flips the sign bit and `Abs` clears it (integer logic: NaN payloads kept);
+//! `Relu(x)` is `vmaxps(0, x)`, which is `x < 0 ? 0 : x` (NaN and `-0` pass through);
+//! `Floor`, `Ceil`, `Round` are `vrndscaleps` with the rounding in the immediate (ties to
+//! even); `Maximum(x, c)` is `vmaxps(c, x)` = `x < c ? c : x`, and where `c` is the zero that
+//! must win ([`super::lower::constant_bound_test`]) a compare and a blend.
+//!
+//! The code for elements `begin..end`:
+//!
+//! 1. the preheader loads the buffer pointers into registers and every invariant slot into a
+//!    pinned vector register (constants, splat loads and what is computed from them);
+//! 2. the range runs in *segments*: the whole range, or with row vectors and runs the pieces
+//!    that stay within one row and one run. The row's end is found once per call by division
+//!    by a constant ([`super::divide::ConstDivisor`]: a multiplication and a shift) and kept
+//!    on the stack; a segment that starts on it moves the row pointers one row on, so a row
+//!    vector is read contiguously. A segment's run is found the same way and its values
+//!    broadcast into pinned registers. No index arithmetic per vector;
+//! 3. a segment runs a main loop of four unrolled sixteen-lane bodies, then single bodies,
+//!    then one body under a lane mask for the last 1 to 15 elements: masked loads read
+//!    nothing outside the range (masked-out lanes do not fault) and masked stores write
+//!    nothing outside it.
+//!
+//! Values are given registers once for the body; a register is free again after its last
+//! reader. When the four unrolled copies fit the registers side by side, each copy has its
+//! own and the copies are interleaved op by op (the trip's loads first), as an unrolling
+//! compiler schedules them; else they follow each other in the same registers (the core's
+//! renaming keeps them independent). A load read once, by an op whose instruction takes
+//! memory in that place, is that op's memory operand (in the masked tail the op is masked,
+//! which suppresses the load's faults on masked-out lanes).
+//!
+//! Measured on the Zen 5 guest (see `BENCHMARKS.md`): `relu(X + b)` at 2^14 elements runs
+//! between 0.045 and 0.055 ns per element depending only on where the main loop falls
+//! relative to 64-byte lines; the code is not padded to a particular alignment.
+
+mod emit;
+
+use iced_x86::code_asm::*;
+
+use cranelift_codegen::ir::condcodes::FloatCC;
+use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
+
+use super::broadcast::Addressing;
+use super::lanes::Lanes;
+use super::lower::{constant_bound_test, float_constant};
+use super::plan::{KernelPlan, SlotId, SlotOp};
+use crate::plan::operands;
+
+pub use emit::assemble;
+
+/// Environment variable that turns AVX-512 kernels off when set to `0` (on by default on
+/// hosts with AVX-512F and BMI2).
+pub const AVX512_ENV: &str = "GRAPHLIFT_AVX512";
+
+/// `f32` lanes per vector.
+pub const LANES: usize = 16;
+/// Bodies per trip of the main loop.
+const UNROLL: usize = 4;
+/// Elements per trip of the main loop.
+pub const TRIP: usize = LANES * UNROLL;
+/// Registers that hold buffer pointers, in the order they are handed out (the first two
+/// are caller-saved; the others are saved and restored when used).
+const POINTERS: [AsmRegister64; 7] = [rdi, rsi, rbx, rbp, r12, r13, r14];
+/// The vector registers.
+const ZMM: [AsmRegisterZmm; 32] = [
+    zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
+    zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
+    zmm28, zmm29, zmm30, zmm31,
+];
+/// `vcmpps` predicates (ordered, quiet).
+const CMP_LE_OQ: i32 = 0x12;
+const CMP_GE_OQ: i32 = 0x1D;
+/// `vrndscaleps` immediates: the rounding mode in bits 0–1, bit 3 suppresses the precision
+/// exception.
+const ROUND_NEAREST: i32 = 0x08;
+const ROUND_DOWN: i32 = 0x09;
+const ROUND_UP: i32 = 0x0A;
+
+/// Whether the host runs this module's code: AVX-512F and BMI2 (`shlx` for the tail mask).
+pub fn host_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether kernels are assembled here by default: the host supports it
+/// ([`host_supported`]) and [`AVX512_ENV`] is not `0`.
+pub fn default_on() -> bool {
+    host_supported() && std::env::var(AVX512_ENV).map_or(true, |v| v.trim() != "0")
+}
+
+/// How one computing slot is lowered.
+#[derive(Debug, Clone, Copy)]
+enum Lowering {
+    /// `vaddps` / `vsubps` / `vmulps` / `vdivps` of two registers.
+    Arith(BinaryOp, SlotId, SlotId),
+    /// Integer logic with a constant mask: sign flip (`vpxord`) or sign clear (`vpandd`).
+    SignBit { x: SlotId, flip: bool },
+    /// `vmaxps(0, x)`.
+    Relu(SlotId),
+    /// `vsqrtps`.
+    Sqrt(SlotId),
+    /// `vrndscaleps` with an immediate.
+    RoundTo(SlotId, i32),
+    /// `Maximum(x, c)` / `Minimum(x, c)` with constant `c`: `vmaxps(c, x)` / `vminps(c, x)`
+    /// (`blend: None`) or a compare of `x` against `c` with a `vcmpps` predicate and a blend.
+    Bound {
+        op: BinaryOp,
+        x: SlotId,
+        c: SlotId,
+        blend: Option<i32>,
+    },
+}
+
+/// Constant vectors the ops need besides the plan's own, pinned like invariant slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Aux {
+    Zero,
+    SignMask,
+    AbsMask,
+}
+
+impl Aux {
+    fn bits(self) -> u32 {
+        match self {
+            Aux::Zero => 0,
+            Aux::SignMask => 0x8000_0000,
+            Aux::AbsMask => 0x7FFF_FFFF,
+        }
+    }
+}
+
+/// What an eligible plan's code is made of: the lowering of each slot and the registers.
+pub struct Layout {
+    /// The lowering of each computing slot (`None` for loads and constants).
+    lowering: Vec<Option<Lowering>>,
+    /// The vector register of each slot.
+    reg: Vec<usize>,
+    /// The auxiliary constants and their registers.
+    aux: Vec<(Aux, usize)>,
+    /// The pointer register (index into [`POINTERS`]) of each input that is read per
+    /// element.
+    arg_reg: Vec<Option<usize>>,
+    /// The pointer register of each output.
+    out_reg: Vec<usize>,
+    /// The row length shared by every row-vector load, if any.
+    row: Option<usize>,
+    /// The inputs read as row vectors.
+    row_args: Vec<usize>,
+    /// The run broadcasts, if any.
+    run: Option<Run>,
+    /// Loads read as the memory operand of their one reader (no register, no instruction
+    /// of their own).
+    folded: Vec<bool>,
+    /// Slots whose registers hold one value for the whole call (invariants) or segment
+    /// (run loads).
+    pinned: Vec<bool>,
+    /// When the unrolled copies of the body fit the registers side by side: how far copy
+    /// `u`'s registers are from copy 0's (`u · stride`).
+    copy_stride: Option<usize>,
+    /// Elements in the iteration space (the bound of the index divisions).
+    count: usize,
+}
+
+/// Loads under a general addressing of one axis group whose index is constant over runs of
+/// `div` consecutive elements (`j = ((i / div) mod modulo) · stride`: a column vector
+/// `c[M, 1]` over `[M, K]`, a channel vector `[C, 1, 1]` over `[N, C, H, W]`): each is one
+/// value per segment, broadcast into its pinned register when the segment starts.
+#[derive(Debug, Clone)]
+struct Run {
+    /// Elements per run (at least a vector).
+    div: usize,
+    /// Runs per period of the source index (0: no reduction).
+    modulo: usize,
+    /// `(slot, input, stride)` of each load.
+    loads: Vec<(SlotId, usize, usize)>,
+}
+
+impl Layout {
+    /// The layout of `plan`'s code, or `None` when the plan does not qualify (see the module
+    /// documentation) or the host cannot run it.
+    pub fn of(plan: &KernelPlan) -> Option<Layout> {
+        // (Below 2^31 elements every extent and index fits an instruction's immediate.)
+        let small = i32::try_from(plan.count).is_ok();
+        if !plan.avx512 || plan.stream || plan.lanes != Lanes::X4 || !small || !host_supported() {
+            return None;
+        }
+        let all_f32 = plan.slots.iter().all(|s| s.ty == ElementType::F32)
+            && plan.outputs.iter().all(|&(_, t)| t == ElementType::F32);
+        if !all_f32 || plan.slots.is_empty() {
+            return None;
+        }
+        let mut row = None;
+        let mut row_args = Vec::new();
+        let mut run: Option<Run> = None;
+        // The one per-element addressing of each input read per element.
+        let mut read: Vec<Option<&Addressing>> = vec![None; plan.args.len()];
+        let mut arg_reg = vec![None; plan.args.len()];
+        let mut pointers = 0usize;
+        let mut lowering = Vec::with_capacity(plan.slots.len());
+        let mut aux: Vec<(Aux, usize)> = Vec::new();
+        let mut need = |a: Aux| {
+            if !aux.iter().any(|&(b, _)| b == a) {
+                aux.push((a, 0));
+            }
+        };
+        for slot in &plan.slots {
+            let l = match &slot.op {
+                SlotOp::Load { arg, addressing } => {
+                    match addressing {
+                        Addressing::Splat => {}
+                        Addressing::Contiguous | Addressing::Row { .. } => {
+                            if read[*arg].is_some_and(|r| r != addressing) {
+                                return None;
+                            }
+                            read[*arg] = Some(addressing);
+                            if let Addressing::Row { len } = addressing {
+                                if row.is_some_and(|r| r != *len) {
+                                    return None;
+                                }
+                                row = Some(*len);
+                                if !row_args.contains(arg) {
+                                    row_args.push(*arg);
+                                }
+                            }
+                            if arg_reg[*arg].is_none() {
+                                arg_reg[*arg] = Some(pointers);
+                                pointers += 1;
+                            }
+                        }
+                        Addressing::General { terms } => match terms.as_slice() {
+                            [t] if t.div >= LANES => {
+                                let r = run.get_or_insert_with(|| Run {
+                                    div: t.div,
+                                    modulo: t.modulo,
+                                    loads: Vec::new(),
+                                });
+                                if (r.div, r.modulo) != (t.div, t.modulo) {
+                                    return None;
+                                }
+                                r.loads.push((lowering.len(), *arg, t.stride));
+                            }
+                            _ => return None,
+                        },
+                    }
+                    None
+                }
+                SlotOp::Const(_) => None,
+                SlotOp::Binary(
+                    op @ (BinaryOp::Add
+                    | BinaryOp::Subtract
+                    | BinaryOp::Multiply
+                    | BinaryOp::Divide),
+                    a,
+                    b,
+                ) => Some(Lowering::Arith(*op, *a, *b)),
+                SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b) => {
+                    let constant = |s: SlotId| float_constant(&plan.slots[s], ElementType::F32);
+                    let (x, c, value) = match (constant(*b), constant(*a)) {
+                        (Some(v), _) => (*a, *b, v),
+                        (None, Some(v)) => (*b, *a, v),
+                        (None, None) => return None,
+                    };
+                    let blend = match constant_bound_test(*op, value) {
+                        FloatCC::LessThanOrEqual => Some(CMP_LE_OQ),
+                        FloatCC::GreaterThanOrEqual => Some(CMP_GE_OQ),
+                        _ => None,
+                    };
+                    Some(Lowering::Bound {
+                        op: *op,
+                        x,
+                        c,
+                        blend,
+                    })
+                }
+                SlotOp::Unary(u, x) => Some(match u {
+                    UnaryOp::Negative => {
+                        need(Aux::SignMask);
+                        Lowering::SignBit { x: *x, flip: true }
+                    }
+                    UnaryOp::Abs => {
+                        need(Aux::AbsMask);
+                        Lowering::SignBit { x: *x, flip: false }
+                    }
+                    UnaryOp::Relu => {
+                        need(Aux::Zero);
+                        Lowering::Relu(*x)
+                    }
+                    UnaryOp::Sqrt => Lowering::Sqrt(*x),
+                    UnaryOp::Floor => Lowering::RoundTo(*x, ROUND_DOWN),
+                    UnaryOp::Ceil => Lowering::RoundTo(*x, ROUND_UP),
+                    UnaryOp::Round => Lowering::RoundTo(*x, ROUND_NEAREST),
+                    _ => return None,
+                }),
+                _ => return None,
+            };
+            lowering.push(l);
+        }
+        let out_reg: Vec<usize> = (pointers..pointers + plan.outputs.len()).collect();
+        if pointers + plan.outputs.len() > POINTERS.len() {
+            return None;
+        }
+        let mut pinned: Vec<bool> = plan.slots.iter().map(|s| s.invariant).collect();
+        for &(k, _, _) in run.iter().flat_map(|r| &r.loads) {
+            pinned[k] = true;
+        }
+        let folded = fold_loads(plan, &lowering, &pinned);
+        let reg = allocate(plan, &pinned, &folded, &mut aux)?;
+        let fixed = pinned.iter().filter(|&&p| p).count() + aux.len();
+        let body_regs = (0..plan.slots.len())
+            .filter(|&k| !pinned[k] && !folded[k])
+            .map(|k| reg[k] + 1 - fixed)
+            .max()
+            .unwrap_or(0);
+        let copy_stride = (fixed + UNROLL * body_regs <= ZMM.len()).then_some(body_regs);
+        Some(Layout {
+            lowering,
+            reg,
+            aux,
+            arg_reg,
+            out_reg,
+            row,
+            row_args,
+            run,
+            folded,
+            copy_stride,
+            pinned,
+            count: plan.count,
+        })
+    }
+
+    /// The callee-saved registers the code uses (pushed in this order).
+    fn saved(&self) -> Vec<AsmRegister64> {
+        let used = self.out_reg.last().map_or(0, |&r| r + 1);
+        let mut saved: Vec<AsmRegister64> = POINTERS[2..used.max(2)].to_vec();
+        saved.push(r15);
+        saved
+    }
+}
+
+/// The per-element loads that can be the memory operand of their reader: read once, by an
+/// op whose instruction takes memory in that place (the second source; either source of
+/// `+`, `*` and the sign-bit logic, which commute; the only source of a unary op), at most
+/// one per op, and not an output.
+fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool]) -> Vec<bool> {
+    let n = plan.slots.len();
+    let uses = plan.use_counts();
+    let foldable =
+        |o: SlotId| uses[o] == 1 && !pinned[o] && matches!(plan.slots[o].op, SlotOp::Load { .. });
+    let mut folded = vec![false; n];
+    for l in lowering.iter().flatten() {
+        let pick = match *l {
+            Lowering::Arith(op, x, y) => {
+                let commutes = matches!(op, BinaryOp::Add | BinaryOp::Multiply);
+                if foldable(y) {
+                    Some(y)
+                } else if commutes && foldable(x) {
+                    Some(x)
+                } else {
+                    None
+                }
+            }
+            Lowering::SignBit { x, .. }
+            | Lowering::Relu(x)
+            | Lowering::Sqrt(x)
+            | Lowering::RoundTo(x, _)
+            | Lowering::Bound { x, blend: None, .. } => foldable(x).then_some(x),
+            Lowering::Bound { .. } => None,
+        };
+        if let Some(o) = pick {
+            folded[o] = true;
+        }
+    }
+    folded
+}
+
+/// Vector registers: invariant slots and the auxiliary constants pinned first, then the
+/// loop body's values, each register free again after the last reader of its value. `None`
+/// when they do not fit in 32.
+fn allocate(
+    plan: &KernelPlan,
+    pinned: &[bool],
+    folded: &[bool],
+    aux: &mut [(Aux, usize)],
+) -> Option<Vec<usize>> {
+    let n = plan.slots.len();
+    let mut reg = vec![usize::MAX; n];
+    let mut next = 0usize;
+    for k in 0..n {
+        if pinned[k] {
+            reg[k] = next;
+            next += 1;
+        }
+    }
+    for a in aux.iter_mut() {
+        a.1 = next;
+        next += 1;
+    }
+    if next > ZMM.len() {
+        return None;
+    }
+    let mut last_use: Vec<Option<usize>> = vec![None; n];
+    for (k, s) in plan.slots.iter().enumerate() {
+        if pinned[k] {
+            continue;
+        }
+        for o in operands(&s.op) {
+            if !pinned[o] && !folded[o] {
+                last_use[o] = Some(k);
+            }
+        }
+    }
+    let mut free: Vec<usize> = (next..ZMM.len()).rev().collect();
+    for (k, s) in plan.slots.iter().enumerate() {
+        if pinned[k] || folded[k] {
+            continue;
+        }
+        let mut ops = operands(&s.op);
+        ops.dedup();
+        for o in ops {
+            if last_use[o] == Some(k) && !free.contains(&reg[o]) {
+                free.push(reg[o]);
+            }
+        }
+        reg[k] = free.pop()?;
+        if last_use[k].is_none() {
+            // Only stored (an output), right after it is computed.
+            free.push(reg[k]);
+        }
+    }
+    Some(reg)
+}

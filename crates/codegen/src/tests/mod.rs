@@ -1,0 +1,271 @@
+//! Unit tests of the JIT against the reference kernels of `graphlift-runtime`.
+//!
+//! Each kernel is compiled on its own ([`crate::JitKernel`]) and compared with
+//! `reference::evaluate_function` on its body: bit for bit (any NaN matches any NaN), except
+//! the `f32` vector math functions, which are held to their documented ulp bounds.
+
+mod abi;
+mod avx512;
+mod broadcast;
+mod mixed;
+mod ops;
+mod stream;
+mod veclib;
+mod vmath;
+mod vmath_f64;
+mod x2;
+use crate::JitKernel;
+use graphlift_ir::{ElementType, Function, TensorData};
+use graphlift_runtime::reference::evaluate_function;
+use graphlift_runtime::Tensor;
+pub(super) use graphlift_testkit::{bits, data, first_difference, specials, uniform, F32_SPECIALS};
+
+/// Sizes that exercise the unrolled loop and every tail length, of every vector width (4
+/// lanes and mixed: step 8, tail 1–7 in trips of 4; 2 lanes: step 4, tail 1–3 in trips of 2).
+pub(super) const SIZES: [usize; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 1000];
+
+/// All pairs of special values: `(a, b)` with `a[i] = s[i / m]`, `b[i] = s[i % m]`.
+pub(super) fn all_pairs(t: ElementType) -> (TensorData, TensorData) {
+    let s = specials(t);
+    let m = s.len();
+    let idx_a: Vec<usize> = (0..m * m).map(|i| i / m).collect();
+    let idx_b: Vec<usize> = (0..m * m).map(|i| i % m).collect();
+    (gather(&s, &idx_a), gather(&s, &idx_b))
+}
+
+pub(super) fn gather(d: &TensorData, idx: &[usize]) -> TensorData {
+    match d {
+        TensorData::F32(v) => TensorData::F32(idx.iter().map(|&i| v[i]).collect()),
+        TensorData::F64(v) => TensorData::F64(idx.iter().map(|&i| v[i]).collect()),
+        TensorData::I32(v) => TensorData::I32(idx.iter().map(|&i| v[i]).collect()),
+        TensorData::I64(v) => TensorData::I64(idx.iter().map(|&i| v[i]).collect()),
+        TensorData::Bool(v) => TensorData::Bool(idx.iter().map(|&i| v[i]).collect()),
+    }
+}
+
+/// Output tensors for a body, zero-filled.
+pub(super) fn outputs_for(body: &Function) -> Vec<Tensor> {
+    body.result_types()
+        .into_iter()
+        .map(|t| Tensor::zeros(t.element_type, t.shape).unwrap())
+        .collect()
+}
+
+/// Runs the body with the JIT and the reference; returns (jit, reference).
+pub(super) fn run_both(body: &Function, inputs: &[Tensor]) -> (Vec<Tensor>, Vec<Tensor>) {
+    let k = JitKernel::compile(body).unwrap_or_else(|e| panic!("compile: {e}"));
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let mut out = outputs_for(body);
+    k.call(&refs, &mut out).unwrap();
+    let want = evaluate_function(body, inputs).unwrap();
+    (out, want)
+}
+
+/// Asserts bitwise equality of every output, naming the first difference and the inputs
+/// there.
+pub(super) fn assert_exact(what: &str, inputs: &[Tensor], got: &[Tensor], want: &[Tensor]) {
+    assert_eq!(got.len(), want.len(), "{what}: output count");
+    for (o, (g, w)) in got.iter().zip(want).enumerate() {
+        if let Some(i) = first_difference(g.data(), w.data()) {
+            let ins: Vec<String> = inputs
+                .iter()
+                .map(|t| format!("{:?}", t.data().get_f64(i % t.len().max(1))))
+                .collect();
+            panic!(
+                "{what}: output {o} element {i}: jit {:?}, reference {:?} (inputs there: {})",
+                element(g.data(), i),
+                element(w.data(), i),
+                ins.join(", ")
+            );
+        }
+    }
+}
+
+/// One element, printed with its type.
+pub(super) fn element(d: &TensorData, i: usize) -> String {
+    match d {
+        TensorData::F32(v) => v.get(i).map(|x| format!("{x:e} ({:#x})", x.to_bits())),
+        TensorData::F64(v) => v.get(i).map(|x| format!("{x:e}")),
+        TensorData::I32(v) => v.get(i).map(|x| x.to_string()),
+        TensorData::I64(v) => v.get(i).map(|x| x.to_string()),
+        TensorData::Bool(v) => v.get(i).map(|x| x.to_string()),
+    }
+    .unwrap_or_else(|| "<none>".into())
+}
+
+/// A value no kernel writes by accident: output elements outside a called range must keep
+/// it.
+pub(super) fn sentinel(t: ElementType, n: usize) -> TensorData {
+    match t {
+        ElementType::F32 => TensorData::F32(vec![1234.5678; n]),
+        ElementType::F64 => TensorData::F64(vec![1234.5678; n]),
+        ElementType::I32 => TensorData::I32(vec![0x5a5a_5a5a; n]),
+        ElementType::I64 => TensorData::I64(vec![0x5a5a_5a5a_5a5a; n]),
+        ElementType::Bool => TensorData::Bool(vec![true; n]),
+    }
+}
+
+/// How outputs are compared with the reference.
+#[derive(Clone, Copy)]
+pub(super) enum Expect<'a> {
+    /// Bit for bit.
+    Exact,
+    /// Within `ulp` of `exact(i)` (the `f64` value before rounding), one `f32` output.
+    Ulp(f64, &'a dyn Fn(usize) -> f64),
+    /// Within `ulp` (in `f64` ulp) of the 256-bit reference value of `op` at the input, one `f64` output
+    /// of a one-input kernel.
+    UlpF64(f64, graphlift_ir::UnaryOp),
+    /// `Power` on `f64` (a two-input kernel, one output): within [`crate::vmath::pow::MAX_ULP_F64`]
+    /// of the 256-bit reference value, and the interpreter's bits wherever an operand is special
+    /// ([`crate::accuracy::pow_special_operands`]).
+    PowF64,
+}
+
+fn compare_range(
+    what: &str,
+    inputs: &[Tensor],
+    got: &[Tensor],
+    want: &[Tensor],
+    range: (usize, usize),
+    expect: Expect,
+) {
+    let (b, e) = range;
+    for (o, (g, w)) in got.iter().zip(want).enumerate() {
+        let s = sentinel(g.element_type(), g.len());
+        let outside: Vec<usize> = (0..b).chain(e..g.len()).collect();
+        let (gi, si) = (gather(g.data(), &outside), gather(&s, &outside));
+        if let Some(i) = first_difference(&gi, &si) {
+            panic!(
+                "{what}: range {b}..{e} wrote output {o} element {}",
+                outside[i]
+            );
+        }
+        let inside: Vec<usize> = (b..e).collect();
+        let (gi, wi) = (gather(g.data(), &inside), gather(w.data(), &inside));
+        match expect {
+            Expect::Exact => {
+                if let Some(i) = first_difference(&gi, &wi) {
+                    let at = inside[i];
+                    let ins: Vec<String> = inputs
+                        .iter()
+                        .map(|t| element(t.data(), at % t.len().max(1)))
+                        .collect();
+                    panic!(
+                        "{what}: range {b}..{e}: output {o} element {at}: jit {}, reference {} (inputs: {})",
+                        element(&gi, i),
+                        element(&wi, i),
+                        ins.join(", ")
+                    );
+                }
+            }
+            Expect::Ulp(bound, exact) => {
+                let TensorData::F32(v) = &gi else {
+                    panic!("{what}: ulp comparison of a non-f32 output")
+                };
+                for (k, &y) in v.iter().enumerate() {
+                    let at = inside[k];
+                    let err = crate::vmath::ulp_error(y, exact(at));
+                    assert!(
+                        err <= bound,
+                        "{what}: element {at}: {y:e} is {err} ulp from {:e} (bound {bound}); input {}",
+                        exact(at),
+                        element(inputs[0].data(), at)
+                    );
+                }
+            }
+            Expect::PowF64 => {
+                let (
+                    TensorData::F64(v),
+                    TensorData::F64(xs),
+                    TensorData::F64(ys),
+                    TensorData::F64(r),
+                ) = (&gi, inputs[0].data(), inputs[1].data(), &wi)
+                else {
+                    panic!("{what}: f64 Power comparison of a non-f64 kernel")
+                };
+                let bound = crate::vmath::pow::MAX_ULP_F64;
+                for (k, (&y, &want)) in v.iter().zip(r).enumerate() {
+                    let at = inside[k];
+                    let (a, p) = (xs[at % xs.len()], ys[at % ys.len()]);
+                    let err = crate::accuracy::reference::ulp_error(
+                        y,
+                        &crate::accuracy::reference::exact_pow(a, p),
+                    );
+                    assert!(
+                        err <= bound,
+                        "{what}: element {at}: pow({a:e}, {p:e}) = {y:e} is {err} ulp off (bound {bound})"
+                    );
+                    if crate::accuracy::pow_special_operands(a, p) {
+                        assert!(
+                            y.to_bits() == want.to_bits() || y.is_nan() && want.is_nan(),
+                            "{what}: element {at}: pow({a:e}, {p:e}) = {y:e}, the interpreter gives {want:e}"
+                        );
+                    }
+                }
+            }
+            Expect::UlpF64(bound, op) => {
+                let (TensorData::F64(v), TensorData::F64(xs)) = (&gi, inputs[0].data()) else {
+                    panic!("{what}: f64 ulp comparison of a non-f64 kernel")
+                };
+                for (k, &y) in v.iter().enumerate() {
+                    let at = inside[k];
+                    let x = xs[at % xs.len().max(1)];
+                    let err = crate::accuracy::reference::ulp_error(
+                        y,
+                        &crate::accuracy::reference::exact(op, x),
+                    );
+                    assert!(
+                        err <= bound,
+                        "{what}: element {at}: {}({x:e}) = {y:e} is {err} ulp off (bound {bound})",
+                        op.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Compiles `body` once and checks the whole range, then sub-ranges of every size in
+/// [`SIZES`] at offsets 0, 3 and the end (the range ABI), against the reference.
+pub(super) fn check(what: &str, body: &Function, inputs: &[Tensor], expect: Expect) {
+    let k = JitKernel::compile(body).unwrap_or_else(|e| panic!("{what}: compile: {e}"));
+    let want = evaluate_function(body, inputs).unwrap();
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let n = k.element_count();
+    let mut ranges = vec![(0, n)];
+    for s in SIZES {
+        for b in [0, 3, n.saturating_sub(s)] {
+            if b + s <= n {
+                ranges.push((b, b + s));
+            }
+        }
+    }
+    for (b, e) in ranges {
+        let mut out: Vec<Tensor> = outputs_for(body)
+            .into_iter()
+            .map(|t| {
+                Tensor::from_data(sentinel(t.element_type(), t.len()), t.shape().clone()).unwrap()
+            })
+            .collect();
+        k.call_range(&refs, &mut out, b, e)
+            .unwrap_or_else(|err| panic!("{what}: call {b}..{e}: {err}"));
+        compare_range(what, inputs, &out, &want, (b, e), expect);
+    }
+}
+
+/// The outputs of `k` (each of `count` elements, zeros where the call does not write) after
+/// a call on elements `range.0..range.1`.
+pub(crate) fn outputs_of_range(
+    k: &JitKernel,
+    inputs: &[&Tensor],
+    count: usize,
+    range: (usize, usize),
+) -> Vec<Tensor> {
+    let mut outs: Vec<Tensor> = k
+        .output_types()
+        .into_iter()
+        .map(|t| Tensor::zeros(t, [count]).unwrap())
+        .collect();
+    k.call_range(inputs, &mut outs, range.0, range.1).unwrap();
+    outs
+}

@@ -1,0 +1,47 @@
+//! Emits the inline (Cranelift IR) code of [`graphlift_kernels::vmath`]: its constants,
+//! range reduction and error bounds live there.
+
+use crate::lanes::Emit;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use graphlift_ir::{ElementType, UnaryOp};
+pub use graphlift_kernels::vmath::*;
+pub mod erf;
+pub mod exp;
+pub mod expm1;
+pub mod log;
+pub mod log1p;
+pub mod pow;
+pub mod sigmoid;
+pub mod tanh;
+pub mod two_piece;
+
+/// Emits the inline approximation of `op` on `x` of element type `t` (`f32` or `f64`), or
+/// `None` if `op` has none on `t`.
+pub fn emit(e: &mut Emit, op: UnaryOp, t: ElementType, x: Value) -> Option<Value> {
+    Some(match (t, op) {
+        (ElementType::F32, UnaryOp::Exp) => exp::emit(e, x),
+        (ElementType::F32, UnaryOp::Log) => log::emit(e, x),
+        (ElementType::F32, UnaryOp::Tanh) => tanh::emit(e, x),
+        (ElementType::F32, UnaryOp::Sigmoid) => sigmoid::emit(e, x),
+        (ElementType::F32, UnaryOp::Erf) => erf::emit(e, x),
+        (ElementType::F32, UnaryOp::Expm1) => expm1::emit(e, x),
+        (ElementType::F32, UnaryOp::Log1p) => log1p::emit(e, x),
+        (ElementType::F64, UnaryOp::Exp) => exp::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Log) => log::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Tanh) => tanh::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Sigmoid) => sigmoid::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Erf) => erf::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Expm1) => expm1::emit_f64(e, x),
+        (ElementType::F64, UnaryOp::Log1p) => log1p::emit_f64(e, x),
+        _ => return None,
+    })
+}
+
+/// Fast2Sum (Dekker 1971): `(s, err)` with `s + err = a + b` exactly, when `|a| ≥ |b|` (or
+/// `a` is zero), in three float operations on lanes of either element type.
+pub fn fast_two_sum(e: &mut Emit, a: Value, b: Value) -> (Value, Value) {
+    let s = e.b.ins().fadd(a, b);
+    let b_in_s = e.b.ins().fsub(s, a);
+    let err = e.b.ins().fsub(b, b_in_s);
+    (s, err)
+}

@@ -1,0 +1,317 @@
+//! [`CpuJitExecutable`]: the compiled plan, its reports, and the `Executable` interface.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use graphlift_ir::{Function, Op};
+use graphlift_passes::{ExtractionReport, PassRunReport};
+use graphlift_runtime::trace::CallRecorder;
+use graphlift_runtime::{
+    validate_arguments, KernelInfo, RuntimeError, StepInfo, Tensor, TensorSpec,
+};
+
+use graphlift_codegen::compile::CompiledKernel;
+use graphlift_codegen::module::MemoryWatch;
+use graphlift_codegen::provenance::BodyNodes;
+use graphlift_kernels::parallel::{Parallel, ThreadConfig};
+
+use super::*;
+
+/// A Function compiled by the CPU-JIT backend: an ordered plan of JIT kernel calls and
+/// native kernel calls.
+///
+/// `Send + Sync`: kernels are plain function pointers into code that is never written after
+/// finalization, and a JIT module is only touched (behind a mutex) when its last user (an
+/// executable or the backend's kernel cache) is dropped, which frees its code memory. Calls
+/// from several threads run concurrently; each call may also split a kernel over the
+/// backend's thread pool.
+#[derive(Debug)]
+pub struct CpuJitExecutable {
+    /// What the compiler made of the Function; shared with every executable of the same
+    /// Function from the backend's executable cache.
+    pub(super) plan: Arc<ExecutablePlan>,
+    /// Bins of dead temporaries from earlier calls, indexed by buffer: a step's output takes
+    /// its buffer's tensor from the bin (kernels and MatMul write into it) instead of
+    /// allocating and page-faulting a new one.
+    pub(super) recycled: Mutex<Vec<Vec<Option<Tensor>>>>,
+    pub(super) parallel: Arc<Parallel>,
+}
+
+/// Everything an executable runs and reports that a call does not change: the compiled
+/// function, the step plan and its buffers, the kernels. Immutable once built.
+#[derive(Debug)]
+pub(super) struct ExecutablePlan {
+    /// The Function as given to `compile`, when the executable cache holds the plan (its
+    /// key).
+    pub(super) source: Option<Function>,
+    pub(super) function: Function,
+    pub(super) parameters: Vec<TensorSpec>,
+    pub(super) results: Vec<TensorSpec>,
+    pub(super) steps: Vec<Step>,
+    pub(super) temps: usize,
+    /// The buffer of each temporary ([`assign_buffers`]).
+    pub(super) buffer_of: Vec<usize>,
+    /// Number of buffers.
+    pub(super) buffers: usize,
+    /// See [`Executable::peak_intermediate_bytes`].
+    pub(super) peak_intermediate_bytes: usize,
+    /// The Function's constants as tensors, indexed by [`Loc::Constant`].
+    pub(super) constants: Vec<Tensor>,
+    pub(super) result_locs: Vec<Loc>,
+    pub(super) take_result: Vec<bool>,
+    /// Set when the plan is one kernel that reads only inputs and constants and writes
+    /// every result: a call then hands the caller's buffers to it directly.
+    pub(super) direct: Option<DirectCall>,
+    /// The kernels' reports, made on the first [`Executable::kernels`] call.
+    pub(super) infos: OnceLock<Vec<KernelInfo>>,
+    pub(super) pass_report: PassRunReport,
+    /// Each kernel owns (an `Arc` of) the module its code lives in.
+    pub(super) compiled: Vec<CompiledKernel>,
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CpuJitExecutable>();
+    assert_send_sync::<CpuJitBackend>();
+    assert_send_sync::<crate::JitKernel>();
+};
+
+impl CpuJitExecutable {
+    /// Whether a call runs the plan's one kernel on the caller's buffers ([`DirectCall`]).
+    #[cfg(test)]
+    pub(crate) fn calls_directly(&self) -> bool {
+        self.plan.direct.is_some()
+    }
+
+    /// The function as compiled: the input after subgraph extraction, with its
+    /// `FusedKernel` nodes.
+    pub fn function(&self) -> &Function {
+        &self.plan.function
+    }
+
+    /// What the pass pipeline did at compile time: every pass with its timing, and the
+    /// extraction report.
+    pub fn pass_report(&self) -> &PassRunReport {
+        &self.plan.pass_report
+    }
+
+    /// Subgraph extraction's report: the kernels it formed and the nodes it left outside,
+    /// with the reason for each (`None` when extraction was disabled).
+    pub fn extraction_report(&self) -> Option<&ExtractionReport> {
+        self.plan.pass_report.extraction()
+    }
+
+    /// The kernel of the fused node `name`.
+    pub(super) fn kernel(&self, name: &str) -> Option<&CompiledKernel> {
+        self.plan.compiled.iter().find(|k| k.plan.name == name)
+    }
+
+    /// The Cranelift IR of the kernel of the fused node `name`.
+    pub fn kernel_ir(&self, name: &str) -> Option<&str> {
+        self.kernel(name).map(|k| &*k.ir)
+    }
+
+    /// Whether the kernel of the fused node `name` runs as a vector loop.
+    pub fn kernel_is_vectorized(&self, name: &str) -> Option<bool> {
+        self.kernel_lanes(name).map(|n| n > 1)
+    }
+
+    /// Elements per vector body of the kernel of the fused node `name`: 16 (AVX-512 code),
+    /// 4 (`F32X4`/`I32X4`, or a mixed-width kernel), 2 (`F64X2`/`I64X2`) or 1 (a scalar
+    /// loop); see [`crate::JitKernel::lanes`].
+    pub fn kernel_lanes(&self, name: &str) -> Option<usize> {
+        self.kernel(name).map(|k| k.lanes())
+    }
+
+    /// Whether the kernel of the fused node `name` is AVX-512 code assembled without
+    /// Cranelift ([`CpuJitBackend::with_avx512`]). `None` when there is no such kernel.
+    pub fn kernel_is_avx512(&self, name: &str) -> Option<bool> {
+        self.kernel(name).map(|k| k.is_avx512())
+    }
+
+    /// Whether the kernel of the fused node `name` mixes 32-bit and 64-bit numbers (see
+    /// [`crate::JitKernel::is_mixed_width`]).
+    pub fn kernel_is_mixed_width(&self, name: &str) -> Option<bool> {
+        self.kernel(name)
+            .map(|k| k.plan.lanes == graphlift_codegen::lanes::Lanes::Mixed)
+    }
+
+    /// Whether the kernel of the fused node `name` calls the vector math library for its
+    /// `f32` `exp`, `sigmoid`, `tanh`, `erf`, divisions or activation forms (see
+    /// [`CpuJitBackend::with_veclib`]).
+    pub fn kernel_calls_library(&self, name: &str) -> Option<bool> {
+        self.kernel(name).map(|k| k.calls_library())
+    }
+
+    /// Whether the kernel of the fused node `name` writes its `f32` and `i32` outputs with
+    /// non-temporal stores (see [`CpuJitBackend::with_streaming_stores`]).
+    pub fn kernel_streams(&self, name: &str) -> Option<bool> {
+        self.kernel(name).map(|k| k.streams())
+    }
+
+    /// The vector math library functions the kernel of the fused node `name` calls, each
+    /// once, by name (`exp`, `sigmoid`, `tanh`, `erf`, `divide`, and the activation forms
+    /// `gelu_tanh`, `gelu_erf`, `gelu_erf_divide`, `silu`, `silu_exp`); empty when it calls
+    /// none. `None` when there is no such kernel.
+    pub fn kernel_library_functions(&self, name: &str) -> Option<Vec<&'static str>> {
+        self.kernel(name).map(|k| k.library_functions())
+    }
+
+    /// A watch that tells when all JIT code memory this executable uses has been freed:
+    /// after the executable is dropped and no other executable or the backend's kernel cache
+    /// holds the same code (an executable without kernels is released from the start).
+    pub fn memory_watch(&self) -> MemoryWatch {
+        MemoryWatch::all(self.plan.compiled.iter().map(|k| k.code.module().as_ref()))
+    }
+
+    /// The entry address of the kernel of the fused node `name`: equal for two kernels that
+    /// share compiled code through the backend's kernel cache.
+    pub fn kernel_entry_address(&self, name: &str) -> Option<usize> {
+        self.kernel(name).map(|k| k.code.entry_address())
+    }
+
+    /// How many intermediate buffers the plan uses: temporaries of one tensor type whose
+    /// lifetimes do not overlap share one, and a call reuses the buffers a previous call
+    /// left behind (results are written into the caller's output tensors instead).
+    pub fn intermediate_buffers(&self) -> usize {
+        self.plan.buffers
+    }
+
+    /// The thread configuration kernel calls use.
+    pub fn thread_config(&self) -> ThreadConfig {
+        self.parallel.config()
+    }
+}
+
+impl ExecutablePlan {
+    /// The report of every kernel, in plan order: the body's computing nodes with their
+    /// tags and pass histories, the fused node's tags followed by any other body tags, the
+    /// code's size, IR and ranges, and the producer whose epilogue it is.
+    pub(super) fn kernel_infos(&self) -> Vec<KernelInfo> {
+        let mut epilogue_of: HashMap<usize, &str> = HashMap::new();
+        for step in &self.steps {
+            if let Some(StepKind::Kernel(k)) = step.epilogue.as_ref().map(|e| e.step.kind) {
+                if let Some(producer) = self.function.get(step.node) {
+                    epilogue_of.insert(k, producer.name());
+                }
+            }
+        }
+        let mut infos = Vec::with_capacity(self.compiled.len());
+        for (k, kernel) in self.compiled.iter().enumerate() {
+            // Always present: a kernel is named after its fused node.
+            let Some(node) = self.function.node_by_name(&kernel.plan.name) else {
+                continue;
+            };
+            let Op::FusedKernel(fused) = node.op() else {
+                continue;
+            };
+            let nodes = BodyNodes::of(&fused.body);
+            let tags = nodes.union_tags(node.tags().iter().map(str::to_string).collect());
+            infos.push(KernelInfo {
+                live_ins: kernel.plan.live_ins,
+                outputs: kernel.plan.outputs.len(),
+                code_size: kernel.code_size,
+                ir: Arc::clone(&kernel.ir),
+                code_ranges: kernel.code_ranges().into(),
+                epilogue_of: epilogue_of.get(&k).map(|p| p.to_string()),
+                ..nodes.info(node.name(), tags)
+            });
+        }
+        infos
+    }
+}
+
+impl Executable for CpuJitExecutable {
+    fn parameters(&self) -> &[TensorSpec] {
+        &self.plan.parameters
+    }
+
+    fn results(&self) -> &[TensorSpec] {
+        &self.plan.results
+    }
+
+    fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
+        validate_arguments(&self.plan.parameters, inputs.iter(), "input")?;
+        validate_arguments(&self.plan.results, outputs.iter(), "output")?;
+        if let Some(d) = &self.plan.direct {
+            if !CallRecorder::tracing() {
+                return self.call_direct(d, outputs, inputs);
+            }
+        }
+        let mut temps: Vec<Option<Tensor>> = vec![None; self.plan.temps];
+        // A result that a kernel computes is written straight into the caller's output
+        // tensor: hand the tensor to the kernel's temp slot (validated above to have the
+        // result's type), so no fresh buffer is allocated and page-faulted per call.
+        for (k, loc) in self.plan.result_locs.iter().enumerate() {
+            if let (Loc::Temp(t), true) = (*loc, self.plan.take_result[k]) {
+                let empty = Tensor::zeros(outputs[k].element_type(), [0])?;
+                temps[t] = Some(std::mem::replace(&mut outputs[k], empty));
+            }
+        }
+        // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
+        let mut recorder = CallRecorder::begin(&self.plan.function, BACKEND_NAME);
+        // Steps run on the caller's thread; a step that splits its work takes the pool's
+        // workers as helpers for that step only (`parallel::for_each`).
+        let run = self.run_steps(inputs, &mut temps, &mut recorder);
+        if let Err(e) = run {
+            // Leave every output with its validated type (its values are unspecified).
+            for (k, r) in self.plan.results.iter().enumerate() {
+                if !outputs[k].has_type(&r.tensor_type) {
+                    outputs[k] =
+                        Tensor::zeros(r.tensor_type.element_type, r.tensor_type.shape.clone())?;
+                }
+            }
+            return Err(e);
+        }
+        for (k, loc) in self.plan.result_locs.iter().enumerate() {
+            let value = match *loc {
+                Loc::Input(i) => inputs.get(i).cloned(),
+                Loc::Temp(t) if self.plan.take_result[k] => temps.get_mut(t).and_then(Option::take),
+                Loc::Temp(t) => temps.get(t).and_then(Clone::clone),
+                Loc::Constant(c) => self.plan.constants.get(c).cloned(),
+            };
+            outputs[k] = value.ok_or_else(|| RuntimeError::Execution {
+                node: self.plan.results[k].name.clone(),
+                op: "Result".into(),
+                provenance: self
+                    .plan
+                    .function
+                    .results()
+                    .get(k)
+                    .and_then(|&r| self.plan.function.get(r))
+                    .map(provenance)
+                    .unwrap_or_default(),
+                message: "the result was not computed".into(),
+            })?;
+        }
+        if let Some(r) = recorder {
+            r.finish(&self.plan.function)?;
+        }
+        Ok(())
+    }
+
+    fn peak_intermediate_bytes(&self) -> Option<usize> {
+        Some(self.plan.peak_intermediate_bytes)
+    }
+
+    fn kernels(&self) -> Vec<KernelInfo> {
+        self.plan
+            .infos
+            .get_or_init(|| self.plan.kernel_infos())
+            .clone()
+    }
+
+    fn steps(&self) -> Vec<StepInfo> {
+        self.plan
+            .steps
+            .iter()
+            .filter_map(|s| self.plan.function.get(s.node))
+            .map(|n| StepInfo {
+                node: n.name().to_string(),
+                op: n.op().type_name().to_string(),
+                fused: matches!(n.op(), Op::FusedKernel(_)),
+                tags: n.tags().iter().map(str::to_string).collect(),
+            })
+            .collect()
+    }
+}

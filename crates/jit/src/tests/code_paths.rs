@@ -1,0 +1,121 @@
+//! The backend gives each kernel the code path its plan qualifies for (two-lane `f64`,
+//! mixed-width, AVX-512, library calls), and its switches change the code, never the bits.
+
+use graphlift_codegen::avx512::host_supported;
+use graphlift_ir::{ElementType, ElementType::*, Function, FunctionBuilder, Shape, Value};
+use graphlift_runtime::{Backend, Executable, InterpreterBackend, Tensor};
+
+use super::{bits, data, first_difference};
+use crate::CpuJitBackend;
+
+/// One tensor per parameter of `f`, from [`data`] with the given phase.
+fn inputs_of(f: &Function, phase: usize) -> Vec<Tensor> {
+    f.parameters()
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| {
+            let t = f.node(p).unwrap().output_type().clone();
+            let n = t.shape.element_count().unwrap();
+            Tensor::from_data(data(t.element_type, n, phase + 7 * k), t.shape).unwrap()
+        })
+        .collect()
+}
+
+/// Runs `f` on CPU-JIT (through `exe`) and on the INTERPRETER and asserts equal bits (any
+/// NaN matching any NaN).
+fn assert_matches_interpreter(what: &str, f: &Function, exe: &dyn Executable, inputs: &[Tensor]) {
+    let got = exe.run(inputs).unwrap();
+    let want = InterpreterBackend.compile(f).unwrap().run(inputs).unwrap();
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        if let Some(i) = first_difference(g.data(), w.data()) {
+            panic!("{what}: output {k} differs from the interpreter at element {i}");
+        }
+    }
+}
+
+#[test]
+fn the_backend_runs_an_f64_graph_as_an_x2_kernel() {
+    let n = 1003;
+    let b = FunctionBuilder::new("halide_f64");
+    let [a, bb, c, d] = ["A", "B", "C", "D"].map(|p| b.parameter(p, F64, [n]));
+    let f = b.finish(&[((a + bb) * c).relu() + d]).unwrap();
+    let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+    let ks = exe.kernels();
+    assert_eq!(ks.len(), 1);
+    assert_eq!(exe.kernel_lanes(&ks[0].name), Some(2));
+    assert_eq!(exe.kernel_is_vectorized(&ks[0].name), Some(true));
+    assert_matches_interpreter("halide f64", &f, &exe, &inputs_of(&f, 5));
+}
+
+#[test]
+fn the_backend_runs_a_mixed_graph_as_a_mixed_kernel() {
+    let n = 1003;
+    let b = FunctionBuilder::new("attention_mask");
+    let mask = b.parameter("mask", I64, [n]);
+    let scores = b.parameter("scores", F32, [n]);
+    let f = b.finish(&[mask.convert(F32) * -10000.0 + scores]).unwrap();
+    let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+    let ks = exe.kernels();
+    assert_eq!(ks.len(), 1);
+    assert_eq!(exe.kernel_lanes(&ks[0].name), Some(4));
+    assert_eq!(exe.kernel_is_vectorized(&ks[0].name), Some(true));
+    assert_eq!(exe.kernel_is_mixed_width(&ks[0].name), Some(true));
+    let mask: Vec<i64> = (0..n as i64).map(|i| i % 5 % 2).collect();
+    let inputs = [
+        Tensor::from_data(graphlift_ir::TensorData::I64(mask), [n]).unwrap(),
+        Tensor::from_data(data(F32, n, 0), [n]).unwrap(),
+    ];
+    assert_matches_interpreter("attention mask", &f, &exe, &inputs);
+}
+
+#[test]
+fn the_avx512_setting_switches_between_the_two_codes_with_equal_results() {
+    let b = FunctionBuilder::new("bias_relu");
+    let x = b.parameter("x", F32, [64, 48]);
+    let bias = b.parameter("bias", F32, [48]);
+    let s = b.parameter("s", F32, Shape::scalar());
+    let body = b.finish(&[(x + bias).relu(), x * bias - s]).unwrap();
+    let ins = inputs_of(&body, 4);
+    let run = |on: bool| {
+        let backend = CpuJitBackend::new().with_avx512(on);
+        assert_eq!(backend.avx512(), on && host_supported());
+        let exe = backend.compile_executable(&body).unwrap();
+        let out = exe.run(&ins).unwrap();
+        let name = exe.kernels()[0].name.clone();
+        (bits(&out), exe.kernel_ir(&name).unwrap().contains("zmm"))
+    };
+    let (on, on_zmm) = run(true);
+    let (off, off_zmm) = run(false);
+    assert_eq!(on, off);
+    assert_eq!(on_zmm, host_supported());
+    assert!(!off_zmm);
+}
+
+/// GELU (tanh form) as exporters write it.
+fn gelu(x: Value<'_>) -> Value<'_> {
+    let inner = (x + x * x * x * 0.044715) * 0.797_884_6;
+    x * 0.5 * (inner.tanh() + 1.0)
+}
+
+#[test]
+fn the_veclib_setting_gives_identical_results() {
+    let n = 70_000;
+    let b = FunctionBuilder::new("gelu");
+    let x = b.parameter("x", ElementType::F32, [n]);
+    let f = b.finish(&[gelu(x)]).unwrap();
+    let x = Tensor::from_data(data(F32, n, 7), [n]).unwrap();
+    let outputs = |backend: CpuJitBackend| {
+        let exe = backend.compile_executable(&f).unwrap();
+        let kernels = exe.kernels();
+        assert_eq!(kernels.len(), 1);
+        let calls = exe.kernel_calls_library(&kernels[0].name).unwrap();
+        assert_eq!(calls, backend.veclib());
+        let functions = exe.kernel_library_functions(&kernels[0].name).unwrap();
+        let expect: &[&str] = if calls { &["gelu_tanh"] } else { &[] };
+        assert_eq!(functions, expect);
+        exe.run(std::slice::from_ref(&x)).unwrap()
+    };
+    let on = outputs(CpuJitBackend::new().with_threads(2).with_veclib(true));
+    let off = outputs(CpuJitBackend::new().with_threads(1).with_veclib(false));
+    assert_eq!(first_difference(on[0].data(), off[0].data()), None);
+}

@@ -1,0 +1,514 @@
+//! 2-D `Convolution` on `f32`/`f64` as im2col + GEMM: for each image and group, the
+//! receptive fields are unrolled into a `[C/g · kH · kW, oH · oW]` matrix (zeros where the
+//! window reads padding) and multiplied by the group's filters `[M/g, C/g · kH · kW]` with
+//! the `gemm` crate. Other spatial ranks run the reference.
+
+use graphlift_ir::{Convolution, Shape, TensorData};
+use graphlift_runtime::Tensor;
+use multiversion::multiversion;
+
+use super::matmul::{product, ROW_BLOCK_ALIGN};
+use super::Epilogue;
+use crate::parallel::{for_each, Parallel};
+
+/// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
+/// when the epilogue reads them), unless the whole output is smaller.
+const EPILOGUE_BLOCK: usize = 8192;
+
+/// The geometry of one 2-D convolution.
+struct Geometry {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    m: usize,
+    kh: usize,
+    kw: usize,
+    oh: usize,
+    ow: usize,
+    groups: usize,
+}
+
+impl Geometry {
+    fn of(sx: &Shape, sf: &Shape, conv: &Convolution) -> Option<Geometry> {
+        let (dx, df) = (sx.dims(), sf.dims());
+        if dx.len() != 4 || df.len() != 4 {
+            return None;
+        }
+        let out = conv.window.output_extents(&dx[2..]).ok()?;
+        let g = conv.groups;
+        if g == 0 || dx[1] % g != 0 || df[0] % g != 0 || df[1] != dx[1] / g {
+            return None;
+        }
+        Some(Geometry {
+            n: dx[0],
+            c: dx[1],
+            h: dx[2],
+            w: dx[3],
+            m: df[0],
+            kh: df[2],
+            kw: df[3],
+            oh: out[0],
+            ow: out[1],
+            groups: g,
+        })
+    }
+}
+
+/// The output columns `ox` whose input column `ox * stride + offset - pad` lies in
+/// `0..width`, as a range.
+fn valid_columns(
+    out: usize,
+    width: usize,
+    stride: usize,
+    offset: usize,
+    pad: usize,
+) -> std::ops::Range<usize> {
+    // ox * stride + offset >= pad  and  ox * stride + offset < pad + width.
+    let lo = pad.saturating_sub(offset).div_ceil(stride);
+    let hi = (pad + width)
+        .saturating_sub(offset)
+        .div_ceil(stride)
+        .min(out);
+    lo.min(hi)..hi
+}
+
+/// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) into `cols`
+/// (`[cg · kH · kW, oH · oW]`, row-major); window positions in the padding read zero.
+#[multiversion(targets = "simd")]
+fn im2col<T: Copy + Default>(
+    x: &[T],
+    g: &Geometry,
+    conv: &Convolution,
+    c0: usize,
+    cg: usize,
+    cols: &mut [T],
+) {
+    let win = &conv.window;
+    let (sh, sw) = (win.strides[0], win.strides[1]);
+    let (dh, dw) = (win.dilations[0], win.dilations[1]);
+    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
+    let plane = g.oh * g.ow;
+    for ci in 0..cg {
+        let image = &x[(c0 + ci) * g.h * g.w..(c0 + ci + 1) * g.h * g.w];
+        for ky in 0..g.kh {
+            for kx in 0..g.kw {
+                let row = (ci * g.kh + ky) * g.kw + kx;
+                let out = &mut cols[row * plane..(row + 1) * plane];
+                let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
+                for oy in 0..g.oh {
+                    let line = &mut out[oy * g.ow..(oy + 1) * g.ow];
+                    let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+                        line.fill(T::default());
+                        continue;
+                    };
+                    line[..valid.start].fill(T::default());
+                    line[valid.end..].fill(T::default());
+                    let src = &image[iy * g.w..(iy + 1) * g.w];
+                    // First input column read (`valid.start` maps inside the row).
+                    let first = valid.start * sw + kx * dw - pw;
+                    let dst = &mut line[valid.clone()];
+                    if sw == 1 {
+                        dst.copy_from_slice(&src[first..first + dst.len()]);
+                    } else {
+                        for (k, v) in dst.iter_mut().enumerate() {
+                            *v = src[first + k * sw];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A depthwise convolution of one channel (`groups == C == M`): `out` (`[oH, oW]`) is the
+/// sum over window positions of the filter tap times the shifted input plane (`[H, W]`),
+/// accumulated in the element type in window order, one contiguous run of valid columns at
+/// a time. Output rows are finished one by one (they stay in L1); with a column stride
+/// `s > 1` each input row is first split into its `s` phases (columns `p, p + s, ...`), so
+/// every tap's run reads contiguous memory and vectorizes.
+#[multiversion(targets = "simd")]
+fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
+where
+    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let win = &conv.window;
+    let (sh, sw) = (win.strides[0], win.strides[1]);
+    let (dh, dw) = (win.dilations[0], win.dilations[1]);
+    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
+    // Per kx: the valid output columns and where their first input column starts.
+    let runs: Vec<(std::ops::Range<usize>, usize)> = (0..g.kw)
+        .map(|kx| {
+            let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
+            let first = valid.start * sw + kx * dw;
+            (valid, first.saturating_sub(pw))
+        })
+        .collect();
+    // The phases of one input row: phase p (columns p, p + s, ...) at `p * phase_len`.
+    let phase_len = g.w.div_ceil(sw);
+    let mut phases = vec![T::default(); if sw > 1 { sw * phase_len } else { 0 }];
+    out.fill(T::default());
+    for oy in 0..g.oh {
+        let dst_row = &mut out[oy * g.ow..(oy + 1) * g.ow];
+        for ky in 0..g.kh {
+            let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+                continue;
+            };
+            let src = &plane[iy * g.w..(iy + 1) * g.w];
+            if sw > 1 {
+                for p in 0..sw.min(g.w) {
+                    let dst = &mut phases[p * phase_len..];
+                    for (d, &v) in dst.iter_mut().zip(src[p..].iter().step_by(sw)) {
+                        *d = v;
+                    }
+                }
+            }
+            for (kx, (valid, first)) in runs.iter().enumerate() {
+                if valid.is_empty() {
+                    continue;
+                }
+                let tap = taps[ky * g.kw + kx];
+                let run = if sw > 1 {
+                    let at = (first % sw) * phase_len + first / sw;
+                    &phases[at..at + valid.len()]
+                } else {
+                    &src[*first..first + valid.len()]
+                };
+                for (d, &v) in dst_row[valid.clone()].iter_mut().zip(run) {
+                    *d = *d + tap * v;
+                }
+            }
+        }
+    }
+}
+
+/// Whether the unrolled matrix of a group is its input channels as they are: a 1x1 window
+/// with unit strides and no padding.
+fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
+    let w = &conv.window;
+    g.kh == 1
+        && g.kw == 1
+        && w.strides.iter().all(|&s| s == 1)
+        && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
+}
+
+fn convolve<T>(
+    x: &[T],
+    f: &[T],
+    g: &Geometry,
+    conv: &Convolution,
+    parallel: &Parallel,
+    y: &mut [T],
+    epilogue: Option<Epilogue<'_>>,
+) where
+    T: Copy
+        + Default
+        + From<f32>
+        + Send
+        + Sync
+        + 'static
+        + std::ops::Add<Output = T>
+        + std::ops::Mul<Output = T>,
+{
+    let (cg, mg) = (g.c / g.groups, g.m / g.groups);
+    let plane = g.oh * g.ow;
+    let depth = cg * g.kh * g.kw;
+    if plane == 0 || g.m == 0 || y.len() != g.n * g.m * plane {
+        return;
+    }
+    let pointwise = is_pointwise(g, conv);
+    // The image of task `k` (image, group) and the group's filters.
+    let operands = |k: usize| {
+        let (b, grp) = (k / g.groups, k % g.groups);
+        let image = &x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
+        let filters = &f[grp * mg * depth..(grp + 1) * mg * depth];
+        (image, grp, filters)
+    };
+    // The unrolled receptive fields of task `k`: `[C/g · kH · kW, oH · oW]`.
+    let fields = |k: usize| {
+        let (image, grp, _) = operands(k);
+        if pointwise {
+            // The group's channels are the unrolled matrix already (`plane == H * W`).
+            std::borrow::Cow::Borrowed(&image[grp * cg * plane..(grp + 1) * cg * plane])
+        } else {
+            let mut cols = vec![T::default(); depth * plane];
+            im2col(image, g, conv, grp * cg, cg, &mut cols);
+            std::borrow::Cow::Owned(cols)
+        }
+    };
+    // Unroll the group's fields, multiply by the group's filters.
+    let convolve_group = |k: usize, out: &mut [T]| {
+        let (image, grp, filters) = operands(k);
+        if cg == 1 && mg == 1 {
+            let channel = &image[grp * g.h * g.w..(grp + 1) * g.h * g.w];
+            depthwise(channel, filters, g, conv, out);
+            return;
+        }
+        product(
+            filters,
+            &fields(k),
+            out,
+            (mg, depth, plane),
+            T::from(1.0),
+            gemm::Parallelism::None,
+        );
+    };
+    let threads = parallel.config().threads;
+    let tasks = g.n * g.groups;
+    let macs = g.n * g.m * plane * depth;
+    // Fewer tasks than threads (one image, one group: every dense convolution at batch 1):
+    // each product is split by rows of filters (output channels) over the threads, the
+    // fields unrolled once and shared, as the native MatMul splits few large products.
+    let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
+    if let Some(pool) = parallel
+        .pool()
+        .filter(|_| macs >= 1 << 18 && tasks < threads && rows < mg)
+    {
+        for (k, out) in y.chunks_mut(mg * plane).enumerate() {
+            let (cols, (_, _, filters)) = (fields(k), operands(k));
+            for_each(
+                pool,
+                out.chunks_mut(rows * plane).enumerate(),
+                |(blk, out)| {
+                    let r = out.len() / plane;
+                    product(
+                        &filters[blk * rows * depth..],
+                        &cols,
+                        out,
+                        (r, depth, plane),
+                        T::from(1.0),
+                        gemm::Parallelism::None,
+                    );
+                    if let Some(e) = &epilogue {
+                        e.run(k * mg * plane + blk * rows * plane, out);
+                    }
+                },
+            );
+        }
+        return;
+    }
+    let pool = parallel.pool().filter(|_| macs >= 1 << 18 && tasks > 1);
+    // Tasks per block: an epilogue sees blocks of at least EPILOGUE_BLOCK elements (one call
+    // per depthwise plane would cost more than the pass it saves), split over the threads.
+    let per_task = mg * plane;
+    let mut per_block = match epilogue {
+        Some(_) => EPILOGUE_BLOCK.div_ceil(per_task).max(1),
+        None => 1,
+    };
+    if pool.is_some() {
+        per_block = per_block.min(tasks.div_ceil(threads).max(1));
+    }
+    // One block of tasks (image, group), then the block's epilogue.
+    let block = |(blk, out): (usize, &mut [T])| {
+        for (i, out) in out.chunks_mut(per_task).enumerate() {
+            convolve_group(blk * per_block + i, out);
+        }
+        if let Some(e) = &epilogue {
+            e.run(blk * per_block * per_task, out);
+        }
+    };
+    match pool {
+        Some(pool) => for_each(pool, y.chunks_mut(per_block * per_task).enumerate(), block),
+        None => y
+            .chunks_mut(per_block * per_task)
+            .enumerate()
+            .for_each(block),
+    }
+}
+
+/// The convolution of `x` `[N, C, H, W]` with `filter` `[M, C/g, kH, kW]`, or `None` when
+/// this kernel does not apply (other ranks or element types); the caller then runs the
+/// reference. `epilogue` runs on blocks of whole output planes (those of one or more
+/// (image, group) pairs) as soon as they are written.
+pub fn convolution(
+    x: &Tensor,
+    filter: &Tensor,
+    conv: &Convolution,
+    out: Option<TensorData>,
+    parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
+) -> Option<TensorData> {
+    let g = Geometry::of(x.shape(), filter.shape(), conv)?;
+    let (x, filter) = (x.data(), filter.data());
+    if x.len() != g.n * g.c * g.h * g.w || filter.len() != g.m * (g.c / g.groups) * g.kh * g.kw {
+        return None;
+    }
+    let len = g.n * g.m * g.oh * g.ow;
+    let mut y = match out {
+        Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
+        _ => TensorData::zeros(x.element_type(), len),
+    };
+    match (x, filter, &mut y) {
+        (TensorData::F32(a), TensorData::F32(b), TensorData::F32(y)) => {
+            convolve(a, b, &g, conv, parallel, y, epilogue)
+        }
+        (TensorData::F64(a), TensorData::F64(b), TensorData::F64(y)) => {
+            convolve(a, b, &g, conv, parallel, y, epilogue)
+        }
+        _ => return None,
+    }
+    Some(y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::ThreadConfig;
+    use graphlift_ir::Window;
+
+    #[test]
+    fn agrees_with_the_reference() {
+        // (x, filter, groups, stride, dilation, pads begin, pads end)
+        type Case = (
+            [usize; 4],
+            [usize; 4],
+            usize,
+            [usize; 2],
+            [usize; 2],
+            [usize; 2],
+            [usize; 2],
+        );
+        let cases: &[Case] = &[
+            (
+                [1, 3, 8, 12],
+                [4, 3, 3, 3],
+                1,
+                [1, 1],
+                [1, 1],
+                [1, 1],
+                [1, 1],
+            ),
+            (
+                [2, 4, 9, 7],
+                [8, 2, 3, 3],
+                2,
+                [2, 1],
+                [1, 2],
+                [1, 2],
+                [0, 2],
+            ),
+            (
+                [1, 6, 10, 10],
+                [6, 1, 5, 5],
+                6,
+                [2, 2],
+                [1, 1],
+                [2, 2],
+                [2, 2],
+            ),
+            (
+                [1, 8, 6, 6],
+                [16, 8, 1, 1],
+                1,
+                [1, 1],
+                [1, 1],
+                [0, 0],
+                [0, 0],
+            ),
+            // Pointwise per group, strided and dilated with uneven padding, a window that
+            // only reads padding at the corners, and depthwise with dilation and strides.
+            (
+                [2, 4, 5, 7],
+                [4, 2, 1, 1],
+                2,
+                [1, 1],
+                [1, 1],
+                [0, 0],
+                [0, 0],
+            ),
+            (
+                [1, 2, 7, 9],
+                [3, 2, 3, 2],
+                1,
+                [3, 2],
+                [2, 3],
+                [2, 0],
+                [1, 3],
+            ),
+            (
+                [1, 1, 3, 3],
+                [1, 1, 1, 1],
+                1,
+                [2, 2],
+                [1, 1],
+                [1, 1],
+                [1, 1],
+            ),
+            (
+                [2, 3, 7, 9],
+                [3, 1, 3, 3],
+                3,
+                [1, 1],
+                [2, 1],
+                [2, 1],
+                [1, 2],
+            ),
+            (
+                [1, 4, 6, 6],
+                [4, 1, 3, 3],
+                4,
+                [1, 2],
+                [1, 1],
+                [0, 0],
+                [0, 0],
+            ),
+            // MobileNet's depthwise 3x3, stride 2, padding 1 (input rows split in phases).
+            (
+                [1, 4, 12, 21],
+                [4, 1, 3, 3],
+                4,
+                [2, 2],
+                [1, 1],
+                [1, 1],
+                [1, 1],
+            ),
+        ];
+        for threads in [1, 2] {
+            let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+            for &(dx, df, groups, strides, dilations, pb, pe) in cases {
+                let conv = Convolution {
+                    window: Window {
+                        shape: df[2..].to_vec(),
+                        strides: strides.to_vec(),
+                        dilations: dilations.to_vec(),
+                        pads_begin: pb.to_vec(),
+                        pads_end: pe.to_vec(),
+                    },
+                    groups,
+                };
+                let (sx, sf) = (Shape::new(dx), Shape::new(df));
+                let lcg = |n: usize, seed: u64| -> TensorData {
+                    let mut s = seed;
+                    TensorData::F32(
+                        (0..n)
+                            .map(|_| {
+                                s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                                (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                            })
+                            .collect(),
+                    )
+                };
+                let x = lcg(sx.element_count().unwrap(), 3);
+                let f = lcg(sf.element_count().unwrap(), 4);
+                let (xt, ft) = (
+                    Tensor::from_data(x.clone(), sx.clone()).unwrap(),
+                    Tensor::from_data(f.clone(), sf.clone()).unwrap(),
+                );
+                let got = convolution(&xt, &ft, &conv, None, &parallel, None).unwrap();
+                let want =
+                    graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
+                let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
+                    panic!("types")
+                };
+                assert_eq!(g.len(), w.len(), "{dx:?} {df:?}");
+                let depth = (df[1] * df[2] * df[3]) as f32;
+                for (a, b) in g.iter().zip(w) {
+                    assert!(
+                        (a - b).abs() <= depth * f32::EPSILON,
+                        "{dx:?} {df:?}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+}

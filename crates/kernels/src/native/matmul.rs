@@ -1,0 +1,252 @@
+//! `MatMul` on `f32` and `f64` through the `gemm` crate (blocked, SIMD microkernels for the
+//! host CPU, multi-threaded on the backend's rayon pool).
+//!
+//! Results differ from the reference (which accumulates in `f64` and rounds once) by the
+//! rounding of an `f32`/`f64` dot product of length `K`: at most about `K · ε · Σ|a·b|`.
+
+use gemm::{gemm, Parallelism};
+use graphlift_ir::{Shape, TensorData};
+use graphlift_runtime::reference::batch_offsets;
+
+use super::Epilogue;
+use crate::parallel::{for_each, Parallel};
+
+/// Below this many multiply-adds a product runs on the calling thread.
+const MIN_PARALLEL_MACS: usize = 1 << 18;
+/// Row blocks of a product split over threads are multiples of this (whole microkernel
+/// tiles).
+pub(super) const ROW_BLOCK_ALIGN: usize = 8;
+
+/// The problem: batch offsets into `a` and `b`, and `m`, `k`, `n`.
+struct Problem {
+    offsets_a: Vec<usize>,
+    offsets_b: Vec<usize>,
+    m: usize,
+    k: usize,
+    n: usize,
+}
+
+fn problem(sa: &Shape, sb: &Shape) -> Option<Problem> {
+    let (da, db) = (sa.dims(), sb.dims());
+    if da.len() < 2 || db.len() < 2 || da[da.len() - 1] != db[db.len() - 2] {
+        return None;
+    }
+    let (m, k, n) = (da[da.len() - 2], da[da.len() - 1], db[db.len() - 1]);
+    let (ba, bb) = (&da[..da.len() - 2], &db[..db.len() - 2]);
+    let batch = Shape::broadcast(&Shape::new(ba), &Shape::new(bb))?;
+    Some(Problem {
+        offsets_a: batch_offsets(ba, batch.dims(), m * k),
+        offsets_b: batch_offsets(bb, batch.dims(), k * n),
+        m,
+        k,
+        n,
+    })
+}
+
+/// One row-major product `c[m, n] = a[m, k] · b[k, n]` (nothing when a slice is too short
+/// for its extents).
+pub(super) fn product<T: Copy + Default + 'static>(
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    (m, k, n): (usize, usize, usize),
+    one: T,
+    parallelism: Parallelism,
+) {
+    // The slices' lengths make every access below in bounds; gemm reads `a` and `b`
+    // through the strides given and writes each element of `c` once.
+    if a.len() < m * k || b.len() < k * n || c.len() < m * n {
+        return;
+    }
+    // SAFETY: `a` holds `m * k`, `b` `k * n` and `c` `m * n` elements (checked above), and
+    // the strides describe row-major matrices of exactly those extents (column stride 1,
+    // row stride `k`, `n`, `n`), so gemm reads and writes inside the three slices only. `c`
+    // is an exclusive borrow, so nothing else reads or writes it during the call;
+    // `read_dst` is false, so its old contents are never read. `T` is f32 or f64 (callers),
+    // the types gemm supports without panicking.
+    unsafe {
+        gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            T::default(),
+            one,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
+
+/// Every product of `p` into `c` (`batch · m · n` elements, each written once), each block
+/// of `c` handed to `epilogue` as soon as it is written (a whole product, or a block of its
+/// rows when a product is split over threads).
+fn batched<T: Copy + Default + Send + Sync + 'static>(
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    p: &Problem,
+    one: T,
+    parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
+) {
+    let (m, k, n) = (p.m, p.k, p.n);
+    if m * n == 0 || c.len() != p.offsets_a.len() * m * n {
+        return;
+    }
+    let threads = parallel.config().threads;
+    let macs = p.offsets_a.len() * m * n * k;
+    let pool = (threads > 1 && macs >= MIN_PARALLEL_MACS)
+        .then(|| parallel.pool())
+        .flatten();
+    let finish = |begin: usize, c: &[T]| {
+        if let Some(e) = &epilogue {
+            e.run(begin, c);
+        }
+    };
+    // Product `i` (offsets `oa`, `ob`) into `c`, then its epilogue.
+    let run = |(i, c): (usize, &mut [T]), (oa, ob): (usize, usize)| {
+        product(&a[oa..], &b[ob..], c, (m, k, n), one, Parallelism::None);
+        finish(i * m * n, c);
+    };
+    let pairs: Vec<(usize, usize)> = p
+        .offsets_a
+        .iter()
+        .copied()
+        .zip(p.offsets_b.iter().copied())
+        .collect();
+    match pool {
+        // Many small products (attention heads): one product per task.
+        Some(pool) if pairs.len() >= 2 * threads => {
+            let tasks = c.chunks_mut(m * n).enumerate().zip(&pairs);
+            for_each(pool, tasks, |(c, &o)| run(c, o));
+        }
+        // Few large products: each is split by rows of `a` and `c`, one block per thread
+        // (every block packs `b` itself; gemm's own split did not divide MiniLM's
+        // [128, 384] x [384, 384] over two threads).
+        Some(pool) => {
+            let rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
+            for (i, (c, &(oa, ob))) in c.chunks_mut(m * n).zip(&pairs).enumerate() {
+                for_each(pool, c.chunks_mut(rows * n).enumerate(), |(blk, c)| {
+                    let r = c.len() / n;
+                    product(
+                        &a[oa + blk * rows * k..],
+                        &b[ob..],
+                        c,
+                        (r, k, n),
+                        one,
+                        Parallelism::None,
+                    );
+                    finish(i * m * n + blk * rows * n, c);
+                });
+            }
+        }
+        None => {
+            for (c, &o) in c.chunks_mut(m * n).enumerate().zip(&pairs) {
+                run(c, o);
+            }
+        }
+    }
+}
+
+/// `a` `[..., M, K]` times `b` `[..., K, N]` with numpy batch broadcasting, written into
+/// `out` when it is given with the result's element type and size (a caller's output
+/// tensor: no allocation), else into a new buffer. `None` when this kernel does not apply
+/// (integer types, shapes the IR would not accept); the caller then runs the reference.
+/// `epilogue` runs on each block of the result as it is finished (see [`batched`]).
+pub fn matmul(
+    a: &TensorData,
+    sa: &Shape,
+    b: &TensorData,
+    sb: &Shape,
+    out: Option<TensorData>,
+    parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
+) -> Option<TensorData> {
+    let p = problem(sa, sb)?;
+    let need_a = p.offsets_a.iter().max().map_or(0, |&o| o + p.m * p.k);
+    let need_b = p.offsets_b.iter().max().map_or(0, |&o| o + p.k * p.n);
+    if a.len() < need_a || b.len() < need_b {
+        return None;
+    }
+    let len = p.offsets_a.len() * p.m * p.n;
+    let mut c = match out {
+        Some(d) if d.element_type() == a.element_type() && d.len() == len => d,
+        _ => TensorData::zeros(a.element_type(), len),
+    };
+    match (a, b, &mut c) {
+        (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
+            batched(x, y, z, &p, 1.0, parallel, epilogue)
+        }
+        (TensorData::F64(x), TensorData::F64(y), TensorData::F64(z)) => {
+            batched(x, y, z, &p, 1.0, parallel, epilogue)
+        }
+        _ => return None,
+    }
+    Some(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::ThreadConfig;
+    use graphlift_testkit::uniform as data;
+
+    /// Native products agree with the reference (f64 accumulation) within the rounding of
+    /// an f32 dot product, for broadcast batches, every threading path, and degenerate
+    /// extents.
+    #[test]
+    fn agrees_with_the_reference() {
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[3, 5], &[5, 4]),
+            (&[2, 3, 7, 5], &[5, 6]),
+            (&[2, 1, 4, 8], &[3, 8, 2]),
+            (&[12, 16, 32], &[12, 32, 16]),
+            (&[128, 96], &[96, 160]),
+            // Row blocks of 56 and 44; two products each split by rows.
+            (&[100, 64], &[64, 50]),
+            (&[2, 70, 64], &[64, 40]),
+            (&[4, 0], &[0, 3]),
+            (&[0, 4], &[4, 3]),
+        ];
+        for threads in [1, 2] {
+            let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+            for &(da, db) in cases {
+                let (sa, sb) = (Shape::new(da), Shape::new(db));
+                let a = TensorData::F32(data(sa.element_count().unwrap(), 1));
+                let b = TensorData::F32(data(sb.element_count().unwrap(), 2));
+                let got = matmul(&a, &sa, &b, &sb, None, &parallel, None).unwrap();
+                let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
+                let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
+                    panic!("types")
+                };
+                assert_eq!(g.len(), w.len(), "{da:?} x {db:?}");
+                let k = da[da.len() - 1] as f32;
+                for (x, y) in g.iter().zip(w) {
+                    assert!(
+                        (x - y).abs() <= 2.0 * k * f32::EPSILON,
+                        "{da:?} x {db:?}: {x} vs {y}"
+                    );
+                }
+            }
+        }
+        let i = TensorData::I32(vec![1, 2, 3, 4]);
+        let s = Shape::new([2, 2]);
+        let parallel = Parallel::new(ThreadConfig::with_threads(1));
+        assert!(
+            matmul(&i, &s, &i, &s, None, &parallel, None).is_none(),
+            "integers use the reference"
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! Native kernels: the CPU-JIT backend's implementations of the ops that are not fused into
+//! JIT kernels. An op without a native kernel here runs the reference kernel
+//! (`graphlift_runtime::reference`), so every op has exactly one definition of its meaning
+//! and at most one faster implementation, tested against it.
+
+mod convolution;
+mod epilogue;
+mod exp;
+mod matmul;
+mod normalize;
+mod reduce;
+mod rows;
+
+use graphlift_ir::{Node, Op};
+use graphlift_runtime::reference::evaluate_node;
+use graphlift_runtime::{RuntimeError, Tensor};
+
+use crate::parallel::Parallel;
+pub use epilogue::{Block, Epilogue};
+
+/// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
+/// `Convolution`, reductions over trailing axes, last-axis `Softmax` and `LayerNorm`, on
+/// `f32`/`f64`), else with the reference kernel.
+///
+/// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
+/// a recycled intermediate); `MatMul`, `Convolution`, `Softmax` and `LayerNorm` write into
+/// it instead of allocating.
+///
+/// # Errors
+/// As [`evaluate_node`].
+pub fn evaluate(
+    node: &Node,
+    inputs: &[&Tensor],
+    seeded: Vec<Option<Tensor>>,
+    parallel: &Parallel,
+) -> Result<Vec<Tensor>, RuntimeError> {
+    evaluate_with_epilogue(node, inputs, seeded, parallel, None).map(|(outs, _)| outs)
+}
+
+/// As [`evaluate`], and when `epilogue` is given and the node is a `MatMul` or 2-D
+/// `Convolution` with a native kernel, the epilogue runs on each block of the result as soon
+/// as the block is written (see [`Epilogue`]). The `bool` tells whether it ran: when it is
+/// `false` (a reference kernel ran), the caller runs the epilogue's work over the whole
+/// result itself.
+///
+/// # Errors
+/// As [`evaluate_node`].
+pub fn evaluate_with_epilogue(
+    node: &Node,
+    inputs: &[&Tensor],
+    seeded: Vec<Option<Tensor>>,
+    parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
+) -> Result<(Vec<Tensor>, bool), RuntimeError> {
+    let native = match (node.op(), inputs) {
+        (Op::MatMul, [a, b]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            matmul::matmul(
+                a.data(),
+                a.shape(),
+                b.data(),
+                b.shape(),
+                out,
+                parallel,
+                epilogue,
+            )
+        }
+        (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
+        (Op::Softmax(axis), [x]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            normalize::softmax(x.data(), x.shape(), *axis, parallel, out)
+        }
+        (Op::LayerNorm(l), [x, g, b]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l, parallel, out)
+        }
+        (Op::Convolution(c), [x, f]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            convolution::convolution(x, f, c, out, parallel, epilogue)
+        }
+        _ => None,
+    };
+    let ran = native.is_some() && matches!(node.op(), Op::MatMul | Op::Convolution(_));
+    match native {
+        Some(data) => Ok((
+            vec![Tensor::from_data(data, node.output_type().shape.clone())?],
+            ran && epilogue.is_some(),
+        )),
+        None => Ok((evaluate_node(node, inputs)?, false)),
+    }
+}

@@ -1,0 +1,184 @@
+//! Multi-core kernel calls: a kernel's index range split into chunks over a thread pool.
+//!
+//! Every kernel has the range ABI `(inputs, outputs, begin, end)` and computes any sub-range
+//! exactly as it computes the whole (broadcast inputs are addressed from the element index,
+//! not from the range start), so chunks run independently. The cost model follows XLA's CPU
+//! backend: a loop is split only into tasks of at least
+//! [`ThreadConfig::DEFAULT_MIN_BYTES_PER_TASK`] (256 KiB) of work, counted in bytes: the
+//! memory traffic (every input buffer read plus every output written) plus the compute per
+//! element in byte-equivalents (`codegen::cost`: a `tanh` weighs as much as moving 170
+//! bytes), so small tensors run on the calling thread with no pool dispatch at all, and
+//! compute-heavy kernels split at fewer elements than data movement does. Chunk boundaries
+//! are multiples of [`CHUNK_ALIGN`] elements (a multiple of the unrolled vector step of
+//! every lane width), so each chunk's vector main loop starts on the same element grid as
+//! the whole call's.
+
+use std::sync::OnceLock;
+
+use rayon::ThreadPool;
+
+mod fork_join;
+pub use fork_join::for_each;
+
+/// Chunk boundaries are multiples of this many elements: one trip of the AVX-512 main loop
+/// (sixteen lanes, four bodies), so no chunk but the last ends in a masked tail; eight
+/// trips of the unrolled four-lane Cranelift loop (`F32X4`), sixteen of the two-lane one.
+pub const CHUNK_ALIGN: usize = 64;
+
+/// The environment variable read by [`ThreadConfig::from_env`].
+pub const NUM_THREADS_ENV: &str = "GRAPHLIFT_NUM_THREADS";
+
+/// Tasks per thread at most: a few, so that a thread which falls behind (its core taken by
+/// another process) leaves chunks for the others to claim.
+const TASKS_PER_THREAD: usize = 4;
+
+/// How a `graphlift_jit::CpuJitBackend` runs kernels over threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadConfig {
+    /// Threads a kernel call may use (≥ 1; 1 runs every call on the calling thread).
+    pub threads: usize,
+    /// A call is split only into tasks that each carry at least this much work, in bytes
+    /// of reads and writes plus byte-equivalents of compute (see [`crate::parallel`]);
+    /// smaller calls run on the calling thread.
+    pub min_bytes_per_task: usize,
+}
+
+impl ThreadConfig {
+    /// XLA's threshold for memory-bound loops: 256 KiB per task.
+    pub const DEFAULT_MIN_BYTES_PER_TASK: usize = 256 * 1024;
+
+    /// `threads` threads (at least 1) with the default threshold.
+    pub fn with_threads(threads: usize) -> ThreadConfig {
+        ThreadConfig {
+            threads: threads.max(1),
+            min_bytes_per_task: Self::DEFAULT_MIN_BYTES_PER_TASK,
+        }
+    }
+
+    /// The thread count from `GRAPHLIFT_NUM_THREADS` (a positive integer), else the
+    /// available parallelism ([`std::thread::available_parallelism`], 1 if unknown); the
+    /// default threshold.
+    pub fn from_env() -> ThreadConfig {
+        let var = std::env::var(NUM_THREADS_ENV).ok();
+        ThreadConfig::with_threads(threads_from(var.as_deref()))
+    }
+}
+
+impl Default for ThreadConfig {
+    /// [`ThreadConfig::from_env`].
+    fn default() -> ThreadConfig {
+        ThreadConfig::from_env()
+    }
+}
+
+/// The thread count a `GRAPHLIFT_NUM_THREADS` value asks for: a positive integer, else (unset,
+/// empty, 0 or not a number) the available parallelism.
+pub fn threads_from(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// A thread configuration and its pool, shared by a backend and its executables. The pool
+/// (a dedicated rayon pool, not the global one) holds `threads − 1` workers: the thread
+/// that calls the executable is the last one ([`for_each`]). It is built on the first call
+/// that splits.
+pub struct Parallel {
+    config: ThreadConfig,
+    pool: OnceLock<Option<ThreadPool>>,
+}
+
+impl std::fmt::Debug for Parallel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parallel")
+            .field("config", &self.config)
+            .field("pool_started", &self.pool.get().is_some())
+            .finish()
+    }
+}
+
+/// Chunk ranges of one call, each `(begin, end)`.
+pub type Chunks = Vec<(usize, usize)>;
+
+impl Parallel {
+    /// A configuration whose pool is not started yet.
+    pub fn new(config: ThreadConfig) -> Parallel {
+        Parallel {
+            config: ThreadConfig {
+                threads: config.threads.max(1),
+                min_bytes_per_task: config.min_bytes_per_task,
+            },
+            pool: OnceLock::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> ThreadConfig {
+        self.config
+    }
+
+    /// The pool of `threads − 1` workers (started on first use), or `None` with one thread
+    /// configured or when no pool could be started.
+    pub fn pool(&self) -> Option<&ThreadPool> {
+        if self.config.threads <= 1 {
+            return None;
+        }
+        self.pool
+            .get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(self.config.threads - 1)
+                    .thread_name(|k| format!("graphlift-jit-{k}"))
+                    .build()
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// The chunks for a call over `begin..end` of a kernel whose call over its whole
+    /// iteration space of `count` elements carries `work` (bytes and byte-equivalents),
+    /// with the pool to run them on; `None` when the call should run on the calling thread
+    /// (one thread configured, fewer than two tasks' worth of work, or no pool could be
+    /// started).
+    pub fn split(
+        &self,
+        begin: usize,
+        end: usize,
+        work: usize,
+        count: usize,
+    ) -> Option<(&ThreadPool, Chunks)> {
+        let chunks = chunk_ranges(self.config, begin, end, work, count)?;
+        Some((self.pool()?, chunks))
+    }
+}
+
+/// The chunking of `begin..end` under `config` (see [`Parallel::split`]); `None` for one
+/// chunk.
+pub fn chunk_ranges(
+    config: ThreadConfig,
+    begin: usize,
+    end: usize,
+    work: usize,
+    count: usize,
+) -> Option<Chunks> {
+    if config.threads <= 1 || end <= begin || count == 0 {
+        return None;
+    }
+    let n = end - begin;
+    let per_element = work.div_ceil(count).max(1);
+    let min_elements = config
+        .min_bytes_per_task
+        .div_ceil(per_element)
+        .max(1)
+        .next_multiple_of(CHUNK_ALIGN);
+    let tasks = (n / min_elements).min(config.threads.saturating_mul(TASKS_PER_THREAD));
+    if tasks < 2 {
+        return None;
+    }
+    let chunk = n.div_ceil(tasks).next_multiple_of(CHUNK_ALIGN);
+    let chunks: Chunks = (begin..end)
+        .step_by(chunk)
+        .map(|b| (b, b.saturating_add(chunk).min(end)))
+        .collect();
+    (chunks.len() > 1).then_some(chunks)
+}
