@@ -78,6 +78,13 @@ pub fn report(exe: &CpuJitExecutable) -> String {
                 s,
                 "    AVX-512 code: 16 f32 lanes, assembled without Cranelift"
             );
+        } else {
+            let lanes = exe.kernel_lanes(&k.name).unwrap_or(1);
+            let why = exe.kernel_avx512_refusal(&k.name).unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "    Cranelift code, {lanes} lane(s) a vector; not AVX-512: {why}"
+            );
         }
         if exe.kernel_streams(&k.name).unwrap_or(false) {
             let _ = writeln!(s, "    writes its outputs with non-temporal stores");

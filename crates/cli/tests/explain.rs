@@ -159,6 +159,7 @@ fn explain_prints_pipeline_kernels_and_outside_nodes_and_writes_files() {
         "subgraph_extraction",
         "kernels (1):",
         "FusedKernel_0: 3 node(s)",
+        "Cranelift code, 4 lane(s) a vector; not AVX-512: ",
         "onnx:Relu:Relu_r",
         "onnx:Exp:Exp_e",
         "onnx:Sub:Sub_y",

@@ -116,6 +116,16 @@ impl CompiledKernel {
         self.code.avx512
     }
 
+    /// Why the code is not AVX-512 code, or `None` when it is: worked out from the plan
+    /// when a report asks ([`avx512::Layout::of`] decided it the same way at compile time).
+    pub fn avx512_refusal(&self) -> Option<avx512::Refusal> {
+        if self.code.avx512 {
+            None
+        } else {
+            avx512::Layout::of(&self.plan).err()
+        }
+    }
+
     /// Whether the code calls the vector math library (and runs in strips: [`strip`]).
     pub fn calls_library(&self) -> bool {
         strip::StripPlan::of(&self.plan).is_some_and(|s| !s.functions().is_empty())
@@ -182,7 +192,7 @@ pub fn compile_codes(
         let mut fbc = FunctionBuilderContext::new();
         let mut defined = Vec::with_capacity(plans.len());
         for (k, plan) in plans.iter().enumerate() {
-            if let Some(layout) = avx512::Layout::of(plan) {
+            if let Ok(layout) = avx512::Layout::of(plan) {
                 let asm = avx512::assemble(plan, &layout)?;
                 let entry = module.map_code(&plan.name, &asm.code)?;
                 // SAFETY: `entry` is the first byte of a mapped, executable copy of code that

@@ -10,6 +10,7 @@ use crate::module::MemoryWatch;
 use crate::plan;
 use crate::provenance::BodyNodes;
 use crate::JitError;
+use graphlift_kernels::target::Target;
 
 /// A fused kernel body compiled to native code in its own JIT module (freed on drop).
 ///
@@ -20,7 +21,7 @@ use crate::JitError;
 ///
 /// ```
 /// use graphlift_ir::{ElementType::F32, FunctionBuilder};
-/// use graphlift_jit::JitKernel;
+/// use graphlift_codegen::JitKernel;
 /// use graphlift_runtime::Tensor;
 /// let b = FunctionBuilder::new("bias_relu");
 /// let (x, bias) = (b.parameter("x", F32, [2, 4]), b.parameter("b", F32, [4]));
@@ -46,13 +47,21 @@ impl JitKernel {
     /// [`JitError::Unsupported`] for a body outside the fused-kernel form;
     /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
     /// `f32` `exp`, `sigmoid`, `tanh`, `erf` and divisions run as calls to the vector math
-    /// library when [`crate::VECLIB_ENV`] and the host allow it (see
+    /// library when the host and the environment allow it (`Target::from_env`; see
     /// [`JitKernel::calls_library`]); a kernel of simple `f32` operations is AVX-512 code
-    /// when [`crate::AVX512_ENV`] and the host allow it (see [`JitKernel::is_avx512`]).
+    /// when they allow it (see [`JitKernel::is_avx512`]). Never streams its outputs.
     pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
+        JitKernel::compile_for(body, &Target::from_env())
+    }
+
+    /// Compiles `body` for `target` ([`plan::KernelPlan::choose_code_path`], as a standalone
+    /// kernel that does not stream).
+    ///
+    /// # Errors
+    /// As [`JitKernel::compile`].
+    pub fn compile_for(body: &Function, target: &Target) -> Result<JitKernel, JitError> {
         let mut plan = plan::plan_kernel(body.name(), body)?;
-        plan.veclib = graphlift_kernels::veclib::default_on();
-        plan.avx512 = crate::avx512::default_on();
+        plan.choose_code_path(&target.with_streaming_stores(false), true);
         JitKernel::from_plan(body, plan)
     }
 

@@ -25,6 +25,7 @@ use steps::{provenance, DirectCall, Loc, Step, StepKind};
 
 use crate::cache::{KernelCache, KernelCacheStats};
 use graphlift_kernels::parallel::{Parallel, ThreadConfig};
+use graphlift_kernels::target::Target;
 
 /// The name the backend registers under.
 pub const BACKEND_NAME: &str = "CPU-JIT";
@@ -74,22 +75,12 @@ pub struct CpuJitBackend {
     config: ExtractionConfig,
     parallel: Arc<Parallel>,
     cache: Arc<KernelCache>,
-    epilogue_fusion: bool,
-    /// Whether kernels call the vector math library ([`CpuJitBackend::with_veclib`]).
-    veclib: bool,
-    /// Whether kernels whose calls exceed the last-level cache write their outputs with
-    /// non-temporal stores ([`CpuJitBackend::with_streaming_stores`]).
-    stream: bool,
-    /// Whether qualifying kernels are assembled as AVX-512 code
-    /// ([`CpuJitBackend::with_avx512`]).
-    avx512: bool,
+    /// The host's features and every code-path switch: what kernels compiled from now on
+    /// may use ([`CpuJitBackend::target`]).
+    target: Target,
     /// Plans of live executables, by Function ([`executable_cache`]); `None` when off.
     executables: Option<Arc<ExecutableCache>>,
 }
-
-/// The environment variable that switches epilogue fusion off when set to `0` (read when a
-/// backend is created; see [`CpuJitBackend::with_epilogue_fusion`]).
-pub const EPILOGUE_FUSION_ENV: &str = "GRAPHLIFT_EPILOGUE_FUSION";
 
 impl Default for CpuJitBackend {
     fn default() -> CpuJitBackend {
@@ -98,24 +89,43 @@ impl Default for CpuJitBackend {
 }
 
 impl CpuJitBackend {
-    /// The backend with the default extraction configuration and
-    /// [`ThreadConfig::from_env`].
+    /// The backend with the default extraction configuration, for
+    /// [`Target::from_env`] (the host's features, the `GRAPHLIFT_*` switches and thread
+    /// count).
     pub fn new() -> CpuJitBackend {
         CpuJitBackend::with_config(ExtractionConfig::default())
     }
 
-    /// The backend with an extraction configuration (size cap, excluded ops) and
-    /// [`ThreadConfig::from_env`].
+    /// The backend with an extraction configuration (size cap, excluded ops), for
+    /// [`Target::from_env`].
     pub fn with_config(config: ExtractionConfig) -> CpuJitBackend {
+        CpuJitBackend::for_target(config, Target::from_env())
+    }
+
+    /// The backend with an extraction configuration, for `target` (its features, switches
+    /// and threads; the environment is not read).
+    pub fn for_target(config: ExtractionConfig, target: Target) -> CpuJitBackend {
         CpuJitBackend {
             config,
-            parallel: Arc::new(Parallel::new(ThreadConfig::from_env())),
+            parallel: Arc::new(Parallel::new(target.threads())),
             cache: Arc::new(KernelCache::new(KernelCache::DEFAULT_CAPACITY)),
-            epilogue_fusion: std::env::var(EPILOGUE_FUSION_ENV).map_or(true, |v| v.trim() != "0"),
-            veclib: graphlift_kernels::veclib::default_on(),
-            stream: graphlift_kernels::stream::default_on(),
-            avx512: graphlift_codegen::avx512::default_on(),
+            target,
             executables: Some(Arc::default()),
+        }
+    }
+
+    /// The target kernels compiled from now on are planned for: the host's features and
+    /// every switch ([`Target::veclib_off`] and the like say why a path is off).
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// This backend with `target` for executables compiled from now on.
+    fn retargeted(self, target: Target) -> CpuJitBackend {
+        CpuJitBackend {
+            target,
+            executables: self.executables.as_ref().map(|_| Arc::default()),
+            ..self
         }
     }
 
@@ -126,11 +136,8 @@ impl CpuJitBackend {
     /// planes of one image and group), while the block is in cache; results are
     /// bit-identical either way.
     pub fn with_epilogue_fusion(self, on: bool) -> CpuJitBackend {
-        CpuJitBackend {
-            epilogue_fusion: on,
-            executables: self.executables.as_ref().map(|_| Arc::default()),
-            ..self
-        }
+        let target = self.target.with_epilogue_fusion(on);
+        self.retargeted(target)
     }
 
     /// This backend, with `f32` `exp`, `sigmoid`, `tanh`, `erf`, divisions of two
@@ -141,11 +148,8 @@ impl CpuJitBackend {
     /// sixteen lanes, against four inline); results are bit-identical either way. On a host
     /// without AVX2 and FMA the setting has no effect.
     pub fn with_veclib(self, on: bool) -> CpuJitBackend {
-        CpuJitBackend {
-            veclib: on && graphlift_kernels::veclib::host_has_wide_code(),
-            executables: self.executables.as_ref().map(|_| Arc::default()),
-            ..self
-        }
+        let target = self.target.with_veclib(on);
+        self.retargeted(target)
     }
 
     /// This backend, with non-temporal stores on or off for executables compiled from now
@@ -156,11 +160,8 @@ impl CpuJitBackend {
     /// instead of 24); kernels that run as epilogues never do. Results are bit-identical
     /// either way.
     pub fn with_streaming_stores(self, on: bool) -> CpuJitBackend {
-        CpuJitBackend {
-            stream: on && cfg!(target_arch = "x86_64"),
-            executables: self.executables.as_ref().map(|_| Arc::default()),
-            ..self
-        }
+        let target = self.target.with_streaming_stores(on);
+        self.retargeted(target)
     }
 
     /// This backend, with AVX-512 kernels on or off for executables compiled from now on.
@@ -171,23 +172,20 @@ impl CpuJitBackend {
     /// four-lane loops (see [`crate::AVX512_ENV`]); results are bit-identical either way. On
     /// other hosts the setting has no effect.
     pub fn with_avx512(self, on: bool) -> CpuJitBackend {
-        CpuJitBackend {
-            avx512: on && graphlift_codegen::avx512::host_supported(),
-            executables: self.executables.as_ref().map(|_| Arc::default()),
-            ..self
-        }
+        let target = self.target.with_avx512(on);
+        self.retargeted(target)
     }
 
     /// Whether qualifying kernels compiled from now on are AVX-512 code
     /// ([`CpuJitBackend::with_avx512`]).
     pub fn avx512(&self) -> bool {
-        self.avx512
+        self.target.avx512()
     }
 
     /// Whether large kernels compiled from now on write their outputs with non-temporal
     /// stores ([`CpuJitBackend::with_streaming_stores`]).
     pub fn streaming_stores(&self) -> bool {
-        self.stream
+        self.target.streaming_stores()
     }
 
     /// This backend, with kernel calls split over `threads` threads (at least 1; 1 runs
@@ -202,6 +200,7 @@ impl CpuJitBackend {
     pub fn with_thread_config(self, config: ThreadConfig) -> CpuJitBackend {
         CpuJitBackend {
             parallel: Arc::new(Parallel::new(config)),
+            target: self.target.with_threads(config),
             executables: self.executables.as_ref().map(|_| Arc::default()),
             ..self
         }
@@ -223,7 +222,7 @@ impl CpuJitBackend {
     /// Whether kernels compiled from now on call the vector math library
     /// ([`CpuJitBackend::with_veclib`]).
     pub fn veclib(&self) -> bool {
-        self.veclib
+        self.target.veclib()
     }
 
     /// Counters of the executable cache (all zero when it is off).

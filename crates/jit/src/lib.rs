@@ -21,12 +21,13 @@ mod tests;
 
 pub use backend::{CpuJitBackend, CpuJitExecutable, ExecutableCacheStats, BACKEND_NAME};
 pub use cache::KernelCacheStats;
-pub use graphlift_codegen::avx512::AVX512_ENV;
 pub use graphlift_codegen::module::{live_modules, MemoryWatch};
 pub use graphlift_codegen::{accuracy, vmath, JitError, JitKernel};
 pub use graphlift_kernels::parallel::{self, ThreadConfig};
-pub use graphlift_kernels::stream::STREAM_ENV;
-pub use graphlift_kernels::veclib::VECLIB_ENV;
+pub use graphlift_kernels::target::{
+    CpuFeatures, Off, Target, AVX512_ENV, EPILOGUE_FUSION_ENV, NUM_THREADS_ENV, STREAM_ENV,
+    VECLIB_ENV,
+};
 
 use std::sync::{Arc, Once};
 

@@ -8,12 +8,14 @@
 //! - [`native`]: MatMul (through `gemm`), convolution, normalisation, reductions and the
 //!   row kernels, each tested against the reference kernels of `graphlift-runtime`;
 //! - [`stream`]: non-temporal stores for outputs larger than the cache;
-//! - [`parallel`]: the thread pool that kernels split their ranges over.
+//! - [`parallel`]: the thread pool that kernels split their ranges over;
+//! - [`target`]: the host's CPU features and the `GRAPHLIFT_*` switches, owned in one place.
 
 #![warn(missing_docs)]
 
 pub mod native;
 pub mod parallel;
 pub mod stream;
+pub mod target;
 pub mod veclib;
 pub mod vmath;

@@ -25,9 +25,6 @@ pub use fork_join::for_each;
 /// trips of the unrolled four-lane Cranelift loop (`F32X4`), sixteen of the two-lane one.
 pub const CHUNK_ALIGN: usize = 64;
 
-/// The environment variable read by [`ThreadConfig::from_env`].
-pub const NUM_THREADS_ENV: &str = "GRAPHLIFT_NUM_THREADS";
-
 /// Tasks per thread at most: a few, so that a thread which falls behind (its core taken by
 /// another process) leaves chunks for the others to claim.
 const TASKS_PER_THREAD: usize = 4;
@@ -55,24 +52,24 @@ impl ThreadConfig {
         }
     }
 
-    /// The thread count from `GRAPHLIFT_NUM_THREADS` (a positive integer), else the
-    /// available parallelism ([`std::thread::available_parallelism`], 1 if unknown); the
-    /// default threshold.
-    pub fn from_env() -> ThreadConfig {
-        let var = std::env::var(NUM_THREADS_ENV).ok();
-        ThreadConfig::with_threads(threads_from(var.as_deref()))
+    /// The thread count a [`crate::target::NUM_THREADS_ENV`] value asks for (see
+    /// [`threads_from`]), with the default threshold.
+    pub fn from_threads_var(value: Option<&str>) -> ThreadConfig {
+        ThreadConfig::with_threads(threads_from(value))
     }
 }
 
 impl Default for ThreadConfig {
-    /// [`ThreadConfig::from_env`].
+    /// The available parallelism ([`std::thread::available_parallelism`], 1 if unknown)
+    /// with the default threshold; [`crate::target::Target::from_env`] reads
+    /// [`crate::target::NUM_THREADS_ENV`] instead.
     fn default() -> ThreadConfig {
-        ThreadConfig::from_env()
+        ThreadConfig::from_threads_var(None)
     }
 }
 
-/// The thread count a `GRAPHLIFT_NUM_THREADS` value asks for: a positive integer, else (unset,
-/// empty, 0 or not a number) the available parallelism.
+/// The thread count a [`crate::target::NUM_THREADS_ENV`] value asks for: a positive
+/// integer, else (unset, empty, 0 or not a number) the available parallelism.
 pub fn threads_from(value: Option<&str>) -> usize {
     value
         .and_then(|v| v.trim().parse::<usize>().ok())

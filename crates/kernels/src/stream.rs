@@ -27,18 +27,8 @@
 
 use std::sync::OnceLock;
 
-/// The environment variable that turns non-temporal stores off when set to `0` (read when a
-/// backend is created; see `graphlift_jit::CpuJitBackend::with_streaming_stores`).
-pub const STREAM_ENV: &str = "GRAPHLIFT_STREAM";
-
 /// The last-level cache size assumed when the system does not tell it.
 const DEFAULT_LLC_BYTES: usize = 32 << 20;
-
-/// Whether backends stream by default: the host has non-temporal stores (x86-64) and
-/// [`STREAM_ENV`] is not `0`.
-pub fn default_on() -> bool {
-    cfg!(target_arch = "x86_64") && std::env::var(STREAM_ENV).map_or(true, |v| v.trim() != "0")
-}
 
 /// The size of the host's largest cache in bytes, from Linux's sysfs (the largest
 /// `cache/index*/size` of CPU 0), or 32 MiB where that cannot be read.
@@ -95,7 +85,7 @@ pub unsafe extern "C" fn stream_strip(src: *const f32, dst: *mut f32, n: usize) 
 
 #[cfg(target_arch = "x86_64")]
 fn copy_streaming(src: &[f32], dst: &mut [f32]) {
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    if crate::target::CpuFeatures::host().avx512f {
         // SAFETY: the host has AVX-512F.
         unsafe { copy_streaming_avx512(src, dst) }
     } else {

@@ -74,10 +74,6 @@ use crate::plan::operands;
 
 pub use emit::assemble;
 
-/// Environment variable that turns AVX-512 kernels off when set to `0` (on by default on
-/// hosts with AVX-512F and BMI2).
-pub const AVX512_ENV: &str = "GRAPHLIFT_AVX512";
-
 /// `f32` lanes per vector.
 pub const LANES: usize = 16;
 /// Bodies per trip of the main loop.
@@ -104,21 +100,53 @@ const ROUND_UP: i32 = 0x0A;
 
 /// Whether the host runs this module's code: AVX-512F and BMI2 (`shlx` for the tail mask).
 pub fn host_supported() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("bmi2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    graphlift_kernels::target::CpuFeatures::host().has_avx512_kernels()
 }
 
-/// Whether kernels are assembled here by default: the host supports it
-/// ([`host_supported`]) and [`AVX512_ENV`] is not `0`.
-pub fn default_on() -> bool {
-    host_supported() && std::env::var(AVX512_ENV).map_or(true, |v| v.trim() != "0")
+/// Why a kernel plan is not assembled here ([`Layout::of`]): it then goes through
+/// Cranelift's four-lane loops, or calls the vector math library in strips.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The plan was not marked for AVX-512 code: the target has it off (see
+    /// `graphlift_kernels::target::Target::avx512_off` for why).
+    Off,
+    /// The host cannot run the code (AVX-512F and BMI2).
+    Host,
+    /// The kernel streams its outputs through strip buffers.
+    Streams,
+    /// The kernel is not a four-lane one (`f64`, `i64` or mixed widths).
+    NotFourLane,
+    /// Its iteration space has 2^31 elements or more.
+    TooLarge,
+    /// A value or output is not `f32`.
+    NotF32,
+    /// An operation the assembler has no code for (its name).
+    Op(String),
+    /// An input read at two addressings, or rows or runs of different lengths.
+    Addressing,
+    /// More buffers than pointer registers, or more live values than vector registers.
+    Registers,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Off => write!(f, "AVX-512 kernels are off"),
+            Refusal::Host => write!(f, "the host lacks AVX-512F or BMI2"),
+            Refusal::Streams => write!(f, "it streams its outputs through strip buffers"),
+            Refusal::NotFourLane => write!(f, "its values are not all 32-bit"),
+            Refusal::TooLarge => write!(f, "it has 2^31 elements or more"),
+            Refusal::NotF32 => write!(f, "a value is not f32"),
+            Refusal::Op(op) => write!(f, "the assembler has no code for {op}"),
+            Refusal::Addressing => {
+                write!(
+                    f,
+                    "an input is read two ways, or its rows or runs differ in length"
+                )
+            }
+            Refusal::Registers => write!(f, "it needs more registers than x86-64 has"),
+        }
+    }
 }
 
 /// How one computing slot is lowered.
@@ -209,18 +237,32 @@ struct Run {
 }
 
 impl Layout {
-    /// The layout of `plan`'s code, or `None` when the plan does not qualify (see the module
-    /// documentation) or the host cannot run it.
-    pub fn of(plan: &KernelPlan) -> Option<Layout> {
+    /// The layout of `plan`'s code.
+    ///
+    /// # Errors
+    /// The [`Refusal`] when the plan does not qualify (see the module documentation) or the
+    /// host cannot run it.
+    pub fn of(plan: &KernelPlan) -> Result<Layout, Refusal> {
+        if !plan.avx512 {
+            return Err(Refusal::Off);
+        }
+        if !host_supported() {
+            return Err(Refusal::Host);
+        }
+        if plan.stream {
+            return Err(Refusal::Streams);
+        }
+        if plan.lanes != Lanes::X4 {
+            return Err(Refusal::NotFourLane);
+        }
         // (Below 2^31 elements every extent and index fits an instruction's immediate.)
-        let small = i32::try_from(plan.count).is_ok();
-        if !plan.avx512 || plan.stream || plan.lanes != Lanes::X4 || !small || !host_supported() {
-            return None;
+        if i32::try_from(plan.count).is_err() {
+            return Err(Refusal::TooLarge);
         }
         let all_f32 = plan.slots.iter().all(|s| s.ty == ElementType::F32)
             && plan.outputs.iter().all(|&(_, t)| t == ElementType::F32);
         if !all_f32 || plan.slots.is_empty() {
-            return None;
+            return Err(Refusal::NotF32);
         }
         let mut row = None;
         let mut row_args = Vec::new();
@@ -243,12 +285,12 @@ impl Layout {
                         Addressing::Splat => {}
                         Addressing::Contiguous | Addressing::Row { .. } => {
                             if read[*arg].is_some_and(|r| r != addressing) {
-                                return None;
+                                return Err(Refusal::Addressing);
                             }
                             read[*arg] = Some(addressing);
                             if let Addressing::Row { len } = addressing {
                                 if row.is_some_and(|r| r != *len) {
-                                    return None;
+                                    return Err(Refusal::Addressing);
                                 }
                                 row = Some(*len);
                                 if !row_args.contains(arg) {
@@ -268,11 +310,11 @@ impl Layout {
                                     loads: Vec::new(),
                                 });
                                 if (r.div, r.modulo) != (t.div, t.modulo) {
-                                    return None;
+                                    return Err(Refusal::Addressing);
                                 }
                                 r.loads.push((lowering.len(), *arg, t.stride));
                             }
-                            _ => return None,
+                            _ => return Err(Refusal::Addressing),
                         },
                     }
                     None
@@ -291,7 +333,7 @@ impl Layout {
                     let (x, c, value) = match (constant(*b), constant(*a)) {
                         (Some(v), _) => (*a, *b, v),
                         (None, Some(v)) => (*b, *a, v),
-                        (None, None) => return None,
+                        (None, None) => return Err(Refusal::Op(format!("{op:?} of two values"))),
                     };
                     let blend = match constant_bound_test(*op, value) {
                         FloatCC::LessThanOrEqual => Some(CMP_LE_OQ),
@@ -322,22 +364,26 @@ impl Layout {
                     UnaryOp::Floor => Lowering::RoundTo(*x, ROUND_DOWN),
                     UnaryOp::Ceil => Lowering::RoundTo(*x, ROUND_UP),
                     UnaryOp::Round => Lowering::RoundTo(*x, ROUND_NEAREST),
-                    _ => return None,
+                    _ => return Err(Refusal::Op(format!("{u:?}"))),
                 }),
-                _ => return None,
+                SlotOp::Binary(op, ..) => return Err(Refusal::Op(format!("{op:?}"))),
+                SlotOp::Compare(..) | SlotOp::Select(..) => {
+                    return Err(Refusal::Op("comparisons and selects".into()))
+                }
+                SlotOp::Convert(_) => return Err(Refusal::Op("conversions".into())),
             };
             lowering.push(l);
         }
         let out_reg: Vec<usize> = (pointers..pointers + plan.outputs.len()).collect();
         if pointers + plan.outputs.len() > POINTERS.len() {
-            return None;
+            return Err(Refusal::Registers);
         }
         let mut pinned: Vec<bool> = plan.slots.iter().map(|s| s.invariant).collect();
         for &(k, _, _) in run.iter().flat_map(|r| &r.loads) {
             pinned[k] = true;
         }
         let folded = fold_loads(plan, &lowering, &pinned);
-        let reg = allocate(plan, &pinned, &folded, &mut aux)?;
+        let reg = allocate(plan, &pinned, &folded, &mut aux).ok_or(Refusal::Registers)?;
         let fixed = pinned.iter().filter(|&&p| p).count() + aux.len();
         let body_regs = (0..plan.slots.len())
             .filter(|&k| !pinned[k] && !folded[k])
@@ -345,7 +391,7 @@ impl Layout {
             .max()
             .unwrap_or(0);
         let copy_stride = (fixed + UNROLL * body_regs <= ZMM.len()).then_some(body_regs);
-        Some(Layout {
+        Ok(Layout {
             lowering,
             reg,
             aux,

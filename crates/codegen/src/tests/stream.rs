@@ -10,7 +10,7 @@ use graphlift_runtime::Tensor;
 /// `body` compiled with streaming stores on.
 fn streaming(body: &Function) -> JitKernel {
     let mut plan = plan_kernel(body.name(), body).unwrap();
-    plan.veclib = graphlift_kernels::veclib::default_on();
+    plan.veclib = graphlift_kernels::target::Target::from_env().veclib();
     plan.stream = true;
     JitKernel::from_plan(body, plan).unwrap()
 }

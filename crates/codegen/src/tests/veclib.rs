@@ -8,7 +8,8 @@ use crate::accuracy::LoopKind;
 use crate::strip::StripPlan;
 use crate::JitKernel;
 use graphlift_ir::{ElementType, Function, FunctionBuilder, Op, UnaryOp, Value};
-use graphlift_kernels::veclib::{host_has_wide_code, VecFn, MAX_PARAMS};
+use graphlift_kernels::target::Target;
+use graphlift_kernels::veclib::{VecFn, MAX_PARAMS};
 use graphlift_runtime::Tensor;
 
 /// Every library function with its op.
@@ -66,6 +67,11 @@ fn same_as_inline(what: &str, body: &Function, inputs: &[&Tensor]) -> bool {
     lib.calls_library()
 }
 
+/// Whether [`JitKernel::compile`] plans library calls here (the host and the environment).
+fn library_on() -> bool {
+    Target::from_env().veclib()
+}
+
 #[test]
 fn library_results_are_the_inline_codes_bit_for_bit() {
     let xs = sample();
@@ -93,7 +99,7 @@ fn library_results_are_the_inline_codes_bit_for_bit() {
         }
         // Through a kernel: one call per strip, the input passed in place.
         let called = same_as_inline(op.name(), &body, &[&input]);
-        assert_eq!(called, host_has_wide_code(), "{}", op.name());
+        assert_eq!(called, library_on(), "{}", op.name());
     }
 }
 
@@ -148,7 +154,7 @@ fn strip_mined_kernels_compute_what_inline_kernels_compute() {
         let ys = Tensor::from_vec(data(n, 2), [n]).unwrap();
         let called = same_as_inline(&format!("n = {n}"), &body, &[&xs, &ys]);
         // (A one-element kernel computes everything once, before its loop.)
-        assert_eq!(called, host_has_wide_code() && n > 1, "n = {n}");
+        assert_eq!(called, library_on() && n > 1, "n = {n}");
     }
 }
 
@@ -163,11 +169,8 @@ fn a_kernel_of_one_call_has_no_loop_and_no_buffer() {
             let body = b.finish(&[out]).unwrap();
             let xs = Tensor::from_vec(data(n, 8), [n]).unwrap();
             let ys = Tensor::from_vec(data(n, 9), [n]).unwrap();
-            assert_eq!(
-                same_as_inline(what, &body, &[&xs, &ys]),
-                host_has_wide_code()
-            );
-            if host_has_wide_code() {
+            assert_eq!(same_as_inline(what, &body, &[&xs, &ys]), library_on());
+            if library_on() {
                 let ir = JitKernel::compile(&body).unwrap().ir().to_string();
                 assert!(!ir.contains("stack_addr"), "{what}: {ir}");
             }
@@ -198,10 +201,7 @@ fn broadcast_and_invariant_values_around_calls() {
         Tensor::from_vec(vec![0.3f32], [0usize; 0]).unwrap(),
     ];
     let refs: Vec<&Tensor> = ins.iter().collect();
-    assert_eq!(
-        same_as_inline("bias_silu", &body, &refs),
-        host_has_wide_code()
-    );
+    assert_eq!(same_as_inline("bias_silu", &body, &refs), library_on());
 }
 
 #[test]
@@ -223,7 +223,7 @@ fn chains_of_calls_stay_exact_and_long_ones_compile_inline() {
         let body = b.finish(&[v]).unwrap();
         let xs = Tensor::from_vec(data(n, 6), [n]).unwrap();
         let called = same_as_inline(&format!("depth {depth}"), &body, &[&xs]);
-        assert_eq!(called, host_has_wide_code() && depth <= 8, "depth {depth}");
+        assert_eq!(called, library_on() && depth <= 8, "depth {depth}");
         if called {
             let k = JitKernel::compile(&body).unwrap();
             let strips = StripPlan::of(&k.compiled().plan).unwrap();
@@ -289,7 +289,7 @@ fn activation_forms_are_the_inline_codes_bit_for_bit() {
         let body = b.finish(&[of(x)]).unwrap();
         let what = format!("form {k} ({form:?})");
         let calls = same_as_inline(&what, &body, &[&input]);
-        assert_eq!(calls, host_has_wide_code(), "{what}");
+        assert_eq!(calls, library_on(), "{what}");
         if calls {
             assert_eq!(called(&body), vec![form], "{what}");
         }
@@ -347,7 +347,7 @@ fn a_form_is_found_only_where_it_is_whole() {
         let c = b.parameter("c", ElementType::F32, []);
         let body = b.finish(&of(x, y, c)).unwrap();
         let calls = same_as_inline(what, &body, &[&xs, &ys, &cs]);
-        assert_eq!(calls, host_has_wide_code(), "{what}");
+        assert_eq!(calls, library_on(), "{what}");
         if calls {
             assert_eq!(called(&body), expect, "{what}");
         }

@@ -142,8 +142,8 @@ impl CpuJitBackend {
                 .collect::<Result<Vec<_>, _>>()?;
             let kind = if let Op::FusedKernel(k) = node.op() {
                 let mut p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
-                p.veclib = self.veclib;
-                p.avx512 = self.avx512;
+                // Standalone until epilogue fusion says otherwise (below).
+                p.choose_code_path(&self.target, false);
                 plans.push(p);
                 StepKind::Kernel(plans.len() - 1)
             } else {
@@ -176,19 +176,15 @@ impl CpuJitBackend {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if self.epilogue_fusion {
+        if self.target.epilogue_fusion() {
             steps = fuse_epilogues(steps, &g, &plans)?;
         }
-        if self.stream {
-            // Standalone kernel steps stream when a call's traffic is more than twice the
-            // cache; epilogues run on blocks that are in cache.
-            for step in &steps {
-                if let StepKind::Kernel(i) = step.kind {
-                    if let Some(p) = plans.get_mut(i) {
-                        p.stream = graphlift_kernels::stream::streams(
-                            graphlift_codegen::cost::call_traffic(p),
-                        );
-                    }
+        // Kernels that are still steps of their own are standalone (epilogues run on blocks
+        // that are in cache).
+        for step in &steps {
+            if let StepKind::Kernel(i) = step.kind {
+                if let Some(p) = plans.get_mut(i) {
+                    p.choose_code_path(&self.target, true);
                 }
             }
         }
@@ -209,6 +205,7 @@ impl CpuJitBackend {
         }
         let direct = DirectCall::of(&steps, &result_locs);
         Ok(ExecutablePlan {
+            target: self.target,
             source: keep_source.then(|| function.clone()),
             function: g,
             parameters,

@@ -15,6 +15,8 @@ use graphlift_codegen::module::MemoryWatch;
 use graphlift_codegen::provenance::BodyNodes;
 use graphlift_kernels::parallel::{Parallel, ThreadConfig};
 
+use graphlift_codegen::avx512::Refusal;
+
 use super::*;
 
 /// A Function compiled by the CPU-JIT backend: an ordered plan of JIT kernel calls and
@@ -67,6 +69,8 @@ pub(super) struct ExecutablePlan {
     pub(super) pass_report: PassRunReport,
     /// Each kernel owns (an `Arc` of) the module its code lives in.
     pub(super) compiled: Vec<CompiledKernel>,
+    /// The target the kernels were planned for.
+    pub(super) target: Target,
 }
 
 const _: () = {
@@ -141,6 +145,19 @@ impl CpuJitExecutable {
     /// [`CpuJitBackend::with_veclib`]).
     pub fn kernel_calls_library(&self, name: &str) -> Option<bool> {
         self.kernel(name).map(|k| k.calls_library())
+    }
+
+    /// Why the kernel of the fused node `name` is not sixteen-lane AVX-512 code, in words
+    /// (`None` for an AVX-512 kernel or an unknown name): the target's reason when AVX-512
+    /// kernels are off (the host, or a switch), else what in the kernel the assembler does
+    /// not take. A kernel that calls the vector math library still computes those calls at
+    /// the library's full width.
+    pub fn kernel_avx512_refusal(&self, name: &str) -> Option<String> {
+        let refusal = self.kernel(name)?.avx512_refusal()?;
+        Some(match refusal {
+            Refusal::Off => format!("AVX-512 kernels are off: {}", self.plan.target.avx512_off()),
+            other => other.to_string(),
+        })
     }
 
     /// Whether the kernel of the fused node `name` writes its `f32` and `i32` outputs with

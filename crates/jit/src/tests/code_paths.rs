@@ -119,3 +119,30 @@ fn the_veclib_setting_gives_identical_results() {
     let off = outputs(CpuJitBackend::new().with_threads(1).with_veclib(false));
     assert_eq!(first_difference(on[0].data(), off[0].data()), None);
 }
+
+#[test]
+fn each_kernel_says_why_it_is_not_avx512_code() {
+    let b = FunctionBuilder::new("halide_f64");
+    let [a, c] = ["A", "C"].map(|p| b.parameter(p, F64, [256]));
+    let f64_graph = b.finish(&[(a * c).relu() + a]).unwrap();
+    let b = FunctionBuilder::new("relu");
+    let x = b.parameter("x", F32, [256]);
+    let f32_graph = b.finish(&[(x * 2.0).relu() + x]).unwrap();
+    let refusal = |backend: CpuJitBackend, f: &Function| {
+        let exe = backend.compile_executable(f).unwrap();
+        let name = exe.kernels()[0].name.clone();
+        exe.kernel_avx512_refusal(&name)
+    };
+    let why_f64 = refusal(CpuJitBackend::new().with_avx512(true), &f64_graph).unwrap();
+    let why_off = refusal(CpuJitBackend::new().with_avx512(false), &f32_graph).unwrap();
+    let on_f32 = refusal(CpuJitBackend::new().with_avx512(true), &f32_graph);
+    if host_supported() {
+        assert_eq!(why_f64, "its values are not all 32-bit");
+        assert!(why_off.contains("GRAPHLIFT_AVX512=0"), "{why_off}");
+        assert_eq!(on_f32, None);
+    } else {
+        for why in [why_f64, why_off, on_f32.unwrap()] {
+            assert!(why.contains("the host lacks AVX-512F and BMI2"), "{why}");
+        }
+    }
+}

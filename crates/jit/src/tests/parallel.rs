@@ -98,7 +98,7 @@ fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
     let library = crate::JitKernel::compile(&body(true)).unwrap();
     assert_eq!(
         library.calls_library(),
-        graphlift_kernels::veclib::host_has_wide_code()
+        graphlift_kernels::target::Target::from_env().veclib()
     );
     let heavy_library = work(library);
     assert!(

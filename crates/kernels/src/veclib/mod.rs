@@ -30,8 +30,8 @@
 //! non-temporal stores, which kernels too large for the cache call ([`VecFn::streams`]).
 //!
 //! The library is used when the host has AVX2 and FMA (each `mul_add` is one instruction;
-//! without FMA it would be a libm call per element) and `GRAPHLIFT_VECLIB` is not `0`
-//! ([`default_on`]); `CpuJitBackend::with_veclib` sets it per backend.
+//! without FMA it would be a libm call per element) and the [`crate::target::Target`]
+//! switches it on.
 
 mod forms;
 mod lane;
@@ -42,10 +42,6 @@ use multiversion::multiversion;
 
 pub use forms::{Pattern, MAX_PARAMS};
 pub use lane::{erf, exp, sigmoid, tanh};
-
-/// The environment variable that turns the vector math library off when set to `0` (read
-/// when a backend is created; see `graphlift_jit::CpuJitBackend::with_veclib`).
-pub const VECLIB_ENV: &str = "GRAPHLIFT_VECLIB";
 
 /// A function of the library: `dst[i] = f(src[i])` (or `f(a[i], b[i])`) for the `f32`
 /// elements of a strip.
@@ -235,24 +231,6 @@ impl VecFn {
             VecFn::SiluExp => map_silu_exp::<false>(src, dst, &c),
         }
     }
-}
-
-/// Whether the host runs the library's wide code: x86-64 with AVX2 and FMA.
-pub fn host_has_wide_code() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// Whether kernels call the library by default: the host has its wide code
-/// ([`host_has_wide_code`]) and [`VECLIB_ENV`] is not `0`.
-pub fn default_on() -> bool {
-    host_has_wide_code() && std::env::var(VECLIB_ENV).map_or(true, |v| v.trim() != "0")
 }
 
 /// Defines `$map::<NT>(src, dst, c)`, the host-dispatched slice map: `dst[i] = f(src[i], c)`

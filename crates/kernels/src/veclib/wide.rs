@@ -371,14 +371,7 @@ mod x86 {
 
 /// Whether the host runs this module's code.
 pub(super) fn host_has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::target::CpuFeatures::host().has_avx512_library()
 }
 
 /// Runs `f` on a host with AVX-512, or returns 0.

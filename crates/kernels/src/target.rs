@@ -1,0 +1,259 @@
+//! The one owner of what the host can run and which code paths are switched on: the CPU's
+//! features (detected once per process) and the `GRAPHLIFT_*` switches, read once into a
+//! [`Target`] that the backend builds and passes down explicitly (as Cranelift's ISA flags).
+
+use std::sync::OnceLock;
+
+use crate::parallel::ThreadConfig;
+
+/// Turns the vector math library off (kernels keep `exp`, `tanh`, … inline) when `0`.
+pub const VECLIB_ENV: &str = "GRAPHLIFT_VECLIB";
+/// Turns AVX-512 kernels off (every kernel goes through Cranelift) when `0`.
+pub const AVX512_ENV: &str = "GRAPHLIFT_AVX512";
+/// Turns non-temporal stores off when `0`.
+pub const STREAM_ENV: &str = "GRAPHLIFT_STREAM";
+/// Turns epilogue fusion (kernels run in the output loop of a MatMul or convolution) off
+/// when `0`.
+pub const EPILOGUE_FUSION_ENV: &str = "GRAPHLIFT_EPILOGUE_FUSION";
+/// The number of threads kernel calls are split over (default: the available cores).
+pub const NUM_THREADS_ENV: &str = "GRAPHLIFT_NUM_THREADS";
+
+/// The x86-64 features graphlift's code paths need (all `false` on other architectures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuFeatures {
+    /// AVX2 (256-bit integer and float vectors).
+    pub avx2: bool,
+    /// FMA3 fused multiply-add.
+    pub fma: bool,
+    /// AVX-512 Foundation (sixteen `f32` lanes, mask registers).
+    pub avx512f: bool,
+    /// BMI2 (`shlx`, used for tail masks).
+    pub bmi2: bool,
+}
+
+impl CpuFeatures {
+    /// The host's features, detected on the first call (`cpuid`, through
+    /// `is_x86_feature_detected!`) and cached for the process.
+    pub fn host() -> CpuFeatures {
+        static HOST: OnceLock<CpuFeatures> = OnceLock::new();
+        *HOST.get_or_init(|| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                CpuFeatures {
+                    avx2: std::arch::is_x86_feature_detected!("avx2"),
+                    fma: std::arch::is_x86_feature_detected!("fma"),
+                    avx512f: std::arch::is_x86_feature_detected!("avx512f"),
+                    bmi2: std::arch::is_x86_feature_detected!("bmi2"),
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                CpuFeatures::default()
+            }
+        })
+    }
+
+    /// Whether the vector math library has wide code for this CPU: AVX2 and FMA (its
+    /// AVX-512 code also needs [`CpuFeatures::avx512f`]).
+    pub fn has_wide_library(&self) -> bool {
+        self.avx2 && self.fma
+    }
+
+    /// Whether the library's sixteen-lane code runs: AVX-512F.
+    pub fn has_avx512_library(&self) -> bool {
+        self.avx512f
+    }
+
+    /// Whether the AVX-512 kernel assembler's code runs: AVX-512F and BMI2.
+    pub fn has_avx512_kernels(&self) -> bool {
+        self.avx512f && self.bmi2
+    }
+}
+
+/// Where a setting came from when it is off: the host cannot run the code, or it was
+/// switched off (by a `GRAPHLIFT_*` variable or a `with_*` call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Off {
+    /// The setting is on.
+    No,
+    /// The host lacks the named features.
+    Host(&'static str),
+    /// Switched off by the environment variable or the builder.
+    Switched(&'static str),
+}
+
+impl std::fmt::Display for Off {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Off::No => write!(f, "on"),
+            Off::Host(what) => write!(f, "the host lacks {what}"),
+            Off::Switched(var) => write!(f, "switched off ({var}=0 or the backend's setting)"),
+        }
+    }
+}
+
+/// The code paths a backend compiles for: the host's features and every switch, read once.
+/// A setting the host cannot run is off whatever is asked ([`Target::veclib_off`] and the
+/// like say why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// The CPU the code runs on.
+    pub features: CpuFeatures,
+    veclib: bool,
+    avx512: bool,
+    stream: bool,
+    epilogue_fusion: bool,
+    threads: ThreadConfig,
+}
+
+/// A switch variable's value: on unless it is set to `0`.
+fn switch(var: &str) -> bool {
+    std::env::var(var).map_or(true, |v| v.trim() != "0")
+}
+
+impl Target {
+    /// The host with every code path it can run switched on, and
+    /// [`ThreadConfig::default`]'s threads (the environment is not read).
+    pub fn host() -> Target {
+        Target::for_features(CpuFeatures::host())
+    }
+
+    /// `features` with every code path switched on.
+    pub fn for_features(features: CpuFeatures) -> Target {
+        Target {
+            features,
+            veclib: true,
+            avx512: true,
+            stream: true,
+            epilogue_fusion: true,
+            threads: ThreadConfig::default(),
+        }
+    }
+
+    /// The host, with [`VECLIB_ENV`], [`AVX512_ENV`], [`STREAM_ENV`] and
+    /// [`EPILOGUE_FUSION_ENV`] (each on unless set to `0`) and [`NUM_THREADS_ENV`]
+    /// ([`ThreadConfig::from_threads_var`]) read now.
+    pub fn from_env() -> Target {
+        Target {
+            veclib: switch(VECLIB_ENV),
+            avx512: switch(AVX512_ENV),
+            stream: switch(STREAM_ENV),
+            epilogue_fusion: switch(EPILOGUE_FUSION_ENV),
+            threads: ThreadConfig::from_threads_var(std::env::var(NUM_THREADS_ENV).ok().as_deref()),
+            ..Target::host()
+        }
+    }
+
+    /// This target with the vector math library switched on or off.
+    pub fn with_veclib(self, on: bool) -> Target {
+        Target { veclib: on, ..self }
+    }
+
+    /// This target with AVX-512 kernels switched on or off.
+    pub fn with_avx512(self, on: bool) -> Target {
+        Target { avx512: on, ..self }
+    }
+
+    /// This target with non-temporal stores switched on or off.
+    pub fn with_streaming_stores(self, on: bool) -> Target {
+        Target { stream: on, ..self }
+    }
+
+    /// This target with epilogue fusion switched on or off.
+    pub fn with_epilogue_fusion(self, on: bool) -> Target {
+        Target {
+            epilogue_fusion: on,
+            ..self
+        }
+    }
+
+    /// This target with a thread configuration.
+    pub fn with_threads(self, threads: ThreadConfig) -> Target {
+        Target { threads, ..self }
+    }
+
+    /// Why kernels do not call the vector math library, or [`Off::No`].
+    pub fn veclib_off(&self) -> Off {
+        if !self.features.has_wide_library() {
+            Off::Host("AVX2 and FMA")
+        } else if !self.veclib {
+            Off::Switched(VECLIB_ENV)
+        } else {
+            Off::No
+        }
+    }
+
+    /// Why no kernel is AVX-512 code, or [`Off::No`].
+    pub fn avx512_off(&self) -> Off {
+        if !self.features.has_avx512_kernels() {
+            Off::Host("AVX-512F and BMI2")
+        } else if !self.avx512 {
+            Off::Switched(AVX512_ENV)
+        } else {
+            Off::No
+        }
+    }
+
+    /// Why no kernel writes with non-temporal stores, or [`Off::No`].
+    pub fn stream_off(&self) -> Off {
+        if !cfg!(target_arch = "x86_64") {
+            Off::Host("x86-64 non-temporal stores")
+        } else if !self.stream {
+            Off::Switched(STREAM_ENV)
+        } else {
+            Off::No
+        }
+    }
+
+    /// Whether `f32` `exp`, `sigmoid`, `tanh`, `erf`, divisions and the GELU and SiLU forms
+    /// of four-lane kernels are calls to the vector math library.
+    pub fn veclib(&self) -> bool {
+        self.veclib_off() == Off::No
+    }
+
+    /// Whether kernels that qualify are assembled as sixteen-lane AVX-512 code.
+    pub fn avx512(&self) -> bool {
+        self.avx512_off() == Off::No
+    }
+
+    /// Whether kernels whose calls move more than the last-level cache write their outputs
+    /// with non-temporal stores.
+    pub fn streaming_stores(&self) -> bool {
+        self.stream_off() == Off::No
+    }
+
+    /// Whether kernels that consume a MatMul or convolution result run in its output loop.
+    pub fn epilogue_fusion(&self) -> bool {
+        self.epilogue_fusion
+    }
+
+    /// How kernel calls are split over threads.
+    pub fn threads(&self) -> ThreadConfig {
+        self.threads
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_without_the_features_gets_no_wide_code_whatever_is_asked() {
+        let bare = Target::for_features(CpuFeatures::default()).with_veclib(true);
+        assert!(!bare.veclib() && !bare.avx512());
+        assert_eq!(bare.veclib_off(), Off::Host("AVX2 and FMA"));
+        assert_eq!(bare.avx512_off(), Off::Host("AVX-512F and BMI2"));
+        let full = CpuFeatures {
+            avx2: true,
+            fma: true,
+            avx512f: true,
+            bmi2: true,
+        };
+        let t = Target::for_features(full);
+        assert!(t.veclib() && t.avx512() && t.epilogue_fusion());
+        let off = t.with_avx512(false).with_veclib(false);
+        assert_eq!(off.avx512_off(), Off::Switched(AVX512_ENV));
+        assert_eq!(off.veclib_off(), Off::Switched(VECLIB_ENV));
+        assert!(off.avx512_off().to_string().contains("GRAPHLIFT_AVX512=0"));
+    }
+}
