@@ -1,4 +1,4 @@
-//! `graphlift bench-expr EXPR N`: the external-program protocol of `../shared/peers`
+//! `graphlift bench-expr EXPR N`: the external-program protocol of the peers benchmark harness
 //! (its README, "Protocol for an external program"), so the peers harness times graphlift
 //! in the same interleaved rounds as numpy, XLA, Halide and onnxruntime.
 //!

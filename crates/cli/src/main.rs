@@ -32,7 +32,7 @@ struct Cli {
 enum Command {
     /// Run an ONNX model (or the embedded default model) and print its outputs.
     Run(RunArgs),
-    /// Time a peer expression (E1-E4 of ../shared/peers) over N elements and print
+    /// Time a peer expression (E1-E4, the peers benchmark's expressions) over N elements and print
     /// `ns_per_element=<float>` (the peers harness's external-program protocol).
     BenchExpr {
         /// E1, E2, E3 or E4.
