@@ -8,10 +8,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use graphlift::exprs::peer_expression;
 use graphlift::jit::CpuJitBackend;
 use graphlift::runtime::Backend as _;
 use graphlift::{Backend, ElementType, Executable, Tensor};
+use graphlift_harness::exprs::peer_expression;
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("call_overhead_E1");

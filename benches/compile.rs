@@ -12,11 +12,11 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use graphlift::exprs::{peer_expression, PEER_EXPRESSIONS};
 use graphlift::ir::{BinaryOp, Op, UnaryOp};
 use graphlift::jit::CpuJitBackend;
 use graphlift::Executable as _;
 use graphlift::{ElementType, Function, FunctionBuilder};
+use graphlift_harness::exprs::{peer_expression, PEER_EXPRESSIONS};
 
 const N: usize = 1 << 14;
 

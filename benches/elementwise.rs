@@ -1,4 +1,4 @@
-//! The peer expressions E1–E4 (`graphlift::exprs`) on CPU-JIT with 1 and 2 threads and on
+//! The peer expressions E1–E4 (`graphlift_harness::exprs`) on CPU-JIT with 1 and 2 threads and on
 //! INTERPRETER, beside a hand-written Rust loop of the same expression and a trivial
 //! streaming loop (the same bytes read and written, adds only), at 2^10 .. 2^24 f32
 //! elements.
@@ -9,10 +9,10 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use graphlift::exprs::{peer_expression, peer_expression_inputs, PEER_EXPRESSIONS};
 use graphlift::jit::CpuJitBackend;
 use graphlift::runtime::Backend as _;
 use graphlift::{Backend, ElementType, Executable, Tensor};
+use graphlift_harness::exprs::{peer_expression, peer_expression_inputs, PEER_EXPRESSIONS};
 
 const SIZES: [u32; 5] = [10, 14, 18, 22, 24];
 

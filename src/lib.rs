@@ -21,9 +21,6 @@
 
 use std::sync::Arc;
 
-pub mod differential;
-pub mod exprs;
-
 pub use graphlift_ir as ir;
 pub use graphlift_jit as jit;
 pub use graphlift_onnx as onnx;

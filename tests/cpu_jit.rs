@@ -183,7 +183,7 @@ fn jit_memory_is_freed_when_executables_are_dropped() {
 fn kernel_results_are_written_into_the_callers_output_buffers() {
     let _s = serial();
     let n = 4096;
-    let f = graphlift::exprs::peer_expression("E1", n).unwrap();
+    let f = graphlift_harness::exprs::peer_expression("E1", n).unwrap();
     let exe = Backend::create("CPU-JIT").unwrap().compile(&f).unwrap();
     let x = Tensor::from_vec((0..n).map(|i| i as f32 - 2000.0).collect::<Vec<_>>(), [n]).unwrap();
     let inputs = [x.clone(), x.clone(), x.clone(), x];

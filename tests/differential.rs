@@ -1,6 +1,6 @@
 //! Differential property test: CPU-JIT against INTERPRETER on random elementwise graphs.
 //!
-//! The cases, the graph builder and the tolerance live in [`graphlift::differential`], which
+//! The cases, the graph builder and the tolerance live in [`graphlift_harness::differential`], which
 //! the fuzz target `fuzz/fuzz_targets/differential.rs` shares. Here proptest draws the cases:
 //! target shapes of rank 0–3 with extents that are not multiples of 4 (0 and 1 included),
 //! 1–4 parameters of every element type, 1–10 ops of the whole elementwise set.
@@ -10,8 +10,8 @@
 
 use std::cell::{Cell, RefCell};
 
-use graphlift::differential::{check, Case, OpSpec, ParamSpec, Stats};
 use graphlift::Backend;
+use graphlift_harness::differential::{check, Case, OpSpec, ParamSpec, Stats};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 

@@ -1,9 +1,9 @@
 //! Multi-thread kernel calls on the peer expressions E1–E4: results split over threads equal
 //! one thread's bit for bit, at sizes around chunk boundaries.
 
-use graphlift::exprs::{peer_expression, peer_expression_inputs, PEER_EXPRESSIONS};
 use graphlift::jit::{CpuJitBackend, ThreadConfig};
 use graphlift::{Executable, Tensor};
+use graphlift_harness::exprs::{peer_expression, peer_expression_inputs, PEER_EXPRESSIONS};
 
 /// Deterministic inputs in [-8, 8).
 fn input(n: usize, seed: u64) -> Vec<f32> {

@@ -1,5 +1,5 @@
 //! Differential fuzzing: raw bytes decode into a random elementwise Function
-//! ([`graphlift::differential::Case`]); CPU-JIT and INTERPRETER run it and must agree
+//! ([`graphlift_harness::differential::Case`]); CPU-JIT and INTERPRETER run it and must agree
 //! within the documented tolerance (bit for bit for exact ops, the ulp bound for the `f32`
 //! vector math). A difference, an error from either backend on a Function the builder
 //! accepted, or a crash is a finding.
@@ -12,9 +12,9 @@
 use std::sync::{Arc, OnceLock};
 
 use arbitrary::{Arbitrary, Result, Unstructured};
-use graphlift::differential::{check, Case, OpSpec, ParamSpec};
 use graphlift::runtime::Backend as BackendTrait;
 use graphlift::Backend;
+use graphlift_harness::differential::{check, Case, OpSpec, ParamSpec};
 use libfuzzer_sys::fuzz_target;
 
 /// Extents across the vector-width (2 and 4 lanes) and 2× unroll (4 and 8) boundaries.

@@ -1,21 +1,21 @@
 //! `graphlift accuracy`: the error tables of the inline `f32` and (`--f64`) `f64` vector
 //! math.
 //!
-//! `--pow` measures `f32` `Power` ([`graphlift::jit::accuracy::sweep_pow_f32`]), and
-//! `--pow --f64` `f64` `Power` against 256-bit references ([`graphlift::jit::accuracy::sweep_pow_f64`]).
+//! `--pow` measures `f32` `Power` ([`graphlift_harness::accuracy::sweep_pow_f32`]), and
+//! `--pow --f64` `f64` `Power` against 256-bit references ([`graphlift_harness::accuracy::sweep_pow_f64`]).
 //!
 //! `--f64` measures the `f64` functions in the `F64X2` loop (or the scalar loop with
-//! `--scalar`) on the dense sample of [`graphlift::jit::accuracy::f64_sample`] against
-//! 256-bit reference values ([`graphlift::jit::accuracy::reference`]), with the same columns.
+//! `--scalar`) on the dense sample of [`graphlift_harness::accuracy::f64_sample`] against
+//! 256-bit reference values ([`graphlift_harness::accuracy::reference`]), with the same columns.
 //!
 //! Sweeps every `f32` bit pattern (every K-th with `--step K`) through the JIT code that
-//! kernels use ([`graphlift::jit::accuracy`]) and prints, per function, the documented bound,
+//! kernels use ([`graphlift_harness::accuracy`]) and prints, per function, the documented bound,
 //! the maximum error in ulp and where, the maximum relative error (normal range) and where,
 //! and any broken range or special-value guarantee. Exits non-zero when a function is past
 //! its bound, so a thinned sweep can gate a build.
 
 use graphlift::ir::{ElementType, UnaryOp};
-use graphlift::jit::accuracy::{
+use graphlift_harness::accuracy::{
     f64_sample, sweep_f32, sweep_f64, sweep_pow_f32, sweep_pow_f64, Accuracy, AccuracyF64,
     AccuracyPow, LoopKind, F32_FUNCTIONS, POW_EXPONENTS, POW_EXPONENTS_F64, POW_TARGETS,
 };

@@ -9,8 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-use graphlift::exprs::{peer_expression, peer_expression_inputs, peer_expression_reference};
 use graphlift::{Backend, ElementType, Tensor};
+use graphlift_harness::exprs::{
+    peer_expression, peer_expression_inputs, peer_expression_reference,
+};
 use rand::{rngs::StdRng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 

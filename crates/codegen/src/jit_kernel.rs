@@ -124,7 +124,7 @@ impl JitKernel {
     }
 
     /// `true` when the kernel is sixteen-lane AVX-512 code assembled without Cranelift (a
-    /// kernel of simple `f32` operations, see [`crate::CpuJitBackend::with_avx512`]); its
+    /// kernel of simple `f32` operations, see `crate::CpuJitBackend::with_avx512`); its
     /// results are bit-identical to [`JitKernel::compile_inline`]'s.
     pub fn is_avx512(&self) -> bool {
         self.kernel.is_avx512()

@@ -22,7 +22,6 @@
 #![warn(missing_docs)]
 
 pub mod access;
-pub mod accuracy;
 pub mod avx512;
 pub mod broadcast;
 pub mod calls;

@@ -33,7 +33,7 @@ pub struct Frame<'p> {
     pub args: Vec<Option<Value>>,
     /// Output buffer pointers.
     pub outs: Vec<Value>,
-    /// The width each slot's value is computed at ([`forms`]).
+    /// The width each slot's value is computed at (`forms`).
     pub forms: Vec<Lanes>,
     /// Invariant slot values, computed in the preheader.
     pub invariants: Vec<Option<Parts>>,

@@ -225,7 +225,7 @@ fn min_max_constant(e: &mut Emit, op: BinaryOp, x: Value, c_value: Value, c: f64
 }
 
 /// The test of `x` against the constant `c` (not NaN) under which `Maximum(x, c)` (or
-/// `Minimum`) is `c` ([`min_max_constant`]): `x < c` (`x > c`), or `x <= c` (`x >= c`) when
+/// `Minimum`) is `c` (`min_max_constant`): `x < c` (`x > c`), or `x <= c` (`x >= c`) when
 /// `c` is the zero that must win over the other (`+0` for `Maximum`, `-0` for `Minimum`).
 pub fn constant_bound_test(op: BinaryOp, c: f64) -> FloatCC {
     let zero_wins = |negative: bool| c == 0.0 && c.is_sign_negative() == negative;

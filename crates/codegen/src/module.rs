@@ -18,7 +18,7 @@ static LIVE_MODULES: AtomicUsize = AtomicUsize::new(0);
 
 /// Number of JIT modules whose code memory is currently mapped, process-wide.
 ///
-/// Every [`crate::JitKernel`] holds one module; a [`crate::CpuJitExecutable`] holds the
+/// Every [`crate::JitKernel`] holds one module; a `crate::CpuJitExecutable` holds the
 /// modules of its kernels, which it shares with other executables of its backend and with the
 /// backend's kernel cache (a compile that hits the cache for every kernel adds no module).
 /// The count goes down when a module's last user is dropped and its memory freed. For
@@ -29,7 +29,7 @@ pub fn live_modules() -> usize {
 
 /// Reports whether some modules' code memory has been released.
 ///
-/// Obtained from [`crate::CpuJitExecutable::memory_watch`] or
+/// Obtained from `crate::CpuJitExecutable::memory_watch` or
 /// [`crate::JitKernel::memory_watch`]; it does not keep the module alive.
 #[derive(Debug, Clone)]
 pub struct MemoryWatch(Vec<Weak<()>>);

@@ -6,13 +6,13 @@
 //! and `erf` of per-element values, and divisions of two per-element values, by calling
 //! [`graphlift_kernels::veclib`], whose code uses the host's widest vectors, instead of inline four-lane
 //! code ([`super::calls`] finds the calls). It runs its iteration space in *strips* of at
-//! most [`MAX_STRIP`] elements (Halide's `split`), and each strip in *stages*:
+//! most `MAX_STRIP` elements (Halide's `split`), and each strip in *stages*:
 //!
 //! - a slot's stage is the number of library calls on its longest path from the loads: a
 //!   call's result is available from the stage after its arguments';
 //! - stage `t`'s loop (the usual main and tail loops, over the strip) stores into strip
 //!   buffers the values of stage `t` that later calls take as arguments or that later
-//!   stages need and would take more than [`RECOMPUTE`] operations to compute again; the
+//!   stages need and would take more than `RECOMPUTE` operations to compute again; the
 //!   last stage computes and stores the kernel's outputs; each loop computes only what its
 //!   stores need, reads what earlier stages and calls left in buffers, and recomputes the
 //!   cheap values it shares with an earlier stage (loads, constants, short chains);
@@ -29,7 +29,7 @@
 //! into strip buffers, each strip is copied out with non-temporal stores, and the kernel
 //! fences them once before it returns.
 //!
-//! A kernel with more than [`MAX_STAGES`] stages keeps its vector math inline. Strip
+//! A kernel with more than `MAX_STAGES` stages keeps its vector math inline. Strip
 //! buffers are one explicit stack slot of the kernel's frame, so each thread's call has its
 //! own. Calls write outputs before later stages read inputs: sound because the
 //! runtime never passes an output that overlaps an input (outputs are distinct `&mut`
@@ -41,9 +41,9 @@
 //! elements a call of 128 is two blocks, its start and end a large share: a bias add
 //! then GELU-tanh (`[16, 1024]` plus a `[1024]` row, 1 thread) took 0.277–0.283 ns per
 //! element at 128, 0.236–0.242 at 256, 0.237–0.240 at 512 and 0.249–0.252 at 1,024
-//! (2026-11-26), so strips are at most 256 elements ([`MAX_STRIP`]; 128 for a kernel that
-//! only streams, [`STREAM_STRIP`]). A kernel without buffers runs long strips
-//! ([`DIRECT_STRIP`]).
+//! (2026-11-26), so strips are at most 256 elements (`MAX_STRIP`; 128 for a kernel that
+//! only streams, `STREAM_STRIP`). A kernel without buffers runs long strips
+//! (`DIRECT_STRIP`).
 //!
 //! Results are bit-identical to the inline kernel (a NaN for a NaN): the library performs
 //! the inline code's operations ([`graphlift_kernels::veclib`]), every other slot is lowered as before,
@@ -169,7 +169,7 @@ pub struct StripPlan {
 
 impl StripPlan {
     /// The strip plan of `plan`, or `None` when it neither calls the library nor streams (or
-    /// its chain of calls is longer than [`MAX_STAGES`]).
+    /// its chain of calls is longer than `MAX_STAGES`).
     pub fn of(plan: &KernelPlan) -> Option<StripPlan> {
         let library = LibraryCalls::of(plan);
         let stream = plan.stream && plan.lanes == Lanes::X4;

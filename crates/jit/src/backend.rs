@@ -59,7 +59,7 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// loop, on each block of the result as soon as it is written, while the block is in cache
 /// (XLA's output fusion; oneDNN's post-ops). A block is a whole product, a thread's block
 /// of rows, or the output planes of several (image, group) pairs. Which kernels run this
-/// way is in [`KernelInfo::epilogue_of`]; results are bit-identical with it off
+/// way is in `KernelInfo::epilogue_of`; results are bit-identical with it off
 /// ([`CpuJitBackend::with_epilogue_fusion`], `GRAPHLIFT_EPILOGUE_FUSION=0`).
 ///
 /// **Threads.** A kernel call whose work (memory traffic plus compute, in bytes and

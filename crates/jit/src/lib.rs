@@ -22,7 +22,7 @@ mod tests;
 pub use backend::{CpuJitBackend, CpuJitExecutable, ExecutableCacheStats, BACKEND_NAME};
 pub use cache::KernelCacheStats;
 pub use graphlift_codegen::module::{live_modules, MemoryWatch};
-pub use graphlift_codegen::{accuracy, vmath, JitError, JitKernel};
+pub use graphlift_codegen::{vmath, JitError, JitKernel};
 pub use graphlift_kernels::parallel::{self, ThreadConfig};
 pub use graphlift_kernels::target::{
     CpuFeatures, Off, Target, AVX512_ENV, EPILOGUE_FUSION_ENV, NUM_THREADS_ENV, STREAM_ENV,

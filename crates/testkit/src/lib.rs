@@ -2,6 +2,8 @@
 //! that are deterministic across runs and hosts, the special values of each element type, and
 //! bitwise comparison of results.
 
+pub mod reference;
+
 use graphlift_ir::{ElementType, TensorData};
 use graphlift_runtime::Tensor;
 

@@ -11,8 +11,6 @@ mod mixed;
 mod ops;
 mod stream;
 mod veclib;
-mod vmath;
-mod vmath_f64;
 mod x2;
 use crate::JitKernel;
 use graphlift_ir::{ElementType, Function, TensorData};
@@ -117,7 +115,7 @@ pub(super) enum Expect<'a> {
     UlpF64(f64, graphlift_ir::UnaryOp),
     /// `Power` on `f64` (a two-input kernel, one output): within [`crate::vmath::pow::MAX_ULP_F64`]
     /// of the 256-bit reference value, and the interpreter's bits wherever an operand is special
-    /// ([`crate::accuracy::pow_special_operands`]).
+    /// ([`graphlift_testkit::reference::pow_special_operands`]).
     PowF64,
 }
 
@@ -187,15 +185,15 @@ fn compare_range(
                 for (k, (&y, &want)) in v.iter().zip(r).enumerate() {
                     let at = inside[k];
                     let (a, p) = (xs[at % xs.len()], ys[at % ys.len()]);
-                    let err = crate::accuracy::reference::ulp_error(
+                    let err = graphlift_testkit::reference::ulp_error(
                         y,
-                        &crate::accuracy::reference::exact_pow(a, p),
+                        &graphlift_testkit::reference::exact_pow(a, p),
                     );
                     assert!(
                         err <= bound,
                         "{what}: element {at}: pow({a:e}, {p:e}) = {y:e} is {err} ulp off (bound {bound})"
                     );
-                    if crate::accuracy::pow_special_operands(a, p) {
+                    if graphlift_testkit::reference::pow_special_operands(a, p) {
                         assert!(
                             y.to_bits() == want.to_bits() || y.is_nan() && want.is_nan(),
                             "{what}: element {at}: pow({a:e}, {p:e}) = {y:e}, the interpreter gives {want:e}"
@@ -210,9 +208,9 @@ fn compare_range(
                 for (k, &y) in v.iter().enumerate() {
                     let at = inside[k];
                     let x = xs[at % xs.len().max(1)];
-                    let err = crate::accuracy::reference::ulp_error(
+                    let err = graphlift_testkit::reference::ulp_error(
                         y,
-                        &crate::accuracy::reference::exact(op, x),
+                        &graphlift_testkit::reference::exact(op, x),
                     );
                     assert!(
                         err <= bound,

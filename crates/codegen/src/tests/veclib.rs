@@ -4,7 +4,6 @@
 //! sides of a call, and several outputs; activation forms are found where they are whole
 //! and only there.
 
-use crate::accuracy::LoopKind;
 use crate::strip::StripPlan;
 use crate::JitKernel;
 use graphlift_ir::{ElementType, Function, FunctionBuilder, Op, UnaryOp, Value};
@@ -81,7 +80,7 @@ fn library_results_are_the_inline_codes_bit_for_bit() {
         let x = b.parameter("x", ElementType::F32, [xs.len()]);
         let body = b.finish(&[b.op(Op::Unary(op), &[x])]).unwrap();
         let inline = run(
-            &LoopKind::Vector.compile(&body).unwrap(),
+            &JitKernel::compile_inline(&body).unwrap(),
             &[&input],
             xs.len(),
             (0, xs.len()),

@@ -155,7 +155,7 @@ fn ieee_cases(e: &mut Emit, x: Value, y: Value, r: Value) -> Value {
 
 /// Emits `x^y` for `f64` values `x`, `y` (at [`Lanes::X2`] or [`Lanes::X1`]).
 ///
-/// 1. `ln|x| = L_hi + L_lo` to about 2^-66 relative ([`ln_dd`]).
+/// 1. `ln|x| = L_hi + L_lo` to about 2^-66 relative (`ln_dd`).
 /// 2. `w = y·L`: `w_hi = y·L_hi` and `w_lo = fma(y, L_hi, −w_hi) + y·L_lo`.
 /// 3. `w_hi` is clamped to `[-746, 710]` (beyond them the result is `0` or `inf`; `w_lo` is
 ///    dropped there), `n = round(w_hi/ln2)`, and the reduced argument

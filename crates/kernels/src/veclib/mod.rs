@@ -1,5 +1,5 @@
 //! The vector math library: `f32` `exp`, `sigmoid`, `tanh`, `erf`, division and the
-//! activation forms GELU and SiLU ([`forms`]) over strips of elements, compiled ahead of time
+//! activation forms GELU and SiLU (`forms`) over strips of elements, compiled ahead of time
 //! for the host's widest vectors, which fused kernels call.
 //!
 //! Cranelift 0.135 lowers 128-bit vectors only (four `f32` lanes), and the inline vector
@@ -14,8 +14,8 @@
 //! goes on with the results.
 //!
 //! Each function is the inline function's algorithm performed one element at a time
-//! ([`lane`]), operation for operation, division is IEEE division, and a form performs its
-//! expression's operations in their order ([`forms`]), so a library call
+//! (`lane`), operation for operation, division is IEEE division, and a form performs its
+//! expression's operations in their order (`forms`), so a library call
 //! gives the inline code's result bit for bit (a NaN for a NaN: the sign and payload of a
 //! NaN are not specified), and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp,
 //! `erf` 2 ulp, `tanh` 6 ulp, measured over every `f32`) hold for both. `tests/veclib.rs`
@@ -24,7 +24,7 @@
 //! code over every `f32` (the same maxima as the inline code's, 2026-11-25).
 //!
 //! On a host with AVX-512 every function but division (`exp`, `sigmoid`, `tanh`, `erf` and
-//! the forms) runs hand-written intrinsics code for their whole sixteen-element vectors ([`wide`]: the same
+//! the forms) runs hand-written intrinsics code for their whole sixteen-element vectors (`wide`: the same
 //! bits, one instruction for the scaling by `2^n`, a two-stage software pipeline), the lane
 //! code for the rest; each of them also has an entry point that writes its results with
 //! non-temporal stores, which kernels too large for the cache call ([`VecFn::streams`]).
@@ -57,15 +57,15 @@ pub enum VecFn {
     Erf,
     /// `a / b` (IEEE division).
     Divide,
-    /// GELU, tanh form ([`forms::GELU_TANH`]).
+    /// GELU, tanh form (`forms::GELU_TANH`).
     GeluTanh,
-    /// GELU, erf form ([`forms::GELU_ERF`]).
+    /// GELU, erf form (`forms::GELU_ERF`).
     GeluErf,
-    /// GELU, erf form with a division ([`forms::GELU_ERF_DIVIDE`]).
+    /// GELU, erf form with a division (`forms::GELU_ERF_DIVIDE`).
     GeluErfDivide,
-    /// SiLU ([`forms::SILU`]).
+    /// SiLU (`forms::SILU`).
     Silu,
-    /// SiLU written with `exp` ([`forms::SILU_EXP`]).
+    /// SiLU written with `exp` (`forms::SILU_EXP`).
     SiluExp,
 }
 
@@ -204,7 +204,7 @@ impl VecFn {
     }
 
     /// Whether it has an entry point that writes its results with non-temporal stores: the
-    /// functions with AVX-512 code ([`wide`]: all but division), on a host that has it. A kernel that streams
+    /// functions with AVX-512 code (`wide`: all but division), on a host that has it. A kernel that streams
     /// (`KernelPlan::stream`) calls that entry for a call whose result is an output.
     pub fn streams(self) -> bool {
         self != VecFn::Divide && wide::host_has_avx512()

@@ -2,9 +2,9 @@
 //! loop, the two give the same bits, special values are the interpreter's, and a thinned
 //! dense sample is within the documented bounds against the 256-bit references.
 
-use crate::accuracy::{f64_sample, kernel_f64, sweep_f64, LoopKind};
-use crate::vmath::{self, FUNCTIONS};
-use crate::JitKernel;
+use graphlift_codegen::vmath::{self, FUNCTIONS};
+use graphlift_codegen::JitKernel;
+use graphlift_harness::accuracy::{f64_sample, kernel_f64, sweep_f64, LoopKind};
 use graphlift_ir::{ElementType, UnaryOp};
 use graphlift_runtime::reference::unary_f64;
 use graphlift_runtime::Tensor;
@@ -74,7 +74,7 @@ fn each_function_compiles_in_both_loops_with_the_interpreters_special_values() {
                     );
                 }
                 assert!(
-                    crate::accuracy::guarantee_holds_f64(op, x, y),
+                    graphlift_harness::accuracy::guarantee_holds_f64(op, x, y),
                     "{}({x:e}) = {y:e} ({kind:?})",
                     op.name()
                 );
@@ -180,11 +180,11 @@ fn thinned_f64_sample_within_documented_bounds_against_the_reference() {
 }
 
 /// The interpreter's own `f64` functions (the reference the differential checks compare
-/// against) are within [`crate::accuracy::INTERPRETER_F64_MAX_ULP`] of MPFR on the dense
+/// against) are within [`graphlift_harness::accuracy::INTERPRETER_F64_MAX_ULP`] of MPFR on the dense
 /// sample (16 inputs per binade here; the documented figures used 256).
 #[test]
 fn interpreter_f64_functions_are_within_their_allowance() {
-    use crate::accuracy::{reference, INTERPRETER_F64_MAX_ULP};
+    use graphlift_harness::accuracy::{reference, INTERPRETER_F64_MAX_ULP};
     let xs = f64_sample(16);
     for op in FUNCTIONS {
         let (ulp, at) = xs
@@ -279,7 +279,9 @@ fn pow_f32_special_cases_loops_and_accuracy() {
         );
         let want = binary_f32(BinaryOp::Power, x, y);
         let exact = binary_f64(BinaryOp::Power, f64::from(x), f64::from(y));
-        if crate::accuracy::pow_special_operands(f64::from(x), f64::from(y)) || !exact.is_finite() {
+        if graphlift_harness::accuracy::pow_special_operands(f64::from(x), f64::from(y))
+            || !exact.is_finite()
+        {
             assert!(
                 want.to_bits() == v[i].to_bits() || want.is_nan() && v[i].is_nan(),
                 "pow({x:e}, {y:e}) = {:e}, the interpreter gives {want:e}",
@@ -301,7 +303,7 @@ fn pow_f32_special_cases_loops_and_accuracy() {
 #[test]
 fn thinned_pow_sweep_within_bound_in_both_loops() {
     for kind in [LoopKind::Vector, LoopKind::Scalar] {
-        let a = crate::accuracy::sweep_pow_f32(1 << 17, kind).unwrap();
+        let a = graphlift_harness::accuracy::sweep_pow_f32(1 << 17, kind).unwrap();
         assert_eq!(a.checked, (1u64 << 15) * 32);
         assert!(a.within_bound(), "{a:?}");
     }
@@ -313,7 +315,7 @@ fn thinned_pow_sweep_within_bound_in_both_loops() {
 /// case bit for bit as the interpreter, and the two loops bit-equal.
 #[test]
 fn thinned_pow_f64_sample_within_bound_in_both_loops() {
-    use crate::accuracy::{pow_f64_exponents, sweep_pow_f64};
+    use graphlift_harness::accuracy::{pow_f64_exponents, sweep_pow_f64};
     let v = sweep_pow_f64(1, LoopKind::Vector).unwrap();
     let s = sweep_pow_f64(1, LoopKind::Scalar).unwrap();
     let pairs: u64 = f64_sample(1)
@@ -333,7 +335,7 @@ fn thinned_pow_f64_sample_within_bound_in_both_loops() {
 /// (special, subnormal, overflowing, negative bases with integer exponents).
 #[test]
 fn pow_f64_vector_and_scalar_loops_agree_bit_for_bit() {
-    use crate::accuracy::pow_f64_exponents;
+    use graphlift_harness::accuracy::pow_f64_exponents;
     let (xs, ys): (Vec<f64>, Vec<f64>) = f64_sample(2)
         .into_iter()
         .step_by(7)

@@ -8,7 +8,7 @@
 //! | E3 | x: `f32[N]` | `x / (1 + exp(-x))` (SiLU) |
 //! | E4 | X: `f32[N/1024, 1024]`, b: `f32[1024]` | `max(X + b, 0)` (bias add + relu) |
 
-use crate::{ElementType, Function, FunctionBuilder, IrError, Shape};
+use graphlift_ir::{ElementType, Function, FunctionBuilder, IrError, Shape};
 
 /// The names of the expressions.
 pub const PEER_EXPRESSIONS: [&str; 4] = ["E1", "E2", "E3", "E4"];

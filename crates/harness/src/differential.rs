@@ -18,7 +18,7 @@
 //! (an almost exact value at `f32` scale); for `f64` the reference's `f64` result, which is
 //! itself up to [`F64_REFERENCE_ULP`] from the exact value, so an `f64` sink may differ from
 //! it by its bound plus that (the bound itself is measured against 256-bit references:
-//! `graphlift_jit::accuracy::sweep_f64`).
+//! `crate::accuracy::sweep_f64`).
 //! `Power` on `f32` and `f64` (inline since issue 3) is a sink too, held to its bound
 //! ([`graphlift_jit::vmath::pow::MAX_ULP`], [`graphlift_jit::vmath::pow::MAX_ULP_F64`]) plus
 //! [`POWER_REFERENCE_ULP`] against the interpreter's result.
@@ -36,9 +36,9 @@ use graphlift_runtime::{Backend, Tensor};
 
 /// The error, in `f64` ulp, allowed for the interpreter's own `f64` transcendental
 /// functions, added to an `f64` sink's bound:
-/// [`graphlift_jit::accuracy::INTERPRETER_F64_MAX_ULP`], which a `graphlift-jit` test
+/// [`crate::accuracy::INTERPRETER_F64_MAX_ULP`], which a `graphlift-harness` test
 /// checks against 256-bit references.
-pub const F64_REFERENCE_ULP: f64 = graphlift_jit::accuracy::INTERPRETER_F64_MAX_ULP;
+pub const F64_REFERENCE_ULP: f64 = crate::accuracy::INTERPRETER_F64_MAX_ULP;
 
 /// The error, in ulp of the element type, allowed for the interpreter's own `Power`
 /// (`f64::powf`, glibc's `pow`, documented within 0.52 ulp of `f64`; `f32` `Power` rounds

@@ -1,9 +1,9 @@
 //! Vector math accuracy: a strided sweep of the `f32` bit patterns against the documented
 //! bounds, in the vector loop and the scalar loop, and the special-value guarantees.
 
-use crate::accuracy::{kernel_f32, sweep_f32, LoopKind, F32_FUNCTIONS as FUNCTIONS};
-use crate::vmath::ulp_error;
-use crate::JitKernel;
+use graphlift_codegen::vmath::ulp_error;
+use graphlift_codegen::JitKernel;
+use graphlift_harness::accuracy::{kernel_f32, sweep_f32, LoopKind, F32_FUNCTIONS as FUNCTIONS};
 use graphlift_ir::{ElementType, UnaryOp};
 use graphlift_runtime::Tensor;
 
@@ -65,12 +65,16 @@ fn a_wrong_result_is_caught_by_the_sweep_check() {
     let y = apply(&k, &[0.5])[0];
     let exact = graphlift_runtime::reference::unary_f64(UnaryOp::Exp, 0.5);
     assert!(ulp_error(y, exact) > 1e6);
-    assert!(!crate::accuracy::guarantee_holds(
+    assert!(!graphlift_harness::accuracy::guarantee_holds(
         UnaryOp::Exp,
         f32::NEG_INFINITY,
         1.0
     ));
-    assert!(!crate::accuracy::guarantee_holds(UnaryOp::Tanh, 0.3, 1.5));
+    assert!(!graphlift_harness::accuracy::guarantee_holds(
+        UnaryOp::Tanh,
+        0.3,
+        1.5
+    ));
 }
 
 #[test]
@@ -93,7 +97,7 @@ fn vector_and_scalar_lanes_agree_bit_for_bit() {
 
 #[test]
 fn special_values_and_ranges() {
-    let specials = super::F32_SPECIALS;
+    let specials = graphlift_testkit::F32_SPECIALS;
     for scalar in [false, true] {
         let out: Vec<Vec<f32>> = FUNCTIONS
             .iter()

@@ -14,8 +14,10 @@ use graphlift_ir::{BinaryOp, Element, ElementType, FunctionBuilder, Op};
 use graphlift_runtime::Tensor;
 use rayon::prelude::*;
 
+use graphlift_testkit::reference::pow_special_operands;
+
 use super::{LoopKind, CHUNK};
-use crate::{vmath, JitError, JitKernel};
+use graphlift_codegen::{vmath, JitError, JitKernel};
 
 /// The result of a [`sweep_pow_f32`] or `sweep_pow_f64`: operands and
 /// results of either element type are held as `f64`, exactly.
@@ -83,21 +85,6 @@ impl AccuracyPow {
     pub fn within_bound(&self) -> bool {
         self.max_ulp <= self.bound && self.violations == 0
     }
-}
-
-/// The operands of the IEEE `pow` special cases (for `f32` operands too, converted
-/// exactly): a non-finite or zero operand, `x = ±1`, or a negative `x` with a non-integer
-/// `y` (results there are exact values: `1`, `±0`, `±inf`, NaN, or `±|x|^y`'s sign rule).
-/// Elsewhere `pow` is an ordinary rounded value, where a result exactly halfway between two
-/// representable numbers (e.g. `f32` `2^-150`, or `4097^2`) may round the other way than the
-/// interpreter's (within the ulp bound).
-pub fn pow_special_operands(x: f64, y: f64) -> bool {
-    !x.is_finite()
-        || !y.is_finite()
-        || x == 0.0
-        || y == 0.0
-        || x.abs() == 1.0
-        || (x < 0.0 && y.round() != y)
 }
 
 /// The exponents of [`sweep_pow_f32`]: the special ones (`±0`, `±inf`, NaN, `±1`, `±2`,
@@ -284,9 +271,9 @@ pub fn pow_f64_exponents(x: f64) -> Vec<f64> {
 }
 
 /// Measures `Power` on `f64` ([`vmath::pow`]) in `kind`'s loop against correctly
-/// 256-bit reference values ([`super::reference::exact_pow`]): every base of
+/// 256-bit reference values ([`graphlift_testkit::reference::exact_pow`]): every base of
 /// [`super::f64_sample`]`(per_binade)` with every exponent of [`pow_f64_exponents`]. Errors
-/// are in ulp of `f64` at the exact value ([`super::reference::ulp_error`]); wherever an operand
+/// are in ulp of `f64` at the exact value ([`graphlift_testkit::reference::ulp_error`]); wherever an operand
 /// is special ([`pow_special_operands`]) the result must be the interpreter's bit for bit.
 ///
 /// # Errors
@@ -306,10 +293,14 @@ pub fn sweep_pow_f64(per_binade: u64, kind: LoopKind) -> Result<AccuracyPow, Jit
             let rs = apply_pairs(&k, ElementType::F64, xs, ys)?;
             let mut acc = empty;
             for (&(x, y), &r) in chunk.iter().zip(&rs) {
-                let exact = super::reference::exact_pow(x, y);
+                let exact = graphlift_testkit::reference::exact_pow(x, y);
                 let broken =
                     pow_special_operands(x, y) && !same(r, binary_f64(BinaryOp::Power, x, y));
-                acc.record((x, y, r), super::reference::ulp_error(r, &exact), broken);
+                acc.record(
+                    (x, y, r),
+                    graphlift_testkit::reference::ulp_error(r, &exact),
+                    broken,
+                );
             }
             Ok(acc)
         })

@@ -186,6 +186,21 @@ pub fn exact_pow(x: f64, y: f64) -> BigFloat {
     })
 }
 
+/// The operands of the IEEE `pow` special cases (for `f32` operands too, converted
+/// exactly): a non-finite or zero operand, `x = ±1`, or a negative `x` with a non-integer
+/// `y` (results there are exact values: `1`, `±0`, `±inf`, NaN, or `±|x|^y`'s sign rule).
+/// Elsewhere `pow` is an ordinary rounded value, where a result exactly halfway between two
+/// representable numbers (e.g. `f32` `2^-150`, or `4097^2`) may round the other way than the
+/// interpreter's (within the ulp bound).
+pub fn pow_special_operands(x: f64, y: f64) -> bool {
+    !x.is_finite()
+        || !y.is_finite()
+        || x == 0.0
+        || y == 0.0
+        || x.abs() == 1.0
+        || (x < 0.0 && y.round() != y)
+}
+
 /// A finite, nonzero `BigFloat` rounded toward zero to `f64` (64 bits of its mantissa, then
 /// `ldexp`): enough for an error measure. Zero gives 0, infinities `±∞`, NaN NaN.
 fn to_f64(v: &BigFloat) -> f64 {

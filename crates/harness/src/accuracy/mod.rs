@@ -16,14 +16,14 @@ use graphlift_runtime::reference::unary_f64;
 use graphlift_runtime::Tensor;
 use rayon::prelude::*;
 
-use crate::{vmath, JitError, JitKernel};
+use graphlift_codegen::{vmath, JitError, JitKernel};
 
 mod pow;
-pub mod reference;
+pub use graphlift_testkit::reference;
+pub use graphlift_testkit::reference::pow_special_operands;
 pub use pow::sweep_pow_f64;
 pub use pow::{
-    pow_f64_exponents, pow_special_operands, sweep_pow_f32, AccuracyPow, POW_EXPONENTS,
-    POW_EXPONENTS_F64, POW_TARGETS,
+    pow_f64_exponents, sweep_pow_f32, AccuracyPow, POW_EXPONENTS, POW_EXPONENTS_F64, POW_TARGETS,
 };
 
 /// The functions with an inline `f32` approximation, in table order.
