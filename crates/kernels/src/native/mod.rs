@@ -5,7 +5,6 @@
 
 mod convolution;
 mod epilogue;
-mod exp;
 mod matmul;
 mod normalize;
 mod reduce;

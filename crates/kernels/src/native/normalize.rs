@@ -10,14 +10,15 @@
 //!   reference's except when that value lies within those bits of a rounding boundary,
 //!   and then 1 ulp from it.
 //! - Softmax on `f32` computes in `f32` as ONNX runtimes do: the row maximum, `e = exp(x −
-//!   max)` with the native [`super::exp`] (≤ 1 ulp), the sum of `e` in `f64`, then `e / sum`.
+//!   max)` with the vector math library's `exp` ([`crate::veclib`], ≤ 1 ulp), the sum of `e`
+//!   in `f64`, then `e / sum`.
 //!   Each result is within a relative `2^-21 · (1 + |x − max|)` of the reference's
 //!   (the rounding of `x − max` in `f32` is the `|x − max|` term); special values give the
 //!   reference's: a NaN in a row, or `+inf` in it, makes the row NaN, `-inf` entries give 0.
 
-use super::exp::exp;
 use super::rows::{map_rows, sum_wide, W};
 use crate::parallel::Parallel;
+use crate::veclib::{VecFn, MAX_PARAMS};
 use graphlift_ir::{LayerNorm, Shape, TensorData};
 use multiversion::multiversion;
 
@@ -83,12 +84,20 @@ fn row_max(row: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a })
 }
 
+/// Elements of `x − max` staged on the stack for one call of the library's `exp`.
+const EXP_STAGE: usize = 256;
+
 /// Softmax of the `f32` row `x` into `out` (same length).
 #[multiversion(targets = "simd")]
 fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
     let max = row_max(x);
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = exp(v - max);
+    let mut stage = [0f32; EXP_STAGE];
+    for (xs, os) in x.chunks(EXP_STAGE).zip(out.chunks_mut(EXP_STAGE)) {
+        let stage = &mut stage[..xs.len()];
+        for (s, &v) in stage.iter_mut().zip(xs) {
+            *s = v - max;
+        }
+        VecFn::Exp.map(stage, os, [0.0; MAX_PARAMS]);
     }
     let sum = sum_wide(out, f64::from) as f32;
     for o in out.iter_mut() {

@@ -35,8 +35,8 @@ pub const MAX_ULP_F64: f64 = 2.0;
 /// Below this the `f64` result is `-1` after rounding (`e^-40 < 2^-54`).
 pub const LO_F64: f64 = -40.0;
 
-/// Above this `e^x` (and `e^x − 1`) overflows.
-pub const HI_F64: f64 = 710.0;
+/// Above this `e^x` (and `e^x − 1`) overflows: `exp`'s clamp ([`super::exp::HI_F64`]).
+pub use super::exp::HI_F64;
 
 /// The largest `n` for which `2^n − 1` is exact in `f64`.
 pub const EXACT_N_F64: i64 = 53;

@@ -19,11 +19,8 @@
 /// Documented maximum error in ulp.
 pub const MAX_ULP: f64 = 1.0;
 
-/// `ln 2` to 9 significant bits (0.693359375), so `n·LN2_HI` is exact for `|n| < 2^15`.
-pub const LN2_HI: f32 = f32::from_bits(0x3f31_8000);
-
-/// `ln 2 − LN2_HI`, rounded to `f32`.
-pub const LN2_LO: f32 = -2.121_944_4e-4;
+/// `ln 2` in two parts, `exp`'s ([`super::exp::LN2_HI`], [`super::exp::LN2_LO`]).
+pub use super::exp::{LN2_HI, LN2_LO};
 
 /// Bits of `√½` (rounded): mantissas at or above it stay in `[√½, 1)` after the shift.
 pub const SQRT_HALF_BITS: i32 = 0x3f35_04f3;
