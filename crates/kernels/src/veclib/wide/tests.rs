@@ -1,0 +1,166 @@
+//! The AVX-512 code against the portable lane code, bit for bit.
+
+use super::super::{forms, lane, MAX_PARAMS};
+
+/// An AVX-512 entry (plain and streaming stores).
+type Wide = fn(&[f32], &mut [f32], &[f32; MAX_PARAMS]) -> usize;
+
+/// An AVX-512 function, the lane code it must match, and the parameters to check it
+/// with (a form's as the importers write it; ignored by the single functions).
+struct Case {
+    name: &'static str,
+    plain: Wide,
+    streaming: Wide,
+    lane: fn(f32, [f32; MAX_PARAMS]) -> f32,
+    c: [f32; MAX_PARAMS],
+}
+
+/// The [`Case`] of `super::$f` in both its store kinds.
+macro_rules! case {
+    ($f:ident, $lane:expr, $c:expr) => {
+        Case {
+            name: stringify!($f),
+            plain: super::$f::<false>,
+            streaming: super::$f::<true>,
+            lane: $lane,
+            c: $c,
+        }
+    };
+}
+
+const NONE: [f32; MAX_PARAMS] = [0.0; MAX_PARAMS];
+const GELU: [f32; MAX_PARAMS] = [0.5, 0.044715, 0.797_884_6, 1.0];
+const GELU_ERF: [f32; MAX_PARAMS] = [0.5, std::f32::consts::FRAC_1_SQRT_2, 1.0, 0.0];
+const GELU_ERF_DIVIDE: [f32; MAX_PARAMS] = [std::f32::consts::SQRT_2, 1.0, 0.5, 0.0];
+const CASES: [Case; 9] = [
+    case!(erf, |x, _| lane::erf(x), NONE),
+    case!(gelu_erf, forms::gelu_erf, GELU_ERF),
+    case!(gelu_erf_divide, forms::gelu_erf_divide, GELU_ERF_DIVIDE),
+    case!(exp, |x, _| lane::exp(x), NONE),
+    case!(sigmoid, |x, _| lane::sigmoid(x), NONE),
+    case!(tanh, |x, _| lane::tanh(x), NONE),
+    case!(silu, forms::silu, NONE),
+    case!(silu_exp, forms::silu_exp, [1.0, 0.0, 0.0, 0.0]),
+    case!(gelu_tanh, forms::gelu_tanh, GELU),
+];
+
+/// Checks `xs` through both; returns the number of elements the AVX-512 code did.
+fn check(xs: &[f32], out: &mut [f32]) -> usize {
+    let mut done = 0;
+    for &Case {
+        name,
+        plain,
+        lane,
+        c,
+        ..
+    } in &CASES
+    {
+        done = plain(xs, out, &c);
+        for (&x, &y) in xs[..done].iter().zip(&out[..done]) {
+            let want = lane(x, c);
+            assert!(
+                y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()),
+                "{name}({x:e} = {:#x}): AVX-512 {y:e}, lane code {want:e}",
+                x.to_bits()
+            );
+        }
+    }
+    done
+}
+
+#[test]
+fn the_avx512_code_is_the_lane_codes_bit_for_bit_on_a_sample() {
+    let mut xs: Vec<f32> = (0..=u32::MAX).step_by(4_099).map(f32::from_bits).collect();
+    xs.extend(graphlift_testkit::F32_SPECIALS);
+    // The clamp edges of `exp` and `tanh` (both signs), where GELU's `tanh` argument
+    // reaches `tanh`'s clamp, and `erf`'s clamp and split.
+    let clamp = crate::vmath::tanh::CLAMP;
+    let erf = crate::vmath::erf::FORM;
+    let edges = [
+        -104.0f32, 89.0, -87.33655, 88.72284, clamp, -clamp, 3.9, -3.9, erf.clamp, -erf.clamp,
+        erf.split, -erf.split,
+    ];
+    xs.extend(edges.iter().flat_map(|t| {
+        let b = t.to_bits();
+        (b - 64..b + 64).map(f32::from_bits)
+    }));
+    let mut out = vec![0.0; xs.len()];
+    let done = check(&xs, &mut out);
+    let whole = xs.len() / 16 * 16;
+    assert_eq!(done, if super::host_has_avx512() { whole } else { 0 });
+}
+
+/// The streaming code writes the plain code's bits where `dst` is 64-byte aligned, and
+/// nothing (returning 0) where it is not.
+#[test]
+fn streaming_stores_write_the_same_bits_from_a_line_boundary_only() {
+    let xs: Vec<f32> = (0..300).map(|i| (i as f32 * 0.37).sin() * 6.0).collect();
+    let mut buf = vec![f32::NAN; xs.len() + 32];
+    let line = buf.as_ptr().align_offset(64);
+    for &Case {
+        name,
+        plain,
+        streaming,
+        c,
+        ..
+    } in &CASES
+    {
+        let mut want = vec![0.0; xs.len()];
+        plain(&xs, &mut want, &c);
+        for offset in 0..16 {
+            for len in [0, 15, 16, 17, 64, 100, 255, 300 - offset] {
+                buf.fill(f32::NAN);
+                let dst = &mut buf[line + offset..line + offset + len];
+                let done = streaming(&xs[..len], dst, &c);
+                let expect = if offset == 0 && super::host_has_avx512() {
+                    len / 16 * 16
+                } else {
+                    0
+                };
+                assert_eq!(done, expect, "{name}: offset {offset}, length {len}");
+                let out = &buf[line + offset..line + offset + len];
+                for (i, (&y, &w)) in out.iter().zip(&want).enumerate() {
+                    let ok = if i < done {
+                        y.to_bits() == w.to_bits()
+                    } else {
+                        y.is_nan()
+                    };
+                    assert!(ok, "{name}: offset {offset}, length {len}, element {i}");
+                }
+            }
+        }
+    }
+}
+
+/// Every length from 0 to 300 (whole blocks of the pipeline, vectors after them, and
+/// lengths that are no whole vector): the AVX-512 code does every whole vector and
+/// nothing past it, with the lane code's bits.
+#[test]
+fn every_length_maps_its_whole_vectors_and_nothing_more() {
+    let xs: Vec<f32> = (0..300).map(|i| (i as f32 * 0.37).sin() * 6.0).collect();
+    for len in 0..=xs.len() {
+        let mut out = vec![f32::NAN; xs.len()];
+        let done = check(&xs[..len], &mut out[..len]);
+        let whole = len / 16 * 16;
+        assert_eq!(done, if super::host_has_avx512() { whole } else { 0 });
+        assert!(
+            out[done..].iter().all(|y| y.is_nan()),
+            "length {len}: wrote past {done}"
+        );
+    }
+}
+
+/// Every `f32` for the nine functions (1,014 s in a release build on this machine, the
+/// other core busy): `cargo test --release -p graphlift-jit --lib -- --ignored
+/// veclib::wide::tests::the_avx512_code_is_the_lane_codes_bit_for_bit_on_every_f32`.
+#[test]
+#[ignore]
+fn the_avx512_code_is_the_lane_codes_bit_for_bit_on_every_f32() {
+    let mut out = vec![0.0; 1 << 20];
+    for chunk in 0..(1u64 << 12) {
+        let xs: Vec<f32> = (chunk << 20..(chunk + 1) << 20)
+            .map(|b| f32::from_bits(b as u32))
+            .collect();
+        check(&xs, &mut out);
+    }
+}
