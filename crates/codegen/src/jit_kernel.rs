@@ -54,14 +54,14 @@ impl JitKernel {
         JitKernel::compile_for(body, &Target::from_env())
     }
 
-    /// Compiles `body` for `target` ([`plan::KernelPlan::choose_code_path`], as a standalone
+    /// Compiles `body` for `target` ([`crate::code_path::choose_code_path`], as a standalone
     /// kernel that does not stream).
     ///
     /// # Errors
     /// As [`JitKernel::compile`].
     pub fn compile_for(body: &Function, target: &Target) -> Result<JitKernel, JitError> {
         let mut plan = plan::plan_kernel(body.name(), body)?;
-        plan.choose_code_path(&target.with_streaming_stores(false), true);
+        crate::code_path::choose_code_path(&mut plan, &target.with_streaming_stores(false), true);
         JitKernel::from_plan(body, plan)
     }
 

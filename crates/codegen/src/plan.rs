@@ -11,7 +11,6 @@
 //! splat loads is *invariant*: it is computed once, before the loop.
 
 use foldhash::HashMap;
-use graphlift_kernels::target::Target;
 use smallvec::{smallvec, SmallVec};
 use std::sync::Arc;
 
@@ -107,18 +106,6 @@ pub struct KernelPlan {
 }
 
 impl KernelPlan {
-    /// Chooses the plan's code path for `target`, the one place where that is decided:
-    /// library calls and AVX-512 code as the target allows, and non-temporal stores for a
-    /// `standalone` kernel (not an epilogue, whose blocks are in cache) whose call moves
-    /// more than twice the last-level cache ([`graphlift_kernels::stream::streams`]).
-    pub fn choose_code_path(&mut self, target: &Target, standalone: bool) {
-        self.veclib = target.veclib();
-        self.avx512 = target.avx512();
-        self.stream = standalone
-            && target.streaming_stores()
-            && graphlift_kernels::stream::streams(crate::cost::call_traffic(self));
-    }
-
     /// How many times each slot is read: as an operand of another slot (twice by `x · x`)
     /// or as an output.
     pub fn use_counts(&self) -> Vec<usize> {

@@ -97,16 +97,6 @@ pub trait Backend: Send + Sync {
     fn compile(&self, function: &Function) -> Result<Arc<dyn Executable>, RuntimeError>;
 }
 
-impl dyn Backend {
-    /// The backend registered under `name` (nGraph's `runtime::Backend::create`).
-    ///
-    /// # Errors
-    /// [`RuntimeError::UnknownBackend`] listing the registered names.
-    pub fn create(name: &str) -> Result<Arc<dyn Backend>, RuntimeError> {
-        crate::registry::create_backend(name)
-    }
-}
-
 /// A compiled Function, callable any number of times, from any thread.
 pub trait Executable: Send + Sync {
     /// Parameters in call order.

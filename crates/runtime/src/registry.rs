@@ -52,3 +52,13 @@ pub fn create_backend(name: &str) -> Result<Arc<dyn Backend>, RuntimeError> {
         }),
     }
 }
+
+impl dyn Backend {
+    /// The backend registered under `name` (nGraph's `runtime::Backend::create`).
+    ///
+    /// # Errors
+    /// [`RuntimeError::UnknownBackend`] listing the registered names.
+    pub fn create(name: &str) -> Result<Arc<dyn Backend>, RuntimeError> {
+        create_backend(name)
+    }
+}

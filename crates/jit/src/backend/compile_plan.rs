@@ -15,6 +15,8 @@ use graphlift_codegen::compile::{self, CompiledKernel, KernelCode};
 use graphlift_codegen::module::KernelModule;
 use graphlift_codegen::plan;
 
+use graphlift_codegen::code_path::choose_code_path;
+
 use super::*;
 
 impl CpuJitBackend {
@@ -143,7 +145,7 @@ impl CpuJitBackend {
             let kind = if let Op::FusedKernel(k) = node.op() {
                 let mut p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
                 // Standalone until epilogue fusion says otherwise (below).
-                p.choose_code_path(&self.target, false);
+                choose_code_path(&mut p, &self.target, false);
                 plans.push(p);
                 StepKind::Kernel(plans.len() - 1)
             } else {
@@ -184,7 +186,7 @@ impl CpuJitBackend {
         for step in &steps {
             if let StepKind::Kernel(i) = step.kind {
                 if let Some(p) = plans.get_mut(i) {
-                    p.choose_code_path(&self.target, true);
+                    choose_code_path(p, &self.target, true);
                 }
             }
         }
