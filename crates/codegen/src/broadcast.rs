@@ -1,19 +1,5 @@
-//! Input addressing: how a kernel reads a live-in that is broadcast to its iteration space.
-//!
-//! A fused kernel iterates over the linear (row-major) element index `i` of its output
-//! shape `T`. A value of shape `S` that numpy-broadcasts to `T` is read at source index
-//! `j(i)`; it is never materialized at `T`'s size. [`classify`] picks the cheapest exact
-//! form of `j`:
-//!
-//! - [`Addressing::Contiguous`]: `j = i` (`S` and `T` hold as many elements);
-//! - [`Addressing::Splat`]: `j = 0` (`S` holds one element): loaded and splat once, before
-//!   the loop;
-//! - [`Addressing::Row`]: `j = i mod K`, a row vector `b[K]` over `X[M, K]` (every kept axis
-//!   is innermost);
-//! - [`Addressing::General`]: `j = Σ ((i / div) mod modulo) · stride` over the kept axis
-//!   groups (column vectors `c[M, 1]`, channels `[C, 1, 1]`, mixed patterns). When the
-//!   innermost group repeats over a run of at least one vector (`c[M, 1]` over `[M, K ≥ 4]`),
-//!   a vector whose lanes lie in one run loads one element and splats it; others gather.
+//! Input addressing ([`Addressing`], [`classify`]): how a kernel reads a live-in that is
+//! broadcast to its iteration space, without materializing it at the iteration space's size.
 
 use graphlift_ir::Shape;
 
@@ -30,18 +16,27 @@ pub struct Term {
 }
 
 /// How a live-in of shape `S` is indexed from the kernel's element index `i` over shape `T`.
+///
+/// A fused kernel iterates over the linear (row-major) element index `i` of its output
+/// shape `T`. A value of shape `S` that numpy-broadcasts to `T` is read at source index
+/// `j(i)`; it is never materialized at `T`'s size. [`classify`] picks the cheapest exact
+/// form of `j`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Addressing {
-    /// `j = i`.
+    /// `j = i` (`S` and `T` hold as many elements).
     Contiguous,
-    /// `j = 0`.
+    /// `j = 0` (`S` holds one element): loaded and splat once, before the loop.
     Splat,
-    /// `j = i mod len` (`len > 1`).
+    /// `j = i mod len` (`len > 1`): a row vector `b[K]` over `X[M, K]` (every kept axis is
+    /// innermost).
     Row {
         /// Row length `K`.
         len: usize,
     },
-    /// `j = Σ term(i)`.
+    /// `j = Σ term(i)`: `Σ ((i / div) mod modulo) · stride` over the kept axis groups
+    /// (column vectors `c[M, 1]`, channels `[C, 1, 1]`, mixed patterns). When the innermost
+    /// group repeats over a run of at least one vector (`c[M, 1]` over `[M, K ≥ 4]`), a
+    /// vector whose lanes lie in one run loads one element and splats it; others gather.
     General {
         /// Kept axis groups, outermost first.
         terms: Vec<Term>,
@@ -97,7 +92,6 @@ pub fn classify(src: &Shape, dst: &Shape) -> Addressing {
 
 impl Addressing {
     /// The source index of element `i` (the Rust model of what the kernel emits).
-    #[cfg(test)]
     pub fn source_index(&self, i: usize) -> usize {
         match self {
             Addressing::Contiguous => i,

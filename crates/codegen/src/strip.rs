@@ -1,53 +1,6 @@
-//! Strip-mined kernels: `f32` vector math and division as calls to the vector math library,
-//! and outputs written with non-temporal stores.
-//!
-//! A kernel of `f32` lanes ([`super::lanes::Lanes::X4`]) whose plan allows it
-//! ([`KernelPlan::veclib`]) computes activation forms (GELU, SiLU), `exp`, `sigmoid`, `tanh`
-//! and `erf` of per-element values, and divisions of two per-element values, by calling
-//! [`graphlift_kernels::veclib`], whose code uses the host's widest vectors, instead of inline four-lane
-//! code ([`super::calls`] finds the calls). It runs its iteration space in *strips* of at
-//! most `MAX_STRIP` elements (Halide's `split`), and each strip in *stages*:
-//!
-//! - a slot's stage is the number of library calls on its longest path from the loads: a
-//!   call's result is available from the stage after its arguments';
-//! - stage `t`'s loop (the usual main and tail loops, over the strip) stores into strip
-//!   buffers the values of stage `t` that later calls take as arguments or that later
-//!   stages need and would take more than `RECOMPUTE` operations to compute again; the
-//!   last stage computes and stores the kernel's outputs; each loop computes only what its
-//!   stores need, reads what earlier stages and calls left in buffers, and recomputes the
-//!   cheap values it shares with an earlier stage (loads, constants, short chains);
-//! - between stages `t` and `t + 1` the library maps each call's argument buffers into its
-//!   result, one call per function per strip. An argument that is a contiguous kernel
-//!   input is passed in place, without a copy; a result that is a kernel output is written
-//!   there directly (and later stages read it there), so a kernel of one call, like
-//!   `tanh(x)` or `x / y`, is a loop of calls with no buffer.
-//!
-//! A kernel whose plan streams ([`KernelPlan::stream`], [`graphlift_kernels::stream`]) is strip-mined
-//! too, with or without calls: a call that writes an output calls the library's streaming
-//! entry where the function has one ([`VecFn::streams`]: it writes whole 64-byte lines with
-//! non-temporal stores, no copy), its last stage stores the other `f32` and `i32` outputs
-//! into strip buffers, each strip is copied out with non-temporal stores, and the kernel
-//! fences them once before it returns.
-//!
-//! A kernel with more than `MAX_STAGES` stages keeps its vector math inline. Strip
-//! buffers are one explicit stack slot of the kernel's frame, so each thread's call has its
-//! own. Calls write outputs before later stages read inputs: sound because the
-//! runtime never passes an output that overlaps an input (outputs are distinct `&mut`
-//! borrows). Short strips measured fastest when the library's loops were plain ones
-//! (2026-11-25, `graphlift bench-expr`, 1 thread, 2^14 and 2^18 elements: E2 0.53 / 0.54 /
-//! 0.55 / 0.59 ns per element at 128 / 256 / 512 / 1,024 elements per strip, E3 alike):
-//! the out-of-order core overlaps the end of one stage with the start of the next, and the
-//! buffers stay in L1. With the library's loops software-pipelined over blocks of 64
-//! elements a call of 128 is two blocks, its start and end a large share: a bias add
-//! then GELU-tanh (`[16, 1024]` plus a `[1024]` row, 1 thread) took 0.277–0.283 ns per
-//! element at 128, 0.236–0.242 at 256, 0.237–0.240 at 512 and 0.249–0.252 at 1,024
-//! (2026-11-26), so strips are at most 256 elements (`MAX_STRIP`; 128 for a kernel that
-//! only streams, `STREAM_STRIP`). A kernel without buffers runs long strips
-//! (`DIRECT_STRIP`).
-//!
-//! Results are bit-identical to the inline kernel (a NaN for a NaN): the library performs
-//! the inline code's operations ([`graphlift_kernels::veclib`]), every other slot is lowered as before,
-//! and a value passes through a buffer without rounding.
+//! Strip-mined kernels (Halide's `split`): `f32` vector math and division as calls to the
+//! full-width vector math library, and outputs written with non-temporal stores, run strip
+//! by strip in stages, because Cranelift's inline code is four lanes wide.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::immediates::Ieee32;
@@ -71,17 +24,20 @@ use graphlift_kernels::veclib::{VecFn, MAX_PARAMS};
 /// Bytes of strip buffers a kernel's frame may hold: within a 48 KiB L1 data cache with
 /// room for the strip's inputs and outputs.
 const BUFFER_BYTES: usize = 16 << 10;
-/// The most elements per strip (see the module documentation for the measurements).
+/// The most elements per strip. Short strips keep the buffers in L1, and the out-of-order
+/// core overlaps the end of one stage with the start of the next; but the library's loops
+/// are software-pipelined over blocks of 64 elements, so a call of 128 is two blocks, its
+/// start and end a large share. 256 measured fastest (figures in `BENCHMARKS.md`).
 const MAX_STRIP: usize = 256;
 /// The most elements per strip of a kernel that streams without calling the library (its
-/// strips are copied out of a buffer by [`graphlift_kernels::stream`]): 128, where E4 at 2^24 on one
-/// thread measured 0.153–0.156 ns per element against 0.159–0.170 at 256 (2026-11-26; E1
-/// 0.467–0.471 against 0.448–0.454, so the choice is E4's).
+/// strips are copied out of a buffer by [`graphlift_kernels::stream`]): 128, which measured
+/// faster than 256 for E4 at 2^24 elements on one thread and slower for E1, so the choice is
+/// E4's (figures in `BENCHMARKS.md`).
 const STREAM_STRIP: usize = 128;
 /// The most stages a strip-mined kernel may have. Every stage is a loop of its own, with
 /// its main and tail bodies, its buffer loads and stores: a kernel whose chain of library
-/// calls is longer compiles its vector math inline instead (a 200-op kernel with 23 chained
-/// calls took 33 ms to compile strip-mined, 9 ms inline).
+/// calls is longer compiles its vector math inline instead, which compiles several times
+/// faster for long chains (figures in `BENCHMARKS.md`).
 const MAX_STAGES: usize = 8;
 /// Values of at most this many operations are computed again by each stage that needs
 /// them; larger ones are kept in a buffer by the stage that computes them first.
@@ -91,9 +47,7 @@ const MIN_STRIP: usize = 32;
 /// Elements per strip of a kernel without strip buffers (its calls read inputs and write
 /// outputs: `tanh(x)`, GELU, SiLU): no buffer has to stay in L1, so a strip is as long as a
 /// call into the library is worth, and the call's entry and its loops' start and end are
-/// paid once per 64 Ki elements instead of per 128 (`graphlift bench-expr`, 1 thread,
-/// 2026-11-26, 128 against 65,536: E3 2^14 0.140 -> 0.124 ns per element, E2 0.156 ->
-/// 0.152).
+/// paid once per 64 Ki elements instead of per 128 (figures in `BENCHMARKS.md`).
 const DIRECT_STRIP: usize = 1 << 16;
 
 /// Where a library call reads its argument.
@@ -144,6 +98,45 @@ impl Call {
 }
 
 /// How a strip-mined kernel runs: its calls, the stage of every slot, the strip buffers.
+///
+/// A kernel of `f32` lanes ([`Lanes::X4`]) whose plan allows it ([`KernelPlan::veclib`])
+/// computes activation forms (GELU, SiLU), `exp`, `sigmoid`, `tanh` and `erf` of
+/// per-element values, and divisions of two per-element values, by calling
+/// [`graphlift_kernels::veclib`], whose code uses the host's widest vectors, instead of
+/// inline four-lane code ([`super::calls`] finds the calls). It runs its iteration space in
+/// *strips* of at most `MAX_STRIP` elements, and each strip in *stages*:
+///
+/// - a slot's stage is the number of library calls on its longest path from the loads: a
+///   call's result is available from the stage after its arguments';
+/// - stage `t`'s loop (the usual main and tail loops, over the strip) stores into strip
+///   buffers the values of stage `t` that later calls take as arguments or that later
+///   stages need and would take more than `RECOMPUTE` operations to compute again; the
+///   last stage computes and stores the kernel's outputs; each loop computes only what its
+///   stores need, reads what earlier stages and calls left in buffers, and recomputes the
+///   cheap values it shares with an earlier stage (loads, constants, short chains);
+/// - between stages `t` and `t + 1` the library maps each call's argument buffers into its
+///   result, one call per function per strip. An argument that is a contiguous kernel
+///   input is passed in place, without a copy; a result that is a kernel output is written
+///   there directly (and later stages read it there), so a kernel of one call, like
+///   `tanh(x)` or `x / y`, is a loop of calls with no buffer.
+///
+/// A kernel whose plan streams ([`KernelPlan::stream`], [`graphlift_kernels::stream`]) is
+/// strip-mined too, with or without calls: a call that writes an output calls the library's
+/// streaming entry where the function has one ([`VecFn::streams`]: it writes whole 64-byte
+/// lines with non-temporal stores, no copy), its last stage stores the other `f32` and `i32`
+/// outputs into strip buffers, each strip is copied out with non-temporal stores, and the
+/// kernel fences them once before it returns.
+///
+/// A kernel with more than `MAX_STAGES` stages keeps its vector math inline. Strip buffers
+/// are one explicit stack slot of the kernel's frame, so each thread's call has its own.
+/// Strips are at most `MAX_STRIP` elements (`STREAM_STRIP` for a kernel that only streams);
+/// a kernel without buffers runs long strips (`DIRECT_STRIP`). Calls write outputs before
+/// later stages read inputs: sound because the runtime never passes an output that overlaps
+/// an input (outputs are distinct `&mut` borrows).
+///
+/// Results are bit-identical to the inline kernel (a NaN for a NaN): the library performs
+/// the inline code's operations ([`graphlift_kernels::veclib`]), every other slot is lowered
+/// as before, and a value passes through a buffer without rounding.
 #[derive(Debug, Clone)]
 pub struct StripPlan {
     /// Which slots are calls, and what each call takes.
@@ -293,7 +286,6 @@ impl StripPlan {
 
     /// How many computed values are kept in buffers for later stages without being a call's
     /// argument.
-    #[cfg(test)]
     pub fn kept_for_later_stages(&self) -> usize {
         let argument = |k: SlotId| {
             self.calls

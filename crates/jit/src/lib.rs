@@ -16,9 +16,6 @@
 mod backend;
 mod cache;
 
-#[cfg(test)]
-mod tests;
-
 pub use backend::{CpuJitBackend, CpuJitExecutable, ExecutableCacheStats, BACKEND_NAME};
 pub use cache::KernelCacheStats;
 pub use graphlift_codegen::module::{live_modules, MemoryWatch};

@@ -82,8 +82,7 @@ const _: () = {
 
 impl CpuJitExecutable {
     /// Whether a call runs the plan's one kernel on the caller's buffers ([`DirectCall`]).
-    #[cfg(test)]
-    pub(crate) fn calls_directly(&self) -> bool {
+    pub fn calls_directly(&self) -> bool {
         self.plan.direct.is_some()
     }
 

@@ -11,9 +11,9 @@
 //! vector `i64` ↔ `f64` code of `codegen::convert`).
 
 use super::{check, data, gather, specials, Expect};
-use crate::lanes::Lanes;
-use crate::plan::plan_kernel;
-use crate::JitKernel;
+use graphlift_codegen::lanes::Lanes;
+use graphlift_codegen::plan::plan_kernel;
+use graphlift_codegen::JitKernel;
 use graphlift_ir::{select, ElementType, Function, FunctionBuilder, TensorData};
 use graphlift_runtime::Tensor;
 use ElementType::{Bool, F32, F64, I32, I64};

@@ -1,7 +1,7 @@
 //! The range ABI, unaligned buffers, and buffer checks.
 
 use super::{data, first_difference};
-use crate::{JitError, JitKernel};
+use graphlift_codegen::{JitError, JitKernel};
 use graphlift_ir::{ElementType, FunctionBuilder, TensorData};
 use graphlift_runtime::reference::evaluate_function;
 use graphlift_runtime::Tensor;

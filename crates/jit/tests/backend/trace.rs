@@ -1,7 +1,7 @@
 //! Tracing CPU-JIT and INTERPRETER calls, and collecting traces back into Functions.
 
-use crate::CpuJitBackend;
 use graphlift_ir::{ElementType::F32, Function, FunctionBuilder, Op};
+use graphlift_jit::CpuJitBackend;
 use graphlift_passes::ExtractionConfig;
 use graphlift_runtime::trace::{StepKind, Trace, Tracer};
 use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, Tensor};

@@ -1,7 +1,7 @@
 //! Every op on every element type it accepts, special values included.
 
 use super::{all_pairs, check, data, specials, Expect, SIZES};
-use crate::vmath;
+use graphlift_codegen::vmath;
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, FunctionBuilder, Op, UnaryOp};
 use graphlift_runtime::reference;
 use graphlift_runtime::Tensor;
@@ -295,7 +295,9 @@ fn mixed_type_kernels_vector_and_scalar() {
             x.pow(x),
         ])
         .unwrap();
-    assert!(crate::JitKernel::compile(&body).unwrap().is_vectorized());
+    assert!(graphlift_codegen::JitKernel::compile(&body)
+        .unwrap()
+        .is_vectorized());
     check(
         "mixed vector",
         &body,
@@ -318,7 +320,9 @@ fn mixed_type_kernels_vector_and_scalar() {
             y.pow(y),
         ])
         .unwrap();
-    assert!(crate::JitKernel::compile(&body).unwrap().is_mixed_width());
+    assert!(graphlift_codegen::JitKernel::compile(&body)
+        .unwrap()
+        .is_mixed_width());
     check(
         "mixed widths",
         &body,

@@ -6,7 +6,7 @@ use graphlift_ir::{ElementType, ElementType::*, Function, FunctionBuilder, Shape
 use graphlift_runtime::{Backend, Executable, InterpreterBackend, Tensor};
 
 use super::{bits, data, first_difference};
-use crate::CpuJitBackend;
+use graphlift_jit::CpuJitBackend;
 
 /// One tensor per parameter of `f`, from [`data`] with the given phase.
 fn inputs_of(f: &Function, phase: usize) -> Vec<Tensor> {

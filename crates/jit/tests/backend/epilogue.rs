@@ -3,10 +3,10 @@
 //! on every threading path of the producers.
 
 use super::{bits, uniform};
-use crate::{CpuJitBackend, ThreadConfig};
 use graphlift_ir::{
     Convolution, ElementType, ElementType::F32, Function, FunctionBuilder, Op, Window,
 };
+use graphlift_jit::{CpuJitBackend, ThreadConfig};
 use graphlift_runtime::trace::Tracer;
 use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, Tensor};
 

@@ -9,4 +9,4 @@ mod provenance;
 mod stream;
 mod trace;
 
-pub(super) use graphlift_testkit::{bits, data, first_difference, uniform};
+pub use graphlift_testkit::{bits, data, first_difference, uniform};

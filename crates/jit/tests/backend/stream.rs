@@ -1,7 +1,7 @@
 //! The backend streams the outputs of large standalone kernels only.
 
-use crate::CpuJitBackend;
 use graphlift_ir::{ElementType, Function, FunctionBuilder};
+use graphlift_jit::CpuJitBackend;
 use graphlift_runtime::{Executable, Tensor};
 
 #[test]

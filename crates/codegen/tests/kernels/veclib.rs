@@ -4,8 +4,8 @@
 //! sides of a call, and several outputs; activation forms are found where they are whole
 //! and only there.
 
-use crate::strip::StripPlan;
-use crate::JitKernel;
+use graphlift_codegen::strip::StripPlan;
+use graphlift_codegen::JitKernel;
 use graphlift_ir::{ElementType, Function, FunctionBuilder, Op, UnaryOp, Value};
 use graphlift_kernels::target::Target;
 use graphlift_kernels::veclib::{VecFn, MAX_PARAMS};

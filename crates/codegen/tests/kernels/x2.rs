@@ -12,9 +12,9 @@ use graphlift_ir::{
 };
 
 use super::{all_pairs, check, data, run_both, specials, Expect};
-use crate::lanes::Lanes;
-use crate::plan::plan_kernel;
-use crate::JitKernel;
+use graphlift_codegen::lanes::Lanes;
+use graphlift_codegen::plan::plan_kernel;
+use graphlift_codegen::JitKernel;
 use graphlift_runtime::Tensor;
 use ElementType::{Bool, F32, F64, I32, I64};
 
@@ -150,7 +150,7 @@ fn every_unary_op_on_f64_and_i64_at_every_size() {
         for t in [F64, I64] {
             // The f64 vector math is approximate: tests::vmath_f64 and tests::ops check it
             // against MPFR.
-            if !u.accepts(t) || crate::vmath::max_ulp(u, t).is_some() {
+            if !u.accepts(t) || graphlift_codegen::vmath::max_ulp(u, t).is_some() {
                 continue;
             }
             for n in X2_SIZES {

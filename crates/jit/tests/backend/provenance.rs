@@ -1,8 +1,8 @@
 //! Kernel provenance of the CPU-JIT backend: fused nodes with their tags and pass
 //! histories, IR, code ranges per node, steps, and the pass and extraction reports.
 
-use crate::{CpuJitBackend, JitKernel};
 use graphlift_ir::{ElementType::F32, FunctionBuilder};
+use graphlift_jit::{CpuJitBackend, JitKernel};
 use graphlift_passes::OutsideReason;
 use graphlift_runtime::Executable;
 

@@ -1,8 +1,8 @@
 //! Broadcast inputs read in place: every numpy pattern, at every range.
 
 use super::{check, data, Expect};
-use crate::broadcast::Addressing;
-use crate::plan::{plan_kernel, SlotOp};
+use graphlift_codegen::broadcast::Addressing;
+use graphlift_codegen::plan::{plan_kernel, SlotOp};
 use graphlift_ir::{ElementType, FunctionBuilder, Op, Shape, TensorData};
 use graphlift_runtime::Tensor;
 
@@ -174,7 +174,7 @@ fn loop_invariants_are_hoisted() {
         .unwrap();
     assert!(!add.invariant);
     // The IR computes the square root once, in the preheader.
-    let k = crate::JitKernel::compile(&body).unwrap();
+    let k = graphlift_codegen::JitKernel::compile(&body).unwrap();
     assert_eq!(k.ir().matches("sqrt").count(), 1, "{}", k.ir());
     let ins = [
         tensor(data(ElementType::F32, 37, 0), &[37]),

@@ -2,8 +2,8 @@
 //! at every length and at ranges that start anywhere; the backend streams large standalone
 //! kernels only.
 
-use crate::plan::plan_kernel;
-use crate::JitKernel;
+use graphlift_codegen::plan::plan_kernel;
+use graphlift_codegen::JitKernel;
 use graphlift_ir::{ElementType, Function, FunctionBuilder, TensorData};
 use graphlift_runtime::Tensor;
 

@@ -1,7 +1,7 @@
 //! The CPU-JIT backend: plans, kernels and native steps, memory, threads.
 
-use crate::CpuJitBackend;
 use graphlift_ir::{ElementType::F32, ElementType::I32, FunctionBuilder, Op};
+use graphlift_jit::CpuJitBackend;
 use graphlift_passes::ExtractionConfig;
 use graphlift_runtime::{Backend, Executable, InterpreterBackend, RuntimeError, Tensor};
 use std::sync::Arc;
@@ -158,7 +158,7 @@ fn named(prefix: &str, n: usize, k: f64) -> graphlift_ir::Function {
     b.finish(&[((a + bb) * c).relu() + d * k]).unwrap()
 }
 
-fn only_kernel(exe: &crate::CpuJitExecutable) -> usize {
+fn only_kernel(exe: &graphlift_jit::CpuJitExecutable) -> usize {
     let ks = exe.kernels();
     assert_eq!(ks.len(), 1, "{ks:?}");
     exe.kernel_entry_address(&ks[0].name).unwrap()

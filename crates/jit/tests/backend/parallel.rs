@@ -1,8 +1,8 @@
 //! Multi-thread kernel calls: chunking, bit-identical results, thread settings.
 
 use super::{data, first_difference};
-use crate::{CpuJitBackend, ThreadConfig};
 use graphlift_ir::{ElementType::F32, Function, FunctionBuilder};
+use graphlift_jit::{CpuJitBackend, ThreadConfig};
 use graphlift_kernels::parallel::{chunk_ranges, for_each, threads_from, Parallel, CHUNK_ALIGN};
 use graphlift_runtime::{Executable, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -86,8 +86,8 @@ fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
         let y = if erf { x.erf() * x } else { x + x };
         b.finish(&[y]).unwrap()
     };
-    let work = |k: crate::JitKernel| k.compiled().work();
-    let inline = |f: &Function| work(crate::JitKernel::compile_inline(f).unwrap());
+    let work = |k: graphlift_jit::JitKernel| k.compiled().work();
+    let inline = |f: &Function| work(graphlift_jit::JitKernel::compile_inline(f).unwrap());
     let (light, heavy) = (inline(&body(false)), inline(&body(true)));
     assert_eq!(
         light,
@@ -95,7 +95,7 @@ fn compute_heavy_kernels_split_at_fewer_elements_than_data_movement() {
         "one-instruction ops count nothing beyond the traffic"
     );
     assert!(heavy >= 170 * n, "{heavy}");
-    let library = crate::JitKernel::compile(&body(true)).unwrap();
+    let library = graphlift_jit::JitKernel::compile(&body(true)).unwrap();
     assert_eq!(
         library.calls_library(),
         graphlift_kernels::target::Target::from_env().veclib()

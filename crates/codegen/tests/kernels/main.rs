@@ -1,6 +1,6 @@
 //! Unit tests of the JIT against the reference kernels of `graphlift-runtime`.
 //!
-//! Each kernel is compiled on its own ([`crate::JitKernel`]) and compared with
+//! Each kernel is compiled on its own ([`graphlift_codegen::JitKernel`]) and compared with
 //! `reference::evaluate_function` on its body: bit for bit (any NaN matches any NaN), except
 //! the `f32` vector math functions, which are held to their documented ulp bounds.
 
@@ -12,18 +12,18 @@ mod ops;
 mod stream;
 mod veclib;
 mod x2;
-use crate::JitKernel;
+use graphlift_codegen::JitKernel;
 use graphlift_ir::{ElementType, Function, TensorData};
 use graphlift_runtime::reference::evaluate_function;
 use graphlift_runtime::Tensor;
-pub(super) use graphlift_testkit::{bits, data, first_difference, specials, uniform, F32_SPECIALS};
+pub use graphlift_testkit::{bits, data, first_difference, specials, uniform, F32_SPECIALS};
 
 /// Sizes that exercise the unrolled loop and every tail length, of every vector width (4
 /// lanes and mixed: step 8, tail 1–7 in trips of 4; 2 lanes: step 4, tail 1–3 in trips of 2).
-pub(super) const SIZES: [usize; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 1000];
+pub const SIZES: [usize; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 1000];
 
 /// All pairs of special values: `(a, b)` with `a[i] = s[i / m]`, `b[i] = s[i % m]`.
-pub(super) fn all_pairs(t: ElementType) -> (TensorData, TensorData) {
+pub fn all_pairs(t: ElementType) -> (TensorData, TensorData) {
     let s = specials(t);
     let m = s.len();
     let idx_a: Vec<usize> = (0..m * m).map(|i| i / m).collect();
@@ -31,7 +31,7 @@ pub(super) fn all_pairs(t: ElementType) -> (TensorData, TensorData) {
     (gather(&s, &idx_a), gather(&s, &idx_b))
 }
 
-pub(super) fn gather(d: &TensorData, idx: &[usize]) -> TensorData {
+pub fn gather(d: &TensorData, idx: &[usize]) -> TensorData {
     match d {
         TensorData::F32(v) => TensorData::F32(idx.iter().map(|&i| v[i]).collect()),
         TensorData::F64(v) => TensorData::F64(idx.iter().map(|&i| v[i]).collect()),
@@ -42,7 +42,7 @@ pub(super) fn gather(d: &TensorData, idx: &[usize]) -> TensorData {
 }
 
 /// Output tensors for a body, zero-filled.
-pub(super) fn outputs_for(body: &Function) -> Vec<Tensor> {
+pub fn outputs_for(body: &Function) -> Vec<Tensor> {
     body.result_types()
         .into_iter()
         .map(|t| Tensor::zeros(t.element_type, t.shape).unwrap())
@@ -50,7 +50,7 @@ pub(super) fn outputs_for(body: &Function) -> Vec<Tensor> {
 }
 
 /// Runs the body with the JIT and the reference; returns (jit, reference).
-pub(super) fn run_both(body: &Function, inputs: &[Tensor]) -> (Vec<Tensor>, Vec<Tensor>) {
+pub fn run_both(body: &Function, inputs: &[Tensor]) -> (Vec<Tensor>, Vec<Tensor>) {
     let k = JitKernel::compile(body).unwrap_or_else(|e| panic!("compile: {e}"));
     let refs: Vec<&Tensor> = inputs.iter().collect();
     let mut out = outputs_for(body);
@@ -61,7 +61,7 @@ pub(super) fn run_both(body: &Function, inputs: &[Tensor]) -> (Vec<Tensor>, Vec<
 
 /// Asserts bitwise equality of every output, naming the first difference and the inputs
 /// there.
-pub(super) fn assert_exact(what: &str, inputs: &[Tensor], got: &[Tensor], want: &[Tensor]) {
+pub fn assert_exact(what: &str, inputs: &[Tensor], got: &[Tensor], want: &[Tensor]) {
     assert_eq!(got.len(), want.len(), "{what}: output count");
     for (o, (g, w)) in got.iter().zip(want).enumerate() {
         if let Some(i) = first_difference(g.data(), w.data()) {
@@ -80,7 +80,7 @@ pub(super) fn assert_exact(what: &str, inputs: &[Tensor], got: &[Tensor], want: 
 }
 
 /// One element, printed with its type.
-pub(super) fn element(d: &TensorData, i: usize) -> String {
+pub fn element(d: &TensorData, i: usize) -> String {
     match d {
         TensorData::F32(v) => v.get(i).map(|x| format!("{x:e} ({:#x})", x.to_bits())),
         TensorData::F64(v) => v.get(i).map(|x| format!("{x:e}")),
@@ -93,7 +93,7 @@ pub(super) fn element(d: &TensorData, i: usize) -> String {
 
 /// A value no kernel writes by accident: output elements outside a called range must keep
 /// it.
-pub(super) fn sentinel(t: ElementType, n: usize) -> TensorData {
+pub fn sentinel(t: ElementType, n: usize) -> TensorData {
     match t {
         ElementType::F32 => TensorData::F32(vec![1234.5678; n]),
         ElementType::F64 => TensorData::F64(vec![1234.5678; n]),
@@ -105,7 +105,7 @@ pub(super) fn sentinel(t: ElementType, n: usize) -> TensorData {
 
 /// How outputs are compared with the reference.
 #[derive(Clone, Copy)]
-pub(super) enum Expect<'a> {
+pub enum Expect<'a> {
     /// Bit for bit.
     Exact,
     /// Within `ulp` of `exact(i)` (the `f64` value before rounding), one `f32` output.
@@ -113,7 +113,7 @@ pub(super) enum Expect<'a> {
     /// Within `ulp` (in `f64` ulp) of the 256-bit reference value of `op` at the input, one `f64` output
     /// of a one-input kernel.
     UlpF64(f64, graphlift_ir::UnaryOp),
-    /// `Power` on `f64` (a two-input kernel, one output): within [`crate::vmath::pow::MAX_ULP_F64`]
+    /// `Power` on `f64` (a two-input kernel, one output): within [`graphlift_codegen::vmath::pow::MAX_ULP_F64`]
     /// of the 256-bit reference value, and the interpreter's bits wherever an operand is special
     /// ([`graphlift_testkit::reference::pow_special_operands`]).
     PowF64,
@@ -162,7 +162,7 @@ fn compare_range(
                 };
                 for (k, &y) in v.iter().enumerate() {
                     let at = inside[k];
-                    let err = crate::vmath::ulp_error(y, exact(at));
+                    let err = graphlift_codegen::vmath::ulp_error(y, exact(at));
                     assert!(
                         err <= bound,
                         "{what}: element {at}: {y:e} is {err} ulp from {:e} (bound {bound}); input {}",
@@ -181,7 +181,7 @@ fn compare_range(
                 else {
                     panic!("{what}: f64 Power comparison of a non-f64 kernel")
                 };
-                let bound = crate::vmath::pow::MAX_ULP_F64;
+                let bound = graphlift_codegen::vmath::pow::MAX_ULP_F64;
                 for (k, (&y, &want)) in v.iter().zip(r).enumerate() {
                     let at = inside[k];
                     let (a, p) = (xs[at % xs.len()], ys[at % ys.len()]);
@@ -225,7 +225,7 @@ fn compare_range(
 
 /// Compiles `body` once and checks the whole range, then sub-ranges of every size in
 /// [`SIZES`] at offsets 0, 3 and the end (the range ABI), against the reference.
-pub(super) fn check(what: &str, body: &Function, inputs: &[Tensor], expect: Expect) {
+pub fn check(what: &str, body: &Function, inputs: &[Tensor], expect: Expect) {
     let k = JitKernel::compile(body).unwrap_or_else(|e| panic!("{what}: compile: {e}"));
     let want = evaluate_function(body, inputs).unwrap();
     let refs: Vec<&Tensor> = inputs.iter().collect();
@@ -253,7 +253,7 @@ pub(super) fn check(what: &str, body: &Function, inputs: &[Tensor], expect: Expe
 
 /// The outputs of `k` (each of `count` elements, zeros where the call does not write) after
 /// a call on elements `range.0..range.1`.
-pub(crate) fn outputs_of_range(
+pub fn outputs_of_range(
     k: &JitKernel,
     inputs: &[&Tensor],
     count: usize,

@@ -1,10 +1,10 @@
-//! AVX-512 kernels ([`crate::avx512`]): which kernels qualify, and bit-identity
+//! AVX-512 kernels ([`graphlift_codegen::avx512`]): which kernels qualify, and bit-identity
 //! with the Cranelift code of the same kernel on every range shape (tails of 1 to 15
 //! elements, ranges that start and end mid-row, rows shorter than a vector).
 
 use super::{bits, check, data, outputs_of_range, Expect};
-use crate::avx512::host_supported;
-use crate::JitKernel;
+use graphlift_codegen::avx512::host_supported;
+use graphlift_codegen::JitKernel;
 use graphlift_ir::{ElementType, Function, FunctionBuilder, Shape};
 use graphlift_runtime::Tensor;
 
