@@ -1,21 +1,6 @@
-//! Which slots of a kernel the vector math library computes: single functions and whole
-//! activation forms.
-//!
-//! In a kernel of `f32` lanes whose plan allows library calls ([`KernelPlan::veclib`]), a
-//! per-element slot is a call when
-//! - it is the root of an activation form ([`VecFn::FORMS`], [`graphlift_kernels::veclib`]'s `forms`):
-//!   the slot and the ones below it compute the form's expression of one per-element value
-//!   `x`, with `f32` constants where the form has parameters, and every slot inside the form
-//!   but `x` and the constants is used by the form only (not by another slot, not as an
-//!   output). The call takes `x` and the constants, and the slots inside are not computed.
-//!   Forms are matched from the last slot back, so the outermost match wins;
-//! - otherwise, it is an `f32` `exp`, `sigmoid`, `tanh` or `erf`, or a division of two
-//!   per-element values (a division by an invariant stays inline: it would need a buffer of
-//!   copies).
-//!
-//! Matching is exact: an `Add` or a `Multiply` may have its operands either way round
-//! (IEEE 754 addition and multiplication commute), nothing else is reordered, so a call
-//! gives the inline code's bits.
+//! Which slots of a kernel the vector math library computes ([`LibraryCalls::of`]): single
+//! functions and whole activation forms, matched exactly so that a call gives the inline
+//! code's bits.
 
 use graphlift_ir::{BinaryOp, ElementType};
 use smallvec::{smallvec, SmallVec};
@@ -46,6 +31,23 @@ pub struct LibraryCalls {
 
 impl LibraryCalls {
     /// The calls of `plan` (none unless it is an `X4` kernel that allows them).
+    ///
+    /// In a kernel of `f32` lanes whose plan allows library calls ([`KernelPlan::veclib`]),
+    /// a per-element slot is a call when
+    /// - it is the root of an activation form ([`VecFn::FORMS`], [`graphlift_kernels::veclib`]'s
+    ///   `forms`): the slot and the ones below it compute the form's expression of one
+    ///   per-element value `x`, with `f32` constants where the form has parameters, and every
+    ///   slot inside the form but `x` and the constants is used by the form only (not by
+    ///   another slot, not as an output). The call takes `x` and the constants, and the slots
+    ///   inside are not computed. Forms are matched from the last slot back, so the outermost
+    ///   match wins;
+    /// - otherwise, it is an `f32` `exp`, `sigmoid`, `tanh` or `erf`, or a division of two
+    ///   per-element values (a division by an invariant stays inline: it would need a buffer
+    ///   of copies).
+    ///
+    /// Matching is exact: an `Add` or a `Multiply` may have its operands either way round
+    /// (IEEE 754 addition and multiplication commute), nothing else is reordered, so a call
+    /// gives the inline code's bits.
     pub fn of(plan: &KernelPlan) -> LibraryCalls {
         let n = plan.slots.len();
         let mut calls: Vec<Option<LibraryCall>> = vec![None; n];

@@ -1,25 +1,25 @@
-//! Unsigned division of element indices by compile-time constants, without a divide
-//! instruction.
-//!
-//! Broadcast addressing divides the element index by extents and strides known when the
-//! kernel is compiled (`i mod len` for a row vector, `(i / div) mod m` in general). A
-//! hardware `div` takes tens of cycles on x86-64, once per vector or per lane, and the
-//! kernels are compiled without Cranelift's mid-end optimizer, which would otherwise
-//! rewrite such divisions (see [`crate::isa`]). So the code here does it:
-//! - a power of two `d = 2^k`: a shift (`x >> k`) and a mask (`x & (d − 1)`);
-//! - any other `d`, for dividends `x < 2^N`: `q = (x · m) >> s` with `s = N + ⌈log2 d⌉` and
-//!   `m = ⌈2^s / d⌉`, the "round-up" method of Granlund and Montgomery ("Division by
-//!   Invariant Integers using Multiplication", PLDI 1994, section 4). It is exact for every
-//!   `x < 2^N` because `e = m·d − 2^s < d ≤ 2^(s − N)`, so `x·e / 2^s < 1` cannot carry
-//!   `x·m / 2^s = x/d + x·e/(d·2^s)` past the next integer. It is used when `x·m` fits in 64
-//!   bits for every such `x` (iteration spaces below about 2^31 elements); larger ones keep
-//!   the `udiv` instruction;
-//! - the remainder is `x − q·d`.
+//! Unsigned division of element indices by compile-time constants without a divide
+//! instruction ([`ConstDivisor`]): broadcast addressing divides by extents on every vector,
+//! and a hardware `div` takes tens of cycles on x86-64.
 
 use cranelift_codegen::ir::{InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
 
 /// A divisor known at compile time, for dividends below a known bound.
+///
+/// Broadcast addressing divides the element index by extents and strides known when the
+/// kernel is compiled (`i mod len` for a row vector, `(i / div) mod m` in general), once per
+/// vector or per lane, and the kernels are compiled without Cranelift's mid-end optimizer,
+/// which would otherwise rewrite such divisions (see [`crate::isa::host_isa`]). So:
+/// - a power of two `d = 2^k`: a shift (`x >> k`) and a mask (`x & (d − 1)`);
+/// - any other `d`, for dividends `x < 2^N`: `q = (x · m) >> s` with `s = N + ⌈log2 d⌉` and
+///   `m = ⌈2^s / d⌉`, the "round-up" method of Granlund and Montgomery ("Division by
+///   Invariant Integers using Multiplication", PLDI 1994, section 4). It is exact for every
+///   `x < 2^N` because `e = m·d − 2^s < d ≤ 2^(s − N)`, so `x·e / 2^s < 1` cannot carry
+///   `x·m / 2^s = x/d + x·e/(d·2^s)` past the next integer. It is used when `x·m` fits in 64
+///   bits for every such `x` (iteration spaces below about 2^31 elements); larger ones keep
+///   the `udiv` instruction;
+/// - the remainder is `x − q·d`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConstDivisor {
     d: u64,

@@ -1,28 +1,5 @@
-//! The host instruction set, built once and shared by every JIT module.
-//!
-//! `cranelift_native::builder()` detects the host CPU's features (SSE4.1, AVX, FMA, ...);
-//! the shared flags are `opt_level=none`, `is_pic=false` (required by `JITModule`),
-//! `use_colocated_libcalls=false` (libcalls may live anywhere in the address space) and
-//! inline stack probes (`enable_probestack`, for the strip buffers of `codegen::strip`). The
-//! ISA object is `Send + Sync` and is cloned (an `Arc`) into each module.
-//!
-//! `opt_level=none` skips Cranelift's mid-end (the e-graph: GVN, LICM, algebraic rewrites);
-//! instruction selection and register allocation are the same. graphlift's kernels already
-//! do what the mid-end would add: invariants are hoisted to the preheader by `kernel`,
-//! divisions of indices by constants are multiplies and shifts (`divide`), and each slot is
-//! computed once per vector. (Not merged: the index arithmetic of two inputs with the same
-//! broadcast, a few integer instructions per vector each.) What the mid-end did here was
-//! harmful: it merged every use
-//! of a vector-math constant into one value and hoisted it into the loop header, where the
-//! sixteen `xmm` registers could not hold them all, so the loop reloaded and spilled them on
-//! every trip. Without it each constant stays a memory operand at its use. Measured A/B on
-//! the Zen 5 guest (2026-11-25; `graphlift bench-expr` 1 thread, 2^14 elements; `cargo bench
-//! --bench compile -- cold`): E1 −9%, E2 −13%, E3 −4%, E4 −16% time per element, and cold
-//! compiles 25–36% shorter (E2 821 → 528 µs; the 200-op kernel 15.0 → 9.2 ms).
-//!
-//! Cranelift's IR verifier runs in debug builds (tests, fuzzing) only, as Wasmtime runs it:
-//! it checks the IR graphlift generates, not anything a user gives, and it is about 45% of
-//! Cranelift's compile time (`../shared/notes/cranelift-0.135.md`).
+//! The host instruction set for Cranelift, built once with graphlift's flags and shared by
+//! every JIT module ([`host_isa`]).
 
 use std::sync::OnceLock;
 
@@ -32,6 +9,28 @@ use cranelift_codegen::settings::{self, Configurable};
 use crate::JitError;
 
 /// The shared host ISA.
+///
+/// `cranelift_native::builder()` detects the host CPU's features (SSE4.1, AVX, FMA, ...);
+/// the shared flags are `opt_level=none`, `is_pic=false` (required by `JITModule`),
+/// `use_colocated_libcalls=false` (libcalls may live anywhere in the address space) and
+/// inline stack probes (`enable_probestack`, for the strip buffers of [`crate::strip`]). The
+/// ISA object is `Send + Sync` and is cloned (an `Arc`) into each module.
+///
+/// `opt_level=none` skips Cranelift's mid-end (the e-graph: GVN, LICM, algebraic rewrites);
+/// instruction selection and register allocation are the same. graphlift's kernels already
+/// do what the mid-end would add: invariants are hoisted to the preheader by
+/// [`crate::kernel`], divisions of indices by constants are multiplies and shifts
+/// ([`crate::divide`]), and each slot is computed once per vector. (Not merged: the index
+/// arithmetic of two inputs with the same broadcast, a few integer instructions per vector
+/// each.) What the mid-end did here was harmful: it merged every use of a vector-math
+/// constant into one value and hoisted it into the loop header, where the sixteen `xmm`
+/// registers could not hold them all, so the loop reloaded and spilled them on every trip.
+/// Without it each constant stays a memory operand at its use, and both kernels and cold
+/// compiles are faster (A/B figures in `BENCHMARKS.md`).
+///
+/// Cranelift's IR verifier runs in debug builds (tests, fuzzing) only, as Wasmtime runs it:
+/// it checks the IR graphlift generates, not anything a user gives, and it is a large share
+/// of Cranelift's compile time (measured on Cranelift 0.135: `BENCHMARKS.md`).
 ///
 /// # Errors
 /// [`JitError::Isa`] when Cranelift does not support the host, or rejects a flag; the error

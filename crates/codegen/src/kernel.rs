@@ -1,38 +1,6 @@
-//! The loop structure and calling convention of a fused kernel.
-//!
-//! Every kernel is one Cranelift function with the range ABI
-//!
-//! ```text
-//! unsafe extern "C" fn(inputs: *const *const u8, outputs: *const *mut u8, begin: usize, end: usize)
-//! ```
-//!
-//! that computes elements `begin..end` of its iteration space (nothing if `begin >= end`).
-//! `inputs` holds one pointer per live-in, then one per hidden constant buffer; `outputs` one
-//! per kernel output. Loads and stores are `notrap` and never `aligned`: buffers may be
-//! unaligned.
-//!
-//! Vector kernels of `n` lanes ([`Lanes::X4`]: `n = 4`, [`Lanes::X2`]: `n = 2`) run
-//! 1. a preheader: buffer pointers, constants and every loop-invariant slot (splat loads and
-//!    what is computed from them) — Cranelift does not hoist, so this is done here;
-//! 2. a main loop over `2n` elements per trip (two vector bodies: unrolled 2×), entered
-//!    only with a full trip left and tested at the bottom (one branch per trip);
-//! 3. a tail loop over the last 1 to `2n − 1` elements, `n` per trip, that runs **the same
-//!    vector body** on lanes whose indices are `i + min(lane, r − 1)` (`r` elements left):
-//!    the extra lanes of the last trip recompute the last element, and the lanes are stored
-//!    back to those same indices, so the tail computes exactly what full vectors compute and
-//!    never touches memory outside `begin..end`. (A separate `n`-element body for the first
-//!    tail trip would be a fourth copy of the body: a quarter more code to compile, for one
-//!    vector per call.)
-//!
-//! Mixed-width kernels ([`Lanes::Mixed`], `n = 4`) run the same loops; a body computes each
-//! 32-bit value as one `X4` vector and each 64-bit value as two `X2` vectors (elements
-//! `i..i+2` and `i+2..i+4`; in the tail, lanes `0..2` and `2..4` of the index list), see
-//! [`super::mixed`]. A kernel at the scalar width [`Lanes::X1`] runs one element per trip;
-//! [`Lanes::for_types`] never picks it, [`crate::JitKernel::compile_scalar`] does.
-//!
-//! A vector kernel that calls the vector math library ([`super::strip`]) runs these loops
-//! once per stage of each strip of elements, each time computing only what that stage
-//! stores ([`Body`]).
+//! The loop structure and calling convention (the range ABI) of a fused kernel: one
+//! Cranelift function that computes any range of its iteration space, so the runtime can
+//! run a kernel in parts (a thread's share, an epilogue's block).
 
 use super::lanes::{data_flags, Lanes};
 use super::lower::HelperRefs;
@@ -49,7 +17,16 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::FunctionBuilder;
 
 /// The kernel signature: `(inputs, outputs, begin, end)`, all pointer-sized, no results,
-/// in the platform's C calling convention.
+/// in the platform's C calling convention. This is the range ABI of every kernel:
+///
+/// ```text
+/// unsafe extern "C" fn(inputs: *const *const u8, outputs: *const *mut u8, begin: usize, end: usize)
+/// ```
+///
+/// which computes elements `begin..end` of the kernel's iteration space (nothing if
+/// `begin >= end`). `inputs` holds one pointer per live-in, then one per hidden constant
+/// buffer; `outputs` one per kernel output. Loads and stores are `notrap` and never
+/// `aligned`: buffers may be unaligned.
 pub fn kernel_signature(ptr: Type, call_conv: CallConv) -> Signature {
     let mut sig = Signature::new(call_conv);
     for _ in 0..4 {
@@ -60,6 +37,29 @@ pub fn kernel_signature(ptr: Type, call_conv: CallConv) -> Signature {
 
 /// Builds the kernel's function body into `b` (whose signature is [`kernel_signature`]),
 /// strip-mined by `strips` when the plan has one ([`StripPlan::of`]).
+///
+/// Vector kernels of `n` lanes ([`Lanes::X4`]: `n = 4`, [`Lanes::X2`]: `n = 2`) run
+/// 1. a preheader: buffer pointers, constants and every loop-invariant slot (splat loads and
+///    what is computed from them) — Cranelift does not hoist, so this is done here;
+/// 2. a main loop over `2n` elements per trip (two vector bodies: unrolled 2×), entered
+///    only with a full trip left and tested at the bottom (one branch per trip);
+/// 3. a tail loop over the last 1 to `2n − 1` elements, `n` per trip, that runs **the same
+///    vector body** on lanes whose indices are `i + min(lane, r − 1)` (`r` elements left):
+///    the extra lanes of the last trip recompute the last element, and the lanes are stored
+///    back to those same indices, so the tail computes exactly what full vectors compute and
+///    never touches memory outside `begin..end`. (A separate `n`-element body for the first
+///    tail trip would be a fourth copy of the body: a quarter more code to compile, for one
+///    vector per call.)
+///
+/// Mixed-width kernels ([`Lanes::Mixed`], `n = 4`) run the same loops; a body computes each
+/// 32-bit value as one `X4` vector and each 64-bit value as two `X2` vectors (elements
+/// `i..i+2` and `i+2..i+4`; in the tail, lanes `0..2` and `2..4` of the index list), see
+/// [`super::mixed`]. A kernel at the scalar width [`Lanes::X1`] runs one element per trip;
+/// [`Lanes::for_types`] never picks it, [`crate::JitKernel::compile_scalar`] does.
+///
+/// A vector kernel that calls the vector math library ([`super::strip`]) runs these loops
+/// once per stage of each strip of elements, each time computing only what that stage
+/// stores ([`Body`]).
 ///
 /// # Errors
 /// [`JitError::Codegen`] if an op cannot be lowered.

@@ -1,23 +1,5 @@
-//! The lane view that op lowering and vector math emit through.
-//!
-//! A kernel runs as a vector loop of four 32-bit lanes ([`Lanes::X4`]: `f32` as `F32X4`,
-//! `i32` as `I32X4`, `bool` as an `I32X4` mask of all-ones / all-zeros lanes), as a vector
-//! loop of two 64-bit lanes ([`Lanes::X2`]: `f64` as `F64X2`, `i64` as `I64X2`, `bool` as an
-//! `I64X2` mask), or, when it mixes 32-bit and 64-bit numbers, as a vector loop of four
-//! elements per body ([`Lanes::Mixed`]): each 32-bit value one `X4` vector, each 64-bit
-//! value a pair of `X2` vectors (elements 0–1 and 2–3), and each `bool` a mask in the form
-//! of the values it was computed from, moved to the other form where it meets values of the
-//! other width (see [`super::mixed`]). x64 Cranelift lowers 128-bit vectors only, so one
-//! vector never holds lanes of two widths. [`Lanes::for_types`] picks `X4` when every value
-//! is `f32`, `i32` or `bool`, `X2` when every value is `f64`, `i64` or `bool`, else `Mixed`.
-//! [`Lanes::X1`] (one element per value: `f32`, `f64`, `i32`, `i64`, and `bool` as an `I8`
-//! 0/1) is the scalar code of per-lane fallbacks, and the loop width of
-//! [`crate::JitKernel::compile_scalar`].
-//!
-//! [`Emit`] hides the difference: constants become splat vectors from the constant pool or
-//! scalar immediates, comparisons give masks in the matching form, and
-//! [`Emit::select`] is a `bitselect` or a `select`. Vector math is written once against it,
-//! so a kernel's vector lanes and its scalar lanes run the same operation sequence.
+//! The lane view ([`Lanes`], [`Emit`]) that op lowering and vector math emit through, so that
+//! they are written once and a kernel's vector and scalar lanes run the same operations.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -27,6 +9,20 @@ use cranelift_frontend::FunctionBuilder;
 use graphlift_ir::ElementType;
 
 /// Vector (4 lanes of 32 bits, 2 lanes of 64 bits, or both mixed) or scalar code.
+///
+/// A kernel runs as a vector loop of four 32-bit lanes ([`Lanes::X4`]: `f32` as `F32X4`,
+/// `i32` as `I32X4`, `bool` as an `I32X4` mask of all-ones / all-zeros lanes), as a vector
+/// loop of two 64-bit lanes ([`Lanes::X2`]: `f64` as `F64X2`, `i64` as `I64X2`, `bool` as an
+/// `I64X2` mask), or, when it mixes 32-bit and 64-bit numbers, as a vector loop of four
+/// elements per body ([`Lanes::Mixed`]): each 32-bit value one `X4` vector, each 64-bit
+/// value a pair of `X2` vectors (elements 0–1 and 2–3), and each `bool` a mask in the form
+/// of the values it was computed from, moved to the other form where it meets values of the
+/// other width (see [`super::mixed`]). x64 Cranelift lowers 128-bit vectors only, so one
+/// vector never holds lanes of two widths. [`Lanes::for_types`] picks `X4` when every value
+/// is `f32`, `i32` or `bool`, `X2` when every value is `f64`, `i64` or `bool`, else `Mixed`.
+/// [`Lanes::X1`] (one element per value: `f32`, `f64`, `i32`, `i64`, and `bool` as an `I8`
+/// 0/1) is the scalar code of per-lane fallbacks, and the loop width of
+/// [`crate::JitKernel::compile_scalar`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Lanes {
     /// Four 32-bit lanes per value (`F32X4` / `I32X4`).
@@ -100,6 +96,11 @@ pub fn cast_flags() -> MemFlagsData {
 }
 
 /// A function builder seen through a lane width.
+///
+/// It hides the difference between widths: constants become splat vectors from the
+/// constant pool or scalar immediates, comparisons give masks in the matching form, and
+/// [`Emit::select`] is a `bitselect` or a `select`. Vector math is written once against it,
+/// so a kernel's vector lanes and its scalar lanes run the same operation sequence.
 pub struct Emit<'a, 'f> {
     /// The Cranelift function builder.
     pub b: &'a mut FunctionBuilder<'f>,

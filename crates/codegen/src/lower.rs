@@ -1,41 +1,5 @@
-//! Op lowering: one slot of a kernel plan to Cranelift IR, at the current lane width.
-//!
-//! Semantics are the reference interpreter's (the table in
-//! `graphlift_runtime::reference`); how each edge case is met:
-//!
-//! - `+ - * /` on floats are single IEEE operations and are **never contracted** into fused
-//!   multiply-adds, so results are bit-identical to the interpreter (XLA's contraction made
-//!   `a*x - a*x` nonzero).
-//! - `Maximum`/`Minimum` on floats are Cranelift's `fmax`/`fmin`: NaN-propagating, with
-//!   `-0 < +0`, as the table says; against a constant (not NaN), as `Clip`'s bounds are,
-//!   they are one compare and select with the same results.
-//! - `Relu` is `x < 0 ? 0 : x` (compare and select: `Relu(NaN) = NaN`, `Relu(-0) = -0`);
-//!   `Sign` is two compares and selects (`±0` and NaN pass through).
-//! - `Round` is `nearest` (ties to even); `Floor`, `Ceil`, `Round` are the identity on
-//!   integers.
-//! - Integer `Divide` never traps: the divisor is replaced by 1 where it is 0 or -1, then
-//!   selects give `x / 0 = 0` and `x / -1 = -x` (wrapping, so `MIN / -1 = MIN`). Integer
-//!   `+ - * neg abs` wrap.
-//! - `Convert` float to integer uses the saturating conversions (NaN → 0, out of range →
-//!   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
-//! - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64` are the
-//!   inline [`crate::vmath`] approximations (within their documented ulp bounds, not bit
-//!   equal to the reference); so is `Power` on `f32` and `f64` ([`crate::vmath::pow`],
-//!   within 1 and 2 ulp, special cases exact); `Power` on `i32`, `i64` calls the host
-//!   helpers of [`crate::helpers`], which run the reference's own scalar code.
-//!
-//! In a vector loop, ops without a vector lowering run per lane with the scalar lowering
-//! (extract each lane, compute, insert): integer `Divide` (Cranelift's `sdiv` is scalar
-//! only: the verifier rejects `sdiv.i32x4` / `sdiv.i64x2`), the host helpers (`Power` on
-//! `i32`, `i64`), and `Convert` `f64` to `i64`
-//! when a lane is outside ±2^51 or NaN (x64 Cranelift 0.135 has no lowering of
-//! `fcvt_to_sint_sat.i64x2`: "should be implemented in ISLE", with or without AVX-512;
-//! within ±2^51 the exact vector code of [`super::convert`] runs). `Convert` `i64` to `f64`
-//! is that vector code within ±2^51, else Cranelift's `fcvt_from_sint.f64x2` (two scalar
-//! conversions on x64). Every other `I64X2` / `F64X2` op used here lowers with SSE4.2 and up
-//! (`imul`, `smax`/`smin`, `iabs` by an instruction sequence where AVX-512 is missing).
-//! Conversions between 32-bit and 64-bit numbers in mixed-width kernels are
-//! [`super::mixed`]'s.
+//! Op lowering: one slot of a kernel plan to Cranelift IR at the current lane width, with the
+//! reference interpreter's semantics for every edge case (how each is met: [`lower`]).
 
 use std::collections::HashMap;
 
@@ -86,6 +50,42 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
 }
 
 /// Lowers one computing slot (not a load or constant) on its operand values.
+///
+/// Semantics are the reference interpreter's (the table on
+/// `graphlift_runtime::reference::evaluate_node`); how each edge case is met:
+///
+/// - `+ - * /` on floats are single IEEE operations and are **never contracted** into fused
+///   multiply-adds, so results are bit-identical to the interpreter (XLA's contraction made
+///   `a*x - a*x` nonzero).
+/// - `Maximum`/`Minimum` on floats are Cranelift's `fmax`/`fmin`: NaN-propagating, with
+///   `-0 < +0`, as the table says; against a constant (not NaN), as `Clip`'s bounds are,
+///   they are one compare and select with the same results.
+/// - `Relu` is `x < 0 ? 0 : x` (compare and select: `Relu(NaN) = NaN`, `Relu(-0) = -0`);
+///   `Sign` is two compares and selects (`±0` and NaN pass through).
+/// - `Round` is `nearest` (ties to even); `Floor`, `Ceil`, `Round` are the identity on
+///   integers.
+/// - Integer `Divide` never traps: the divisor is replaced by 1 where it is 0 or -1, then
+///   selects give `x / 0 = 0` and `x / -1 = -x` (wrapping, so `MIN / -1 = MIN`). Integer
+///   `+ - * neg abs` wrap.
+/// - `Convert` float to integer uses the saturating conversions (NaN → 0, out of range →
+///   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
+/// - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64` are the
+///   inline [`crate::vmath`] approximations (within their documented ulp bounds, not bit
+///   equal to the reference); so is `Power` on `f32` and `f64` ([`crate::vmath::pow`],
+///   within 1 and 2 ulp, special cases exact); `Power` on `i32`, `i64` calls the host
+///   helpers of [`crate::helpers`], which run the reference's own scalar code.
+///
+/// In a vector loop, ops without a vector lowering run per lane with the scalar lowering
+/// (extract each lane, compute, insert): integer `Divide` (Cranelift's `sdiv` is scalar
+/// only: the verifier rejects `sdiv.i32x4` / `sdiv.i64x2`), the host helpers (`Power` on
+/// `i32`, `i64`), and `Convert` `f64` to `i64` when a lane is outside ±2^51 or NaN (x64
+/// Cranelift 0.135 has no lowering of `fcvt_to_sint_sat.i64x2`: "should be implemented in
+/// ISLE", with or without AVX-512; within ±2^51 the exact vector code of
+/// [`super::convert`] runs). `Convert` `i64` to `f64` is that vector code within ±2^51, else
+/// Cranelift's `fcvt_from_sint.f64x2` (two scalar conversions on x64). Every other
+/// `I64X2` / `F64X2` op used here lowers with SSE4.2 and up (`imul`, `smax`/`smin`, `iabs`
+/// by an instruction sequence where AVX-512 is missing). Conversions between 32-bit and
+/// 64-bit numbers in mixed-width kernels are [`super::mixed`]'s.
 ///
 /// # Errors
 /// [`JitError::Codegen`] for an op on an element type it does not accept (the IR's type

@@ -1,33 +1,6 @@
-//! Mixed-width kernels ([`Lanes::Mixed`]): four elements per loop body, each value in
-//! *parts* — a 32-bit number one `X4` vector (elements 0–3), a 64-bit number two `X2`
-//! vectors (elements 0–1, then 2–3).
-//!
-//! A `bool` mask takes the *form* (`X4`: one `I32X4`, or `X2`: two `I64X2`) of what it was
-//! computed from: a comparison the width of its operands, a conversion to `bool` the width
-//! of its source, logic and selects of masks the form of their first mask operand, loads
-//! and constants `X4` ([`forms`]). Where a mask meets values of the other width (a compare
-//! on `f32` selecting between `f64` values, a mask stored next to `i64` values, ...) it is
-//! moved between forms by [`reform`]: `swiden_low` / `swiden_high` one way, one shuffle of
-//! the low 32 bits of each lane the other (a mask lane is all-ones or all-zeros, so both
-//! keep it).
-//!
-//! Conversions between numbers of different widths ([`convert_across`]), with the
-//! interpreter's semantics (Rust's `as`: float to int saturates, NaN → 0; int to float
-//! rounds to nearest; `i64` → `i32` wraps):
-//!
-//! | from → to | lowering |
-//! |---|---|
-//! | `f32` → `f64` | `fvpromote_low` of the vector and of its high half (`cvtps2pd`) |
-//! | `f64` → `f32` | `fvdemote` of each part (`cvtpd2ps`), the low halves joined by a shuffle |
-//! | `i32` → `i64` | `swiden_low` / `swiden_high` (`pmovsxdq`) |
-//! | `i64` → `i32` | the low 32 bits of each lane, one shuffle of both parts (wrapping) |
-//! | `i32` → `f64` | `fcvt_from_sint` of `swiden_low` (`cvtdq2pd`, exact) of each half |
-//! | `f64` → `i32` | `snarrow(fcvt_to_sint_sat.i64x2(x), 0)` (x64's NaN-to-0, clamping `cvttpd2dq` pattern) per part, joined by a shuffle |
-//! | `f32` → `i64` | when all four lanes are within ±2^51: `fvpromote_low` (exact), then [`super::convert`]'s exact vector code; else per lane: scalar `fcvt_to_sint_sat` (x64 has no `fcvt_to_sint_sat.i64x2`) |
-//! | `i64` → `f32` | when all four lanes are `i32` values: their low words by one shuffle, `fcvt_from_sint` (`cvtdq2ps`, one rounding); else when all are within ±2^51: exact to `f64` by [`super::convert`], then `fvdemote` (one rounding); else per lane: scalar `fcvt_from_sint` (no vector form; through `f64` it would round twice) |
-//!
-//! Conversions within one width (`f64` ↔ `i64`, `f32` ↔ `i32`, to and from `bool`) are
-//! [`super::lower`]'s, part by part.
+//! Mixed-width kernels ([`Lanes::Mixed`]): four elements per loop body, each value in *parts*
+//! (a 32-bit number one `X4` vector, a 64-bit number two `X2` vectors), since x64 Cranelift
+//! has 128-bit vectors only and one vector cannot hold lanes of two widths.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Type, Value};
@@ -41,6 +14,14 @@ use super::plan::{KernelPlan, SlotOp};
 /// The form of every slot's value: its own width for numbers, and for `bool` the form of
 /// what it was computed from (loads and constants: `X4`). Every slot of a kernel that is not
 /// `Mixed` has the kernel's width.
+///
+/// A 32-bit number is one `X4` vector (elements 0–3), a 64-bit number two `X2` vectors
+/// (elements 0–1, then 2–3). A `bool` mask takes the form (`X4`: one `I32X4`, or `X2`: two
+/// `I64X2`) of what it was computed from: a comparison the width of its operands, a
+/// conversion to `bool` the width of its source, logic and selects of masks the form of their
+/// first mask operand, loads and constants `X4`. Where a mask meets values of the other width
+/// (a compare on `f32` selecting between `f64` values, a mask stored next to `i64` values,
+/// ...) it is moved between forms by [`reform`].
 pub fn forms(plan: &KernelPlan) -> Vec<Lanes> {
     let mut forms: Vec<Lanes> = Vec::with_capacity(plan.slots.len());
     for slot in &plan.slots {
@@ -66,7 +47,9 @@ pub fn parts(loop_lanes: Lanes, form: Lanes) -> usize {
     loop_lanes.count() / form.count()
 }
 
-/// A mask's parts in form `to` (from form `from`).
+/// A mask's parts in form `to` (from form `from`): `swiden_low` / `swiden_high` one way, one
+/// shuffle of the low 32 bits of each lane the other (a mask lane is all-ones or all-zeros,
+/// so both keep it).
 pub fn reform(b: &mut FunctionBuilder, v: &[Value], from: Lanes, to: Lanes) -> Vec<Value> {
     match (from, to, v) {
         (Lanes::X4, Lanes::X2, &[m]) => vec![b.ins().swiden_low(m), b.ins().swiden_high(m)],
@@ -114,7 +97,22 @@ fn high_half(b: &mut FunctionBuilder, v: Value) -> Value {
 }
 
 /// Converts `x` (parts of `from`) to `to` when the two are numbers of different widths in a
-/// `Mixed` loop; `None` for every other conversion (done part by part by `lower`).
+/// `Mixed` loop; `None` for every other conversion (`f64` ↔ `i64`, `f32` ↔ `i32`, to and from
+/// `bool`: done part by part by [`super::lower`]).
+///
+/// The interpreter's semantics are kept (Rust's `as`: float to int saturates, NaN → 0; int
+/// to float rounds to nearest; `i64` → `i32` wraps):
+///
+/// | from → to | lowering |
+/// |---|---|
+/// | `f32` → `f64` | `fvpromote_low` of the vector and of its high half (`cvtps2pd`) |
+/// | `f64` → `f32` | `fvdemote` of each part (`cvtpd2ps`), the low halves joined by a shuffle |
+/// | `i32` → `i64` | `swiden_low` / `swiden_high` (`pmovsxdq`) |
+/// | `i64` → `i32` | the low 32 bits of each lane, one shuffle of both parts (wrapping) |
+/// | `i32` → `f64` | `fcvt_from_sint` of `swiden_low` (`cvtdq2pd`, exact) of each half |
+/// | `f64` → `i32` | `snarrow(fcvt_to_sint_sat.i64x2(x), 0)` (x64's NaN-to-0, clamping `cvttpd2dq` pattern) per part, joined by a shuffle |
+/// | `f32` → `i64` | when all four lanes are within ±2^51: `fvpromote_low` (exact), then [`super::convert`]'s exact vector code; else per lane: scalar `fcvt_to_sint_sat` (x64 has no `fcvt_to_sint_sat.i64x2`) |
+/// | `i64` → `f32` | when all four lanes are `i32` values: their low words by one shuffle, `fcvt_from_sint` (`cvtdq2ps`, one rounding); else when all are within ±2^51: exact to `f64` by [`super::convert`], then `fvdemote` (one rounding); else per lane: scalar `fcvt_from_sint` (no vector form; through `f64` it would round twice) |
 pub fn convert_across(
     b: &mut FunctionBuilder,
     from: ElementType,

@@ -1,19 +1,5 @@
-//! A builder with operator overloading and numpy broadcasting.
-//!
-//! Like XLA's `XlaBuilder`, an op that cannot be built does not panic: the builder records
-//! the first error, every value derived from the bad one is poisoned, and
-//! [`FunctionBuilder::finish`] returns that error (op, operand types and creation site).
-//! A [`Value`] belongs to the builder that made it and to the function it was building: using
-//! it with another builder, or after `finish`, is an [`IrError::ForeignValue`] naming it.
-//!
-//! ```
-//! use graphlift_ir::{ElementType::F32, FunctionBuilder};
-//! let b = FunctionBuilder::new("halide_subgraph");
-//! let [a, bb, c, d] = ["A", "B", "C", "D"].map(|n| b.parameter(n, F32, [8]));
-//! let r = ((a + bb) * c).relu() + d;
-//! let f = b.finish(&[r]).unwrap();
-//! assert_eq!(f.parameters().len(), 4);
-//! ```
+//! [`FunctionBuilder`]: builds a [`Function`] with operator overloading and numpy
+//! broadcasting, made explicit as `Broadcast` nodes, so graphs read like the math they compute.
 
 use std::cell::{Cell, RefCell};
 use std::ops;
@@ -24,6 +10,21 @@ use crate::{
 };
 
 /// Builds a [`Function`] through [`Value`] handles.
+///
+/// Like XLA's `XlaBuilder`, an op that cannot be built does not panic: the builder records
+/// the first error, every value derived from the bad one is poisoned, and
+/// [`FunctionBuilder::finish`] returns that error (op, operand types and creation site).
+/// A [`Value`] belongs to the builder that made it and to the function it was building: using
+/// it with another builder, or after `finish`, is an [`IrError::ForeignValue`] naming it.
+///
+/// ```
+/// use graphlift_ir::{ElementType::F32, FunctionBuilder};
+/// let b = FunctionBuilder::new("halide_subgraph");
+/// let [a, bb, c, d] = ["A", "B", "C", "D"].map(|n| b.parameter(n, F32, [8]));
+/// let r = ((a + bb) * c).relu() + d;
+/// let f = b.finish(&[r]).unwrap();
+/// assert_eq!(f.parameters().len(), 4);
+/// ```
 #[derive(Debug)]
 pub struct FunctionBuilder {
     function: RefCell<Function>,

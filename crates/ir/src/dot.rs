@@ -1,19 +1,5 @@
-//! Graphviz DOT export of a [`Function`], for looking at graphs and fusion results.
-//!
-//! One DOT node per IR node, labelled with its name, op and output type(s). Data edges go
-//! from producer to user and are labelled with the output index when it is not 0; control
-//! dependencies (`other_deps`) are dashed grey edges from the dependency to the dependent.
-//! Parameters are drawn as blue `invhouse` shapes, Results as green `house` shapes,
-//! Constants as yellow rounded boxes. Every fused kernel is drawn as a cluster
-//! (`subgraph "cluster_<name>"`) holding its body's nodes, labelled with the kernel's name
-//! and op count; the outer producers of its live-ins point at the body's Parameters, and
-//! the body's Results point at the kernel's outer users. Kernels nested in a body become
-//! nested clusters.
-//!
-//! Names come from user files, so every string is written as a quoted DOT string with `"`
-//! and `\` escaped; a newline becomes DOT's `\n` line break and other control characters
-//! are shown as `\xNN`. DOT node identifiers are generated (`n3`, `n3_0`, ...), never
-//! names. Render with e.g. `dot -Tsvg graph.dot -o graph.svg`.
+//! Graphviz DOT export of a [`Function`] ([`Function::to_dot`]), for looking at graphs and
+//! at what fusion made of them.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -21,9 +7,23 @@ use std::fmt::Write;
 use crate::{Function, Node, NodeId, Op};
 
 impl Function {
-    /// The function as a Graphviz DOT digraph (see the [`crate::dot`] module docs for what
-    /// is drawn and how). Never fails: a dangling reference in an invalid function is drawn
-    /// as an edge to a bare DOT node.
+    /// The function as a Graphviz DOT digraph. Never fails: a dangling reference in an
+    /// invalid function is drawn as an edge to a bare DOT node.
+    ///
+    /// One DOT node per IR node, labelled with its name, op and output type(s). Data edges
+    /// go from producer to user and are labelled with the output index when it is not 0;
+    /// control dependencies (`other_deps`) are dashed grey edges from the dependency to the
+    /// dependent. Parameters are drawn as blue `invhouse` shapes, Results as green `house`
+    /// shapes, Constants as yellow rounded boxes. Every fused kernel is drawn as a cluster
+    /// (`subgraph "cluster_<name>"`) holding its body's nodes, labelled with the kernel's
+    /// name and op count; the outer producers of its live-ins point at the body's
+    /// Parameters, and the body's Results point at the kernel's outer users. Kernels nested
+    /// in a body become nested clusters.
+    ///
+    /// Names come from user files, so every string is written as a quoted DOT string with
+    /// `"` and `\` escaped; a newline becomes DOT's `\n` line break and other control
+    /// characters are shown as `\xNN`. DOT node identifiers are generated (`n3`, `n3_0`,
+    /// ...), never names. Render with e.g. `dot -Tsvg graph.dot -o graph.svg`.
     ///
     /// ```
     /// use graphlift_ir::{ElementType::F32, FunctionBuilder};

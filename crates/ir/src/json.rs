@@ -1,93 +1,6 @@
-//! JSON (de)serialization of a [`Function`]: a versioned, explicit, exact format.
-//!
-//! # The format (version 1)
-//!
-//! An example (the `nodes` written compactly here; [`Function::to_json`] indents them):
-//!
-//! ```
-//! # use graphlift_ir::{Function, Op, BinaryOp};
-//! let text = r#"
-//! {
-//!   "format": "graphlift-function",
-//!   "version": 1,
-//!   "function": {
-//!     "name": "f",
-//!     "parameters": ["x"],
-//!     "results": ["y"],
-//!     "nodes": [
-//!       { "name": "x", "op": { "type": "Parameter" }, "inputs": [],
-//!         "outputs": [{ "element_type": "f32", "shape": [2] }],
-//!         "tags": ["onnx:X"], "site": { "file": "src/main.rs", "line": 3, "column": 9 } },
-//!       { "name": "two", "op": { "type": "Constant", "element_type": "f32",
-//!                                 "values": ["0x40000000"] }, "inputs": [],
-//!         "outputs": [{ "element_type": "f32", "shape": [] }],
-//!         "site": { "file": "src/main.rs", "line": 4, "column": 9 } },
-//!       { "name": "two_b", "op": { "type": "Broadcast", "shape": [2] },
-//!         "inputs": [{ "node": "two", "output": 0 }],
-//!         "outputs": [{ "element_type": "f32", "shape": [2] }],
-//!         "site": { "file": "src/main.rs", "line": 5, "column": 9 } },
-//!       { "name": "mul", "op": { "type": "Multiply" },
-//!         "inputs": [{ "node": "x", "output": 0 }, { "node": "two_b", "output": 0 }],
-//!         "outputs": [{ "element_type": "f32", "shape": [2] }],
-//!         "metadata": { "k": "v" }, "pass_history": ["cse"],
-//!         "site": { "file": "src/main.rs", "line": 5, "column": 9 },
-//!         "other_deps": ["two"] },
-//!       { "name": "y", "op": { "type": "Result" },
-//!         "inputs": [{ "node": "mul", "output": 0 }],
-//!         "outputs": [{ "element_type": "f32", "shape": [2] }],
-//!         "site": { "file": "src/main.rs", "line": 6, "column": 9 } }
-//!     ]
-//!   }
-//! }
-//! "#;
-//! let f = Function::from_json(text)?;
-//! let mul = f.node_by_name("mul").unwrap();
-//! assert_eq!(mul.op(), &Op::Binary(BinaryOp::Multiply));
-//! assert_eq!(mul.metadata()["k"], "v");
-//! assert_eq!(Function::from_json(&f.to_json())?.to_json(), f.to_json());
-//! # Ok::<(), graphlift_ir::IrError>(())
-//! ```
-//!
-//! - `nodes` are the live nodes in arena (id) order; a loaded function numbers them
-//!   0, 1, 2, ... in that order, so ids survive a round trip unless the arena had holes
-//!   (nodes removed by a pass), which are compacted. Nodes may appear in any order in a
-//!   hand-written file: inputs (`node` name + `output` index) and control dependencies
-//!   (`other_deps`, by name) refer to nodes by their unique name.
-//! - `op.type` is the nGraph op name ([`crate::Op::type_name`]); attributes: `to` (element
-//!   type) for `Convert`, `shape` for `Broadcast`, `element_type` and `values` for
-//!   `Constant`, `body` (a nested `function` object, same layout) for `FusedKernel`;
-//!   `shape` for `Reshape`, `perm` for `Transpose`, `slice` (a list of
-//!   `{"start", "step", "len"}`) for `Slice`, `axis` for `Concat`, `Gather` and `Softmax`,
-//!   `axes` and `keep_dims` for `ReduceSum`/`ReduceMean`/`ReduceMax`/`ReduceMin`/
-//!   `ReduceProd`, `axis` and `epsilon` for `LayerNorm`, `epsilon` for
-//!   `BatchNormInference`, `window` (`{"shape", "strides", "dilations", "pads_begin",
-//!   "pads_end"}`) for `MaxPool`, and `window` and `groups` for `Convolution`. An op given an
-//!   attribute it does not take, or missing one it needs, is an error.
-//! - `outputs` records each output's type. Loading re-runs shape and type inference and
-//!   rejects a node whose recorded types differ, naming it; Parameters and Constants carry
-//!   their type here.
-//! - `metadata` (a JSON object), `tags` (provenance, in order), `pass_history` (oldest
-//!   first) and `other_deps` are left out when empty.
-//! - Constant `values`, row-major, exact for every value:
-//!   - `f32`: the IEEE 754 bit pattern as `"0x"` + 8 hex digits (`1.0` is `"0x3f800000"`),
-//!   - `f64`: the bit pattern as `"0x"` + 16 hex digits (`1.0` is `"0x3ff0000000000000"`),
-//!   - `i32`: a JSON integer,
-//!   - `i64`: a decimal string (`"-9007199254740993"`), since JSON readers that hold
-//!     numbers as doubles lose integers beyond 2^53,
-//!   - `bool`: `true` / `false`.
-//!
-//!   JSON numbers cannot hold NaN or infinities, and a decimal rendering would lose NaN
-//!   payloads; bit patterns keep NaN payloads, signed zeros, infinities and subnormals bit
-//!   for bit. Hex per element (not base64 of the whole buffer) keeps one JSON value per
-//!   element, so an error can name the element and a reader can edit one value.
-//!
-//! Every struct of the format rejects unknown fields. A new layout is a new `version`;
-//! loading any other version or `format` is an [`IrError::Serialization`] of kind
-//! [`SerializationErrorKind::UnsupportedFormat`](crate::SerializationErrorKind).
-//!
-//! Limits: serde_json refuses JSON nested more than 128 levels deep (a `Syntax` error,
-//! "recursion limit exceeded"), which bounds fused kernels nested inside kernel bodies to
-//! 30 levels when loading; writing has no such bound.
+//! JSON save and load of a [`Function`]: a versioned document (layout in [`JSON_VERSION`])
+//! that round-trips exactly, constants bit for bit, so a graph can be stored, diffed and
+//! written by hand.
 
 mod decode;
 mod dto;
@@ -103,10 +16,56 @@ use crate::{Function, IrError};
 pub const JSON_FORMAT: &str = "graphlift-function";
 
 /// The format version this build writes and the only one it reads.
+///
+/// # Layout of version 1
+///
+/// A document is `{"format": "graphlift-function", "version": 1, "function": {"name",
+/// "parameters", "results", "nodes"}}` (an example is in [`Function::from_json`]).
+///
+/// - `nodes` are the live nodes in arena (id) order; a loaded function numbers them
+///   0, 1, 2, ... in that order, so ids survive a round trip unless the arena had holes
+///   (nodes removed by a pass), which are compacted. Nodes may appear in any order in a
+///   hand-written file: inputs (`node` name + `output` index) and control dependencies
+///   (`other_deps`, by name) refer to nodes by their unique name.
+/// - `op.type` is the nGraph op name ([`crate::Op::type_name`]); attributes: `to` (element
+///   type) for `Convert`, `shape` for `Broadcast`, `element_type` and `values` for
+///   `Constant`, `body` (a nested `function` object, same layout) for `FusedKernel`;
+///   `shape` for `Reshape`, `perm` for `Transpose`, `slice` (a list of
+///   `{"start", "step", "len"}`) for `Slice`, `axis` for `Concat`, `Gather` and `Softmax`,
+///   `axes` and `keep_dims` for `ReduceSum`/`ReduceMean`/`ReduceMax`/`ReduceMin`/
+///   `ReduceProd`, `axis` and `epsilon` for `LayerNorm`, `epsilon` for
+///   `BatchNormInference`, `window` (`{"shape", "strides", "dilations", "pads_begin",
+///   "pads_end"}`) for `MaxPool`, and `window` and `groups` for `Convolution`. An op given an
+///   attribute it does not take, or missing one it needs, is an error.
+/// - `outputs` records each output's type. Loading re-runs shape and type inference and
+///   rejects a node whose recorded types differ, naming it; Parameters and Constants carry
+///   their type here.
+/// - `metadata` (a JSON object), `tags` (provenance, in order), `pass_history` (oldest
+///   first) and `other_deps` are left out when empty; `site` is the creation site.
+/// - Constant `values`, row-major, exact for every value:
+///   - `f32`: the IEEE 754 bit pattern as `"0x"` + 8 hex digits (`1.0` is `"0x3f800000"`),
+///   - `f64`: the bit pattern as `"0x"` + 16 hex digits (`1.0` is `"0x3ff0000000000000"`),
+///   - `i32`: a JSON integer,
+///   - `i64`: a decimal string (`"-9007199254740993"`), since JSON readers that hold
+///     numbers as doubles lose integers beyond 2^53,
+///   - `bool`: `true` / `false`.
+///
+///   JSON numbers cannot hold NaN or infinities, and a decimal rendering would lose NaN
+///   payloads; bit patterns keep NaN payloads, signed zeros, infinities and subnormals bit
+///   for bit. Hex per element (not base64 of the whole buffer) keeps one JSON value per
+///   element, so an error can name the element and a reader can edit one value.
+///
+/// Every struct of the format rejects unknown fields. A new layout is a new `version`;
+/// loading any other version or `format` is an [`IrError::Serialization`] of kind
+/// [`SerializationErrorKind::UnsupportedFormat`].
+///
+/// Limits: serde_json refuses JSON nested more than 128 levels deep (a `Syntax` error,
+/// "recursion limit exceeded"), which bounds fused kernels nested inside kernel bodies to
+/// 30 levels when loading; writing has no such bound.
 pub const JSON_VERSION: u64 = 1;
 
 impl Function {
-    /// The function as a pretty-printed JSON document (format: [`crate::json`] module docs).
+    /// The function as a pretty-printed JSON document (layout: [`JSON_VERSION`]).
     ///
     /// Exact: [`Function::from_json`] gives back the same names, ops and attributes, input
     /// wiring, output types, metadata, provenance tags (in order), pass histories, creation
@@ -139,6 +98,55 @@ impl Function {
     /// (naming the node by index and name), `Invalid` for a dangling or duplicate name, an
     /// unknown op, a bad constant element, a cycle, or output types that inference does
     /// not give (naming the node).
+    ///
+    /// # Examples
+    ///
+    /// A hand-written document (the `nodes` written compactly; [`Function::to_json`] indents
+    /// them):
+    ///
+    /// ```
+    /// # use graphlift_ir::{Function, Op, BinaryOp};
+    /// let text = r#"
+    /// {
+    ///   "format": "graphlift-function",
+    ///   "version": 1,
+    ///   "function": {
+    ///     "name": "f",
+    ///     "parameters": ["x"],
+    ///     "results": ["y"],
+    ///     "nodes": [
+    ///       { "name": "x", "op": { "type": "Parameter" }, "inputs": [],
+    ///         "outputs": [{ "element_type": "f32", "shape": [2] }],
+    ///         "tags": ["onnx:X"], "site": { "file": "src/main.rs", "line": 3, "column": 9 } },
+    ///       { "name": "two", "op": { "type": "Constant", "element_type": "f32",
+    ///                                 "values": ["0x40000000"] }, "inputs": [],
+    ///         "outputs": [{ "element_type": "f32", "shape": [] }],
+    ///         "site": { "file": "src/main.rs", "line": 4, "column": 9 } },
+    ///       { "name": "two_b", "op": { "type": "Broadcast", "shape": [2] },
+    ///         "inputs": [{ "node": "two", "output": 0 }],
+    ///         "outputs": [{ "element_type": "f32", "shape": [2] }],
+    ///         "site": { "file": "src/main.rs", "line": 5, "column": 9 } },
+    ///       { "name": "mul", "op": { "type": "Multiply" },
+    ///         "inputs": [{ "node": "x", "output": 0 }, { "node": "two_b", "output": 0 }],
+    ///         "outputs": [{ "element_type": "f32", "shape": [2] }],
+    ///         "metadata": { "k": "v" }, "pass_history": ["cse"],
+    ///         "site": { "file": "src/main.rs", "line": 5, "column": 9 },
+    ///         "other_deps": ["two"] },
+    ///       { "name": "y", "op": { "type": "Result" },
+    ///         "inputs": [{ "node": "mul", "output": 0 }],
+    ///         "outputs": [{ "element_type": "f32", "shape": [2] }],
+    ///         "site": { "file": "src/main.rs", "line": 6, "column": 9 } }
+    ///     ]
+    ///   }
+    /// }
+    /// "#;
+    /// let f = Function::from_json(text)?;
+    /// let mul = f.node_by_name("mul").unwrap();
+    /// assert_eq!(mul.op(), &Op::Binary(BinaryOp::Multiply));
+    /// assert_eq!(mul.metadata()["k"], "v");
+    /// assert_eq!(Function::from_json(&f.to_json())?.to_json(), f.to_json());
+    /// # Ok::<(), graphlift_ir::IrError>(())
+    /// ```
     pub fn from_json(text: &str) -> Result<Function, IrError> {
         decode::read_document(text).map_err(IrError::from)
     }

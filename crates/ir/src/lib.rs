@@ -1,20 +1,6 @@
-//! graphlift-ir: the graph IR of graphlift.
-//!
-//! A [`Function`] is a DAG of typed [`Node`]s with ordered parameters and results, after
-//! Intel nGraph. Element types ([`ElementType`]) are f32, f64, i32, i64 and bool; shapes
-//! ([`Shape`]) are static, 0-d and zero-size included. Every node has a unique name, a
-//! metadata map, provenance tags ([`ProvenanceTags`]), its creation site and control
-//! dependencies (`other_deps`). Shape and type inference run when a node is built and fail
-//! with an [`IrError`] naming the op, the operands and the creation site.
-//!
-//! The builder ([`FunctionBuilder`]) adds operator overloading and numpy broadcasting, which
-//! it makes explicit with `Broadcast` nodes.
-//!
-//! A function saves to and loads from a versioned JSON document ([`Function::to_json`],
-//! [`Function::from_json`], format in [`json`]) that round-trips exactly, constants bit for
-//! bit; [`Function::to_dot`] draws it for Graphviz, fused kernels as clusters ([`dot`]).
-//! [`Function::to_text`] (also `Display`) prints a function one node a line, for dumps
-//! after each pass; the format is described in [`text`].
+//! graphlift-ir: the graph IR, after Intel nGraph. A [`Function`] is a DAG of typed [`Node`]s
+//! with static shapes, built through [`FunctionBuilder`] with shape and type inference; it
+//! saves to exact JSON ([`json`]) and prints as text ([`text`]) or Graphviz DOT ([`dot`]).
 
 #![warn(missing_docs)]
 

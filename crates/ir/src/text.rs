@@ -1,22 +1,6 @@
-//! A human-readable text form of a [`Function`], one line per node (Halide's logged lowering
-//! steps, Cranelift's text tests): what a pass manager dumps after each pass.
-//!
-//! ```text
-//! function f(x, y) -> (Result_4)
-//!   x = Parameter() : f32[4]
-//!   y = Parameter() : f32[4]
-//!   add = Add(x, y) : f32[4]  tags=[onnx:Add:add]  passes=[algebraic_simplification]
-//!   Result_4 = Result(add) : f32[4]
-//! ```
-//!
-//! Each node line is `name = Op(inputs) : output types`, followed, when not empty, by
-//! `after=[...]` (control dependencies), `tags=[...]` (provenance), `passes=[...]` (pass
-//! history) and `meta={k=v, ...}` (metadata). Nodes come in topological order
-//! ([`Function::topological_order`]); a function with a cycle is printed in id order under
-//! a `# cycle` comment, and an input that does not exist prints as `?#id:index`, so a broken
-//! function can still be dumped. A Constant shows its first [`CONSTANT_PREVIEW`] elements
-//! (floats with `{:?}`, so `-0.0`, `NaN` and `inf` are visible); a fused kernel's body
-//! follows its line, indented. The form is for reading and diffing, not for parsing.
+//! A human-readable text form of a [`Function`], one line per node, as Halide logs its
+//! lowering steps and Cranelift writes its text tests: what the pass manager dumps after
+//! each pass, for reading and diffing (not for parsing).
 
 use std::fmt::{self, Write};
 
@@ -26,8 +10,26 @@ use crate::{Function, NodeId, Op, Output, TensorData};
 pub const CONSTANT_PREVIEW: usize = 8;
 
 impl Function {
-    /// The function as text, one line per node in topological order (format in the module
-    /// documentation of `text`). Never fails: a cyclic or dangling function is printed too.
+    /// The function as text, one line per node in topological order. Never fails: a cyclic
+    /// or dangling function is printed too.
+    ///
+    /// ```text
+    /// function f(x, y) -> (Result_4)
+    ///   x = Parameter() : f32[4]
+    ///   y = Parameter() : f32[4]
+    ///   add = Add(x, y) : f32[4]  tags=[onnx:Add:add]  passes=[algebraic_simplification]
+    ///   Result_4 = Result(add) : f32[4]
+    /// ```
+    ///
+    /// Each node line is `name = Op(inputs) : output types`, followed, when not empty, by
+    /// `after=[...]` (control dependencies), `tags=[...]` (provenance), `passes=[...]` (pass
+    /// history) and `meta={k=v, ...}` (metadata). Nodes come in topological order
+    /// ([`Function::topological_order`]); a function with a cycle is printed in id order under
+    /// a `# cycle` comment, and an input that does not exist prints as `?#id:index`, so a
+    /// broken function can still be dumped. A Constant shows its first [`CONSTANT_PREVIEW`]
+    /// elements (floats with `{:?}`, so `-0.0`, `NaN` and `inf` are visible); a fused
+    /// kernel's body follows its line, indented. The form is for reading and diffing, not
+    /// for parsing.
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         // Writing to a String cannot fail.

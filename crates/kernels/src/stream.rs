@@ -1,29 +1,6 @@
-//! Non-temporal stores for kernels whose traffic does not fit in the last-level cache.
-//!
-//! A plain store to a line that is not in cache first reads the line (write-allocate), so a
-//! kernel that writes an output much larger than the cache moves each output byte twice.
-//! A non-temporal store (`movntps`) writes whole lines to memory through write-combining
-//! buffers without reading them: E1 `relu((a+b)·c)+d` at 2^24 elements, one thread, moves 20
-//! bytes per element instead of 24. Measured on the 2-vCPU Zen 5 guest (2026-11-25, a C
-//! loop over 2^24 elements, best of 5): 0.465 ns per element with plain stores, 0.41 with
-//! non-temporal ones, 0.40 computing strips of 128 elements into a buffer and streaming
-//! each strip out — and 0.93 with a store fence after each strip, so the fence is issued
-//! once per kernel call.
-//!
-//! Cranelift 0.135 has no non-temporal store, so a streaming kernel is strip-mined
-//! (`codegen::strip`): its last stage writes each `f32`/`i32` output into a strip buffer,
-//! [`stream_strip`] copies the strip out with non-temporal stores (an output that a call
-//! of the vector math library computes is written by the library's streaming entry
-//! directly: `crate::veclib`), and the kernel calls [`store_fence`] before it returns, so
-//! every store is globally visible before the runtime hands the output on (non-temporal
-//! stores are weakly ordered; `sfence` orders them before every later store, including the
-//! ones that tell other threads a chunk is done).
-//!
-//! Whether a kernel streams is decided per call site by [`streams`]: when one call moves
-//! more than twice the bytes the last-level cache holds, its output would not stay in cache
-//! anyway.
-//! Kernels that run as the epilogue of a `MatMul` or `Convolution` never stream (their
-//! blocks are small and in cache).
+//! Non-temporal stores for kernels whose traffic does not fit in the last-level cache: they
+//! write whole lines without reading them first (no write-allocate), so each output byte
+//! crosses the memory bus once instead of twice.
 
 use std::sync::OnceLock;
 
@@ -55,16 +32,28 @@ fn parse_size(s: &str) -> Option<usize> {
 }
 
 /// Whether a kernel call that reads and writes `traffic` bytes should write its outputs
-/// with non-temporal stores: more than twice what the last-level cache holds. (At about
-/// the cache's size, repeated calls still find much of their data in the cache: E4 at 2^22
-/// elements, 32 MiB of traffic against a 32 MiB cache, 2 threads, took 0.06 ns per element
-/// with plain stores and 0.09 streaming.)
+/// with non-temporal stores: more than twice what the last-level cache holds, when its
+/// output would not stay in cache anyway. (At about the cache's size, repeated calls still
+/// find much of their data in the cache, and plain stores measured faster: `BENCHMARKS.md`.)
+///
+/// A plain store to a line that is not in cache first reads the line (write-allocate), so a
+/// kernel that writes an output much larger than the cache moves each output byte twice. A
+/// non-temporal store (`movntps`) writes whole lines to memory through write-combining
+/// buffers without reading them: E1 `relu((a+b)·c)+d` moves 20 bytes per element instead
+/// of 24. Decided per call site; kernels that run as the epilogue of a `MatMul` or
+/// `Convolution` never stream (their blocks are small and in cache).
 pub fn streams(traffic: usize) -> bool {
     traffic / 2 > last_level_cache_bytes()
 }
 
 /// Copies `n` 4-byte elements from `src` to `dst`, the 16-byte-aligned part of `dst` with
 /// non-temporal stores, and issues no fence ([`store_fence`] does, once per kernel call).
+///
+/// Cranelift 0.135 has no non-temporal store, so a streaming kernel is strip-mined
+/// (`codegen::strip`): its last stage writes each `f32`/`i32` output into a strip buffer,
+/// this function copies the strip out (an output that a call of the vector math library
+/// computes is written by the library's streaming entry directly: `crate::veclib`), and the
+/// kernel calls [`store_fence`] before it returns.
 ///
 /// # Safety
 /// `src` must be valid for reading and `dst` for writing `n` elements of 4 bytes, both
@@ -143,6 +132,12 @@ fn copy_streaming(src: &[f32], dst: &mut [f32]) {
 }
 
 /// Orders every earlier non-temporal store before every later store (`sfence`).
+///
+/// A streaming kernel calls it once before it returns, so every store is globally visible
+/// before the runtime hands the output on: non-temporal stores are weakly ordered, and
+/// `sfence` orders them before every later store, including the ones that tell other
+/// threads a chunk is done. Once per call, not per strip: a fence after each strip measured
+/// about twice as slow (`BENCHMARKS.md`).
 pub extern "C" fn store_fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `sfence` has no operands and no preconditions; SSE is part of x86-64.

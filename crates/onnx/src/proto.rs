@@ -1,28 +1,5 @@
 //! The subset of `onnx.proto` (ONNX IR, proto2) that graphlift reads and writes, as
-//! hand-written [`prost`] messages.
-//!
-//! Field numbers are those of the ONNX specification (`onnx/onnx.proto`, checked against the
-//! message descriptors of onnx 1.22.0). Fields graphlift does not use are left out: prost
-//! skips unknown fields when it decodes, so a full model decodes into these structs. Repeated
-//! scalars that proto2 declares unpacked (`dims`, `floats`, `ints`) are written unpacked;
-//! the decoder accepts both encodings, as protobuf requires.
-//!
-//! Build messages in code and encode them with [`prost::Message::encode_to_vec`] (re-exported
-//! as [`crate::prost`]):
-//!
-//! ```
-//! use graphlift_onnx::prost::Message;
-//! use graphlift_onnx::proto::{NodeProto, OperatorSetIdProto};
-//! let node = NodeProto {
-//!     op_type: "Relu".into(),
-//!     input: vec!["x".into()],
-//!     output: vec!["y".into()],
-//!     ..Default::default()
-//! };
-//! let bytes = node.encode_to_vec();
-//! assert_eq!(NodeProto::decode(bytes.as_slice()).unwrap(), node);
-//! # let _ = OperatorSetIdProto::default();
-//! ```
+//! hand-written [`prost`] messages with the field numbers of the ONNX specification.
 
 /// `TensorProto.DataType` codes (the `data_type` of a tensor, `elem_type` of a tensor type,
 /// the `to` attribute of `Cast`).
@@ -194,6 +171,55 @@ pub mod data_location {
 pub struct Opaque {}
 
 /// `ModelProto`: the top-level ONNX file.
+///
+/// Field numbers, here and in every message of this module, are those of the ONNX
+/// specification (`onnx/onnx.proto`, checked against the message descriptors of onnx
+/// 1.22.0). Fields graphlift does not use are left out: prost skips unknown fields when it
+/// decodes, so a full model decodes into these structs. Repeated scalars that proto2
+/// declares unpacked (`dims`, `floats`, `ints`) are written unpacked; the decoder accepts
+/// both encodings, as protobuf requires.
+///
+/// A model built in code, encoded and imported:
+///
+/// ```
+/// use graphlift_onnx::proto::*;
+/// use graphlift_onnx::{import_model_bytes, prost::Message};
+/// let tensor = |name: &str| ValueInfoProto {
+///     name: name.into(),
+///     r#type: Some(TypeProto {
+///         tensor_type: Some(TypeProtoTensor {
+///             elem_type: data_type::FLOAT,
+///             shape: Some(TensorShapeProto {
+///                 dim: vec![TensorShapeDimension { dim_value: Some(3), ..Default::default() }],
+///             }),
+///         }),
+///         ..Default::default()
+///     }),
+///     ..Default::default()
+/// };
+/// let model = ModelProto {
+///     ir_version: 8,
+///     opset_import: vec![OperatorSetIdProto { domain: String::new(), version: 17 }],
+///     graph: Some(GraphProto {
+///         name: "g".into(),
+///         node: vec![NodeProto {
+///             op_type: "Softplus".into(),
+///             name: "sp".into(),
+///             input: vec!["x".into()],
+///             output: vec!["y".into()],
+///             ..Default::default()
+///         }],
+///         input: vec![tensor("x")],
+///         output: vec![tensor("y")],
+///         ..Default::default()
+///     }),
+///     ..Default::default()
+/// };
+/// let imported = import_model_bytes(&model.encode_to_vec()).unwrap();
+/// assert_eq!(imported.inputs[0].name, "x");
+/// let f = &imported.function;
+/// assert!(f.nodes().any(|n| n.tags().contains("onnx:Softplus:sp")));
+/// ```
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ModelProto {
     /// IR version of the file format.
@@ -237,6 +263,26 @@ pub struct OperatorSetIdProto {
 }
 
 /// `GraphProto`: nodes in topological order, initializers, inputs and outputs.
+///
+/// The importer ([`crate::import_model_bytes`]) builds a graphlift Function from it:
+///
+/// - graph inputs that are not initializers become Parameters, in graph order, named as in
+///   the graph; graph outputs become Results, in order, named as the graph outputs;
+/// - initializers and `Constant` nodes become Constants;
+/// - every other node becomes one or more IR ops: elementwise ops, layout ops (Reshape,
+///   Transpose, Slice, Concat, Gather), reductions, MatMul, Softmax, LayerNorm, Convolution,
+///   BatchNormInference, MaxPool; composite operators are decomposed (e.g.
+///   `Softplus = relu(x) + log1p(exp(-|x|))`), and ONNX's multidirectional broadcasting
+///   becomes explicit `Broadcast` nodes;
+/// - a node whose inputs are all constants is evaluated at import with the reference kernels
+///   and becomes a Constant, so shape computations (`Shape -> Gather -> Unsqueeze -> Concat
+///   -> Reshape`) fold into the static attributes the IR needs;
+/// - each IR node created for an ONNX node carries the provenance tag
+///   `onnx:<op_type>:<node name>` (the first output's name for an unnamed node).
+///
+/// Element types FLOAT, DOUBLE, INT32, INT64 and BOOL map to graphlift's f32, f64, i32,
+/// i64 and bool. Shapes are static: symbolic input dimensions take their values from
+/// [`crate::ImportOptions`] ([`crate::import_model_file_with`]).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct GraphProto {
     /// Nodes, topologically sorted.
@@ -266,6 +312,23 @@ pub struct GraphProto {
 }
 
 /// `NodeProto`: one operator application.
+///
+/// Messages are built in code and encoded with [`prost::Message::encode_to_vec`]
+/// (re-exported as [`crate::prost`]):
+///
+/// ```
+/// use graphlift_onnx::prost::Message;
+/// use graphlift_onnx::proto::{NodeProto, OperatorSetIdProto};
+/// let node = NodeProto {
+///     op_type: "Relu".into(),
+///     input: vec!["x".into()],
+///     output: vec!["y".into()],
+///     ..Default::default()
+/// };
+/// let bytes = node.encode_to_vec();
+/// assert_eq!(NodeProto::decode(bytes.as_slice()).unwrap(), node);
+/// # let _ = OperatorSetIdProto::default();
+/// ```
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NodeProto {
     /// Input value names; an empty name is an omitted optional input.

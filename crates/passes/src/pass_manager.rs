@@ -44,6 +44,22 @@ pub const DUMP_ENV: &str = "GRAPHLIFT_DUMP";
 /// On error the function is left as the failing step left it: unchanged by a pass that
 /// returned an error, invalid after a pass that broke it (to inspect or dump), rewritten by
 /// every earlier pass.
+///
+/// ```
+/// use graphlift_ir::{ElementType::F32, FunctionBuilder};
+/// use graphlift_passes::{ExtractionConfig, PassManager};
+///
+/// let b = FunctionBuilder::new("f");
+/// let x = b.parameter("x", F32, [4]);
+/// let mut f = b.finish(&[((x.exp() + x.exp()) * 1.0).relu()])?;
+/// let mut pm = PassManager::default_pipeline(ExtractionConfig::default());
+/// pm.disable("subgraph_extraction")?;
+/// let report = pm.run(&mut f)?;
+/// assert!(report.get("algebraic_simplification").is_some_and(|p| p.changed));
+/// assert!(report.get("subgraph_extraction").is_some_and(|p| !p.enabled));
+/// assert_eq!(f.nodes().filter(|n| n.op().type_name() == "Exp").count(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct PassManager {
     passes: Vec<Box<dyn Pass>>,
     disabled: BTreeSet<String>,

@@ -1,63 +1,6 @@
 //! AVX-512 kernels: fused kernels of simple `f32` operations assembled straight to
-//! sixteen-lane machine code.
-//!
-//! Cranelift 0.135 lowers 128-bit vectors only (`../shared/notes/cranelift-0.135.md`), so its
-//! loops do a quarter of the work per instruction that the host's AVX-512 units can. Where the
-//! data sits in cache that decides the speed: `relu((a+b)*c)+d` ran at 1.6× and
-//! `relu(X + b)` at 2.5× the time of C compiled for the host. A kernel plan made only of
-//! operations that are one or two AVX-512F instructions with the reference interpreter's
-//! semantics is therefore assembled here, with `iced-x86`'s encoder, into the range ABI of
-//! [`super::kernel`]; every other plan is Cranelift's. Which plans qualify
-//! ([`Layout::of`]):
-//!
-//! - every value and output is `f32`, the plan's lanes are [`Lanes::X4`], it does not stream
-//!   ([`KernelPlan::stream`]: non-temporal stores stay with the Cranelift code), its
-//!   iteration space is below 2^31 elements, and it asks for this code
-//!   ([`KernelPlan::avx512`]);
-//! - its loads are contiguous, splat, row vectors of one common row length
-//!   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index is
-//!   constant over runs of at least a vector (column vectors `c[M, 1]` over `[M, K ≥ 16]`,
-//!   channel vectors `[C, 1, 1]` over `[N, C, H, W]` with `H·W ≥ 16`), all with the same
-//!   run length and period;
-//! - its ops are `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`, and
-//!   `Maximum` / `Minimum` against a constant (not NaN);
-//! - its live values fit the 32 vector registers and its per-element buffers the seven
-//!   pointer registers.
-//!
-//! The instructions give the interpreter's results bit for bit, as the Cranelift lowering
-//! does ([`super::lower`]): `+ - * / sqrt` are single IEEE operations (never contracted);
-//! `Negative` flips the sign bit and `Abs` clears it (integer logic: NaN payloads kept);
-//! `Relu(x)` is `vmaxps(0, x)`, which is `x < 0 ? 0 : x` (NaN and `-0` pass through);
-//! `Floor`, `Ceil`, `Round` are `vrndscaleps` with the rounding in the immediate (ties to
-//! even); `Maximum(x, c)` is `vmaxps(c, x)` = `x < c ? c : x`, and where `c` is the zero that
-//! must win ([`super::lower::constant_bound_test`]) a compare and a blend.
-//!
-//! The code for elements `begin..end`:
-//!
-//! 1. the preheader loads the buffer pointers into registers and every invariant slot into a
-//!    pinned vector register (constants, splat loads and what is computed from them);
-//! 2. the range runs in *segments*: the whole range, or with row vectors and runs the pieces
-//!    that stay within one row and one run. The row's end is found once per call by division
-//!    by a constant ([`super::divide::ConstDivisor`]: a multiplication and a shift) and kept
-//!    on the stack; a segment that starts on it moves the row pointers one row on, so a row
-//!    vector is read contiguously. A segment's run is found the same way and its values
-//!    broadcast into pinned registers. No index arithmetic per vector;
-//! 3. a segment runs a main loop of four unrolled sixteen-lane bodies, then single bodies,
-//!    then one body under a lane mask for the last 1 to 15 elements: masked loads read
-//!    nothing outside the range (masked-out lanes do not fault) and masked stores write
-//!    nothing outside it.
-//!
-//! Values are given registers once for the body; a register is free again after its last
-//! reader. When the four unrolled copies fit the registers side by side, each copy has its
-//! own and the copies are interleaved op by op (the trip's loads first), as an unrolling
-//! compiler schedules them; else they follow each other in the same registers (the core's
-//! renaming keeps them independent). A load read once, by an op whose instruction takes
-//! memory in that place, is that op's memory operand (in the masked tail the op is masked,
-//! which suppresses the load's faults on masked-out lanes).
-//!
-//! Measured on the Zen 5 guest (see `BENCHMARKS.md`): `relu(X + b)` at 2^14 elements runs
-//! between 0.045 and 0.055 ns per element depending only on where the main loop falls
-//! relative to 64-byte lines; the code is not padded to a particular alignment.
+//! sixteen-lane machine code with `iced-x86`: Cranelift 0.135 lowers 128-bit vectors only, so
+//! its loops do a quarter of the work per instruction that the host's AVX-512 units can.
 
 mod emit;
 
@@ -150,6 +93,14 @@ impl std::fmt::Display for Refusal {
 }
 
 /// How one computing slot is lowered.
+///
+/// The instructions give the interpreter's results bit for bit, as the Cranelift lowering
+/// does ([`super::lower`]): `+ - * / sqrt` are single IEEE operations (never contracted);
+/// `Negative` flips the sign bit and `Abs` clears it (integer logic: NaN payloads kept);
+/// `Relu(x)` is `vmaxps(0, x)`, which is `x < 0 ? 0 : x` (NaN and `-0` pass through);
+/// `Floor`, `Ceil`, `Round` are `vrndscaleps` with the rounding in the immediate (ties to
+/// even); `Maximum(x, c)` is `vmaxps(c, x)` = `x < c ? c : x`, and where `c` is the zero that
+/// must win ([`super::lower::constant_bound_test`]) a compare and a blend.
 #[derive(Debug, Clone, Copy)]
 enum Lowering {
     /// `vaddps` / `vsubps` / `vmulps` / `vdivps` of two registers.
@@ -191,6 +142,31 @@ impl Aux {
 }
 
 /// What an eligible plan's code is made of: the lowering of each slot and the registers.
+///
+/// The code, in the range ABI of [`super::kernel`], computes elements `begin..end`:
+///
+/// 1. the preheader loads the buffer pointers into registers and every invariant slot into a
+///    pinned vector register (constants, splat loads and what is computed from them);
+/// 2. the range runs in *segments*: the whole range, or with row vectors and runs the pieces
+///    that stay within one row and one run. The row's end is found once per call by division
+///    by a constant ([`super::divide::ConstDivisor`]: a multiplication and a shift) and kept
+///    on the stack; a segment that starts on it moves the row pointers one row on, so a row
+///    vector is read contiguously. A segment's run is found the same way and its values
+///    broadcast into pinned registers. No index arithmetic per vector;
+/// 3. a segment runs a main loop of four unrolled sixteen-lane bodies, then single bodies,
+///    then one body under a lane mask for the last 1 to 15 elements: masked loads read
+///    nothing outside the range (masked-out lanes do not fault) and masked stores write
+///    nothing outside it.
+///
+/// Values are given registers once for the body; a register is free again after its last
+/// reader. When the four unrolled copies fit the registers side by side, each copy has its
+/// own and the copies are interleaved op by op (the trip's loads first), as an unrolling
+/// compiler schedules them; else they follow each other in the same registers (the core's
+/// renaming keeps them independent). A load read once, by an op whose instruction takes
+/// memory in that place, is that op's memory operand (in the masked tail the op is masked,
+/// which suppresses the load's faults on masked-out lanes). The code is not padded to a
+/// particular alignment, so its speed varies with where the main loop falls relative to
+/// 64-byte lines (figures in `BENCHMARKS.md`).
 pub struct Layout {
     /// The lowering of each computing slot (`None` for loads and constants).
     lowering: Vec<Option<Lowering>>,
@@ -237,11 +213,27 @@ struct Run {
 }
 
 impl Layout {
-    /// The layout of `plan`'s code.
+    /// The layout of `plan`'s code. A plan qualifies when:
+    ///
+    /// - every value and output is `f32`, the plan's lanes are [`Lanes::X4`], it does not
+    ///   stream ([`KernelPlan::stream`]: non-temporal stores stay with the Cranelift code),
+    ///   its iteration space is below 2^31 elements, and it asks for this code
+    ///   ([`KernelPlan::avx512`]);
+    /// - its loads are contiguous, splat, row vectors of one common row length
+    ///   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index
+    ///   is constant over runs of at least a vector (column vectors `c[M, 1]` over
+    ///   `[M, K ≥ 16]`, channel vectors `[C, 1, 1]` over `[N, C, H, W]` with `H·W ≥ 16`), all
+    ///   with the same run length and period;
+    /// - its ops are `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`,
+    ///   and `Maximum` / `Minimum` against a constant (not NaN), each one or two AVX-512F
+    ///   instructions with the reference interpreter's semantics;
+    /// - its live values fit the 32 vector registers and its per-element buffers the seven
+    ///   pointer registers.
+    ///
+    /// Every other plan is Cranelift's.
     ///
     /// # Errors
-    /// The [`Refusal`] when the plan does not qualify (see the module documentation) or the
-    /// host cannot run it.
+    /// The [`Refusal`] when the plan does not qualify or the host cannot run it.
     pub fn of(plan: &KernelPlan) -> Result<Layout, Refusal> {
         if !plan.avx512 {
             return Err(Refusal::Off);

@@ -81,7 +81,7 @@ const _: () = {
 };
 
 impl CpuJitExecutable {
-    /// Whether a call runs the plan's one kernel on the caller's buffers ([`DirectCall`]).
+    /// Whether a call runs the plan's one kernel on the caller's buffers directly (no step loop).
     pub fn calls_directly(&self) -> bool {
         self.plan.direct.is_some()
     }

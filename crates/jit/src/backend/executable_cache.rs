@@ -1,18 +1,6 @@
 //! The executable cache of a backend: compiling a Function equal to one compiled before, while
 //! an executable of it is alive, returns a new executable that shares the first one's plan
 //! (steps, buffers, kernels) and skips the pass pipeline and planning.
-//!
-//! As JAX's and TensorFlow/XLA's compilation caches do for a traced function, but keyed by
-//! the whole Function: a hit needs a Function equal in every respect (`==`: names, ops,
-//! constants' values, types, tags, metadata, creation sites, control dependencies), so what an
-//! executable reports (kernel names, provenance, the pass report of the first compile) is
-//! always its own Function's. A fingerprint of the graph's structure picks the bucket; the
-//! full comparison decides.
-//!
-//! The cache holds its plans weakly: when the last executable of a Function is dropped, its
-//! plan and the constants it holds are freed and the entry dies. A backend's executables are
-//! cached only for its own thread configuration and epilogue setting (changing either makes
-//! a backend with a new, empty executable cache).
 
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,7 +22,19 @@ pub struct ExecutableCacheStats {
     pub live: usize,
 }
 
-/// Plans by fingerprint, held weakly (see the module documentation).
+/// Plans by fingerprint, held weakly.
+///
+/// As JAX's and TensorFlow/XLA's compilation caches do for a traced function, but keyed by
+/// the whole Function: a hit needs a Function equal in every respect (`==`: names, ops,
+/// constants' values, types, tags, metadata, creation sites, control dependencies), so what
+/// an executable reports (kernel names, provenance, the pass report of the first compile) is
+/// always its own Function's. A fingerprint of the graph's structure picks the bucket; the
+/// full comparison decides.
+///
+/// When the last executable of a Function is dropped, its plan and the constants it holds
+/// are freed and the entry dies. A backend's executables are cached only for its own thread
+/// configuration and epilogue setting (changing either makes a backend with a new, empty
+/// executable cache).
 #[derive(Debug, Default)]
 pub(super) struct ExecutableCache {
     entries: Mutex<HashMap<u64, Vec<Weak<ExecutablePlan>>>>,

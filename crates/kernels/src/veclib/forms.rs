@@ -1,22 +1,6 @@
-//! Activation forms: whole `f32` expressions of one value that the library computes in one
-//! call, such as GELU and SiLU as exporters and builders write them.
-//!
-//! A strip-mined kernel (`graphlift_codegen::strip`) that calls `tanh` for GELU still computes
-//! the cubic before the call and the products after it in its own four-lane loops, and for
-//! GELU those cheap operations took as long as the sixteen-lane `tanh` itself (E2, 2^14
-//! elements, one thread, 2026-11-25: 57% of the time in the kernel's loops, 37% in the
-//! library). A form is such an expression, in full, as one library function: the kernel
-//! passes `x` and gets the result, and every operation runs at the library's width, as
-//! onnxruntime's fused `Gelu`/`FastGelu` kernels and oneDNN's `eltwise_gelu_tanh` and
-//! `eltwise_swish` do.
-//!
-//! Each form is given by its [`Pattern`], the tree of operations it stands for, with its
-//! scalar constants as parameters; `codegen::calls` finds the pattern among a kernel's slots
-//! (an `Add` or `Multiply` with its operands either way round, which IEEE arithmetic does
-//! not tell apart) and the lane function here performs exactly the pattern's operations in
-//! its order, with [`super::lane`]'s functions for `tanh`, `erf`, `exp` and `sigmoid`. So a
-//! call gives the inline kernel's result bit for bit, as the single functions do;
-//! `tests/veclib.rs` checks every form against the inline code.
+//! Activation forms: whole `f32` expressions of one value, such as GELU and SiLU as exporters
+//! and builders write them, computed by the library in one call so that every operation runs
+//! at its width, as onnxruntime's fused `Gelu` and oneDNN's `eltwise_gelu_tanh` do.
 
 use graphlift_ir::{BinaryOp, UnaryOp};
 
@@ -26,6 +10,21 @@ use super::lane::{erf, exp, sigmoid, tanh};
 pub const MAX_PARAMS: usize = 4;
 
 /// A node of a form's expression.
+///
+/// A strip-mined kernel (`graphlift_codegen::strip`) that calls `tanh` for GELU would still
+/// compute the cubic before the call and the products after it in its own four-lane loops,
+/// which take about as long as the sixteen-lane `tanh` itself (figures in `BENCHMARKS.md`).
+/// A form is such an expression, in full, as one library function: the kernel passes `x`
+/// and gets the result, and every operation runs at the library's width, as onnxruntime's
+/// fused `Gelu`/`FastGelu` kernels and oneDNN's `eltwise_gelu_tanh` and `eltwise_swish` do.
+///
+/// Each form is given by its pattern, the tree of operations it stands for, with its scalar
+/// constants as parameters; `codegen::calls` finds the pattern among a kernel's slots (an
+/// `Add` or `Multiply` with its operands either way round, which IEEE arithmetic does not
+/// tell apart) and the lane function here performs exactly the pattern's operations in its
+/// order, with the `lane` functions for `tanh`, `erf`, `exp` and `sigmoid`. So a call
+/// gives the inline kernel's result bit for bit, as the single functions do;
+/// `crates/codegen/tests/kernels/veclib.rs` checks every form against the inline code.
 #[derive(Debug)]
 pub enum Pattern {
     /// The form's argument: one per-element `f32` value, the same at every occurrence.

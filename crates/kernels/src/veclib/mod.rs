@@ -1,37 +1,6 @@
-//! The vector math library: `f32` `exp`, `sigmoid`, `tanh`, `erf`, division and the
-//! activation forms GELU and SiLU (`forms`) over strips of elements, compiled ahead of time
-//! for the host's widest vectors, which fused kernels call.
-//!
-//! Cranelift 0.135 lowers 128-bit vectors only (four `f32` lanes), and the inline vector
-//! math of [`crate::vmath`] is bound by instruction throughput at that width, as is division
-//! (one `divps` per four elements). This module holds the same functions compiled by rustc
-//! for AVX-512 (sixteen lanes) and AVX2 with FMA (eight), picked at run time for the host
-//! (the `multiversion` crate), with the plain build as the fallback of the dispatch. It
-//! plays the part of LLVM's vector libraries (SVML, libmvec, SLEEF, chosen by `-fveclib`):
-//! a compiler that cannot emit the wide code itself calls it. A kernel that applies one of these functions to a value it
-//! computes is *strip-mined* (`codegen::strip`): it computes the argument of the call for a
-//! strip of elements into a buffer on its stack, calls the library once for the strip, and
-//! goes on with the results.
-//!
-//! Each function is the inline function's algorithm performed one element at a time
-//! (`lane`), operation for operation, division is IEEE division, and a form performs its
-//! expression's operations in their order (`forms`), so a library call
-//! gives the inline code's result bit for bit (a NaN for a NaN: the sign and payload of a
-//! NaN are not specified), and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp,
-//! `erf` 2 ulp, `tanh` 6 ulp, measured over every `f32`) hold for both. `tests/veclib.rs`
-//! checks the bits of the library against the JIT's inline code over a sample of every
-//! binade and the special values; `graphlift accuracy --library` measures the library's
-//! code over every `f32` (the same maxima as the inline code's, 2026-11-25).
-//!
-//! On a host with AVX-512 every function but division (`exp`, `sigmoid`, `tanh`, `erf` and
-//! the forms) runs hand-written intrinsics code for their whole sixteen-element vectors (`wide`: the same
-//! bits, one instruction for the scaling by `2^n`, a two-stage software pipeline), the lane
-//! code for the rest; each of them also has an entry point that writes its results with
-//! non-temporal stores, which kernels too large for the cache call ([`VecFn::streams`]).
-//!
-//! The library is used when the host has AVX2 and FMA (each `mul_add` is one instruction;
-//! without FMA it would be a libm call per element) and the [`crate::target::Target`]
-//! switches it on.
+//! The vector math library ([`VecFn`]): `f32` `exp`, `sigmoid`, `tanh`, `erf`, division and
+//! the GELU and SiLU forms over strips of elements, compiled ahead of time for the host's
+//! widest vectors, which fused kernels call because Cranelift's own vectors are 128-bit.
 
 mod forms;
 mod lane;
@@ -45,6 +14,38 @@ pub use lane::{erf, exp, sigmoid, tanh};
 
 /// A function of the library: `dst[i] = f(src[i])` (or `f(a[i], b[i])`) for the `f32`
 /// elements of a strip.
+///
+/// Cranelift 0.135 lowers 128-bit vectors only (four `f32` lanes), and the inline vector
+/// math of [`crate::vmath`] is bound by instruction throughput at that width, as is division
+/// (one `divps` per four elements). The library holds the same functions compiled by rustc
+/// for AVX-512 (sixteen lanes) and AVX2 with FMA (eight), picked at run time for the host
+/// (the `multiversion` crate), with the plain build as the fallback of the dispatch. It
+/// plays the part of LLVM's vector libraries (SVML, libmvec, SLEEF, chosen by `-fveclib`):
+/// a compiler that cannot emit the wide code itself calls it. A kernel that applies one of
+/// these functions to a value it computes is *strip-mined* (`codegen::strip`): it computes
+/// the argument of the call for a strip of elements into a buffer on its stack, calls the
+/// library once for the strip, and goes on with the results.
+///
+/// Each function is the inline function's algorithm performed one element at a time
+/// (`lane`), operation for operation, division is IEEE division, and a form performs its
+/// expression's operations in their order (`forms`), so a library call gives the inline
+/// code's result bit for bit (a NaN for a NaN: the sign and payload of a NaN are not
+/// specified), and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp, `erf` 2 ulp,
+/// `tanh` 6 ulp, over every `f32`) hold for both. `crates/codegen/tests/kernels/veclib.rs`
+/// checks the bits of the library against the JIT's inline code over a sample of every
+/// binade and the special values; `graphlift accuracy --library` measures the library's
+/// code over every `f32`.
+///
+/// On a host with AVX-512 every function but division (`exp`, `sigmoid`, `tanh`, `erf` and
+/// the forms) runs hand-written intrinsics code for its whole sixteen-element vectors
+/// (`wide`: the same bits, one instruction for the scaling by `2^n`, a two-stage software
+/// pipeline), the lane code for the rest; each of them also has an entry point that writes
+/// its results with non-temporal stores, which kernels too large for the cache call
+/// ([`VecFn::streams`]).
+///
+/// The library is used when the host has AVX2 and FMA (each `mul_add` is one instruction;
+/// without FMA it would be a libm call per element) and the [`crate::target::Target`]
+/// switches it on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum VecFn {
     /// `e^x`.

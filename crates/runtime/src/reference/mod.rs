@@ -1,38 +1,6 @@
-//! Reference kernels: what every op means, in plain Rust.
-//!
-//! The INTERPRETER backend runs these node by node, and the CPU-JIT backend runs them for
-//! nodes outside fused kernels. Every JIT kernel is checked against them.
-//!
-//! # Semantics
-//!
-//! Floating point follows IEEE 754 in the element type. Integers are two's complement. The
-//! edge cases are chosen once, here, and the JIT follows them:
-//!
-//! | op | edge case | result |
-//! |---|---|---|
-//! | `Add`, `Subtract`, `Multiply`, `Negative`, `Abs` on integers | overflow | wraps (two's complement); `Abs(MIN) = MIN` |
-//! | `Divide` on integers | rounding | truncates toward zero (C, ONNX) |
-//! | `Divide` on integers | `x / 0` | `0` (never traps) |
-//! | `Divide` on integers | `MIN / -1` | `MIN` (wraps) |
-//! | `Power` on integers | `b < 0` | `1` if `a == 1`; `±1` by parity if `a == -1`; else `0` |
-//! | `Power` on integers | overflow | wraps (exponentiation by squaring) |
-//! | `Maximum`, `Minimum` on floats | a NaN operand | NaN (numpy's `maximum`); `max(-0, +0) = +0`, `min(-0, +0) = -0` |
-//! | `Relu` on floats | | `x < 0 ? 0 : x`: `Relu(NaN) = NaN`, `Relu(-0) = -0` |
-//! | `Sign` on floats | | `1` for `x > 0`, `-1` for `x < 0`, `x` itself for ±0 and NaN |
-//! | `Floor`, `Ceil`, `Round`, `Sign`, `Relu` on integers | | identity (rounding) / `signum` / `max(x, 0)` |
-//! | `Round` | ties | to even (`2.5 -> 2`, `-0.5 -> -0`), as ONNX and numpy |
-//! | `Exp`, `Log`, `Sqrt`, `Tanh`, `Sigmoid`, `Erf`, `Expm1`, `Log1p`, `Power` on `f32` | | computed in `f64`, rounded once to `f32` (the most accurate reference) |
-//! | `Sigmoid` | | `1/(1+e^-x)` for `x >= 0`, `e^x/(1+e^x)` otherwise (no overflow); in `[0, 1]` |
-//! | `Log` | `x = 0` / `x < 0` | `-inf` / NaN |
-//! | `Expm1`, `Log1p` | | Rust's `exp_m1` / `ln_1p` (C99 `expm1` / `log1p`): `Expm1(-inf) = -1`, `Log1p(-1) = -inf`, `Log1p(x < -1) = NaN`, both keep the sign of zero |
-//! | `Sqrt` | `x < 0` | NaN (`Sqrt(-0) = -0`) |
-//! | compares on floats | NaN operand | false, except `NotEqual`: true |
-//! | compares on bool | | `false < true` |
-//! | `Convert` float to integer | fraction, out of range, NaN | truncates toward zero, saturates to MIN/MAX, NaN -> 0 (Rust's `as`) |
-//! | `Convert` integer to narrower integer | | keeps the low bits (wraps) |
-//! | `Convert` to `bool` | | `x != 0` (NaN -> true) |
-//! | `Convert` from `bool` | | `0` or `1` |
-//! | `Convert` `f64` to `f32`, integer to float | | round to nearest even |
+//! Reference kernels: what every op means, in plain Rust. The INTERPRETER runs them node by
+//! node, CPU-JIT runs them for nodes outside fused kernels, and every JIT kernel is checked
+//! against them; the edge-case semantics are listed on [`evaluate_node`].
 
 mod broadcast;
 mod elementwise;
@@ -65,6 +33,37 @@ pub use window::{convolution, max_pool};
 ///
 /// Parameters and Results are not evaluated here (the caller binds them); a fused kernel is
 /// evaluated by interpreting its body.
+///
+/// # Semantics
+///
+/// Floating point follows IEEE 754 in the element type. Integers are two's complement. The
+/// edge cases are chosen once, here, and the JIT follows them:
+///
+/// | op | edge case | result |
+/// |---|---|---|
+/// | `Add`, `Subtract`, `Multiply`, `Negative`, `Abs` on integers | overflow | wraps (two's complement); `Abs(MIN) = MIN` |
+/// | `Divide` on integers | rounding | truncates toward zero (C, ONNX) |
+/// | `Divide` on integers | `x / 0` | `0` (never traps) |
+/// | `Divide` on integers | `MIN / -1` | `MIN` (wraps) |
+/// | `Power` on integers | `b < 0` | `1` if `a == 1`; `±1` by parity if `a == -1`; else `0` |
+/// | `Power` on integers | overflow | wraps (exponentiation by squaring) |
+/// | `Maximum`, `Minimum` on floats | a NaN operand | NaN (numpy's `maximum`); `max(-0, +0) = +0`, `min(-0, +0) = -0` |
+/// | `Relu` on floats | | `x < 0 ? 0 : x`: `Relu(NaN) = NaN`, `Relu(-0) = -0` |
+/// | `Sign` on floats | | `1` for `x > 0`, `-1` for `x < 0`, `x` itself for ±0 and NaN |
+/// | `Floor`, `Ceil`, `Round`, `Sign`, `Relu` on integers | | identity (rounding) / `signum` / `max(x, 0)` |
+/// | `Round` | ties | to even (`2.5 -> 2`, `-0.5 -> -0`), as ONNX and numpy |
+/// | `Exp`, `Log`, `Sqrt`, `Tanh`, `Sigmoid`, `Erf`, `Expm1`, `Log1p`, `Power` on `f32` | | computed in `f64`, rounded once to `f32` (the most accurate reference) |
+/// | `Sigmoid` | | `1/(1+e^-x)` for `x >= 0`, `e^x/(1+e^x)` otherwise (no overflow); in `[0, 1]` |
+/// | `Log` | `x = 0` / `x < 0` | `-inf` / NaN |
+/// | `Expm1`, `Log1p` | | Rust's `exp_m1` / `ln_1p` (C99 `expm1` / `log1p`): `Expm1(-inf) = -1`, `Log1p(-1) = -inf`, `Log1p(x < -1) = NaN`, both keep the sign of zero |
+/// | `Sqrt` | `x < 0` | NaN (`Sqrt(-0) = -0`) |
+/// | compares on floats | NaN operand | false, except `NotEqual`: true |
+/// | compares on bool | | `false < true` |
+/// | `Convert` float to integer | fraction, out of range, NaN | truncates toward zero, saturates to MIN/MAX, NaN -> 0 (Rust's `as`) |
+/// | `Convert` integer to narrower integer | | keeps the low bits (wraps) |
+/// | `Convert` to `bool` | | `x != 0` (NaN -> true) |
+/// | `Convert` from `bool` | | `0` or `1` |
+/// | `Convert` `f64` to `f32`, integer to float | | round to nearest even |
 ///
 /// # Errors
 /// [`RuntimeError::Execution`] naming the node, its op and provenance when the inputs do not

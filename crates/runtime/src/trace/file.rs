@@ -1,22 +1,5 @@
-//! Saving and loading traces: a versioned JSON document.
-//!
-//! ```text
-//! { "format": "graphlift-trace", "version": 1,
-//!   "calls": [ { "function": "f", "backend": "CPU-JIT", "start_ns": 10, "duration_ns": 900,
-//!     "parameters": [ { "name": "x", "element_type": "f32", "shape": [8] } ],
-//!     "results": [ { "name": "y", "source": { "record": 1, "output": 0 },
-//!                    "element_type": "f32", "shape": [8] } ],
-//!     "records": [ { "name": "k0", "kind": "jit_kernel", "op": { ...graphlift-function... },
-//!       "inputs": [ { "source": { "input": 0 }, "element_type": "f32", "shape": [8] } ],
-//!       "outputs": [ { "element_type": "f32", "shape": [8] } ],
-//!       "tags": [...], "pass_history": [...], "start_ns": 20, "duration_ns": 300,
-//!       "children": [ ...records of the kernel's body, without times... ] } ] } ] }
-//! ```
-//!
-//! A record's `op` is a small graphlift function document ([`graphlift_ir::json`]) holding
-//! one node named after the record, on Parameters of the input types: the IR's exact
-//! encoding of op attributes, constants bit for bit and fused kernel bodies is reused
-//! as is. Unknown fields are rejected; any other `format` or `version` is an error.
+//! Saving and loading traces as a versioned JSON document (layout in [`TRACE_VERSION`]), so a
+//! recorded run can be kept, inspected and rebuilt later.
 
 use std::path::Path;
 
@@ -32,6 +15,26 @@ use crate::{RuntimeError, TensorSpec};
 pub const TRACE_FORMAT: &str = "graphlift-trace";
 
 /// The trace format version this build writes and the only one it reads.
+///
+/// Layout of version 1:
+///
+/// ```text
+/// { "format": "graphlift-trace", "version": 1,
+///   "calls": [ { "function": "f", "backend": "CPU-JIT", "start_ns": 10, "duration_ns": 900,
+///     "parameters": [ { "name": "x", "element_type": "f32", "shape": [8] } ],
+///     "results": [ { "name": "y", "source": { "record": 1, "output": 0 },
+///                    "element_type": "f32", "shape": [8] } ],
+///     "records": [ { "name": "k0", "kind": "jit_kernel", "op": { ...graphlift-function... },
+///       "inputs": [ { "source": { "input": 0 }, "element_type": "f32", "shape": [8] } ],
+///       "outputs": [ { "element_type": "f32", "shape": [8] } ],
+///       "tags": [...], "pass_history": [...], "start_ns": 20, "duration_ns": 300,
+///       "children": [ ...records of the kernel's body, without times... ] } ] } ] }
+/// ```
+///
+/// A record's `op` is a small graphlift function document ([`graphlift_ir::json`]) holding
+/// one node named after the record, on Parameters of the input types: the IR's exact
+/// encoding of op attributes, constants bit for bit and fused kernel bodies is reused
+/// as is. Unknown fields are rejected; any other `format` or `version` is an error.
 pub const TRACE_VERSION: u64 = 1;
 
 #[derive(Serialize, Deserialize)]
@@ -118,7 +121,7 @@ fn err(message: impl Into<String>) -> RuntimeError {
 }
 
 impl Trace {
-    /// The trace as a JSON document (format: [`crate::trace::file`] module docs).
+    /// The trace as a JSON document (layout: [`TRACE_VERSION`]).
     ///
     /// # Errors
     /// [`RuntimeError::Trace`] if a record's op cannot be expressed as a function document

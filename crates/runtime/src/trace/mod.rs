@@ -1,36 +1,6 @@
-//! Execution tracing (after DL4J's ADR 0024, with thread-local scopes instead of its
-//! global state).
-//!
-//! A [`Tracer`] is a guard: while it is alive, Executables called on the thread that
-//! created it record every step they execute ([`OpRecord`]: the op with its attributes,
-//! node name, input wiring and types, output types, provenance tags, pass history, wall
-//! time; a fused kernel's record nests the ops of its body). Tracing is per thread — two
-//! threads' tracers never see each other's calls — and when no tracer is alive a call
-//! costs one thread-local read.
-//!
-//! A [`Trace`] rebuilds a runnable Function ([`CallTrace::collect`]), saves to and loads
-//! from a versioned JSON file ([`Trace::save`], [`Trace::load`], format in [`mod@file`]) and
-//! exports to the Chrome trace-event format that Perfetto opens ([`Trace::save_chrome`]).
-//!
-//! [`enable`], [`disable`], [`collect`], [`take`] and [`purge`] drive a default tracer of
-//! the current thread:
-//!
-//! ```
-//! use graphlift_ir::{ElementType::F32, FunctionBuilder};
-//! use graphlift_runtime::{trace, Backend, Tensor};
-//! let b = FunctionBuilder::new("f");
-//! let x = b.parameter("x", F32, [2]);
-//! let f = b.finish(&[(x.relu() * x).named("y")]).unwrap();
-//! let exe = <dyn Backend>::create("INTERPRETER").unwrap().compile(&f).unwrap();
-//! trace::enable();
-//! let out = exe.run(&[Tensor::from_vec(vec![-1.0f32, 2.0], [2]).unwrap()]).unwrap();
-//! trace::disable();
-//! let collected = trace::collect().unwrap();
-//! assert_eq!(collected.len(), 1);
-//! assert!(collected[0].node_by_name("y").is_some());
-//! trace::purge();
-//! assert!(trace::take().is_empty());
-//! ```
+//! Execution tracing, after DL4J's ADR 0024 with thread-local scopes instead of its global
+//! state: a [`Tracer`] records the steps Executables run on its thread, and a [`Trace`]
+//! rebuilds runnable Functions, saves as JSON ([`mod@file`]) and exports to Chrome/Perfetto.
 
 mod chrome;
 mod collect;
@@ -61,6 +31,35 @@ thread_local! {
 
 /// Starts the current thread's default tracer (no effect if it is running). Its records
 /// accumulate until [`purge`] or [`take`].
+///
+/// While a tracer is alive, Executables called on the thread that created it record every
+/// step they execute ([`OpRecord`]: the op with its attributes, node name, input wiring and
+/// types, output types, provenance tags, pass history, wall time; a fused kernel's record
+/// nests the ops of its body). Tracing is per thread (two threads' tracers never see each
+/// other's calls), and when no tracer is alive a call costs one thread-local read. A
+/// [`Trace`] rebuilds a runnable Function ([`CallTrace::collect`]), saves to and loads from a
+/// versioned JSON file ([`Trace::save`], [`Trace::load`]) and exports to the Chrome
+/// trace-event format that Perfetto opens ([`Trace::save_chrome`]).
+///
+/// [`enable`], [`disable`], [`collect`](fn@collect), [`take`] and [`purge`] drive the default
+/// tracer:
+///
+/// ```
+/// use graphlift_ir::{ElementType::F32, FunctionBuilder};
+/// use graphlift_runtime::{trace, Backend, Tensor};
+/// let b = FunctionBuilder::new("f");
+/// let x = b.parameter("x", F32, [2]);
+/// let f = b.finish(&[(x.relu() * x).named("y")]).unwrap();
+/// let exe = <dyn Backend>::create("INTERPRETER").unwrap().compile(&f).unwrap();
+/// trace::enable();
+/// let out = exe.run(&[Tensor::from_vec(vec![-1.0f32, 2.0], [2]).unwrap()]).unwrap();
+/// trace::disable();
+/// let collected = trace::collect().unwrap();
+/// assert_eq!(collected.len(), 1);
+/// assert!(collected[0].node_by_name("y").is_some());
+/// trace::purge();
+/// assert!(trace::take().is_empty());
+/// ```
 pub fn enable() {
     DEFAULT.with(|d| {
         let mut d = d.borrow_mut();
