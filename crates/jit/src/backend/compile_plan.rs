@@ -2,6 +2,7 @@
 //! the plan of steps over buffers.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::epilogue::fuse_epilogues;
@@ -90,7 +91,10 @@ impl CpuJitBackend {
     }
 
     /// Runs the pass pipeline on a copy of `function` and plans its steps, buffers and
-    /// kernels; keeps a copy of `function` as the plan's source when `keep_source`.
+    /// kernels through the stages of [`STAGES`]; keeps a copy of `function` as the plan's
+    /// source when `keep_source`. With a dump directory (`GRAPHLIFT_DUMP`) the passes write
+    /// their dumps and each later stage writes the plan as it left it to
+    /// `cpu-jit-NN-<stage>.txt` ([`Lowering::describe`]).
     pub(super) fn compile_plan(
         &self,
         function: &Function,
@@ -98,25 +102,130 @@ impl CpuJitBackend {
     ) -> Result<ExecutablePlan, RuntimeError> {
         function.validate()?;
         let (parameters, results) = function_signature(function)?;
-        let mut g = function.clone();
         let fname = function.name().to_string();
-        let pass_report = PassManager::from_env(self.config.clone())
-            .run(&mut g)
-            .map_err(|e| RuntimeError::Compile {
-                function: fname.clone(),
-                message: format!("pass pipeline: {e}"),
-            })?;
-        g.validate()?;
-        let compile_err = |e: JitError| e.into_compile_error(&fname);
+        let pm = PassManager::from_env(self.config.clone());
+        let dump = pm.dump_dir().map(Path::to_path_buf);
+        let mut l = Lowering::passes(function, pm, &fname)?;
+        let stages: [(&str, Stage); 6] = [
+            ("steps", Lowering::steps),
+            ("epilogue_fusion", Lowering::epilogue_fusion),
+            ("code_paths", Lowering::code_paths),
+            ("liveness", Lowering::liveness),
+            ("buffers", Lowering::buffers),
+            ("kernels", Lowering::kernels),
+        ];
+        debug_assert_eq!(stages.map(|s| s.0), STAGES[1..]);
+        for (k, (name, stage)) in stages.into_iter().enumerate() {
+            stage(&mut l, self)?;
+            if let Some(dir) = &dump {
+                let path = dir.join(format!("cpu-jit-{:02}-{name}.txt", k + 1));
+                std::fs::write(&path, l.describe()).map_err(|e| RuntimeError::Compile {
+                    function: fname.clone(),
+                    message: format!("writing the dump {}: {e}", path.display()),
+                })?;
+            }
+        }
+        let mut take_result = vec![false; l.result_locs.len()];
+        for (k, loc) in l.result_locs.iter().enumerate() {
+            take_result[k] =
+                matches!(loc, Loc::Temp(_)) && !l.result_locs[k + 1..].iter().any(|x| x == loc);
+        }
+        let direct = DirectCall::of(&l.steps, &l.result_locs);
+        Ok(ExecutablePlan {
+            target: self.target,
+            source: keep_source.then(|| function.clone()),
+            function: l.g,
+            parameters,
+            results,
+            steps: l.steps,
+            temps: l.temps,
+            buffer_of: l.buffer_of,
+            buffers: l.buffers,
+            peak_intermediate_bytes: l.peak_intermediate_bytes,
+            constants: l.constants,
+            result_locs: l.result_locs,
+            take_result,
+            direct,
+            infos: OnceLock::new(),
+            pass_report: l.pass_report,
+            compiled: l.compiled,
+        })
+    }
+}
 
+/// One stage of [`STAGES`] after the passes.
+type Stage = fn(&mut Lowering, &CpuJitBackend) -> Result<(), RuntimeError>;
+
+/// The stages of compiling a Function for CPU-JIT, in order, as Halide's lowering is a
+/// logged list of passes: the pass pipeline (which dumps itself), the steps in topological
+/// order with a kernel plan per fused kernel, epilogue fusion into MatMul and convolution
+/// output loops, each kernel's code path ([`choose_code_path`]), liveness (which temporaries
+/// die after which step), buffers (temporaries to recycled buffers), and the kernels'
+/// machine code (from the kernel cache or new JIT modules).
+pub(crate) const STAGES: [&str; 7] = [
+    "passes",
+    "steps",
+    "epilogue_fusion",
+    "code_paths",
+    "liveness",
+    "buffers",
+    "kernels",
+];
+
+/// A Function part way through [`STAGES`]: what each stage has planned so far.
+pub(super) struct Lowering {
+    fname: String,
+    g: Function,
+    pass_report: graphlift_passes::PassRunReport,
+    steps: Vec<Step>,
+    plans: Vec<plan::KernelPlan>,
+    temps: usize,
+    constants: Vec<Tensor>,
+    result_locs: Vec<Loc>,
+    peak_intermediate_bytes: usize,
+    buffer_of: Vec<usize>,
+    buffers: usize,
+    compiled: Vec<CompiledKernel>,
+}
+
+impl Lowering {
+    /// Stage `passes`: the pass pipeline `pm` on a copy of `function`.
+    fn passes(function: &Function, pm: PassManager, fname: &str) -> Result<Lowering, RuntimeError> {
+        let mut g = function.clone();
+        let pass_report = pm.run(&mut g).map_err(|e| RuntimeError::Compile {
+            function: fname.to_string(),
+            message: format!("pass pipeline: {e}"),
+        })?;
+        g.validate()?;
+        Ok(Lowering {
+            fname: fname.to_string(),
+            g,
+            pass_report,
+            steps: Vec::new(),
+            plans: Vec::new(),
+            temps: 0,
+            constants: Vec::new(),
+            result_locs: Vec::new(),
+            peak_intermediate_bytes: 0,
+            buffer_of: Vec::new(),
+            buffers: 0,
+            compiled: Vec::new(),
+        })
+    }
+
+    fn compile_err(&self) -> impl Fn(JitError) -> RuntimeError + '_ {
+        |e: JitError| e.into_compile_error(&self.fname)
+    }
+
+    /// Stage `steps`: a step per computing node in topological order (constants bound
+    /// once), a kernel plan per fused kernel, and where every value and result lives.
+    fn steps(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
+        let g = &self.g;
+        let fname = &self.fname;
         let mut locs: HashMap<Output, Loc> = HashMap::new();
         for (k, &p) in g.parameters().iter().enumerate() {
             locs.insert(Output::new(p, 0), Loc::Input(k));
         }
-        let mut steps = Vec::new();
-        let mut plans = Vec::new();
-        let mut temps = 0usize;
-        let mut constants = Vec::new();
         for id in g.topological_order()? {
             let node = g.node(id)?;
             if matches!(node.op(), Op::Parameter | Op::Result) {
@@ -124,8 +233,9 @@ impl CpuJitBackend {
             }
             if let Op::Constant(data) = node.op() {
                 let shape = node.output_type().shape.clone();
-                constants.push(Tensor::from_data((**data).clone(), shape)?);
-                locs.insert(Output::new(id, 0), Loc::Constant(constants.len() - 1));
+                self.constants
+                    .push(Tensor::from_data((**data).clone(), shape)?);
+                locs.insert(Output::new(id, 0), Loc::Constant(self.constants.len() - 1));
                 continue;
             }
             let inputs = node
@@ -143,20 +253,21 @@ impl CpuJitBackend {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let kind = if let Op::FusedKernel(k) = node.op() {
-                let mut p = plan::plan_kernel(node.name(), &k.body).map_err(compile_err)?;
+                let mut p = plan::plan_kernel(node.name(), &k.body)
+                    .map_err(|e| e.into_compile_error(fname))?;
                 // Standalone until epilogue fusion says otherwise (below).
-                choose_code_path(&mut p, &self.target, false);
-                plans.push(p);
-                StepKind::Kernel(plans.len() - 1)
+                choose_code_path(&mut p, &backend.target, false);
+                self.plans.push(p);
+                StepKind::Kernel(self.plans.len() - 1)
             } else {
                 StepKind::Native
             };
-            let outputs: Vec<usize> = (temps..temps + node.outputs().len()).collect();
-            temps += outputs.len();
+            let outputs: Vec<usize> = (self.temps..self.temps + node.outputs().len()).collect();
+            self.temps += outputs.len();
             for (i, &t) in outputs.iter().enumerate() {
                 locs.insert(Output::new(id, i), Loc::Temp(t));
             }
-            steps.push(Step {
+            self.steps.push(Step {
                 node: id,
                 kind,
                 inputs,
@@ -165,7 +276,7 @@ impl CpuJitBackend {
                 epilogue: None,
             });
         }
-        let result_locs = g
+        self.result_locs = g
             .results()
             .iter()
             .map(|&r| {
@@ -178,52 +289,113 @@ impl CpuJitBackend {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if self.target.epilogue_fusion() {
-            steps = fuse_epilogues(steps, &g, &plans)?;
+        Ok(())
+    }
+
+    /// Stage `epilogue_fusion`: kernels that consume a MatMul or convolution result move
+    /// into its output loop (when the target has it on).
+    fn epilogue_fusion(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
+        if backend.target.epilogue_fusion() {
+            let steps = std::mem::take(&mut self.steps);
+            self.steps = fuse_epilogues(steps, &self.g, &self.plans)?;
         }
-        // Kernels that are still steps of their own are standalone (epilogues run on blocks
-        // that are in cache).
-        for step in &steps {
+        Ok(())
+    }
+
+    /// Stage `code_paths`: kernels that are still steps of their own are standalone (they
+    /// may stream; epilogues run on blocks that are in cache).
+    fn code_paths(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
+        for step in &self.steps {
             if let StepKind::Kernel(i) = step.kind {
-                if let Some(p) = plans.get_mut(i) {
-                    choose_code_path(p, &self.target, true);
+                if let Some(p) = self.plans.get_mut(i) {
+                    choose_code_path(p, &backend.target, true);
                 }
             }
         }
-        plan_lifetimes(&mut steps, &result_locs, temps);
-        let peak_intermediate_bytes = peak_bytes(&steps, &g)?;
-        let (buffer_of, buffers) = assign_buffers(&steps, &g, temps)?;
+        Ok(())
+    }
 
-        let codes = self.kernel_codes(&plans).map_err(compile_err)?;
-        let compiled: Vec<CompiledKernel> = plans
+    /// Stage `liveness`: the temporaries that die after each step.
+    fn liveness(&mut self, _: &CpuJitBackend) -> Result<(), RuntimeError> {
+        plan_lifetimes(&mut self.steps, &self.result_locs, self.temps);
+        self.peak_intermediate_bytes = peak_bytes(&self.steps, &self.g)?;
+        Ok(())
+    }
+
+    /// Stage `buffers`: temporaries assigned to recycled buffers.
+    fn buffers(&mut self, _: &CpuJitBackend) -> Result<(), RuntimeError> {
+        (self.buffer_of, self.buffers) = assign_buffers(&self.steps, &self.g, self.temps)?;
+        Ok(())
+    }
+
+    /// Stage `kernels`: each plan's machine code, from the kernel cache or compiled now.
+    fn kernels(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
+        let codes = backend
+            .kernel_codes(&self.plans)
+            .map_err(self.compile_err())?;
+        let plans = std::mem::take(&mut self.plans);
+        self.compiled = plans
             .into_iter()
             .zip(codes)
             .map(|(p, c)| CompiledKernel::new(p, c))
             .collect();
-        let mut take_result = vec![false; result_locs.len()];
-        for (k, loc) in result_locs.iter().enumerate() {
-            take_result[k] =
-                matches!(loc, Loc::Temp(_)) && !result_locs[k + 1..].iter().any(|l| l == loc);
+        Ok(())
+    }
+
+    /// The plan so far, as text: each step (node, op, kind, where its inputs are, the
+    /// temporaries it fills and frees, its epilogue), each kernel plan's code path, the
+    /// buffers and, once compiled, each kernel's code.
+    pub(super) fn describe(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "function `{}`: {} step(s), {} temporaries",
+            self.fname,
+            self.steps.len(),
+            self.temps
+        );
+        for (k, st) in self.steps.iter().enumerate() {
+            let (name, op) = self.g.get(st.node).map_or(("?".into(), "?".into()), |n| {
+                (n.name().to_string(), n.op().type_name().to_string())
+            });
+            let _ = write!(
+                s,
+                "step {k}: {name} ({op}) {:?} inputs {:?} outputs {:?} frees {:?}",
+                st.kind, st.inputs, st.outputs, st.free_after
+            );
+            if let Some(e) = &st.epilogue {
+                let _ = write!(s, " epilogue {:?} reads {:?}", e.step.kind, e.reads);
+            }
+            s.push('\n');
         }
-        let direct = DirectCall::of(&steps, &result_locs);
-        Ok(ExecutablePlan {
-            target: self.target,
-            source: keep_source.then(|| function.clone()),
-            function: g,
-            parameters,
-            results,
-            steps,
-            temps,
-            buffer_of,
-            buffers,
-            peak_intermediate_bytes,
-            constants,
-            result_locs,
-            take_result,
-            direct,
-            infos: OnceLock::new(),
-            pass_report,
-            compiled,
-        })
+        let _ = writeln!(s, "results at {:?}", self.result_locs);
+        for (k, p) in self.plans.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "kernel {k}: {} {:?}, {} elements, library calls {}, AVX-512 {}, streams {}",
+                p.name, p.lanes, p.count, p.veclib, p.avx512, p.stream
+            );
+        }
+        if !self.buffer_of.is_empty() {
+            let _ = writeln!(
+                s,
+                "buffers: {} for {} temporaries {:?}; peak {} bytes live",
+                self.buffers, self.temps, self.buffer_of, self.peak_intermediate_bytes
+            );
+        }
+        for (k, c) in self.compiled.iter().enumerate() {
+            let path = if c.is_avx512() {
+                "AVX-512 code"
+            } else {
+                "Cranelift code"
+            };
+            let _ = writeln!(
+                s,
+                "kernel {k}: {}: {path}, {} bytes",
+                c.plan.name, c.code_size
+            );
+        }
+        s
     }
 }
