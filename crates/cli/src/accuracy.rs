@@ -1,18 +1,6 @@
-//! `graphlift accuracy`: the error tables of the inline `f32` and (`--f64`) `f64` vector
-//! math.
-//!
-//! `--pow` measures `f32` `Power` ([`graphlift_harness::accuracy::sweep_pow_f32`]), and
-//! `--pow --f64` `f64` `Power` against 256-bit references ([`graphlift_harness::accuracy::sweep_pow_f64`]).
-//!
-//! `--f64` measures the `f64` functions in the `F64X2` loop (or the scalar loop with
-//! `--scalar`) on the dense sample of [`graphlift_harness::accuracy::f64_sample`] against
-//! 256-bit reference values ([`graphlift_harness::accuracy::reference`]), with the same columns.
-//!
-//! Sweeps every `f32` bit pattern (every K-th with `--step K`) through the JIT code that
-//! kernels use ([`graphlift_harness::accuracy`]) and prints, per function, the documented bound,
-//! the maximum error in ulp and where, the maximum relative error (normal range) and where,
-//! and any broken range or special-value guarantee. Exits non-zero when a function is past
-//! its bound, so a thinned sweep can gate a build.
+//! `graphlift accuracy`: error tables of the inline `f32` and `f64` vector math and of
+//! `Power`, measured through the JIT code kernels use, so a (thinned) sweep can gate a build
+//! on the documented ulp bounds.
 
 use graphlift::ir::{ElementType, UnaryOp};
 use graphlift_harness::accuracy::{
@@ -25,9 +13,20 @@ use crate::AccuracyArgs;
 
 /// Runs the sweep of `args` and prints the table.
 ///
+/// By default it sweeps every `f32` bit pattern (every K-th with `--step K`) through the JIT
+/// code that kernels use ([`graphlift_harness::accuracy`]) and prints, per function, the
+/// documented bound, the maximum error in ulp and where, the maximum relative error (normal
+/// range) and where, and any broken range or special-value guarantee. `--f64` measures the
+/// `f64` functions in the `F64X2` loop (or the scalar loop with `--scalar`) on the dense
+/// sample of [`graphlift_harness::accuracy::f64_sample`] against 256-bit reference values
+/// ([`graphlift_harness::accuracy::reference`]), with the same columns. `--pow` measures
+/// `f32` `Power` ([`graphlift_harness::accuracy::sweep_pow_f32`]), and `--pow --f64` `f64`
+/// `Power` against 256-bit references ([`graphlift_harness::accuracy::sweep_pow_f64`]).
+///
 /// # Errors
-/// [`CliError::Usage`] for an unknown function name; [`CliError::Accuracy`] when a function
-/// exceeds its documented bound or breaks a guarantee; a JIT error as a compile error.
+/// [`CliError::Usage`] for an unknown function name; [`CliError::Accuracy`] (a non-zero exit)
+/// when a function exceeds its documented bound or breaks a guarantee; a JIT error as a
+/// compile error.
 pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
     let ops = functions(&args.functions)?;
     let kind = match (args.scalar, args.library) {

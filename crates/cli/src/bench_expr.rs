@@ -1,11 +1,6 @@
-//! `graphlift bench-expr EXPR N`: the external-program protocol of the peers benchmark harness
-//! (its README, "Protocol for an external program"), so the peers harness times graphlift
-//! in the same interleaved rounds as numpy, XLA, Halide and onnxruntime.
-//!
-//! Inputs are N(0, 1) f32 values from a fixed seed; the compiled CPU-JIT kernel is checked
-//! against an f64 reference (`max |out - ref| / (1 + |ref|) <= 1e-3`, all finite), warmed
-//! up, then timed in batches of at least 20 ms; the median batch gives
-//! `ns_per_element=<float>`.
+//! `graphlift bench-expr EXPR N`: the peers benchmark harness's protocol for an external
+//! program, so that harness can time graphlift in the same interleaved rounds as numpy, XLA,
+//! Halide and onnxruntime.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +23,10 @@ const BATCHES: usize = 7;
 const SEED: u64 = 12345;
 
 /// Runs the protocol for expression `expr` (E1–E4) over `n` output elements on `backend`.
+///
+/// Inputs are N(0, 1) `f32` values from a fixed seed; the compiled kernel is checked against
+/// an `f64` reference (`max |out - ref| / (1 + |ref|) <= 1e-3`, all finite), warmed up, then
+/// timed in batches of at least 20 ms; the median batch gives `ns_per_element=<float>`.
 ///
 /// # Errors
 /// [`CliError::Usage`] for an unknown expression or a failed output check; any compile or

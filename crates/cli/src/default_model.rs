@@ -1,9 +1,6 @@
 //! The embedded default model of `graphlift run`: nGraph's `halide_subgraph` graph,
-//! relu((A+B)*C)+D over `f32[8]`, followed by a SiLU, y*sigmoid(y), as a second output.
-//!
-//! It is built as an ONNX `ModelProto` in code and encoded to bytes, so it goes through the
-//! same importer as a model file. Its inputs are nGraph's test data; the expected outputs are
-//! nGraph's answer and the SiLU of it computed in f64.
+//! relu((A+B)*C)+D over `f32[8]`, with its SiLU y*sigmoid(y) as a second output, so the CLI
+//! can show fusion on known answers without a model file.
 
 use graphlift::onnx::prost::Message;
 use graphlift::onnx::proto::{
@@ -35,6 +32,10 @@ pub struct DefaultModel {
 }
 
 /// Builds, encodes and imports the default model.
+///
+/// It is built as an ONNX `ModelProto` in code and encoded to bytes, so it goes through the
+/// same importer as a model file. Its inputs are nGraph's test data; the expected outputs are
+/// nGraph's answer and the SiLU of it computed in `f64`.
 ///
 /// # Errors
 /// Only if the importer rejects it, which a test rules out.

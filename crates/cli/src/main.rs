@@ -1,9 +1,5 @@
-//! `graphlift`: run ONNX models on the CPU-JIT or INTERPRETER backend.
-//!
-//! `graphlift run` with no model runs an embedded default model (nGraph's halide_subgraph
-//! example extended with a SiLU), checks its outputs against the known answers, and shows
-//! the fused kernels it compiled. `graphlift explain` shows what the compiler did to a
-//! model: passes, kernels with provenance, nodes left outside kernels.
+//! `graphlift`: the command-line front end, which runs, times, explains and measures ONNX
+//! models and the JIT's vector math on the CPU-JIT or INTERPRETER backend.
 
 mod accuracy;
 mod bench;
@@ -56,8 +52,8 @@ enum Command {
 /// Arguments of `graphlift accuracy`.
 #[derive(Debug, clap::Args)]
 pub struct AccuracyArgs {
-    /// Check every K-th f32 bit pattern (1: all 2^32, about a minute per function on two
-    /// cores); with `--pow`, every K-th positive f32 base.
+    /// Check every K-th f32 bit pattern (1: all 2^32); with `--pow`, every K-th positive f32
+    /// base.
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub step: u64,
     /// Sweep the scalar loop instead of the vector loop (F32X4, or F64X2 with `--f64`).
@@ -186,6 +182,12 @@ fn parse_shape(text: &str) -> Result<(String, Vec<usize>), String> {
     Ok((name.to_string(), dims))
 }
 
+/// Parses the command line and runs its subcommand.
+///
+/// `graphlift run` with no model runs an embedded default model (nGraph's halide_subgraph
+/// example extended with a SiLU), checks its outputs against the known answers, and shows the
+/// fused kernels it compiled. `graphlift explain` shows what the compiler did to a model:
+/// passes, kernels with provenance, nodes left outside kernels.
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

@@ -1,14 +1,5 @@
-//! Exact vector conversions between `i64` and `f64` lanes that x64 Cranelift 0.135 does
-//! not lower as vector code (`fcvt_to_sint_sat.i64x2` has no lowering; `fcvt_from_sint` of
-//! `I64X2` is two scalar `cvtsi2sd`), for lanes whose values are within ±2^51 — masks,
-//! indices, counts: the common case.
-//!
-//! Both rest on one fact: for an integer `k` with `|k| < 2^51`, `MAGIC + k` (with `MAGIC`
-//! = 1.5 · 2^52, where the `f64` spacing is exactly 1) is exact, and its bits are
-//! `MAGIC.to_bits() + k`. So an integer becomes a float by an integer add and a float
-//! subtract, and a truncated float becomes an integer by a float add and an integer
-//! subtract. Each conversion also gives the mask of lanes where it is exact; a kernel checks
-//! all lanes at once ([`unless_all`]) and runs the per-lane scalar code otherwise.
+//! Exact `i64` ↔ `f64` vector conversions by the 1.5 · 2^52 magic-number trick, for lanes
+//! within ±2^51, because x64 Cranelift lowers these conversions to scalar code or not at all.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, BlockArg, InstBuilder, Value};
@@ -18,11 +9,19 @@ use graphlift_ir::ElementType;
 use super::lanes::{cast_flags, Emit, Lanes};
 use crate::JitError;
 
-/// 1.5 · 2^52: an integer `k` with `|k| < 2^51` added to it is exact, and the sum's bits are
-/// `MAGIC.to_bits() + k`.
+/// 1.5 · 2^52, where the `f64` spacing is exactly 1: an integer `k` with `|k| < 2^51` added
+/// to it is exact, and the sum's bits are `MAGIC.to_bits() + k`. So an integer becomes a
+/// float by an integer add and a float subtract, and a truncated float becomes an integer by
+/// a float add and an integer subtract.
 const MAGIC: f64 = 6_755_399_441_055_744.0;
 
 /// 2^51: the magnitude below which the fast conversions are exact.
+///
+/// Lanes in this range (masks, indices, counts: the common case) avoid Cranelift 0.135's
+/// x64 lowering, which has none for `fcvt_to_sint_sat.i64x2` and turns `fcvt_from_sint` of
+/// `I64X2` into two scalar `cvtsi2sd`. Each conversion also gives the mask of the lanes where
+/// it is exact; a kernel checks all lanes at once ([`unless_all`]) and runs the per-lane
+/// scalar code otherwise.
 pub const SMALL: f32 = 2_251_799_813_685_248.0;
 
 /// `i64` lanes to `f64`, exact where `|x| < 2^51` (`bits(MAGIC) + x` read as a float,

@@ -1,10 +1,6 @@
-//! Host helper functions that JIT kernels call (registered as JIT symbols).
-//!
-//! `Power` on `i32` and `i64`, which has no inline lowering, calls a helper; the helper runs
-//! the reference interpreter's own scalar function, so it agrees with the INTERPRETER bit
-//! for bit (the table is in the crate documentation). In a vector loop a helper is called
-//! once per lane. (The `f64` transcendental functions and `Power` on `f64`, which called
-//! helpers too, are inline [`crate::vmath`] code now, and so is `Power` on `f32`.)
+//! Host helper functions that JIT kernels call, registered as JIT symbols: integer `Power`
+//! (the INTERPRETER's own scalar code, so results agree bit for bit), the vector math
+//! library's strip functions and the non-temporal store routines.
 
 use cranelift_codegen::ir::{types, AbiParam, Signature, Type};
 use cranelift_jit::JITModule;
@@ -15,6 +11,10 @@ use graphlift_runtime::reference;
 use graphlift_kernels::veclib::VecFn;
 
 /// A host function a kernel may call, with its JIT symbol name and signature class.
+///
+/// `Power` on `i32` and `i64` has no inline lowering: its helper runs the reference
+/// interpreter's own scalar function, so it agrees with the INTERPRETER bit for bit. In a
+/// vector loop a helper is called once per lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Helper {
     /// `(i32, i32) -> i32` power.

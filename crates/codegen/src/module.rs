@@ -1,9 +1,5 @@
-//! Ownership of JIT code memory: a [`JITModule`] that is freed when its owner is dropped.
-//!
-//! Dropping a `JITModule` leaks its code pages (about 4.6 KB per kernel with Cranelift
-//! 0.135); [`JITModule::free_memory`] releases them. [`KernelModule`] calls it on drop. A
-//! `JITModule` is `Send` but not `Sync`, so it sits behind a `Mutex` that is only locked at
-//! drop; the kernels' function pointers are used without it.
+//! Ownership of JIT code memory: a [`JITModule`] that is freed when its owner is dropped,
+//! because dropping a `JITModule` alone leaks its code pages.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -55,6 +51,10 @@ impl MemoryWatch {
 /// A JIT module being filled with kernels, then finalized; frees its memory on drop. It also
 /// owns the code of the kernels assembled outside Cranelift ([`crate::avx512`]),
 /// each in its own executable mapping, unmapped on drop.
+///
+/// Dropping a `JITModule` leaks its code pages; [`JITModule::free_memory`] releases them, and
+/// `KernelModule` calls it on drop. A `JITModule` is `Send` but not `Sync`, so it sits behind
+/// a `Mutex` that is only locked at drop; the kernels' function pointers are used without it.
 pub struct KernelModule {
     module: Mutex<Option<JITModule>>,
     /// Executable mappings of assembled kernels (only added to, at compile time).

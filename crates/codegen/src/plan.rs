@@ -1,14 +1,5 @@
-//! From a fused kernel's body to a flat list of slots: what to load, what to compute, what
-//! to store, and what is invariant across the loop.
-//!
-//! The body is a small `Function` (parameters = live-ins, results = kernel outputs) of
-//! `Unary`, `Binary`, `Compare`, `Select`, `Convert`, `Broadcast` and `Constant` nodes. A
-//! value is planned once per *view*: at the kernel's iteration space directly, or broadcast
-//! onto a larger shape (the Broadcast's target). A Broadcast emits nothing: its input is
-//! planned at the broadcast view, so live-ins become indexed loads ([`Addressing`]) and
-//! computed values are recomputed per element at the source index, never materialized.
-//! Equal slots are shared (local value numbering). A slot that depends only on constants and
-//! splat loads is *invariant*: it is computed once, before the loop.
+//! Kernel planning: a fused kernel's body flattened to a list of slots (what to load,
+//! compute and store, and what is loop-invariant), the form code generation emits from.
 
 use foldhash::HashMap;
 use smallvec::{smallvec, SmallVec};
@@ -143,6 +134,15 @@ impl KernelPlan {
 type View = Option<Shape>;
 
 /// Plans the kernel `name` from its `body`.
+///
+/// The body is a small `Function` (parameters = live-ins, results = kernel outputs) of
+/// `Unary`, `Binary`, `Compare`, `Select`, `Convert`, `Broadcast` and `Constant` nodes. A
+/// value is planned once per *view*: at the kernel's iteration space directly, or broadcast
+/// onto a larger shape (the Broadcast's target). A Broadcast emits nothing: its input is
+/// planned at the broadcast view, so live-ins become indexed loads ([`Addressing`]) and
+/// computed values are recomputed per element at the source index, never materialized.
+/// Equal slots are shared (local value numbering). A slot that depends only on constants and
+/// splat loads is *invariant*: it is computed once, before the loop.
 ///
 /// # Errors
 /// [`JitError::Ir`] when the body does not validate; [`JitError::Unsupported`] when it holds

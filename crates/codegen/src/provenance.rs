@@ -1,11 +1,6 @@
 //! Kernel provenance: what a fused kernel's body contains (nodes, tags, pass histories) and
-//! which ranges of its machine code come from which body node.
-//!
-//! Code generation sets a Cranelift source location on every instruction it emits for a
-//! slot of the kernel plan (`FunctionBuilder::set_srcloc` with the slot index); after
-//! compilation `compiled_code().buffer.get_srclocs_sorted()` lists code ranges with those
-//! locations, which [`slot_spans`] and [`code_ranges`] map back to body nodes. Loop control and pointer
-//! set-up carry no location and are not attributed.
+//! which ranges of its machine code come from which body node, so tools such as
+//! `graphlift explain` can attribute machine code to graph nodes.
 
 use cranelift_codegen::ir::SourceLoc;
 use cranelift_codegen::MachSrcLoc;
@@ -70,6 +65,11 @@ impl BodyNodes {
 }
 
 /// The source location of slot `k` of a plan.
+///
+/// Code generation sets it (`FunctionBuilder::set_srcloc`) on every instruction it emits for
+/// the slot; after compilation `compiled_code().buffer.get_srclocs_sorted()` lists code
+/// ranges with those locations, which [`slot_spans`] and [`code_ranges`] map back to body
+/// nodes. Loop control and pointer set-up carry no location and are not attributed.
 pub fn slot_srcloc(k: usize) -> SourceLoc {
     SourceLoc::new(u32::try_from(k).unwrap_or(u32::MAX - 1))
 }

@@ -1,29 +1,5 @@
-//! Differential testing: CPU-JIT against INTERPRETER on random elementwise Functions.
-//!
-//! A [`Case`] is a plain description of a random graph: a broadcast target shape, 1–4
-//! parameters of any element type whose shapes numpy-broadcast to it, and a list of ops from
-//! the whole elementwise set (unary, binary, compare, select, convert; the builder inserts
-//! the Broadcasts). The proptest in `tests/differential.rs` and the coverage-guided fuzz
-//! target in `fuzz/` both draw `Case`s (from a strategy and from raw bytes) and hand them to
-//! [`check`], so the two share one definition of "agree".
-//!
-//! The tolerance is the documented one. Kernels never contract `a*b+c` into an fma (see
-//! `graphlift_jit`'s crate docs), so every exact op (everything but the `f32` and `f64`
-//! vector math functions of [`graphlift_jit::vmath`]) must agree with the interpreter **bit
-//! for bit**, any NaN matching any NaN. A vector math op (`exp`, `expm1`, `log`, ... on `f32`
-//! or `f64`) is a *sink*: no later op uses it, so an approximation never feeds an exact
-//! comparison; its input is always a result too, and the sink's output is held to the
-//! documented ulp bound ([`vmath::max_ulp`] of its element type) against the interpreter's
-//! value at that (bit-equal) input: for `f32` the reference's `f64` value before rounding
-//! (an almost exact value at `f32` scale); for `f64` the reference's `f64` result, which is
-//! itself up to [`F64_REFERENCE_ULP`] from the exact value, so an `f64` sink may differ from
-//! it by its bound plus that (the bound itself is measured against 256-bit references:
-//! `crate::accuracy::sweep_f64`).
-//! `Power` on `f32` and `f64` (inline since issue 3) is a sink too, held to its bound
-//! ([`graphlift_jit::vmath::pow::MAX_ULP`], [`graphlift_jit::vmath::pow::MAX_ULP_F64`]) plus
-//! [`POWER_REFERENCE_ULP`] against the interpreter's result.
-//! A subset of the other values (chosen by [`Case::results`]), every sink and every sink's
-//! input are results, so kernels get several outputs and intermediate values are compared.
+//! Differential testing: CPU-JIT against INTERPRETER on random elementwise Functions, with
+//! one definition of "agree" that the proptest and the coverage-guided fuzz target share.
 
 use std::fmt;
 
@@ -53,7 +29,7 @@ pub const POWER_REFERENCE_ULP: f64 = 1.0;
 /// One parameter of a [`Case`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamSpec {
-    /// Index into [`ElementType::ALL`] (taken modulo its length).
+    /// Index into [`graphlift_ir::ElementType::ALL`] (taken modulo its length).
     pub ty: usize,
     /// Bit `k` set: axis `k` (counted from the right) keeps the target extent; clear: 1.
     pub keep: u8,
@@ -67,7 +43,8 @@ pub struct ParamSpec {
 pub struct OpSpec {
     /// Family: 0 and 4 unary, 1 binary, 2 compare, 5–7 select, 3 convert.
     pub kind: usize,
-    /// Which op of the family ([`UnaryOp::ALL`], [`BinaryOp::ALL`], [`CompareOp::ALL`]).
+    /// Which op of the family ([`UnaryOp::ALL`], [`graphlift_ir::BinaryOp::ALL`],
+    /// [`graphlift_ir::CompareOp::ALL`]).
     pub sub: usize,
     /// Operands, as indices into the values built so far (sinks excluded).
     pub operands: [usize; 3],
@@ -76,6 +53,14 @@ pub struct OpSpec {
 }
 
 /// A random elementwise graph and its inputs, as plain data.
+///
+/// A broadcast target shape, 1–4 parameters of any element type whose shapes
+/// numpy-broadcast to it, and a list of ops from the whole elementwise set (unary, binary,
+/// compare, select, convert; the builder inserts the Broadcasts). The proptest in
+/// `tests/differential.rs` and the fuzz target in `fuzz/` both draw `Case`s (from a strategy
+/// and from raw bytes) and hand them to [`check`]. A subset of the other values (chosen by
+/// [`Case::results`]), every sink and every sink's input are results, so kernels get several
+/// outputs and intermediate values are compared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Case {
     /// The broadcast target shape (rank 0–3 in the proptest; any rank is valid).
@@ -256,6 +241,21 @@ impl fmt::Display for Finding {
 
 /// Builds `case` and compares the backends on it: `Ok(None)` when the case does not build,
 /// `Ok(Some(stats))` when they agree.
+///
+/// The tolerance is the documented one. Kernels never contract `a*b+c` into an fma, so every
+/// exact op (everything but the `f32` and `f64` vector math functions of
+/// [`graphlift_jit::vmath`]) must agree with the interpreter **bit for bit**, any NaN
+/// matching any NaN. A vector math op (`exp`, `expm1`, `log`, ... on `f32` or `f64`) is a
+/// *sink*: no later op uses it, so an approximation never feeds an exact comparison; its
+/// input is always a result too, and the sink's output is held to the documented ulp bound
+/// ([`graphlift_jit::vmath::max_ulp`] of its element type) against the interpreter's value
+/// at that (bit-equal) input: for `f32` the reference's `f64` value before rounding (an
+/// almost exact value at `f32` scale); for `f64` the reference's `f64` result, which is
+/// itself up to [`F64_REFERENCE_ULP`] from the exact value, so an `f64` sink may differ from
+/// it by its bound plus that (the bound itself holds against 256-bit references:
+/// `crate::accuracy::sweep_f64`). `Power` on `f32` and `f64` is a sink too, held to its
+/// bound ([`graphlift_jit::vmath::pow::MAX_ULP`], [`graphlift_jit::vmath::pow::MAX_ULP_F64`])
+/// plus [`POWER_REFERENCE_ULP`] against the interpreter's result.
 ///
 /// # Errors
 /// A [`Finding`] with the first [`Mismatch`].

@@ -1,16 +1,16 @@
-//! The peer expressions E1–E4 of `../shared/peers` (the benchmark protocol graphlift is
-//! measured by), as Functions, with their inputs' shapes and an f64 reference.
-//!
-//! | expr | inputs | per output element |
-//! |---|---|---|
-//! | E1 | a, b, c, d: `f32[N]` | `max((a + b) * c, 0) + d` |
-//! | E2 | x: `f32[N]` | `0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))` (GELU, tanh form) |
-//! | E3 | x: `f32[N]` | `x / (1 + exp(-x))` (SiLU) |
-//! | E4 | X: `f32[N/1024, 1024]`, b: `f32[1024]` | `max(X + b, 0)` (bias add + relu) |
+//! The peers benchmark's expressions E1–E4 as Functions, with their input shapes and an
+//! `f64` reference, so `graphlift bench-expr` computes exactly what the peers compute.
 
 use graphlift_ir::{ElementType, Function, FunctionBuilder, IrError, Shape};
 
-/// The names of the expressions.
+/// The names of the expressions:
+///
+/// | expr | inputs | per output element |
+/// |---|---|---|
+/// | E1 | a, b, c, d: `f32[N]` | `max((a + b) * c, 0) + d` |
+/// | E2 | x: `f32[N]` | `0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))` (GELU, tanh form) |
+/// | E3 | x: `f32[N]` | `x / (1 + exp(-x))` (SiLU) |
+/// | E4 | X: `f32[N/1024, 1024]`, b: `f32[1024]` | `max(X + b, 0)` (bias add + relu) |
 pub const PEER_EXPRESSIONS: [&str; 4] = ["E1", "E2", "E3", "E4"];
 
 /// Row length of E4's matrix.

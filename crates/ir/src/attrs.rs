@@ -1,11 +1,6 @@
-//! Attributes of the ops that are not elementwise: reductions, slices, normalisations,
-//! convolution and pooling.
-//!
-//! Every attribute is static and already normalised: axes are non-negative and in range,
-//! paddings are explicit per spatial axis. Importers (ONNX's negative axes, `auto_pad`,
-//! `ceil_mode`, opset differences) resolve their conventions into these forms, so an op's
-//! meaning never depends on where it came from. What each op computes is defined by the
-//! reference interpreter in `graphlift-runtime`.
+//! Attributes of the ops that are not elementwise (reductions, slices, normalisations,
+//! convolution and pooling), static and already normalised, so that an op's meaning never
+//! depends on the importer it came from.
 
 use serde::{Deserialize, Serialize};
 
@@ -55,7 +50,10 @@ impl ReduceOp {
 ///
 /// `axes` are sorted, distinct and `< rank`; an empty list reduces nothing (the output is
 /// the input). With `keep_dims` the reduced axes stay as extent 1, otherwise they are
-/// removed.
+/// removed. Like every attribute here, the axes are already normalised (non-negative and in
+/// range): importers resolve their conventions (ONNX's negative axes, opset differences)
+/// into this form, and what the op computes is defined by the reference interpreter in
+/// `graphlift-runtime`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reduction {
     /// How elements are combined.
@@ -98,7 +96,8 @@ impl SliceAxis {
 ///
 /// The output extent of spatial axis `a` is
 /// `(in + pads_begin + pads_end - dilation * (window - 1) - 1) / stride + 1` (rounded down),
-/// the formula of ONNX and nGraph with explicit padding.
+/// the formula of ONNX and nGraph with explicit padding. Padding is always explicit per
+/// spatial axis: importers resolve ONNX's `auto_pad` and `ceil_mode` into it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Window {

@@ -1,9 +1,5 @@
-//! The operations a node can perform.
-//!
-//! Names follow nGraph (`Add`, `Multiply`, `Maximum`, `Select`, `Convert`, `Broadcast`, ...).
-//! Every elementwise op takes operands of one shape; numpy broadcasting is explicit, through
-//! a [`Op::Broadcast`] node that the builder and the importers insert. What each op computes,
-//! edge cases included, is defined by the reference interpreter in `graphlift-runtime`.
+//! The operations a node can perform, named after nGraph's (`Add`, `Multiply`, `Select`,
+//! `Convert`, `Broadcast`, ...), with their meaning defined by the reference interpreter.
 
 use std::fmt;
 use std::sync::Arc;
@@ -103,6 +99,11 @@ pub struct FusedKernel {
 }
 
 /// What a node computes.
+///
+/// Every elementwise op takes operands of one shape; numpy broadcasting is explicit, through
+/// an [`Op::Broadcast`] node that the builder and the importers insert. What each op
+/// computes, edge cases included, is defined by the reference interpreter in
+/// `graphlift-runtime`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     /// A graph input; its type is fixed when it is created.

@@ -1,18 +1,6 @@
-//! Time one fused kernel per element type: `relu((a + b) * c) + d` on `f32`, `f64` and `i64`
-//! (`i64`: `max((a + b) * c, 0) + d`), and the mixed-width attention-mask kernel
-//! `convert<f32>(mask_i64) * -10000.0 + scores_f32` (a mixed-width kernel; also compiled as
-//! the scalar loop such kernels ran before, [`JitKernel::compile_scalar`]) and
-//! `convert<f32>(convert<f64>(x_f32) * s_f64)` likewise, called on one thread through
-//! [`JitKernel::call`].
-//!
-//! ```text
-//! cargo run --release -p graphlift-jit --example lane_speed [-- LOG2_N [REPS]]
-//! ```
-//!
-//! Prints, per kernel, its lanes per vector body and the median, minimum and
-//! maximum time of `REPS` calls (default 101) on `2^LOG2_N` elements (default 20), after
-//! five warm-up calls. A measurement, not a test: compare medians within one run, on a quiet
-//! machine if you can.
+//! Times one fused kernel per element type and two mixed-width kernels through
+//! [`JitKernel::call`] on one thread, to compare vector loops by lane width and against the
+//! scalar loop.
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +27,18 @@ fn input(t: ElementType, n: usize, seed: u64) -> TensorData {
     }
 }
 
+/// Times `relu((a + b) * c) + d` on `f32`, `f64` and `i64` (`i64`: `max((a + b) * c, 0) +
+/// d`), the mixed-width attention-mask kernel `convert<f32>(mask_i64) * -10000.0 +
+/// scores_f32` and `convert<f32>(convert<f64>(x_f32) * s_f64)`, the mixed-width ones also
+/// compiled as the scalar loop ([`JitKernel::compile_scalar`]) for comparison.
+///
+/// ```text
+/// cargo run --release -p graphlift-jit --example lane_speed [-- LOG2_N [REPS]]
+/// ```
+///
+/// Prints, per kernel, its lanes per vector body and the median, minimum and maximum time of
+/// `REPS` calls (default 101) on `2^LOG2_N` elements (default 20), after five warm-up calls.
+/// A measurement, not a test: compare medians within one run, on a quiet machine if you can.
 fn main() {
     let mut args = std::env::args().skip(1);
     let log2_n: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20);

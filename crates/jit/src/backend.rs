@@ -1,7 +1,6 @@
 //! The CPU-JIT backend: fused kernels as JIT code, every other node as a native kernel.
-//! [`CpuJitBackend`] holds the settings and caches; `compile` plans an executable,
-//! `executable` and `execute` hold and run it over the steps of `steps` and the buffers of
-//! `buffers`.
+//! [`CpuJitBackend`] holds the settings and caches; the submodules plan an executable's steps
+//! and buffers, hold it and run it.
 
 mod buffers;
 mod compile_plan;
@@ -38,8 +37,13 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// simplification, DCE, subgraph extraction; `GRAPHLIFT_DUMP=dir` dumps the graph after
 /// each pass), compiles every resulting `FusedKernel` that is not in the backend's kernel
 /// cache into one JIT module (one `finalize_definitions` per Executable), and plans the other
-/// nodes as native kernels — the reference kernels of `graphlift_runtime::reference`, so their
-/// semantics are the interpreter's by construction.
+/// nodes as native kernels of `graphlift_kernels` (MatMul, convolution, normalisation,
+/// reductions; epilogue kernels fused into their output loops) or the reference kernels of
+/// `graphlift_runtime::reference`, so their semantics are the interpreter's by construction.
+/// The result, a [`CpuJitExecutable`], is an ordered list of steps over buffers planned by
+/// liveness (constants bound once, intermediates recycled across calls). Kernels compute
+/// what the INTERPRETER computes, except that the vector math and float `Power` are within
+/// the bounds of `graphlift_codegen::vmath`.
 ///
 /// **Kernel cache.** Kernels are cached by the canonical form of their body (ops, element
 /// types, shapes and broadcast pattern, constants' bits; not node names), shared by every
@@ -49,8 +53,7 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// it: dropping the backend (all its clones) and its executables frees everything.
 ///
 /// **Executable cache.** Compiling a Function equal (`==`) to one whose executable is still
-/// alive returns a new executable sharing that one's plan: no passes, no planning, well
-/// under a microsecond for a small Function (`cargo bench --bench compile -- cached`). Plans
+/// alive returns a new executable sharing that one's plan: no passes, no planning. Plans
 /// are held weakly, so dropping the executables frees them (`backend/executable_cache.rs`;
 /// [`CpuJitBackend::with_executable_cache`]).
 ///

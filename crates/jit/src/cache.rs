@@ -1,15 +1,5 @@
-//! The kernel cache of a backend: compiled code keyed by the canonical form of a kernel plan.
-//!
-//! The key is everything code generation reads from a [`KernelPlan`] except names: the
-//! iteration space's element count, the lane width, the input buffers' element types and
-//! lengths, each slot's op (with its broadcast addressing and constant bits), element type
-//! and invariance, the output slots, and the bits of every hidden constant buffer. Two fused
-//! regions with equal keys compile to the same machine code, so the second reuses the first's
-//! [`KernelCode`] — and with it the JIT module that owns the code, which is freed only when no
-//! executable and no cache entry holds it any more.
-//!
-//! The cache holds at most [`KernelCache::DEFAULT_CAPACITY`] entries; inserting beyond that
-//! evicts the oldest entry (its code stays alive while an executable uses it).
+//! The kernel cache of a backend: compiled code keyed by the canonical form of a kernel plan,
+//! so equal fused regions compile once and share one JIT module.
 
 use std::sync::{Arc, Mutex};
 
@@ -20,7 +10,15 @@ use graphlift_codegen::compile::KernelCode;
 use graphlift_codegen::lanes::Lanes;
 use graphlift_codegen::plan::{KernelPlan, SlotId, SlotOp};
 
-/// The canonical form of a kernel plan (see the module documentation).
+/// The canonical form of a kernel plan.
+///
+/// It is everything code generation reads from a [`KernelPlan`] except names: the iteration
+/// space's element count, the lane width, the input buffers' element types and lengths, each
+/// slot's op (with its broadcast addressing and constant bits), element type and invariance,
+/// the output slots, the bits of every hidden constant buffer and the code-path switches.
+/// Two fused regions with equal keys compile to the same machine code, so the second reuses
+/// the first's [`KernelCode`] — and with it the JIT module that owns the code, which is freed
+/// only when no executable and no cache entry holds it any more.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct KernelKey {
     count: usize,
@@ -75,6 +73,9 @@ fn bits(data: &TensorData) -> ConstBits {
 
 /// Compiled kernels of one backend, shared by its executables (behind a mutex; compilation
 /// itself runs outside the lock).
+///
+/// It holds at most [`KernelCache::DEFAULT_CAPACITY`] entries; inserting beyond that evicts
+/// the oldest entry (its code stays alive while an executable uses it).
 #[derive(Debug)]
 pub(crate) struct KernelCache {
     inner: Mutex<Inner>,

@@ -1,15 +1,6 @@
-//! graphlift-jit: the CPU-JIT backend.
-//!
-//! [`CpuJitBackend`] (registered as `"CPU-JIT"` by [`register`]) runs the pass pipeline
-//! (subgraph extraction gathers elementwise regions into `FusedKernel` nodes), compiles each
-//! fused kernel with `graphlift-codegen` (from its kernel cache when an equal kernel was
-//! compiled before), and plans the rest as native kernels of `graphlift-kernels` (MatMul,
-//! convolution, normalisation, reductions; epilogue kernels fused into their output loops)
-//! or the reference kernels of `graphlift-runtime`. The result, a [`CpuJitExecutable`], is an
-//! ordered list of steps over buffers planned by liveness (constants bound once,
-//! intermediates recycled across calls), split over a thread pool when large enough
-//! ([`ThreadConfig`]). Kernels compute what the INTERPRETER computes (see
-//! `graphlift_codegen` for the exceptions: the vector math bounds).
+//! graphlift-jit: the CPU-JIT backend, after nGraph's CPU backend with its Halide subgraphs:
+//! elementwise regions become JIT-compiled fused kernels, every other node a native kernel,
+//! and results are the INTERPRETER's (the vector math within its documented bounds).
 
 #![warn(missing_docs)]
 

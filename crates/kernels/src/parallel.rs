@@ -1,17 +1,5 @@
-//! Multi-core kernel calls: a kernel's index range split into chunks over a thread pool.
-//!
-//! Every kernel has the range ABI `(inputs, outputs, begin, end)` and computes any sub-range
-//! exactly as it computes the whole (broadcast inputs are addressed from the element index,
-//! not from the range start), so chunks run independently. The cost model follows XLA's CPU
-//! backend: a loop is split only into tasks of at least
-//! [`ThreadConfig::DEFAULT_MIN_BYTES_PER_TASK`] (256 KiB) of work, counted in bytes: the
-//! memory traffic (every input buffer read plus every output written) plus the compute per
-//! element in byte-equivalents (`codegen::cost`: a `tanh` weighs as much as moving 170
-//! bytes), so small tensors run on the calling thread with no pool dispatch at all, and
-//! compute-heavy kernels split at fewer elements than data movement does. Chunk boundaries
-//! are multiples of [`CHUNK_ALIGN`] elements (a multiple of the unrolled vector step of
-//! every lane width), so each chunk's vector main loop starts on the same element grid as
-//! the whole call's.
+//! Multi-core kernel calls: a kernel's index range split into chunks over a thread pool, with
+//! an XLA-style cost threshold so that small calls stay on the calling thread.
 
 use std::sync::OnceLock;
 
@@ -22,7 +10,8 @@ pub use fork_join::for_each;
 
 /// Chunk boundaries are multiples of this many elements: one trip of the AVX-512 main loop
 /// (sixteen lanes, four bodies), so no chunk but the last ends in a masked tail; eight
-/// trips of the unrolled four-lane Cranelift loop (`F32X4`), sixteen of the two-lane one.
+/// trips of the unrolled four-lane Cranelift loop (`F32X4`), sixteen of the two-lane one. So
+/// each chunk's vector main loop starts on the same element grid as the whole call's.
 pub const CHUNK_ALIGN: usize = 64;
 
 /// Tasks per thread at most: a few, so that a thread which falls behind (its core taken by
@@ -30,12 +19,22 @@ pub const CHUNK_ALIGN: usize = 64;
 const TASKS_PER_THREAD: usize = 4;
 
 /// How a `graphlift_jit::CpuJitBackend` runs kernels over threads.
+///
+/// Every kernel has the range ABI `(inputs, outputs, begin, end)` and computes any sub-range
+/// exactly as it computes the whole (broadcast inputs are addressed from the element index,
+/// not from the range start), so chunks run independently. The cost model follows XLA's CPU
+/// backend: a loop is split only into tasks of at least `min_bytes_per_task` of work,
+/// counted in bytes: the memory traffic (every input buffer read plus every output written)
+/// plus the compute per element in byte-equivalents (`codegen::cost`: a `tanh` weighs as
+/// much as moving 170 bytes). So small tensors run on the calling thread with no pool
+/// dispatch at all, and compute-heavy kernels split at fewer elements than data movement
+/// does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadConfig {
     /// Threads a kernel call may use (≥ 1; 1 runs every call on the calling thread).
     pub threads: usize,
     /// A call is split only into tasks that each carry at least this much work, in bytes
-    /// of reads and writes plus byte-equivalents of compute (see [`crate::parallel`]);
+    /// of reads and writes plus byte-equivalents of compute (see [`ThreadConfig`]);
     /// smaller calls run on the calling thread.
     pub min_bytes_per_task: usize,
 }

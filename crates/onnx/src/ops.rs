@@ -1,12 +1,5 @@
-//! The operator table: each supported ONNX operator, decomposed into graphlift IR ops.
-//!
-//! Semantics follow the ONNX operator specification (onnx 1.22, `docs/Operators.md`) for
-//! every opset version up to 25; where a definition changed across versions the branch says
-//! so. Broadcasting is ONNX's multidirectional (numpy) broadcasting, made explicit with
-//! `Broadcast` nodes; `PRelu` slopes and `Clip` bounds broadcast unidirectionally to the
-//! input. Element types are FLOAT, DOUBLE, INT32, INT64 and BOOL; an op gets the types ONNX
-//! allows it among those (integer variants of `Abs`, `Neg`, `Sign`, `Relu`, `Max`, `Min`,
-//! `Sum`, `Clip`, `Pow`, `PRelu`, ...).
+//! The operator table: each supported ONNX operator (every opset up to 25) decomposed into
+//! graphlift IR ops, following the ONNX operator specification.
 
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, UnaryOp};
 
@@ -116,6 +109,14 @@ fn boolean(t: ElementType) -> bool {
 }
 
 /// Converts one ONNX node; returns its output values in order.
+///
+/// Semantics follow the ONNX operator specification (onnx 1.22, `docs/Operators.md`) for
+/// every opset version up to 25; where a definition changed across versions the branch says
+/// so. Broadcasting is ONNX's multidirectional (numpy) broadcasting, made explicit with
+/// `Broadcast` nodes; `PRelu` slopes and `Clip` bounds broadcast unidirectionally to the
+/// input. Element types are FLOAT, DOUBLE, INT32, INT64 and BOOL; an op gets the types ONNX
+/// allows it among those (integer variants of `Abs`, `Neg`, `Sign`, `Relu`, `Max`, `Min`,
+/// `Sum`, `Clip`, `Pow`, `PRelu`, ...).
 pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
     let op_type = e.node().op_type.clone();
     let y = match op_type.as_str() {

@@ -1,10 +1,6 @@
-//! Subgraph extraction: gathers regions of elementwise ops into fused kernels.
-//!
-//! The generalisation of nGraph's `HalideSubgraphExtraction`; the invariants it keeps are
-//! listed on [`SubgraphExtraction`]. Region formation lives in `region` (over the analysis
-//! view in `graph`), the rewrite into kernel nodes in `rewrite`.
-//!
-//! Each region becomes one `Op::FusedKernel` node; see [`extract_subgraphs`] for its form.
+//! Subgraph extraction, generalising nGraph's `HalideSubgraphExtraction`: regions of
+//! elementwise ops form in `region` (over the analysis view in `graph`) and `rewrite` turns each
+//! into one fused kernel node ([`extract_subgraphs`]; invariants on [`SubgraphExtraction`]).
 
 mod graph;
 mod outside;

@@ -1,8 +1,5 @@
-//! Property test of the rewrite passes and the default pipeline: random f32, f64, i32 and
-//! i64 graphs built from edge-case constants (±0, ±1, NaN, ±inf, MIN), broadcasts,
-//! duplicated computations and control dependencies. After each pass alone, and after the
-//! whole pipeline (with fused-op expansion in front, run twice), the function validates
-//! and computes the same values bit for bit on edge-case inputs.
+//! Property test of the rewrite passes and the default pipeline on random graphs built from
+//! edge-case constants: each keeps functions valid and values bit-exact.
 
 use graphlift_ir::{
     BinaryOp, ElementType, Function, IrError, Op, Output, Shape, TensorData, UnaryOp,
@@ -138,6 +135,11 @@ fn check(pass: &dyn Pass, f: &Function) {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
+    /// Random f32, f64, i32 and i64 graphs built from edge-case constants (±0, ±1, NaN,
+    /// ±inf, MIN), broadcasts, duplicated computations and control dependencies. After each
+    /// pass alone, and after the whole pipeline (with fused-op expansion in front, run
+    /// twice), the function validates and computes the same values bit for bit on edge-case
+    /// inputs.
     #[test]
     fn rewrites_keep_functions_valid_and_values_bit_exact(
         t in prop::sample::select(vec![

@@ -1,17 +1,6 @@
 //! graphlift-runtime: tensors, the `Backend` and `Executable` traits, the backend registry,
-//! the reference kernels, the INTERPRETER backend and execution tracing ([`trace`]).
-//!
-//! ```
-//! use graphlift_ir::{ElementType::F32, FunctionBuilder};
-//! use graphlift_runtime::{Backend, Tensor};
-//! let b = FunctionBuilder::new("f");
-//! let x = b.parameter("x", F32, [3]);
-//! let f = b.finish(&[x.relu()]).unwrap();
-//! let backend = <dyn Backend>::create("INTERPRETER").unwrap();
-//! let exe = backend.compile(&f).unwrap();
-//! let out = exe.run(&[Tensor::from_vec(vec![-1.0f32, 0.5, 2.0], [3]).unwrap()]).unwrap();
-//! assert_eq!(out[0].read::<f32>().unwrap(), &[0.0, 0.5, 2.0]);
-//! ```
+//! the reference kernels that define what each op computes, the INTERPRETER backend built on
+//! them, and execution tracing ([`trace`]).
 
 #![warn(missing_docs)]
 

@@ -1,7 +1,6 @@
-//! The backend registry behind `Backend::create` (nGraph's `BackendManager`).
-//!
-//! `INTERPRETER` is always registered. Other crates register their backends with
-//! [`register_backend`] (the `graphlift` facade registers `CPU-JIT`).
+//! The backend registry behind `Backend::create` (nGraph's `BackendManager`): `INTERPRETER`
+//! is always registered, and other crates add theirs with [`register_backend`] (the `graphlift`
+//! facade registers `CPU-JIT`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -55,6 +54,18 @@ pub fn create_backend(name: &str) -> Result<Arc<dyn Backend>, RuntimeError> {
 
 impl dyn Backend {
     /// The backend registered under `name` (nGraph's `runtime::Backend::create`).
+    ///
+    /// ```
+    /// use graphlift_ir::{ElementType::F32, FunctionBuilder};
+    /// use graphlift_runtime::{Backend, Tensor};
+    /// let b = FunctionBuilder::new("f");
+    /// let x = b.parameter("x", F32, [3]);
+    /// let f = b.finish(&[x.relu()]).unwrap();
+    /// let backend = <dyn Backend>::create("INTERPRETER").unwrap();
+    /// let exe = backend.compile(&f).unwrap();
+    /// let out = exe.run(&[Tensor::from_vec(vec![-1.0f32, 0.5, 2.0], [3]).unwrap()]).unwrap();
+    /// assert_eq!(out[0].read::<f32>().unwrap(), &[0.0, 0.5, 2.0]);
+    /// ```
     ///
     /// # Errors
     /// [`RuntimeError::UnknownBackend`] listing the registered names.

@@ -1,8 +1,6 @@
 //! High-precision references for the `f64` accuracy method: each function at [`PRECISION`]
-//! bits (far beyond `f64`'s 53) with `astro-float`, a pure-Rust multiple-precision library, so
-//! that the error of an `f64` result can be taken against a value whose own error is far below
-//! any `f64` ulp. Special operands (NaN, infinities, zeros, out-of-domain) are given exactly,
-//! by IEEE 754 and C99 Annex F.
+//! bits with the pure-Rust `astro-float`, so an `f64` result's error is taken against a value
+//! whose own error is far below any `f64` ulp.
 
 use std::cell::RefCell;
 
@@ -65,6 +63,8 @@ fn pow2(e: i32) -> BigFloat {
 
 /// `op(x)` at [`PRECISION`] bits (`sigmoid` as `1/(1 + e^-x)`); ops other than the vector
 /// math functions (`Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Erf`, `Sigmoid`) give NaN.
+/// Special operands (NaN, infinities, zeros, out-of-domain) are given exactly, by IEEE 754
+/// and C99 Annex F.
 pub fn exact(op: UnaryOp, x: f64) -> BigFloat {
     if x.is_nan() {
         return nan();

@@ -111,7 +111,7 @@ fn ln_special_cases(e: &mut Emit, ax: Value) -> (Value, Value) {
     (regular, special)
 }
 
-/// The IEEE 754 special cases of `pow` (module documentation) applied to `r`, an
+/// The IEEE 754 special cases of `pow` (listed on [`MAX_ULP`]) applied to `r`, an
 /// approximation of `|x|^y` that is already right (`0`, `inf` or NaN) wherever `x` or `y`
 /// is `±0`, `±inf` or NaN: the sign for a negative `x` and an odd integer `y`, NaN for a
 /// negative finite `x` and a non-integer `y`, and the cases whose result is 1.
@@ -162,7 +162,7 @@ fn ieee_cases(e: &mut Emit, x: Value, y: Value, r: Value) -> Value {
 ///    `r = (w_hi − n·ln2_hi) + (w_lo − n·ln2_lo)` is kept as `r_hi + r_lo` (Fast2Sum).
 /// 4. `e^r = 1 + (q + r_lo·(1 + q))` with `q = e^r_hi − 1` from `exp`'s polynomial, scaled by
 ///    `2^n` in two steps so that a subnormal result rounds once.
-/// 5. Signs and the IEEE special cases by select (module documentation).
+/// 5. Signs and the IEEE special cases by select (listed on [`MAX_ULP`]).
 pub fn emit_f64(e: &mut Emit, x: Value, y: Value) -> Value {
     let ax = e.b.ins().fabs(x);
     let (l_hi, l_lo) = ln_dd(e, ax);

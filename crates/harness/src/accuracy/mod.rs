@@ -1,15 +1,6 @@
-//! Accuracy of the inline `f32` vector math, measured through the kernels' own code.
-//!
-//! [`sweep_f32`] compiles a one-op kernel (the same lowering every fused kernel uses), runs
-//! it over every `step`-th `f32` bit pattern (`step = 1`: all 2^32) and compares each result
-//! with the reference interpreter's `f64` value (`graphlift_runtime::reference::unary_f64`,
-//! before rounding to `f32`). It reports the largest error in ulp ([`vmath::ulp_error`]),
-//! the largest relative error over results in the normal `f32` range, the inputs where
-//! they occur, and every broken range or special-value guarantee ([`guarantee_holds`]).
-//! `graphlift accuracy [--step K]` prints the table; the unit tests run a thinned sweep
-//! against the documented bounds ([`vmath::max_ulp`]).
-//!
-//! Chunks of the sweep run on rayon's global pool.
+//! Accuracy sweeps of the inline vector math and `Power`, run through the kernels' own JIT
+//! code against exact references, so the documented ulp bounds are checked on the code that
+//! actually runs.
 
 use graphlift_ir::{ElementType, Function, FunctionBuilder, Op, UnaryOp};
 use graphlift_runtime::reference::unary_f64;
@@ -216,7 +207,14 @@ fn sweep_kernel(op: UnaryOp, t: ElementType, kind: LoopKind) -> Result<JitKernel
 /// Measures `op`'s error over every `step`-th `f32` bit pattern (`0, step, 2·step, …`
 /// below 2^32; `step = 0` is taken as 1) in `kind`'s loop.
 ///
-/// Time: a full sweep (`step = 1`) takes about a minute per function on two cores.
+/// It compiles a one-op kernel (the same lowering every fused kernel uses), runs it over the
+/// inputs in chunks on rayon's global pool, and compares each result with the reference
+/// interpreter's `f64` value (`graphlift_runtime::reference::unary_f64`, before rounding to
+/// `f32`). It reports the largest error in ulp ([`vmath::ulp_error`]), the largest relative
+/// error over results in the normal `f32` range, the inputs where they occur, and every
+/// broken range or special-value guarantee ([`guarantee_holds`]). `graphlift accuracy
+/// [--step K]` prints the table; the unit tests run a thinned sweep against the documented
+/// bounds ([`vmath::max_ulp`]).
 ///
 /// # Errors
 /// As [`kernel_f32`], or a failing kernel call.
@@ -367,11 +365,10 @@ pub fn kernel_f64(op: UnaryOp, kind: LoopKind) -> Result<JitKernel, JitError> {
     sweep_kernel(op, ElementType::F64, kind)
 }
 
-/// The error, in `f64` ulp against the 256-bit reference, of the reference interpreter's own `f64`
-/// transcendental functions (measured on the dense sample, 256 inputs per binade: Rust's
-/// `exp`, `ln`, `exp_m1`, `ln_1p` and `libm::erf` within 0.85 ulp, `tanh` and the
-/// reference's `sigmoid` formula within 1.86 ulp). Differential checks allow it for the
-/// reference's side; a unit test keeps it true.
+/// The bound, in `f64` ulp against the 256-bit reference, on the error of the reference
+/// interpreter's own `f64` transcendental functions (Rust's `exp`, `ln`, `exp_m1`, `ln_1p`
+/// and `tanh`, `libm::erf`, and the reference's `sigmoid` formula). Differential checks allow
+/// it for the reference's side; a unit test keeps it true on the dense sample.
 pub const INTERPRETER_F64_MAX_ULP: f64 = 2.0;
 
 /// The dense `f64` sample of the accuracy method: in every binade of both signs (the

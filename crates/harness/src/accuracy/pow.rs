@@ -1,14 +1,6 @@
-//! Accuracy of `Power` on `f32` and `f64` ([`vmath::pow`]), measured through the kernels'
-//! own code on pairs `(x, y)`.
-//!
-//! [`sweep_pow_f32`] takes every `step`-th positive `f32` base and its negation, each with
-//! the exponents of [`POW_EXPONENTS`], against the interpreter's `f64` value before
-//! rounding. `sweep_pow_f64` takes the bases of the dense `f64` sample
-//! ([`super::f64_sample`]), each with the exponents of [`POW_EXPONENTS_F64`] and, for every
-//! target `t` of [`POW_TARGETS`], the exponent `t/ln|x|` and its nearest integer (so that
-//! results cover the whole range, the overflow and underflow thresholds and the subnormals,
-//! from every base), against 256-bit reference values. Both check, bit for bit, the
-//! IEEE special cases ([`pow_special_operands`]) against the interpreter.
+//! Accuracy sweeps of `Power` on `f32` and `f64` ([`vmath::pow`]) over pairs `(x, y)`, run
+//! through the kernels' own code, with the IEEE special cases checked bit for bit against the
+//! interpreter.
 
 use graphlift_ir::{BinaryOp, Element, ElementType, FunctionBuilder, Op};
 use graphlift_runtime::Tensor;
@@ -256,7 +248,9 @@ pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError>
 
 /// The exponents `sweep_pow_f64` pairs with base `x`:
 /// [`POW_EXPONENTS_F64`], and for each target `t` of [`POW_TARGETS`] the exponent `t/ln|x|`
-/// and its nearest integer (where `|x|` is finite, non-zero and not 1).
+/// and its nearest integer (where `|x|` is finite, non-zero and not 1), so that results from
+/// every base cover the whole range, the overflow and underflow thresholds and the
+/// subnormals.
 pub fn pow_f64_exponents(x: f64) -> Vec<f64> {
     let mut ys = POW_EXPONENTS_F64.to_vec();
     let l = x.abs().ln();
@@ -270,7 +264,7 @@ pub fn pow_f64_exponents(x: f64) -> Vec<f64> {
     ys
 }
 
-/// Measures `Power` on `f64` ([`vmath::pow`]) in `kind`'s loop against correctly
+/// Measures `Power` on `f64` ([`vmath::pow`]) in `kind`'s loop against correctly rounded
 /// 256-bit reference values ([`graphlift_testkit::reference::exact_pow`]): every base of
 /// [`super::f64_sample`]`(per_binade)` with every exponent of [`pow_f64_exponents`]. Errors
 /// are in ulp of `f64` at the exact value ([`graphlift_testkit::reference::ulp_error`]); wherever an operand

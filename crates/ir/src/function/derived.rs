@@ -1,12 +1,6 @@
 //! Facts a [`Function`] derives from its graph (that it validates, its topological order),
-//! remembered until the graph next changes.
-//!
-//! A compile runs the same function through several passes, each of which needs a valid,
-//! acyclic input; most passes change nothing on a small graph. Remembering the facts makes
-//! the second and later questions cost nothing. Every `&mut self` method of [`Function`] that
-//! can change what [`Function::validate`] or [`Function::topological_order`] look at (nodes,
-//! inputs, outputs, names, control dependencies, parameters, results) forgets them first, so
-//! a remembered fact is never stale; debug builds recompute and compare on every use.
+//! remembered until the graph next changes, because a compile asks the same questions of an
+//! unchanged function in pass after pass.
 
 use std::sync::OnceLock;
 
@@ -17,6 +11,11 @@ use super::Function;
 
 /// The remembered facts; empty on a new or changed function. A clone keeps them (it is the
 /// same graph); equality ignores them (they are derived).
+///
+/// Every `&mut self` method of [`Function`] that can change what [`Function::validate`] or
+/// [`Function::topological_order`] look at (nodes, inputs, outputs, names, control
+/// dependencies, parameters, results) calls [`Derived::forget`] first, so a remembered fact
+/// is never stale; debug builds recompute and compare on every use.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Derived {
     /// Set when [`Function::validate`] succeeded.

@@ -1,11 +1,6 @@
 //! Provenance groups and the per-function provenance switch (nGraph's
-//! `add_provenance_group_members`, `add_provenance_tags_above`, `provenance_enabled`).
-//!
-//! A builder that returns one node for a subgraph (a decomposed framework op) makes the
-//! subgraph's nodes members of the root's group; a tag later set on the root with
-//! [`Function::add_tag`] or [`Function::add_tags`] then reaches every member, so a bridge
-//! that tags only the node it gets back tags the whole subgraph. Groups are a build-time aid:
-//! they are not saved by [`Function::to_json`], and members that are removed are skipped.
+//! `add_provenance_group_members`, `add_provenance_tags_above`, `provenance_enabled`), so that a
+//! bridge that tags only the node it gets back tags the whole subgraph behind it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -29,6 +24,12 @@ impl Function {
     /// Makes `members` members of `root`'s provenance group: every tag later added to `root`
     /// is added to them too (and to the members of their own groups). `root` itself and
     /// duplicates are ignored.
+    ///
+    /// A builder that returns one node for a subgraph (a decomposed framework op) makes the
+    /// subgraph's nodes members of the root's group; a tag later set on the root with
+    /// [`Function::add_tag`] or [`Function::add_tags`] then reaches every member. Groups are
+    /// a build-time aid: they are not saved by [`Function::to_json`], and members that are
+    /// removed are skipped.
     ///
     /// # Errors
     /// [`IrError::Dangling`] if `root` or a member does not exist.

@@ -1,9 +1,5 @@
-//! JSON text -> Function (the reading half of the JSON format).
-//!
-//! Reading goes in stages, each with errors that say where they are: JSON syntax (line and
-//! column), the format tag and version, the document's fields, then each node on its own
-//! (node index and name), name resolution, and finally shape and type inference in
-//! topological order and [`Function::validate`]. Nothing here panics on any input.
+//! JSON text -> Function, the reading half of the JSON format: staged so that every error
+//! says where it is, and nothing panics on any input.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -37,6 +33,11 @@ fn from_serde(location: &str, e: &serde_json::Error) -> SerializationError {
 }
 
 /// Reads a whole document.
+///
+/// Reading goes in stages, each with errors that say where they are: JSON syntax (line and
+/// column), the format tag and version, the document's fields, then each node on its own
+/// (node index and name), name resolution, and finally shape and type inference in
+/// topological order and [`Function::validate`]. Nothing here panics on any input.
 pub(super) fn read_document(text: &str) -> Res<Function> {
     let value: Value = serde_json::from_str(text).map_err(|e| from_serde("", &e))?;
     check_header(&value)?;

@@ -1,13 +1,5 @@
-//! The on-disk JSON format, as serde data-transfer structs.
-//!
-//! These structs are the format: a field added, renamed or retyped here is a new format
-//! version ([`super::JSON_VERSION`]). They are kept apart from the core types so that the
-//! IR can change without silently changing what files mean. Every struct rejects unknown
-//! fields, so a misspelt field in a hand-edited file is an error, not a silent default.
-//!
-//! `N` is how the nodes of a function are represented: [`WrittenNode`] when writing, and
-//! `serde_json::Value` when reading, so that each node (and each node of a fused kernel
-//! body) is decoded on its own and an error names the node it is in.
+//! The on-disk JSON format as serde data-transfer structs, kept apart from the core types so
+//! that the IR can change without silently changing what files mean.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::attrs::{SliceAxis, Window};
 
 /// The whole document: a format tag, a version and one function.
+///
+/// These structs are the format: a field added, renamed or retyped here is a new format
+/// version ([`super::JSON_VERSION`]). Every struct rejects unknown fields, so a misspelt
+/// field in a hand-edited file is an error, not a silent default.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct DocumentDto<N> {
@@ -29,6 +25,10 @@ pub(super) struct DocumentDto<N> {
 
 /// A function: its name, parameter and result names in call order, and its nodes in arena
 /// order. Fused kernel bodies use the same struct.
+///
+/// `N` is how the nodes are represented: [`WrittenNode`] when writing, and
+/// `serde_json::Value` when reading, so that each node (and each node of a fused kernel
+/// body) is decoded on its own and an error names the node it is in.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FunctionDto<N> {

@@ -1,15 +1,15 @@
-//! A pretty printer for the JSON format that keeps arrays of scalars on one line.
-//!
-//! serde_json's `PrettyFormatter` puts every array element on its own line, so a shape
-//! takes four lines and a constant of 10,000 elements takes 10,000. This formatter indents
-//! objects, and arrays of objects or arrays, like `PrettyFormatter` (two spaces), but writes
-//! an array whose elements are scalars inline: `"shape": [2, 3]`.
+//! A pretty printer for the JSON format that keeps arrays of scalars on one line, so a shape
+//! or a large constant does not take one line per element as with serde_json's
+//! `PrettyFormatter`.
 
 use std::io::{self, Write};
 
 use serde_json::ser::{CompactFormatter, Formatter};
 
-/// See the module docs.
+/// A `serde_json` formatter that indents objects, and arrays of objects or arrays, like
+/// `PrettyFormatter` (two spaces), but writes an array whose elements are scalars inline:
+/// `"shape": [2, 3]`. (`PrettyFormatter` puts every array element on its own line, so a
+/// shape takes four lines and a constant of 10,000 elements takes 10,000.)
 #[derive(Debug, Default)]
 pub(super) struct Pretty {
     /// Nesting depth (for indentation).

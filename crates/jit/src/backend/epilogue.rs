@@ -1,7 +1,6 @@
-//! Epilogue fusion in the plan: a fused kernel that consumes the result of a `MatMul` or
-//! `Convolution` step runs inside that step's output loop, on each block of the result as
-//! soon as it is written ([`graphlift_kernels::native::Epilogue`]), instead of as a later step that
-//! reads the whole result back from memory.
+//! Epilogue fusion in the plan: a fused kernel that consumes a `MatMul` or `Convolution`
+//! result runs inside that step's output loop on each block as soon as it is written
+//! ([`graphlift_kernels::native::Epilogue`]), instead of reading the whole result back later.
 
 use graphlift_ir::{ElementType, Function, Op};
 use graphlift_runtime::RuntimeError;

@@ -1,7 +1,6 @@
-//! 2-D `Convolution` on `f32`/`f64` as im2col + GEMM: for each image and group, the
-//! receptive fields are unrolled into a `[C/g · kH · kW, oH · oW]` matrix (zeros where the
-//! window reads padding) and multiplied by the group's filters `[M/g, C/g · kH · kW]` with
-//! the `gemm` crate. Other spatial ranks run the reference.
+//! 2-D `Convolution` on `f32`/`f64` as im2col + GEMM through the `gemm` crate, with a direct
+//! loop for depthwise groups, so a convolution reuses the blocked SIMD matrix product instead
+//! of the reference's nested loops.
 
 use graphlift_ir::{Convolution, Shape, TensorData};
 use graphlift_runtime::Tensor;
@@ -318,8 +317,11 @@ fn convolve<T>(
 
 /// The convolution of `x` `[N, C, H, W]` with `filter` `[M, C/g, kH, kW]`, or `None` when
 /// this kernel does not apply (other ranks or element types); the caller then runs the
-/// reference. `epilogue` runs on blocks of whole output planes (those of one or more
-/// (image, group) pairs) as soon as they are written.
+/// reference. For each image and group, the receptive fields are unrolled (im2col) into a
+/// `[C/g · kH · kW, oH · oW]` matrix (zeros where the window reads padding) and multiplied
+/// by the group's filters `[M/g, C/g · kH · kW]` with the `gemm` crate. `epilogue` runs on
+/// blocks of whole output planes (those of one or more (image, group) pairs) as soon as
+/// they are written.
 pub fn convolution(
     x: &Tensor,
     filter: &Tensor,

@@ -1,8 +1,5 @@
 //! `MatMul` on `f32` and `f64` through the `gemm` crate (blocked, SIMD microkernels for the
 //! host CPU, multi-threaded on the backend's rayon pool).
-//!
-//! Results differ from the reference (which accumulates in `f64` and rounds once) by the
-//! rounding of an `f32`/`f64` dot product of length `K`: at most about `K · ε · Σ|a·b|`.
 
 use gemm::{gemm, Parallelism};
 use graphlift_ir::{Shape, TensorData};
@@ -165,6 +162,9 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
 /// tensor: no allocation), else into a new buffer. `None` when this kernel does not apply
 /// (integer types, shapes the IR would not accept); the caller then runs the reference.
 /// `epilogue` runs on each block of the result as it is finished (see [`batched`]).
+///
+/// Results differ from the reference (which accumulates in `f64` and rounds once) by the
+/// rounding of an `f32`/`f64` dot product of length `K`: at most about `K · ε · Σ|a·b|`.
 pub fn matmul(
     a: &TensorData,
     sa: &Shape,

@@ -1,7 +1,6 @@
-//! Native kernels: the CPU-JIT backend's implementations of the ops that are not fused into
-//! JIT kernels. An op without a native kernel here runs the reference kernel
-//! (`graphlift_runtime::reference`), so every op has exactly one definition of its meaning
-//! and at most one faster implementation, tested against it.
+//! Native kernels: the CPU-JIT backend's implementations of the ops not fused into JIT
+//! kernels. An op without one runs the reference kernel (`graphlift_runtime::reference`), so
+//! every op has one definition of its meaning and at most one faster version, tested against it.
 
 mod convolution;
 mod epilogue;

@@ -1,20 +1,6 @@
 //! Softmax and layer normalisation over the last axis, row by row, rows in parallel on the
-//! backend's pool when the tensor is large enough.
-//!
-//! - Softmax on `f64` follows the reference's arithmetic (`f64`, same order, one rounding)
-//!   without its whole-tensor copies and index arithmetic, so results are bit-identical.
-//! - Layer normalisation computes in `f64` and rounds once, as the reference does, but sums
-//!   each row's mean and variance in [`W`] interleaved partial sums (so the sums vectorize
-//!   and are not bound by the latency of one chain of additions). The `f64` values before
-//!   rounding may differ from the reference's in their last bits: the result is the
-//!   reference's except when that value lies within those bits of a rounding boundary,
-//!   and then 1 ulp from it.
-//! - Softmax on `f32` computes in `f32` as ONNX runtimes do: the row maximum, `e = exp(x −
-//!   max)` with the vector math library's `exp` ([`crate::veclib`], ≤ 1 ulp), the sum of `e`
-//!   in `f64`, then `e / sum`.
-//!   Each result is within a relative `2^-21 · (1 + |x − max|)` of the reference's
-//!   (the rounding of `x − max` in `f32` is the `|x − max|` term); special values give the
-//!   reference's: a NaN in a row, or `+inf` in it, makes the row NaN, `-inf` entries give 0.
+//! backend's pool when the tensor is large enough, without the reference's whole-tensor copies
+//! and index arithmetic.
 
 use super::rows::{map_rows, sum_wide, W};
 use crate::parallel::Parallel;
@@ -25,8 +11,7 @@ use multiversion::multiversion;
 /// Elements from which softmax rows run in parallel (an `exp` per element).
 const SOFTMAX_PARALLEL: usize = 1 << 15;
 /// Elements from which LayerNorm rows run in parallel: a few operations per element, so a
-/// fork pays only for larger tensors (MiniLM's `[1, 128, 384]` LayerNorms took 0.21 ms per
-/// call on one thread and 0.35 ms split over two).
+/// fork pays only for larger tensors.
 const LAYER_NORM_PARALLEL: usize = 1 << 17;
 
 /// An `f32` or `f64` element, widened and narrowed as the reference does.
@@ -126,8 +111,15 @@ fn layer_norm_row_f32(x: &[f32], g: &[f32], b: &[f32], epsilon: f64, out: &mut [
 
 /// Softmax along the last axis of `x` (shape `from`), or `None` for another axis or a
 /// non-float tensor (the caller runs the reference); written into `out` when it is a buffer
-/// of the result's type and size. See the module documentation for the `f32` arithmetic and
-/// its error.
+/// of the result's type and size.
+///
+/// On `f64` it follows the reference's arithmetic (`f64`, same order, one rounding), so
+/// results are bit-identical. On `f32` it computes in `f32` as ONNX runtimes do: the row
+/// maximum, `e = exp(x − max)` with the vector math library's `exp` ([`crate::veclib`],
+/// ≤ 1 ulp), the sum of `e` in `f64`, then `e / sum`. Each result is within a relative
+/// `2^-21 · (1 + |x − max|)` of the reference's (the rounding of `x − max` in `f32` is the
+/// `|x − max|` term); special values give the reference's: a NaN in a row, or `+inf` in it,
+/// makes the row NaN, `-inf` entries give 0.
 pub fn softmax(
     x: &TensorData,
     from: &Shape,
@@ -154,6 +146,12 @@ pub fn softmax(
 
 /// Layer normalisation over the last axis, or `None` for other axes or mismatched data;
 /// written into `out` when it is a buffer of the result's type and size.
+///
+/// It computes in `f64` and rounds once, as the reference does, but sums each row's mean and
+/// variance in [`W`] interleaved partial sums (so the sums vectorize and are not bound by the
+/// latency of one chain of additions). The `f64` values before rounding may differ from the
+/// reference's in their last bits: the result is the reference's except when that value
+/// lies within those bits of a rounding boundary, and then 1 ulp from it.
 pub fn layer_norm(
     x: &TensorData,
     from: &Shape,

@@ -1,15 +1,6 @@
-//! Reductions over trailing axes (`GlobalAveragePool`, `ReduceSum` over the last axis, ...)
-//! on `f32`/`f64`: each output element reduces one contiguous row, in `f64`, rounded once
-//! as the reference does. `Max`, `Min` and `Prod` fold in row order, so they are
-//! bit-identical to the reference; `Sum` and `Mean` add in interleaved partial sums
-//! ([`super::rows::sum_wide`]), whose `f64` value may differ from the reference's in its last
-//! bits: the rounded result is the reference's except when that value lies that close to a
-//! rounding boundary, and then 1 ulp from it.
-//!
-//! Reductions over one contiguous group of axes followed by kept axes (`ReduceSum` over the
-//! sequence axis of `[batch, seq, hidden]`) view the input as `[outer, R, inner]` and add
-//! whole rows of `inner` into `f64` accumulators, for each output element in the
-//! reference's order (`r = 0, 1, ...`), so they are bit-identical to the reference.
+//! Reductions over trailing axes, or over one contiguous group of axes before kept ones, on
+//! `f32`/`f64`: the native versions of `ReduceSum`, `GlobalAveragePool` and the like, each
+//! output element reduced in `f64` and rounded once as the reference does.
 
 use graphlift_ir::{ReduceOp, Reduction, Shape, TensorData};
 use multiversion::multiversion;
@@ -38,8 +29,20 @@ fn fold_row<T: Copy>(row_slice: &[T], wide: impl Fn(T) -> f64 + Copy, op: Reduce
 }
 
 /// The reduction of `x` (shape `from`) over trailing axes (rows) or over one contiguous
-/// group of axes followed by kept ones (see the module documentation), when the reduced
-/// extent is not empty; else `None` (the caller runs the reference).
+/// group of axes followed by kept ones, when the reduced extent is not empty; else `None`
+/// (the caller runs the reference).
+///
+/// Over trailing axes each output element reduces one contiguous row, in `f64`, rounded once
+/// as the reference does. `Max`, `Min` and `Prod` fold in row order, so they are
+/// bit-identical to the reference; `Sum` and `Mean` add in interleaved partial sums
+/// ([`super::rows::sum_wide`]), whose `f64` value may differ from the reference's in its last
+/// bits: the rounded result is the reference's except when that value lies that close to a
+/// rounding boundary, and then 1 ulp from it.
+///
+/// Over one contiguous group of axes followed by kept axes (`ReduceSum` over the sequence
+/// axis of `[batch, seq, hidden]`) the input is viewed as `[outer, R, inner]` and whole rows
+/// of `inner` are added into `f64` accumulators, for each output element in the reference's
+/// order (`r = 0, 1, ...`), so the result is bit-identical to the reference.
 pub fn reduce(x: &TensorData, from: &Shape, r: &Reduction) -> Option<TensorData> {
     let rank = from.rank();
     let k = r.axes.len();

@@ -1,16 +1,6 @@
-//! The `f32` functions of [`crate::vmath`], one element at a time, operation for operation.
-//!
-//! Each function here performs the same IEEE operations, in the same order and with the same
-//! constants, as the inline Cranelift code that [`crate::vmath`] emits: a fused multiply-add
-//! where it emits `fma` (`f32::mul_add`), a plain operation where it emits one (Rust never
-//! contracts `a * b + c`), a compare and select where it emits `fcmp` and `bitselect`, and
-//! the same integer arithmetic on bit patterns (wrapping, as Cranelift's is). So each result
-//! is the inline code's, bit for bit, and the accuracy bounds measured for [`crate::vmath`]
-//! hold unchanged; `tests/veclib.rs` checks the bits against the JIT's inline code.
-//!
-//! The functions are branch-free (both sides of each select are computed), so a loop that
-//! maps one of them over a slice vectorizes to the width of the target it is compiled for
-//! (see [`super`]).
+//! The `f32` functions of [`crate::vmath`] one element at a time, performing the inline
+//! Cranelift code's IEEE operations in the same order, so results match it bit for bit and a
+//! loop over a slice vectorizes to the width of its compile target.
 
 use crate::vmath::erf;
 use crate::vmath::exp::{HI, LN2_HI, LN2_LO, LO, LOG2E, MAGIC, Q};
@@ -84,6 +74,16 @@ fn exp_parts(x: f32) -> (f32, f32) {
 }
 
 /// `e^x` ([`crate::vmath::exp`]).
+///
+/// Like every function here, it performs the same IEEE operations, in the same order and
+/// with the same constants, as the inline Cranelift code: a fused multiply-add where that
+/// emits `fma` (`f32::mul_add`), a plain operation where it emits one (Rust never contracts
+/// `a * b + c`), a compare and select where it emits `fcmp` and `bitselect`, and the same
+/// integer arithmetic on bit patterns (wrapping, as Cranelift's is). So each result is the
+/// inline code's, bit for bit, and the accuracy bounds of [`crate::vmath`] hold unchanged;
+/// `tests/veclib.rs` checks the bits against the JIT's inline code. The functions are
+/// branch-free (both sides of each select are computed), so a loop that maps one of them
+/// over a slice vectorizes to the width of the target it is compiled for (see [`super`]).
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     exp_parts(x).0

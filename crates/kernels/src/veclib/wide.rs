@@ -1,47 +1,13 @@
-//! AVX-512 code for the library's functions built on `e^x` (`exp`, `sigmoid`, SiLU in both
-//! forms), for `tanh` and `erf` and the GELU forms on them, written with intrinsics: for one step of `e^x` that
-//! has no portable spelling LLVM vectorizes to a single instruction, for the loop structure
-//! (a software pipeline), and for non-temporal stores.
-//!
-//! **Scaling by `2^n`.** The portable lane code ([`super::lane`]) scales `e^r` by `2^n` as
-//! `p·2^(n>>1)·2^(n−(n>>1))`: two integer shifts, adds and multiplies, so that `n` down to
-//! `-150` (subnormal results) and up to `128` (overflow) stay exact. `vscalefps` computes
-//! `p·2^n` with one rounding, and `p·2^(n>>1)` is always exact (`p` in `[0.7, 1.5)`,
-//! `|n>>1| ≤ 75`), so the two give the same bits for every `p` and `n`, including the
-//! rounding into the subnormals and the overflow to `+inf` (the low part `p_lo·2^n`
-//! likewise: `p_lo·2^(n>>1)` stays normal). The rest is the lane code's operation sequence,
-//! one intrinsic per operation, with each compare-and-select clamp as the `vmaxps`/`vminps`
-//! whose NaN rule is the select's (the second operand is returned when one is NaN). `e^-x`
-//! (SiLU, `sigmoid`) folds the negation into the clamps and the two operations that read
-//! the argument (`x86::exp_reduce`). On this machine's Zen 5 SiLU got about a fifth faster
-//! (the scaling was 7 of 26 vector operations).
-//!
-//! **Software pipeline.** Each function is split into two stages (for `e^x`: the reduction,
-//! then the polynomial and the scaling; for `tanh`: the clamp and square, then the
-//! rational; for `erf`: the clamp and square, then both pieces, the select and the sign)
-//! and its loop (`map16_pipelined!`) runs the first stage of the next block of four vectors
-//! beside the second stage of the current one. One vector's chain of dependent operations
-//! is long (GELU-tanh: about 60 cycles through a division and two Horner chains), and a
-//! plain loop fills the out-of-order core's scheduler with it: GELU-tanh ran at 11.1 cycles
-//! per vector in such a loop where its operations need 8.5 (fifteen on the two multiply
-//! pipes, a division worth two). Measured on the Zen 5 guest (2026-11-26, 16 Ki elements in
-//! L1/L2, ns per element, plain loop -> pipeline): GELU-tanh 0.171 -> 0.132, `tanh` 0.086 ->
-//! 0.081, `exp` 0.110 -> 0.082, `sigmoid` 0.311 -> 0.245, SiLU 0.328 -> 0.224, SiLU with
-//! `exp` 0.140 -> 0.099. Blocks of 4 and 8 vectors measured alike, 2 slower, 1 slowest.
-//!
-//! **Non-temporal stores.** With `NT` a function writes with `vmovntps` (whole 64-byte lines,
-//! no read of the line first: [`crate::stream`]); its caller starts it at a line boundary of
-//! the output and fences. A kernel whose output is far larger than the cache calls these
-//! entries for a call that writes an output (`codegen::strip`): GELU-tanh at 2^24 elements
-//! on one thread moves 8 bytes per element instead of 12, and with the pipeline it is no
-//! longer bound by memory (E2 0.199 -> 0.16 ns per element, the anchor's copy loop 0.176).
-//!
-//! Each function maps the whole sixteen-element vectors of a strip and returns how many
-//! elements it did; the caller finishes the tail with the portable code. Without AVX-512 they
-//! do nothing and return 0. The tests below check the bits against the portable lane code
-//! (on a sample and at every length in every run; over every `f32` in an ignored test), and
-//! `tests/veclib.rs` the library's against the inline code's.
+//! The library's AVX-512 functions (`exp`, `sigmoid`, `tanh`, `erf`, SiLU and GELU), written
+//! with intrinsics for what portable code does not get from LLVM: `vscalefps` for the scaling
+//! by `2^n`, a software-pipelined loop, and non-temporal stores.
 
+/// The AVX-512 functions. Each is the lane code's ([`super::lane`]) operation sequence, one
+/// intrinsic per operation, with each compare-and-select clamp as the `vmaxps`/`vminps`
+/// whose NaN rule is the select's (the second operand is returned when one is NaN), so
+/// results are the lane code's bit for bit. The tests check the bits against the portable
+/// lane code (on a sample and at every length in every run; over every `f32` in an ignored
+/// test), and `tests/veclib.rs` the library's against the inline code's.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
@@ -79,6 +45,13 @@ mod x86 {
     }
 
     /// `e^x`'s second stage: `e^r` as `p + p_lo` scaled by `2^n`, i.e. `e^x` as `hi + lo`.
+    ///
+    /// The portable lane code scales `e^r` by `2^n` as `p·2^(n>>1)·2^(n−(n>>1))`: two integer
+    /// shifts, adds and multiplies, so that `n` down to `-150` (subnormal results) and up to
+    /// `128` (overflow) stay exact. `vscalefps` computes `p·2^n` with one rounding, and
+    /// `p·2^(n>>1)` is always exact (`p` in `[0.7, 1.5)`, `|n>>1| ≤ 75`), so the two give the
+    /// same bits for every `p` and `n`, including the rounding into the subnormals and the
+    /// overflow to `+inf` (the low part `p_lo·2^n` likewise: `p_lo·2^(n>>1)` stays normal).
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn exp_finish(nf: __m512, r: __m512) -> (__m512, __m512) {
@@ -233,8 +206,8 @@ mod x86 {
         ))
     }
 
-    /// Vectors per block of [`map16_pipelined!`]'s pipeline (4 and 8 measured alike, 2
-    /// slower; 4 keeps a strip of 128 elements at two blocks).
+    /// Vectors per block of [`map16_pipelined!`]'s pipeline (4 keeps a strip of 128 elements
+    /// at two blocks).
     const W: usize = 4;
 
     /// Maps every whole vector of sixteen elements through `head` then `tail`, as a
@@ -243,8 +216,13 @@ mod x86 {
     /// block's vector with the second stage and stores it (with `NT`, non-temporally: then
     /// `dst` must start on a 64-byte line, or nothing is done). So the operations an
     /// out-of-order core sees together are independent and its scheduler is not filled with
-    /// one vector's long chain. The vectors after the last whole block go through both
-    /// stages one at a time. Returns how many elements it did.
+    /// one vector's long chain of dependent operations (GELU-tanh: a division and two Horner
+    /// chains). The vectors after the last whole block go through both stages one at a time.
+    /// Returns how many elements it did.
+    ///
+    /// The stages: for `e^x`, the reduction, then the polynomial and the scaling; for `tanh`,
+    /// the clamp and square, then the rational; for `erf`, the clamp and square, then both
+    /// pieces, the select and the sign.
     macro_rules! map16_pipelined {
         ($src:expr, $dst:expr, |$x:ident| $head:expr, |$h:ident| $tail:expr) => {{
             let (src, dst): (&[f32], &mut [f32]) = ($src, $dst);
@@ -395,7 +373,15 @@ macro_rules! on_avx512 {
 
 /// Defines `$name::<NT>(src, dst, c)`, the library's entry to an AVX-512 function: `$call`
 /// (the function of [`x86`], with the form's parameters `c` as it takes them) on a host with
-/// AVX-512, nothing elsewhere; returns how many elements it did (the whole vectors).
+/// AVX-512, nothing elsewhere; returns how many elements it did (the whole sixteen-element
+/// vectors of the strip, 0 without AVX-512), and the caller finishes the tail with the
+/// portable code.
+///
+/// With `NT` the function writes with `vmovntps` (whole 64-byte lines, no read of the line
+/// first: [`crate::stream`]); its caller starts it at a line boundary of the output and
+/// fences. A kernel whose output is far larger than the cache calls these entries for a call
+/// that writes an output (`codegen::strip`): GELU-tanh at 2^24 elements on one thread then
+/// moves 8 bytes per element instead of 12.
 macro_rules! avx512_entry {
     ($(#[$doc:meta])* $name:ident, |$src:ident, $dst:ident, $c:pat_param| $call:expr) => {
         $(#[$doc])*

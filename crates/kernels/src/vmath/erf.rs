@@ -1,33 +1,26 @@
-//! The error function `erf(x)` for `f32` lanes.
-//!
-//! Two polynomial pieces on `a = min(|x|, clamp)`, no division and no exponential:
-//! - `a < 1.140625`: `erf(a) = a + a·R(a²)`, with `R` of degree 6 (`R(0) = 2/√π − 1`); one
-//!   fused multiply-add forms the result, so tiny and subnormal `x` keep full relative
-//!   accuracy;
-//! - otherwise: `erf(a) = 1 − G(a − 2)⁴`, with `G ≈ erfc(a)^(1/4)` of degree 7; the fourth
-//!   power keeps `G` smooth and well conditioned on `[1.14, 3.95]`, and `a − 2` is exact.
-//!
-//! `clamp = 3.94013071` is where the second piece gives exactly `1.0`; from `3.9192059` (the
-//! smallest `f32` whose correctly rounded `erf` is `1`) the result is `1` or its predecessor.
-//! The clamp is a compare and select, so NaN stays NaN and `erf(±inf) = ±1`. The sign of `x`
-//! is put back with a bit operation: `erf(-0) = -0`. Range: `[-1, 1]`.
-//!
-//! The coefficients are minimax fits in relative error made for graphlift (Remez-style,
-//! rounded to `f32` and re-measured, by an exhaustive sweep with true FMA). Compared with the
-//! earlier form (a small-argument polynomial, and `1 − e^q(a)` with the inline exponential
-//! for large `a`) it has about half the instructions per vector and a smaller error.
-//!
-//! **Maximum error: 2 ulp** (measured 1.3125 ulp at `x = 1.14057553` over every `f32`
-//! against a correctly rounded reference; `graphlift accuracy erf` measures it against
-//! `libm::erf`).
-//!
-//! **`f64` (`F64X2` and scalar): maximum error 2 ulp** ([`MAX_ULP_F64`]; measured 1.195 ulp
-//! against MPFR on a dense sample, see [`crate::vmath`]); the method is in the doc of the
-//! `f64` section below (`emit_f64`).
+//! The error function `erf(x)` for `f32` and `f64` lanes: the constants, method and error
+//! bounds of the inline `erf` (two polynomial pieces on `f32`, no division or exponential).
 
 use super::two_piece::TwoPiece;
 
-/// Documented maximum error in ulp.
+/// Documented maximum error in ulp: **2 ulp** (see [`super::max_ulp`] for how it is
+/// checked).
+///
+/// Two polynomial pieces on `a = min(|x|, clamp)` ([`FORM`]), no division and no
+/// exponential:
+/// - `a < 1.140625`: `erf(a) = a + a·R(a²)`, with [`R`] of degree 6 (`R(0) = 2/√π − 1`); one
+///   fused multiply-add forms the result, so tiny and subnormal `x` keep full relative
+///   accuracy;
+/// - otherwise: `erf(a) = 1 − G(a − 2)⁴`, with [`G`] `≈ erfc(a)^(1/4)` of degree 7; the
+///   fourth power keeps `G` smooth and well conditioned on `[1.14, 3.95]`, and `a − 2` is
+///   exact.
+///
+/// `clamp = 3.94013071` is where the second piece gives exactly `1.0`; from `3.9192059` (the
+/// smallest `f32` whose correctly rounded `erf` is `1`) the result is `1` or its predecessor.
+/// The clamp is a compare and select, so NaN stays NaN and `erf(±inf) = ±1`. The sign of `x`
+/// is put back with a bit operation: `erf(-0) = -0`. Range: `[-1, 1]`. The coefficients are
+/// minimax fits in relative error made for graphlift (Remez-style, rounded to `f32` and
+/// re-checked by an exhaustive sweep with true FMA).
 pub const MAX_ULP: f64 = 2.0;
 
 /// `(erf(a) − a)/a` as a polynomial in `a²` on `[0, 1.140625]`, ascending.
@@ -64,7 +57,15 @@ pub const FORM: TwoPiece = TwoPiece {
 
 // ---- f64 ----
 
-/// Documented maximum error of the `f64` function in ulp of `f64`.
+/// Documented maximum error of the `f64` function (`F64X2` and scalar loops) in ulp of
+/// `f64`: **2 ulp** against 256-bit references (see [`super::max_ulp`]).
+///
+/// On `a = |x|`, `z = a²`: for `a < 1`, `erf(a) = a·c0_hi + a·(c0_lo + z·P(z))` (`c0 = 2/√π`
+/// in two parts, [`P_F64`] of degree 12; relative accuracy near 0, subnormals included); for
+/// `1 ≤ a ≤ 6`, `erf(a) = 1 − e^(−a² + q(a))` with `q ≈ ln(erfc(a)) + a²` a degree-16
+/// polynomial on `[1, 2.5]` or on `[2.5, 6]` ([`Q1_F64`], [`Q2_F64`]: both evaluated, one
+/// selected) and the inline `f64` `exp`; past 6, `1`. The sign is put back with a bit
+/// operation: `erf(-0) = -0`, `erf(±inf) = ±1`, NaN stays NaN. Range: `[-1, 1]`.
 pub const MAX_ULP_F64: f64 = 2.0;
 
 /// `2/√π` rounded to `f64`, and the remainder.

@@ -1,24 +1,18 @@
-//! `exp(x)` for `f32` lanes.
-//!
-//! Cody–Waite range reduction `x = n·ln2 + r`, `|r| ≤ ln2/2`, with a two-part `ln2` whose
-//! high part has 9 significant bits (so `n·ln2_hi` is exact); `e^r = 1 + r + r²·Q(r)` with a
-//! degree-5 `Q` (a Chebyshev fit of `(e^r − 1 − r)/r²`, |error| < 5e-9 after rounding the
-//! coefficients to `f32`), evaluated with fused multiply-adds; then the result is scaled by
-//! `2^n` in two steps `2^(n/2)·2^(n − n/2)` built from exponent bits, so results in the
-//! subnormal range round once and overflow gives `+inf`.
-//!
-//! The input is first clamped to `[-104, 89]` with compare-and-select (NaN passes through):
-//! `e^-104` rounds to `0` and `e^89` overflows, so `exp(-inf) = 0`, `exp(+inf) = +inf`, and
-//! `NaN` gives `NaN`.
-//!
-//! **Maximum error: 1 ulp** (measured 0.987 ulp over every `f32`, against `f64::exp` — see
-//! [`crate::vmath`] for the method; subnormal results are measured in the subnormal ulp).
-//!
-//! **`f64` (`F64X2` and scalar): maximum error 2 ulp** ([`MAX_ULP_F64`]; measured 0.938 ulp
-//! against MPFR on a dense sample, see [`crate::vmath`]); the method is in the doc of the
-//! `f64` section below (`emit_f64`).
+//! `e^x` for `f32` and `f64` lanes: the constants, method and error bounds of the inline
+//! Cody–Waite exponential, which the JIT's Cranelift code and the vector math library share.
 
-/// Documented maximum error in ulp.
+/// Documented maximum error in ulp: **1 ulp** (subnormal results in the subnormal ulp; see
+/// [`super::max_ulp`] for how it is checked).
+///
+/// Cody–Waite range reduction `x = n·ln2 + r`, `|r| ≤ ln2/2`, with a two-part `ln2` whose
+/// high part has 9 significant bits (so `n·ln2_hi` is exact); `e^r = 1 + r + r²·Q(r)` with a
+/// degree-5 `Q` (a Chebyshev fit of `(e^r − 1 − r)/r²`, |error| < 5e-9 after rounding the
+/// coefficients to `f32`), evaluated with fused multiply-adds; then the result is scaled by
+/// `2^n` in two steps `2^(n/2)·2^(n − n/2)` built from exponent bits, so results in the
+/// subnormal range round once and overflow gives `+inf`. The input is first clamped to
+/// `[-104, 89]` ([`LO`], [`HI`]) with compare-and-select (NaN passes through): `e^-104`
+/// rounds to `0` and `e^89` overflows, so `exp(-inf) = 0`, `exp(+inf) = +inf`, and `NaN`
+/// gives `NaN`.
 pub const MAX_ULP: f64 = 1.0;
 
 /// The input is clamped below to this: `e^-104` rounds to `0` in `f32`.
@@ -51,7 +45,15 @@ pub const Q: [f32; 6] = [
 
 // ---- f64 ----
 
-/// Documented maximum error of the `f64` function in ulp of `f64`.
+/// Documented maximum error of the `f64` function (`F64X2` and scalar loops) in ulp of
+/// `f64`: **2 ulp** against 256-bit references (see [`super::max_ulp`]).
+///
+/// The `f32` method at `f64` precision: clamp to `[-746, 710]` (NaN passes), Cody–Waite
+/// reduction with `n` rounded by the 1.5·2^52 magic add and `ln 2` in two parts (the first
+/// with 42 bits), `e^r = 1 + (r + r²·Q(r))` with the degree-10 [`Q_F64`], and the scale by
+/// `2^n` in two steps built in the exponent field, so subnormal results round once and
+/// overflow gives `+inf`. `exp(-inf) = 0`, `exp(+inf) = +inf`, NaN stays NaN. The emitter,
+/// `graphlift_codegen::vmath::exp::emit_f64`, documents each step.
 pub const MAX_ULP_F64: f64 = 2.0;
 
 /// `e^-746 < 2^-1075` rounds to `0`.

@@ -1,22 +1,16 @@
-//! `ln(x)` for `f32` lanes.
-//!
-//! After fdlibm's `logf`: subnormal inputs are first scaled by `2^23`; then
-//! `x = 2^k · m` with `m ∈ [√½, √2)`, `f = m − 1`, `s = f/(2 + f)`, and
-//! `ln(1 + f) = f − f²/2 + s·(f²/2 + R(s²))`, where `R(z) ≈ 2·atanh(s)/s − 2` is a degree-4
-//! polynomial in `z` (a Chebyshev fit, |error| < 3e-8 relative to `R`, which is itself a
-//! correction of order `s³`). The result adds `k·ln2` in two parts (the high part has 9
-//! significant bits, so `k·ln2_hi` is exact).
-//!
-//! Special values by select: `ln(±0) = -inf`, `ln(x < 0) = NaN`, `ln(+inf) = +inf`,
-//! `ln(NaN) = NaN`.
-//!
-//! **Maximum error: 1 ulp** (measured 0.835 ulp over every `f32`, against `f64::ln`).
-//!
-//! **`f64` (`F64X2` and scalar): maximum error 2 ulp** ([`MAX_ULP_F64`]; measured 0.783 ulp
-//! against MPFR on a dense sample, see [`crate::vmath`]); the method is in the doc of the
-//! `f64` section below (`emit_f64`).
+//! `ln(x)` for `f32` and `f64` lanes: the constants, method and error bounds of the inline
+//! logarithm (after fdlibm's), which the JIT's Cranelift code uses and `log1p` and `pow` build on.
 
-/// Documented maximum error in ulp.
+/// Documented maximum error in ulp: **1 ulp** (see [`super::max_ulp`] for how it is
+/// checked).
+///
+/// After fdlibm's `logf`: subnormal inputs are first scaled by `2^23`; then `x = 2^k · m`
+/// with `m ∈ [√½, √2)`, `f = m − 1`, `s = f/(2 + f)`, and
+/// `ln(1 + f) = f − f²/2 + s·(f²/2 + R(s²))`, where `R(z) ≈ 2·atanh(s)/s − 2` is a degree-4
+/// polynomial in `z` ([`R`]: a Chebyshev fit, |error| < 3e-8 relative to `R`, which is itself
+/// a correction of order `s³`). The result adds `k·ln2` in two parts (the high part has 9
+/// significant bits, so `k·ln2_hi` is exact). Special values by select: `ln(±0) = -inf`,
+/// `ln(x < 0) = NaN`, `ln(+inf) = +inf`, `ln(NaN) = NaN`.
 pub const MAX_ULP: f64 = 1.0;
 
 /// `ln 2` in two parts, `exp`'s ([`super::exp::LN2_HI`], [`super::exp::LN2_LO`]).
@@ -30,7 +24,15 @@ pub const R: [f32; 4] = [0.666_666_7, 0.400_001_23, 0.285_508_22, 0.233_304_68];
 
 // ---- f64 ----
 
-/// Documented maximum error of the `f64` function in ulp of `f64`.
+/// Documented maximum error of the `f64` function (`F64X2` and scalar loops) in ulp of
+/// `f64`: **2 ulp** against 256-bit references (see [`super::max_ulp`]).
+///
+/// The `f32` method at `f64` precision: subnormal inputs scaled by `2^54`, the same
+/// reduction, a degree-6 `R` ([`R_F64`]) and `k·ln2` in two parts; `k` becomes a float
+/// without an `i64 → f64` conversion (none lowers on `F64X2`): the biased exponent is put
+/// into the mantissa of `2^52`. Special values by select: `ln(±0) = -inf`,
+/// `ln(x < 0) = NaN`, `ln(+inf) = +inf`, NaN stays NaN. The emitter,
+/// `graphlift_codegen::vmath::log::emit_f64`, documents each step.
 pub const MAX_ULP_F64: f64 = 2.0;
 
 /// Bits of `√½` (rounded to `f64`).

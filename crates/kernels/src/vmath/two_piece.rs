@@ -1,10 +1,10 @@
-//! The two-piece form of the `f32` [`super::erf`] (and of `tanh` before its rational form):
-//! odd functions that rise from 0 to 1, computed on `a = min(|x|, clamp)` as a small-argument polynomial
-//! below `split` and `1 − G(a − mid)⁴` above it (`G` approximates the fourth root of
-//! `1 − f(a)`, smooth where `1 − f` itself spans many decades), with the sign of `x` put back.
-//! No division and no exponential.
+//! The two-piece form of the `f32` [`super::erf`]: a small-argument polynomial, then
+//! `1 − G(a − mid)⁴`, with no division and no exponential.
 
-/// The constants of one two-piece function.
+/// The constants of one two-piece function: an odd function that rises from 0 to 1,
+/// computed on `a = min(|x|, clamp)` as a small-argument polynomial below `split` and
+/// `1 − G(a − mid)⁴` above it (`G` approximates the fourth root of `1 − f(a)`, smooth where
+/// `1 − f` itself spans many decades), with the sign of `x` put back.
 pub struct TwoPiece {
     /// `|x|` is clamped to this: where `1 − G⁴` is exactly `1.0`. A compare and select, so
     /// NaN stays NaN and `±inf` gives `±1`.

@@ -1,10 +1,6 @@
-//! Shape and data-movement operators: `Shape`, `Reshape`, `Flatten`, `Squeeze`,
-//! `Unsqueeze`, `Transpose`, `Concat`, `Slice`, `Gather`, `Expand`, `ConstantOfShape`.
-//!
-//! Shapes are static in graphlift, so every shape-valued input (`Reshape`'s `shape`,
-//! `Slice`'s bounds, `Unsqueeze`'s axes, ...) must be a constant once import-time folding
-//! has run; with the symbolic input dimensions bound ([`crate::ImportOptions`]) the shape
-//! subgraphs exporters write (`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`) fold.
+//! Shape and data-movement operators (`Shape`, `Reshape`, `Flatten`, `Squeeze`, `Unsqueeze`,
+//! `Transpose`, `Concat`, `Slice`, `Gather`, `Expand`, `ConstantOfShape`); shapes are static,
+//! so every shape-valued input must be a constant once import-time folding has run.
 
 use graphlift_ir::{Op, Output, Shape, SliceAxis, TensorData};
 
@@ -63,7 +59,9 @@ pub(super) fn reshape_to(
 }
 
 /// `Shape`: the input's shape as an INT64 vector (opset 15: `start`/`end` select a range
-/// of axes). Always a constant.
+/// of axes). Always a constant, so with the symbolic input dimensions bound
+/// ([`crate::ImportOptions`]) the shape subgraphs exporters write
+/// (`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`) fold.
 pub(super) fn shape(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 1, 1)?;
     let d = dims(e, e.input(ins, 0)?)?;

@@ -1,14 +1,6 @@
-//! The analysis view of a function used to form regions: live nodes, successors and
-//! predecessors over data edges and control dependencies, and a topological rank of the
-//! *quotient* graph in which every region formed so far counts as one node.
-//!
-//! Ranks: at first, a node's rank is its position in the function's topological order; each
-//! slot holds one node. When a region is contracted, its members share one slot, and the
-//! slots between the region's lowest and highest rank are reordered (those the region does
-//! not reach first, then the region, then those it reaches) so that ranks stay a
-//! topological order of the quotient graph. A convexity check is then a pair of depth-first
-//! searches bounded by the candidate region's lowest and highest rank, as in OpenVINO
-//! snippets' cycle check with topological-order bounds.
+//! The analysis view of a function used to form regions: live nodes, their neighbours over
+//! data edges and control dependencies, and a topological rank of the quotient graph in which
+//! every region formed so far is one node, so that convexity checks stay cheap.
 
 use graphlift_ir::{Function, NodeId};
 use smallvec::{smallvec, SmallVec};
@@ -16,6 +8,14 @@ use smallvec::{smallvec, SmallVec};
 use crate::PassError;
 
 /// Live nodes with their neighbours, quotient ranks and the region being grown.
+///
+/// Ranks: at first, a node's rank is its position in the function's topological order; each
+/// slot holds one node. When a region is contracted, its members share one slot, and the
+/// slots between the region's lowest and highest rank are reordered (those the region does
+/// not reach first, then the region, then those it reaches) so that ranks stay a
+/// topological order of the quotient graph. A convexity check is then a pair of depth-first
+/// searches bounded by the candidate region's lowest and highest rank, as in OpenVINO
+/// snippets' cycle check with topological-order bounds.
 pub(super) struct GraphView {
     live: Vec<bool>,
     /// Live data users and control-dependent nodes, sorted, deduplicated.

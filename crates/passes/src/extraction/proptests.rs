@@ -1,9 +1,5 @@
-//! Property test: random DAGs of elementwise ops, with barriers (an excluded op type and
-//! `stop_fusion` metadata), broadcasts, constants and random control dependencies. After
-//! extraction the function validates (so it is acyclic), every kernel body validates and
-//! keeps one iteration space, the multiset of compute ops (inside bodies included) is
-//! unchanged, the values computed are the same bit for bit, and the pass is deterministic
-//! and idempotent.
+//! Property test of subgraph extraction on random DAGs of elementwise ops with barriers,
+//! broadcasts, constants and control dependencies.
 
 use graphlift_ir::{
     BinaryOp, CompareOp, ElementType::F32, Function, NodeId, Op, Output, Shape, TensorData, UnaryOp,
@@ -174,6 +170,12 @@ fn add(
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
+    /// Random DAGs of elementwise ops, with barriers (an excluded op type and `stop_fusion`
+    /// metadata), broadcasts, constants and random control dependencies. After extraction
+    /// the function validates (so it is acyclic), every kernel body validates and keeps one
+    /// iteration space, the multiset of compute ops (inside bodies included) is unchanged,
+    /// the values computed are the same bit for bit, and the pass is deterministic and
+    /// idempotent.
     #[test]
     fn extraction_keeps_graphs_valid_and_equivalent(
         steps in prop::collection::vec(step(), 1..28),

@@ -1,14 +1,6 @@
 //! Broadcast rematerialization: a region that reads a Broadcast from another region gets its
-//! own copy of it.
-//!
-//! Common subexpression elimination merges identical Broadcasts, e.g. the `[1, 128, 1536]`
-//! splat of GELU's `√2` in every layer of a transformer. Region formation then puts the
-//! shared Broadcast into the first region that reaches it, which has to export it as a full
-//! tensor, and every later region reads that tensor back as a live-in: a write and several
-//! reads of a tensor that is one element wide. A Broadcast costs nothing inside a kernel
-//! (its load repeats an element of its input), so, as XLA's fusion duplicates cheap
-//! producers into each consumer fusion, every other region gets its own copy, reading the
-//! Broadcast's small input instead.
+//! own copy of it, as XLA's fusion duplicates cheap producers into each consumer, so no region
+//! exports a broadcast tensor for others to read back.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +17,14 @@ use crate::PassError;
 /// Copies keep the Broadcast's name (suffixed), tags, metadata and creation site;
 /// `"subgraph_extraction"` is added to their pass history. Uses by nodes outside every
 /// region stay on the original, which its region still exports.
+///
+/// Common subexpression elimination merges identical Broadcasts, e.g. the `[1, 128, 1536]`
+/// splat of GELU's `√2` in every layer of a transformer. Region formation then puts the
+/// shared Broadcast into the first region that reaches it, which has to export it as a full
+/// tensor, and every later region reads that tensor back as a live-in: a write and several
+/// reads of a tensor that is one element wide. A Broadcast costs nothing inside a kernel
+/// (its load repeats an element of its input), so every other region gets its own copy,
+/// reading the Broadcast's small input instead.
 ///
 /// # Errors
 /// [`PassError::Ir`] if a copy cannot be made (a bug: the copy has the original's inputs).

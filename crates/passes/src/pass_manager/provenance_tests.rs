@@ -1,8 +1,5 @@
-//! nGraph's provenance rules through every pass, one at a time and through the pipeline:
-//! a replacement takes the tags of what it replaces, a fused kernel the union of its
-//! nodes', an expanded kernel hands its tags to every node it produced; every pass that
-//! creates or rewrites a node appends its name to the node's pass history; with provenance
-//! disabled on the function no tags move.
+//! nGraph's provenance rules checked through every pass, one at a time and through the
+//! pipeline: how tags move, what pass histories record, and the per-function switch.
 
 use graphlift_ir::{ElementType::F32, Function, FunctionBuilder, Node, Op};
 
@@ -37,6 +34,9 @@ fn run(pass: &dyn Pass, f: &mut Function) {
     f.validate().unwrap();
 }
 
+/// A replacement takes the tags of what it replaces, a fused kernel the union of its nodes',
+/// an expanded kernel hands its tags to every node it produced; every pass that creates or
+/// rewrites a node appends its name to the node's pass history.
 #[test]
 fn each_pass_follows_the_provenance_rules() {
     // Constant folding: the new Constant takes the Multiply's tags and records the pass.

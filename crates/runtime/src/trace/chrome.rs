@@ -1,10 +1,5 @@
-//! Export to the Chrome trace-event format (opened by Perfetto and `chrome://tracing`).
-//!
-//! One complete event (`"ph": "X"`, `ts`/`dur` in µs) per call, one per step inside it,
-//! and one per op fused into a kernel inside the kernel's slice. Fused ops are not timed on
-//! their own: they evenly subdivide the kernel's time and carry `"estimated": true` in
-//! their args. Times count from the start of the trace's first call. Args give the op,
-//! input and output types, provenance tags and pass history.
+//! Export of a trace to the Chrome trace-event format, so it opens in Perfetto and
+//! `chrome://tracing`.
 
 use std::path::Path;
 
@@ -50,6 +45,12 @@ fn event(name: &str, cat: &str, start_ns: u64, dur_ns: u64, tid: usize, args: Va
 
 impl Trace {
     /// The trace as Chrome trace-event JSON (an object with `traceEvents`).
+    ///
+    /// One complete event (`"ph": "X"`, `ts`/`dur` in µs) per call, one per step inside it,
+    /// and one per op fused into a kernel inside the kernel's slice. Fused ops are not timed
+    /// on their own: they evenly subdivide the kernel's time and carry `"estimated": true` in
+    /// their args. Times count from the start of the trace's first call. Args give the op,
+    /// input and output types, provenance tags and pass history.
     pub fn to_chrome_json(&self) -> String {
         let base = self
             .calls

@@ -1,8 +1,6 @@
-//! The thread-local scope stack behind [`Tracer`].
-//!
-//! Each thread has its own stack of live tracers; a finished call is committed to the
-//! innermost (most recently started, still alive) tracer of the thread that ran it. Nothing
-//! is shared between threads, so tests tracing on different threads cannot race.
+//! The thread-local scope stack behind [`Tracer`]: each thread has its own stack of live
+//! tracers, and a finished call is committed to the innermost one of the thread that ran it, so
+//! nothing is shared and tests tracing on different threads cannot race.
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
