@@ -130,6 +130,22 @@ pub struct ExtractionReport {
 /// # Errors
 /// [`PassError::Ir`] if `f` does not validate (e.g. it has a cycle);
 /// [`PassError::Broken`] if the rewrite goes wrong (a bug). On error `f` is unchanged.
+///
+/// ```
+/// use graphlift_ir::{ElementType::F32, FunctionBuilder, Op};
+/// use graphlift_passes::{extract_subgraphs, ExtractionConfig};
+///
+/// // nGraph's halide_subgraph test: relu((A + B) * C) + D over f32[8].
+/// let b = FunctionBuilder::new("halide_subgraph");
+/// let [a, bb, c, d] = ["A", "B", "C", "D"].map(|n| b.parameter(n, F32, [8]));
+/// let mut f = b.finish(&[((a + bb) * c).relu() + d])?;
+/// let report = extract_subgraphs(&mut f, &ExtractionConfig::default())?;
+/// assert_eq!(report.kernels.len(), 1);
+/// assert_eq!((report.kernels[0].live_ins, report.kernels[0].outputs), (4, 1));
+/// let kernel = f.node(report.kernels[0].node)?;
+/// assert!(matches!(kernel.op(), Op::FusedKernel(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn extract_subgraphs(
     f: &mut Function,
     config: &ExtractionConfig,
