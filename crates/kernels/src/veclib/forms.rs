@@ -4,7 +4,7 @@
 
 use graphlift_ir::{BinaryOp, UnaryOp};
 
-use super::lane::{erf, exp, sigmoid, tanh};
+use super::functions as f;
 
 /// The most scalar parameters of a form.
 pub const MAX_PARAMS: usize = 4;
@@ -21,8 +21,8 @@ pub const MAX_PARAMS: usize = 4;
 /// Each form is given by its pattern, the tree of operations it stands for, with its scalar
 /// constants as parameters; `codegen::calls` finds the pattern among a kernel's slots (an
 /// `Add` or `Multiply` with its operands either way round, which IEEE arithmetic does not
-/// tell apart) and the lane function here performs exactly the pattern's operations in its
-/// order, with the `lane` functions for `tanh`, `erf`, `exp` and `sigmoid`. So a call
+/// tell apart) and its function (head and tail in `functions`, written once for one lane
+/// and sixteen) performs exactly the pattern's operations in their order. So a call
 /// gives the inline kernel's result bit for bit, as the single functions do;
 /// `crates/codegen/tests/kernels/veclib.rs` checks every form against the inline code.
 #[derive(Debug)]
@@ -98,31 +98,29 @@ pub const SILU_EXP: Pattern = Binary(
 /// [`GELU_TANH`], one element.
 #[inline(always)]
 pub fn gelu_tanh(x: f32, c: [f32; MAX_PARAMS]) -> f32 {
-    let cube = x * x * x;
-    let inner = (x + cube * c[1]) * c[2];
-    (x * c[0]) * (tanh(inner) + c[3])
+    f::gelu_tanh_tail(f::gelu_tanh_head(x, &c), &c)
 }
 
 /// [`GELU_ERF`], one element.
 #[inline(always)]
 pub fn gelu_erf(x: f32, c: [f32; MAX_PARAMS]) -> f32 {
-    (x * c[0]) * (erf(x * c[1]) + c[2])
+    f::gelu_erf_tail(f::gelu_erf_head(x, &c), &c)
 }
 
 /// [`GELU_ERF_DIVIDE`], one element.
 #[inline(always)]
 pub fn gelu_erf_divide(x: f32, c: [f32; MAX_PARAMS]) -> f32 {
-    (x * (erf(x / c[0]) + c[1])) * c[2]
+    f::gelu_erf_divide_tail(f::gelu_erf_divide_head(x, &c), &c)
 }
 
 /// [`SILU`], one element.
 #[inline(always)]
 pub fn silu(x: f32, _: [f32; MAX_PARAMS]) -> f32 {
-    x * sigmoid(x)
+    f::silu_tail(f::sigmoid_head(x))
 }
 
 /// [`SILU_EXP`], one element.
 #[inline(always)]
 pub fn silu_exp(x: f32, c: [f32; MAX_PARAMS]) -> f32 {
-    x / (exp(-x) + c[0])
+    f::silu_exp_tail(f::silu_exp_head(x), c[0])
 }

@@ -3,14 +3,15 @@
 //! widest vectors, which fused kernels call because Cranelift's own vectors are 128-bit.
 
 mod forms;
-mod lane;
+mod functions;
+mod simd;
 mod wide;
 
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 use multiversion::multiversion;
 
 pub use forms::{Pattern, MAX_PARAMS};
-pub use lane::{erf, exp, sigmoid, tanh};
+pub use functions::{erf, exp, sigmoid, tanh};
 
 /// A function of the library: `dst[i] = f(src[i])` (or `f(a[i], b[i])`) for the `f32`
 /// elements of a strip.
@@ -26,9 +27,10 @@ pub use lane::{erf, exp, sigmoid, tanh};
 /// the argument of the call for a strip of elements into a buffer on its stack, calls the
 /// library once for the strip, and goes on with the results.
 ///
-/// Each function is the inline function's algorithm performed one element at a time
-/// (`lane`), operation for operation, division is IEEE division, and a form performs its
-/// expression's operations in their order (`forms`), so a library call gives the inline
+/// Each function is the inline function's algorithm, operation for operation, written once
+/// over the operations of `simd::F32x` (`functions`) for one lane and for sixteen; division
+/// is IEEE division, and a form performs its expression's operations in their order
+/// (`forms`), so a library call gives the inline
 /// code's result bit for bit (a NaN for a NaN: the sign and payload of a NaN are not
 /// specified), and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp, `erf` 2 ulp,
 /// `tanh` 6 ulp, over every `f32`) hold for both. `crates/codegen/tests/kernels/veclib.rs`
@@ -37,9 +39,9 @@ pub use lane::{erf, exp, sigmoid, tanh};
 /// code over every `f32`.
 ///
 /// On a host with AVX-512 every function but division (`exp`, `sigmoid`, `tanh`, `erf` and
-/// the forms) runs hand-written intrinsics code for its whole sixteen-element vectors
+/// the forms) runs its sixteen-lane instantiation for the whole sixteen-element vectors
 /// (`wide`: the same bits, one instruction for the scaling by `2^n`, a two-stage software
-/// pipeline), the lane code for the rest; each of them also has an entry point that writes
+/// pipeline), the one-lane one for the rest; each of them also has an entry point that writes
 /// its results with non-temporal stores, which kernels too large for the cache call
 /// ([`VecFn::streams`]).
 ///
@@ -238,8 +240,8 @@ impl VecFn {
 /// for the lane function `f = $f` (extra elements of the longer slice are left alone); with
 /// `wide = $w`, the whole sixteen-element vectors go through [`wide`]'s AVX-512 function
 /// `wide::$w::<NT>(src, dst, c)` first (bit-identical, faster where the host has it) and
-/// the lane code does the rest. With `NT` the wide code writes with non-temporal stores
-/// ([`crate::stream`]), whole 64-byte lines: the lane code does the elements before the
+/// the one-lane code does the rest. With `NT` the wide code writes with non-temporal stores
+/// ([`crate::stream`]), whole 64-byte lines: the one-lane code does the elements before the
 /// first line boundary of `dst`, and the caller fences. Without wide code `NT` changes
 /// nothing.
 macro_rules! strip_map {

@@ -1,209 +1,111 @@
-//! The library's AVX-512 functions (`exp`, `sigmoid`, `tanh`, `erf`, SiLU and GELU), written
-//! with intrinsics for what portable code does not get from LLVM: `vscalefps` for the scaling
-//! by `2^n`, a software-pipelined loop, and non-temporal stores.
+//! The library's functions (`exp`, `sigmoid`, `tanh`, `erf`, SiLU and GELU) on sixteen AVX-512
+//! lanes: the one source of `functions` instantiated with intrinsics, for what LLVM does not
+//! do for portable code (`vscalefps`, a software-pipelined loop, non-temporal stores).
 
-/// The AVX-512 functions. Each is the lane code's ([`super::lane`]) operation sequence, one
-/// intrinsic per operation, with each compare-and-select clamp as the `vmaxps`/`vminps`
-/// whose NaN rule is the select's (the second operand is returned when one is NaN), so
-/// results are the lane code's bit for bit. The tests check the bits against the portable
-/// lane code (on a sample and at every length in every run; over every `f32` in an ignored
-/// test), and `tests/veclib.rs` the library's against the inline code's.
+/// The AVX-512 side of the library: [`F32x`](super::simd::F32x) on sixteen lanes, and
+/// each function of [`super::functions`] mapped over slices as a software pipeline.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    use crate::vmath::exp::{HI, LN2_HI, LN2_LO, LO, LOG2E, MAGIC, Q};
-    use crate::vmath::{erf, tanh};
+    use super::super::functions as f;
+    use super::super::simd::F32x;
 
-    /// `e^x`'s first stage (the lane code's `exp_parts` up to its polynomial; with `NEG`,
-    /// `e^-x`'s, without the negation): the argument clamped and reduced, `(n, r)` with
-    /// `x = n·ln2 + r` (`n` as a float). With `NEG` the clamps of `v = -x` to `[LO, HI]`
-    /// become clamps of `x` to `[-HI, -LO]` (the same selects, NaN included), and the two
-    /// operations that read `v` fold its sign (`fnmadd`, `fmsub`), exact rewrites of one
-    /// rounding each.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn exp_reduce<const NEG: bool>(x: __m512) -> (__m512, __m512) {
-        let magic = _mm512_set1_ps(MAGIC);
-        let log2e = _mm512_set1_ps(LOG2E);
-        let neg_ln2_hi = _mm512_set1_ps(-LN2_HI);
-        let (nf, r) = if NEG {
-            // w = -v: v < LO is w > -LO, v > HI is w < -HI.
-            let w = _mm512_min_ps(_mm512_set1_ps(-LO), x);
-            let w = _mm512_max_ps(_mm512_set1_ps(-HI), w);
-            let t = _mm512_fnmadd_ps(w, log2e, magic);
-            let nf = _mm512_sub_ps(t, magic);
-            (nf, _mm512_fmsub_ps(nf, neg_ln2_hi, w))
-        } else {
-            let x = _mm512_max_ps(_mm512_set1_ps(LO), x);
-            let x = _mm512_min_ps(_mm512_set1_ps(HI), x);
-            let t = _mm512_fmadd_ps(x, log2e, magic);
-            let nf = _mm512_sub_ps(t, magic);
-            (nf, _mm512_fmadd_ps(nf, neg_ln2_hi, x))
-        };
-        (nf, _mm512_fmadd_ps(nf, _mm512_set1_ps(-LN2_LO), r))
-    }
+    /// Sixteen `f32` lanes in a `zmm` register. Only this module's
+    /// `#[target_feature(enable = "avx512f")]` functions make one (they run only where the
+    /// host has AVX-512F, `on_avx512!`), so a value proves that the instructions its methods
+    /// run are there.
+    #[derive(Clone, Copy)]
+    struct Zmm(__m512);
 
-    /// `e^x`'s second stage: `e^r` as `p + p_lo` scaled by `2^n`, i.e. `e^x` as `hi + lo`.
-    ///
-    /// The portable lane code scales `e^r` by `2^n` as `p·2^(n>>1)·2^(n−(n>>1))`: two integer
-    /// shifts, adds and multiplies, so that `n` down to `-150` (subnormal results) and up to
-    /// `128` (overflow) stay exact. `vscalefps` computes `p·2^n` with one rounding, and
-    /// `p·2^(n>>1)` is always exact (`p` in `[0.7, 1.5)`, `|n>>1| ≤ 75`), so the two give the
-    /// same bits for every `p` and `n`, including the rounding into the subnormals and the
-    /// overflow to `+inf` (the low part `p_lo·2^n` likewise: `p_lo·2^(n>>1)` stays normal).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn exp_finish(nf: __m512, r: __m512) -> (__m512, __m512) {
-        let y = _mm512_fmadd_ps(_mm512_mul_ps(r, r), horner(r, &Q), r);
-        let (p, p_lo) = fast_two_sum(_mm512_set1_ps(1.0), y);
-        (_mm512_scalef_ps(p, nf), _mm512_scalef_ps(p_lo, nf))
-    }
-
-    /// `c[0] + x·(c[1] + x·(…))` by fused multiply-adds, from the last coefficient down (the
-    /// lane code's `horner`).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn horner(x: __m512, c: &[f32]) -> __m512 {
-        let Some((&last, rest)) = c.split_last() else {
-            return _mm512_setzero_ps();
-        };
-        let mut acc = _mm512_set1_ps(last);
-        for &k in rest.iter().rev() {
-            acc = _mm512_fmadd_ps(acc, x, _mm512_set1_ps(k));
+    /// Each method is one AVX-512F instruction (two for the bit operations), with the lane
+    /// code's rounding and NaN rule: a compare-and-select clamp is the `vmaxps`/`vminps`
+    /// that returns its second operand when one is NaN, as the select does.
+    impl F32x for Zmm {
+        #[inline(always)]
+        fn splat(self, k: f32) -> Zmm {
+            // SAFETY (every `unsafe` block of this impl): a `Zmm` exists only on a host with
+            // AVX-512F (the type's documentation), the one feature these intrinsics need.
+            Zmm(unsafe { _mm512_set1_ps(k) })
         }
-        acc
-    }
-
-    /// The monic `x^n + c[n-1]·x^(n-1) + … + c[0]` (`n = c.len()`): an addition, then fused
-    /// multiply-adds (the lane code's `horner_monic`).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn horner_monic(x: __m512, c: &[f32]) -> __m512 {
-        let Some((&last, rest)) = c.split_last() else {
-            return _mm512_set1_ps(1.0);
-        };
-        let mut acc = _mm512_add_ps(x, _mm512_set1_ps(last));
-        for &k in rest.iter().rev() {
-            acc = _mm512_fmadd_ps(acc, x, _mm512_set1_ps(k));
+        #[inline(always)]
+        fn add(self, b: Zmm) -> Zmm {
+            Zmm(unsafe { _mm512_add_ps(self.0, b.0) })
         }
-        acc
-    }
-
-    /// Fast2Sum, as the lane code's.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn fast_two_sum(a: __m512, b: __m512) -> (__m512, __m512) {
-        let s = _mm512_add_ps(a, b);
-        let b_in_s = _mm512_sub_ps(s, a);
-        (s, _mm512_sub_ps(b, b_in_s))
-    }
-
-    /// `|x|` (the sign bit cleared, as Rust's `abs`).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn abs(x: __m512) -> __m512 {
-        _mm512_castsi512_ps(_mm512_and_si512(
-            _mm512_castps_si512(x),
-            _mm512_set1_epi32(i32::MAX),
-        ))
-    }
-
-    /// `-x` (a sign flip, as Rust's `-x`).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn neg(x: __m512) -> __m512 {
-        _mm512_castsi512_ps(_mm512_xor_si512(
-            _mm512_castps_si512(x),
-            _mm512_set1_epi32(i32::MIN),
-        ))
-    }
-
-    /// `sigmoid`'s first stage: `(x, n, r)`, the reduction of `e^-|x|` ([`exp_reduce`]).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn sigmoid_head(x: __m512) -> (__m512, (__m512, __m512)) {
-        (x, exp_reduce::<true>(abs(x)))
-    }
-
-    /// `1 / (1 + e^-x)` (the lane code's `sigmoid`) from [`sigmoid_head`]'s state.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn sigmoid_tail((x, (nf, r)): (__m512, (__m512, __m512))) -> __m512 {
-        let (eh, el) = exp_finish(nf, r);
-        let one = _mm512_set1_ps(1.0);
-        let (d, d_lo) = fast_two_sum(one, eh);
-        let d_lo = _mm512_add_ps(d_lo, el);
-        let non_negative = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_setzero_ps());
-        let num = _mm512_mask_blend_ps(non_negative, eh, one);
-        let num_lo = _mm512_mask_blend_ps(non_negative, el, _mm512_setzero_ps());
-        let q = _mm512_div_ps(num, d);
-        let residual = _mm512_fmadd_ps(neg(q), d, num);
-        let extra = _mm512_fmadd_ps(neg(q), d_lo, num_lo);
-        _mm512_add_ps(q, _mm512_div_ps(_mm512_add_ps(residual, extra), d))
-    }
-
-    /// `tanh`'s first stage (the lane code's `tanh` up to its polynomials): `x` clamped to
-    /// `[-clamp, clamp]` (the selects as `vminps`/`vmaxps`, NaN kept) and its square.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn tanh_head(x: __m512) -> (__m512, __m512) {
-        let xc = _mm512_min_ps(_mm512_set1_ps(tanh::CLAMP), x);
-        let xc = _mm512_max_ps(_mm512_set1_ps(-tanh::CLAMP), xc);
-        (xc, _mm512_mul_ps(xc, xc))
-    }
-
-    /// `tanh`'s second stage: `x_c·P(t)/Q(t)` from [`tanh_head`]'s `(x_c, t)` (`P` monic).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn tanh_tail(xc: __m512, t: __m512) -> __m512 {
-        let p = horner_monic(t, &tanh::P);
-        _mm512_div_ps(_mm512_mul_ps(xc, p), horner(t, &tanh::Q))
-    }
-
-    /// GELU-tanh's first stage (the form's operations up to `tanh`'s polynomials):
-    /// `(x_c, t, x·c0)` for `inner = (x + x·x·x·c1)·c2`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn gelu_tanh_head(x: __m512, c: &[__m512; 4]) -> (__m512, __m512, __m512) {
-        let cube = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-        let inner = _mm512_mul_ps(_mm512_add_ps(x, _mm512_mul_ps(cube, c[1])), c[2]);
-        let (xc, t) = tanh_head(inner);
-        (xc, t, _mm512_mul_ps(x, c[0]))
-    }
-
-    /// GELU-tanh's second stage: `(x·c0)·(tanh(inner) + c3)`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn gelu_tanh_tail((xc, t, half): (__m512, __m512, __m512), c: &[__m512; 4]) -> __m512 {
-        _mm512_mul_ps(half, _mm512_add_ps(tanh_tail(xc, t), c[3]))
-    }
-
-    /// `erf`'s first stage (the lane code's `two_piece` up to its polynomials): `(x, a, a²)`
-    /// for `a = min(|x|, clamp)` (the select as `vminps`, NaN kept).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn erf_head(x: __m512) -> (__m512, __m512, __m512) {
-        let a = _mm512_min_ps(_mm512_set1_ps(erf::FORM.clamp), abs(x));
-        (x, a, _mm512_mul_ps(a, a))
-    }
-
-    /// `erf`'s second stage: `a + a·R(a²)` below the split, `1 − G(a − mid)⁴` above it, with
-    /// the sign of `x` (`vpternlogd` as a bit select: `x`'s sign bit, the rest of `y`).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn erf_tail((x, a, t): (__m512, __m512, __m512)) -> __m512 {
-        let small = _mm512_fmadd_ps(a, horner(t, &erf::R), a);
-        let g = horner(_mm512_sub_ps(a, _mm512_set1_ps(erf::FORM.mid)), erf::FORM.g);
-        let g2 = _mm512_mul_ps(g, g);
-        let large = _mm512_fnmadd_ps(g2, g2, _mm512_set1_ps(1.0));
-        let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(erf::FORM.split));
-        let y = _mm512_mask_blend_ps(below, large, small);
-        _mm512_castsi512_ps(_mm512_ternarylogic_epi32::<0xCA>(
-            _mm512_set1_epi32(i32::MIN),
-            _mm512_castps_si512(x),
-            _mm512_castps_si512(y),
-        ))
+        #[inline(always)]
+        fn sub(self, b: Zmm) -> Zmm {
+            Zmm(unsafe { _mm512_sub_ps(self.0, b.0) })
+        }
+        #[inline(always)]
+        fn mul(self, b: Zmm) -> Zmm {
+            Zmm(unsafe { _mm512_mul_ps(self.0, b.0) })
+        }
+        #[inline(always)]
+        fn div(self, b: Zmm) -> Zmm {
+            Zmm(unsafe { _mm512_div_ps(self.0, b.0) })
+        }
+        #[inline(always)]
+        fn mul_add(self, b: Zmm, c: Zmm) -> Zmm {
+            Zmm(unsafe { _mm512_fmadd_ps(self.0, b.0, c.0) })
+        }
+        #[inline(always)]
+        fn neg_mul_add(self, b: Zmm, c: Zmm) -> Zmm {
+            Zmm(unsafe { _mm512_fnmadd_ps(self.0, b.0, c.0) })
+        }
+        #[inline(always)]
+        fn mul_sub(self, b: Zmm, c: Zmm) -> Zmm {
+            Zmm(unsafe { _mm512_fmsub_ps(self.0, b.0, c.0) })
+        }
+        #[inline(always)]
+        fn abs(self) -> Zmm {
+            Zmm(unsafe {
+                _mm512_castsi512_ps(_mm512_and_si512(
+                    _mm512_castps_si512(self.0),
+                    _mm512_set1_epi32(i32::MAX),
+                ))
+            })
+        }
+        #[inline(always)]
+        fn clamp_above(self, hi: f32) -> Zmm {
+            Zmm(unsafe { _mm512_min_ps(_mm512_set1_ps(hi), self.0) })
+        }
+        #[inline(always)]
+        fn clamp_below(self, lo: f32) -> Zmm {
+            Zmm(unsafe { _mm512_max_ps(_mm512_set1_ps(lo), self.0) })
+        }
+        #[inline(always)]
+        fn select_lt(self, b: Zmm, if_lt: Zmm, otherwise: Zmm) -> Zmm {
+            Zmm(unsafe {
+                let m = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(self.0, b.0);
+                _mm512_mask_blend_ps(m, otherwise.0, if_lt.0)
+            })
+        }
+        #[inline(always)]
+        fn select_ge(self, b: Zmm, if_ge: Zmm, otherwise: Zmm) -> Zmm {
+            Zmm(unsafe {
+                let m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(self.0, b.0);
+                _mm512_mask_blend_ps(m, otherwise.0, if_ge.0)
+            })
+        }
+        /// `vpternlogd` as a bit select: `sign`'s sign bit, the rest of `self`.
+        #[inline(always)]
+        fn copysign(self, sign: Zmm) -> Zmm {
+            Zmm(unsafe {
+                _mm512_castsi512_ps(_mm512_ternarylogic_epi32::<0xCA>(
+                    _mm512_set1_epi32(i32::MIN),
+                    _mm512_castps_si512(sign.0),
+                    _mm512_castps_si512(self.0),
+                ))
+            })
+        }
+        /// One `vscalefps`: `self·2^n` rounded once. The one-lane code's two exact steps
+        /// give the same bits for every `self` and `n` the functions pass (`|self| < 2`,
+        /// `|n>>1| ≤ 75`: `self·2^(n>>1)` is exact), the rounding into the subnormals and
+        /// the overflow to `+inf` included.
+        #[inline(always)]
+        fn scale_pow2(self, _t: Zmm, nf: Zmm) -> Zmm {
+            Zmm(unsafe { _mm512_scalef_ps(self.0, nf.0) })
+        }
     }
 
     /// Vectors per block of [`map16_pipelined!`]'s pipeline (4 keeps a strip of 128 elements
@@ -219,10 +121,6 @@ mod x86 {
     /// one vector's long chain of dependent operations (GELU-tanh: a division and two Horner
     /// chains). The vectors after the last whole block go through both stages one at a time.
     /// Returns how many elements it did.
-    ///
-    /// The stages: for `e^x`, the reduction, then the polynomial and the scaling; for `tanh`,
-    /// the clamp and square, then the rational; for `erf`, the clamp and square, then both
-    /// pieces, the select and the sign.
     macro_rules! map16_pipelined {
         ($src:expr, $dst:expr, |$x:ident| $head:expr, |$h:ident| $tail:expr) => {{
             let (src, dst): (&[f32], &mut [f32]) = ($src, $dst);
@@ -233,19 +131,19 @@ mod x86 {
             // `i + 16 <= n`, within both slices; the accesses are unaligned ones.
             macro_rules! head_of {
                 ($i:expr) => {{
-                    let $x = unsafe { _mm512_loadu_ps(s.add($i)) };
+                    let $x = Zmm(unsafe { _mm512_loadu_ps(s.add($i)) });
                     $head
                 }};
             }
             macro_rules! finish {
                 ($i:expr, $state:expr) => {{
                     let $h = $state;
-                    let y = $tail;
+                    let y: Zmm = $tail;
                     if NT {
                         // `d` is 64-byte aligned (checked below) and `i` a multiple of 16.
-                        unsafe { _mm512_stream_ps(d.add($i), y) };
+                        unsafe { _mm512_stream_ps(d.add($i), y.0) };
                     } else {
-                        unsafe { _mm512_storeu_ps(d.add($i), y) };
+                        unsafe { _mm512_storeu_ps(d.add($i), y.0) };
                     }
                 }};
             }
@@ -273,77 +171,75 @@ mod x86 {
         }};
     }
 
+    /// The form's parameters in every lane.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn params(c: &[f32; 4]) -> [Zmm; 4] {
+        c.map(|c| Zmm(_mm512_set1_ps(c)))
+    }
+
     #[target_feature(enable = "avx512f")]
     pub(super) fn exp<const NT: bool>(src: &[f32], dst: &mut [f32]) -> usize {
-        map16_pipelined!(src, dst, |x| exp_reduce::<false>(x), |h| exp_finish(
-            h.0, h.1
+        map16_pipelined!(src, dst, |x| f::exp_head::<Zmm, false>(x), |h| f::exp_tail(
+            h
         )
         .0)
     }
 
     #[target_feature(enable = "avx512f")]
-    pub(super) fn sigmoid_map<const NT: bool>(src: &[f32], dst: &mut [f32]) -> usize {
-        map16_pipelined!(src, dst, |x| sigmoid_head(x), |h| sigmoid_tail(h))
+    pub(super) fn sigmoid<const NT: bool>(src: &[f32], dst: &mut [f32]) -> usize {
+        map16_pipelined!(src, dst, |x| f::sigmoid_head(x), |h| f::sigmoid_tail(h))
     }
 
     #[target_feature(enable = "avx512f")]
     pub(super) fn silu<const NT: bool>(src: &[f32], dst: &mut [f32]) -> usize {
-        map16_pipelined!(src, dst, |x| sigmoid_head(x), |h| _mm512_mul_ps(
-            h.0,
-            sigmoid_tail(h)
-        ))
+        map16_pipelined!(src, dst, |x| f::sigmoid_head(x), |h| f::silu_tail(h))
     }
 
     #[target_feature(enable = "avx512f")]
     pub(super) fn tanh<const NT: bool>(src: &[f32], dst: &mut [f32]) -> usize {
-        map16_pipelined!(src, dst, |x| tanh_head(x), |h| tanh_tail(h.0, h.1))
-    }
-
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn gelu_tanh<const NT: bool>(src: &[f32], dst: &mut [f32], c: &[f32; 4]) -> usize {
-        let c = c.map(|c| _mm512_set1_ps(c));
-        map16_pipelined!(src, dst, |x| gelu_tanh_head(x, &c), |h| gelu_tanh_tail(
-            h, &c
-        ))
+        map16_pipelined!(src, dst, |x| f::tanh_head(x), |h| f::tanh_tail(h))
     }
 
     #[target_feature(enable = "avx512f")]
     pub(super) fn erf<const NT: bool>(src: &[f32], dst: &mut [f32]) -> usize {
-        map16_pipelined!(src, dst, |x| erf_head(x), |h| erf_tail(h))
+        map16_pipelined!(src, dst, |x| f::erf_head(x), |h| f::erf_tail(h))
     }
 
-    /// GELU, `erf` form: `(x·c0)·(erf(x·c1) + c2)`; the first stage keeps `x·c0`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn gelu_tanh<const NT: bool>(src: &[f32], dst: &mut [f32], c: &[f32; 4]) -> usize {
+        let c = params(c);
+        map16_pipelined!(src, dst, |x| f::gelu_tanh_head(x, &c), |h| {
+            f::gelu_tanh_tail(h, &c)
+        })
+    }
+
     #[target_feature(enable = "avx512f")]
     pub(super) fn gelu_erf<const NT: bool>(src: &[f32], dst: &mut [f32], c: &[f32; 4]) -> usize {
-        let c = c.map(|c| _mm512_set1_ps(c));
-        map16_pipelined!(
-            src,
-            dst,
-            |x| (_mm512_mul_ps(x, c[0]), erf_head(_mm512_mul_ps(x, c[1]))),
-            |h| _mm512_mul_ps(h.0, _mm512_add_ps(erf_tail(h.1), c[2]))
-        )
+        let c = params(c);
+        map16_pipelined!(src, dst, |x| f::gelu_erf_head(x, &c), |h| {
+            f::gelu_erf_tail(h, &c)
+        })
     }
 
-    /// GELU, `erf` form with a division: `(x·(erf(x / c0) + c1))·c2`.
     #[target_feature(enable = "avx512f")]
     pub(super) fn gelu_erf_divide<const NT: bool>(
         src: &[f32],
         dst: &mut [f32],
         c: &[f32; 4],
     ) -> usize {
-        let c = c.map(|c| _mm512_set1_ps(c));
-        map16_pipelined!(src, dst, |x| (x, erf_head(_mm512_div_ps(x, c[0]))), |h| {
-            _mm512_mul_ps(_mm512_mul_ps(h.0, _mm512_add_ps(erf_tail(h.1), c[1])), c[2])
+        let c = params(c);
+        map16_pipelined!(src, dst, |x| f::gelu_erf_divide_head(x, &c), |h| {
+            f::gelu_erf_divide_tail(h, &c)
         })
     }
 
     #[target_feature(enable = "avx512f")]
     pub(super) fn silu_exp<const NT: bool>(src: &[f32], dst: &mut [f32], c0: f32) -> usize {
-        let c0 = _mm512_set1_ps(c0);
-        map16_pipelined!(src, dst, |x| (x, exp_reduce::<true>(x)), |h| {
-            let (x, (nf, r)) = h;
-            _mm512_div_ps(x, _mm512_add_ps(exp_finish(nf, r).0, c0))
-        })
+        let c0 = Zmm(_mm512_set1_ps(c0));
+        map16_pipelined!(src, dst, |x| f::silu_exp_head(x), |h| f::silu_exp_tail(
+            h, c0
+        ))
     }
 }
 
@@ -401,7 +297,7 @@ avx512_entry!(
 );
 avx512_entry!(
     /// `dst[i] = sigmoid(src[i])`.
-    sigmoid, |src, dst, _| x86::sigmoid_map::<NT>(src, dst)
+    sigmoid, |src, dst, _| x86::sigmoid::<NT>(src, dst)
 );
 avx512_entry!(
     /// `dst[i] = tanh(src[i])`.

@@ -1,6 +1,6 @@
-//! The AVX-512 code against the portable lane code, bit for bit.
+//! The sixteen-lane instantiation against the one-lane one, bit for bit.
 
-use super::super::{forms, lane, MAX_PARAMS};
+use super::super::{forms, functions, MAX_PARAMS};
 
 /// An AVX-512 entry (plain and streaming stores).
 type Wide = fn(&[f32], &mut [f32], &[f32; MAX_PARAMS]) -> usize;
@@ -33,12 +33,12 @@ const GELU: [f32; MAX_PARAMS] = [0.5, 0.044715, 0.797_884_6, 1.0];
 const GELU_ERF: [f32; MAX_PARAMS] = [0.5, std::f32::consts::FRAC_1_SQRT_2, 1.0, 0.0];
 const GELU_ERF_DIVIDE: [f32; MAX_PARAMS] = [std::f32::consts::SQRT_2, 1.0, 0.5, 0.0];
 const CASES: [Case; 9] = [
-    case!(erf, |x, _| lane::erf(x), NONE),
+    case!(erf, |x, _| functions::erf(x), NONE),
     case!(gelu_erf, forms::gelu_erf, GELU_ERF),
     case!(gelu_erf_divide, forms::gelu_erf_divide, GELU_ERF_DIVIDE),
-    case!(exp, |x, _| lane::exp(x), NONE),
-    case!(sigmoid, |x, _| lane::sigmoid(x), NONE),
-    case!(tanh, |x, _| lane::tanh(x), NONE),
+    case!(exp, |x, _| functions::exp(x), NONE),
+    case!(sigmoid, |x, _| functions::sigmoid(x), NONE),
+    case!(tanh, |x, _| functions::tanh(x), NONE),
     case!(silu, forms::silu, NONE),
     case!(silu_exp, forms::silu_exp, [1.0, 0.0, 0.0, 0.0]),
     case!(gelu_tanh, forms::gelu_tanh, GELU),
