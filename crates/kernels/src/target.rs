@@ -2,7 +2,7 @@
 //! features (detected once per process) and the `GRAPHLIFT_*` switches, read once into a
 //! [`Target`] that the backend builds and passes down explicitly (as Cranelift's ISA flags).
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::parallel::ThreadConfig;
 
@@ -33,24 +33,51 @@ pub struct CpuFeatures {
 
 impl CpuFeatures {
     /// The host's features, detected on the first call (`cpuid`, through
-    /// `is_x86_feature_detected!`) and cached for the process.
+    /// `is_x86_feature_detected!`) and cached for the process in one relaxed atomic byte, so
+    /// that the library's per-strip dispatch costs one load (a race detects twice, alike).
+    #[inline]
     pub fn host() -> CpuFeatures {
-        static HOST: OnceLock<CpuFeatures> = OnceLock::new();
-        *HOST.get_or_init(|| {
-            #[cfg(target_arch = "x86_64")]
-            {
-                CpuFeatures {
-                    avx2: std::arch::is_x86_feature_detected!("avx2"),
-                    fma: std::arch::is_x86_feature_detected!("fma"),
-                    avx512f: std::arch::is_x86_feature_detected!("avx512f"),
-                    bmi2: std::arch::is_x86_feature_detected!("bmi2"),
-                }
+        const DETECTED: u8 = 1 << 7;
+        static HOST: AtomicU8 = AtomicU8::new(0);
+        let mut bits = HOST.load(Ordering::Relaxed);
+        if bits & DETECTED == 0 {
+            bits = CpuFeatures::detect().to_bits() | DETECTED;
+            HOST.store(bits, Ordering::Relaxed);
+        }
+        CpuFeatures::from_bits(bits)
+    }
+
+    #[cold]
+    fn detect() -> CpuFeatures {
+        #[cfg(target_arch = "x86_64")]
+        {
+            CpuFeatures {
+                avx2: std::arch::is_x86_feature_detected!("avx2"),
+                fma: std::arch::is_x86_feature_detected!("fma"),
+                avx512f: std::arch::is_x86_feature_detected!("avx512f"),
+                bmi2: std::arch::is_x86_feature_detected!("bmi2"),
             }
-            #[cfg(not(target_arch = "x86_64"))]
-            {
-                CpuFeatures::default()
-            }
-        })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            CpuFeatures::default()
+        }
+    }
+
+    fn to_bits(self) -> u8 {
+        u8::from(self.avx2)
+            | u8::from(self.fma) << 1
+            | u8::from(self.avx512f) << 2
+            | u8::from(self.bmi2) << 3
+    }
+
+    fn from_bits(b: u8) -> CpuFeatures {
+        CpuFeatures {
+            avx2: b & 1 != 0,
+            fma: b & 2 != 0,
+            avx512f: b & 4 != 0,
+            bmi2: b & 8 != 0,
+        }
     }
 
     /// Whether the vector math library has wide code for this CPU: AVX2 and FMA (its
