@@ -13,7 +13,7 @@ pub use graphlift_codegen::module::{live_modules, MemoryWatch};
 pub use graphlift_codegen::{vmath, JitError, JitKernel};
 pub use graphlift_kernels::parallel::{self, ThreadConfig};
 pub use graphlift_kernels::target::{
-    CpuFeatures, Off, Target, AVX512_ENV, EPILOGUE_FUSION_ENV, NUM_THREADS_ENV, STREAM_ENV,
+    CpuFeatures, OffReason, Target, AVX512_ENV, EPILOGUE_FUSION_ENV, NUM_THREADS_ENV, STREAM_ENV,
     VECLIB_ENV,
 };
 

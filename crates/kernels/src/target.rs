@@ -97,24 +97,23 @@ impl CpuFeatures {
     }
 }
 
-/// Where a setting came from when it is off: the host cannot run the code, or it was
-/// switched off (by a `GRAPHLIFT_*` variable or a `with_*` call).
+/// Why a code path is off: the host cannot run its code, or it was switched off (by a
+/// `GRAPHLIFT_*` variable or a `with_*` call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Off {
-    /// The setting is on.
-    No,
+pub enum OffReason {
     /// The host lacks the named features.
     Host(&'static str),
-    /// Switched off by the environment variable or the builder.
+    /// Switched off by the named environment variable or the builder.
     Switched(&'static str),
 }
 
-impl std::fmt::Display for Off {
+impl std::fmt::Display for OffReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Off::No => write!(f, "on"),
-            Off::Host(what) => write!(f, "the host lacks {what}"),
-            Off::Switched(var) => write!(f, "switched off ({var}=0 or the backend's setting)"),
+            OffReason::Host(what) => write!(f, "the host lacks {what}"),
+            OffReason::Switched(var) => {
+                write!(f, "switched off ({var}=0 or the backend's setting)")
+            }
         }
     }
 }
@@ -199,54 +198,54 @@ impl Target {
         Target { threads, ..self }
     }
 
-    /// Why kernels do not call the vector math library, or [`Off::No`].
-    pub fn veclib_off(&self) -> Off {
+    /// Why kernels do not call the vector math library; `None` when it is on.
+    pub fn veclib_off(&self) -> Option<OffReason> {
         if !self.features.has_wide_library() {
-            Off::Host("AVX2 and FMA")
+            Some(OffReason::Host("AVX2 and FMA"))
         } else if !self.veclib {
-            Off::Switched(VECLIB_ENV)
+            Some(OffReason::Switched(VECLIB_ENV))
         } else {
-            Off::No
+            None
         }
     }
 
-    /// Why no kernel is AVX-512 code, or [`Off::No`].
-    pub fn avx512_off(&self) -> Off {
+    /// Why no kernel is AVX-512 code; `None` when it is on.
+    pub fn avx512_off(&self) -> Option<OffReason> {
         if !self.features.has_avx512_kernels() {
-            Off::Host("AVX-512F and BMI2")
+            Some(OffReason::Host("AVX-512F and BMI2"))
         } else if !self.avx512 {
-            Off::Switched(AVX512_ENV)
+            Some(OffReason::Switched(AVX512_ENV))
         } else {
-            Off::No
+            None
         }
     }
 
-    /// Why no kernel writes with non-temporal stores, or [`Off::No`].
-    pub fn stream_off(&self) -> Off {
+    /// Why no kernel writes with non-temporal stores; `None` when it is on.
+    pub fn stream_off(&self) -> Option<OffReason> {
         if !cfg!(target_arch = "x86_64") {
-            Off::Host("x86-64 non-temporal stores")
+            Some(OffReason::Host("x86-64 non-temporal stores"))
         } else if !self.stream {
-            Off::Switched(STREAM_ENV)
+            Some(OffReason::Switched(STREAM_ENV))
         } else {
-            Off::No
+            None
         }
     }
 
     /// Whether `f32` `exp`, `sigmoid`, `tanh`, `erf`, divisions and the GELU and SiLU forms
     /// of four-lane kernels are calls to the vector math library.
     pub fn veclib(&self) -> bool {
-        self.veclib_off() == Off::No
+        self.veclib_off().is_none()
     }
 
     /// Whether kernels that qualify are assembled as sixteen-lane AVX-512 code.
     pub fn avx512(&self) -> bool {
-        self.avx512_off() == Off::No
+        self.avx512_off().is_none()
     }
 
     /// Whether kernels whose calls move more than the last-level cache write their outputs
     /// with non-temporal stores.
     pub fn streaming_stores(&self) -> bool {
-        self.stream_off() == Off::No
+        self.stream_off().is_none()
     }
 
     /// Whether kernels that consume a MatMul or convolution result run in its output loop.
@@ -268,8 +267,11 @@ mod tests {
     fn a_host_without_the_features_gets_no_wide_code_whatever_is_asked() {
         let bare = Target::for_features(CpuFeatures::default()).with_veclib(true);
         assert!(!bare.veclib() && !bare.avx512());
-        assert_eq!(bare.veclib_off(), Off::Host("AVX2 and FMA"));
-        assert_eq!(bare.avx512_off(), Off::Host("AVX-512F and BMI2"));
+        assert_eq!(bare.veclib_off(), Some(OffReason::Host("AVX2 and FMA")));
+        assert_eq!(
+            bare.avx512_off(),
+            Some(OffReason::Host("AVX-512F and BMI2"))
+        );
         let full = CpuFeatures {
             avx2: true,
             fma: true,
@@ -279,8 +281,10 @@ mod tests {
         let t = Target::for_features(full);
         assert!(t.veclib() && t.avx512() && t.epilogue_fusion());
         let off = t.with_avx512(false).with_veclib(false);
-        assert_eq!(off.avx512_off(), Off::Switched(AVX512_ENV));
-        assert_eq!(off.veclib_off(), Off::Switched(VECLIB_ENV));
-        assert!(off.avx512_off().to_string().contains("GRAPHLIFT_AVX512=0"));
+        assert_eq!(off.avx512_off(), Some(OffReason::Switched(AVX512_ENV)));
+        assert_eq!(off.veclib_off(), Some(OffReason::Switched(VECLIB_ENV)));
+        assert!(off
+            .avx512_off()
+            .is_some_and(|why| why.to_string().contains("GRAPHLIFT_AVX512=0")));
     }
 }

@@ -154,7 +154,10 @@ impl CpuJitExecutable {
     pub fn kernel_avx512_refusal(&self, name: &str) -> Option<String> {
         let refusal = self.kernel(name)?.avx512_refusal()?;
         Some(match refusal {
-            Refusal::Off => format!("AVX-512 kernels are off: {}", self.plan.target.avx512_off()),
+            Refusal::Off => match self.plan.target.avx512_off() {
+                Some(why) => format!("AVX-512 kernels are off: {why}"),
+                None => "AVX-512 kernels are off".to_string(),
+            },
             other => other.to_string(),
         })
     }
