@@ -91,7 +91,7 @@ impl CpuJitBackend {
     }
 
     /// Runs the pass pipeline on a copy of `function` and plans its steps, buffers and
-    /// kernels through the stages of [`STAGES`]; keeps a copy of `function` as the plan's
+    /// kernels through the pass pipeline and the stages of [`STAGES`]; keeps a copy of `function` as the plan's
     /// source when `keep_source`. With a dump directory (`GRAPHLIFT_DUMP`) the passes write
     /// their dumps and each later stage writes the plan as it left it to
     /// `cpu-jit-NN-<stage>.txt` ([`Lowering::describe`]).
@@ -106,16 +106,7 @@ impl CpuJitBackend {
         let pm = PassManager::from_env(self.config.clone());
         let dump = pm.dump_dir().map(Path::to_path_buf);
         let mut l = Lowering::passes(function, pm, &fname)?;
-        let stages: [(&str, Stage); 6] = [
-            ("steps", Lowering::steps),
-            ("epilogue_fusion", Lowering::epilogue_fusion),
-            ("code_paths", Lowering::code_paths),
-            ("liveness", Lowering::liveness),
-            ("buffers", Lowering::buffers),
-            ("kernels", Lowering::kernels),
-        ];
-        debug_assert_eq!(stages.map(|s| s.0), STAGES[1..]);
-        for (k, (name, stage)) in stages.into_iter().enumerate() {
+        for (k, (name, stage)) in STAGES.into_iter().enumerate() {
             stage(&mut l, self)?;
             if let Some(dir) = &dump {
                 let path = dir.join(format!("cpu-jit-{:02}-{name}.txt", k + 1));
@@ -153,26 +144,25 @@ impl CpuJitBackend {
     }
 }
 
-/// One stage of [`STAGES`] after the passes.
+/// One stage of [`STAGES`].
 type Stage = fn(&mut Lowering, &CpuJitBackend) -> Result<(), RuntimeError>;
 
-/// The stages of compiling a Function for CPU-JIT, in order, as Halide's lowering is a
-/// logged list of passes: the pass pipeline (which dumps itself), the steps in topological
-/// order with a kernel plan per fused kernel, epilogue fusion into MatMul and convolution
-/// output loops, each kernel's code path ([`choose_code_path`]), liveness (which temporaries
-/// die after which step), buffers (temporaries to recycled buffers), and the kernels'
-/// machine code (from the kernel cache or new JIT modules).
-pub(crate) const STAGES: [&str; 7] = [
-    "passes",
-    "steps",
-    "epilogue_fusion",
-    "code_paths",
-    "liveness",
-    "buffers",
-    "kernels",
+/// The stages of compiling a Function for CPU-JIT after the pass pipeline, in order, as
+/// Halide's lowering is a logged list of passes: the steps in topological order with a
+/// kernel plan per fused kernel, epilogue fusion into MatMul and convolution output loops,
+/// each kernel's code path ([`choose_code_path`]), liveness (which temporaries die after
+/// which step), buffers (temporaries to recycled buffers), and the kernels' machine code
+/// (from the kernel cache or new JIT modules).
+const STAGES: [(&str, Stage); 6] = [
+    ("steps", Lowering::steps),
+    ("epilogue_fusion", Lowering::epilogue_fusion),
+    ("code_paths", Lowering::code_paths),
+    ("liveness", Lowering::liveness),
+    ("buffers", Lowering::buffers),
+    ("kernels", Lowering::kernels),
 ];
 
-/// A Function part way through [`STAGES`]: what each stage has planned so far.
+/// A Function part way through its compilation: what each stage has planned so far.
 pub(super) struct Lowering {
     fname: String,
     g: Function,
@@ -189,7 +179,7 @@ pub(super) struct Lowering {
 }
 
 impl Lowering {
-    /// Stage `passes`: the pass pipeline `pm` on a copy of `function`.
+    /// The pass pipeline `pm` on a copy of `function`: the first stage.
     fn passes(function: &Function, pm: PassManager, fname: &str) -> Result<Lowering, RuntimeError> {
         let mut g = function.clone();
         let pass_report = pm.run(&mut g).map_err(|e| RuntimeError::Compile {
