@@ -90,8 +90,8 @@ impl CpuJitBackend {
         })
     }
 
-    /// Runs the pass pipeline on a copy of `function` and plans its steps, buffers and
-    /// kernels through the pass pipeline and the stages of [`STAGES`]; keeps a copy of `function` as the plan's
+    /// Runs the pass pipeline on a copy of `function`, then plans its steps, buffers and
+    /// kernels through the stages of [`STAGES`]; keeps a copy of `function` as the plan's
     /// source when `keep_source`. With a dump directory (`GRAPHLIFT_DUMP`) the passes write
     /// their dumps and each later stage writes the plan as it left it to
     /// `cpu-jit-NN-<stage>.txt` ([`Lowering::describe`]).
