@@ -95,13 +95,19 @@ fn copy_aligned_chunks<const N: usize>(
     let head = dst.as_ptr().align_offset(4 * N).min(dst.len());
     let (dst_head, dst) = dst.split_at_mut(head);
     let (src_head, src) = src.split_at(head);
-    dst_head.copy_from_slice(src_head);
+    // Strips of aligned outputs have neither a head nor a tail: skip the `memcpy` calls.
+    if head > 0 {
+        dst_head.copy_from_slice(src_head);
+    }
     let mut d = dst.chunks_exact_mut(N);
     let mut s = src.chunks_exact(N);
     for (d, s) in (&mut d).zip(&mut s) {
         store(d, s);
     }
-    d.into_remainder().copy_from_slice(s.remainder());
+    let tail = d.into_remainder();
+    if !tail.is_empty() {
+        tail.copy_from_slice(s.remainder());
+    }
 }
 
 /// Whole 64-byte lines with one non-temporal store each.

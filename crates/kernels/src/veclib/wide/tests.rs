@@ -69,7 +69,7 @@ fn check(xs: &[f32], out: &mut [f32]) -> usize {
 }
 
 #[test]
-fn the_avx512_code_is_the_lane_codes_bit_for_bit_on_a_sample() {
+fn the_sixteen_lanes_give_the_one_lane_bits_on_a_sample() {
     let mut xs: Vec<f32> = (0..=u32::MAX).step_by(4_099).map(f32::from_bits).collect();
     xs.extend(graphlift_testkit::F32_SPECIALS);
     // The clamp edges of `exp` and `tanh` (both signs), where GELU's `tanh` argument
@@ -150,12 +150,11 @@ fn every_length_maps_its_whole_vectors_and_nothing_more() {
     }
 }
 
-/// Every `f32` for the nine functions (1,014 s in a release build on this machine, the
-/// other core busy): `cargo test --release -p graphlift-jit --lib -- --ignored
-/// veclib::wide::tests::the_avx512_code_is_the_lane_codes_bit_for_bit_on_every_f32`.
+/// Every `f32` for the nine functions (ignored: about twenty minutes in a release build):
+/// `cargo test --release -p graphlift-kernels -- --ignored every_f32`.
 #[test]
 #[ignore]
-fn the_avx512_code_is_the_lane_codes_bit_for_bit_on_every_f32() {
+fn the_sixteen_lanes_give_the_one_lane_bits_on_every_f32() {
     let mut out = vec![0.0; 1 << 20];
     for chunk in 0..(1u64 << 12) {
         let xs: Vec<f32> = (chunk << 20..(chunk + 1) << 20)
