@@ -62,6 +62,16 @@ pub enum IrError {
         /// Its output types.
         new_types: String,
     },
+    /// `replace_node` of a node nGraph's refuses to replace: a `Result` (replace the value it
+    /// reads instead), or a node nothing uses (no data user and no control dependency on
+    /// it), where a replacement would change nothing but tags.
+    #[error("replace_node: cannot replace `{node}`: {reason}")]
+    ReplaceRefused {
+        /// Name of the node.
+        node: String,
+        /// Why.
+        reason: &'static str,
+    },
     /// The graph has a cycle through the named node.
     #[error("function `{function}`: cycle through node `{node}`")]
     Cycle {

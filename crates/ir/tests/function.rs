@@ -191,6 +191,30 @@ fn replace_node_rejects_type_mismatch() {
 }
 
 #[test]
+fn replace_node_refuses_results_and_nodes_nothing_uses_as_ngraph_does() {
+    let mut f = Function::new("f");
+    let x = f.add_parameter("x", F32, [2]).unwrap();
+    let e = f.add_node(Op::Unary(UnaryOp::Exp), &[x.into()]).unwrap();
+    let l = f.add_node(Op::Unary(UnaryOp::Log), &[x.into()]).unwrap();
+    let r = f.add_result(e.into(), None).unwrap();
+    let r2 = f.add_result(x.into(), None).unwrap();
+    let before = f.to_text();
+    // A Result: replace the value it reads instead.
+    let err = f.replace_node(r, r2).unwrap_err();
+    assert!(matches!(err, IrError::ReplaceRefused { .. }), "{err}");
+    assert!(err.to_string().contains("Result"), "{err}");
+    // `l` reaches no result and nothing depends on it.
+    assert!(!f.is_used(l).unwrap());
+    let err = f.replace_node(l, e).unwrap_err();
+    assert!(matches!(err, IrError::ReplaceRefused { .. }), "{err}");
+    assert!(err.to_string().contains("nothing uses it"), "{err}");
+    assert_eq!(f.to_text(), before, "a refused replacement changes nothing");
+    // A control dependency on a node is a use.
+    f.add_control_dependency(e, l).unwrap();
+    assert!(f.is_used(l).unwrap());
+}
+
+#[test]
 fn control_dependencies_order_nodes_and_reject_cycles() {
     let mut f = Function::new("f");
     let x = f.add_parameter("x", F32, [2]).unwrap();

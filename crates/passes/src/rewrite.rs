@@ -32,6 +32,11 @@ pub(crate) fn replace_by_value(
     bypassed: &[NodeId],
     pass: &'static str,
 ) -> Result<(), PassError> {
+    if !g.is_used(old)? {
+        // Dead already (an earlier rewrite took its users): pruning removes it, and
+        // `replace_node` refuses a node nothing uses.
+        return Ok(());
+    }
     // The removed subgraph's tags, `old`'s first: `old` carries them into the replacement.
     let mut removed_tags = ProvenanceTags::new();
     for &b in bypassed {

@@ -196,6 +196,18 @@ impl Function {
         Ok(())
     }
 
+    /// Whether anything uses node `id`: a node reads one of its outputs, or depends on it
+    /// (`other_deps`). Checks the data users first; only a node without any costs a walk
+    /// over the function.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] if `id` is not in the function.
+    pub fn is_used(&self, id: NodeId) -> Result<bool, IrError> {
+        let n = self.node(id)?;
+        Ok((0..n.outputs.len()).any(|i| !n.users(i).is_empty())
+            || self.nodes().any(|m| m.other_deps.contains(&id)))
+    }
+
     /// Replaces `old` by `new` everywhere (nGraph's `replace_node`), then removes nodes that
     /// no longer reach a result.
     ///
@@ -214,9 +226,10 @@ impl Function {
     /// [`Function::replace_node_unpruned`] for each and [`Function::remove_dead_nodes`] once.
     ///
     /// # Errors
-    /// [`IrError::ReplaceMismatch`] if the output counts or types differ; [`IrError::Cycle`]
-    /// if moving the control dependencies would create a cycle (the function may then be
-    /// partly rewritten: passes work on a copy).
+    /// [`IrError::ReplaceRefused`] if `old` is a `Result` or nothing uses it (nGraph refuses
+    /// both); [`IrError::ReplaceMismatch`] if the output counts or types differ;
+    /// [`IrError::Cycle`] if moving the control dependencies would create a cycle (the
+    /// function may then be partly rewritten: passes work on a copy).
     pub fn replace_node(&mut self, old: NodeId, new: NodeId) -> Result<(), IrError> {
         self.replace_node_unpruned(old, new)?;
         self.remove_dead_nodes();
@@ -230,6 +243,18 @@ impl Function {
     /// As [`Function::replace_node`].
     pub fn replace_node_unpruned(&mut self, old: NodeId, new: NodeId) -> Result<(), IrError> {
         let (old_n, new_n) = (self.node(old)?, self.node(new)?);
+        let refuse = |reason| {
+            Err(IrError::ReplaceRefused {
+                node: old_n.name.to_string(),
+                reason,
+            })
+        };
+        if matches!(old_n.op(), Op::Result) {
+            return refuse("a Result is replaced by replacing the value it reads");
+        }
+        if !self.is_used(old)? {
+            return refuse("nothing uses it, so a replacement would change nothing");
+        }
         if old_n.outputs != new_n.outputs {
             let fmt = |n: &Node| {
                 n.outputs
