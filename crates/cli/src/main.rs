@@ -135,8 +135,13 @@ pub struct ExplainArgs {
 /// Arguments of `graphlift run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The ONNX model; without it, the embedded default model runs.
+    /// The ONNX model, or a saved graphlift Function (`.json`, `Function::save_json`);
+    /// without it, the embedded default model runs.
     pub model: Option<PathBuf>,
+    /// Calls of the compiled function, each printing its outputs (`--expect` compares the
+    /// last call's).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub calls: u64,
     /// Backend: CPU-JIT or INTERPRETER.
     #[arg(long, default_value = "CPU-JIT")]
     pub backend: String,

@@ -8,6 +8,7 @@ use graphlift::onnx::{import_model_file_with, ImportOptions, ImportedModel};
 use graphlift::runtime::compare;
 use graphlift::runtime::trace::Tracer;
 use graphlift::{Backend, Tensor, TensorData};
+use graphlift::{Function, TensorType};
 
 use crate::error::CliError;
 use crate::tensor_io::{read_tensor, write_npy};
@@ -15,6 +16,50 @@ use crate::{default_model, RunArgs};
 
 /// How many leading values of each output are printed.
 const SHOWN_VALUES: usize = 8;
+
+/// What `run` runs: a Function with the names and types of its inputs and outputs, from an
+/// ONNX model or a saved graphlift Function.
+struct Program {
+    function: Function,
+    inputs: Vec<(String, TensorType)>,
+    outputs: Vec<(String, TensorType)>,
+}
+
+impl From<ImportedModel> for Program {
+    fn from(m: ImportedModel) -> Program {
+        let values = |v: Vec<graphlift::onnx::ModelValue>| {
+            v.into_iter().map(|v| (v.name, v.tensor_type)).collect()
+        };
+        Program {
+            inputs: values(m.inputs),
+            outputs: values(m.outputs),
+            function: m.function,
+        }
+    }
+}
+
+impl Program {
+    /// A Function saved as JSON ([`Function::load_json`]): its parameters and results by
+    /// node name, in call order.
+    fn load_json(path: &Path) -> Result<Program, CliError> {
+        let function = Function::load_json(path)?;
+        let named = |ids: &[graphlift::ir::NodeId]| -> Result<Vec<(String, TensorType)>, CliError> {
+            ids.iter()
+                .map(|&id| {
+                    let n = function.node(id)?;
+                    Ok((n.name().to_string(), n.output_type().clone()))
+                })
+                .collect()
+        };
+        let inputs = named(function.parameters())?;
+        let outputs = named(function.results())?;
+        Ok(Program {
+            function,
+            inputs,
+            outputs,
+        })
+    }
+}
 
 /// Runs `graphlift run`.
 ///
@@ -29,7 +74,19 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
                 .iter()
                 .map(|p| read_tensor(p))
                 .collect::<Result<Vec<_>, _>>()?;
-            let model = import_for(path, &inputs, &args.shapes)?;
+            let is_json = path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+            let model = if is_json {
+                if !args.shapes.is_empty() {
+                    return Err(CliError::Usage(
+                        "--shape binds ONNX inputs' symbolic dimensions; a saved Function has static shapes".into(),
+                    ));
+                }
+                Program::load_json(path)?
+            } else {
+                import_for(path, &inputs, &args.shapes)?.into()
+            };
             let expected = args
                 .expects
                 .iter()
@@ -46,7 +103,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             }
             let d = default_model::default_model()?;
             println!("model: embedded default ({})", default_model::DESCRIPTION);
-            (d.model, d.inputs, d.expected)
+            (d.model.into(), d.inputs, d.expected)
         }
     };
     check_counts(&model, &inputs, &expected)?;
@@ -57,8 +114,12 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
     let tracer = args.trace.as_ref().map(|_| Tracer::start());
     let start = Instant::now();
-    let outputs = exe.run(&inputs)?;
+    let mut outputs = exe.run(&inputs)?;
     let run_ms = start.elapsed().as_secs_f64() * 1e3;
+    for call in 2..=args.calls {
+        print_outputs(&model, &outputs, Some(call - 1));
+        outputs = exe.run(&inputs)?;
+    }
     if let (Some(tracer), Some(path)) = (tracer, &args.trace) {
         let trace = tracer.finish();
         trace.save_chrome(path)?;
@@ -96,14 +157,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         }
     }
 
-    for (i, (spec, t)) in model.outputs.iter().zip(&outputs).enumerate() {
-        println!(
-            "output {i} `{}`: {} = {}",
-            spec.name,
-            t.tensor_type(),
-            preview(t)
-        );
-    }
+    print_outputs(&model, &outputs, (args.calls > 1).then_some(args.calls));
 
     let mut failed = 0;
     for (i, (got, want)) in outputs.iter().zip(&expected).enumerate() {
@@ -151,16 +205,24 @@ pub(crate) fn import_for(
     Ok(import_model_file_with(path, &options)?)
 }
 
-fn check_counts(
-    model: &ImportedModel,
-    inputs: &[Tensor],
-    expected: &[Tensor],
-) -> Result<(), CliError> {
+/// Prints each output's name, type and first values (after call `call` when several run).
+fn print_outputs(model: &Program, outputs: &[Tensor], call: Option<u64>) {
+    let after = call.map(|c| format!("call {c}: ")).unwrap_or_default();
+    for (i, ((name, _), t)) in model.outputs.iter().zip(outputs).enumerate() {
+        println!(
+            "{after}output {i} `{name}`: {} = {}",
+            t.tensor_type(),
+            preview(t)
+        );
+    }
+}
+
+fn check_counts(model: &Program, inputs: &[Tensor], expected: &[Tensor]) -> Result<(), CliError> {
     if inputs.len() != model.inputs.len() {
         let want: Vec<String> = model
             .inputs
             .iter()
-            .map(|v| format!("{}: {}", v.name, v.tensor_type))
+            .map(|(name, t)| format!("{name}: {t}"))
             .collect();
         return Err(CliError::Usage(format!(
             "the model takes {} input(s) ({}), {} given with --input",

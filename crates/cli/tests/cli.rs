@@ -156,6 +156,42 @@ fn model_with_inputs_expect_and_output_dir() {
 }
 
 #[test]
+fn a_saved_function_runs_several_calls_with_its_node_names() {
+    use graphlift::{ElementType::F32, FunctionBuilder};
+    let dir = scratch("json");
+    let b = FunctionBuilder::new("saved");
+    let x = b.parameter("x", F32, [5]);
+    let f = b.finish(&[(x * 2.0).relu().named("twice_relu")]).unwrap();
+    let path = dir.join("f.json");
+    f.save_json(&path).unwrap();
+    let x = vec![-2.0f32, -0.5, 0.0, 0.5, 2.0];
+    let input = write_pb(&dir, "x.pb", x);
+    let want = write_pb(&dir, "y.pb", vec![0.0, 0.0, 0.0, 1.0, 4.0]);
+    let (p, i, w) = (
+        path.to_str().unwrap(),
+        input.to_str().unwrap(),
+        want.to_str().unwrap(),
+    );
+    let o = graphlift(&["run", p, "--input", i, "--expect", w, "--calls", "3"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    for call in 1..=3 {
+        assert!(t.contains(&format!("call {call}: output 0 `")), "{t}");
+    }
+    assert!(t.contains("expect 0: ok"), "{t}");
+    // A saved Function has static shapes: --shape is a usage error, and so is --calls 0.
+    let o = graphlift(&["run", p, "--input", i, "--shape", "x=5"]);
+    assert!(
+        !o.status.success() && text(&o).contains("static shapes"),
+        "{}",
+        text(&o)
+    );
+    assert!(!graphlift(&["run", p, "--input", i, "--calls", "0"])
+        .status
+        .success());
+}
+
+#[test]
 fn garbage_model_is_an_error_not_a_crash() {
     let dir = scratch("garbage");
     let p = dir.join("junk.onnx");
