@@ -4,7 +4,7 @@
 
 pub mod reference;
 
-use graphlift_ir::{ElementType, TensorData};
+use graphlift_ir::{ElementType, Function, TensorData};
 use graphlift_runtime::Tensor;
 
 /// `n` deterministic `f32` values in `[-1, 1)` from a small LCG (Numerical Recipes'
@@ -241,6 +241,23 @@ pub fn bits(outs: &[Tensor]) -> Vec<Vec<u32>> {
                 .iter()
                 .map(|x| x.to_bits())
                 .collect()
+        })
+        .collect()
+}
+
+/// One tensor per parameter of `f`, in call order: parameter `k` of type `t` and `n`
+/// elements holds [`data`]`(t, n, phase + 7·k)`, in the parameter's shape.
+///
+/// # Panics
+/// If a parameter id of `f` dangles or its shape has no element count (a test bug).
+pub fn inputs_of(f: &Function, phase: usize) -> Vec<Tensor> {
+    f.parameters()
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| {
+            let t = f.node(p).unwrap().output_type().clone();
+            let n = t.shape.element_count().unwrap();
+            Tensor::from_data(data(t.element_type, n, phase + 7 * k), t.shape).unwrap()
         })
         .collect()
 }

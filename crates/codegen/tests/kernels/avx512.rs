@@ -2,25 +2,14 @@
 //! with the Cranelift code of the same kernel on every range shape (tails of 1 to 15
 //! elements, ranges that start and end mid-row, rows shorter than a vector).
 
-use super::{bits, check, data, outputs_of_range, Expect};
+use super::{bits, check, outputs_of_range, Expect};
 use graphlift_codegen::avx512::host_supported;
 use graphlift_codegen::JitKernel;
 use graphlift_ir::{ElementType, Function, FunctionBuilder, Shape};
 use graphlift_runtime::Tensor;
+use graphlift_testkit::inputs_of;
 
 const F32: ElementType = ElementType::F32;
-
-fn inputs_of(body: &Function, phase: usize) -> Vec<Tensor> {
-    body.parameters()
-        .iter()
-        .enumerate()
-        .map(|(k, &p)| {
-            let t = body.node(p).unwrap().output_type().clone();
-            let n = t.shape.element_count().unwrap();
-            Tensor::from_data(data(t.element_type, n, phase + 7 * k), t.shape).unwrap()
-        })
-        .collect()
-}
 
 /// `relu((a+b)*c)+d` over `[n]`.
 fn e1(n: usize) -> Function {

@@ -203,10 +203,6 @@ impl Lowering {
         })
     }
 
-    fn compile_err(&self) -> impl Fn(JitError) -> RuntimeError + '_ {
-        |e: JitError| e.into_compile_error(&self.fname)
-    }
-
     /// Stage `steps`: a step per computing node in topological order (constants bound
     /// once), a kernel plan per fused kernel, and where every value and result lives.
     fn steps(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
@@ -322,7 +318,7 @@ impl Lowering {
     fn kernels(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
         let codes = backend
             .kernel_codes(&self.plans)
-            .map_err(self.compile_err())?;
+            .map_err(|e| e.into_compile_error(&self.fname))?;
         let plans = std::mem::take(&mut self.plans);
         self.compiled = plans
             .into_iter()

@@ -7,19 +7,7 @@ use graphlift_runtime::{Backend, Executable, InterpreterBackend, Tensor};
 
 use super::{bits, data, first_difference};
 use graphlift_jit::CpuJitBackend;
-
-/// One tensor per parameter of `f`, from [`data`] with the given phase.
-fn inputs_of(f: &Function, phase: usize) -> Vec<Tensor> {
-    f.parameters()
-        .iter()
-        .enumerate()
-        .map(|(k, &p)| {
-            let t = f.node(p).unwrap().output_type().clone();
-            let n = t.shape.element_count().unwrap();
-            Tensor::from_data(data(t.element_type, n, phase + 7 * k), t.shape).unwrap()
-        })
-        .collect()
-}
+use graphlift_testkit::inputs_of;
 
 /// Runs `f` on CPU-JIT (through `exe`) and on the INTERPRETER and asserts equal bits (any
 /// NaN matching any NaN).
