@@ -14,7 +14,7 @@ const RM: RoundingMode = RoundingMode::ToEven;
 
 /// Below this magnitude `expm1` and `log1p` take their two-term series: the third term is
 /// under `2^-256` of the result.
-const TINY: f64 = 1.0 / (1u128 << 127) as f64 / 2.0; // 2^-128
+const TINY: f64 = f64::from_bits(0x37f0_0000_0000_0000); // 2^-128
 
 /// Extra bits for `expm1` and `log1p` above [`TINY`], where `e^x − 1` and `1 + x` cancel at
 /// most 128 bits.
@@ -142,8 +142,8 @@ fn erf(x: f64, cc: &mut Consts) -> BigFloat {
     let x2 = v.mul(&v, wp, RM);
     let mut term = v.clone(); // x^(2n+1) / n!
     let mut sum = v;
-    // Stop once a term is below 2^-wp of x: the sum is at least about x·e^(-x²)·(2/√π)…
-    // relative to erf(x) ≥ x·(1 − x²/3)… the guard bits cover the difference.
+    // Stop past the terms' peak (n ≈ x²) once a term is below 2^-wp of x; the sum's
+    // cancellation down to erf(x) costs at most the guard bits.
     let stop = x.abs().log2() as i32 - wp as i32;
     for n in 1usize.. {
         term = term.mul(&x2, wp, RM).div(&big(n as f64, wp), wp, RM);
@@ -178,7 +178,8 @@ pub fn exact_pow(x: f64, y: f64) -> BigFloat {
         let m = exact_pow(-x, y);
         return if odd { m.neg() } else { m };
     }
-    // y·ln x can reach about 2^1024 · 745: 64 + 1034 more bits keep its fraction exact enough.
+    // An absolute error of y·ln x is a relative error of the result: ln x needs log2|y| bits
+    // beyond the result's precision, and a margin.
     with_consts(|cc| {
         let wp = PRECISION + 64 + (y.abs().log2().max(0.0) as usize) + 12;
         let l = big(x, wp).ln(wp, RM, cc);
