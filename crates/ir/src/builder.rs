@@ -1,6 +1,8 @@
 //! [`FunctionBuilder`]: builds a [`Function`] with operator overloading and numpy
 //! broadcasting, made explicit as `Broadcast` nodes, so graphs read like the math they compute.
 
+mod state;
+
 use std::cell::{Cell, RefCell};
 use std::ops;
 
@@ -32,6 +34,10 @@ pub struct FunctionBuilder {
     /// How many functions `finish` has handed out: values of an earlier generation belong
     /// to a finished function.
     generation: Cell<u64>,
+    /// The reads and assigns of variables, in creation order (`builder/state.rs`).
+    log: RefCell<Vec<state::Access>>,
+    /// How many [`FunctionBuilder::saved_user_deps`] contexts are open.
+    guarded: Cell<usize>,
 }
 
 /// A value being built: one output of a node in a [`FunctionBuilder`], or a poisoned value
@@ -53,6 +59,8 @@ impl FunctionBuilder {
             function: RefCell::new(Function::new(name)),
             error: RefCell::new(None),
             generation: Cell::new(0),
+            log: RefCell::new(Vec::new()),
+            guarded: Cell::new(0),
         }
     }
 
@@ -149,7 +157,10 @@ impl FunctionBuilder {
         self.constant(data, Shape::scalar())
     }
 
-    /// Adds a node of `op` on already-broadcast operands.
+    /// Adds a node of `op` on already-broadcast operands. An operand that is a variable
+    /// ([`FunctionBuilder::variable`]) is read by a new `ReadVariable` node, ordered after
+    /// the variable's assigns made before it; an `Assign` or `ReadVariable` takes the
+    /// variable itself as input 0.
     #[track_caller]
     pub fn op(&self, op: Op, inputs: &[Value<'_>]) -> Value<'_> {
         if !self.check_owned(&op, inputs) {
@@ -158,8 +169,29 @@ impl FunctionBuilder {
         let Some(ins) = inputs.iter().map(|v| v.output).collect::<Option<Vec<_>>>() else {
             return self.value(None);
         };
-        let r = self.function.borrow_mut().add_node(op, &ins);
-        self.value(self.record(r))
+        let site = CreationSite::caller();
+        let ins: Vec<Output> = ins
+            .into_iter()
+            .enumerate()
+            .map(|(slot, o)| {
+                let target = slot == 0 && matches!(op, Op::ReadVariable | Op::Assign);
+                if target {
+                    Some(o)
+                } else {
+                    self.read_if_variable(o, &site)
+                }
+            })
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        if ins.len() != inputs.len() {
+            return self.value(None);
+        }
+        let r = self.function.borrow_mut().add_node_at(op, &ins, site);
+        let id = self.record(r);
+        if let Some(id) = id {
+            self.log_access(id);
+        }
+        self.value(id)
     }
 
     /// Adds an op whose operands are first broadcast to their common shape (numpy rules).
@@ -201,23 +233,18 @@ impl FunctionBuilder {
     /// # Errors
     /// The first error any builder call recorded, including a result that is not a value
     /// of this builder's function ([`IrError::ForeignValue`]).
+    ///
+    /// To make several computations over one graph, call [`FunctionBuilder::computation`]
+    /// for each and keep building.
     #[track_caller]
     pub fn finish(&self, results: &[Value<'_>]) -> Result<Function, IrError> {
-        if self.check_owned(&"Result", results) {
-            for r in results {
-                if let Some(o) = r.output {
-                    let res = self.function.borrow_mut().add_result(o, None);
-                    self.record(res);
-                }
-            }
-        }
+        let function = self.computation(results);
         self.generation.set(self.generation.get() + 1);
         let name = self.function.borrow().name().to_string();
-        let function = self.function.replace(Function::new(name));
-        match self.error.borrow_mut().take() {
-            Some(e) => Err(e),
-            None => Ok(function),
-        }
+        self.function.replace(Function::new(name));
+        self.log.borrow_mut().clear();
+        self.error.borrow_mut().take();
+        function
     }
 
     /// Builds a subgraph with `build` and makes every node it created (parameters aside)

@@ -95,6 +95,18 @@ pub enum IrError {
         /// FunctionBuilder)``.
         value: String,
     },
+    /// State used wrongly: an `Assign` or `ReadVariable` of something that is not a
+    /// `Variable`, a variable used as a plain value, an initializer that takes parameters or
+    /// uses state, or a read and an assign of one variable that nothing orders.
+    #[error("function `{function}`: node `{node}`: {message}")]
+    State {
+        /// The function's name.
+        function: String,
+        /// The offending node's name.
+        node: String,
+        /// What is wrong, naming the other nodes involved.
+        message: String,
+    },
     /// A structural invariant is broken (reported by [`crate::Function::validate`]).
     #[error("function `{function}` is invalid: {message}")]
     Invalid {

@@ -3,6 +3,7 @@
 mod build;
 mod edit;
 mod order;
+mod state;
 use std::collections::BTreeMap;
 
 use foldhash::HashMap;
@@ -20,7 +21,8 @@ use crate::{IrError, Node, NodeId, Op, Output, TensorType};
 ///
 /// Nodes live in an arena and are addressed by [`NodeId`]; a node's inputs are [`Output`]
 /// handles. Every node knows its users, so [`Function::replace_node`] is cheap. Parameters and
-/// results are nodes (`Op::Parameter`, `Op::Result`), kept in call order. Topological order
+/// results are nodes (`Op::Parameter`, `Op::Result`), kept in call order; sinks
+/// ([`Function::sinks`]) are nodes that run although no result reads them. Topological order
 /// is derived ([`Function::topological_order`]); it and the fact that the function validates
 /// are remembered until the graph next changes (`function/derived.rs`).
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +34,8 @@ pub struct Function {
     nodes: Vec<Option<Arc<Node>>>,
     parameters: Vec<NodeId>,
     results: Vec<NodeId>,
+    /// See [`Function::sinks`].
+    sinks: Vec<NodeId>,
     names: HashMap<Arc<str>, NodeId>,
     /// Provenance groups: root -> members (see [`Function::add_provenance_group_members`]).
     groups: BTreeMap<NodeId, Vec<NodeId>>,
@@ -49,6 +53,7 @@ impl Function {
             nodes: Vec::new(),
             parameters: Vec::new(),
             results: Vec::new(),
+            sinks: Vec::new(),
             names: HashMap::default(),
             groups: BTreeMap::new(),
             provenance_enabled: true,

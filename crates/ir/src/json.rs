@@ -15,12 +15,13 @@ use crate::{Function, IrError};
 /// The `format` tag of a graphlift function document.
 pub const JSON_FORMAT: &str = "graphlift-function";
 
-/// The format version this build writes and the only one it reads.
+/// The format version this build writes; it reads versions 1 and 2.
 ///
-/// # Layout of version 1
+/// # Layout of version 2 (version 1 is version 2 without sinks and state)
 ///
-/// A document is `{"format": "graphlift-function", "version": 1, "function": {"name",
-/// "parameters", "results", "nodes"}}` (an example is in [`Function::from_json`]).
+/// A document is `{"format": "graphlift-function", "version": 2, "function": {"name",
+/// "parameters", "results", "sinks", "nodes"}}` (an example is in [`Function::from_json`]);
+/// `sinks` ([`Function::sinks`], by name) is left out when empty.
 ///
 /// - `nodes` are the live nodes in arena (id) order; a loaded function numbers them
 ///   0, 1, 2, ... in that order, so ids survive a round trip unless the arena had holes
@@ -29,7 +30,8 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 ///   (`other_deps`, by name) refer to nodes by their unique name.
 /// - `op.type` is the nGraph op name ([`crate::Op::type_name`]); attributes: `to` (element
 ///   type) for `Convert`, `shape` for `Broadcast`, `element_type` and `values` for
-///   `Constant`, `body` (a nested `function` object, same layout) for `FusedKernel`;
+///   `Constant`, `body` (a nested `function` object, same layout) for `FusedKernel`,
+///   `initializer` (the same) for `Variable`;
 ///   `shape` for `Reshape`, `perm` for `Transpose`, `slice` (a list of
 ///   `{"start", "step", "len"}`) for `Slice`, `axis` for `Concat`, `Gather` and `Softmax`,
 ///   `axes` and `keep_dims` for `ReduceSum`/`ReduceMean`/`ReduceMax`/`ReduceMin`/
@@ -62,7 +64,7 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 /// Limits: serde_json refuses JSON nested more than 128 levels deep (a `Syntax` error,
 /// "recursion limit exceeded"), which bounds fused kernels nested inside kernel bodies to
 /// 30 levels when loading; writing has no such bound.
-pub const JSON_VERSION: u64 = 1;
+pub const JSON_VERSION: u64 = 2;
 
 impl Function {
     /// The function as a pretty-printed JSON document (layout: [`JSON_VERSION`]).

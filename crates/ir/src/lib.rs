@@ -27,7 +27,7 @@ pub use function::Function;
 pub use infer::{infer_output_types, OutputTypes};
 pub use json::{JSON_FORMAT, JSON_VERSION};
 pub use node::{CreationSite, Node, NodeId, Output, TensorType};
-pub use op::{BinaryOp, CompareOp, FusedKernel, Op, UnaryOp};
+pub use op::{BinaryOp, CompareOp, FusedKernel, Op, UnaryOp, Variable};
 pub use provenance::ProvenanceTags;
 pub use shape::Shape;
 pub use tensor_data::{Element, TensorData};

@@ -98,6 +98,22 @@ pub struct FusedKernel {
     pub body: Function,
 }
 
+/// A variable: a tensor that keeps its value from one call of an Executable to the next
+/// (Nervana Graph's `variable`; TensorFlow's resource variable, OpenVINO's `Variable`).
+///
+/// The `Op::Variable` node stands for the storage, not for a value: nodes read it through
+/// [`Op::ReadVariable`] and write it through [`Op::Assign`], and its users are only those
+/// (at input 0). Its name is the node's name; its element type and shape are the node's
+/// output type, which is the initializer's result type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variable {
+    /// The initial value: a Function of no parameters and one result (constants, fills,
+    /// any ops but variables, reads and assigns). A backend evaluates it with the reference
+    /// interpreter when it compiles the Function and again on `reset_variables`, so a
+    /// variable starts bit-identical on every backend.
+    pub initializer: Function,
+}
+
 /// What a node computes.
 ///
 /// Every elementwise op takes operands of one shape; numpy broadcasting is explicit, through
@@ -163,6 +179,15 @@ pub enum Op {
     /// Max pooling of `x` `[N, C, D..]` over a window; padding never wins (it acts as
     /// `-inf`).
     MaxPool(Window),
+    /// A variable's storage ([`Variable`]): no inputs, one output of the variable's type,
+    /// used only by `ReadVariable` and `Assign` (at input 0).
+    Variable(Arc<Variable>),
+    /// The value of variable `input 0` when this node runs (TensorFlow's `ReadVariableOp`);
+    /// control dependencies order it against the variable's assigns.
+    ReadVariable,
+    /// Writes `input 1` into the whole of variable `input 0` (same element type and shape)
+    /// when this node runs; its output is the value written (Nervana Graph's `assign`).
+    Assign,
 }
 
 impl Op {
@@ -197,6 +222,9 @@ impl Op {
             Op::Convolution(_) => "Convolution",
             Op::BatchNormInference(_) => "BatchNormInference",
             Op::MaxPool(_) => "MaxPool",
+            Op::Variable(_) => "Variable",
+            Op::ReadVariable => "ReadVariable",
+            Op::Assign => "Assign",
         }
     }
 
@@ -207,6 +235,12 @@ impl Op {
             self,
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Convert(_)
         )
+    }
+
+    /// `true` for the ops of state: `Variable`, `ReadVariable` and `Assign`. Passes never
+    /// fold, merge or move them; their order is their control dependencies.
+    pub fn is_stateful(&self) -> bool {
+        matches!(self, Op::Variable(_) | Op::ReadVariable | Op::Assign)
     }
 }
 

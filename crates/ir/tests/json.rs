@@ -136,7 +136,7 @@ fn round_trip_is_exact_and_keeps_ids() {
 fn format_header_and_constant_encoding() {
     let doc = doc_of(&sample());
     assert_eq!(doc["format"], "graphlift-function");
-    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["version"], 2);
     let nodes = doc["function"]["nodes"].as_array().unwrap();
     let values = |ty: &str| {
         nodes
@@ -175,11 +175,14 @@ fn arena_holes_are_compacted() {
 #[test]
 fn unknown_version_is_rejected() {
     let mut doc = doc_of(&sample());
-    doc["version"] = json!(2);
+    doc["version"] = json!(3);
     let e = load_err(&doc);
     assert_eq!(e.kind, SerializationErrorKind::UnsupportedFormat);
-    assert!(e.to_string().contains("version 2"), "{e}");
-    assert!(e.to_string().contains("reads version 1"), "{e}");
+    assert!(e.to_string().contains("version 3"), "{e}");
+    assert!(e.to_string().contains("reads versions 1 to 2"), "{e}");
+    // Version 1 (no sinks, no state) still loads.
+    doc["version"] = json!(1);
+    Function::from_json(&doc.to_string()).unwrap();
 
     doc["version"] = json!("1");
     assert_eq!(

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use graphlift_ir::{ElementType, Function, Shape, TensorType};
 
+use crate::state::{no_variables, VariableStore};
 use crate::{RuntimeError, Tensor};
 
 /// A parameter or result of an Executable: its name and type.
@@ -98,6 +99,11 @@ pub trait Backend: Send + Sync {
 }
 
 /// A compiled Function, callable any number of times, from any thread.
+///
+/// An Executable of a Function with variables owns their storage ([`VariableStore`]): the
+/// values persist from call to call, start at their initializers' values, and its calls are
+/// serialized (one runs at a time; each sees every write of the one before). Executables
+/// without variables run calls from several threads at once.
 pub trait Executable: Send + Sync {
     /// Parameters in call order.
     fn parameters(&self) -> &[TensorSpec];
@@ -148,6 +154,50 @@ pub trait Executable: Send + Sync {
             .collect::<Result<Vec<_>, _>>()?;
         self.call_with_validate(&mut outputs, inputs)?;
         Ok(outputs)
+    }
+
+    /// The variables' storage; `None` for a Function without variables.
+    fn variable_store(&self) -> Option<&VariableStore> {
+        None
+    }
+
+    /// Each variable's name and type, in the Function's node order (empty without state).
+    fn variables(&self) -> Vec<TensorSpec> {
+        self.variable_store()
+            .map(|s| s.lock().specs().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// The current value of variable `name` (a copy), waiting for a running call to end.
+    ///
+    /// # Errors
+    /// [`RuntimeError::UnknownVariable`] listing the variables there are.
+    fn variable(&self, name: &str) -> Result<Tensor, RuntimeError> {
+        match self.variable_store() {
+            Some(s) => s.variable(name),
+            None => Err(no_variables(name)),
+        }
+    }
+
+    /// Sets variable `name` to `value` before the next call.
+    ///
+    /// # Errors
+    /// [`RuntimeError::UnknownVariable`]; [`RuntimeError::VariableType`] for a value of
+    /// another element type or shape (the variable is then unchanged).
+    fn set_variable(&self, name: &str, value: &Tensor) -> Result<(), RuntimeError> {
+        match self.variable_store() {
+            Some(s) => s.set_variable(name, value),
+            None => Err(no_variables(name)),
+        }
+    }
+
+    /// Runs every variable's initializer again (Nervana Graph's re-initialization).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Execution`] naming a variable whose initializer fails (the values
+    /// are then unchanged).
+    fn reset_variables(&self) -> Result<(), RuntimeError> {
+        self.variable_store().map_or(Ok(()), VariableStore::reset)
     }
 
     /// The fused kernels this Executable runs (empty for backends that do not fuse).

@@ -65,6 +65,24 @@ pub enum RuntimeError {
         /// What failed.
         message: String,
     },
+    /// A variable name the Executable does not have.
+    #[error("no variable `{name}`; the executable's variables: {known}")]
+    UnknownVariable {
+        /// The name asked for.
+        name: String,
+        /// The executable's variables, comma-separated (`none` when it has none).
+        known: String,
+    },
+    /// A value for a variable whose element type or shape differs from the variable's.
+    #[error("variable `{name}`: expected {expected}, got {got}")]
+    VariableType {
+        /// The variable's name.
+        name: String,
+        /// The variable's type.
+        expected: Box<TensorType>,
+        /// The value's type.
+        got: Box<TensorType>,
+    },
     /// A trace that cannot be recorded, rebuilt, written or read (the message says which
     /// and why, naming the file or record).
     #[error("trace: {0}")]

@@ -6,6 +6,7 @@ use graphlift_ir::Function;
 
 use crate::backend::{function_signature, validate_arguments};
 use crate::reference::evaluate_function_traced;
+use crate::state::{VariableStore, Variables};
 use crate::trace::CallRecorder;
 use crate::{Backend, Executable, RuntimeError, Tensor, TensorSpec};
 
@@ -25,6 +26,7 @@ impl Backend for InterpreterBackend {
             function: function.clone(),
             parameters,
             results,
+            variables: VariableStore::new(Variables::of(function)?),
         }))
     }
 }
@@ -35,6 +37,7 @@ pub struct InterpreterExecutable {
     function: Function,
     parameters: Vec<TensorSpec>,
     results: Vec<TensorSpec>,
+    variables: Option<VariableStore>,
 }
 
 impl Executable for InterpreterExecutable {
@@ -46,11 +49,21 @@ impl Executable for InterpreterExecutable {
         &self.results
     }
 
+    fn variable_store(&self) -> Option<&VariableStore> {
+        self.variables.as_ref()
+    }
+
     fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
         validate_arguments(&self.parameters, inputs.iter(), "input")?;
         validate_arguments(&self.results, outputs.iter(), "output")?;
+        let mut state = self.variables.as_ref().map(VariableStore::lock);
         let mut recorder = CallRecorder::begin(&self.function, "INTERPRETER");
-        let values = evaluate_function_traced(&self.function, inputs, recorder.as_mut())?;
+        let values = evaluate_function_traced(
+            &self.function,
+            inputs,
+            state.as_deref_mut(),
+            recorder.as_mut(),
+        )?;
         if let Some(r) = recorder {
             r.finish(&self.function)?;
         }

@@ -10,6 +10,7 @@ mod error;
 mod interpreter;
 pub mod reference;
 pub mod registry;
+pub mod state;
 mod tensor;
 pub mod trace;
 

@@ -120,7 +120,14 @@ impl Function {
         if matches!(op, Op::Result) {
             return Err(self.dangling("use add_result to add a Result".into()));
         }
+        if matches!(op, Op::Variable(_)) {
+            return Err(self.dangling("use add_variable to add a Variable".into()));
+        }
         let types = self.infer(&op, inputs, &site)?;
+        if let Err(message) = self.check_state_inputs(&op, inputs) {
+            let name = format!("{}_{}", op.type_name(), self.nodes.len());
+            return Err(self.state_error(&name, format!("{message} (created at {site})")));
+        }
         Ok(self.push(op, inputs.to_vec(), types, None, site))
     }
 
@@ -212,7 +219,7 @@ impl Function {
     ) -> Result<NodeId, IrError> {
         let types = match (types, &src.op) {
             (Some(t), _) => t,
-            (None, Op::Parameter | Op::Constant(_)) => src.outputs.clone(),
+            (None, Op::Parameter | Op::Constant(_) | Op::Variable(_)) => src.outputs.clone(),
             (None, op) => self.infer(op, inputs, &src.site)?,
         };
         // The source's name when it is free here (shared, not copied), else a suffixed one.

@@ -205,6 +205,7 @@ impl Function {
     pub fn is_used(&self, id: NodeId) -> Result<bool, IrError> {
         let n = self.node(id)?;
         Ok((0..n.outputs.len()).any(|i| !n.users(i).is_empty())
+            || self.sinks.contains(&id)
             || self.nodes().any(|m| m.other_deps.contains(&id)))
     }
 
@@ -288,6 +289,13 @@ impl Function {
             }
         }
         self.redirect_control_dependencies(old, new)?;
+        if let Some(k) = self.sinks.iter().position(|&s| s == old) {
+            if self.sinks.contains(&new) {
+                self.sinks.remove(k);
+            } else {
+                self.sinks[k] = new;
+            }
+        }
         Ok(())
     }
 
@@ -339,22 +347,10 @@ impl Function {
         seen
     }
 
-    /// Removes every node that no result reaches through inputs or control dependencies.
-    /// Parameters always stay. Returns the number of nodes removed.
+    /// Removes every node that no result or sink reaches through inputs or control
+    /// dependencies. Parameters always stay. Returns the number of nodes removed.
     pub fn remove_dead_nodes(&mut self) -> usize {
-        let mut live = vec![false; self.nodes.len()];
-        let mut stack: Vec<NodeId> = self.results.clone();
-        stack.extend(&self.parameters);
-        while let Some(id) = stack.pop() {
-            if live[id.index()] {
-                continue;
-            }
-            live[id.index()] = true;
-            if let Some(n) = self.get(id) {
-                stack.extend(n.inputs.iter().map(|o| o.node));
-                stack.extend(&n.other_deps);
-            }
-        }
+        let live = self.live_nodes();
         let dead = |(i, &is_live): (usize, &bool)| !is_live && self.nodes[i].is_some();
         if !live.iter().enumerate().any(dead) {
             return 0;
@@ -382,6 +378,27 @@ impl Function {
             }
         }
         removed
+    }
+
+    /// Which nodes are live, by arena index: the parameters, the results, the sinks and
+    /// every node they reach through inputs or control dependencies. Only live nodes run: a
+    /// node nothing live needs has no effect (a backend may skip it), state included.
+    pub fn live_nodes(&self) -> Vec<bool> {
+        let mut live = vec![false; self.nodes.len()];
+        let mut stack: Vec<NodeId> = self.results.clone();
+        stack.extend(&self.parameters);
+        stack.extend(&self.sinks);
+        while let Some(id) = stack.pop() {
+            if live[id.index()] {
+                continue;
+            }
+            live[id.index()] = true;
+            if let Some(n) = self.get(id) {
+                stack.extend(n.inputs.iter().map(|o| o.node));
+                stack.extend(&n.other_deps);
+            }
+        }
+        live
     }
 
     /// `Ok` when `new` may stand in for `old`: both exist and have the same type.

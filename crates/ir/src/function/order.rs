@@ -167,6 +167,7 @@ impl Function {
             }
         }
         self.topological_order()?;
+        self.check_state()?;
         Ok(())
     }
 }

@@ -12,7 +12,9 @@ pub type OutputTypes = SmallVec<[TensorType; 1]>;
 /// The output types of `op` applied to operands of types `inputs`.
 ///
 /// `Parameter` and `Constant` take no operands and carry their type themselves, so they are
-/// not inferred here (the caller passes their type in). Returns a message saying what is
+/// not inferred here (the caller passes their type in); a `Variable`'s type is its
+/// initializer's result type. That an `Assign` or `ReadVariable` reads a `Variable` is a
+/// fact of the graph, checked by [`crate::Function::validate`], not of types. Returns a message saying what is
 /// wrong; [`crate::Function::add_node`] wraps it with the op, the operands and the creation
 /// site.
 pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes, String> {
@@ -133,6 +135,30 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
         Op::Convolution(c) => tensor_ops::convolution(c, inputs),
         Op::BatchNormInference(eps) => tensor_ops::batch_norm(*eps, inputs),
         Op::MaxPool(w) => tensor_ops::max_pool(w, inputs),
+        Op::Variable(v) => {
+            arity(0)?;
+            match v.initializer.result_types().as_slice() {
+                [t] => Ok(smallvec![t.clone()]),
+                other => Err(format!(
+                    "the initializer must have one result, has {}",
+                    other.len()
+                )),
+            }
+        }
+        Op::ReadVariable => {
+            arity(1)?;
+            Ok(smallvec![inputs[0].clone()])
+        }
+        Op::Assign => {
+            arity(2)?;
+            if inputs[0] != inputs[1] {
+                return Err(format!(
+                    "assigns a value of {} to a variable of {} (element type and shape must match)",
+                    inputs[1], inputs[0]
+                ));
+            }
+            Ok(smallvec![inputs[1].clone()])
+        }
     }
 }
 

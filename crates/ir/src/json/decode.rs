@@ -13,7 +13,7 @@ use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
 use crate::{
     BinaryOp, CompareOp, CreationSite, ElementType, Function, FusedKernel, Node, NodeId, Op,
-    Output, ProvenanceTags, Shape, TensorData, TensorType, UnaryOp,
+    Output, ProvenanceTags, Shape, TensorData, TensorType, UnaryOp, Variable,
 };
 
 type Res<T> = Result<T, SerializationError>;
@@ -69,12 +69,12 @@ fn check_header(value: &Value) -> Res<()> {
         }
     }
     match obj.get("version") {
-        Some(v) if v.as_u64() == Some(JSON_VERSION) => Ok(()),
+        Some(v) if v.as_u64().is_some_and(|v| (1..=JSON_VERSION).contains(&v)) => Ok(()),
         Some(v) => Err(unsupported(format!(
-            "version {v} is not supported: this build reads version {JSON_VERSION}"
+            "version {v} is not supported: this build reads versions 1 to {JSON_VERSION}"
         ))),
         None => Err(unsupported(format!(
-            "no `version` field (this build reads version {JSON_VERSION})"
+            "no `version` field (this build reads versions 1 to {JSON_VERSION})"
         ))),
     }
 }
@@ -121,8 +121,17 @@ fn decode_function(dto: FunctionDto<Value>, outer: &str) -> Res<Function> {
     let parameters = resolver.listed(&dto.parameters, "parameters", &built)?;
     let results = resolver.listed(&dto.results, "results", &built)?;
     check_listed(&built, &parameters, &results, &here)?;
-    let f = Function::from_parts(dto.name, built, parameters, results)
+    let sinks = dto
+        .sinks
+        .iter()
+        .enumerate()
+        .map(|(k, s)| resolver.id(s, &here, &format!("sink {k}")))
+        .collect::<Res<Vec<_>>>()?;
+    let mut f = Function::from_parts(dto.name, built, parameters, results)
         .map_err(|e| invalid(&here, e.to_string()))?;
+    for s in sinks {
+        f.add_sink(s).map_err(|e| invalid(&here, e.to_string()))?;
+    }
     check_types(&f, &here)?;
     f.validate().map_err(|e| invalid(&here, e.to_string()))?;
     Ok(f)
@@ -283,6 +292,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("element_type", op.element_type.is_some()),
         ("values", op.values.is_some()),
         ("body", op.body.is_some()),
+        ("initializer", op.initializer.is_some()),
         ("perm", op.perm.is_some()),
         ("slice", op.slice.is_some()),
         ("axis", op.axis.is_some()),
@@ -301,6 +311,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Broadcast" => &["shape"],
         "Constant" => &["element_type", "values"],
         "FusedKernel" => &["body"],
+        "Variable" => &["initializer"],
         "Reshape" => &["shape"],
         "Transpose" => &["perm"],
         "Slice" => &["slice"],
@@ -347,6 +358,19 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
                 body: decode_function(*body, loc)?,
             }))
         }
+        "Variable" => {
+            let Some(init) = op.initializer else {
+                return Err(invalid(
+                    loc,
+                    "op `Variable` needs the attribute `initializer`",
+                ));
+            };
+            Op::Variable(Arc::new(Variable {
+                initializer: decode_function(*init, loc)?,
+            }))
+        }
+        "ReadVariable" => Op::ReadVariable,
+        "Assign" => Op::Assign,
         "Reshape" => Op::Reshape(Shape::new(op.shape.unwrap_or_default())),
         "Transpose" => Op::Transpose(op.perm.unwrap_or_default()),
         "Slice" => Op::Slice(op.slice.unwrap_or_default()),

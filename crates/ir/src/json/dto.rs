@@ -35,6 +35,9 @@ pub(super) struct FunctionDto<N> {
     pub name: String,
     pub parameters: Vec<String>,
     pub results: Vec<String>,
+    /// Nodes run on every call though no result reads them (version 2; left out when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sinks: Vec<String>,
     pub nodes: Vec<N>,
 }
 
@@ -88,6 +91,9 @@ pub(super) struct OpDto<N> {
     pub values: Option<Vec<serde_json::Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<Box<FunctionDto<N>>>,
+    /// A `Variable`'s initializer (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initializer: Option<Box<FunctionDto<N>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub perm: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,6 +122,7 @@ impl<N> OpDto<N> {
             element_type: None,
             values: None,
             body: None,
+            initializer: None,
             perm: None,
             slice: None,
             axis: None,

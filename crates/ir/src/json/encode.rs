@@ -11,6 +11,7 @@ pub(super) fn function_dto(f: &Function) -> FunctionDto<WrittenNode> {
         name: f.name().to_string(),
         parameters: f.parameters().iter().map(|&id| name_of(f, id)).collect(),
         results: f.results().iter().map(|&id| name_of(f, id)).collect(),
+        sinks: f.sinks().iter().map(|&id| name_of(f, id)).collect(),
         nodes: f.nodes().map(|n| WrittenNode(node_dto(f, n))).collect(),
     }
 }
@@ -63,6 +64,7 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.values = Some(constant_values(d));
         }
         Op::FusedKernel(k) => dto.body = Some(Box::new(function_dto(&k.body))),
+        Op::Variable(v) => dto.initializer = Some(Box::new(function_dto(&v.initializer))),
         Op::Reshape(s) => dto.shape = Some(s.dims().to_vec()),
         Op::Transpose(p) => dto.perm = Some(p.clone()),
         Op::Slice(axes) => dto.slice = Some(axes.clone()),
@@ -87,7 +89,9 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
         | Op::Binary(_)
         | Op::Compare(_)
         | Op::Select
-        | Op::MatMul => {}
+        | Op::MatMul
+        | Op::ReadVariable
+        | Op::Assign => {}
     }
     dto
 }

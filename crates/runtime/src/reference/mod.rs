@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 use graphlift_ir::{Function, Node, Op, Output, TensorData};
 
+use crate::state::Variables;
 use crate::trace::{CallRecorder, StepKind};
 use crate::{RuntimeError, Tensor};
 
@@ -90,6 +91,9 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
     };
     match node.op() {
         Op::Parameter => Err(fail("a Parameter is bound by the caller".into())),
+        Op::Variable(_) | Op::ReadVariable | Op::Assign => Err(fail(
+            "state is evaluated by evaluate_function with the executable's variables".into(),
+        )),
         Op::Result => Ok(vec![inputs[0].clone()]),
         Op::Constant(d) => one(Ok((**d).clone())),
         Op::Unary(u) => one(unary(*u, data(0))),
@@ -136,32 +140,57 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
     }
 }
 
-/// Interprets `function` on `inputs` (one per parameter, types already checked) and returns
-/// one tensor per result.
+/// Interprets a stateless `function` on `inputs` (one per parameter, types already
+/// checked) and returns one tensor per result.
 ///
 /// # Errors
-/// [`RuntimeError::Ir`] for a cyclic function; [`RuntimeError::Execution`] from any node.
+/// [`RuntimeError::Ir`] for a cyclic function; [`RuntimeError::Execution`] from any node,
+/// and for a function with variables (run those through an Executable).
 pub fn evaluate_function(
     function: &Function,
     inputs: &[Tensor],
 ) -> Result<Vec<Tensor>, RuntimeError> {
-    evaluate_function_traced(function, inputs, None)
+    evaluate_function_traced(function, inputs, None, None)
 }
 
-/// [`evaluate_function`] that reports every evaluated node to `recorder` (the
-/// INTERPRETER's tracing hook; `None` when no tracer is alive).
+/// [`evaluate_function`] with the executable's `variables` (required when the function has
+/// any), that reports every evaluated node to `recorder` (the INTERPRETER's tracing hook;
+/// `None` when no tracer is alive).
+///
+/// Only live nodes run ([`Function::live_nodes`]), in topological order. A `ReadVariable`
+/// gives the variable's value as the assigns that ran before it left it; an `Assign` writes
+/// its value and passes it on. The writes reach `variables` only when every node has run,
+/// so a failed call leaves them unchanged.
 pub(crate) fn evaluate_function_traced(
     function: &Function,
     inputs: &[Tensor],
+    variables: Option<&mut Variables>,
     mut recorder: Option<&mut CallRecorder>,
 ) -> Result<Vec<Tensor>, RuntimeError> {
     let mut values: HashMap<Output, Tensor> = HashMap::new();
+    // Variable index -> the value this call has written.
+    let mut written: HashMap<usize, Tensor> = HashMap::new();
     for (&p, t) in function.parameters().iter().zip(inputs) {
         values.insert(Output::new(p, 0), t.clone());
     }
+    let live = function.live_nodes();
     for id in function.topological_order()? {
         let node = function.node(id)?;
-        if matches!(node.op(), Op::Parameter) {
+        if matches!(node.op(), Op::Parameter | Op::Variable(_)) || !live[id.index()] {
+            continue;
+        }
+        if matches!(node.op(), Op::ReadVariable | Op::Assign) {
+            let started = recorder.as_deref().map(CallRecorder::step_start);
+            let out = access_variable(node, variables.as_deref(), &mut written, &values)?;
+            if let (Some(r), Some(start)) = (recorder.as_deref_mut(), started) {
+                r.record(
+                    node,
+                    StepKind::Interpreted,
+                    start,
+                    std::slice::from_ref(&out),
+                );
+            }
+            values.insert(Output::new(id, 0), out);
             continue;
         }
         let ins: Vec<&Tensor> = node
@@ -185,7 +214,7 @@ pub(crate) fn evaluate_function_traced(
             values.insert(Output::new(id, i), t);
         }
     }
-    function
+    let outputs = function
         .results()
         .iter()
         .map(|&r| {
@@ -200,5 +229,45 @@ pub(crate) fn evaluate_function_traced(
                     message: format!("result {r} was not computed"),
                 })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(vars) = variables {
+        for (k, t) in written {
+            *vars.value_mut(k) = t;
+        }
+    }
+    Ok(outputs)
+}
+
+/// Runs a `ReadVariable` or `Assign` node against the call's view of the variables: what
+/// it has `written` so far over their values before the call.
+fn access_variable(
+    node: &Node,
+    variables: Option<&Variables>,
+    written: &mut HashMap<usize, Tensor>,
+    values: &HashMap<Output, Tensor>,
+) -> Result<Tensor, RuntimeError> {
+    let fail = |message: &str| RuntimeError::Execution {
+        node: node.name().to_string(),
+        op: node.op().to_string(),
+        provenance: node.tags().iter().collect::<Vec<_>>().join(", "),
+        message: message.to_string(),
+    };
+    let vars = variables.ok_or_else(|| {
+        fail("the function has variables: run it through an Executable, which owns them")
+    })?;
+    let k = node
+        .inputs()
+        .first()
+        .and_then(|o| vars.index_of_node(o.node))
+        .ok_or_else(|| fail("input 0 is not one of the executable's variables"))?;
+    if matches!(node.op(), Op::Assign) {
+        let value = node
+            .inputs()
+            .get(1)
+            .and_then(|o| values.get(o))
+            .ok_or_else(|| fail("the value was not computed"))?;
+        written.insert(k, value.clone());
+        return Ok(value.clone());
+    }
+    Ok(written.get(&k).unwrap_or_else(|| vars.value(k)).clone())
 }
