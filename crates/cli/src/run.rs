@@ -7,7 +7,7 @@ use std::time::Instant;
 use graphlift::onnx::{import_model_file_with, ImportOptions, ImportedModel};
 use graphlift::runtime::compare;
 use graphlift::runtime::trace::Tracer;
-use graphlift::{Backend, Tensor, TensorData};
+use graphlift::{Backend, Executable, Tensor, TensorData};
 use graphlift::{Function, TensorType};
 
 use crate::error::CliError;
@@ -17,12 +17,15 @@ use crate::{default_model, RunArgs};
 /// How many leading values of each output are printed.
 const SHOWN_VALUES: usize = 8;
 
-/// What `run` runs: a Function with the names and types of its inputs and outputs, from an
-/// ONNX model or a saved graphlift Function.
+/// What `run` runs: a Function with the names and types of its inputs, outputs and
+/// variables, from an ONNX model or a saved graphlift Function.
 struct Program {
     function: Function,
     inputs: Vec<(String, TensorType)>,
     outputs: Vec<(String, TensorType)>,
+    /// The Function's Variable nodes (by node name, in node id order), whose values are
+    /// printed after each call.
+    variables: Vec<(String, TensorType)>,
 }
 
 impl From<ImportedModel> for Program {
@@ -33,9 +36,18 @@ impl From<ImportedModel> for Program {
         Program {
             inputs: values(m.inputs),
             outputs: values(m.outputs),
+            variables: variables_of(&m.function),
             function: m.function,
         }
     }
+}
+
+/// The name and type of each Variable node of `function`, in node id order.
+fn variables_of(function: &Function) -> Vec<(String, TensorType)> {
+    function
+        .variables()
+        .map(|n| (n.name().to_string(), n.output_type().clone()))
+        .collect()
 }
 
 impl Program {
@@ -54,6 +66,7 @@ impl Program {
         let inputs = named(function.parameters())?;
         let outputs = named(function.results())?;
         Ok(Program {
+            variables: variables_of(&function),
             function,
             inputs,
             outputs,
@@ -117,7 +130,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     let mut outputs = exe.run(&inputs)?;
     let run_ms = start.elapsed().as_secs_f64() * 1e3;
     for call in 2..=args.calls {
-        print_outputs(&model, &outputs, Some(call - 1));
+        print_call(&model, &*exe, &outputs, Some(call - 1))?;
         outputs = exe.run(&inputs)?;
     }
     if let (Some(tracer), Some(path)) = (tracer, &args.trace) {
@@ -157,7 +170,12 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         }
     }
 
-    print_outputs(&model, &outputs, (args.calls > 1).then_some(args.calls));
+    print_call(
+        &model,
+        &*exe,
+        &outputs,
+        (args.calls > 1).then_some(args.calls),
+    )?;
 
     let mut failed = 0;
     for (i, (got, want)) in outputs.iter().zip(&expected).enumerate() {
@@ -205,16 +223,32 @@ pub(crate) fn import_for(
     Ok(import_model_file_with(path, &options)?)
 }
 
-/// Prints each output's name, type and first values (after call `call` when several run).
-fn print_outputs(model: &Program, outputs: &[Tensor], call: Option<u64>) {
+/// Prints each output's and then each variable's name, type and first values, as `exe`
+/// holds them after the call that gave `outputs` (call `call` when several run).
+///
+/// # Errors
+/// A variable of `model` that `exe` does not have.
+fn print_call(
+    model: &Program,
+    exe: &dyn Executable,
+    outputs: &[Tensor],
+    call: Option<u64>,
+) -> Result<(), CliError> {
     let after = call.map(|c| format!("call {c}: ")).unwrap_or_default();
-    for (i, ((name, _), t)) in model.outputs.iter().zip(outputs).enumerate() {
+    let show = |what: &str, i: usize, name: &str, t: &Tensor| {
         println!(
-            "{after}output {i} `{name}`: {} = {}",
+            "{after}{what} {i} `{name}`: {} = {}",
             t.tensor_type(),
             preview(t)
         );
+    };
+    for (i, ((name, _), t)) in model.outputs.iter().zip(outputs).enumerate() {
+        show("output", i, name, t);
     }
+    for (i, (name, _)) in model.variables.iter().enumerate() {
+        show("variable", i, name, &exe.variable(name)?);
+    }
+    Ok(())
 }
 
 fn check_counts(model: &Program, inputs: &[Tensor], expected: &[Tensor]) -> Result<(), CliError> {

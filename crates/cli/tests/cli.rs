@@ -192,6 +192,43 @@ fn a_saved_function_runs_several_calls_with_its_node_names() {
 }
 
 #[test]
+fn a_saved_function_prints_its_variables_after_each_call() {
+    use graphlift::{ElementType::F32, FunctionBuilder};
+    let dir = scratch("json-state");
+    // count = count + 1; acc = acc * 2 + count (after the assign): results count, acc.
+    let b = FunctionBuilder::new("counter");
+    let count = b.variable("count", b.scalar(F32, 0.0));
+    let acc = b.variable("acc", b.constant(vec![0.5f32, -1.0], [2]));
+    b.assign(count, count + 1.0);
+    b.assign(acc, acc * 2.0 + count.broadcast_to([2]));
+    let f = b.finish(&[count]).unwrap();
+    let path = dir.join("counter.json");
+    f.save_json(&path).unwrap();
+    let p = path.to_str().unwrap();
+    let o = graphlift(&["run", p, "--backend", "INTERPRETER", "--calls", "3"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    for (call, acc) in [(1, "[2, -1]"), (2, "[6, 0]"), (3, "[15, 3]")] {
+        let output = t
+            .lines()
+            .find(|l| l.starts_with(&format!("call {call}: output 0 `")))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(output.ends_with(&format!(": f32[] = [{call}]")), "{t}");
+        assert!(
+            t.contains(&format!(
+                "call {call}: variable 0 `count`: f32[] = [{call}]"
+            )),
+            "{t}"
+        );
+        assert!(
+            t.contains(&format!("call {call}: variable 1 `acc`: f32[2] = {acc}")),
+            "{t}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn garbage_model_is_an_error_not_a_crash() {
     let dir = scratch("garbage");
     let p = dir.join("junk.onnx");

@@ -58,6 +58,9 @@ impl Executable for InterpreterExecutable {
         validate_arguments(&self.results, outputs.iter(), "output")?;
         let mut state = self.variables.as_ref().map(VariableStore::lock);
         let mut recorder = CallRecorder::begin(&self.function, "INTERPRETER");
+        if let (Some(r), Some(vars)) = (recorder.as_mut(), state.as_deref()) {
+            r.record_variables(vars);
+        }
         let values = evaluate_function_traced(
             &self.function,
             inputs,

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::file::write_atomically;
-use super::record::{OpRecord, Trace};
+use super::record::{CallTrace, OpRecord, Trace, ValueSource};
 use crate::RuntimeError;
 
 /// µs from ns, as the format wants.
@@ -30,6 +30,14 @@ fn args(r: &OpRecord, estimated: bool) -> Value {
     a
 }
 
+/// The variable a `ReadVariable` or `Assign` record of call `c` reads or writes.
+fn variable_of<'c>(c: &'c CallTrace, r: &OpRecord) -> Option<&'c str> {
+    match r.inputs.first()?.source {
+        ValueSource::Variable(k) => c.variables.get(k).map(|v| v.name.as_str()),
+        _ => None,
+    }
+}
+
 fn event(name: &str, cat: &str, start_ns: u64, dur_ns: u64, tid: usize, args: Value) -> Value {
     json!({
         "name": name,
@@ -50,7 +58,9 @@ impl Trace {
     /// and one per op fused into a kernel inside the kernel's slice. Fused ops are not timed
     /// on their own: they evenly subdivide the kernel's time and carry `"estimated": true` in
     /// their args. Times count from the start of the trace's first call. Args give the op,
-    /// input and output types, provenance tags and pass history.
+    /// input and output types, provenance tags and pass history; a `ReadVariable` or
+    /// `Assign` step also names its `variable`, and a call lists its `variables` (name and
+    /// type).
     pub fn to_chrome_json(&self) -> String {
         let base = self
             .calls
@@ -68,18 +78,30 @@ impl Trace {
                 rel(c.timing.start_ns),
                 c.timing.duration_ns,
                 tid,
-                json!({ "backend": c.backend, "steps": c.records.len() }),
+                json!({
+                    "backend": c.backend,
+                    "steps": c.records.len(),
+                    "variables": c
+                        .variables
+                        .iter()
+                        .map(|v| format!("{}: {}", v.name, v.value.tensor_type()))
+                        .collect::<Vec<_>>(),
+                }),
             ));
             for r in &c.records {
                 let Some(t) = r.timing else { continue };
                 let start = rel(t.start_ns);
+                let mut step_args = args(r, false);
+                if let Some(v) = variable_of(c, r) {
+                    step_args["variable"] = json!(v);
+                }
                 events.push(event(
                     &r.name,
                     r.kind.name(),
                     start,
                     t.duration_ns,
                     tid,
-                    args(r, false),
+                    step_args,
                 ));
                 let n = r.children.len() as u64;
                 for (i, child) in r.children.iter().enumerate() {

@@ -1,45 +1,60 @@
 //! Rebuilding a runnable [`Function`] from a trace (DL4J's `collect`).
 
-use graphlift_ir::{Function, Op, Output};
+use std::collections::HashMap;
 
-use super::record::{CallTrace, OpRecord, Trace, ValueSource};
-use crate::RuntimeError;
+use graphlift_ir::{Function, NodeId, Op, Output};
+
+use super::record::{CallTrace, OpRecord, Trace, TracedVariable, ValueSource};
+use crate::{RuntimeError, Tensor};
 
 impl CallTrace {
     /// The traced call as a Function: one Parameter per call input (named after the
-    /// Executable's parameters), each recorded op re-created in execution order with its
-    /// name, provenance tags and pass history (Constants as Constants, fused kernels as
-    /// `FusedKernel` ops with their bodies), and the call's Results. Metadata and creation
-    /// sites are not kept.
+    /// Executable's parameters), one Variable per traced variable (named after it, its
+    /// initializer its value at the start of the call: [`TracedVariable::initializer`]),
+    /// each recorded op re-created in execution order with its name, provenance tags and
+    /// pass history (Constants as Constants, fused kernels as `FusedKernel` ops with their
+    /// bodies, `ReadVariable` and `Assign` on their variables), and the call's Results.
+    /// Metadata, creation sites and control dependencies are not kept.
     ///
-    /// Given inputs of the recorded types, the Function computes what the call computed.
+    /// The accesses of each variable keep their recorded order through control
+    /// dependencies: a read runs after the assign recorded before it, an assign after the
+    /// assign and the reads recorded since the one before it. Every Assign is a sink.
+    ///
+    /// Given inputs of the recorded types, the Function computes what the call computed,
+    /// and its first call leaves its variables with the values the traced call left.
     ///
     /// # Errors
-    /// [`RuntimeError::Trace`] for wiring that refers to a missing record or input, or a
-    /// record whose re-created types differ from the recorded ones; [`RuntimeError::Ir`]
-    /// when the IR rejects a node (e.g. a duplicate name).
+    /// [`RuntimeError::Trace`] for wiring that refers to a missing record, input or
+    /// variable, or a record whose re-created types differ from the recorded ones;
+    /// [`RuntimeError::Ir`] when the IR rejects a node (e.g. a duplicate name, or a
+    /// `ReadVariable` whose input 0 is not a variable).
     pub fn collect(&self) -> Result<Function, RuntimeError> {
         let mut f = Function::new(self.function.clone());
-        let mut params = Vec::with_capacity(self.parameters.len());
+        let mut sources = Sources::default();
         for p in &self.parameters {
             let id = f.add_parameter(
                 p.name.clone(),
                 p.tensor_type.element_type,
                 p.tensor_type.shape.clone(),
             )?;
-            params.push(Output::new(id, 0));
+            sources.params.push(Output::new(id, 0));
         }
-        let mut outputs: Vec<Vec<Output>> = Vec::with_capacity(self.records.len());
+        for v in &self.variables {
+            let id = f.add_variable(v.name.clone(), v.initializer()?)?;
+            sources.variables.push(Output::new(id, 0));
+        }
         for r in &self.records {
             let inputs = r
                 .inputs
                 .iter()
-                .map(|i| resolve(i.source, &params, &outputs, &r.name))
+                .map(|i| sources.resolve(i.source, &r.name))
                 .collect::<Result<Vec<_>, _>>()?;
-            outputs.push(add_record(&mut f, r, &inputs)?);
+            let outputs = add_record(&mut f, r, &inputs)?;
+            sources.outputs.push(outputs);
         }
+        order_state(&mut f, sources.outputs.iter().filter_map(|o| o.first()))?;
         for res in &self.results {
-            let value = resolve(res.source, &params, &outputs, &res.name)?;
+            let value = sources.resolve(res.source, &res.name)?;
             f.add_result(value, Some(res.name.clone()))?;
         }
         f.validate()?;
@@ -57,23 +72,75 @@ impl Trace {
     }
 }
 
-fn resolve(
-    source: ValueSource,
-    params: &[Output],
-    outputs: &[Vec<Output>],
-    user: &str,
-) -> Result<Output, RuntimeError> {
-    let found = match source {
-        ValueSource::CallInput(k) => params.get(k).copied(),
-        ValueSource::Record { record, output } => {
-            outputs.get(record).and_then(|o| o.get(output)).copied()
-        }
-    };
-    found.ok_or_else(|| {
-        RuntimeError::Trace(format!(
-            "`{user}` uses {source:?}, which is not an earlier record or a call input"
-        ))
-    })
+impl TracedVariable {
+    /// The initializer of the collected Function's variable: a Function of no parameters,
+    /// named after the variable, whose one result is a Constant holding
+    /// [`TracedVariable::value`] bit for bit.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Ir`] if the IR rejects the constant (its data does not fit its
+    /// shape).
+    pub fn initializer(&self) -> Result<Function, RuntimeError> {
+        let mut f = Function::new(self.name.clone());
+        let c = f.add_constant(self.value.data().clone(), self.value.shape().clone())?;
+        f.add_result(Output::new(c, 0), None)?;
+        Ok(f)
+    }
+
+    /// The inverse of [`TracedVariable::initializer`]: the variable `name` whose value is
+    /// the Constant that `initializer`'s one result passes out.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Trace`] naming the variable if the initializer is not of that form.
+    pub(crate) fn from_initializer(
+        name: String,
+        initializer: &Function,
+    ) -> Result<TracedVariable, RuntimeError> {
+        let constant = match initializer.results() {
+            [r] => initializer
+                .result_source(*r)
+                .ok()
+                .and_then(|o| initializer.get(o.node)),
+            _ => None,
+        };
+        let value = match constant.map(|n| (n.op(), n.output_type())) {
+            Some((Op::Constant(data), t)) => Tensor::from_data((**data).clone(), t.shape.clone())?,
+            _ => {
+                return Err(RuntimeError::Trace(format!(
+                    "variable `{name}`: its value must be one Constant passed to one Result"
+                )))
+            }
+        };
+        Ok(TracedVariable { name, value })
+    }
+}
+
+/// The collected Function's values so far, by [`ValueSource`].
+#[derive(Default)]
+struct Sources {
+    params: Vec<Output>,
+    variables: Vec<Output>,
+    /// Per record, in record order: its outputs.
+    outputs: Vec<Vec<Output>>,
+}
+
+impl Sources {
+    /// The value `source` names, for the record or result `user`.
+    fn resolve(&self, source: ValueSource, user: &str) -> Result<Output, RuntimeError> {
+        let found = match source {
+            ValueSource::CallInput(k) => self.params.get(k),
+            ValueSource::Variable(k) => self.variables.get(k),
+            ValueSource::Record { record, output } => {
+                self.outputs.get(record).and_then(|o| o.get(output))
+            }
+        };
+        found.copied().ok_or_else(|| {
+            RuntimeError::Trace(format!(
+                "`{user}` uses {source:?}, which is not an earlier record, a call input or a \
+                 variable of the call"
+            ))
+        })
+    }
 }
 
 /// Adds the node of one record (wired to `inputs`) and returns its outputs.
@@ -83,7 +150,7 @@ fn add_record(
     inputs: &[Output],
 ) -> Result<Vec<Output>, RuntimeError> {
     let id = match &r.op {
-        Op::Parameter | Op::Result => {
+        Op::Parameter | Op::Variable(_) | Op::Result => {
             return Err(RuntimeError::Trace(format!(
                 "record `{}` is a {}, which is not an executed op",
                 r.name,
@@ -121,4 +188,40 @@ fn add_record(
         )));
     }
     Ok((0..r.outputs.len()).map(|i| Output::new(id, i)).collect())
+}
+
+/// Orders the `ReadVariable` and `Assign` nodes among `executed` (the re-created records'
+/// first outputs, in execution order) as they ran, per variable: a read after the last
+/// assign before it, an assign after that assign and every read since. Each assign becomes
+/// a sink. Every dependency points to an earlier record, so none closes a cycle.
+fn order_state<'a>(
+    f: &mut Function,
+    executed: impl Iterator<Item = &'a Output>,
+) -> Result<(), RuntimeError> {
+    #[derive(Default)]
+    struct Accesses {
+        last_assign: Option<NodeId>,
+        reads_since: Vec<NodeId>,
+    }
+    let mut by_variable: HashMap<NodeId, Accesses> = HashMap::new();
+    for &Output { node: id, .. } in executed {
+        let Some(variable) = f.variable_of(id) else {
+            continue;
+        };
+        let accesses = by_variable.entry(variable).or_default();
+        let mut deps: Vec<NodeId> = accesses.last_assign.into_iter().collect();
+        if matches!(f.node(id)?.op(), Op::Assign) {
+            deps.append(&mut accesses.reads_since);
+            accesses.last_assign = Some(id);
+            f.add_sink(id)?;
+        } else {
+            accesses.reads_since.push(id);
+        }
+        for dep in deps {
+            if !f.node(id)?.inputs().iter().any(|o| o.node == dep) {
+                f.add_control_dependency(id, dep)?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -15,7 +15,8 @@ use graphlift_ir::Function;
 
 pub use file::{TRACE_FORMAT, TRACE_VERSION};
 pub use record::{
-    CallTrace, OpRecord, StepKind, Timing, Trace, TracedInput, TracedResult, ValueSource,
+    CallTrace, OpRecord, StepKind, Timing, Trace, TracedInput, TracedResult, TracedVariable,
+    ValueSource,
 };
 pub use recorder::CallRecorder;
 pub use scope::Tracer;
@@ -36,7 +37,10 @@ thread_local! {
 /// step they execute ([`OpRecord`]: the op with its attributes, node name, input wiring and
 /// types, output types, provenance tags, pass history, wall time; a fused kernel's record
 /// nests the ops of its body). Tracing is per thread (two threads' tracers never see each
-/// other's calls), and when no tracer is alive a call costs one thread-local read. A
+/// other's calls), and when no tracer is alive a call costs one thread-local read. A call of
+/// a stateful Executable also records its variables' values at the start of the call
+/// ([`TracedVariable`]) and its `ReadVariable` and `Assign` steps, so the rebuilt Function
+/// starts from those values and makes the same updates. A
 /// [`Trace`] rebuilds a runnable Function ([`CallTrace::collect`]), saves to and loads from a
 /// versioned JSON file ([`Trace::save`], [`Trace::load`]) and exports to the Chrome
 /// trace-event format that Perfetto opens ([`Trace::save_chrome`]).

@@ -1,9 +1,9 @@
 //! What a trace holds: one [`CallTrace`] per traced Executable call, one [`OpRecord`] per
-//! executed step.
+//! executed step, one [`TracedVariable`] per variable of a stateful call.
 
 use graphlift_ir::{Op, TensorType};
 
-use crate::TensorSpec;
+use crate::{Tensor, TensorSpec};
 
 /// Where a traced value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,6 +18,9 @@ pub enum ValueSource {
         /// Which of its outputs.
         output: usize,
     },
+    /// Variable `k` of the call ([`CallTrace::variables`]): the storage a `ReadVariable` or
+    /// `Assign` record takes at input 0.
+    Variable(usize),
 }
 
 /// How a step was executed.
@@ -110,6 +113,16 @@ pub struct TracedResult {
     pub tensor_type: TensorType,
 }
 
+/// A variable of a traced call: its name and its value when the call started (its type is
+/// the value's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TracedVariable {
+    /// The `Variable` node's name.
+    pub name: String,
+    /// The value before the call's first step ran (before any of its assigns).
+    pub value: Tensor,
+}
+
 /// One traced Executable call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallTrace {
@@ -121,7 +134,11 @@ pub struct CallTrace {
     pub parameters: Vec<TensorSpec>,
     /// The results, in call order.
     pub results: Vec<TracedResult>,
-    /// The executed steps, in execution order.
+    /// The variables of a stateful Executable, in the executed function's node id order,
+    /// with their values at the start of the call; empty for a stateless one.
+    pub variables: Vec<TracedVariable>,
+    /// The executed steps, in execution order (`ReadVariable` and `Assign` steps among
+    /// them, each wired to its variable through [`ValueSource::Variable`]).
     pub records: Vec<OpRecord>,
     /// Wall time of the whole call.
     pub timing: Timing,

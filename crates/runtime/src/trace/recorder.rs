@@ -6,22 +6,28 @@ use std::time::Instant;
 use graphlift_ir::{Function, Node, Op, Output, TensorType};
 
 use super::record::{
-    CallTrace, OpRecord, StepKind, Timing, TracedInput, TracedResult, ValueSource,
+    CallTrace, OpRecord, StepKind, Timing, TracedInput, TracedResult, TracedVariable, ValueSource,
 };
 use super::scope;
+use crate::state::Variables;
 use crate::{RuntimeError, Tensor, TensorSpec};
 
 /// Records one Executable call for the current thread's innermost [`super::Tracer`].
 ///
 /// A backend calls [`CallRecorder::begin`] once per call (one thread-local read; `None`
-/// when no tracer is alive, so an untraced call pays nothing more), then per executed node
-/// [`CallRecorder::step_start`] and [`CallRecorder::record`], and finally
-/// [`CallRecorder::finish`]. A call that fails is not committed.
+/// when no tracer is alive, so an untraced call pays nothing more); for a stateful
+/// Executable, [`CallRecorder::record_variables`] before the first step; then per executed
+/// node (`ReadVariable` and `Assign` included) [`CallRecorder::step_start`] and
+/// [`CallRecorder::record`]; and finally [`CallRecorder::finish`]. A call that fails is not
+/// committed.
 #[derive(Debug)]
 pub struct CallRecorder {
     call: CallTrace,
     started: Instant,
     values: HashMap<Output, (ValueSource, TensorType)>,
+    /// The executed function's variables in node id order, each with its value at the
+    /// start of the call once [`CallRecorder::record_variables`] has given it.
+    variables: Vec<(TensorSpec, Option<Tensor>)>,
 }
 
 impl CallRecorder {
@@ -54,17 +60,47 @@ impl CallRecorder {
                 });
             }
         }
+        let mut variables = Vec::new();
+        for (k, node) in function.variables().enumerate() {
+            let t = node.output_type().clone();
+            let source = ValueSource::Variable(k);
+            values.insert(Output::new(node.id(), 0), (source, t.clone()));
+            let spec = TensorSpec {
+                name: node.name().to_string(),
+                tensor_type: t,
+            };
+            variables.push((spec, None));
+        }
         CallRecorder {
             call: CallTrace {
                 function: function.name().to_string(),
                 backend: backend.to_string(),
                 parameters,
                 results: Vec::new(),
+                variables: Vec::new(),
                 records: Vec::new(),
                 timing: Timing::default(),
             },
             started: Instant::now(),
             values,
+            variables,
+        }
+    }
+
+    /// Records the values of the Executable's `variables` at the start of the call, which
+    /// the collected Function's variables start from ([`CallTrace::collect`]).
+    ///
+    /// A backend running a stateful Executable calls this once per traced call, holding
+    /// the lock of its [`crate::state::VariableStore`], after [`CallRecorder::begin`] and
+    /// before the first step (before any `Assign` writes); without it
+    /// [`CallRecorder::finish`] fails. Values are matched to the executed function's
+    /// `Variable` nodes by name; a variable the function does not have is ignored. It
+    /// clones each value, and runs only while tracing.
+    pub fn record_variables(&mut self, variables: &Variables) {
+        for (k, spec) in variables.specs().iter().enumerate() {
+            if let Some(slot) = self.variables.iter_mut().find(|(s, _)| s.name == spec.name) {
+                slot.1 = Some(variables.value(k).clone());
+            }
         }
     }
 
@@ -74,10 +110,11 @@ impl CallRecorder {
     }
 
     /// Records that `node` ran from `start` until now as a step of `kind`, producing
-    /// `outputs`. Parameters and Results are not steps and are ignored.
+    /// `outputs` (for a `ReadVariable`, the value it read; for an `Assign`, the value it
+    /// wrote). Parameters, Variables and Results are not steps and are ignored.
     pub fn record(&mut self, node: &Node, kind: StepKind, start: Instant, outputs: &[Tensor]) {
         let end = Instant::now();
-        if matches!(node.op(), Op::Parameter | Op::Result) {
+        if matches!(node.op(), Op::Parameter | Op::Variable(_) | Op::Result) {
             return;
         }
         let index = self.call.records.len();
@@ -121,9 +158,15 @@ impl CallRecorder {
     /// this thread.
     ///
     /// # Errors
-    /// [`RuntimeError::Trace`] if a result's value was not recorded (the call is dropped).
+    /// [`RuntimeError::Trace`] if a result's value was not recorded, or a variable's value
+    /// at the start of the call was not ([`CallRecorder::record_variables`]) or has another
+    /// type than its node (the call is dropped).
     pub fn finish(mut self, function: &Function) -> Result<(), RuntimeError> {
         let end = Instant::now();
+        self.call.variables = std::mem::take(&mut self.variables)
+            .into_iter()
+            .map(traced_variable)
+            .collect::<Result<_, _>>()?;
         for &r in function.results() {
             let node = function.node(r)?;
             let src = function.result_source(r)?;
@@ -144,6 +187,33 @@ impl CallRecorder {
         scope::commit(self.call);
         Ok(())
     }
+}
+
+/// A variable's record from its node's spec and the value handed to
+/// [`CallRecorder::record_variables`].
+fn traced_variable(
+    (spec, value): (TensorSpec, Option<Tensor>),
+) -> Result<TracedVariable, RuntimeError> {
+    let value = value.ok_or_else(|| {
+        RuntimeError::Trace(format!(
+            "the value of variable `{}` at the start of the call was not recorded (a backend \
+             running a stateful Executable hands it to CallRecorder::record_variables before \
+             its first step)",
+            spec.name
+        ))
+    })?;
+    if !value.has_type(&spec.tensor_type) {
+        return Err(RuntimeError::Trace(format!(
+            "variable `{}` is {}, its recorded value {}",
+            spec.name,
+            spec.tensor_type,
+            value.tensor_type()
+        )));
+    }
+    Ok(TracedVariable {
+        name: spec.name,
+        value,
+    })
 }
 
 fn op_record(
