@@ -33,6 +33,13 @@ mod tests;
 /// `x - (-0.0)` on floats (`x + +0`), and `x - x` on floats (`inf - inf` and `NaN - NaN` are
 /// NaN, not 0). `0 - x -> -x` and `1 / x` are not rewritten either.
 ///
+/// State: no rule matches a `Variable`, `ReadVariable` or `Assign`; `x * 1 -> x` and the
+/// like may make a read or an assign the value that users take, which changes nothing
+/// (the node still runs, in its order). `x - x -> 0` is not applied when an `Assign` that
+/// is not a sink ([`Function::sinks`]) is upstream of `x`: the zero would leave that assign
+/// (made inside `saved_user_deps`, run only because a result needs it) dead, and its write
+/// would be lost.
+///
 /// A node with control dependencies is left alone, and so is a pattern whose bypassed nodes
 /// (the inner Negative or Not, the Constant and its Broadcasts) have any: dropping them
 /// from the path would drop an ordering. NaN payloads are the hardware's (a signalling NaN
@@ -160,7 +167,9 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Rewrite>, PassError> {
         Op::Binary(BinaryOp::Add) => identity(zero, true)?,
         Op::Binary(BinaryOp::Subtract) => match identity(zero, false)? {
             Some(r) => Some(r),
-            None if t.is_integer() && ins[0] == ins[1] => Some(Rewrite::Zeros),
+            None if t.is_integer() && ins[0] == ins[1] && !behind_guarded_assign(g, ins[0])? => {
+                Some(Rewrite::Zeros)
+            }
             None => None,
         },
         Op::Unary(u @ (UnaryOp::Negative | UnaryOp::Not)) => {
@@ -175,6 +184,25 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Rewrite>, PassError> {
         }
         _ => None,
     })
+}
+
+/// Whether an `Assign` that is not a sink is upstream of `o` (its producer included),
+/// through inputs and control dependencies: dropping `o` could leave that assign dead.
+fn behind_guarded_assign(g: &Function, o: Output) -> Result<bool, PassError> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![o.node];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let n = g.node(id)?;
+        if matches!(n.op(), Op::Assign) && !g.sinks().contains(&id) {
+            return Ok(true);
+        }
+        stack.extend(n.inputs().iter().map(|i| i.node));
+        stack.extend(n.other_deps());
+    }
+    Ok(false)
 }
 
 /// A value every element of a splat constant must have.

@@ -294,4 +294,32 @@ mod tests {
         let mut f = build(true);
         assert!(!BatchNormFolding.run(&mut f).unwrap());
     }
+
+    /// A filter read from a variable is not a constant, whatever its initializer: the
+    /// convolution and the batch normalisation stay (and compute the same over calls that
+    /// halve the filter).
+    #[test]
+    fn leaves_a_filter_read_from_a_variable() {
+        let mut f = build(false);
+        let conv = f
+            .nodes()
+            .find(|n| matches!(n.op(), Op::Convolution(_)))
+            .unwrap();
+        let (conv, w) = (conv.id(), conv.inputs()[1]);
+        let mut init = Function::new("w_initializer");
+        let c = init.import_node_from(&f, w.node, &[]).unwrap();
+        init.add_result(c.into(), None).unwrap();
+        let var = f.add_variable("w", init).unwrap();
+        let read = f.add_node(Op::ReadVariable, &[var.into()]).unwrap();
+        f.replace_input(conv, 1, read.into()).unwrap();
+        let half = f
+            .add_constant(TensorData::F32(vec![0.5; 36]), Shape::new([2, 2, 3, 3]))
+            .unwrap();
+        let next = f
+            .add_node(Op::Binary(BinaryOp::Multiply), &[read.into(), half.into()])
+            .unwrap();
+        let assign = f.add_node(Op::Assign, &[var.into(), next.into()]).unwrap();
+        f.add_sink(assign).unwrap();
+        assert!(!crate::testing::run_checked(&BatchNormFolding, &mut f));
+    }
 }

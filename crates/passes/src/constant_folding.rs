@@ -28,8 +28,11 @@ mod tests;
 /// Not folded: Parameters, Results, Constants, fused kernels, and a Broadcast itself:
 /// materializing `Broadcast(Constant)` only costs memory (inside a fused kernel it is a
 /// stride-0 load), so a scalar broadcast to any shape, huge or small, stays a Broadcast; it
-/// is folded through when its users are. A node is not folded when one of its inputs (or a
-/// Broadcast or Constant behind it) has control dependencies: the ordering would be lost.
+/// is folded through when its users are. Nor is state: a `ReadVariable` is never a constant
+/// input, whatever its variable's initializer (the value is whatever the last assign
+/// wrote), and `Variable`, `ReadVariable` and `Assign` are not elementwise, so none is
+/// folded. A node is not folded when one of its inputs (or a Broadcast or Constant behind
+/// it) has control dependencies: the ordering would be lost.
 /// Folding works in topological order, so chains of constant nodes fold in one run.
 ///
 /// Values come from the runtime's reference kernels

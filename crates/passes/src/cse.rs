@@ -27,6 +27,13 @@ mod tests;
 /// (`other_deps`): a node ordered after something is never merged. Parameters and Results
 /// never merge.
 ///
+/// State: Variables never merge, whatever their initializers (each is its own storage, with
+/// its own name in the Executable), and neither do Assigns (each is a write). Two
+/// `ReadVariable`s of one variable merge under the rule above: without control
+/// dependencies of their own, both run before any assign of the variable (validation orders
+/// every read against every assign), so they see the same value; a read ordered after an
+/// assign has a control dependency and stays apart.
+///
 /// Deterministic: of a set of equal nodes the one with the lowest id is kept, and the others
 /// are replaced by it with [`Function::replace_node_unpruned`], so it takes their tags (the
 /// union, per nGraph's rule), their users and their dependents, and
@@ -144,7 +151,7 @@ impl<'n> Key<'n> {
             return None;
         }
         let op = match node.op() {
-            Op::Parameter | Op::Result => return None,
+            Op::Parameter | Op::Result | Op::Variable(_) | Op::Assign => return None,
             Op::Unary(u) => OpKey::Unary(*u),
             Op::Binary(b) => OpKey::Binary(*b),
             Op::Compare(c) => OpKey::Compare(*c),

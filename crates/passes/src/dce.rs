@@ -7,12 +7,17 @@ use crate::{Pass, PassError};
 #[cfg(test)]
 mod tests;
 
-/// Removes every node that no Result reaches through data inputs or control dependencies
-/// (nGraph's and TVM's `DeadCodeElimination`), by [`Function::remove_dead_nodes`].
+/// Removes every node that no Result or sink reaches through data inputs or control
+/// dependencies (nGraph's and TVM's `DeadCodeElimination`), by
+/// [`Function::remove_dead_nodes`].
 ///
 /// Kept: every Parameter (even unused: the call signature does not change), every Result,
-/// and every node a kept node reaches, including nodes reached only through control
-/// dependencies (`other_deps`): a node something must run after is live. The pass creates
+/// every sink ([`Function::sinks`]: the main stream's assigns, which run on every call
+/// although no result reads them), and every node a kept node reaches, including nodes
+/// reached only through control dependencies (`other_deps`): a node something must run
+/// after is live. So the reads an assign waits for, and the assigns a read waits for, stay.
+/// An assign made inside `saved_user_deps` that no result needs is not a sink and does not
+/// run, so it goes; so does a Variable that no live node reads or assigns. The pass creates
 /// and rewrites no node, so it records no pass history.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeadCodeElimination;

@@ -13,6 +13,8 @@ mod outside_tests;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
+mod state_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeSet;
@@ -60,8 +62,9 @@ impl ExtractionConfig {
     /// Whether `node` may sit in a region: its op is elementwise (`Unary`, `Binary`,
     /// `Compare`, `Select`, `Convert`), a `Broadcast` or a `Constant`; its op type is not
     /// excluded; and it carries no `stop_fusion` barrier. Parameters, Results and fused
-    /// kernels never may. (A Constant with control dependencies is, in addition, never
-    /// copied into a region.)
+    /// kernels never may, nor the ops of state (`Variable`, `ReadVariable`, `Assign`).
+    /// (A Constant with control dependencies is, in addition, never copied into a
+    /// region.)
     pub fn is_fusible(&self, node: &Node) -> bool {
         let op = node.op();
         let class_ok = op.is_elementwise() || matches!(op, Op::Broadcast(_) | Op::Constant(_));
@@ -103,8 +106,8 @@ pub struct KernelReport {
 pub struct ExtractionReport {
     /// One entry per fused kernel.
     pub kernels: Vec<KernelReport>,
-    /// Every live node other than Parameters, Results and Constants that no kernel
-    /// contains, in topological order, with the reason it was not fused.
+    /// Every live node other than Parameters, Results, Constants and Variables that no
+    /// kernel contains, in topological order, with the reason it was not fused.
     pub outside: Vec<OutsideNode>,
 }
 
@@ -216,6 +219,11 @@ pub fn extract_subgraphs(
 ///   nodes (TVM's cap of 256 by default).
 /// - **Barriers**: a node whose metadata has [`STOP_FUSION_KEY`] = `"true"` (TVM's
 ///   `stop_fusion`), or whose op type is in [`ExtractionConfig::excluded_ops`], is never fused.
+/// - **State**: `Variable`, `ReadVariable` and `Assign` are never fused and keep their control
+///   dependencies: a kernel takes a read's value as a live-in, and a value an assign writes
+///   is a kernel output. The dependencies that order reads and assigns count for convexity,
+///   so no kernel both feeds an assign and reads what a read after it saw. Regions form over
+///   the live nodes, sinks included, so the value a main-stream assign writes fuses too.
 ///
 /// Growth: the region of a seed (an unassigned fusible node, taken in reverse topological
 /// order) takes in neighbours of the same shape, producers and users alike, highest

@@ -45,8 +45,9 @@ impl Pass for FusedOpExpansion {
     ///
     /// # Errors
     /// [`PassError::Ir`] if `f` (or a body) does not validate; [`PassError::Broken`] if a
-    /// body does not match its kernel node (a bug in whoever built it). `f` is then
-    /// unchanged.
+    /// body does not match its kernel node, or holds a `Variable`, `ReadVariable` or
+    /// `Assign` (a fused kernel is stateless: expanding it would add state to `f`), both
+    /// bugs in whoever built it. `f` is then unchanged.
     fn run(&self, f: &mut Function) -> Result<bool, PassError> {
         let any_kernel = |g: &Function| Ok(g.nodes().any(|n| matches!(n.op(), Op::FusedKernel(_))));
         rewrite_on_copy(f, FusedOpExpansion::NAME, any_kernel, expand_all)
@@ -86,6 +87,14 @@ fn expand(g: &mut Function, k: NodeId) -> Result<Vec<NodeId>, PassError> {
     };
     let body = &kernel.body;
     body.validate()?;
+    if let Some(n) = body.nodes().find(|n| n.op().is_stateful()) {
+        return Err(broken(format!(
+            "the body of `{}` holds `{}`, a {}: a fused kernel is stateless",
+            node.name(),
+            n.name(),
+            n.op()
+        )));
+    }
     if body.parameters().len() != node.inputs().len()
         || body.results().len() != node.outputs().len()
     {

@@ -19,6 +19,8 @@ mod rewrite;
 #[cfg(test)]
 mod pipeline_proptests;
 #[cfg(test)]
+mod state_tests;
+#[cfg(test)]
 mod testing;
 
 pub use algebraic_simplification::AlgebraicSimplification;

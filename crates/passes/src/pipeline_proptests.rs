@@ -1,8 +1,9 @@
 //! Property test of the rewrite passes and the default pipeline on random graphs built from
-//! edge-case constants: each keeps functions valid and values bit-exact.
+//! edge-case constants, some with a variable: each keeps functions valid, values bit-exact
+//! and, over several calls on the INTERPRETER, the variable's writes.
 
 use graphlift_ir::{
-    BinaryOp, ElementType, Function, IrError, Op, Output, Shape, TensorData, UnaryOp,
+    BinaryOp, ElementType, Function, IrError, NodeId, Op, Output, Shape, TensorData, UnaryOp,
 };
 use proptest::prelude::*;
 
@@ -50,16 +51,97 @@ fn splat_data(t: ElementType, pick: usize, len: usize) -> TensorData {
     }
 }
 
-/// Builds the random function over parameters x0, x1 of `t`[4].
-fn build(t: ElementType, steps: &[Step], ctrl: &[(usize, usize)]) -> Result<Function, IrError> {
+/// Where a random program has state: before step `at` (modulo the steps), the latest value
+/// is assigned to the variable, as a sink or not, that step uses the assign's value, and
+/// with `reread` the variable is read again.
+#[derive(Debug, Clone, Copy)]
+struct StatePlan {
+    at: usize,
+    sink: bool,
+    reread: bool,
+}
+
+/// The variable `v` of a random program, ordered as the builder orders it: an assign after
+/// every read made before it, a read made after the assign after it.
+struct State {
+    variable: NodeId,
+    reads: Vec<NodeId>,
+    assign: Option<NodeId>,
+}
+
+impl State {
+    /// Adds `v` of `t`[4], its initial value a splat of `pick`.
+    fn new(f: &mut Function, t: ElementType, pick: usize) -> Result<State, IrError> {
+        let mut init = Function::new("v_initializer");
+        let c = init.add_constant(splat_data(t, pick, 4), [4])?;
+        init.add_result(c.into(), None)?;
+        Ok(State {
+            variable: f.add_variable("v", init)?,
+            reads: Vec::new(),
+            assign: None,
+        })
+    }
+
+    /// A new read of `v`, after the assign once there is one.
+    fn read(&mut self, f: &mut Function) -> Result<Output, IrError> {
+        let r = f.add_node(Op::ReadVariable, &[self.variable.into()])?;
+        match self.assign {
+            Some(a) => f.add_control_dependency(r, a)?,
+            None => self.reads.push(r),
+        }
+        Ok(r.into())
+    }
+
+    /// The assign of `value` to `v`, after every read so far; a sink when `sink`.
+    fn assign(&mut self, f: &mut Function, value: Output, sink: bool) -> Result<Output, IrError> {
+        let a = f.add_node(Op::Assign, &[self.variable.into(), value])?;
+        for &r in &self.reads {
+            f.add_control_dependency(a, r)?;
+        }
+        if sink {
+            f.add_sink(a)?;
+        }
+        self.assign = Some(a);
+        Ok(a.into())
+    }
+}
+
+/// Builds the random function over parameters x0, x1 of `t`[4], and with `plan` a variable
+/// `v` whose first read is the third value.
+fn build(
+    t: ElementType,
+    steps: &[Step],
+    ctrl: &[(usize, usize)],
+    plan: Option<StatePlan>,
+) -> Result<Function, IrError> {
     let mut f = Function::new("random");
     let mut vals: Vec<Output> = vec![
         f.add_parameter("x0", t, [4])?.into(),
         f.add_parameter("x1", t, [4])?.into(),
     ];
+    let mut state = match plan {
+        Some(p) => Some(State::new(&mut f, t, p.at)?),
+        None => None,
+    };
+    if let Some(st) = &mut state {
+        vals.push(st.read(&mut f)?);
+    }
     let shape = Shape::new([4]);
-    for s in steps {
-        let a = vals[s.a % vals.len()];
+    for (i, s) in steps.iter().enumerate() {
+        // The step right after the assign uses its value.
+        let mut assigned = None;
+        if let (Some(st), Some(p)) = (&mut state, plan) {
+            if i == p.at % steps.len() {
+                let latest = vals[vals.len() - 1];
+                let a = st.assign(&mut f, latest, p.sink)?;
+                vals.push(a);
+                assigned = Some(a);
+                if p.reread {
+                    vals.push(st.read(&mut f)?);
+                }
+            }
+        }
+        let a = assigned.unwrap_or(vals[s.a % vals.len()]);
         let b = vals[s.b % vals.len()];
         let v = match s.kind {
             0 | 1 => f.add_node(Op::Unary(UNARY[s.b % UNARY.len()]), &[a])?,
@@ -85,12 +167,15 @@ fn build(t: ElementType, steps: &[Step], ctrl: &[(usize, usize)]) -> Result<Func
                 f.add_node(Op::Binary(BINARY[s.b % BINARY.len()]), &[l, r])?
             }
             7 => {
-                // Repeat the op of an earlier node on the same inputs (work for CSE).
+                // Repeat the op of an earlier node on the same inputs (work for CSE): a
+                // read is read again (in order), an assign is not repeated.
                 let src = f.node(a.node)?.clone();
-                if matches!(src.op(), Op::Parameter | Op::Constant(_) | Op::Result) {
-                    f.add_node(Op::Binary(BinaryOp::Subtract), &[a, a])?
-                } else {
-                    f.add_node(src.op().clone(), src.inputs())?
+                match (src.op(), &mut state) {
+                    (Op::ReadVariable, Some(st)) => st.read(&mut f)?.node,
+                    (Op::Parameter | Op::Constant(_) | Op::Result | Op::Assign, _) => {
+                        f.add_node(Op::Binary(BinaryOp::Subtract), &[a, a])?
+                    }
+                    _ => f.add_node(src.op().clone(), src.inputs())?,
                 }
             }
             8 => {
@@ -136,10 +221,11 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     /// Random f32, f64, i32 and i64 graphs built from edge-case constants (±0, ±1, NaN,
-    /// ±inf, MIN), broadcasts, duplicated computations and control dependencies. After each
-    /// pass alone, and after the whole pipeline (with fused-op expansion in front, run
-    /// twice), the function validates and computes the same values bit for bit on edge-case
-    /// inputs.
+    /// ±inf, MIN), broadcasts, duplicated computations and control dependencies, half of
+    /// them with a variable read, assigned (in the main stream or not) and maybe read again.
+    /// After each pass alone, and after the whole pipeline (with fused-op expansion in
+    /// front, run twice), the function validates and computes the same values bit for bit
+    /// on edge-case inputs; with a variable, over several calls, writing the same values.
     #[test]
     fn rewrites_keep_functions_valid_and_values_bit_exact(
         t in prop::sample::select(vec![
@@ -147,8 +233,10 @@ proptest! {
         ]),
         steps in prop::collection::vec(step(), 1..16),
         ctrl in prop::collection::vec((any::<usize>(), any::<usize>()), 0..3),
+        plan in prop::option::of((any::<usize>(), any::<bool>(), any::<bool>())
+            .prop_map(|(at, sink, reread)| StatePlan { at, sink, reread })),
     ) {
-        let f = build(t, &steps, &ctrl).expect("the generator builds valid graphs");
+        let f = build(t, &steps, &ctrl, plan).expect("the generator builds valid graphs");
         f.validate().expect("valid");
         check(&ConstantFolding::new(), &f);
         check(&ConstantFolding::with_max_elements(1), &f);

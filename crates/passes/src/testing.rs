@@ -1,9 +1,10 @@
 //! Test helpers shared by the rewrite passes' tests: inputs full of edge cases, the
-//! reference evaluator, and bit-for-bit comparison of results.
+//! reference evaluator (the INTERPRETER executable for functions with state), and
+//! bit-for-bit comparison of results and variables.
 
 use graphlift_ir::{ElementType, Function, Node, NodeId, TensorData};
 use graphlift_runtime::reference::evaluate_function;
-use graphlift_runtime::Tensor;
+use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
 
 use crate::Pass;
 
@@ -96,16 +97,81 @@ pub(crate) fn same_bits(a: &[Tensor], b: &[Tensor]) -> bool {
             .all(|(x, y)| x.tensor_type() == y.tensor_type() && bits(x) == bits(y))
 }
 
+/// Calls made of a function with state, each on the variables the one before left: the
+/// third call sees what two calls wrote.
+pub(crate) const STATEFUL_CALLS: usize = 3;
+
+/// Whether `f` has Variables, reads or assigns (then only an Executable runs it).
+pub(crate) fn has_state(f: &Function) -> bool {
+    f.nodes().any(|n| n.op().is_stateful())
+}
+
+/// What `calls` calls of `f` on `inputs` show, on a fresh INTERPRETER executable: each
+/// call's results, then every variable's name and value after the last call.
+pub(crate) fn run_calls(
+    f: &Function,
+    inputs: &[Tensor],
+    calls: usize,
+) -> (Vec<Vec<Tensor>>, Vec<(String, Tensor)>) {
+    let exe = InterpreterBackend
+        .compile(f)
+        .expect("the interpreter compiles");
+    let results = (0..calls)
+        .map(|_| exe.run(inputs).expect("the interpreter runs"))
+        .collect();
+    let variables = exe
+        .variables()
+        .into_iter()
+        .map(|v| {
+            let value = exe.variable(&v.name).expect("a listed variable");
+            (v.name, value)
+        })
+        .collect();
+    (results, variables)
+}
+
 /// Asserts that `before` and `after` compute the same results bit for bit on several sets
-/// of edge-case inputs.
+/// of edge-case inputs. A function with state ([`has_state`]) runs [`STATEFUL_CALLS`] times
+/// on each side, and after that every variable live in `before` must exist in `after` with
+/// the same value (a variable nothing live reads or assigns has no effect, and dead-node
+/// removal drops it).
 pub(crate) fn assert_same_values(before: &Function, after: &Function) {
     for seed in 0..4 {
         let inputs = edge_inputs(before, seed);
-        let (x, y) = (eval(before, &inputs), eval(after, &inputs));
-        assert!(
-            same_bits(&x, &y),
-            "values differ (seed {seed}):\nbefore: {x:?}\nafter: {y:?}\n{before}\n{after}"
-        );
+        if !has_state(before) && !has_state(after) {
+            let (x, y) = (eval(before, &inputs), eval(after, &inputs));
+            assert!(
+                same_bits(&x, &y),
+                "values differ (seed {seed}):\nbefore: {x:?}\nafter: {y:?}\n{before}\n{after}"
+            );
+            continue;
+        }
+        let (x, x_vars) = run_calls(before, &inputs, STATEFUL_CALLS);
+        let (y, y_vars) = run_calls(after, &inputs, STATEFUL_CALLS);
+        for (call, (x, y)) in x.iter().zip(&y).enumerate() {
+            assert!(
+                same_bits(x, y),
+                "call {call} differs (seed {seed}):\nbefore: {x:?}\nafter: {y:?}\n{before}\n{after}"
+            );
+        }
+        let live = before.live_nodes();
+        let live_variables: Vec<&str> = before
+            .variables()
+            .filter(|n| live[n.id().index()])
+            .map(|n| n.name())
+            .collect();
+        for (name, x) in x_vars
+            .iter()
+            .filter(|(n, _)| live_variables.contains(&&**n))
+        {
+            let y = y_vars.iter().find(|(n, _)| n == name).map(|(_, t)| t);
+            let y = y.unwrap_or_else(|| panic!("variable `{name}` is gone:\n{after}"));
+            assert!(
+                same_bits(std::slice::from_ref(x), std::slice::from_ref(y)),
+                "variable `{name}` differs after {STATEFUL_CALLS} calls (seed {seed}):\n\
+                 before: {x:?}\nafter: {y:?}\n{before}\n{after}"
+            );
+        }
     }
 }
 

@@ -51,7 +51,8 @@ impl GraphView {
     /// [`PassError::Ir`] if `f` has a cycle.
     pub(super) fn new(f: &Function) -> Result<GraphView, PassError> {
         let len = f.nodes().map(|n| n.id().index() + 1).max().unwrap_or(0);
-        let live = liveness(f, len);
+        let mut live = f.live_nodes();
+        live.resize(len, false);
         let mut succs = vec![Adjacent::new(); len];
         let mut preds = vec![Adjacent::new(); len];
         let mut ctrl_target = vec![false; len];
@@ -107,8 +108,9 @@ impl GraphView {
         &self.order
     }
 
-    /// Whether `id` reaches a result (or is, or is reached through control dependencies
-    /// from, a parameter), as [`Function::remove_dead_nodes`] decides.
+    /// Whether `id` is live ([`Function::live_nodes`]: a result, a sink such as a main-stream
+    /// assign, or a parameter reaches it through inputs or control dependencies), as
+    /// [`Function::remove_dead_nodes`] decides.
     pub(super) fn is_live(&self, id: NodeId) -> bool {
         self.live.get(id.index()).copied().unwrap_or(false)
     }
@@ -263,20 +265,4 @@ impl GraphView {
             slots[pos] = slot;
         }
     }
-}
-
-/// Nodes reached backward from the results and parameters through inputs and control
-/// dependencies: exactly those [`Function::remove_dead_nodes`] keeps.
-fn liveness(f: &Function, len: usize) -> Vec<bool> {
-    let mut live = vec![false; len];
-    let mut stack: Vec<NodeId> = f.results().iter().chain(f.parameters()).copied().collect();
-    while let Some(id) = stack.pop() {
-        let Some(n) = f.get(id) else { continue };
-        if std::mem::replace(&mut live[id.index()], true) {
-            continue;
-        }
-        stack.extend(n.inputs().iter().map(|o| o.node));
-        stack.extend(n.other_deps());
-    }
-    live
 }

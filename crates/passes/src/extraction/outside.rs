@@ -59,7 +59,7 @@ impl fmt::Display for OutsideReason {
     }
 }
 
-/// A computing node (not a Parameter, Result or Constant) that no kernel contains.
+/// A computing node (not a Parameter, Result, Constant or Variable) that no kernel contains.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutsideNode {
     /// The node, in the rewritten function.
@@ -115,7 +115,11 @@ pub(super) fn classify(
     let mut out = Vec::new();
     for &id in view.order() {
         let Some(n) = f.get(id) else { continue };
-        if assigned[id.index()] || matches!(n.op(), Op::Parameter | Op::Result | Op::Constant(_)) {
+        let not_computing = matches!(
+            n.op(),
+            Op::Parameter | Op::Result | Op::Constant(_) | Op::Variable(_)
+        );
+        if assigned[id.index()] || not_computing {
             continue;
         }
         let op = n.op().type_name().to_string();
