@@ -379,6 +379,18 @@ impl CompiledKernel {
         inputs: &[&TensorData],
         outputs: &mut [&mut TensorData],
     ) -> Result<Buffers, JitError> {
+        let inputs: smallvec::SmallVec<[Option<&TensorData>; 8]> =
+            inputs.iter().map(|&d| Some(d)).collect();
+        self.prepare_slots(&inputs, outputs)
+    }
+
+    /// [`CompiledKernel::prepare`] where a `None` input is left a null pointer for the
+    /// caller to fill ([`CompiledKernel::invoke_in_place`]).
+    pub(crate) fn prepare_slots(
+        &self,
+        inputs: &[Option<&TensorData>],
+        outputs: &mut [&mut TensorData],
+    ) -> Result<Buffers, JitError> {
         let plan = &self.plan;
         let bad = |message: String| JitError::Buffer {
             kernel: plan.name.clone(),
@@ -410,8 +422,10 @@ impl CompiledKernel {
             }
         };
         for (k, d) in inputs.iter().enumerate() {
-            let spec = &plan.args[k];
-            check("input", k, d, spec.ty, spec.len)?;
+            if let Some(d) = d {
+                let spec = &plan.args[k];
+                check("input", k, d, spec.ty, spec.len)?;
+            }
         }
         for (k, d) in outputs.iter().enumerate() {
             check("output", k, d, plan.outputs[k].1, plan.count)?;
@@ -419,7 +433,7 @@ impl CompiledKernel {
         Ok(Buffers {
             ins: inputs
                 .iter()
-                .map(|d| d.as_ptr())
+                .map(|d| d.map_or(std::ptr::null(), TensorData::as_ptr))
                 .chain(plan.constants.iter().map(|c| c.as_ptr()))
                 .collect(),
             outs: outputs.iter_mut().map(|d| d.as_mut_ptr()).collect(),
@@ -494,8 +508,8 @@ impl CompiledKernel {
 /// The pointer arrays of one kernel call ([`CompiledKernel::prepare`]): valid while the
 /// buffers they were taken from are borrowed.
 pub struct Buffers {
-    ins: Vec<*const u8>,
-    outs: Vec<*mut u8>,
+    pub(crate) ins: Vec<*const u8>,
+    pub(crate) outs: Vec<*mut u8>,
 }
 
 impl Buffers {

@@ -15,6 +15,7 @@ pub mod cost;
 pub mod divide;
 mod error;
 pub mod helpers;
+pub mod in_place;
 pub mod isa;
 mod jit_kernel;
 pub mod kernel;

@@ -301,7 +301,7 @@ impl StripPlan {
     }
 
     /// Whether output `o` is written by a call (and not by the last stage's loop).
-    fn writes_output(&self, o: usize) -> bool {
+    pub fn writes_output(&self, o: usize) -> bool {
         self.calls.iter().any(|c| c.target == Target::Output(o))
             || self.copies.iter().any(|&(s, _)| s == o)
     }

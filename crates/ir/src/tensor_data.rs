@@ -29,6 +29,22 @@ impl TensorData {
         }
     }
 
+    /// Copies `src` into `self` in place (no allocation). Returns `false`, copying nothing,
+    /// when the element types or lengths differ.
+    pub fn copy_from(&mut self, src: &TensorData) -> bool {
+        match (self, src) {
+            (TensorData::F32(d), TensorData::F32(s)) if d.len() == s.len() => d.copy_from_slice(s),
+            (TensorData::F64(d), TensorData::F64(s)) if d.len() == s.len() => d.copy_from_slice(s),
+            (TensorData::I32(d), TensorData::I32(s)) if d.len() == s.len() => d.copy_from_slice(s),
+            (TensorData::I64(d), TensorData::I64(s)) if d.len() == s.len() => d.copy_from_slice(s),
+            (TensorData::Bool(d), TensorData::Bool(s)) if d.len() == s.len() => {
+                d.copy_from_slice(s)
+            }
+            _ => return false,
+        }
+        true
+    }
+
     /// The element type of the stored values.
     pub fn element_type(&self) -> ElementType {
         match self {

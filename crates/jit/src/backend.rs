@@ -8,6 +8,8 @@ mod epilogue;
 mod executable;
 mod executable_cache;
 mod execute;
+mod execute_state;
+mod state;
 mod steps;
 
 use std::sync::Arc;

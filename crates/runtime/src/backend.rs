@@ -46,6 +46,9 @@ pub struct KernelInfo {
     /// by block, when the backend fused it as that node's epilogue; `None` when it runs as
     /// a step of its own.
     pub epilogue_of: Option<String>,
+    /// `(output, variable)` for each output the kernel writes straight into a variable's
+    /// storage, the value of an assign that then needs no temporary and no copy.
+    pub writes_in_place: Vec<(usize, String)>,
 }
 
 /// A range of a kernel's machine code and the node it was lowered from.

@@ -103,6 +103,17 @@ impl Variables {
         &mut self.values[k]
     }
 
+    /// Every variable's value, by index.
+    pub fn values(&self) -> &[Tensor] {
+        &self.values
+    }
+
+    /// Every variable's storage, by index, to write in place; the caller keeps the types
+    /// (a backend may move a value out during a step and must put it back).
+    pub fn values_mut(&mut self) -> &mut [Tensor] {
+        &mut self.values
+    }
+
     /// Replaces the value of variable `k` by `value` of the same type.
     ///
     /// # Errors
@@ -116,7 +127,7 @@ impl Variables {
                 got: Box::new(value.tensor_type()),
             });
         }
-        self.values[k].data_mut().clone_from(value.data());
+        self.values[k].data_mut().copy_from(value.data());
         Ok(())
     }
 

@@ -13,7 +13,7 @@ pub(super) fn peak_bytes(steps: &[Step], g: &Function) -> Result<usize, RuntimeE
     let (mut live, mut peak) = (0usize, 0usize);
     let mut size = std::collections::HashMap::new();
     for step in steps {
-        for (&t, ty) in step.outputs.iter().zip(step.output_types(g)?) {
+        for (t, ty) in step.filled_outputs(g)? {
             // Saturating: a shape too large for memory compiles (and fails to run) cleanly.
             let bytes = ty
                 .shape
@@ -47,7 +47,7 @@ pub(super) fn assign_buffers(
     // Per buffer: its tensor type and whether it is free for the next step.
     let mut buffers: Vec<(TensorType, bool)> = Vec::new();
     for step in steps {
-        for (&t, ty) in step.outputs.iter().zip(step.output_types(g)?) {
+        for (t, ty) in step.filled_outputs(g)? {
             let b = match buffers.iter().position(|(bt, free)| *free && bt == ty) {
                 Some(b) => b,
                 None => {

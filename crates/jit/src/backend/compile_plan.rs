@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::epilogue::fuse_epilogues;
 use graphlift_ir::{Function, Op, Output};
 use graphlift_passes::PassManager;
+use graphlift_runtime::state::{VariableStore, Variables};
 use graphlift_runtime::{function_signature, RuntimeError, Tensor};
 
 use crate::cache::KernelKey;
@@ -87,6 +88,7 @@ impl CpuJitBackend {
             plan,
             recycled: Mutex::new(Vec::new()),
             parallel: Arc::clone(&self.parallel),
+            variables: VariableStore::new(Variables::of(function)?),
         })
     }
 
@@ -106,6 +108,7 @@ impl CpuJitBackend {
         let pm = PassManager::from_env(self.config.clone());
         let dump = pm.dump_dir().map(Path::to_path_buf);
         let mut l = Lowering::passes(function, pm, &fname)?;
+        l.variables = function.variables().map(|n| n.name().to_string()).collect();
         for (k, (name, stage)) in STAGES.into_iter().enumerate() {
             stage(&mut l, self)?;
             if let Some(dir) = &dump {
@@ -140,6 +143,7 @@ impl CpuJitBackend {
             infos: OnceLock::new(),
             pass_report: l.pass_report,
             compiled: l.compiled,
+            variables: l.variables,
         })
     }
 }
@@ -150,13 +154,15 @@ type Stage = fn(&mut Lowering, &CpuJitBackend) -> Result<(), RuntimeError>;
 /// The stages of compiling a Function for CPU-JIT after the pass pipeline, in order, as
 /// Halide's lowering is a logged list of passes: the steps in topological order with a
 /// kernel plan per fused kernel, epilogue fusion into MatMul and convolution output loops,
-/// each kernel's code path ([`choose_code_path`]), liveness (which temporaries die after
+/// each kernel's code path ([`choose_code_path`]), state (assigns written in place by their
+/// kernels, reads that alias a variable's storage: `backend/state.rs`), liveness (which temporaries die after
 /// which step), buffers (temporaries to recycled buffers), and the kernels' machine code
 /// (from the kernel cache or new JIT modules).
-const STAGES: [(&str, Stage); 6] = [
+const STAGES: [(&str, Stage); 7] = [
     ("steps", Lowering::steps),
     ("epilogue_fusion", Lowering::epilogue_fusion),
     ("code_paths", Lowering::code_paths),
+    ("state", Lowering::state),
     ("liveness", Lowering::liveness),
     ("buffers", Lowering::buffers),
     ("kernels", Lowering::kernels),
@@ -164,14 +170,17 @@ const STAGES: [(&str, Stage); 6] = [
 
 /// A Function part way through its compilation: what each stage has planned so far.
 pub(super) struct Lowering {
-    fname: String,
-    g: Function,
+    pub(super) fname: String,
+    pub(super) g: Function,
+    /// The source function's variables by name, in node order: [`Loc::Variable`] indexes
+    /// this (and the executable's `Variables`).
+    pub(super) variables: Vec<String>,
     pass_report: graphlift_passes::PassRunReport,
-    steps: Vec<Step>,
-    plans: Vec<plan::KernelPlan>,
+    pub(super) steps: Vec<Step>,
+    pub(super) plans: Vec<plan::KernelPlan>,
     temps: usize,
     constants: Vec<Tensor>,
-    result_locs: Vec<Loc>,
+    pub(super) result_locs: Vec<Loc>,
     peak_intermediate_bytes: usize,
     buffer_of: Vec<usize>,
     buffers: usize,
@@ -186,10 +195,13 @@ impl Lowering {
             function: fname.to_string(),
             message: format!("pass pipeline: {e}"),
         })?;
+        // Only live nodes run (`Function::live_nodes`): an assign nothing needs must not.
+        g.remove_dead_nodes();
         g.validate()?;
         Ok(Lowering {
             fname: fname.to_string(),
             g,
+            variables: Vec::new(),
             pass_report,
             steps: Vec::new(),
             plans: Vec::new(),
@@ -224,6 +236,15 @@ impl Lowering {
                 locs.insert(Output::new(id, 0), Loc::Constant(self.constants.len() - 1));
                 continue;
             }
+            if let Op::Variable(_) = node.op() {
+                let v = self.variables.iter().position(|n| n == node.name());
+                let v = v.ok_or_else(|| RuntimeError::Compile {
+                    function: fname.clone(),
+                    message: format!("variable `{}` is not in the source function", node.name()),
+                })?;
+                locs.insert(Output::new(id, 0), Loc::Variable(v));
+                continue;
+            }
             let inputs = node
                 .inputs()
                 .iter()
@@ -238,15 +259,36 @@ impl Lowering {
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let kind = if let Op::FusedKernel(k) = node.op() {
-                let mut p = plan::plan_kernel(node.name(), &k.body)
-                    .map_err(|e| e.into_compile_error(fname))?;
-                // Standalone until epilogue fusion says otherwise (below).
-                choose_code_path(&mut p, &backend.target, false);
-                self.plans.push(p);
-                StepKind::Kernel(self.plans.len() - 1)
-            } else {
-                StepKind::Native
+            let variable = match inputs.first() {
+                Some(&Loc::Variable(v)) => v,
+                _ => usize::MAX,
+            };
+            let kind = match node.op() {
+                Op::FusedKernel(k) => {
+                    let mut p = plan::plan_kernel(node.name(), &k.body)
+                        .map_err(|e| e.into_compile_error(fname))?;
+                    // Standalone until epilogue fusion says otherwise (below).
+                    choose_code_path(&mut p, &backend.target, false);
+                    self.plans.push(p);
+                    StepKind::Kernel(self.plans.len() - 1)
+                }
+                // A read copies until the state stage finds it may alias the storage.
+                Op::ReadVariable => StepKind::Read(variable),
+                Op::Assign => {
+                    // An assign's value is its input's: it fills no temporary.
+                    locs.insert(Output::new(id, 0), inputs[1]);
+                    self.steps.push(Step {
+                        node: id,
+                        kind: StepKind::Assign(variable),
+                        inputs,
+                        outputs: Vec::new(),
+                        free_after: Vec::new(),
+                        epilogue: None,
+                        in_place: Vec::new(),
+                    });
+                    continue;
+                }
+                _ => StepKind::Native,
             };
             let outputs: Vec<usize> = (self.temps..self.temps + node.outputs().len()).collect();
             self.temps += outputs.len();
@@ -260,6 +302,7 @@ impl Lowering {
                 outputs,
                 free_after: Vec::new(),
                 epilogue: None,
+                in_place: Vec::new(),
             });
         }
         self.result_locs = g

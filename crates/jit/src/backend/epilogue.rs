@@ -54,6 +54,8 @@ pub(super) fn fuse_epilogues(
     let available_before = |loc: &Loc, s: usize| match *loc {
         Loc::Temp(u) => made_by.get(u).is_some_and(|&p| p < s),
         Loc::Input(_) | Loc::Constant(_) => true,
+        // Assigns do not move: a kernel reading a variable's storage stays where it is.
+        Loc::Variable(_) => false,
     };
     let mut absorbed_into: Vec<Option<usize>> = vec![None; steps.len()];
     let mut reads_of: Vec<Vec<usize>> = vec![Vec::new(); steps.len()];

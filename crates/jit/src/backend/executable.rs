@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use graphlift_ir::{Function, Op};
 use graphlift_passes::{ExtractionReport, PassRunReport};
+use graphlift_runtime::state::VariableStore;
 use graphlift_runtime::trace::CallRecorder;
 use graphlift_runtime::{
     validate_arguments, KernelInfo, RuntimeError, StepInfo, Tensor, TensorSpec,
@@ -37,6 +38,9 @@ pub struct CpuJitExecutable {
     /// allocating and page-faulting a new one.
     pub(super) recycled: Mutex<Vec<Vec<Option<Tensor>>>>,
     pub(super) parallel: Arc<Parallel>,
+    /// The variables' storage, this executable's own (`None` without variables); a call
+    /// holds its lock throughout, so calls are serialized.
+    pub(super) variables: Option<VariableStore>,
 }
 
 /// Everything an executable runs and reports that a call does not change: the compiled
@@ -71,6 +75,8 @@ pub(super) struct ExecutablePlan {
     pub(super) compiled: Vec<CompiledKernel>,
     /// The target the kernels were planned for.
     pub(super) target: Target,
+    /// The source function's variables by name, indexed by [`Loc::Variable`].
+    pub(super) variables: Vec<String>,
 }
 
 const _: () = {
@@ -208,7 +214,13 @@ impl ExecutablePlan {
     /// code's size, IR and ranges, and the producer whose epilogue it is.
     pub(super) fn kernel_infos(&self) -> Vec<KernelInfo> {
         let mut epilogue_of: HashMap<usize, &str> = HashMap::new();
+        let mut in_place: HashMap<usize, Vec<(usize, String)>> = HashMap::new();
         for step in &self.steps {
+            if let StepKind::Kernel(k) = step.kind {
+                let names = step.in_place.iter();
+                let names = names.map(|&(j, v)| (j, self.variables[v].clone()));
+                in_place.insert(k, names.collect());
+            }
             if let Some(StepKind::Kernel(k)) = step.epilogue.as_ref().map(|e| e.step.kind) {
                 if let Some(producer) = self.function.get(step.node) {
                     epilogue_of.insert(k, producer.name());
@@ -233,6 +245,7 @@ impl ExecutablePlan {
                 ir: Arc::clone(&kernel.ir),
                 code_ranges: kernel.code_ranges().into(),
                 epilogue_of: epilogue_of.get(&k).map(|p| p.to_string()),
+                writes_in_place: in_place.remove(&k).unwrap_or_default(),
                 ..nodes.info(node.name(), tags)
             });
         }
@@ -247,6 +260,10 @@ impl Executable for CpuJitExecutable {
 
     fn results(&self) -> &[TensorSpec] {
         &self.plan.results
+    }
+
+    fn variable_store(&self) -> Option<&VariableStore> {
+        self.variables.as_ref()
     }
 
     fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
@@ -267,11 +284,16 @@ impl Executable for CpuJitExecutable {
                 temps[t] = Some(std::mem::replace(&mut outputs[k], empty));
             }
         }
+        let mut state = self.variables.as_ref().map(VariableStore::lock);
+        let vars: &mut [Tensor] = match state.as_deref_mut() {
+            Some(v) => v.values_mut(),
+            None => &mut [],
+        };
         // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
         let mut recorder = CallRecorder::begin(&self.plan.function, BACKEND_NAME);
         // Steps run on the caller's thread; a step that splits its work takes the pool's
         // workers as helpers for that step only (`parallel::for_each`).
-        let run = self.run_steps(inputs, &mut temps, &mut recorder);
+        let run = self.run_steps(inputs, &mut temps, &mut recorder, vars);
         if let Err(e) = run {
             // Leave every output with its validated type (its values are unspecified).
             for (k, r) in self.plan.results.iter().enumerate() {
@@ -288,6 +310,7 @@ impl Executable for CpuJitExecutable {
                 Loc::Temp(t) if self.plan.take_result[k] => temps.get_mut(t).and_then(Option::take),
                 Loc::Temp(t) => temps.get(t).and_then(Clone::clone),
                 Loc::Constant(c) => self.plan.constants.get(c).cloned(),
+                Loc::Variable(v) => vars.get(v).cloned(),
             };
             outputs[k] = value.ok_or_else(|| RuntimeError::Execution {
                 node: self.plan.results[k].name.clone(),

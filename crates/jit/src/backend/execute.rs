@@ -2,7 +2,7 @@
 //! producer's output loop, and trace records.
 
 use super::epilogue::EpilogueStep;
-use graphlift_ir::{Node, TensorData};
+use graphlift_ir::{Node, TensorData, TensorType};
 use graphlift_kernels::native::{self, Block, Epilogue};
 use graphlift_runtime::trace::{CallRecorder, StepKind as TraceStepKind};
 use graphlift_runtime::{RuntimeError, Tensor};
@@ -36,7 +36,7 @@ impl CpuJitExecutable {
         let own = &d.inputs[..node.inputs().len().min(d.inputs.len())];
         let ins = own
             .iter()
-            .map(|&l| self.resolve_one(l, inputs, &[]).map(Tensor::data))
+            .map(|&l| self.resolve_one(l, inputs, &[], &[]).map(Tensor::data))
             .collect::<Option<SmallVec<[&TensorData; 8]>>>()
             .ok_or_else(not_computed)?;
         let mut by_result: SmallVec<[Option<&mut TensorData>; 4]> =
@@ -51,13 +51,14 @@ impl CpuJitExecutable {
             .map_err(|e| Self::execution_error(node, e.to_string()))
     }
 
-    /// Runs the plan's steps in order, leaving each value in its temp slot; records each
-    /// step when a tracer is alive.
+    /// Runs the plan's steps in order, leaving each value in its temp slot and writing the
+    /// variables' storage `vars`; records each step when a tracer is alive.
     pub(super) fn run_steps(
         &self,
         inputs: &[Tensor],
         temps: &mut [Option<Tensor>],
         recorder: &mut Option<CallRecorder>,
+        vars: &mut [Tensor],
     ) -> Result<(), RuntimeError> {
         let mut bin = self
             .recycled
@@ -67,6 +68,9 @@ impl CpuJitExecutable {
             .unwrap_or_else(|| vec![None; self.plan.buffers]);
         for step in &self.plan.steps {
             let started = recorder.as_ref().map(CallRecorder::step_start);
+            if self.run_state_step(step, inputs, temps, vars, recorder, started)? {
+                continue;
+            }
             let seeded = step
                 .outputs
                 .iter()
@@ -76,7 +80,7 @@ impl CpuJitExecutable {
                         .or_else(|| bin.get_mut(self.plan.buffer_of[t]).and_then(Option::take))
                 })
                 .collect();
-            let outs = self.run_step(step, inputs, temps, seeded)?;
+            let outs = self.run_step(step, inputs, temps, seeded, vars)?;
             if let (Some(r), Some(start)) = (recorder.as_mut(), started) {
                 self.record(r, step, start, &outs)?;
             }
@@ -110,7 +114,7 @@ impl CpuJitExecutable {
     ) -> Result<(), RuntimeError> {
         let kind = |k: StepKind| match k {
             StepKind::Kernel(_) => TraceStepKind::JitKernel,
-            StepKind::Native => TraceStepKind::Native,
+            _ => TraceStepKind::Native,
         };
         let node = self.plan.function.node(step.node)?;
         let n = node.outputs().len().min(outs.len());
@@ -127,17 +131,20 @@ impl CpuJitExecutable {
         Ok(())
     }
 
-    /// The tensor at `loc`, or `None` if it was not computed.
+    /// The tensor at `loc`, or `None` if it was not computed; `vars` are the variables'
+    /// values.
     pub(super) fn resolve_one<'a>(
         &'a self,
         loc: Loc,
         inputs: &'a [Tensor],
         temps: &'a [Option<Tensor>],
+        vars: &'a [Tensor],
     ) -> Option<&'a Tensor> {
         match loc {
             Loc::Input(k) => inputs.get(k),
             Loc::Temp(t) => temps.get(t).and_then(Option::as_ref),
             Loc::Constant(c) => self.plan.constants.get(c),
+            Loc::Variable(v) => vars.get(v),
         }
     }
 
@@ -147,9 +154,10 @@ impl CpuJitExecutable {
         locs: &[Loc],
         inputs: &'a [Tensor],
         temps: &'a [Option<Tensor>],
+        vars: &'a [Tensor],
     ) -> Option<Vec<&'a Tensor>> {
         locs.iter()
-            .map(|&l| self.resolve_one(l, inputs, temps))
+            .map(|&l| self.resolve_one(l, inputs, temps, vars))
             .collect()
     }
 
@@ -161,17 +169,26 @@ impl CpuJitExecutable {
         inputs: &[Tensor],
         temps: &[Option<Tensor>],
         seeded: Vec<Option<Tensor>>,
+        vars: &mut [Tensor],
     ) -> Result<Vec<Tensor>, RuntimeError> {
         let node = self.plan.function.node(step.node)?;
+        if !step.in_place.is_empty() {
+            return self.run_in_place(node, step, inputs, temps, seeded, vars);
+        }
+        let vars: &[Tensor] = vars;
         let own_inputs = &step.inputs[..node.inputs().len().min(step.inputs.len())];
         let ins = self
-            .resolve(own_inputs, inputs, temps)
+            .resolve(own_inputs, inputs, temps, vars)
             .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
         match (step.kind, &step.epilogue) {
             (StepKind::Native, None) => native::evaluate(node, &ins, seeded, &self.parallel),
             (StepKind::Native, Some(e)) => {
-                self.run_with_epilogue(node, e, &ins, inputs, temps, seeded)
+                self.run_with_epilogue(node, e, &ins, inputs, temps, vars, seeded)
             }
+            (StepKind::Read(_), _) => Ok(vec![copy_of(ins[0], seeded)]),
+            (StepKind::ReadAlias(_) | StepKind::Assign(_) | StepKind::AssignInPlace(_), _) => Err(
+                Self::execution_error(node, "a state step runs in run_state_step".into()),
+            ),
             (StepKind::Kernel(k), _) => {
                 let mut outs = kernel_outputs(node, seeded)?;
                 let in_data: Vec<&TensorData> = ins.iter().map(|t| t.data()).collect();
@@ -204,6 +221,7 @@ impl CpuJitExecutable {
         ins: &[&Tensor],
         inputs: &[Tensor],
         temps: &[Option<Tensor>],
+        vars: &[Tensor],
         mut seeded: Vec<Option<Tensor>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
         let knode = self.plan.function.node(e.step.node)?;
@@ -227,7 +245,7 @@ impl CpuJitExecutable {
         let mut out_data: Vec<&mut TensorData> = kouts.iter_mut().map(Tensor::data_mut).collect();
         let buffers = {
             let in_data = self
-                .epilogue_inputs(e, product.data(), inputs, temps)
+                .epilogue_inputs(e, product.data(), inputs, temps, vars)
                 .ok_or_else(not_computed)?;
             kernel
                 .prepare(&in_data, &mut out_data)
@@ -255,7 +273,7 @@ impl CpuJitExecutable {
             // A reference kernel computed the result: run the kernel over all of it.
             let result = outs.first().ok_or_else(not_computed)?;
             let in_data = self
-                .epilogue_inputs(e, result.data(), inputs, temps)
+                .epilogue_inputs(e, result.data(), inputs, temps, vars)
                 .ok_or_else(not_computed)?;
             self.run_whole(kernel, &in_data, &mut out_data)
                 .map_err(kernel_err)?;
@@ -273,6 +291,7 @@ impl CpuJitExecutable {
         result: &'a TensorData,
         inputs: &'a [Tensor],
         temps: &'a [Option<Tensor>],
+        vars: &'a [Tensor],
     ) -> Option<Vec<&'a TensorData>> {
         e.step
             .inputs
@@ -282,10 +301,21 @@ impl CpuJitExecutable {
                 if e.reads.contains(&i) {
                     Some(result)
                 } else {
-                    self.resolve_one(*l, inputs, temps).map(Tensor::data)
+                    self.resolve_one(*l, inputs, temps, vars).map(Tensor::data)
                 }
             })
             .collect()
+    }
+}
+
+/// A copy of `value` in the seeded buffer when it has the type, else in a new tensor.
+fn copy_of(value: &Tensor, seeded: Vec<Option<Tensor>>) -> Tensor {
+    match seeded.into_iter().next().flatten() {
+        Some(mut buffer) if buffer.has_type(&value.tensor_type()) => {
+            buffer.data_mut().copy_from(value.data());
+            buffer
+        }
+        _ => value.clone(),
     }
 }
 
@@ -298,9 +328,14 @@ pub(super) fn kernel_outputs(
     node.outputs()
         .iter()
         .zip(seeded.into_iter().chain(std::iter::repeat(None)))
-        .map(|(t, seed)| match seed {
-            Some(buffer) if buffer.has_type(t) => Ok(buffer),
-            _ => Tensor::zeros(t.element_type, t.shape.clone()),
-        })
+        .map(|(t, seed)| output_buffer(t, seed))
         .collect()
+}
+
+/// The seeded buffer when it has type `t`, else a new zeroed tensor of `t`.
+pub(super) fn output_buffer(t: &TensorType, seed: Option<Tensor>) -> Result<Tensor, RuntimeError> {
+    match seed {
+        Some(buffer) if buffer.has_type(t) => Ok(buffer),
+        _ => Tensor::zeros(t.element_type, t.shape.clone()),
+    }
 }

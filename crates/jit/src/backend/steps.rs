@@ -20,6 +20,9 @@ pub(super) enum Loc {
     /// Constant `c`, made into a tensor once at compile time (weights are never copied per
     /// call).
     Constant(usize),
+    /// The storage of variable `v` (the executable's [`graphlift_runtime::state::Variables`]
+    /// index), read where a read of it is an alias (`backend/state.rs`).
+    Variable(usize),
 }
 
 /// A plan of one kernel step that reads only the call's inputs and constants, and whose
@@ -42,6 +45,9 @@ pub(super) struct DirectCall {
 impl DirectCall {
     pub(super) fn of(steps: &[Step], result_locs: &[Loc]) -> Option<DirectCall> {
         let [step] = steps else { return None };
+        if !step.in_place.is_empty() {
+            return None;
+        }
         let StepKind::Kernel(kernel) = step.kind else {
             return None;
         };
@@ -75,6 +81,15 @@ pub(super) enum StepKind {
     Kernel(usize),
     /// The reference kernel of the node.
     Native,
+    /// A `ReadVariable` of variable `v` that copies its value into the step's output.
+    Read(usize),
+    /// A `ReadVariable` of variable `v` whose users read the storage itself: nothing runs.
+    ReadAlias(usize),
+    /// An `Assign` to variable `v` that copies its value (input 1) into the storage.
+    Assign(usize),
+    /// An `Assign` to variable `v` whose value a kernel step wrote into the storage in
+    /// place ([`Step::in_place`]): nothing runs.
+    AssignInPlace(usize),
 }
 
 /// One step of the plan: a node, where its inputs are, which temporaries it fills, and
@@ -89,9 +104,30 @@ pub(super) struct Step {
     pub(super) free_after: Vec<usize>,
     /// A kernel run in this native step's output loop ([`epilogue`]).
     pub(super) epilogue: Option<Box<EpilogueStep>>,
+    /// For a kernel step: `(output, variable)` for each output it writes straight into a
+    /// variable's storage, reading that variable's live-ins from it (`backend/state.rs`);
+    /// the output's temporary is never filled.
+    pub(super) in_place: Vec<(usize, usize)>,
 }
 
 impl Step {
+    /// The temporaries the step fills with their types: every output's but those it writes
+    /// into a variable in place (no temporary holds them).
+    pub(super) fn filled_outputs<'g>(
+        &self,
+        g: &'g Function,
+    ) -> Result<Vec<(usize, &'g TensorType)>, RuntimeError> {
+        let types = self.output_types(g)?;
+        Ok(self
+            .outputs
+            .iter()
+            .zip(types)
+            .enumerate()
+            .filter(|(j, _)| !self.in_place.iter().any(|w| w.0 == *j))
+            .map(|(_, (&t, ty))| (t, ty))
+            .collect())
+    }
+
     /// The types of the step's outputs, in order (the producer's, then its epilogue's).
     pub(super) fn output_types<'g>(
         &self,
