@@ -193,3 +193,23 @@ fn set_and_reset_variables() {
         assert!(err.to_string().contains('w'), "{err}");
     }
 }
+
+#[test]
+fn a_traced_cpu_jit_call_replays_its_variable_updates() {
+    let n = 100;
+    let f = optimizers(n);
+    let jit = compile("CPU-JIT", &f);
+    let g = |call: usize| vec![Tensor::from_vec(wave(n, call as f32), [n]).unwrap()];
+    jit.run(&g(0)).unwrap();
+    let tracer = graphlift::runtime::trace::Tracer::start();
+    jit.run(&g(1)).unwrap();
+    let trace = tracer.finish();
+    let collected = trace.calls[0].collect().unwrap();
+    let replay = compile("INTERPRETER", &collected);
+    replay.run(&g(1)).unwrap();
+    for spec in jit.variables() {
+        let (a, b) = (jit.variable(&spec.name).unwrap(), replay.variable(&spec.name).unwrap());
+        let (a, b) = (a.read::<f32>().unwrap(), b.read::<f32>().unwrap());
+        assert_eq!(bits(a), bits(b), "variable {}", spec.name);
+    }
+}

@@ -128,6 +128,17 @@ impl Function {
             if let Op::Variable(v) = &n.op {
                 check_initializer(v).map_err(|m| self.state_error(&n.name, m))?;
             }
+            if let Op::FusedKernel(k) = &n.op {
+                if let Some(s) = k.body.nodes().find(|b| b.op.is_stateful()) {
+                    return Err(self.state_error(
+                        &n.name,
+                        format!(
+                            "the fused kernel's body holds `{}` ({}): kernels compute values,                              state stays outside them",
+                            s.name, s.op
+                        ),
+                    ));
+                }
+            }
             if let Some(v) = self.variable_of(n.id).filter(|_| live[n.id.index()]) {
                 accesses.entry(v).or_default().push(n.id);
             }

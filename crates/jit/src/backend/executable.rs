@@ -285,12 +285,15 @@ impl Executable for CpuJitExecutable {
             }
         }
         let mut state = self.variables.as_ref().map(VariableStore::lock);
+        // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
+        let mut recorder = CallRecorder::begin(&self.plan.function, BACKEND_NAME);
+        if let (Some(r), Some(v)) = (recorder.as_mut(), state.as_deref()) {
+            r.record_variables(v);
+        }
         let vars: &mut [Tensor] = match state.as_deref_mut() {
             Some(v) => v.values_mut(),
             None => &mut [],
         };
-        // Tracing hook: `None` (one thread-local read) unless a tracer is alive.
-        let mut recorder = CallRecorder::begin(&self.plan.function, BACKEND_NAME);
         // Steps run on the caller's thread; a step that splits its work takes the pool's
         // workers as helpers for that step only (`parallel::for_each`).
         let run = self.run_steps(inputs, &mut temps, &mut recorder, vars);

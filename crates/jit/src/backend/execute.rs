@@ -82,7 +82,18 @@ impl CpuJitExecutable {
                 .collect();
             let outs = self.run_step(step, inputs, temps, seeded, vars)?;
             if let (Some(r), Some(start)) = (recorder.as_mut(), started) {
-                self.record(r, step, start, &outs)?;
+                if step.in_place.is_empty() {
+                    self.record(r, step, start, &outs)?;
+                } else {
+                    // The values written in place are in the variables, not the outputs.
+                    let mut shown = outs.clone();
+                    for &(j, v) in &step.in_place {
+                        if let (Some(o), Some(t)) = (shown.get_mut(j), vars.get(v)) {
+                            o.clone_from(t);
+                        }
+                    }
+                    self.record(r, step, start, &shown)?;
+                }
             }
             for (&t, o) in step.outputs.iter().zip(outs) {
                 temps[t] = Some(o);
