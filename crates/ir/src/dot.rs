@@ -20,6 +20,14 @@ impl Function {
     /// Parameters, and the body's Results point at the kernel's outer users. Kernels nested
     /// in a body become nested clusters.
     ///
+    /// State: a Variable is an orange `cylinder`; its initializer is a cluster
+    /// (`"cluster_<name>/initializer"`, drawn like a kernel body) whose Result points at the
+    /// variable over a dotted edge labelled `init`. Assigns are red boxes, and the edge
+    /// between an Assign and the variable it writes is bold red, labelled `writes`, with its
+    /// arrowhead at the variable (`dir=back`, so the layout still ranks the variable above
+    /// its users). Sinks ([`crate::Function::sinks`]) have a double border and a `(sink)`
+    /// line in their label.
+    ///
     /// Names come from user files, so every string is written as a quoted DOT string with
     /// `"` and `\` escaped; a newline becomes DOT's `\n` line break and other control
     /// characters are shown as `\xNN`. DOT node identifiers are generated (`n3`, `n3_0`,
@@ -65,55 +73,69 @@ impl DotWriter {
         self.out.push('\n');
     }
 
-    /// Writes `f`'s nodes (kernels as clusters) and then its edges. DOT ids are `prefix` +
-    /// node index; `path` qualifies cluster names of nested kernels; `in_body` marks the
-    /// Parameters and Results of a kernel body (drawn dashed: they are live-ins and
-    /// kernel outputs, not function inputs and outputs).
+    /// Writes `f`'s nodes (kernels as clusters, each Variable followed by its initializer's
+    /// cluster) and then its edges. DOT ids are `prefix` + node index; `path` qualifies
+    /// cluster names of nested kernels and initializers; `in_body` marks the Parameters and
+    /// Results of a kernel body or initializer (drawn dashed: they are live-ins and kernel
+    /// outputs, not function inputs and outputs).
     fn function(&mut self, f: &Function, prefix: &str, indent: usize, path: &str, in_body: bool) {
         let mut cluster_of: HashMap<NodeId, String> = HashMap::new();
         for n in f.nodes() {
             if let Op::FusedKernel(k) = n.op() {
-                let cluster = self.cluster_name(&format!("{path}{}", n.name()));
-                let ops = k
-                    .body
-                    .nodes()
-                    .filter(|b| !matches!(b.op(), Op::Parameter | Op::Result))
-                    .count();
-                self.line(indent, &format!("subgraph {} {{", quote(&cluster)));
-                let plural = if ops == 1 { "" } else { "s" };
-                let label = format!("{}\n{} ({ops} op{plural})", n.name(), n.op());
-                self.line(indent + 1, &format!("label={};", quote(&label)));
-                self.line(
-                    indent + 1,
-                    "style=\"rounded,filled\"; fillcolor=\"#f4f4f4\"; color=\"#7a7a7a\";",
-                );
-                let body_prefix = format!("{}_", dot_id(prefix, n.id()));
-                let body_path = format!("{path}{}/", n.name());
-                self.function(&k.body, &body_prefix, indent + 1, &body_path, true);
-                self.line(indent, "}");
-                cluster_of.insert(n.id(), cluster);
-            } else {
-                let attrs = node_attrs(n, in_body);
-                self.line(
+                let cluster = self.cluster(
+                    &k.body,
+                    &format!("{path}{}", n.name()),
+                    &format!("{}\n{}", n.name(), n.op()),
+                    &dot_id(prefix, n.id()),
                     indent,
-                    &format!(
-                        "{} [label={}{attrs}];",
-                        dot_id(prefix, n.id()),
-                        quote(&node_label(n))
-                    ),
                 );
+                cluster_of.insert(n.id(), cluster);
+                continue;
+            }
+            let id = dot_id(prefix, n.id());
+            let sink = f.sinks().contains(&n.id());
+            self.line(
+                indent,
+                &format!(
+                    "{id} [label={}{}];",
+                    quote(&node_label(n, sink)),
+                    node_attrs(n, in_body, sink)
+                ),
+            );
+            if let Op::Variable(v) = n.op() {
+                self.cluster(
+                    &v.initializer,
+                    &format!("{path}{}/initializer", n.name()),
+                    &format!("{} initializer", n.name()),
+                    &id,
+                    indent,
+                );
+                if let Some(&r) = v.initializer.results().first() {
+                    let init = dot_id(&format!("{id}_"), r);
+                    self.line(
+                        indent,
+                        &format!("{init} -> {id} [style=dotted, label=\"init\"];"),
+                    );
+                }
             }
         }
         for n in f.nodes() {
             for (slot, o) in n.inputs().iter().enumerate() {
                 let src = source(f, prefix, o.node, o.index);
                 let dst = target(f, prefix, n.id(), slot);
-                let label = if o.index > 0 {
-                    format!(" [label=\"{}\"]", o.index)
-                } else {
+                let mut attrs = Vec::new();
+                if o.index > 0 {
+                    attrs.push(format!("label=\"{}\"", o.index));
+                }
+                if slot == 0 && matches!(n.op(), Op::Assign) {
+                    attrs.push(WRITES_EDGE.to_string());
+                }
+                let attrs = if attrs.is_empty() {
                     String::new()
+                } else {
+                    format!(" [{}]", attrs.join(", "))
                 };
-                self.line(indent, &format!("{src} -> {dst}{label};"));
+                self.line(indent, &format!("{src} -> {dst}{attrs};"));
             }
             for &d in n.other_deps() {
                 let mut attrs = vec!["style=dashed".to_string(), "color=\"#8c8c8c\"".to_string()];
@@ -134,6 +156,42 @@ impl DotWriter {
                 self.line(indent, &format!("{src} -> {dst} [{}];", attrs.join(", ")));
             }
         }
+    }
+
+    /// Writes `body` as a cluster named after `qualified` (a kernel's path, or a
+    /// variable's path + `/initializer`) and labelled `title` and its op count; its DOT ids
+    /// are `owner` (the DOT id of the node it belongs to) + `_` + body node index. Returns
+    /// the cluster's name.
+    fn cluster(
+        &mut self,
+        body: &Function,
+        qualified: &str,
+        title: &str,
+        owner: &str,
+        indent: usize,
+    ) -> String {
+        let cluster = self.cluster_name(qualified);
+        let ops = body
+            .nodes()
+            .filter(|b| !matches!(b.op(), Op::Parameter | Op::Result))
+            .count();
+        self.line(indent, &format!("subgraph {} {{", quote(&cluster)));
+        let plural = if ops == 1 { "" } else { "s" };
+        let label = format!("{title} ({ops} op{plural})");
+        self.line(indent + 1, &format!("label={};", quote(&label)));
+        self.line(
+            indent + 1,
+            "style=\"rounded,filled\"; fillcolor=\"#f4f4f4\"; color=\"#7a7a7a\";",
+        );
+        self.function(
+            body,
+            &format!("{owner}_"),
+            indent + 1,
+            &format!("{qualified}/"),
+            true,
+        );
+        self.line(indent, "}");
+        cluster
     }
 
     /// `cluster_<name>`, suffixed when a cluster of that name exists already.
@@ -193,25 +251,37 @@ fn kernel_entry(f: &Function, prefix: &str, id: NodeId) -> String {
     }
 }
 
-fn node_label(n: &Node) -> String {
+/// The attributes of the edge from a variable to an Assign of it: the Assign writes it.
+const WRITES_EDGE: &str = "label=\"writes\", color=\"#c0392b\", fontcolor=\"#c0392b\", \
+                           style=bold, dir=back";
+
+/// Name, op and output type(s), one per line, and `(sink)` for a sink.
+fn node_label(n: &Node, sink: bool) -> String {
     let types = n
         .outputs()
         .iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ");
-    format!("{}\n{}\n{types}", n.name(), n.op())
+    let sink = if sink { "\n(sink)" } else { "" };
+    format!("{}\n{}\n{types}{sink}", n.name(), n.op())
 }
 
-fn node_attrs(n: &Node, in_body: bool) -> &'static str {
-    match (n.op(), in_body) {
+/// The attributes after the label: the op's shape and colours, and a double border for a
+/// sink.
+fn node_attrs(n: &Node, in_body: bool, sink: bool) -> String {
+    let style = match (n.op(), in_body) {
         (Op::Parameter, false) => ", shape=invhouse, style=filled, fillcolor=\"#cfe2ff\"",
         (Op::Parameter, true) => ", shape=invhouse, style=\"filled,dashed\", fillcolor=\"#cfe2ff\"",
         (Op::Result, false) => ", shape=house, style=filled, fillcolor=\"#d1e7dd\"",
         (Op::Result, true) => ", shape=house, style=\"filled,dashed\", fillcolor=\"#d1e7dd\"",
         (Op::Constant(_), _) => ", style=\"filled,rounded\", fillcolor=\"#fff3cd\"",
+        (Op::Variable(_), _) => ", shape=cylinder, style=filled, fillcolor=\"#ffd8a8\"",
+        (Op::Assign, _) => ", style=filled, fillcolor=\"#f8d7da\", color=\"#c0392b\"",
         _ => "",
-    }
+    };
+    let border = if sink { ", peripheries=2" } else { "" };
+    format!("{style}{border}")
 }
 
 /// `s` as a quoted DOT string: `"` and `\` escaped, a newline as DOT's `\n` line break,

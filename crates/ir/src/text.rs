@@ -30,10 +30,29 @@ impl Function {
     /// elements (floats with `{:?}`, so `-0.0`, `NaN` and `inf` are visible); a fused
     /// kernel's body follows its line, indented. The form is for reading and diffing, not
     /// for parsing.
+    ///
+    /// State: a function with sinks ([`Function::sinks`]) lists them on a `sinks=[...]` line
+    /// under its header. A Variable's line gives its type, and its initializer follows it,
+    /// indented like a kernel body under an `initializer` header; the control dependencies
+    /// that order reads and assigns are the `after=[...]` of their lines:
+    ///
+    /// ```text
+    /// function state() -> (out)
+    ///   sinks=[Assign_3]
+    ///   w = Variable() : f32[2]
+    ///     initializer w_init() -> (init)
+    ///       Constant_0 = Constant{0.5, -0.0}() : f32[2]
+    ///       init = Result(Constant_0) : f32[2]
+    ///   ReadVariable_1 = ReadVariable(w) : f32[2]
+    ///   Negative_2 = Negative(ReadVariable_1) : f32[2]
+    ///   Assign_3 = Assign(w, Negative_2) : f32[2]
+    ///   ReadVariable_4 = ReadVariable(w) : f32[2]  after=[Assign_3]
+    ///   out = Result(ReadVariable_4) : f32[2]
+    /// ```
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         // Writing to a String cannot fail.
-        let _ = write_function(self, 0, &mut s);
+        let _ = write_function(self, "function", 0, &mut s);
         s
     }
 }
@@ -41,11 +60,14 @@ impl Function {
 impl fmt::Display for Function {
     /// Formats as [`Function::to_text`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_function(self, 0, f)
+        write_function(self, "function", 0, f)
     }
 }
 
-fn write_function(f: &Function, indent: usize, out: &mut impl Write) -> fmt::Result {
+/// Writes `f` under a header that starts with `keyword` (`function`, or `initializer` for a
+/// Variable's), its lines indented by `indent` steps of two spaces; nested functions (kernel
+/// bodies, initializers) follow their node's line two steps deeper.
+fn write_function(f: &Function, keyword: &str, indent: usize, out: &mut impl Write) -> fmt::Result {
     let pad = "  ".repeat(indent);
     let names = |ids: &[NodeId]| {
         ids.iter()
@@ -55,11 +77,14 @@ fn write_function(f: &Function, indent: usize, out: &mut impl Write) -> fmt::Res
     };
     writeln!(
         out,
-        "{pad}function {}({}) -> ({})",
+        "{pad}{keyword} {}({}) -> ({})",
         f.name(),
         names(f.parameters()),
         names(f.results())
     )?;
+    if !f.sinks().is_empty() {
+        writeln!(out, "{pad}  sinks=[{}]", names(f.sinks()))?;
+    }
     let order = match f.topological_order() {
         Ok(order) => order,
         Err(e) => {
@@ -96,8 +121,10 @@ fn write_function(f: &Function, indent: usize, out: &mut impl Write) -> fmt::Res
             write!(out, "  meta={{{}}}", meta.join(", "))?;
         }
         writeln!(out)?;
-        if let Op::FusedKernel(k) = n.op() {
-            write_function(&k.body, indent + 2, out)?;
+        match n.op() {
+            Op::FusedKernel(k) => write_function(&k.body, "function", indent + 2, out)?,
+            Op::Variable(v) => write_function(&v.initializer, "initializer", indent + 2, out)?,
+            _ => {}
         }
     }
     Ok(())
@@ -187,6 +214,41 @@ function f(x, y) -> (Result_4, Result_5)
             text.contains("Add_2 = Add(Constant_0, Constant_1) : i32[10]  after=[Constant_0]"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn variables_show_their_initializer_and_sinks_are_listed() {
+        let mut init = Function::new("w_init");
+        let c = init
+            .add_constant(TensorData::F32(vec![0.5, -0.0]), [2])
+            .unwrap();
+        init.add_result(c.into(), Some("init".into())).unwrap();
+        let mut f = Function::new("state");
+        let w = f.add_variable("w", init).unwrap();
+        let r = f.add_node(Op::ReadVariable, &[w.into()]).unwrap();
+        let n = f
+            .add_node(Op::Unary(crate::UnaryOp::Negative), &[r.into()])
+            .unwrap();
+        let a = f.add_node(Op::Assign, &[w.into(), n.into()]).unwrap();
+        let later = f.add_node(Op::ReadVariable, &[w.into()]).unwrap();
+        f.add_control_dependency(later, a).unwrap();
+        f.add_result(later.into(), Some("out".into())).unwrap();
+        f.add_sink(a).unwrap();
+        f.validate().unwrap();
+        let expected = "\
+function state() -> (out)
+  sinks=[Assign_3]
+  w = Variable() : f32[2]
+    initializer w_init() -> (init)
+      Constant_0 = Constant{0.5, -0.0}() : f32[2]
+      init = Result(Constant_0) : f32[2]
+  ReadVariable_1 = ReadVariable(w) : f32[2]
+  Negative_2 = Negative(ReadVariable_1) : f32[2]
+  Assign_3 = Assign(w, Negative_2) : f32[2]
+  ReadVariable_4 = ReadVariable(w) : f32[2]  after=[Assign_3]
+  out = Result(ReadVariable_4) : f32[2]
+";
+        assert_eq!(f.to_text(), expected);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Graphviz DOT export: clusters for fused kernels, edges, styling and escaping.
+//! Graphviz DOT export: clusters for fused kernels, state (variables, their initializers,
+//! assigns, sinks), edges, styling and escaping.
 
 mod common;
 
@@ -243,6 +244,96 @@ fn duplicate_kernel_names_across_levels_get_distinct_clusters() {
         "{dot}"
     );
     assert_graphviz_accepts(&dot);
+}
+
+#[test]
+fn state_is_drawn_with_cylinders_writes_edges_and_sinks() {
+    // w = variable(exp(0)); assign(w, w + 1) (a sink); the result reads w after it.
+    let b = FunctionBuilder::new("counter");
+    let w = b.variable("w", b.scalar(F32, 0.0).exp().named("e"));
+    b.assign(w, (w + 1.0).named("next")).named("tick");
+    let f = b.finish(&[w]).unwrap();
+    let at = |name: &str| f.node_by_name(name).unwrap().id().index();
+    let (var, tick, next) = (at("w"), at("tick"), at("next"));
+    let result_read = f.node(f.results()[0]).unwrap().inputs()[0].node.index();
+    let dot = f.to_dot();
+
+    // The variable is a cylinder; its initializer a cluster whose Result feeds it.
+    assert!(
+        dot.contains(&format!(
+            "n{var} [label=\"w\\nVariable\\nf32[]\", shape=cylinder,"
+        )),
+        "{dot}"
+    );
+    let Op::Variable(v) = f.node_by_name("w").unwrap().op() else {
+        panic!("w is a Variable");
+    };
+    let init_result = v.initializer.results()[0].index();
+    let cluster = &dot[dot
+        .find("subgraph \"cluster_w/initializer\" {")
+        .expect("cluster")..];
+    let cluster = &cluster[..cluster.find("\n  }").unwrap()];
+    assert!(
+        cluster.contains("label=\"w initializer (2 ops)\";"),
+        "{cluster}"
+    );
+    assert!(cluster.contains("label=\"e\\nExp\\nf32[]\""), "{cluster}");
+    assert!(
+        dot.contains(&format!(
+            "n{var}_{init_result} -> n{var} [style=dotted, label=\"init\"];"
+        )),
+        "{dot}"
+    );
+    // The assign's edge to the variable is a bold red `writes` pointing at the variable;
+    // its value's edge and the reads' edges are plain.
+    assert!(
+        dot.contains(&format!(
+            "n{var} -> n{tick} [label=\"writes\", color=\"#c0392b\", \
+             fontcolor=\"#c0392b\", style=bold, dir=back];"
+        )),
+        "{dot}"
+    );
+    assert_eq!(dot.matches("writes").count(), 1, "{dot}");
+    assert!(dot.contains(&format!("n{next} -> n{tick};")), "{dot}");
+    assert!(dot.contains(&format!("n{var} -> n{result_read};")), "{dot}");
+    // The sink has a double border and says so; the read after it waits for it.
+    let tick_line = dot
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("n{tick} [")))
+        .unwrap();
+    assert!(tick_line.contains("\\n(sink)\""), "{tick_line}");
+    assert!(tick_line.contains("peripheries=2"), "{tick_line}");
+    assert_eq!(dot.matches("peripheries=2").count(), 1, "{dot}");
+    assert!(
+        dot.contains(&format!(
+            "n{tick} -> n{result_read} [style=dashed, color=\"#8c8c8c\"];"
+        )),
+        "{dot}"
+    );
+    assert!(quotes_balanced(&dot), "{dot}");
+    assert_graphviz_accepts(&dot);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Random stateful computations export to DOT that Graphviz accepts, with one cylinder
+    /// and one initializer cluster per variable, one `writes` edge per assign and one
+    /// double border per sink.
+    #[test]
+    fn random_stateful_functions_export_to_valid_dot(s in common::random::stateful()) {
+        let f = s.function.expect("the builder's function");
+        let count = |op: &str| f.nodes().filter(|n| n.op().type_name() == op).count();
+        let dot = f.to_dot();
+        prop_assert!(quotes_balanced(&dot), "{}", dot);
+        prop_assert_eq!(dot.matches("shape=cylinder").count(), count("Variable"));
+        prop_assert_eq!(dot.matches("/initializer\" {").count(), count("Variable"));
+        prop_assert_eq!(dot.matches("label=\"writes\"").count(), count("Assign"));
+        prop_assert_eq!(dot.matches("peripheries=2").count(), f.sinks().len());
+        if let Err(e) = render_svg(&dot) {
+            prop_assert!(false, "dot -Tsvg rejected the output: {}\n{}", e, dot);
+        }
+    }
 }
 
 proptest! {

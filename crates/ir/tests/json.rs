@@ -198,6 +198,48 @@ fn unknown_version_is_rejected() {
     assert_eq!(e.kind, SerializationErrorKind::UnsupportedFormat);
 }
 
+/// A version-1 document (written before state: no `sinks`, no variables) loads, and is
+/// saved again as version 2 with the same meaning.
+#[test]
+fn a_version_1_document_still_loads() {
+    let text = r#"{
+      "format": "graphlift-function",
+      "version": 1,
+      "function": {
+        "name": "v1",
+        "parameters": ["x"],
+        "results": ["y"],
+        "nodes": [
+          { "name": "x", "op": { "type": "Parameter" }, "inputs": [],
+            "outputs": [{ "element_type": "f32", "shape": [3] }],
+            "site": { "file": "old.rs", "line": 1, "column": 1 } },
+          { "name": "act", "op": { "type": "Relu" },
+            "inputs": [{ "node": "x", "output": 0 }],
+            "outputs": [{ "element_type": "f32", "shape": [3] }],
+            "site": { "file": "old.rs", "line": 2, "column": 1 } },
+          { "name": "y", "op": { "type": "Result" },
+            "inputs": [{ "node": "act", "output": 0 }],
+            "outputs": [{ "element_type": "f32", "shape": [3] }],
+            "site": { "file": "old.rs", "line": 3, "column": 1 },
+            "other_deps": ["x"] }
+        ]
+      }
+    }"#;
+    let f = Function::from_json(text).unwrap();
+    assert_eq!(f.node_count(), 3);
+    assert_eq!(
+        f.node_by_name("act").unwrap().op(),
+        &Op::Unary(UnaryOp::Relu)
+    );
+    assert!(f.sinks().is_empty());
+    assert_eq!(f.variables().count(), 0);
+    let doc = doc_of(&f);
+    assert_eq!(doc["version"], 2);
+    let g = Function::from_json(&f.to_json()).unwrap();
+    same_structure(&f, &g).unwrap();
+    assert_eq!(g, f);
+}
+
 #[test]
 fn truncated_json_is_a_syntax_error_never_a_panic() {
     let text = sample().to_json();

@@ -2,7 +2,9 @@
 //!
 //! The functions come from [`common::random`]: elementwise ops with broadcasting, constants
 //! of every element type with special float values, nested fused kernels, random names,
-//! metadata, tags, pass histories, control dependencies and arena holes.
+//! metadata, tags, pass histories, control dependencies and arena holes; and stateful
+//! computations of the builder ([`common::random::stateful`]): variables with computed
+//! initializers, reads, main-stream and guarded assigns, sinks.
 
 mod common;
 
@@ -32,6 +34,30 @@ proptest! {
                 prop_assert_eq!(a.inputs(), b.inputs());
             }
         }
+    }
+}
+
+/// Random functions, stateless or stateful.
+fn any_function() -> impl Strategy<Value = Function> {
+    prop_oneof![
+        common::random::function(),
+        common::random::stateful().prop_map(|s| s.function.expect("the builder's function")),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn stateful_json_round_trip_is_exact(s in common::random::stateful()) {
+        let f = s.function.expect("the builder's function");
+        let text = f.to_json();
+        let h = Function::from_json(&text).unwrap();
+        if let Err(e) = same_structure(&f, &h) {
+            prop_assert!(false, "{e}");
+        }
+        prop_assert_eq!(&h, &f);
+        prop_assert_eq!(h.to_json(), text);
     }
 }
 
@@ -74,6 +100,11 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         Just(json!("f32")),
         Just(json!("bool")),
         Just(json!("FusedKernel")),
+        Just(json!("Variable")),
+        Just(json!("ReadVariable")),
+        Just(json!("Assign")),
+        Just(json!("v0")),
+        Just(json!(["a0"])),
         Just(json!([1, 2])),
         Just(json!([{"node": "p0", "output": 0}])),
         Just(json!({"element_type": "f32", "shape": [4, 2, 3]})),
@@ -88,7 +119,7 @@ proptest! {
     /// panic; what loads is a valid function that round-trips again.
     #[test]
     fn mutated_documents_never_panic(
-        f in common::random::function(),
+        f in any_function(),
         which in any::<usize>(),
         remove in any::<bool>(),
         value in json_value(),

@@ -10,8 +10,8 @@ use graphlift_ir::{Function, Node, Op, TensorData};
 /// same node names in the same arena order, and for each node the same op and attributes
 /// (constants compared bit for bit, fused kernel bodies recursively), inputs (by producer
 /// name and output index), output types, metadata, provenance tags in order, pass history,
-/// creation site and control dependencies (by name, in order); same parameter and result
-/// order. Returns the first difference.
+/// creation site and control dependencies (by name, in order), variable initializers
+/// recursively; same parameter, result and sink order. Returns the first difference.
 pub fn same_structure(a: &Function, b: &Function) -> Result<(), String> {
     let ctx = format!("function `{}`", a.name());
     if a.name() != b.name() {
@@ -35,6 +35,13 @@ pub fn same_structure(a: &Function, b: &Function) -> Result<(), String> {
     }
     if list(a, a.results()) != list(b, b.results()) {
         return Err(format!("{ctx}: results differ"));
+    }
+    if list(a, a.sinks()) != list(b, b.sinks()) {
+        return Err(format!(
+            "{ctx}: sinks differ: {:?} vs {:?}",
+            list(a, a.sinks()),
+            list(b, b.sinks())
+        ));
     }
     for na in a.nodes() {
         let nb = b
@@ -108,7 +115,12 @@ fn same_op(a: &Op, b: &Op) -> Result<(), String> {
         (Op::FusedKernel(x), Op::FusedKernel(y)) => {
             same_structure(&x.body, &y.body).map_err(|e| format!("kernel body: {e}"))
         }
-        (Op::Constant(_) | Op::FusedKernel(_), _) => Err(format!("op {a} vs {b}")),
+        (Op::Variable(x), Op::Variable(y)) => {
+            same_structure(&x.initializer, &y.initializer).map_err(|e| format!("initializer: {e}"))
+        }
+        (Op::Constant(_) | Op::FusedKernel(_) | Op::Variable(_), _) => {
+            Err(format!("op {a} vs {b}"))
+        }
         _ if a == b => Ok(()),
         _ => Err(format!("op {a} vs {b}")),
     }

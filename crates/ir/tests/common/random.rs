@@ -390,3 +390,144 @@ pub fn function() -> impl Strategy<Value = Function> {
     (graph(0), any::<bool>(), pools())
         .prop_map(|(g, zero_size, p)| build("main", &g, None, FAMILIES[usize::from(zero_size)], &p))
 }
+
+/// One step of a random stateful graph ([`stateful`]); indices pick from the variables and
+/// value pools modulo their length.
+#[derive(Debug, Clone)]
+enum StateStep {
+    /// A new `f32[2]` value: a vector value plus variable `var` (so the variable is read
+    /// where it is used, and broadcast first when it is a scalar).
+    Use { var: usize, value: usize },
+    /// Assigns variable `var` a value of its type, inside `saved_user_deps` when
+    /// `guarded`; the value written joins the pool.
+    Assign {
+        var: usize,
+        value: usize,
+        guarded: bool,
+    },
+    /// A new `f32[2]` value: the product of two vector values.
+    Combine(usize, usize),
+}
+
+/// What a result of a random stateful computation is.
+#[derive(Debug, Clone)]
+enum StateResult {
+    /// A vector value of the pool.
+    Vector(usize),
+    /// A scalar value of the pool.
+    Scalar(usize),
+    /// A variable (the computation reads it after everything).
+    Variable(usize),
+}
+
+/// A random stateful computation made by the builder, and what it should hold.
+#[derive(Debug, Clone)]
+pub struct Stateful {
+    /// `FunctionBuilder::computation` of the results.
+    pub function: Result<Function, graphlift_ir::IrError>,
+    /// The names of the assigns made in the main stream, in creation order: the sinks.
+    pub main_assigns: Vec<String>,
+    /// The names of the assigns made inside `saved_user_deps`.
+    pub guarded_assigns: Vec<String>,
+}
+
+/// Random stateful computations: variables `v0`, `v1`, ... (`f32[]` or `f32[2]`) whose
+/// initializers compute from constants, reads where variables are used, assigns `a0`,
+/// `a1`, ... in the main stream and inside `saved_user_deps`, and results that may be
+/// values, assigns or variables. Parameters `ps: f32[]` and `pv: f32[2]` seed the pools.
+pub fn stateful() -> impl Strategy<Value = Stateful> {
+    let variable = (any::<bool>(), -4.0f32..4.0, -4.0f32..4.0, -2.0f64..2.0);
+    let step = prop_oneof![
+        (any::<usize>(), any::<usize>()).prop_map(|(var, value)| StateStep::Use { var, value }),
+        (any::<usize>(), any::<usize>(), any::<bool>()).prop_map(|(var, value, guarded)| {
+            StateStep::Assign {
+                var,
+                value,
+                guarded,
+            }
+        }),
+        (any::<usize>(), any::<usize>()).prop_map(|(a, b)| StateStep::Combine(a, b)),
+    ];
+    let result = prop_oneof![
+        any::<usize>().prop_map(StateResult::Vector),
+        any::<usize>().prop_map(StateResult::Scalar),
+        any::<usize>().prop_map(StateResult::Variable),
+    ];
+    (
+        prop::collection::vec(variable, 1..4),
+        prop::collection::vec(step, 0..12),
+        prop::collection::vec(result, 1..4),
+    )
+        .prop_map(|(variables, steps, results)| build_stateful(&variables, &steps, &results))
+}
+
+/// Builds a [`stateful`] case: `variables` are (scalar?, two initial values, a scale).
+fn build_stateful(
+    variables: &[(bool, f32, f32, f64)],
+    steps: &[StateStep],
+    results: &[StateResult],
+) -> Stateful {
+    const SCALAR: usize = 0;
+    const VECTOR: usize = 1;
+    let b = FunctionBuilder::new("stateful");
+    let mut pools: [Vec<Value<'_>>; 2] = [
+        vec![b.parameter("ps", ElementType::F32, Shape::scalar())],
+        vec![b.parameter("pv", ElementType::F32, [2])],
+    ];
+    let vars: Vec<(usize, Value<'_>)> = variables
+        .iter()
+        .enumerate()
+        .map(|(k, &(scalar, x, y, scale))| {
+            let initial = if scalar {
+                b.constant(vec![x], Shape::scalar())
+            } else {
+                b.constant(vec![x, y], [2])
+            };
+            let kind = if scalar { SCALAR } else { VECTOR };
+            (kind, b.variable(&format!("v{k}"), (initial * scale).exp()))
+        })
+        .collect();
+    let (mut main_assigns, mut guarded_assigns) = (Vec::new(), Vec::new());
+    for step in steps {
+        match *step {
+            StateStep::Use { var, value } => {
+                let v = pick(&pools[VECTOR], value) + pick(&vars, var).1;
+                pools[VECTOR].push(v);
+            }
+            StateStep::Assign {
+                var,
+                value,
+                guarded,
+            } => {
+                let (kind, v) = pick(&vars, var);
+                let name = format!("a{}", main_assigns.len() + guarded_assigns.len());
+                let value = pick(&pools[kind], value);
+                let a = if guarded {
+                    guarded_assigns.push(name.clone());
+                    b.saved_user_deps(|| b.assign(v, value))
+                } else {
+                    main_assigns.push(name.clone());
+                    b.assign(v, value)
+                };
+                pools[kind].push(a.named(&name));
+            }
+            StateStep::Combine(x, y) => {
+                let v = pick(&pools[VECTOR], x) * pick(&pools[VECTOR], y);
+                pools[VECTOR].push(v);
+            }
+        }
+    }
+    let results: Vec<Value<'_>> = results
+        .iter()
+        .map(|r| match *r {
+            StateResult::Vector(k) => pick(&pools[VECTOR], k),
+            StateResult::Scalar(k) => pick(&pools[SCALAR], k),
+            StateResult::Variable(k) => pick(&vars, k).1,
+        })
+        .collect();
+    Stateful {
+        function: b.computation(&results),
+        main_assigns,
+        guarded_assigns,
+    }
+}
