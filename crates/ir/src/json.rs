@@ -15,7 +15,8 @@ use crate::{Function, IrError};
 /// The `format` tag of a graphlift function document.
 pub const JSON_FORMAT: &str = "graphlift-function";
 
-/// The format version this build writes; it reads versions 1 and 2.
+/// The format version this build writes; it reads versions 1 and 2 (a version-1 document is
+/// read as version 2: the new fields are optional).
 ///
 /// # Layout of version 2 (version 1 is version 2 without sinks and state)
 ///

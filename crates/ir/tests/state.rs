@@ -461,9 +461,8 @@ fn assigning_to_something_that_is_not_a_variable_is_refused() {
         assert_mentions(&message, &[expected]);
         assert_eq!(f.node_count(), before, "a refused node is not added");
     }
-    // A Result of the variable itself is refused by validation, naming both.
-    f.add_result(w.into(), Some("out".into())).unwrap();
-    let (node, message) = state_error(f.validate().unwrap_err());
+    // A Result of the variable itself is refused, naming both.
+    let (node, message) = state_error(f.add_result(w.into(), Some("out".into())).unwrap_err());
     assert_eq!(node, "out");
     assert_mentions(&message, &["uses variable `w` as input 0"]);
 }
@@ -474,7 +473,7 @@ fn initializers_compute_from_constants_only() {
     /// The initial value of `y`, from variable `x` and parameter `p`.
     type Init = for<'b> fn(Value<'b>, Value<'b>) -> Value<'b>;
     let cases: [(Init, &[&str]); 3] = [
-        (|x, _| x, &["initializer", "uses variable `x`"]),
+        (|x, _| x, &["the initializer uses state (`x`, a Variable)"]),
         (
             |x, _| x + 1.0,
             &["the initializer uses state (`x`, a Variable)"],
@@ -842,4 +841,19 @@ fn two_unordered_assigns_are_refused_naming_both() {
     let (first, second) = (id(&f, "first"), id(&f, "second"));
     f.add_control_dependency(second, first).unwrap();
     f.validate().unwrap();
+}
+
+#[test]
+fn computations_leave_the_builder_as_it_is() {
+    let b = FunctionBuilder::new("reads");
+    let w = b.variable("w", b.scalar(F32, 0.0));
+    let reads = |f: &Function| {
+        f.nodes()
+            .filter(|n| matches!(n.op(), Op::ReadVariable))
+            .count()
+    };
+    let first = b.computation(&[w]).unwrap();
+    let second = b.computation(&[w]).unwrap();
+    assert_eq!((reads(&first), reads(&second)), (1, 1));
+    assert_eq!(reads(&b.finish(&[]).unwrap()), 0);
 }

@@ -53,7 +53,7 @@ impl FunctionBuilder {
         };
         let site = CreationSite::caller();
         let r = self.with_function(|f| {
-            let initializer = subgraph(f, init, &format!("{name}_initializer"))?;
+            let initializer = subgraph(f, init, name)?;
             f.add_variable_at(name, initializer, site)
         });
         self.value(r)
@@ -123,22 +123,29 @@ impl FunctionBuilder {
     pub fn computation(&self, results: &[Value<'_>]) -> Result<Function, IrError> {
         let site = CreationSite::caller();
         let outs: Option<Vec<Output>> = if self.check_owned(&"Result", results) {
-            results
-                .iter()
-                .map(|v| v.output.and_then(|o| self.read_if_variable(o, &site)))
-                .collect()
+            results.iter().map(|v| v.output).collect()
         } else {
             None
         };
         if let Some(e) = self.error() {
             return Err(e);
         }
-        let outs = outs.unwrap_or_default();
         let mut f = self.function.borrow().clone();
-        for o in outs {
+        let mut log = self.log.borrow().clone();
+        for mut o in outs.unwrap_or_default() {
+            // A variable result is read after everything made so far, in this computation
+            // only (the builder's graph is left as it is).
+            if let Some(Op::Variable(_)) = f.get(o.node).map(|n| n.op()) {
+                let read = f.add_node_at(Op::ReadVariable, &[o], site.clone())?;
+                log.push(Access {
+                    node: read,
+                    variable: o.node,
+                    assign: None,
+                });
+                o = Output::from(read);
+            }
             f.add_result(o, None)?;
         }
-        let log = self.log.borrow();
         for a in log.iter().filter(|a| a.assign == Some(false)) {
             f.add_sink(a.node)?;
         }
@@ -180,9 +187,12 @@ impl FunctionBuilder {
     }
 }
 
-/// The subgraph of `f` behind `value`, as a function of no parameters with one result
-/// named `name`.
-fn subgraph(f: &Function, value: Output, name: &str) -> Result<Function, IrError> {
+/// The subgraph of `f` behind `value`, as the initializer of variable `variable`: a
+/// function named `<variable>_initializer` of one result.
+///
+/// # Errors
+/// [`IrError::State`] naming the variable if the subgraph uses state.
+fn subgraph(f: &Function, value: Output, variable: &str) -> Result<Function, IrError> {
     let mut need = vec![false; f.arena_len()];
     let mut stack = vec![value.node];
     while let Some(id) = stack.pop() {
@@ -190,13 +200,24 @@ fn subgraph(f: &Function, value: Output, name: &str) -> Result<Function, IrError
             stack.extend(f.node(id)?.inputs().iter().map(|o| o.node));
         }
     }
-    let mut g = Function::new(name);
+    let mut g = Function::new(format!("{variable}_initializer"));
     let mut map = std::collections::HashMap::new();
     for id in f.topological_order()? {
         if !need[id.index()] {
             continue;
         }
         let n = f.node(id)?;
+        if n.op().is_stateful() {
+            return Err(f.state_error(
+                variable,
+                format!(
+                    "the initializer uses state (`{}`, a {}): initial values are computed \
+                     from constants and ops only",
+                    n.name(),
+                    n.op()
+                ),
+            ));
+        }
         let ins: Vec<Output> = n
             .inputs()
             .iter()

@@ -164,6 +164,10 @@ impl Function {
     #[track_caller]
     pub fn add_result(&mut self, value: Output, name: Option<String>) -> Result<NodeId, IrError> {
         let t = self.output_type(value)?.clone();
+        if let Err(message) = self.check_state_inputs(&Op::Result, &[value]) {
+            let name = name.as_deref().unwrap_or("Result");
+            return Err(self.state_error(name, message));
+        }
         if let Some(n) = &name {
             self.check_name_free(n)?;
         }
@@ -217,6 +221,9 @@ impl Function {
         inputs: &[Output],
         types: Option<OutputTypes>,
     ) -> Result<NodeId, IrError> {
+        if let Err(message) = self.check_state_inputs(&src.op, inputs) {
+            return Err(self.state_error(&src.name, message));
+        }
         let types = match (types, &src.op) {
             (Some(t), _) => t,
             (None, Op::Parameter | Op::Constant(_) | Op::Variable(_)) => src.outputs.clone(),

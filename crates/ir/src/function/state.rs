@@ -220,7 +220,7 @@ impl Function {
         seen
     }
 
-    pub(super) fn state_error(&self, node: &str, message: String) -> IrError {
+    pub(crate) fn state_error(&self, node: &str, message: String) -> IrError {
         IrError::State {
             function: self.name.clone(),
             node: node.to_string(),
