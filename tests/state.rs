@@ -142,6 +142,15 @@ fn optimizer_updates_match_the_interpreter_and_write_in_place() {
     written.sort();
     assert_eq!(written, ["m", "p", "s", "u", "v", "w"]);
     assert_eq!(jit.peak_intermediate_bytes(), Some(0));
+    let steps = jit.steps();
+    let says = |node_op: &str, how: &str| {
+        steps
+            .iter()
+            .filter(|s| s.op == node_op)
+            .all(|s| s.state.as_deref().is_some_and(|t| t.contains(how)))
+    };
+    assert!(says("Assign", "wrote the value into"), "{steps:#?}");
+    assert!(says("ReadVariable", "in place"), "{steps:#?}");
 }
 
 #[test]
@@ -208,7 +217,10 @@ fn a_traced_cpu_jit_call_replays_its_variable_updates() {
     let replay = compile("INTERPRETER", &collected);
     replay.run(&g(1)).unwrap();
     for spec in jit.variables() {
-        let (a, b) = (jit.variable(&spec.name).unwrap(), replay.variable(&spec.name).unwrap());
+        let (a, b) = (
+            jit.variable(&spec.name).unwrap(),
+            replay.variable(&spec.name).unwrap(),
+        );
         let (a, b) = (a.read::<f32>().unwrap(), b.read::<f32>().unwrap());
         assert_eq!(bits(a), bits(b), "variable {}", spec.name);
     }

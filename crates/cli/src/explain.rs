@@ -46,7 +46,8 @@ pub fn explain(args: &ExplainArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The text report: pipeline, kernels, nodes outside kernels.
+/// The text report: pipeline, kernels, nodes outside kernels, and how each read and assign
+/// of a variable runs.
 pub fn report(exe: &CpuJitExecutable) -> String {
     let mut s = String::new();
     let passes = exe.pass_report();
@@ -72,6 +73,13 @@ pub fn report(exe: &CpuJitExecutable) -> String {
         );
         if let Some(producer) = &k.epilogue_of {
             let _ = writeln!(s, "    runs in the output loop of `{producer}` (epilogue)");
+        }
+        for (output, variable) in &k.writes_in_place {
+            let _ = writeln!(
+                s,
+                "    writes output {output} in place into variable `{variable}` (its assign \
+                 needs no temporary and no copy)"
+            );
         }
         if exe.kernel_is_avx512(&k.name).unwrap_or(false) {
             let _ = writeln!(
@@ -125,6 +133,23 @@ pub fn report(exe: &CpuJitExecutable) -> String {
             .map(|n| n.tags().iter().collect::<Vec<_>>().join(", "))
             .unwrap_or_default();
         let _ = writeln!(s, "  - {} ({}) [{tags}]: {}", o.name, o.op, o.reason);
+    }
+    let state: Vec<_> = exe
+        .steps()
+        .into_iter()
+        .filter(|st| st.state.is_some())
+        .collect();
+    if !state.is_empty() {
+        let _ = writeln!(
+            s,
+            "
+reads and assigns of variables ({}):",
+            state.len()
+        );
+        for st in state {
+            let how = st.state.unwrap_or_default();
+            let _ = writeln!(s, "  - {} ({}): {how}", st.node, st.op);
+        }
     }
     s
 }

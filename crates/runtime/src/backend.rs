@@ -74,6 +74,9 @@ pub struct StepInfo {
     pub fused: bool,
     /// Its provenance tags.
     pub tags: Vec<String>,
+    /// For a read or an assign of a variable: how the backend runs it (copies, or reads or
+    /// writes the variable's storage in place), in words; `None` for other steps.
+    pub state: Option<String>,
 }
 
 /// A backend: makes tensors and compiles Functions into Executables.

@@ -347,15 +347,28 @@ impl Executable for CpuJitExecutable {
     }
 
     fn steps(&self) -> Vec<StepInfo> {
+        let variable = |v: usize| self.plan.variables.get(v).map_or("?", String::as_str);
         self.plan
             .steps
             .iter()
-            .filter_map(|s| self.plan.function.get(s.node))
-            .map(|n| StepInfo {
+            .filter_map(|s| self.plan.function.get(s.node).map(|n| (s, n)))
+            .map(|(s, n)| StepInfo {
                 node: n.name().to_string(),
                 op: n.op().type_name().to_string(),
                 fused: matches!(n.op(), Op::FusedKernel(_)),
                 tags: n.tags().iter().map(str::to_string).collect(),
+                state: match s.kind {
+                    StepKind::Read(v) => Some(format!("copies `{}`", variable(v))),
+                    StepKind::ReadAlias(v) => {
+                        Some(format!("its users read `{}` in place", variable(v)))
+                    }
+                    StepKind::Assign(v) => Some(format!("copies its value into `{}`", variable(v))),
+                    StepKind::AssignInPlace(v) => Some(format!(
+                        "its kernel wrote the value into `{}` in place",
+                        variable(v)
+                    )),
+                    StepKind::Kernel(_) | StepKind::Native => None,
+                },
             })
             .collect()
     }
