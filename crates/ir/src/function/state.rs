@@ -121,7 +121,12 @@ impl Function {
             self.node(s)?;
         }
         let mut accesses: HashMap<NodeId, Vec<NodeId>> = HashMap::default();
-        let live = self.live_nodes();
+        // Liveness only matters (and is only computed) when there is state.
+        let live = self
+            .nodes()
+            .any(|n| n.op.is_stateful())
+            .then(|| self.live_nodes())
+            .unwrap_or_default();
         for n in self.nodes() {
             self.check_state_inputs(&n.op, &n.inputs)
                 .map_err(|m| self.state_error(&n.name, m))?;
@@ -139,6 +144,7 @@ impl Function {
                     ));
                 }
             }
+            // `variable_of` is `Some` only for a stateful node, so `live` is computed then.
             if let Some(v) = self.variable_of(n.id).filter(|_| live[n.id.index()]) {
                 accesses.entry(v).or_default().push(n.id);
             }
