@@ -29,8 +29,9 @@ fn each_compile_stage_is_dumped_in_order() {
     let fused = read("cpu-jit-02-epilogue_fusion.txt");
     assert!(fused.contains("epilogue Kernel(0)"), "{fused}");
     assert!(read("cpu-jit-03-code_paths.txt").contains("streams false"));
-    assert!(read("cpu-jit-04-liveness.txt").contains("frees"));
-    assert!(read("cpu-jit-05-buffers.txt").contains("buffers:"));
-    assert!(read("cpu-jit-06-kernels.txt").contains(" bytes"));
+    assert!(read("cpu-jit-04-state.txt").contains("(MatMul) Native"));
+    assert!(read("cpu-jit-05-liveness.txt").contains("frees"));
+    assert!(read("cpu-jit-06-buffers.txt").contains("buffers:"));
+    assert!(read("cpu-jit-07-kernels.txt").contains(" bytes"));
     let _ = std::fs::remove_dir_all(&dir);
 }
