@@ -122,11 +122,11 @@ impl Function {
         }
         let mut accesses: HashMap<NodeId, Vec<NodeId>> = HashMap::default();
         // Liveness only matters (and is only computed) when there is state.
-        let live = self
-            .nodes()
-            .any(|n| n.op.is_stateful())
-            .then(|| self.live_nodes())
-            .unwrap_or_default();
+        let live = if self.nodes().any(|n| n.op.is_stateful()) {
+            self.live_nodes()
+        } else {
+            Vec::new()
+        };
         for n in self.nodes() {
             self.check_state_inputs(&n.op, &n.inputs)
                 .map_err(|m| self.state_error(&n.name, m))?;
