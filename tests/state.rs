@@ -121,7 +121,7 @@ fn optimizer_updates_match_the_interpreter_and_write_in_place() {
     let jit = compile("CPU-JIT", &f);
     for call in 0..3 {
         let g = Tensor::from_vec(wave(n, 3.0 + call as f32), [n]).unwrap();
-        reference.run(&[g.clone()]).unwrap();
+        reference.run(std::slice::from_ref(&g)).unwrap();
         jit.run(&[g]).unwrap();
         for name in ["w", "v", "u", "m", "s", "p"] {
             let (a, b) = (

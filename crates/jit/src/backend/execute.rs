@@ -36,7 +36,10 @@ impl CpuJitExecutable {
         let own = &d.inputs[..node.inputs().len().min(d.inputs.len())];
         let ins = own
             .iter()
-            .map(|&l| self.resolve_one(l, inputs, &[], &[]).map(Tensor::data))
+            .map(|&l| {
+                self.resolve_one(l, Sources::inputs(inputs))
+                    .map(Tensor::data)
+            })
             .collect::<Option<SmallVec<[&TensorData; 8]>>>()
             .ok_or_else(not_computed)?;
         let mut by_result: SmallVec<[Option<&mut TensorData>; 4]> =
@@ -142,34 +145,19 @@ impl CpuJitExecutable {
         Ok(())
     }
 
-    /// The tensor at `loc`, or `None` if it was not computed; `vars` are the variables'
-    /// values.
-    pub(super) fn resolve_one<'a>(
-        &'a self,
-        loc: Loc,
-        inputs: &'a [Tensor],
-        temps: &'a [Option<Tensor>],
-        vars: &'a [Tensor],
-    ) -> Option<&'a Tensor> {
+    /// The tensor at `loc`, or `None` if it was not computed.
+    pub(super) fn resolve_one<'a>(&'a self, loc: Loc, src: Sources<'a>) -> Option<&'a Tensor> {
         match loc {
-            Loc::Input(k) => inputs.get(k),
-            Loc::Temp(t) => temps.get(t).and_then(Option::as_ref),
+            Loc::Input(k) => src.inputs.get(k),
+            Loc::Temp(t) => src.temps.get(t).and_then(Option::as_ref),
             Loc::Constant(c) => self.plan.constants.get(c),
-            Loc::Variable(v) => vars.get(v),
+            Loc::Variable(v) => src.vars.get(v),
         }
     }
 
     /// The tensors at `locs`, or `None` if one was not computed.
-    pub(super) fn resolve<'a>(
-        &'a self,
-        locs: &[Loc],
-        inputs: &'a [Tensor],
-        temps: &'a [Option<Tensor>],
-        vars: &'a [Tensor],
-    ) -> Option<Vec<&'a Tensor>> {
-        locs.iter()
-            .map(|&l| self.resolve_one(l, inputs, temps, vars))
-            .collect()
+    pub(super) fn resolve<'a>(&'a self, locs: &[Loc], src: Sources<'a>) -> Option<Vec<&'a Tensor>> {
+        locs.iter().map(|&l| self.resolve_one(l, src)).collect()
     }
 
     /// Runs one step. A kernel writes into `seeded[j]` for output `j` when the caller's
@@ -186,16 +174,18 @@ impl CpuJitExecutable {
         if !step.in_place.is_empty() {
             return self.run_in_place(node, step, inputs, temps, seeded, vars);
         }
-        let vars: &[Tensor] = vars;
+        let src = Sources {
+            inputs,
+            temps,
+            vars,
+        };
         let own_inputs = &step.inputs[..node.inputs().len().min(step.inputs.len())];
         let ins = self
-            .resolve(own_inputs, inputs, temps, vars)
+            .resolve(own_inputs, src)
             .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
         match (step.kind, &step.epilogue) {
             (StepKind::Native, None) => native::evaluate(node, &ins, seeded, &self.parallel),
-            (StepKind::Native, Some(e)) => {
-                self.run_with_epilogue(node, e, &ins, inputs, temps, vars, seeded)
-            }
+            (StepKind::Native, Some(e)) => self.run_with_epilogue(node, e, &ins, src, seeded),
             (StepKind::Read(_), _) => Ok(vec![copy_of(ins[0], seeded)]),
             (StepKind::ReadAlias(_) | StepKind::Assign(_) | StepKind::AssignInPlace(_), _) => Err(
                 Self::execution_error(node, "a state step runs in run_state_step".into()),
@@ -230,9 +220,7 @@ impl CpuJitExecutable {
         node: &Node,
         e: &EpilogueStep,
         ins: &[&Tensor],
-        inputs: &[Tensor],
-        temps: &[Option<Tensor>],
-        vars: &[Tensor],
+        src: Sources<'_>,
         mut seeded: Vec<Option<Tensor>>,
     ) -> Result<Vec<Tensor>, RuntimeError> {
         let knode = self.plan.function.node(e.step.node)?;
@@ -256,7 +244,7 @@ impl CpuJitExecutable {
         let mut out_data: Vec<&mut TensorData> = kouts.iter_mut().map(Tensor::data_mut).collect();
         let buffers = {
             let in_data = self
-                .epilogue_inputs(e, product.data(), inputs, temps, vars)
+                .epilogue_inputs(e, product.data(), src)
                 .ok_or_else(not_computed)?;
             kernel
                 .prepare(&in_data, &mut out_data)
@@ -284,7 +272,7 @@ impl CpuJitExecutable {
             // A reference kernel computed the result: run the kernel over all of it.
             let result = outs.first().ok_or_else(not_computed)?;
             let in_data = self
-                .epilogue_inputs(e, result.data(), inputs, temps, vars)
+                .epilogue_inputs(e, result.data(), src)
                 .ok_or_else(not_computed)?;
             self.run_whole(kernel, &in_data, &mut out_data)
                 .map_err(kernel_err)?;
@@ -300,9 +288,7 @@ impl CpuJitExecutable {
         &'a self,
         e: &EpilogueStep,
         result: &'a TensorData,
-        inputs: &'a [Tensor],
-        temps: &'a [Option<Tensor>],
-        vars: &'a [Tensor],
+        src: Sources<'a>,
     ) -> Option<Vec<&'a TensorData>> {
         e.step
             .inputs
@@ -312,10 +298,30 @@ impl CpuJitExecutable {
                 if e.reads.contains(&i) {
                     Some(result)
                 } else {
-                    self.resolve_one(*l, inputs, temps, vars).map(Tensor::data)
+                    self.resolve_one(*l, src).map(Tensor::data)
                 }
             })
             .collect()
+    }
+}
+
+/// Where a step's inputs are during a call: the caller's inputs, the temporaries filled so
+/// far, and the variables' storage.
+#[derive(Clone, Copy)]
+pub(super) struct Sources<'a> {
+    pub(super) inputs: &'a [Tensor],
+    pub(super) temps: &'a [Option<Tensor>],
+    pub(super) vars: &'a [Tensor],
+}
+
+impl<'a> Sources<'a> {
+    /// The caller's inputs alone (a direct call has nothing else).
+    pub(super) fn inputs(inputs: &'a [Tensor]) -> Sources<'a> {
+        Sources {
+            inputs,
+            temps: &[],
+            vars: &[],
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use graphlift_runtime::trace::CallRecorder;
 use graphlift_runtime::{RuntimeError, Tensor};
 use smallvec::SmallVec;
 
-use super::execute::output_buffer;
+use super::execute::{output_buffer, Sources};
 use super::*;
 
 impl CpuJitExecutable {
@@ -55,7 +55,14 @@ impl CpuJitExecutable {
             }
             Some(loc) => {
                 let value = self
-                    .resolve_one(loc, inputs, temps, &[])
+                    .resolve_one(
+                        loc,
+                        Sources {
+                            inputs,
+                            temps,
+                            vars: &[],
+                        },
+                    )
                     .ok_or_else(|| fail("the value was not computed"))?;
                 let dst = vars.get_mut(v).ok_or_else(|| fail("no such variable"))?;
                 dst.data_mut().copy_from(value.data())
@@ -97,23 +104,27 @@ impl CpuJitExecutable {
             let empty = Tensor::zeros(slot.element_type(), [0])?;
             taken.push((j, v, std::mem::replace(slot, empty)));
         }
-        let result = self.call_in_place(node, step, k, inputs, temps, seeded, vars, &mut taken);
+        let src = Sources {
+            inputs,
+            temps,
+            vars,
+        };
+        let result = self.call_in_place(node, step, k, src, seeded, &mut taken);
         for (_, v, t) in taken {
             vars[v] = t;
         }
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The kernel call of [`CpuJitExecutable::run_in_place`], with the written variables'
+    /// storage in `taken` as `(output, variable, storage)`.
     fn call_in_place(
         &self,
         node: &Node,
         step: &Step,
         k: usize,
-        inputs: &[Tensor],
-        temps: &[Option<Tensor>],
+        src: Sources<'_>,
         seeded: Vec<Option<Tensor>>,
-        vars: &[Tensor],
         taken: &mut [(usize, usize, Tensor)],
     ) -> Result<Vec<Tensor>, RuntimeError> {
         let fail = |m: String| Self::execution_error(node, m);
@@ -132,7 +143,7 @@ impl CpuJitExecutable {
                 aliases.push((i, j));
                 ins.push(None);
             } else {
-                let t = self.resolve_one(loc, inputs, temps, vars);
+                let t = self.resolve_one(loc, src);
                 ins.push(Some(
                     t.ok_or_else(|| fail("an input was not computed".into()))?
                         .data(),
