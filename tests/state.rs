@@ -225,3 +225,33 @@ fn a_traced_cpu_jit_call_replays_its_variable_updates() {
         assert_eq!(bits(a), bits(b), "variable {}", spec.name);
     }
 }
+
+#[test]
+fn random_initial_values_are_the_same_on_both_backends_and_after_reset() {
+    let b = FunctionBuilder::new("init");
+    let w = b.variable("w", b.random_normal(F32, [64, 32], 0.0, 0.05, 42));
+    let bias = b.variable("bias", b.random_uniform(F32, [32], -0.1, 0.1, 7));
+    b.assign(w, w * 0.5);
+    b.assign(bias, bias + 1.0);
+    let f = b.finish(&[]).unwrap();
+    let initial: Vec<Vec<u32>> = BACKENDS
+        .iter()
+        .map(|backend| {
+            let exe = compile(backend, &f);
+            let before = exe.variable("w").unwrap();
+            exe.run(&[]).unwrap();
+            exe.reset_variables().unwrap();
+            let after = exe.variable("w").unwrap();
+            assert_eq!(before, after, "{backend}: reset runs the initializer again");
+            bits(before.read::<f32>().unwrap())
+        })
+        .collect();
+    assert_eq!(initial[0], initial[1]);
+    assert!(
+        initial[0].iter().any(|&x| x != initial[0][0]),
+        "the values vary"
+    );
+    // A saved function keeps its random initializers exactly.
+    let g = Function::from_json(&f.to_json()).unwrap();
+    assert_eq!(f, g);
+}

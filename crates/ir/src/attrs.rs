@@ -180,3 +180,72 @@ pub struct LayerNorm {
     /// Added to the variance before the square root.
     pub epsilon: f64,
 }
+
+/// The distribution of a [`RandomFill`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Distribution {
+    /// Uniform on `[low, high)` (ONNX `RandomUniform`); `low < high`, both finite.
+    Uniform {
+        /// Lower bound (included).
+        low: f64,
+        /// Upper bound (excluded before rounding to the element type).
+        high: f64,
+    },
+    /// Normal with mean `mean` and standard deviation `scale` (ONNX `RandomNormal`);
+    /// `scale >= 0`, both finite.
+    Normal {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation.
+        scale: f64,
+    },
+}
+
+/// A tensor of pseudo-random numbers from a seed (ONNX `RandomUniform` / `RandomNormal`
+/// with their `seed` attribute), for random initialisation: a pure op, the same values on
+/// every call, backend and thread count. Element `i` (row-major) is the `i`-th draw of
+/// rand's portable `Xoshiro256PlusPlus` seeded with `seed_from_u64(seed)`, through
+/// `rand_distr`'s `Uniform` or `Normal` in `f64`, rounded to the element type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RandomFill {
+    /// What is drawn.
+    pub distribution: Distribution,
+    /// `f32` or `f64`.
+    pub element_type: crate::ElementType,
+    /// The output's shape.
+    pub shape: crate::Shape,
+    /// The generator's seed.
+    pub seed: u64,
+}
+
+impl RandomFill {
+    /// Checks the attributes; returns what is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.element_type.is_float() {
+            return Err(format!(
+                "draws floats: element type {} is not f32 or f64",
+                self.element_type
+            ));
+        }
+        self.shape
+            .element_count()
+            .map_err(|e| format!("shape invalid: {e}"))?;
+        match self.distribution {
+            Distribution::Uniform { low, high }
+                if !(low.is_finite() && high.is_finite() && low < high) =>
+            {
+                Err(format!(
+                    "needs finite low < high, got low {low}, high {high}"
+                ))
+            }
+            Distribution::Normal { mean, scale }
+                if !(mean.is_finite() && scale.is_finite() && scale >= 0.0) =>
+            {
+                Err(format!(
+                    "needs a finite mean and scale >= 0, got mean {mean}, scale {scale}"
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -157,6 +157,54 @@ impl FunctionBuilder {
         self.constant(data, Shape::scalar())
     }
 
+    /// `shape` of pseudo-random numbers uniform on `[low, high)`, the same on every call for
+    /// one `seed` (ONNX `RandomUniform`; [`crate::RandomFill`]): a random initial value.
+    #[track_caller]
+    pub fn random_uniform(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        low: f64,
+        high: f64,
+        seed: u64,
+    ) -> Value<'_> {
+        let distribution = crate::Distribution::Uniform { low, high };
+        self.random(distribution, element_type, shape.into(), seed)
+    }
+
+    /// `shape` of pseudo-random numbers from the normal distribution of `mean` and standard
+    /// deviation `scale`, the same on every call for one `seed` (ONNX `RandomNormal`;
+    /// [`crate::RandomFill`]): a random initial value.
+    #[track_caller]
+    pub fn random_normal(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        mean: f64,
+        scale: f64,
+        seed: u64,
+    ) -> Value<'_> {
+        let distribution = crate::Distribution::Normal { mean, scale };
+        self.random(distribution, element_type, shape.into(), seed)
+    }
+
+    #[track_caller]
+    fn random(
+        &self,
+        distribution: crate::Distribution,
+        element_type: ElementType,
+        shape: Shape,
+        seed: u64,
+    ) -> Value<'_> {
+        let fill = crate::RandomFill {
+            distribution,
+            element_type,
+            shape,
+            seed,
+        };
+        self.op(Op::Random(std::sync::Arc::new(fill)), &[])
+    }
+
     /// Adds a node of `op` on already-broadcast operands. An operand that is a variable
     /// ([`FunctionBuilder::variable`]) is read by a new `ReadVariable` node, ordered after
     /// the variable's assigns made before it; an `Assign` or `ReadVariable` takes the

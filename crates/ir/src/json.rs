@@ -32,7 +32,9 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 /// - `op.type` is the nGraph op name ([`crate::Op::type_name`]); attributes: `to` (element
 ///   type) for `Convert`, `shape` for `Broadcast`, `element_type` and `values` for
 ///   `Constant`, `body` (a nested `function` object, same layout) for `FusedKernel`,
-///   `initializer` (the same) for `Variable`;
+///   `initializer` (the same) for `Variable`; `element_type`, `shape`, `seed` and `low`,
+///   `high` for `RandomUniform` or `mean`, `scale` for `RandomNormal` (JSON numbers: serde
+///   writes each `f64` in the shortest form that reads back to the same bits);
 ///   `shape` for `Reshape`, `perm` for `Transpose`, `slice` (a list of
 ///   `{"start", "step", "len"}`) for `Slice`, `axis` for `Concat`, `Gather` and `Softmax`,
 ///   `axes` and `keep_dims` for `ReduceSum`/`ReduceMean`/`ReduceMax`/`ReduceMin`/

@@ -19,7 +19,9 @@ mod shape;
 mod tensor_data;
 pub mod text;
 
-pub use attrs::{Convolution, LayerNorm, ReduceOp, Reduction, SliceAxis, Window};
+pub use attrs::{
+    Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction, SliceAxis, Window,
+};
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;
 pub use error::{InferenceError, IrError, SerializationError, SerializationErrorKind};

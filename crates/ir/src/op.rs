@@ -4,7 +4,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::attrs::{Convolution, LayerNorm, ReduceOp, Reduction, SliceAxis, Window};
+use crate::attrs::{
+    Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction, SliceAxis, Window,
+};
 use crate::{ElementType, Function, Shape, TensorData};
 
 /// Elementwise ops of one operand.
@@ -185,6 +187,9 @@ pub enum Op {
     /// The value of variable `input 0` when this node runs (TensorFlow's `ReadVariableOp`);
     /// control dependencies order it against the variable's assigns.
     ReadVariable,
+    /// Pseudo-random numbers from a seed ([`RandomFill`]; ONNX `RandomUniform`,
+    /// `RandomNormal`): no inputs, the same values on every call.
+    Random(Arc<RandomFill>),
     /// Writes `input 1` into the whole of variable `input 0` (same element type and shape)
     /// when this node runs; its output is the value written (Nervana Graph's `assign`).
     Assign,
@@ -225,6 +230,10 @@ impl Op {
             Op::Variable(_) => "Variable",
             Op::ReadVariable => "ReadVariable",
             Op::Assign => "Assign",
+            Op::Random(r) => match r.distribution {
+                Distribution::Uniform { .. } => "RandomUniform",
+                Distribution::Normal { .. } => "RandomNormal",
+            },
         }
     }
 
@@ -274,6 +283,25 @@ impl fmt::Display for Op {
                 )
             }
             Op::MaxPool(w) => write!(f, "MaxPool<{}>", WindowText(w)),
+            Op::Random(r) => {
+                let t = crate::TensorType::new(r.element_type, r.shape.clone());
+                match r.distribution {
+                    Distribution::Uniform { low, high } => {
+                        write!(
+                            f,
+                            "RandomUniform<{t}, low={low:e}, high={high:e}, seed={}>",
+                            r.seed
+                        )
+                    }
+                    Distribution::Normal { mean, scale } => {
+                        write!(
+                            f,
+                            "RandomNormal<{t}, mean={mean:e}, scale={scale:e}, seed={}>",
+                            r.seed
+                        )
+                    }
+                }
+            }
             _ => f.write_str(self.type_name()),
         }
     }

@@ -145,6 +145,11 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
                 )),
             }
         }
+        Op::Random(r) => {
+            arity(0)?;
+            r.check()?;
+            Ok(smallvec![TensorType::new(r.element_type, r.shape.clone())])
+        }
         Op::ReadVariable => {
             arity(1)?;
             Ok(smallvec![inputs[0].clone()])

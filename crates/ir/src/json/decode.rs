@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
-use crate::attrs::{Convolution, LayerNorm, ReduceOp, Reduction};
+use crate::attrs::{Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction};
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
 use crate::{
@@ -293,6 +293,11 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("values", op.values.is_some()),
         ("body", op.body.is_some()),
         ("initializer", op.initializer.is_some()),
+        ("seed", op.seed.is_some()),
+        ("low", op.low.is_some()),
+        ("high", op.high.is_some()),
+        ("mean", op.mean.is_some()),
+        ("scale", op.scale.is_some()),
         ("perm", op.perm.is_some()),
         ("slice", op.slice.is_some()),
         ("axis", op.axis.is_some()),
@@ -312,6 +317,8 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Constant" => &["element_type", "values"],
         "FusedKernel" => &["body"],
         "Variable" => &["initializer"],
+        "RandomUniform" => &["element_type", "shape", "seed", "low", "high"],
+        "RandomNormal" => &["element_type", "shape", "seed", "mean", "scale"],
         "Reshape" => &["shape"],
         "Transpose" => &["perm"],
         "Slice" => &["slice"],
@@ -367,6 +374,29 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
             };
             Op::Variable(Arc::new(Variable {
                 initializer: decode_function(*init, loc)?,
+            }))
+        }
+        "RandomUniform" | "RandomNormal" => {
+            let distribution = if kind == "RandomUniform" {
+                Distribution::Uniform {
+                    low: op.low.unwrap_or_default(),
+                    high: op.high.unwrap_or_default(),
+                }
+            } else {
+                Distribution::Normal {
+                    mean: op.mean.unwrap_or_default(),
+                    scale: op.scale.unwrap_or_default(),
+                }
+            };
+            Op::Random(Arc::new(RandomFill {
+                distribution,
+                element_type: element_type(
+                    op.element_type.as_deref().unwrap_or_default(),
+                    loc,
+                    "Random `element_type`",
+                )?,
+                shape: Shape::new(op.shape.unwrap_or_default()),
+                seed: op.seed.unwrap_or_default(),
             }))
         }
         "ReadVariable" => Op::ReadVariable,

@@ -94,6 +94,18 @@ pub(super) struct OpDto<N> {
     /// A `Variable`'s initializer (version 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub initializer: Option<Box<FunctionDto<N>>>,
+    /// The seed of `RandomUniform` / `RandomNormal` (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// `RandomUniform`'s bounds and `RandomNormal`'s mean and scale (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub perm: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,6 +135,11 @@ impl<N> OpDto<N> {
             values: None,
             body: None,
             initializer: None,
+            seed: None,
+            low: None,
+            high: None,
+            mean: None,
+            scale: None,
             perm: None,
             slice: None,
             axis: None,

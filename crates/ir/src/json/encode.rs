@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::dto::{FunctionDto, InputDto, NodeDto, OpDto, SiteDto, TypeDto, WrittenNode};
-use crate::{Function, Node, NodeId, Op, TensorData, TensorType};
+use crate::{Distribution, Function, Node, NodeId, Op, TensorData, TensorType};
 
 /// The DTO of `f`: live nodes in id order (arena holes are dropped), references by name.
 pub(super) fn function_dto(f: &Function) -> FunctionDto<WrittenNode> {
@@ -65,6 +65,19 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
         }
         Op::FusedKernel(k) => dto.body = Some(Box::new(function_dto(&k.body))),
         Op::Variable(v) => dto.initializer = Some(Box::new(function_dto(&v.initializer))),
+        Op::Random(r) => {
+            dto.element_type = Some(r.element_type.name().to_string());
+            dto.shape = Some(r.shape.dims().to_vec());
+            dto.seed = Some(r.seed);
+            match r.distribution {
+                Distribution::Uniform { low, high } => {
+                    (dto.low, dto.high) = (Some(low), Some(high))
+                }
+                Distribution::Normal { mean, scale } => {
+                    (dto.mean, dto.scale) = (Some(mean), Some(scale))
+                }
+            }
+        }
         Op::Reshape(s) => dto.shape = Some(s.dims().to_vec()),
         Op::Transpose(p) => dto.perm = Some(p.clone()),
         Op::Slice(axes) => dto.slice = Some(axes.clone()),

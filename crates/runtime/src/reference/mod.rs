@@ -7,6 +7,7 @@ mod elementwise;
 mod layout;
 mod matmul;
 mod normalize;
+mod random;
 mod reduce;
 mod widen;
 mod window;
@@ -27,6 +28,7 @@ pub use elementwise::{
 pub use layout::{concat, gather, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
 pub use normalize::{batch_norm, layer_norm, softmax};
+pub use random::random;
 pub use reduce::reduce;
 pub use window::{convolution, max_pool};
 
@@ -133,6 +135,7 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             c,
         )),
         Op::MaxPool(w) => one(max_pool(data(0), inputs[0].shape(), w)),
+        Op::Random(r) => one(random(r)),
         Op::FusedKernel(k) => {
             let owned: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
             evaluate_function(&k.body, &owned)
