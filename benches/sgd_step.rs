@@ -21,7 +21,9 @@ const N: usize = 1 << 22;
 fn sgd_step() -> Function {
     let b = FunctionBuilder::new("sgd_step");
     let g = b.parameter("g", F32, [N]);
-    let init: Vec<f32> = (0..N).map(|i| ((i % 2001) as f32 - 1000.0) / 1000.0).collect();
+    let init: Vec<f32> = (0..N)
+        .map(|i| ((i % 2001) as f32 - 1000.0) / 1000.0)
+        .collect();
     let w = b.variable("w", b.constant(init, [N]));
     b.assign(w, w - 0.01 * g);
     b.finish(&[]).expect("builds")
@@ -46,15 +48,25 @@ fn bench(c: &mut Criterion) {
     let exes: Vec<(String, Arc<dyn Executable>)> = [1, threads]
         .into_iter()
         .map(|t| {
-            let exe = CpuJitBackend::new().with_threads(t).compile(&f).expect("compiles");
-            assert_eq!(exe.peak_intermediate_bytes(), Some(0), "the update is in place");
+            let exe = CpuJitBackend::new()
+                .with_threads(t)
+                .compile(&f)
+                .expect("compiles");
+            assert_eq!(
+                exe.peak_intermediate_bytes(),
+                Some(0),
+                "the update is in place"
+            );
             (format!("CPU-JIT-{t}t"), exe)
         })
         .collect();
     for (name, exe) in &exes {
         let mut out: Vec<Tensor> = Vec::new();
         group.bench_function(name.as_str(), |b| {
-            b.iter(|| exe.call(black_box(&mut out), black_box(&g_tensor)).expect("runs"))
+            b.iter(|| {
+                exe.call(black_box(&mut out), black_box(&g_tensor))
+                    .expect("runs")
+            })
         });
     }
     let mut w: Vec<f32> = vec![0.5; N];
