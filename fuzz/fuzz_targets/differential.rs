@@ -9,58 +9,25 @@
 //! 17, 31, 33, 64), up to 24 ops, and up to 4,096 elements.
 #![no_main]
 
-use std::sync::{Arc, OnceLock};
+mod common;
 
 use arbitrary::{Arbitrary, Result, Unstructured};
-use graphlift::runtime::Backend as BackendTrait;
-use graphlift::Backend;
-use graphlift_harness::differential::{check, Case, OpSpec, ParamSpec};
+use graphlift_harness::differential::{check, Case};
 use libfuzzer_sys::fuzz_target;
-
-/// Extents across the vector-width (2 and 4 lanes) and 2× unroll (4 and 8) boundaries.
-const EXTENTS: [usize; 16] = [0, 1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17, 31, 33, 64];
-const MAX_ELEMENTS: usize = 4096;
 
 #[derive(Debug)]
 struct FuzzCase(Case);
 
 impl<'a> Arbitrary<'a> for FuzzCase {
     fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
-        let rank = u.int_in_range(0..=4)?;
-        let mut dims = Vec::with_capacity(rank);
-        let mut count = 1usize;
-        for _ in 0..rank {
-            let d = *u.choose(&EXTENTS)?;
-            let d = if d > 1 && count * d > MAX_ELEMENTS {
-                1
-            } else {
-                d
-            };
-            count *= d.max(1);
-            dims.push(d);
-        }
+        let dims = common::dims(u)?;
+        let rank = dims.len();
         let n_params = u.int_in_range(1..=4)?;
         let params = (0..n_params)
-            .map(|_| {
-                Ok(ParamSpec {
-                    ty: u.int_in_range(0..=4)?,
-                    keep: u.arbitrary()?,
-                    drop: u.int_in_range(0..=rank)?,
-                })
-            })
+            .map(|_| common::param(u, rank))
             .collect::<Result<_>>()?;
         let n_ops = u.int_in_range(1..=24)?;
-        let ops = (0..n_ops)
-            .map(|_| {
-                Ok(OpSpec {
-                    kind: u.int_in_range(0..=7)?,
-                    sub: u.int_in_range(0..=63)?,
-                    operands: [u.arbitrary::<u8>()?, u.arbitrary()?, u.arbitrary()?]
-                        .map(usize::from),
-                    ty: u.int_in_range(0..=4)?,
-                })
-            })
-            .collect::<Result<_>>()?;
+        let ops = (0..n_ops).map(|_| common::op(u)).collect::<Result<_>>()?;
         Ok(FuzzCase(Case {
             dims,
             params,
@@ -71,18 +38,8 @@ impl<'a> Arbitrary<'a> for FuzzCase {
     }
 }
 
-fn backends() -> &'static (Arc<dyn BackendTrait>, Arc<dyn BackendTrait>) {
-    static B: OnceLock<(Arc<dyn BackendTrait>, Arc<dyn BackendTrait>)> = OnceLock::new();
-    B.get_or_init(|| {
-        (
-            Backend::create("CPU-JIT").expect("CPU-JIT is registered"),
-            Backend::create("INTERPRETER").expect("INTERPRETER is registered"),
-        )
-    })
-}
-
 fuzz_target!(|c: FuzzCase| {
-    let (jit, interp) = backends();
+    let (jit, interp) = common::backends();
     if let Err(finding) = check(&**jit, &**interp, &c.0) {
         panic!("{finding}\ncase: {:?}", c.0);
     }

@@ -1,5 +1,7 @@
 //! Differential testing: CPU-JIT against INTERPRETER on random elementwise Functions, with
-//! one definition of "agree" that the proptest and the coverage-guided fuzz target share.
+//! one definition of "agree" that the proptest and the coverage-guided fuzz targets share:
+//! stateless [`Case`]s ([`check`]) and stateful [`StateCase`]s, whose variables must agree
+//! too, call after call ([`check_state`]).
 
 use std::fmt;
 
@@ -9,10 +11,12 @@ use graphlift_runtime::Backend;
 mod build;
 mod compare;
 mod inputs;
+mod state;
 
 pub use build::build;
 pub use compare::compare_backends;
 pub use inputs::{input, inputs, SPECIAL_F32};
+pub use state::{build_state, check_state, StateCase, StepSpec, VariableSpec, MAX_CALLS};
 
 /// The error, in `f64` ulp, allowed for the interpreter's own `f64` transcendental
 /// functions, added to an `f64` sink's bound:
@@ -100,6 +104,10 @@ pub struct Stats {
     pub exact_elements: usize,
     /// Elements compared against an ulp bound.
     pub approximate_elements: usize,
+    /// Variables that CPU-JIT kernels write in place (0 without state).
+    pub in_place_writes: usize,
+    /// Variable elements compared bit for bit, summed over the calls (0 without state).
+    pub variable_elements: usize,
 }
 
 impl std::ops::AddAssign for Stats {
@@ -108,6 +116,8 @@ impl std::ops::AddAssign for Stats {
         self.multi_output_kernels += o.multi_output_kernels;
         self.exact_elements += o.exact_elements;
         self.approximate_elements += o.approximate_elements;
+        self.in_place_writes += o.in_place_writes;
+        self.variable_elements += o.variable_elements;
     }
 }
 
@@ -164,6 +174,24 @@ pub enum Mismatch {
         /// The bound in ulp.
         bound: f64,
     },
+    /// A variable differs after a call (compared bit for bit, any NaN matching any NaN).
+    Variable {
+        /// The variable's name.
+        name: String,
+        /// Element index.
+        element: usize,
+        /// CPU-JIT's value, widened to f64.
+        jit: Option<f64>,
+        /// The interpreter's value, widened to f64.
+        interpreter: Option<f64>,
+    },
+    /// A mismatch of a [`StateCase`], in or after the given call.
+    Call {
+        /// The call, from 1; 0 for the variables' initial values, before any call.
+        call: usize,
+        /// What differed.
+        mismatch: Box<Mismatch>,
+    },
     /// The result types differ.
     Type {
         /// Result index.
@@ -212,6 +240,17 @@ impl fmt::Display for Mismatch {
                 f,
                 "result {result} element {element}: Power: CPU-JIT {jit:e}, INTERPRETER {interpreter:e}, {ulp} ulp apart (bound {bound})"
             ),
+            Mismatch::Variable {
+                name,
+                element,
+                jit,
+                interpreter,
+            } => write!(
+                f,
+                "variable {name} element {element}: CPU-JIT {jit:?}, INTERPRETER {interpreter:?}"
+            ),
+            Mismatch::Call { call: 0, mismatch } => write!(f, "before the first call: {mismatch}"),
+            Mismatch::Call { call, mismatch } => write!(f, "call {call}: {mismatch}"),
             Mismatch::Type {
                 result,
                 jit,
@@ -224,7 +263,7 @@ impl fmt::Display for Mismatch {
     }
 }
 
-/// A failed [`check`]: the mismatch and the Function it happened on.
+/// A failed [`check`] or [`check_state`]: the mismatch and the Function it happened on.
 #[derive(Debug)]
 pub struct Finding {
     /// What differed.
@@ -235,7 +274,8 @@ pub struct Finding {
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}\nfunction: {:?}", self.mismatch, self.function)
+        // The text form: one line per node, variables with their initializers.
+        write!(f, "{}\nfunction:\n{}", self.mismatch, self.function)
     }
 }
 

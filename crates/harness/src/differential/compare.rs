@@ -1,10 +1,12 @@
 //! Running a built Function on both backends and comparing every result under the
 //! documented tolerance.
 
+use std::sync::Arc;
+
 use graphlift_ir::{ElementType, Function};
 use graphlift_jit::vmath;
 use graphlift_runtime::reference::unary_f64;
-use graphlift_runtime::{Backend, Tensor};
+use graphlift_runtime::{Backend, Executable, RuntimeError, Tensor};
 
 use super::*;
 
@@ -23,25 +25,116 @@ pub fn compare_backends(
     sinks: &Sinks,
     inputs: &[Tensor],
 ) -> Result<Stats, Mismatch> {
-    let fail = |backend: &'static str| {
-        move |e: graphlift_runtime::RuntimeError| Mismatch::Backend {
-            backend,
-            error: e.to_string(),
+    let both = Compiled::new(jit, interpreter, f)?;
+    let mut stats = both.kernel_stats();
+    let (got, want) = both.run(inputs)?;
+    compare_results(&got, &want, sinks, &mut stats)?;
+    Ok(stats)
+}
+
+/// A Function compiled on both backends.
+pub(super) struct Compiled {
+    jit: Arc<dyn Executable>,
+    interpreter: Arc<dyn Executable>,
+}
+
+impl Compiled {
+    /// Compiles `f` on CPU-JIT, then on the interpreter.
+    ///
+    /// # Errors
+    /// [`Mismatch::Backend`] naming the backend that failed.
+    pub(super) fn new(
+        jit: &dyn Backend,
+        interpreter: &dyn Backend,
+        f: &Function,
+    ) -> Result<Compiled, Mismatch> {
+        Ok(Compiled {
+            jit: jit.compile(f).map_err(fail("CPU-JIT"))?,
+            interpreter: interpreter.compile(f).map_err(fail("INTERPRETER"))?,
+        })
+    }
+
+    /// Runs one call on both (CPU-JIT first) and returns their results: CPU-JIT's, then
+    /// the interpreter's.
+    ///
+    /// # Errors
+    /// [`Mismatch::Backend`] naming the backend that failed.
+    pub(super) fn run(&self, inputs: &[Tensor]) -> Result<(Vec<Tensor>, Vec<Tensor>), Mismatch> {
+        let got = self.jit.run(inputs).map_err(fail("CPU-JIT"))?;
+        let want = self.interpreter.run(inputs).map_err(fail("INTERPRETER"))?;
+        Ok((got, want))
+    }
+
+    /// The [`Stats`] of CPU-JIT's executable before anything is compared: its kernels,
+    /// those with several outputs, and the variables they write in place.
+    pub(super) fn kernel_stats(&self) -> Stats {
+        let kernels = self.jit.kernels();
+        Stats {
+            kernels: kernels.len(),
+            multi_output_kernels: kernels.iter().filter(|k| k.outputs > 1).count(),
+            in_place_writes: kernels.iter().map(|k| k.writes_in_place.len()).sum(),
+            ..Stats::default()
         }
-    };
-    let exe = jit.compile(f).map_err(fail("CPU-JIT"))?;
-    let kernels = exe.kernels();
-    let mut stats = Stats {
-        kernels: kernels.len(),
-        multi_output_kernels: kernels.iter().filter(|k| k.outputs > 1).count(),
-        ..Stats::default()
-    };
-    let got = exe.run(inputs).map_err(fail("CPU-JIT"))?;
-    let want = interpreter
-        .compile(f)
-        .and_then(|e| e.run(inputs))
-        .map_err(fail("INTERPRETER"))?;
-    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+    }
+
+    /// Compares every variable bit for bit (any NaN matching any NaN), counting the
+    /// elements in `stats`.
+    ///
+    /// # Errors
+    /// [`Mismatch::Variable`] for the first element that differs; [`Mismatch::Backend`]
+    /// when CPU-JIT's variables are not the interpreter's (names and types) or one cannot
+    /// be read.
+    pub(super) fn compare_variables(&self, stats: &mut Stats) -> Result<(), Mismatch> {
+        let specs = self.interpreter.variables();
+        if self.jit.variables() != specs {
+            return Err(Mismatch::Backend {
+                backend: "CPU-JIT",
+                error: format!(
+                    "variables {:?}, INTERPRETER's {specs:?}",
+                    self.jit.variables()
+                ),
+            });
+        }
+        for spec in specs {
+            let g = self.jit.variable(&spec.name).map_err(fail("CPU-JIT"))?;
+            let w = self
+                .interpreter
+                .variable(&spec.name)
+                .map_err(fail("INTERPRETER"))?;
+            if let Some(i) = first_difference(g.data(), w.data()) {
+                return Err(Mismatch::Variable {
+                    name: spec.name,
+                    element: i,
+                    jit: g.data().get_f64(i),
+                    interpreter: w.data().get_f64(i),
+                });
+            }
+            stats.variable_elements += g.len();
+        }
+        Ok(())
+    }
+}
+
+/// A [`Mismatch::Backend`] from `backend`'s error.
+fn fail(backend: &'static str) -> impl Fn(RuntimeError) -> Mismatch {
+    move |e| Mismatch::Backend {
+        backend,
+        error: e.to_string(),
+    }
+}
+
+/// Compares one call's results, CPU-JIT's `got` against the interpreter's `want`, under
+/// the module's tolerance (`sinks` from [`build`]), counting the elements in `stats`.
+///
+/// # Errors
+/// The first [`Mismatch`].
+pub(super) fn compare_results(
+    got: &[Tensor],
+    want: &[Tensor],
+    sinks: &Sinks,
+    stats: &mut Stats,
+) -> Result<(), Mismatch> {
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
         if g.tensor_type() != w.tensor_type() {
             return Err(Mismatch::Type {
                 result: k,
@@ -145,5 +238,5 @@ pub fn compare_backends(
             }
         }
     }
-    Ok(stats)
+    Ok(())
 }
