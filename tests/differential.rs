@@ -223,7 +223,6 @@ fn cpu_jit_on_threads_matches_interpreter_on_random_stateful_programs() {
 /// refuses the rewritten function (the read and the assign are no longer ordered), while
 /// the INTERPRETER gives `f = 32` and `v0 = 0`.
 #[test]
-#[ignore = "CPU-JIT fails to compile it until algebraic_simplification keeps read/assign order"]
 fn regression_integer_x_minus_x_assigned_after_a_live_read() {
     let c = StateCase {
         dims: vec![],

@@ -231,8 +231,9 @@ fn subgraph(f: &Function, value: Output, variable: &str) -> Result<Function, IrE
 
 /// Adds the control dependencies that order the live reads and assigns of `f` by `log`
 /// (creation order), variable by variable: a read after the assign before it, an assign
-/// after the reads since the assign before it and after that assign. A dependency that
-/// inputs already imply is left out.
+/// after the reads since the assign before it and after that assign. Every one is explicit,
+/// also where inputs imply it today: a rewrite may cut that data path (`x - x -> 0` makes an
+/// assign's value stop depending on the read behind `x`), never a control dependency.
 fn order_accesses(f: &mut Function, log: &[Access]) -> Result<(), IrError> {
     let live = f.live_nodes();
     let mut state: std::collections::HashMap<NodeId, (Option<NodeId>, Vec<NodeId>)> =
@@ -247,11 +248,8 @@ fn order_accesses(f: &mut Function, log: &[Access]) -> Result<(), IrError> {
                 reads.push(a.node);
             }
             Some(_) => {
-                let upstream = f.reach(a.node, false, &[]);
                 for &r in reads.iter().chain(last_assign.iter()) {
-                    if !upstream[r.index()] {
-                        f.add_control_dependency(a.node, r)?;
-                    }
+                    f.add_control_dependency(a.node, r)?;
                 }
                 *last_assign = Some(a.node);
                 reads.clear();
