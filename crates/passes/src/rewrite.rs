@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use graphlift_ir::{Function, NodeId, Output, ProvenanceTags};
+use graphlift_ir::{Function, NodeId, Op, Output, ProvenanceTags};
 
 use crate::PassError;
 
@@ -21,6 +21,10 @@ use crate::PassError;
 /// the producer takes the tags, users and control dependents of `old` move to it; `old`
 /// must then have no control dependencies of its own.
 ///
+/// A replacement that would cut a `ReadVariable` off from what comes after `old`
+/// ([`cuts_a_read`]) is not made: a read and an assign may be ordered only through the
+/// data path the rewrite removes (`x - x -> 0` on a read feeding an assign).
+///
 /// # Errors
 /// [`PassError::Ir`] from the IR (types differ, dangling ids, a cycle);
 /// [`PassError::Broken`] if `old` has control dependencies and `value` is not output 0 of a
@@ -35,6 +39,9 @@ pub(crate) fn replace_by_value(
     if !g.is_used(old)? {
         // Dead already (an earlier rewrite took its users): pruning removes it, and
         // `replace_node` refuses a node nothing uses.
+        return Ok(());
+    }
+    if cuts_a_read(g, old, value.node)? {
         return Ok(());
     }
     // The removed subgraph's tags, `old`'s first: `old` carries them into the replacement.
@@ -64,6 +71,65 @@ pub(crate) fn replace_by_value(
         g.redirect_control_dependencies(old, value.node)?;
     }
     Ok(())
+}
+
+/// Whether replacing `old` by the node `new` could unorder a read and an assign: a
+/// `ReadVariable` upstream of `old` (over inputs) that `new` does not reach, whose variable
+/// an `Assign` downstream of `old` (over users and control dependents) writes. That assign
+/// may be ordered after the read only through `old` (`x - x -> 0` on a read feeding an
+/// assign). A read replaced by an equal read (CSE) is not: its control dependents move to
+/// the other read. `false` at once for a function without assigns.
+fn cuts_a_read(g: &Function, old: NodeId, new: NodeId) -> Result<bool, PassError> {
+    let both_reads = [old, new].iter().all(|&id| {
+        g.get(id)
+            .is_some_and(|n| matches!(n.op(), Op::ReadVariable))
+    });
+    if both_reads || !g.nodes().any(|n| matches!(n.op(), Op::Assign)) {
+        return Ok(false);
+    }
+    let upstream = |from: NodeId| -> Result<BTreeSet<NodeId>, PassError> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from];
+        while let Some(id) = stack.pop() {
+            if seen.insert(id) {
+                stack.extend(g.node(id)?.inputs().iter().map(|o| o.node));
+            }
+        }
+        Ok(seen)
+    };
+    let kept = upstream(new)?;
+    let cut: BTreeSet<NodeId> = upstream(old)?
+        .into_iter()
+        .filter(|id| !kept.contains(id))
+        .filter_map(|id| {
+            g.variable_of(id).filter(|_| {
+                g.get(id)
+                    .is_some_and(|n| matches!(n.op(), Op::ReadVariable))
+            })
+        })
+        .collect();
+    if cut.is_empty() {
+        return Ok(false);
+    }
+    let dependents = |id: NodeId| {
+        g.nodes()
+            .filter(move |m| m.other_deps().contains(&id))
+            .map(|m| m.id())
+    };
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![old];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let n = g.node(id)?;
+        if matches!(n.op(), Op::Assign) && g.variable_of(id).is_some_and(|v| cut.contains(&v)) {
+            return Ok(true);
+        }
+        stack.extend((0..n.outputs().len()).flat_map(|i| n.users(i).iter().map(|u| u.0)));
+        stack.extend(dependents(id));
+    }
+    Ok(false)
 }
 
 /// Appends `pass` once to the pass history of every node of `touched` that is still in `g`

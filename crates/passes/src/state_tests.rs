@@ -231,3 +231,29 @@ fn the_pipeline_keeps_assigns_their_tags_and_their_order() {
     assert_eq!(result_read.other_deps(), [update.id()]);
     assert_eq!(pm.run(&mut f).map(|r| r.changed()).ok(), Some(false));
 }
+
+#[test]
+fn rewrites_keep_an_order_that_only_data_implies() {
+    // Built through the Function API with no control dependencies: the assign is after the
+    // read only because its value, `r - r`, reads it. `x - x -> 0` would cut that path and
+    // leave the read (still a result) and the assign unordered.
+    let mut init = Function::new("init");
+    let c = init
+        .add_constant(TensorData::I32(vec![32]), Shape::scalar())
+        .unwrap();
+    init.add_result(c.into(), None).unwrap();
+    let mut f = Function::new("data_order");
+    let v = f.add_variable("v", init).unwrap();
+    let r = f.add_node(Op::ReadVariable, &[v.into()]).unwrap();
+    let diff = f
+        .add_node(Op::Binary(BinaryOp::Subtract), &[r.into(), r.into()])
+        .unwrap();
+    let a = f.add_node(Op::Assign, &[v.into(), diff.into()]).unwrap();
+    f.add_sink(a).unwrap();
+    f.add_result(r.into(), None).unwrap();
+    f.validate().unwrap();
+    let before = f.clone();
+    let pm = PassManager::default_pipeline(ExtractionConfig::default());
+    pm.run(&mut f).unwrap();
+    assert_same_values(&before, &f);
+}
