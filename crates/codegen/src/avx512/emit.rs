@@ -312,8 +312,52 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// `rax` = the elements from `r8` to the first output's next 64-byte boundary (at most
+    /// 15), but no more than the segment's `r9 - r8`; clobbers `rdx`.
+    fn elements_to_boundary(&mut self) -> Result<(), Fail> {
+        let out = POINTERS[self.lay.out_reg[0]];
+        self.a.lea(rax, qword_ptr(out + r8 * 4))?;
+        self.a.neg(rax)?;
+        self.a.and(rax, 63)?;
+        self.a.shr(rax, 2)?;
+        self.a.mov(rdx, r9)?;
+        self.a.sub(rdx, r8)?;
+        self.a.cmp(rax, rdx)?;
+        self.a.cmova(rax, rdx)?;
+        Ok(())
+    }
+
+    /// A masked body over the elements before the first output's next 64-byte boundary,
+    /// so that the loops after it store whole cache lines (a 64-byte access that splits two
+    /// lines costs two; Rust's allocator aligns large buffers to 16 bytes only). Only where
+    /// every load is contiguous (no row vectors, no runs), so the inputs that share the
+    /// output's alignment are aligned too.
+    fn align_to_output(&mut self) -> Result<(), Fail> {
+        if self.lay.row.is_some() || self.lay.run.is_some() {
+            return Ok(());
+        }
+        let mut aligned = self.a.create_label();
+        self.elements_to_boundary()?;
+        self.a.test(rax, rax)?;
+        self.a.je(aligned)?;
+        // k1 = the lowest rax lanes (rax < 16).
+        self.a.mov(r15d, 1u32)?;
+        self.a.shlx(r15d, r15d, eax)?;
+        self.a.sub(r15d, 1)?;
+        self.a.kmovw(k1, r15d)?;
+        self.mark(None);
+        self.bodies(1, true)?;
+        // The bodies keep r8 and may use the scratch registers: count again.
+        self.elements_to_boundary()?;
+        self.a.add(r8, rax)?;
+        self.a.set_label(&mut aligned)?;
+        self.mark(None);
+        Ok(())
+    }
+
     /// The loops over one segment, elements `r8..r9`; leaves `r8 = r9`.
     fn segment(&mut self) -> Result<(), Fail> {
+        self.align_to_output()?;
         let mut main = self.a.create_label();
         let mut single_check = self.a.create_label();
         let mut single = self.a.create_label();
