@@ -328,15 +328,28 @@ impl Writer<'_> {
     }
 
     /// A masked body over the elements before the first output's next 64-byte boundary,
-    /// so that the loops after it store whole cache lines (a 64-byte access that splits two
-    /// lines costs two; Rust's allocator aligns large buffers to 16 bytes only). Only where
-    /// every load is contiguous (no row vectors, no runs), so the inputs that share the
-    /// output's alignment are aligned too.
+    /// so that the loops after it load and store whole cache lines (a 64-byte access that
+    /// splits two lines costs two; glibc's allocator aligns large buffers to 16 bytes only),
+    /// when every buffer the loops stream through (outputs and contiguous inputs) lies at the
+    /// same offset from a 64-byte boundary at `r8`, as buffers from one allocator do: then
+    /// all of them become aligned. Otherwise, or with row vectors or runs, nothing changes.
     fn align_to_output(&mut self) -> Result<(), Fail> {
-        if self.lay.row.is_some() || self.lay.run.is_some() {
+        let lay = self.lay;
+        if lay.row.is_some() || lay.run.is_some() {
             return Ok(());
         }
         let mut aligned = self.a.create_label();
+        // r15 = the first output's offset; any other stream at another offset: no peel.
+        let out = POINTERS[lay.out_reg[0]];
+        self.a.lea(r15, qword_ptr(out + r8 * 4))?;
+        self.a.and(r15, 63)?;
+        let others = lay.out_reg[1..].iter().chain(lay.arg_reg.iter().flatten());
+        for &p in others {
+            self.a.lea(rdx, qword_ptr(POINTERS[p] + r8 * 4))?;
+            self.a.and(rdx, 63)?;
+            self.a.cmp(rdx, r15)?;
+            self.a.jne(aligned)?;
+        }
         self.elements_to_boundary()?;
         self.a.test(rax, rax)?;
         self.a.je(aligned)?;
