@@ -353,11 +353,7 @@ impl Writer<'_> {
         self.elements_to_boundary()?;
         self.a.test(rax, rax)?;
         self.a.je(aligned)?;
-        // k1 = the lowest rax lanes (rax < 16).
-        self.a.mov(r15d, 1u32)?;
-        self.a.shlx(r15d, r15d, eax)?;
-        self.a.sub(r15d, 1)?;
-        self.a.kmovw(k1, r15d)?;
+        self.lowest_lanes()?;
         self.mark(None);
         self.bodies(1, true)?;
         // The bodies keep r8 and may use the scratch registers: count again.
@@ -365,6 +361,15 @@ impl Writer<'_> {
         self.a.add(r8, rax)?;
         self.a.set_label(&mut aligned)?;
         self.mark(None);
+        Ok(())
+    }
+
+    /// `k1` = the lowest `rax` lanes (`rax < 16`); clobbers `r15`.
+    fn lowest_lanes(&mut self) -> Result<(), Fail> {
+        self.a.mov(r15d, 1u32)?;
+        self.a.shlx(r15d, r15d, eax)?;
+        self.a.sub(r15d, 1)?;
+        self.a.kmovw(k1, r15d)?;
         Ok(())
     }
 
@@ -404,11 +409,7 @@ impl Writer<'_> {
         self.a.set_label(&mut tail)?;
         self.a.test(rax, rax)?;
         self.a.je(end)?;
-        // k1 = the lowest rax lanes (rax < 16).
-        self.a.mov(r15d, 1u32)?;
-        self.a.shlx(r15d, r15d, eax)?;
-        self.a.sub(r15d, 1)?;
-        self.a.kmovw(k1, r15d)?;
+        self.lowest_lanes()?;
         self.mark(None);
         self.bodies(1, true)?;
         self.a.mov(r8, r9)?;
