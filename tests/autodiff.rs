@@ -249,3 +249,48 @@ fn bad_derivatives_are_named_errors() {
     let out = exe.run(&[two.clone(), two]).unwrap();
     assert_eq!(out[0].read::<f64>().unwrap(), &[0.0, 0.0]);
 }
+
+/// Linear least squares trained by gradient descent: `w` a variable, the loss's gradient
+/// with respect to it, and `w = w - lr * dw` as an assign; the loss falls on both backends.
+#[test]
+fn gradient_descent_with_variables_and_assigns() {
+    let (n, d) = (16, 4);
+    let x: Vec<f64> = (0..n * d).map(|i| point(7, i, -1.0, 1.0)).collect();
+    let w_true = [0.5, -1.0, 2.0, 0.25];
+    let y: Vec<f64> = (0..n)
+        .map(|r| (0..d).map(|k| x[r * d + k] * w_true[k]).sum())
+        .collect();
+    let b = FunctionBuilder::new("least_squares");
+    let xs = b.parameter("x", F64, [n, d]);
+    let ys = b.parameter("y", F64, [n, 1]);
+    let w = b.variable("w", b.constant(vec![0.0f64; d], [d, 1]));
+    let err = b.op(Op::MatMul, &[xs, w]) - ys;
+    let loss = sum_all(err * err) / n as f64;
+    let dw = b.deriv(loss, w);
+    b.assign(w, w - 0.5 * dw);
+    let f = b.finish(&[loss]).unwrap();
+    let inputs = [
+        Tensor::from_vec(x, [n, d]).unwrap(),
+        Tensor::from_vec(y, [n, 1]).unwrap(),
+    ];
+    for backend in BACKENDS {
+        let exe = Backend::create(backend).unwrap().compile(&f).unwrap();
+        let losses: Vec<f64> = (0..200)
+            .map(|_| exe.run(&inputs).unwrap()[0].read::<f64>().unwrap()[0])
+            .collect();
+        assert!(
+            losses.windows(2).all(|p| p[1] <= p[0]),
+            "{backend}: {losses:?}"
+        );
+        assert!(
+            losses[199] < 1e-12 * losses[0],
+            "{backend}: {} -> {}",
+            losses[0],
+            losses[199]
+        );
+        let w = exe.variable("w").unwrap();
+        for (got, want) in w.read::<f64>().unwrap().iter().zip(w_true) {
+            assert!((got - want).abs() < 1e-6, "{backend}: {got} vs {want}");
+        }
+    }
+}
