@@ -1,6 +1,8 @@
 //! [`FunctionBuilder`]: builds a [`Function`] with operator overloading and numpy
 //! broadcasting, made explicit as `Broadcast` nodes, so graphs read like the math they compute.
 
+mod adjoint;
+mod autodiff;
 mod state;
 
 use std::cell::{Cell, RefCell};
@@ -340,6 +342,11 @@ impl FunctionBuilder {
 }
 
 impl<'b> Value<'b> {
+    /// The builder that made this value.
+    pub fn builder(&self) -> &'b FunctionBuilder {
+        self.builder
+    }
+
     /// The output this value is, or `None` if it is poisoned.
     pub fn output(&self) -> Option<Output> {
         self.output

@@ -107,6 +107,16 @@ pub enum IrError {
         /// What is wrong, naming the other nodes involved.
         message: String,
     },
+    /// A derivative that cannot be built ([`crate::FunctionBuilder::deriv`]): of a value that
+    /// is not a float scalar, with respect to a value that is not a float, or through an op
+    /// without an adjoint.
+    #[error("deriv of `{of}`: {message}")]
+    Derivative {
+        /// The differentiated value's node.
+        of: String,
+        /// What is wrong, naming the op or value.
+        message: String,
+    },
     /// A structural invariant is broken (reported by [`crate::Function::validate`]).
     #[error("function `{function}` is invalid: {message}")]
     Invalid {

@@ -1,0 +1,186 @@
+//! Reverse-mode differentiation as a graph transformation (Nervana Graph's `deriv`): the
+//! derivative is another subgraph of the function being built, compiled like any other, so
+//! the backward pass gets the same fusion, code generation and provenance as the forward.
+//!
+//! The nodes upstream of the scalar `c` are visited in reverse topological order; each one's
+//! adjoint (the sum of its users' contributions) is passed to its inputs by the op's rule
+//! (`builder/adjoint.rs`). Every backward node carries the tags of the forward node it
+//! differentiates as `deriv:<tag>`, and the pass history `autodiff`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{FunctionBuilder, Value};
+use crate::{IrError, Output};
+
+/// The pass name recorded on every node the derivative adds.
+pub const AUTODIFF: &str = "autodiff";
+
+impl FunctionBuilder {
+    /// The derivative of the float scalar `c` with respect to `wrt` (a parameter, a
+    /// variable, a constant or an intermediate value upstream of `c`): a value of `wrt`'s
+    /// type whose elements are `dc/dwrt` (Nervana Graph's `deriv`). Nothing is computed: the
+    /// derivative is a subgraph of the function being built. A value that does not reach `c`
+    /// has a zero derivative.
+    ///
+    /// ```
+    /// use graphlift_ir::{ElementType::F64, FunctionBuilder, Op, ReduceOp, Reduction};
+    /// let b = FunctionBuilder::new("grad");
+    /// let x = b.parameter("x", F64, [3]);
+    /// let sum = Reduction { op: ReduceOp::Sum, axes: vec![0], keep_dims: false };
+    /// let c = b.op(Op::Reduce(sum), &[x * x]); // c = sum(x^2)
+    /// let dx = b.deriv(c, x); // 2x
+    /// let f = b.finish(&[dx]).unwrap();
+    /// assert!(f.nodes().any(|n| n.pass_history().iter().any(|p| p == "autodiff")));
+    /// ```
+    ///
+    /// # Errors (recorded, returned by `finish`)
+    /// [`IrError::Derivative`] naming `c` when it is not a float scalar (rank 0), when `wrt`
+    /// is not a float value, or when a node between them has no adjoint (naming its op).
+    #[track_caller]
+    pub fn deriv<'b>(&'b self, c: Value<'b>, wrt: Value<'b>) -> Value<'b> {
+        self.gradients(c, &[wrt])
+            .pop()
+            .unwrap_or_else(|| self.value(None))
+    }
+
+    /// The derivatives of `c` with respect to each of `wrt`, from one backward pass (see
+    /// [`FunctionBuilder::deriv`]).
+    ///
+    /// # Errors (recorded, returned by `finish`)
+    /// As [`FunctionBuilder::deriv`].
+    #[track_caller]
+    pub fn gradients<'b>(&'b self, c: Value<'b>, wrt: &[Value<'b>]) -> Vec<Value<'b>> {
+        let poisoned = || wrt.iter().map(|_| self.value(None)).collect();
+        if !self.check_owned(&"deriv", &[c]) || !self.check_owned(&"deriv", wrt) {
+            return poisoned();
+        }
+        let targets: Option<Vec<Output>> = wrt.iter().map(|v| v.output).collect();
+        let (Some(c), Some(targets)) = (c.output, targets) else {
+            return poisoned();
+        };
+        match self.backward(c, &targets) {
+            Ok(grads) => grads,
+            Err(e) => {
+                self.record::<()>(Err(e));
+                poisoned()
+            }
+        }
+    }
+
+    /// The value at `o` of the function being built.
+    pub(super) fn value_at(&self, o: Output) -> Value<'_> {
+        Value {
+            builder: self,
+            generation: self.generation.get(),
+            output: Some(o),
+        }
+    }
+
+    fn backward<'b>(&'b self, c: Output, targets: &[Output]) -> Result<Vec<Value<'b>>, IrError> {
+        let (order, c_name) = {
+            let f = self.function.borrow();
+            let c_node = f.node(c.node)?;
+            let name = c_node.name().to_string();
+            let t = f.output_type(c)?;
+            if !t.element_type.is_float() || t.shape.rank() != 0 {
+                return Err(derivative(
+                    &name,
+                    format!("differentiates a float scalar, `{name}` is {t}"),
+                ));
+            }
+            for &w in targets {
+                let t = f.output_type(w)?;
+                if !t.element_type.is_float() {
+                    let n = f.node(w.node)?.name();
+                    return Err(derivative(
+                        &name,
+                        format!("`{n}` is {t}: only float values have a derivative"),
+                    ));
+                }
+            }
+            let mut upstream = HashSet::new();
+            let mut stack = vec![c.node];
+            while let Some(id) = stack.pop() {
+                if upstream.insert(id) {
+                    stack.extend(f.node(id)?.inputs().iter().map(|o| o.node));
+                }
+            }
+            let order: Vec<_> = f
+                .topological_order()?
+                .into_iter()
+                .filter(|id| upstream.contains(id))
+                .collect();
+            (order, name)
+        };
+        let mut adjoints: HashMap<Output, Value<'b>> = HashMap::new();
+        let seed = self.value_at(c).scalar_like(1.0);
+        adjoints.insert(c, seed);
+        let mut done: HashMap<Output, Value<'b>> = HashMap::new();
+        for &id in order.iter().rev() {
+            let out = Output::from(id);
+            let Some(g) = adjoints.remove(&out) else {
+                continue;
+            };
+            done.insert(out, g);
+            let (op, inputs, tags) = {
+                let f = self.function.borrow();
+                let n = f.node(id)?;
+                let tags: Vec<String> = n.tags().iter().map(|t| format!("deriv:{t}")).collect();
+                (n.op().clone(), n.inputs().to_vec(), tags)
+            };
+            let first = self.function.borrow().arena_len();
+            let ins: Vec<Value<'b>> = inputs.iter().map(|&o| self.value_at(o)).collect();
+            let contributions = self
+                .adjoint(&op, &ins, self.value_at(out), g)
+                .map_err(|m| derivative(&c_name, m))?;
+            for (&input, contribution) in inputs.iter().zip(contributions) {
+                let Some(d) = contribution else { continue };
+                let total = match adjoints.remove(&input) {
+                    Some(sum) => sum + d,
+                    None => d,
+                };
+                adjoints.insert(input, total);
+            }
+            self.mark_backward(first, &tags);
+            if let Some(e) = self.error() {
+                return Err(e);
+            }
+        }
+        Ok(targets
+            .iter()
+            .map(|&w| match done.get(&w) {
+                Some(&g) => g,
+                None => {
+                    let v = self.value_at(w);
+                    let shape = v.tensor_type().map_or_else(crate::Shape::scalar, |t| t.1);
+                    v.scalar_like(0.0).broadcast_to(shape)
+                }
+            })
+            .collect())
+    }
+
+    /// Tags every node made since arena index `first` with `tags` and records `autodiff`.
+    fn mark_backward(&self, first: usize, tags: &[String]) {
+        self.with_function(|f| {
+            let made: Vec<_> = f
+                .nodes()
+                .filter(|n| n.id().index() >= first)
+                .map(|n| n.id())
+                .collect();
+            for id in made {
+                for t in tags {
+                    f.add_tag(id, t.as_str())?;
+                }
+                f.record_pass(id, AUTODIFF)?;
+            }
+            Ok(())
+        });
+    }
+}
+
+fn derivative(of: &str, message: String) -> IrError {
+    IrError::Derivative {
+        of: of.to_string(),
+        message,
+    }
+}

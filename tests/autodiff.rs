@@ -1,0 +1,296 @@
+//! Reverse-mode derivatives (`FunctionBuilder::deriv`, `gradients`) against central finite
+//! differences in f64, on both backends, one op at a time at points away from the kinks.
+
+use graphlift::ir::{ReduceOp, Reduction};
+use graphlift::{
+    select, Backend, ElementType::F64, FunctionBuilder, IrError, Op, Shape, Tensor, Value,
+};
+
+const BACKENDS: [&str; 2] = ["INTERPRETER", "CPU-JIT"];
+
+/// One input: its shape and values.
+type Input = (Vec<usize>, Vec<f64>);
+
+/// A deterministic value in [lo, hi) for element `i` of input `k`.
+fn point(k: usize, i: usize, lo: f64, hi: f64) -> f64 {
+    let u = ((k * 7919 + i * 104_729 + 13) % 1000) as f64 / 1000.0;
+    lo + (hi - lo) * u
+}
+
+fn input(k: usize, dims: &[usize], lo: f64, hi: f64) -> Input {
+    let n = dims.iter().product();
+    (dims.to_vec(), (0..n).map(|i| point(k, i, lo, hi)).collect())
+}
+
+fn sum_all<'b>(v: Value<'b>) -> Value<'b> {
+    let rank = v.tensor_type().unwrap().1.rank();
+    let r = Reduction {
+        op: ReduceOp::Sum,
+        axes: (0..rank).collect(),
+        keep_dims: false,
+    };
+    v.builder().op(Op::Reduce(r), &[v])
+}
+
+/// `c = sum(weights * build(inputs))`, with weights that differ per element so a gradient
+/// routed to the wrong element shows.
+fn scalar<'b>(b: &'b FunctionBuilder, y: Value<'b>) -> Value<'b> {
+    let dims = y.tensor_type().unwrap().1;
+    let n = dims.element_count().unwrap();
+    let w: Vec<f64> = (0..n).map(|i| 0.5 + (i % 7) as f64 * 0.25).collect();
+    sum_all(y * b.constant(w, dims))
+}
+
+fn tensors(inputs: &[Input]) -> Vec<Tensor> {
+    inputs
+        .iter()
+        .map(|(d, v)| Tensor::from_vec(v.clone(), Shape::new(d.clone())).unwrap())
+        .collect()
+}
+
+/// Checks the gradients of `build` at `inputs` on both backends against central
+/// differences of the forward function on the INTERPRETER.
+fn check(
+    name: &str,
+    inputs: &[Input],
+    build: impl for<'b> Fn(&'b FunctionBuilder, &[Value<'b>]) -> Value<'b>,
+) {
+    let forward = {
+        let b = FunctionBuilder::new(name);
+        let ps: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, (d, _))| b.parameter(&format!("x{k}"), F64, d.clone()))
+            .collect();
+        let c = scalar(&b, build(&b, &ps));
+        b.finish(&[c]).unwrap()
+    };
+    let gradient = {
+        let b = FunctionBuilder::new(name);
+        let ps: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, (d, _))| b.parameter(&format!("x{k}"), F64, d.clone()))
+            .collect();
+        let c = scalar(&b, build(&b, &ps));
+        let grads = b.gradients(c, &ps);
+        b.finish(&grads).unwrap()
+    };
+    let reference = Backend::create("INTERPRETER")
+        .unwrap()
+        .compile(&forward)
+        .unwrap();
+    let eval = |xs: &[Input]| {
+        reference.run(&tensors(xs)).unwrap()[0]
+            .read::<f64>()
+            .unwrap()[0]
+    };
+    for backend in BACKENDS {
+        let exe = Backend::create(backend)
+            .unwrap()
+            .compile(&gradient)
+            .unwrap();
+        let grads = exe.run(&tensors(inputs)).unwrap();
+        for (k, (_, values)) in inputs.iter().enumerate() {
+            let got = grads[k].read::<f64>().unwrap();
+            for (i, &x) in values.iter().enumerate() {
+                let h = 1e-6 * x.abs().max(1.0);
+                let mut up = inputs.to_vec();
+                up[k].1[i] = x + h;
+                let mut down = inputs.to_vec();
+                down[k].1[i] = x - h;
+                let want = (eval(&up) - eval(&down)) / (2.0 * h);
+                let err = (got[i] - want).abs() / want.abs().max(1.0);
+                assert!(err <= 1e-6, "{name} on {backend}: d/dx{k}[{i}] = {}, finite differences {want} (error {err:e})", got[i]);
+            }
+        }
+    }
+}
+
+#[test]
+fn unary_ops() {
+    let away = input(0, &[2, 3], 0.2, 1.5);
+    let signed = (vec![6], vec![-1.3, -0.4, 0.3, 0.9, -2.3, 1.7]);
+    check("negative", std::slice::from_ref(&signed), |_, x| -x[0]);
+    check("abs", std::slice::from_ref(&signed), |_, x| x[0].abs());
+    check("relu", std::slice::from_ref(&signed), |_, x| x[0].relu());
+    check("exp", std::slice::from_ref(&signed), |_, x| x[0].exp());
+    check("log", std::slice::from_ref(&away), |_, x| x[0].log());
+    check("sqrt", std::slice::from_ref(&away), |_, x| x[0].sqrt());
+    check("tanh", std::slice::from_ref(&signed), |_, x| x[0].tanh());
+    check("sigmoid", std::slice::from_ref(&signed), |_, x| {
+        x[0].sigmoid()
+    });
+    check("erf", std::slice::from_ref(&signed), |_, x| x[0].erf());
+    check("expm1", std::slice::from_ref(&signed), |b, x| {
+        b.op(Op::Unary(graphlift::ir::UnaryOp::Expm1), &[x[0]])
+    });
+    check("log1p", &[away], |b, x| {
+        b.op(Op::Unary(graphlift::ir::UnaryOp::Log1p), &[x[0]])
+    });
+    check("floor_is_flat", &[signed], |_, x| x[0].floor() + x[0]);
+}
+
+#[test]
+fn binary_ops_select_and_broadcast() {
+    let a = input(1, &[2, 3], -1.5, 1.5);
+    let b3 = input(2, &[3], 0.5, 2.0);
+    let pos = input(3, &[2, 3], 0.3, 2.0);
+    check("add", &[a.clone(), b3.clone()], |_, x| x[0] + x[1]);
+    check("subtract", &[a.clone(), b3.clone()], |_, x| x[0] - x[1]);
+    check("multiply", &[a.clone(), b3.clone()], |_, x| x[0] * x[1]);
+    check("divide", &[a.clone(), b3.clone()], |_, x| x[0] / x[1]);
+    check("maximum", &[a.clone(), pos.clone()], |_, x| x[0].max(x[1]));
+    check("minimum", &[a.clone(), pos.clone()], |_, x| x[0].min(x[1]));
+    check("power", &[pos.clone(), a.clone()], |_, x| x[0].pow(x[1]));
+    check("select", &[a.clone(), pos.clone()], |_, x| {
+        select(x[0].gt(x[0].scalar_like(0.0)), x[0] * x[1], x[1].exp())
+    });
+    check("chain", &[a, pos], |_, x| {
+        (x[0] * x[1]).tanh() * x[0] + (x[1] * 0.5).sigmoid()
+    });
+}
+
+#[test]
+fn layout_reductions_matmul_and_softmax() {
+    let m = input(4, &[2, 3, 4], -1.0, 1.0);
+    check("reshape", std::slice::from_ref(&m), |b, x| {
+        b.op(Op::Reshape(Shape::new(vec![6, 4])), &[x[0]]).tanh()
+    });
+    check("transpose", std::slice::from_ref(&m), |b, x| {
+        b.op(Op::Transpose(vec![2, 0, 1]), &[x[0]]).exp()
+    });
+    for (op, name) in [
+        (ReduceOp::Sum, "sum"),
+        (ReduceOp::Mean, "mean"),
+        (ReduceOp::Max, "max"),
+        (ReduceOp::Min, "min"),
+    ] {
+        let r = Reduction {
+            op,
+            axes: vec![1],
+            keep_dims: false,
+        };
+        check(name, std::slice::from_ref(&m), move |b, x| {
+            b.op(Op::Reduce(r.clone()), &[x[0].tanh()])
+        });
+    }
+    let a = input(5, &[3, 4], -1.0, 1.0);
+    let w = input(6, &[4, 2], -1.0, 1.0);
+    check("matmul", &[a, w.clone()], |b, x| {
+        b.op(Op::MatMul, &[x[0], x[1]])
+    });
+    check("matmul_batched", &[m.clone(), w], |b, x| {
+        b.op(Op::MatMul, &[x[0], x[1]]).tanh()
+    });
+    check("softmax", &[m], |b, x| b.op(Op::Softmax(2), &[x[0]]) * x[0]);
+}
+
+#[test]
+fn provenance_marks_the_backward_nodes() {
+    let b = FunctionBuilder::new("tags");
+    let x = b.parameter("x", F64, [4]);
+    let y = x.tanh().tagged("onnx:Tanh:/act");
+    let c = sum_all(y);
+    let dx = b.deriv(c, x);
+    let f = b.finish(&[dx]).unwrap();
+    let backward: Vec<_> = f
+        .nodes()
+        .filter(|n| n.pass_history().iter().any(|p| p == "autodiff"))
+        .collect();
+    assert!(!backward.is_empty());
+    assert!(
+        backward
+            .iter()
+            .any(|n| n.tags().contains("deriv:onnx:Tanh:/act")),
+        "{f}"
+    );
+}
+
+#[test]
+fn bad_derivatives_are_named_errors() {
+    let b = FunctionBuilder::new("bad");
+    let x = b.parameter("x", F64, [4]);
+    b.deriv(x.exp(), x);
+    let e = b.finish(&[]).unwrap_err();
+    assert!(
+        matches!(e, IrError::Derivative { .. }) && e.to_string().contains("scalar"),
+        "{e}"
+    );
+
+    let b = FunctionBuilder::new("bad");
+    let x = b.parameter("x", F64, [4]);
+    let i = b.parameter("i", graphlift::ElementType::I32, [4]);
+    let c = sum_all(x * i.convert(F64));
+    b.deriv(c, i);
+    let e = b.finish(&[]).unwrap_err();
+    assert!(e.to_string().contains("only float values"), "{e}");
+
+    let b = FunctionBuilder::new("bad");
+    let x = b.parameter("x", F64, [4, 4]);
+    let r = Reduction {
+        op: ReduceOp::Prod,
+        axes: vec![0, 1],
+        keep_dims: false,
+    };
+    let c = b.op(Op::Reduce(r), &[x]);
+    b.deriv(c, x);
+    let e = b.finish(&[]).unwrap_err();
+    assert!(e.to_string().contains("ReduceProd"), "{e}");
+
+    // A value that does not reach c has a zero derivative.
+    let b = FunctionBuilder::new("zero");
+    let x = b.parameter("x", F64, [2]);
+    let unused = b.parameter("u", F64, [2]);
+    let d = b.deriv(sum_all(x * x), unused);
+    let f = b.finish(&[d]).unwrap();
+    let exe = Backend::create("CPU-JIT").unwrap().compile(&f).unwrap();
+    let two = Tensor::from_vec(vec![1.0f64, 2.0], [2]).unwrap();
+    let out = exe.run(&[two.clone(), two]).unwrap();
+    assert_eq!(out[0].read::<f64>().unwrap(), &[0.0, 0.0]);
+}
+
+/// Linear least squares trained by gradient descent: `w` a variable, the loss's gradient
+/// with respect to it, and `w = w - lr * dw` as an assign; the loss falls on both backends.
+#[test]
+fn gradient_descent_with_variables_and_assigns() {
+    let (n, d) = (16, 4);
+    let x: Vec<f64> = (0..n * d).map(|i| point(7, i, -1.0, 1.0)).collect();
+    let w_true = [0.5, -1.0, 2.0, 0.25];
+    let y: Vec<f64> = (0..n)
+        .map(|r| (0..d).map(|k| x[r * d + k] * w_true[k]).sum())
+        .collect();
+    let b = FunctionBuilder::new("least_squares");
+    let xs = b.parameter("x", F64, [n, d]);
+    let ys = b.parameter("y", F64, [n, 1]);
+    let w = b.variable("w", b.constant(vec![0.0f64; d], [d, 1]));
+    let err = b.op(Op::MatMul, &[xs, w]) - ys;
+    let loss = sum_all(err * err) / n as f64;
+    let dw = b.deriv(loss, w);
+    b.assign(w, w - 0.5 * dw);
+    let f = b.finish(&[loss]).unwrap();
+    let inputs = [
+        Tensor::from_vec(x, [n, d]).unwrap(),
+        Tensor::from_vec(y, [n, 1]).unwrap(),
+    ];
+    for backend in BACKENDS {
+        let exe = Backend::create(backend).unwrap().compile(&f).unwrap();
+        let losses: Vec<f64> = (0..200)
+            .map(|_| exe.run(&inputs).unwrap()[0].read::<f64>().unwrap()[0])
+            .collect();
+        assert!(
+            losses.windows(2).all(|p| p[1] <= p[0]),
+            "{backend}: {losses:?}"
+        );
+        assert!(
+            losses[199] < 1e-12 * losses[0],
+            "{backend}: {} -> {}",
+            losses[0],
+            losses[199]
+        );
+        let w = exe.variable("w").unwrap();
+        for (got, want) in w.read::<f64>().unwrap().iter().zip(w_true) {
+            assert!((got - want).abs() < 1e-6, "{backend}: {got} vs {want}");
+        }
+    }
+}
