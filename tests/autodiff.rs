@@ -294,3 +294,40 @@ fn gradient_descent_with_variables_and_assigns() {
         }
     }
 }
+
+/// `-sum(y * log(softmax(x)))`: the derivative is `softmax(x) - y` also where the softmax
+/// underflows to 0 (logits 1000 apart), which the plain chain rule turns into NaN.
+#[test]
+fn cross_entropy_of_a_softmax_is_stable() {
+    let b = FunctionBuilder::new("cross_entropy");
+    let x = b.parameter("x", F64, [2, 3]);
+    let y = b.constant(vec![0.0f64, 0.0, 1.0, 0.0, 1.0, 0.0], [2, 3]);
+    let log_p = b.op(Op::Softmax(1), &[x]).log();
+    let loss = -sum_all(y * log_p);
+    let dx = b.deriv(loss, x);
+    let f = b.finish(&[dx]).unwrap();
+    let logits = vec![1000.0f64, 0.0, -1000.0, 1.0, 2.0, 3.0];
+    let e: Vec<f64> = [1.0f64, 2.0, 3.0].iter().map(|v| (v - 3.0).exp()).collect();
+    let total: f64 = e.iter().sum();
+    let want = [
+        1.0,
+        0.0,
+        -1.0,
+        e[0] / total,
+        e[1] / total - 1.0,
+        e[2] / total,
+    ];
+    for backend in BACKENDS {
+        let exe = Backend::create(backend).unwrap().compile(&f).unwrap();
+        let out = exe
+            .run(&[Tensor::from_vec(logits.clone(), [2, 3]).unwrap()])
+            .unwrap();
+        for (got, want) in out[0].read::<f64>().unwrap().iter().zip(want) {
+            assert!((got - want).abs() < 1e-12, "{backend}: {got} vs {want}");
+        }
+    }
+    let moderate = input(8, &[2, 3], -2.0, 2.0);
+    check("log_softmax", &[moderate], |b, x| {
+        b.op(Op::Softmax(1), &[x[0]]).log()
+    });
+}

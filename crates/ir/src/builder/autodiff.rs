@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{FunctionBuilder, Value};
-use crate::{IrError, Output};
+use crate::{IrError, NodeId, Op, Output, ReduceOp, Reduction, UnaryOp};
 
 /// The pass name recorded on every node the derivative adds.
 pub const AUTODIFF: &str = "autodiff";
@@ -129,10 +129,22 @@ impl FunctionBuilder {
                 (n.op().clone(), n.inputs().to_vec(), tags)
             };
             let first = self.function.borrow().arena_len();
-            let ins: Vec<Value<'b>> = inputs.iter().map(|&o| self.value_at(o)).collect();
-            let contributions = self
-                .adjoint(&op, &ins, self.value_at(out), g)
-                .map_err(|m| derivative(&c_name, m))?;
+            let (inputs, contributions) = match self.log_of_softmax(id, targets) {
+                // A stable form: d log(softmax(x)) / dx without dividing by the softmax.
+                Some((softmax, x, axis)) => {
+                    let s = self.value_at(softmax);
+                    let total = self.op(Op::Reduce(sum_keeping(axis)), &[g]);
+                    let shape = s.tensor_type().map_or_else(crate::Shape::scalar, |t| t.1);
+                    (vec![x], vec![Some(g - s * total.broadcast_to(shape))])
+                }
+                None => {
+                    let ins: Vec<Value<'b>> = inputs.iter().map(|&o| self.value_at(o)).collect();
+                    let c = self
+                        .adjoint(&op, &ins, self.value_at(out), g)
+                        .map_err(|m| derivative(&c_name, m))?;
+                    (inputs, c)
+                }
+            };
             for (&input, contribution) in inputs.iter().zip(contributions) {
                 let Some(d) = contribution else { continue };
                 let total = match adjoints.remove(&input) {
@@ -159,6 +171,30 @@ impl FunctionBuilder {
             .collect())
     }
 
+    /// For `Log(Softmax(x))` whose softmax nothing else uses (a cross-entropy's log
+    /// probabilities): the softmax's output, `x` and the axis. Its derivative is then
+    /// `g - softmax(x) * sum(g)` over the axis: the plain chain rule would divide by the
+    /// softmax, infinite where it underflows to 0 (Nervana Graph marked such subgraphs).
+    /// Not when the softmax itself is asked for (`targets`): it needs its own adjoint.
+    fn log_of_softmax(&self, id: NodeId, targets: &[Output]) -> Option<(Output, Output, usize)> {
+        let f = self.function.borrow();
+        let log = f.get(id)?;
+        if !matches!(log.op(), Op::Unary(UnaryOp::Log)) {
+            return None;
+        }
+        let s = *log.inputs().first()?;
+        if targets.contains(&s) {
+            return None;
+        }
+        let softmax = f.get(s.node)?;
+        match (softmax.op(), softmax.users(0)) {
+            (Op::Softmax(axis), [(user, _)]) if *user == id => {
+                Some((s, *softmax.inputs().first()?, *axis))
+            }
+            _ => None,
+        }
+    }
+
     /// Tags every node made since arena index `first` with `tags` and records `autodiff`.
     fn mark_backward(&self, first: usize, tags: &[String]) {
         self.with_function(|f| {
@@ -175,6 +211,15 @@ impl FunctionBuilder {
             }
             Ok(())
         });
+    }
+}
+
+/// A sum over `axis` keeping it as extent 1.
+fn sum_keeping(axis: usize) -> Reduction {
+    Reduction {
+        op: ReduceOp::Sum,
+        axes: vec![axis],
+        keep_dims: true,
     }
 }
 
