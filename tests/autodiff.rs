@@ -331,3 +331,28 @@ fn cross_entropy_of_a_softmax_is_stable() {
         b.op(Op::Softmax(1), &[x[0]]).log()
     });
 }
+
+#[test]
+fn layer_norm() {
+    let x = input(9, &[2, 3, 4], -1.0, 1.0);
+    let scale = input(10, &[4], 0.5, 1.5);
+    let bias = input(11, &[4], -0.5, 0.5);
+    let ln = graphlift::ir::LayerNorm {
+        axis: 2,
+        epsilon: 1e-5,
+    };
+    check(
+        "layer_norm",
+        &[x.clone(), scale.clone(), bias.clone()],
+        move |b, v| b.op(Op::LayerNorm(ln), &[v[0], v[1], v[2]]),
+    );
+    let scale2 = input(12, &[3, 4], 0.5, 1.5);
+    let bias2 = input(13, &[3, 4], -0.5, 0.5);
+    let ln = graphlift::ir::LayerNorm {
+        axis: 1,
+        epsilon: 1e-3,
+    };
+    check("layer_norm_two_axes", &[x, scale2, bias2], move |b, v| {
+        b.op(Op::LayerNorm(ln), &[v[0], v[1], v[2]]).tanh()
+    });
+}

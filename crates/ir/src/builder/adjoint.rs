@@ -57,12 +57,59 @@ impl FunctionBuilder {
                     Some(sum_to(db, &shape(x[1]))),
                 ]
             }
+            Op::LayerNorm(l) => self.layer_norm_adjoint(l, x, g),
             Op::Softmax(axis) => {
                 let s = sum_keep(g * y, &[*axis]).broadcast_to(shape(y));
                 vec![Some(y * (g - s))]
             }
             other => return Err(format!("`{other}` has no adjoint yet")),
         })
+    }
+
+    /// `LayerNorm` over the axes `axis..` of `x` with `scale` and `bias`: with `x̂ = (x -
+    /// mean) / σ` recomputed from `x`, `d bias = Σ g`, `d scale = Σ g x̂` (sums over the
+    /// leading axes), and `dx = (gγ - mean(gγ) - x̂ mean(gγ x̂)) / σ` (means over the
+    /// normalised axes).
+    fn layer_norm_adjoint<'b>(
+        &'b self,
+        l: &crate::LayerNorm,
+        x: &[Value<'b>],
+        g: Value<'b>,
+    ) -> Contributions<'b> {
+        let (xs, scale) = (x[0], x[1]);
+        let full = shape(xs);
+        let normalised: Vec<usize> = (l.axis..full.rank()).collect();
+        let leading: Vec<usize> = (0..l.axis).collect();
+        let mean = |v: Value<'b>| {
+            let r = Reduction {
+                op: ReduceOp::Mean,
+                axes: normalised.clone(),
+                keep_dims: true,
+            };
+            self.op(Op::Reduce(r), &[v]).broadcast_to(full.clone())
+        };
+        let centred = xs - mean(xs);
+        let sigma = (mean(centred * centred) + l.epsilon).sqrt();
+        let x_hat = centred / sigma;
+        let g_scaled = g * scale;
+        let dx = (g_scaled - mean(g_scaled) - x_hat * mean(g_scaled * x_hat)) / sigma;
+        let over_leading = |v: Value<'b>| {
+            if leading.is_empty() {
+                v
+            } else {
+                let r = Reduction {
+                    op: ReduceOp::Sum,
+                    axes: leading.clone(),
+                    keep_dims: false,
+                };
+                self.op(Op::Reduce(r), &[v])
+            }
+        };
+        vec![
+            Some(dx),
+            Some(over_leading(g * x_hat)),
+            Some(over_leading(g)),
+        ]
     }
 
     /// `Reduce`: the adjoint broadcast back over the reduced axes (divided by the count for
