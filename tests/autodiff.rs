@@ -356,3 +356,12 @@ fn layer_norm() {
         b.op(Op::LayerNorm(ln), &[v[0], v[1], v[2]]).tanh()
     });
 }
+
+#[test]
+fn concat() {
+    let a = input(14, &[2, 3], -1.0, 1.0);
+    let b2 = input(15, &[2, 2], -1.0, 1.0);
+    check("concat", &[a, b2], |b, x| {
+        b.op(Op::Concat(1), &[x[0].tanh(), x[1] * x[1]])
+    });
+}

@@ -7,7 +7,7 @@
 //! every element equal to it. Integer, boolean and comparison values carry no gradient.
 
 use super::{select, FunctionBuilder, Value};
-use crate::{BinaryOp, Op, ReduceOp, Reduction, Shape, UnaryOp};
+use crate::{BinaryOp, Op, ReduceOp, Reduction, Shape, SliceAxis, UnaryOp};
 
 /// The contributions to each input of one node.
 type Contributions<'b> = Vec<Option<Value<'b>>>;
@@ -58,6 +58,25 @@ impl FunctionBuilder {
                 ]
             }
             Op::LayerNorm(l) => self.layer_norm_adjoint(l, x, g),
+            Op::Concat(axis) => {
+                // Each input's part of the adjoint, sliced back out along the axis.
+                let full = shape(g);
+                let mut start = 0;
+                x.iter()
+                    .map(|&xi| {
+                        let len = shape(xi).dims()[*axis];
+                        let mut axes: Vec<SliceAxis> =
+                            full.dims().iter().map(|&d| SliceAxis::full(d)).collect();
+                        axes[*axis] = SliceAxis {
+                            start,
+                            step: 1,
+                            len,
+                        };
+                        start += len;
+                        Some(self.op(Op::Slice(axes), &[g]))
+                    })
+                    .collect()
+            }
             Op::Softmax(axis) => {
                 let s = sum_keep(g * y, &[*axis]).broadcast_to(shape(y));
                 vec![Some(y * (g - s))]
