@@ -365,3 +365,84 @@ fn concat() {
         b.op(Op::Concat(1), &[x[0].tanh(), x[1] * x[1]])
     });
 }
+
+/// One step of a random differentiable graph over values of shape [2, 3].
+#[derive(Debug, Clone)]
+enum Step {
+    Tanh(usize),
+    Sigmoid(usize),
+    Multiply(usize, usize),
+    Add(usize, usize),
+    Subtract(usize, usize),
+    Softmax(usize),
+    LayerNorm(usize),
+    /// `v @ W` with the [3, 3] input.
+    MatMul(usize),
+    /// A row mean broadcast back (a reduction with broadcasting).
+    RowMean(usize),
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let i = 0usize..16;
+    prop_oneof![
+        i.clone().prop_map(Step::Tanh),
+        i.clone().prop_map(Step::Sigmoid),
+        (i.clone(), i.clone()).prop_map(|(a, b)| Step::Multiply(a, b)),
+        (i.clone(), i.clone()).prop_map(|(a, b)| Step::Add(a, b)),
+        (i.clone(), i.clone()).prop_map(|(a, b)| Step::Subtract(a, b)),
+        i.clone().prop_map(Step::Softmax),
+        i.clone().prop_map(Step::LayerNorm),
+        i.clone().prop_map(Step::MatMul),
+        i.prop_map(Step::RowMean),
+    ]
+}
+
+/// The graph of `steps` over the inputs `x` [2, 3], `row` [3] (broadcast over rows) and `w`
+/// [3, 3]; operands index the values made so far (modulo their count).
+fn random_graph<'b>(b: &'b FunctionBuilder, x: &[Value<'b>], steps: &[Step]) -> Value<'b> {
+    let mut values = vec![x[0], x[0] * x[1]];
+    let pick = |values: &[Value<'b>], i: usize| values[i % values.len()];
+    for s in steps {
+        let v = match *s {
+            Step::Tanh(a) => pick(&values, a).tanh(),
+            Step::Sigmoid(a) => pick(&values, a).sigmoid(),
+            Step::Multiply(a, c) => pick(&values, a) * pick(&values, c),
+            Step::Add(a, c) => pick(&values, a) + pick(&values, c),
+            Step::Subtract(a, c) => pick(&values, a) - pick(&values, c),
+            Step::Softmax(a) => b.op(Op::Softmax(1), &[pick(&values, a)]),
+            Step::LayerNorm(a) => {
+                let ln = graphlift::ir::LayerNorm {
+                    axis: 1,
+                    epsilon: 1e-3,
+                };
+                b.op(Op::LayerNorm(ln), &[pick(&values, a), x[1], x[1]])
+            }
+            Step::MatMul(a) => b.op(Op::MatMul, &[pick(&values, a), x[2]]).tanh(),
+            Step::RowMean(a) => {
+                let r = Reduction {
+                    op: ReduceOp::Mean,
+                    axes: vec![1],
+                    keep_dims: true,
+                };
+                b.op(Op::Reduce(r), &[pick(&values, a)])
+                    .broadcast_to([2, 3])
+            }
+        };
+        values.push(v);
+    }
+    values[values.len() - 1]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    #[test]
+    fn random_differentiable_graphs(steps in proptest::collection::vec(step(), 1..7)) {
+        let inputs = [
+            input(16, &[2, 3], -1.0, 1.0),
+            input(17, &[3], 0.5, 1.5),
+            input(18, &[3, 3], -0.8, 0.8),
+        ];
+        check("random", &inputs, |b, x| random_graph(b, x, &steps));
+    }
+}
