@@ -446,3 +446,19 @@ proptest::proptest! {
         check("random", &inputs, |b, x| random_graph(b, x, &steps));
     }
 }
+
+/// The backward pass of GELU (tanh form) is one fused kernel: the adjoint's elementwise
+/// chain fuses with the forward values it recomputes.
+#[test]
+fn gelu_backward_is_one_fused_kernel() {
+    let b = FunctionBuilder::new("gelu_backward");
+    let x = b.parameter("x", graphlift::ElementType::F32, [1 << 12]);
+    let inner = (x + 0.044715 * x * x * x) * 0.7978845608;
+    let gelu = 0.5 * x * (1.0 + inner.tanh());
+    let dx = b.deriv(sum_all(gelu), x);
+    let f = b.finish(&[dx]).unwrap();
+    let exe = Backend::create("CPU-JIT").unwrap().compile(&f).unwrap();
+    let steps = exe.steps();
+    assert_eq!(exe.kernels().len(), 1, "{steps:#?}");
+    assert!(steps.iter().all(|s| s.fused), "{steps:#?}");
+}

@@ -141,7 +141,13 @@ impl FunctionBuilder {
         g: Value<'b>,
     ) -> Result<Value<'b>, String> {
         let full = shape(x);
+        // Reduced leading axes (all of them, for a scalar) broadcast back as they are
+        // (numpy aligns at the right); others come back as extent 1 first.
+        let leading = !r.keep_dims && r.axes.iter().enumerate().all(|(i, &a)| i == a);
         let expand = |v: Value<'b>| {
+            if leading {
+                return v.broadcast_to(full.clone());
+            }
             let mut kept = full.dims().to_vec();
             for &a in &r.axes {
                 kept[a] = 1;
