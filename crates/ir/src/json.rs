@@ -2,6 +2,7 @@
 //! that round-trips exactly, constants bit for bit, so a graph can be stored, diffed and
 //! written by hand.
 
+mod constant;
 mod decode;
 mod dto;
 mod encode;
