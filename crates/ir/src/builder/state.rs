@@ -16,7 +16,6 @@ use crate::{CreationSite, Function, IrError, NodeId, Op, Output};
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Access {
     node: NodeId,
-    variable: NodeId,
     /// `None` for a read; for an assign, whether it was made inside `saved_user_deps`.
     assign: Option<bool>,
 }
@@ -139,7 +138,6 @@ impl FunctionBuilder {
                 let read = f.add_node_at(Op::ReadVariable, &[o], site.clone())?;
                 log.push(Access {
                     node: read,
-                    variable: o.node,
                     assign: None,
                 });
                 o = Output::from(read);
@@ -149,7 +147,13 @@ impl FunctionBuilder {
         for a in log.iter().filter(|a| a.assign == Some(false)) {
             f.add_sink(a.node)?;
         }
-        order_accesses(&mut f, &log)?;
+        let live = f.live_nodes();
+        let order: Vec<NodeId> = log
+            .iter()
+            .map(|a| a.node)
+            .filter(|n| live[n.index()])
+            .collect();
+        f.order_accesses(&order)?;
         f.validate()?;
         Ok(f)
     }
@@ -175,15 +179,11 @@ impl FunctionBuilder {
     /// Logs node `id` if it reads or assigns a variable.
     pub(super) fn log_access(&self, id: NodeId) {
         let f = self.function.borrow();
-        let (Some(n), Some(variable)) = (f.get(id), f.variable_of(id)) else {
+        let (Some(n), Some(_)) = (f.get(id), f.variable_of(id)) else {
             return;
         };
         let assign = matches!(n.op(), Op::Assign).then(|| self.guarded.get() > 0);
-        self.log.borrow_mut().push(Access {
-            node: id,
-            variable,
-            assign,
-        });
+        self.log.borrow_mut().push(Access { node: id, assign });
     }
 }
 
@@ -227,34 +227,4 @@ fn subgraph(f: &Function, value: Output, variable: &str) -> Result<Function, IrE
     }
     g.add_result(Output::new(map[&value.node], value.index), None)?;
     Ok(g)
-}
-
-/// Adds the control dependencies that order the live reads and assigns of `f` by `log`
-/// (creation order), variable by variable: a read after the assign before it, an assign
-/// after the reads since the assign before it and after that assign. Every one is explicit,
-/// also where inputs imply it today: a rewrite may cut that data path (`x - x -> 0` makes an
-/// assign's value stop depending on the read behind `x`), never a control dependency.
-fn order_accesses(f: &mut Function, log: &[Access]) -> Result<(), IrError> {
-    let live = f.live_nodes();
-    let mut state: std::collections::HashMap<NodeId, (Option<NodeId>, Vec<NodeId>)> =
-        std::collections::HashMap::new();
-    for a in log.iter().filter(|a| live[a.node.index()]) {
-        let (last_assign, reads) = state.entry(a.variable).or_default();
-        match a.assign {
-            None => {
-                if let Some(w) = *last_assign {
-                    f.add_control_dependency(a.node, w)?;
-                }
-                reads.push(a.node);
-            }
-            Some(_) => {
-                for &r in reads.iter().chain(last_assign.iter()) {
-                    f.add_control_dependency(a.node, r)?;
-                }
-                *last_assign = Some(a.node);
-                reads.clear();
-            }
-        }
-    }
-    Ok(())
 }

@@ -81,6 +81,40 @@ impl Function {
         }
     }
 
+    /// Adds the control dependencies that order the reads and assigns of `order` as listed
+    /// (creation order for the builder, execution order for a collected trace), variable by
+    /// variable: a read after the assign listed before it; an assign after that assign and
+    /// after the reads listed since. Every dependency is explicit, also where inputs imply
+    /// it: a rewrite may cut a data path (`x - x -> 0`), never a control dependency. Nodes
+    /// that are not a `ReadVariable` or `Assign` are skipped.
+    ///
+    /// # Errors
+    /// [`IrError::Dangling`] for a node not in the function; [`IrError::Cycle`] if a
+    /// dependency would close a cycle (the order contradicts the graph).
+    pub fn order_accesses(&mut self, order: &[NodeId]) -> Result<(), IrError> {
+        // Per variable: the last assign, and the reads since it.
+        let mut state: HashMap<NodeId, (Option<NodeId>, Vec<NodeId>)> = HashMap::default();
+        for &id in order {
+            let Some(variable) = self.variable_of(id) else {
+                continue;
+            };
+            let (last_assign, reads) = state.entry(variable).or_default();
+            if matches!(self.node(id)?.op, Op::Assign) {
+                let deps: Vec<NodeId> = reads.drain(..).chain(last_assign.take()).collect();
+                *last_assign = Some(id);
+                for dep in deps {
+                    self.add_control_dependency(id, dep)?;
+                }
+            } else {
+                reads.push(id);
+                if let Some(w) = *last_assign {
+                    self.add_control_dependency(id, w)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the inputs of a node of `op` that is being added: a `ReadVariable` or
     /// `Assign` takes a Variable at input 0, and no other input is a Variable. Returns the
     /// message of an [`IrError::State`].

@@ -1,7 +1,5 @@
 //! Rebuilding a runnable [`Function`] from a trace (DL4J's `collect`).
 
-use std::collections::HashMap;
-
 use graphlift_ir::{Function, NodeId, Op, Output};
 
 use super::record::{CallTrace, OpRecord, Trace, TracedVariable, ValueSource};
@@ -52,7 +50,18 @@ impl CallTrace {
             let outputs = add_record(&mut f, r, &inputs)?;
             sources.outputs.push(outputs);
         }
-        order_state(&mut f, sources.outputs.iter().filter_map(|o| o.first()))?;
+        // Reads and assigns keep their recorded order; every assign runs (a sink).
+        let executed: Vec<NodeId> = sources
+            .outputs
+            .iter()
+            .filter_map(|o| o.first().map(|o| o.node))
+            .collect();
+        f.order_accesses(&executed)?;
+        for &id in &executed {
+            if matches!(f.node(id)?.op(), Op::Assign) {
+                f.add_sink(id)?;
+            }
+        }
         for res in &self.results {
             let value = sources.resolve(res.source, &res.name)?;
             f.add_result(value, Some(res.name.clone()))?;
@@ -188,40 +197,4 @@ fn add_record(
         )));
     }
     Ok((0..r.outputs.len()).map(|i| Output::new(id, i)).collect())
-}
-
-/// Orders the `ReadVariable` and `Assign` nodes among `executed` (the re-created records'
-/// first outputs, in execution order) as they ran, per variable: a read after the last
-/// assign before it, an assign after that assign and every read since. Each assign becomes
-/// a sink. Every dependency points to an earlier record, so none closes a cycle.
-fn order_state<'a>(
-    f: &mut Function,
-    executed: impl Iterator<Item = &'a Output>,
-) -> Result<(), RuntimeError> {
-    #[derive(Default)]
-    struct Accesses {
-        last_assign: Option<NodeId>,
-        reads_since: Vec<NodeId>,
-    }
-    let mut by_variable: HashMap<NodeId, Accesses> = HashMap::new();
-    for &Output { node: id, .. } in executed {
-        let Some(variable) = f.variable_of(id) else {
-            continue;
-        };
-        let accesses = by_variable.entry(variable).or_default();
-        let mut deps: Vec<NodeId> = accesses.last_assign.into_iter().collect();
-        if matches!(f.node(id)?.op(), Op::Assign) {
-            deps.append(&mut accesses.reads_since);
-            accesses.last_assign = Some(id);
-            f.add_sink(id)?;
-        } else {
-            accesses.reads_since.push(id);
-        }
-        for dep in deps {
-            if !f.node(id)?.inputs().iter().any(|o| o.node == dep) {
-                f.add_control_dependency(id, dep)?;
-            }
-        }
-    }
-    Ok(())
 }
