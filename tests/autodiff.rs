@@ -462,3 +462,57 @@ fn gelu_backward_is_one_fused_kernel() {
     assert_eq!(exe.kernels().len(), 1, "{steps:#?}");
     assert!(steps.iter().all(|s| s.fused), "{steps:#?}");
 }
+
+#[test]
+fn slice_with_unit_steps() {
+    use graphlift::ir::SliceAxis;
+    let m = input(19, &[3, 5, 4], -1.0, 1.0);
+    check("slice", std::slice::from_ref(&m), |b, x| {
+        let axes = vec![
+            SliceAxis {
+                start: 1,
+                step: 1,
+                len: 2,
+            },
+            SliceAxis::full(5),
+            SliceAxis {
+                start: 0,
+                step: 1,
+                len: 3,
+            },
+        ];
+        b.op(Op::Slice(axes), &[x[0].tanh()])
+    });
+    check("slice_middle", &[m], |b, x| {
+        let axes = vec![
+            SliceAxis::full(3),
+            SliceAxis {
+                start: 2,
+                step: 1,
+                len: 1,
+            },
+            SliceAxis {
+                start: 1,
+                step: 1,
+                len: 2,
+            },
+        ];
+        b.op(Op::Slice(axes), &[x[0]]) * 3.0
+    });
+}
+
+#[test]
+fn a_strided_slice_has_no_adjoint_yet() {
+    use graphlift::ir::SliceAxis;
+    let b = FunctionBuilder::new("strided");
+    let x = b.parameter("x", F64, [6]);
+    let axes = vec![SliceAxis {
+        start: 0,
+        step: 2,
+        len: 3,
+    }];
+    let c = sum_all(b.op(Op::Slice(axes), &[x]));
+    b.deriv(c, x);
+    let e = b.finish(&[]).unwrap_err();
+    assert!(e.to_string().contains("step 2 has no adjoint"), "{e}");
+}

@@ -58,6 +58,7 @@ impl FunctionBuilder {
                 ]
             }
             Op::LayerNorm(l) => self.layer_norm_adjoint(l, x, g),
+            Op::Slice(axes) => vec![Some(self.slice_adjoint(axes, x[0], g)?)],
             Op::Concat(axis) => {
                 // Each input's part of the adjoint, sliced back out along the axis.
                 let full = shape(g);
@@ -129,6 +130,42 @@ impl FunctionBuilder {
             Some(over_leading(g * x_hat)),
             Some(over_leading(g)),
         ]
+    }
+
+    /// `Slice` with unit steps: the adjoint put back where the slice read, zeros elsewhere,
+    /// one axis at a time (a zero block before and after, joined by `Concat`).
+    fn slice_adjoint<'b>(
+        &'b self,
+        axes: &[SliceAxis],
+        x: Value<'b>,
+        g: Value<'b>,
+    ) -> Result<Value<'b>, String> {
+        let full = shape(x);
+        let mut grown = g;
+        for (a, s) in axes.iter().enumerate() {
+            let extent = full.dims()[a];
+            if s.len == extent {
+                continue;
+            }
+            if s.step != 1 {
+                return Err(format!(
+                    "`Slice` with step {} has no adjoint yet (unit steps have one)",
+                    s.step
+                ));
+            }
+            let mut parts = Vec::new();
+            for len in [s.start, extent - s.start - s.len] {
+                if len > 0 {
+                    let mut dims = shape(grown).dims().to_vec();
+                    dims[a] = len;
+                    parts.push(g.scalar_like(0.0).broadcast_to(Shape::new(dims)));
+                }
+            }
+            let before = usize::from(s.start > 0);
+            parts.insert(before, grown);
+            grown = self.op(Op::Concat(a), &parts);
+        }
+        Ok(grown)
     }
 
     /// `Reduce`: the adjoint broadcast back over the reduced axes (divided by the count for
