@@ -516,3 +516,34 @@ fn a_strided_slice_has_no_adjoint_yet() {
     let e = b.finish(&[]).unwrap_err();
     assert!(e.to_string().contains("step 2 has no adjoint"), "{e}");
 }
+
+/// An embedding lookup: `Gather` rows of a table (indices repeat and count from the end);
+/// the table's gradient adds up the rows' adjoints (`ScatterAdd`).
+#[test]
+fn gather_of_an_embedding_table() {
+    let table = input(20, &[5, 3], -1.0, 1.0);
+    check("gather_rows", std::slice::from_ref(&table), |b, x| {
+        let ids = b.constant(vec![1i64, 3, 1, -1], [2, 2]);
+        b.op(Op::Gather(0), &[x[0], ids]).tanh()
+    });
+    check("gather_columns", &[table], |b, x| {
+        let ids = b.constant(vec![2i32, 0, 2], [3]);
+        b.op(Op::Gather(1), &[x[0], ids]) * x[0].scalar_like(2.0)
+    });
+}
+
+#[test]
+fn a_gradient_function_saves_and_loads_exactly() {
+    let b = FunctionBuilder::new("saved");
+    let table = b.parameter("table", F64, [4, 2]);
+    let ids = b.constant(vec![0i64, 3, 3], [3]);
+    let rows = b.op(Op::Gather(0), &[table, ids]);
+    let d = b.deriv(sum_all(rows.sigmoid()), table);
+    let f = b.finish(&[d]).unwrap();
+    assert!(
+        f.nodes().any(|n| matches!(n.op(), Op::ScatterAdd(_))),
+        "{f}"
+    );
+    let g = graphlift::Function::from_json(&f.to_json()).unwrap();
+    assert_eq!(f, g);
+}

@@ -249,3 +249,17 @@ impl RandomFill {
         }
     }
 }
+
+/// The adjoint of `Gather(axis)` from data of shape `shape` (what TensorFlow's
+/// `UnsortedSegmentSum` and ONNX `ScatterND` with `reduction = "add"` compute for it): the
+/// `updates`, of the gather's output shape `shape[..axis] ++ indices.shape ++
+/// shape[axis + 1..]`, added into zeros of `shape` at the gathered positions. Repeated
+/// indices add up; a negative index counts from the end; one outside `[-d, d)` is an error
+/// at run time, as for `Gather`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ScatterAdd {
+    /// The gathered axis.
+    pub axis: usize,
+    /// The output's shape (the gathered data's).
+    pub shape: crate::Shape,
+}

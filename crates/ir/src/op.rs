@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::attrs::{
-    Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction, SliceAxis, Window,
+    Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction, ScatterAdd, SliceAxis,
+    Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -187,6 +188,9 @@ pub enum Op {
     /// The value of variable `input 0` when this node runs (TensorFlow's `ReadVariableOp`);
     /// control dependencies order it against the variable's assigns.
     ReadVariable,
+    /// `updates` (input 0) added into zeros at the positions `Gather(axis)` would read with
+    /// `indices` (input 1): the adjoint of `Gather` ([`ScatterAdd`]).
+    ScatterAdd(ScatterAdd),
     /// Pseudo-random numbers from a seed ([`RandomFill`]; ONNX `RandomUniform`,
     /// `RandomNormal`): no inputs, the same values on every call.
     Random(Arc<RandomFill>),
@@ -230,6 +234,7 @@ impl Op {
             Op::Variable(_) => "Variable",
             Op::ReadVariable => "ReadVariable",
             Op::Assign => "Assign",
+            Op::ScatterAdd(_) => "ScatterAdd",
             Op::Random(r) => match r.distribution {
                 Distribution::Uniform { .. } => "RandomUniform",
                 Distribution::Normal { .. } => "RandomNormal",
@@ -283,6 +288,7 @@ impl fmt::Display for Op {
                 )
             }
             Op::MaxPool(w) => write!(f, "MaxPool<{}>", WindowText(w)),
+            Op::ScatterAdd(s) => write!(f, "ScatterAdd<axis={}, shape={}>", s.axis, s.shape),
             Op::Random(r) => {
                 let t = crate::TensorType::new(r.element_type, r.shape.clone());
                 match r.distribution {

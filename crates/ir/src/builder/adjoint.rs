@@ -58,6 +58,13 @@ impl FunctionBuilder {
                 ]
             }
             Op::LayerNorm(l) => self.layer_norm_adjoint(l, x, g),
+            Op::Gather(axis) => {
+                let scatter = crate::ScatterAdd {
+                    axis: *axis,
+                    shape: shape(x[0]),
+                };
+                vec![Some(self.op(Op::ScatterAdd(scatter), &[g, x[1]])), None]
+            }
             Op::Slice(axes) => vec![Some(self.slice_adjoint(axes, x[0], g)?)],
             Op::Concat(axis) => {
                 // Each input's part of the adjoint, sliced back out along the axis.

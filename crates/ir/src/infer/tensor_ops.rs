@@ -155,6 +155,37 @@ pub(super) fn gather(axis: usize, inputs: &[TensorType]) -> Res {
     one(data.element_type, dims)
 }
 
+pub(super) fn scatter_add(s: &crate::ScatterAdd, inputs: &[TensorType]) -> Res {
+    arity(inputs, 2)?;
+    let (updates, indices) = (&inputs[0], &inputs[1]);
+    axis_in(s.axis, s.shape.rank())?;
+    if !matches!(indices.element_type, ElementType::I32 | ElementType::I64) {
+        return Err(format!(
+            "indices must be i32 or i64, are {}",
+            indices.element_type
+        ));
+    }
+    if !updates.element_type.is_numeric() {
+        return Err(format!(
+            "updates must be numeric, are {}",
+            updates.element_type
+        ));
+    }
+    s.shape.element_count().map_err(|e| e.to_string())?;
+    let d = s.shape.dims();
+    let mut want = d[..s.axis].to_vec();
+    want.extend_from_slice(indices.shape.dims());
+    want.extend_from_slice(&d[s.axis + 1..]);
+    if updates.shape.dims() != want.as_slice() {
+        return Err(format!(
+            "updates must have the gather's shape {}, have {}",
+            Shape::new(want),
+            updates.shape
+        ));
+    }
+    one(updates.element_type, d.to_vec())
+}
+
 pub(super) fn reduce(r: &Reduction, inputs: &[TensorType]) -> Res {
     arity(inputs, 1)?;
     let t = &inputs[0];

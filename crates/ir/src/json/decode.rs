@@ -9,7 +9,9 @@ use serde_json::Value;
 use super::constant::{check_constant, decode_constant};
 use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
-use crate::attrs::{Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction};
+use crate::attrs::{
+    Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction, ScatterAdd,
+};
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
 use crate::{
@@ -324,6 +326,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Transpose" => &["perm"],
         "Slice" => &["slice"],
         "Concat" | "Gather" | "Softmax" => &["axis"],
+        "ScatterAdd" => &["axis", "shape"],
         "LayerNorm" => &["axis", "epsilon"],
         "BatchNormInference" => &["epsilon"],
         "Convolution" => &["window", "groups"],
@@ -411,6 +414,10 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Slice" => Op::Slice(op.slice.unwrap_or_default()),
         "Concat" => Op::Concat(op.axis.unwrap_or_default()),
         "Gather" => Op::Gather(op.axis.unwrap_or_default()),
+        "ScatterAdd" => Op::ScatterAdd(ScatterAdd {
+            axis: op.axis.unwrap_or_default(),
+            shape: Shape::new(op.shape.unwrap_or_default()),
+        }),
         "Softmax" => Op::Softmax(op.axis.unwrap_or_default()),
         "MatMul" => Op::MatMul,
         "LayerNorm" => Op::LayerNorm(LayerNorm {

@@ -82,6 +82,10 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
         Op::Transpose(p) => dto.perm = Some(p.clone()),
         Op::Slice(axes) => dto.slice = Some(axes.clone()),
         Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => dto.axis = Some(*axis),
+        Op::ScatterAdd(s) => {
+            dto.axis = Some(s.axis);
+            dto.shape = Some(s.shape.dims().to_vec());
+        }
         Op::Reduce(r) => {
             dto.axes = Some(r.axes.clone());
             dto.keep_dims = Some(r.keep_dims);

@@ -267,6 +267,90 @@ pub fn gather(
     Ok(take_runs(data, outer * rows.len() * inner, runs))
 }
 
+/// `ScatterAdd(axis)` into zeros of `shape`: the adjoint of [`gather`] (see
+/// [`graphlift_ir::ScatterAdd`]); `updates` have the gather's output shape.
+///
+/// # Errors
+/// An index outside `[-d, d)` (naming it and its position), or indices that are not integers.
+pub fn scatter_add(
+    updates: &TensorData,
+    indices: &TensorData,
+    shape: &Shape,
+    axis: usize,
+) -> Result<TensorData, String> {
+    if axis >= shape.rank() {
+        return Err(format!("axis {axis} is out of range for {shape}"));
+    }
+    let idx: Vec<i64> = match indices {
+        TensorData::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
+        TensorData::I64(v) => v.clone(),
+        other => return Err(format!("indices are {}, not i32/i64", other.element_type())),
+    };
+    let d = shape.dims()[axis];
+    let outer: usize = shape.dims()[..axis].iter().product();
+    let inner: usize = shape.dims()[axis + 1..].iter().product();
+    let mut rows = Vec::with_capacity(idx.len());
+    for (k, &i) in idx.iter().enumerate() {
+        let j = if i < 0 { i + d as i64 } else { i };
+        if j < 0 || j >= d as i64 {
+            return Err(format!(
+                "index {i} (element {k} of the indices) is outside [-{d}, {d}) on axis {axis}"
+            ));
+        }
+        rows.push(j as usize);
+    }
+    if updates.len() != outer * rows.len() * inner {
+        return Err(format!(
+            "{} updates given, the gather's shape holds {}",
+            updates.len(),
+            outer * rows.len() * inner
+        ));
+    }
+    fn add<T: Copy + Default + std::ops::Add<Output = T>>(
+        u: &[T],
+        rows: &[usize],
+        (outer, d, inner): (usize, usize, usize),
+    ) -> Vec<T> {
+        let mut out = vec![T::default(); outer * d * inner];
+        for o in 0..outer {
+            for (k, &r) in rows.iter().enumerate() {
+                let src = (o * rows.len() + k) * inner;
+                let dst = (o * d + r) * inner;
+                for t in 0..inner {
+                    out[dst + t] = out[dst + t] + u[src + t];
+                }
+            }
+        }
+        out
+    }
+    let dims = (outer, d, inner);
+    Ok(match updates {
+        TensorData::F32(u) => TensorData::F32(add(u, &rows, dims)),
+        TensorData::F64(u) => TensorData::F64(add(u, &rows, dims)),
+        TensorData::I32(u) => TensorData::I32(
+            add(
+                &u.iter().map(|&x| std::num::Wrapping(x)).collect::<Vec<_>>(),
+                &rows,
+                dims,
+            )
+            .into_iter()
+            .map(|w| w.0)
+            .collect(),
+        ),
+        TensorData::I64(u) => TensorData::I64(
+            add(
+                &u.iter().map(|&x| std::num::Wrapping(x)).collect::<Vec<_>>(),
+                &rows,
+                dims,
+            )
+            .into_iter()
+            .map(|w| w.0)
+            .collect(),
+        ),
+        TensorData::Bool(_) => return Err("updates are bool, not numeric".into()),
+    })
+}
+
 /// The runs `(start, len)` of `data`, in order, as one tensor of `total` elements.
 fn take_runs(
     data: &TensorData,

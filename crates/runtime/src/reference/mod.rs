@@ -25,7 +25,7 @@ pub use elementwise::{
     binary, binary_f32, binary_f64, binary_i32, binary_i64, compare, convert, select, unary,
     unary_f64,
 };
-pub use layout::{concat, gather, slice, transpose};
+pub use layout::{concat, gather, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
 pub use normalize::{batch_norm, layer_norm, softmax};
 pub use random::random;
@@ -112,6 +112,7 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             one(concat(&parts, *axis))
         }
         Op::Gather(axis) => one(gather(data(0), inputs[0].shape(), data(1), *axis)),
+        Op::ScatterAdd(s) => one(scatter_add(data(0), data(1), &s.shape, s.axis)),
         Op::Reduce(r) => one(reduce(data(0), inputs[0].shape(), r)),
         Op::MatMul => one(matmul(
             data(0),
