@@ -7,6 +7,7 @@ mod bench_expr;
 mod default_model;
 mod error;
 mod explain;
+mod grad;
 mod profile;
 mod run;
 mod tensor_io;
@@ -44,6 +45,9 @@ enum Command {
     /// Explain how a model compiles on CPU-JIT: pass pipeline with timings, kernels with
     /// their nodes' provenance and pass histories, nodes left outside kernels and why.
     Explain(ExplainArgs),
+    /// Write the gradient of the sum of a model output with respect to named graph inputs or
+    /// initializers, as `grad_<k>.npy` (reverse-mode derivatives as a graph).
+    Grad(GradArgs),
     /// Measure the inline f32 vector math (exp, expm1, log, log1p, tanh, sigmoid, erf) over every f32
     /// value through the kernels' JIT code: max ulp, max relative error, worst inputs.
     Accuracy(AccuracyArgs),
@@ -111,6 +115,29 @@ pub struct BenchArgs {
     /// by op type (parallel steps split over the threads as in untraced calls).
     #[arg(long, value_name = "CALLS")]
     pub profile: Option<usize>,
+}
+
+/// Arguments of `graphlift grad`.
+#[derive(Debug, clap::Args)]
+pub struct GradArgs {
+    /// The ONNX model.
+    pub model: PathBuf,
+    /// A graph input or initializer to differentiate with respect to (repeat for several;
+    /// the k-th gives `grad_<k>.npy`).
+    #[arg(long = "wrt", required = true)]
+    pub wrt: Vec<String>,
+    /// The output whose sum is differentiated (default: the first).
+    #[arg(long)]
+    pub of: Option<String>,
+    /// Input tensors (`.pb` or `.npy`), in the order of the graph's inputs.
+    #[arg(long = "input", num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
+    /// Directory to write `grad_<k>.npy` into.
+    #[arg(long)]
+    pub output_dir: PathBuf,
+    /// Backend: CPU-JIT or INTERPRETER.
+    #[arg(long, default_value = "CPU-JIT")]
+    pub backend: String,
 }
 
 /// Arguments of `graphlift explain`.
@@ -200,6 +227,7 @@ fn main() -> ExitCode {
         Command::BenchExpr { expr, n, backend } => bench_expr::bench_expr(&expr, n, &backend),
         Command::Bench(args) => bench::bench(&args),
         Command::Explain(args) => explain::explain(&args),
+        Command::Grad(args) => grad::grad(&args),
         Command::Accuracy(args) => accuracy::accuracy(&args),
     };
     match result {

@@ -359,3 +359,85 @@ fn accuracy_names_an_unknown_function() {
         "{stderr}"
     );
 }
+
+/// The `f32` elements of a `.npy` file written by `graphlift` (version 1 header).
+fn read_npy_f32(path: &Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap();
+    assert!(bytes.starts_with(b"\x93NUMPY"), "a numpy file");
+    let header = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+    bytes[10 + header..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn grad_writes_the_gradient_of_an_output_sum() {
+    // y = exp(relu(x)) - x: d sum(y) / dx = exp(x) - 1 where x > 0, -1 where x < 0.
+    let dir = scratch("grad");
+    let model = write_model(&dir);
+    let x = vec![-2.0f32, -0.5, 0.25, 0.5, 2.0];
+    let input = write_pb(&dir, "x.pb", x.clone());
+    let out_dir = dir.join("grads");
+    let (m, i, od) = (
+        model.to_str().unwrap(),
+        input.to_str().unwrap(),
+        out_dir.to_str().unwrap(),
+    );
+    for backend in ["CPU-JIT", "INTERPRETER"] {
+        let o = graphlift(&[
+            "grad",
+            m,
+            "--wrt",
+            "x",
+            "--input",
+            i,
+            "--output-dir",
+            od,
+            "--backend",
+            backend,
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            text(&o).contains("grad_0.npy: d sum(y) / d x: f32[5]"),
+            "{}",
+            text(&o)
+        );
+        let got = read_npy_f32(&out_dir.join("grad_0.npy"));
+        for (g, &v) in got.iter().zip(&x) {
+            let want = if v > 0.0 {
+                f64::from(v).exp() - 1.0
+            } else {
+                -1.0
+            };
+            assert!(
+                (f64::from(*g) - want).abs() < 1e-6,
+                "{backend}: {g} vs {want}"
+            );
+        }
+    }
+    let o = graphlift(&["grad", m, "--wrt", "nope", "--input", i, "--output-dir", od]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("--wrt `nope`: no graph input or initializer"),
+        "{}",
+        text(&o)
+    );
+    let o = graphlift(&[
+        "grad",
+        m,
+        "--wrt",
+        "x",
+        "--of",
+        "z",
+        "--input",
+        i,
+        "--output-dir",
+        od,
+    ]);
+    assert!(
+        text(&o).contains("--of `z`: the model has no such output"),
+        "{}",
+        text(&o)
+    );
+}

@@ -66,6 +66,17 @@ impl FunctionBuilder {
         }
     }
 
+    /// A builder that goes on building `function` without its results (they are removed:
+    /// the values they passed out stay, see [`Function::remove_results`]); its nodes' values
+    /// are taken with [`FunctionBuilder::value_of`]. For adding derivatives to an imported
+    /// model.
+    pub fn from_function(mut function: Function) -> FunctionBuilder {
+        function.remove_results();
+        let b = FunctionBuilder::new(function.name());
+        b.function.replace(function);
+        b
+    }
+
     fn record<T>(&self, r: Result<T, IrError>) -> Option<T> {
         match r {
             Ok(v) => Some(v),

@@ -67,8 +67,10 @@ impl FunctionBuilder {
         }
     }
 
-    /// The value at `o` of the function being built.
-    pub(super) fn value_at(&self, o: Output) -> Value<'_> {
+    /// The value at output `o` of the function being built (for a function taken over with
+    /// [`FunctionBuilder::from_function`]); an `o` it does not have makes the ops that use
+    /// the value fail with [`IrError::Dangling`].
+    pub fn value_of(&self, o: Output) -> Value<'_> {
         Value {
             builder: self,
             generation: self.generation.get(),
@@ -113,7 +115,7 @@ impl FunctionBuilder {
             (order, name)
         };
         let mut adjoints: HashMap<Output, Value<'b>> = HashMap::new();
-        let seed = self.value_at(c).scalar_like(1.0);
+        let seed = self.value_of(c).scalar_like(1.0);
         adjoints.insert(c, seed);
         let mut done: HashMap<Output, Value<'b>> = HashMap::new();
         for &id in order.iter().rev() {
@@ -132,15 +134,15 @@ impl FunctionBuilder {
             let (inputs, contributions) = match self.log_of_softmax(id, targets) {
                 // A stable form: d log(softmax(x)) / dx without dividing by the softmax.
                 Some((softmax, x, axis)) => {
-                    let s = self.value_at(softmax);
+                    let s = self.value_of(softmax);
                     let total = self.op(Op::Reduce(sum_keeping(axis)), &[g]);
                     let shape = s.tensor_type().map_or_else(crate::Shape::scalar, |t| t.1);
                     (vec![x], vec![Some(g - s * total.broadcast_to(shape))])
                 }
                 None => {
-                    let ins: Vec<Value<'b>> = inputs.iter().map(|&o| self.value_at(o)).collect();
+                    let ins: Vec<Value<'b>> = inputs.iter().map(|&o| self.value_of(o)).collect();
                     let c = self
-                        .adjoint(&op, &ins, self.value_at(out), g)
+                        .adjoint(&op, &ins, self.value_of(out), g)
                         .map_err(|m| derivative(&c_name, m))?;
                     (inputs, c)
                 }
@@ -163,7 +165,7 @@ impl FunctionBuilder {
             .map(|&w| match done.get(&w) {
                 Some(&g) => g,
                 None => {
-                    let v = self.value_at(w);
+                    let v = self.value_of(w);
                     let shape = v.tensor_type().map_or_else(crate::Shape::scalar, |t| t.1);
                     v.scalar_like(0.0).broadcast_to(shape)
                 }

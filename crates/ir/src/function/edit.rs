@@ -347,6 +347,24 @@ impl Function {
         seen
     }
 
+    /// Removes the Result nodes (the values they passed out stay, as nodes nothing reads
+    /// yet), leaving the function without results: for building other results over it
+    /// ([`crate::FunctionBuilder::from_function`]).
+    pub fn remove_results(&mut self) {
+        self.derived.forget();
+        for r in std::mem::take(&mut self.results) {
+            let Some(n) = self.nodes.get_mut(r.index()).and_then(Option::take) else {
+                continue;
+            };
+            self.names.remove(&n.name);
+            for (slot, o) in n.inputs.iter().enumerate() {
+                if let Some(Some(p)) = self.nodes.get_mut(o.node.index()) {
+                    Arc::make_mut(p).users[o.index].retain(|&mut (u, s)| !(u == r && s == slot));
+                }
+            }
+        }
+    }
+
     /// Removes every node that no result or sink reaches through inputs or control
     /// dependencies. Parameters always stay. Returns the number of nodes removed.
     pub fn remove_dead_nodes(&mut self) -> usize {
