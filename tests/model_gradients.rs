@@ -1,0 +1,111 @@
+//! Gradients of a real model (issue 25): MiniLM's pooled sentence embedding, summed, with
+//! respect to its word-embedding table (an initializer reached through `Gather`, then
+//! LayerNorm, attention, GELU and mean pooling), against central finite differences at
+//! entries of the rows its input looks up. Needs `scripts/fetch-models.sh` (run by
+//! `scripts/test.sh`).
+
+use std::path::{Path, PathBuf};
+
+use graphlift::ir::{Output, ReduceOp, Reduction};
+use graphlift::onnx::{import_model_file_with, ImportOptions};
+use graphlift::{Backend, Function, FunctionBuilder, Op, Shape, Tensor, TensorData};
+
+const TABLE: &str = "model.0.auto_model.embeddings.word_embeddings.weight";
+
+fn models_dir() -> PathBuf {
+    std::env::var_os("GRAPHLIFT_MODELS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/models"),
+        PathBuf::from,
+    )
+}
+
+fn read_i64_npy(path: &Path) -> Tensor {
+    let bytes = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-models.sh)", path.display()));
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let data = TensorData::I64(npy.into_vec::<i64>().unwrap());
+    Tensor::from_data(data, Shape::new(shape)).unwrap()
+}
+
+/// The sum of the output named `461` (the pooled embedding) as the one result of `f`'s
+/// graph, and `f`'s value of the table.
+fn pooled_sum(f: Function, of: Output, table: Output, derivative: bool) -> Function {
+    let b = FunctionBuilder::from_function(f);
+    let y = b.value_of(of);
+    let rank = y.tensor_type().unwrap().1.rank();
+    let sum = Reduction {
+        op: ReduceOp::Sum,
+        axes: (0..rank).collect(),
+        keep_dims: false,
+    };
+    let c = b.op(Op::Reduce(sum), &[y]);
+    let result = if derivative {
+        b.deriv(c, b.value_of(table))
+    } else {
+        c
+    };
+    b.finish(&[result]).unwrap()
+}
+
+#[test]
+fn minilm_word_embedding_gradient_matches_finite_differences() {
+    let dir = models_dir();
+    let case = dir.join("minilm_b1_s7");
+    let inputs: Vec<Tensor> = (0..2)
+        .map(|i| read_i64_npy(&case.join(format!("input_{i}.npy"))))
+        .collect();
+    let options = ImportOptions {
+        input_shapes: Default::default(),
+        ordered_input_shapes: inputs.iter().map(|t| t.shape().dims().to_vec()).collect(),
+    };
+    let model =
+        import_model_file_with(&dir.join("paraphrase-MiniLM-L3-v2.onnx"), &options).unwrap();
+    let f = model.function;
+    let k = model.outputs.iter().position(|o| o.name == "461").unwrap();
+    let of = f.result_source(f.results()[k]).unwrap();
+    let tag = format!("onnx:initializer:{TABLE}");
+    let table = f.nodes().find(|n| n.tags().contains(&tag)).unwrap().id();
+    let Op::Constant(data) = f.node(table).unwrap().op().clone() else {
+        panic!("the table is a Constant");
+    };
+    let backend = Backend::create("CPU-JIT").unwrap();
+    let grad_f = pooled_sum(f.clone(), of, table.into(), true);
+    let grad = backend.compile(&grad_f).unwrap().run(&inputs).unwrap();
+    let grad = grad[0].read::<f32>().unwrap();
+    let width = 384;
+    // The sum with entry `at` of the table moved by `delta`.
+    let sum_at = |at: usize, delta: f32| {
+        let mut moved = (*data).clone();
+        if let TensorData::F32(v) = &mut moved {
+            v[at] += delta;
+        }
+        let mut g = f.clone();
+        let shape = g.node(table).unwrap().output_type().shape.clone();
+        let c = g.add_constant(moved, shape).unwrap();
+        g.replace_node(table, c).unwrap();
+        let forward = pooled_sum(g, of, c.into(), false);
+        let out = backend.compile(&forward).unwrap().run(&inputs).unwrap();
+        f64::from(out[0].read::<f32>().unwrap()[0])
+    };
+    let ids = inputs[0].read::<i64>().unwrap().to_vec();
+    let h = 1e-2f32;
+    for (row, col) in [
+        (ids[1] as usize, 5),
+        (ids[2] as usize, 200),
+        (ids[4] as usize, 383),
+    ] {
+        let at = row * width + col;
+        let want = (sum_at(at, h) - sum_at(at, -h)) / (2.0 * f64::from(h));
+        let got = f64::from(grad[at]);
+        assert!(
+            (got - want).abs() <= 1e-2 * want.abs().max(2e-2),
+            "d sum / d table[{row}, {col}] = {got}, finite differences {want}"
+        );
+    }
+    // Rows the input does not look up get no gradient.
+    let unused = (0..30522).find(|r| !ids.contains(&(*r as i64))).unwrap();
+    assert!(grad[unused * width..(unused + 1) * width]
+        .iter()
+        .all(|&x| x == 0.0));
+}
