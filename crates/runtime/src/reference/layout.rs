@@ -244,27 +244,37 @@ pub fn gather(
     if axis >= from.rank() {
         return Err(format!("axis {axis} is out of range for {from}"));
     }
+    let d = from.dims()[axis];
+    let outer: usize = from.dims()[..axis].iter().product();
+    let inner: usize = from.dims()[axis + 1..].iter().product();
+    let rows = gathered_rows(indices, d, axis)?;
+    // One run of `inner` elements per (outer index, gathered row).
+    let runs = (0..outer).flat_map(|o| rows.iter().map(move |&r| ((o * d + r) * inner, inner)));
+    Ok(take_runs(data, outer * rows.len() * inner, runs))
+}
+
+/// The rows along an axis of extent `d` that `Gather` indices (`i32` or `i64`) select, a
+/// negative index counting from the end: shared by [`gather`] and [`scatter_add`].
+///
+/// # Errors
+/// Indices that are not integers, or one outside `[-d, d)` (naming it and its position).
+fn gathered_rows(indices: &TensorData, d: usize, axis: usize) -> Result<Vec<usize>, String> {
     let idx: Vec<i64> = match indices {
         TensorData::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
         TensorData::I64(v) => v.clone(),
         other => return Err(format!("indices are {}, not i32/i64", other.element_type())),
     };
-    let d = from.dims()[axis];
-    let outer: usize = from.dims()[..axis].iter().product();
-    let inner: usize = from.dims()[axis + 1..].iter().product();
-    let mut rows = Vec::with_capacity(idx.len());
-    for (k, &i) in idx.iter().enumerate() {
-        let j = if i < 0 { i + d as i64 } else { i };
-        if j < 0 || j >= d as i64 {
-            return Err(format!(
-                "index {i} (element {k} of the indices) is outside [-{d}, {d}) on axis {axis}"
-            ));
-        }
-        rows.push(j as usize);
-    }
-    // One run of `inner` elements per (outer index, gathered row).
-    let runs = (0..outer).flat_map(|o| rows.iter().map(move |&r| ((o * d + r) * inner, inner)));
-    Ok(take_runs(data, outer * rows.len() * inner, runs))
+    idx.iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let j = if i < 0 { i + d as i64 } else { i };
+            usize::try_from(j).ok().filter(|&j| j < d).ok_or_else(|| {
+                format!(
+                    "index {i} (element {k} of the indices) is outside [-{d}, {d}) on axis {axis}"
+                )
+            })
+        })
+        .collect()
 }
 
 /// `ScatterAdd(axis)` into zeros of `shape`: the adjoint of [`gather`] (see
@@ -281,24 +291,10 @@ pub fn scatter_add(
     if axis >= shape.rank() {
         return Err(format!("axis {axis} is out of range for {shape}"));
     }
-    let idx: Vec<i64> = match indices {
-        TensorData::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
-        TensorData::I64(v) => v.clone(),
-        other => return Err(format!("indices are {}, not i32/i64", other.element_type())),
-    };
     let d = shape.dims()[axis];
     let outer: usize = shape.dims()[..axis].iter().product();
     let inner: usize = shape.dims()[axis + 1..].iter().product();
-    let mut rows = Vec::with_capacity(idx.len());
-    for (k, &i) in idx.iter().enumerate() {
-        let j = if i < 0 { i + d as i64 } else { i };
-        if j < 0 || j >= d as i64 {
-            return Err(format!(
-                "index {i} (element {k} of the indices) is outside [-{d}, {d}) on axis {axis}"
-            ));
-        }
-        rows.push(j as usize);
-    }
+    let rows = gathered_rows(indices, d, axis)?;
     if updates.len() != outer * rows.len() * inner {
         return Err(format!(
             "{} updates given, the gather's shape holds {}",
