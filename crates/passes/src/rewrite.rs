@@ -111,11 +111,7 @@ fn cuts_a_read(g: &Function, old: NodeId, new: NodeId) -> Result<bool, PassError
     if cut.is_empty() {
         return Ok(false);
     }
-    let dependents = |id: NodeId| {
-        g.nodes()
-            .filter(move |m| m.other_deps().contains(&id))
-            .map(|m| m.id())
-    };
+    let dependents = g.control_dependents();
     let mut seen = BTreeSet::new();
     let mut stack = vec![old];
     while let Some(id) = stack.pop() {
@@ -127,7 +123,7 @@ fn cuts_a_read(g: &Function, old: NodeId, new: NodeId) -> Result<bool, PassError
             return Ok(true);
         }
         stack.extend((0..n.outputs().len()).flat_map(|i| n.users(i).iter().map(|u| u.0)));
-        stack.extend(dependents(id));
+        stack.extend(dependents.get(id.index()).into_iter().flatten());
     }
     Ok(false)
 }

@@ -217,8 +217,9 @@ impl Function {
         self.get(id).map(|n| &n.op)
     }
 
-    /// For each arena index, the nodes that have a control dependency on that node.
-    pub(crate) fn control_dependents(&self) -> Vec<Vec<NodeId>> {
+    /// For each arena index, the nodes that have a control dependency on that node (the
+    /// reverse of [`Node::other_deps`], built in one pass for walks forward over them).
+    pub fn control_dependents(&self) -> Vec<Vec<NodeId>> {
         let mut dependents = vec![Vec::new(); self.nodes.len()];
         for n in self.nodes() {
             for d in &n.other_deps {
