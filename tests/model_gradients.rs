@@ -4,29 +4,15 @@
 //! entries of the rows its input looks up. Needs `scripts/fetch-models.sh` (run by
 //! `scripts/test.sh`).
 
-use std::path::{Path, PathBuf};
+#[path = "support/model_files.rs"]
+mod model_files;
+use model_files::{models_dir, read_npy};
 
 use graphlift::ir::{Output, ReduceOp, Reduction};
 use graphlift::onnx::{import_model_file_with, ImportOptions};
-use graphlift::{Backend, Function, FunctionBuilder, Op, Shape, Tensor, TensorData};
+use graphlift::{Backend, Function, FunctionBuilder, Op, Tensor, TensorData};
 
 const TABLE: &str = "model.0.auto_model.embeddings.word_embeddings.weight";
-
-fn models_dir() -> PathBuf {
-    std::env::var_os("GRAPHLIFT_MODELS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/models"),
-        PathBuf::from,
-    )
-}
-
-fn read_i64_npy(path: &Path) -> Tensor {
-    let bytes = std::fs::read(path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-models.sh)", path.display()));
-    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let data = TensorData::I64(npy.into_vec::<i64>().unwrap());
-    Tensor::from_data(data, Shape::new(shape)).unwrap()
-}
 
 /// The sum of the output named `461` (the pooled embedding) as the one result of `f`'s
 /// graph, and `f`'s value of the table.
@@ -53,7 +39,7 @@ fn minilm_word_embedding_gradient_matches_finite_differences() {
     let dir = models_dir();
     let case = dir.join("minilm_b1_s7");
     let inputs: Vec<Tensor> = (0..2)
-        .map(|i| read_i64_npy(&case.join(format!("input_{i}.npy"))))
+        .map(|i| read_npy(&case.join(format!("input_{i}.npy"))))
         .collect();
     let options = ImportOptions {
         input_shapes: Default::default(),
