@@ -55,27 +55,17 @@ fn check(
     inputs: &[Input],
     build: impl for<'b> Fn(&'b FunctionBuilder, &[Value<'b>]) -> Value<'b>,
 ) {
-    let forward = {
-        let b = FunctionBuilder::new(name);
-        let ps: Vec<Value> = inputs
-            .iter()
-            .enumerate()
-            .map(|(k, (d, _))| b.parameter(&format!("x{k}"), F64, d.clone()))
-            .collect();
-        let c = scalar(&b, build(&b, &ps));
-        b.finish(&[c]).unwrap()
-    };
-    let gradient = {
-        let b = FunctionBuilder::new(name);
-        let ps: Vec<Value> = inputs
-            .iter()
-            .enumerate()
-            .map(|(k, (d, _))| b.parameter(&format!("x{k}"), F64, d.clone()))
-            .collect();
-        let c = scalar(&b, build(&b, &ps));
-        let grads = b.gradients(c, &ps);
-        b.finish(&grads).unwrap()
-    };
+    // One graph, two computations: c itself, and its gradients.
+    let b = FunctionBuilder::new(name);
+    let ps: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(k, (d, _))| b.parameter(&format!("x{k}"), F64, d.clone()))
+        .collect();
+    let c = scalar(&b, build(&b, &ps));
+    let forward = b.computation(&[c]).unwrap();
+    let grads = b.gradients(c, &ps);
+    let gradient = b.finish(&grads).unwrap();
     let reference = Backend::create("INTERPRETER")
         .unwrap()
         .compile(&forward)
