@@ -217,16 +217,21 @@ fn bad_derivatives_are_named_errors() {
     assert!(e.to_string().contains("only float values"), "{e}");
 
     let b = FunctionBuilder::new("bad");
-    let x = b.parameter("x", F64, [4, 4]);
-    let r = Reduction {
-        op: ReduceOp::Prod,
-        axes: vec![0, 1],
-        keep_dims: false,
-    };
-    let c = b.op(Op::Reduce(r), &[x]);
-    b.deriv(c, x);
+    let x = b.parameter("x", F64, [1, 2, 3]);
+    let per_channel = |v: f64| b.constant(vec![v; 2], [2]);
+    let normed = b.op(
+        Op::BatchNormInference(1e-5),
+        &[
+            x,
+            per_channel(1.0),
+            per_channel(0.0),
+            per_channel(0.0),
+            per_channel(1.0),
+        ],
+    );
+    b.deriv(sum_all(normed), x);
     let e = b.finish(&[]).unwrap_err();
-    assert!(e.to_string().contains("ReduceProd"), "{e}");
+    assert!(e.to_string().contains("BatchNormInference"), "{e}");
 
     // A value that does not reach c has a zero derivative.
     let b = FunctionBuilder::new("zero");
@@ -491,20 +496,166 @@ fn slice_with_unit_steps() {
     });
 }
 
+/// Strided and reversed slices, whose adjoint is one `Pad` with interior zeros.
 #[test]
-fn a_strided_slice_has_no_adjoint_yet() {
+fn strided_and_reversed_slices() {
     use graphlift::ir::SliceAxis;
-    let b = FunctionBuilder::new("strided");
-    let x = b.parameter("x", F64, [6]);
-    let axes = vec![SliceAxis {
-        start: 0,
-        step: 2,
-        len: 3,
-    }];
-    let c = sum_all(b.op(Op::Slice(axes), &[x]));
-    b.deriv(c, x);
-    let e = b.finish(&[]).unwrap_err();
-    assert!(e.to_string().contains("step 2 has no adjoint"), "{e}");
+    let m = input(21, &[7, 6], -1.0, 1.0);
+    let axis = |start, step, len| SliceAxis { start, step, len };
+    check("slice_step_2", std::slice::from_ref(&m), |b, x| {
+        b.op(
+            Op::Slice(vec![axis(1, 2, 3), axis(0, 3, 2)]),
+            &[x[0].tanh()],
+        )
+    });
+    check("slice_reversed", std::slice::from_ref(&m), |b, x| {
+        b.op(Op::Slice(vec![axis(6, -2, 3), axis(4, -1, 4)]), &[x[0]]) * x[0].scalar_like(2.0)
+    });
+    check("slice_empty_axis", &[m], |b, x| {
+        let empty = b.op(Op::Slice(vec![axis(0, 1, 0), SliceAxis::full(6)]), &[x[0]]);
+        let rows = b.op(Op::Slice(vec![axis(2, 1, 1), SliceAxis::full(6)]), &[x[0]]);
+        b.op(Op::Concat(0), &[empty, rows]).exp()
+    });
+}
+
+/// `Pad` (the slice adjoint's op) has its own adjoint: the data's elements, and the rest for
+/// the padding value.
+#[test]
+fn pad() {
+    use graphlift::ir::Pad;
+    let m = input(22, &[3, 4], -1.0, 1.0);
+    let v = (vec![], vec![0.7]);
+    check("pad", &[m, v], |b, x| {
+        let p = Pad {
+            low: vec![1, 0],
+            high: vec![2, 1],
+            interior: vec![1, 2],
+        };
+        b.op(Op::Pad(p), &[x[0].tanh(), x[1]]).sigmoid()
+    });
+}
+
+/// `ReduceProd`'s adjoint is the product of the other elements, also where some are 0 (a
+/// product is linear in each element, so central differences are exact there too).
+#[test]
+fn reduce_prod_with_and_without_zeros() {
+    let prod = |axes: Vec<usize>| Reduction {
+        op: ReduceOp::Prod,
+        axes,
+        keep_dims: false,
+    };
+    let m = input(23, &[3, 4], 0.5, 1.5);
+    check("prod", std::slice::from_ref(&m), |b, x| {
+        b.op(Op::Reduce(prod(vec![1])), &[x[0]])
+    });
+    // Row 0 has no zero, row 1 one zero, row 2 two zeros.
+    let zeros = (
+        vec![3, 4],
+        vec![0.9, -1.2, 0.6, 1.1, 0.7, 0.0, -0.8, 1.3, 0.0, 0.5, 0.0, 1.4],
+    );
+    check("prod_zeros", std::slice::from_ref(&zeros), |b, x| {
+        b.op(Op::Reduce(prod(vec![1])), &[x[0]])
+    });
+    check("prod_all", &[zeros], |b, x| {
+        b.op(Op::Reduce(prod(vec![0, 1])), &[x[0] + 0.25])
+    });
+}
+
+/// A Gather of a ScatterAdd: the scatter's adjoint is a gather.
+#[test]
+fn scatter_add() {
+    use graphlift::ir::ScatterAdd;
+    let u = input(24, &[4, 3], -1.0, 1.0);
+    check("scatter_add", &[u], |b, x| {
+        let ids = b.constant(vec![2i64, 0, 2, -1], [4]);
+        let s = ScatterAdd {
+            axis: 0,
+            shape: Shape::new(vec![5, 3]),
+        };
+        b.op(Op::ScatterAdd(s), &[x[0], ids]).tanh()
+    });
+}
+
+/// The derivative of a function whose elementwise regions are already fused kernels (with
+/// two outputs, one input read twice) equals the derivative of the unfused function.
+#[test]
+fn through_fused_kernels() {
+    use graphlift::ir::Output;
+    use graphlift::passes::{extract_subgraphs, ExtractionConfig};
+    fn forward(b: &FunctionBuilder) -> [Value<'_>; 4] {
+        let x = b.parameter("x", F64, [2, 3]);
+        let y = b.parameter("y", F64, [3]);
+        let yb = y.broadcast_to([2, 3]);
+        let t = (x * yb).tanh() + x;
+        let e = (x - yb).exp() * t;
+        [x, y, t, e]
+    }
+    fn tail<'b>(b: &'b FunctionBuilder, t: Value<'b>, e: Value<'b>) -> Value<'b> {
+        let w = |v: Value<'b>| scalar(b, b.op(Op::Softmax(1), &[v]));
+        w(t) + w(e)
+    }
+    let b = FunctionBuilder::new("unfused");
+    let [x, y, t, e] = forward(&b);
+    let c = tail(&b, t, e);
+    let grads = b.gradients(c, &[x, y]);
+    let unfused = b.finish(&grads).unwrap();
+
+    let b = FunctionBuilder::new("fused");
+    let [_, _, t, e] = forward(&b);
+    let mut f = b.finish(&[t, e]).unwrap();
+    let report = extract_subgraphs(&mut f, &ExtractionConfig::default()).unwrap();
+    assert_eq!(report.kernels.len(), 1);
+    let sources: Vec<Output> = f
+        .results()
+        .iter()
+        .map(|&r| f.result_source(r).unwrap())
+        .collect();
+    let params: Vec<Output> = f.parameters().iter().map(|&p| p.into()).collect();
+    let b = FunctionBuilder::from_function(f);
+    let c = tail(&b, b.value_of(sources[0]), b.value_of(sources[1]));
+    let wrt: Vec<Value> = params.iter().map(|&p| b.value_of(p)).collect();
+    let grads = b.gradients(c, &wrt);
+    let fused = b.finish(&grads).unwrap();
+    assert!(
+        fused.nodes().any(|n| matches!(n.op(), Op::FusedKernel(_))),
+        "{fused}"
+    );
+
+    let inputs = [input(25, &[2, 3], -1.0, 1.0), input(26, &[3], -1.0, 1.0)];
+    for backend in BACKENDS {
+        let run = |f: &graphlift::Function| {
+            let exe = Backend::create(backend).unwrap().compile(f).unwrap();
+            exe.run(&tensors(&inputs)).unwrap()
+        };
+        let (want, got) = (run(&unfused), run(&fused));
+        for (w, g) in want.iter().zip(&got) {
+            let (w, g) = (w.read::<f64>().unwrap(), g.read::<f64>().unwrap());
+            for (a, b) in w.iter().zip(g) {
+                assert!(
+                    (a - b).abs() <= 1e-12 * a.abs().max(1.0),
+                    "{backend}: {w:?} vs {g:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Only the nodes between `c` and the values asked for are differentiated: a branch that
+/// does not depend on them gets no backward nodes.
+#[test]
+fn only_the_path_to_the_values_asked_for_is_differentiated() {
+    let b = FunctionBuilder::new("paths");
+    let x = b.parameter("x", F64, [3]);
+    let y = b.parameter("y", F64, [3]);
+    let other = y.exp().tagged("onnx:Exp:/other");
+    let c = sum_all(x.tanh() * other);
+    let dx = b.deriv(c, x);
+    let f = b.finish(&[dx]).unwrap();
+    assert!(
+        !f.nodes()
+            .any(|n| n.tags().contains("deriv:onnx:Exp:/other")),
+        "{f}"
+    );
 }
 
 /// An embedding lookup: `Gather` rows of a table (indices repeat and count from the end);

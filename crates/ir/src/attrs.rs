@@ -250,6 +250,53 @@ impl RandomFill {
     }
 }
 
+/// Padding of every axis with a constant (XLA's `Pad`; ONNX `Pad` in `constant` mode with
+/// non-negative pads): `low[a]` elements before axis `a`, `high[a]` after, and `interior[a]`
+/// between each two neighbours, all of the padding value. An axis of extent `d` becomes
+/// `low + d + interior * (d - 1) + high` (`low + high` when `d` is 0). The adjoint of a
+/// strided `Slice` is the slice's adjoint padded back with zeros this way.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Pad {
+    /// Elements added before each axis.
+    pub low: Vec<usize>,
+    /// Elements added after each axis.
+    pub high: Vec<usize>,
+    /// Elements added between each two neighbours along each axis.
+    pub interior: Vec<usize>,
+}
+
+impl Pad {
+    /// The padded extents of `input`, or a message naming the attribute whose length is not
+    /// the rank, or an extent that overflows.
+    pub fn output_extents(&self, input: &[usize]) -> Result<Vec<usize>, String> {
+        for (what, v) in [
+            ("low", &self.low),
+            ("high", &self.high),
+            ("interior", &self.interior),
+        ] {
+            if v.len() != input.len() {
+                return Err(format!(
+                    "{what} has {} entries for {} axes",
+                    v.len(),
+                    input.len()
+                ));
+            }
+        }
+        input
+            .iter()
+            .enumerate()
+            .map(|(a, &d)| {
+                let inner = d.checked_sub(1).map_or(Some(0), |gaps| {
+                    gaps.checked_mul(self.interior[a])?.checked_add(d)
+                });
+                inner
+                    .and_then(|n| n.checked_add(self.low[a])?.checked_add(self.high[a]))
+                    .ok_or_else(|| format!("axis {a}: the padded extent overflows"))
+            })
+            .collect()
+    }
+}
+
 /// The adjoint of `Gather(axis)` from data of shape `shape` (what TensorFlow's
 /// `UnsortedSegmentSum` and ONNX `ScatterND` with `reduction = "add"` compute for it): the
 /// `updates`, of the gather's output shape `shape[..axis] ++ indices.shape ++

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::attrs::{
-    Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction, ScatterAdd, SliceAxis,
-    Window,
+    Convolution, Distribution, LayerNorm, Pad, RandomFill, ReduceOp, Reduction, ScatterAdd,
+    SliceAxis, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -153,6 +153,9 @@ pub enum Op {
     Transpose(Vec<usize>),
     /// A strided slice, one [`SliceAxis`] per input axis (ONNX `Slice`, normalised).
     Slice(Vec<SliceAxis>),
+    /// `x` (input 0) padded with the scalar `value` (input 1, of `x`'s element type) before,
+    /// after and between its elements along each axis ([`Pad`]; XLA `Pad`).
+    Pad(Pad),
     /// Joins its inputs (one or more, equal element types, equal extents except on the axis)
     /// along an axis (ONNX `Concat`).
     Concat(usize),
@@ -216,6 +219,7 @@ impl Op {
             Op::Reshape(_) => "Reshape",
             Op::Transpose(_) => "Transpose",
             Op::Slice(_) => "Slice",
+            Op::Pad(_) => "Pad",
             Op::Concat(_) => "Concat",
             Op::Gather(_) => "Gather",
             Op::Reduce(r) => match r.op {
@@ -273,6 +277,11 @@ impl fmt::Display for Op {
                 }
                 f.write_str(">")
             }
+            Op::Pad(p) => write!(
+                f,
+                "Pad<low={:?}, high={:?}, interior={:?}>",
+                p.low, p.high, p.interior
+            ),
             Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => {
                 write!(f, "{}<axis={axis}>", self.type_name())
             }

@@ -116,6 +116,29 @@ fn node_mut<'a>(doc: &'a mut Value, name: &str) -> &'a mut Value {
         .unwrap()
 }
 
+/// `Pad`'s three attribute lists survive a round trip, and a Pad without them is refused.
+#[test]
+fn pad_round_trips() {
+    let b = FunctionBuilder::new("pad");
+    let x = b.parameter("x", F32, [2, 3]);
+    let p = graphlift_ir::Pad {
+        low: vec![1, 0],
+        high: vec![0, 2],
+        interior: vec![1, 0],
+    };
+    let y = b.op(Op::Pad(p), &[x, x.scalar_like(0.5)]).named("padded");
+    let f = b.finish(&[y]).unwrap();
+    let g = Function::from_json(&f.to_json()).unwrap();
+    assert_eq!(f, g);
+    let mut doc = doc_of(&f);
+    node_mut(&mut doc, "padded")["op"]
+        .as_object_mut()
+        .unwrap()
+        .remove("interior");
+    let e = load_err(&doc);
+    assert!(e.to_string().contains("interior"), "{e}");
+}
+
 #[test]
 fn round_trip_is_exact_and_keeps_ids() {
     let f = sample();

@@ -7,7 +7,7 @@
 //! every element equal to it. Integer, boolean and comparison values carry no gradient.
 
 use super::{select, FunctionBuilder, Value};
-use crate::{BinaryOp, Op, ReduceOp, Reduction, Shape, SliceAxis, UnaryOp};
+use crate::{BinaryOp, Op, Pad, ReduceOp, Reduction, Shape, SliceAxis, UnaryOp};
 
 /// The contributions to each input of one node.
 type Contributions<'b> = Vec<Option<Value<'b>>>;
@@ -47,7 +47,7 @@ impl FunctionBuilder {
                 }
                 vec![Some(self.op(Op::Transpose(inverse), &[g]))]
             }
-            Op::Reduce(r) => vec![Some(self.reduce_adjoint(r, x[0], y, g)?)],
+            Op::Reduce(r) => vec![Some(self.reduce_adjoint(r, x[0], y, g))],
             Op::MatMul => {
                 let t = |v: Value<'b>| self.op(Op::Transpose(swap_last(rank(v))), &[v]);
                 let da = self.op(Op::MatMul, &[g, t(x[1])]);
@@ -65,7 +65,25 @@ impl FunctionBuilder {
                 };
                 vec![Some(self.op(Op::ScatterAdd(scatter), &[g, x[1]])), None]
             }
-            Op::Slice(axes) => vec![Some(self.slice_adjoint(axes, x[0], g)?)],
+            Op::ScatterAdd(s) => {
+                vec![Some(self.op(Op::Gather(s.axis), &[g, x[1]])), None]
+            }
+            Op::Pad(p) => {
+                // The elements that came from `x`, and the rest for the padding value.
+                let axes: Vec<SliceAxis> = shape(x[0])
+                    .dims()
+                    .iter()
+                    .enumerate()
+                    .map(|(a, &d)| SliceAxis {
+                        start: p.low[a],
+                        step: p.interior[a] as i64 + 1,
+                        len: d,
+                    })
+                    .collect();
+                let dx = self.op(Op::Slice(axes), &[g]);
+                vec![Some(dx), Some(sum_all(g) - sum_all(dx))]
+            }
+            Op::Slice(axes) => vec![Some(self.slice_adjoint(axes, x[0], g))],
             Op::Concat(axis) => {
                 // Each input's part of the adjoint, sliced back out along the axis.
                 let full = shape(g);
@@ -139,40 +157,60 @@ impl FunctionBuilder {
         ]
     }
 
-    /// `Slice` with unit steps: the adjoint put back where the slice read, zeros elsewhere,
-    /// one axis at a time (a zero block before and after, joined by `Concat`).
-    fn slice_adjoint<'b>(
-        &'b self,
-        axes: &[SliceAxis],
-        x: Value<'b>,
-        g: Value<'b>,
-    ) -> Result<Value<'b>, String> {
+    /// `Slice`: the adjoint put back where the slice read, zeros elsewhere: one `Pad` whose
+    /// low and high pads are the elements before the first and after the last read along
+    /// each axis, with `|step| - 1` zeros between reads (axes read backwards are reversed
+    /// first).
+    fn slice_adjoint<'b>(&'b self, axes: &[SliceAxis], x: Value<'b>, g: Value<'b>) -> Value<'b> {
         let full = shape(x);
-        let mut grown = g;
-        for (a, s) in axes.iter().enumerate() {
-            let extent = full.dims()[a];
-            if s.len == extent {
-                continue;
-            }
-            if s.step != 1 {
-                return Err(format!(
-                    "`Slice` with step {} has no adjoint yet (unit steps have one)",
-                    s.step
-                ));
-            }
-            let mut parts = Vec::new();
-            for len in [s.start, extent - s.start - s.len] {
-                if len > 0 {
-                    let mut dims = shape(grown).dims().to_vec();
-                    dims[a] = len;
-                    parts.push(g.scalar_like(0.0).broadcast_to(Shape::new(dims)));
+        let mut pad = Pad {
+            low: Vec::new(),
+            high: Vec::new(),
+            interior: Vec::new(),
+        };
+        let mut flip = Vec::new();
+        for (s, &d) in axes.iter().zip(full.dims()) {
+            let stride = s.step.unsigned_abs() as usize;
+            let (low, high, interior) = match s.len.checked_sub(1) {
+                None => (d, 0, 0),
+                Some(gaps) => {
+                    let first = if s.step > 0 {
+                        s.start
+                    } else {
+                        s.start - gaps * stride
+                    };
+                    let last = first + gaps * stride;
+                    (first, d - 1 - last, stride - 1)
                 }
-            }
-            let before = usize::from(s.start > 0);
-            parts.insert(before, grown);
-            grown = self.op(Op::Concat(a), &parts);
+            };
+            pad.low.push(low);
+            pad.high.push(high);
+            pad.interior.push(interior);
+            flip.push(if s.step < 0 {
+                SliceAxis {
+                    start: s.len.saturating_sub(1),
+                    step: -1,
+                    len: s.len,
+                }
+            } else {
+                SliceAxis::full(s.len)
+            });
         }
-        Ok(grown)
+        let g = if axes.iter().any(|s| s.step < 0 && s.len > 1) {
+            self.op(Op::Slice(flip), &[g])
+        } else {
+            g
+        };
+        if pad
+            .low
+            .iter()
+            .chain(&pad.high)
+            .chain(&pad.interior)
+            .all(|&p| p == 0)
+        {
+            return g;
+        }
+        self.op(Op::Pad(pad), &[g, g.scalar_like(0.0)])
     }
 
     /// `Reduce`: the adjoint broadcast back over the reduced axes (divided by the count for
@@ -183,7 +221,7 @@ impl FunctionBuilder {
         x: Value<'b>,
         y: Value<'b>,
         g: Value<'b>,
-    ) -> Result<Value<'b>, String> {
+    ) -> Value<'b> {
         let full = shape(x);
         // Reduced leading axes (all of them, for a scalar) broadcast back as they are
         // (numpy aligns at the right); others come back as extent 1 first.
@@ -199,7 +237,7 @@ impl FunctionBuilder {
             self.op(Op::Reshape(Shape::new(kept)), &[v])
                 .broadcast_to(full.clone())
         };
-        Ok(match r.op {
+        match r.op {
             ReduceOp::Sum => expand(g),
             ReduceOp::Mean => {
                 let n: usize = r.axes.iter().map(|&a| full.dims()[a]).product();
@@ -209,8 +247,34 @@ impl FunctionBuilder {
                 let hit = x.eq(expand(y));
                 select(hit, expand(g), g.scalar_like(0.0))
             }
-            ReduceOp::Prod => return Err("`ReduceProd` has no adjoint yet".into()),
-        })
+            ReduceOp::Prod => {
+                // The product of the other elements, without dividing by a zero: with no
+                // zero in the group it is y / x; with one, the zero element gets the product
+                // of the rest and the others 0; with two or more, everything is 0.
+                let zero = x.scalar_like(0.0);
+                let is_zero = x.eq(zero);
+                let nonzero = select(is_zero, x.scalar_like(1.0), x);
+                let rest = self.op(Op::Reduce(r.clone()), &[nonzero]);
+                let zeros = self.op(
+                    Op::Reduce(Reduction {
+                        op: ReduceOp::Sum,
+                        ..r.clone()
+                    }),
+                    &[select(is_zero, x.scalar_like(1.0), zero)],
+                );
+                let (rest, zeros) = (expand(rest), expand(zeros));
+                let others = select(
+                    zeros.eq(zeros.scalar_like(0.0)),
+                    rest / nonzero,
+                    select(
+                        zeros.eq(zeros.scalar_like(1.0)),
+                        select(is_zero, rest, zero),
+                        zero,
+                    ),
+                );
+                expand(g) * others
+            }
+        }
     }
 }
 
@@ -285,6 +349,16 @@ fn sum_keep<'b>(v: Value<'b>, axes: &[usize]) -> Value<'b> {
         op: ReduceOp::Sum,
         axes: axes.to_vec(),
         keep_dims: true,
+    };
+    v.builder.op(Op::Reduce(r), &[v])
+}
+
+/// `v` summed over all its axes, a scalar.
+fn sum_all<'b>(v: Value<'b>) -> Value<'b> {
+    let r = Reduction {
+        op: ReduceOp::Sum,
+        axes: (0..rank(v)).collect(),
+        keep_dims: false,
     };
     v.builder.op(Op::Reduce(r), &[v])
 }

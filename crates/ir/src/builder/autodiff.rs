@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{FunctionBuilder, Value};
-use crate::{IrError, NodeId, Op, Output, ReduceOp, Reduction, UnaryOp};
+use crate::{Function, IrError, NodeId, Op, Output, ReduceOp, Reduction, UnaryOp};
 
 /// The pass name recorded on every node the derivative adds.
 pub const AUTODIFF: &str = "autodiff";
@@ -100,50 +100,80 @@ impl FunctionBuilder {
                     ));
                 }
             }
-            let mut upstream = HashSet::new();
-            let mut stack = vec![c.node];
-            while let Some(id) = stack.pop() {
-                if upstream.insert(id) {
-                    stack.extend(f.node(id)?.inputs().iter().map(|o| o.node));
-                }
-            }
-            let order: Vec<_> = f
-                .topological_order()?
-                .into_iter()
-                .filter(|id| upstream.contains(id))
-                .collect();
-            (order, name)
+            (between(&f, c, targets)?, name)
         };
         let mut adjoints: HashMap<Output, Value<'b>> = HashMap::new();
-        let seed = self.value_of(c).scalar_like(1.0);
-        adjoints.insert(c, seed);
+        adjoints.insert(c, self.value_of(c).scalar_like(1.0));
         let mut done: HashMap<Output, Value<'b>> = HashMap::new();
+        let pass = Pass {
+            targets,
+            of: &c_name,
+        };
+        self.propagate(&pass, &order, &mut adjoints, &mut done)?;
+        Ok(targets
+            .iter()
+            .map(|&w| match done.get(&w) {
+                Some(&g) => g,
+                None => {
+                    let v = self.value_of(w);
+                    let shape = v.tensor_type().map_or_else(crate::Shape::scalar, |t| t.1);
+                    v.scalar_like(0.0).broadcast_to(shape)
+                }
+            })
+            .collect())
+    }
+
+    /// Passes adjoints back through the nodes of `order` (a topological order, walked in
+    /// reverse): each node's output adjoints are taken from `adjoints` (and kept in `done`),
+    /// and the contributions of its adjoint rule are added to its inputs' entries. Adjoints
+    /// of values outside `order` stay in `adjoints`.
+    fn propagate<'b>(
+        &'b self,
+        pass: &Pass<'_>,
+        order: &[NodeId],
+        adjoints: &mut HashMap<Output, Value<'b>>,
+        done: &mut HashMap<Output, Value<'b>>,
+    ) -> Result<(), IrError> {
         for &id in order.iter().rev() {
-            let out = Output::from(id);
-            let Some(g) = adjoints.remove(&out) else {
-                continue;
-            };
-            done.insert(out, g);
-            let (op, inputs, tags) = {
+            let (op, inputs, tags, outputs) = {
                 let f = self.function.borrow();
                 let n = f.node(id)?;
                 let tags: Vec<String> = n.tags().iter().map(|t| format!("deriv:{t}")).collect();
-                (n.op().clone(), n.inputs().to_vec(), tags)
+                (n.op().clone(), n.inputs().to_vec(), tags, n.outputs().len())
             };
+            let gs: Vec<Option<Value<'b>>> = (0..outputs)
+                .map(|i| adjoints.remove(&Output::new(id, i)))
+                .collect();
+            if gs.iter().all(Option::is_none) {
+                continue;
+            }
+            for (i, g) in gs.iter().enumerate() {
+                if let Some(g) = g {
+                    done.insert(Output::new(id, i), *g);
+                }
+            }
             let first = self.function.borrow().arena_len();
-            let (inputs, contributions) = match self.log_of_softmax(id, targets) {
+            let ins: Vec<Value<'b>> = inputs.iter().map(|&o| self.value_of(o)).collect();
+            let (inputs, contributions) = match (&op, self.log_of_softmax(id, pass.targets)) {
                 // A stable form: d log(softmax(x)) / dx without dividing by the softmax.
-                Some((softmax, x, axis)) => {
+                (_, Some((softmax, x, axis))) => {
+                    let g = gs[0].unwrap_or_else(|| self.value(None));
                     let s = self.value_of(softmax);
                     let total = self.op(Op::Reduce(sum_keeping(axis)), &[g]);
                     let shape = s.tensor_type().map_or_else(crate::Shape::scalar, |t| t.1);
                     (vec![x], vec![Some(g - s * total.broadcast_to(shape))])
                 }
-                None => {
-                    let ins: Vec<Value<'b>> = inputs.iter().map(|&o| self.value_of(o)).collect();
+                (Op::FusedKernel(k), None) => {
+                    (inputs, self.fused_adjoint(pass, &k.body, &ins, &gs)?)
+                }
+                (_, None) => {
+                    let [Some(g)] = gs[..] else {
+                        let message = format!("`{op}` has {outputs} outputs and no adjoint");
+                        return Err(derivative(pass.of, message));
+                    };
                     let c = self
-                        .adjoint(&op, &ins, self.value_of(out), g)
-                        .map_err(|m| derivative(&c_name, m))?;
+                        .adjoint(&op, &ins, self.value_of(Output::from(id)), g)
+                        .map_err(|m| derivative(pass.of, m))?;
                     (inputs, c)
                 }
             };
@@ -160,16 +190,70 @@ impl FunctionBuilder {
                 return Err(e);
             }
         }
-        Ok(targets
-            .iter()
-            .map(|&w| match done.get(&w) {
-                Some(&g) => g,
-                None => {
-                    let v = self.value_of(w);
-                    let shape = v.tensor_type().map_or_else(crate::Shape::scalar, |t| t.1);
-                    v.scalar_like(0.0).broadcast_to(shape)
-                }
-            })
+        Ok(())
+    }
+
+    /// A fused kernel's adjoint, through its body: the body's nodes are emitted again on the
+    /// kernel's inputs (the forward values the rules need are recomputed, and fuse with the
+    /// backward pass), and the adjoints of the kernel's outputs pass back through them. An
+    /// input that feeds the kernel at several slots gets its whole adjoint at the first.
+    fn fused_adjoint<'b>(
+        &'b self,
+        pass: &Pass<'_>,
+        body: &Function,
+        x: &[Value<'b>],
+        gs: &[Option<Value<'b>>],
+    ) -> Result<Vec<Option<Value<'b>>>, IrError> {
+        let mut map: HashMap<Output, Output> = HashMap::new();
+        for (&p, v) in body.parameters().iter().zip(x) {
+            if let Some(o) = v.output {
+                map.insert(Output::from(p), o);
+            }
+        }
+        let mut emitted = Vec::new();
+        for id in body.topological_order()? {
+            let n = body.node(id)?;
+            if matches!(n.op(), Op::Parameter | Op::Result) {
+                continue;
+            }
+            let ins = n
+                .inputs()
+                .iter()
+                .map(|o| map.get(o).copied())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    derivative(
+                        pass.of,
+                        format!(
+                            "fused body node `{}` reads an input the kernel does not have",
+                            n.name()
+                        ),
+                    )
+                })?;
+            let new = self
+                .function
+                .borrow_mut()
+                .import_node_from(body, id, &ins)?;
+            for i in 0..n.outputs().len() {
+                map.insert(Output::new(id, i), Output::new(new, i));
+            }
+            emitted.push(new);
+        }
+        let mut adjoints: HashMap<Output, Value<'b>> = HashMap::new();
+        for (&r, g) in body.results().iter().zip(gs) {
+            let Some(g) = *g else { continue };
+            let Some(&source) = map.get(&body.result_source(r)?) else {
+                continue;
+            };
+            let total = match adjoints.remove(&source) {
+                Some(sum) => sum + g,
+                None => g,
+            };
+            adjoints.insert(source, total);
+        }
+        self.propagate(pass, &emitted, &mut adjoints, &mut HashMap::new())?;
+        Ok(x.iter()
+            .map(|v| v.output.and_then(|o| adjoints.remove(&o)))
             .collect())
     }
 
@@ -214,6 +298,40 @@ impl FunctionBuilder {
             Ok(())
         });
     }
+}
+
+/// What one backward pass is for: the values asked for (the stable patterns leave them
+/// alone) and the name of the scalar differentiated (for errors).
+struct Pass<'a> {
+    targets: &'a [Output],
+    of: &'a str,
+}
+
+/// The nodes through which an adjoint flows from `c` to `targets`, in topological order:
+/// upstream of `c` and downstream of a target (a node elsewhere contributes nothing, and an
+/// op without an adjoint there is no error).
+fn between(f: &Function, c: Output, targets: &[Output]) -> Result<Vec<NodeId>, IrError> {
+    let mut upstream = HashSet::new();
+    let mut stack = vec![c.node];
+    while let Some(id) = stack.pop() {
+        if upstream.insert(id) {
+            stack.extend(f.node(id)?.inputs().iter().map(|o| o.node));
+        }
+    }
+    let mut downstream = HashSet::new();
+    let mut stack: Vec<NodeId> = targets.iter().map(|o| o.node).collect();
+    while let Some(id) = stack.pop() {
+        if upstream.contains(&id) && downstream.insert(id) {
+            let n = f.node(id)?;
+            for i in 0..n.outputs().len() {
+                stack.extend(n.users(i).iter().map(|&(user, _)| user));
+            }
+        }
+    }
+    Ok(f.topological_order()?
+        .into_iter()
+        .filter(|id| downstream.contains(id))
+        .collect())
 }
 
 /// A sum over `axis` keeping it as extent 1.

@@ -155,6 +155,18 @@ pub(super) fn gather(axis: usize, inputs: &[TensorType]) -> Res {
     one(data.element_type, dims)
 }
 
+pub(super) fn pad(p: &crate::Pad, inputs: &[TensorType]) -> Res {
+    arity(inputs, 2)?;
+    let (x, value) = (&inputs[0], &inputs[1]);
+    if value.element_type != x.element_type || value.shape.rank() != 0 {
+        return Err(format!(
+            "the padding value must be a scalar of {}, is {value}",
+            x.element_type
+        ));
+    }
+    one(x.element_type, p.output_extents(x.shape.dims())?)
+}
+
 pub(super) fn scatter_add(s: &crate::ScatterAdd, inputs: &[TensorType]) -> Res {
     arity(inputs, 2)?;
     let (updates, indices) = (&inputs[0], &inputs[1]);
@@ -401,6 +413,26 @@ mod tests {
             len: 3,
         };
         assert!(slice(&[too_far], &[f32s(&[4])]).is_err());
+        let p = crate::Pad {
+            low: vec![1, 0],
+            high: vec![2, 0],
+            interior: vec![3, 1],
+        };
+        assert_eq!(dims(pad(&p, &[f32s(&[4, 0]), f32s(&[])])), [16, 0]);
+        assert!(pad(&p, &[f32s(&[4, 2]), t(ElementType::F64, &[])])
+            .unwrap_err()
+            .contains("padding value"));
+        assert!(pad(&p, &[f32s(&[4]), f32s(&[])])
+            .unwrap_err()
+            .contains("entries for 1 axes"));
+        let huge = crate::Pad {
+            low: vec![usize::MAX],
+            high: vec![1],
+            interior: vec![0],
+        };
+        assert!(pad(&huge, &[f32s(&[1]), f32s(&[])])
+            .unwrap_err()
+            .contains("overflows"));
         assert_eq!(dims(concat(1, &[f32s(&[2, 3]), f32s(&[2, 5])])), [2, 8]);
         assert!(concat(0, &[f32s(&[2, 3]), f32s(&[2, 5])]).is_err());
         let idx = t(ElementType::I64, &[4, 5]);

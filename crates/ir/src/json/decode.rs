@@ -10,7 +10,7 @@ use super::constant::{check_constant, decode_constant};
 use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
 use crate::attrs::{
-    Convolution, Distribution, LayerNorm, RandomFill, ReduceOp, Reduction, ScatterAdd,
+    Convolution, Distribution, LayerNorm, Pad, RandomFill, ReduceOp, Reduction, ScatterAdd,
 };
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
@@ -303,6 +303,9 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("scale", op.scale.is_some()),
         ("perm", op.perm.is_some()),
         ("slice", op.slice.is_some()),
+        ("low_pads", op.low_pads.is_some()),
+        ("high_pads", op.high_pads.is_some()),
+        ("interior", op.interior.is_some()),
         ("axis", op.axis.is_some()),
         ("axes", op.axes.is_some()),
         ("keep_dims", op.keep_dims.is_some()),
@@ -327,6 +330,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Slice" => &["slice"],
         "Concat" | "Gather" | "Softmax" => &["axis"],
         "ScatterAdd" => &["axis", "shape"],
+        "Pad" => &["low_pads", "high_pads", "interior"],
         "LayerNorm" => &["axis", "epsilon"],
         "BatchNormInference" => &["epsilon"],
         "Convolution" => &["window", "groups"],
@@ -412,6 +416,11 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Reshape" => Op::Reshape(Shape::new(op.shape.unwrap_or_default())),
         "Transpose" => Op::Transpose(op.perm.unwrap_or_default()),
         "Slice" => Op::Slice(op.slice.unwrap_or_default()),
+        "Pad" => Op::Pad(Pad {
+            low: op.low_pads.unwrap_or_default(),
+            high: op.high_pads.unwrap_or_default(),
+            interior: op.interior.unwrap_or_default(),
+        }),
         "Concat" => Op::Concat(op.axis.unwrap_or_default()),
         "Gather" => Op::Gather(op.axis.unwrap_or_default()),
         "ScatterAdd" => Op::ScatterAdd(ScatterAdd {

@@ -72,6 +72,7 @@ pub(super) struct NodeDto<N> {
 ///
 /// `to` for `Convert`; `shape` for `Broadcast` and `Reshape`; `element_type` and `values`
 /// for `Constant`; `body` for `FusedKernel`; `perm` for `Transpose`; `slice` for `Slice`;
+/// `low_pads`, `high_pads` and `interior` for `Pad`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
 /// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
 /// and `Convolution`, which also takes `groups`.
@@ -110,6 +111,13 @@ pub(super) struct OpDto<N> {
     pub perm: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slice: Option<Vec<SliceAxis>>,
+    /// `Pad`'s `low`, `high` and `interior` (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub low_pads: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub high_pads: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interior: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub axis: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -142,6 +150,9 @@ impl<N> OpDto<N> {
             scale: None,
             perm: None,
             slice: None,
+            low_pads: None,
+            high_pads: None,
+            interior: None,
             axis: None,
             axes: None,
             keep_dims: None,

@@ -81,6 +81,11 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
         Op::Reshape(s) => dto.shape = Some(s.dims().to_vec()),
         Op::Transpose(p) => dto.perm = Some(p.clone()),
         Op::Slice(axes) => dto.slice = Some(axes.clone()),
+        Op::Pad(p) => {
+            dto.low_pads = Some(p.low.clone());
+            dto.high_pads = Some(p.high.clone());
+            dto.interior = Some(p.interior.clone());
+        }
         Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => dto.axis = Some(*axis),
         Op::ScatterAdd(s) => {
             dto.axis = Some(s.axis);

@@ -25,7 +25,7 @@ pub use elementwise::{
     binary, binary_f32, binary_f64, binary_i32, binary_i64, compare, convert, select, unary,
     unary_f64,
 };
-pub use layout::{concat, gather, scatter_add, slice, transpose};
+pub use layout::{concat, gather, pad, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
 pub use normalize::{batch_norm, layer_norm, softmax};
 pub use random::random;
@@ -107,6 +107,7 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         Op::Reshape(_) => one(Ok(data(0).clone())),
         Op::Transpose(perm) => one(transpose(data(0), inputs[0].shape(), perm)),
         Op::Slice(axes) => one(slice(data(0), inputs[0].shape(), axes)),
+        Op::Pad(p) => one(pad(data(0), inputs[0].shape(), data(1), p)),
         Op::Concat(axis) => {
             let parts: Vec<_> = inputs.iter().map(|t| (t.data(), t.shape())).collect();
             one(concat(&parts, *axis))
