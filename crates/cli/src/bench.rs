@@ -12,6 +12,7 @@ use rand::{rngs::StdRng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::error::CliError;
+use crate::grad::chosen_function;
 use crate::profile;
 use crate::run::import_for;
 use crate::tensor_io::read_tensor;
@@ -57,15 +58,20 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         ("CPU-JIT", Some(t)) => Arc::new(CpuJitBackend::new().with_threads(t)),
         (name, _) => Backend::create(name)?,
     };
+    let (function, what) = chosen_function(&model, &args.gradient)?;
     let start = Instant::now();
-    let exe = backend.compile(&model.function)?;
+    let exe = backend.compile(&function)?;
     let compile = start.elapsed();
     let shapes: Vec<String> = model
         .inputs
         .iter()
         .map(|v| format!("{}: {}", v.name, v.tensor_type))
         .collect();
-    println!("model: {} ({})", args.model.display(), shapes.join(", "));
+    println!(
+        "model: {} ({}), {what}",
+        args.model.display(),
+        shapes.join(", ")
+    );
     let threads = args
         .threads
         .map_or_else(|| "default".to_string(), |t| t.to_string());

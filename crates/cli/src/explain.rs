@@ -11,6 +11,7 @@ use graphlift::jit::{CpuJitBackend, CpuJitExecutable};
 use graphlift::{Executable, Function};
 
 use crate::error::CliError;
+use crate::grad::chosen_function;
 use crate::run::import_for;
 use crate::{default_model, ExplainArgs};
 
@@ -21,10 +22,14 @@ use crate::{default_model, ExplainArgs};
 /// [`CliError::Graphviz`] when `--svg` is given and `dot` is missing or fails.
 pub fn explain(args: &ExplainArgs) -> Result<(), CliError> {
     let (function, what) = match &args.model {
-        Some(path) => (
-            import_for(path, &[], &args.shapes)?.function,
-            format!("model: {}", path.display()),
-        ),
+        Some(path) => {
+            let model = import_for(path, &[], &args.shapes)?;
+            let (f, which) = chosen_function(&model, &args.gradient)?;
+            (f, format!("model: {}, {which}", path.display()))
+        }
+        None if !args.gradient.wrt.is_empty() => {
+            return Err(CliError::Usage("--wrt needs a MODEL".into()))
+        }
         None => (
             default_model::default_model()?.model.function,
             format!("model: embedded default ({})", default_model::DESCRIPTION),

@@ -115,6 +115,22 @@ pub struct BenchArgs {
     /// by op type (parallel steps split over the threads as in untraced calls).
     #[arg(long, value_name = "CALLS")]
     pub profile: Option<usize>,
+    /// With --wrt: time the gradient Function instead of the forward pass.
+    #[command(flatten)]
+    pub gradient: GradientOf,
+}
+
+/// The gradient Function `graphlift grad` computes, for `bench` and `explain` to take in
+/// place of the model's forward pass.
+#[derive(Debug, clap::Args)]
+pub struct GradientOf {
+    /// Take the gradient with respect to this graph input or initializer instead of the
+    /// forward pass (repeat for several).
+    #[arg(long = "wrt", value_name = "NAME")]
+    pub wrt: Vec<String>,
+    /// With --wrt: the output whose sum is differentiated (default: the first).
+    #[arg(long, value_name = "OUTPUT", requires = "wrt")]
+    pub of: Option<String>,
 }
 
 /// Arguments of `graphlift grad`.
@@ -157,6 +173,9 @@ pub struct ExplainArgs {
     /// Write the compiled graph as graphlift JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// With --wrt: explain the gradient Function instead of the forward pass.
+    #[command(flatten)]
+    pub gradient: GradientOf,
 }
 
 /// Arguments of `graphlift run`.

@@ -440,4 +440,22 @@ fn grad_writes_the_gradient_of_an_output_sum() {
         "{}",
         text(&o)
     );
+
+    // `bench` and `explain` take the same gradient Function with --wrt.
+    let o = graphlift(&["bench", m, "--input", i, "--runs", "2", "--wrt", "x"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("gradient of sum(y) w.r.t. x"),
+        "{}",
+        text(&o)
+    );
+    let o = graphlift(&["explain", m, "--wrt", "x"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("deriv:"), "{}", text(&o));
+    let o = graphlift(&["explain", m, "--wrt", "nope"]);
+    assert!(
+        text(&o).contains("--wrt `nope`: no graph input or initializer"),
+        "{}",
+        text(&o)
+    );
 }

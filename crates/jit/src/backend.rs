@@ -94,11 +94,11 @@ impl Default for CpuJitBackend {
 }
 
 impl CpuJitBackend {
-    /// The backend with the default extraction configuration, for
-    /// [`Target::from_env`] (the host's features, the `GRAPHLIFT_*` switches and thread
-    /// count).
+    /// The backend with the default extraction configuration and single-op kernels (a lone
+    /// elementwise op runs JIT code, not the reference kernel), for [`Target::from_env`]
+    /// (the host's features, the `GRAPHLIFT_*` switches and thread count).
     pub fn new() -> CpuJitBackend {
-        CpuJitBackend::with_config(ExtractionConfig::default())
+        CpuJitBackend::with_config(ExtractionConfig::default().with_single_op_kernels(true))
     }
 
     /// The backend with an extraction configuration (size cap, excluded ops), for

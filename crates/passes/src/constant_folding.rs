@@ -1,5 +1,5 @@
-//! Constant folding: elementwise nodes whose inputs are all Constants (or Broadcasts of
-//! Constants) become Constants.
+//! Constant folding: elementwise and data-movement nodes whose inputs are all Constants (or
+//! Broadcasts of Constants) become Constants.
 
 use std::collections::BTreeSet;
 
@@ -16,8 +16,10 @@ mod tests;
 /// Evaluates, at compile time, every elementwise node whose inputs are all constant and
 /// replaces it by a Constant holding its value (nGraph's and TVM's `ConstantFolding`).
 ///
-/// Folded: elementwise ops (`Unary`, `Binary`, `Compare`, `Select`, `Convert`) with one
-/// output, whose every input is a Constant or a Broadcast (chain) of a Constant.
+/// Folded: elementwise ops (`Unary`, `Binary`, `Compare`, `Select`, `Convert`) and
+/// data-movement ops (`Reshape`, `Transpose`, `Slice`, `Pad`, `Concat`, `Gather`) with one
+/// output, whose every input is a Constant or a Broadcast (chain) of a Constant. A
+/// data-movement op is evaluated at full size, within the cap below.
 /// - When every input is a Broadcast from sources of one shape `s`, the op is evaluated on
 ///   the sources and the result is a Constant of shape `s` broadcast to the node's shape:
 ///   `bcast(2.0) * bcast(3.0)` becomes `bcast(6.0)`, exactly (an elementwise op commutes
@@ -77,7 +79,22 @@ impl ConstantFolding {
     /// Whether `op` is of a kind this pass folds (elementwise: `Unary`, `Binary`,
     /// `Compare`, `Select`, `Convert`).
     pub fn folds_op(op: &Op) -> bool {
-        op.is_elementwise()
+        op.is_elementwise() || ConstantFolding::moves_data(op)
+    }
+
+    /// The data-movement ops folded at full size: each output element is a copy of an input
+    /// element (a `Transpose` of a constant weight, as a derivative writes for `MatMul`,
+    /// costs a copy on every call otherwise).
+    fn moves_data(op: &Op) -> bool {
+        matches!(
+            op,
+            Op::Reshape(_)
+                | Op::Transpose(_)
+                | Op::Slice(_)
+                | Op::Pad(_)
+                | Op::Concat(_)
+                | Op::Gather(_)
+        )
     }
 }
 
@@ -136,8 +153,9 @@ impl ConstantFolding {
             let site = node.creation_site().clone();
             let sources: Vec<NodeId> = inputs.iter().flat_map(|i| i.path.clone()).collect();
             let small = inputs[0].shape;
-            let from_sources =
-                small != &out && inputs.iter().all(|i| i.broadcast && i.shape == small);
+            let from_sources = node.op().is_elementwise()
+                && small != &out
+                && inputs.iter().all(|i| i.broadcast && i.shape == small);
             let value = if from_sources {
                 // Evaluate at the sources' shape, broadcast the result.
                 if small.element_count()? > self.max_elements {
@@ -151,19 +169,31 @@ impl ConstantFolding {
                 created.insert(c);
                 b
             } else {
-                if out.element_count()? > self.max_elements {
+                // Each input at its own shape (an elementwise op's are the node's).
+                let shapes: Vec<Shape> = node
+                    .inputs()
+                    .iter()
+                    .map(|&o| g.output_type(o).map(|t| t.shape.clone()))
+                    .collect::<Result<_, _>>()?;
+                let mut sizes = shapes.iter().map(Shape::element_count);
+                if out.element_count()? > self.max_elements
+                    || sizes.try_fold(false, |big, n| {
+                        Ok::<_, graphlift_ir::IrError>(big || n? > self.max_elements)
+                    })?
+                {
                     continue;
                 }
                 let tensors = inputs
                     .iter()
-                    .map(|i| {
+                    .zip(&shapes)
+                    .map(|(i, shape)| {
                         let data = if i.broadcast {
-                            reference::broadcast(i.data, i.shape, &out)
+                            reference::broadcast(i.data, i.shape, shape)
                                 .map_err(|e| broken(node, e))?
                         } else {
                             i.data.clone()
                         };
-                        Tensor::from_data(data, out.clone()).map_err(|e| broken(node, e))
+                        Tensor::from_data(data, shape.clone()).map_err(|e| broken(node, e))
                     })
                     .collect::<Result<Vec<Tensor>, PassError>>()?;
                 let refs: Vec<&Tensor> = tensors.iter().collect();

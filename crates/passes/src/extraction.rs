@@ -41,6 +41,11 @@ pub struct ExtractionConfig {
     pub max_ops: usize,
     /// Op type names ([`Op::type_name`], e.g. `"Exp"`, `"Broadcast"`) never to fuse.
     pub excluded_ops: BTreeSet<String>,
+    /// Whether a region of one op (with the Broadcasts and Constants it reads) becomes a
+    /// kernel too. Off by default (nGraph's rule: a lone op runs as its own op); the CPU-JIT
+    /// backend turns it on, since its only other kernel for a lone elementwise op is the
+    /// reference one. Fusion stays off when `max_ops` is below 2.
+    pub single_op_kernels: bool,
 }
 
 impl ExtractionConfig {
@@ -50,6 +55,12 @@ impl ExtractionConfig {
     /// This configuration with `max_ops` set.
     pub fn with_max_ops(mut self, max_ops: usize) -> ExtractionConfig {
         self.max_ops = max_ops;
+        self
+    }
+
+    /// This configuration with [`ExtractionConfig::single_op_kernels`] set.
+    pub fn with_single_op_kernels(mut self, on: bool) -> ExtractionConfig {
+        self.single_op_kernels = on;
         self
     }
 
@@ -79,6 +90,7 @@ impl Default for ExtractionConfig {
         ExtractionConfig {
             max_ops: ExtractionConfig::DEFAULT_MAX_OPS,
             excluded_ops: BTreeSet::new(),
+            single_op_kernels: false,
         }
     }
 }

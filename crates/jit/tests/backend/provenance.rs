@@ -3,7 +3,7 @@
 
 use graphlift_ir::{ElementType::F32, FunctionBuilder};
 use graphlift_jit::{CpuJitBackend, JitKernel};
-use graphlift_passes::OutsideReason;
+use graphlift_passes::{ExtractionConfig, OutsideReason};
 use graphlift_runtime::Executable;
 
 fn model() -> graphlift_ir::Function {
@@ -17,9 +17,28 @@ fn model() -> graphlift_ir::Function {
     b.finish(&[out, small]).unwrap()
 }
 
+/// The backend without single-op kernels: a lone op stays outside, as nGraph leaves it.
+fn without_single_op_kernels() -> CpuJitBackend {
+    CpuJitBackend::with_config(ExtractionConfig::default())
+}
+
+/// The default backend runs a lone elementwise op as a kernel of its own (JIT code, not
+/// the reference kernel).
+#[test]
+fn a_lone_op_is_a_kernel_by_default() {
+    let exe = CpuJitBackend::new().compile_executable(&model()).unwrap();
+    let ks = exe.kernels();
+    assert_eq!(ks.len(), 2, "{ks:?}");
+    assert!(ks.iter().any(|k| k.fused_nodes == ["lonely"]), "{ks:?}");
+    assert!(exe.steps().iter().all(|s| s.fused));
+    assert!(exe.extraction_report().unwrap().outside.is_empty());
+}
+
 #[test]
 fn kernel_info_lists_nodes_tags_histories_ir_and_code_ranges() {
-    let exe = CpuJitBackend::new().compile_executable(&model()).unwrap();
+    let exe = without_single_op_kernels()
+        .compile_executable(&model())
+        .unwrap();
     let ks = exe.kernels();
     assert_eq!(ks.len(), 1);
     let k = &ks[0];
@@ -59,7 +78,9 @@ fn kernel_info_lists_nodes_tags_histories_ir_and_code_ranges() {
 
 #[test]
 fn executable_lists_steps_and_keeps_the_pass_and_extraction_reports() {
-    let exe = CpuJitBackend::new().compile_executable(&model()).unwrap();
+    let exe = without_single_op_kernels()
+        .compile_executable(&model())
+        .unwrap();
     let steps = exe.steps();
     assert_eq!(steps.len(), 2, "{steps:?}");
     assert!(steps.iter().any(|s| s.fused && s.op == "FusedKernel"));

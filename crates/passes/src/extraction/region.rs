@@ -50,7 +50,12 @@ pub(super) fn form_regions(
         }
         let members = grow(f, view, config, &assigned, &mut rejected, seed);
         let region = describe(f, view, config, seed, members)?;
-        let is_kernel = region.members.len() >= 2 && !region.outputs.is_empty();
+        let fewest = if config.single_op_kernels && config.max_ops >= 2 {
+            1
+        } else {
+            2
+        };
+        let is_kernel = region.members.len() >= fewest && !region.outputs.is_empty();
         if is_kernel {
             view.contract(&region.members);
         }
