@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Every test graphlift has, from a fresh clone: formatting, lints, unit, integration,
 # property, doc and ONNX conformance tests. Needs only the Rust toolchain and python3: installs
-# Graphviz (and pip / venv if missing) and fetches the pinned ONNX node-test data and models first.
+# Graphviz (and pip / venv if missing) and fetches the pinned ONNX node-test data, models and the
+# training example's data set first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/ensure-tools.sh
 ./scripts/fetch-onnx-tests.sh
 ./scripts/fetch-models.sh
+./scripts/fetch-datasets.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The fuzz targets are their own workspace (cargo-fuzz adds coverage flags); lint them too.
