@@ -6,6 +6,7 @@ use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, 
 mod activation;
 mod layout;
 mod nn;
+mod random;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
@@ -67,6 +68,10 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Or",
     "PRelu",
     "Pow",
+    "RandomNormal",
+    "RandomNormalLike",
+    "RandomUniform",
+    "RandomUniformLike",
     "Reciprocal",
     "ReduceMax",
     "ReduceMean",
@@ -215,6 +220,10 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "Gather" => layout::gather(e, ins)?,
         "Expand" => layout::expand(e, ins)?,
         "ConstantOfShape" => layout::constant_of_shape(e, ins)?,
+        "RandomUniform" => random::random(e, ins, true, false)?,
+        "RandomUniformLike" => random::random(e, ins, true, true)?,
+        "RandomNormal" => random::random(e, ins, false, false)?,
+        "RandomNormalLike" => random::random(e, ins, false, true)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => nn::conv(e, ins)?,
         "BatchNormalization" => nn::batch_norm(e, ins)?,

@@ -1069,3 +1069,72 @@ fn legacy_broadcast_attribute() {
         .to_string()
         .contains("`broadcast` is not set"));
 }
+
+// ----- random fills -----
+
+fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        r#type: attribute_type::INTS,
+        ints: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn random_uniform_and_normal_like_import_as_seeded_fills() {
+    let m = model(
+        vec![
+            node(
+                "RandomUniform",
+                "u",
+                &[],
+                &["u"],
+                vec![
+                    attr_ints("shape", &[2, 3]),
+                    attr_f("low", -1.0),
+                    attr_f("high", 1.0),
+                    attr_f("seed", 3.0),
+                ],
+            ),
+            node(
+                "RandomNormalLike",
+                "n",
+                &["x"],
+                &["n"],
+                vec![attr_f("mean", 5.0), attr_f("scale", 0.1)],
+            ),
+        ],
+        vec![vi("x", data_type::DOUBLE, &[4])],
+        vec![
+            vi("u", data_type::FLOAT, &[2, 3]),
+            vi("n", data_type::DOUBLE, &[4]),
+        ],
+    );
+    let x = Tensor::from_vec(vec![0.0f64; 4], [4]).unwrap();
+    let first = run(&m, vec![x.clone()]);
+    let u = f32s(&first[0]);
+    assert!(u.iter().all(|v| (-1.0..=1.0).contains(v)), "{u:?}");
+    assert!(u.iter().any(|&v| v != u[0]), "{u:?}");
+    let n = first[1].read::<f64>().unwrap();
+    assert!(n.iter().all(|v| (4.0..6.0).contains(v)), "{n:?}");
+    // The same model computes the same values again (the seed, or seed 0 without one).
+    assert_eq!(run(&m, vec![x]), first);
+
+    let bad = model(
+        vec![node(
+            "RandomUniform",
+            "bad",
+            &[],
+            &["u"],
+            vec![
+                attr_ints("shape", &[2]),
+                attr_i("dtype", data_type::INT32 as i64),
+            ],
+        )],
+        vec![],
+        vec![vi("u", data_type::INT32, &[2])],
+    );
+    let e = err(&bad).to_string();
+    assert!(e.contains("bad") && e.contains("not f32 or f64"), "{e}");
+}
