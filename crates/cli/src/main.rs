@@ -32,9 +32,10 @@ enum Command {
     /// Time a peer expression (E1-E4, the peers benchmark's expressions) over N elements and print
     /// `ns_per_element=<float>` (the peers harness's external-program protocol).
     BenchExpr {
-        /// E1, E2, E3 or E4.
+        /// E1, E2, E3 or E4, or an ONNX file (`*.onnx`) of an expression with static shapes
+        /// and `f32` inputs.
         expr: String,
-        /// Number of output elements.
+        /// Number of output elements (of an ONNX file's first output).
         n: usize,
         /// Backend to time.
         #[arg(long, default_value = "CPU-JIT")]

@@ -254,6 +254,21 @@ fn bench_expr_follows_the_peers_protocol() {
     }
     let o = graphlift(&["bench-expr", "E4", "1000"]);
     assert!(!o.status.success(), "E4 needs N % 1024 == 0");
+
+    // Any expression as an ONNX file: y = exp(relu(x)) - x over 5 elements.
+    let dir = scratch("bench_expr_onnx");
+    let model = write_model(&dir);
+    let m = model.to_str().unwrap();
+    let o = graphlift(&["bench-expr", m, "5"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("ns_per_element="), "{}", text(&o));
+    let o = graphlift(&["bench-expr", m, "6"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("N is 6, the first output has 5 elements"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
