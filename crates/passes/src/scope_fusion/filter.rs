@@ -1,0 +1,138 @@
+//! Filtering of nested and overlapping matches, by one rule:
+//!
+//! 1. **The outermost wins**: of two verified matches whose scopes nest, the one on the
+//!    enclosing scope is kept (whichever pass made it), and the inner one is discarded.
+//! 2. **Of two overlapping, the first registered wins**: two passes matching the same scope
+//!    keep the one registered first.
+//!
+//! Scopes form a tree, so two scopes overlap only when they are equal or nest; only matches
+//! that passed their structure check take part (a failed outer match discards nothing).
+
+use super::tree::{ScopeId, ScopeTree};
+
+/// Why a verified match was not rewritten.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiscardReason {
+    /// Its scope lies inside the scope of a kept match (the outermost wins).
+    NestedIn {
+        /// The enclosing scope's full name.
+        scope: String,
+        /// The pass that matched it.
+        pass: String,
+    },
+    /// A pass registered earlier matched the same scope.
+    SameScope {
+        /// That pass.
+        pass: String,
+    },
+}
+
+impl std::fmt::Display for DiscardReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DiscardReason::NestedIn { scope, pass } => {
+                write!(f, "nested in scope `{scope}` matched by `{pass}` (the outermost wins)")
+            }
+            DiscardReason::SameScope { pass } => write!(
+                f,
+                "the same scope was matched by `{pass}`, registered earlier (the first registered wins)"
+            ),
+        }
+    }
+}
+
+/// A verified match to filter: its scope and its pass's registry position and name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Candidate<'a> {
+    pub scope: ScopeId,
+    pub pass: usize,
+    pub pass_name: &'a str,
+}
+
+/// For each candidate, in order, `None` when it is kept, else why it is discarded.
+pub(crate) fn filter(tree: &ScopeTree, candidates: &[Candidate<'_>]) -> Vec<Option<DiscardReason>> {
+    let name = |s: ScopeId| tree.get(s).map_or(String::new(), |x| x.name().to_string());
+    candidates
+        .iter()
+        .map(|c| {
+            // The winner against c: an earlier-registered match of the same scope, else the
+            // outermost match of a strictly enclosing scope.
+            let same = candidates
+                .iter()
+                .filter(|o| o.scope == c.scope && o.pass < c.pass)
+                .min_by_key(|o| o.pass);
+            if let Some(o) = same {
+                return Some(DiscardReason::SameScope {
+                    pass: o.pass_name.to_string(),
+                });
+            }
+            let outer = candidates
+                .iter()
+                .filter(|o| o.scope != c.scope && tree.is_within(c.scope, o.scope))
+                .min_by_key(|o| (depth(tree, o.scope), o.pass));
+            outer.map(|o| DiscardReason::NestedIn {
+                scope: name(o.scope),
+                pass: o.pass_name.to_string(),
+            })
+        })
+        .collect()
+}
+
+fn depth(tree: &ScopeTree, s: ScopeId) -> usize {
+    let mut d = 0;
+    let mut at = tree.get(s).and_then(|x| x.parent());
+    while let Some(p) = at {
+        d += 1;
+        at = tree.get(p).and_then(|x| x.parent());
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphlift_ir::NodeId;
+
+    fn tree() -> ScopeTree {
+        let ids = [NodeId(0), NodeId(1), NodeId(2)];
+        ScopeTree::from_names([
+            (ids[0], "a/b/c/x", "Add"),
+            (ids[1], "a/b/y", "Add"),
+            (ids[2], "d/z", "Add"),
+        ])
+    }
+
+    #[test]
+    fn the_outermost_wins_then_the_first_registered() {
+        let t = tree();
+        let id = |n: &str| t.find(n).unwrap().id();
+        let c = |scope: &str, pass: usize, pass_name| Candidate {
+            scope: id(scope),
+            pass,
+            pass_name,
+        };
+        let cands = [
+            c("a/b/c", 0, "inner"),
+            c("a/b", 1, "outer"),
+            c("a/b", 2, "late"),
+            c("d", 2, "late"),
+        ];
+        let out = filter(&t, &cands);
+        assert_eq!(
+            out[0],
+            Some(DiscardReason::NestedIn {
+                scope: "a/b".into(),
+                pass: "outer".into()
+            })
+        );
+        assert_eq!(out[1], None);
+        assert_eq!(
+            out[2],
+            Some(DiscardReason::SameScope {
+                pass: "outer".into()
+            })
+        );
+        assert_eq!(out[3], None);
+        assert!(out[0].as_ref().unwrap().to_string().contains("outermost"));
+    }
+}
