@@ -352,7 +352,10 @@ impl PassRunReport {
 
     /// The report of the last scope fusion that ran, if any.
     pub fn scope_fusion(&self) -> Option<&ScopeFusionReport> {
-        self.passes.iter().rev().find_map(|p| p.scope_fusion.as_ref())
+        self.passes
+            .iter()
+            .rev()
+            .find_map(|p| p.scope_fusion.as_ref())
     }
 
     /// The first record of the pass `name`.

@@ -70,6 +70,8 @@ struct Verified {
     pass: usize,
     pass_name: String,
     results: Vec<FusionScopesResult>,
+    /// The results' inner nodes, sorted.
+    nodes: Vec<graphlift_ir::NodeId>,
 }
 
 impl ScopeFusion {
@@ -110,12 +112,18 @@ impl ScopeFusion {
                 let Some(scope) = graph.tree().get(s) else {
                     continue;
                 };
-                let nodes: HashSet<_> = graph.tree().all_nodes(s).into_iter().collect();
+                let nodes = graph.scope_nodes(s);
                 let checked = pass
                     .generate_fusion_result(scope, &graph)
                     .and_then(|rs| check_results(f, &nodes, rs));
                 match checked {
                     Ok(results) => verified.push(Verified {
+                        nodes: {
+                            let mut n: Vec<_> =
+                                results.iter().flat_map(|r| r.inner_nodes.clone()).collect();
+                            n.sort();
+                            n
+                        },
                         scope: s,
                         scope_name: scope.name().to_string(),
                         pass: i,
@@ -136,6 +144,7 @@ impl ScopeFusion {
                 scope: v.scope,
                 pass: v.pass,
                 pass_name: &v.pass_name,
+                nodes: &v.nodes,
             })
             .collect();
         let decisions = filter::filter(graph.tree(), &candidates);

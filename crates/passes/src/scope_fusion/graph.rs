@@ -1,6 +1,8 @@
 //! CANN's `ScopeGraph`: the function, its [`ScopeTree`] and the scopes each pass matched.
 
-use graphlift_ir::Function;
+use std::collections::HashSet;
+
+use graphlift_ir::{Function, NodeId, Op};
 
 use super::features::ScopeFusionPatterns;
 use super::tree::{ScopeId, ScopeTree};
@@ -40,6 +42,30 @@ impl<'f> ScopeGraph<'f> {
     /// The scope tree.
     pub fn tree(&self) -> &ScopeTree {
         &self.tree
+    }
+
+    /// The nodes a fusion of scope `id` may replace: the scope's nodes (sub-scopes
+    /// included) and the helpers that serve only them wherever their names put them
+    /// (`Broadcast`, `Reshape` and `Constant` nodes all of whose users are such nodes; a
+    /// builder or importer names those after no module).
+    pub fn scope_nodes(&self, id: ScopeId) -> HashSet<NodeId> {
+        let mut nodes: HashSet<NodeId> = self.tree.all_nodes(id).into_iter().collect();
+        let helper = |op: &Op| matches!(op, Op::Broadcast(_) | Op::Reshape(_) | Op::Constant(_));
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for n in self.function.nodes() {
+                if nodes.contains(&n.id()) || !helper(n.op()) || !n.has_users() {
+                    continue;
+                }
+                if (0..n.outputs().len()).all(|i| n.users(i).iter().all(|(u, _)| nodes.contains(u)))
+                {
+                    nodes.insert(n.id());
+                    grew = true;
+                }
+            }
+        }
+        nodes
     }
 
     /// Every match so far, in the order passes made them.

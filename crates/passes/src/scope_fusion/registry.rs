@@ -61,7 +61,8 @@ impl ScopeFusionRegistry {
             Some(i) => self.passes[i] = pass,
             None => self.passes.push(pass),
         }
-        self.unknown.retain(|n| self.passes.iter().all(|p| p.pass_name() != n));
+        self.unknown
+            .retain(|n| self.passes.iter().all(|p| p.pass_name() != n));
         self
     }
 

@@ -26,13 +26,19 @@ pub(crate) fn check_result(
         return bad(format!("inner node {n} is outside the scope"));
     }
     for &id in &r.inner_nodes {
-        let n = f.node(id).map_err(|e| StructureMismatch::new(e.to_string()))?;
+        let n = f
+            .node(id)
+            .map_err(|e| StructureMismatch::new(e.to_string()))?;
         if n.op().is_stateful() || !n.other_deps().is_empty() {
             return bad(format!("inner node `{}` is ordered by state", n.name()));
         }
     }
     let deps: HashSet<NodeId> = f.nodes().flat_map(|n| n.other_deps().to_vec()).collect();
-    if let Some(id) = r.inner_nodes.iter().find(|n| deps.contains(n) || f.sinks().contains(n)) {
+    if let Some(id) = r
+        .inner_nodes
+        .iter()
+        .find(|n| deps.contains(n) || f.sinks().contains(n))
+    {
         return bad(format!("inner node {id} orders other nodes"));
     }
     if r.outputs.is_empty() {
@@ -143,19 +149,19 @@ pub(crate) fn apply(f: &mut Function, accepted: &[Accepted]) -> Result<Vec<Strin
 fn materialize(f: &mut Function, input: &FusedInput) -> Result<Output, PassError> {
     Ok(match input {
         FusedInput::Value(o) => *o,
-        FusedInput::Constant(data, shape) => {
-            f.add_constant(data.clone(), shape.clone())?.into()
-        }
+        FusedInput::Constant(data, shape) => f.add_constant(data.clone(), shape.clone())?.into(),
         FusedInput::Reshape(o, shape) => f.add_node(Op::Reshape(shape.clone()), &[*o])?.into(),
-        FusedInput::Broadcast(o, shape) => {
-            f.add_node(Op::Broadcast(shape.clone()), &[*o])?.into()
-        }
+        FusedInput::Broadcast(o, shape) => f.add_node(Op::Broadcast(shape.clone()), &[*o])?.into(),
     })
 }
 
 /// `base` if no node has it, else `base_1`, `base_2`, ...
 fn free_name(f: &Function, base: &str) -> String {
-    let base = if base.is_empty() { "scope_fusion" } else { base };
+    let base = if base.is_empty() {
+        "scope_fusion"
+    } else {
+        base
+    };
     if f.node_by_name(base).is_none() {
         return base.to_string();
     }

@@ -124,16 +124,24 @@ impl ScopeTree {
     }
 
     /// The tree of `(node, name, op type)` triples, in the given order.
-    pub fn from_names<'a>(nodes: impl IntoIterator<Item = (NodeId, &'a str, &'a str)>) -> ScopeTree {
+    pub fn from_names<'a>(
+        nodes: impl IntoIterator<Item = (NodeId, &'a str, &'a str)>,
+    ) -> ScopeTree {
         let mut tree = ScopeTree {
             scopes: vec![Scope::new(ScopeId(0), String::new(), String::new(), None)],
         };
         for (id, name, op_type) in nodes {
             let mut at = ScopeId(0);
-            *tree.scopes[0].op_types.entry(op_type.to_string()).or_default() += 1;
+            *tree.scopes[0]
+                .op_types
+                .entry(op_type.to_string())
+                .or_default() += 1;
             for part in scope_components(name) {
                 at = tree.child(at, part);
-                *tree.scopes[at.0].op_types.entry(op_type.to_string()).or_default() += 1;
+                *tree.scopes[at.0]
+                    .op_types
+                    .entry(op_type.to_string())
+                    .or_default() += 1;
             }
             tree.scopes[at.0].nodes.push(id);
         }

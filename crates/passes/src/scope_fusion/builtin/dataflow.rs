@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use graphlift_ir::{BinaryOp, Function, Node, NodeId, Op, Output, Reduction, UnaryOp};
 
-use crate::scope_fusion::{ScopeGraph, Scope, StructureMismatch};
+use crate::scope_fusion::{Scope, ScopeGraph, StructureMismatch};
 
 /// A walk over one scope's data flow.
 pub(crate) struct Walk<'f> {
@@ -27,7 +27,7 @@ impl<'f> Walk<'f> {
     pub(crate) fn new(scope: &Scope, graph: &ScopeGraph<'f>) -> Walk<'f> {
         Walk {
             f: graph.function(),
-            scope: graph.tree().all_nodes(scope.id()).into_iter().collect(),
+            scope: graph.scope_nodes(scope.id()),
             scope_name: scope.name().to_string(),
             visited: Vec::new(),
         }
@@ -116,11 +116,7 @@ impl<'f> Walk<'f> {
     }
 
     fn wrong<T>(n: &Node, what: &str, want: &str) -> Res<T> {
-        mismatch(format!(
-            "{what} is `{}` ({}), not {want}",
-            n.name(),
-            n.op(),
-        ))
+        mismatch(format!("{what} is `{}` ({}), not {want}", n.name(), n.op(),))
     }
 
     /// The operands of the binary op `b` computing `o` (inside the scope).
@@ -143,12 +139,20 @@ impl<'f> Walk<'f> {
 
     /// The reduction computing `o` (inside the scope) and its operand; it must keep its
     /// reduced axes (so the value broadcasts back over its operand).
-    pub(crate) fn reduce(&mut self, o: Output, what: &str, want: &str) -> Res<(&'f Reduction, Output)> {
+    pub(crate) fn reduce(
+        &mut self,
+        o: Output,
+        what: &str,
+        want: &str,
+    ) -> Res<(&'f Reduction, Output)> {
         let n = self.compute(o, what)?;
         match n.op() {
             Op::Reduce(r) if n.op().type_name() == want => {
                 if !r.keep_dims {
-                    return mismatch(format!("{what} `{}` does not keep its reduced axes", n.name()));
+                    return mismatch(format!(
+                        "{what} `{}` does not keep its reduced axes",
+                        n.name()
+                    ));
                 }
                 Ok((r, n.inputs()[0]))
             }
@@ -171,7 +175,11 @@ impl<'f> Walk<'f> {
                 }
             }
         }
-        mismatch(format!("{what} is `{}` ({}), not a scalar constant", n.name(), n.op()))
+        mismatch(format!(
+            "{what} is `{}` ({}), not a scalar constant",
+            n.name(),
+            n.op()
+        ))
     }
 
     /// Checks that `a` and `b` are the same value (through broadcasts).
@@ -181,7 +189,11 @@ impl<'f> Walk<'f> {
             return Ok(());
         }
         let (na, nb) = (self.node(sa)?, self.node(sb)?);
-        mismatch(format!("{what}: `{}` and `{}` differ", na.name(), nb.name()))
+        mismatch(format!(
+            "{what}: `{}` and `{}` differ",
+            na.name(),
+            nb.name()
+        ))
     }
 
     /// The walked nodes inside the scope (the fused op's inner nodes), after checking that

@@ -195,7 +195,9 @@ fn param(
     what: &str,
 ) -> Res<FusedInput> {
     let Some(v) = value else {
-        let n = want.element_count().map_err(|e| StructureMismatch::new(e.to_string()))?;
+        let n = want
+            .element_count()
+            .map_err(|e| StructureMismatch::new(e.to_string()))?;
         let data = match et {
             ElementType::F64 => TensorData::F64(vec![fill; n]),
             _ => TensorData::F32(vec![fill as f32; n]),
