@@ -22,7 +22,7 @@ impl Count {
     pub fn holds(self, k: usize) -> bool {
         match self {
             Count::Exactly(n) => k == n,
-            Count::MultipleOf(n) => n > 0 && k >= n && k % n == 0,
+            Count::MultipleOf(n) => n > 0 && k >= n && k.is_multiple_of(n),
         }
     }
 }

@@ -87,8 +87,7 @@ fn affine(w: &mut Walk<'_>, out: Output) -> Res<(Normalized, Option<Output>, Opt
     let first = match w.op_of(out)? {
         Op::Binary(BinaryOp::Add) => {
             let (a, b) = w.binary(out, BinaryOp::Add, "the output")?;
-            return either(w, a, b, |w, core| scaled(w, core))
-                .map(|((n, s), bias)| (n, s, Some(bias)));
+            return either(w, a, b, scaled).map(|((n, s), bias)| (n, s, Some(bias)));
         }
         _ => scaled(w, out),
     };
