@@ -2,12 +2,10 @@
 //! progress line on stderr.
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use graphlift::jit::CpuJitBackend;
 use graphlift::runtime::trace::Tracer;
-use graphlift::{Backend, ElementType, Tensor, TensorData};
+use graphlift::{ElementType, Tensor, TensorData};
 use rand::{rngs::StdRng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
@@ -53,11 +51,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
             inputs.len()
         )));
     }
-    let backend: Arc<dyn graphlift::runtime::Backend> = match (args.backend.as_str(), args.threads)
-    {
-        ("CPU-JIT", Some(t)) => Arc::new(CpuJitBackend::new().with_threads(t)),
-        (name, _) => Backend::create(name)?,
-    };
+    let backend = args.scope.backend(&args.backend, args.threads)?;
     let (function, what) = chosen_function(&model, &args.gradient)?;
     let start = Instant::now();
     let exe = backend.compile(&function)?;

@@ -35,7 +35,9 @@ pub fn explain(args: &ExplainArgs) -> Result<(), CliError> {
             format!("model: embedded default ({})", default_model::DESCRIPTION),
         ),
     };
-    let exe = CpuJitBackend::new().compile_executable(&function)?;
+    let exe = CpuJitBackend::new()
+        .with_scope_fusion(args.scope.registry()?)
+        .compile_executable(&function)?;
     println!("{what}");
     print!("{}", report(&exe));
     let compiled = exe.function();
@@ -124,6 +126,17 @@ pub fn report(exe: &CpuJitExecutable) -> String {
                 s,
                 "    - {n}  tags: [{tags}]  passes: [{passes}]  code: {code} bytes"
             );
+        }
+    }
+    match exe.scope_fusion_report() {
+        Some(r) => {
+            let _ = writeln!(s, "\nscope fusion ({} fused):", r.fused.len());
+            for line in r.to_string().lines() {
+                let _ = writeln!(s, "  {line}");
+            }
+        }
+        None => {
+            let _ = writeln!(s, "\nscope fusion: disabled");
         }
     }
     let outside = exe

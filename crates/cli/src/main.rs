@@ -17,6 +17,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::error::CliError;
+
 /// A JIT graph compiler for CPUs: fuses elementwise regions into Cranelift SIMD kernels.
 #[derive(Debug, Parser)]
 #[command(name = "graphlift", version, about)]
@@ -119,6 +121,9 @@ pub struct BenchArgs {
     /// With --wrt: time the gradient Function instead of the forward pass.
     #[command(flatten)]
     pub gradient: GradientOf,
+    /// Scope fusion passes to disable.
+    #[command(flatten)]
+    pub scope: ScopePasses,
 }
 
 /// The gradient Function `graphlift grad` computes, for `bench` and `explain` to take in
@@ -132,6 +137,51 @@ pub struct GradientOf {
     /// With --wrt: the output whose sum is differentiated (default: the first).
     #[arg(long, value_name = "OUTPUT", requires = "wrt")]
     pub of: Option<String>,
+}
+
+/// The scope fusion passes CPU-JIT runs, for `run`, `bench` and `explain`
+/// (`GRAPHLIFT_DISABLE_SCOPE_PASSES=a,b` disables passes too).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ScopePasses {
+    /// Disable the scope fusion pass NAME (`layer_norm`, `softmax`; repeat for several).
+    #[arg(long = "disable-scope-pass", value_name = "NAME")]
+    pub disable: Vec<String>,
+}
+
+impl ScopePasses {
+    /// The built-in registry with the named passes disabled.
+    ///
+    /// # Errors
+    /// A usage error naming the registered passes when a name is not one of them.
+    pub fn registry(&self) -> Result<graphlift::passes::ScopeFusionRegistry, CliError> {
+        let mut r = graphlift::passes::ScopeFusionRegistry::builtin();
+        for name in &self.disable {
+            r.disable(name)
+                .map_err(|e| CliError::Usage(format!("--disable-scope-pass: {e}")))?;
+        }
+        Ok(r)
+    }
+
+    /// The backend `name`, with these scope fusion passes when it is CPU-JIT (the
+    /// INTERPRETER runs no passes) and `threads` threads when given.
+    ///
+    /// # Errors
+    /// As [`ScopePasses::registry`]; an unknown backend name.
+    pub fn backend(
+        &self,
+        name: &str,
+        threads: Option<usize>,
+    ) -> Result<std::sync::Arc<dyn graphlift::runtime::Backend>, CliError> {
+        let registry = self.registry()?;
+        if name != "CPU-JIT" {
+            return Ok(graphlift::Backend::create(name)?);
+        }
+        let b = graphlift::jit::CpuJitBackend::new().with_scope_fusion(registry);
+        Ok(std::sync::Arc::new(match threads {
+            Some(t) => b.with_threads(t),
+            None => b,
+        }))
+    }
 }
 
 /// Arguments of `graphlift grad`.
@@ -177,6 +227,9 @@ pub struct ExplainArgs {
     /// With --wrt: explain the gradient Function instead of the forward pass.
     #[command(flatten)]
     pub gradient: GradientOf,
+    /// Scope fusion passes to disable.
+    #[command(flatten)]
+    pub scope: ScopePasses,
 }
 
 /// Arguments of `graphlift run`.
@@ -185,6 +238,9 @@ pub struct RunArgs {
     /// The ONNX model, or a saved graphlift Function (`.json`, `Function::save_json`);
     /// without it, the embedded default model runs.
     pub model: Option<PathBuf>,
+    /// Scope fusion passes to disable.
+    #[command(flatten)]
+    pub scope: ScopePasses,
     /// Calls of the compiled function, each printing its outputs (`--expect` compares the
     /// last call's).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]

@@ -7,7 +7,7 @@ use std::time::Instant;
 use graphlift::onnx::{import_model_file_with, ImportOptions, ImportedModel};
 use graphlift::runtime::compare;
 use graphlift::runtime::trace::Tracer;
-use graphlift::{Backend, Executable, Tensor, TensorData};
+use graphlift::{Executable, Tensor, TensorData};
 use graphlift::{Function, TensorType};
 
 use crate::error::CliError;
@@ -121,7 +121,7 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
     };
     check_counts(&model, &inputs, &expected)?;
 
-    let backend = Backend::create(&args.backend)?;
+    let backend = args.scope.backend(&args.backend, None)?;
     let start = Instant::now();
     let exe = backend.compile(&model.function)?;
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;

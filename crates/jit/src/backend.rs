@@ -20,7 +20,7 @@ use executable::ExecutablePlan;
 use executable_cache::ExecutableCache;
 pub use executable_cache::ExecutableCacheStats;
 use graphlift_ir::Function;
-use graphlift_passes::ExtractionConfig;
+use graphlift_passes::{ExtractionConfig, ScopeFusionRegistry};
 use graphlift_runtime::{Backend, Executable, RuntimeError};
 use steps::{provenance, DirectCall, Loc, Step, StepKind};
 
@@ -78,6 +78,9 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 #[derive(Debug, Clone)]
 pub struct CpuJitBackend {
     config: ExtractionConfig,
+    /// The scope fusion passes the pipeline runs (the environment's
+    /// `GRAPHLIFT_DISABLE_SCOPE_PASSES` is applied on top when compiling).
+    scope_fusion: ScopeFusionRegistry,
     parallel: Arc<Parallel>,
     cache: Arc<KernelCache>,
     /// The host's features and every code-path switch: what kernels compiled from now on
@@ -112,6 +115,7 @@ impl CpuJitBackend {
     pub fn for_target(config: ExtractionConfig, target: Target) -> CpuJitBackend {
         CpuJitBackend {
             config,
+            scope_fusion: ScopeFusionRegistry::builtin(),
             parallel: Arc::new(Parallel::new(target.threads())),
             cache: Arc::new(KernelCache::new(KernelCache::DEFAULT_CAPACITY)),
             target,
@@ -132,6 +136,22 @@ impl CpuJitBackend {
             executables: self.executables.as_ref().map(|_| Arc::default()),
             ..self
         }
+    }
+
+    /// This backend, running the scope fusion passes of `registry` (user passes
+    /// registered, passes disabled by name) for executables compiled from now on; the
+    /// names in `GRAPHLIFT_DISABLE_SCOPE_PASSES` are disabled as well.
+    pub fn with_scope_fusion(self, registry: ScopeFusionRegistry) -> CpuJitBackend {
+        CpuJitBackend {
+            scope_fusion: registry,
+            executables: self.executables.as_ref().map(|_| Arc::default()),
+            ..self
+        }
+    }
+
+    /// The scope fusion passes this backend runs ([`CpuJitBackend::with_scope_fusion`]).
+    pub fn scope_fusion(&self) -> &ScopeFusionRegistry {
+        &self.scope_fusion
     }
 
     /// This backend, with epilogue fusion on or off for executables compiled from now on.

@@ -273,6 +273,7 @@ impl Pass for SubgraphExtraction {
         Ok(PassOutcome {
             changed: !report.kernels.is_empty(),
             extraction: Some(report),
+            ..PassOutcome::default()
         })
     }
 }

@@ -15,6 +15,7 @@ mod fused_op_expansion;
 mod pass;
 mod pass_manager;
 mod rewrite;
+pub mod scope_fusion;
 
 #[cfg(test)]
 mod pipeline_proptests;
@@ -36,3 +37,6 @@ pub use extraction::{
 pub use fused_op_expansion::FusedOpExpansion;
 pub use pass::{Pass, PassOutcome};
 pub use pass_manager::{PassManager, PassRecord, PassRunReport, DUMP_ENV};
+pub use scope_fusion::{
+    ScopeFusion, ScopeFusionRegistry, ScopeFusionReport, DISABLE_SCOPE_PASSES_ENV,
+};

@@ -2,7 +2,7 @@
 
 use graphlift_ir::Function;
 
-use crate::{ExtractionReport, PassError};
+use crate::{ExtractionReport, PassError, ScopeFusionReport};
 
 /// A rewrite of a [`Function`], run in place.
 ///
@@ -27,7 +27,7 @@ pub trait Pass {
     fn run_with_report(&self, f: &mut Function) -> Result<PassOutcome, PassError> {
         Ok(PassOutcome {
             changed: self.run(f)?,
-            extraction: None,
+            ..PassOutcome::default()
         })
     }
 }
@@ -39,4 +39,6 @@ pub struct PassOutcome {
     pub changed: bool,
     /// The extraction report, from subgraph extraction.
     pub extraction: Option<ExtractionReport>,
+    /// The scope fusion report, from scope fusion.
+    pub scope_fusion: Option<ScopeFusionReport>,
 }

@@ -9,7 +9,8 @@ use graphlift_ir::Function;
 
 use crate::{
     AlgebraicSimplification, BatchNormFolding, CommonSubexpressionElimination, ConstantFolding,
-    DeadCodeElimination, ExtractionConfig, ExtractionReport, Pass, PassError, SubgraphExtraction,
+    DeadCodeElimination, ExtractionConfig, ExtractionReport, Pass, PassError, ScopeFusion,
+    ScopeFusionRegistry, ScopeFusionReport, SubgraphExtraction,
 };
 
 #[cfg(test)]
@@ -95,11 +96,14 @@ impl PassManager {
         }
     }
 
-    /// The standard pipeline: batch-norm folding, constant folding, common subexpression
-    /// elimination, algebraic simplification, dead code elimination, subgraph extraction with
-    /// `config`.
+    /// The standard pipeline: scope fusion with the built-in passes, batch-norm folding,
+    /// constant folding, common subexpression elimination, algebraic simplification, dead
+    /// code elimination, subgraph extraction with `config`
+    /// ([`PassManager::with_scope_fusion`] takes another scope fusion registry).
     ///
-    /// Batch-norm folding comes first: it turns `Conv -> BatchNormalization` into a
+    /// Scope fusion comes first because it reads the exporter's node names: batch-norm
+    /// folding and constant folding make nodes with new names, CSE keeps one of two names,
+    /// and extraction moves nodes into kernel bodies. Batch-norm folding then comes: it turns `Conv -> BatchNormalization` into a
     /// convolution and a bias `Add` that extraction then fuses with what follows.
     /// Folding comes first so that simplification sees the constants it makes; CSE before
     /// simplification so that `x - x` is found when the two operands were equal computations;
@@ -108,8 +112,15 @@ impl PassManager {
     /// to `exp(x)`) stay apart unless CSE is added again after it. Fused-op expansion
     /// ([`crate::FusedOpExpansion`]) is not included; its documentation says why.
     pub fn default_pipeline(config: ExtractionConfig) -> PassManager {
+        PassManager::with_scope_fusion(config, ScopeFusionRegistry::builtin())
+    }
+
+    /// [`PassManager::default_pipeline`] with the scope fusion passes of `scope` (user
+    /// passes registered, passes disabled by name).
+    pub fn with_scope_fusion(config: ExtractionConfig, scope: ScopeFusionRegistry) -> PassManager {
         let mut pm = PassManager::new();
-        pm.add(BatchNormFolding)
+        pm.add(ScopeFusion::new(scope))
+            .add(BatchNormFolding)
             .add(ConstantFolding::new())
             .add(CommonSubexpressionElimination)
             .add(AlgebraicSimplification)
@@ -121,7 +132,19 @@ impl PassManager {
     /// [`PassManager::default_pipeline`], dumping into the directory named by the
     /// `GRAPHLIFT_DUMP` environment variable when it is set and not empty.
     pub fn from_env(config: ExtractionConfig) -> PassManager {
-        let mut pm = PassManager::default_pipeline(config);
+        PassManager::from_env_with_scope_fusion(config, ScopeFusionRegistry::builtin())
+    }
+
+    /// [`PassManager::with_scope_fusion`], dumping as [`PassManager::from_env`] does, with
+    /// the scope fusion passes named by `GRAPHLIFT_DISABLE_SCOPE_PASSES` (comma-separated)
+    /// disabled as well as those `scope` disables. The environment is read here, once per
+    /// pipeline, never inside a pass; a name no pass has is reported, not an error.
+    pub fn from_env_with_scope_fusion(
+        config: ExtractionConfig,
+        mut scope: ScopeFusionRegistry,
+    ) -> PassManager {
+        scope.disable_from_env();
+        let mut pm = PassManager::with_scope_fusion(config, scope);
         pm.set_dump_dir(PassManager::env_dump_dir());
         pm
     }
@@ -249,6 +272,7 @@ impl PassManager {
                     nodes_after: f.node_count(),
                     dump: None,
                     extraction: None,
+                    scope_fusion: None,
                 });
                 continue;
             }
@@ -288,6 +312,7 @@ impl PassManager {
                 nodes_after: f.node_count(),
                 dump,
                 extraction: outcome.extraction,
+                scope_fusion: outcome.scope_fusion,
             });
         }
         Ok(report)
@@ -323,6 +348,14 @@ impl PassRunReport {
     /// The report of the last subgraph extraction that ran, if any.
     pub fn extraction(&self) -> Option<&ExtractionReport> {
         self.passes.iter().rev().find_map(|p| p.extraction.as_ref())
+    }
+
+    /// The report of the last scope fusion that ran, if any.
+    pub fn scope_fusion(&self) -> Option<&ScopeFusionReport> {
+        self.passes
+            .iter()
+            .rev()
+            .find_map(|p| p.scope_fusion.as_ref())
     }
 
     /// The first record of the pass `name`.
@@ -375,4 +408,6 @@ pub struct PassRecord {
     pub dump: Option<PathBuf>,
     /// Subgraph extraction's report (kernels, nodes left outside and why).
     pub extraction: Option<ExtractionReport>,
+    /// Scope fusion's report (fused scopes, discarded and refused matches).
+    pub scope_fusion: Option<ScopeFusionReport>,
 }

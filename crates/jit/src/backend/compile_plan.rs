@@ -105,7 +105,8 @@ impl CpuJitBackend {
         function.validate()?;
         let (parameters, results) = function_signature(function)?;
         let fname = function.name().to_string();
-        let pm = PassManager::from_env(self.config.clone());
+        let pm =
+            PassManager::from_env_with_scope_fusion(self.config.clone(), self.scope_fusion.clone());
         let dump = pm.dump_dir().map(Path::to_path_buf);
         let mut l = Lowering::passes(function, pm, &fname)?;
         l.variables = function.variables().map(|n| n.name().to_string()).collect();

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use graphlift_ir::{Function, Op};
-use graphlift_passes::{ExtractionReport, PassRunReport};
+use graphlift_passes::{ExtractionReport, PassRunReport, ScopeFusionReport};
 use graphlift_runtime::state::VariableStore;
 use graphlift_runtime::trace::CallRecorder;
 use graphlift_runtime::{
@@ -108,6 +108,12 @@ impl CpuJitExecutable {
     /// with the reason for each (`None` when extraction was disabled).
     pub fn extraction_report(&self) -> Option<&ExtractionReport> {
         self.plan.pass_report.extraction()
+    }
+
+    /// Scope fusion's report: the scopes fused, and the matches discarded or refused with
+    /// the reason for each (`None` when scope fusion was disabled).
+    pub fn scope_fusion_report(&self) -> Option<&ScopeFusionReport> {
+        self.plan.pass_report.scope_fusion()
     }
 
     /// The kernel of the fused node `name`.

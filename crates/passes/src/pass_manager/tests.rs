@@ -32,7 +32,8 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-const DEFAULT_NAMES: [&str; 6] = [
+const DEFAULT_NAMES: [&str; 7] = [
+    "scope_fusion",
     "batch_norm_folding",
     "constant_folding",
     "common_subexpression_elimination",
@@ -58,7 +59,10 @@ fn the_default_pipeline_runs_every_pass_in_order_and_keeps_the_values() {
         assert!(p.enabled);
         // Every pass that changes a function also prunes it, so the dead branch is gone
         // before dead code elimination runs; the sample has no batch normalisation.
-        let idle = matches!(p.name, "dead_code_elimination" | "batch_norm_folding");
+        let idle = matches!(
+            p.name,
+            "dead_code_elimination" | "batch_norm_folding" | "scope_fusion"
+        );
         assert_eq!(p.changed, !idle, "{}", p.name);
         assert!(p.dump.is_none());
     }
@@ -268,17 +272,18 @@ fn dumps_are_written_after_each_pass_even_when_it_breaks_the_function() {
         files,
         [
             "00-input.txt",
-            "01-batch_norm_folding.txt",
-            "02-constant_folding.txt",
-            "03-common_subexpression_elimination.txt",
-            "04-algebraic_simplification.txt",
-            "06-subgraph_extraction.txt",
+            "01-scope_fusion.txt",
+            "02-batch_norm_folding.txt",
+            "03-constant_folding.txt",
+            "04-common_subexpression_elimination.txt",
+            "05-algebraic_simplification.txt",
+            "07-subgraph_extraction.txt",
         ],
         "one per enabled pass, numbered by position"
     );
     assert_eq!(
         report.get("constant_folding").unwrap().dump,
-        Some(dir.join("02-constant_folding.txt"))
+        Some(dir.join("03-constant_folding.txt"))
     );
     let input = std::fs::read_to_string(dir.join("00-input.txt")).unwrap();
     assert!(
@@ -286,13 +291,13 @@ fn dumps_are_written_after_each_pass_even_when_it_breaks_the_function() {
         "{input}"
     );
     assert!(input.contains("tags=[onnx:Exp:e1]"), "{input}");
-    let folded = std::fs::read_to_string(dir.join("02-constant_folding.txt")).unwrap();
-    assert!(folded.starts_with("# after pass 2 `constant_folding` (changed: true)\n"));
+    let folded = std::fs::read_to_string(dir.join("03-constant_folding.txt")).unwrap();
+    assert!(folded.starts_with("# after pass 3 `constant_folding` (changed: true)\n"));
     assert!(folded.contains("passes=[constant_folding]"), "{folded}");
-    let fused = std::fs::read_to_string(dir.join("06-subgraph_extraction.txt")).unwrap();
+    let fused = std::fs::read_to_string(dir.join("07-subgraph_extraction.txt")).unwrap();
     assert_eq!(
         fused,
-        format!("# after pass 6 `subgraph_extraction` (changed: true)\n{f}")
+        format!("# after pass 7 `subgraph_extraction` (changed: true)\n{f}")
     );
 
     // The dump of a pass that breaks the function is written before validation fails.

@@ -1,0 +1,9 @@
+//! The built-in scope fusion passes: blocks exporters write out whose fused op the IR
+//! already has (so both backends run it with kernels they have).
+
+mod dataflow;
+mod layer_norm;
+mod softmax;
+
+pub use layer_norm::LayerNormPass;
+pub use softmax::SoftmaxPass;
