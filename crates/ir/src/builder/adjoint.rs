@@ -4,7 +4,10 @@
 //! Where the derivative is not defined the rule is fixed here, once: `Relu` and `Abs` at 0
 //! and `Sign`, `Floor`, `Ceil`, `Round` everywhere have derivative 0; `Maximum` and `Minimum`
 //! give a tie to their first operand; a reduction's maximum or minimum passes the adjoint to
-//! every element equal to it. Integer, boolean and comparison values carry no gradient.
+//! every element equal to it; a `MaxPool` window passes its adjoint to one element only, the
+//! first maximum in row-major window order (nGraph's and PyTorch's rule: a NaN counts as the
+//! maximum, and padding never is one). Integer, boolean and comparison values carry no
+//! gradient.
 
 use super::{select, FunctionBuilder, Value};
 use crate::{BinaryOp, Op, ReduceOp, Reduction, Shape, SliceAxis, UnaryOp};
@@ -58,6 +61,20 @@ impl FunctionBuilder {
                 ]
             }
             Op::LayerNorm(l) => self.layer_norm_adjoint(l, x, g),
+            Op::BatchNormInference(eps) => self.batch_norm_adjoint(*eps, x, g),
+            Op::Convolution(c) => {
+                let backprop = |of: Value<'b>| crate::ConvolutionBackprop {
+                    convolution: c.clone(),
+                    shape: shape(of),
+                };
+                let data = Op::ConvolutionBackpropData(backprop(x[0]));
+                let filters = Op::ConvolutionBackpropFilters(backprop(x[1]));
+                vec![
+                    Some(self.op(data, &[g, x[1]])),
+                    Some(self.op(filters, &[x[0], g])),
+                ]
+            }
+            Op::MaxPool(w) => vec![Some(self.op(Op::MaxPoolBackprop(w.clone()), &[x[0], g]))],
             Op::Gather(axis) => {
                 let scatter = crate::ScatterAdd {
                     axis: *axis,
@@ -136,6 +153,46 @@ impl FunctionBuilder {
             Some(dx),
             Some(over_leading(g * x_hat)),
             Some(over_leading(g)),
+        ]
+    }
+
+    /// `BatchNormInference` of `x` `[N, C, ..]` with per-channel `scale`, `bias`, `mean`
+    /// and `variance`: with `σ = sqrt(variance + ε)` and `x̂ = (x - mean) / σ`, `dx = g
+    /// scale / σ`, `d bias = Σ g`, `d scale = Σ g x̂`, `d mean = -d bias · scale / σ` and
+    /// `d variance = -d scale · scale / (2 σ²)` (sums over every axis but the channels).
+    fn batch_norm_adjoint<'b>(
+        &'b self,
+        eps: f64,
+        x: &[Value<'b>],
+        g: Value<'b>,
+    ) -> Contributions<'b> {
+        let full = shape(x[0]);
+        // A `[C]` value along axis 1 of `x`.
+        let channels = |v: Value<'b>| {
+            let mut dims = vec![1; full.rank() - 1];
+            dims[0] = full.dims()[1];
+            self.op(Op::Reshape(Shape::new(dims)), &[v])
+                .broadcast_to(full.clone())
+        };
+        let per_channel = |v: Value<'b>| {
+            let r = Reduction {
+                op: ReduceOp::Sum,
+                axes: (0..full.rank()).filter(|&a| a != 1).collect(),
+                keep_dims: false,
+            };
+            self.op(Op::Reduce(r), &[v])
+        };
+        let (scale, mean, variance) = (x[1], x[3], x[4]);
+        let sigma = (variance + eps).sqrt();
+        let x_hat = (x[0] - channels(mean)) / channels(sigma);
+        let d_bias = per_channel(g);
+        let d_scale = per_channel(g * x_hat);
+        vec![
+            Some(g * channels(scale / sigma)),
+            Some(d_scale),
+            Some(d_bias),
+            Some(-(d_bias * scale / sigma)),
+            Some(-(d_scale * scale) / (sigma * sigma * 2.0)),
         ]
     }
 
