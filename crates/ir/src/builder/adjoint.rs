@@ -1,5 +1,7 @@
 //! The adjoint of each op: given the forward inputs `x`, the output `y` and the output's
-//! adjoint `g`, each input's contribution (`None`: the input carries no gradient).
+//! adjoint `g`, each input's contribution (`None`: the input carries no gradient). A rule may
+//! leave out the inputs not `wanted` (no derivative asked for depends on them); the caller
+//! drops their contributions anyway.
 //!
 //! Where the derivative is not defined the rule is fixed here, once: `Relu` and `Abs` at 0
 //! and `Sign`, `Floor`, `Ceil`, `Round` everywhere have derivative 0; `Maximum` and `Minimum`
@@ -21,6 +23,7 @@ impl FunctionBuilder {
         &'b self,
         op: &Op,
         x: &[Value<'b>],
+        wanted: &[bool],
         y: Value<'b>,
         g: Value<'b>,
     ) -> Result<Contributions<'b>, String> {
@@ -61,7 +64,7 @@ impl FunctionBuilder {
                 ]
             }
             Op::LayerNorm(l) => self.layer_norm_adjoint(l, x, g),
-            Op::BatchNormInference(eps) => self.batch_norm_adjoint(*eps, x, g),
+            Op::BatchNormInference(eps) => self.batch_norm_adjoint(*eps, x, wanted, g),
             Op::Convolution(c) => {
                 let backprop = |of: Value<'b>| crate::ConvolutionBackprop {
                     convolution: c.clone(),
@@ -70,8 +73,8 @@ impl FunctionBuilder {
                 let data = Op::ConvolutionBackpropData(backprop(x[0]));
                 let filters = Op::ConvolutionBackpropFilters(backprop(x[1]));
                 vec![
-                    Some(self.op(data, &[g, x[1]])),
-                    Some(self.op(filters, &[x[0], g])),
+                    wanted[0].then(|| self.op(data, &[g, x[1]])),
+                    wanted[1].then(|| self.op(filters, &[x[0], g])),
                 ]
             }
             Op::MaxPool(w) => vec![Some(self.op(Op::MaxPoolBackprop(w.clone()), &[x[0], g]))],
@@ -164,6 +167,7 @@ impl FunctionBuilder {
         &'b self,
         eps: f64,
         x: &[Value<'b>],
+        wanted: &[bool],
         g: Value<'b>,
     ) -> Contributions<'b> {
         let full = shape(x[0]);
@@ -184,15 +188,19 @@ impl FunctionBuilder {
         };
         let (scale, mean, variance) = (x[1], x[3], x[4]);
         let sigma = (variance + eps).sqrt();
-        let x_hat = (x[0] - channels(mean)) / channels(sigma);
-        let d_bias = per_channel(g);
-        let d_scale = per_channel(g * x_hat);
+        // `x̂` (which reads `x`) only when the scale's or the variance's adjoint is wanted,
+        // so that a model's batch normalisation still folds into its convolution.
+        let d_scale = (wanted[1] || wanted[4]).then(|| {
+            let x_hat = (x[0] - channels(mean)) / channels(sigma);
+            per_channel(g * x_hat)
+        });
+        let d_bias = (wanted[2] || wanted[3]).then(|| per_channel(g));
         vec![
-            Some(g * channels(scale / sigma)),
-            Some(d_scale),
-            Some(d_bias),
-            Some(-(d_bias * scale / sigma)),
-            Some(-(d_scale * scale) / (sigma * sigma * 2.0)),
+            wanted[0].then(|| g * channels(scale / sigma)),
+            d_scale,
+            d_bias,
+            d_bias.map(|d| -(d * scale / sigma)),
+            d_scale.map(|d| -(d * scale) / (sigma * sigma * 2.0)),
         ]
     }
 

@@ -2,9 +2,10 @@
 //! derivative is another subgraph of the function being built, compiled like any other, so
 //! the backward pass gets the same fusion, code generation and provenance as the forward.
 //!
-//! The nodes upstream of the scalar `c` are visited in reverse topological order; each one's
-//! adjoint (the sum of its users' contributions) is passed to its inputs by the op's rule
-//! (`builder/adjoint.rs`). Every backward node carries the tags of the forward node it
+//! The nodes on a path from a value asked for to the scalar `c` are visited in reverse
+//! topological order; each one's adjoint (the sum of its users' contributions) is passed to
+//! those of its inputs on such a path by the op's rule (`builder/adjoint.rs`), so nothing is
+//! built for constants (a model's weights) that no derivative asked for needs. Every backward node carries the tags of the forward node it
 //! differentiates as `deriv:<tag>`, and the pass history `autodiff`.
 
 use std::collections::{HashMap, HashSet};
@@ -79,7 +80,7 @@ impl FunctionBuilder {
     }
 
     fn backward<'b>(&'b self, c: Output, targets: &[Output]) -> Result<Vec<Value<'b>>, IrError> {
-        let (order, c_name) = {
+        let (order, c_name, between) = {
             let f = self.function.borrow();
             let c_node = f.node(c.node)?;
             let name = c_node.name().to_string();
@@ -112,13 +113,24 @@ impl FunctionBuilder {
                 .into_iter()
                 .filter(|id| upstream.contains(id))
                 .collect();
-            (order, name)
+            // The nodes on a path from a target to `c`: only their adjoints are wanted.
+            let mut between: HashSet<NodeId> = targets.iter().map(|w| w.node).collect();
+            for &id in &order {
+                if f.node(id)?
+                    .inputs()
+                    .iter()
+                    .any(|o| between.contains(&o.node))
+                {
+                    between.insert(id);
+                }
+            }
+            (order, name, between)
         };
         let mut adjoints: HashMap<Output, Value<'b>> = HashMap::new();
         let seed = self.value_of(c).scalar_like(1.0);
         adjoints.insert(c, seed);
         let mut done: HashMap<Output, Value<'b>> = HashMap::new();
-        for &id in order.iter().rev() {
+        for &id in order.iter().rev().filter(|id| between.contains(id)) {
             let out = Output::from(id);
             let Some(g) = adjoints.remove(&out) else {
                 continue;
@@ -141,14 +153,18 @@ impl FunctionBuilder {
                 }
                 None => {
                     let ins: Vec<Value<'b>> = inputs.iter().map(|&o| self.value_of(o)).collect();
+                    let wanted: Vec<bool> =
+                        inputs.iter().map(|o| between.contains(&o.node)).collect();
                     let c = self
-                        .adjoint(&op, &ins, self.value_of(out), g)
+                        .adjoint(&op, &ins, &wanted, self.value_of(out), g)
                         .map_err(|m| derivative(&c_name, m))?;
                     (inputs, c)
                 }
             };
             for (&input, contribution) in inputs.iter().zip(contributions) {
-                let Some(d) = contribution else { continue };
+                let Some(d) = contribution.filter(|_| between.contains(&input.node)) else {
+                    continue;
+                };
                 let total = match adjoints.remove(&input) {
                     Some(sum) => sum + d,
                     None => d,
