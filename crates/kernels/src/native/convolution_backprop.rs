@@ -21,41 +21,66 @@ const MIN_PARALLEL_MACS: usize = 1 << 18;
 /// position `(ky, kx)`, the plane `scale · src` (`[oH, oW]`) that `source(row)` gives for
 /// the row `row = (ci · kH + ky) · kW + kx` of the unrolled matrix, at the input positions
 /// the forward convolution read (col2im; window positions in the padding are dropped).
+/// Input rows are finished one by one (they stay in L1), each from the output rows that read
+/// it; with a column stride `s > 1` a row is gathered in its `s` phases (columns `p, p + s,
+/// ...`) first, so every run adds contiguous memory and vectorizes, as the forward's
+/// depthwise kernel reads it.
 #[multiversion(targets = "simd")]
 fn spread<'s, T, F>(image: &mut [T], g: &Geometry, conv: &Convolution, channels: usize, source: F)
 where
-    T: Copy + Add<Output = T> + Mul<Output = T> + 's,
+    T: Copy + Default + Add<Output = T> + Mul<Output = T> + 's,
     F: Fn(usize) -> (&'s [T], T),
 {
     let win = &conv.window;
     let (sh, sw) = (win.strides[0], win.strides[1]);
     let (dh, dw) = (win.dilations[0], win.dilations[1]);
     let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
+    // Per kx: the valid output columns and the first input column they write.
+    let runs: Vec<(std::ops::Range<usize>, usize)> = (0..g.kw)
+        .map(|kx| {
+            let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
+            let first = (valid.start * sw + kx * dw).saturating_sub(pw);
+            (valid, first)
+        })
+        .collect();
+    let phase_len = g.w.div_ceil(sw);
+    let mut phases = vec![T::default(); if sw > 1 { sw * phase_len } else { 0 }];
     for ci in 0..channels {
         let plane = &mut image[ci * g.h * g.w..(ci + 1) * g.h * g.w];
-        for ky in 0..g.kh {
-            for kx in 0..g.kw {
-                let (src, scale) = source((ci * g.kh + ky) * g.kw + kx);
-                let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
-                if valid.is_empty() {
+        for (iy, dst_row) in plane.chunks_mut(g.w).enumerate() {
+            phases.fill(T::default());
+            for ky in 0..g.kh {
+                // The output row whose window row `ky` reads input row `iy`, if any.
+                let Some(oy) = (iy + ph)
+                    .checked_sub(ky * dh)
+                    .filter(|t| t % sh == 0)
+                    .map(|t| t / sh)
+                    .filter(|&oy| oy < g.oh)
+                else {
                     continue;
-                }
-                // First input column written (`valid.start` maps inside the row).
-                let first = valid.start * sw + kx * dw - pw;
-                for oy in 0..g.oh {
-                    let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+                };
+                for (kx, (valid, first)) in runs.iter().enumerate() {
+                    if valid.is_empty() {
                         continue;
-                    };
+                    }
+                    let (src, scale) = source((ci * g.kh + ky) * g.kw + kx);
                     let line = &src[oy * g.ow..(oy + 1) * g.ow][valid.clone()];
-                    let dst = &mut plane[iy * g.w..(iy + 1) * g.w];
-                    if sw == 1 {
-                        for (d, &v) in dst[first..first + line.len()].iter_mut().zip(line) {
-                            *d = *d + scale * v;
-                        }
+                    let run = if sw > 1 {
+                        let at = (first % sw) * phase_len + first / sw;
+                        &mut phases[at..at + line.len()]
                     } else {
-                        for (d, &v) in dst[first..].iter_mut().step_by(sw).zip(line) {
-                            *d = *d + scale * v;
-                        }
+                        &mut dst_row[*first..first + line.len()]
+                    };
+                    for (d, &v) in run.iter_mut().zip(line) {
+                        *d = *d + scale * v;
+                    }
+                }
+            }
+            if sw > 1 {
+                for p in 0..sw.min(g.w) {
+                    let phase = &phases[p * phase_len..(p + 1) * phase_len];
+                    for (d, &v) in dst_row[p..].iter_mut().step_by(sw).zip(phase) {
+                        *d = *d + v;
                     }
                 }
             }

@@ -7,6 +7,7 @@ mod convolution_backprop;
 mod epilogue;
 mod matmul;
 mod normalize;
+mod pooling;
 mod reduce;
 mod rows;
 
@@ -19,7 +20,7 @@ pub use epilogue::{Block, Epilogue};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
 /// `Convolution` and its adjoints `ConvolutionBackpropData` and
-/// `ConvolutionBackpropFilters`, reductions over trailing axes, last-axis `Softmax` and
+/// `ConvolutionBackpropFilters`, 2-D `MaxPoolBackprop`, reductions over trailing axes, last-axis `Softmax` and
 /// `LayerNorm`, on `f32`/`f64`), else with the reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
@@ -82,6 +83,7 @@ pub fn evaluate_with_epilogue(
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution_backprop::convolution_backprop_data(dy, f, b, out, parallel)
         }
+        (Op::MaxPoolBackprop(w), [x, dy]) => pooling::max_pool_backprop(x, dy, w),
         (Op::ConvolutionBackpropFilters(b), [x, dy]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution_backprop::convolution_backprop_filters(x, dy, b, out, parallel)
