@@ -198,6 +198,18 @@ fn max_pool_ties_go_to_the_first_maximum() {
     }
 }
 
+/// An op and the element types and shapes of its operands.
+type OpCase = (Op, Vec<(ElementType, &'static [usize])>);
+
+/// A convolution's window, groups, and the shapes of its data, filter and output.
+type ConvCase = (
+    Window,
+    usize,
+    &'static [usize],
+    &'static [usize],
+    &'static [usize],
+);
+
 /// A function of the one op `op` on parameters of `types`.
 fn single(op: Op, types: &[(ElementType, &[usize])]) -> Result<Function, IrError> {
     let b = FunctionBuilder::new("single");
@@ -250,7 +262,7 @@ fn adjoint_ops_agree_between_the_backends() {
     let one = window(&[1, 1], &[1, 1], &[1, 1], (&[0, 0], &[0, 0]));
     let line = window(&[3], &[2], &[1], (&[1], &[0]));
     // (window, groups, x, filter, dy)
-    let convs: Vec<(Window, usize, &[usize], &[usize], &[usize])> = vec![
+    let convs: Vec<ConvCase> = vec![
         (same.clone(), 1, &[2, 3, 6, 7], &[4, 3, 3, 3], &[2, 4, 6, 7]),
         (
             strided.clone(),
@@ -267,7 +279,7 @@ fn adjoint_ops_agree_between_the_backends() {
     let pool = window(&[3, 3], &[2, 2], &[1, 1], (&[1, 1], &[1, 1]));
     for t in [ElementType::F32, F64] {
         let tol = if t == F64 { 1e-12 } else { 1e-5 };
-        let mut cases: Vec<(Op, Vec<(ElementType, &[usize])>)> = Vec::new();
+        let mut cases: Vec<OpCase> = Vec::new();
         for (w, groups, x, f, dy) in &convs {
             let data = backprop(w.clone(), *groups, x);
             let filters = backprop(w.clone(), *groups, f);
@@ -313,7 +325,7 @@ fn bad_operands_are_errors() {
         &[(F32, &[1, 6, 5, 5]), (F32, &[6, 2, 3, 3])]
     )
     .is_ok());
-    let bad: Vec<(Op, Vec<(ElementType, &[usize])>)> = vec![
+    let bad: Vec<OpCase> = vec![
         // dy of another extent, filter of another group width, mixed and integer types.
         (
             data(&[1, 4, 10, 9]),

@@ -138,7 +138,7 @@ fn ppocr_classifier_input_gradient_matches_finite_differences() {
     let grad = backend
         .compile(&grad_f)
         .unwrap()
-        .run(&[input.clone()])
+        .run(std::slice::from_ref(&input))
         .unwrap();
     let grad = grad[0].read::<f32>().unwrap().to_vec();
     let forward = backend

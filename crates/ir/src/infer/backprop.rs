@@ -63,7 +63,7 @@ pub(super) fn convolution_backprop_filters(b: &ConvolutionBackprop, inputs: &[Te
 pub(super) fn max_pool_backprop(w: &Window, inputs: &[TensorType]) -> Res {
     arity(inputs, 2)?;
     let (x, dy) = (&inputs[0], &inputs[1]);
-    check_dy(max_pool(w, &[x.clone()]), dy, &x.shape)
+    check_dy(max_pool(w, std::slice::from_ref(x)), dy, &x.shape)
 }
 
 #[cfg(test)]
