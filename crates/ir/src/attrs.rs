@@ -171,6 +171,24 @@ pub struct Convolution {
     pub groups: usize,
 }
 
+/// The attribute of the two adjoints of a [`Convolution`] (nGraph's
+/// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`): the forward convolution, and
+/// the shape of the forward operand whose adjoint the op computes.
+///
+/// For `ConvolutionBackpropData`, `shape` is the forward data's `[N, C, D..]` (nGraph's
+/// `data_batch_shape`): with a stride above 1, several data extents give one output extent,
+/// so the adjoint's shape cannot be recovered from `dy`. For `ConvolutionBackpropFilters` it
+/// is the filter's `[M, C / groups, K..]` (nGraph's `filters_shape`), whose spatial part is
+/// `convolution.window.shape`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConvolutionBackprop {
+    /// The forward convolution: strides, dilations, padding, window and groups.
+    pub convolution: Convolution,
+    /// The output's shape: the forward data's (`BackpropData`) or filter's
+    /// (`BackpropFilters`).
+    pub shape: crate::Shape,
+}
+
 /// Parameters of layer normalisation (ONNX `LayerNormalization`): normalise over the axes
 /// `axis..rank`, then scale and shift.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -41,8 +41,10 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 ///   `axes` and `keep_dims` for `ReduceSum`/`ReduceMean`/`ReduceMax`/`ReduceMin`/
 ///   `ReduceProd`, `axis` and `epsilon` for `LayerNorm`, `epsilon` for
 ///   `BatchNormInference`, `window` (`{"shape", "strides", "dilations", "pads_begin",
-///   "pads_end"}`) for `MaxPool`, and `window` and `groups` for `Convolution`. An op given an
-///   attribute it does not take, or missing one it needs, is an error.
+///   "pads_end"}`) for `MaxPool` and `MaxPoolBackprop`, `window` and `groups` for
+///   `Convolution`, and `window`, `groups` and `shape` for `ConvolutionBackpropData` and
+///   `ConvolutionBackpropFilters`. An op given an attribute it does not take, or missing one
+///   it needs, is an error.
 /// - `outputs` records each output's type. Loading re-runs shape and type inference and
 ///   rejects a node whose recorded types differ, naming it; Parameters and Constants carry
 ///   their type here.

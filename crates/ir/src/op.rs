@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::attrs::{
-    Convolution, Distribution, LayerNorm, Pad, RandomFill, ReduceOp, Reduction, ScatterAdd,
-    SliceAxis, Window,
+    Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad, RandomFill, ReduceOp,
+    Reduction, ScatterAdd, SliceAxis, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -185,6 +185,23 @@ pub enum Op {
     /// Max pooling of `x` `[N, C, D..]` over a window; padding never wins (it acts as
     /// `-inf`).
     MaxPool(Window),
+    /// The adjoint of a [`Op::Convolution`] with respect to its data (nGraph's
+    /// `ConvolutionBackpropData`; ONNX `ConvTranspose` with the forward's strides, dilations,
+    /// pads and groups and the output shape given): `dy` `[N, M, O..]` and the filter
+    /// `[M, C / groups, K..]` give `dx` of the forward data's shape `[N, C, D..]`
+    /// ([`ConvolutionBackprop::shape`]), each `dy` element spread over the window that made it.
+    ConvolutionBackpropData(ConvolutionBackprop),
+    /// The adjoint of a [`Op::Convolution`] with respect to its filter (nGraph's
+    /// `ConvolutionBackpropFilters`): the data `x` `[N, C, D..]` and `dy` `[N, M, O..]` give
+    /// the filter's adjoint `[M, C / groups, K..]` ([`ConvolutionBackprop::shape`]), the
+    /// correlation of `dy` with the windows of `x` summed over the batch.
+    ConvolutionBackpropFilters(ConvolutionBackprop),
+    /// The adjoint of a [`Op::MaxPool`] over the same window: `x` `[N, C, D..]` and `dy` of
+    /// the pooled shape give `dx` of `x`'s shape, each `dy` element added at the position of
+    /// its window's maximum; of equal maxima the first in row-major window order takes it
+    /// (a NaN, the maximum it makes, too), and padding never does (nGraph's
+    /// `MaxPoolBackprop`).
+    MaxPoolBackprop(Window),
     /// A variable's storage ([`Variable`]): no inputs, one output of the variable's type,
     /// used only by `ReadVariable` and `Assign` (at input 0).
     Variable(Arc<Variable>),
@@ -235,6 +252,9 @@ impl Op {
             Op::Convolution(_) => "Convolution",
             Op::BatchNormInference(_) => "BatchNormInference",
             Op::MaxPool(_) => "MaxPool",
+            Op::ConvolutionBackpropData(_) => "ConvolutionBackpropData",
+            Op::ConvolutionBackpropFilters(_) => "ConvolutionBackpropFilters",
+            Op::MaxPoolBackprop(_) => "MaxPoolBackprop",
             Op::Variable(_) => "Variable",
             Op::ReadVariable => "ReadVariable",
             Op::Assign => "Assign",
@@ -296,7 +316,17 @@ impl fmt::Display for Op {
                     c.groups
                 )
             }
-            Op::MaxPool(w) => write!(f, "MaxPool<{}>", WindowText(w)),
+            Op::ConvolutionBackpropData(b) | Op::ConvolutionBackpropFilters(b) => write!(
+                f,
+                "{}<{}, groups={}, shape={}>",
+                self.type_name(),
+                WindowText(&b.convolution.window),
+                b.convolution.groups,
+                b.shape
+            ),
+            Op::MaxPool(w) | Op::MaxPoolBackprop(w) => {
+                write!(f, "{}<{}>", self.type_name(), WindowText(w))
+            }
             Op::ScatterAdd(s) => write!(f, "ScatterAdd<axis={}, shape={}>", s.axis, s.shape),
             Op::Random(r) => {
                 let t = crate::TensorType::new(r.element_type, r.shape.clone());

@@ -1,10 +1,15 @@
 //! The adjoint of each op: given the forward inputs `x`, the output `y` and the output's
-//! adjoint `g`, each input's contribution (`None`: the input carries no gradient).
+//! adjoint `g`, each input's contribution (`None`: the input carries no gradient). A rule may
+//! leave out the inputs not `wanted` (no derivative asked for depends on them); the caller
+//! drops their contributions anyway.
 //!
 //! Where the derivative is not defined the rule is fixed here, once: `Relu` and `Abs` at 0
 //! and `Sign`, `Floor`, `Ceil`, `Round` everywhere have derivative 0; `Maximum` and `Minimum`
 //! give a tie to their first operand; a reduction's maximum or minimum passes the adjoint to
-//! every element equal to it. Integer, boolean and comparison values carry no gradient.
+//! every element equal to it; a `MaxPool` window passes its adjoint to one element only, the
+//! first maximum in row-major window order (nGraph's and PyTorch's rule: a NaN counts as the
+//! maximum, and padding never is one). Integer, boolean and comparison values carry no
+//! gradient.
 
 use super::{select, FunctionBuilder, Value};
 use crate::{BinaryOp, Op, Pad, ReduceOp, Reduction, Shape, SliceAxis, UnaryOp};
@@ -18,6 +23,7 @@ impl FunctionBuilder {
         &'b self,
         op: &Op,
         x: &[Value<'b>],
+        wanted: &[bool],
         y: Value<'b>,
         g: Value<'b>,
     ) -> Result<Contributions<'b>, String> {
@@ -50,14 +56,29 @@ impl FunctionBuilder {
             Op::Reduce(r) => vec![Some(self.reduce_adjoint(r, x[0], y, g))],
             Op::MatMul => {
                 let t = |v: Value<'b>| self.op(Op::Transpose(swap_last(rank(v))), &[v]);
-                let da = self.op(Op::MatMul, &[g, t(x[1])]);
-                let db = self.op(Op::MatMul, &[t(x[0]), g]);
+                // Only the products asked for: a weight's is as costly as the data's.
+                let da = wanted[0].then(|| self.op(Op::MatMul, &[g, t(x[1])]));
+                let db = wanted[1].then(|| self.op(Op::MatMul, &[t(x[0]), g]));
                 vec![
-                    Some(sum_to(da, &shape(x[0]))),
-                    Some(sum_to(db, &shape(x[1]))),
+                    da.map(|d| sum_to(d, &shape(x[0]))),
+                    db.map(|d| sum_to(d, &shape(x[1]))),
                 ]
             }
             Op::LayerNorm(l) => self.layer_norm_adjoint(l, x, g),
+            Op::BatchNormInference(eps) => self.batch_norm_adjoint(*eps, x, wanted, g),
+            Op::Convolution(c) => {
+                let backprop = |of: Value<'b>| crate::ConvolutionBackprop {
+                    convolution: c.clone(),
+                    shape: shape(of),
+                };
+                let data = Op::ConvolutionBackpropData(backprop(x[0]));
+                let filters = Op::ConvolutionBackpropFilters(backprop(x[1]));
+                vec![
+                    wanted[0].then(|| self.op(data, &[g, x[1]])),
+                    wanted[1].then(|| self.op(filters, &[x[0], g])),
+                ]
+            }
+            Op::MaxPool(w) => vec![Some(self.op(Op::MaxPoolBackprop(w.clone()), &[x[0], g]))],
             Op::Gather(axis) => {
                 let scatter = crate::ScatterAdd {
                     axis: *axis,
@@ -154,6 +175,51 @@ impl FunctionBuilder {
             Some(dx),
             Some(over_leading(g * x_hat)),
             Some(over_leading(g)),
+        ]
+    }
+
+    /// `BatchNormInference` of `x` `[N, C, ..]` with per-channel `scale`, `bias`, `mean`
+    /// and `variance`: with `σ = sqrt(variance + ε)` and `x̂ = (x - mean) / σ`, `dx = g
+    /// scale / σ`, `d bias = Σ g`, `d scale = Σ g x̂`, `d mean = -d bias · scale / σ` and
+    /// `d variance = -d scale · scale / (2 σ²)` (sums over every axis but the channels).
+    fn batch_norm_adjoint<'b>(
+        &'b self,
+        eps: f64,
+        x: &[Value<'b>],
+        wanted: &[bool],
+        g: Value<'b>,
+    ) -> Contributions<'b> {
+        let full = shape(x[0]);
+        // A `[C]` value along axis 1 of `x`.
+        let channels = |v: Value<'b>| {
+            let mut dims = vec![1; full.rank() - 1];
+            dims[0] = full.dims()[1];
+            self.op(Op::Reshape(Shape::new(dims)), &[v])
+                .broadcast_to(full.clone())
+        };
+        let per_channel = |v: Value<'b>| {
+            let r = Reduction {
+                op: ReduceOp::Sum,
+                axes: (0..full.rank()).filter(|&a| a != 1).collect(),
+                keep_dims: false,
+            };
+            self.op(Op::Reduce(r), &[v])
+        };
+        let (scale, mean, variance) = (x[1], x[3], x[4]);
+        let sigma = (variance + eps).sqrt();
+        // `x̂` (which reads `x`) only when the scale's or the variance's adjoint is wanted,
+        // so that a model's batch normalisation still folds into its convolution.
+        let d_scale = (wanted[1] || wanted[4]).then(|| {
+            let x_hat = (x[0] - channels(mean)) / channels(sigma);
+            per_channel(g * x_hat)
+        });
+        let d_bias = (wanted[2] || wanted[3]).then(|| per_channel(g));
+        vec![
+            wanted[0].then(|| g * channels(scale / sigma)),
+            d_scale,
+            d_bias,
+            d_bias.map(|d| -(d * scale / sigma)),
+            d_scale.map(|d| -(d * scale) / (sigma * sigma * 2.0)),
         ]
     }
 

@@ -2,9 +2,10 @@
 //! derivative is another subgraph of the function being built, compiled like any other, so
 //! the backward pass gets the same fusion, code generation and provenance as the forward.
 //!
-//! The nodes upstream of the scalar `c` are visited in reverse topological order; each one's
-//! adjoint (the sum of its users' contributions) is passed to its inputs by the op's rule
-//! (`builder/adjoint.rs`). Every backward node carries the tags of the forward node it
+//! The nodes on a path from a value asked for to the scalar `c` are visited in reverse
+//! topological order; each one's adjoint (the sum of its users' contributions) is passed to
+//! those of its inputs on such a path by the op's rule (`builder/adjoint.rs`), so nothing is
+//! built for constants (a model's weights) that no derivative asked for needs. Every backward node carries the tags of the forward node it
 //! differentiates as `deriv:<tag>`, and the pass history `autodiff`.
 
 use std::collections::{HashMap, HashSet};
@@ -108,6 +109,7 @@ impl FunctionBuilder {
         let pass = Pass {
             targets,
             of: &c_name,
+            on_path: order.iter().copied().collect(),
         };
         self.propagate(&pass, &order, &mut adjoints, &mut done)?;
         Ok(targets
@@ -171,14 +173,20 @@ impl FunctionBuilder {
                         let message = format!("`{op}` has {outputs} outputs and no adjoint");
                         return Err(derivative(pass.of, message));
                     };
+                    let wanted: Vec<bool> = inputs
+                        .iter()
+                        .map(|o| pass.on_path.contains(&o.node))
+                        .collect();
                     let c = self
-                        .adjoint(&op, &ins, self.value_of(Output::from(id)), g)
+                        .adjoint(&op, &ins, &wanted, self.value_of(Output::from(id)), g)
                         .map_err(|m| derivative(pass.of, m))?;
                     (inputs, c)
                 }
             };
             for (&input, contribution) in inputs.iter().zip(contributions) {
-                let Some(d) = contribution else { continue };
+                let Some(d) = contribution.filter(|_| pass.on_path.contains(&input.node)) else {
+                    continue;
+                };
                 let total = match adjoints.remove(&input) {
                     Some(sum) => sum + d,
                     None => d,
@@ -251,7 +259,16 @@ impl FunctionBuilder {
             };
             adjoints.insert(source, total);
         }
-        self.propagate(pass, &emitted, &mut adjoints, &mut HashMap::new())?;
+        // Inside the body, every emitted node is on the path, and so is each kernel input
+        // the outer pass wants.
+        let mut on_path: HashSet<NodeId> = emitted.iter().copied().collect();
+        on_path.extend(
+            x.iter()
+                .filter_map(|v| v.output.map(|o| o.node))
+                .filter(|n| pass.on_path.contains(n)),
+        );
+        let inner = Pass { on_path, ..*pass };
+        self.propagate(&inner, &emitted, &mut adjoints, &mut HashMap::new())?;
         Ok(x.iter()
             .map(|v| v.output.and_then(|o| adjoints.remove(&o)))
             .collect())
@@ -305,6 +322,9 @@ impl FunctionBuilder {
 struct Pass<'a> {
     targets: &'a [Output],
     of: &'a str,
+    /// The nodes an adjoint flows through ([`between`]): a rule computes, and a node
+    /// receives, contributions only for inputs among them.
+    on_path: HashSet<NodeId>,
 }
 
 /// The nodes through which an adjoint flows from `c` to `targets`, in topological order:

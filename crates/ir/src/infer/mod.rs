@@ -1,5 +1,6 @@
 //! Shape and element-type inference: the output types of an op from its operand types.
 
+mod backprop;
 mod tensor_ops;
 
 use smallvec::{smallvec, SmallVec};
@@ -137,6 +138,9 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
         Op::Convolution(c) => tensor_ops::convolution(c, inputs),
         Op::BatchNormInference(eps) => tensor_ops::batch_norm(*eps, inputs),
         Op::MaxPool(w) => tensor_ops::max_pool(w, inputs),
+        Op::ConvolutionBackpropData(b) => backprop::convolution_backprop_data(b, inputs),
+        Op::ConvolutionBackpropFilters(b) => backprop::convolution_backprop_filters(b, inputs),
+        Op::MaxPoolBackprop(w) => backprop::max_pool_backprop(w, inputs),
         Op::Variable(v) => {
             arity(0)?;
             match v.initializer.result_types().as_slice() {

@@ -10,7 +10,8 @@ use super::constant::{check_constant, decode_constant};
 use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
 use crate::attrs::{
-    Convolution, Distribution, LayerNorm, Pad, RandomFill, ReduceOp, Reduction, ScatterAdd,
+    Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad, RandomFill, ReduceOp,
+    Reduction, ScatterAdd,
 };
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
@@ -334,7 +335,8 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "LayerNorm" => &["axis", "epsilon"],
         "BatchNormInference" => &["epsilon"],
         "Convolution" => &["window", "groups"],
-        "MaxPool" => &["window"],
+        "ConvolutionBackpropData" | "ConvolutionBackpropFilters" => &["window", "groups", "shape"],
+        "MaxPool" | "MaxPoolBackprop" => &["window"],
         k if k.starts_with("Reduce") => &["axes", "keep_dims"],
         _ => &[],
     };
@@ -438,7 +440,22 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
             window: op.window.unwrap_or_default(),
             groups: op.groups.unwrap_or_default(),
         }),
+        "ConvolutionBackpropData" | "ConvolutionBackpropFilters" => {
+            let b = ConvolutionBackprop {
+                convolution: Convolution {
+                    window: op.window.unwrap_or_default(),
+                    groups: op.groups.unwrap_or_default(),
+                },
+                shape: Shape::new(op.shape.unwrap_or_default()),
+            };
+            if kind == "ConvolutionBackpropData" {
+                Op::ConvolutionBackpropData(b)
+            } else {
+                Op::ConvolutionBackpropFilters(b)
+            }
+        }
         "MaxPool" => Op::MaxPool(op.window.unwrap_or_default()),
+        "MaxPoolBackprop" => Op::MaxPoolBackprop(op.window.unwrap_or_default()),
         other => {
             if let Some(r) = other.strip_prefix("Reduce").and_then(ReduceOp::from_name) {
                 Op::Reduce(Reduction {

@@ -104,7 +104,12 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.window = Some(c.window.clone());
             dto.groups = Some(c.groups);
         }
-        Op::MaxPool(w) => dto.window = Some(w.clone()),
+        Op::ConvolutionBackpropData(b) | Op::ConvolutionBackpropFilters(b) => {
+            dto.window = Some(b.convolution.window.clone());
+            dto.groups = Some(b.convolution.groups);
+            dto.shape = Some(b.shape.dims().to_vec());
+        }
+        Op::MaxPool(w) | Op::MaxPoolBackprop(w) => dto.window = Some(w.clone()),
         Op::Parameter
         | Op::Result
         | Op::Unary(_)

@@ -14,22 +14,25 @@ use crate::parallel::{for_each, Parallel};
 /// when the epilogue reads them), unless the whole output is smaller.
 const EPILOGUE_BLOCK: usize = 8192;
 
-/// The geometry of one 2-D convolution.
-struct Geometry {
-    n: usize,
-    c: usize,
-    h: usize,
-    w: usize,
-    m: usize,
-    kh: usize,
-    kw: usize,
-    oh: usize,
-    ow: usize,
-    groups: usize,
+/// The geometry of one 2-D convolution: data `[n, c, h, w]`, filter `[m, c / groups, kh,
+/// kw]`, output `[n, m, oh, ow]`.
+pub(super) struct Geometry {
+    pub n: usize,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub m: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub oh: usize,
+    pub ow: usize,
+    pub groups: usize,
 }
 
 impl Geometry {
-    fn of(sx: &Shape, sf: &Shape, conv: &Convolution) -> Option<Geometry> {
+    /// The geometry of `conv` on data of shape `sx` and a filter of shape `sf`, or `None`
+    /// when they are not 4-D or do not fit.
+    pub(super) fn of(sx: &Shape, sf: &Shape, conv: &Convolution) -> Option<Geometry> {
         let (dx, df) = (sx.dims(), sf.dims());
         if dx.len() != 4 || df.len() != 4 {
             return None;
@@ -56,7 +59,7 @@ impl Geometry {
 
 /// The output columns `ox` whose input column `ox * stride + offset - pad` lies in
 /// `0..width`, as a range.
-fn valid_columns(
+pub(super) fn valid_columns(
     out: usize,
     width: usize,
     stride: usize,
@@ -75,7 +78,7 @@ fn valid_columns(
 /// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) into `cols`
 /// (`[cg · kH · kW, oH · oW]`, row-major); window positions in the padding read zero.
 #[multiversion(targets = "simd")]
-fn im2col<T: Copy + Default>(
+pub(super) fn im2col<T: Copy + Default>(
     x: &[T],
     g: &Geometry,
     conv: &Convolution,
@@ -183,7 +186,7 @@ where
 
 /// Whether the unrolled matrix of a group is its input channels as they are: a 1x1 window
 /// with unit strides and no padding.
-fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
+pub(super) fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
     let w = &conv.window;
     g.kh == 1
         && g.kw == 1

@@ -40,6 +40,51 @@ fn problem(sa: &Shape, sb: &Shape) -> Option<Problem> {
     })
 }
 
+/// A matrix operand of a product: its elements and the distance between consecutive rows
+/// and columns, so a transposed matrix or a block of one is read in place.
+#[derive(Clone, Copy)]
+pub(super) struct Strided<'a, T> {
+    /// The elements, the first one at index 0.
+    pub data: &'a [T],
+    /// Distance between consecutive rows.
+    pub row: usize,
+    /// Distance between consecutive columns.
+    pub col: usize,
+}
+
+impl<'a, T> Strided<'a, T> {
+    /// A row-major matrix of `cols` columns.
+    pub fn rows(data: &'a [T], cols: usize) -> Strided<'a, T> {
+        Strided {
+            data,
+            row: cols,
+            col: 1,
+        }
+    }
+
+    /// The transpose of a row-major matrix of `cols` columns (row `i` of the operand is
+    /// column `i` of `data`).
+    pub fn transposed(data: &'a [T], cols: usize) -> Strided<'a, T> {
+        Strided {
+            data,
+            row: 1,
+            col: cols,
+        }
+    }
+
+    /// Whether a `rows × cols` matrix read with these strides lies inside `data`.
+    fn holds(&self, rows: usize, cols: usize) -> bool {
+        if rows == 0 || cols == 0 {
+            return true;
+        }
+        let last = (rows - 1)
+            .checked_mul(self.row)
+            .zip((cols - 1).checked_mul(self.col))
+            .and_then(|(r, c)| r.checked_add(c));
+        last.is_some_and(|l| l < self.data.len() && l <= isize::MAX as usize)
+    }
+}
+
 /// One row-major product `c[m, n] = a[m, k] · b[k, n]` (nothing when a slice is too short
 /// for its extents).
 pub(super) fn product<T: Copy + Default + 'static>(
@@ -50,17 +95,31 @@ pub(super) fn product<T: Copy + Default + 'static>(
     one: T,
     parallelism: Parallelism,
 ) {
-    // The slices' lengths make every access below in bounds; gemm reads `a` and `b`
-    // through the strides given and writes each element of `c` once.
-    if a.len() < m * k || b.len() < k * n || c.len() < m * n {
+    let (a, b) = (Strided::rows(a, k), Strided::rows(b, n));
+    product_strided(a, b, c, (m, k, n), (one, false), parallelism);
+}
+
+/// `c[m, n] = a[m, k] · b[k, n]` for operands of any strides, into row-major `c`; with
+/// `accumulate`, `c += a · b` instead. Nothing when an operand does not hold its extents.
+pub(super) fn product_strided<T: Copy + Default + 'static>(
+    a: Strided<'_, T>,
+    b: Strided<'_, T>,
+    c: &mut [T],
+    (m, k, n): (usize, usize, usize),
+    (one, accumulate): (T, bool),
+    parallelism: Parallelism,
+) {
+    if !a.holds(m, k) || !b.holds(k, n) || c.len() < m * n || n > isize::MAX as usize {
         return;
     }
-    // SAFETY: `a` holds `m * k`, `b` `k * n` and `c` `m * n` elements (checked above), and
-    // the strides describe row-major matrices of exactly those extents (column stride 1,
-    // row stride `k`, `n`, `n`), so gemm reads and writes inside the three slices only. `c`
-    // is an exclusive borrow, so nothing else reads or writes it during the call;
-    // `read_dst` is false, so its old contents are never read. `T` is f32 or f64 (callers),
-    // the types gemm supports without panicking.
+    // SAFETY: `holds` checked that the last element gemm reads of `a` (row `m - 1`, column
+    // `k - 1`) and of `b` lies inside its slice at the strides given (every other element
+    // read has smaller row and column indices, so a smaller offset), and that the strides
+    // fit `isize`; `c` holds `m * n` elements, written row-major (column stride 1, row
+    // stride `n`). `c` is an exclusive borrow, so nothing else reads or writes it during
+    // the call; its old contents are read only with `accumulate`, and they are initialized
+    // elements of the slice. `T` is f32 or f64 (callers), the types gemm supports without
+    // panicking.
     unsafe {
         gemm(
             m,
@@ -69,14 +128,14 @@ pub(super) fn product<T: Copy + Default + 'static>(
             c.as_mut_ptr(),
             1,
             n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            k as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            T::default(),
+            accumulate,
+            a.data.as_ptr(),
+            a.col as isize,
+            a.row as isize,
+            b.data.as_ptr(),
+            b.col as isize,
+            b.row as isize,
+            if accumulate { one } else { T::default() },
             one,
             false,
             false,

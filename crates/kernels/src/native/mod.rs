@@ -3,9 +3,11 @@
 //! every op has one definition of its meaning and at most one faster version, tested against it.
 
 mod convolution;
+mod convolution_backprop;
 mod epilogue;
 mod matmul;
 mod normalize;
+mod pooling;
 mod reduce;
 mod rows;
 
@@ -17,12 +19,13 @@ use crate::parallel::Parallel;
 pub use epilogue::{Block, Epilogue};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
-/// `Convolution`, reductions over trailing axes, last-axis `Softmax` and `LayerNorm`, on
-/// `f32`/`f64`), else with the reference kernel.
+/// `Convolution` and its adjoints `ConvolutionBackpropData` and
+/// `ConvolutionBackpropFilters`, 2-D `MaxPoolBackprop`, reductions over trailing axes, last-axis `Softmax` and
+/// `LayerNorm`, on `f32`/`f64`), else with the reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
-/// a recycled intermediate); `MatMul`, `Convolution`, `Softmax` and `LayerNorm` write into
-/// it instead of allocating.
+/// a recycled intermediate); `MatMul`, the convolutions, `Softmax` and `LayerNorm` write
+/// into it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -75,6 +78,15 @@ pub fn evaluate_with_epilogue(
         (Op::Convolution(c), [x, f]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution::convolution(x, f, c, out, parallel, epilogue)
+        }
+        (Op::ConvolutionBackpropData(b), [dy, f]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            convolution_backprop::convolution_backprop_data(dy, f, b, out, parallel)
+        }
+        (Op::MaxPoolBackprop(w), [x, dy]) => pooling::max_pool_backprop(x, dy, w),
+        (Op::ConvolutionBackpropFilters(b), [x, dy]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            convolution_backprop::convolution_backprop_filters(x, dy, b, out, parallel)
         }
         _ => None,
     };

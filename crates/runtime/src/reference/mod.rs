@@ -11,6 +11,7 @@ mod random;
 mod reduce;
 mod widen;
 mod window;
+mod window_backprop;
 
 use std::collections::HashMap;
 
@@ -31,6 +32,9 @@ pub use normalize::{batch_norm, layer_norm, softmax};
 pub use random::random;
 pub use reduce::reduce;
 pub use window::{convolution, max_pool};
+pub use window_backprop::{
+    convolution_backprop_data, convolution_backprop_filters, max_pool_backprop,
+};
 
 /// Evaluates one node on its input tensors.
 ///
@@ -137,6 +141,27 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             c,
         )),
         Op::MaxPool(w) => one(max_pool(data(0), inputs[0].shape(), w)),
+        Op::ConvolutionBackpropData(b) => one(convolution_backprop_data(
+            data(0),
+            inputs[0].shape(),
+            data(1),
+            inputs[1].shape(),
+            b,
+        )),
+        Op::ConvolutionBackpropFilters(b) => one(convolution_backprop_filters(
+            data(0),
+            inputs[0].shape(),
+            data(1),
+            inputs[1].shape(),
+            b,
+        )),
+        Op::MaxPoolBackprop(w) => one(max_pool_backprop(
+            data(0),
+            inputs[0].shape(),
+            data(1),
+            inputs[1].shape(),
+            w,
+        )),
         Op::Random(r) => one(random(r)),
         Op::FusedKernel(k) => {
             let owned: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();

@@ -9,12 +9,12 @@ use graphlift_ir::{Convolution, Shape, TensorData, Window};
 use super::widen::{float_operand, narrow};
 
 /// Per output position, per window position: the input offset read, `None` in padding.
-type Taps = Vec<Vec<Option<usize>>>;
+pub(super) type Taps = Vec<Vec<Option<usize>>>;
 
 /// For every output position (row-major over the output's spatial extents), the input
 /// offset (row-major over `input`) under each window position, or `None` where the window
 /// reads padding. Returns the output extents too.
-fn taps(window: &Window, input: &[usize]) -> Result<(Vec<usize>, Taps), String> {
+pub(super) fn taps(window: &Window, input: &[usize]) -> Result<(Vec<usize>, Taps), String> {
     let out = window.output_extents(input)?;
     let in_strides = Shape::new(input).strides();
     let positions = |dims: &[usize]| -> Vec<Vec<usize>> {
@@ -58,11 +58,87 @@ fn taps(window: &Window, input: &[usize]) -> Result<(Vec<usize>, Taps), String> 
 }
 
 /// A float operand `[N, C, D1, ...]` as `f64`.
-fn float_input(data: &TensorData, shape: &Shape, what: &str) -> Result<Vec<f64>, String> {
+pub(super) fn float_input(
+    data: &TensorData,
+    shape: &Shape,
+    what: &str,
+) -> Result<Vec<f64>, String> {
     if shape.rank() < 3 {
         return Err(format!("{what} has shape {shape}; need [N, C, D1, ...]"));
     }
     float_operand(data, shape, what)
+}
+
+/// The multiply-adds of one convolution of data `[N, C, D..]` with a filter
+/// `[M, C / groups, K..]`: the forward op and both its adjoints walk the same ones.
+pub(super) struct ConvolutionTaps {
+    /// `N, C, M`, `C / groups` and `M / groups`.
+    n: usize,
+    ch: usize,
+    m: usize,
+    cg: usize,
+    mg: usize,
+    /// Elements of one data plane and one filter plane.
+    s_in: usize,
+    k_len: usize,
+    table: Taps,
+}
+
+impl ConvolutionTaps {
+    /// The taps of `c` on data of shape `sx` and a filter of shape `sf` (both `[_, _, D..]`).
+    pub(super) fn of(sx: &Shape, sf: &Shape, c: &Convolution) -> Result<ConvolutionTaps, String> {
+        let (dx, df) = (sx.dims(), sf.dims());
+        if dx.len() < 3 || df.len() != dx.len() {
+            return Err(format!(
+                "x {sx} and filter {sf} must both be [_, _, D1, ...]"
+            ));
+        }
+        let (n, ch, m, cg) = (dx[0], dx[1], df[0], df[1]);
+        let g = c.groups;
+        if g == 0 || ch % g != 0 || m % g != 0 || cg != ch / g || df[2..] != c.window.shape[..] {
+            return Err(format!("filter {sf} and groups {g} do not fit x {sx}"));
+        }
+        let (_, table) = taps(&c.window, &dx[2..])?;
+        Ok(ConvolutionTaps {
+            n,
+            ch,
+            m,
+            cg,
+            mg: m / g,
+            s_in: dx[2..].iter().product(),
+            k_len: df[2..].iter().product(),
+            table,
+        })
+    }
+
+    /// The output's element count, `N · M · O..`.
+    pub(super) fn output_len(&self) -> usize {
+        self.n * self.m * self.table.len()
+    }
+
+    /// Calls `mac(x, f, y)` with the data, filter and output offsets of every multiply-add
+    /// (taps in padding left out), output by output in row-major order and, within one,
+    /// by input channel then window position.
+    pub(super) fn for_each(&self, mut mac: impl FnMut(usize, usize, usize)) {
+        let mut y = 0;
+        for b in 0..self.n {
+            for f in 0..self.m {
+                let group = f / self.mg;
+                for row in &self.table {
+                    for c_in in 0..self.cg {
+                        let x_base = (b * self.ch + group * self.cg + c_in) * self.s_in;
+                        let f_base = (f * self.cg + c_in) * self.k_len;
+                        for (k, tap) in row.iter().enumerate() {
+                            if let Some(off) = tap {
+                                mac(x_base + off, f_base + k, y);
+                            }
+                        }
+                    }
+                    y += 1;
+                }
+            }
+        }
+    }
 }
 
 /// Convolution (cross-correlation) of `x` `[N, C, D..]` with `filter` `[M, C / groups, K..]`,
@@ -79,36 +155,9 @@ pub fn convolution(
 ) -> Result<TensorData, String> {
     let xv = float_input(x, sx, "x")?;
     let fv = float_input(filter, sf, "filter")?;
-    let (dx, df) = (sx.dims(), sf.dims());
-    let (n, ch, m, cg) = (dx[0], dx[1], df[0], df[1]);
-    let g = c.groups;
-    if g == 0 || ch % g != 0 || m % g != 0 || cg != ch / g || df[2..] != c.window.shape[..] {
-        return Err(format!("filter {sf} and groups {g} do not fit x {sx}"));
-    }
-    let (out, table) = taps(&c.window, &dx[2..])?;
-    let s_in: usize = dx[2..].iter().product();
-    let k_len: usize = df[2..].iter().product();
-    let s_out: usize = out.iter().product();
-    let mg = m / g;
-    let mut y = Vec::with_capacity(n * m * s_out);
-    for b in 0..n {
-        for f in 0..m {
-            let group = f / mg;
-            for row in &table {
-                let mut sum = 0.0;
-                for c_in in 0..cg {
-                    let x_base = (b * ch + group * cg + c_in) * s_in;
-                    let f_base = (f * cg + c_in) * k_len;
-                    for (k, tap) in row.iter().enumerate() {
-                        if let Some(off) = tap {
-                            sum += xv[x_base + off] * fv[f_base + k];
-                        }
-                    }
-                }
-                y.push(sum);
-            }
-        }
-    }
+    let plan = ConvolutionTaps::of(sx, sf, c)?;
+    let mut y = vec![0.0; plan.output_len()];
+    plan.for_each(|xi, fi, yi| y[yi] += xv[xi] * fv[fi]);
     Ok(narrow(x.element_type(), y))
 }
 

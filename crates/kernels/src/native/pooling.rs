@@ -1,0 +1,138 @@
+//! `MaxPoolBackprop` over 2-D windows on `f32`/`f64`: each window's maximum found in the
+//! element type, in place (the reference widens to `f64` and tabulates every window's taps
+//! first), with the reference's rule: the first maximum in row-major window order takes the
+//! window's adjoint, a NaN is a maximum, padding never is.
+
+use graphlift_ir::{Shape, TensorData, Window};
+use graphlift_runtime::Tensor;
+use num_traits::Float;
+
+/// Per output position along one axis of extent `input`: the window taps `lo..hi` that read
+/// inside the input, and the input index of tap 0 (before the padding is taken off).
+fn taps_per_output(input: usize, out: usize, win: &Window, a: usize) -> Vec<(usize, usize, usize)> {
+    let (k, s, d, p) = (
+        win.shape[a],
+        win.strides[a],
+        win.dilations[a],
+        win.pads_begin[a],
+    );
+    (0..out)
+        .map(|o| {
+            let start = o * s;
+            // Tap t reads start + t·d - p, inside when p <= start + t·d < p + input.
+            let lo = p.saturating_sub(start).div_ceil(d).min(k);
+            let hi = (p + input).saturating_sub(start).div_ceil(d).min(k);
+            (lo, hi.max(lo), start)
+        })
+        .collect()
+}
+
+fn backprop<T: Float>(x: &[T], dy: &[T], sx: &[usize], out: &[usize], win: &Window) -> Vec<T> {
+    let (h, w) = (sx[2], sx[3]);
+    let (dh, dw, ph, pw) = (
+        win.dilations[0],
+        win.dilations[1],
+        win.pads_begin[0],
+        win.pads_begin[1],
+    );
+    let rows = taps_per_output(h, out[0], win, 0);
+    let cols = taps_per_output(w, out[1], win, 1);
+    let mut dx = vec![T::zero(); x.len()];
+    let plane_out = out[0] * out[1];
+    for (p, (plane, dx)) in x.chunks(h * w).zip(dx.chunks_mut(h * w)).enumerate() {
+        let g = &dy[p * plane_out..(p + 1) * plane_out];
+        for (oy, &(ky0, ky1, y0)) in rows.iter().enumerate() {
+            for (ox, &(kx0, kx1, x0)) in cols.iter().enumerate() {
+                // The first maximum in row-major window order; a NaN is one and ends the
+                // search; padding is never read.
+                let mut best: Option<(usize, T)> = None;
+                'window: for ky in ky0..ky1 {
+                    let row = (y0 + ky * dh - ph) * w;
+                    for kx in kx0..kx1 {
+                        let at = row + x0 + kx * dw - pw;
+                        let v = plane[at];
+                        if best.is_none_or(|(_, b)| v > b || v.is_nan()) {
+                            best = Some((at, v));
+                            if v.is_nan() {
+                                break 'window;
+                            }
+                        }
+                    }
+                }
+                if let Some((at, _)) = best {
+                    dx[at] = dx[at] + g[oy * out[1] + ox];
+                }
+            }
+        }
+    }
+    dx
+}
+
+/// The adjoint of a 2-D `MaxPool(window)`: `x` `[N, C, H, W]` and `dy` of the pooled shape
+/// give `dx` of `x`'s shape, each `dy` element added at its window's first maximum (see
+/// `graphlift_runtime::reference::max_pool_backprop`, which this follows, summing in the
+/// element type). `None` when this kernel does not apply (other ranks or element types,
+/// operands that do not fit); the caller then runs the reference.
+pub fn max_pool_backprop(x: &Tensor, dy: &Tensor, window: &Window) -> Option<TensorData> {
+    let sx = x.shape().dims();
+    if sx.len() != 4 {
+        return None;
+    }
+    let out = window.output_extents(&sx[2..]).ok()?;
+    let want = Shape::new([sx[0], sx[1], out[0], out[1]]);
+    if dy.shape() != &want || x.data().len() != x.shape().element_count().ok()? {
+        return None;
+    }
+    Some(match (x.data(), dy.data()) {
+        (TensorData::F32(a), TensorData::F32(d)) => {
+            TensorData::F32(backprop(a, d, sx, &out, window))
+        }
+        (TensorData::F64(a), TensorData::F64(d)) => {
+            TensorData::F64(backprop(a, d, sx, &out, window))
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphlift_testkit::uniform;
+
+    #[test]
+    fn agrees_with_the_reference() {
+        let window = |k: [usize; 2], s: [usize; 2], d: [usize; 2], pb: [usize; 2], pe| Window {
+            shape: k.to_vec(),
+            strides: s.to_vec(),
+            dilations: d.to_vec(),
+            pads_begin: pb.to_vec(),
+            pads_end: [pe, pe].to_vec(),
+        };
+        let cases = [
+            ([2, 3, 7, 6], window([3, 3], [2, 2], [1, 1], [1, 1], 1)),
+            ([1, 2, 6, 9], window([2, 3], [1, 2], [2, 1], [0, 1], 0)),
+            ([1, 1, 4, 4], window([2, 2], [2, 2], [1, 1], [0, 0], 0)),
+        ];
+        for (dims, w) in cases {
+            let sx = Shape::new(dims);
+            let n = sx.element_count().unwrap();
+            // Values rounded to integers: many ties.
+            let mut xs: Vec<f32> = uniform(n, 5).iter().map(|v| (v * 3.0).round()).collect();
+            xs[5] = f32::NAN;
+            let out = w.output_extents(&dims[2..]).unwrap();
+            let sy = Shape::new([dims[0], dims[1], out[0], out[1]]);
+            let dy = TensorData::F32(uniform(sy.element_count().unwrap(), 6));
+            let x = Tensor::from_data(TensorData::F32(xs), sx.clone()).unwrap();
+            let dyt = Tensor::from_data(dy.clone(), sy.clone()).unwrap();
+            let got = max_pool_backprop(&x, &dyt, &w).unwrap();
+            let want = graphlift_runtime::reference::max_pool_backprop(x.data(), &sx, &dy, &sy, &w)
+                .unwrap();
+            let (TensorData::F32(g), TensorData::F32(r)) = (&got, &want) else {
+                panic!("types")
+            };
+            for (a, b) in g.iter().zip(r) {
+                assert!((a - b).abs() <= 4.0 * f32::EPSILON, "{dims:?}: {a} vs {b}");
+            }
+        }
+    }
+}
