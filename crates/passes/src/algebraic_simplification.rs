@@ -3,9 +3,8 @@
 use std::collections::BTreeSet;
 
 use graphlift_ir::{BinaryOp, Function, NodeId, Op, Output, Shape, TensorData, UnaryOp};
-use smallvec::SmallVec;
 
-use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
+use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy, splat, Path};
 use crate::{Pass, PassError};
 
 #[cfg(test)]
@@ -81,9 +80,6 @@ enum Rewrite {
     /// Zeros of the node's type.
     Zeros,
 }
-
-/// The Broadcasts and the Constant behind a splat operand (usually one or two: inline).
-type Path = SmallVec<[NodeId; 2]>;
 
 fn simplify(g: &mut Function) -> Result<bool, PassError> {
     let mut touched = BTreeSet::new();
@@ -238,24 +234,6 @@ impl Splat {
                 v.iter().all(|x| x.to_bits() == (-0.0f64).to_bits())
             }
             _ => false,
-        }
-    }
-}
-
-/// The data of the Constant behind `o`, looking through Broadcasts, with the nodes on the
-/// way (Broadcasts, then the Constant), when none of them has control dependencies.
-fn splat(g: &Function, mut o: Output) -> Result<Option<(&TensorData, Path)>, PassError> {
-    let mut path = Path::new();
-    loop {
-        let n = g.node(o.node)?;
-        if !n.other_deps().is_empty() {
-            return Ok(None);
-        }
-        path.push(n.id());
-        match n.op() {
-            Op::Constant(d) => return Ok(Some((d, path))),
-            Op::Broadcast(_) => o = n.inputs()[0],
-            _ => return Ok(None),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod algebraic_simplification;
 mod batch_norm_folding;
+mod canonical_forms;
 mod constant_folding;
 mod cse;
 mod dce;
@@ -26,6 +27,7 @@ mod testing;
 
 pub use algebraic_simplification::AlgebraicSimplification;
 pub use batch_norm_folding::BatchNormFolding;
+pub use canonical_forms::CanonicalForms;
 pub use constant_folding::ConstantFolding;
 pub use cse::CommonSubexpressionElimination;
 pub use dce::DeadCodeElimination;

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use graphlift_ir::Function;
 
 use crate::{
-    AlgebraicSimplification, BatchNormFolding, CommonSubexpressionElimination, ConstantFolding,
-    DeadCodeElimination, ExtractionConfig, ExtractionReport, Pass, PassError, ScopeFusion,
-    ScopeFusionRegistry, ScopeFusionReport, SubgraphExtraction,
+    AlgebraicSimplification, BatchNormFolding, CanonicalForms, CommonSubexpressionElimination,
+    ConstantFolding, DeadCodeElimination, ExtractionConfig, ExtractionReport, Pass, PassError,
+    ScopeFusion, ScopeFusionRegistry, ScopeFusionReport, SubgraphExtraction,
 };
 
 #[cfg(test)]
@@ -97,7 +97,7 @@ impl PassManager {
     }
 
     /// The standard pipeline: scope fusion with the built-in passes, batch-norm folding,
-    /// constant folding, common subexpression elimination, algebraic simplification, dead
+    /// constant folding, canonical forms, common subexpression elimination, algebraic simplification, dead
     /// code elimination, subgraph extraction with `config`
     /// ([`PassManager::with_scope_fusion`] takes another scope fusion registry).
     ///
@@ -105,7 +105,9 @@ impl PassManager {
     /// folding and constant folding make nodes with new names, CSE keeps one of two names,
     /// and extraction moves nodes into kernel bodies. Batch-norm folding then comes: it turns `Conv -> BatchNormalization` into a
     /// convolution and a bias `Add` that extraction then fuses with what follows.
-    /// Folding comes first so that simplification sees the constants it makes; CSE before
+    /// Folding comes first so that simplification sees the constants it makes, and canonical
+    /// forms the constant exponents of `Pow`; canonical forms come after scope fusion, whose
+    /// patterns read the exporters' spellings and names (the nodes it makes are unscoped); CSE before
     /// simplification so that `x - x` is found when the two operands were equal computations;
     /// DCE removes what the rewrites left unused before extraction forms regions. One run
     /// does not iterate: equal computations that simplification exposes (`exp(x * 1)` next
@@ -122,6 +124,7 @@ impl PassManager {
         pm.add(ScopeFusion::new(scope))
             .add(BatchNormFolding)
             .add(ConstantFolding::new())
+            .add(CanonicalForms)
             .add(CommonSubexpressionElimination)
             .add(AlgebraicSimplification)
             .add(DeadCodeElimination)

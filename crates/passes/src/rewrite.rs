@@ -4,7 +4,8 @@
 
 use std::collections::BTreeSet;
 
-use graphlift_ir::{Function, NodeId, Op, Output, ProvenanceTags};
+use graphlift_ir::{Function, NodeId, Op, Output, ProvenanceTags, TensorData};
+use smallvec::SmallVec;
 
 use crate::PassError;
 
@@ -184,4 +185,25 @@ pub(crate) fn rewrite_on_copy(
     })?;
     *f = g;
     Ok(true)
+}
+
+/// The Broadcasts and the Constant behind a splat operand (usually one or two: inline).
+pub(crate) type Path = SmallVec<[NodeId; 2]>;
+
+/// The data of the Constant behind `o`, looking through Broadcasts, with the nodes on the
+/// way (Broadcasts, then the Constant), when none of them has control dependencies.
+pub(crate) fn splat(g: &Function, mut o: Output) -> Result<Option<(&TensorData, Path)>, PassError> {
+    let mut path = Path::new();
+    loop {
+        let n = g.node(o.node)?;
+        if !n.other_deps().is_empty() {
+            return Ok(None);
+        }
+        path.push(n.id());
+        match n.op() {
+            Op::Constant(d) => return Ok(Some((d, path))),
+            Op::Broadcast(_) => o = n.inputs()[0],
+            _ => return Ok(None),
+        }
+    }
 }

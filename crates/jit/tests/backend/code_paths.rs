@@ -108,6 +108,42 @@ fn the_veclib_setting_gives_identical_results() {
     assert_eq!(first_difference(on[0].data(), off[0].data()), None);
 }
 
+/// Exporters' spellings reach the library's forms through canonical forms: PyTorch's
+/// `x * sigmoid(x)` (either order) is the SiLU `exp` form, and `gelu_new`'s `Pow(x, 3)` is
+/// the GELU-tanh form's cube.
+#[test]
+fn exporter_spellings_call_the_same_library_form() {
+    let n = 4096;
+    let spelled = |name: &str, spell: fn(Value<'_>) -> Value<'_>| {
+        let b = FunctionBuilder::new(name);
+        let x = b.parameter("x", ElementType::F32, [n]);
+        b.finish(&[spell(x)]).unwrap()
+    };
+    let cases: [(&str, fn(Value<'_>) -> Value<'_>, &str); 3] = [
+        ("silu", |x| x * x.sigmoid(), "silu_exp"),
+        ("silu_commuted", |x| x.sigmoid() * x, "silu_exp"),
+        (
+            "gelu_new",
+            |x| {
+                let cube = x.pow(x.scalar_like(3.0));
+                x * 0.5 * (((x + cube * 0.044715) * 0.797_884_6).tanh() + 1.0)
+            },
+            "gelu_tanh",
+        ),
+    ];
+    for (name, spell, form) in cases {
+        let f = spelled(name, spell);
+        let exe = CpuJitBackend::new()
+            .with_veclib(true)
+            .compile_executable(&f)
+            .unwrap();
+        let kernels = exe.kernels();
+        assert_eq!(kernels.len(), 1, "{name}");
+        let functions = exe.kernel_library_functions(&kernels[0].name).unwrap();
+        assert_eq!(functions, [form], "{name}");
+    }
+}
+
 #[test]
 fn each_kernel_says_why_it_is_not_avx512_code() {
     let b = FunctionBuilder::new("halide_f64");

@@ -21,7 +21,8 @@ fn sample() -> Function {
     let e1 = x.exp().tagged("onnx:Exp:e1");
     let e2 = x.exp().tagged("onnx:Exp:e2");
     let s = ((e1 * 1.0) + (-0.0)).tagged("onnx:Add:bias");
-    let y = (s + e2) * folded;
+    // PyTorch's spelling of a square: canonical forms make it `x * x`.
+    let y = (s + e2) * folded + x.pow(x.scalar_like(2.0));
     let _dead = (y.abs() + x).sigmoid();
     b.finish(&[y.relu()]).unwrap()
 }
@@ -32,10 +33,11 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-const DEFAULT_NAMES: [&str; 7] = [
+const DEFAULT_NAMES: [&str; 8] = [
     "scope_fusion",
     "batch_norm_folding",
     "constant_folding",
+    "canonical_forms",
     "common_subexpression_elimination",
     "algebraic_simplification",
     "dead_code_elimination",
@@ -115,8 +117,8 @@ fn a_pass_is_disabled_by_name_and_unknown_names_list_the_known_ones() {
     assert_eq!(count_op(&f, "FusedKernel"), 0, "fusion is off");
     assert_eq!(
         count_op(&f, "Multiply"),
-        2,
-        "c1 * c2 was not folded; e1 * 1 is gone"
+        3,
+        "c1 * c2 was not folded; e1 * 1 is gone; x^2 is x * x"
     );
     let off = report.get("subgraph_extraction").unwrap();
     assert!(!off.enabled && !off.changed);
@@ -275,9 +277,10 @@ fn dumps_are_written_after_each_pass_even_when_it_breaks_the_function() {
             "01-scope_fusion.txt",
             "02-batch_norm_folding.txt",
             "03-constant_folding.txt",
-            "04-common_subexpression_elimination.txt",
-            "05-algebraic_simplification.txt",
-            "07-subgraph_extraction.txt",
+            "04-canonical_forms.txt",
+            "05-common_subexpression_elimination.txt",
+            "06-algebraic_simplification.txt",
+            "08-subgraph_extraction.txt",
         ],
         "one per enabled pass, numbered by position"
     );
@@ -294,10 +297,10 @@ fn dumps_are_written_after_each_pass_even_when_it_breaks_the_function() {
     let folded = std::fs::read_to_string(dir.join("03-constant_folding.txt")).unwrap();
     assert!(folded.starts_with("# after pass 3 `constant_folding` (changed: true)\n"));
     assert!(folded.contains("passes=[constant_folding]"), "{folded}");
-    let fused = std::fs::read_to_string(dir.join("07-subgraph_extraction.txt")).unwrap();
+    let fused = std::fs::read_to_string(dir.join("08-subgraph_extraction.txt")).unwrap();
     assert_eq!(
         fused,
-        format!("# after pass 7 `subgraph_extraction` (changed: true)\n{f}")
+        format!("# after pass 8 `subgraph_extraction` (changed: true)\n{f}")
     );
 
     // The dump of a pass that breaks the function is written before validation fails.

@@ -1,0 +1,240 @@
+//! Canonical forms: the spellings exporters write for one function rewritten into one normal
+//! form, so that every spelling runs the same code (the kernels' library knows one form of
+//! each activation, and a `Power` by a constant is a general `pow` call otherwise).
+
+use std::collections::BTreeSet;
+
+use graphlift_ir::{
+    BinaryOp, CompareOp, ElementType, Function, NodeId, Op, Output, Shape, TensorData, UnaryOp,
+};
+
+use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy, splat, Path};
+use crate::{Pass, PassError};
+
+#[cfg(test)]
+mod tests;
+
+/// Rewrites exporters' spellings of a function into one normal form, on `f32` and `f64`
+/// values (TVM's and XLA's expansion of a power by a constant; the activation spellings of
+/// issue 27):
+///
+/// | spelling | normal form | against the reference |
+/// |---|---|---|
+/// | `Pow(x, 1)` | `x` | exact |
+/// | `Pow(x, 2)`, `Pow(x, -1)` | `x·x`, `1 / x` | exact: one rounding, as a correctly rounded `pow` |
+/// | `Pow(x, 3)`, `Pow(x, 4)`, `Pow(x, -2)` | `(x·x)·x`, `(x·x)·(x·x)`, `1 / (x·x)` | two roundings: within about 1 ulp of `pow`'s |
+/// | `Pow(x, 0.5)`, `Pow(x, -0.5)` | `√(x + 0)`, `1 / √(x + 0)`, with `x = -∞` selected to `+∞` (`+0`) | exact (IEEE `sqrt` is correctly rounded; `+ 0` makes `pow(-0, 0.5) = +0`, the select `pow(-∞, 0.5) = +∞`) |
+/// | `x · Sigmoid(x)`, `Sigmoid(x) · x` (PyTorch's SiLU) | `x / (e^-x + 1)` (the library's SiLU form, the peers' E3) | a few ulp (`f32`: the form's roundings against the reference's one rounding of `sigmoid`) |
+///
+/// The exponent must be a Constant (or Broadcasts of one) whose elements all equal one of
+/// the values above; `(x·x)·x` is the tree the library's GELU-tanh form matches, so
+/// `gelu_new`'s `Pow(x, 3)` becomes one library call. Integer powers are left alone (their
+/// overflow is the host `pow`'s), and so are nodes with control dependencies.
+///
+/// Provenance: the normal form's last node takes the rewritten node's tags (nGraph's rule
+/// through [`Function::replace_node_unpruned`]) and the bypassed nodes' (the exponent's
+/// Constant and Broadcasts, the `Sigmoid`); every new node has [`CanonicalForms::NAME`] in its
+/// pass history.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CanonicalForms;
+
+impl CanonicalForms {
+    /// The pass's name, recorded in the pass history of every node it creates.
+    pub const NAME: &'static str = "canonical_forms";
+}
+
+impl Pass for CanonicalForms {
+    fn name(&self) -> &'static str {
+        CanonicalForms::NAME
+    }
+
+    /// Rewrites every spelling of the table; `true` when anything changed.
+    ///
+    /// # Errors
+    /// [`PassError::Ir`] if `f` does not validate. `f` is then unchanged.
+    fn run(&self, f: &mut Function) -> Result<bool, PassError> {
+        rewrite_on_copy(f, CanonicalForms::NAME, any_rule, canonicalize)
+    }
+}
+
+/// The exponents rewritten.
+const EXPONENTS: [f64; 8] = [1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 0.5, -0.5];
+
+/// A spelling found at a node.
+enum Form {
+    /// `Pow(x, exponent)`; the exponent's Broadcasts and Constant.
+    Power(Output, f64, Path),
+    /// `x · Sigmoid(x)`; the `Sigmoid`.
+    Silu(Output, NodeId),
+}
+
+fn any_rule(g: &Function) -> Result<bool, PassError> {
+    for node in g.nodes() {
+        if rule(g, node.id())?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The spelling at `id`, if any.
+fn rule(g: &Function, id: NodeId) -> Result<Option<Form>, PassError> {
+    let node = g.node(id)?;
+    if !node.other_deps().is_empty()
+        || node.outputs().len() != 1
+        || !node.output_type().element_type.is_float()
+    {
+        return Ok(None);
+    }
+    let ins = node.inputs();
+    Ok(match node.op() {
+        Op::Binary(BinaryOp::Power) => match splat(g, ins[1])? {
+            Some((d, path)) => uniform(d)
+                .filter(|c| EXPONENTS.contains(c))
+                .map(|c| Form::Power(ins[0], c, path)),
+            None => None,
+        },
+        Op::Binary(BinaryOp::Multiply) => {
+            let mut found = None;
+            for (x, s) in [(ins[0], ins[1]), (ins[1], ins[0])] {
+                let n = g.node(s.node)?;
+                if matches!(n.op(), Op::Unary(UnaryOp::Sigmoid))
+                    && n.inputs()[0] == x
+                    && n.other_deps().is_empty()
+                {
+                    found = Some(Form::Silu(x, n.id()));
+                    break;
+                }
+            }
+            found
+        }
+        _ => None,
+    })
+}
+
+/// The one value every element of `d` has (floats), if any.
+fn uniform(d: &TensorData) -> Option<f64> {
+    let first = d.get_f64(0)?;
+    let same = (1..d.len()).all(|i| d.get_f64(i) == Some(first));
+    (matches!(d, TensorData::F32(_) | TensorData::F64(_)) && same).then_some(first)
+}
+
+fn canonicalize(g: &mut Function) -> Result<bool, PassError> {
+    let mut created = BTreeSet::new();
+    let mut replaced = false;
+    for id in g.topological_order()? {
+        let Some(form) = rule(g, id)? else { continue };
+        let mut e = Emitter::new(g, id)?;
+        let (value, bypassed) = match form {
+            Form::Power(x, c, path) => (e.power(x, c)?, path),
+            Form::Silu(x, sigmoid) => (e.silu(x)?, std::iter::once(sigmoid).collect()),
+        };
+        created.extend(e.created);
+        replace_by_value(g, id, value, &bypassed, CanonicalForms::NAME)?;
+        replaced = true;
+    }
+    record_pass_once(g, &created, CanonicalForms::NAME)?;
+    Ok(replaced)
+}
+
+/// Adds the nodes of a normal form in place of node `id` (its type, its creation site).
+struct Emitter<'g> {
+    g: &'g mut Function,
+    site: graphlift_ir::CreationSite,
+    element_type: ElementType,
+    shape: Shape,
+    created: Vec<NodeId>,
+}
+
+impl<'g> Emitter<'g> {
+    fn new(g: &'g mut Function, id: NodeId) -> Result<Emitter<'g>, PassError> {
+        let n = g.node(id)?;
+        let (site, t) = (n.creation_site().clone(), n.output_type().clone());
+        Ok(Emitter {
+            g,
+            site,
+            element_type: t.element_type,
+            shape: t.shape,
+            created: Vec::new(),
+        })
+    }
+
+    fn node(&mut self, op: Op, inputs: &[Output]) -> Result<Output, PassError> {
+        let id = self.g.add_node_at(op, inputs, self.site.clone())?;
+        self.created.push(id);
+        Ok(id.into())
+    }
+
+    fn binary(&mut self, op: BinaryOp, a: Output, b: Output) -> Result<Output, PassError> {
+        self.node(Op::Binary(op), &[a, b])
+    }
+
+    fn unary(&mut self, op: UnaryOp, a: Output) -> Result<Output, PassError> {
+        self.node(Op::Unary(op), &[a])
+    }
+
+    /// `v` in the node's element type, broadcast to its shape.
+    fn splat(&mut self, v: f64) -> Result<Output, PassError> {
+        let data = match self.element_type {
+            ElementType::F32 => TensorData::F32(vec![v as f32]),
+            _ => TensorData::F64(vec![v]),
+        };
+        let c = self
+            .g
+            .add_constant_at(data, Shape::scalar(), self.site.clone())?;
+        self.created.push(c);
+        if self.shape.rank() == 0 {
+            return Ok(c.into());
+        }
+        self.node(Op::Broadcast(self.shape.clone()), &[c.into()])
+    }
+
+    fn power(&mut self, x: Output, c: f64) -> Result<Output, PassError> {
+        use BinaryOp::{Divide, Multiply};
+        let square = |e: &mut Self| e.binary(Multiply, x, x);
+        Ok(match c {
+            1.0 => x,
+            2.0 => square(self)?,
+            3.0 => {
+                let s = square(self)?;
+                self.binary(Multiply, s, x)?
+            }
+            4.0 => {
+                let s = square(self)?;
+                self.binary(Multiply, s, s)?
+            }
+            -1.0 => {
+                let one = self.splat(1.0)?;
+                self.binary(Divide, one, x)?
+            }
+            -2.0 => {
+                let (one, s) = (self.splat(1.0)?, square(self)?);
+                self.binary(Divide, one, s)?
+            }
+            0.5 => self.root(x)?,
+            _ => {
+                let (one, r) = (self.splat(1.0)?, self.root(x)?);
+                self.binary(Divide, one, r)?
+            }
+        })
+    }
+
+    /// `pow(x, 0.5)` exactly: `√(x + 0)` (so `-0` gives `+0`), and `+∞` where `x = -∞`.
+    fn root(&mut self, x: Output) -> Result<Output, PassError> {
+        let zero = self.splat(0.0)?;
+        let shifted = self.binary(BinaryOp::Add, x, zero)?;
+        let root = self.unary(UnaryOp::Sqrt, shifted)?;
+        let (minus_inf, inf) = (self.splat(f64::NEG_INFINITY)?, self.splat(f64::INFINITY)?);
+        let at_minus_inf = self.node(Op::Compare(CompareOp::Equal), &[x, minus_inf])?;
+        self.node(Op::Select, &[at_minus_inf, inf, root])
+    }
+
+    /// SiLU as the library's form `x / (e^-x + 1)`.
+    fn silu(&mut self, x: Output) -> Result<Output, PassError> {
+        let minus = self.unary(UnaryOp::Negative, x)?;
+        let e = self.unary(UnaryOp::Exp, minus)?;
+        let one = self.splat(1.0)?;
+        let denominator = self.binary(BinaryOp::Add, e, one)?;
+        self.binary(BinaryOp::Divide, x, denominator)
+    }
+}

@@ -1,0 +1,155 @@
+use graphlift_ir::{BinaryOp, ElementType, Function, FunctionBuilder, Op, UnaryOp};
+use graphlift_runtime::Tensor;
+
+use super::CanonicalForms;
+use crate::testing::{eval, same_bits};
+use crate::Pass;
+
+/// Inputs with the special values each rule must keep: signed zeros, infinities, NaN,
+/// subnormals, and ordinary values of both signs.
+fn specials() -> Vec<f32> {
+    vec![
+        f32::NEG_INFINITY,
+        -3.5,
+        -1.0,
+        -0.0,
+        0.0,
+        1e-41,
+        0.3,
+        1.0,
+        2.5,
+        3.0e10,
+        f32::INFINITY,
+        f32::NAN,
+    ]
+}
+
+fn power(exponent: f32, x_type: ElementType) -> Function {
+    let b = FunctionBuilder::new("pow");
+    let n = specials().len();
+    let x = b.parameter("x", x_type, [n]);
+    let c = match x_type {
+        ElementType::F32 => b.constant(vec![exponent; n], [n]),
+        _ => b.constant(vec![exponent as i32; n], [n]),
+    };
+    let y = b
+        .op(Op::Binary(BinaryOp::Power), &[x, c])
+        .tagged("onnx:Pow:/act/Pow");
+    b.finish(&[y]).unwrap()
+}
+
+fn ops(f: &Function, op: &Op) -> usize {
+    f.nodes().filter(|n| n.op() == op).count()
+}
+
+/// The rewritten function's values: equal to the reference's bit for bit where the table
+/// says exact, else within `ulps` units in the last place (NaN and infinities equal).
+fn check_values(before: &Function, after: &Function, ulps: u32) {
+    let x = Tensor::from_vec(specials(), [specials().len()]).unwrap();
+    let (want, got) = (eval(before, &[x.clone()]), eval(after, &[x]));
+    if ulps == 0 {
+        assert!(same_bits(&want, &got), "{want:?}\n{got:?}");
+        return;
+    }
+    let (w, g) = (
+        want[0].read::<f32>().unwrap(),
+        got[0].read::<f32>().unwrap(),
+    );
+    for (a, b) in w.iter().zip(g) {
+        let close = a.to_bits().abs_diff(b.to_bits()) <= ulps;
+        assert!(close || (a.is_nan() && b.is_nan()), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn powers_by_constants_become_products_and_roots() {
+    for (c, ulps) in [
+        (1.0, 0),
+        (2.0, 0),
+        (-1.0, 0),
+        (0.5, 0),
+        (-0.5, 1),
+        (3.0, 2),
+        (4.0, 2),
+        (-2.0, 2),
+    ] {
+        let before = power(c, ElementType::F32);
+        let mut after = before.clone();
+        assert!(CanonicalForms.run(&mut after).unwrap(), "{c}");
+        after.validate().unwrap();
+        let pow = Op::Binary(BinaryOp::Power);
+        assert_eq!(ops(&after, &pow), 0, "Pow({c}) left:\n{after}");
+        check_values(&before, &after, ulps);
+        // The normal form's last node keeps the Pow's provenance.
+        let out = after.result_source(after.results()[0]).unwrap();
+        let tags = after.node(out.node).unwrap().tags();
+        assert!(tags.contains("onnx:Pow:/act/Pow"), "{c}: {tags:?}");
+        assert!(!CanonicalForms.run(&mut after).unwrap(), "idempotent");
+    }
+}
+
+#[test]
+fn cube_is_the_tree_the_gelu_tanh_form_matches() {
+    let mut f = power(3.0, ElementType::F32);
+    CanonicalForms.run(&mut f).unwrap();
+    let out = f.result_source(f.results()[0]).unwrap();
+    let outer = f.node(out.node).unwrap();
+    assert_eq!(outer.op(), &Op::Binary(BinaryOp::Multiply));
+    let square = f.node(outer.inputs()[0].node).unwrap();
+    assert_eq!(square.op(), &Op::Binary(BinaryOp::Multiply));
+    assert_eq!(square.inputs()[0], square.inputs()[1]);
+    assert_eq!(square.inputs()[0], outer.inputs()[1]);
+}
+
+#[test]
+fn other_powers_are_left_alone() {
+    // An exponent outside the table, one that is not a splat, one that is not constant,
+    // and an integer power.
+    let mut odd = power(5.0, ElementType::F32);
+    let mut ints = power(2.0, ElementType::I32);
+    let b = FunctionBuilder::new("mixed");
+    let x = b.parameter("x", ElementType::F32, [2]);
+    let mixed = b.constant(vec![2.0f32, 3.0], [2]);
+    let e = b.parameter("e", ElementType::F32, [2]);
+    let y = b.op(Op::Binary(BinaryOp::Power), &[x, mixed]);
+    let z = b.op(Op::Binary(BinaryOp::Power), &[x, e]);
+    let mut other = b.finish(&[y, z]).unwrap();
+    for f in [&mut odd, &mut ints, &mut other] {
+        let before = f.clone();
+        assert!(!CanonicalForms.run(f).unwrap());
+        assert_eq!(*f, before);
+    }
+}
+
+#[test]
+fn both_silu_spellings_become_the_library_form() {
+    for sigmoid_first in [false, true] {
+        let b = FunctionBuilder::new("silu");
+        let x = b.parameter("x", ElementType::F32, [specials().len()]);
+        let s = x.sigmoid();
+        let y = if sigmoid_first { s * x } else { x * s };
+        let before = b.finish(&[y.tagged("onnx:Mul:/act/Mul")]).unwrap();
+        let mut after = before.clone();
+        assert!(CanonicalForms.run(&mut after).unwrap());
+        assert_eq!(ops(&after, &Op::Unary(UnaryOp::Sigmoid)), 0, "{after}");
+        assert_eq!(ops(&after, &Op::Unary(UnaryOp::Exp)), 1, "{after}");
+        let out = after.result_source(after.results()[0]).unwrap();
+        assert_eq!(
+            after.node(out.node).unwrap().op(),
+            &Op::Binary(BinaryOp::Divide)
+        );
+        // x / (e^-x + 1) against x · sigmoid(x): a few ulp, and the same specials (the
+        // tiny negative inputs' products are subnormal or zero either way).
+        let n = specials().len();
+        let xs = Tensor::from_vec(specials(), [n]).unwrap();
+        let (want, got) = (eval(&before, &[xs.clone()]), eval(&after, &[xs]));
+        let (w, g) = (
+            want[0].read::<f32>().unwrap(),
+            got[0].read::<f32>().unwrap(),
+        );
+        for (a, b) in w.iter().zip(g) {
+            let close = (a - b).abs() <= 4.0 * f32::EPSILON * a.abs() + 1e-38;
+            assert!(close || (a.is_nan() && b.is_nan()) || a == b, "{a} vs {b}");
+        }
+    }
+}
