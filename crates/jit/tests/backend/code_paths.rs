@@ -114,12 +114,13 @@ fn the_veclib_setting_gives_identical_results() {
 #[test]
 fn exporter_spellings_call_the_same_library_form() {
     let n = 4096;
-    let spelled = |name: &str, spell: fn(Value<'_>) -> Value<'_>| {
+    let spelled = |name: &str, spell: Spelling| {
         let b = FunctionBuilder::new(name);
         let x = b.parameter("x", ElementType::F32, [n]);
         b.finish(&[spell(x)]).unwrap()
     };
-    let cases: [(&str, fn(Value<'_>) -> Value<'_>, &str); 3] = [
+    type Spelling = fn(Value<'_>) -> Value<'_>;
+    let cases: [(&str, Spelling, &str); 3] = [
         ("silu", |x| x * x.sigmoid(), "silu_exp"),
         ("silu_commuted", |x| x.sigmoid() * x, "silu_exp"),
         (

@@ -46,7 +46,7 @@ fn ops(f: &Function, op: &Op) -> usize {
 /// says exact, else within `ulps` units in the last place (NaN and infinities equal).
 fn check_values(before: &Function, after: &Function, ulps: u32) {
     let x = Tensor::from_vec(specials(), [specials().len()]).unwrap();
-    let (want, got) = (eval(before, &[x.clone()]), eval(after, &[x]));
+    let (want, got) = (eval(before, std::slice::from_ref(&x)), eval(after, &[x]));
     if ulps == 0 {
         assert!(same_bits(&want, &got), "{want:?}\n{got:?}");
         return;
@@ -142,7 +142,10 @@ fn both_silu_spellings_become_the_library_form() {
         // tiny negative inputs' products are subnormal or zero either way).
         let n = specials().len();
         let xs = Tensor::from_vec(specials(), [n]).unwrap();
-        let (want, got) = (eval(&before, &[xs.clone()]), eval(&after, &[xs]));
+        let (want, got) = (
+            eval(&before, std::slice::from_ref(&xs)),
+            eval(&after, &[xs]),
+        );
         let (w, g) = (
             want[0].read::<f32>().unwrap(),
             got[0].read::<f32>().unwrap(),
