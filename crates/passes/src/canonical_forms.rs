@@ -11,6 +11,7 @@ use graphlift_ir::{
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy, splat, Path};
 use crate::{Pass, PassError};
 
+mod gelu;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,7 @@ mod tests;
 /// | `Pow(x, 3)`, `Pow(x, 4)`, `Pow(x, -2)` | `(x·x)·x`, `(x·x)·(x·x)`, `1 / (x·x)` | two roundings: within about 1 ulp of `pow`'s |
 /// | `Pow(x, 0.5)`, `Pow(x, -0.5)` | `√(x + 0)`, `1 / √(x + 0)`, with `x = -∞` selected to `+∞` (`+0`) | exact (IEEE `sqrt` is correctly rounded; `+ 0` makes `pow(-0, 0.5) = +0`, the select `pow(-∞, 0.5) = +∞`) |
 /// | `x · Sigmoid(x)`, `Sigmoid(x) · x` (PyTorch's SiLU) | `x / (e^-x + 1)` (the library's SiLU form, the peers' E3) | a few ulp (`f32`: the form's roundings against the reference's one rounding of `sigmoid`) |
+/// | GELU-erf: the product of `x`, `0.5` and `erf(x·c) + 1` or `erf(x / c) + 1` grouped in any order | `(x·0.5)·(erf(x·c) + 1)`, `(x·(erf(x / c) + 1))·0.5` (the library's two GELU-erf forms) | exact (scaling by 0.5 commutes with rounding) except where a product overflows or is subnormal |
 ///
 /// The exponent must be a Constant (or Broadcasts of one) whose elements all equal one of
 /// the values above; `(x·x)·x` is the tree the library's GELU-tanh form matches, so
@@ -66,6 +68,8 @@ enum Form {
     Power(Output, f64, Path),
     /// `x · Sigmoid(x)`; the `Sigmoid`.
     Silu(Output, NodeId),
+    /// A GELU-erf product to regroup.
+    GeluErf(gelu::GeluErf),
 }
 
 fn any_rule(g: &Function) -> Result<bool, PassError> {
@@ -95,6 +99,9 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Form>, PassError> {
             None => None,
         },
         Op::Binary(BinaryOp::Multiply) => {
+            if let Some(m) = gelu::find(g, id)? {
+                return Ok(Some(Form::GeluErf(m)));
+            }
             let mut found = None;
             for (x, s) in [(ins[0], ins[1]), (ins[1], ins[0])] {
                 let n = g.node(s.node)?;
@@ -128,6 +135,16 @@ fn canonicalize(g: &mut Function) -> Result<bool, PassError> {
         let (value, bypassed) = match form {
             Form::Power(x, c, path) => (e.power(x, c)?, path),
             Form::Silu(x, sigmoid) => (e.silu(x)?, std::iter::once(sigmoid).collect()),
+            Form::GeluErf(m) => {
+                let (first, second) = if m.half_with_x {
+                    (m.half, m.erf_plus_one)
+                } else {
+                    (m.erf_plus_one, m.half)
+                };
+                let t = e.binary(BinaryOp::Multiply, m.x, first)?;
+                let root = e.binary(BinaryOp::Multiply, t, second)?;
+                (root, m.bypassed.into_iter().collect())
+            }
         };
         created.extend(e.created);
         replace_by_value(g, id, value, &bypassed, CanonicalForms::NAME)?;

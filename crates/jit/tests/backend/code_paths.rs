@@ -109,8 +109,8 @@ fn the_veclib_setting_gives_identical_results() {
 }
 
 /// Exporters' spellings reach the library's forms through canonical forms: PyTorch's
-/// `x * sigmoid(x)` (either order) is the SiLU `exp` form, and `gelu_new`'s `Pow(x, 3)` is
-/// the GELU-tanh form's cube.
+/// `x * sigmoid(x)` (either order) is the SiLU `exp` form, `gelu_new`'s `Pow(x, 3)` is the
+/// GELU-tanh form's cube, and GELU-erf's factors in other groupings are a GELU-erf form.
 #[test]
 fn exporter_spellings_call_the_same_library_form() {
     let n = 4096;
@@ -120,7 +120,17 @@ fn exporter_spellings_call_the_same_library_form() {
         b.finish(&[spell(x)]).unwrap()
     };
     type Spelling = fn(Value<'_>) -> Value<'_>;
-    let cases: [(&str, Spelling, &str); 3] = [
+    let cases: [(&str, Spelling, &str); 5] = [
+        (
+            "gelu_erf_keras",
+            |x| (0.5 * x) * ((x / std::f64::consts::SQRT_2).erf() + 1.0),
+            "gelu_erf_divide",
+        ),
+        (
+            "gelu_erf_nested",
+            |x| 0.5 * (x * ((x * std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0)),
+            "gelu_erf",
+        ),
         ("silu", |x| x * x.sigmoid(), "silu_exp"),
         ("silu_commuted", |x| x.sigmoid() * x, "silu_exp"),
         (

@@ -156,3 +156,60 @@ fn both_silu_spellings_become_the_library_form() {
         }
     }
 }
+
+/// GELU-erf's three factors in every grouping exporters write become the library form of
+/// their argument, with the same values bit for bit on ordinary inputs.
+#[test]
+fn gelu_erf_products_are_regrouped_into_the_library_forms() {
+    type Spelling = fn(graphlift_ir::Value<'_>) -> graphlift_ir::Value<'_>;
+    let spellings: [(Spelling, bool); 5] = [
+        // TF/Keras: 0.5 * x * (1 + erf(x / sqrt(2))).
+        (
+            |x| (0.5 * x) * ((x / std::f64::consts::SQRT_2).erf() + 1.0),
+            false,
+        ),
+        // x * (0.5 * (erf(x / sqrt(2)) + 1)).
+        (
+            |x| x * (((x / std::f64::consts::SQRT_2).erf() + 1.0) * 0.5),
+            false,
+        ),
+        // 0.5 * (x * (1 + erf(x * c))).
+        (
+            |x| 0.5 * (x * ((x * std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0)),
+            true,
+        ),
+        // (x * (erf(x * c) + 1)) * 0.5.
+        (
+            |x| (x * ((std::f64::consts::FRAC_1_SQRT_2 * x).erf() + 1.0)) * 0.5,
+            true,
+        ),
+        // Already the divide form: left alone.
+        (
+            |x| (x * ((x / std::f64::consts::SQRT_2).erf() + 1.0)) * 0.5,
+            false,
+        ),
+    ];
+    for (k, (spell, half_with_x)) in spellings.into_iter().enumerate() {
+        let b = FunctionBuilder::new("gelu");
+        let x = b.parameter("x", ElementType::F32, [8]);
+        let before = b.finish(&[spell(x)]).unwrap();
+        let mut after = before.clone();
+        let changed = CanonicalForms.run(&mut after).unwrap();
+        assert_eq!(changed, k != 4, "spelling {k}:\n{after}");
+        // The root multiplies by 0.5 last (divide form) or pairs x with 0.5 (multiply form).
+        let out = after.result_source(after.results()[0]).unwrap();
+        let root = after.node(out.node).unwrap();
+        let inner = after.node(root.inputs()[0].node).unwrap();
+        let pairs_half = inner.inputs().iter().any(|&o| {
+            matches!(
+                after.node(o.node).unwrap().op(),
+                Op::Constant(_) | Op::Broadcast(_)
+            )
+        });
+        assert_eq!(pairs_half, half_with_x, "spelling {k}:\n{after}");
+        let xs: Vec<f32> = vec![-3.0, -1.25, -0.5, -0.0, 0.0, 0.3, 1.7, 4.0];
+        let t = Tensor::from_vec(xs, [8]).unwrap();
+        let (want, got) = (eval(&before, std::slice::from_ref(&t)), eval(&after, &[t]));
+        assert!(same_bits(&want, &got), "spelling {k}: {want:?} {got:?}");
+    }
+}
