@@ -34,7 +34,10 @@ use std::path::{Path, PathBuf};
 
 use graphlift::onnx::prost::Message;
 use graphlift::onnx::proto::ModelProto;
-use graphlift::onnx::{import_model_file, read_tensor_proto, NamedTensor, SUPPORTED_OPS};
+use graphlift::onnx::{
+    import_model_file_with, read_tensor_proto, ImportOptions, ImportedModel, NamedTensor,
+    OnnxError, SUPPORTED_OPS,
+};
 use graphlift::{Backend, Tensor, TensorData};
 
 /// The backends every case runs on.
@@ -99,6 +102,7 @@ const LISTED: &[(&str, &str)] = &[
     ("PRelu", "prelu"),
     ("ThresholdedRelu", "thresholdedrelu"),
     ("Identity", "identity"),
+    ("Resize", "resize"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that
@@ -240,16 +244,60 @@ fn compare_random(got: &Tensor, want: &NamedTensor) -> Result<(), String> {
     }
 }
 
-/// Runs one test directory on `backend`.
+/// The names of a model's graph inputs that are not initializers, in graph order (the
+/// order of the data sets' `input_K.pb`).
+fn graph_inputs(path: &Path) -> Result<Vec<String>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let model =
+        ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let graph = model.graph.unwrap_or_default();
+    let init: BTreeSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    Ok(graph
+        .input
+        .iter()
+        .filter(|vi| !init.contains(vi.name.as_str()))
+        .map(|vi| vi.name.clone())
+        .collect())
+}
+
+/// Imports the model, giving the importer the values of the graph inputs it needs at import
+/// ([`OnnxError::RunTimeOperand`]: `Resize` scales, `Pad` pads, ... that the tests pass as
+/// inputs) from `inputs`, the data set's values in graph-input order.
+fn import_binding(
+    model_path: &Path,
+    names: &[String],
+    inputs: &[Tensor],
+) -> Result<ImportedModel, OnnxError> {
+    let mut options = ImportOptions::default();
+    loop {
+        match import_model_file_with(model_path, &options) {
+            Err(OnnxError::RunTimeOperand { input, at, what })
+                if !options.input_values.contains_key(&input) =>
+            {
+                let Some(k) = names.iter().position(|n| *n == input) else {
+                    return Err(OnnxError::RunTimeOperand { input, at, what });
+                };
+                let Some(value) = inputs.get(k) else {
+                    return Err(OnnxError::RunTimeOperand { input, at, what });
+                };
+                options.input_values.insert(input, value.clone());
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Runs one test directory on `backend`: each data set's inputs are given to the model
+/// (those the importer needs as constants at import, the rest with the call).
 fn run_case(test_dir: &Path, backend: &str) -> Outcome {
-    let random = match model_ops(&test_dir.join("model.onnx")) {
+    let model_path = test_dir.join("model.onnx");
+    let random = match model_ops(&model_path) {
         Ok(ops) => ops.iter().any(|(_, op)| RANDOM_OPS.contains(&op.as_str())),
         Err(e) => return Outcome::Failed(e),
     };
-    let model = match import_model_file(&test_dir.join("model.onnx")) {
-        Ok(m) => m,
-        Err(e) if e.is_unsupported() => return Outcome::Unsupported(e.to_string()),
-        Err(e) => return Outcome::Failed(format!("import: {e}")),
+    let names = match graph_inputs(&model_path) {
+        Ok(n) => n,
+        Err(e) => return Outcome::Failed(e),
     };
     let mut sets: Vec<PathBuf> = match std::fs::read_dir(test_dir) {
         Ok(rd) => rd
@@ -268,21 +316,17 @@ fn run_case(test_dir: &Path, backend: &str) -> Outcome {
     if sets.is_empty() {
         return Outcome::Failed("no test_data_set_* directory".into());
     }
+    // A model graphlift cannot import whatever the inputs (an unsupported operator or
+    // type) is unsupported before its data is read.
+    match import_model_file_with(&model_path, &ImportOptions::default()) {
+        Err(OnnxError::RunTimeOperand { .. }) | Ok(_) => {}
+        Err(e) if e.is_unsupported() => return Outcome::Unsupported(e.to_string()),
+        Err(e) => return Outcome::Failed(format!("import: {e}")),
+    }
     let be = match Backend::create(backend) {
         Ok(b) => b,
         Err(e) => return Outcome::Failed(format!("Backend::create({backend}): {e}")),
     };
-    let exe = match catch_unwind(AssertUnwindSafe(|| be.compile(&model.function))) {
-        Ok(Ok(x)) => x,
-        Ok(Err(e)) => return Outcome::Failed(format!("compile: {e}")),
-        Err(_) => return Outcome::Failed("compile panicked".into()),
-    };
-    if backend == "CPU-JIT" {
-        let model_path = test_dir.join("model.onnx");
-        if let Err(e) = kernel_provenance::check(&model_path, &model.function, &exe.kernels()) {
-            return Outcome::Failed(format!("kernel provenance: {e}"));
-        }
-    }
     for set in &sets {
         let set_name = set
             .file_name()
@@ -297,15 +341,6 @@ fn run_case(test_dir: &Path, backend: &str) -> Outcome {
             Ok(v) => v,
             Err(o) => return o,
         };
-        if inputs.len() != model.inputs.len() || expected.len() != model.outputs.len() {
-            return Outcome::Failed(format!(
-                "{set_name}: {} inputs and {} outputs given, the model has {} and {}",
-                inputs.len(),
-                expected.len(),
-                model.inputs.len(),
-                model.outputs.len()
-            ));
-        }
         let tensors = match inputs
             .into_iter()
             .map(|t| Tensor::from_data(t.data, t.shape))
@@ -314,7 +349,38 @@ fn run_case(test_dir: &Path, backend: &str) -> Outcome {
             Ok(v) => v,
             Err(e) => return Outcome::Failed(format!("{set_name}: input: {e}")),
         };
-        let outputs = match catch_unwind(AssertUnwindSafe(|| exe.run(&tensors))) {
+        let model = match import_binding(&model_path, &names, &tensors) {
+            Ok(m) => m,
+            Err(e) if e.is_unsupported() => return Outcome::Unsupported(e.to_string()),
+            Err(e) => return Outcome::Failed(format!("import: {e}")),
+        };
+        // The inputs given at import are not parameters.
+        let call: Vec<Tensor> = names
+            .iter()
+            .zip(tensors)
+            .filter(|(n, _)| model.inputs.iter().any(|i| &i.name == *n))
+            .map(|(_, t)| t)
+            .collect();
+        if call.len() != model.inputs.len() || expected.len() != model.outputs.len() {
+            return Outcome::Failed(format!(
+                "{set_name}: {} inputs and {} outputs given, the model has {} and {}",
+                call.len(),
+                expected.len(),
+                model.inputs.len(),
+                model.outputs.len()
+            ));
+        }
+        let exe = match catch_unwind(AssertUnwindSafe(|| be.compile(&model.function))) {
+            Ok(Ok(x)) => x,
+            Ok(Err(e)) => return Outcome::Failed(format!("compile: {e}")),
+            Err(_) => return Outcome::Failed("compile panicked".into()),
+        };
+        if backend == "CPU-JIT" {
+            if let Err(e) = kernel_provenance::check(&model_path, &model.function, &exe.kernels()) {
+                return Outcome::Failed(format!("kernel provenance: {e}"));
+            }
+        }
+        let outputs = match catch_unwind(AssertUnwindSafe(|| exe.run(&call))) {
             Ok(Ok(o)) => o,
             Ok(Err(e)) => return Outcome::Failed(format!("{set_name}: run: {e}")),
             Err(_) => return Outcome::Failed(format!("{set_name}: run panicked")),

@@ -6,7 +6,9 @@ use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, 
 mod activation;
 mod layout;
 mod nn;
+mod pad;
 mod random;
+mod resize;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
@@ -67,6 +69,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Not",
     "Or",
     "PRelu",
+    "Pad",
     "Pow",
     "RandomNormal",
     "RandomNormalLike",
@@ -80,6 +83,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ReduceSum",
     "Relu",
     "Reshape",
+    "Resize",
     "Round",
     "Selu",
     "Shape",
@@ -224,6 +228,8 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "RandomUniformLike" => random::random(e, ins, true, true)?,
         "RandomNormal" => random::random(e, ins, false, false)?,
         "RandomNormalLike" => random::random(e, ins, false, true)?,
+        "Pad" => pad::pad(e, ins)?,
+        "Resize" => resize::resize(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => nn::conv(e, ins)?,
         "BatchNormalization" => nn::batch_norm(e, ins)?,

@@ -2,7 +2,9 @@
 //! `BatchNormalization`, `MaxPool`, `GlobalAveragePool`, `Softmax`, `LayerNormalization`
 //! and the `Reduce*` family.
 
-use graphlift_ir::{Convolution, LayerNorm, Op, Output, ReduceOp, Reduction, Shape, Window};
+use graphlift_ir::{
+    CompareOp, Convolution, ElementType, LayerNorm, Op, Output, ReduceOp, Reduction, Shape, Window,
+};
 
 use super::layout::{axes, axes_operand, axis, dims, reshape_to as reshape};
 use super::In;
@@ -298,7 +300,8 @@ pub(super) fn layer_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output,
 
 /// `ReduceSum`, `ReduceMean`, `ReduceMax`, `ReduceMin`, `ReduceProd`: `axes` is an input
 /// from opset 13 (`ReduceSum`) or 18 (the others), an attribute before; `keepdims`
-/// (default 1); no axes reduces everything unless `noop_with_empty_axes` = 1.
+/// (default 1); no axes reduces everything unless `noop_with_empty_axes` = 1. `ReduceMax`
+/// and `ReduceMin` of BOOL (opset 20) are "any" and "all" (false and true when empty).
 pub(super) fn reduce(
     e: &mut NodeEmitter<'_>,
     ins: In<'_>,
@@ -323,5 +326,13 @@ pub(super) fn reduce(
         axes: reduced,
         keep_dims,
     };
+    if e.et(x)? == ElementType::Bool && matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        // Opset 20's BOOL max (any) and min (all), over 0/1 integers: `> 0` maps the
+        // empty reduction's MIN to false and MAX to true.
+        let ints = e.convert(x, ElementType::I32)?;
+        let y = e.op(Op::Reduce(r), &[ints])?;
+        let zero = e.scalar(ElementType::I32, 0.0)?;
+        return e.compare(CompareOp::Greater, y, zero);
+    }
     e.op(Op::Reduce(r), &[x])
 }
