@@ -4,9 +4,11 @@
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, UnaryOp};
 
 mod activation;
+mod conv;
 mod layout;
 mod nn;
 mod pad;
+mod pooling;
 mod random;
 mod resize;
 
@@ -27,6 +29,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Abs",
     "Add",
     "And",
+    "AveragePool",
     "BatchNormalization",
     "Cast",
     "CastLike",
@@ -37,6 +40,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "ConvTranspose",
     "Div",
     "Elu",
     "Equal",
@@ -48,6 +52,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Gather",
     "Gelu",
     "GlobalAveragePool",
+    "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
     "HardSigmoid",
@@ -231,10 +236,13 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "Pad" => pad::pad(e, ins)?,
         "Resize" => resize::resize(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
-        "Conv" => nn::conv(e, ins)?,
+        "Conv" => conv::conv(e, ins)?,
+        "ConvTranspose" => conv::conv_transpose(e, ins)?,
         "BatchNormalization" => nn::batch_norm(e, ins)?,
-        "MaxPool" => nn::max_pool(e, ins)?,
-        "GlobalAveragePool" => nn::global_average_pool(e, ins)?,
+        "MaxPool" => pooling::max_pool(e, ins)?,
+        "AveragePool" => pooling::average_pool(e, ins)?,
+        "GlobalAveragePool" => pooling::global_average_pool(e, ins)?,
+        "GlobalMaxPool" => pooling::global_max_pool(e, ins)?,
         "Softmax" => nn::softmax(e, ins)?,
         "LayerNormalization" => nn::layer_norm(e, ins)?,
         "ReduceSum" => nn::reduce(e, ins, ReduceOp::Sum)?,

@@ -1,10 +1,8 @@
-//! Neural-network operators that are not elementwise: `MatMul`, `Conv`,
-//! `BatchNormalization`, `MaxPool`, `GlobalAveragePool`, `Softmax`, `LayerNormalization`
-//! and the `Reduce*` family.
+//! Neural-network operators that are not elementwise and not windowed: `MatMul`, `Gemm`,
+//! `BatchNormalization`, `Softmax`, `LogSoftmax`, `LayerNormalization`, the `Reduce*`
+//! family, `ArgMax`/`ArgMin` and `CumSum`.
 
-use graphlift_ir::{
-    CompareOp, Convolution, ElementType, LayerNorm, Op, Output, ReduceOp, Reduction, Shape, Window,
-};
+use graphlift_ir::{CompareOp, ElementType, LayerNorm, Op, Output, ReduceOp, Reduction, Shape};
 
 use super::layout::{axes, axes_operand, axis, dims, reshape_to as reshape};
 use super::In;
@@ -40,121 +38,6 @@ pub(super) fn matmul(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, Onn
     reshape(e, y, out)
 }
 
-/// The window attributes shared by `Conv` and `MaxPool` for an input of spatial extents
-/// `input` and a window of `kernel`: `strides`, `dilations`, `pads` (begins then ends) or
-/// `auto_pad` (`NOTSET`, `VALID`, `SAME_UPPER`, `SAME_LOWER`).
-fn window(e: &NodeEmitter<'_>, input: &[usize], kernel: Vec<usize>) -> Result<Window, OnnxError> {
-    let n = input.len();
-    let list = |name: &str, default: usize| -> Result<Vec<usize>, OnnxError> {
-        match e.attr_ints(name)? {
-            None => Ok(vec![default; n]),
-            Some(v) => v
-                .iter()
-                .map(|&x| usize::try_from(x))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|_| e.attribute_error(name, format!("{v:?} has a negative entry"))),
-        }
-    };
-    let strides = list("strides", 1)?;
-    let dilations = list("dilations", 1)?;
-    let pads = match e.attr_ints("pads")? {
-        None => vec![0; 2 * n],
-        Some(_) => list("pads", 0)?,
-    };
-    for (name, v, want) in [
-        ("strides", &strides, n),
-        ("dilations", &dilations, n),
-        ("pads", &pads, 2 * n),
-    ] {
-        if v.len() != want {
-            return Err(e.attribute_error(
-                name,
-                format!("has {} entries for {n} spatial axes", v.len()),
-            ));
-        }
-    }
-    let (mut pads_begin, mut pads_end) = (pads[..n].to_vec(), pads[n..].to_vec());
-    let auto_pad = e
-        .attr_string("auto_pad")?
-        .unwrap_or_else(|| "NOTSET".into());
-    match auto_pad.as_str() {
-        "NOTSET" => {}
-        "VALID" => {
-            pads_begin = vec![0; n];
-            pads_end = vec![0; n];
-        }
-        "SAME_UPPER" | "SAME_LOWER" => {
-            for a in 0..n {
-                let out = input[a].div_ceil(strides[a].max(1));
-                let reach = dilations[a] * (kernel[a].max(1) - 1) + 1;
-                let total = ((out.max(1) - 1) * strides[a] + reach).saturating_sub(input[a]);
-                let small = total / 2;
-                let (b, t) = if auto_pad == "SAME_UPPER" {
-                    (small, total - small)
-                } else {
-                    (total - small, small)
-                };
-                pads_begin[a] = b;
-                pads_end[a] = t;
-            }
-        }
-        other => {
-            return Err(e.attribute_error("auto_pad", format!("unknown value {other:?}")));
-        }
-    }
-    Ok(Window {
-        shape: kernel,
-        strides,
-        dilations,
-        pads_begin,
-        pads_end,
-    })
-}
-
-/// `Conv`: input `X` `[N, C, D..]`, filter `W` `[M, C / group, K..]`, optional bias `B`
-/// `[M]` (added as a broadcast `Add`).
-pub(super) fn conv(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
-    e.arity(ins, 2, 3)?;
-    let (x, w) = (e.input(ins, 0)?, e.input(ins, 1)?);
-    let (dx, dw) = (dims(e, x)?, dims(e, w)?);
-    if dx.len() < 3 || dw.len() != dx.len() {
-        return Err(e.shape_error(format!(
-            "X {dx:?} and W {dw:?} must both be [_, _, D1, ...] of one rank >= 3"
-        )));
-    }
-    let kernel = dw[2..].to_vec();
-    if let Some(k) = e.attr_ints("kernel_shape")? {
-        if k.iter().map(|&v| v as usize).ne(kernel.iter().copied()) {
-            return Err(e.attribute_error(
-                "kernel_shape",
-                format!("{k:?} differs from W's spatial shape {kernel:?}"),
-            ));
-        }
-    }
-    let group = e.attr_i64("group")?.unwrap_or(1);
-    let groups = usize::try_from(group)
-        .ok()
-        .filter(|&g| g >= 1)
-        .ok_or_else(|| e.attribute_error("group", format!("{group} must be >= 1")))?;
-    let c = Convolution {
-        window: window(e, &dx[2..], kernel)?,
-        groups,
-    };
-    let y = e.op(Op::Convolution(c), &[x, w])?;
-    match ins.get(2).copied().flatten() {
-        None => Ok(y),
-        Some(b) => {
-            let m = dw[0];
-            let mut per_channel = vec![1; dx.len()];
-            per_channel[1] = m;
-            let b = reshape(e, b, per_channel)?;
-            let shape = e.ty(y)?.shape;
-            let b = e.broadcast_to(b, &shape)?;
-            e.op(Op::Binary(graphlift_ir::BinaryOp::Add), &[y, b])
-        }
-    }
-}
-
 /// `BatchNormalization` in inference mode (`training_mode` must be 0; the running-stat
 /// outputs are not produced).
 pub(super) fn batch_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
@@ -173,79 +56,6 @@ pub(super) fn batch_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output,
         .map(|i| e.input(ins, i))
         .collect::<Result<Vec<_>, _>>()?;
     e.op(Op::BatchNormInference(epsilon), &values)
-}
-
-/// `MaxPool`: `kernel_shape` (required), `strides`, `dilations`, `pads`/`auto_pad` and
-/// `ceil_mode` (rounding the output extent up, by padding the end); the `Indices` output and
-/// `storage_order` = 1 are not supported.
-pub(super) fn max_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
-    e.arity(ins, 1, 1)?;
-    if e.node().output.iter().skip(1).any(|o| !o.is_empty()) {
-        return Err(e.unsupported("the Indices output"));
-    }
-    if e.attr_i64("storage_order")?.unwrap_or(0) != 0 {
-        return Err(e.unsupported("storage_order = 1"));
-    }
-    let x = e.input(ins, 0)?;
-    let dx = dims(e, x)?;
-    if dx.len() < 3 {
-        return Err(e.shape_error(format!("X {dx:?} must be [N, C, D1, ...]")));
-    }
-    let Some(k) = e.attr_ints("kernel_shape")? else {
-        return Err(e.attribute_error("kernel_shape", "is required".into()));
-    };
-    let kernel = k
-        .iter()
-        .map(|&v| usize::try_from(v))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| e.attribute_error("kernel_shape", format!("{k:?} has a negative entry")))?;
-    if kernel.len() != dx.len() - 2 {
-        return Err(e.attribute_error(
-            "kernel_shape",
-            format!(
-                "has {} entries for {} spatial axes",
-                kernel.len(),
-                dx.len() - 2
-            ),
-        ));
-    }
-    let mut w = window(e, &dx[2..], kernel)?;
-    if e.attr_i64("ceil_mode")?.unwrap_or(0) != 0 {
-        // Validates the window first (its errors name the axis).
-        w.output_extents(&dx[2..]).map_err(|m| e.shape_error(m))?;
-        for a in 0..w.shape.len() {
-            let (input, s) = (dx[2 + a], w.strides[a]);
-            let padded = input + w.pads_begin[a] + w.pads_end[a];
-            let reach = w.dilations[a] * (w.shape[a] - 1) + 1;
-            let mut out = (padded - reach).div_ceil(s) + 1;
-            // ONNX drops a last window that would start in the end padding.
-            if (out - 1) * s >= input + w.pads_begin[a] {
-                out -= 1;
-            }
-            // Pad the end (padding never wins a max) so that rounding down gives `out`.
-            w.pads_end[a] += ((out - 1) * s + reach).saturating_sub(padded);
-        }
-    }
-    e.op(Op::MaxPool(w), &[x])
-}
-
-/// `GlobalAveragePool`: the mean over every spatial axis, kept as extent 1.
-pub(super) fn global_average_pool(
-    e: &mut NodeEmitter<'_>,
-    ins: In<'_>,
-) -> Result<Output, OnnxError> {
-    e.arity(ins, 1, 1)?;
-    let x = e.input(ins, 0)?;
-    let rank = dims(e, x)?.len();
-    if rank < 3 {
-        return Err(e.shape_error(format!("X must be [N, C, D1, ...], has rank {rank}")));
-    }
-    let r = Reduction {
-        op: ReduceOp::Mean,
-        axes: (2..rank).collect(),
-        keep_dims: true,
-    };
-    e.op(Op::Reduce(r), &[x])
 }
 
 /// `Softmax`: opset 13+ along `axis` (default -1); before, the input is coerced to 2-D at
