@@ -114,6 +114,21 @@ const LISTED: &[(&str, &str)] = &[
     ("ConvTranspose", "convtranspose"),
     ("AveragePool", "averagepool"),
     ("GlobalMaxPool", "globalmaxpool"),
+    ("Gemm", "gemm"),
+    ("Split", "split"),
+    ("LogSoftmax", "logsoftmax"),
+    ("ArgMax", "argmax"),
+    ("ArgMin", "argmin"),
+    ("Tile", "tile"),
+    ("Range", "range"),
+    ("Size", "size"),
+    ("DepthToSpace", "depthtospace"),
+    ("SpaceToDepth", "spacetodepth"),
+    ("Trilu", "tril"),
+    ("Trilu", "triu"),
+    ("IsNaN", "isnan"),
+    ("IsInf", "isinf"),
+    ("CumSum", "cumsum"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

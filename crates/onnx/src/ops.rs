@@ -4,12 +4,14 @@
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, UnaryOp};
 
 mod activation;
+mod classify;
 mod conv;
 mod layout;
 mod nn;
 mod pad;
 mod pooling;
 mod random;
+mod rearrange;
 mod resize;
 
 use activation::{
@@ -17,7 +19,7 @@ use activation::{
     thresholded_relu, variadic,
 };
 
-use graphlift_ir::ReduceOp;
+use graphlift_ir::{ArgOp, ReduceOp};
 
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -29,6 +31,8 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Abs",
     "Add",
     "And",
+    "ArgMax",
+    "ArgMin",
     "AveragePool",
     "BatchNormalization",
     "Cast",
@@ -41,6 +45,8 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ConstantOfShape",
     "Conv",
     "ConvTranspose",
+    "CumSum",
+    "DepthToSpace",
     "Div",
     "Elu",
     "Equal",
@@ -51,6 +57,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Floor",
     "Gather",
     "Gelu",
+    "Gemm",
     "GlobalAveragePool",
     "GlobalMaxPool",
     "Greater",
@@ -58,11 +65,14 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "IsInf",
+    "IsNaN",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
     "LessOrEqual",
     "Log",
+    "LogSoftmax",
     "MatMul",
     "Max",
     "MaxPool",
@@ -80,6 +90,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "RandomNormalLike",
     "RandomUniform",
     "RandomUniformLike",
+    "Range",
     "Reciprocal",
     "ReduceMax",
     "ReduceMean",
@@ -94,17 +105,22 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Shape",
     "Sigmoid",
     "Sign",
+    "Size",
     "Slice",
     "Softmax",
     "Softplus",
     "Softsign",
+    "SpaceToDepth",
+    "Split",
     "Sqrt",
     "Squeeze",
     "Sub",
     "Sum",
     "Tanh",
     "ThresholdedRelu",
+    "Tile",
     "Transpose",
+    "Trilu",
     "Unsqueeze",
     "Where",
     "Xor",
@@ -133,6 +149,9 @@ fn boolean(t: ElementType) -> bool {
 /// `Sum`, `Clip`, `Pow`, `PRelu`, ...).
 pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
     let op_type = e.node().op_type.clone();
+    if op_type == "Split" {
+        return rearrange::split(e, ins);
+    }
     let y = match op_type.as_str() {
         "Add" => arithmetic(e, ins, BinaryOp::Add)?,
         "Sub" => arithmetic(e, ins, BinaryOp::Subtract)?,
@@ -234,6 +253,19 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "RandomNormal" => random::random(e, ins, false, false)?,
         "RandomNormalLike" => random::random(e, ins, false, true)?,
         "Pad" => pad::pad(e, ins)?,
+        "Gemm" => nn::gemm(e, ins)?,
+        "LogSoftmax" => nn::log_softmax(e, ins)?,
+        "ArgMax" => nn::arg_reduce(e, ins, ArgOp::Max)?,
+        "ArgMin" => nn::arg_reduce(e, ins, ArgOp::Min)?,
+        "CumSum" => nn::cum_sum(e, ins)?,
+        "Tile" => rearrange::tile(e, ins)?,
+        "DepthToSpace" => rearrange::depth_to_space(e, ins)?,
+        "SpaceToDepth" => rearrange::space_to_depth(e, ins)?,
+        "Trilu" => rearrange::trilu(e, ins)?,
+        "Range" => layout::range(e, ins)?,
+        "Size" => layout::size(e, ins)?,
+        "IsNaN" => classify::is_nan(e, ins)?,
+        "IsInf" => classify::is_inf(e, ins)?,
         "Resize" => resize::resize(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => conv::conv(e, ins)?,

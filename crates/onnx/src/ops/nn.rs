@@ -2,7 +2,10 @@
 //! `BatchNormalization`, `Softmax`, `LogSoftmax`, `LayerNormalization`, the `Reduce*`
 //! family, `ArgMax`/`ArgMin` and `CumSum`.
 
-use graphlift_ir::{CompareOp, ElementType, LayerNorm, Op, Output, ReduceOp, Reduction, Shape};
+use graphlift_ir::{
+    ArgOp, ArgReduction, BinaryOp, CompareOp, ElementType, LayerNorm, Op, Output, ReduceOp,
+    Reduction, Shape, TensorData, UnaryOp,
+};
 
 use super::layout::{axes, axes_operand, axis, dims, reshape_to as reshape};
 use super::In;
@@ -61,13 +64,47 @@ pub(super) fn batch_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output,
 /// `Softmax`: opset 13+ along `axis` (default -1); before, the input is coerced to 2-D at
 /// `axis` (default 1) and normalised over the second axis.
 pub(super) fn softmax(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    along_axis(e, ins, |e, x, a| e.op(Op::Softmax(a), &[x]))
+}
+
+/// `LogSoftmax` (axis rules as [`softmax`]), in the stable form
+/// `x - max - log(sum(exp(x - max)))` over the axis.
+pub(super) fn log_softmax(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    along_axis(e, ins, |e, x, a| {
+        e.require(x, ElementType::is_float, "a float")?;
+        let shape = e.ty(x)?.shape;
+        let over = |op| {
+            Op::Reduce(Reduction {
+                op,
+                axes: vec![a],
+                keep_dims: true,
+            })
+        };
+        let max = e.op(over(ReduceOp::Max), &[x])?;
+        let max = e.broadcast_to(max, &shape)?;
+        let shifted = e.binary(BinaryOp::Subtract, x, max)?;
+        let exp = e.unary(UnaryOp::Exp, shifted)?;
+        let sum = e.op(over(ReduceOp::Sum), &[exp])?;
+        let log = e.unary(UnaryOp::Log, sum)?;
+        e.binary(BinaryOp::Subtract, shifted, log)
+    })
+}
+
+/// Applies `f(x, axis)` as `Softmax` and `LogSoftmax` define their axis: from opset 13
+/// `axis` (default -1) of `x`; before, `x` coerced to 2-D at `axis` (default 1, may equal
+/// the rank) and the op over its second axis, reshaped back.
+fn along_axis(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    f: impl FnOnce(&mut NodeEmitter<'_>, Output, usize) -> Result<Output, OnnxError>,
+) -> Result<Output, OnnxError> {
     e.arity(ins, 1, 1)?;
     let x = e.input(ins, 0)?;
     let d = dims(e, x)?;
     let rank = d.len();
     if e.opset() >= 13 {
         let a = axis(e, e.attr_i64("axis")?.unwrap_or(-1), rank, "axis")?;
-        return e.op(Op::Softmax(a), &[x]);
+        return f(e, x, a);
     }
     let a = e.attr_i64("axis")?.unwrap_or(1);
     let a = if a == rank as i64 {
@@ -78,8 +115,144 @@ pub(super) fn softmax(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, On
     let rows: usize = d[..a].iter().product();
     let cols: usize = d[a..].iter().product();
     let flat = reshape(e, x, vec![rows, cols])?;
-    let y = e.op(Op::Softmax(1), &[flat])?;
+    let y = f(e, flat, 1)?;
     reshape(e, y, d)
+}
+
+/// `Gemm`: `alpha · A' · B' + beta · C` with `A'` = `A` `[M, K]` (or its transpose with
+/// `transA`), `B'` = `B` `[K, N]` (or its transpose with `transB`), and the optional `C`
+/// broadcast to `[M, N]`; `alpha` and `beta` default to 1.
+pub(super) fn gemm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 2, 3)?;
+    let (mut a, mut b) = (e.input(ins, 0)?, e.input(ins, 1)?);
+    e.same_type(&[a, b])?;
+    for (v, what) in [(a, "A"), (b, "B")] {
+        let d = dims(e, v)?;
+        if d.len() != 2 {
+            return Err(e.shape_error(format!("{what} must be a matrix, has shape {d:?}")));
+        }
+    }
+    if e.attr_i64("transA")?.unwrap_or(0) != 0 {
+        a = e.op(Op::Transpose(vec![1, 0]), &[a])?;
+    }
+    if e.attr_i64("transB")?.unwrap_or(0) != 0 {
+        b = e.op(Op::Transpose(vec![1, 0]), &[b])?;
+    }
+    let mut y = e.op(Op::MatMul, &[a, b])?;
+    let alpha = f64::from(e.attr_f32("alpha", 1.0)?);
+    if alpha != 1.0 {
+        y = e.mul_scalar(y, alpha)?;
+    }
+    let Some(mut c) = e.optional_input(ins, 2) else {
+        return Ok(y);
+    };
+    let beta = f64::from(e.attr_f32("beta", 1.0)?);
+    if beta != 1.0 {
+        c = e.mul_scalar(c, beta)?;
+    }
+    let shape = e.ty(y)?.shape;
+    let c_shape = e.ty(c)?.shape;
+    if !c_shape.broadcasts_to(&shape) {
+        return Err(e.shape_error(format!("C {c_shape} does not broadcast to {shape}")));
+    }
+    e.binary(BinaryOp::Add, y, c)
+}
+
+/// `ArgMax` / `ArgMin`: `axis` (default 0, may be negative), `keepdims` (default 1),
+/// `select_last_index` (opset 12, default 0); INT64 indices.
+pub(super) fn arg_reduce(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    op: ArgOp,
+) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    e.require(x, ElementType::is_numeric, "a numeric")?;
+    let d = dims(e, x)?;
+    let a = axis(e, e.attr_i64("axis")?.unwrap_or(0), d.len(), "axis")?;
+    if d[a] == 0 {
+        return Err(e.shape_error(format!("axis {a} of {d:?} is empty: no element to pick")));
+    }
+    let r = ArgReduction {
+        op,
+        axis: a,
+        keep_dims: e.attr_i64("keepdims")?.unwrap_or(1) != 0,
+        select_last_index: e.attr_i64("select_last_index")?.unwrap_or(0) != 0,
+    };
+    e.op(Op::ArgReduce(r), &[x])
+}
+
+/// `CumSum`: the running sum along `axis` (input 1, a constant scalar), including each
+/// element (or only those before it with `exclusive`), from the end with `reverse`. Computed
+/// as a `MatMul` of the axis (moved last) with a constant triangular matrix of ones.
+pub(super) fn cum_sum(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 2, 2)?;
+    let x = e.input(ins, 0)?;
+    let et = e.require(x, ElementType::is_numeric, "a numeric")?;
+    let d = dims(e, x)?;
+    let rank = d.len();
+    let list = e.constant_ints(e.input(ins, 1)?, "input 1 (`axis`)")?;
+    let [raw] = list[..] else {
+        return Err(e.shape_error(format!("axis {list:?} must be one value")));
+    };
+    if rank == 0 {
+        return Err(e.shape_error("CumSum of a scalar".into()));
+    }
+    let a = axis(e, raw, rank, "axis")?;
+    let exclusive = e.attr_i64("exclusive")?.unwrap_or(0) != 0;
+    let reverse = e.attr_i64("reverse")?.unwrap_or(0) != 0;
+    let n = d[a];
+    // y[.., j] = sum_i x[.., i] · t[i, j].
+    let t: Vec<f64> = (0..n * n)
+        .map(|k| {
+            let (i, j) = (k / n, k % n);
+            let counts = match (reverse, exclusive) {
+                (false, false) => i <= j,
+                (false, true) => i < j,
+                (true, false) => i >= j,
+                (true, true) => i > j,
+            };
+            if counts {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let t = match et {
+        ElementType::F32 => TensorData::F32(t.iter().map(|&v| v as f32).collect()),
+        ElementType::F64 => TensorData::F64(t),
+        ElementType::I32 => TensorData::I32(t.iter().map(|&v| v as i32).collect()),
+        _ => TensorData::I64(t.iter().map(|&v| v as i64).collect()),
+    };
+    let t = e.constant(t, Shape::new([n, n]))?;
+    let mut perm: Vec<usize> = (0..rank).filter(|&k| k != a).collect();
+    perm.push(a);
+    let last = perm.iter().copied().eq(0..rank);
+    let moved = if last {
+        x
+    } else {
+        e.op(Op::Transpose(perm.clone()), &[x])?
+    };
+    let moved = if rank == 1 {
+        reshape(e, moved, vec![1, n])?
+    } else {
+        moved
+    };
+    let summed = e.op(Op::MatMul, &[moved, t])?;
+    let summed = if rank == 1 {
+        reshape(e, summed, vec![n])?
+    } else {
+        summed
+    };
+    if last {
+        return Ok(summed);
+    }
+    let mut inverse = vec![0; rank];
+    for (i, &p) in perm.iter().enumerate() {
+        inverse[p] = i;
+    }
+    e.op(Op::Transpose(inverse), &[summed])
 }
 
 /// `LayerNormalization` (opset 17): normalises over `axis..` (default -1) with `epsilon`
