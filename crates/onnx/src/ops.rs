@@ -13,6 +13,8 @@ mod pooling;
 mod random;
 mod rearrange;
 mod resize;
+#[cfg(test)]
+mod tests;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
