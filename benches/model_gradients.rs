@@ -24,6 +24,7 @@ fn functions(path: &Path) -> (Function, Function) {
     let options = ImportOptions {
         input_shapes: Default::default(),
         ordered_input_shapes: vec![SHAPE.to_vec()],
+        ..ImportOptions::default()
     };
     let model = import_model_file_with(path, &options).expect("imports");
     let f = model.function;

@@ -445,7 +445,7 @@ fn strided_and_reversed_slices() {
 /// the padding value.
 #[test]
 fn pad() {
-    use graphlift::ir::Pad;
+    use graphlift::ir::{Pad, PadMode};
     let m = input(22, &[3, 4], -1.0, 1.0);
     let v = (vec![], vec![0.7]);
     check("pad", &[m, v], |b, x| {
@@ -453,9 +453,28 @@ fn pad() {
             low: vec![1, 0],
             high: vec![2, 1],
             interior: vec![1, 2],
+            mode: PadMode::Constant,
         };
         b.op(Op::Pad(p), &[x[0].tanh(), x[1]]).sigmoid()
     });
+}
+
+/// A `Pad` that copies elements (reflect, edge, wrap) has no adjoint: `deriv` says so.
+#[test]
+fn pad_of_a_copying_mode_has_no_adjoint() {
+    use graphlift::ir::{Pad, PadMode};
+    let b = FunctionBuilder::new("reflect");
+    let x = b.parameter("x", F64, [4]);
+    let p = Pad {
+        low: vec![2],
+        high: vec![1],
+        interior: vec![0],
+        mode: PadMode::Reflect,
+    };
+    let padded = b.op(Op::Pad(p), &[x]);
+    b.deriv(sum_all(padded * padded), x);
+    let e = b.finish(&[]).unwrap_err();
+    assert!(e.to_string().contains("only constant-mode Pad"), "{e}");
 }
 
 /// `ReduceProd`'s adjoint is the product of the other elements, also where some are 0 (a

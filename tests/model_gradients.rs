@@ -46,6 +46,7 @@ fn minilm_word_embedding_gradient_matches_finite_differences() {
     let options = ImportOptions {
         input_shapes: Default::default(),
         ordered_input_shapes: inputs.iter().map(|t| t.shape().dims().to_vec()).collect(),
+        ..ImportOptions::default()
     };
     let model =
         import_model_file_with(&dir.join("paraphrase-MiniLM-L3-v2.onnx"), &options).unwrap();
@@ -130,6 +131,7 @@ fn ppocr_classifier_input_gradient_matches_finite_differences() {
     let options = ImportOptions {
         input_shapes: Default::default(),
         ordered_input_shapes: vec![input.shape().dims().to_vec()],
+        ..ImportOptions::default()
     };
     let model =
         import_model_file_with(&dir.join("ch_ppocr_mobile_v2.0_cls_infer.onnx"), &options).unwrap();

@@ -219,6 +219,7 @@ pub(crate) fn import_for(
     let options = ImportOptions {
         input_shapes: shapes.iter().cloned().collect(),
         ordered_input_shapes: inputs.iter().map(|t| t.shape().dims().to_vec()).collect(),
+        ..ImportOptions::default()
     };
     Ok(import_model_file_with(path, &options)?)
 }

@@ -4,6 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+mod resize;
+
+pub use resize::{CoordinateTransform, NearestMode, Resize, ResizeMode};
+
 /// How a [`Reduction`] combines the elements of the reduced axes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ReduceOp {
@@ -268,9 +272,29 @@ impl RandomFill {
     }
 }
 
-/// Padding of every axis with a constant (XLA's `Pad`; ONNX `Pad` in `constant` mode with
-/// non-negative pads): `low[a]` elements before axis `a`, `high[a]` after, and `interior[a]`
-/// between each two neighbours, all of the padding value. An axis of extent `d` becomes
+/// How [`Pad`] fills the elements it adds (ONNX `Pad`'s `mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PadMode {
+    /// The padding value (the op's second operand); the only mode with interior padding.
+    #[default]
+    Constant,
+    /// The mirror image without the edge element: `[1, 2, 3]` padded by 2 on both sides is
+    /// `[3, 2, 1, 2, 3, 2, 1]` (numpy's `reflect`); padding beyond the extent reflects again
+    /// (a period of `2 (d - 1)`), and an axis of extent 1 repeats its element.
+    Reflect,
+    /// The edge element repeated (numpy's `edge`).
+    Edge,
+    /// The axis repeated periodically (numpy's `wrap`): `[1, 2, 3]` padded by 2 on both sides
+    /// is `[2, 3, 1, 2, 3, 1, 2]`.
+    Wrap,
+}
+
+/// Padding of every axis (XLA's `Pad`; ONNX `Pad` with non-negative pads): `low[a]` elements
+/// before axis `a`, `high[a]` after, and `interior[a]` between each two neighbours. In
+/// [`PadMode::Constant`] the added elements are the padding value (the op's second operand);
+/// the other modes take them from the data (and have one operand, no interior padding, and
+/// no empty padded axis). An axis of extent `d` becomes
 /// `low + d + interior * (d - 1) + high` (`low + high` when `d` is 0). The adjoint of a
 /// strided `Slice` is the slice's adjoint padded back with zeros this way.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -281,6 +305,8 @@ pub struct Pad {
     pub high: Vec<usize>,
     /// Elements added between each two neighbours along each axis.
     pub interior: Vec<usize>,
+    /// Where the added elements come from.
+    pub mode: PadMode,
 }
 
 impl Pad {
@@ -300,6 +326,18 @@ impl Pad {
                 ));
             }
         }
+        if self.mode != PadMode::Constant {
+            if self.interior.iter().any(|&i| i != 0) {
+                return Err(format!("{:?} padding has no interior padding", self.mode));
+            }
+            let padded = |a: usize| self.low[a] > 0 || self.high[a] > 0;
+            if let Some(a) = (0..input.len()).find(|&a| input[a] == 0 && padded(a)) {
+                return Err(format!(
+                    "axis {a} is empty: {:?} padding has nothing to copy",
+                    self.mode
+                ));
+            }
+        }
         input
             .iter()
             .enumerate()
@@ -313,6 +351,32 @@ impl Pad {
             })
             .collect()
     }
+}
+
+/// Which extreme an [`ArgReduction`] looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgOp {
+    /// The largest element (ONNX `ArgMax`).
+    Max,
+    /// The smallest element (ONNX `ArgMin`).
+    Min,
+}
+
+/// The index of the largest or smallest element along one axis (ONNX `ArgMax`/`ArgMin`):
+/// an `i64` tensor of the input's shape without the axis (or with extent 1 there when
+/// `keep_dims`). Of equal extremes the first index is taken, or the last with
+/// `select_last_index`; a NaN is the extreme (numpy's rule: the first NaN wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArgReduction {
+    /// Maximum or minimum.
+    pub op: ArgOp,
+    /// The reduced axis (`< rank`; the input's extent there is at least 1).
+    pub axis: usize,
+    /// Keep the axis as extent 1.
+    pub keep_dims: bool,
+    /// Of equal extremes take the last index instead of the first.
+    pub select_last_index: bool,
 }
 
 /// The adjoint of `Gather(axis)` from data of shape `shape` (what TensorFlow's

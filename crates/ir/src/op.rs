@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::attrs::{
-    Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad, RandomFill, ReduceOp,
-    Reduction, ScatterAdd, SliceAxis, Window,
+    ArgOp, ArgReduction, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad, PadMode,
+    RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, SliceAxis, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -153,8 +153,9 @@ pub enum Op {
     Transpose(Vec<usize>),
     /// A strided slice, one [`SliceAxis`] per input axis (ONNX `Slice`, normalised).
     Slice(Vec<SliceAxis>),
-    /// `x` (input 0) padded with the scalar `value` (input 1, of `x`'s element type) before,
-    /// after and between its elements along each axis ([`Pad`]; XLA `Pad`).
+    /// `x` (input 0) padded before, after and between its elements along each axis
+    /// ([`Pad`]; XLA `Pad`, ONNX `Pad`): in [`PadMode::Constant`] with the scalar `value`
+    /// (input 1, of `x`'s element type), in the other modes (one operand) with elements of `x`.
     Pad(Pad),
     /// Joins its inputs (one or more, equal element types, equal extents except on the axis)
     /// along an axis (ONNX `Concat`).
@@ -165,6 +166,11 @@ pub enum Op {
     Gather(usize),
     /// A reduction over axes (ONNX `ReduceSum`, `ReduceMean`, ..., `GlobalAveragePool`).
     Reduce(Reduction),
+    /// The `i64` index of the largest or smallest element along one axis of a numeric
+    /// tensor ([`ArgReduction`]; ONNX `ArgMax`, `ArgMin`).
+    ArgReduce(ArgReduction),
+    /// Interpolation of an `f32`/`f64` tensor to new extents ([`Resize`]; ONNX `Resize`).
+    Resize(Resize),
     /// Matrix product of `a` `[..., M, K]` and `b` `[..., K, N]` giving `[..., M, N]`; both
     /// ranks are at least 2 and the batch axes `...` broadcast as numpy's `matmul` does.
     MatMul,
@@ -246,6 +252,11 @@ impl Op {
                 ReduceOp::Min => "ReduceMin",
                 ReduceOp::Prod => "ReduceProd",
             },
+            Op::ArgReduce(r) => match r.op {
+                ArgOp::Max => "ArgMax",
+                ArgOp::Min => "ArgMin",
+            },
+            Op::Resize(_) => "Resize",
             Op::MatMul => "MatMul",
             Op::Softmax(_) => "Softmax",
             Op::LayerNorm(_) => "LayerNorm",
@@ -297,10 +308,37 @@ impl fmt::Display for Op {
                 }
                 f.write_str(">")
             }
-            Op::Pad(p) => write!(
+            Op::Pad(p) => {
+                write!(
+                    f,
+                    "Pad<low={:?}, high={:?}, interior={:?}",
+                    p.low, p.high, p.interior
+                )?;
+                if p.mode != PadMode::Constant {
+                    write!(f, ", mode={:?}", p.mode)?;
+                }
+                f.write_str(">")
+            }
+            Op::ArgReduce(r) => write!(
                 f,
-                "Pad<low={:?}, high={:?}, interior={:?}>",
-                p.low, p.high, p.interior
+                "{}<axis={}{}{}>",
+                self.type_name(),
+                r.axis,
+                keep(r.keep_dims),
+                if r.select_last_index {
+                    ", select_last_index"
+                } else {
+                    ""
+                }
+            ),
+            Op::Resize(r) => write!(
+                f,
+                "Resize<{:?}, {:?}, shape={:?}, scales={:?}{}>",
+                r.mode,
+                r.coordinate_transform,
+                r.shape,
+                r.scales,
+                if r.antialias { ", antialias" } else { "" }
             ),
             Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => {
                 write!(f, "{}<axis={axis}>", self.type_name())

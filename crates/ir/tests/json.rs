@@ -125,6 +125,7 @@ fn pad_round_trips() {
         low: vec![1, 0],
         high: vec![0, 2],
         interior: vec![1, 0],
+        mode: graphlift_ir::PadMode::Constant,
     };
     let y = b.op(Op::Pad(p), &[x, x.scalar_like(0.5)]).named("padded");
     let f = b.finish(&[y]).unwrap();
@@ -137,6 +138,50 @@ fn pad_round_trips() {
         .remove("interior");
     let e = load_err(&doc);
     assert!(e.to_string().contains("interior"), "{e}");
+}
+
+/// The attributes of a reflecting `Pad`, `ArgMax` and `Resize` survive a round trip; an
+/// `ArgMin` without its tie rule is refused.
+#[test]
+fn pad_mode_arg_reduce_and_resize_round_trip() {
+    use graphlift_ir::{ArgOp, ArgReduction, CoordinateTransform, PadMode, Resize, ResizeMode};
+    let b = FunctionBuilder::new("sampling");
+    let x = b.parameter("x", F32, [1, 2, 3]);
+    let p = graphlift_ir::Pad {
+        low: vec![0, 1, 2],
+        high: vec![0, 1, 0],
+        interior: vec![0; 3],
+        mode: PadMode::Reflect,
+    };
+    let padded = b.op(Op::Pad(p), &[x]);
+    let r = Resize {
+        mode: ResizeMode::Cubic(-0.5),
+        coordinate_transform: CoordinateTransform::TfCropAndResize,
+        scales: vec![1.0, 1.5, 0.8],
+        shape: vec![1, 6, 4],
+        roi: vec![[0.0, 1.0], [0.25, 0.75], [0.0, 1.0]],
+        exclude_outside: true,
+        extrapolation_value: 10.0,
+        antialias: false,
+    };
+    let resized = b.op(Op::Resize(r), &[padded]);
+    let arg = ArgReduction {
+        op: ArgOp::Min,
+        axis: 2,
+        keep_dims: false,
+        select_last_index: true,
+    };
+    let y = b.op(Op::ArgReduce(arg), &[resized]).named("arg");
+    let f = b.finish(&[y]).unwrap();
+    let g = Function::from_json(&f.to_json()).unwrap();
+    assert_eq!(f, g);
+    let mut doc = doc_of(&f);
+    node_mut(&mut doc, "arg")["op"]
+        .as_object_mut()
+        .unwrap()
+        .remove("select_last_index");
+    let e = load_err(&doc);
+    assert!(e.to_string().contains("select_last_index"), "{e}");
 }
 
 #[test]

@@ -203,11 +203,49 @@ impl<'a> NodeEmitter<'a> {
                 "{what} must be an integer tensor, is {}",
                 d.element_type()
             ))),
-            None => Err(self.unsupported(format!(
-                "{what} is computed at run time; graphlift needs it constant (static shapes): \
-                 give every symbolic input dimension a value"
-            ))),
+            None => Err(self.not_constant(v, what, "give every symbolic input dimension a value")),
         }
+    }
+
+    /// The float data of input `v` as `f64` (exactly: an `f32` element keeps its value), which
+    /// must be a Constant (after folding) of `f32` or `f64` elements.
+    ///
+    /// # Errors
+    /// [`OnnxError::UnsupportedFeature`] naming the input when it is computed at run time, or
+    /// [`OnnxError::TypeMismatch`] when it is not a float tensor.
+    pub(crate) fn constant_floats(&self, v: Output, what: &str) -> Result<Vec<f64>, OnnxError> {
+        match self.constant_value(v).as_ref().map(Tensor::data) {
+            Some(TensorData::F32(d)) => Ok(d.iter().map(|&x| f64::from(x)).collect()),
+            Some(TensorData::F64(d)) => Ok(d.clone()),
+            Some(d) => Err(self.type_error(format!(
+                "{what} must be a float tensor, is {}",
+                d.element_type()
+            ))),
+            None => Err(self.not_constant(v, what, "")),
+        }
+    }
+
+    /// The error for an operand `v` that must be constant and is not:
+    /// [`OnnxError::RunTimeOperand`] when it is a graph input (a caller can give its value),
+    /// else [`OnnxError::UnsupportedFeature`] with `hint`.
+    fn not_constant(&self, v: Output, what: &str, hint: &str) -> OnnxError {
+        if let Ok(node) = self.function.node(v.node) {
+            if matches!(node.op(), Op::Parameter) {
+                return OnnxError::RunTimeOperand {
+                    at: self.at(),
+                    what: what.to_string(),
+                    input: node.name().to_string(),
+                };
+            }
+        }
+        let hint = if hint.is_empty() {
+            String::new()
+        } else {
+            format!(": {hint}")
+        };
+        self.unsupported(format!(
+            "{what} is computed at run time; graphlift needs it constant (static shapes){hint}"
+        ))
     }
 
     /// Evaluates `op` now if all its operands are Constants (see [`NodeEmitter::op`]).
@@ -441,6 +479,11 @@ impl<'a> NodeEmitter<'a> {
             })
     }
 
+    /// Optional input `i`: `None` when the node leaves it out (or names it `""`).
+    pub(crate) fn optional_input(&self, inputs: &[Option<Output>], i: usize) -> Option<Output> {
+        inputs.get(i).copied().flatten()
+    }
+
     /// Checks the number of inputs is in `min..=max`.
     pub(crate) fn arity(
         &self,
@@ -564,5 +607,34 @@ impl<'a> NodeEmitter<'a> {
                     .map_err(|_| self.attribute_error(name, "is not valid UTF-8".into()))
             }
         }
+    }
+
+    /// A STRING attribute that names one of `options` (`default` when absent).
+    ///
+    /// # Errors
+    /// [`OnnxError::BadAttribute`] listing the allowed values for any other value.
+    pub(crate) fn attr_choice<T: Copy>(
+        &self,
+        name: &str,
+        default: &str,
+        options: &[(&str, T)],
+    ) -> Result<T, OnnxError> {
+        let value = self
+            .attr_string(name)?
+            .unwrap_or_else(|| default.to_string());
+        options
+            .iter()
+            .find(|(n, _)| *n == value)
+            .map(|&(_, t)| t)
+            .ok_or_else(|| {
+                let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+                self.attribute_error(
+                    name,
+                    format!(
+                        "unknown value {value:?} (expected one of {})",
+                        names.join(", ")
+                    ),
+                )
+            })
     }
 }

@@ -170,6 +170,19 @@ pub enum OnnxError {
         /// What is not supported, and how to avoid it where there is a way.
         feature: String,
     },
+    /// A shape-like operand (a `Reshape` shape, `Resize` scales, `Pad` pads, ...) that a
+    /// graph input gives at run time: graphlift needs it at import. Import again with the
+    /// input's value in [`crate::ImportOptions::input_values`] (its value becomes a
+    /// constant and the input leaves the Function's parameters).
+    #[error("{at}: not supported: {what} is the graph input `{input}`, known only at run time; graphlift needs its value at import (ImportOptions::input_values)")]
+    RunTimeOperand {
+        /// The node.
+        at: NodeRef,
+        /// Which operand (`input 2 (`scales`)`).
+        what: String,
+        /// The graph input that gives it.
+        input: String,
+    },
     /// Evaluating a node whose inputs are all constants failed at import (an out-of-range
     /// `Gather` index in a shape computation, say).
     #[error("{at}: evaluating on constant inputs: {message}")]
@@ -207,12 +220,14 @@ impl OnnxError {
 
     /// `true` for valid ONNX that graphlift does not support: the unsupported types of
     /// [`OnnxError::is_unsupported_type`], [`OnnxError::UnsupportedOp`] and
-    /// [`OnnxError::UnsupportedFeature`].
+    /// [`OnnxError::UnsupportedFeature`], [`OnnxError::RunTimeOperand`].
     pub fn is_unsupported(&self) -> bool {
         self.is_unsupported_type()
             || matches!(
                 self,
-                OnnxError::UnsupportedOp { .. } | OnnxError::UnsupportedFeature { .. }
+                OnnxError::UnsupportedOp { .. }
+                    | OnnxError::UnsupportedFeature { .. }
+                    | OnnxError::RunTimeOperand { .. }
             )
     }
 
@@ -231,7 +246,8 @@ impl OnnxError {
             | OnnxError::Arity { at, .. }
             | OnnxError::Ir { at, .. }
             | OnnxError::Fold { at, .. }
-            | OnnxError::UnsupportedFeature { at, .. } => Some(at),
+            | OnnxError::UnsupportedFeature { at, .. }
+            | OnnxError::RunTimeOperand { at, .. } => Some(at),
         }
     }
 }

@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use graphlift_ir::{Function, TensorType};
+use graphlift_runtime::Tensor;
 use prost::Message;
 
 use crate::error::{NodeRef, OnnxError};
@@ -26,7 +27,7 @@ pub struct ModelValue {
 }
 
 /// How to import a model.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ImportOptions {
     /// Static shapes for graph inputs, by input name. An input whose declared shape has a
     /// symbolic (`dim_param`) or unknown extent needs one, unless each such extent is a
@@ -38,6 +39,13 @@ pub struct ImportOptions {
     /// order of the Function's parameters), as a caller holding the input tensors has them;
     /// an entry in `input_shapes` wins over one here.
     pub ordered_input_shapes: Vec<Vec<usize>>,
+    /// Values of graph inputs known at import, by input name: the shape-like operands
+    /// (`Reshape` shapes, `Resize` scales, `Pad` pads, `Tile` repeats) that a model takes as
+    /// inputs ([`OnnxError::RunTimeOperand`] names them). Each such input becomes a Constant
+    /// of its value, so the subgraphs over it fold, and is not a parameter of the Function:
+    /// the caller leaves it out of the call. A value must have the input's declared element
+    /// type and fit its declared shape.
+    pub input_values: HashMap<String, Tensor>,
 }
 
 /// An ONNX model imported as a graphlift [`Function`].

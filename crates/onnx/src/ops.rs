@@ -4,16 +4,24 @@
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, UnaryOp};
 
 mod activation;
+mod classify;
+mod conv;
 mod layout;
 mod nn;
+mod pad;
+mod pooling;
 mod random;
+mod rearrange;
+mod resize;
+#[cfg(test)]
+mod tests;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
     thresholded_relu, variadic,
 };
 
-use graphlift_ir::ReduceOp;
+use graphlift_ir::{ArgOp, ReduceOp};
 
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -25,6 +33,9 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Abs",
     "Add",
     "And",
+    "ArgMax",
+    "ArgMin",
+    "AveragePool",
     "BatchNormalization",
     "Cast",
     "CastLike",
@@ -35,6 +46,9 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "ConvTranspose",
+    "CumSum",
+    "DepthToSpace",
     "Div",
     "Elu",
     "Equal",
@@ -45,17 +59,22 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Floor",
     "Gather",
     "Gelu",
+    "Gemm",
     "GlobalAveragePool",
+    "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "IsInf",
+    "IsNaN",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
     "LessOrEqual",
     "Log",
+    "LogSoftmax",
     "MatMul",
     "Max",
     "MaxPool",
@@ -67,11 +86,13 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Not",
     "Or",
     "PRelu",
+    "Pad",
     "Pow",
     "RandomNormal",
     "RandomNormalLike",
     "RandomUniform",
     "RandomUniformLike",
+    "Range",
     "Reciprocal",
     "ReduceMax",
     "ReduceMean",
@@ -80,22 +101,28 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ReduceSum",
     "Relu",
     "Reshape",
+    "Resize",
     "Round",
     "Selu",
     "Shape",
     "Sigmoid",
     "Sign",
+    "Size",
     "Slice",
     "Softmax",
     "Softplus",
     "Softsign",
+    "SpaceToDepth",
+    "Split",
     "Sqrt",
     "Squeeze",
     "Sub",
     "Sum",
     "Tanh",
     "ThresholdedRelu",
+    "Tile",
     "Transpose",
+    "Trilu",
     "Unsqueeze",
     "Where",
     "Xor",
@@ -124,6 +151,9 @@ fn boolean(t: ElementType) -> bool {
 /// `Sum`, `Clip`, `Pow`, `PRelu`, ...).
 pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
     let op_type = e.node().op_type.clone();
+    if op_type == "Split" {
+        return rearrange::split(e, ins);
+    }
     let y = match op_type.as_str() {
         "Add" => arithmetic(e, ins, BinaryOp::Add)?,
         "Sub" => arithmetic(e, ins, BinaryOp::Subtract)?,
@@ -224,11 +254,29 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "RandomUniformLike" => random::random(e, ins, true, true)?,
         "RandomNormal" => random::random(e, ins, false, false)?,
         "RandomNormalLike" => random::random(e, ins, false, true)?,
+        "Pad" => pad::pad(e, ins)?,
+        "Gemm" => nn::gemm(e, ins)?,
+        "LogSoftmax" => nn::log_softmax(e, ins)?,
+        "ArgMax" => nn::arg_reduce(e, ins, ArgOp::Max)?,
+        "ArgMin" => nn::arg_reduce(e, ins, ArgOp::Min)?,
+        "CumSum" => nn::cum_sum(e, ins)?,
+        "Tile" => rearrange::tile(e, ins)?,
+        "DepthToSpace" => rearrange::depth_to_space(e, ins)?,
+        "SpaceToDepth" => rearrange::space_to_depth(e, ins)?,
+        "Trilu" => rearrange::trilu(e, ins)?,
+        "Range" => layout::range(e, ins)?,
+        "Size" => layout::size(e, ins)?,
+        "IsNaN" => classify::is_nan(e, ins)?,
+        "IsInf" => classify::is_inf(e, ins)?,
+        "Resize" => resize::resize(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
-        "Conv" => nn::conv(e, ins)?,
+        "Conv" => conv::conv(e, ins)?,
+        "ConvTranspose" => conv::conv_transpose(e, ins)?,
         "BatchNormalization" => nn::batch_norm(e, ins)?,
-        "MaxPool" => nn::max_pool(e, ins)?,
-        "GlobalAveragePool" => nn::global_average_pool(e, ins)?,
+        "MaxPool" => pooling::max_pool(e, ins)?,
+        "AveragePool" => pooling::average_pool(e, ins)?,
+        "GlobalAveragePool" => pooling::global_average_pool(e, ins)?,
+        "GlobalMaxPool" => pooling::global_max_pool(e, ins)?,
         "Softmax" => nn::softmax(e, ins)?,
         "LayerNormalization" => nn::layer_norm(e, ins)?,
         "ReduceSum" => nn::reduce(e, ins, ReduceOp::Sum)?,

@@ -8,7 +8,7 @@ use prost::Message;
 use crate::proto::*;
 use crate::{import_model, import_model_bytes, import_model_file, OnnxError};
 
-fn vi(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
+pub(crate) fn vi(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
     ValueInfoProto {
         name: name.into(),
         r#type: Some(TypeProto {
@@ -30,7 +30,7 @@ fn vi(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
     }
 }
 
-fn node(
+pub(crate) fn node(
     op: &str,
     name: &str,
     inputs: &[&str],
@@ -47,7 +47,7 @@ fn node(
     }
 }
 
-fn attr_f(name: &str, f: f32) -> AttributeProto {
+pub(crate) fn attr_f(name: &str, f: f32) -> AttributeProto {
     AttributeProto {
         name: name.into(),
         r#type: attribute_type::FLOAT,
@@ -56,7 +56,7 @@ fn attr_f(name: &str, f: f32) -> AttributeProto {
     }
 }
 
-fn attr_i(name: &str, i: i64) -> AttributeProto {
+pub(crate) fn attr_i(name: &str, i: i64) -> AttributeProto {
     AttributeProto {
         name: name.into(),
         r#type: attribute_type::INT,
@@ -65,7 +65,7 @@ fn attr_i(name: &str, i: i64) -> AttributeProto {
     }
 }
 
-fn attr_s(name: &str, s: &str) -> AttributeProto {
+pub(crate) fn attr_s(name: &str, s: &str) -> AttributeProto {
     AttributeProto {
         name: name.into(),
         r#type: attribute_type::STRING,
@@ -82,7 +82,7 @@ fn model(
     model_opset(nodes, inputs, outputs, 17)
 }
 
-fn model_opset(
+pub(crate) fn model_opset(
     nodes: Vec<NodeProto>,
     inputs: Vec<ValueInfoProto>,
     outputs: Vec<ValueInfoProto>,
@@ -115,17 +115,17 @@ fn unary_model(op: &str, attrs: Vec<AttributeProto>, n: i64) -> ModelProto {
     )
 }
 
-fn run(m: &ModelProto, inputs: Vec<Tensor>) -> Vec<Tensor> {
+pub(crate) fn run(m: &ModelProto, inputs: Vec<Tensor>) -> Vec<Tensor> {
     let imported = import_model_bytes(&m.encode_to_vec()).unwrap();
     let exe = InterpreterBackend.compile(&imported.function).unwrap();
     exe.run(&inputs).unwrap()
 }
 
-fn f32s(t: &Tensor) -> Vec<f32> {
+pub(crate) fn f32s(t: &Tensor) -> Vec<f32> {
     t.read::<f32>().unwrap().to_vec()
 }
 
-fn err(m: &ModelProto) -> OnnxError {
+pub(crate) fn err(m: &ModelProto) -> OnnxError {
     import_model(m).unwrap_err()
 }
 

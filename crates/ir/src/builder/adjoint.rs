@@ -89,6 +89,13 @@ impl FunctionBuilder {
             Op::ScatterAdd(s) => {
                 vec![Some(self.op(Op::Gather(s.axis), &[g, x[1]])), None]
             }
+            Op::Pad(p) if p.mode != crate::PadMode::Constant => {
+                return Err(format!(
+                    "`{op}` has no adjoint: only constant-mode Pad is differentiable \
+                     ({:?} padding copies elements of x)",
+                    p.mode
+                ))
+            }
             Op::Pad(p) => {
                 // The elements that came from `x`, and the rest for the padding value.
                 let axes: Vec<SliceAxis> = shape(x[0])
@@ -233,6 +240,7 @@ impl FunctionBuilder {
             low: Vec::new(),
             high: Vec::new(),
             interior: Vec::new(),
+            mode: crate::PadMode::Constant,
         };
         let mut flip = Vec::new();
         for (s, &d) in axes.iter().zip(full.dims()) {

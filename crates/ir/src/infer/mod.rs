@@ -1,6 +1,7 @@
 //! Shape and element-type inference: the output types of an op from its operand types.
 
 mod backprop;
+mod sampling;
 mod tensor_ops;
 
 use smallvec::{smallvec, SmallVec};
@@ -132,6 +133,8 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
         Op::Gather(axis) => tensor_ops::gather(*axis, inputs),
         Op::ScatterAdd(s) => tensor_ops::scatter_add(s, inputs),
         Op::Reduce(r) => tensor_ops::reduce(r, inputs),
+        Op::ArgReduce(r) => sampling::arg_reduce(r, inputs),
+        Op::Resize(r) => sampling::resize(r, inputs),
         Op::MatMul => tensor_ops::matmul(inputs),
         Op::Softmax(axis) => tensor_ops::softmax(*axis, inputs),
         Op::LayerNorm(l) => tensor_ops::layer_norm(l, inputs),

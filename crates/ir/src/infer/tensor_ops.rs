@@ -156,6 +156,13 @@ pub(super) fn gather(axis: usize, inputs: &[TensorType]) -> Res {
 }
 
 pub(super) fn pad(p: &crate::Pad, inputs: &[TensorType]) -> Res {
+    if p.mode != crate::PadMode::Constant {
+        arity(inputs, 1)?;
+        return one(
+            inputs[0].element_type,
+            p.output_extents(inputs[0].shape.dims())?,
+        );
+    }
     arity(inputs, 2)?;
     let (x, value) = (&inputs[0], &inputs[1]);
     if value.element_type != x.element_type || value.shape.rank() != 0 {
@@ -417,6 +424,7 @@ mod tests {
             low: vec![1, 0],
             high: vec![2, 0],
             interior: vec![3, 1],
+            mode: crate::PadMode::Constant,
         };
         assert_eq!(dims(pad(&p, &[f32s(&[4, 0]), f32s(&[])])), [16, 0]);
         assert!(pad(&p, &[f32s(&[4, 2]), t(ElementType::F64, &[])])
@@ -429,6 +437,7 @@ mod tests {
             low: vec![usize::MAX],
             high: vec![1],
             interior: vec![0],
+            mode: crate::PadMode::Constant,
         };
         assert!(pad(&huge, &[f32s(&[1]), f32s(&[])])
             .unwrap_err()

@@ -10,8 +10,8 @@ use super::constant::{check_constant, decode_constant};
 use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
 use crate::attrs::{
-    Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad, RandomFill, ReduceOp,
-    Reduction, ScatterAdd,
+    ArgOp, ArgReduction, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
+    RandomFill, ReduceOp, Reduction, ScatterAdd,
 };
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
@@ -307,6 +307,9 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("low_pads", op.low_pads.is_some()),
         ("high_pads", op.high_pads.is_some()),
         ("interior", op.interior.is_some()),
+        ("pad_mode", op.pad_mode.is_some()),
+        ("select_last_index", op.select_last_index.is_some()),
+        ("resize", op.resize.is_some()),
         ("axis", op.axis.is_some()),
         ("axes", op.axes.is_some()),
         ("keep_dims", op.keep_dims.is_some()),
@@ -332,6 +335,8 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Concat" | "Gather" | "Softmax" => &["axis"],
         "ScatterAdd" => &["axis", "shape"],
         "Pad" => &["low_pads", "high_pads", "interior"],
+        "ArgMax" | "ArgMin" => &["axis", "keep_dims", "select_last_index"],
+        "Resize" => &["resize"],
         "LayerNorm" => &["axis", "epsilon"],
         "BatchNormInference" => &["epsilon"],
         "Convolution" => &["window", "groups"],
@@ -340,7 +345,15 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         k if k.starts_with("Reduce") => &["axes", "keep_dims"],
         _ => &[],
     };
-    if let Some(extra) = present.iter().find(|f| !takes.contains(f)) {
+    // Attributes an op may leave out (their absence is the default).
+    let optional: &[&str] = match kind {
+        "Pad" => &["pad_mode"],
+        _ => &[],
+    };
+    if let Some(extra) = present
+        .iter()
+        .find(|f| !takes.contains(f) && !optional.contains(f))
+    {
         return Err(invalid(
             loc,
             format!("op `{kind}` takes no attribute `{extra}`"),
@@ -422,7 +435,22 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
             low: op.low_pads.unwrap_or_default(),
             high: op.high_pads.unwrap_or_default(),
             interior: op.interior.unwrap_or_default(),
+            mode: op.pad_mode.unwrap_or_default(),
         }),
+        "ArgMax" | "ArgMin" => Op::ArgReduce(ArgReduction {
+            op: if kind == "ArgMax" {
+                ArgOp::Max
+            } else {
+                ArgOp::Min
+            },
+            axis: op.axis.unwrap_or_default(),
+            keep_dims: op.keep_dims.unwrap_or_default(),
+            select_last_index: op.select_last_index.unwrap_or_default(),
+        }),
+        "Resize" => match op.resize {
+            Some(r) => Op::Resize(r),
+            None => return Err(invalid(loc, "op `Resize` needs the attribute `resize`")),
+        },
         "Concat" => Op::Concat(op.axis.unwrap_or_default()),
         "Gather" => Op::Gather(op.axis.unwrap_or_default()),
         "ScatterAdd" => Op::ScatterAdd(ScatterAdd {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::attrs::{SliceAxis, Window};
+use crate::attrs::{PadMode, Resize, SliceAxis, Window};
 
 /// The whole document: a format tag, a version and one function.
 ///
@@ -72,7 +72,9 @@ pub(super) struct NodeDto<N> {
 ///
 /// `to` for `Convert`; `shape` for `Broadcast` and `Reshape`; `element_type` and `values`
 /// for `Constant`; `body` for `FusedKernel`; `perm` for `Transpose`; `slice` for `Slice`;
-/// `low_pads`, `high_pads` and `interior` for `Pad`;
+/// `low_pads`, `high_pads` and `interior` for `Pad`, which may take `pad_mode` (absent:
+/// constant); `axis`, `keep_dims` and `select_last_index` for `ArgMax` and `ArgMin`;
+/// `resize` for `Resize`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
 /// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
 /// and `Convolution`, which also takes `groups`.
@@ -118,6 +120,15 @@ pub(super) struct OpDto<N> {
     pub high_pads: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interior: Option<Vec<usize>>,
+    /// `Pad`'s mode other than constant (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pad_mode: Option<PadMode>,
+    /// `ArgMax`'s and `ArgMin`'s tie rule (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub select_last_index: Option<bool>,
+    /// `Resize`'s attribute (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resize: Option<Resize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub axis: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -153,6 +164,9 @@ impl<N> OpDto<N> {
             low_pads: None,
             high_pads: None,
             interior: None,
+            pad_mode: None,
+            select_last_index: None,
+            resize: None,
             axis: None,
             axes: None,
             keep_dims: None,

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::dto::{FunctionDto, InputDto, NodeDto, OpDto, SiteDto, TypeDto, WrittenNode};
-use crate::{Distribution, Function, Node, NodeId, Op, TensorData, TensorType};
+use crate::{Distribution, Function, Node, NodeId, Op, PadMode, TensorData, TensorType};
 
 /// The DTO of `f`: live nodes in id order (arena holes are dropped), references by name.
 pub(super) fn function_dto(f: &Function) -> FunctionDto<WrittenNode> {
@@ -85,7 +85,16 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.low_pads = Some(p.low.clone());
             dto.high_pads = Some(p.high.clone());
             dto.interior = Some(p.interior.clone());
+            if p.mode != PadMode::Constant {
+                dto.pad_mode = Some(p.mode);
+            }
         }
+        Op::ArgReduce(r) => {
+            dto.axis = Some(r.axis);
+            dto.keep_dims = Some(r.keep_dims);
+            dto.select_last_index = Some(r.select_last_index);
+        }
+        Op::Resize(r) => dto.resize = Some(r.clone()),
         Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => dto.axis = Some(*axis),
         Op::ScatterAdd(s) => {
             dto.axis = Some(s.axis);

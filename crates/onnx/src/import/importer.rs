@@ -96,6 +96,9 @@ impl<'m> Importer<'m> {
             .map(|(vi, s)| (vi.name.clone(), s.clone()))
             .collect();
         given.extend(options.input_shapes.clone());
+        for (name, v) in &options.input_values {
+            given.insert(name.clone(), v.shape().dims().to_vec());
+        }
         let bindings = bind_dim_params(graph, &given)?;
         if let Some(name) = given
             .keys()
@@ -123,12 +126,36 @@ impl<'m> Importer<'m> {
                     message: "two graph inputs have this name".into(),
                 });
             }
+            let known = options.input_values.get(&vi.name);
             let shape = given.get(&vi.name).map(Vec::as_slice);
             let t = value_type(vi, &at, shape, &bindings)?;
             let ir = |e| OnnxError::Ir {
                 at: at.clone(),
                 source: Box::new(e),
             };
+            if let Some(v) = known {
+                if v.element_type() != t.element_type {
+                    return Err(OnnxError::TypeMismatch {
+                        at,
+                        message: format!(
+                            "the value given is {}, the input is declared {}",
+                            v.element_type(),
+                            t.element_type
+                        ),
+                    });
+                }
+                let id = self
+                    .function
+                    .add_constant(v.data().clone(), v.shape().clone())
+                    .map_err(ir)?;
+                let node_name = unique_name(&self.function, &self.reserved, &vi.name);
+                self.function.set_name(id, node_name).map_err(ir)?;
+                self.function
+                    .add_tag(id, format!("onnx:graph_input:{}", vi.name))
+                    .map_err(ir)?;
+                self.values.insert(vi.name.clone(), Output::from(id));
+                continue;
+            }
             let id = self
                 .function
                 .add_parameter(vi.name.clone(), t.element_type, t.shape.clone())

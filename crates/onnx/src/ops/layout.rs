@@ -1,8 +1,9 @@
-//! Shape and data-movement operators (`Shape`, `Reshape`, `Flatten`, `Squeeze`, `Unsqueeze`,
-//! `Transpose`, `Concat`, `Slice`, `Gather`, `Expand`, `ConstantOfShape`); shapes are static,
-//! so every shape-valued input must be a constant once import-time folding has run.
+//! Shape and data-movement operators (`Shape`, `Size`, `Reshape`, `Flatten`, `Squeeze`,
+//! `Unsqueeze`, `Transpose`, `Concat`, `Slice`, `Gather`, `Expand`, `ConstantOfShape`,
+//! `Range`); shapes are static, so every shape-valued input must be a constant once
+//! import-time folding has run.
 
-use graphlift_ir::{Op, Output, Shape, SliceAxis, TensorData};
+use graphlift_ir::{ElementType, Op, Output, Shape, SliceAxis, TensorData};
 
 use super::In;
 use crate::emit::{NodeEmitter, FOLD_LIMIT};
@@ -72,6 +73,72 @@ pub(super) fn shape(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, Onnx
     let values: Vec<i64> = d[start..end].iter().map(|&x| x as i64).collect();
     let n = values.len();
     e.constant(TensorData::I64(values), Shape::new([n]))
+}
+
+/// `Size`: the input's element count, an INT64 scalar constant.
+pub(super) fn size(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let n: usize = dims(e, e.input(ins, 0)?)?.iter().product();
+    e.constant(TensorData::I64(vec![n as i64]), Shape::scalar())
+}
+
+/// `Range`: `start, start + delta, ..` below `limit` (above it for a negative `delta`):
+/// `max(ceil((limit - start) / delta), 0)` elements of the inputs' type, the three inputs
+/// constant scalars (so the result is a constant). Computed in `f64` (`i64` for integers)
+/// and converted once.
+pub(super) fn range(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 3, 3)?;
+    let values = (0..3)
+        .map(|i| e.input(ins, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let et = e.same_type(&values)?;
+    let names = [
+        "input 0 (`start`)",
+        "input 1 (`limit`)",
+        "input 2 (`delta`)",
+    ];
+    let mut scalars = [0.0f64; 3];
+    let mut ints = [0i64; 3];
+    for (k, &v) in values.iter().enumerate() {
+        if e.ty(v)?.shape.element_count().unwrap_or(0) != 1 {
+            return Err(e.shape_error(format!("{} must be a scalar", names[k])));
+        }
+        if et.is_float() {
+            scalars[k] = e.constant_floats(v, names[k])?[0];
+        } else if et.is_numeric() {
+            ints[k] = e.constant_ints(v, names[k])?[0];
+            scalars[k] = ints[k] as f64;
+        } else {
+            return Err(e.type_error(format!("Range of {et}: needs a numeric type")));
+        }
+    }
+    let [start, limit, delta] = scalars;
+    if delta == 0.0 || !delta.is_finite() || !start.is_finite() || !limit.is_finite() {
+        return Err(e.shape_error(format!(
+            "Range({start}, {limit}, {delta}) needs finite bounds and a non-zero delta"
+        )));
+    }
+    let n = ((limit - start) / delta).ceil().max(0.0) as usize;
+    if n > FOLD_LIMIT.max(1 << 20) {
+        return Err(e.shape_error(format!("Range of {n} elements is too large")));
+    }
+    let data = match et {
+        ElementType::F32 => {
+            TensorData::F32((0..n).map(|i| (start + i as f64 * delta) as f32).collect())
+        }
+        ElementType::F64 => TensorData::F64((0..n).map(|i| start + i as f64 * delta).collect()),
+        _ => {
+            let (s, d) = (ints[0], ints[2]);
+            let v: Vec<i64> = (0..n as i64)
+                .map(|i| s.wrapping_add(i.wrapping_mul(d)))
+                .collect();
+            match et {
+                ElementType::I32 => TensorData::I32(v.iter().map(|&x| x as i32).collect()),
+                _ => TensorData::I64(v),
+            }
+        }
+    };
+    e.constant(data, Shape::new([n]))
 }
 
 /// `Reshape`: `shape` (a constant) may hold one `-1` (inferred) and `0` (copy the input's

@@ -1,8 +1,11 @@
-//! Neural-network operators that are not elementwise: `MatMul`, `Conv`,
-//! `BatchNormalization`, `MaxPool`, `GlobalAveragePool`, `Softmax`, `LayerNormalization`
-//! and the `Reduce*` family.
+//! Neural-network operators that are not elementwise and not windowed: `MatMul`, `Gemm`,
+//! `BatchNormalization`, `Softmax`, `LogSoftmax`, `LayerNormalization`, the `Reduce*`
+//! family, `ArgMax`/`ArgMin` and `CumSum`.
 
-use graphlift_ir::{Convolution, LayerNorm, Op, Output, ReduceOp, Reduction, Shape, Window};
+use graphlift_ir::{
+    ArgOp, ArgReduction, BinaryOp, CompareOp, ElementType, LayerNorm, Op, Output, ReduceOp,
+    Reduction, Shape, TensorData, UnaryOp,
+};
 
 use super::layout::{axes, axes_operand, axis, dims, reshape_to as reshape};
 use super::In;
@@ -38,121 +41,6 @@ pub(super) fn matmul(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, Onn
     reshape(e, y, out)
 }
 
-/// The window attributes shared by `Conv` and `MaxPool` for an input of spatial extents
-/// `input` and a window of `kernel`: `strides`, `dilations`, `pads` (begins then ends) or
-/// `auto_pad` (`NOTSET`, `VALID`, `SAME_UPPER`, `SAME_LOWER`).
-fn window(e: &NodeEmitter<'_>, input: &[usize], kernel: Vec<usize>) -> Result<Window, OnnxError> {
-    let n = input.len();
-    let list = |name: &str, default: usize| -> Result<Vec<usize>, OnnxError> {
-        match e.attr_ints(name)? {
-            None => Ok(vec![default; n]),
-            Some(v) => v
-                .iter()
-                .map(|&x| usize::try_from(x))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|_| e.attribute_error(name, format!("{v:?} has a negative entry"))),
-        }
-    };
-    let strides = list("strides", 1)?;
-    let dilations = list("dilations", 1)?;
-    let pads = match e.attr_ints("pads")? {
-        None => vec![0; 2 * n],
-        Some(_) => list("pads", 0)?,
-    };
-    for (name, v, want) in [
-        ("strides", &strides, n),
-        ("dilations", &dilations, n),
-        ("pads", &pads, 2 * n),
-    ] {
-        if v.len() != want {
-            return Err(e.attribute_error(
-                name,
-                format!("has {} entries for {n} spatial axes", v.len()),
-            ));
-        }
-    }
-    let (mut pads_begin, mut pads_end) = (pads[..n].to_vec(), pads[n..].to_vec());
-    let auto_pad = e
-        .attr_string("auto_pad")?
-        .unwrap_or_else(|| "NOTSET".into());
-    match auto_pad.as_str() {
-        "NOTSET" => {}
-        "VALID" => {
-            pads_begin = vec![0; n];
-            pads_end = vec![0; n];
-        }
-        "SAME_UPPER" | "SAME_LOWER" => {
-            for a in 0..n {
-                let out = input[a].div_ceil(strides[a].max(1));
-                let reach = dilations[a] * (kernel[a].max(1) - 1) + 1;
-                let total = ((out.max(1) - 1) * strides[a] + reach).saturating_sub(input[a]);
-                let small = total / 2;
-                let (b, t) = if auto_pad == "SAME_UPPER" {
-                    (small, total - small)
-                } else {
-                    (total - small, small)
-                };
-                pads_begin[a] = b;
-                pads_end[a] = t;
-            }
-        }
-        other => {
-            return Err(e.attribute_error("auto_pad", format!("unknown value {other:?}")));
-        }
-    }
-    Ok(Window {
-        shape: kernel,
-        strides,
-        dilations,
-        pads_begin,
-        pads_end,
-    })
-}
-
-/// `Conv`: input `X` `[N, C, D..]`, filter `W` `[M, C / group, K..]`, optional bias `B`
-/// `[M]` (added as a broadcast `Add`).
-pub(super) fn conv(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
-    e.arity(ins, 2, 3)?;
-    let (x, w) = (e.input(ins, 0)?, e.input(ins, 1)?);
-    let (dx, dw) = (dims(e, x)?, dims(e, w)?);
-    if dx.len() < 3 || dw.len() != dx.len() {
-        return Err(e.shape_error(format!(
-            "X {dx:?} and W {dw:?} must both be [_, _, D1, ...] of one rank >= 3"
-        )));
-    }
-    let kernel = dw[2..].to_vec();
-    if let Some(k) = e.attr_ints("kernel_shape")? {
-        if k.iter().map(|&v| v as usize).ne(kernel.iter().copied()) {
-            return Err(e.attribute_error(
-                "kernel_shape",
-                format!("{k:?} differs from W's spatial shape {kernel:?}"),
-            ));
-        }
-    }
-    let group = e.attr_i64("group")?.unwrap_or(1);
-    let groups = usize::try_from(group)
-        .ok()
-        .filter(|&g| g >= 1)
-        .ok_or_else(|| e.attribute_error("group", format!("{group} must be >= 1")))?;
-    let c = Convolution {
-        window: window(e, &dx[2..], kernel)?,
-        groups,
-    };
-    let y = e.op(Op::Convolution(c), &[x, w])?;
-    match ins.get(2).copied().flatten() {
-        None => Ok(y),
-        Some(b) => {
-            let m = dw[0];
-            let mut per_channel = vec![1; dx.len()];
-            per_channel[1] = m;
-            let b = reshape(e, b, per_channel)?;
-            let shape = e.ty(y)?.shape;
-            let b = e.broadcast_to(b, &shape)?;
-            e.op(Op::Binary(graphlift_ir::BinaryOp::Add), &[y, b])
-        }
-    }
-}
-
 /// `BatchNormalization` in inference mode (`training_mode` must be 0; the running-stat
 /// outputs are not produced).
 pub(super) fn batch_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
@@ -173,89 +61,50 @@ pub(super) fn batch_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output,
     e.op(Op::BatchNormInference(epsilon), &values)
 }
 
-/// `MaxPool`: `kernel_shape` (required), `strides`, `dilations`, `pads`/`auto_pad` and
-/// `ceil_mode` (rounding the output extent up, by padding the end); the `Indices` output and
-/// `storage_order` = 1 are not supported.
-pub(super) fn max_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
-    e.arity(ins, 1, 1)?;
-    if e.node().output.iter().skip(1).any(|o| !o.is_empty()) {
-        return Err(e.unsupported("the Indices output"));
-    }
-    if e.attr_i64("storage_order")?.unwrap_or(0) != 0 {
-        return Err(e.unsupported("storage_order = 1"));
-    }
-    let x = e.input(ins, 0)?;
-    let dx = dims(e, x)?;
-    if dx.len() < 3 {
-        return Err(e.shape_error(format!("X {dx:?} must be [N, C, D1, ...]")));
-    }
-    let Some(k) = e.attr_ints("kernel_shape")? else {
-        return Err(e.attribute_error("kernel_shape", "is required".into()));
-    };
-    let kernel = k
-        .iter()
-        .map(|&v| usize::try_from(v))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| e.attribute_error("kernel_shape", format!("{k:?} has a negative entry")))?;
-    if kernel.len() != dx.len() - 2 {
-        return Err(e.attribute_error(
-            "kernel_shape",
-            format!(
-                "has {} entries for {} spatial axes",
-                kernel.len(),
-                dx.len() - 2
-            ),
-        ));
-    }
-    let mut w = window(e, &dx[2..], kernel)?;
-    if e.attr_i64("ceil_mode")?.unwrap_or(0) != 0 {
-        // Validates the window first (its errors name the axis).
-        w.output_extents(&dx[2..]).map_err(|m| e.shape_error(m))?;
-        for a in 0..w.shape.len() {
-            let (input, s) = (dx[2 + a], w.strides[a]);
-            let padded = input + w.pads_begin[a] + w.pads_end[a];
-            let reach = w.dilations[a] * (w.shape[a] - 1) + 1;
-            let mut out = (padded - reach).div_ceil(s) + 1;
-            // ONNX drops a last window that would start in the end padding.
-            if (out - 1) * s >= input + w.pads_begin[a] {
-                out -= 1;
-            }
-            // Pad the end (padding never wins a max) so that rounding down gives `out`.
-            w.pads_end[a] += ((out - 1) * s + reach).saturating_sub(padded);
-        }
-    }
-    e.op(Op::MaxPool(w), &[x])
-}
-
-/// `GlobalAveragePool`: the mean over every spatial axis, kept as extent 1.
-pub(super) fn global_average_pool(
-    e: &mut NodeEmitter<'_>,
-    ins: In<'_>,
-) -> Result<Output, OnnxError> {
-    e.arity(ins, 1, 1)?;
-    let x = e.input(ins, 0)?;
-    let rank = dims(e, x)?.len();
-    if rank < 3 {
-        return Err(e.shape_error(format!("X must be [N, C, D1, ...], has rank {rank}")));
-    }
-    let r = Reduction {
-        op: ReduceOp::Mean,
-        axes: (2..rank).collect(),
-        keep_dims: true,
-    };
-    e.op(Op::Reduce(r), &[x])
-}
-
 /// `Softmax`: opset 13+ along `axis` (default -1); before, the input is coerced to 2-D at
 /// `axis` (default 1) and normalised over the second axis.
 pub(super) fn softmax(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    along_axis(e, ins, |e, x, a| e.op(Op::Softmax(a), &[x]))
+}
+
+/// `LogSoftmax` (axis rules as [`softmax`]), in the stable form
+/// `x - max - log(sum(exp(x - max)))` over the axis.
+pub(super) fn log_softmax(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    along_axis(e, ins, |e, x, a| {
+        e.require(x, ElementType::is_float, "a float")?;
+        let shape = e.ty(x)?.shape;
+        let over = |op| {
+            Op::Reduce(Reduction {
+                op,
+                axes: vec![a],
+                keep_dims: true,
+            })
+        };
+        let max = e.op(over(ReduceOp::Max), &[x])?;
+        let max = e.broadcast_to(max, &shape)?;
+        let shifted = e.binary(BinaryOp::Subtract, x, max)?;
+        let exp = e.unary(UnaryOp::Exp, shifted)?;
+        let sum = e.op(over(ReduceOp::Sum), &[exp])?;
+        let log = e.unary(UnaryOp::Log, sum)?;
+        e.binary(BinaryOp::Subtract, shifted, log)
+    })
+}
+
+/// Applies `f(x, axis)` as `Softmax` and `LogSoftmax` define their axis: from opset 13
+/// `axis` (default -1) of `x`; before, `x` coerced to 2-D at `axis` (default 1, may equal
+/// the rank) and the op over its second axis, reshaped back.
+fn along_axis(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    f: impl FnOnce(&mut NodeEmitter<'_>, Output, usize) -> Result<Output, OnnxError>,
+) -> Result<Output, OnnxError> {
     e.arity(ins, 1, 1)?;
     let x = e.input(ins, 0)?;
     let d = dims(e, x)?;
     let rank = d.len();
     if e.opset() >= 13 {
         let a = axis(e, e.attr_i64("axis")?.unwrap_or(-1), rank, "axis")?;
-        return e.op(Op::Softmax(a), &[x]);
+        return f(e, x, a);
     }
     let a = e.attr_i64("axis")?.unwrap_or(1);
     let a = if a == rank as i64 {
@@ -266,8 +115,144 @@ pub(super) fn softmax(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, On
     let rows: usize = d[..a].iter().product();
     let cols: usize = d[a..].iter().product();
     let flat = reshape(e, x, vec![rows, cols])?;
-    let y = e.op(Op::Softmax(1), &[flat])?;
+    let y = f(e, flat, 1)?;
     reshape(e, y, d)
+}
+
+/// `Gemm`: `alpha · A' · B' + beta · C` with `A'` = `A` `[M, K]` (or its transpose with
+/// `transA`), `B'` = `B` `[K, N]` (or its transpose with `transB`), and the optional `C`
+/// broadcast to `[M, N]`; `alpha` and `beta` default to 1.
+pub(super) fn gemm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 2, 3)?;
+    let (mut a, mut b) = (e.input(ins, 0)?, e.input(ins, 1)?);
+    e.same_type(&[a, b])?;
+    for (v, what) in [(a, "A"), (b, "B")] {
+        let d = dims(e, v)?;
+        if d.len() != 2 {
+            return Err(e.shape_error(format!("{what} must be a matrix, has shape {d:?}")));
+        }
+    }
+    if e.attr_i64("transA")?.unwrap_or(0) != 0 {
+        a = e.op(Op::Transpose(vec![1, 0]), &[a])?;
+    }
+    if e.attr_i64("transB")?.unwrap_or(0) != 0 {
+        b = e.op(Op::Transpose(vec![1, 0]), &[b])?;
+    }
+    let mut y = e.op(Op::MatMul, &[a, b])?;
+    let alpha = f64::from(e.attr_f32("alpha", 1.0)?);
+    if alpha != 1.0 {
+        y = e.mul_scalar(y, alpha)?;
+    }
+    let Some(mut c) = e.optional_input(ins, 2) else {
+        return Ok(y);
+    };
+    let beta = f64::from(e.attr_f32("beta", 1.0)?);
+    if beta != 1.0 {
+        c = e.mul_scalar(c, beta)?;
+    }
+    let shape = e.ty(y)?.shape;
+    let c_shape = e.ty(c)?.shape;
+    if !c_shape.broadcasts_to(&shape) {
+        return Err(e.shape_error(format!("C {c_shape} does not broadcast to {shape}")));
+    }
+    e.binary(BinaryOp::Add, y, c)
+}
+
+/// `ArgMax` / `ArgMin`: `axis` (default 0, may be negative), `keepdims` (default 1),
+/// `select_last_index` (opset 12, default 0); INT64 indices.
+pub(super) fn arg_reduce(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    op: ArgOp,
+) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    e.require(x, ElementType::is_numeric, "a numeric")?;
+    let d = dims(e, x)?;
+    let a = axis(e, e.attr_i64("axis")?.unwrap_or(0), d.len(), "axis")?;
+    if d[a] == 0 {
+        return Err(e.shape_error(format!("axis {a} of {d:?} is empty: no element to pick")));
+    }
+    let r = ArgReduction {
+        op,
+        axis: a,
+        keep_dims: e.attr_i64("keepdims")?.unwrap_or(1) != 0,
+        select_last_index: e.attr_i64("select_last_index")?.unwrap_or(0) != 0,
+    };
+    e.op(Op::ArgReduce(r), &[x])
+}
+
+/// `CumSum`: the running sum along `axis` (input 1, a constant scalar), including each
+/// element (or only those before it with `exclusive`), from the end with `reverse`. Computed
+/// as a `MatMul` of the axis (moved last) with a constant triangular matrix of ones.
+pub(super) fn cum_sum(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 2, 2)?;
+    let x = e.input(ins, 0)?;
+    let et = e.require(x, ElementType::is_numeric, "a numeric")?;
+    let d = dims(e, x)?;
+    let rank = d.len();
+    let list = e.constant_ints(e.input(ins, 1)?, "input 1 (`axis`)")?;
+    let [raw] = list[..] else {
+        return Err(e.shape_error(format!("axis {list:?} must be one value")));
+    };
+    if rank == 0 {
+        return Err(e.shape_error("CumSum of a scalar".into()));
+    }
+    let a = axis(e, raw, rank, "axis")?;
+    let exclusive = e.attr_i64("exclusive")?.unwrap_or(0) != 0;
+    let reverse = e.attr_i64("reverse")?.unwrap_or(0) != 0;
+    let n = d[a];
+    // y[.., j] = sum_i x[.., i] · t[i, j].
+    let t: Vec<f64> = (0..n * n)
+        .map(|k| {
+            let (i, j) = (k / n, k % n);
+            let counts = match (reverse, exclusive) {
+                (false, false) => i <= j,
+                (false, true) => i < j,
+                (true, false) => i >= j,
+                (true, true) => i > j,
+            };
+            if counts {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let t = match et {
+        ElementType::F32 => TensorData::F32(t.iter().map(|&v| v as f32).collect()),
+        ElementType::F64 => TensorData::F64(t),
+        ElementType::I32 => TensorData::I32(t.iter().map(|&v| v as i32).collect()),
+        _ => TensorData::I64(t.iter().map(|&v| v as i64).collect()),
+    };
+    let t = e.constant(t, Shape::new([n, n]))?;
+    let mut perm: Vec<usize> = (0..rank).filter(|&k| k != a).collect();
+    perm.push(a);
+    let last = perm.iter().copied().eq(0..rank);
+    let moved = if last {
+        x
+    } else {
+        e.op(Op::Transpose(perm.clone()), &[x])?
+    };
+    let moved = if rank == 1 {
+        reshape(e, moved, vec![1, n])?
+    } else {
+        moved
+    };
+    let summed = e.op(Op::MatMul, &[moved, t])?;
+    let summed = if rank == 1 {
+        reshape(e, summed, vec![n])?
+    } else {
+        summed
+    };
+    if last {
+        return Ok(summed);
+    }
+    let mut inverse = vec![0; rank];
+    for (i, &p) in perm.iter().enumerate() {
+        inverse[p] = i;
+    }
+    e.op(Op::Transpose(inverse), &[summed])
 }
 
 /// `LayerNormalization` (opset 17): normalises over `axis..` (default -1) with `epsilon`
@@ -298,7 +283,8 @@ pub(super) fn layer_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output,
 
 /// `ReduceSum`, `ReduceMean`, `ReduceMax`, `ReduceMin`, `ReduceProd`: `axes` is an input
 /// from opset 13 (`ReduceSum`) or 18 (the others), an attribute before; `keepdims`
-/// (default 1); no axes reduces everything unless `noop_with_empty_axes` = 1.
+/// (default 1); no axes reduces everything unless `noop_with_empty_axes` = 1. `ReduceMax`
+/// and `ReduceMin` of BOOL (opset 20) are "any" and "all" (false and true when empty).
 pub(super) fn reduce(
     e: &mut NodeEmitter<'_>,
     ins: In<'_>,
@@ -323,5 +309,13 @@ pub(super) fn reduce(
         axes: reduced,
         keep_dims,
     };
+    if e.et(x)? == ElementType::Bool && matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        // Opset 20's BOOL max (any) and min (all), over 0/1 integers: `> 0` maps the
+        // empty reduction's MIN to false and MAX to true.
+        let ints = e.convert(x, ElementType::I32)?;
+        let y = e.op(Op::Reduce(r), &[ints])?;
+        let zero = e.scalar(ElementType::I32, 0.0)?;
+        return e.compare(CompareOp::Greater, y, zero);
+    }
     e.op(Op::Reduce(r), &[x])
 }

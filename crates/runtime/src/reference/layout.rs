@@ -1,12 +1,12 @@
-//! Data-movement reference kernels: reshape, transpose, slice, concat and gather. None of
+//! Data-movement reference kernels: reshape, transpose, slice, concat, gather and scatter. None of
 //! them computes; each output element is a copy of one input element.
 
 use graphlift_ir::{Shape, SliceAxis, TensorData};
 
 /// The elements of `data` at `index`, in order (any element type): the definition the
-/// strided walk [`take_strided`] is tested against.
-#[cfg(test)]
-fn take(data: &TensorData, index: &[usize]) -> TensorData {
+/// strided walk [`take_strided`] is tested against, and the gather of the padding modes that
+/// copy elements.
+pub(crate) fn take(data: &TensorData, index: &[usize]) -> TensorData {
     fn pick<T: Copy>(v: &[T], index: &[usize]) -> Vec<T> {
         index.iter().map(|&i| v[i]).collect()
     }
@@ -115,7 +115,7 @@ pub(crate) fn take_strided(
     }
 }
 
-fn check_len(data: &TensorData, shape: &Shape) -> Result<usize, String> {
+pub(crate) fn check_len(data: &TensorData, shape: &Shape) -> Result<usize, String> {
     let n = shape.element_count().map_err(|e| e.to_string())?;
     if data.len() == n {
         Ok(n)
@@ -167,57 +167,6 @@ pub fn slice(data: &TensorData, from: &Shape, axes: &[SliceAxis]) -> Result<Tens
     }
     let dims: Vec<usize> = axes.iter().map(|a| a.len).collect();
     Ok(take_strided(data, &dims, &strides, base))
-}
-
-/// `data` (shape `from`) padded with the scalar `value` before, after and between its
-/// elements along each axis ([`graphlift_ir::Pad`]): every output element is `value` except
-/// where an input element lands, at `low[a] + i[a] * (interior[a] + 1)` along each axis.
-///
-/// # Errors
-/// A message when the data does not fill `from`, the pads do not fit its rank, or `value`
-/// is not one element of `data`'s type.
-pub fn pad(
-    data: &TensorData,
-    from: &Shape,
-    value: &TensorData,
-    p: &graphlift_ir::Pad,
-) -> Result<TensorData, String> {
-    check_len(data, from)?;
-    let to = Shape::new(p.output_extents(from.dims())?);
-    let n = to.element_count().map_err(|e| e.to_string())?;
-    let out_strides = to.strides();
-    let strides: Vec<isize> = (0..from.rank())
-        .map(|a| (out_strides[a] * (p.interior[a] + 1)) as isize)
-        .collect();
-    let base = (0..from.rank()).map(|a| p.low[a] * out_strides[a]).sum();
-    let landing = strided_indices(from.dims(), &strides, base);
-    fn fill<T: Copy>(x: &[T], value: &[T], n: usize, landing: &[usize]) -> Result<Vec<T>, String> {
-        let [v] = value else {
-            return Err(format!(
-                "the padding value has {} elements, not 1",
-                value.len()
-            ));
-        };
-        let mut out = vec![*v; n];
-        for (&at, &e) in landing.iter().zip(x) {
-            out[at] = e;
-        }
-        Ok(out)
-    }
-    Ok(match (data, value) {
-        (TensorData::F32(x), TensorData::F32(v)) => TensorData::F32(fill(x, v, n, &landing)?),
-        (TensorData::F64(x), TensorData::F64(v)) => TensorData::F64(fill(x, v, n, &landing)?),
-        (TensorData::I32(x), TensorData::I32(v)) => TensorData::I32(fill(x, v, n, &landing)?),
-        (TensorData::I64(x), TensorData::I64(v)) => TensorData::I64(fill(x, v, n, &landing)?),
-        (TensorData::Bool(x), TensorData::Bool(v)) => TensorData::Bool(fill(x, v, n, &landing)?),
-        _ => {
-            return Err(format!(
-                "the padding value is {}, the data {}",
-                value.element_type(),
-                data.element_type()
-            ))
-        }
-    })
 }
 
 /// Joins `parts` (each `(data, shape)`) along `axis`.
@@ -492,25 +441,6 @@ mod tests {
         assert!(slice(&iota(5), &Shape::new([5]), &[empty])
             .unwrap()
             .is_empty());
-    }
-
-    #[test]
-    fn pad_puts_the_data_between_the_padding() {
-        let p = graphlift_ir::Pad {
-            low: vec![1, 0],
-            high: vec![0, 1],
-            interior: vec![0, 1],
-        };
-        // [[0, 1], [2, 3]] -> one row before, a zero between and after each row's elements.
-        let r = pad(&iota(4), &Shape::new([2, 2]), &f(&[9.]), &p).unwrap();
-        let want = [9., 9., 9., 9., 0., 9., 1., 9., 2., 9., 3., 9.];
-        assert_eq!(r, f(&want));
-        let empty = pad(&iota(0), &Shape::new([0, 2]), &f(&[7.]), &p).unwrap();
-        assert_eq!(empty, f(&[7.; 4]));
-        let bad = pad(&iota(4), &Shape::new([2, 2]), &TensorData::I64(vec![1]), &p);
-        assert!(bad.unwrap_err().contains("padding value"));
-        let short = graphlift_ir::Pad { low: vec![1], ..p };
-        assert!(pad(&iota(4), &Shape::new([2, 2]), &f(&[0.]), &short).is_err());
     }
 
     #[test]

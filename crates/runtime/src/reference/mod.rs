@@ -2,13 +2,16 @@
 //! node, CPU-JIT runs them for nodes outside fused kernels, and every JIT kernel is checked
 //! against them; the edge-case semantics are listed on [`evaluate_node`].
 
+mod arg_reduce;
 mod broadcast;
 mod elementwise;
 mod layout;
 mod matmul;
 mod normalize;
+mod pad;
 mod random;
 mod reduce;
+mod resize;
 mod widen;
 mod window;
 mod window_backprop;
@@ -21,16 +24,19 @@ use crate::state::Variables;
 use crate::trace::{CallRecorder, StepKind};
 use crate::{RuntimeError, Tensor};
 
+pub use arg_reduce::arg_reduce;
 pub use broadcast::broadcast;
 pub use elementwise::{
     binary, binary_f32, binary_f64, binary_i32, binary_i64, compare, convert, select, unary,
     unary_f64,
 };
-pub use layout::{concat, gather, pad, scatter_add, slice, transpose};
+pub use layout::{concat, gather, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
 pub use normalize::{batch_norm, layer_norm, softmax};
+pub use pad::{pad, source_index};
 pub use random::random;
 pub use reduce::reduce;
+pub use resize::{axis_taps, resize, AxisTaps};
 pub use window::{convolution, max_pool};
 pub use window_backprop::{
     convolution_backprop_data, convolution_backprop_filters, max_pool_backprop,
@@ -111,7 +117,12 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         Op::Reshape(_) => one(Ok(data(0).clone())),
         Op::Transpose(perm) => one(transpose(data(0), inputs[0].shape(), perm)),
         Op::Slice(axes) => one(slice(data(0), inputs[0].shape(), axes)),
-        Op::Pad(p) => one(pad(data(0), inputs[0].shape(), data(1), p)),
+        Op::Pad(p) => one(pad(
+            data(0),
+            inputs[0].shape(),
+            inputs.get(1).map(|t| t.data()),
+            p,
+        )),
         Op::Concat(axis) => {
             let parts: Vec<_> = inputs.iter().map(|t| (t.data(), t.shape())).collect();
             one(concat(&parts, *axis))
@@ -119,6 +130,8 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         Op::Gather(axis) => one(gather(data(0), inputs[0].shape(), data(1), *axis)),
         Op::ScatterAdd(s) => one(scatter_add(data(0), data(1), &s.shape, s.axis)),
         Op::Reduce(r) => one(reduce(data(0), inputs[0].shape(), r)),
+        Op::ArgReduce(r) => one(arg_reduce(data(0), inputs[0].shape(), r)),
+        Op::Resize(r) => one(resize(data(0), inputs[0].shape(), r)),
         Op::MatMul => one(matmul(
             data(0),
             inputs[0].shape(),
