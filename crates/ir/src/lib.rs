@@ -20,8 +20,8 @@ mod tensor_data;
 pub mod text;
 
 pub use attrs::{
-    Convolution, Distribution, LayerNorm, Pad, RandomFill, ReduceOp, Reduction, ScatterAdd,
-    SliceAxis, Window,
+    Attention, Convolution, Distribution, LayerNorm, Pad, RandomFill, ReduceOp, Reduction,
+    ScatterAdd, SliceAxis, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;

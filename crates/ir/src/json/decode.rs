@@ -10,7 +10,8 @@ use super::constant::{check_constant, decode_constant};
 use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
 use crate::attrs::{
-    Convolution, Distribution, LayerNorm, Pad, RandomFill, ReduceOp, Reduction, ScatterAdd,
+    Attention, Convolution, Distribution, LayerNorm, Pad, RandomFill, ReduceOp, Reduction,
+    ScatterAdd,
 };
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
@@ -312,6 +313,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("epsilon", op.epsilon.is_some()),
         ("window", op.window.is_some()),
         ("groups", op.groups.is_some()),
+        ("heads", op.heads.is_some()),
     ] {
         if is_set {
             present.push(field);
@@ -332,6 +334,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "ScatterAdd" => &["axis", "shape"],
         "Pad" => &["low_pads", "high_pads", "interior"],
         "LayerNorm" => &["axis", "epsilon"],
+        "Attention" => &["heads", "scale"],
         "BatchNormInference" => &["epsilon"],
         "Convolution" => &["window", "groups"],
         "MaxPool" => &["window"],
@@ -432,6 +435,10 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "LayerNorm" => Op::LayerNorm(LayerNorm {
             axis: op.axis.unwrap_or_default(),
             epsilon: op.epsilon.unwrap_or_default(),
+        }),
+        "Attention" => Op::Attention(Attention {
+            heads: op.heads.unwrap_or_default(),
+            scale: op.scale.unwrap_or_default(),
         }),
         "BatchNormInference" => Op::BatchNormInference(op.epsilon.unwrap_or_default()),
         "Convolution" => Op::Convolution(Convolution {

@@ -75,7 +75,7 @@ pub(super) struct NodeDto<N> {
 /// `low_pads`, `high_pads` and `interior` for `Pad`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
 /// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
-/// and `Convolution`, which also takes `groups`.
+/// and `Convolution`, which also takes `groups`; `heads` and `scale` for `Attention`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct OpDto<N> {
@@ -130,6 +130,9 @@ pub(super) struct OpDto<N> {
     pub window: Option<Window>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
+    /// `Attention`'s heads (its `scale` is the field above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<usize>,
 }
 
 impl<N> OpDto<N> {
@@ -159,6 +162,7 @@ impl<N> OpDto<N> {
             epsilon: None,
             window: None,
             groups: None,
+            heads: None,
         }
     }
 }
