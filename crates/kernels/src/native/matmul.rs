@@ -1,15 +1,16 @@
 //! `MatMul` on `f32` and `f64` through the `gemm` crate (blocked, SIMD microkernels for the
 //! host CPU, multi-threaded on the backend's rayon pool).
 
-use gemm::{gemm, Parallelism};
+use gemm::Parallelism;
 use graphlift_ir::{Shape, TensorData};
 use graphlift_runtime::reference::batch_offsets;
 
+use super::gemm_call::{gemm_into, Strided};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
 /// Below this many multiply-adds a product runs on the calling thread.
-const MIN_PARALLEL_MACS: usize = 1 << 18;
+pub(super) const MIN_PARALLEL_MACS: usize = 1 << 18;
 /// Row blocks of a product split over threads are multiples of this (whole microkernel
 /// tiles).
 pub(super) const ROW_BLOCK_ALIGN: usize = 8;
@@ -41,7 +42,7 @@ fn problem(sa: &Shape, sb: &Shape) -> Option<Problem> {
 }
 
 /// One row-major product `c[m, n] = a[m, k] · b[k, n]` (nothing when a slice is too short
-/// for its extents).
+/// for its extents, or `T` is neither `f32` nor `f64`).
 pub(super) fn product<T: Copy + Default + 'static>(
     a: &[T],
     b: &[T],
@@ -50,40 +51,14 @@ pub(super) fn product<T: Copy + Default + 'static>(
     one: T,
     parallelism: Parallelism,
 ) {
-    // The slices' lengths make every access below in bounds; gemm reads `a` and `b`
-    // through the strides given and writes each element of `c` once.
-    if a.len() < m * k || b.len() < k * n || c.len() < m * n {
-        return;
-    }
-    // SAFETY: `a` holds `m * k`, `b` `k * n` and `c` `m * n` elements (checked above), and
-    // the strides describe row-major matrices of exactly those extents (column stride 1,
-    // row stride `k`, `n`, `n`), so gemm reads and writes inside the three slices only. `c`
-    // is an exclusive borrow, so nothing else reads or writes it during the call;
-    // `read_dst` is false, so its old contents are never read. `T` is f32 or f64 (callers),
-    // the types gemm supports without panicking.
-    unsafe {
-        gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            k as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            T::default(),
-            one,
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
+    let c = (c, Strided::row_major(m, n));
+    gemm_into(
+        c,
+        (a, Strided::row_major(m, k)),
+        (b, Strided::row_major(k, n)),
+        one,
+        parallelism,
+    );
 }
 
 /// Every product of `p` into `c` (`batch · m · n` elements, each written once), each block
