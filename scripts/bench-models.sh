@@ -17,31 +17,8 @@ models="$repo/target/models"
 py="$models/venv/bin/python"
 graphlift="$repo/target/release/graphlift"
 
-ort_median() { # model threads shape-spec
-    "$py" - "$1" "$2" "$RUNS" <<'PY'
-import sys, time
-import numpy as np
-import onnxruntime as ort
-model, threads, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-o = ort.SessionOptions()
-o.intra_op_num_threads = threads
-o.inter_op_num_threads = 1
-s = ort.InferenceSession(model, o, providers=["CPUExecutionProvider"])
-feed = {}
-for i in s.get_inputs():
-    if i.name in ("input_ids", "attention_mask"):
-        feed[i.name] = np.ones((1, 128), np.int64)  # what `graphlift bench` generates
-    else:
-        feed[i.name] = np.random.default_rng(7).standard_normal((1, 3, 48, 192)).astype(np.float32)
-for _ in range(5):
-    s.run(None, feed)
-t = []
-for _ in range(runs):
-    a = time.perf_counter()
-    s.run(None, feed)
-    t.append(time.perf_counter() - a)
-print(f"{np.median(t) * 1e3:.4f}")
-PY
+ort_median() { # model threads dims
+    "$py" "$repo/scripts/ort_median.py" "$1" "$2" "$RUNS" "$3"
 }
 
 gl_median() { # model threads shape
@@ -59,7 +36,7 @@ for spec in "paraphrase-MiniLM-L3-v2.onnx input_ids=1x128" \
         g=(); o=()
         for _ in $(seq "$ROUNDS"); do
             g+=("$(gl_median "$models/$1" "$threads" "$2")")
-            o+=("$(ort_median "$models/$1" "$threads")")
+            o+=("$(ort_median "$models/$1" "$threads" "${2#*=}")")
         done
         gm=$(echo "${g[*]}" | median); om=$(echo "${o[*]}" | median)
         awk -v m="${1%.onnx}" -v t="$threads" -v g="$gm" -v o="$om" \

@@ -156,6 +156,18 @@ fn bad_derivatives_are_named_errors() {
     let e = b.finish(&[]).unwrap_err();
     assert!(e.to_string().contains("MaxPoolBackprop"), "{e}");
 
+    // Fused attention has no adjoint yet (scope fusion makes it after gradients are built).
+    let b = FunctionBuilder::new("bad");
+    let x = b.parameter("x", F64, [1, 3, 4]);
+    let heads = graphlift::ir::Attention {
+        heads: 2,
+        scale: 0.5,
+    };
+    let y = b.op(Op::Attention(heads), &[x, x, x]);
+    b.deriv(sum_all(y), x);
+    let e = b.finish(&[]).unwrap_err();
+    assert!(e.to_string().contains("Attention<heads=2"), "{e}");
+
     // A value that does not reach c has a zero derivative.
     let b = FunctionBuilder::new("zero");
     let x = b.parameter("x", F64, [2]);

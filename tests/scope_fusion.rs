@@ -9,11 +9,15 @@ use std::sync::Arc;
 use graphlift::jit::CpuJitBackend;
 use graphlift::onnx::import_model;
 use graphlift::onnx::proto::*;
+
+#[path = "support/onnx_graph.rs"]
+mod onnx_graph;
 use graphlift::passes::scope_fusion::{
     FusionScopesResult, Scope, ScopeBasePass, ScopeFeature, ScopeFusionPatterns, ScopeGraph,
     SoftmaxPass, StructureMismatch,
 };
 use graphlift::passes::{ScopeFusion, ScopeFusionRegistry};
+use onnx_graph::{init, init_i64, ints, vi, Nodes};
 
 use graphlift::{Backend, Executable, Function, Tensor, TensorData};
 
@@ -21,80 +25,16 @@ const B: i64 = 2;
 const S: i64 = 3;
 const H: i64 = 8;
 
-fn vi(name: &str) -> ValueInfoProto {
-    let dim = |d| TensorShapeDimension {
-        dim_value: Some(d),
-        ..Default::default()
-    };
-    ValueInfoProto {
-        name: name.into(),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TypeProtoTensor {
-                elem_type: data_type::FLOAT,
-                shape: Some(TensorShapeProto {
-                    dim: [B, S, H].into_iter().map(dim).collect(),
-                }),
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-fn init(name: &str, dims: &[i64], data: Vec<f32>) -> TensorProto {
-    TensorProto {
-        name: name.into(),
-        dims: dims.to_vec(),
-        data_type: data_type::FLOAT,
-        float_data: data,
-        ..Default::default()
-    }
-}
-
-fn axes(v: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: "axes".into(),
-        r#type: attribute_type::INTS,
-        ints: v.to_vec(),
-        ..Default::default()
-    }
-}
-
-/// One ONNX node named `name`, whose output is `name` + `out_suffix` (PyTorch writes
-/// `_output_0`, tf2onnx `:0`).
-struct Nodes {
-    suffix: &'static str,
-    nodes: Vec<NodeProto>,
-}
-
-impl Nodes {
-    fn add(&mut self, op: &str, name: &str, inputs: &[&str], attrs: Vec<AttributeProto>) -> String {
-        let out = format!("{name}{}", self.suffix);
-        self.nodes.push(NodeProto {
-            op_type: op.into(),
-            name: name.into(),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec![out.clone()],
-            attribute: attrs,
-            ..Default::default()
-        });
-        out
-    }
-}
-
 /// LayerNorm written out (scope `ln`, TF names when `tf`), then Softmax written out (scope
 /// `sm`); `swap` centres as `mean - x` (a look-alike: same names and op counts).
 fn model(ln: &str, sm: &str, tf: bool, swap: bool) -> ModelProto {
-    let mut n = Nodes {
-        suffix: if tf { ":0" } else { "_output_0" },
-        nodes: Vec::new(),
-    };
+    let mut n = Nodes::new(if tf { ":0" } else { "_output_0" });
     let p = |s: &str, t: &str| format!("{ln}/{}", if tf { t } else { s });
     let mean = n.add(
         "ReduceMean",
         &p("ReduceMean", "moments/mean"),
         &["x"],
-        vec![axes(&[-1])],
+        vec![ints("axes", &[-1])],
     );
     let centred: [&str; 2] = if swap { [&mean, "x"] } else { ["x", &mean] };
     let d = n.add("Sub", &p("Sub", "moments/sub"), &centred, vec![]);
@@ -112,7 +52,7 @@ fn model(ln: &str, sm: &str, tf: bool, swap: bool) -> ModelProto {
         "ReduceMean",
         &p("ReduceMean_1", "moments/variance"),
         &[&sq],
-        vec![axes(&[-1])],
+        vec![ints("axes", &[-1])],
     );
     let ve = n.add("Add", &p("Add", "batchnorm/add"), &[&var, "eps"], vec![]);
     let std = n.add("Sqrt", &p("Sqrt", "batchnorm/Sqrt"), &[&ve], vec![]);
@@ -128,7 +68,7 @@ fn model(ln: &str, sm: &str, tf: bool, swap: bool) -> ModelProto {
         "ReduceMax",
         &format!("{sm}/ReduceMax"),
         &[&y],
-        vec![axes(&[2])],
+        vec![ints("axes", &[2])],
     );
     let z = n.add("Sub", &format!("{sm}/Sub"), &[&y, &m], vec![]);
     let e = n.add("Exp", &format!("{sm}/Exp"), &[&z], vec![]);
@@ -142,34 +82,18 @@ fn model(ln: &str, sm: &str, tf: bool, swap: bool) -> ModelProto {
     let out = n.add("Div", &format!("{sm}/Div"), &[&e, &s], vec![]);
     let gamma: Vec<f32> = (0..H).map(|i| 0.5 + i as f32 * 0.25).collect();
     let beta: Vec<f32> = (0..H).map(|i| i as f32 * 0.1 - 0.3).collect();
-    ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 13,
-        }],
-        graph: Some(GraphProto {
-            name: "g".into(),
-            node: n.nodes,
-            input: vec![vi("x")],
-            output: vec![vi(&out)],
-            initializer: vec![
-                init("two", &[], vec![2.0]),
-                init("eps", &[], vec![1e-5]),
-                init("gamma", &[H], gamma),
-                init("beta", &[H], beta),
-                TensorProto {
-                    name: "last".into(),
-                    dims: vec![1],
-                    data_type: data_type::INT64,
-                    int64_data: vec![2],
-                    ..Default::default()
-                },
-            ],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    let xi = vi("x", &[B, S, H]);
+    n.model(
+        vec![xi],
+        vec![vi(&out, &[B, S, H])],
+        vec![
+            init("two", &[], vec![2.0]),
+            init("eps", &[], vec![1e-5]),
+            init("gamma", &[H], gamma),
+            init("beta", &[H], beta),
+            init_i64("last", &[2]),
+        ],
+    )
 }
 
 const PT_LN: &str = "/encoder/layer.0/attention/output/LayerNorm";
@@ -303,7 +227,7 @@ fn a_user_pass_registered_from_outside_replaces_the_built_in_one() {
     registry.register(user.clone());
     assert_eq!(
         registry.pass_names(),
-        ["layer_norm", "softmax"],
+        ["layer_norm", "softmax", "attention"],
         "same turn"
     );
     let f = import(&model(PT_LN, PT_SM, false, false));

@@ -203,6 +203,18 @@ pub struct LayerNorm {
     pub epsilon: f64,
 }
 
+/// Parameters of fused multi-head scaled dot-product attention ([`crate::Op::Attention`]):
+/// the number of heads the last axis of `q`, `k` and `v` splits into, and the factor the
+/// scores `q · kᵀ` are multiplied by (`1 / sqrt(head size)` in "Attention Is All You Need";
+/// the value the exporter wrote, whatever it is).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Attention {
+    /// Heads (`>= 1`); the model width of `q`, `k` and `v` is a multiple of it.
+    pub heads: usize,
+    /// Multiplies every score before the mask is added (finite).
+    pub scale: f64,
+}
+
 /// The distribution of a [`RandomFill`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Distribution {

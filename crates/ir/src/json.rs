@@ -42,9 +42,10 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 ///   `ReduceProd`, `axis` and `epsilon` for `LayerNorm`, `epsilon` for
 ///   `BatchNormInference`, `window` (`{"shape", "strides", "dilations", "pads_begin",
 ///   "pads_end"}`) for `MaxPool` and `MaxPoolBackprop`, `window` and `groups` for
-///   `Convolution`, and `window`, `groups` and `shape` for `ConvolutionBackpropData` and
-///   `ConvolutionBackpropFilters`. An op given an attribute it does not take, or missing one
-///   it needs, is an error.
+///   `Convolution`, `window`, `groups` and `shape` for `ConvolutionBackpropData` and
+///   `ConvolutionBackpropFilters`, and `heads` and `scale` for `Attention` (builds older than
+///   that op reject it as an unknown op type, so the version stays 2). An op given an
+///   attribute it does not take, or missing one it needs, is an error.
 /// - `outputs` records each output's type. Loading re-runs shape and type inference and
 ///   rejects a node whose recorded types differ, naming it; Parameters and Constants carry
 ///   their type here.

@@ -20,9 +20,9 @@ mod tensor_data;
 pub mod text;
 
 pub use attrs::{
-    ArgOp, ArgReduction, Convolution, ConvolutionBackprop, CoordinateTransform, Distribution,
-    LayerNorm, NearestMode, Pad, PadMode, RandomFill, ReduceOp, Reduction, Resize, ResizeMode,
-    ScatterAdd, SliceAxis, Window,
+    ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform,
+    Distribution, LayerNorm, NearestMode, Pad, PadMode, RandomFill, ReduceOp, Reduction, Resize,
+    ResizeMode, ScatterAdd, SliceAxis, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::attrs::{
-    ArgOp, ArgReduction, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad, PadMode,
-    RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, SliceAxis, Window,
+    ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
+    PadMode, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, SliceAxis, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -180,6 +180,30 @@ pub enum Op {
     /// `x.shape[axis..]`: `(x - mean) / sqrt(var + epsilon) * scale + bias`, biased variance
     /// (ONNX `LayerNormalization`'s first output).
     LayerNorm(LayerNorm),
+    /// Multi-head scaled dot-product attention with the head split and merge absorbed
+    /// ("Attention Is All You Need", §3.2.2; the `softmax(Q·Kᵀ·scale + mask)·V` core of
+    /// ONNX `com.microsoft.MultiHeadAttention` and PyTorch's `scaled_dot_product_attention`),
+    /// on operands `q` `[B, Sq, H·D]`, `k` `[B, Sk, H·D]`, `v` `[B, Sk, H·Dv]` and an
+    /// optional additive `mask` (input 3) of `q`'s element type whose shape broadcasts
+    /// (numpy, right-aligned, rank ≤ 4) to `[B, H, Sq, Sk]`; `H` is [`Attention::heads`].
+    /// With `q_h`, `k_h`, `v_h` the columns `h·D..(h+1)·D` (`h·Dv..` for `v`) of batch `b`:
+    ///
+    /// ```text
+    /// out[b, :, h·Dv..(h+1)·Dv] = softmax_rows(q_h · k_hᵀ · scale + mask[b, h]) · v_h
+    /// ```
+    ///
+    /// giving `[B, Sq, H·Dv]` (heads merged back, as the exporters' Transpose + Reshape do).
+    /// `f32` or `f64`. A row whose scores are all `-inf` is NaN, as `Softmax` gives.
+    ///
+    /// The boundary: the Q/K/V projections stay outside (plain `MatMul` + bias that run on
+    /// the GEMM with fused epilogues), and so does the output projection; inside is what
+    /// gains from one kernel: the head split and merge (read and written in place, never
+    /// transposed copies) and the `[B, H, Sq, Sk]` scores, of which a kernel need hold only
+    /// one head's rows at a time. Scope fusion's `attention` pass makes it from exporters'
+    /// written-out blocks (CANN's scope fusion). It has no adjoint yet: `deriv` through it is
+    /// an error naming the op (gradients are built on the imported graph, before scope
+    /// fusion, which refuses a block whose inner values the backward pass reads).
+    Attention(Attention),
     /// A 2-D (or N-D) convolution of `x` `[N, C, D..]` with a filter `[M, C / groups, K..]`;
     /// no bias (importers add one as a broadcast `Add`).
     Convolution(Convolution),
@@ -260,6 +284,7 @@ impl Op {
             Op::MatMul => "MatMul",
             Op::Softmax(_) => "Softmax",
             Op::LayerNorm(_) => "LayerNorm",
+            Op::Attention(_) => "Attention",
             Op::Convolution(_) => "Convolution",
             Op::BatchNormInference(_) => "BatchNormInference",
             Op::MaxPool(_) => "MaxPool",
@@ -345,6 +370,7 @@ impl fmt::Display for Op {
             }
             Op::Reduce(r) => write!(f, "{}<{:?}{}>", self.type_name(), r.axes, keep(r.keep_dims)),
             Op::LayerNorm(l) => write!(f, "LayerNorm<axis={}, epsilon={:e}>", l.axis, l.epsilon),
+            Op::Attention(a) => write!(f, "Attention<heads={}, scale={:e}>", a.heads, a.scale),
             Op::BatchNormInference(eps) => write!(f, "BatchNormInference<epsilon={eps:e}>"),
             Op::Convolution(c) => {
                 write!(

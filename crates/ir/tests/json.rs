@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use common::same_structure;
 use graphlift_ir::{
-    CreationSite, ElementType::*, Function, FunctionBuilder, FusedKernel, IrError, Op, Output,
-    SerializationError, SerializationErrorKind, Shape, TensorData, UnaryOp,
+    Attention, CreationSite, ElementType::*, Function, FunctionBuilder, FusedKernel, IrError, Op,
+    Output, SerializationError, SerializationErrorKind, Shape, TensorData, UnaryOp,
 };
 use serde_json::{json, Value};
 
@@ -590,7 +590,18 @@ fn tensor_ops_round_trip_with_their_attributes() {
     let scale = add(Op::Slice(vec![SliceAxis::full(4)]), &[out(ch)]);
     let norm_in = add(Op::Reshape(Shape::new([1, 6, 6, 4])), &[out(x)]);
     let lnorm = add(Op::LayerNorm(ln), &[out(norm_in), out(scale), out(scale)]);
-    for n in [c, p, g, mean, sm, lnorm] {
+    let heads = Attention {
+        heads: 2,
+        scale: 0.176_776_695_296_636_9,
+    };
+    let qkv = add(Op::Reshape(Shape::new([4, 6, 6])), &[out(x)]);
+    let mask = add(Op::Slice(vec![SliceAxis::full(4)]), &[out(ch)]);
+    let mask = add(Op::Reshape(Shape::new([4, 1, 1, 1])), &[out(mask)]);
+    let att = add(
+        Op::Attention(heads),
+        &[out(qkv), out(qkv), out(qkv), out(mask)],
+    );
+    for n in [c, p, g, mean, sm, lnorm, att] {
         f.add_result(out(n), None).unwrap();
     }
     let text = f.to_json();

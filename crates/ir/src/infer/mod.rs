@@ -1,5 +1,6 @@
 //! Shape and element-type inference: the output types of an op from its operand types.
 
+mod attention;
 mod backprop;
 mod sampling;
 mod tensor_ops;
@@ -138,6 +139,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
         Op::MatMul => tensor_ops::matmul(inputs),
         Op::Softmax(axis) => tensor_ops::softmax(*axis, inputs),
         Op::LayerNorm(l) => tensor_ops::layer_norm(l, inputs),
+        Op::Attention(a) => attention::attention(a, inputs),
         Op::Convolution(c) => tensor_ops::convolution(c, inputs),
         Op::BatchNormInference(eps) => tensor_ops::batch_norm(*eps, inputs),
         Op::MaxPool(w) => tensor_ops::max_pool(w, inputs),

@@ -10,7 +10,7 @@ use super::constant::{check_constant, decode_constant};
 use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
 use crate::attrs::{
-    ArgOp, ArgReduction, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
+    ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
     RandomFill, ReduceOp, Reduction, ScatterAdd,
 };
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
@@ -316,6 +316,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("epsilon", op.epsilon.is_some()),
         ("window", op.window.is_some()),
         ("groups", op.groups.is_some()),
+        ("heads", op.heads.is_some()),
     ] {
         if is_set {
             present.push(field);
@@ -338,6 +339,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "ArgMax" | "ArgMin" => &["axis", "keep_dims", "select_last_index"],
         "Resize" => &["resize"],
         "LayerNorm" => &["axis", "epsilon"],
+        "Attention" => &["heads", "scale"],
         "BatchNormInference" => &["epsilon"],
         "Convolution" => &["window", "groups"],
         "ConvolutionBackpropData" | "ConvolutionBackpropFilters" => &["window", "groups", "shape"],
@@ -462,6 +464,10 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "LayerNorm" => Op::LayerNorm(LayerNorm {
             axis: op.axis.unwrap_or_default(),
             epsilon: op.epsilon.unwrap_or_default(),
+        }),
+        "Attention" => Op::Attention(Attention {
+            heads: op.heads.unwrap_or_default(),
+            scale: op.scale.unwrap_or_default(),
         }),
         "BatchNormInference" => Op::BatchNormInference(op.epsilon.unwrap_or_default()),
         "Convolution" => Op::Convolution(Convolution {

@@ -77,7 +77,7 @@ pub(super) struct NodeDto<N> {
 /// `resize` for `Resize`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
 /// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
-/// and `Convolution`, which also takes `groups`.
+/// and `Convolution`, which also takes `groups`; `heads` and `scale` for `Attention`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct OpDto<N> {
@@ -141,6 +141,9 @@ pub(super) struct OpDto<N> {
     pub window: Option<Window>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<usize>,
+    /// `Attention`'s heads (its `scale` is the field above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heads: Option<usize>,
 }
 
 impl<N> OpDto<N> {
@@ -173,6 +176,7 @@ impl<N> OpDto<N> {
             epsilon: None,
             window: None,
             groups: None,
+            heads: None,
         }
     }
 }

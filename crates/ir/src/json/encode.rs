@@ -108,6 +108,10 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.axis = Some(l.axis);
             dto.epsilon = Some(l.epsilon);
         }
+        Op::Attention(a) => {
+            dto.heads = Some(a.heads);
+            dto.scale = Some(a.scale);
+        }
         Op::BatchNormInference(eps) => dto.epsilon = Some(*eps),
         Op::Convolution(c) => {
             dto.window = Some(c.window.clone());

@@ -11,7 +11,7 @@ use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
 use super::convolution::{im2col, is_pointwise, valid_columns, Geometry};
-use super::matmul::{product_strided, Strided, ROW_BLOCK_ALIGN};
+use super::matmul::{product_strided, Operand, ROW_BLOCK_ALIGN};
 use crate::parallel::{for_each, Parallel};
 
 /// Below this many multiply-adds an adjoint runs on the calling thread (as the forward).
@@ -132,8 +132,8 @@ fn backprop_data<T>(
             return;
         }
         // The block's rows of the filters' transpose: `[channels · kH · kW, M/g]`.
-        let lhs = Strided::transposed(&filters[c0 * kk..], depth);
-        let rhs = Strided::rows(dy_g, plane);
+        let lhs = Operand::transposed(&filters[c0 * kk..], depth);
+        let rhs = Operand::rows(dy_g, plane);
         let dims = (channels * kk, mg, plane);
         if pointwise {
             product_strided(lhs, rhs, out, dims, (one, false), gemm::Parallelism::None);
@@ -204,8 +204,8 @@ fn backprop_filters<T>(
     // Rows `r0..` of group `grp`'s adjoint, `out`, += image `b`'s `dy` rows · fields'ᵀ.
     let accumulate = |b: usize, grp: usize, r0: usize, cols: &[T], out: &mut [T]| {
         let first = (b * g.m + grp * mg + r0) * plane;
-        let lhs = Strided::rows(&dy[first..], plane);
-        let rhs = Strided::transposed(cols, plane);
+        let lhs = Operand::rows(&dy[first..], plane);
+        let rhs = Operand::transposed(cols, plane);
         let dims = (out.len() / depth, plane, depth);
         product_strided(lhs, rhs, out, dims, (one, b > 0), gemm::Parallelism::None);
     };

@@ -1,15 +1,16 @@
 //! `MatMul` on `f32` and `f64` through the `gemm` crate (blocked, SIMD microkernels for the
 //! host CPU, multi-threaded on the backend's rayon pool).
 
-use gemm::{gemm, Parallelism};
+use gemm::Parallelism;
 use graphlift_ir::{Shape, TensorData};
 use graphlift_runtime::reference::batch_offsets;
 
+use super::gemm_call::{gemm_into, Strided};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
 /// Below this many multiply-adds a product runs on the calling thread.
-const MIN_PARALLEL_MACS: usize = 1 << 18;
+pub(super) const MIN_PARALLEL_MACS: usize = 1 << 18;
 /// Row blocks of a product split over threads are multiples of this (whole microkernel
 /// tiles).
 pub(super) const ROW_BLOCK_ALIGN: usize = 8;
@@ -43,7 +44,7 @@ fn problem(sa: &Shape, sb: &Shape) -> Option<Problem> {
 /// A matrix operand of a product: its elements and the distance between consecutive rows
 /// and columns, so a transposed matrix or a block of one is read in place.
 #[derive(Clone, Copy)]
-pub(super) struct Strided<'a, T> {
+pub(super) struct Operand<'a, T> {
     /// The elements, the first one at index 0.
     pub data: &'a [T],
     /// Distance between consecutive rows.
@@ -52,10 +53,10 @@ pub(super) struct Strided<'a, T> {
     pub col: usize,
 }
 
-impl<'a, T> Strided<'a, T> {
+impl<'a, T> Operand<'a, T> {
     /// A row-major matrix of `cols` columns.
-    pub fn rows(data: &'a [T], cols: usize) -> Strided<'a, T> {
-        Strided {
+    pub fn rows(data: &'a [T], cols: usize) -> Operand<'a, T> {
+        Operand {
             data,
             row: cols,
             col: 1,
@@ -64,29 +65,17 @@ impl<'a, T> Strided<'a, T> {
 
     /// The transpose of a row-major matrix of `cols` columns (row `i` of the operand is
     /// column `i` of `data`).
-    pub fn transposed(data: &'a [T], cols: usize) -> Strided<'a, T> {
-        Strided {
+    pub fn transposed(data: &'a [T], cols: usize) -> Operand<'a, T> {
+        Operand {
             data,
             row: 1,
             col: cols,
         }
     }
-
-    /// Whether a `rows × cols` matrix read with these strides lies inside `data`.
-    fn holds(&self, rows: usize, cols: usize) -> bool {
-        if rows == 0 || cols == 0 {
-            return true;
-        }
-        let last = (rows - 1)
-            .checked_mul(self.row)
-            .zip((cols - 1).checked_mul(self.col))
-            .and_then(|(r, c)| r.checked_add(c));
-        last.is_some_and(|l| l < self.data.len() && l <= isize::MAX as usize)
-    }
 }
 
 /// One row-major product `c[m, n] = a[m, k] · b[k, n]` (nothing when a slice is too short
-/// for its extents).
+/// for its extents, or `T` is neither `f32` nor `f64`).
 pub(super) fn product<T: Copy + Default + 'static>(
     a: &[T],
     b: &[T],
@@ -95,54 +84,40 @@ pub(super) fn product<T: Copy + Default + 'static>(
     one: T,
     parallelism: Parallelism,
 ) {
-    let (a, b) = (Strided::rows(a, k), Strided::rows(b, n));
-    product_strided(a, b, c, (m, k, n), (one, false), parallelism);
+    product_strided(
+        Operand::rows(a, k),
+        Operand::rows(b, n),
+        c,
+        (m, k, n),
+        (one, false),
+        parallelism,
+    );
 }
 
 /// `c[m, n] = a[m, k] · b[k, n]` for operands of any strides, into row-major `c`; with
 /// `accumulate`, `c += a · b` instead. Nothing when an operand does not hold its extents.
 pub(super) fn product_strided<T: Copy + Default + 'static>(
-    a: Strided<'_, T>,
-    b: Strided<'_, T>,
+    a: Operand<'_, T>,
+    b: Operand<'_, T>,
     c: &mut [T],
     (m, k, n): (usize, usize, usize),
     (one, accumulate): (T, bool),
     parallelism: Parallelism,
 ) {
-    if !a.holds(m, k) || !b.holds(k, n) || c.len() < m * n || n > isize::MAX as usize {
-        return;
-    }
-    // SAFETY: `holds` checked that the last element gemm reads of `a` (row `m - 1`, column
-    // `k - 1`) and of `b` lies inside its slice at the strides given (every other element
-    // read has smaller row and column indices, so a smaller offset), and that the strides
-    // fit `isize`; `c` holds `m * n` elements, written row-major (column stride 1, row
-    // stride `n`). `c` is an exclusive borrow, so nothing else reads or writes it during
-    // the call; its old contents are read only with `accumulate`, and they are initialized
-    // elements of the slice. `T` is f32 or f64 (callers), the types gemm supports without
-    // panicking.
-    unsafe {
-        gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            accumulate,
-            a.data.as_ptr(),
-            a.col as isize,
-            a.row as isize,
-            b.data.as_ptr(),
-            b.col as isize,
-            b.row as isize,
-            if accumulate { one } else { T::default() },
-            one,
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
+    let view = |o: &Operand<'_, T>, rows, cols| Strided {
+        rows,
+        cols,
+        row_stride: o.row,
+        col_stride: o.col,
+    };
+    gemm_into(
+        (c, Strided::row_major(m, n)),
+        (a.data, view(&a, m, k)),
+        (b.data, view(&b, k, n)),
+        one,
+        accumulate.then_some(one),
+        parallelism,
+    );
 }
 
 /// Every product of `p` into `c` (`batch · m · n` elements, each written once), each block

@@ -2,9 +2,11 @@
 //! kernels. An op without one runs the reference kernel (`graphlift_runtime::reference`), so
 //! every op has one definition of its meaning and at most one faster version, tested against it.
 
+mod attention;
 mod convolution;
 mod convolution_backprop;
 mod epilogue;
+mod gemm_call;
 mod matmul;
 mod normalize;
 mod pooling;
@@ -20,12 +22,13 @@ pub use epilogue::{Block, Epilogue};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
 /// `Convolution` and its adjoints `ConvolutionBackpropData` and
-/// `ConvolutionBackpropFilters`, 2-D `MaxPoolBackprop`, reductions over trailing axes, last-axis `Softmax` and
-/// `LayerNorm`, on `f32`/`f64`), else with the reference kernel.
+/// `ConvolutionBackpropFilters`, 2-D `MaxPoolBackprop`, reductions over trailing axes,
+/// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`), else with the
+/// reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
-/// a recycled intermediate); `MatMul`, the convolutions, `Softmax` and `LayerNorm` write
-/// into it instead of allocating.
+/// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm` and
+/// `Attention` write into it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -75,6 +78,11 @@ pub fn evaluate_with_epilogue(
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             normalize::layer_norm(x.data(), x.shape(), g.data(), b.data(), l, parallel, out)
         }
+        (Op::Attention(a), [q, k, v, mask @ ..]) if mask.len() <= 1 => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            let mask = mask.first().map(|m| operand(m));
+            attention::attention(operand(q), operand(k), operand(v), mask, a, out, parallel)
+        }
         (Op::Convolution(c), [x, f]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution::convolution(x, f, c, out, parallel, epilogue)
@@ -98,4 +106,9 @@ pub fn evaluate_with_epilogue(
         )),
         None => Ok((evaluate_node(node, inputs)?, false)),
     }
+}
+
+/// A tensor as a reference kernel's operand.
+fn operand(t: &Tensor) -> graphlift_runtime::reference::Operand<'_> {
+    (t.data(), t.shape())
 }

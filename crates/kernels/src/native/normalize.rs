@@ -38,20 +38,16 @@ impl Float for f64 {
     }
 }
 
-/// The reference's `f64` softmax of `f64` rows.
-fn softmax_rows_f64(x: &[f64], len: usize) -> Vec<f64> {
-    let mut out = Vec::with_capacity(x.len());
-    let mut e = vec![0f64; len];
-    for row in x.chunks(len) {
-        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let mut sum = 0.0;
-        for (e, v) in e.iter_mut().zip(row) {
-            *e = (v - max).exp();
-            sum += *e;
-        }
-        out.extend(e.iter().map(|&v| v / sum));
+/// The reference's `f64` softmax of the row `x` into `out` (same length): the same
+/// arithmetic in the same order, so bit-identical.
+pub(super) fn softmax_row_f64(x: &[f64], out: &mut [f64]) {
+    let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut sum = 0.0;
+    for (e, v) in out.iter_mut().zip(x) {
+        *e = (v - max).exp();
+        sum += *e;
     }
-    out
+    out.iter_mut().for_each(|v| *v /= sum);
 }
 
 /// The largest element of `row`, NaNs skipped (`-inf` for an all-NaN row).
@@ -72,9 +68,9 @@ fn row_max(row: &[f32]) -> f32 {
 /// Elements of `x − max` staged on the stack for one call of the library's `exp`.
 const EXP_STAGE: usize = 256;
 
-/// Softmax of the `f32` row `x` into `out` (same length).
+/// Softmax of the `f32` row `x` into `out` (same length), as [`softmax`] documents.
 #[multiversion(targets = "simd")]
-fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
+pub(super) fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
     let max = row_max(x);
     let mut stage = [0f32; EXP_STAGE];
     for (xs, os) in x.chunks(EXP_STAGE).zip(out.chunks_mut(EXP_STAGE)) {
@@ -139,7 +135,13 @@ pub fn softmax(
             (SOFTMAX_PARALLEL, out.and_then(TensorData::into_vec)),
             softmax_row_f32,
         ))),
-        TensorData::F64(v) => Some(TensorData::F64(softmax_rows_f64(v, len))),
+        TensorData::F64(v) => Some(TensorData::F64(map_rows(
+            v,
+            len,
+            parallel,
+            (SOFTMAX_PARALLEL, out.and_then(TensorData::into_vec)),
+            softmax_row_f64,
+        ))),
         _ => None,
     }
 }

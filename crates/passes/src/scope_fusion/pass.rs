@@ -12,7 +12,8 @@ use super::tree::Scope;
 /// The rewrite adds a node computing `op` on `inputs`, named `name` (suffixed if taken),
 /// and points every user of `outputs[i]` at its output `i`; it refuses (and reports) a
 /// result whose inner nodes are not all in the matched scope, whose outputs are not inner
-/// nodes' values, whose inputs are, or whose op's output types differ from the outputs'.
+/// nodes' values, whose other inner values are used outside the inner nodes, whose inputs
+/// are inner values, or whose op's output types differ from the outputs'.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FusionScopesResult {
     /// The fused node's name (CANN's `SetName`).

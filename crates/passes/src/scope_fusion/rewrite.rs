@@ -12,9 +12,12 @@ use crate::PassError;
 /// The metadata key a fused node records its scope's full name under.
 pub const SCOPE_KEY: &str = "scope_fusion.scope";
 
-/// Checks that `r` describes a rewrite of scope nodes `scope` of `f` that keeps `f` a DAG:
-/// its inner nodes are in the scope, stateless and free of control dependencies; its
-/// outputs are inner nodes' values; its inputs are not and do not depend on its outputs.
+/// Checks that `r` describes a rewrite of scope nodes `scope` of `f` that keeps `f` a DAG
+/// and computes nothing twice: its inner nodes are in the scope, stateless and free of
+/// control dependencies; its outputs are inner nodes' values, and no other inner value is
+/// used outside the inner nodes (a gradient graph's backward nodes reading the forward
+/// block's values keep the block unfused); its inputs are not inner values and do not
+/// depend on its outputs.
 pub(crate) fn check_result(
     f: &Function,
     scope: &HashSet<NodeId>,
@@ -46,6 +49,24 @@ pub(crate) fn check_result(
     }
     if let Some(o) = r.outputs.iter().find(|o| !inner.contains(&o.node)) {
         return bad(format!("output {} is not an inner node's value", o.node));
+    }
+    let replaced: HashSet<Output> = r.outputs.iter().copied().collect();
+    for &id in &r.inner_nodes {
+        let n = f
+            .node(id)
+            .map_err(|e| StructureMismatch::new(e.to_string()))?;
+        for i in 0..n.outputs().len() {
+            let outside = n.users(i).iter().find(|(u, _)| !inner.contains(u));
+            if let (Some(&(u, _)), false) = (outside, replaced.contains(&Output::new(id, i))) {
+                let user = f
+                    .get(u)
+                    .map_or_else(|| u.to_string(), |x| x.name().to_string());
+                return bad(format!(
+                    "inner value `{}` is also used by `{user}` outside the fused op (kept, it would be computed twice)",
+                    n.name()
+                ));
+            }
+        }
     }
     let sources: Vec<Output> = r.inputs.iter().filter_map(FusedInput::source).collect();
     if let Some(i) = sources.iter().find(|i| inner.contains(&i.node)) {

@@ -183,10 +183,10 @@ fn a_name_alone_fuses_nothing() {
 #[test]
 fn disabled_passes_do_not_run_and_unknown_names_are_errors_or_reported() {
     let mut reg = ScopeFusionRegistry::builtin();
-    assert_eq!(reg.pass_names(), ["layer_norm", "softmax"]);
+    assert_eq!(reg.pass_names(), ["layer_norm", "softmax", "attention"]);
     reg.disable("layer_norm").unwrap();
-    let err = reg.disable("attention").unwrap_err().to_string();
-    assert!(err.contains("layer_norm, softmax"), "{err}");
+    let err = reg.disable("conv_bn").unwrap_err().to_string();
+    assert!(err.contains("layer_norm, softmax, attention"), "{err}");
     reg.disable_listed(" softmax , nope,");
     assert!(!reg.is_enabled("softmax"));
     assert_eq!(reg.unknown_disabled().collect::<Vec<_>>(), ["nope"]);
@@ -266,4 +266,58 @@ fn features_count_attributes_and_sub_scopes() {
     };
     assert!(sub.matches(m, &tree));
     assert!(ScopeFeature::NameSuffix("Norm".into()).matches(s, &tree));
+}
+
+/// A careless user pass: it claims every node of a scope named `blk` as the inner nodes of
+/// one `Exp` of the scope's input, replacing its last value, without reading the data flow.
+struct Careless;
+
+impl ScopeBasePass for Careless {
+    fn pass_name(&self) -> &str {
+        "careless"
+    }
+
+    fn define_patterns(&self) -> ScopeFusionPatterns {
+        vec![vec![
+            ScopePattern::new("Blk").scope(ScopeFeature::NameSuffix("blk".into()))
+        ]]
+    }
+
+    fn generate_fusion_result(
+        &self,
+        scope: &Scope,
+        graph: &ScopeGraph<'_>,
+    ) -> Result<Vec<FusionScopesResult>, StructureMismatch> {
+        let f = graph.function();
+        let mut inner: Vec<_> = graph.scope_nodes(scope.id()).into_iter().collect();
+        inner.sort();
+        let (first, last) = (inner[0], inner[inner.len() - 1]);
+        Ok(vec![FusionScopesResult {
+            name: "careless".into(),
+            op: Op::Unary(graphlift_ir::UnaryOp::Exp),
+            inputs: vec![FusedInput::Value(f.node(first).unwrap().inputs()[0])],
+            outputs: vec![last.into()],
+            description: String::new(),
+            inner_nodes: inner,
+        }])
+    }
+}
+
+#[test]
+fn a_result_whose_inner_value_is_used_outside_is_refused() {
+    let b = FunctionBuilder::new("outside");
+    let x = b.parameter("x", F32, [3]);
+    let a = x.exp().named("blk/a");
+    let y = a.exp().named("blk/b");
+    let original = b.finish(&[y, a * 2.0]).unwrap();
+    let mut reg = ScopeFusionRegistry::empty();
+    reg.register(std::sync::Arc::new(Careless));
+    let mut f = original.clone();
+    let report = ScopeFusion::new(reg).fuse(&mut f).unwrap();
+    assert!(report.fused.is_empty(), "{report}");
+    assert!(
+        report.failed[0].reason.contains("`blk/a` is also used by"),
+        "{report}"
+    );
+    assert_eq!(f, original);
 }

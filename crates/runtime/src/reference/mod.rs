@@ -3,6 +3,7 @@
 //! against them; the edge-case semantics are listed on [`evaluate_node`].
 
 mod arg_reduce;
+mod attention;
 mod broadcast;
 mod elementwise;
 mod layout;
@@ -25,6 +26,7 @@ use crate::trace::{CallRecorder, StepKind};
 use crate::{RuntimeError, Tensor};
 
 pub use arg_reduce::arg_reduce;
+pub use attention::{attention, Operand};
 pub use broadcast::broadcast;
 pub use elementwise::{
     binary, binary_f32, binary_f64, binary_i32, binary_i64, compare, convert, select, unary,
@@ -140,6 +142,11 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         )),
         Op::Softmax(axis) => one(softmax(data(0), inputs[0].shape(), *axis)),
         Op::LayerNorm(l) => one(layer_norm(data(0), inputs[0].shape(), data(1), data(2), l)),
+        Op::Attention(a) => {
+            let operand = |i: usize| (inputs[i].data(), inputs[i].shape());
+            let mask = (inputs.len() > 3).then(|| operand(3));
+            one(attention(operand(0), operand(1), operand(2), mask, a))
+        }
         Op::BatchNormInference(eps) => one(batch_norm(
             data(0),
             inputs[0].shape(),

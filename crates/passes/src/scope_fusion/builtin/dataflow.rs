@@ -1,6 +1,7 @@
 //! Reading a scope's data flow for structure checks: the one value a scope hands out, ops
-//! looked through `Broadcast`s, scalar constants, reductions, and the record of every node
-//! walked, which must account for every computing node of the scope.
+//! looked through `Broadcast`s, scalar constants, reductions, layout ops, and the record of
+//! every node walked (the fused op's) or kept (upstream of its inputs, left as they are),
+//! which must account for every computing node of the scope.
 
 use std::collections::HashSet;
 
@@ -14,6 +15,8 @@ pub(crate) struct Walk<'f> {
     scope: HashSet<NodeId>,
     scope_name: String,
     visited: Vec<NodeId>,
+    /// Scope nodes upstream of the fused op's inputs, which stay in the graph.
+    kept: HashSet<NodeId>,
 }
 
 type Res<T> = Result<T, StructureMismatch>;
@@ -30,6 +33,7 @@ impl<'f> Walk<'f> {
             scope: graph.scope_nodes(scope.id()),
             scope_name: scope.name().to_string(),
             visited: Vec::new(),
+            kept: HashSet::new(),
         }
     }
 
@@ -101,7 +105,7 @@ impl<'f> Walk<'f> {
     }
 
     /// The op computing `o` (through broadcasts), which must lie in the scope; recorded.
-    fn compute(&mut self, o: Output, what: &str) -> Res<&'f Node> {
+    pub(crate) fn compute(&mut self, o: Output, what: &str) -> Res<&'f Node> {
         let o = self.strip(o)?;
         let n = self.node(o)?;
         if !self.scope.contains(&n.id()) {
@@ -115,7 +119,8 @@ impl<'f> Walk<'f> {
         Ok(n)
     }
 
-    fn wrong<T>(n: &Node, what: &str, want: &str) -> Res<T> {
+    /// The mismatch "`what` is `n`, not `want`".
+    pub(crate) fn wrong<T>(n: &Node, what: &str, want: &str) -> Res<T> {
         mismatch(format!("{what} is `{}` ({}), not {want}", n.name(), n.op(),))
     }
 
@@ -196,14 +201,63 @@ impl<'f> Walk<'f> {
         ))
     }
 
+    /// The operand of the `Reshape` computing `o` (inside the scope) and the shape it gives.
+    pub(crate) fn reshape(&mut self, o: Output, what: &str) -> Res<(Output, &'f [usize])> {
+        let n = self.compute(o, what)?;
+        match n.op() {
+            Op::Reshape(s) => Ok((n.inputs()[0], s.dims())),
+            _ => Self::wrong(n, what, "Reshape"),
+        }
+    }
+
+    /// The operand of the `Transpose` computing `o` (inside the scope) and its permutation.
+    pub(crate) fn transpose(&mut self, o: Output, what: &str) -> Res<(Output, &'f [usize])> {
+        let n = self.compute(o, what)?;
+        match n.op() {
+            Op::Transpose(p) => Ok((n.inputs()[0], p.as_slice())),
+            _ => Self::wrong(n, what, "Transpose"),
+        }
+    }
+
+    /// The operands of the `MatMul` computing `o` (inside the scope).
+    pub(crate) fn matmul(&mut self, o: Output, what: &str) -> Res<(Output, Output)> {
+        let n = self.compute(o, what)?;
+        match n.op() {
+            Op::MatMul => Ok((n.inputs()[0], n.inputs()[1])),
+            _ => Self::wrong(n, what, "MatMul"),
+        }
+    }
+
+    /// The extents of `o`.
+    pub(crate) fn dims(&self, o: Output) -> Res<&'f [usize]> {
+        self.f
+            .output_type(o)
+            .map(|t| t.shape.dims())
+            .map_err(|e| StructureMismatch::new(e.to_string()))
+    }
+
+    /// Keeps the scope's nodes that `o` is computed from (`o`'s own included): they stay in
+    /// the graph, upstream of the fused op's input `o`, and count as accounted for.
+    pub(crate) fn keep(&mut self, o: Output) {
+        let mut stack = vec![o.node];
+        while let Some(id) = stack.pop() {
+            if !self.scope.contains(&id) || !self.kept.insert(id) {
+                continue;
+            }
+            if let Some(n) = self.f.get(id) {
+                stack.extend(n.inputs().iter().map(|i| i.node));
+            }
+        }
+    }
+
     /// The walked nodes inside the scope (the fused op's inner nodes), after checking that
-    /// they account for every node of the scope but constants.
+    /// walked and kept nodes account for every node of the scope but constants.
     pub(crate) fn finish(mut self, fused: &str) -> Res<Vec<NodeId>> {
         let walked: HashSet<NodeId> = self.visited.iter().copied().collect();
         let mut stray: Vec<&Node> = self
             .scope
             .iter()
-            .filter(|id| !walked.contains(id))
+            .filter(|id| !walked.contains(id) && !self.kept.contains(id))
             .filter_map(|&id| self.f.get(id))
             .filter(|n| !matches!(n.op(), Op::Constant(_)))
             .collect();
@@ -220,5 +274,23 @@ impl<'f> Walk<'f> {
         self.visited.sort();
         self.visited.dedup();
         Ok(self.visited)
+    }
+}
+
+/// `m(a)` with `b` as the other operand, else `m(b)` with `a` (the walk reset between the
+/// tries); the first error if both fail.
+pub(crate) fn either<T>(
+    w: &mut Walk<'_>,
+    a: Output,
+    b: Output,
+    mut m: impl FnMut(&mut Walk<'_>, Output) -> Res<T>,
+) -> Res<(T, Output)> {
+    let mark = w.mark();
+    match m(w, a) {
+        Ok(t) => Ok((t, b)),
+        Err(first) => {
+            w.reset(mark);
+            m(w, b).map(|t| (t, a)).map_err(|_| first)
+        }
     }
 }

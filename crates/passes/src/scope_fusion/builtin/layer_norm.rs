@@ -12,7 +12,7 @@
 
 use graphlift_ir::{BinaryOp, ElementType, LayerNorm, Op, Output, Shape, TensorData, UnaryOp};
 
-use super::dataflow::{mismatch, Walk};
+use super::dataflow::{either, mismatch, Walk};
 use crate::scope_fusion::{
     Count, FusedInput, FusionScopesResult, Scope, ScopeBasePass, ScopeFusionPatterns, ScopeGraph,
     ScopePattern, StructureMismatch,
@@ -101,23 +101,6 @@ fn scaled(w: &mut Walk<'_>, core: Output) -> Res<(Normalized, Option<Output>)> {
         return either(w, a, b, normalized).map(|(n, s)| (n, Some(s)));
     }
     normalized(w, core).map(|n| (n, None))
-}
-
-/// `m(a)` with `b` as the other operand, else `m(b)` with `a`; the first error if both fail.
-fn either<T>(
-    w: &mut Walk<'_>,
-    a: Output,
-    b: Output,
-    mut m: impl FnMut(&mut Walk<'_>, Output) -> Res<T>,
-) -> Res<(T, Output)> {
-    let mark = w.mark();
-    match m(w, a) {
-        Ok(t) => Ok((t, b)),
-        Err(first) => {
-            w.reset(mark);
-            m(w, b).map(|t| (t, a)).map_err(|_| first)
-        }
-    }
 }
 
 /// `y` as `(x - mean) / sqrt(var + eps)` over the last axes of `x`.

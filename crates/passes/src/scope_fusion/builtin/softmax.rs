@@ -40,15 +40,7 @@ impl ScopeBasePass for SoftmaxPass {
     ) -> Result<Vec<FusionScopesResult>, StructureMismatch> {
         let mut w = Walk::new(scope, graph);
         let out = w.output()?;
-        let (e, sum) = w.binary(out, BinaryOp::Divide, "the output")?;
-        let (r_sum, e2) = w.reduce(sum, "the divisor", "ReduceSum")?;
-        w.same(e, e2, "the value divided and the one summed")?;
-        let z = w.unary(e, UnaryOp::Exp, "the numerator")?;
-        let axis = match r_sum.axes.as_slice() {
-            [a] => *a,
-            axes => return mismatch(format!("the sum is over axes {axes:?}, not one axis")),
-        };
-        let x = centred(&mut w, z, axis)?;
+        let (x, axis) = written_out(&mut w, out)?;
         let t = w
             .function()
             .output_type(x)
@@ -67,6 +59,23 @@ impl ScopeBasePass for SoftmaxPass {
             inner_nodes: inner,
         }])
     }
+}
+
+/// `x` and the axis of `y = softmax(x, axis)` written out (see the module documentation),
+/// inside the walk's scope; the other scope passes' check of a Softmax.
+pub(super) fn written_out(
+    w: &mut Walk<'_>,
+    y: Output,
+) -> Result<(Output, usize), StructureMismatch> {
+    let (e, sum) = w.binary(y, BinaryOp::Divide, "the softmax")?;
+    let (r_sum, e2) = w.reduce(sum, "the divisor", "ReduceSum")?;
+    w.same(e, e2, "the value divided and the one summed")?;
+    let z = w.unary(e, UnaryOp::Exp, "the numerator")?;
+    let axis = match r_sum.axes.as_slice() {
+        [a] => *a,
+        axes => return mismatch(format!("the sum is over axes {axes:?}, not one axis")),
+    };
+    Ok((centred(w, z, axis)?, axis))
 }
 
 /// `x` of `z = x - ReduceMax(x, [axis], keep)` when `z` is that (inside the scope), else `z`.

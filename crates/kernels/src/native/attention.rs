@@ -1,0 +1,314 @@
+//! Fused multi-head attention (`Op::Attention`) on `f32` and `f64`: for each batch and block
+//! of query rows, head by head, the scores `q_h · k_hᵀ · scale` of those rows only (never
+//! the whole `[B, H, Sq, Sk]` tensor), the mask added, a numerically stable softmax per
+//! row, then `P · v_h` written straight into the heads-merged output. Both products go
+//! through gemm with strided operands that read each head's columns of `q`, `k` and `v`
+//! in place (no head split or merge copies); tasks run on the backend's pool.
+
+use std::ops::AddAssign;
+
+use gemm::Parallelism;
+use graphlift_ir::{Attention, Element, Shape, TensorData};
+use graphlift_runtime::reference::{batch_offsets, Operand};
+
+use super::gemm_call::{gemm_into, Strided};
+use super::matmul::{MIN_PARALLEL_MACS, ROW_BLOCK_ALIGN};
+use super::normalize::{softmax_row_f32, softmax_row_f64};
+use crate::parallel::{for_each, Parallel};
+
+/// Most score elements one task holds at a time (a block of query rows × `Sk`, for one
+/// head; a second buffer of the same size holds the probabilities).
+const SCORE_BLOCK: usize = 1 << 14;
+/// Tasks per thread when the work is split: a few, so a thread whose core is taken by
+/// another process leaves blocks for the others.
+const TASKS_PER_THREAD: usize = 2;
+
+/// The extents: `q` `[batch, sq, heads·d]`, `k` `[batch, sk, heads·d]`, `v`
+/// `[batch, sk, heads·dv]`, output `[batch, sq, heads·dv]`.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    batch: usize,
+    sq: usize,
+    sk: usize,
+    heads: usize,
+    d: usize,
+    dv: usize,
+}
+
+impl Dims {
+    /// The extents of `q`, `k`, `v` with `heads` heads, or `None` when they do not fit.
+    fn new(q: &Shape, k: &Shape, v: &Shape, heads: usize) -> Option<Dims> {
+        let (&[b, sq, e], &[bk, sk, ek], &[bv, sv, ev]) = (q.dims(), k.dims(), v.dims()) else {
+            return None;
+        };
+        let fits = heads > 0 && (bk, bv, sv, ek) == (b, b, sk, e);
+        (fits && e % heads == 0 && ev % heads == 0).then_some(Dims {
+            batch: b,
+            sq,
+            sk,
+            heads,
+            d: e / heads,
+            dv: ev / heads,
+        })
+    }
+
+    fn e(&self) -> usize {
+        self.heads * self.d
+    }
+
+    fn ev(&self) -> usize {
+        self.heads * self.dv
+    }
+}
+
+/// The additive mask as the kernel reads it: for score row `(b, h, i)` (index
+/// `(b·H + h)·Sq + i`), the offset of its values in `data`; `row_len` is `Sk` (a row of
+/// values) or 1 (one value for the whole row).
+struct Mask<'a, T> {
+    data: &'a [T],
+    rows: Vec<usize>,
+    row_len: usize,
+}
+
+impl<'a, T> Mask<'a, T> {
+    /// The mask `data` of shape `shape` broadcast (numpy) to the scores `[B, H, Sq, Sk]`, or
+    /// `None` when it does not broadcast or the data do not fill it.
+    fn new(data: &'a [T], shape: &Shape, n: &Dims) -> Option<Mask<'a, T>> {
+        let scores = [n.batch, n.heads, n.sq, n.sk];
+        if shape.rank() > 4 || !shape.broadcasts_to(&Shape::new(scores)) {
+            return None;
+        }
+        let mut dims = vec![1; 4 - shape.rank()];
+        dims.extend_from_slice(shape.dims());
+        if data.len() != dims.iter().product::<usize>() {
+            return None;
+        }
+        Some(Mask {
+            data,
+            rows: batch_offsets(&dims[..3], &scores[..3], dims[3]),
+            row_len: dims[3],
+        })
+    }
+
+    /// Adds score row `r`'s mask values to `row`.
+    fn add_to(&self, r: usize, row: &mut [T])
+    where
+        T: Copy + AddAssign,
+    {
+        let at = self.rows[r];
+        if self.row_len == 1 {
+            let m = self.data[at];
+            row.iter_mut().for_each(|x| *x += m);
+        } else {
+            row.iter_mut()
+                .zip(&self.data[at..at + self.row_len])
+                .for_each(|(x, &m)| *x += m);
+        }
+    }
+}
+
+/// The element types the kernel runs on.
+trait Float: Element + AddAssign + Send + Sync {
+    const ONE: Self;
+    fn from_f64(x: f64) -> Self;
+    /// A numerically stable softmax of `x` into `out`.
+    fn softmax_row(x: &[Self], out: &mut [Self]);
+}
+
+impl Float for f32 {
+    const ONE: f32 = 1.0;
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+    fn softmax_row(x: &[f32], out: &mut [f32]) {
+        softmax_row_f32(x, out)
+    }
+}
+
+impl Float for f64 {
+    const ONE: f64 = 1.0;
+    fn from_f64(x: f64) -> f64 {
+        x
+    }
+    fn softmax_row(x: &[f64], out: &mut [f64]) {
+        softmax_row_f64(x, out)
+    }
+}
+
+/// `Op::Attention` `a` of `q`, `k`, `v` and the optional `mask` (see the op), written into
+/// `out` when it is a buffer of the result's type and size, else into a new one; `None`
+/// when the kernel does not apply (element types other than one of `f32`/`f64` throughout,
+/// shapes the IR would not accept: the caller then runs the reference, which names the
+/// problem).
+///
+/// Results differ from the reference (`f64` throughout, one rounding) by the rounding of
+/// the two products in the element type (dot products of length `D` and `Sk`), of the
+/// scale and mask additions, and of the `f32` softmax (see [`super::normalize::softmax`]).
+pub fn attention(
+    q: Operand<'_>,
+    k: Operand<'_>,
+    v: Operand<'_>,
+    mask: Option<Operand<'_>>,
+    a: &Attention,
+    out: Option<TensorData>,
+    parallel: &Parallel,
+) -> Option<TensorData> {
+    let n = Dims::new(q.1, k.1, v.1, a.heads)?;
+    let et = q.0.element_type();
+    let len = n.batch * n.sq * n.ev();
+    let mut o = match out {
+        Some(d) if d.element_type() == et && d.len() == len => d,
+        _ => TensorData::zeros(et, len),
+    };
+    let ran = match et {
+        graphlift_ir::ElementType::F32 => typed::<f32>(q, k, v, mask, a, &mut o, parallel, n),
+        graphlift_ir::ElementType::F64 => typed::<f64>(q, k, v, mask, a, &mut o, parallel, n),
+        _ => None,
+    };
+    ran.map(|()| o)
+}
+
+/// [`attention`] once the element type `T` is known; `None` when an operand is not `T` or
+/// does not fill its shape.
+#[allow(clippy::too_many_arguments)]
+fn typed<T: Float>(
+    q: Operand<'_>,
+    k: Operand<'_>,
+    v: Operand<'_>,
+    mask: Option<Operand<'_>>,
+    a: &Attention,
+    out: &mut TensorData,
+    parallel: &Parallel,
+    n: Dims,
+) -> Option<()> {
+    let (q, k, v) = (filled(q)?, filled(k)?, filled(v)?);
+    let mask = match mask {
+        Some((d, s)) => Some(Mask::new(d.as_slice::<T>()?, s, &n)?),
+        None => None,
+    };
+    let out = out.as_mut_slice::<T>()?;
+    let scale = T::from_f64(a.scale);
+    run(Inputs { q, k, v, mask }, out, scale, n, parallel);
+    Some(())
+}
+
+/// The elements of `x` as `T`, when they are and fill its shape.
+fn filled<T: Float>((data, shape): Operand<'_>) -> Option<&[T]> {
+    let x = data.as_slice::<T>()?;
+    (Some(x.len()) == shape.element_count().ok()).then_some(x)
+}
+
+/// The operands, checked against [`Dims`].
+struct Inputs<'a, T> {
+    q: &'a [T],
+    k: &'a [T],
+    v: &'a [T],
+    mask: Option<Mask<'a, T>>,
+}
+
+/// Every (batch, block of query rows) task, in parallel when there is work enough.
+fn run<T: Float>(x: Inputs<'_, T>, out: &mut [T], scale: T, n: Dims, parallel: &Parallel) {
+    if out.is_empty() {
+        return;
+    }
+    let threads = parallel.config().threads;
+    let macs = n.batch * n.heads * n.sq * n.sk * (n.d + n.dv);
+    let pool = (threads > 1 && macs >= MIN_PARALLEL_MACS)
+        .then(|| parallel.pool())
+        .flatten();
+    // Rows per task: few enough that each task's scores stay small, and enough tasks to
+    // keep every thread busy.
+    let cap = (SCORE_BLOCK / n.sk.max(1)).max(ROW_BLOCK_ALIGN);
+    let want = match pool {
+        Some(_) => {
+            n.sq.div_ceil((threads * TASKS_PER_THREAD).div_ceil(n.batch))
+        }
+        None => n.sq,
+    };
+    let rows = want
+        .next_multiple_of(ROW_BLOCK_ALIGN)
+        .min(cap)
+        .min(n.sq)
+        .max(1);
+    let tasks = out
+        .chunks_mut(n.sq * n.ev())
+        .enumerate()
+        .flat_map(|(b, o)| {
+            o.chunks_mut(rows * n.ev())
+                .enumerate()
+                .map(move |(blk, o)| (b, blk * rows, o))
+        });
+    let task = |(b, r0, o): (usize, usize, &mut [T])| block(&x, (b, r0), o, scale, n);
+    match pool {
+        Some(pool) => for_each(pool, tasks, task),
+        None => tasks.for_each(task),
+    }
+}
+
+/// Output rows `r0..` of batch `b` (`out` holds them, all heads), head by head.
+fn block<T: Float>(x: &Inputs<'_, T>, (b, r0): (usize, usize), out: &mut [T], scale: T, n: Dims) {
+    let (e, ev) = (n.e(), n.ev());
+    let m = out.len() / ev;
+    let mut scores = vec![T::default(); m * n.sk];
+    let mut probs = vec![T::default(); m * n.sk];
+    let block_view = Strided::row_major(m, n.sk);
+    let none = Parallelism::None;
+    for h in 0..n.heads {
+        // scores = scale · q[b, r0.., h·D..] · k[b, :, h·D..]ᵀ: k's head read transposed.
+        let q_h = Strided {
+            rows: m,
+            cols: n.d,
+            row_stride: e,
+            col_stride: 1,
+        };
+        let k_t = Strided {
+            rows: n.d,
+            cols: n.sk,
+            row_stride: 1,
+            col_stride: e,
+        };
+        let q_at = (b * n.sq + r0) * e + h * n.d;
+        let k_at = b * n.sk * e + h * n.d;
+        let q_ok = x.q.get(q_at..).map(|q| (q, q_h));
+        let k_ok = x.k.get(k_at..).map(|k| (k, k_t));
+        let (Some(qa), Some(kb)) = (q_ok, k_ok) else {
+            return;
+        };
+        if !gemm_into((&mut scores, block_view), qa, kb, scale, None, none) {
+            return;
+        }
+        for (i, (s, p)) in scores
+            .chunks_mut(n.sk)
+            .zip(probs.chunks_mut(n.sk))
+            .enumerate()
+        {
+            if let Some(mask) = &x.mask {
+                mask.add_to((b * n.heads + h) * n.sq + r0 + i, s);
+            }
+            T::softmax_row(s, p);
+        }
+        // out[b, r0.., h·Dv..] = P · v[b, :, h·Dv..], written in place among the heads.
+        let v_h = Strided {
+            rows: n.sk,
+            cols: n.dv,
+            row_stride: ev,
+            col_stride: 1,
+        };
+        let o_h = Strided {
+            rows: m,
+            cols: n.dv,
+            row_stride: ev,
+            col_stride: 1,
+        };
+        let Some(v) = x.v.get(b * n.sk * ev + h * n.dv..) else {
+            return;
+        };
+        let Some(o) = out.get_mut(h * n.dv..) else {
+            return;
+        };
+        gemm_into((o, o_h), (&probs, block_view), (v, v_h), T::ONE, None, none);
+    }
+}
+
+#[cfg(test)]
+mod tests;
