@@ -163,7 +163,7 @@ mod tests {
             Some(1.0),
             Parallelism::None
         ));
-        assert_eq!(c, [24.0, 54.0, 84.0, 60.0, 138.0, 216.0]);
+        assert_eq!(c, [20.0, 45.0, 70.0, 50.0, 115.0, 180.0]);
         assert!(!gemm_into(
             (&mut c, cv),
             (&a[3..], av),
