@@ -358,119 +358,15 @@ pub fn convolution(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::native::convolution_cases::CASES;
     use crate::parallel::ThreadConfig;
     use graphlift_ir::Window;
 
     #[test]
     fn agrees_with_the_reference() {
-        // (x, filter, groups, stride, dilation, pads begin, pads end)
-        type Case = (
-            [usize; 4],
-            [usize; 4],
-            usize,
-            [usize; 2],
-            [usize; 2],
-            [usize; 2],
-            [usize; 2],
-        );
-        let cases: &[Case] = &[
-            (
-                [1, 3, 8, 12],
-                [4, 3, 3, 3],
-                1,
-                [1, 1],
-                [1, 1],
-                [1, 1],
-                [1, 1],
-            ),
-            (
-                [2, 4, 9, 7],
-                [8, 2, 3, 3],
-                2,
-                [2, 1],
-                [1, 2],
-                [1, 2],
-                [0, 2],
-            ),
-            (
-                [1, 6, 10, 10],
-                [6, 1, 5, 5],
-                6,
-                [2, 2],
-                [1, 1],
-                [2, 2],
-                [2, 2],
-            ),
-            (
-                [1, 8, 6, 6],
-                [16, 8, 1, 1],
-                1,
-                [1, 1],
-                [1, 1],
-                [0, 0],
-                [0, 0],
-            ),
-            // Pointwise per group, strided and dilated with uneven padding, a window that
-            // only reads padding at the corners, and depthwise with dilation and strides.
-            (
-                [2, 4, 5, 7],
-                [4, 2, 1, 1],
-                2,
-                [1, 1],
-                [1, 1],
-                [0, 0],
-                [0, 0],
-            ),
-            (
-                [1, 2, 7, 9],
-                [3, 2, 3, 2],
-                1,
-                [3, 2],
-                [2, 3],
-                [2, 0],
-                [1, 3],
-            ),
-            (
-                [1, 1, 3, 3],
-                [1, 1, 1, 1],
-                1,
-                [2, 2],
-                [1, 1],
-                [1, 1],
-                [1, 1],
-            ),
-            (
-                [2, 3, 7, 9],
-                [3, 1, 3, 3],
-                3,
-                [1, 1],
-                [2, 1],
-                [2, 1],
-                [1, 2],
-            ),
-            (
-                [1, 4, 6, 6],
-                [4, 1, 3, 3],
-                4,
-                [1, 2],
-                [1, 1],
-                [0, 0],
-                [0, 0],
-            ),
-            // MobileNet's depthwise 3x3, stride 2, padding 1 (input rows split in phases).
-            (
-                [1, 4, 12, 21],
-                [4, 1, 3, 3],
-                4,
-                [2, 2],
-                [1, 1],
-                [1, 1],
-                [1, 1],
-            ),
-        ];
         for threads in [1, 2] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-            for &(dx, df, groups, strides, dilations, pb, pe) in cases {
+            for &(dx, df, groups, strides, dilations, pb, pe) in CASES {
                 let conv = Convolution {
                     window: Window {
                         shape: df[2..].to_vec(),

@@ -5,6 +5,8 @@
 mod attention;
 mod convolution;
 mod convolution_backprop;
+#[cfg(test)]
+mod convolution_cases;
 mod epilogue;
 mod gemm_call;
 mod matmul;
