@@ -183,10 +183,16 @@ fn a_name_alone_fuses_nothing() {
 #[test]
 fn disabled_passes_do_not_run_and_unknown_names_are_errors_or_reported() {
     let mut reg = ScopeFusionRegistry::builtin();
-    assert_eq!(reg.pass_names(), ["layer_norm", "softmax", "attention"]);
+    assert_eq!(
+        reg.pass_names(),
+        ["layer_norm", "softmax", "attention", "conv_bn_activation"]
+    );
     reg.disable("layer_norm").unwrap();
     let err = reg.disable("conv_bn").unwrap_err().to_string();
-    assert!(err.contains("layer_norm, softmax, attention"), "{err}");
+    assert!(
+        err.contains("layer_norm, softmax, attention, conv_bn_activation"),
+        "{err}"
+    );
     reg.disable_listed(" softmax , nope,");
     assert!(!reg.is_enabled("softmax"));
     assert_eq!(reg.unknown_disabled().collect::<Vec<_>>(), ["nope"]);
