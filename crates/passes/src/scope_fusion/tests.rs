@@ -327,3 +327,29 @@ fn a_result_whose_inner_value_is_used_outside_is_refused() {
     );
     assert_eq!(f, original);
 }
+
+#[test]
+fn a_scope_handing_out_several_values_is_refused_naming_their_outside_readers() {
+    let b = FunctionBuilder::new("two_outs");
+    let x = b.parameter("x", F32, [3, 5]);
+    let n = |s: &str| format!("/m/Softmax/{s}");
+    let e = x.exp().named(&n("Exp"));
+    let s = reduce(e, ReduceOp::Sum, &[1]).named(&n("ReduceSum"));
+    let y = (e / s).named(&n("Div"));
+    let side = (e * 3.0).named("/m/side");
+    let original = b.finish(&[y, side]).unwrap();
+    let mut f = original.clone();
+    let report = fuse(&mut f);
+    let failed = report
+        .failed
+        .iter()
+        .find(|x| x.scope == "m/Softmax")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        failed.reason.contains("hands out 2 values")
+            && failed.reason.contains("`/m/Softmax/Exp` read by `/m/side`"),
+        "{}",
+        failed.reason
+    );
+    assert_eq!(f, original);
+}
