@@ -227,7 +227,7 @@ fn a_user_pass_registered_from_outside_replaces_the_built_in_one() {
     registry.register(user.clone());
     assert_eq!(
         registry.pass_names(),
-        ["layer_norm", "softmax", "attention"],
+        ["layer_norm", "softmax", "attention", "conv_bn_activation"],
         "same turn"
     );
     let f = import(&model(PT_LN, PT_SM, false, false));

@@ -143,7 +143,7 @@ pub struct GradientOf {
 /// (`GRAPHLIFT_DISABLE_SCOPE_PASSES=a,b` disables passes too).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ScopePasses {
-    /// Disable the scope fusion pass NAME (`layer_norm`, `softmax`, `attention`; repeat for several).
+    /// Disable the scope fusion pass NAME (`layer_norm`, `softmax`, `attention`, `conv_bn_activation`; repeat for several).
     #[arg(long = "disable-scope-pass", value_name = "NAME")]
     pub disable: Vec<String>,
 }

@@ -76,6 +76,34 @@ fn like(like: &TensorData, values: Vec<f64>) -> TensorData {
     }
 }
 
+/// The filter `W'` and per-channel bias `b'` of `BatchNormInference(Convolution(x, W),
+/// scale, bias, mean, variance)` folded as [`BatchNormFolding`] describes: `filter` is
+/// `[M, C / groups, K..]` and the statistics `[M]`, all `f32` or all `f64` (the
+/// filter's type); computed in `f64`, rounded once. `None` when they are not floats or
+/// their lengths do not fit `M` output channels.
+pub(crate) fn fold(
+    filter: &TensorData,
+    [scale, bias, mean, variance]: [&TensorData; 4],
+    epsilon: f64,
+) -> Option<(TensorData, TensorData)> {
+    let w = floats(filter)?;
+    let stats = [scale, bias, mean, variance].map(floats);
+    let [Some(scale), Some(bias), Some(mean), Some(var)] = stats else {
+        return None;
+    };
+    let m = scale.len();
+    if m == 0 || w.len() % m != 0 || [&bias, &mean, &var].iter().any(|v| v.len() != m) {
+        return None;
+    }
+    let per = w.len() / m;
+    let s: Vec<f64> = (0..m)
+        .map(|c| scale[c] / (var[c] + epsilon).sqrt())
+        .collect();
+    let folded: Vec<f64> = w.iter().enumerate().map(|(i, &v)| v * s[i / per]).collect();
+    let b: Vec<f64> = (0..m).map(|c| bias[c] - mean[c] * s[c]).collect();
+    Some((like(filter, folded), like(filter, b)))
+}
+
 /// The folded filter and bias of one match, or `None` when the pattern does not apply.
 struct Match {
     conv: NodeId,
@@ -115,30 +143,23 @@ fn match_at(g: &Function, bn: NodeId) -> Option<Match> {
     }
     let w_out = conv.inputs()[1];
     let w_data = constant(g, w_out)?;
-    let w = floats(&w_data)?;
-    let stats: Vec<Vec<f64>> = node.inputs()[1..]
+    let stats: Vec<Arc<TensorData>> = node.inputs()[1..]
         .iter()
-        .map(|&o| constant(g, o).and_then(|d| floats(&d)))
+        .map(|&o| constant(g, o))
         .collect::<Option<_>>()?;
-    let [scale, bias, mean, var] = [&stats[0], &stats[1], &stats[2], &stats[3]];
-    let m = scale.len();
-    if m == 0 || w.len() % m != 0 {
-        return None;
-    }
-    let per = w.len() / m;
-    let s: Vec<f64> = (0..m)
-        .map(|c| scale[c] / (var[c] + epsilon).sqrt())
-        .collect();
-    let folded: Vec<f64> = w.iter().enumerate().map(|(i, &v)| v * s[i / per]).collect();
-    let b: Vec<f64> = (0..m).map(|c| bias[c] - mean[c] * s[c]).collect();
+    let (filter, bias) = fold(
+        &w_data,
+        [&stats[0], &stats[1], &stats[2], &stats[3]],
+        *epsilon,
+    )?;
     let mut bypassed = vec![conv_out.node, w_out.node];
     bypassed.extend(node.inputs()[1..].iter().map(|o| o.node));
     Some(Match {
         conv: conv_out.node,
         x: conv.inputs()[0],
-        filter: like(&w_data, folded),
+        filter,
         filter_shape: g.output_type(w_out).ok()?.shape.clone(),
-        bias: like(&w_data, b),
+        bias,
         bypassed,
     })
 }

@@ -25,7 +25,7 @@ use std::collections::HashSet;
 
 use graphlift_ir::Function;
 
-pub use builtin::{AttentionPass, LayerNormPass, SoftmaxPass};
+pub use builtin::{AttentionPass, ConvBnActivationPass, LayerNormPass, SoftmaxPass};
 pub use features::{
     op_attribute, Count, NodeAttrFeature, NodeOpTypeFeature, ScopeAttrValue, ScopeFeature,
     ScopeFusionPatterns, ScopePattern,

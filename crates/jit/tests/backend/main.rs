@@ -8,5 +8,6 @@ mod parallel;
 mod provenance;
 mod stream;
 mod trace;
+mod trace_inner;
 
 pub use graphlift_testkit::{bits, data, first_difference, uniform};

@@ -45,16 +45,21 @@ pub enum FusedInput {
     Reshape(Output, Shape),
     /// A value broadcast (`Op::Broadcast`, numpy's rule).
     Broadcast(Output, Shape),
+    /// A new node computing this op on these inputs (e.g. the `conv_bn_activation` pass's
+    /// Convolution with the batch normalisation folded into its filter); it takes the
+    /// fused node's provenance tags and pass history.
+    Node(Op, Vec<FusedInput>),
 }
 
 impl FusedInput {
-    /// The function's value it reads, if any.
-    pub fn source(&self) -> Option<Output> {
+    /// The function's values it reads (through a [`FusedInput::Node`]'s inputs too).
+    pub fn sources(&self) -> Vec<Output> {
         match self {
             FusedInput::Value(o) | FusedInput::Reshape(o, _) | FusedInput::Broadcast(o, _) => {
-                Some(*o)
+                vec![*o]
             }
-            FusedInput::Constant(..) => None,
+            FusedInput::Constant(..) => Vec::new(),
+            FusedInput::Node(_, inputs) => inputs.iter().flat_map(FusedInput::sources).collect(),
         }
     }
 }

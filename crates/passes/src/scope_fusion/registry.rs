@@ -44,12 +44,15 @@ impl ScopeFusionRegistry {
     /// The built-in passes, all enabled: `layer_norm` (LayerNorm written out, to
     /// `Op::LayerNorm`), `softmax` (Softmax written out, to `Op::Softmax`), then `attention`
     /// (multi-head self-attention written out, to `Op::Attention`; it matches the enclosing
-    /// scope, so by the outermost-wins rule it takes a Softmax written out inside it).
+    /// scope, so by the outermost-wins rule it takes a Softmax written out inside it), then
+    /// `conv_bn_activation` (Conv + BatchNormalization + activation, to the folded form
+    /// the native convolution runs with its activation as an epilogue).
     pub fn builtin() -> ScopeFusionRegistry {
         let mut r = ScopeFusionRegistry::empty();
         r.register(Arc::new(builtin::LayerNormPass))
             .register(Arc::new(builtin::SoftmaxPass))
-            .register(Arc::new(builtin::AttentionPass));
+            .register(Arc::new(builtin::AttentionPass))
+            .register(Arc::new(builtin::ConvBnActivationPass));
         r
     }
 

@@ -68,7 +68,7 @@ pub(crate) fn check_result(
             }
         }
     }
-    let sources: Vec<Output> = r.inputs.iter().filter_map(FusedInput::source).collect();
+    let sources: Vec<Output> = r.inputs.iter().flat_map(FusedInput::sources).collect();
     if let Some(i) = sources.iter().find(|i| inner.contains(&i.node)) {
         return bad(format!("input {} is an inner node's value", i.node));
     }
@@ -114,10 +114,11 @@ pub(crate) fn apply(f: &mut Function, accepted: &[Accepted]) -> Result<Vec<Strin
     let mut created = Vec::with_capacity(accepted.len());
     for a in accepted {
         let r = &a.result;
+        let mut made = Vec::new();
         let inputs = r
             .inputs
             .iter()
-            .map(|i| materialize(f, i))
+            .map(|i| materialize(f, i, &mut made))
             .collect::<Result<Vec<_>, _>>()?;
         let id = f.add_node(r.op.clone(), &inputs)?;
         let node = f.node(id)?;
@@ -143,8 +144,13 @@ pub(crate) fn apply(f: &mut Function, accepted: &[Accepted]) -> Result<Vec<Strin
         for &n in &r.inner_nodes {
             tags.union_with(f.node(n)?.tags());
         }
+        let history = format!("{}:{}", super::PASS_NAME, a.pass);
+        for &m in &made {
+            f.propagate_tags(m, &tags)?;
+            f.record_pass(m, &history)?;
+        }
         f.propagate_tags(id, &tags)?;
-        f.record_pass(id, &format!("{}:{}", super::PASS_NAME, a.pass))?;
+        f.record_pass(id, &history)?;
         f.set_metadata(id, SCOPE_KEY, a.scope.clone())?;
         created.push((id, name));
     }
@@ -166,13 +172,27 @@ pub(crate) fn apply(f: &mut Function, accepted: &[Accepted]) -> Result<Vec<Strin
     Ok(created.into_iter().map(|(_, n)| n).collect())
 }
 
-/// The value a [`FusedInput`] stands for, adding the node it needs.
-fn materialize(f: &mut Function, input: &FusedInput) -> Result<Output, PassError> {
+/// The value a [`FusedInput`] stands for, adding the nodes it needs; the nodes of
+/// [`FusedInput::Node`]s are pushed to `made` (they take the fused node's provenance).
+fn materialize(
+    f: &mut Function,
+    input: &FusedInput,
+    made: &mut Vec<NodeId>,
+) -> Result<Output, PassError> {
     Ok(match input {
         FusedInput::Value(o) => *o,
         FusedInput::Constant(data, shape) => f.add_constant(data.clone(), shape.clone())?.into(),
         FusedInput::Reshape(o, shape) => f.add_node(Op::Reshape(shape.clone()), &[*o])?.into(),
         FusedInput::Broadcast(o, shape) => f.add_node(Op::Broadcast(shape.clone()), &[*o])?.into(),
+        FusedInput::Node(op, inputs) => {
+            let ins = inputs
+                .iter()
+                .map(|i| materialize(f, i, made))
+                .collect::<Result<Vec<_>, _>>()?;
+            let id = f.add_node(op.clone(), &ins)?;
+            made.push(id);
+            id.into()
+        }
     })
 }
 

@@ -183,10 +183,16 @@ fn a_name_alone_fuses_nothing() {
 #[test]
 fn disabled_passes_do_not_run_and_unknown_names_are_errors_or_reported() {
     let mut reg = ScopeFusionRegistry::builtin();
-    assert_eq!(reg.pass_names(), ["layer_norm", "softmax", "attention"]);
+    assert_eq!(
+        reg.pass_names(),
+        ["layer_norm", "softmax", "attention", "conv_bn_activation"]
+    );
     reg.disable("layer_norm").unwrap();
     let err = reg.disable("conv_bn").unwrap_err().to_string();
-    assert!(err.contains("layer_norm, softmax, attention"), "{err}");
+    assert!(
+        err.contains("layer_norm, softmax, attention, conv_bn_activation"),
+        "{err}"
+    );
     reg.disable_listed(" softmax , nope,");
     assert!(!reg.is_enabled("softmax"));
     assert_eq!(reg.unknown_disabled().collect::<Vec<_>>(), ["nope"]);
@@ -318,6 +324,32 @@ fn a_result_whose_inner_value_is_used_outside_is_refused() {
     assert!(
         report.failed[0].reason.contains("`blk/a` is also used by"),
         "{report}"
+    );
+    assert_eq!(f, original);
+}
+
+#[test]
+fn a_scope_handing_out_several_values_is_refused_naming_their_outside_readers() {
+    let b = FunctionBuilder::new("two_outs");
+    let x = b.parameter("x", F32, [3, 5]);
+    let n = |s: &str| format!("/m/Softmax/{s}");
+    let e = x.exp().named(&n("Exp"));
+    let s = reduce(e, ReduceOp::Sum, &[1]).named(&n("ReduceSum"));
+    let y = (e / s).named(&n("Div"));
+    let side = (e * 3.0).named("/m/side");
+    let original = b.finish(&[y, side]).unwrap();
+    let mut f = original.clone();
+    let report = fuse(&mut f);
+    let failed = report
+        .failed
+        .iter()
+        .find(|x| x.scope == "m/Softmax")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        failed.reason.contains("hands out 2 values")
+            && failed.reason.contains("`/m/Softmax/Exp` read by `/m/side`"),
+        "{}",
+        failed.reason
     );
     assert_eq!(f, original);
 }

@@ -6,6 +6,8 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::file::write_atomically;
+use graphlift_ir::Op;
+
 use super::record::{CallTrace, OpRecord, Trace, ValueSource};
 use crate::RuntimeError;
 
@@ -51,13 +53,61 @@ fn event(name: &str, cat: &str, start_ns: u64, dur_ns: u64, tid: usize, args: Va
     })
 }
 
+/// The estimated work of a nested record, in element operations: a `MatMul` `K` per
+/// output element, a reduction one per input element, a `Softmax` four per element (max,
+/// exp, sum, divide), a `Reshape`, `Broadcast` or `Constant` none (views, stride-0 loads),
+/// any other op one per output element.
+fn work(r: &OpRecord) -> u128 {
+    let count = |t: &graphlift_ir::TensorType| t.shape.dims().iter().map(|&d| d as u128).product();
+    let out: u128 = r.outputs.iter().map(count).sum();
+    match &r.op {
+        Op::Reshape(_) | Op::Broadcast(_) | Op::Constant(_) => 0,
+        Op::MatMul => {
+            let k = r
+                .inputs
+                .first()
+                .and_then(|i| i.tensor_type.shape.dims().last().copied())
+                .unwrap_or(1);
+            out * k as u128
+        }
+        Op::Reduce(_) => r.inputs.first().map_or(out, |i| count(&i.tensor_type)),
+        Op::Softmax(_) => out * 4,
+        _ => out,
+    }
+}
+
+/// The `(from, to)` ns offsets of each nested record inside its parent's `duration_ns`:
+/// shares in proportion to [`work`] (evenly when none has any), in integer ns, so the last
+/// ends exactly where its parent does.
+fn shares(children: &[OpRecord], duration_ns: u64) -> Vec<(u64, u64)> {
+    let mut weights: Vec<u128> = children.iter().map(work).collect();
+    if weights.iter().all(|&w| w == 0) {
+        weights.iter_mut().for_each(|w| *w = 1);
+    }
+    let total: u128 = weights.iter().sum();
+    let at = |acc: u128| {
+        u64::try_from(u128::from(duration_ns) * acc / total.max(1)).unwrap_or(duration_ns)
+    };
+    let mut acc = 0;
+    weights
+        .iter()
+        .map(|&w| {
+            let from = at(acc);
+            acc += w;
+            (from, at(acc))
+        })
+        .collect()
+}
+
 impl Trace {
     /// The trace as Chrome trace-event JSON (an object with `traceEvents`).
     ///
     /// One complete event (`"ph": "X"`, `ts`/`dur` in µs) per call, one per step inside it,
-    /// and one per op fused into a kernel inside the kernel's slice. Fused ops are not timed
-    /// on their own: they evenly subdivide the kernel's time and carry `"estimated": true` in
-    /// their args. Times count from the start of the trace's first call. Args give the op,
+    /// and one per nested record (an op fused into a kernel, an inner step of a fused native
+    /// op) inside its parent's slice. Nested records are not timed on their own: they
+    /// subdivide the parent's measured time in proportion to their estimated work
+    /// (element operations: a `MatMul` counts `K` per output element, a view none) and
+    /// carry `"estimated": true` in their args. Times count from the start of the trace's first call. Args give the op,
     /// input and output types, provenance tags and pass history; a `ReadVariable` or
     /// `Assign` step also names its `variable`, and a call lists its `variables` (name and
     /// type).
@@ -103,12 +153,9 @@ impl Trace {
                     tid,
                     step_args,
                 ));
-                let n = r.children.len() as u64;
-                for (i, child) in r.children.iter().enumerate() {
-                    let i = i as u64;
-                    // Integer ns bounds, so the last child ends exactly where its parent does.
-                    let from = start + t.duration_ns * i / n;
-                    let to = start + t.duration_ns * (i + 1) / n;
+                let bounds = shares(&r.children, t.duration_ns);
+                for (child, (from, to)) in r.children.iter().zip(bounds) {
+                    let (from, to) = (start + from, start + to);
                     events.push(event(
                         &child.name,
                         child.kind.name(),

@@ -5,6 +5,7 @@
 mod chrome;
 mod collect;
 pub mod file;
+mod inner;
 mod record;
 mod recorder;
 mod scope;
@@ -36,7 +37,8 @@ thread_local! {
 /// While a tracer is alive, Executables called on the thread that created it record every
 /// step they execute ([`OpRecord`]: the op with its attributes, node name, input wiring and
 /// types, output types, provenance tags, pass history, wall time; a fused kernel's record
-/// nests the ops of its body). Tracing is per thread (two threads' tracers never see each
+/// nests the ops of its body, and a fused native op's (`Convolution` as im2col + GEMM,
+/// `LayerNorm`, `Attention`) nests its inner steps written out in IR ops). Tracing is per thread (two threads' tracers never see each
 /// other's calls), and when no tracer is alive a call costs one thread-local read. A call of
 /// a stateful Executable also records its variables' values at the start of the call
 /// ([`TracedVariable`]) and its `ReadVariable` and `Assign` steps, so the rebuilt Function

@@ -32,7 +32,9 @@ pub enum StepKind {
     JitKernel,
     /// A node run by a JIT backend with its reference (native) kernel.
     Native,
-    /// An op inside a fused kernel (nested record; not timed on its own).
+    /// An op inside a fused kernel, or an inner step of a fused native op (`Convolution`'s
+    /// im2col and GEMM, `LayerNorm`, `Attention`) written out in IR ops; a nested record,
+    /// not timed on its own.
     Fused,
 }
 
@@ -97,8 +99,11 @@ pub struct OpRecord {
     pub pass_history: Vec<String>,
     /// Wall time; `None` for the nested records of a fused kernel.
     pub timing: Option<Timing>,
-    /// For a fused kernel: the ops of its body in execution order, wired to the kernel's
-    /// live-ins ([`ValueSource::CallInput`]) and to each other.
+    /// For a fused kernel: the ops of its body in execution order; for a fused native op
+    /// run by a JIT backend (`Convolution`, `LayerNorm`, `Attention`): its inner steps in IR
+    /// ops, named by step (`im2col`, `gemm`, `mean`, `variance`, `normalise`,
+    /// `scores = Q·Kᵀ·scale`, `+ mask`, `softmax`, `· V`, ...). Either way wired to the
+    /// op's inputs ([`ValueSource::CallInput`]) and to each other, computing its outputs.
     pub children: Vec<OpRecord>,
 }
 

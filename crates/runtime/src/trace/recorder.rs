@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use graphlift_ir::{Function, Node, Op, Output, TensorType};
 
+use super::inner;
 use super::record::{
     CallTrace, OpRecord, StepKind, Timing, TracedInput, TracedResult, TracedVariable, ValueSource,
 };
@@ -136,6 +137,15 @@ impl CallRecorder {
         });
         if let Op::FusedKernel(k) = node.op() {
             record.children = body_records(&k.body);
+        } else if kind == StepKind::Native {
+            let types: Vec<TensorType> = record
+                .inputs
+                .iter()
+                .map(|i| i.tensor_type.clone())
+                .collect();
+            if let Some(body) = inner::decomposition(node.op(), &types) {
+                record.children = body_records(&body);
+            }
         }
         self.call.records.push(record);
     }

@@ -59,12 +59,45 @@ impl<'f> Walk<'f> {
                 }
             }
         }
+        outs.sort();
         match outs.as_slice() {
             [o] => Ok(*o),
             _ => mismatch(format!(
-                "the scope hands out {} values; the fused op has one output",
-                outs.len()
+                "the scope hands out {} values; the fused op has one output{}",
+                outs.len(),
+                self.readers(&outs)
             )),
+        }
+    }
+
+    /// `: `a` read by `u`, `v`; ...` for the first values of `outs` (a refusal's why).
+    fn readers(&self, outs: &[Output]) -> String {
+        const SHOWN: usize = 4;
+        let name = |id: NodeId| {
+            self.f
+                .get(id)
+                .map_or(id.to_string(), |n| n.name().to_string())
+        };
+        let mut parts = Vec::new();
+        for &o in outs.iter().take(SHOWN) {
+            let Some(n) = self.f.get(o.node) else {
+                continue;
+            };
+            let users: Vec<String> = n
+                .users(o.index)
+                .iter()
+                .filter(|(u, _)| !self.scope.contains(u))
+                .map(|&(u, _)| format!("`{}`", name(u)))
+                .collect();
+            parts.push(format!("`{}` read by {}", n.name(), users.join(", ")));
+        }
+        if outs.len() > SHOWN {
+            parts.push(format!("{} more", outs.len() - SHOWN));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", parts.join("; "))
         }
     }
 
