@@ -165,6 +165,10 @@ const LISTED: &[(&str, &str)] = &[
     ("IsNaN", "isnan"),
     ("IsInf", "isinf"),
     ("CumSum", "cumsum"),
+    ("LSTM", "lstm"),
+    ("GRU", "gru"),
+    ("RNN", "rnn"),
+    ("RNN", "simple_rnn"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

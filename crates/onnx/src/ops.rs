@@ -13,12 +13,15 @@ mod pooling;
 mod random;
 mod rearrange;
 mod resize;
+mod rnn;
+#[cfg(test)]
+mod rnn_tests;
 #[cfg(test)]
 mod tests;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
-    thresholded_relu, variadic,
+    softsign, thresholded_relu, variadic,
 };
 
 use graphlift_ir::{ArgOp, ReduceOp};
@@ -60,6 +63,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Gather",
     "Gelu",
     "Gemm",
+    "GRU",
     "GlobalAveragePool",
     "GlobalMaxPool",
     "Greater",
@@ -69,6 +73,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Identity",
     "IsInf",
     "IsNaN",
+    "LSTM",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
@@ -102,6 +107,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "RNN",
     "Round",
     "Selu",
     "Shape",
@@ -151,8 +157,12 @@ fn boolean(t: ElementType) -> bool {
 /// `Sum`, `Clip`, `Pow`, `PRelu`, ...).
 pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
     let op_type = e.node().op_type.clone();
-    if op_type == "Split" {
-        return rearrange::split(e, ins);
+    match op_type.as_str() {
+        "Split" => return rearrange::split(e, ins),
+        "RNN" => return rnn::recurrent(e, ins, rnn::Cell::Rnn),
+        "GRU" => return rnn::recurrent(e, ins, rnn::Cell::Gru),
+        "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm),
+        _ => {}
     }
     let y = match op_type.as_str() {
         "Add" => arithmetic(e, ins, BinaryOp::Add)?,
@@ -209,9 +219,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         }
         "Softsign" => {
             let x = float_input(e, ins)?;
-            let a = e.unary(UnaryOp::Abs, x)?;
-            let d = e.add_scalar(a, 1.0)?;
-            e.binary(BinaryOp::Divide, x, d)?
+            softsign(e, x)?
         }
         "Mish" => {
             let x = float_input(e, ins)?;
