@@ -169,6 +169,11 @@ const LISTED: &[(&str, &str)] = &[
     ("GRU", "gru"),
     ("RNN", "rnn"),
     ("RNN", "simple_rnn"),
+    ("InstanceNormalization", "instancenorm"),
+    ("GroupNormalization", "group_normalization"),
+    ("GatherElements", "gather_elements"),
+    ("GatherND", "gathernd"),
+    ("OneHot", "onehot"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

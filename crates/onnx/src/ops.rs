@@ -6,8 +6,12 @@ use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, 
 mod activation;
 mod classify;
 mod conv;
+mod gather;
+#[cfg(test)]
+mod gather_tests;
 mod layout;
 mod nn;
+mod normalize;
 mod pad;
 mod pooling;
 mod random;
@@ -61,16 +65,20 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Flatten",
     "Floor",
     "Gather",
+    "GatherElements",
+    "GatherND",
     "Gelu",
     "Gemm",
     "GRU",
     "GlobalAveragePool",
     "GlobalMaxPool",
     "Greater",
+    "GroupNormalization",
     "GreaterOrEqual",
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "InstanceNormalization",
     "IsInf",
     "IsNaN",
     "LSTM",
@@ -89,6 +97,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Mul",
     "Neg",
     "Not",
+    "OneHot",
     "Or",
     "PRelu",
     "Pad",
@@ -277,6 +286,11 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "IsNaN" => classify::is_nan(e, ins)?,
         "IsInf" => classify::is_inf(e, ins)?,
         "Resize" => resize::resize(e, ins)?,
+        "InstanceNormalization" => normalize::instance_norm(e, ins)?,
+        "GroupNormalization" => normalize::group_norm(e, ins)?,
+        "GatherElements" => gather::gather_elements(e, ins)?,
+        "GatherND" => gather::gather_nd(e, ins)?,
+        "OneHot" => gather::one_hot(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => conv::conv(e, ins)?,
         "ConvTranspose" => conv::conv_transpose(e, ins)?,
