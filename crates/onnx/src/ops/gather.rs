@@ -25,7 +25,7 @@ fn strides(d: &[usize]) -> Vec<usize> {
 /// An `i64` constant of `shape`.
 fn i64s(e: &mut NodeEmitter<'_>, v: Vec<usize>, shape: &[usize]) -> Result<Output, OnnxError> {
     let v = v.into_iter().map(|x| x as i64).collect();
-    e.constant(TensorData::I64(v), Shape::new(shape.to_vec()))
+    e.constant(TensorData::I64(v), Shape::new(shape))
 }
 
 /// `idx` (converted to `i64`) with negative entries counted from `extent` (which broadcasts
@@ -206,7 +206,7 @@ pub(super) fn one_hot(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, On
             .collect()
     };
     let n = match depth_value[..] {
-        [d] if d >= 1.0 && d < 1e12 => d as usize,
+        [d] if (1.0..1e12).contains(&d) => d as usize,
         _ => {
             return Err(e.shape_error(format!(
                 "depth must be one positive number, is {depth_value:?}"

@@ -18,7 +18,7 @@ fn standardize(
     epsilon: f64,
 ) -> Result<Output, OnnxError> {
     let d = dims(e, x)?;
-    let inner = Shape::new(d[axis..].to_vec());
+    let inner = Shape::new(&d[axis..]);
     let one = e.scalar_like(x, 1.0)?;
     let zero = e.scalar_like(x, 0.0)?;
     let ones = e.broadcast_to(one, &inner)?;
