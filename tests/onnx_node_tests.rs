@@ -165,6 +165,15 @@ const LISTED: &[(&str, &str)] = &[
     ("IsNaN", "isnan"),
     ("IsInf", "isinf"),
     ("CumSum", "cumsum"),
+    ("LSTM", "lstm"),
+    ("GRU", "gru"),
+    ("RNN", "rnn"),
+    ("RNN", "simple_rnn"),
+    ("InstanceNormalization", "instancenorm"),
+    ("GroupNormalization", "group_normalization"),
+    ("GatherElements", "gather_elements"),
+    ("GatherND", "gathernd"),
+    ("OneHot", "onehot"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

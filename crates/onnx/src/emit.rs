@@ -596,6 +596,35 @@ impl<'a> NodeEmitter<'a> {
         }
     }
 
+    /// An optional FLOATS attribute.
+    pub(crate) fn attr_floats(&self, name: &str) -> Result<Option<Vec<f32>>, OnnxError> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(a) => {
+                self.check_type(a, attribute_type::FLOATS, true)?;
+                Ok(Some(a.floats.clone()))
+            }
+        }
+    }
+
+    /// An optional STRINGS attribute, each string as UTF-8.
+    pub(crate) fn attr_strings(&self, name: &str) -> Result<Option<Vec<String>>, OnnxError> {
+        match self.attr(name)? {
+            None => Ok(None),
+            Some(a) => {
+                self.check_type(a, attribute_type::STRINGS, true)?;
+                a.strings
+                    .iter()
+                    .map(|s| {
+                        String::from_utf8(s.clone())
+                            .map_err(|_| self.attribute_error(name, "is not valid UTF-8".into()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some)
+            }
+        }
+    }
+
     /// An optional STRING attribute, as UTF-8.
     pub(crate) fn attr_string(&self, name: &str) -> Result<Option<String>, OnnxError> {
         match self.attr(name)? {

@@ -6,19 +6,26 @@ use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, 
 mod activation;
 mod classify;
 mod conv;
+mod gather;
+#[cfg(test)]
+mod gather_tests;
 mod layout;
 mod nn;
+mod normalize;
 mod pad;
 mod pooling;
 mod random;
 mod rearrange;
 mod resize;
+mod rnn;
+#[cfg(test)]
+mod rnn_tests;
 #[cfg(test)]
 mod tests;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
-    thresholded_relu, variadic,
+    softsign, thresholded_relu, variadic,
 };
 
 use graphlift_ir::{ArgOp, ReduceOp};
@@ -58,17 +65,23 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Flatten",
     "Floor",
     "Gather",
+    "GatherElements",
+    "GatherND",
     "Gelu",
     "Gemm",
+    "GRU",
     "GlobalAveragePool",
     "GlobalMaxPool",
     "Greater",
+    "GroupNormalization",
     "GreaterOrEqual",
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "InstanceNormalization",
     "IsInf",
     "IsNaN",
+    "LSTM",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
@@ -84,6 +97,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Mul",
     "Neg",
     "Not",
+    "OneHot",
     "Or",
     "PRelu",
     "Pad",
@@ -102,6 +116,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "RNN",
     "Round",
     "Selu",
     "Shape",
@@ -151,8 +166,12 @@ fn boolean(t: ElementType) -> bool {
 /// `Sum`, `Clip`, `Pow`, `PRelu`, ...).
 pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
     let op_type = e.node().op_type.clone();
-    if op_type == "Split" {
-        return rearrange::split(e, ins);
+    match op_type.as_str() {
+        "Split" => return rearrange::split(e, ins),
+        "RNN" => return rnn::recurrent(e, ins, rnn::Cell::Rnn),
+        "GRU" => return rnn::recurrent(e, ins, rnn::Cell::Gru),
+        "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm),
+        _ => {}
     }
     let y = match op_type.as_str() {
         "Add" => arithmetic(e, ins, BinaryOp::Add)?,
@@ -209,9 +228,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         }
         "Softsign" => {
             let x = float_input(e, ins)?;
-            let a = e.unary(UnaryOp::Abs, x)?;
-            let d = e.add_scalar(a, 1.0)?;
-            e.binary(BinaryOp::Divide, x, d)?
+            softsign(e, x)?
         }
         "Mish" => {
             let x = float_input(e, ins)?;
@@ -269,6 +286,11 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "IsNaN" => classify::is_nan(e, ins)?,
         "IsInf" => classify::is_inf(e, ins)?,
         "Resize" => resize::resize(e, ins)?,
+        "InstanceNormalization" => normalize::instance_norm(e, ins)?,
+        "GroupNormalization" => normalize::group_norm(e, ins)?,
+        "GatherElements" => gather::gather_elements(e, ins)?,
+        "GatherND" => gather::gather_nd(e, ins)?,
+        "OneHot" => gather::one_hot(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => conv::conv(e, ins)?,
         "ConvTranspose" => conv::conv_transpose(e, ins)?,

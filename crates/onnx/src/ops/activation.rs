@@ -19,9 +19,18 @@ pub(super) fn reciprocal(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output,
 pub(super) fn leaky_relu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     let x = float_input(e, ins)?;
     let alpha = e.attr_f32("alpha", 0.01)?;
+    leaky_relu_of(e, x, f64::from(alpha))
+}
+
+/// `x < 0 ? alpha * x : x`.
+pub(super) fn leaky_relu_of(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    alpha: f64,
+) -> Result<Output, OnnxError> {
     let zero = e.scalar_like(x, 0.0)?;
     let neg = e.compare(CompareOp::Less, x, zero)?;
-    let ax = e.mul_scalar(x, f64::from(alpha))?;
+    let ax = e.mul_scalar(x, alpha)?;
     e.select(neg, ax, x)
 }
 
@@ -48,7 +57,16 @@ pub(super) fn prelu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, Onnx
 pub(super) fn thresholded_relu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     let x = float_input(e, ins)?;
     let alpha = e.attr_f32("alpha", 1.0)?;
-    let a = e.scalar_like(x, f64::from(alpha))?;
+    thresholded_relu_of(e, x, f64::from(alpha))
+}
+
+/// `x > alpha ? x : 0`.
+pub(super) fn thresholded_relu_of(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    alpha: f64,
+) -> Result<Output, OnnxError> {
+    let a = e.scalar_like(x, alpha)?;
     let above = e.compare(CompareOp::Greater, x, a)?;
     let zero = e.scalar_like(x, 0.0)?;
     e.select(above, x, zero)
@@ -58,12 +76,24 @@ pub(super) fn thresholded_relu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<O
 pub(super) fn elu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     let x = float_input(e, ins)?;
     let alpha = e.attr_f32("alpha", 1.0)?;
+    elu_of(e, x, f64::from(alpha))
+}
+
+/// `x < 0 ? alpha * (exp(x) - 1) : x`.
+pub(super) fn elu_of(e: &mut NodeEmitter<'_>, x: Output, alpha: f64) -> Result<Output, OnnxError> {
     let zero = e.scalar_like(x, 0.0)?;
     let neg = e.compare(CompareOp::Less, x, zero)?;
     let ex = e.unary(UnaryOp::Exp, x)?;
     let em1 = e.add_scalar(ex, -1.0)?;
-    let scaled = e.mul_scalar(em1, f64::from(alpha))?;
+    let scaled = e.mul_scalar(em1, alpha)?;
     e.select(neg, scaled, x)
+}
+
+/// `Softsign`: `x / (1 + |x|)`.
+pub(super) fn softsign(e: &mut NodeEmitter<'_>, x: Output) -> Result<Output, OnnxError> {
+    let a = e.unary(UnaryOp::Abs, x)?;
+    let d = e.add_scalar(a, 1.0)?;
+    e.binary(BinaryOp::Divide, x, d)
 }
 
 /// `Selu`: `x > 0 ? gamma * x : gamma * (alpha * exp(x) - alpha)`, with the spec's

@@ -59,6 +59,30 @@ pub(super) fn reshape_to(
     e.op(Op::Reshape(Shape::new(target)), &[x])
 }
 
+/// The elements `start..start + len` of `x` along `axis` (all of the other axes); `x` itself
+/// when that is the whole axis.
+pub(super) fn slice_range(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    axis: usize,
+    start: usize,
+    len: usize,
+) -> Result<Output, OnnxError> {
+    let d = dims(e, x)?;
+    if start == 0 && d.get(axis) == Some(&len) {
+        return Ok(x);
+    }
+    let mut spec: Vec<SliceAxis> = d.iter().map(|&n| SliceAxis::full(n)).collect();
+    if let Some(a) = spec.get_mut(axis) {
+        *a = SliceAxis {
+            start: if len == 0 { 0 } else { start },
+            step: 1,
+            len,
+        };
+    }
+    e.op(Op::Slice(spec), &[x])
+}
+
 /// `Shape`: the input's shape as an INT64 vector (opset 15: `start`/`end` select a range
 /// of axes). Always a constant, so with the symbolic input dimensions bound
 /// ([`crate::ImportOptions`]) the shape subgraphs exporters write

@@ -2,9 +2,9 @@
 //! broadcast between reshapes), `DepthToSpace` and `SpaceToDepth` (reshape, transpose,
 //! reshape) and `Trilu` (a select with a constant mask).
 
-use graphlift_ir::{Op, Output, Shape, SliceAxis, TensorData};
+use graphlift_ir::{Op, Output, Shape, TensorData};
 
-use super::layout::{axis, dims, reshape_to as reshape};
+use super::layout::{axis, dims, reshape_to as reshape, slice_range};
 use super::In;
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -73,17 +73,9 @@ pub(super) fn split(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>,
     parts
         .iter()
         .map(|&len| {
-            let mut spec: Vec<SliceAxis> = d.iter().map(|&n| SliceAxis::full(n)).collect();
-            spec[a] = SliceAxis {
-                start: if len == 0 { 0 } else { start },
-                step: 1,
-                len,
-            };
+            let from = start;
             start += len;
-            if spec.iter().zip(&d).all(|(s, &n)| *s == SliceAxis::full(n)) {
-                return Ok(x);
-            }
-            e.op(Op::Slice(spec), &[x])
+            slice_range(e, x, a, from, len)
         })
         .collect()
 }

@@ -18,11 +18,11 @@ fn attr_ints(name: &str, ints: &[i64]) -> AttributeProto {
     }
 }
 
-fn ints_init(name: &str, v: &[i64]) -> TensorProto {
+pub(super) fn ints_init(name: &str, v: &[i64]) -> TensorProto {
     crate::tensor_to_proto(name, &TensorData::I64(v.to_vec()), &Shape::new([v.len()]))
 }
 
-fn floats_init(name: &str, v: &[f32], dims: &[usize]) -> TensorProto {
+pub(super) fn floats_init(name: &str, v: &[f32], dims: &[usize]) -> TensorProto {
     crate::tensor_to_proto(name, &TensorData::F32(v.to_vec()), &Shape::new(dims))
 }
 
@@ -51,7 +51,7 @@ fn one_node(
     m
 }
 
-fn x(v: &[f32], dims: &[usize]) -> Tensor {
+pub(super) fn x(v: &[f32], dims: &[usize]) -> Tensor {
     Tensor::from_data(TensorData::F32(v.to_vec()), Shape::new(dims)).unwrap()
 }
 

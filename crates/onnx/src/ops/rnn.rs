@@ -1,0 +1,694 @@
+//! The recurrent operators `RNN`, `GRU` and `LSTM` (ONNX opsets 7 and 14; the older
+//! versions where their attributes agree), unrolled at import into existing IR ops.
+//!
+//! Design: shapes are static in graphlift, so the sequence length is known at import and the
+//! recurrence unrolls. Per direction, the input projection of the whole sequence is one
+//! `MatMul` `[seq·batch, input] × [input, G·hidden]` with the biases `Wb + Rb` added once;
+//! each time step is one `MatMul` `[batch, hidden] × [hidden, G·hidden]` (two for GRU, whose
+//! candidate gate multiplies by the reset gate before or after its product) followed by the
+//! gate maths, elementwise ops that subgraph extraction fuses into JIT kernels around the
+//! GEMMs. No new IR op, no new reference kernel: the unrolled graph means what the spec's
+//! equations say, and autodiff differentiates it with the existing rules.
+//!
+//! `sequence_lens` must be known at import (an initializer, or a graph input whose value the
+//! caller gives: [`OnnxError::RunTimeOperand`]); for a batch entry of length `L`, steps
+//! `L..` leave the state as it is and write zeros to `Y` (a `Select` against a constant
+//! mask), and the reverse direction runs over that entry's own first `L` steps backwards (a
+//! `Gather` of the projected rows by a constant permutation, and the same permutation, an
+//! involution, puts `Y` back in time order).
+//!
+//! Attributes: `hidden_size` (or from `R`), `direction` (`forward`, `reverse`,
+//! `bidirectional`), `layout` (0: `[seq, batch, ..]`, 1: `[batch, seq, ..]`), `activations`
+//! with `activation_alpha` / `activation_beta` (consumed in order by the activations that take
+//! them, the spec's defaults otherwise), `clip` (the gate pre-activations clamped to
+//! `[-clip, clip]`, as onnxruntime does), LSTM's `input_forget` (`f = 1 - i`) and peepholes
+//! `P`, GRU's `linear_before_reset`. Outputs `Y`, `Y_h` and (LSTM) `Y_c`.
+
+use graphlift_ir::{BinaryOp, ElementType, Op, Output, Shape, TensorData, UnaryOp};
+
+use super::activation::{
+    elu_of, hard_sigmoid, leaky_relu_of, softplus, softsign, thresholded_relu_of,
+};
+use super::layout::{dims, reshape_to as reshape, slice_range};
+use super::{float, In};
+use crate::emit::NodeEmitter;
+use crate::error::OnnxError;
+
+/// Which recurrent cell.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Cell {
+    /// `RNN`: `H = f(X·Wᵀ + H·Rᵀ + Wb + Rb)`.
+    Rnn,
+    /// `GRU`: gates `z`, `r`, `h`.
+    Gru,
+    /// `LSTM`: gates `i`, `o`, `f`, `c`.
+    Lstm,
+}
+
+impl Cell {
+    /// The number of gates stacked in `W` and `R`.
+    fn gates(self) -> usize {
+        match self {
+            Cell::Rnn => 1,
+            Cell::Gru => 3,
+            Cell::Lstm => 4,
+        }
+    }
+
+    /// The default activations of one direction.
+    fn default_activations(self) -> &'static [&'static str] {
+        match self {
+            Cell::Rnn => &["Tanh"],
+            Cell::Gru => &["Sigmoid", "Tanh"],
+            Cell::Lstm => &["Sigmoid", "Tanh", "Tanh"],
+        }
+    }
+}
+
+/// An activation function of the recurrent operators, with its alpha and beta.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Activation {
+    Relu,
+    Tanh,
+    Sigmoid,
+    /// `alpha * x + beta`.
+    Affine(f64, f64),
+    LeakyRelu(f64),
+    ThresholdedRelu(f64),
+    /// `alpha * tanh(beta * x)`.
+    ScaledTanh(f64, f64),
+    HardSigmoid(f64, f64),
+    Elu(f64),
+    Softsign,
+    Softplus,
+}
+
+/// The node's activations: `per` for each of `directions`, names matched case-insensitively.
+fn activations(
+    e: &NodeEmitter<'_>,
+    cell: Cell,
+    directions: usize,
+) -> Result<Vec<Activation>, OnnxError> {
+    let defaults = cell.default_activations();
+    let names = match e.attr_strings("activations")? {
+        Some(n) => n,
+        None => (0..directions)
+            .flat_map(|_| defaults.iter().map(|s| s.to_string()))
+            .collect(),
+    };
+    if names.len() != defaults.len() * directions {
+        return Err(e.attribute_error(
+            "activations",
+            format!(
+                "has {} names; {:?} with {directions} direction(s) takes {}",
+                names.len(),
+                cell,
+                defaults.len() * directions
+            ),
+        ));
+    }
+    let alphas = e.attr_floats("activation_alpha")?.unwrap_or_default();
+    let betas = e.attr_floats("activation_beta")?.unwrap_or_default();
+    let (mut alphas, mut betas) = (alphas.into_iter(), betas.into_iter());
+    let mut alpha = |d: f64| alphas.next().map_or(d, f64::from);
+    let mut beta = |d: f64| betas.next().map_or(d, f64::from);
+    names
+        .iter()
+        .map(|name| {
+            Ok(match name.to_ascii_lowercase().as_str() {
+                "relu" => Activation::Relu,
+                "tanh" => Activation::Tanh,
+                "sigmoid" => Activation::Sigmoid,
+                "affine" => Activation::Affine(alpha(1.0), beta(0.0)),
+                "leakyrelu" => Activation::LeakyRelu(alpha(0.01)),
+                "thresholdedrelu" => Activation::ThresholdedRelu(alpha(1.0)),
+                "scaledtanh" => Activation::ScaledTanh(alpha(1.0), beta(1.0)),
+                "hardsigmoid" => Activation::HardSigmoid(alpha(0.2), beta(0.5)),
+                "elu" => Activation::Elu(alpha(1.0)),
+                "softsign" => Activation::Softsign,
+                "softplus" => Activation::Softplus,
+                _ => {
+                    return Err(
+                        e.attribute_error("activations", format!("unknown activation {name:?}"))
+                    )
+                }
+            })
+        })
+        .collect()
+}
+
+/// `act(x)`.
+fn activate(e: &mut NodeEmitter<'_>, act: Activation, x: Output) -> Result<Output, OnnxError> {
+    match act {
+        Activation::Relu => e.unary(UnaryOp::Relu, x),
+        Activation::Tanh => e.unary(UnaryOp::Tanh, x),
+        Activation::Sigmoid => e.unary(UnaryOp::Sigmoid, x),
+        Activation::Affine(a, b) => {
+            let ax = e.mul_scalar(x, a)?;
+            e.add_scalar(ax, b)
+        }
+        Activation::LeakyRelu(a) => leaky_relu_of(e, x, a),
+        Activation::ThresholdedRelu(a) => thresholded_relu_of(e, x, a),
+        Activation::ScaledTanh(a, b) => {
+            let bx = e.mul_scalar(x, b)?;
+            let t = e.unary(UnaryOp::Tanh, bx)?;
+            e.mul_scalar(t, a)
+        }
+        Activation::HardSigmoid(a, b) => hard_sigmoid(e, x, a, b),
+        Activation::Elu(a) => elu_of(e, x, a),
+        Activation::Softsign => softsign(e, x),
+        Activation::Softplus => softplus(e, x),
+    }
+}
+
+/// What one node asks for, checked.
+struct Spec {
+    cell: Cell,
+    et: ElementType,
+    seq: usize,
+    batch: usize,
+    hidden: usize,
+    directions: usize,
+    /// Forward only, reverse only, or both (forward first).
+    reverse_only: bool,
+    layout: i64,
+    activations: Vec<Activation>,
+    clip: Option<f64>,
+    input_forget: bool,
+    linear_before_reset: bool,
+    /// Each batch entry's length, when some entry is shorter than `seq`.
+    lengths: Option<Vec<usize>>,
+}
+
+/// Checks that `v` has extents `want`.
+fn expect_dims(
+    e: &NodeEmitter<'_>,
+    v: Output,
+    want: &[usize],
+    what: &str,
+) -> Result<(), OnnxError> {
+    let d = dims(e, v)?;
+    if d != want {
+        return Err(e.shape_error(format!("{what} has shape {d:?}, expected {want:?}")));
+    }
+    Ok(())
+}
+
+fn spec(e: &NodeEmitter<'_>, ins: In<'_>, cell: Cell) -> Result<Spec, OnnxError> {
+    let (x, w, r) = (e.input(ins, 0)?, e.input(ins, 1)?, e.input(ins, 2)?);
+    let et = e.require(x, float, "a float")?;
+    e.same_type(&[x, w, r])?;
+    let layout = e.attr_i64("layout")?.unwrap_or(0);
+    if layout != 0 && layout != 1 {
+        return Err(e.attribute_error("layout", format!("must be 0 or 1, is {layout}")));
+    }
+    let (reverse_only, directions) = e.attr_choice(
+        "direction",
+        "forward",
+        &[
+            ("forward", (false, 1)),
+            ("reverse", (true, 1)),
+            ("bidirectional", (false, 2)),
+        ],
+    )?;
+    let xd = dims(e, x)?;
+    if xd.len() != 3 {
+        return Err(e.shape_error(format!("X must have rank 3, has shape {xd:?}")));
+    }
+    let (seq, batch, input) = if layout == 0 {
+        (xd[0], xd[1], xd[2])
+    } else {
+        (xd[1], xd[0], xd[2])
+    };
+    let rd = dims(e, r)?;
+    let hidden = match e.attr_i64("hidden_size")? {
+        Some(h) => usize::try_from(h)
+            .ok()
+            .filter(|&h| h > 0)
+            .ok_or_else(|| e.attribute_error("hidden_size", format!("must be positive, is {h}")))?,
+        None => *rd
+            .get(2)
+            .ok_or_else(|| e.shape_error(format!("R must have rank 3, has shape {rd:?}")))?,
+    };
+    let g = cell.gates() * hidden;
+    expect_dims(e, w, &[directions, g, input], "W")?;
+    expect_dims(e, r, &[directions, g, hidden], "R")?;
+    let clip = match e.attr_f32_opt("clip")? {
+        Some(c) if c > 0.0 => Some(f64::from(c)),
+        Some(c) => return Err(e.attribute_error("clip", format!("must be positive, is {c}"))),
+        None => None,
+    };
+    let flag = |name: &str| -> Result<bool, OnnxError> {
+        match e.attr_i64(name)?.unwrap_or(0) {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(e.attribute_error(name, format!("must be 0 or 1, is {v}"))),
+        }
+    };
+    let lengths = match e.optional_input(ins, 4) {
+        None => None,
+        Some(v) => {
+            let list = e.constant_ints(v, "input 4 (`sequence_lens`)")?;
+            let ok = list.len() == batch
+                && list
+                    .iter()
+                    .all(|&l| l >= 1 && usize::try_from(l).is_ok_and(|l| l <= seq));
+            if !ok {
+                return Err(e.shape_error(format!(
+                    "sequence_lens {list:?} must hold one length in 1..={seq} per batch entry \
+                     ({batch})"
+                )));
+            }
+            let lengths: Vec<usize> = list.iter().map(|&l| l as usize).collect();
+            lengths.iter().any(|&l| l < seq).then_some(lengths)
+        }
+    };
+    Ok(Spec {
+        cell,
+        et,
+        seq,
+        batch,
+        hidden,
+        directions,
+        reverse_only,
+        layout,
+        activations: activations(e, cell, directions)?,
+        clip,
+        input_forget: cell == Cell::Lstm && flag("input_forget")?,
+        linear_before_reset: cell == Cell::Gru && flag("linear_before_reset")?,
+        lengths,
+    })
+}
+
+/// `RNN`, `GRU` or `LSTM` (see the module's documentation): the outputs `Y`, `Y_h` and, for
+/// `LSTM`, `Y_c`.
+///
+/// # Errors
+/// [`OnnxError::BadAttribute`] for a bad `direction`, `layout`, `clip`, `hidden_size`,
+/// activation name or count; [`OnnxError::ShapeMismatch`] when `X`, `W`, `R`, `B`, the initial
+/// states or `P` do not have the spec's shapes or `sequence_lens` is out of range;
+/// [`OnnxError::RunTimeOperand`] when `sequence_lens` is a graph input not given at import.
+pub(super) fn recurrent(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    cell: Cell,
+) -> Result<Vec<Output>, OnnxError> {
+    e.arity(ins, 3, if cell == Cell::Lstm { 8 } else { 6 })?;
+    let s = spec(e, ins, cell)?;
+    let (x, w, r) = (e.input(ins, 0)?, e.input(ins, 1)?, e.input(ins, 2)?);
+    let (dirs, batch, hidden) = (s.directions, s.batch, s.hidden);
+    // Everything inside runs in layout 0: X [seq, batch, input], states [dirs, batch, hidden].
+    let x = if s.layout == 1 {
+        e.op(Op::Transpose(vec![1, 0, 2]), &[x])?
+    } else {
+        x
+    };
+    let state = |e: &mut NodeEmitter<'_>, i: usize, what: &str| -> Result<_, OnnxError> {
+        let Some(v) = e.optional_input(ins, i) else {
+            return Ok(None);
+        };
+        e.same_type(&[x, v])?;
+        let want = if s.layout == 1 {
+            [batch, dirs, hidden]
+        } else {
+            [dirs, batch, hidden]
+        };
+        expect_dims(e, v, &want, what)?;
+        let v = if s.layout == 1 {
+            e.op(Op::Transpose(vec![1, 0, 2]), &[v])?
+        } else {
+            v
+        };
+        Ok(Some(v))
+    };
+    let initial_h = state(e, 5, "initial_h")?;
+    let initial_c = if cell == Cell::Lstm {
+        state(e, 6, "initial_c")?
+    } else {
+        None
+    };
+    let b = e.optional_input(ins, 3);
+    if let Some(b) = b {
+        e.same_type(&[x, b])?;
+        expect_dims(e, b, &[dirs, 2 * cell.gates() * hidden], "B")?;
+    }
+    let p = if cell == Cell::Lstm {
+        e.optional_input(ins, 7)
+    } else {
+        None
+    };
+    if let Some(p) = p {
+        e.same_type(&[x, p])?;
+        expect_dims(e, p, &[dirs, 3 * hidden], "P")?;
+    }
+    let per = cell.default_activations().len();
+    let mut ys = Vec::with_capacity(dirs);
+    let mut hs = Vec::with_capacity(dirs);
+    let mut cs = Vec::with_capacity(dirs);
+    for d in 0..dirs {
+        let reverse = s.reverse_only || d == 1;
+        let pick = |e: &mut NodeEmitter<'_>, v: Option<Output>| -> Result<_, OnnxError> {
+            let Some(v) = v else { return Ok(None) };
+            let one = slice_range(e, v, 0, d, 1)?;
+            let rest = dims(e, one)?[1..].to_vec();
+            reshape(e, one, rest).map(Some)
+        };
+        let weights = Weights {
+            w: pick(e, Some(w))?.unwrap_or(w),
+            r: pick(e, Some(r))?.unwrap_or(r),
+            b: pick(e, b)?,
+            p: pick(e, p)?,
+        };
+        let h0 = pick(e, initial_h)?;
+        let c0 = pick(e, initial_c)?;
+        let acts = &s.activations[d * per..(d + 1) * per];
+        let run = direction(e, &s, x, &weights, h0, c0, acts, reverse)?;
+        ys.push(run.y);
+        hs.push(run.h);
+        cs.extend(run.c);
+    }
+    // Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden].
+    let mut y_parts = Vec::with_capacity(dirs);
+    for y in ys {
+        y_parts.push(reshape(e, y, vec![s.seq, 1, batch, hidden])?);
+    }
+    let y = join(e, &y_parts, 1)?;
+    let mut outputs = vec![y];
+    for finals in [hs, cs] {
+        if finals.is_empty() {
+            continue;
+        }
+        let mut parts = Vec::with_capacity(dirs);
+        for v in finals {
+            parts.push(reshape(e, v, vec![1, batch, hidden])?);
+        }
+        outputs.push(join(e, &parts, 0)?);
+    }
+    if s.layout == 1 {
+        outputs[0] = e.op(Op::Transpose(vec![2, 0, 1, 3]), &[outputs[0]])?;
+        for v in &mut outputs[1..] {
+            *v = e.op(Op::Transpose(vec![1, 0, 2]), &[*v])?;
+        }
+    }
+    Ok(outputs)
+}
+
+/// `Concat` along `axis`, or the value itself when there is one.
+fn join(e: &mut NodeEmitter<'_>, parts: &[Output], axis: usize) -> Result<Output, OnnxError> {
+    match parts {
+        [one] => Ok(*one),
+        _ => e.op(Op::Concat(axis), parts),
+    }
+}
+
+/// One direction's weights: `w` `[G·h, input]`, `r` `[G·h, h]`, `b` `[2·G·h]`, `p` `[3·h]`.
+struct Weights {
+    w: Output,
+    r: Output,
+    b: Option<Output>,
+    p: Option<Output>,
+}
+
+/// One direction's results: `y` `[seq, batch, h]` in time order, the final `h` and `c`.
+struct Run {
+    y: Output,
+    h: Output,
+    c: Option<Output>,
+}
+
+/// The permutation of the `[seq·batch]` rows that runs each batch entry's first `L` steps
+/// backwards and leaves the padding steps where they are (an involution).
+fn reversal(seq: usize, lengths: &[usize]) -> Vec<i64> {
+    let batch = lengths.len();
+    let mut rows = Vec::with_capacity(seq * batch);
+    for step in 0..seq {
+        for (b, &len) in lengths.iter().enumerate() {
+            let t = if step < len { len - 1 - step } else { step };
+            rows.push((t * batch + b) as i64);
+        }
+    }
+    rows
+}
+
+/// Rows of `v` `[seq, batch, n]` permuted by [`reversal`].
+fn permute_steps(
+    e: &mut NodeEmitter<'_>,
+    v: Output,
+    seq: usize,
+    lengths: &[usize],
+) -> Result<Output, OnnxError> {
+    let d = dims(e, v)?;
+    let flat = reshape(e, v, vec![seq * lengths.len(), d[2]])?;
+    let rows = e.constant(
+        TensorData::I64(reversal(seq, lengths)),
+        Shape::new([seq * lengths.len()]),
+    )?;
+    let g = e.op(Op::Gather(0), &[flat, rows])?;
+    reshape(e, g, d)
+}
+
+/// `clamp(x, -clip, clip)` when the node clips.
+fn clipped(e: &mut NodeEmitter<'_>, s: &Spec, x: Output) -> Result<Output, OnnxError> {
+    let Some(c) = s.clip else { return Ok(x) };
+    let lo = e.scalar(s.et, -c)?;
+    let hi = e.scalar(s.et, c)?;
+    let y = e.binary(BinaryOp::Maximum, x, lo)?;
+    e.binary(BinaryOp::Minimum, y, hi)
+}
+
+/// `act(clip(x))`.
+fn gate(
+    e: &mut NodeEmitter<'_>,
+    s: &Spec,
+    act: Activation,
+    x: Output,
+) -> Result<Output, OnnxError> {
+    let x = clipped(e, s, x)?;
+    activate(e, act, x)
+}
+
+/// The columns `k·h..(k+1)·h` of `v` `[batch, G·h]`.
+fn part(e: &mut NodeEmitter<'_>, v: Output, k: usize, h: usize) -> Result<Output, OnnxError> {
+    let rank = dims(e, v)?.len();
+    slice_range(e, v, rank - 1, k * h, h)
+}
+
+/// `vᵀ` of a matrix.
+fn transposed(e: &mut NodeEmitter<'_>, v: Output) -> Result<Output, OnnxError> {
+    e.op(Op::Transpose(vec![1, 0]), &[v])
+}
+
+/// Runs one direction over the sequence.
+#[allow(clippy::too_many_arguments)]
+fn direction(
+    e: &mut NodeEmitter<'_>,
+    s: &Spec,
+    x: Output,
+    wt: &Weights,
+    h0: Option<Output>,
+    c0: Option<Output>,
+    acts: &[Activation],
+    reverse: bool,
+) -> Result<Run, OnnxError> {
+    let (seq, batch, h) = (s.seq, s.batch, s.hidden);
+    let g = s.cell.gates() * h;
+    let input = dims(e, x)?[2];
+    // The input projection of every step at once, with the biases that add outside the
+    // recurrence (all of Wb + Rb, but GRU's Rbh with linear_before_reset, which the reset
+    // gate scales).
+    let x2 = reshape(e, x, vec![seq * batch, input])?;
+    let w_t = transposed(e, wt.w)?;
+    let mut proj = e.op(Op::MatMul, &[x2, w_t])?;
+    let mut rbh = None;
+    if let Some(b) = wt.b {
+        let wb = slice_range(e, b, 0, 0, g)?;
+        let rb = slice_range(e, b, 0, g, g)?;
+        let bias = if s.linear_before_reset {
+            rbh = Some(slice_range(e, rb, 0, 2 * h, h)?);
+            let rb_zr = slice_range(e, rb, 0, 0, 2 * h)?;
+            let zero = e.scalar(s.et, 0.0)?;
+            let zeros = e.broadcast_to(zero, &Shape::new([h]))?;
+            let rb = e.op(Op::Concat(0), &[rb_zr, zeros])?;
+            e.binary(BinaryOp::Add, wb, rb)?
+        } else {
+            e.binary(BinaryOp::Add, wb, rb)?
+        };
+        proj = e.binary(BinaryOp::Add, proj, bias)?;
+    }
+    let mut proj = reshape(e, proj, vec![seq, batch, g])?;
+    let ragged = s.lengths.as_deref();
+    if let (true, Some(lengths)) = (reverse, ragged) {
+        proj = permute_steps(e, proj, seq, lengths)?;
+    }
+    // R split where GRU needs the candidate's product apart.
+    let r_t = transposed(e, wt.r)?;
+    let (r_main, r_cand) = if s.cell == Cell::Gru {
+        let zr = slice_range(e, r_t, 1, 0, 2 * h)?;
+        let cand = slice_range(e, r_t, 1, 2 * h, h)?;
+        (zr, Some(cand))
+    } else {
+        (r_t, None)
+    };
+    let peep = match wt.p {
+        Some(p) => Some([
+            slice_range(e, p, 0, 0, h)?,
+            slice_range(e, p, 0, h, h)?,
+            slice_range(e, p, 0, 2 * h, h)?,
+        ]),
+        None => None,
+    };
+    let zero = e.scalar(s.et, 0.0)?;
+    let zeros = e.broadcast_to(zero, &Shape::new([batch, h]))?;
+    let mut h_prev = h0.unwrap_or(zeros);
+    let mut c_prev = c0.unwrap_or(zeros);
+    let mut ys = Vec::with_capacity(seq);
+    for step in 0..seq {
+        let t = if reverse && ragged.is_none() {
+            seq - 1 - step
+        } else {
+            step
+        };
+        let xs = slice_range(e, proj, 0, t, 1)?;
+        let xs = reshape(e, xs, vec![batch, g])?;
+        let hr = e.op(Op::MatMul, &[h_prev, r_main])?;
+        let (h_new, c_new) = match s.cell {
+            Cell::Rnn => {
+                let pre = e.binary(BinaryOp::Add, xs, hr)?;
+                (gate(e, s, acts[0], pre)?, None)
+            }
+            Cell::Gru => {
+                let r_cand = r_cand.unwrap_or(r_main);
+                let new = gru_step(e, s, acts, xs, hr, h_prev, r_cand, rbh)?;
+                (new, None)
+            }
+            Cell::Lstm => {
+                let pre = e.binary(BinaryOp::Add, xs, hr)?;
+                let (hn, cn) = lstm_step(e, s, acts, pre, c_prev, peep.as_ref())?;
+                (hn, Some(cn))
+            }
+        };
+        let mask = match ragged {
+            Some(lengths) => {
+                let live: Vec<bool> = lengths.iter().map(|&l| step < l).collect();
+                let m = e.constant(TensorData::Bool(live), Shape::new([batch, 1]))?;
+                Some(e.broadcast_to(m, &Shape::new([batch, h]))?)
+            }
+            None => None,
+        };
+        let y = match mask {
+            Some(m) => {
+                h_prev = e.select(m, h_new, h_prev)?;
+                if let Some(cn) = c_new {
+                    c_prev = e.select(m, cn, c_prev)?;
+                }
+                e.select(m, h_new, zeros)?
+            }
+            None => {
+                h_prev = h_new;
+                if let Some(cn) = c_new {
+                    c_prev = cn;
+                }
+                h_new
+            }
+        };
+        ys.push(reshape(e, y, vec![1, batch, h])?);
+    }
+    if reverse && ragged.is_none() {
+        ys.reverse();
+    }
+    let mut y = join(e, &ys, 0)?;
+    if let (true, Some(lengths)) = (reverse, ragged) {
+        y = permute_steps(e, y, seq, lengths)?;
+    }
+    Ok(Run {
+        y,
+        h: h_prev,
+        c: (s.cell == Cell::Lstm).then_some(c_prev),
+    })
+}
+
+/// One GRU step: `hr` is `H·[Rz Rr]ᵀ`; returns the new `H`.
+#[allow(clippy::too_many_arguments)]
+fn gru_step(
+    e: &mut NodeEmitter<'_>,
+    s: &Spec,
+    acts: &[Activation],
+    xs: Output,
+    hr: Output,
+    h_prev: Output,
+    r_cand: Output,
+    rbh: Option<Output>,
+) -> Result<Output, OnnxError> {
+    let h = s.hidden;
+    let xz = part(e, xs, 0, h)?;
+    let xr = part(e, xs, 1, h)?;
+    let xh = part(e, xs, 2, h)?;
+    let hz = part(e, hr, 0, h)?;
+    let hrr = part(e, hr, 1, h)?;
+    let zp = e.binary(BinaryOp::Add, xz, hz)?;
+    let z = gate(e, s, acts[0], zp)?;
+    let rp = e.binary(BinaryOp::Add, xr, hrr)?;
+    let r = gate(e, s, acts[0], rp)?;
+    let cand = if s.linear_before_reset {
+        let mut hh = e.op(Op::MatMul, &[h_prev, r_cand])?;
+        if let Some(rbh) = rbh {
+            hh = e.binary(BinaryOp::Add, hh, rbh)?;
+        }
+        e.binary(BinaryOp::Multiply, r, hh)?
+    } else {
+        let rh = e.binary(BinaryOp::Multiply, r, h_prev)?;
+        e.op(Op::MatMul, &[rh, r_cand])?
+    };
+    let hp = e.binary(BinaryOp::Add, xh, cand)?;
+    let ht = gate(e, s, acts[1], hp)?;
+    // (1 - z) ⊙ ht + z ⊙ H
+    let one = e.scalar(s.et, 1.0)?;
+    let keep = e.binary(BinaryOp::Subtract, one, z)?;
+    let a = e.binary(BinaryOp::Multiply, keep, ht)?;
+    let bz = e.binary(BinaryOp::Multiply, z, h_prev)?;
+    e.binary(BinaryOp::Add, a, bz)
+}
+
+/// One LSTM step on the pre-activations `pre` `[batch, 4h]` (gates `i o f c`); returns the
+/// new `H` and `C`.
+fn lstm_step(
+    e: &mut NodeEmitter<'_>,
+    s: &Spec,
+    acts: &[Activation],
+    pre: Output,
+    c_prev: Output,
+    peep: Option<&[Output; 3]>,
+) -> Result<(Output, Output), OnnxError> {
+    let h = s.hidden;
+    let (f_act, g_act, h_act) = (acts[0], acts[1], acts[2]);
+    // `x + p ⊙ c` with the peephole `p` (`[h]`, broadcast over the batch) when there is one.
+    let peeped = |e: &mut NodeEmitter<'_>, x: Output, k: usize, c: Output| match peep {
+        Some(p) => {
+            let pc = e.binary(BinaryOp::Multiply, p[k], c)?;
+            e.binary(BinaryOp::Add, x, pc)
+        }
+        None => Ok(x),
+    };
+    let ip = part(e, pre, 0, h)?;
+    let ip = peeped(e, ip, 0, c_prev)?;
+    let i = gate(e, s, f_act, ip)?;
+    let f = if s.input_forget {
+        let one = e.scalar(s.et, 1.0)?;
+        e.binary(BinaryOp::Subtract, one, i)?
+    } else {
+        let fp = part(e, pre, 2, h)?;
+        let fp = peeped(e, fp, 2, c_prev)?;
+        gate(e, s, f_act, fp)?
+    };
+    let cp = part(e, pre, 3, h)?;
+    let cand = gate(e, s, g_act, cp)?;
+    let fc = e.binary(BinaryOp::Multiply, f, c_prev)?;
+    let ic = e.binary(BinaryOp::Multiply, i, cand)?;
+    let c = e.binary(BinaryOp::Add, fc, ic)?;
+    let op = part(e, pre, 1, h)?;
+    let op = peeped(e, op, 1, c)?;
+    let o = gate(e, s, f_act, op)?;
+    let hc = activate(e, h_act, c)?;
+    let h_new = e.binary(BinaryOp::Multiply, o, hc)?;
+    Ok((h_new, c))
+}
