@@ -24,7 +24,7 @@ pub use epilogue::{Block, Epilogue};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
 /// `Convolution` and its adjoints `ConvolutionBackpropData` and
-/// `ConvolutionBackpropFilters`, 2-D `MaxPoolBackprop`, reductions over trailing axes,
+/// `ConvolutionBackpropFilters`, 2-D `MaxPool` and `MaxPoolBackprop`, reductions over trailing axes,
 /// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`), else with the
 /// reference kernel.
 ///
@@ -94,6 +94,10 @@ pub fn evaluate_with_epilogue(
             convolution_backprop::convolution_backprop_data(dy, f, b, out, parallel)
         }
         (Op::MaxPoolBackprop(w), [x, dy]) => pooling::max_pool_backprop(x, dy, w),
+        (Op::MaxPool(w), [x]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            pooling::max_pool(x, w, out, parallel)
+        }
         (Op::ConvolutionBackpropFilters(b), [x, dy]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution_backprop::convolution_backprop_filters(x, dy, b, out, parallel)

@@ -1,11 +1,17 @@
-//! `MaxPoolBackprop` over 2-D windows on `f32`/`f64`: each window's maximum found in the
-//! element type, in place (the reference widens to `f64` and tabulates every window's taps
-//! first), with the reference's rule: the first maximum in row-major window order takes the
-//! window's adjoint, a NaN is a maximum, padding never is.
+//! `MaxPool` and `MaxPoolBackprop` over 2-D windows on `f32`/`f64`, planes split over the
+//! backend's threads: each window walked in place from per-axis tap ranges (the reference
+//! tabulates every window's taps first), in the reference's order with its `max`, so the
+//! results are the reference's bit for bit. The backprop's rule: the first maximum in
+//! row-major window order takes the window's adjoint, a NaN is a maximum, padding never is.
 
 use graphlift_ir::{Shape, TensorData, Window};
 use graphlift_runtime::Tensor;
 use num_traits::Float;
+
+use crate::parallel::{for_each, Parallel};
+
+/// Below this many window taps a pooling runs on the calling thread.
+const MIN_PARALLEL_TAPS: usize = 1 << 16;
 
 /// Per output position along one axis of extent `input`: the window taps `lo..hi` that read
 /// inside the input, and the input index of tap 0 (before the padding is taken off).
@@ -25,6 +31,82 @@ fn taps_per_output(input: usize, out: usize, win: &Window, a: usize) -> Vec<(usi
             (lo, hi.max(lo), start)
         })
         .collect()
+}
+
+/// The forward pool of every plane of `x` (`[N·C, H, W]` row-major) into `y`: the
+/// reference's fold (`-inf`, then `max` over the taps in row-major window order, a NaN
+/// anywhere making the result NaN).
+fn pool<T: Float + Send + Sync>(
+    x: &[T],
+    y: &mut [T],
+    (h, w): (usize, usize),
+    out: &[usize],
+    win: &Window,
+    parallel: &Parallel,
+) {
+    let rows = taps_per_output(h, out[0], win, 0);
+    let cols = taps_per_output(w, out[1], win, 1);
+    let (dh, dw, ph, pw) = (
+        win.dilations[0],
+        win.dilations[1],
+        win.pads_begin[0],
+        win.pads_begin[1],
+    );
+    let plane_out = out[0] * out[1];
+    let one_plane = |(plane, y): (&[T], &mut [T])| {
+        for (oy, &(ky0, ky1, y0)) in rows.iter().enumerate() {
+            for (ox, &(kx0, kx1, x0)) in cols.iter().enumerate() {
+                let mut m = T::neg_infinity();
+                for ky in ky0..ky1 {
+                    let row = (y0 + ky * dh - ph) * w;
+                    for kx in kx0..kx1 {
+                        let v = plane[row + x0 + kx * dw - pw];
+                        m = if v.is_nan() || m.is_nan() {
+                            T::nan()
+                        } else {
+                            m.max(v)
+                        };
+                    }
+                }
+                y[oy * out[1] + ox] = m;
+            }
+        }
+    };
+    let planes = x.chunks(h * w).zip(y.chunks_mut(plane_out));
+    let taps = x.len() / (h * w).max(1) * plane_out * win.shape.iter().product::<usize>();
+    match parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS) {
+        Some(pool) => for_each(pool, planes, one_plane),
+        None => planes.for_each(one_plane),
+    }
+}
+
+/// A 2-D `MaxPool(window)` of `x` `[N, C, H, W]` on `f32`/`f64`, written into `out` when it
+/// is given with the result's type and size; `None` when this kernel does not apply (other
+/// ranks or element types); the caller then runs the reference, which this equals bit for
+/// bit.
+pub fn max_pool(
+    x: &Tensor,
+    window: &Window,
+    out: Option<TensorData>,
+    parallel: &Parallel,
+) -> Option<TensorData> {
+    let sx = x.shape().dims();
+    if sx.len() != 4 || x.data().len() != x.shape().element_count().ok()? {
+        return None;
+    }
+    let extents = window.output_extents(&sx[2..]).ok()?;
+    let len = sx[0] * sx[1] * extents[0] * extents[1];
+    let mut y = match out {
+        Some(d) if d.element_type() == x.data().element_type() && d.len() == len => d,
+        _ => TensorData::zeros(x.data().element_type(), len),
+    };
+    let hw = (sx[2], sx[3]);
+    match (x.data(), &mut y) {
+        (TensorData::F32(a), TensorData::F32(b)) => pool(a, b, hw, &extents, window, parallel),
+        (TensorData::F64(a), TensorData::F64(b)) => pool(a, b, hw, &extents, window, parallel),
+        _ => return None,
+    }
+    Some(y)
 }
 
 fn backprop<T: Float>(x: &[T], dy: &[T], sx: &[usize], out: &[usize], win: &Window) -> Vec<T> {
@@ -98,6 +180,35 @@ pub fn max_pool_backprop(x: &Tensor, dy: &Tensor, window: &Window) -> Option<Ten
 mod tests {
     use super::*;
     use graphlift_testkit::uniform;
+
+    /// The forward pool equals the reference bit for bit (ties of ±0, NaN), on one and two
+    /// threads.
+    #[test]
+    fn forward_is_the_reference() {
+        use crate::parallel::ThreadConfig;
+        let w = Window {
+            shape: vec![3, 3],
+            strides: vec![2, 2],
+            dilations: vec![1, 1],
+            pads_begin: vec![1, 1],
+            pads_end: vec![1, 1],
+        };
+        let sx = Shape::new([2, 3, 41, 37]);
+        let n = sx.element_count().unwrap();
+        let mut xs: Vec<f32> = uniform(n, 9).iter().map(|v| (v * 2.0).round()).collect();
+        xs[7] = f32::NAN;
+        xs[100] = -0.0;
+        let x = Tensor::from_data(TensorData::F32(xs), sx.clone()).unwrap();
+        let want = graphlift_runtime::reference::max_pool(x.data(), &sx, &w).unwrap();
+        for threads in [1, 2] {
+            let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+            let got = max_pool(&x, &w, None, &parallel).unwrap();
+            let (TensorData::F32(g), TensorData::F32(r)) = (&got, &want) else {
+                panic!("types")
+            };
+            assert!(g.iter().zip(r).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
 
     #[test]
     fn agrees_with_the_reference() {
