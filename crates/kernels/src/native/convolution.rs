@@ -358,25 +358,16 @@ pub fn convolution(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::native::convolution_cases::CASES;
+    use crate::native::convolution_cases::{convolution_of, CASES};
     use crate::parallel::ThreadConfig;
-    use graphlift_ir::Window;
 
     #[test]
     fn agrees_with_the_reference() {
         for threads in [1, 2] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-            for &(dx, df, groups, strides, dilations, pb, pe) in CASES {
-                let conv = Convolution {
-                    window: Window {
-                        shape: df[2..].to_vec(),
-                        strides: strides.to_vec(),
-                        dilations: dilations.to_vec(),
-                        pads_begin: pb.to_vec(),
-                        pads_end: pe.to_vec(),
-                    },
-                    groups,
-                };
+            for case in CASES {
+                let (dx, df) = (case.0, case.1);
+                let conv = convolution_of(case);
                 let (sx, sf) = (Shape::new(dx), Shape::new(df));
                 let lcg = |n: usize, seed: u64| -> TensorData {
                     let mut s = seed;

@@ -309,9 +309,9 @@ pub fn convolution_backprop_filters(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::native::convolution_cases::CASES;
+    use crate::native::convolution_cases::{convolution_of, CASES};
     use crate::parallel::ThreadConfig;
-    use graphlift_ir::{Shape, Window};
+    use graphlift_ir::Shape;
     use graphlift_testkit::uniform;
 
     fn close(got: &TensorData, want: &TensorData, depth: usize, what: &str) {
@@ -331,17 +331,9 @@ mod tests {
     fn agree_with_the_reference() {
         for threads in [1, 2, 3] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-            for &(dx, df, groups, strides, dilations, pb, pe) in CASES {
-                let convolution = Convolution {
-                    window: Window {
-                        shape: df[2..].to_vec(),
-                        strides: strides.to_vec(),
-                        dilations: dilations.to_vec(),
-                        pads_begin: pb.to_vec(),
-                        pads_end: pe.to_vec(),
-                    },
-                    groups,
-                };
+            for case in CASES {
+                let (dx, df) = (case.0, case.1);
+                let convolution = convolution_of(case);
                 let out = convolution.window.output_extents(&dx[2..]).unwrap();
                 let sy = Shape::new([dx[0], df[0], out[0], out[1]]);
                 let (sx, sf) = (Shape::new(dx), Shape::new(df));

@@ -2,6 +2,8 @@
 //! both backprops): dense, grouped, depthwise, pointwise, strided, dilated, unevenly padded,
 //! windows reading only padding, and layers large enough to split over threads.
 
+use graphlift_ir::{Convolution, Window};
+
 /// (x, filter, groups, strides, dilations, pads begin, pads end)
 pub(super) type Case = (
     [usize; 4],
@@ -134,3 +136,17 @@ pub(super) const CASES: &[Case] = &[
         [0, 0],
     ),
 ];
+
+/// The convolution attribute of a case.
+pub(super) fn convolution_of(&(_, df, groups, strides, dilations, pb, pe): &Case) -> Convolution {
+    Convolution {
+        window: Window {
+            shape: df[2..].to_vec(),
+            strides: strides.to_vec(),
+            dilations: dilations.to_vec(),
+            pads_begin: pb.to_vec(),
+            pads_end: pe.to_vec(),
+        },
+        groups,
+    }
+}
