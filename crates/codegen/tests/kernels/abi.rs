@@ -13,6 +13,7 @@ fn bytes_of(d: &TensorData) -> Vec<u8> {
         TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
+        other => panic!("fused kernels do not lower {}", other.element_type()),
     }
 }
 
@@ -39,6 +40,7 @@ fn from_bytes(t: ElementType, b: &[u8]) -> TensorData {
                 .collect(),
         ),
         ElementType::Bool => TensorData::Bool(b.iter().map(|&x| x != 0).collect()),
+        other => panic!("fused kernels do not lower {other}"),
     }
 }
 
@@ -133,6 +135,7 @@ fn unaligned_buffers_at_every_offset() {
                         ElementType::I32 => TensorData::I32(vec![3]),
                         ElementType::I64 => TensorData::I64(vec![-7]),
                         ElementType::Bool => TensorData::Bool(vec![true]),
+                        other => panic!("fused kernels do not lower {other}"),
                     },
                     [],
                 )

@@ -3,6 +3,7 @@
 //! against them; the edge-case semantics are listed on [`evaluate_node`].
 
 mod arg_reduce;
+mod arith;
 mod attention;
 mod broadcast;
 mod elementwise;
@@ -26,11 +27,11 @@ use crate::trace::{CallRecorder, StepKind};
 use crate::{RuntimeError, Tensor};
 
 pub use arg_reduce::arg_reduce;
+pub use arith::Arith;
 pub use attention::{attention, Operand};
 pub use broadcast::broadcast;
 pub use elementwise::{
-    binary, binary_f32, binary_f64, binary_i32, binary_i64, compare, convert, select, unary,
-    unary_f64,
+    binary, binary_f32, binary_f64, compare, convert, select, unary, unary_f32, unary_f64,
 };
 pub use layout::{concat, gather, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
