@@ -183,9 +183,15 @@ pub fn specials(t: ElementType) -> TensorData {
                 _ => Vec::new(),
             };
             let (max, tiny) = if t == ElementType::F16 {
-                (graphlift_ir::f16::MAX.to_f32(), graphlift_ir::f16::from_bits(1).to_f32())
+                (
+                    graphlift_ir::f16::MAX.to_f32(),
+                    graphlift_ir::f16::from_bits(1).to_f32(),
+                )
             } else {
-                (graphlift_ir::bf16::MAX.to_f32(), graphlift_ir::bf16::from_bits(1).to_f32())
+                (
+                    graphlift_ir::bf16::MAX.to_f32(),
+                    graphlift_ir::bf16::from_bits(1).to_f32(),
+                )
             };
             v.extend([max, -max, tiny, -tiny, 65520.0, 0.1, 0.333_333_34]);
             convert(&TensorData::F32(v), t)

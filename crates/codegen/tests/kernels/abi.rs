@@ -265,3 +265,21 @@ fn kernels_release_their_memory_on_drop() {
     }
     assert!(watches.iter().all(|w| w.is_released()));
 }
+
+#[test]
+fn bodies_of_types_fused_kernels_do_not_lower_are_refused() {
+    for t in ElementType::ALL {
+        let b = FunctionBuilder::new("narrow");
+        let x = b.parameter("x", t, [5]);
+        let y = if t == ElementType::Bool { !x } else { x.abs() };
+        let body = b.finish(&[y]).unwrap();
+        match JitKernel::compile(&body) {
+            Ok(_) => assert!(graphlift_codegen::lowers(t), "{t} compiled"),
+            Err(JitError::Unsupported { message, .. }) => {
+                assert!(!graphlift_codegen::lowers(t), "{t}: {message}");
+                assert!(message.contains(t.name()), "{message}");
+            }
+            Err(e) => panic!("{t}: {e}"),
+        }
+    }
+}
