@@ -13,8 +13,8 @@ pub use graphlift_passes as passes;
 pub use graphlift_runtime as runtime;
 
 pub use graphlift_ir::{
-    select, ElementType, Function, FunctionBuilder, IrError, Op, Shape, TensorData, TensorType,
-    Value,
+    bf16, f16, select, ElementType, Function, FunctionBuilder, IrError, Op, Shape, TensorData,
+    TensorType, Value,
 };
 pub use graphlift_runtime::{Executable, KernelInfo, RuntimeError, Tensor, TensorSpec};
 

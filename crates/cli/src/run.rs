@@ -7,7 +7,7 @@ use std::time::Instant;
 use graphlift::onnx::{import_model_file_with, ImportOptions, ImportedModel};
 use graphlift::runtime::compare;
 use graphlift::runtime::trace::Tracer;
-use graphlift::{Executable, Tensor, TensorData};
+use graphlift::{Executable, Tensor};
 use graphlift::{Function, TensorType};
 
 use crate::error::CliError;
@@ -283,13 +283,7 @@ fn preview(t: &Tensor) -> String {
     fn show<T: ToString>(v: &[T], n: usize) -> Vec<String> {
         v[..n].iter().map(ToString::to_string).collect()
     }
-    let shown = match t.data() {
-        TensorData::F32(v) => show(v, n),
-        TensorData::F64(v) => show(v, n),
-        TensorData::I32(v) => show(v, n),
-        TensorData::I64(v) => show(v, n),
-        TensorData::Bool(v) => show(v, n),
-    };
+    let shown = graphlift::ir::match_data!(t.data(), v => show(v, n));
     let more = if t.len() > SHOWN_VALUES { ", ..." } else { "" };
     format!("[{}{more}]", shown.join(", "))
 }

@@ -14,7 +14,8 @@ use crate::error::CliError;
 ///
 /// # Errors
 /// [`CliError::Io`] if the file cannot be read; [`CliError::TensorFile`] for a format or
-/// element type graphlift does not read (npy: `<f4 <f8 <i4 <i8 |b1`, C order).
+/// element type graphlift does not read (npy, C order: `f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8
+/// b1`; numpy has no bfloat16).
 pub fn read_tensor(path: &Path) -> Result<Tensor, CliError> {
     let bytes = fs::read(path).map_err(|source| CliError::Io {
         path: path.to_path_buf(),
@@ -55,14 +56,22 @@ fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
     let kind = descr.trim_start_matches(['<', '>', '|', '=']);
     let io = |e: std::io::Error| format!("reading {descr} data: {e}");
     let data = match kind {
-        "f4" => TensorData::F32(npy.into_vec::<f32>().map_err(io)?),
-        "f8" => TensorData::F64(npy.into_vec::<f64>().map_err(io)?),
-        "i4" => TensorData::I32(npy.into_vec::<i32>().map_err(io)?),
-        "i8" => TensorData::I64(npy.into_vec::<i64>().map_err(io)?),
-        "b1" => TensorData::Bool(npy.into_vec::<bool>().map_err(io)?),
+        "f2" => TensorData::F16(npy.into_vec().map_err(io)?),
+        "f4" => TensorData::F32(npy.into_vec().map_err(io)?),
+        "f8" => TensorData::F64(npy.into_vec().map_err(io)?),
+        "i1" => TensorData::I8(npy.into_vec().map_err(io)?),
+        "i2" => TensorData::I16(npy.into_vec().map_err(io)?),
+        "i4" => TensorData::I32(npy.into_vec().map_err(io)?),
+        "i8" => TensorData::I64(npy.into_vec().map_err(io)?),
+        "u1" => TensorData::U8(npy.into_vec().map_err(io)?),
+        "u2" => TensorData::U16(npy.into_vec().map_err(io)?),
+        "u4" => TensorData::U32(npy.into_vec().map_err(io)?),
+        "u8" => TensorData::U64(npy.into_vec().map_err(io)?),
+        "b1" => TensorData::Bool(npy.into_vec().map_err(io)?),
         _ => {
             return Err(format!(
-                "numpy dtype {descr} is not supported (f4, f8, i4, i8, b1 are)"
+                "numpy dtype {descr} is not supported (f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, \
+                 u8, b1 are)"
             ))
         }
     };
@@ -118,12 +127,19 @@ fn check_npy_extents(bytes: &[u8]) -> Result<(), String> {
 /// complete or not at all: it is written under a temporary name and renamed.
 ///
 /// # Errors
-/// [`CliError::Io`] if writing fails.
+/// [`CliError::Io`] if writing fails; [`CliError::TensorFile`] for a `bf16` tensor (numpy
+/// has no bfloat16 dtype: write a `.pb` instead).
 pub fn write_npy(path: &Path, tensor: &Tensor) -> Result<(), CliError> {
     let io = |source| CliError::Io {
         path: path.to_path_buf(),
         source,
     };
+    if tensor.element_type() == graphlift::ElementType::BF16 {
+        return Err(CliError::TensorFile {
+            path: path.to_path_buf(),
+            message: "numpy has no bfloat16 dtype; write the tensor as an ONNX .pb file".into(),
+        });
+    }
     let tmp = path.with_extension("npy.partial");
     let file = fs::File::create(&tmp).map_err(io)?;
     let shape: Vec<u64> = tensor.shape().dims().iter().map(|&d| d as u64).collect();
@@ -151,9 +167,17 @@ fn write_data<W: Write>(w: W, shape: &[u64], data: &TensorData) -> std::io::Resu
     match data {
         TensorData::F32(v) => put(w, shape, v),
         TensorData::F64(v) => put(w, shape, v),
+        TensorData::F16(v) => put(w, shape, v),
         TensorData::I32(v) => put(w, shape, v),
         TensorData::I64(v) => put(w, shape, v),
+        TensorData::I8(v) => put(w, shape, v),
+        TensorData::U8(v) => put(w, shape, v),
+        TensorData::I16(v) => put(w, shape, v),
+        TensorData::U16(v) => put(w, shape, v),
+        TensorData::U32(v) => put(w, shape, v),
+        TensorData::U64(v) => put(w, shape, v),
         TensorData::Bool(v) => put(w, shape, v),
+        TensorData::BF16(_) => Err(std::io::Error::other("numpy has no bfloat16 dtype")),
     }
 }
 
@@ -171,6 +195,17 @@ mod tests {
             Tensor::from_vec(vec![i32::MIN, 0, i32::MAX], [3]).unwrap(),
             Tensor::from_vec(Vec::<i64>::new(), [0, 4]).unwrap(),
             Tensor::from_vec(vec![true, false], [2, 1]).unwrap(),
+            Tensor::from_vec(vec![i8::MIN, -1, i8::MAX], [3]).unwrap(),
+            Tensor::from_vec(vec![0u8, 255], [2]).unwrap(),
+            Tensor::from_vec(vec![i16::MIN, 7], [2]).unwrap(),
+            Tensor::from_vec(vec![u16::MAX], [1]).unwrap(),
+            Tensor::from_vec(vec![u32::MAX, 0], [2]).unwrap(),
+            Tensor::from_vec(vec![u64::MAX, 1], [1, 2]).unwrap(),
+            Tensor::from_vec(
+                vec![graphlift::f16::from_f32(1.5), graphlift::f16::INFINITY],
+                [2],
+            )
+            .unwrap(),
         ];
         for (i, t) in cases.iter().enumerate() {
             let p = dir.join(format!("t{i}.npy"));

@@ -25,11 +25,7 @@ pub type Parts = Vec<Value>;
 
 /// log2 of the element size in bytes.
 pub fn size_shift(t: ElementType) -> i64 {
-    match t {
-        ElementType::Bool => 0,
-        ElementType::F32 | ElementType::I32 => 2,
-        ElementType::F64 | ElementType::I64 => 3,
-    }
+    i64::from(t.size_bytes().trailing_zeros())
 }
 
 /// The address of element `index` of type `t` at `base`.

@@ -73,11 +73,11 @@ impl Helper {
 }
 
 extern "C" fn pow_i32(a: i32, b: i32) -> i32 {
-    reference::binary_i32(BinaryOp::Power, a, b)
+    reference::Arith::binary(BinaryOp::Power, a, b)
 }
 
 extern "C" fn pow_i64(a: i64, b: i64) -> i64 {
-    reference::binary_i64(BinaryOp::Power, a, b)
+    reference::Arith::binary(BinaryOp::Power, a, b)
 }
 
 /// The Cranelift signature of a helper.

@@ -128,8 +128,12 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// A number that the width does not hold ([`Lanes::holds`]: a 64-bit number at `X4`, a
     /// 32-bit one at `X2`) has no type, nor has anything at `Mixed`; plans never produce
     /// one, and `INVALID` would make Cranelift reject the function rather than compute with
-    /// the wrong lane size.
+    /// the wrong lane size. Nor has an element type that fused kernels do not lower
+    /// ([`crate::lowers`]; plans refuse those).
     pub fn ty(&self, t: ElementType) -> Type {
+        if !crate::lowers(t) {
+            return types::INVALID;
+        }
         match (self.lanes, t) {
             (Lanes::X4, ElementType::F32) => types::F32X4,
             (Lanes::X4, ElementType::I32 | ElementType::Bool) => types::I32X4,
@@ -141,6 +145,7 @@ impl<'a, 'f> Emit<'a, 'f> {
             (Lanes::X1, ElementType::I32) => types::I32,
             (Lanes::X1, ElementType::I64) => types::I64,
             (Lanes::X1, ElementType::Bool) => types::I8,
+            (Lanes::X1, _) => types::INVALID,
         }
     }
 
@@ -179,6 +184,8 @@ impl<'a, 'f> Emit<'a, 'f> {
                 ElementType::I32 => self.b.ins().iconst(types::I32, i64::from(bits as u32)),
                 ElementType::I64 => self.b.ins().iconst(types::I64, bits as i64),
                 ElementType::Bool => self.b.ins().iconst(types::I8, i64::from(bits != 0)),
+                // Not lowered ([`crate::lowers`]); plans refuse them before code is emitted.
+                _ => self.b.ins().iconst(types::I64, bits as i64),
             },
         }
     }

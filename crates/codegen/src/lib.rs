@@ -30,4 +30,25 @@ pub mod strip;
 pub mod vmath;
 
 pub use error::JitError;
+
+use graphlift_ir::ElementType;
+
+/// The element types fused kernels lower: `f32`, `f64`, `i32`, `i64` and `bool`.
+///
+/// The 16-bit floats and the 8-, 16-bit and unsigned integers have no lowering yet:
+/// [`plan::plan_kernel`] refuses a body that holds one ([`JitError::Unsupported`]), and the
+/// CPU-JIT backend keeps such nodes out of fused kernels (subgraph extraction's element
+/// types), so they run on their reference kernels; `explain` lists them with that reason.
+pub const ELEMENT_TYPES: [ElementType; 5] = [
+    ElementType::F32,
+    ElementType::F64,
+    ElementType::I32,
+    ElementType::I64,
+    ElementType::Bool,
+];
+
+/// Whether fused kernels lower element type `t` (one of [`ELEMENT_TYPES`]).
+pub fn lowers(t: ElementType) -> bool {
+    ELEMENT_TYPES.contains(&t)
+}
 pub use jit_kernel::JitKernel;

@@ -43,7 +43,7 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
             ElementType::F32 | ElementType::F64 => None,
             ElementType::I32 => Some(Helper::PowI32),
             ElementType::I64 => Some(Helper::PowI64),
-            ElementType::Bool => None,
+            _ => None,
         },
         _ => None,
     }
@@ -319,6 +319,8 @@ fn int_divide(e: &mut Emit, t: ElementType, a: Value, b: Value) -> Value {
     e.select(by_zero, z, r)
 }
 
+/// `a c b` on lanes of `t`. Types fused kernels do not lower ([`crate::lowers`]) never
+/// reach here (plans refuse them); they take the signed integer arm.
 fn compare(e: &mut Emit, c: CompareOp, t: ElementType, a: Value, b: Value) -> Value {
     match t {
         ElementType::F32 | ElementType::F64 => {
@@ -332,7 +334,8 @@ fn compare(e: &mut Emit, c: CompareOp, t: ElementType, a: Value, b: Value) -> Va
             };
             e.fcmp(cc, a, b)
         }
-        ElementType::I32 | ElementType::I64 => {
+        ElementType::Bool => compare_masks(e, c, a, b),
+        _ => {
             let cc = match c {
                 CompareOp::Equal => IntCC::Equal,
                 CompareOp::NotEqual => IntCC::NotEqual,
@@ -343,31 +346,32 @@ fn compare(e: &mut Emit, c: CompareOp, t: ElementType, a: Value, b: Value) -> Va
             };
             e.icmp(cc, a, b)
         }
-        ElementType::Bool => {
-            // false < true, on masks: a < b is !a & b, and so on.
-            match c {
-                CompareOp::Equal => {
-                    let x = e.b.ins().bxor(a, b);
-                    e.not(x)
-                }
-                CompareOp::NotEqual => e.b.ins().bxor(a, b),
-                CompareOp::Less => {
-                    let na = e.not(a);
-                    e.b.ins().band(na, b)
-                }
-                CompareOp::LessEq => {
-                    let na = e.not(a);
-                    e.b.ins().bor(na, b)
-                }
-                CompareOp::Greater => {
-                    let nb = e.not(b);
-                    e.b.ins().band(a, nb)
-                }
-                CompareOp::GreaterEq => {
-                    let nb = e.not(b);
-                    e.b.ins().bor(a, nb)
-                }
-            }
+    }
+}
+
+/// `a c b` on bool masks: `false < true`, so `a < b` is `!a & b`, and so on.
+fn compare_masks(e: &mut Emit, c: CompareOp, a: Value, b: Value) -> Value {
+    match c {
+        CompareOp::Equal => {
+            let x = e.b.ins().bxor(a, b);
+            e.not(x)
+        }
+        CompareOp::NotEqual => e.b.ins().bxor(a, b),
+        CompareOp::Less => {
+            let na = e.not(a);
+            e.b.ins().band(na, b)
+        }
+        CompareOp::LessEq => {
+            let na = e.not(a);
+            e.b.ins().bor(na, b)
+        }
+        CompareOp::Greater => {
+            let nb = e.not(b);
+            e.b.ins().band(a, nb)
+        }
+        CompareOp::GreaterEq => {
+            let nb = e.not(b);
+            e.b.ins().bor(a, nb)
         }
     }
 }

@@ -146,14 +146,29 @@ type View = Option<Shape>;
 ///
 /// # Errors
 /// [`JitError::Ir`] when the body does not validate; [`JitError::Unsupported`] when it holds
-/// a node that is not elementwise, Broadcast or Constant, has no results, or results of
-/// different element counts.
+/// a node that is not elementwise, Broadcast or Constant, a value of an element type fused
+/// kernels do not lower ([`crate::lowers`]), has no results, or results of different
+/// element counts.
 pub fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, JitError> {
     let unsupported = |message: String| JitError::Unsupported {
         kernel: name.to_string(),
         message,
     };
     body.validate()?;
+    for n in body.nodes() {
+        if let Some(t) = n
+            .outputs()
+            .iter()
+            .map(|o| o.element_type)
+            .find(|&t| !crate::lowers(t))
+        {
+            return Err(unsupported(format!(
+                "node `{}` ({}) has element type {t}, which fused kernels do not lower",
+                n.name(),
+                n.op()
+            )));
+        }
+    }
     let count_of = |s: &Shape| s.element_count().map_err(JitError::from);
     let results = body.results();
     let Some(&first) = results.first() else {
@@ -389,7 +404,8 @@ fn normalize(view: &View, s: &Shape, count: usize) -> Result<View, JitError> {
     })
 }
 
-/// The raw bits of a one-element constant (`bool` as 0/1, integers sign-extended).
+/// The raw bits of a one-element constant (`bool` as 0/1, integers sign-extended; types
+/// fused kernels do not lower, which plans refuse, as 0).
 fn scalar_bits(d: &TensorData) -> u64 {
     match d {
         TensorData::F32(v) => u64::from(v[0].to_bits()),
@@ -397,6 +413,7 @@ fn scalar_bits(d: &TensorData) -> u64 {
         TensorData::I32(v) => v[0] as i64 as u64,
         TensorData::I64(v) => v[0] as u64,
         TensorData::Bool(v) => u64::from(v[0]),
+        _ => 0,
     }
 }
 

@@ -157,17 +157,12 @@ impl FunctionBuilder {
         self.value(self.record(r))
     }
 
-    /// A 0-d constant of `element_type` holding `x` (converted as Rust's `as` does).
+    /// A 0-d constant of `element_type` holding `x` (converted as Rust's `as` does: to an
+    /// integer it truncates toward zero and saturates, NaN is 0; to `f16`/`bf16` it rounds
+    /// to nearest even; to `bool` it is `x != 0`).
     #[track_caller]
     pub fn scalar(&self, element_type: ElementType, x: f64) -> Value<'_> {
-        let data = match element_type {
-            ElementType::F32 => TensorData::F32(vec![x as f32]),
-            ElementType::F64 => TensorData::F64(vec![x]),
-            ElementType::I32 => TensorData::I32(vec![x as i32]),
-            ElementType::I64 => TensorData::I64(vec![x as i64]),
-            ElementType::Bool => TensorData::Bool(vec![x != 0.0]),
-        };
-        self.constant(data, Shape::scalar())
+        self.constant(TensorData::from_f64(element_type, &[x]), Shape::scalar())
     }
 
     /// `shape` of pseudo-random numbers uniform on `[low, high)`, the same on every call for

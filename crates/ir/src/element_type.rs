@@ -1,12 +1,15 @@
-//! Element types of tensors (nGraph's `element::Type`).
+//! Element types of tensors (nGraph's `element::Type`; the numeric types of ONNX).
 
 use std::fmt;
 
 /// The element type of a tensor.
 ///
 /// Storage is the natural little-endian layout of the Rust type: `f32`/`f64` are IEEE 754
-/// binary32/binary64, `i32`/`i64` are two's complement, and `Bool` is one byte holding 0 or 1
-/// (Rust's `bool`).
+/// binary32/binary64, `f16` is IEEE 754 binary16 and `bf16` is bfloat16 (the top 16 bits of
+/// a binary32), both stored as [`half::f16`]/[`half::bf16`]; the integers are two's
+/// complement (`i*`) or unsigned (`u*`) of the width in their name, and `Bool` is one byte
+/// holding 0 or 1 (Rust's `bool`). The names ([`ElementType::name`]) are the short ones
+/// (`f16`, `bf16`, `i8`, `u8`, ...) for ONNX's `FLOAT16`, `BFLOAT16`, `INT8`, `UINT8`, ...
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ElementType {
     /// IEEE 754 binary32.
@@ -19,35 +22,71 @@ pub enum ElementType {
     I64,
     /// Boolean, one byte per element (0 = false, 1 = true).
     Bool,
+    /// 8-bit two's complement integer (ONNX `INT8`).
+    I8,
+    /// 8-bit unsigned integer (ONNX `UINT8`).
+    U8,
+    /// 16-bit two's complement integer (ONNX `INT16`).
+    I16,
+    /// 16-bit unsigned integer (ONNX `UINT16`).
+    U16,
+    /// 32-bit unsigned integer (ONNX `UINT32`).
+    U32,
+    /// 64-bit unsigned integer (ONNX `UINT64`).
+    U64,
+    /// IEEE 754 binary16 (ONNX `FLOAT16`): 11 significant bits, largest finite 65504.
+    F16,
+    /// bfloat16 (ONNX `BFLOAT16`): binary32's 8-bit exponent with 8 significant bits.
+    BF16,
 }
 
 impl ElementType {
     /// Every element type, in declaration order.
-    pub const ALL: [ElementType; 5] = [
+    pub const ALL: [ElementType; 13] = [
         ElementType::F32,
         ElementType::F64,
         ElementType::I32,
         ElementType::I64,
         ElementType::Bool,
+        ElementType::I8,
+        ElementType::U8,
+        ElementType::I16,
+        ElementType::U16,
+        ElementType::U32,
+        ElementType::U64,
+        ElementType::F16,
+        ElementType::BF16,
     ];
 
     /// Size of one element in bytes.
     pub fn size_bytes(self) -> usize {
         match self {
-            ElementType::F32 | ElementType::I32 => 4,
-            ElementType::F64 | ElementType::I64 => 8,
-            ElementType::Bool => 1,
+            ElementType::Bool | ElementType::I8 | ElementType::U8 => 1,
+            ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
+            ElementType::F32 | ElementType::I32 | ElementType::U32 => 4,
+            ElementType::F64 | ElementType::I64 | ElementType::U64 => 8,
         }
     }
 
-    /// `true` for `F32` and `F64`.
+    /// `true` for the floating-point types: `F32`, `F64`, `F16`, `BF16`.
     pub fn is_float(self) -> bool {
-        matches!(self, ElementType::F32 | ElementType::F64)
+        matches!(
+            self,
+            ElementType::F32 | ElementType::F64 | ElementType::F16 | ElementType::BF16
+        )
     }
 
-    /// `true` for `I32` and `I64`.
+    /// `true` for the integer types, signed and unsigned (not `Bool`).
     pub fn is_integer(self) -> bool {
-        matches!(self, ElementType::I32 | ElementType::I64)
+        self.is_numeric() && !self.is_float()
+    }
+
+    /// `true` for the signed integer types `I8`, `I16`, `I32`, `I64`.
+    pub fn is_signed_integer(self) -> bool {
+        matches!(
+            self,
+            ElementType::I8 | ElementType::I16 | ElementType::I32 | ElementType::I64
+        )
     }
 
     /// `true` for every type that arithmetic accepts (all but `Bool`).
@@ -55,7 +94,14 @@ impl ElementType {
         self != ElementType::Bool
     }
 
-    /// The lower-case name used in text output, JSON and error messages (`f32`, `bool`, ...).
+    /// `true` for `F16` and `BF16`: the 16-bit floats, computed in `f32` and rounded once
+    /// per op by the reference.
+    pub fn is_half(self) -> bool {
+        matches!(self, ElementType::F16 | ElementType::BF16)
+    }
+
+    /// The lower-case name used in text output, JSON and error messages (`f32`, `bf16`,
+    /// `u8`, `bool`, ...).
     pub fn name(self) -> &'static str {
         match self {
             ElementType::F32 => "f32",
@@ -63,6 +109,14 @@ impl ElementType {
             ElementType::I32 => "i32",
             ElementType::I64 => "i64",
             ElementType::Bool => "bool",
+            ElementType::I8 => "i8",
+            ElementType::U8 => "u8",
+            ElementType::I16 => "i16",
+            ElementType::U16 => "u16",
+            ElementType::U32 => "u32",
+            ElementType::U64 => "u64",
+            ElementType::F16 => "f16",
+            ElementType::BF16 => "bf16",
         }
     }
 
@@ -75,5 +129,22 @@ impl ElementType {
 impl fmt::Display for ElementType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ElementType;
+
+    #[test]
+    fn names_round_trip_and_classes_partition() {
+        for t in ElementType::ALL {
+            assert_eq!(ElementType::from_name(t.name()), Some(t));
+            let classes = [t.is_float(), t.is_integer(), t == ElementType::Bool];
+            assert_eq!(classes.iter().filter(|&&c| c).count(), 1, "{t}");
+        }
+        assert!(ElementType::U8.is_integer() && !ElementType::U8.is_signed_integer());
+        assert!(ElementType::BF16.is_float() && ElementType::BF16.is_half());
+        assert_eq!(ElementType::BF16.size_bytes(), 2);
     }
 }

@@ -54,8 +54,10 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 /// - Constant `values`, row-major, exact for every value:
 ///   - `f32`: the IEEE 754 bit pattern as `"0x"` + 8 hex digits (`1.0` is `"0x3f800000"`),
 ///   - `f64`: the bit pattern as `"0x"` + 16 hex digits (`1.0` is `"0x3ff0000000000000"`),
-///   - `i32`: a JSON integer,
-///   - `i64`: a decimal string (`"-9007199254740993"`), since JSON readers that hold
+///   - `f16`, `bf16`: the bit pattern as `"0x"` + 4 hex digits (`1.0` is `"0x3c00"` /
+///     `"0x3f80"`),
+///   - `i8`, `u8`, `i16`, `u16`, `i32`, `u32`: a JSON integer,
+///   - `i64`, `u64`: a decimal string (`"-9007199254740993"`), since JSON readers that hold
 ///     numbers as doubles lose integers beyond 2^53,
 ///   - `bool`: `true` / `false`.
 ///

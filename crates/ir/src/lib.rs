@@ -28,6 +28,7 @@ pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;
 pub use error::{InferenceError, IrError, SerializationError, SerializationErrorKind};
 pub use function::Function;
+pub use half::{bf16, f16};
 pub use infer::{infer_output_types, OutputTypes};
 pub use json::{JSON_FORMAT, JSON_VERSION};
 pub use node::{CreationSite, Node, NodeId, Output, TensorType};

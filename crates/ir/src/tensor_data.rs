@@ -3,6 +3,11 @@
 use crate::ElementType;
 
 /// A flat, row-major vector of elements of one [`ElementType`].
+///
+/// `F16`/`BF16` hold [`half::f16`]/[`half::bf16`] (re-exported as [`crate::f16`] and
+/// [`crate::bf16`]). Code that does the same for every variant matches through
+/// [`match_data!`](crate::match_data) or [`map_data!`](crate::map_data) rather than
+/// spelling thirteen arms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TensorData {
     /// `f32` elements.
@@ -15,55 +20,182 @@ pub enum TensorData {
     I64(Vec<i64>),
     /// `bool` elements (one byte each, 0 or 1).
     Bool(Vec<bool>),
+    /// `i8` elements.
+    I8(Vec<i8>),
+    /// `u8` elements.
+    U8(Vec<u8>),
+    /// `i16` elements.
+    I16(Vec<i16>),
+    /// `u16` elements.
+    U16(Vec<u16>),
+    /// `u32` elements.
+    U32(Vec<u32>),
+    /// `u64` elements.
+    U64(Vec<u64>),
+    /// IEEE binary16 elements.
+    F16(Vec<half::f16>),
+    /// bfloat16 elements.
+    BF16(Vec<half::bf16>),
+}
+
+/// `match` on a [`TensorData`] with one arm per variant, binding the variant's vector to
+/// `$v` (a `Vec<T>` or a reference to one, following the scrutinee) and evaluating the same
+/// `$body` for each: generic code written once for every element type.
+///
+/// ```
+/// use graphlift_ir::{match_data, TensorData};
+/// let d = TensorData::U8(vec![1, 2, 3]);
+/// assert_eq!(match_data!(&d, v => v.len()), 3);
+/// ```
+#[macro_export]
+macro_rules! match_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        $crate::__data_arms!($data, $v => $body, plain)
+    };
+}
+
+/// Like [`match_data!`], wrapping each arm's result (a `Vec` of the same element type) back
+/// into the variant it came from.
+///
+/// ```
+/// use graphlift_ir::{map_data, TensorData};
+/// let d = TensorData::I8(vec![1, 2, 3]);
+/// let r = map_data!(&d, v => v.iter().rev().copied().collect());
+/// assert_eq!(r, TensorData::I8(vec![3, 2, 1]));
+/// ```
+#[macro_export]
+macro_rules! map_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        $crate::__data_arms!($data, $v => $body, wrap)
+    };
+}
+
+/// `match` on an [`ElementType`](crate::ElementType) with one arm per type, in which `$T`
+/// names the type's storage (an [`Element`](crate::Element): `f32`, `u8`, `f16`, `bool`,
+/// ...) and the same `$body` is evaluated: generic code instantiated for every type.
+///
+/// ```
+/// use graphlift_ir::{with_element_type, Element, ElementType, TensorData};
+/// let d = with_element_type!(ElementType::U16, T => T::into_data(vec![T::default(); 2]));
+/// assert_eq!(d, TensorData::U16(vec![0, 0]));
+/// ```
+#[macro_export]
+macro_rules! with_element_type {
+    ($t:expr, $T:ident => $body:expr) => {
+        $crate::__type_arms!($t, $T => $body;
+            F32 f32, F64 f64, I32 i32, I64 i64, Bool bool, I8 i8, U8 u8, I16 i16, U16 u16,
+            U32 u32, U64 u64, F16 $crate::f16, BF16 $crate::bf16)
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __type_arms {
+    ($t:expr, $T:ident => $body:expr; $($variant:ident $ty:ty),*) => {
+        match $t {
+            $($crate::ElementType::$variant => {
+                #[allow(dead_code)]
+                type $T = $ty;
+                $body
+            })*
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __data_arms {
+    ($data:expr, $v:ident => $body:expr, $how:ident) => {
+        $crate::__data_arms!(@arms $data, $v, $body, $how;
+            F32 F64 I32 I64 Bool I8 U8 I16 U16 U32 U64 F16 BF16)
+    };
+    (@arms $data:expr, $v:ident, $body:expr, wrap; $($variant:ident)*) => {
+        match $data {
+            $($crate::TensorData::$variant($v) => $crate::TensorData::$variant($body),)*
+        }
+    };
+    (@arms $data:expr, $v:ident, $body:expr, plain; $($variant:ident)*) => {
+        match $data {
+            $($crate::TensorData::$variant($v) => $body,)*
+        }
+    };
 }
 
 impl TensorData {
     /// `len` zero elements (`false` for `Bool`).
     pub fn zeros(element_type: ElementType, len: usize) -> TensorData {
-        match element_type {
-            ElementType::F32 => TensorData::F32(vec![0.0; len]),
-            ElementType::F64 => TensorData::F64(vec![0.0; len]),
-            ElementType::I32 => TensorData::I32(vec![0; len]),
-            ElementType::I64 => TensorData::I64(vec![0; len]),
-            ElementType::Bool => TensorData::Bool(vec![false; len]),
-        }
+        with_element_type!(element_type, T => T::into_data(vec![T::default(); len]))
     }
 
     /// Copies `src` into `self` in place (no allocation). Returns `false`, copying nothing,
     /// when the element types or lengths differ.
     pub fn copy_from(&mut self, src: &TensorData) -> bool {
-        match (self, src) {
-            (TensorData::F32(d), TensorData::F32(s)) if d.len() == s.len() => d.copy_from_slice(s),
-            (TensorData::F64(d), TensorData::F64(s)) if d.len() == s.len() => d.copy_from_slice(s),
-            (TensorData::I32(d), TensorData::I32(s)) if d.len() == s.len() => d.copy_from_slice(s),
-            (TensorData::I64(d), TensorData::I64(s)) if d.len() == s.len() => d.copy_from_slice(s),
-            (TensorData::Bool(d), TensorData::Bool(s)) if d.len() == s.len() => {
-                d.copy_from_slice(s)
+        fn copy<T: Element>(d: &mut [T], src: &TensorData) -> bool {
+            match src.as_slice::<T>() {
+                Some(s) if s.len() == d.len() => {
+                    d.copy_from_slice(s);
+                    true
+                }
+                _ => false,
             }
-            _ => return false,
         }
-        true
+        match_data!(self, d => copy(d, src))
     }
 
     /// The element type of the stored values.
     pub fn element_type(&self) -> ElementType {
-        match self {
-            TensorData::F32(_) => ElementType::F32,
-            TensorData::F64(_) => ElementType::F64,
-            TensorData::I32(_) => ElementType::I32,
-            TensorData::I64(_) => ElementType::I64,
-            TensorData::Bool(_) => ElementType::Bool,
+        fn t<T: Element>(_: &[T]) -> ElementType {
+            T::ELEMENT_TYPE
         }
+        match_data!(self, v => t(v))
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        match self {
-            TensorData::F32(v) => v.len(),
-            TensorData::F64(v) => v.len(),
-            TensorData::I32(v) => v.len(),
-            TensorData::I64(v) => v.len(),
-            TensorData::Bool(v) => v.len(),
+        match_data!(self, v => v.len())
+    }
+
+    /// `values` converted to `element_type` as Rust's `as` does (to integers: truncation
+    /// toward zero, saturation, NaN to 0; to `f16`/`bf16`: round to nearest even, overflow
+    /// to infinity; to `bool`: `x != 0`).
+    pub fn from_f64(element_type: ElementType, values: &[f64]) -> TensorData {
+        use num_traits::AsPrimitive;
+        fn cast<T: Element>(values: &[f64]) -> TensorData
+        where
+            f64: AsPrimitive<T>,
+        {
+            T::into_data(values.iter().map(|&x| x.as_()).collect())
+        }
+        match element_type {
+            ElementType::F32 => cast::<f32>(values),
+            ElementType::F64 => cast::<f64>(values),
+            ElementType::I32 => cast::<i32>(values),
+            ElementType::I64 => cast::<i64>(values),
+            ElementType::Bool => TensorData::Bool(values.iter().map(|&x| x != 0.0).collect()),
+            ElementType::I8 => cast::<i8>(values),
+            ElementType::U8 => cast::<u8>(values),
+            ElementType::I16 => cast::<i16>(values),
+            ElementType::U16 => cast::<u16>(values),
+            ElementType::U32 => cast::<u32>(values),
+            ElementType::U64 => cast::<u64>(values),
+            ElementType::F16 => cast::<half::f16>(values),
+            ElementType::BF16 => cast::<half::bf16>(values),
+        }
+    }
+
+    /// Whether `self` and `other` have the same element type, length and elements bit for
+    /// bit: floats compare by their bit patterns (signed zeros differ, a NaN equals a NaN of
+    /// the same payload), everything else by value.
+    pub fn same_bits(&self, other: &TensorData) -> bool {
+        fn eq<T, B: PartialEq>(x: &[T], y: &[T], bits: impl Fn(&T) -> B) -> bool {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| bits(p) == bits(q))
+        }
+        match (self, other) {
+            (TensorData::F32(x), TensorData::F32(y)) => eq(x, y, |v| v.to_bits()),
+            (TensorData::F64(x), TensorData::F64(y)) => eq(x, y, |v| v.to_bits()),
+            (TensorData::F16(x), TensorData::F16(y)) => eq(x, y, |v| v.to_bits()),
+            (TensorData::BF16(x), TensorData::BF16(y)) => eq(x, y, |v| v.to_bits()),
+            _ => self == other,
         }
     }
 
@@ -90,46 +222,34 @@ impl TensorData {
 
     /// Pointer to the first element's bytes (dangling but non-null when empty).
     pub fn as_ptr(&self) -> *const u8 {
-        match self {
-            TensorData::F32(v) => v.as_ptr().cast(),
-            TensorData::F64(v) => v.as_ptr().cast(),
-            TensorData::I32(v) => v.as_ptr().cast(),
-            TensorData::I64(v) => v.as_ptr().cast(),
-            TensorData::Bool(v) => v.as_ptr().cast(),
-        }
+        match_data!(self, v => v.as_ptr().cast())
     }
 
     /// Mutable pointer to the first element's bytes (dangling but non-null when empty).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        match self {
-            TensorData::F32(v) => v.as_mut_ptr().cast(),
-            TensorData::F64(v) => v.as_mut_ptr().cast(),
-            TensorData::I32(v) => v.as_mut_ptr().cast(),
-            TensorData::I64(v) => v.as_mut_ptr().cast(),
-            TensorData::Bool(v) => v.as_mut_ptr().cast(),
-        }
+        match_data!(self, v => v.as_mut_ptr().cast())
     }
 
     /// Element `i` widened to `f64` (`bool` as 0/1), for printing and comparisons.
     ///
-    /// `i64` values beyond 2^53 lose precision. Returns `None` when `i` is out of range.
+    /// `i64`/`u64` values beyond 2^53 lose precision. Returns `None` when `i` is out of range.
     pub fn get_f64(&self, i: usize) -> Option<f64> {
-        Some(match self {
-            TensorData::F32(v) => f64::from(*v.get(i)?),
-            TensorData::F64(v) => *v.get(i)?,
-            TensorData::I32(v) => f64::from(*v.get(i)?),
-            TensorData::I64(v) => *v.get(i)? as f64,
-            TensorData::Bool(v) => f64::from(u8::from(*v.get(i)?)),
-        })
+        match_data!(self, v => v.get(i).map(|x| x.to_f64()))
     }
 }
 
-/// A Rust type that is the storage of one [`ElementType`]: `f32`, `f64`, `i32`, `i64`, `bool`.
+/// A Rust type that is the storage of one [`ElementType`]: `f32`, `f64`, `i32`, `i64`,
+/// `bool`, `i8`, `u8`, `i16`, `u16`, `u32`, `u64`, [`half::f16`], [`half::bf16`].
 ///
 /// Sealed: the set of element types is closed.
-pub trait Element: Copy + Default + PartialEq + std::fmt::Debug + sealed::Sealed + 'static {
+pub trait Element:
+    Copy + Default + PartialEq + PartialOrd + std::fmt::Debug + sealed::Sealed + 'static
+{
     /// The element type this Rust type stores.
     const ELEMENT_TYPE: ElementType;
+    /// The value widened to `f64` (exact but for 64-bit integers beyond 2^53; `bool` as
+    /// 0/1).
+    fn to_f64(self) -> f64;
     /// Wraps a vector.
     fn into_data(v: Vec<Self>) -> TensorData;
     /// Borrows the matching variant.
@@ -145,10 +265,14 @@ mod sealed {
 }
 
 macro_rules! element {
-    ($t:ty, $variant:ident) => {
+    ($t:ty, $variant:ident, $x:ident => $to_f64:expr) => {
         impl sealed::Sealed for $t {}
         impl Element for $t {
             const ELEMENT_TYPE: ElementType = ElementType::$variant;
+            fn to_f64(self) -> f64 {
+                let $x = self;
+                $to_f64
+            }
             fn into_data(v: Vec<Self>) -> TensorData {
                 TensorData::$variant(v)
             }
@@ -179,8 +303,16 @@ macro_rules! element {
     };
 }
 
-element!(f32, F32);
-element!(f64, F64);
-element!(i32, I32);
-element!(i64, I64);
-element!(bool, Bool);
+element!(f32, F32, x => f64::from(x));
+element!(f64, F64, x => x);
+element!(i32, I32, x => f64::from(x));
+element!(i64, I64, x => x as f64);
+element!(bool, Bool, x => f64::from(u8::from(x)));
+element!(i8, I8, x => f64::from(x));
+element!(u8, U8, x => f64::from(x));
+element!(i16, I16, x => f64::from(x));
+element!(u16, U16, x => f64::from(x));
+element!(u32, U32, x => f64::from(x));
+element!(u64, U64, x => x as f64);
+element!(half::f16, F16, x => x.to_f64());
+element!(half::bf16, BF16, x => x.to_f64());

@@ -151,9 +151,11 @@ fn write_constant(d: &TensorData, out: &mut impl Write) -> fmt::Result {
     let items: Vec<String> = match d {
         TensorData::F32(v) => v[..shown].iter().map(|x| format!("{x:?}")).collect(),
         TensorData::F64(v) => v[..shown].iter().map(|x| format!("{x:?}")).collect(),
-        TensorData::I32(v) => v[..shown].iter().map(ToString::to_string).collect(),
-        TensorData::I64(v) => v[..shown].iter().map(ToString::to_string).collect(),
-        TensorData::Bool(v) => v[..shown].iter().map(ToString::to_string).collect(),
+        TensorData::F16(v) => v[..shown].iter().map(|x| format!("{x:?}")).collect(),
+        TensorData::BF16(v) => v[..shown].iter().map(|x| format!("{x:?}")).collect(),
+        other => {
+            crate::match_data!(other, v => v[..shown].iter().map(ToString::to_string).collect())
+        }
     };
     let more = if d.len() > shown {
         format!(", ... ({} elements)", d.len())

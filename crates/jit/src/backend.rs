@@ -111,10 +111,12 @@ impl CpuJitBackend {
     }
 
     /// The backend with an extraction configuration, for `target` (its features, switches
-    /// and threads; the environment is not read).
+    /// and threads; the environment is not read). Fusion is limited to the element types
+    /// fused kernels lower ([`graphlift_codegen::ELEMENT_TYPES`]): nodes of the others run
+    /// on their reference kernels.
     pub fn for_target(config: ExtractionConfig, target: Target) -> CpuJitBackend {
         CpuJitBackend {
-            config,
+            config: config.with_element_types(graphlift_codegen::ELEMENT_TYPES),
             scope_fusion: ScopeFusionRegistry::builtin(),
             parallel: Arc::new(Parallel::new(target.threads())),
             cache: Arc::new(KernelCache::new(KernelCache::DEFAULT_CAPACITY)),

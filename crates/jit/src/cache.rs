@@ -67,6 +67,14 @@ fn bits(data: &TensorData) -> ConstBits {
         TensorData::I32(v) => v.iter().map(|&x| u64::from(x as u32)).collect(),
         TensorData::I64(v) => v.iter().map(|&x| x as u64).collect(),
         TensorData::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
+        TensorData::F16(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+        TensorData::BF16(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+        TensorData::I8(v) => v.iter().map(|&x| x as u8 as u64).collect(),
+        TensorData::U8(v) => v.iter().map(|&x| u64::from(x)).collect(),
+        TensorData::I16(v) => v.iter().map(|&x| x as u16 as u64).collect(),
+        TensorData::U16(v) => v.iter().map(|&x| u64::from(x)).collect(),
+        TensorData::U32(v) => v.iter().map(|&x| u64::from(x)).collect(),
+        TensorData::U64(v) => v.clone(),
     };
     ConstBits(data.element_type(), v)
 }

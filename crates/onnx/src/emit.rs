@@ -199,6 +199,11 @@ impl<'a> NodeEmitter<'a> {
         match self.constant_value(v).as_ref().map(Tensor::data) {
             Some(TensorData::I64(d)) => Ok(d.clone()),
             Some(TensorData::I32(d)) => Ok(d.iter().map(|&x| i64::from(x)).collect()),
+            // The other integer types widen exactly (u64 beyond i64::MAX wraps, as a cast).
+            Some(d) if d.element_type().is_integer() => {
+                let ints = reference::convert(d, ElementType::I64);
+                Ok(ints.into_vec::<i64>().unwrap_or_default())
+            }
             Some(d) => Err(self.type_error(format!(
                 "{what} must be an integer tensor, is {}",
                 d.element_type()
@@ -207,8 +212,8 @@ impl<'a> NodeEmitter<'a> {
         }
     }
 
-    /// The float data of input `v` as `f64` (exactly: an `f32` element keeps its value), which
-    /// must be a Constant (after folding) of `f32` or `f64` elements.
+    /// The float data of input `v` as `f64` (exactly: an `f32`, `f16` or `bf16` element keeps
+    /// its value), which must be a Constant (after folding) of float elements.
     ///
     /// # Errors
     /// [`OnnxError::UnsupportedFeature`] naming the input when it is computed at run time, or
@@ -217,6 +222,9 @@ impl<'a> NodeEmitter<'a> {
         match self.constant_value(v).as_ref().map(Tensor::data) {
             Some(TensorData::F32(d)) => Ok(d.iter().map(|&x| f64::from(x)).collect()),
             Some(TensorData::F64(d)) => Ok(d.clone()),
+            Some(d) if d.element_type().is_float() => {
+                Ok((0..d.len()).filter_map(|i| d.get_f64(i)).collect())
+            }
             Some(d) => Err(self.type_error(format!(
                 "{what} must be a float tensor, is {}",
                 d.element_type()
@@ -305,17 +313,10 @@ impl<'a> NodeEmitter<'a> {
         self.finish_node(id, "Constant")
     }
 
-    /// A 0-d constant of `et` holding `x` (rounded to `f32`, truncated to an integer, or
-    /// `x != 0` for bool).
+    /// A 0-d constant of `et` holding `x` (rounded to a float type, truncated and
+    /// saturated to an integer, or `x != 0` for bool: [`TensorData::from_f64`]).
     pub(crate) fn scalar(&mut self, et: ElementType, x: f64) -> Result<Output, OnnxError> {
-        let data = match et {
-            ElementType::F32 => TensorData::F32(vec![x as f32]),
-            ElementType::F64 => TensorData::F64(vec![x]),
-            ElementType::I32 => TensorData::I32(vec![x as i32]),
-            ElementType::I64 => TensorData::I64(vec![x as i64]),
-            ElementType::Bool => TensorData::Bool(vec![x != 0.0]),
-        };
-        self.constant(data, Shape::scalar())
+        self.constant(TensorData::from_f64(et, &[x]), Shape::scalar())
     }
 
     /// A 0-d constant of `v`'s element type.

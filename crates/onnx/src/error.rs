@@ -87,8 +87,10 @@ pub enum OnnxError {
         /// The opset version imported for that domain (0 if none).
         opset: i64,
     },
-    /// An element type outside graphlift's FLOAT, DOUBLE, INT32, INT64 and BOOL.
-    #[error("{at}: unsupported element type {data_type} (graphlift supports FLOAT, DOUBLE, INT32, INT64, BOOL)")]
+    /// An element type graphlift has no element type for (STRING, COMPLEX*, the 8-, 4- and
+    /// 2-bit floats and integers), or one an operator does not accept yet (MaxPool of
+    /// UINT8).
+    #[error("{at}: unsupported element type {data_type}")]
     UnsupportedElementType {
         /// Where the type appears.
         at: NodeRef,

@@ -1,7 +1,9 @@
 //! `TensorProto` <-> [`TensorData`]: initializers, `Constant` values and the `.pb` tensor
 //! files of the ONNX backend tests.
 
-use graphlift_ir::{ElementType, Shape, TensorData};
+use graphlift_ir::{
+    bf16, f16, match_data, with_element_type, Element, ElementType, Shape, TensorData,
+};
 use prost::Message;
 
 use crate::error::{NodeRef, OnnxError};
@@ -21,8 +23,9 @@ pub struct NamedTensor {
 /// Reads a serialized ONNX `TensorProto` (e.g. `test_data_set_0/input_0.pb` of the ONNX
 /// backend tests).
 ///
-/// Data may be in `raw_data` (little-endian) or in the typed field of its data type; FLOAT,
-/// DOUBLE, INT32, INT64 and BOOL are supported.
+/// Data may be in `raw_data` (little-endian) or in the typed field of its data type; every
+/// numeric type but the 8-, 4- and 2-bit floats and integers and COMPLEX is supported
+/// (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64, UINT8/16/32/64, BOOL).
 ///
 /// # Errors
 /// [`OnnxError::Protobuf`] for bytes that are not a `TensorProto`;
@@ -45,7 +48,8 @@ pub fn read_tensor_proto(bytes: &[u8]) -> Result<NamedTensor, OnnxError> {
 }
 
 /// Serializes a tensor as an ONNX `TensorProto` with `dims`, `data_type`, `name` (omitted when
-/// empty) and little-endian `raw_data` (BOOL as one byte per element), as ONNX's own tools
+/// empty) and little-endian `raw_data` (BOOL as one byte per element, FLOAT16 and BFLOAT16
+/// as their bit patterns), as ONNX's own tools
 /// write it. [`read_tensor_proto`] reads it back.
 ///
 /// `data` should hold `shape.element_count()` elements; the function does not check it.
@@ -56,21 +60,7 @@ pub fn encode_tensor_proto(name: &str, data: &TensorData, shape: &Shape) -> Vec<
 /// The `TensorProto` message for a tensor (see [`encode_tensor_proto`]).
 pub fn tensor_to_proto(name: &str, data: &TensorData, shape: &Shape) -> TensorProto {
     let mut raw = Vec::with_capacity(data.len() * data.element_type().size_bytes());
-    match data {
-        TensorData::F32(v) => v
-            .iter()
-            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
-        TensorData::F64(v) => v
-            .iter()
-            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
-        TensorData::I32(v) => v
-            .iter()
-            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
-        TensorData::I64(v) => v
-            .iter()
-            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
-        TensorData::Bool(v) => raw.extend(v.iter().map(|&b| u8::from(b))),
-    }
+    match_data!(data, v => v.iter().for_each(|&x| x.put(&mut raw)));
     TensorProto {
         // Extents beyond i64::MAX cannot be allocated; saturate rather than wrap.
         dims: shape
@@ -93,6 +83,14 @@ pub fn onnx_data_type(t: ElementType) -> i32 {
         ElementType::I32 => data_type::INT32,
         ElementType::I64 => data_type::INT64,
         ElementType::Bool => data_type::BOOL,
+        ElementType::I8 => data_type::INT8,
+        ElementType::U8 => data_type::UINT8,
+        ElementType::I16 => data_type::INT16,
+        ElementType::U16 => data_type::UINT16,
+        ElementType::U32 => data_type::UINT32,
+        ElementType::U64 => data_type::UINT64,
+        ElementType::F16 => data_type::FLOAT16,
+        ElementType::BF16 => data_type::BFLOAT16,
     }
 }
 
@@ -104,20 +102,16 @@ pub(crate) fn data_type_name(code: i32) -> String {
 /// The graphlift element type of an ONNX data type code.
 ///
 /// # Errors
-/// [`OnnxError::UnsupportedElementType`] at `at` for every type but FLOAT, DOUBLE, INT32,
-/// INT64 and BOOL.
+/// [`OnnxError::UnsupportedElementType`] at `at` for a type graphlift has no element type
+/// for (STRING, COMPLEX*, the FLOAT8, 4- and 2-bit types).
 pub(crate) fn element_type(code: i32, at: &NodeRef) -> Result<ElementType, OnnxError> {
-    match code {
-        data_type::FLOAT => Ok(ElementType::F32),
-        data_type::DOUBLE => Ok(ElementType::F64),
-        data_type::INT32 => Ok(ElementType::I32),
-        data_type::INT64 => Ok(ElementType::I64),
-        data_type::BOOL => Ok(ElementType::Bool),
-        other => Err(OnnxError::UnsupportedElementType {
+    ElementType::ALL
+        .into_iter()
+        .find(|&t| onnx_data_type(t) == code)
+        .ok_or_else(|| OnnxError::UnsupportedElementType {
             at: at.clone(),
-            data_type: data_type_name(other),
-        }),
-    }
+            data_type: data_type_name(code),
+        })
 }
 
 /// Converts ONNX dims to a [`Shape`], checking that no extent is negative and that the
@@ -182,18 +176,7 @@ pub(crate) fn tensor_from_proto(
         }
         decode_raw(et, raw)
     } else {
-        match et {
-            ElementType::F32 => check_len(&t.float_data, n, "float_data", &length_error)
-                .map(|v| TensorData::F32(v.to_vec()))?,
-            ElementType::F64 => check_len(&t.double_data, n, "double_data", &length_error)
-                .map(|v| TensorData::F64(v.to_vec()))?,
-            ElementType::I64 => check_len(&t.int64_data, n, "int64_data", &length_error)
-                .map(|v| TensorData::I64(v.to_vec()))?,
-            ElementType::I32 => check_len(&t.int32_data, n, "int32_data", &length_error)
-                .map(|v| TensorData::I32(v.to_vec()))?,
-            ElementType::Bool => check_len(&t.int32_data, n, "int32_data", &length_error)
-                .map(|v| TensorData::Bool(v.iter().map(|&x| x != 0).collect()))?,
-        }
+        typed_data(t, et, n, &length_error)?
     };
     Ok((data, shape))
 }
@@ -211,24 +194,88 @@ fn check_len<'a, T>(
     }
 }
 
+/// The elements of `t`'s typed field for `et`: `float_data` (FLOAT), `double_data`
+/// (DOUBLE), `int64_data` (INT64), `uint64_data` (UINT32, UINT64, truncated to the type),
+/// `int32_data` (INT32, BOOL, the 8- and 16-bit integers truncated to the type, and
+/// FLOAT16/BFLOAT16 as their bit patterns in the low 16 bits).
+fn typed_data(
+    t: &TensorProto,
+    et: ElementType,
+    n: usize,
+    length_error: &dyn Fn(&str, usize) -> OnnxError,
+) -> Result<TensorData, OnnxError> {
+    use num_traits::AsPrimitive;
+    fn cut<S: AsPrimitive<T>, T: Element>(v: &[S]) -> TensorData {
+        T::into_data(v.iter().map(|&x| x.as_()).collect())
+    }
+    let ints = || check_len(&t.int32_data, n, "int32_data", length_error);
+    let uints = || check_len(&t.uint64_data, n, "uint64_data", length_error);
+    let halves = |v: &[i32]| v.iter().map(|&x| x as u16).collect::<Vec<_>>();
+    Ok(match et {
+        ElementType::F32 => {
+            TensorData::F32(check_len(&t.float_data, n, "float_data", length_error)?.to_vec())
+        }
+        ElementType::F64 => {
+            TensorData::F64(check_len(&t.double_data, n, "double_data", length_error)?.to_vec())
+        }
+        ElementType::I64 => {
+            TensorData::I64(check_len(&t.int64_data, n, "int64_data", length_error)?.to_vec())
+        }
+        ElementType::Bool => TensorData::Bool(ints()?.iter().map(|&x| x != 0).collect()),
+        ElementType::I32 => cut::<i32, i32>(ints()?),
+        ElementType::I8 => cut::<i32, i8>(ints()?),
+        ElementType::U8 => cut::<i32, u8>(ints()?),
+        ElementType::I16 => cut::<i32, i16>(ints()?),
+        ElementType::U16 => cut::<i32, u16>(ints()?),
+        ElementType::U32 => cut::<u64, u32>(uints()?),
+        ElementType::U64 => cut::<u64, u64>(uints()?),
+        ElementType::F16 => {
+            TensorData::F16(halves(ints()?).into_iter().map(f16::from_bits).collect())
+        }
+        ElementType::BF16 => {
+            TensorData::BF16(halves(ints()?).into_iter().map(bf16::from_bits).collect())
+        }
+    })
+}
+
+/// An element's little-endian bytes (`bool`: one byte, 0 or 1), as `raw_data` holds them.
+trait Raw: Sized {
+    /// Appends the bytes.
+    fn put(self, out: &mut Vec<u8>);
+    /// Reads one element from exactly its size in bytes.
+    fn get(bytes: &[u8]) -> Self;
+}
+
+macro_rules! raw {
+    ($($t:ty),*) => {$(
+        impl Raw for $t {
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> $t {
+                let mut b = [0u8; std::mem::size_of::<$t>()];
+                b.copy_from_slice(bytes);
+                <$t>::from_le_bytes(b)
+            }
+        }
+    )*};
+}
+raw!(f32, f64, i32, i64, i8, u8, i16, u16, u32, u64, f16, bf16);
+
+impl Raw for bool {
+    fn put(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+    fn get(bytes: &[u8]) -> bool {
+        bytes.iter().any(|&b| b != 0)
+    }
+}
+
 /// Little-endian raw bytes (length already checked to be a multiple of the element size).
 fn decode_raw(et: ElementType, raw: &[u8]) -> TensorData {
-    fn chunks<const N: usize, T>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
-        raw.chunks_exact(N)
-            .map(|c| {
-                let mut b = [0u8; N];
-                b.copy_from_slice(c);
-                f(b)
-            })
-            .collect()
-    }
-    match et {
-        ElementType::F32 => TensorData::F32(chunks(raw, f32::from_le_bytes)),
-        ElementType::F64 => TensorData::F64(chunks(raw, f64::from_le_bytes)),
-        ElementType::I32 => TensorData::I32(chunks(raw, i32::from_le_bytes)),
-        ElementType::I64 => TensorData::I64(chunks(raw, i64::from_le_bytes)),
-        ElementType::Bool => TensorData::Bool(raw.iter().map(|&b| b != 0).collect()),
-    }
+    with_element_type!(et, T => {
+        T::into_data(raw.chunks_exact(et.size_bytes()).map(T::get).collect())
+    })
 }
 
 #[cfg(test)]
@@ -241,22 +288,8 @@ mod tests {
         let back = read_tensor_proto(&bytes).unwrap();
         assert_eq!(back.name.as_deref(), Some("t"));
         assert_eq!(back.shape, shape);
-        match (&back.data, &data) {
-            // Compare floats bitwise so NaN and -0 round-trip exactly.
-            (TensorData::F32(a), TensorData::F32(b)) => {
-                assert_eq!(
-                    a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-                    b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-                )
-            }
-            (TensorData::F64(a), TensorData::F64(b)) => {
-                assert_eq!(
-                    a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-                    b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-                )
-            }
-            (a, b) => assert_eq!(a, b),
-        }
+        // Floats compare bitwise, so NaN and -0 round-trip exactly.
+        assert!(back.data.same_bits(&data), "{:?} vs {data:?}", back.data);
     }
 
     #[test]
@@ -286,6 +319,20 @@ mod tests {
         round_trip(TensorData::F32(vec![3.25]), &[]);
         round_trip(TensorData::I64(vec![]), &[2, 0]);
         round_trip(TensorData::Bool(vec![]), &[0]);
+        round_trip(TensorData::I8(vec![i8::MIN, -1, i8::MAX]), &[3]);
+        round_trip(TensorData::U8(vec![0, 255]), &[2]);
+        round_trip(TensorData::I16(vec![i16::MIN, 9]), &[2]);
+        round_trip(TensorData::U16(vec![u16::MAX]), &[1]);
+        round_trip(TensorData::U32(vec![u32::MAX, 3]), &[2]);
+        round_trip(TensorData::U64(vec![u64::MAX]), &[1]);
+        round_trip(
+            TensorData::F16(vec![f16::from_f32(-1.5), f16::INFINITY, f16::from_bits(1)]),
+            &[3],
+        );
+        round_trip(
+            TensorData::BF16(vec![bf16::from_f32(3.0e38), bf16::NEG_ZERO]),
+            &[2],
+        );
     }
 
     #[test]
@@ -317,19 +364,55 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_type_is_named() {
+    fn narrow_types_read_from_their_typed_fields() {
+        let t = TensorProto {
+            dims: vec![3],
+            data_type: data_type::FLOAT16,
+            // Bit patterns in int32_data: 1.0, -2.0, +inf.
+            int32_data: vec![0x3c00, 0xc000, 0x7c00],
+            ..Default::default()
+        };
+        let want = [1.0, -2.0, f32::INFINITY].map(f16::from_f32).to_vec();
+        assert_eq!(
+            read_tensor_proto(&t.encode_to_vec()).unwrap().data,
+            TensorData::F16(want)
+        );
         let t = TensorProto {
             dims: vec![2],
             data_type: data_type::UINT8,
+            int32_data: vec![255, 7],
+            ..Default::default()
+        };
+        assert_eq!(
+            read_tensor_proto(&t.encode_to_vec()).unwrap().data,
+            TensorData::U8(vec![255, 7])
+        );
+        let t = TensorProto {
+            dims: vec![1],
+            data_type: data_type::UINT64,
+            uint64_data: vec![u64::MAX],
+            ..Default::default()
+        };
+        assert_eq!(
+            read_tensor_proto(&t.encode_to_vec()).unwrap().data,
+            TensorData::U64(vec![u64::MAX])
+        );
+    }
+
+    #[test]
+    fn unsupported_type_is_named() {
+        let t = TensorProto {
+            dims: vec![2],
+            data_type: data_type::FLOAT8E4M3FN,
             raw_data: vec![1, 2],
             ..Default::default()
         };
         let e = read_tensor_proto(&t.encode_to_vec()).unwrap_err();
         assert!(
-            matches!(&e, OnnxError::UnsupportedElementType { data_type, .. } if data_type == "UINT8"),
+            matches!(&e, OnnxError::UnsupportedElementType { data_type, .. } if data_type == "FLOAT8E4M3FN"),
             "{e}"
         );
-        assert!(e.to_string().contains("UINT8"), "{e}");
+        assert!(e.to_string().contains("FLOAT8E4M3FN"), "{e}");
     }
 
     #[test]

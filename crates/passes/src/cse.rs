@@ -189,18 +189,7 @@ fn same_op(a: &Op, b: &Op) -> bool {
 }
 
 fn same_bits(x: &TensorData, y: &TensorData) -> bool {
-    match (x, y) {
-        (TensorData::F32(a), TensorData::F32(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
-        }
-        (TensorData::F64(a), TensorData::F64(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
-        }
-        (TensorData::I32(a), TensorData::I32(b)) => a == b,
-        (TensorData::I64(a), TensorData::I64(b)) => a == b,
-        (TensorData::Bool(a), TensorData::Bool(b)) => a == b,
-        _ => false,
-    }
+    x.same_bits(y)
 }
 
 /// Feeds the bits of every element to `h`.
@@ -216,8 +205,16 @@ fn hash_bits(d: &TensorData, h: &mut impl Hasher) {
     match d {
         TensorData::F32(v) => v.iter().step_by(stride).for_each(|x| x.to_bits().hash(h)),
         TensorData::F64(v) => v.iter().step_by(stride).for_each(|x| x.to_bits().hash(h)),
+        TensorData::F16(v) => v.iter().step_by(stride).for_each(|x| x.to_bits().hash(h)),
+        TensorData::BF16(v) => v.iter().step_by(stride).for_each(|x| x.to_bits().hash(h)),
         TensorData::I32(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
         TensorData::I64(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
         TensorData::Bool(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
+        TensorData::I8(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
+        TensorData::U8(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
+        TensorData::I16(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
+        TensorData::U16(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
+        TensorData::U32(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
+        TensorData::U64(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
     }
 }

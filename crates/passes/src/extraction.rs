@@ -19,7 +19,7 @@ mod tests;
 
 use std::collections::BTreeSet;
 
-use graphlift_ir::{Function, Node, NodeId, Op};
+use graphlift_ir::{ElementType, Function, Node, NodeId, Op};
 
 pub use outside::{OutsideNode, OutsideReason};
 
@@ -46,6 +46,10 @@ pub struct ExtractionConfig {
     /// backend turns it on, since its only other kernel for a lone elementwise op is the
     /// reference one. Fusion stays off when `max_ops` is below 2.
     pub single_op_kernels: bool,
+    /// The element types the backend's fused kernels lower (`None`: every type). A node
+    /// that reads or writes another type stays outside every region
+    /// ([`OutsideReason::ElementType`]) and runs on its own kernel.
+    pub element_types: Option<BTreeSet<ElementType>>,
 }
 
 impl ExtractionConfig {
@@ -64,6 +68,32 @@ impl ExtractionConfig {
         self
     }
 
+    /// This configuration with fusion limited to `types` (kept to the types of an earlier
+    /// limit too, if any): see [`ExtractionConfig::element_types`].
+    pub fn with_element_types(
+        mut self,
+        types: impl IntoIterator<Item = ElementType>,
+    ) -> ExtractionConfig {
+        let types: BTreeSet<ElementType> = types.into_iter().collect();
+        self.element_types = Some(match self.element_types.take() {
+            Some(old) => old.intersection(&types).copied().collect(),
+            None => types,
+        });
+        self
+    }
+
+    /// The first element type among `node`'s inputs (values of `f`) and outputs that
+    /// [`ExtractionConfig::element_types`] leaves out, if any.
+    pub fn unfusible_type(&self, f: &Function, node: &Node) -> Option<ElementType> {
+        let allowed = self.element_types.as_ref()?;
+        let inputs = node
+            .inputs()
+            .iter()
+            .filter_map(|&o| f.output_type(o).ok().map(|t| t.element_type));
+        let outputs = node.outputs().iter().map(|t| t.element_type);
+        inputs.chain(outputs).find(|t| !allowed.contains(t))
+    }
+
     /// This configuration with `op_type` (an [`Op::type_name`]) excluded from fusion.
     pub fn exclude(mut self, op_type: impl Into<String>) -> ExtractionConfig {
         self.excluded_ops.insert(op_type.into());
@@ -72,15 +102,17 @@ impl ExtractionConfig {
 
     /// Whether `node` may sit in a region: its op is elementwise (`Unary`, `Binary`,
     /// `Compare`, `Select`, `Convert`), a `Broadcast` or a `Constant`; its op type is not
-    /// excluded; and it carries no `stop_fusion` barrier. Parameters, Results and fused
+    /// excluded; its inputs and outputs (values of `f`) are of the allowed element types
+    /// ([`ExtractionConfig::element_types`]); and it carries no `stop_fusion` barrier. Parameters, Results and fused
     /// kernels never may, nor the ops of state (`Variable`, `ReadVariable`, `Assign`).
     /// (A Constant with control dependencies is, in addition, never copied into a
     /// region.)
-    pub fn is_fusible(&self, node: &Node) -> bool {
+    pub fn is_fusible(&self, f: &Function, node: &Node) -> bool {
         let op = node.op();
         let class_ok = op.is_elementwise() || matches!(op, Op::Broadcast(_) | Op::Constant(_));
         class_ok
             && !self.excluded_ops.contains(op.type_name())
+            && self.unfusible_type(f, node).is_none()
             && node.metadata().get(STOP_FUSION_KEY).map(String::as_str) != Some("true")
     }
 }
@@ -91,6 +123,7 @@ impl Default for ExtractionConfig {
             max_ops: ExtractionConfig::DEFAULT_MAX_OPS,
             excluded_ops: BTreeSet::new(),
             single_op_kernels: false,
+            element_types: None,
         }
     }
 }

@@ -53,6 +53,15 @@ pub(crate) fn edge_inputs(f: &Function, seed: usize) -> Vec<Tensor> {
                     TensorData::I64((0..len).map(|i| big(INTS[at(i) % 9])).collect())
                 }
                 ElementType::Bool => TensorData::Bool((0..len).map(|i| at(i) % 3 == 0).collect()),
+                // The other types: the same edge cases converted (rounded or wrapped).
+                other if other.is_float() => graphlift_runtime::reference::convert(
+                    &TensorData::F64((0..len).map(|i| FLOATS[at(i) % 12]).collect()),
+                    other,
+                ),
+                other => graphlift_runtime::reference::convert(
+                    &TensorData::I64((0..len).map(|i| INTS[at(i) % 9]).collect()),
+                    other,
+                ),
             };
             Tensor::from_data(data, t.shape.clone()).expect("fits")
         })
@@ -85,6 +94,30 @@ fn bits(t: &Tensor) -> Vec<u64> {
         TensorData::I32(v) => v.iter().map(|&x| u64::from(x as u32)).collect(),
         TensorData::I64(v) => v.iter().map(|&x| x as u64).collect(),
         TensorData::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
+        TensorData::F16(v) => v
+            .iter()
+            .map(|x| {
+                if x.is_nan() {
+                    NAN
+                } else {
+                    u64::from(x.to_bits())
+                }
+            })
+            .collect(),
+        TensorData::BF16(v) => v
+            .iter()
+            .map(|x| {
+                if x.is_nan() {
+                    NAN
+                } else {
+                    u64::from(x.to_bits())
+                }
+            })
+            .collect(),
+        // The narrower integers widen exactly (u64 beyond 2^53 would round: not in tests).
+        other => (0..other.len())
+            .map(|i| other.get_f64(i).map_or(NAN, f64::to_bits))
+            .collect(),
     }
 }
 

@@ -4,7 +4,8 @@
 
 pub mod reference;
 
-use graphlift_ir::{ElementType, Function, TensorData};
+use graphlift_ir::{match_data, ElementType, Function, TensorData};
+use graphlift_runtime::reference::convert;
 use graphlift_runtime::Tensor;
 
 /// `n` deterministic `f32` values in `[-1, 1)` from a small LCG (Numerical Recipes'
@@ -158,6 +159,43 @@ pub fn specials(t: ElementType) -> TensorData {
             i64::MAX - 1,
         ]),
         ElementType::Bool => TensorData::Bool(vec![false, true]),
+        // The narrower integers: the `i64` specials wrapped into the type, then its bounds.
+        t if t.is_integer() => {
+            let mut v: Vec<i64> = match specials(ElementType::I64) {
+                TensorData::I64(v) => v,
+                _ => Vec::new(),
+            };
+            let (min, max) = match t {
+                ElementType::I8 => (i64::from(i8::MIN), i64::from(i8::MAX)),
+                ElementType::U8 => (0, i64::from(u8::MAX)),
+                ElementType::I16 => (i64::from(i16::MIN), i64::from(i16::MAX)),
+                ElementType::U16 => (0, i64::from(u16::MAX)),
+                ElementType::U32 => (0, i64::from(u32::MAX)),
+                _ => (0, -1), // u64: -1 wraps to the greatest value
+            };
+            v.extend([min, max, min + 1, max - 1, 127, 128, 255, 256]);
+            convert(&TensorData::I64(v), t)
+        }
+        // The 16-bit floats: the `f32` specials rounded to the type, then its own extremes.
+        t => {
+            let mut v: Vec<f32> = match specials(ElementType::F32) {
+                TensorData::F32(v) => v,
+                _ => Vec::new(),
+            };
+            let (max, tiny) = if t == ElementType::F16 {
+                (
+                    graphlift_ir::f16::MAX.to_f32(),
+                    graphlift_ir::f16::from_bits(1).to_f32(),
+                )
+            } else {
+                (
+                    graphlift_ir::bf16::MAX.to_f32(),
+                    graphlift_ir::bf16::from_bits(1).to_f32(),
+                )
+            };
+            v.extend([max, -max, tiny, -tiny, 65520.0, 0.1, 0.333_333_34]);
+            convert(&TensorData::F32(v), t)
+        }
     }
 }
 
@@ -207,6 +245,27 @@ pub fn data(t: ElementType, n: usize, phase: usize) -> TensorData {
             }
         })),
         TensorData::Bool(v) => TensorData::Bool(fill!(v, next() & 1 == 1)),
+        // The other types: their specials, then the `i64` (integers, wrapped) or `f32`
+        // (16-bit floats, rounded) fill converted.
+        other => {
+            let wide = if t.is_integer() {
+                ElementType::I64
+            } else {
+                ElementType::F32
+            };
+            let mut out = convert(&data(wide, n, phase), t);
+            let k = n.min(3 * m);
+            let specials: TensorData = match_data!(other, v => {
+                let prefix: Vec<_> = (0..k).map(|i| v[pick(i)]).collect();
+                prefix.into()
+            });
+            match_data!(&mut out, o => {
+                if let Some(p) = specials.as_slice() {
+                    o[..k].copy_from_slice(p);
+                }
+            });
+            out
+        }
     }
 }
 
@@ -225,10 +284,14 @@ pub fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
         (TensorData::F64(a), TensorData::F64(b)) => pos(a, b, |x, y| {
             x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
         }),
-        (TensorData::I32(a), TensorData::I32(b)) => pos(a, b, |x, y| x == y),
-        (TensorData::I64(a), TensorData::I64(b)) => pos(a, b, |x, y| x == y),
-        (TensorData::Bool(a), TensorData::Bool(b)) => pos(a, b, |x, y| x == y),
-        _ => Some(0),
+        (TensorData::F16(a), TensorData::F16(b)) => pos(a, b, |x, y| {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }),
+        (TensorData::BF16(a), TensorData::BF16(b)) => pos(a, b, |x, y| {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }),
+        // Equal types (checked above): the rest compare by value.
+        _ => match_data!(got, a => pos(a, want.as_slice().unwrap_or_default(), |x, y| x == y)),
     }
 }
 

@@ -13,6 +13,7 @@ fn bytes_of(d: &TensorData) -> Vec<u8> {
         TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         TensorData::Bool(v) => v.iter().map(|&x| u8::from(x)).collect(),
+        other => panic!("fused kernels do not lower {}", other.element_type()),
     }
 }
 
@@ -39,6 +40,7 @@ fn from_bytes(t: ElementType, b: &[u8]) -> TensorData {
                 .collect(),
         ),
         ElementType::Bool => TensorData::Bool(b.iter().map(|&x| x != 0).collect()),
+        other => panic!("fused kernels do not lower {other}"),
     }
 }
 
@@ -133,6 +135,7 @@ fn unaligned_buffers_at_every_offset() {
                         ElementType::I32 => TensorData::I32(vec![3]),
                         ElementType::I64 => TensorData::I64(vec![-7]),
                         ElementType::Bool => TensorData::Bool(vec![true]),
+                        other => panic!("fused kernels do not lower {other}"),
                     },
                     [],
                 )
@@ -261,4 +264,22 @@ fn kernels_release_their_memory_on_drop() {
         watches.push(w);
     }
     assert!(watches.iter().all(|w| w.is_released()));
+}
+
+#[test]
+fn bodies_of_types_fused_kernels_do_not_lower_are_refused() {
+    for t in ElementType::ALL {
+        let b = FunctionBuilder::new("narrow");
+        let x = b.parameter("x", t, [5]);
+        let y = if t == ElementType::Bool { !x } else { x.abs() };
+        let body = b.finish(&[y]).unwrap();
+        match JitKernel::compile(&body) {
+            Ok(_) => assert!(graphlift_codegen::lowers(t), "{t} compiled"),
+            Err(JitError::Unsupported { message, .. }) => {
+                assert!(!graphlift_codegen::lowers(t), "{t}: {message}");
+                assert!(message.contains(t.name()), "{message}");
+            }
+            Err(e) => panic!("{t}: {e}"),
+        }
+    }
 }

@@ -32,13 +32,7 @@ pub fn all_pairs(t: ElementType) -> (TensorData, TensorData) {
 }
 
 pub fn gather(d: &TensorData, idx: &[usize]) -> TensorData {
-    match d {
-        TensorData::F32(v) => TensorData::F32(idx.iter().map(|&i| v[i]).collect()),
-        TensorData::F64(v) => TensorData::F64(idx.iter().map(|&i| v[i]).collect()),
-        TensorData::I32(v) => TensorData::I32(idx.iter().map(|&i| v[i]).collect()),
-        TensorData::I64(v) => TensorData::I64(idx.iter().map(|&i| v[i]).collect()),
-        TensorData::Bool(v) => TensorData::Bool(idx.iter().map(|&i| v[i]).collect()),
-    }
+    graphlift_ir::map_data!(d, v => idx.iter().map(|&i| v[i]).collect())
 }
 
 /// Output tensors for a body, zero-filled.
@@ -86,7 +80,9 @@ pub fn element(d: &TensorData, i: usize) -> String {
         TensorData::F64(v) => v.get(i).map(|x| format!("{x:e}")),
         TensorData::I32(v) => v.get(i).map(|x| x.to_string()),
         TensorData::I64(v) => v.get(i).map(|x| x.to_string()),
-        TensorData::Bool(v) => v.get(i).map(|x| x.to_string()),
+        other => other
+            .get_f64(i)
+            .map(|x| format!("{x:e} ({})", other.element_type())),
     }
     .unwrap_or_else(|| "<none>".into())
 }
@@ -100,6 +96,7 @@ pub fn sentinel(t: ElementType, n: usize) -> TensorData {
         ElementType::I32 => TensorData::I32(vec![0x5a5a_5a5a; n]),
         ElementType::I64 => TensorData::I64(vec![0x5a5a_5a5a_5a5a; n]),
         ElementType::Bool => TensorData::Bool(vec![true; n]),
+        other => panic!("fused kernels do not lower {other}"),
     }
 }
 

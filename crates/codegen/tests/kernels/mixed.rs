@@ -115,6 +115,7 @@ fn edge_values(t: ElementType) -> TensorData {
             (1 << 62) + (1 << 38) + 1,
         ]),
         Bool => TensorData::Bool(vec![true, false, false]),
+        other => panic!("fused kernels do not lower {other}"),
     };
     concat(&specials(t), &extra)
 }

@@ -2,6 +2,7 @@
 //! of each element type.
 
 use graphlift_ir::{ElementType, Function, TensorData};
+use graphlift_runtime::reference::convert;
 use graphlift_runtime::Tensor;
 
 /// The special `f32` values inputs are drawn from a third of the time: signed zeros, ±1,
@@ -28,7 +29,9 @@ pub const SPECIAL_F32: [f32; 16] = [
 
 /// `n` input values of type `t` from `seed` (xorshift64): a third special values
 /// ([`SPECIAL_F32`]; `0, ±1, MIN, MAX, 2` for integers), the rest spread over many binades
-/// for floats and small magnitudes for integers (so that arithmetic mostly stays in range).
+/// for floats and small magnitudes for integers (so that arithmetic mostly stays in range);
+/// `f16`/`bf16` are the `f32` values rounded, the narrower and unsigned integers the `i64`
+/// values wrapped.
 pub fn input(t: ElementType, n: usize, seed: u64) -> TensorData {
     let mut s = seed | 1;
     let mut next = move || {
@@ -76,6 +79,18 @@ pub fn input(t: ElementType, n: usize, seed: u64) -> TensorData {
                 .collect(),
         ),
         ElementType::Bool => TensorData::Bool((0..n).map(|_| pick(false).0 & 1 == 1).collect()),
+        // The 16-bit floats: the `f32` values rounded (the specials stay special; the spread
+        // overflows to infinity now and then, and underflows to subnormals and zero).
+        // The other integers: the `i64` values wrapped into the type (the specials give 0,
+        // ±1, 2 and the all-ones pattern: -1 signed, MAX unsigned).
+        other => {
+            let wide = if other.is_float() {
+                ElementType::F32
+            } else {
+                ElementType::I64
+            };
+            convert(&input(wide, n, seed), other)
+        }
     }
 }
 

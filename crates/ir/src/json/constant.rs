@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
-use crate::{ElementType, TensorData, TensorType};
+use crate::{bf16, f16, Element, ElementType, TensorData, TensorType};
 
 type Res<T> = Result<T, SerializationError>;
 
@@ -14,64 +14,61 @@ fn invalid(location: &str, message: impl Into<String>) -> SerializationError {
 
 /// Decodes constant elements (see the format's encoding in [`super::JSON_VERSION`]).
 pub(super) fn decode_constant(et: ElementType, values: Vec<Value>, loc: &str) -> Res<TensorData> {
-    let bad = |k: usize, v: &Value, want: &str| {
-        invalid(loc, format!("constant element {k} is {v}, expected {want}"))
-    };
-    Ok(match et {
-        ElementType::F32 => TensorData::F32(
-            values
-                .iter()
-                .enumerate()
-                .map(|(k, v)| {
-                    hex_bits(v, 8)
-                        .and_then(|b| u32::try_from(b).ok())
-                        .map(f32::from_bits)
-                        .ok_or_else(|| bad(k, v, "an f32 bit pattern \"0x\" + 8 hex digits"))
+    /// Each value through `parse`, or an error naming the element and what was expected.
+    fn each<T: Element>(
+        values: &[Value],
+        loc: &str,
+        want: &str,
+        parse: impl Fn(&Value) -> Option<T>,
+    ) -> Res<TensorData> {
+        let v = values
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                parse(v).ok_or_else(|| {
+                    invalid(loc, format!("constant element {k} is {v}, expected {want}"))
                 })
-                .collect::<Res<_>>()?,
-        ),
-        ElementType::F64 => TensorData::F64(
-            values
-                .iter()
-                .enumerate()
-                .map(|(k, v)| {
-                    hex_bits(v, 16)
-                        .map(f64::from_bits)
-                        .ok_or_else(|| bad(k, v, "an f64 bit pattern \"0x\" + 16 hex digits"))
-                })
-                .collect::<Res<_>>()?,
-        ),
-        ElementType::I32 => TensorData::I32(
-            values
-                .iter()
-                .enumerate()
-                .map(|(k, v)| {
-                    v.as_i64()
-                        .and_then(|x| i32::try_from(x).ok())
-                        .ok_or_else(|| bad(k, v, "an i32 as a JSON integer"))
-                })
-                .collect::<Res<_>>()?,
-        ),
-        ElementType::I64 => TensorData::I64(
-            values
-                .iter()
-                .enumerate()
-                .map(|(k, v)| {
-                    v.as_str()
-                        .filter(|s| is_decimal(s))
-                        .and_then(|s| s.parse::<i64>().ok())
-                        .ok_or_else(|| bad(k, v, "an i64 as a decimal string"))
-                })
-                .collect::<Res<_>>()?,
-        ),
-        ElementType::Bool => TensorData::Bool(
-            values
-                .iter()
-                .enumerate()
-                .map(|(k, v)| v.as_bool().ok_or_else(|| bad(k, v, "true or false")))
-                .collect::<Res<_>>()?,
-        ),
-    })
+            })
+            .collect::<Res<Vec<T>>>()?;
+        Ok(T::into_data(v))
+    }
+    /// A JSON integer that fits `T`.
+    fn int<T: Element + TryFrom<i64>>(v: &Value) -> Option<T> {
+        v.as_i64().and_then(|x| T::try_from(x).ok())
+    }
+    /// A decimal string that parses as `T`.
+    fn decimal<T: Element + std::str::FromStr>(v: &Value) -> Option<T> {
+        v.as_str()
+            .filter(|s| is_decimal(s))
+            .and_then(|s| s.parse().ok())
+    }
+    let bits16 = |v: &Value| hex_bits(v, 4).and_then(|b| u16::try_from(b).ok());
+    let v = values.as_slice();
+    match et {
+        ElementType::F32 => each(v, loc, "an f32 bit pattern \"0x\" + 8 hex digits", |v| {
+            hex_bits(v, 8)
+                .and_then(|b| u32::try_from(b).ok())
+                .map(f32::from_bits)
+        }),
+        ElementType::F64 => each(v, loc, "an f64 bit pattern \"0x\" + 16 hex digits", |v| {
+            hex_bits(v, 16).map(f64::from_bits)
+        }),
+        ElementType::F16 => each(v, loc, "an f16 bit pattern \"0x\" + 4 hex digits", |v| {
+            bits16(v).map(f16::from_bits)
+        }),
+        ElementType::BF16 => each(v, loc, "a bf16 bit pattern \"0x\" + 4 hex digits", |v| {
+            bits16(v).map(bf16::from_bits)
+        }),
+        ElementType::I32 => each(v, loc, "an i32 as a JSON integer", int::<i32>),
+        ElementType::I8 => each(v, loc, "an i8 as a JSON integer", int::<i8>),
+        ElementType::U8 => each(v, loc, "a u8 as a JSON integer", int::<u8>),
+        ElementType::I16 => each(v, loc, "an i16 as a JSON integer", int::<i16>),
+        ElementType::U16 => each(v, loc, "a u16 as a JSON integer", int::<u16>),
+        ElementType::U32 => each(v, loc, "a u32 as a JSON integer", int::<u32>),
+        ElementType::I64 => each(v, loc, "an i64 as a decimal string", decimal::<i64>),
+        ElementType::U64 => each(v, loc, "a u64 as a decimal string", decimal::<u64>),
+        ElementType::Bool => each(v, loc, "true or false", Value::as_bool),
+    }
 }
 
 /// `"0x"` followed by exactly `digits` hex digits, as an integer.

@@ -136,20 +136,29 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
     dto
 }
 
-/// Constant elements in the format's encoding: floats as hex bit patterns, `i64` as decimal
-/// strings, `i32` as JSON numbers, `bool` as JSON booleans.
+/// Constant elements in the format's encoding: floats as hex bit patterns (4 digits for
+/// `f16`/`bf16`), 64-bit integers as decimal strings, narrower integers as JSON numbers,
+/// `bool` as JSON booleans.
 fn constant_values(d: &TensorData) -> Vec<Value> {
+    fn hex(bits: u64, digits: usize) -> Value {
+        Value::String(format!("0x{bits:0digits$x}"))
+    }
+    fn numbers<T: Copy + Into<Value>>(v: &[T]) -> Vec<Value> {
+        v.iter().map(|&x| x.into()).collect()
+    }
     match d {
-        TensorData::F32(v) => v
-            .iter()
-            .map(|x| Value::String(format!("0x{:08x}", x.to_bits())))
-            .collect(),
-        TensorData::F64(v) => v
-            .iter()
-            .map(|x| Value::String(format!("0x{:016x}", x.to_bits())))
-            .collect(),
-        TensorData::I32(v) => v.iter().map(|&x| Value::from(x)).collect(),
+        TensorData::F32(v) => v.iter().map(|x| hex(x.to_bits().into(), 8)).collect(),
+        TensorData::F64(v) => v.iter().map(|x| hex(x.to_bits(), 16)).collect(),
+        TensorData::F16(v) => v.iter().map(|x| hex(x.to_bits().into(), 4)).collect(),
+        TensorData::BF16(v) => v.iter().map(|x| hex(x.to_bits().into(), 4)).collect(),
         TensorData::I64(v) => v.iter().map(|x| Value::String(x.to_string())).collect(),
-        TensorData::Bool(v) => v.iter().map(|&x| Value::Bool(x)).collect(),
+        TensorData::U64(v) => v.iter().map(|x| Value::String(x.to_string())).collect(),
+        TensorData::I32(v) => numbers(v),
+        TensorData::I8(v) => numbers(v),
+        TensorData::U8(v) => numbers(v),
+        TensorData::I16(v) => numbers(v),
+        TensorData::U16(v) => numbers(v),
+        TensorData::U32(v) => numbers(v),
+        TensorData::Bool(v) => numbers(v),
     }
 }

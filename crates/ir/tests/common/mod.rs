@@ -128,13 +128,5 @@ fn same_op(a: &Op, b: &Op) -> Result<(), String> {
 
 /// Element-wise bit equality (so NaN payloads and -0.0 count).
 pub fn same_bits(a: &TensorData, b: &TensorData) -> bool {
-    match (a, b) {
-        (TensorData::F32(x), TensorData::F32(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
-        }
-        (TensorData::F64(x), TensorData::F64(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
-        }
-        _ => a == b,
-    }
+    a.same_bits(b)
 }

@@ -219,6 +219,24 @@ fn constant_data(t: ElementType, n: usize, offset: usize, p: &Pools) -> TensorDa
         ElementType::I32 => TensorData::I32(take(24).map(|i| p.i32s[i]).collect()),
         ElementType::I64 => TensorData::I64(take(24).map(|i| p.i64s[i]).collect()),
         ElementType::Bool => TensorData::Bool(take(24).map(|i| p.bools[i]).collect()),
+        // The narrower types take the low bits of the 64-bit pool (every bit pattern of the
+        // 16-bit floats: NaN payloads, infinities, subnormals).
+        ElementType::I8 => TensorData::I8(take(24).map(|i| p.i64s[i] as i8).collect()),
+        ElementType::U8 => TensorData::U8(take(24).map(|i| p.i64s[i] as u8).collect()),
+        ElementType::I16 => TensorData::I16(take(24).map(|i| p.i64s[i] as i16).collect()),
+        ElementType::U16 => TensorData::U16(take(24).map(|i| p.i64s[i] as u16).collect()),
+        ElementType::U32 => TensorData::U32(take(24).map(|i| p.i64s[i] as u32).collect()),
+        ElementType::U64 => TensorData::U64(take(24).map(|i| p.i64s[i] as u64).collect()),
+        ElementType::F16 => TensorData::F16(
+            take(24)
+                .map(|i| graphlift_ir::f16::from_bits(p.i64s[i] as u16))
+                .collect(),
+        ),
+        ElementType::BF16 => TensorData::BF16(
+            take(24)
+                .map(|i| graphlift_ir::bf16::from_bits(p.i64s[i] as u16))
+                .collect(),
+        ),
     }
 }
 

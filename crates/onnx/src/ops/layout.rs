@@ -3,7 +3,7 @@
 //! `Range`); shapes are static, so every shape-valued input must be a constant once
 //! import-time folding has run.
 
-use graphlift_ir::{ElementType, Op, Output, Shape, SliceAxis, TensorData};
+use graphlift_ir::{Op, Output, Shape, SliceAxis, TensorData};
 
 use super::In;
 use crate::emit::{NodeEmitter, FOLD_LIMIT};
@@ -146,21 +146,17 @@ pub(super) fn range(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, Onnx
     if n > FOLD_LIMIT.max(1 << 20) {
         return Err(e.shape_error(format!("Range of {n} elements is too large")));
     }
-    let data = match et {
-        ElementType::F32 => {
-            TensorData::F32((0..n).map(|i| (start + i as f64 * delta) as f32).collect())
-        }
-        ElementType::F64 => TensorData::F64((0..n).map(|i| start + i as f64 * delta).collect()),
-        _ => {
-            let (s, d) = (ints[0], ints[2]);
-            let v: Vec<i64> = (0..n as i64)
-                .map(|i| s.wrapping_add(i.wrapping_mul(d)))
-                .collect();
-            match et {
-                ElementType::I32 => TensorData::I32(v.iter().map(|&x| x as i32).collect()),
-                _ => TensorData::I64(v),
-            }
-        }
+    // Floats: computed in f64 and rounded once to the type; integers: wrapping in i64, then
+    // wrapped into the type.
+    let data = if et.is_float() {
+        let v: Vec<f64> = (0..n).map(|i| start + i as f64 * delta).collect();
+        TensorData::from_f64(et, &v)
+    } else {
+        let (s, d) = (ints[0], ints[2]);
+        let v: Vec<i64> = (0..n as i64)
+            .map(|i| s.wrapping_add(i.wrapping_mul(d)))
+            .collect();
+        graphlift_runtime::reference::convert(&TensorData::I64(v), et)
     };
     e.constant(data, Shape::new([n]))
 }

@@ -23,6 +23,14 @@ pub(super) fn max_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, O
         return Err(e.unsupported("storage_order = 1"));
     }
     let x = e.input(ins, 0)?;
+    let et = e.ty(x)?.element_type;
+    if !et.is_float() {
+        // ONNX allows int8/uint8 since opset 12; graphlift's MaxPool computes in floats.
+        return Err(OnnxError::UnsupportedElementType {
+            at: e.at(),
+            data_type: crate::tensor::data_type_name(crate::tensor::onnx_data_type(et)),
+        });
+    }
     let dx = dims(e, x)?;
     let (w, _) = pool_window(e, &dx)?;
     e.op(Op::MaxPool(w), &[x])

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use graphlift_ir::{Function, NodeId, Op};
+use graphlift_ir::{ElementType, Function, NodeId, Op};
 
 use super::graph::GraphView;
 use super::{ExtractionConfig, STOP_FUSION_KEY};
@@ -21,6 +21,12 @@ pub enum OutsideReason {
     OpExcluded {
         /// The op's type name.
         op: String,
+    },
+    /// It reads or writes an element type the backend's fused kernels do not lower
+    /// ([`ExtractionConfig::element_types`]); it runs on its own (reference) kernel.
+    ElementType {
+        /// The first such type.
+        element_type: ElementType,
     },
     /// It carries the `stop_fusion` barrier ([`STOP_FUSION_KEY`]).
     StopFusion,
@@ -46,6 +52,11 @@ impl fmt::Display for OutsideReason {
             OutsideReason::OpExcluded { op } => {
                 write!(f, "op `{op}` is excluded by the extraction configuration")
             }
+            OutsideReason::ElementType { element_type } => write!(
+                f,
+                "element type {element_type}: fused kernels do not lower it (runs on its \
+                 reference kernel)"
+            ),
             OutsideReason::StopFusion => write!(f, "stop_fusion barrier ({STOP_FUSION_KEY})"),
             OutsideReason::WouldCreateCycle => write!(f, "fusing it would create a cycle"),
             OutsideReason::SizeCap { max_ops } => {
@@ -127,6 +138,8 @@ pub(super) fn classify(
             || n.outputs().len() != 1
         {
             OutsideReason::OpNotFusible { op: op.clone() }
+        } else if let Some(element_type) = config.unfusible_type(f, n) {
+            OutsideReason::ElementType { element_type }
         } else if n.metadata().get(STOP_FUSION_KEY).map(String::as_str) == Some("true") {
             OutsideReason::StopFusion
         } else if config.excluded_ops.contains(&op) {
@@ -169,7 +182,7 @@ fn by_neighbours(
     let other_shape = producers.chain(users).any(|c| {
         view.is_live(c)
             && f.get(c).is_some_and(|m| {
-                config.is_fusible(m)
+                config.is_fusible(f, m)
                     && !matches!(m.op(), Op::Constant(_))
                     && m.outputs().len() == 1
                     && m.output_type().shape != *shape

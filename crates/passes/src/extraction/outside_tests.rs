@@ -120,3 +120,24 @@ fn different_iteration_space() {
     );
     assert_eq!(report.outside.len(), 1);
 }
+
+#[test]
+fn element_types_outside_the_configured_set_stay_outside() {
+    // h: f16 -> a = |h| (f16) -> c = convert(a, f32) -> d = c + c (f32) -> e = exp(d).
+    let b = FunctionBuilder::new("half");
+    let h = b.parameter("h", graphlift_ir::ElementType::F16, [4]);
+    let a = h.abs().named("a");
+    let c = a.convert(F32).named("c");
+    let d = (c + c).named("d");
+    let e = d.exp().named("e");
+    let mut f = b.finish(&[e]).expect("builds");
+    let config = ExtractionConfig::default().with_element_types([F32]);
+    let report = extract_checked(&mut f, &config);
+    let f16 = OutsideReason::ElementType {
+        element_type: graphlift_ir::ElementType::F16,
+    };
+    assert_eq!(reason_of(&report, "a"), Some(&f16));
+    assert_eq!(reason_of(&report, "c"), Some(&f16), "Convert reads f16");
+    assert!(f16.to_string().contains("f16"), "{f16}");
+    assert_eq!(report.kernels.len(), 1, "d and e fuse in f32");
+}

@@ -75,20 +75,21 @@ pub(super) fn form_regions(
 /// The node `id` if it is a fusible, single-output, non-Constant node.
 fn compute_node<'f>(f: &'f Function, id: NodeId, config: &ExtractionConfig) -> Option<&'f Node> {
     f.get(id).filter(|n| {
-        config.is_fusible(n) && !matches!(n.op(), Op::Constant(_)) && n.outputs().len() == 1
+        config.is_fusible(f, n) && !matches!(n.op(), Op::Constant(_)) && n.outputs().len() == 1
     })
 }
 
 /// Whether the Constant `n` may be copied into a region read by a node that is (or is not)
 /// a Broadcast, in a region of shape `shape`.
 fn copyable_constant(
+    f: &Function,
     n: &Node,
     config: &ExtractionConfig,
     reader_is_broadcast: bool,
     shape: &Shape,
 ) -> bool {
     matches!(n.op(), Op::Constant(_))
-        && config.is_fusible(n)
+        && config.is_fusible(f, n)
         && n.other_deps().is_empty()
         && (reader_is_broadcast || n.output_type().shape == *shape)
 }
@@ -249,7 +250,7 @@ fn describe(
                 continue;
             }
             let producer = f.node(o.node)?;
-            if copyable_constant(producer, config, reader_is_broadcast, &shape) {
+            if copyable_constant(f, producer, config, reader_is_broadcast, &shape) {
                 if seen_constants.insert(o.node) {
                     constants.push(o.node);
                 }

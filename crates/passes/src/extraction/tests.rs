@@ -163,7 +163,7 @@ pub(super) fn extract_checked(f: &mut Function, config: &ExtractionConfig) -> Ex
         let shape = &compute[0].output_type().shape;
         for n in &compute {
             assert_eq!(&n.output_type().shape, shape, "one iteration space");
-            assert!(config.is_fusible(n), "`{}` may not be fused", n.name());
+            assert!(config.is_fusible(b, n), "`{}` may not be fused", n.name());
         }
         assert_eq!(b.parameters().len(), k.inputs().len());
         assert_eq!(b.results().len(), k.outputs().len());

@@ -1,6 +1,11 @@
 //! Elementwise reference kernels. The semantics table is in the parent module.
 
-use graphlift_ir::{BinaryOp, CompareOp, ElementType, TensorData, UnaryOp};
+use graphlift_ir::{
+    bf16, f16, map_data, match_data, BinaryOp, CompareOp, Element, ElementType, TensorData, UnaryOp,
+};
+use num_traits::AsPrimitive;
+
+use super::arith::Arith;
 
 /// Applies a unary op elementwise.
 ///
@@ -14,13 +19,7 @@ pub fn unary(op: UnaryOp, x: &TensorData) -> Result<TensorData, String> {
             x.element_type()
         ));
     }
-    Ok(match x {
-        TensorData::F32(v) => TensorData::F32(v.iter().map(|&a| unary_f32(op, a)).collect()),
-        TensorData::F64(v) => TensorData::F64(v.iter().map(|&a| unary_f64(op, a)).collect()),
-        TensorData::I32(v) => TensorData::I32(v.iter().map(|&a| unary_i32(op, a)).collect()),
-        TensorData::I64(v) => TensorData::I64(v.iter().map(|&a| unary_i64(op, a)).collect()),
-        TensorData::Bool(v) => TensorData::Bool(v.iter().map(|&a| !a).collect()),
-    })
+    Ok(map_data!(x, v => v.iter().map(|&a| Arith::unary(op, a)).collect()))
 }
 
 /// `f32` unary ops; transcendental ones are computed in `f64` and rounded once.
@@ -88,23 +87,6 @@ fn sign<T: PartialOrd + Copy + std::ops::Neg<Output = T>>(a: T, zero: T, one: T)
     }
 }
 
-macro_rules! int_unary {
-    ($name:ident, $t:ty) => {
-        /// Integer unary ops (wrapping; rounding ops are the identity).
-        pub fn $name(op: UnaryOp, a: $t) -> $t {
-            match op {
-                UnaryOp::Negative => a.wrapping_neg(),
-                UnaryOp::Abs => a.wrapping_abs(),
-                UnaryOp::Relu => a.max(0),
-                UnaryOp::Sign => a.signum(),
-                _ => a,
-            }
-        }
-    };
-}
-int_unary!(unary_i32, i32);
-int_unary!(unary_i64, i64);
-
 /// Applies a binary op elementwise to two operands of one type and length.
 ///
 /// # Errors
@@ -118,28 +100,10 @@ pub fn binary(op: BinaryOp, a: &TensorData, b: &TensorData) -> Result<TensorData
             a.element_type()
         ));
     }
-    Ok(match (a, b) {
-        (TensorData::F32(x), TensorData::F32(y)) => {
-            TensorData::F32(zip(x, y, |p, q| binary_f32(op, p, q)))
-        }
-        (TensorData::F64(x), TensorData::F64(y)) => {
-            TensorData::F64(zip(x, y, |p, q| binary_f64(op, p, q)))
-        }
-        (TensorData::I32(x), TensorData::I32(y)) => {
-            TensorData::I32(zip(x, y, |p, q| binary_i32(op, p, q)))
-        }
-        (TensorData::I64(x), TensorData::I64(y)) => {
-            TensorData::I64(zip(x, y, |p, q| binary_i64(op, p, q)))
-        }
-        (TensorData::Bool(x), TensorData::Bool(y)) => {
-            TensorData::Bool(zip(x, y, |p, q| match op {
-                BinaryOp::And => p && q,
-                BinaryOp::Or => p || q,
-                _ => p ^ q,
-            }))
-        }
-        _ => unreachable!("check_pair ensures equal types"),
-    })
+    Ok(map_data!(a, x => {
+        let y = b.as_slice().unwrap_or_default();
+        zip(x, y, |p, q| Arith::binary(op, p, q))
+    }))
 }
 
 fn check_pair(a: &TensorData, b: &TensorData) -> Result<(), String> {
@@ -240,57 +204,6 @@ pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> f64 {
     }
 }
 
-macro_rules! int_binary {
-    ($name:ident, $t:ty) => {
-        /// Integer binary ops: wrapping; `x / 0 = 0`; `MIN / -1 = MIN`; see the table for
-        /// `Power` with a negative exponent.
-        pub fn $name(op: BinaryOp, a: $t, b: $t) -> $t {
-            match op {
-                BinaryOp::Add => a.wrapping_add(b),
-                BinaryOp::Subtract => a.wrapping_sub(b),
-                BinaryOp::Multiply => a.wrapping_mul(b),
-                BinaryOp::Divide => {
-                    if b == 0 {
-                        0
-                    } else {
-                        a.wrapping_div(b)
-                    }
-                }
-                BinaryOp::Maximum => a.max(b),
-                BinaryOp::Minimum => a.min(b),
-                BinaryOp::Power => {
-                    if b < 0 {
-                        match a {
-                            1 => 1,
-                            -1 => {
-                                if b % 2 == 0 {
-                                    1
-                                } else {
-                                    -1
-                                }
-                            }
-                            _ => 0,
-                        }
-                    } else {
-                        let (mut base, mut e, mut acc) = (a, b, 1 as $t);
-                        while e > 0 {
-                            if e & 1 == 1 {
-                                acc = acc.wrapping_mul(base);
-                            }
-                            base = base.wrapping_mul(base);
-                            e >>= 1;
-                        }
-                        acc
-                    }
-                }
-                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => 0,
-            }
-        }
-    };
-}
-int_binary!(binary_i32, i32);
-int_binary!(binary_i64, i64);
-
 /// Compares elementwise; the result is `Bool`.
 ///
 /// # Errors
@@ -307,14 +220,9 @@ pub fn compare(op: CompareOp, a: &TensorData, b: &TensorData) -> Result<TensorDa
             CompareOp::GreaterEq => p >= q,
         })
     }
-    Ok(TensorData::Bool(match (a, b) {
-        (TensorData::F32(x), TensorData::F32(y)) => cmp(op, x, y),
-        (TensorData::F64(x), TensorData::F64(y)) => cmp(op, x, y),
-        (TensorData::I32(x), TensorData::I32(y)) => cmp(op, x, y),
-        (TensorData::I64(x), TensorData::I64(y)) => cmp(op, x, y),
-        (TensorData::Bool(x), TensorData::Bool(y)) => cmp(op, x, y),
-        _ => unreachable!("check_pair ensures equal types"),
-    }))
+    Ok(TensorData::Bool(match_data!(a, x => {
+        cmp(op, x, b.as_slice().unwrap_or_default())
+    })))
 }
 
 /// `cond ? a : b` elementwise.
@@ -342,38 +250,80 @@ pub fn select(cond: &TensorData, a: &TensorData, b: &TensorData) -> Result<Tenso
             .map(|(&k, (&p, &q))| if k { p } else { q })
             .collect()
     }
-    Ok(match (a, b) {
-        (TensorData::F32(x), TensorData::F32(y)) => TensorData::F32(pick(c, x, y)),
-        (TensorData::F64(x), TensorData::F64(y)) => TensorData::F64(pick(c, x, y)),
-        (TensorData::I32(x), TensorData::I32(y)) => TensorData::I32(pick(c, x, y)),
-        (TensorData::I64(x), TensorData::I64(y)) => TensorData::I64(pick(c, x, y)),
-        (TensorData::Bool(x), TensorData::Bool(y)) => TensorData::Bool(pick(c, x, y)),
-        _ => unreachable!("check_pair ensures equal types"),
-    })
+    Ok(map_data!(a, x => pick(c, x, b.as_slice().unwrap_or_default())))
 }
 
-/// Converts elementwise with Rust's `as` semantics (see the table); to `bool` is `x != 0`.
+/// Converts elementwise with Rust's `as` semantics (see the table; ONNX `Cast`): float to
+/// integer truncates toward zero and saturates (NaN to 0), integer to narrower integer keeps
+/// the low bits, to a float rounds to nearest even (overflow to infinity; `f16`/`bf16` from
+/// `f64` round once, from the other types through `f32`); to `bool` is `x != 0` (NaN is
+/// true); from `bool` is 0 or 1.
 pub fn convert(x: &TensorData, to: ElementType) -> TensorData {
-    macro_rules! from {
-        ($v:expr, $zero:expr) => {
-            match to {
-                ElementType::F32 => TensorData::F32($v.iter().map(|&a| a as f32).collect()),
-                ElementType::F64 => TensorData::F64($v.iter().map(|&a| a as f64).collect()),
-                ElementType::I32 => TensorData::I32($v.iter().map(|&a| a as i32).collect()),
-                ElementType::I64 => TensorData::I64($v.iter().map(|&a| a as i64).collect()),
-                ElementType::Bool => TensorData::Bool($v.iter().map(|&a| a != $zero).collect()),
-            }
-        };
+    match_data!(x, v => Convert::convert(v, to))
+}
+
+/// Conversion of a slice of one element type to every element type.
+trait Convert: Sized {
+    fn convert(v: &[Self], to: ElementType) -> TensorData;
+}
+
+/// `v` cast elementwise to `to` through [`AsPrimitive`] (Rust's `as`, and `half`'s
+/// round-to-nearest-even conversions).
+fn cast_all<S>(v: &[S], to: ElementType) -> TensorData
+where
+    S: Copy
+        + AsPrimitive<f32>
+        + AsPrimitive<f64>
+        + AsPrimitive<i32>
+        + AsPrimitive<i64>
+        + AsPrimitive<i8>
+        + AsPrimitive<u8>
+        + AsPrimitive<i16>
+        + AsPrimitive<u16>
+        + AsPrimitive<u32>
+        + AsPrimitive<u64>
+        + AsPrimitive<f16>
+        + AsPrimitive<bf16>,
+{
+    fn cast<S: AsPrimitive<T>, T: Element>(v: &[S]) -> TensorData {
+        T::into_data(v.iter().map(|&a| a.as_()).collect())
     }
-    match x {
-        TensorData::F32(v) => from!(v, 0.0),
-        TensorData::F64(v) => from!(v, 0.0),
-        TensorData::I32(v) => from!(v, 0),
-        TensorData::I64(v) => from!(v, 0),
-        TensorData::Bool(v) => {
-            let v: Vec<u8> = v.iter().map(|&b| u8::from(b)).collect();
-            from!(v, 0)
+    match to {
+        ElementType::F32 => cast::<S, f32>(v),
+        ElementType::F64 => cast::<S, f64>(v),
+        ElementType::I32 => cast::<S, i32>(v),
+        ElementType::I64 => cast::<S, i64>(v),
+        ElementType::I8 => cast::<S, i8>(v),
+        ElementType::U8 => cast::<S, u8>(v),
+        ElementType::I16 => cast::<S, i16>(v),
+        ElementType::U16 => cast::<S, u16>(v),
+        ElementType::U32 => cast::<S, u32>(v),
+        ElementType::U64 => cast::<S, u64>(v),
+        ElementType::F16 => cast::<S, f16>(v),
+        ElementType::BF16 => cast::<S, bf16>(v),
+        ElementType::Bool => TensorData::Bool(
+            v.iter()
+                .map(|&a| AsPrimitive::<f64>::as_(a) != 0.0)
+                .collect(),
+        ),
+    }
+}
+
+macro_rules! convert_numeric {
+    ($($t:ty),*) => {$(
+        impl Convert for $t {
+            fn convert(v: &[$t], to: ElementType) -> TensorData {
+                cast_all(v, to)
+            }
         }
+    )*};
+}
+convert_numeric!(f32, f64, i32, i64, i8, u8, i16, u16, u32, u64, f16, bf16);
+
+impl Convert for bool {
+    fn convert(v: &[bool], to: ElementType) -> TensorData {
+        let bytes: Vec<u8> = v.iter().map(|&b| u8::from(b)).collect();
+        cast_all(&bytes, to)
     }
 }
 
@@ -383,12 +333,12 @@ mod tests {
 
     #[test]
     fn documented_edge_cases() {
-        assert_eq!(binary_i32(BinaryOp::Divide, 7, 0), 0);
-        assert_eq!(binary_i32(BinaryOp::Divide, i32::MIN, -1), i32::MIN);
-        assert_eq!(binary_i32(BinaryOp::Divide, -7, 2), -3);
-        assert_eq!(binary_i64(BinaryOp::Power, 3, 4), 81);
-        assert_eq!(binary_i64(BinaryOp::Power, -1, -3), -1);
-        assert_eq!(binary_i64(BinaryOp::Power, 2, -1), 0);
+        assert_eq!(i32::binary(BinaryOp::Divide, 7, 0), 0);
+        assert_eq!(i32::binary(BinaryOp::Divide, i32::MIN, -1), i32::MIN);
+        assert_eq!(i32::binary(BinaryOp::Divide, -7, 2), -3);
+        assert_eq!(i64::binary(BinaryOp::Power, 3, 4), 81);
+        assert_eq!(i64::binary(BinaryOp::Power, -1, -3), -1);
+        assert_eq!(i64::binary(BinaryOp::Power, 2, -1), 0);
         assert!(binary_f32(BinaryOp::Maximum, f32::NAN, 1.0).is_nan());
         assert!(binary_f32(BinaryOp::Maximum, -0.0, 0.0).is_sign_positive());
         assert!(binary_f32(BinaryOp::Minimum, 0.0, -0.0).is_sign_negative());
@@ -397,7 +347,7 @@ mod tests {
         assert_eq!(unary_f32(UnaryOp::Round, 2.5), 2.0);
         assert_eq!(unary_f32(UnaryOp::Sigmoid, -1000.0), 0.0);
         assert_eq!(unary_f32(UnaryOp::Sigmoid, 1000.0), 1.0);
-        assert_eq!(unary_i32(UnaryOp::Abs, i32::MIN), i32::MIN);
+        assert_eq!(i32::unary(UnaryOp::Abs, i32::MIN), i32::MIN);
         let c = convert(
             &TensorData::F32(vec![f32::NAN, 3e10, -2.7]),
             ElementType::I32,

@@ -1,7 +1,9 @@
 //! Data-movement reference kernels: reshape, transpose, slice, concat, gather and scatter. None of
 //! them computes; each output element is a copy of one input element.
 
-use graphlift_ir::{Shape, SliceAxis, TensorData};
+use graphlift_ir::{map_data, BinaryOp, Element, ElementType, Shape, SliceAxis, TensorData};
+
+use super::arith::Arith;
 
 /// The elements of `data` at `index`, in order (any element type): the definition the
 /// strided walk [`take_strided`] is tested against, and the gather of the padding modes that
@@ -10,13 +12,7 @@ pub(crate) fn take(data: &TensorData, index: &[usize]) -> TensorData {
     fn pick<T: Copy>(v: &[T], index: &[usize]) -> Vec<T> {
         index.iter().map(|&i| v[i]).collect()
     }
-    match data {
-        TensorData::F32(v) => TensorData::F32(pick(v, index)),
-        TensorData::F64(v) => TensorData::F64(pick(v, index)),
-        TensorData::I32(v) => TensorData::I32(pick(v, index)),
-        TensorData::I64(v) => TensorData::I64(pick(v, index)),
-        TensorData::Bool(v) => TensorData::Bool(pick(v, index)),
-    }
+    map_data!(data, v => pick(v, index))
 }
 
 /// The source index of every element of an output of extents `dims` (row-major), where
@@ -106,13 +102,7 @@ pub(crate) fn take_strided(
             }
         }
     }
-    match data {
-        TensorData::F32(v) => TensorData::F32(copy(v, &axes, base)),
-        TensorData::F64(v) => TensorData::F64(copy(v, &axes, base)),
-        TensorData::I32(v) => TensorData::I32(copy(v, &axes, base)),
-        TensorData::I64(v) => TensorData::I64(copy(v, &axes, base)),
-        TensorData::Bool(v) => TensorData::Bool(copy(v, &axes, base)),
-    }
+    map_data!(data, v => copy(v, &axes, base))
 }
 
 pub(crate) fn check_len(data: &TensorData, shape: &Shape) -> Result<usize, String> {
@@ -206,26 +196,12 @@ pub fn concat(parts: &[(&TensorData, &Shape)], axis: usize) -> Result<TensorData
         }
         out
     }
-    macro_rules! join_as {
-        ($variant:ident) => {{
-            let slices = parts
-                .iter()
-                .map(|&(d, _)| match d {
-                    TensorData::$variant(v) => Some(v.as_slice()),
-                    _ => None,
-                })
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| "parts of different element types".to_string())?;
-            TensorData::$variant(join(&slices, &chunks, outer, total))
-        }};
+    /// Every part's elements as `T`, or `None` when a part is of another element type.
+    fn slices<'a, T: Element>(parts: &[(&'a TensorData, &Shape)]) -> Option<Vec<&'a [T]>> {
+        parts.iter().map(|&(d, _)| d.as_slice::<T>()).collect()
     }
-    Ok(match first {
-        TensorData::F32(_) => join_as!(F32),
-        TensorData::F64(_) => join_as!(F64),
-        TensorData::I32(_) => join_as!(I32),
-        TensorData::I64(_) => join_as!(I64),
-        TensorData::Bool(_) => join_as!(Bool),
-    })
+    let mismatch = || "parts of different element types".to_string();
+    Ok(map_data!(first, _v => join(&slices(parts).ok_or_else(mismatch)?, &chunks, outer, total)))
 }
 
 /// Gathers slices of `data` (shape `from`) along `axis` at `indices` (`i32` or `i64`; a
@@ -302,7 +278,8 @@ pub fn scatter_add(
             outer * rows.len() * inner
         ));
     }
-    fn add<T: Copy + Default + std::ops::Add<Output = T>>(
+    /// Sums in the element type ([`Arith`]: integers wrap, `f16`/`bf16` round per add).
+    fn add<T: Arith + Default>(
         u: &[T],
         rows: &[usize],
         (outer, d, inner): (usize, usize, usize),
@@ -313,38 +290,17 @@ pub fn scatter_add(
                 let src = (o * rows.len() + k) * inner;
                 let dst = (o * d + r) * inner;
                 for t in 0..inner {
-                    out[dst + t] = out[dst + t] + u[src + t];
+                    out[dst + t] = T::binary(BinaryOp::Add, out[dst + t], u[src + t]);
                 }
             }
         }
         out
     }
+    if updates.element_type() == ElementType::Bool {
+        return Err("updates are bool, not numeric".into());
+    }
     let dims = (outer, d, inner);
-    Ok(match updates {
-        TensorData::F32(u) => TensorData::F32(add(u, &rows, dims)),
-        TensorData::F64(u) => TensorData::F64(add(u, &rows, dims)),
-        TensorData::I32(u) => TensorData::I32(
-            add(
-                &u.iter().map(|&x| std::num::Wrapping(x)).collect::<Vec<_>>(),
-                &rows,
-                dims,
-            )
-            .into_iter()
-            .map(|w| w.0)
-            .collect(),
-        ),
-        TensorData::I64(u) => TensorData::I64(
-            add(
-                &u.iter().map(|&x| std::num::Wrapping(x)).collect::<Vec<_>>(),
-                &rows,
-                dims,
-            )
-            .into_iter()
-            .map(|w| w.0)
-            .collect(),
-        ),
-        TensorData::Bool(_) => return Err("updates are bool, not numeric".into()),
-    })
+    Ok(map_data!(updates, u => add(u, &rows, dims)))
 }
 
 /// The runs `(start, len)` of `data`, in order, as one tensor of `total` elements.
@@ -360,13 +316,7 @@ fn take_runs(
         }
         out
     }
-    match data {
-        TensorData::F32(v) => TensorData::F32(copy(v, total, runs)),
-        TensorData::F64(v) => TensorData::F64(copy(v, total, runs)),
-        TensorData::I32(v) => TensorData::I32(copy(v, total, runs)),
-        TensorData::I64(v) => TensorData::I64(copy(v, total, runs)),
-        TensorData::Bool(v) => TensorData::Bool(copy(v, total, runs)),
-    }
+    map_data!(data, v => copy(v, total, runs))
 }
 
 #[cfg(test)]

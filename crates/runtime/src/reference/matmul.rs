@@ -82,7 +82,7 @@ pub fn matmul(
     for (&pa, &pb) in oa.iter().zip(&ob) {
         for i in 0..m {
             for j in 0..n {
-                let dot = (0..k).fold(0i64, |s, p| {
+                let dot = (0..k).fold(0i128, |s, p| {
                     s.wrapping_add(x[pa + i * k + p].wrapping_mul(y[pb + p * n + j]))
                 });
                 out.push(dot);

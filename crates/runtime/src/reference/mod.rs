@@ -3,6 +3,7 @@
 //! against them; the edge-case semantics are listed on [`evaluate_node`].
 
 mod arg_reduce;
+mod arith;
 mod attention;
 mod broadcast;
 mod elementwise;
@@ -26,11 +27,11 @@ use crate::trace::{CallRecorder, StepKind};
 use crate::{RuntimeError, Tensor};
 
 pub use arg_reduce::arg_reduce;
+pub use arith::Arith;
 pub use attention::{attention, Operand};
 pub use broadcast::broadcast;
 pub use elementwise::{
-    binary, binary_f32, binary_f64, binary_i32, binary_i64, compare, convert, select, unary,
-    unary_f64,
+    binary, binary_f32, binary_f64, compare, convert, select, unary, unary_f32, unary_f64,
 };
 pub use layout::{concat, gather, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
@@ -51,8 +52,11 @@ pub use window_backprop::{
 ///
 /// # Semantics
 ///
-/// Floating point follows IEEE 754 in the element type. Integers are two's complement. The
-/// edge cases are chosen once, here, and the JIT follows them:
+/// Floating point follows IEEE 754 in the element type; `f16` and `bf16` are computed in
+/// `f32` and rounded once per op (to nearest even), as ONNX defines them, and their
+/// reductions, MatMul and the other compute kernels in `f64`, rounded once. Integers of
+/// every width are two's complement (signed) or unsigned and wrap in their type. The edge
+/// cases are chosen once, here, and the JIT follows them:
 ///
 /// | op | edge case | result |
 /// |---|---|---|
@@ -66,6 +70,7 @@ pub use window_backprop::{
 /// | `Relu` on floats | | `x < 0 ? 0 : x`: `Relu(NaN) = NaN`, `Relu(-0) = -0` |
 /// | `Sign` on floats | | `1` for `x > 0`, `-1` for `x < 0`, `x` itself for ±0 and NaN |
 /// | `Floor`, `Ceil`, `Round`, `Sign`, `Relu` on integers | | identity (rounding) / `signum` / `max(x, 0)` |
+/// | `Abs`, `Relu`, `Sign`, `Negative` on unsigned integers | | identity / identity / 0 or 1 / wraps (`-1u8 = 255`) |
 /// | `Round` | ties | to even (`2.5 -> 2`, `-0.5 -> -0`), as ONNX and numpy |
 /// | `Exp`, `Log`, `Sqrt`, `Tanh`, `Sigmoid`, `Erf`, `Expm1`, `Log1p`, `Power` on `f32` | | computed in `f64`, rounded once to `f32` (the most accurate reference) |
 /// | `Sigmoid` | | `1/(1+e^-x)` for `x >= 0`, `e^x/(1+e^x)` otherwise (no overflow); in `[0, 1]` |
@@ -79,6 +84,7 @@ pub use window_backprop::{
 /// | `Convert` to `bool` | | `x != 0` (NaN -> true) |
 /// | `Convert` from `bool` | | `0` or `1` |
 /// | `Convert` `f64` to `f32`, integer to float | | round to nearest even |
+/// | `Convert` to `f16`/`bf16` | | round to nearest even, overflow to ±inf; from `f64` directly, from the other types through `f32` (ONNX `Cast`) |
 ///
 /// # Errors
 /// [`RuntimeError::Execution`] naming the node, its op and provenance when the inputs do not

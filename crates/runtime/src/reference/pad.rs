@@ -1,7 +1,7 @@
 //! The `Pad` reference kernel: constant padding (with interior padding, XLA's), and ONNX's
 //! `reflect`, `edge` and `wrap` modes, which copy elements of the data.
 
-use graphlift_ir::{Pad, PadMode, Shape, TensorData};
+use graphlift_ir::{map_data, Pad, PadMode, Shape, TensorData};
 
 use super::layout::{check_len, strided_indices, take};
 
@@ -63,20 +63,16 @@ pub fn pad(
         }
         Ok(out)
     }
-    Ok(match (data, value) {
-        (TensorData::F32(x), TensorData::F32(v)) => TensorData::F32(fill(x, v, n, &landing)?),
-        (TensorData::F64(x), TensorData::F64(v)) => TensorData::F64(fill(x, v, n, &landing)?),
-        (TensorData::I32(x), TensorData::I32(v)) => TensorData::I32(fill(x, v, n, &landing)?),
-        (TensorData::I64(x), TensorData::I64(v)) => TensorData::I64(fill(x, v, n, &landing)?),
-        (TensorData::Bool(x), TensorData::Bool(v)) => TensorData::Bool(fill(x, v, n, &landing)?),
-        _ => {
-            return Err(format!(
-                "the padding value is {}, the data {}",
-                value.element_type(),
-                data.element_type()
-            ))
-        }
-    })
+    let mismatch = || {
+        format!(
+            "the padding value is {}, the data {}",
+            value.element_type(),
+            data.element_type()
+        )
+    };
+    Ok(map_data!(data, x => {
+        fill(x, value.as_slice().ok_or_else(mismatch)?, n, &landing)?
+    }))
 }
 
 /// The input index along an axis of extent `d >= 1` that padding `mode` copies to position

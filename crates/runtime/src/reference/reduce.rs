@@ -3,13 +3,14 @@
 use graphlift_ir::{ReduceOp, Reduction, Shape, TensorData};
 
 use super::layout::strided_indices;
-use super::widen::{floats, integers, narrow, narrow_int};
+use super::widen::{floats, integer_range, integers, narrow, narrow_int};
 
 /// Reduces `data` (shape `from`) over `r.axes`.
 ///
-/// Floats are combined in `f64` and rounded once. Over no elements: `Sum` 0, `Prod` 1,
+/// Floats (`f16` and `bf16` too) are combined in `f64` and rounded once. Over no elements: `Sum` 0, `Prod` 1,
 /// `Mean` NaN, `Max` `-inf` (integers: `MIN`), `Min` `+inf` (`MAX`). `Max` and `Min`
-/// propagate NaN, as `Maximum`/`Minimum` do. Integer `Sum` and `Prod` wrap.
+/// propagate NaN, as `Maximum`/`Minimum` do. Integer `Sum` and `Prod` wrap in the element
+/// type, signed or unsigned, of any width.
 ///
 /// # Errors
 /// A message when the data does not fill `from`, the axes are out of range, or the element
@@ -70,10 +71,7 @@ pub fn reduce(data: &TensorData, from: &Shape, r: &Reduction) -> Result<TensorDa
     let Some(x) = integers(data) else {
         return Err(format!("Reduce{} does not accept {et}", r.op.name()));
     };
-    let (min, max) = match data {
-        TensorData::I32(_) => (i64::from(i32::MIN), i64::from(i32::MAX)),
-        _ => (i64::MIN, i64::MAX),
-    };
+    let (min, max) = integer_range(et).unwrap_or((i128::MIN, i128::MAX));
     let init = match r.op {
         ReduceOp::Sum => 0,
         ReduceOp::Prod => 1,
