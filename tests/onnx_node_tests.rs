@@ -174,6 +174,7 @@ const LISTED: &[(&str, &str)] = &[
     ("GatherElements", "gather_elements"),
     ("GatherND", "gathernd"),
     ("OneHot", "onehot"),
+    ("TopK", "top_k"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

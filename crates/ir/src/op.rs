@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
-    PadMode, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, SliceAxis, Window,
+    PadMode, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, SliceAxis, TopK, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -169,6 +169,10 @@ pub enum Op {
     /// The `i64` index of the largest or smallest element along one axis of a numeric
     /// tensor ([`ArgReduction`]; ONNX `ArgMax`, `ArgMin`).
     ArgReduce(ArgReduction),
+    /// The `i64` indices of the `k` largest or smallest elements along one axis of a numeric
+    /// tensor, most extreme first, ties to the lower index ([`TopK`]; ONNX `TopK`'s second
+    /// output, the first being the input gathered at them).
+    TopK(TopK),
     /// Interpolation of an `f32`/`f64` tensor to new extents ([`Resize`]; ONNX `Resize`).
     Resize(Resize),
     /// Matrix product of `a` `[..., M, K]` and `b` `[..., K, N]` giving `[..., M, N]`; both
@@ -280,6 +284,7 @@ impl Op {
                 ArgOp::Max => "ArgMax",
                 ArgOp::Min => "ArgMin",
             },
+            Op::TopK(_) => "TopK",
             Op::Resize(_) => "Resize",
             Op::MatMul => "MatMul",
             Op::Softmax(_) => "Softmax",
@@ -355,6 +360,13 @@ impl fmt::Display for Op {
                 } else {
                     ""
                 }
+            ),
+            Op::TopK(t) => write!(
+                f,
+                "TopK<axis={}, k={}, {}>",
+                t.axis,
+                t.k,
+                if t.largest { "largest" } else { "smallest" }
             ),
             Op::Resize(r) => write!(
                 f,

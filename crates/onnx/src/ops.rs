@@ -22,6 +22,9 @@ mod rnn;
 mod rnn_tests;
 #[cfg(test)]
 mod tests;
+mod topk;
+#[cfg(test)]
+mod topk_tests;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
@@ -136,6 +139,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Tanh",
     "ThresholdedRelu",
     "Tile",
+    "TopK",
     "Transpose",
     "Trilu",
     "Unsqueeze",
@@ -171,6 +175,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "RNN" => return rnn::recurrent(e, ins, rnn::Cell::Rnn),
         "GRU" => return rnn::recurrent(e, ins, rnn::Cell::Gru),
         "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm),
+        "TopK" => return topk::top_k(e, ins),
         _ => {}
     }
     let y = match op_type.as_str() {

@@ -310,6 +310,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("pad_mode", op.pad_mode.is_some()),
         ("select_last_index", op.select_last_index.is_some()),
         ("resize", op.resize.is_some()),
+        ("top_k", op.top_k.is_some()),
         ("axis", op.axis.is_some()),
         ("axes", op.axes.is_some()),
         ("keep_dims", op.keep_dims.is_some()),
@@ -338,6 +339,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Pad" => &["low_pads", "high_pads", "interior"],
         "ArgMax" | "ArgMin" => &["axis", "keep_dims", "select_last_index"],
         "Resize" => &["resize"],
+        "TopK" => &["top_k"],
         "LayerNorm" => &["axis", "epsilon"],
         "Attention" => &["heads", "scale"],
         "BatchNormInference" => &["epsilon"],
@@ -452,6 +454,10 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Resize" => match op.resize {
             Some(r) => Op::Resize(r),
             None => return Err(invalid(loc, "op `Resize` needs the attribute `resize`")),
+        },
+        "TopK" => match op.top_k {
+            Some(t) => Op::TopK(t),
+            None => return Err(invalid(loc, "op `TopK` needs the attribute `top_k`")),
         },
         "Concat" => Op::Concat(op.axis.unwrap_or_default()),
         "Gather" => Op::Gather(op.axis.unwrap_or_default()),

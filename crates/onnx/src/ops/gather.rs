@@ -89,6 +89,20 @@ pub(super) fn gather_elements(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Ou
             "indices {di:?} must have the rank of data {dd:?} and no larger extent off axis {a}"
         )));
     }
+    along_axis(e, data, indices, a)
+}
+
+/// `data` read at `indices` along axis `a`, as `GatherElements` does (numpy's
+/// `take_along_axis`): `out[i..] = data[i.. with i(a) = indices[i..]]`, `indices` (`i32` or
+/// `i64`) of `data`'s rank and no larger extent off the axis (the caller checked), negative
+/// ones counting from the end; one outside the axis is refused by `Gather` at run time.
+pub(super) fn along_axis(
+    e: &mut NodeEmitter<'_>,
+    data: Output,
+    indices: Output,
+    a: usize,
+) -> Result<Output, OnnxError> {
+    let (dd, di) = (dims(e, data)?, dims(e, indices)?);
     let ds = strides(&dd);
     let n: usize = dd.iter().product();
     // The position of each index's row, every coordinate but the axis's.

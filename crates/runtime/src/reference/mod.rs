@@ -13,6 +13,7 @@ mod pad;
 mod random;
 mod reduce;
 mod resize;
+mod top_k;
 mod widen;
 mod window;
 mod window_backprop;
@@ -39,6 +40,7 @@ pub use pad::{pad, source_index};
 pub use random::random;
 pub use reduce::reduce;
 pub use resize::{axis_taps, resize, AxisTaps};
+pub use top_k::top_k;
 pub use window::{convolution, max_pool};
 pub use window_backprop::{
     convolution_backprop_data, convolution_backprop_filters, max_pool_backprop,
@@ -133,6 +135,7 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         Op::ScatterAdd(s) => one(scatter_add(data(0), data(1), &s.shape, s.axis)),
         Op::Reduce(r) => one(reduce(data(0), inputs[0].shape(), r)),
         Op::ArgReduce(r) => one(arg_reduce(data(0), inputs[0].shape(), r)),
+        Op::TopK(t) => one(top_k(data(0), inputs[0].shape(), t)),
         Op::Resize(r) => one(resize(data(0), inputs[0].shape(), r)),
         Op::MatMul => one(matmul(
             data(0),
