@@ -175,6 +175,9 @@ const LISTED: &[(&str, &str)] = &[
     ("GatherND", "gathernd"),
     ("OneHot", "onehot"),
     ("TopK", "top_k"),
+    ("Scatter", "scatter"),
+    ("ScatterElements", "scatter_elements"),
+    ("ScatterND", "scatternd"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

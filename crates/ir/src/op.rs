@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use crate::attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
-    PadMode, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, SliceAxis, TopK, Window,
+    PadMode, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, ScatterReduction, SliceAxis,
+    TopK, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -245,6 +246,17 @@ pub enum Op {
     /// `updates` (input 0) added into zeros at the positions `Gather(axis)` would read with
     /// `indices` (input 1): the adjoint of `Gather` ([`ScatterAdd`]).
     ScatterAdd(ScatterAdd),
+    /// A copy of `data` (input 0, shape `D`) with slices replaced by or combined with
+    /// `updates` (input 2) at positions `indices` (input 1, `i32`/`i64` of shape `[I.., q]`,
+    /// `q <= rank D`): for each index tuple `i..`, the slice `data[indices[i.., 0], ..,
+    /// indices[i.., q-1], ..]` (shape `D[q..]`) becomes `combine(slice, updates[i.., ..])`,
+    /// `updates` having shape `[I.., D[q..]]` and `data`'s element type; tuples are applied
+    /// in row-major order, so of repeated positions with [`ScatterReduction::None`] the last
+    /// wins, and the other reductions accumulate ([`ScatterReduction`]). A negative index
+    /// counts from the end of its axis; one outside `[-d, d)` is an error at run time (ONNX
+    /// `ScatterND`; `ScatterElements` is this with one full index tuple per update element).
+    /// A reduction other than `None` needs a numeric type.
+    ScatterNd(ScatterReduction),
     /// Pseudo-random numbers from a seed ([`RandomFill`]; ONNX `RandomUniform`,
     /// `RandomNormal`): no inputs, the same values on every call.
     Random(Arc<RandomFill>),
@@ -300,6 +312,7 @@ impl Op {
             Op::ReadVariable => "ReadVariable",
             Op::Assign => "Assign",
             Op::ScatterAdd(_) => "ScatterAdd",
+            Op::ScatterNd(_) => "ScatterNd",
             Op::Random(r) => match r.distribution {
                 Distribution::Uniform { .. } => "RandomUniform",
                 Distribution::Normal { .. } => "RandomNormal",
@@ -404,6 +417,7 @@ impl fmt::Display for Op {
                 write!(f, "{}<{}>", self.type_name(), WindowText(w))
             }
             Op::ScatterAdd(s) => write!(f, "ScatterAdd<axis={}, shape={}>", s.axis, s.shape),
+            Op::ScatterNd(r) => write!(f, "ScatterNd<reduction={}>", r.name()),
             Op::Random(r) => {
                 let t = crate::TensorType::new(r.element_type, r.shape.clone());
                 match r.distribution {

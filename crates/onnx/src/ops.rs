@@ -20,6 +20,9 @@ mod resize;
 mod rnn;
 #[cfg(test)]
 mod rnn_tests;
+mod scatter;
+#[cfg(test)]
+mod scatter_tests;
 #[cfg(test)]
 mod tests;
 mod topk;
@@ -121,6 +124,9 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Resize",
     "RNN",
     "Round",
+    "Scatter",
+    "ScatterElements",
+    "ScatterND",
     "Selu",
     "Shape",
     "Sigmoid",
@@ -296,6 +302,8 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "GatherElements" => gather::gather_elements(e, ins)?,
         "GatherND" => gather::gather_nd(e, ins)?,
         "OneHot" => gather::one_hot(e, ins)?,
+        "ScatterND" => scatter::scatter_nd(e, ins)?,
+        "ScatterElements" | "Scatter" => scatter::scatter_elements(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => conv::conv(e, ins)?,
         "ConvTranspose" => conv::conv_transpose(e, ins)?,

@@ -311,6 +311,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("select_last_index", op.select_last_index.is_some()),
         ("resize", op.resize.is_some()),
         ("top_k", op.top_k.is_some()),
+        ("reduction", op.reduction.is_some()),
         ("axis", op.axis.is_some()),
         ("axes", op.axes.is_some()),
         ("keep_dims", op.keep_dims.is_some()),
@@ -340,6 +341,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "ArgMax" | "ArgMin" => &["axis", "keep_dims", "select_last_index"],
         "Resize" => &["resize"],
         "TopK" => &["top_k"],
+        "ScatterNd" => &["reduction"],
         "LayerNorm" => &["axis", "epsilon"],
         "Attention" => &["heads", "scale"],
         "BatchNormInference" => &["epsilon"],
@@ -459,6 +461,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
             Some(t) => Op::TopK(t),
             None => return Err(invalid(loc, "op `TopK` needs the attribute `top_k`")),
         },
+        "ScatterNd" => Op::ScatterNd(op.reduction.unwrap_or_default()),
         "Concat" => Op::Concat(op.axis.unwrap_or_default()),
         "Gather" => Op::Gather(op.axis.unwrap_or_default()),
         "ScatterAdd" => Op::ScatterAdd(ScatterAdd {

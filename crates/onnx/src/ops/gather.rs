@@ -23,7 +23,11 @@ fn strides(d: &[usize]) -> Vec<usize> {
 }
 
 /// An `i64` constant of `shape`.
-fn i64s(e: &mut NodeEmitter<'_>, v: Vec<usize>, shape: &[usize]) -> Result<Output, OnnxError> {
+pub(super) fn i64s(
+    e: &mut NodeEmitter<'_>,
+    v: Vec<usize>,
+    shape: &[usize],
+) -> Result<Output, OnnxError> {
     let v = v.into_iter().map(|x| x as i64).collect();
     e.constant(TensorData::I64(v), Shape::new(shape))
 }
@@ -57,7 +61,7 @@ fn guarded(
     e.select(ok, pos, past)
 }
 
-fn require_index(e: &NodeEmitter<'_>, v: Output) -> Result<(), OnnxError> {
+pub(super) fn require_index(e: &NodeEmitter<'_>, v: Output) -> Result<(), OnnxError> {
     e.require(
         v,
         |t| matches!(t, ElementType::I32 | ElementType::I64),

@@ -13,6 +13,7 @@ mod pad;
 mod random;
 mod reduce;
 mod resize;
+mod scatter;
 mod top_k;
 mod widen;
 mod window;
@@ -40,6 +41,7 @@ pub use pad::{pad, source_index};
 pub use random::random;
 pub use reduce::reduce;
 pub use resize::{axis_taps, resize, AxisTaps};
+pub use scatter::scatter_nd;
 pub use top_k::top_k;
 pub use window::{convolution, max_pool};
 pub use window_backprop::{
@@ -133,6 +135,14 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         }
         Op::Gather(axis) => one(gather(data(0), inputs[0].shape(), data(1), *axis)),
         Op::ScatterAdd(s) => one(scatter_add(data(0), data(1), &s.shape, s.axis)),
+        Op::ScatterNd(r) => one(scatter_nd(
+            data(0),
+            inputs[0].shape(),
+            data(1),
+            inputs[1].shape(),
+            data(2),
+            *r,
+        )),
         Op::Reduce(r) => one(reduce(data(0), inputs[0].shape(), r)),
         Op::ArgReduce(r) => one(arg_reduce(data(0), inputs[0].shape(), r)),
         Op::TopK(t) => one(top_k(data(0), inputs[0].shape(), t)),
