@@ -178,6 +178,7 @@ const LISTED: &[(&str, &str)] = &[
     ("Scatter", "scatter"),
     ("ScatterElements", "scatter_elements"),
     ("ScatterND", "scatternd"),
+    ("Einsum", "einsum"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

@@ -6,6 +6,7 @@ use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, 
 mod activation;
 mod classify;
 mod conv;
+mod einsum;
 mod gather;
 #[cfg(test)]
 mod gather_tests;
@@ -63,6 +64,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "CumSum",
     "DepthToSpace",
     "Div",
+    "Einsum",
     "Elu",
     "Equal",
     "Erf",
@@ -302,6 +304,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "GatherElements" => gather::gather_elements(e, ins)?,
         "GatherND" => gather::gather_nd(e, ins)?,
         "OneHot" => gather::one_hot(e, ins)?,
+        "Einsum" => einsum::einsum(e, ins)?,
         "ScatterND" => scatter::scatter_nd(e, ins)?,
         "ScatterElements" | "Scatter" => scatter::scatter_elements(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
