@@ -179,6 +179,7 @@ const LISTED: &[(&str, &str)] = &[
     ("ScatterElements", "scatter_elements"),
     ("ScatterND", "scatternd"),
     ("Einsum", "einsum"),
+    ("Mod", "mod"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

@@ -65,6 +65,16 @@ pub enum BinaryOp {
     Minimum,
     /// `a ^ b` (numeric).
     Power,
+    /// The remainder of the division truncated toward zero, with the sign of `a` (numeric;
+    /// C `fmod`, nGraph `Mod`, ONNX `Mod` with `fmod = 1`): exact on floats (`x mod 0`,
+    /// `±inf mod y` are NaN, `x mod ±inf = x`); on integers `x mod 0 = 0` (numpy) and
+    /// `MIN mod -1 = 0`.
+    Mod,
+    /// The remainder of the division rounded toward -inf, with the sign of `b` (numeric;
+    /// Python's and numpy's `%`, nGraph `FloorMod`, ONNX `Mod` with `fmod = 0`): `Mod`'s
+    /// remainder plus `b` where the two differ in sign; a zero remainder of floats takes
+    /// `b`'s sign (numpy); on integers `x mod 0 = 0`.
+    FloorMod,
     /// Logical and (bool).
     And,
     /// Logical or (bool).
@@ -526,7 +536,7 @@ impl UnaryOp {
 
 impl BinaryOp {
     /// Every binary op.
-    pub const ALL: [BinaryOp; 10] = [
+    pub const ALL: [BinaryOp; 12] = [
         BinaryOp::Add,
         BinaryOp::Subtract,
         BinaryOp::Multiply,
@@ -534,6 +544,8 @@ impl BinaryOp {
         BinaryOp::Maximum,
         BinaryOp::Minimum,
         BinaryOp::Power,
+        BinaryOp::Mod,
+        BinaryOp::FloorMod,
         BinaryOp::And,
         BinaryOp::Or,
         BinaryOp::Xor,
@@ -549,6 +561,8 @@ impl BinaryOp {
             BinaryOp::Maximum => "Maximum",
             BinaryOp::Minimum => "Minimum",
             BinaryOp::Power => "Power",
+            BinaryOp::Mod => "Mod",
+            BinaryOp::FloorMod => "FloorMod",
             BinaryOp::And => "And",
             BinaryOp::Or => "Or",
             BinaryOp::Xor => "Xor",

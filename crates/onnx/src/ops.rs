@@ -102,6 +102,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Mean",
     "Min",
     "Mish",
+    "Mod",
     "Mul",
     "Neg",
     "Not",
@@ -191,6 +192,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "Sub" => arithmetic(e, ins, BinaryOp::Subtract)?,
         "Mul" => arithmetic(e, ins, BinaryOp::Multiply)?,
         "Div" => arithmetic(e, ins, BinaryOp::Divide)?,
+        "Mod" => modulo(e, ins)?,
         "And" => logical(e, ins, BinaryOp::And)?,
         "Or" => logical(e, ins, BinaryOp::Or)?,
         "Xor" => logical(e, ins, BinaryOp::Xor)?,
@@ -402,6 +404,31 @@ fn two_inputs(e: &NodeEmitter<'_>, ins: In<'_>) -> Result<(Output, Output), Onnx
 fn arithmetic(e: &mut NodeEmitter<'_>, ins: In<'_>, op: BinaryOp) -> Result<Output, OnnxError> {
     let (a, b) = two_inputs(e, ins)?;
     e.require(a, numeric, "a numeric")?;
+    e.binary(op, a, b)
+}
+
+/// `Mod` (opsets 10, 13): with `fmod = 1` the remainder with the dividend's sign (C
+/// `fmod`: [`BinaryOp::Mod`]), with `fmod = 0` (the default) the one with the divisor's sign
+/// (Python's `%`: [`BinaryOp::FloorMod`]), which ONNX allows for integers only; broadcast.
+/// An integer `x mod 0` is 0 (ONNX leaves it undefined; numpy's answer).
+///
+/// # Errors
+/// [`OnnxError::BadAttribute`] for `fmod = 0` on floats or an `fmod` other than 0 or 1;
+/// [`OnnxError::TypeMismatch`] for BOOL operands or operands of two types.
+fn modulo(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let (a, b) = two_inputs(e, ins)?;
+    let t = e.require(a, numeric, "a numeric")?;
+    let op = match e.attr_i64("fmod")?.unwrap_or(0) {
+        1 => BinaryOp::Mod,
+        0 if t.is_float() => {
+            return Err(e.attribute_error(
+                "fmod",
+                format!("must be 1 for floating-point operands ({t}), is 0"),
+            ))
+        }
+        0 => BinaryOp::FloorMod,
+        other => return Err(e.attribute_error("fmod", format!("must be 0 or 1, is {other}"))),
+    };
     e.binary(op, a, b)
 }
 

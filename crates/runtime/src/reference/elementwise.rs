@@ -222,6 +222,8 @@ pub fn binary_f32(op: BinaryOp, a: f32, b: f32) -> f32 {
         BinaryOp::Maximum => fmax(a, b),
         BinaryOp::Minimum => fmin(a, b),
         BinaryOp::Power => f64::from(a).powf(f64::from(b)) as f32,
+        BinaryOp::Mod => a % b,
+        BinaryOp::FloorMod => floor_mod(a % b, b, 0.0),
         BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => f32::NAN,
     }
 }
@@ -236,14 +238,61 @@ pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> f64 {
         BinaryOp::Maximum => fmax(a, b),
         BinaryOp::Minimum => fmin(a, b),
         BinaryOp::Power => a.powf(b),
+        BinaryOp::Mod => a % b,
+        BinaryOp::FloorMod => floor_mod(a % b, b, 0.0),
         BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => f64::NAN,
+    }
+}
+
+/// `FloorMod` from the truncated remainder `r = a mod b`: `r + b` where `r` and `b` differ
+/// in sign; a zero remainder takes `b`'s sign (numpy's `npy_divmod`; for integers the sign
+/// of zero is moot). Rust's `%` is C's `fmod` on floats, exact.
+fn floor_mod<T>(r: T, b: T, zero: T) -> T
+where
+    T: Copy + PartialOrd + std::ops::Add<Output = T> + FloorModZero,
+{
+    if r == zero {
+        r.signed_zero_like(b)
+    } else if (r < zero) != (b < zero) {
+        r + b
+    } else {
+        r
+    }
+}
+
+/// A zero with `b`'s sign (floats), or zero itself (integers).
+trait FloorModZero: Sized {
+    fn signed_zero_like(self, b: Self) -> Self;
+}
+
+impl FloorModZero for f32 {
+    fn signed_zero_like(self, b: f32) -> f32 {
+        0f32.copysign(b)
+    }
+}
+
+impl FloorModZero for f64 {
+    fn signed_zero_like(self, b: f64) -> f64 {
+        0f64.copysign(b)
+    }
+}
+
+impl FloorModZero for i32 {
+    fn signed_zero_like(self, _: i32) -> i32 {
+        self
+    }
+}
+
+impl FloorModZero for i64 {
+    fn signed_zero_like(self, _: i64) -> i64 {
+        self
     }
 }
 
 macro_rules! int_binary {
     ($name:ident, $t:ty) => {
-        /// Integer binary ops: wrapping; `x / 0 = 0`; `MIN / -1 = MIN`; see the table for
-        /// `Power` with a negative exponent.
+        /// Integer binary ops: wrapping; `x / 0 = 0`; `MIN / -1 = MIN`; `x mod 0 = 0`; see
+        /// the table for `Power` with a negative exponent.
         pub fn $name(op: BinaryOp, a: $t, b: $t) -> $t {
             match op {
                 BinaryOp::Add => a.wrapping_add(b),
@@ -283,6 +332,10 @@ macro_rules! int_binary {
                         acc
                     }
                 }
+                // `x mod 0 = 0` (numpy); `MIN mod -1 = 0` (wrapping).
+                BinaryOp::Mod | BinaryOp::FloorMod if b == 0 => 0,
+                BinaryOp::Mod => a.wrapping_rem(b),
+                BinaryOp::FloorMod => floor_mod(a.wrapping_rem(b), b, 0),
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => 0,
             }
         }
@@ -408,5 +461,34 @@ mod tests {
             ElementType::Bool,
         );
         assert_eq!(b, TensorData::Bool(vec![true, false, false]));
+    }
+
+    #[test]
+    fn remainders_truncated_and_floored() {
+        // Mod: the dividend's sign (C fmod); FloorMod: the divisor's (Python).
+        for (a, b, m, f) in [
+            (7, 3, 1, 1),
+            (-7, 3, -1, 2),
+            (7, -3, 1, -2),
+            (-7, -3, -1, -1),
+        ] {
+            assert_eq!(binary_i32(BinaryOp::Mod, a, b), m);
+            assert_eq!(
+                binary_i64(BinaryOp::FloorMod, a.into(), b.into()),
+                i64::from(f)
+            );
+            assert_eq!(binary_f64(BinaryOp::Mod, a.into(), b.into()), f64::from(m));
+            assert_eq!(binary_f32(BinaryOp::FloorMod, a as f32, b as f32), f as f32);
+        }
+        assert_eq!(binary_i32(BinaryOp::Mod, 5, 0), 0);
+        assert_eq!(binary_i64(BinaryOp::FloorMod, -5, 0), 0);
+        assert_eq!(binary_i32(BinaryOp::Mod, i32::MIN, -1), 0);
+        assert_eq!(binary_f32(BinaryOp::Mod, -5.5, 2.0), -1.5);
+        assert_eq!(binary_f64(BinaryOp::Mod, 1e300, 3.0), 1e300 % 3.0);
+        assert!(binary_f32(BinaryOp::Mod, 1.0, 0.0).is_nan());
+        assert_eq!(binary_f32(BinaryOp::Mod, 2.0, f32::INFINITY), 2.0);
+        // A zero remainder takes the divisor's sign in FloorMod.
+        assert!(binary_f64(BinaryOp::FloorMod, 6.0, -3.0).is_sign_negative());
+        assert!(binary_f64(BinaryOp::Mod, -6.0, 3.0).is_sign_negative());
     }
 }

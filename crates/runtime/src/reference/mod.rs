@@ -66,6 +66,9 @@ pub use window_backprop::{
 /// | `Divide` on integers | `MIN / -1` | `MIN` (wraps) |
 /// | `Power` on integers | `b < 0` | `1` if `a == 1`; `±1` by parity if `a == -1`; else `0` |
 /// | `Power` on integers | overflow | wraps (exponentiation by squaring) |
+/// | `Mod` (truncated, C `fmod`) on floats | | Rust's `%`, exact: `x mod 0` and `±inf mod y` are NaN, `x mod ±inf = x`, the sign of `x` |
+/// | `FloorMod` (floored, numpy `mod`) on floats | | `Mod`'s remainder `+ b` where it and `b` differ in sign; a zero remainder takes `b`'s sign |
+/// | `Mod`, `FloorMod` on integers | `x mod 0` / `MIN mod -1` | `0` / `0` (numpy; never traps) |
 /// | `Maximum`, `Minimum` on floats | a NaN operand | NaN (numpy's `maximum`); `max(-0, +0) = +0`, `min(-0, +0) = -0` |
 /// | `Relu` on floats | | `x < 0 ? 0 : x`: `Relu(NaN) = NaN`, `Relu(-0) = -0` |
 /// | `Sign` on floats | | `1` for `x > 0`, `-1` for `x < 0`, `x` itself for ±0 and NaN |
