@@ -40,7 +40,7 @@ pub fn top_k(data: &TensorData, from: &Shape, t: &TopK) -> Result<TensorData, St
         None => return Err(format!("axis {} is out of range for {from}", t.axis)),
     };
     let inner: usize = from.dims()[t.axis + 1..].iter().product();
-    let outer = if d * inner == 0 { 0 } else { n / (d * inner) };
+    let outer = n.checked_div(d * inner).unwrap_or(0);
     let pick = |order: &dyn Fn(usize, usize) -> Ordering| -> Vec<i64> {
         let mut out = vec![0i64; outer * t.k * inner];
         let mut lane: Vec<usize> = Vec::with_capacity(d);
