@@ -50,6 +50,8 @@ fn slot_weight(op: &SlotOp, ty: ElementType) -> usize {
         },
         SlotOp::Binary(b, ..) => match b {
             BinaryOp::Power => (950, true),
+            // A helper call per lane.
+            BinaryOp::Mod | BinaryOp::FloorMod => (60, false),
             // Integer division is per lane (`sdiv` has no vector form on x64).
             BinaryOp::Divide if ty.is_integer() => (40, false),
             BinaryOp::Divide => (8, false),

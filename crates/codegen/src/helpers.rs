@@ -1,26 +1,30 @@
 //! Host helper functions that JIT kernels call, registered as JIT symbols: integer `Power`
-//! (the INTERPRETER's own scalar code, so results agree bit for bit), the vector math
+//! and the remainders `Mod` and `FloorMod` of every numeric type (the INTERPRETER's own
+//! scalar code, so results agree bit for bit), the vector math
 //! library's strip functions and the non-temporal store routines.
 
 use cranelift_codegen::ir::{types, AbiParam, Signature, Type};
 use cranelift_jit::JITModule;
 use cranelift_module::Module;
-use graphlift_ir::BinaryOp;
-use graphlift_runtime::reference;
+use graphlift_ir::{BinaryOp, ElementType};
+use graphlift_runtime::reference::{self, Arith};
 
 use graphlift_kernels::veclib::VecFn;
 
 /// A host function a kernel may call, with its JIT symbol name and signature class.
 ///
-/// `Power` on `i32` and `i64` has no inline lowering: its helper runs the reference
-/// interpreter's own scalar function, so it agrees with the INTERPRETER bit for bit. In a
-/// vector loop a helper is called once per lane.
+/// `Power` on `i32` and `i64` and the remainders have no inline lowering: their helpers run
+/// the reference interpreter's own scalar functions, so they agree with the INTERPRETER bit
+/// for bit. In a vector loop a helper is called once per lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Helper {
     /// `(i32, i32) -> i32` power.
     PowI32,
     /// `(i64, i64) -> i64` power.
     PowI64,
+    /// `(t, t) -> t` remainder, `Mod` or `FloorMod`, of `t` = `f32`, `f64`, `i32` or `i64`
+    /// (no inline lowering: C's `fmod` is exact where `a - trunc(a / b) * b` is not).
+    Remainder(BinaryOp, ElementType),
     /// A strip function of the vector math library, `(src, dst, n)` (see
     /// [`graphlift_kernels::veclib`]).
     Veclib(VecFn),
@@ -42,6 +46,9 @@ impl Helper {
             Helper::StreamStrip,
             Helper::StoreFence,
         ];
+        for op in [BinaryOp::Mod, BinaryOp::FloorMod] {
+            all.extend(REMAINDER_TYPES.map(|t| Helper::Remainder(op, t)));
+        }
         all.extend(VecFn::ALL.map(Helper::Veclib));
         all.extend(VecFn::ALL.map(Helper::VeclibStream));
         all
@@ -52,6 +59,9 @@ impl Helper {
         match self {
             Helper::PowI32 => "graphlift_jit_pow_i32".into(),
             Helper::PowI64 => "graphlift_jit_pow_i64".into(),
+            Helper::Remainder(op, t) => {
+                format!("graphlift_jit_{}_{t}", op.name().to_ascii_lowercase())
+            }
             Helper::Veclib(f) => f.symbol().into(),
             Helper::VeclibStream(f) => format!("{}_nt", f.symbol()),
             Helper::StreamStrip => "graphlift_stream_strip".into(),
@@ -64,6 +74,7 @@ impl Helper {
         match self {
             Helper::PowI32 => pow_i32 as *const u8,
             Helper::PowI64 => pow_i64 as *const u8,
+            Helper::Remainder(op, t) => remainder_address(op, t),
             Helper::Veclib(f) => f.address(false),
             Helper::VeclibStream(f) => f.address(true),
             Helper::StreamStrip => graphlift_kernels::stream::stream_strip as *const u8,
@@ -80,10 +91,62 @@ extern "C" fn pow_i64(a: i64, b: i64) -> i64 {
     reference::Arith::binary(BinaryOp::Power, a, b)
 }
 
+/// The element types of the remainder helpers.
+const REMAINDER_TYPES: [ElementType; 4] = [
+    ElementType::F32,
+    ElementType::F64,
+    ElementType::I32,
+    ElementType::I64,
+];
+
+/// `a mod b` (`FLOOR`: `FloorMod`) by the reference's scalar function.
+extern "C" fn remainder<T: Arith, const FLOOR: bool>(a: T, b: T) -> T {
+    let op = if FLOOR {
+        BinaryOp::FloorMod
+    } else {
+        BinaryOp::Mod
+    };
+    T::binary(op, a, b)
+}
+
+/// The remainder helper of `op` (`Mod` or `FloorMod`) on `t`; null for a type of no helper
+/// ([`Helper::all`] lists only [`REMAINDER_TYPES`], and only those are lowered to calls).
+fn remainder_address(op: BinaryOp, t: ElementType) -> *const u8 {
+    fn of<T: Arith>(floor: bool) -> *const u8 {
+        if floor {
+            remainder::<T, true> as *const u8
+        } else {
+            remainder::<T, false> as *const u8
+        }
+    }
+    let floor = op == BinaryOp::FloorMod;
+    match t {
+        ElementType::F32 => of::<f32>(floor),
+        ElementType::F64 => of::<f64>(floor),
+        ElementType::I32 => of::<i32>(floor),
+        ElementType::I64 => of::<i64>(floor),
+        _ => std::ptr::null(),
+    }
+}
+
+/// The Cranelift type of a scalar element.
+fn scalar_type(t: ElementType) -> Type {
+    match t {
+        ElementType::F32 => types::F32,
+        ElementType::F64 => types::F64,
+        ElementType::I32 => types::I32,
+        ElementType::I64 | ElementType::U64 => types::I64,
+        ElementType::Bool | ElementType::I8 | ElementType::U8 => types::I8,
+        // Fused kernels refuse the 16-bit floats (`crate::ELEMENT_TYPES`); by width.
+        ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => types::I16,
+        ElementType::U32 => types::I32,
+    }
+}
+
 /// The Cranelift signature of a helper.
 pub fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     let mut sig = module.make_signature();
-    // Integer powers: (base, exponent) -> power, all of one type.
+    // Integer powers and remainders: (a, b) -> result, all of one type.
     let pow = |mut sig: Signature, ty: Type| {
         sig.params.extend([AbiParam::new(ty); 2]);
         sig.returns.push(AbiParam::new(ty));
@@ -94,6 +157,7 @@ pub fn helper_signature(module: &JITModule, h: Helper) -> Signature {
     let (pointers, floats) = match h {
         Helper::PowI32 => return pow(sig, types::I32),
         Helper::PowI64 => return pow(sig, types::I64),
+        Helper::Remainder(_, t) => return pow(sig, scalar_type(t)),
         Helper::Veclib(f) | Helper::VeclibStream(f) => (f.arity() + 2, f.params()),
         Helper::StreamStrip => (3, 0),
         Helper::StoreFence => (0, 0),

@@ -45,6 +45,10 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
             ElementType::I64 => Some(Helper::PowI64),
             _ => None,
         },
+        SlotOp::Binary(op @ (BinaryOp::Mod | BinaryOp::FloorMod), a, _) => {
+            let t = slots[*a].ty;
+            t.is_numeric().then_some(Helper::Remainder(*op, t))
+        }
         _ => None,
     }
 }
@@ -67,6 +71,8 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
 /// - Integer `Divide` never traps: the divisor is replaced by 1 where it is 0 or -1, then
 ///   selects give `x / 0 = 0` and `x / -1 = -x` (wrapping, so `MIN / -1 = MIN`). Integer
 ///   `+ - * neg abs` wrap.
+/// - `Mod`, `FloorMod` (every numeric type) and integer `Power` call the interpreter's own
+///   scalar function once per lane ([`Helper`]), so they agree bit for bit.
 /// - `Convert` float to integer uses the saturating conversions (NaN → 0, out of range →
 ///   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
 /// - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64` are the
@@ -269,6 +275,10 @@ fn binary(
                 ElementType::I32 => Helper::PowI32,
                 _ => Helper::PowI64,
             };
+            per_lane(e, t, &[a, b], |e, v| helpers.call(e, h, v))?
+        }
+        BinaryOp::Mod | BinaryOp::FloorMod => {
+            let h = Helper::Remainder(op, t);
             per_lane(e, t, &[a, b], |e, v| helpers.call(e, h, v))?
         }
     })

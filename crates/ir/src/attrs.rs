@@ -404,3 +404,51 @@ pub struct ScatterAdd {
     /// The output's shape (the gathered data's).
     pub shape: crate::Shape,
 }
+
+/// The positions of the `k` largest (or smallest) elements along one axis (ONNX `TopK`,
+/// opsets 1, 10, 11): an `i64` tensor of the input's shape with extent `k` on the axis,
+/// holding for each lane the indices of its `k` extremes in order, the most extreme first
+/// (ONNX `sorted = 1`; a sorted result is also a valid `sorted = 0` one). Of equal values the
+/// lower index comes first, as the ONNX specification asks. NaN orders above every number
+/// (numpy's sort order): the largest elements start with the NaNs, the smallest end with them.
+/// The values are the input gathered at these indices (the ONNX importer's second step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TopK {
+    /// The axis searched (`< rank`).
+    pub axis: usize,
+    /// How many elements to pick (`<=` the axis extent).
+    pub k: usize,
+    /// The largest elements (`true`) or the smallest.
+    pub largest: bool,
+}
+
+/// How [`Op::ScatterNd`](crate::Op::ScatterNd) combines an update with the element it lands
+/// on (ONNX `ScatterND` / `ScatterElements` `reduction`, opsets 16 and 18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScatterReduction {
+    /// The update replaces the element (of repeated positions, the last update wins).
+    #[default]
+    None,
+    /// `element + update`.
+    Add,
+    /// `element * update`.
+    Mul,
+    /// The larger of the two (`Maximum`'s rule: NaN propagates).
+    Max,
+    /// The smaller of the two (`Minimum`'s rule: NaN propagates).
+    Min,
+}
+
+impl ScatterReduction {
+    /// The ONNX attribute value (`none`, `add`, `mul`, `max`, `min`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScatterReduction::None => "none",
+            ScatterReduction::Add => "add",
+            ScatterReduction::Mul => "mul",
+            ScatterReduction::Max => "max",
+            ScatterReduction::Min => "min",
+        }
+    }
+}

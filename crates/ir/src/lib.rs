@@ -22,7 +22,7 @@ pub mod text;
 pub use attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform,
     Distribution, LayerNorm, NearestMode, Pad, PadMode, RandomFill, ReduceOp, Reduction, Resize,
-    ResizeMode, ScatterAdd, SliceAxis, Window,
+    ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};
 pub use element_type::ElementType;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use crate::attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
-    PadMode, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, SliceAxis, Window,
+    PadMode, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, ScatterReduction, SliceAxis,
+    TopK, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -64,6 +65,16 @@ pub enum BinaryOp {
     Minimum,
     /// `a ^ b` (numeric).
     Power,
+    /// The remainder of the division truncated toward zero, with the sign of `a` (numeric;
+    /// C `fmod`, nGraph `Mod`, ONNX `Mod` with `fmod = 1`): exact on floats (`x mod 0`,
+    /// `±inf mod y` are NaN, `x mod ±inf = x`); on integers `x mod 0 = 0` (numpy) and
+    /// `MIN mod -1 = 0`.
+    Mod,
+    /// The remainder of the division rounded toward -inf, with the sign of `b` (numeric;
+    /// Python's and numpy's `%`, nGraph `FloorMod`, ONNX `Mod` with `fmod = 0`): `Mod`'s
+    /// remainder plus `b` where the two differ in sign; a zero remainder of floats takes
+    /// `b`'s sign (numpy); on integers `x mod 0 = 0`.
+    FloorMod,
     /// Logical and (bool).
     And,
     /// Logical or (bool).
@@ -169,6 +180,10 @@ pub enum Op {
     /// The `i64` index of the largest or smallest element along one axis of a numeric
     /// tensor ([`ArgReduction`]; ONNX `ArgMax`, `ArgMin`).
     ArgReduce(ArgReduction),
+    /// The `i64` indices of the `k` largest or smallest elements along one axis of a numeric
+    /// tensor, most extreme first, ties to the lower index ([`TopK`]; ONNX `TopK`'s second
+    /// output, the first being the input gathered at them).
+    TopK(TopK),
     /// Interpolation of an `f32`/`f64` tensor to new extents ([`Resize`]; ONNX `Resize`).
     Resize(Resize),
     /// Matrix product of `a` `[..., M, K]` and `b` `[..., K, N]` giving `[..., M, N]`; both
@@ -241,6 +256,17 @@ pub enum Op {
     /// `updates` (input 0) added into zeros at the positions `Gather(axis)` would read with
     /// `indices` (input 1): the adjoint of `Gather` ([`ScatterAdd`]).
     ScatterAdd(ScatterAdd),
+    /// A copy of `data` (input 0, shape `D`) with slices replaced by or combined with
+    /// `updates` (input 2) at positions `indices` (input 1, `i32`/`i64` of shape `[I.., q]`,
+    /// `q <= rank D`): for each index tuple `i..`, the slice `data[indices[i.., 0], ..,
+    /// indices[i.., q-1], ..]` (shape `D[q..]`) becomes `combine(slice, updates[i.., ..])`,
+    /// `updates` having shape `[I.., D[q..]]` and `data`'s element type; tuples are applied
+    /// in row-major order, so of repeated positions with [`ScatterReduction::None`] the last
+    /// wins, and the other reductions accumulate ([`ScatterReduction`]). A negative index
+    /// counts from the end of its axis; one outside `[-d, d)` is an error at run time (ONNX
+    /// `ScatterND`; `ScatterElements` is this with one full index tuple per update element).
+    /// A reduction other than `None` needs a numeric type.
+    ScatterNd(ScatterReduction),
     /// Pseudo-random numbers from a seed ([`RandomFill`]; ONNX `RandomUniform`,
     /// `RandomNormal`): no inputs, the same values on every call.
     Random(Arc<RandomFill>),
@@ -280,6 +306,7 @@ impl Op {
                 ArgOp::Max => "ArgMax",
                 ArgOp::Min => "ArgMin",
             },
+            Op::TopK(_) => "TopK",
             Op::Resize(_) => "Resize",
             Op::MatMul => "MatMul",
             Op::Softmax(_) => "Softmax",
@@ -295,6 +322,7 @@ impl Op {
             Op::ReadVariable => "ReadVariable",
             Op::Assign => "Assign",
             Op::ScatterAdd(_) => "ScatterAdd",
+            Op::ScatterNd(_) => "ScatterNd",
             Op::Random(r) => match r.distribution {
                 Distribution::Uniform { .. } => "RandomUniform",
                 Distribution::Normal { .. } => "RandomNormal",
@@ -356,6 +384,13 @@ impl fmt::Display for Op {
                     ""
                 }
             ),
+            Op::TopK(t) => write!(
+                f,
+                "TopK<axis={}, k={}, {}>",
+                t.axis,
+                t.k,
+                if t.largest { "largest" } else { "smallest" }
+            ),
             Op::Resize(r) => write!(
                 f,
                 "Resize<{:?}, {:?}, shape={:?}, scales={:?}{}>",
@@ -392,6 +427,7 @@ impl fmt::Display for Op {
                 write!(f, "{}<{}>", self.type_name(), WindowText(w))
             }
             Op::ScatterAdd(s) => write!(f, "ScatterAdd<axis={}, shape={}>", s.axis, s.shape),
+            Op::ScatterNd(r) => write!(f, "ScatterNd<reduction={}>", r.name()),
             Op::Random(r) => {
                 let t = crate::TensorType::new(r.element_type, r.shape.clone());
                 match r.distribution {
@@ -500,7 +536,7 @@ impl UnaryOp {
 
 impl BinaryOp {
     /// Every binary op.
-    pub const ALL: [BinaryOp; 10] = [
+    pub const ALL: [BinaryOp; 12] = [
         BinaryOp::Add,
         BinaryOp::Subtract,
         BinaryOp::Multiply,
@@ -508,6 +544,8 @@ impl BinaryOp {
         BinaryOp::Maximum,
         BinaryOp::Minimum,
         BinaryOp::Power,
+        BinaryOp::Mod,
+        BinaryOp::FloorMod,
         BinaryOp::And,
         BinaryOp::Or,
         BinaryOp::Xor,
@@ -523,6 +561,8 @@ impl BinaryOp {
             BinaryOp::Maximum => "Maximum",
             BinaryOp::Minimum => "Minimum",
             BinaryOp::Power => "Power",
+            BinaryOp::Mod => "Mod",
+            BinaryOp::FloorMod => "FloorMod",
             BinaryOp::And => "And",
             BinaryOp::Or => "Or",
             BinaryOp::Xor => "Xor",

@@ -184,6 +184,37 @@ fn pad_mode_arg_reduce_and_resize_round_trip() {
     assert!(e.to_string().contains("select_last_index"), "{e}");
 }
 
+/// `TopK` and `ScatterNd` keep their attributes through a round trip; a `ScatterNd`
+/// without its reduction is refused.
+#[test]
+fn top_k_and_scatter_nd_round_trip() {
+    use graphlift_ir::{ScatterReduction, TopK};
+    let b = FunctionBuilder::new("indexing");
+    let x = b.parameter("x", F32, [2, 5]);
+    let t = TopK {
+        axis: 1,
+        k: 3,
+        largest: false,
+    };
+    let idx = b.op(Op::TopK(t), &[x]);
+    let idx = b.op(Op::Reshape(graphlift_ir::Shape::new([6, 1])), &[idx]);
+    let upd = b.parameter("u", F32, [6, 5]);
+    let data = b.parameter("d", F32, [3, 5]);
+    let y = b
+        .op(Op::ScatterNd(ScatterReduction::Max), &[data, idx, upd])
+        .named("scatter");
+    let f = b.finish(&[y]).unwrap();
+    let g = Function::from_json(&f.to_json()).unwrap();
+    assert_eq!(f, g);
+    let mut doc = doc_of(&f);
+    node_mut(&mut doc, "scatter")["op"]
+        .as_object_mut()
+        .unwrap()
+        .remove("reduction");
+    let e = load_err(&doc);
+    assert!(e.to_string().contains("reduction"), "{e}");
+}
+
 #[test]
 fn round_trip_is_exact_and_keeps_ids() {
     let f = sample();

@@ -6,6 +6,7 @@ use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, 
 mod activation;
 mod classify;
 mod conv;
+mod einsum;
 mod gather;
 #[cfg(test)]
 mod gather_tests;
@@ -20,8 +21,14 @@ mod resize;
 mod rnn;
 #[cfg(test)]
 mod rnn_tests;
+mod scatter;
+#[cfg(test)]
+mod scatter_tests;
 #[cfg(test)]
 mod tests;
+mod topk;
+#[cfg(test)]
+mod topk_tests;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
@@ -57,6 +64,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "CumSum",
     "DepthToSpace",
     "Div",
+    "Einsum",
     "Elu",
     "Equal",
     "Erf",
@@ -94,6 +102,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Mean",
     "Min",
     "Mish",
+    "Mod",
     "Mul",
     "Neg",
     "Not",
@@ -118,6 +127,9 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Resize",
     "RNN",
     "Round",
+    "Scatter",
+    "ScatterElements",
+    "ScatterND",
     "Selu",
     "Shape",
     "Sigmoid",
@@ -136,6 +148,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Tanh",
     "ThresholdedRelu",
     "Tile",
+    "TopK",
     "Transpose",
     "Trilu",
     "Unsqueeze",
@@ -171,6 +184,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "RNN" => return rnn::recurrent(e, ins, rnn::Cell::Rnn),
         "GRU" => return rnn::recurrent(e, ins, rnn::Cell::Gru),
         "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm),
+        "TopK" => return topk::top_k(e, ins),
         _ => {}
     }
     let y = match op_type.as_str() {
@@ -178,6 +192,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "Sub" => arithmetic(e, ins, BinaryOp::Subtract)?,
         "Mul" => arithmetic(e, ins, BinaryOp::Multiply)?,
         "Div" => arithmetic(e, ins, BinaryOp::Divide)?,
+        "Mod" => modulo(e, ins)?,
         "And" => logical(e, ins, BinaryOp::And)?,
         "Or" => logical(e, ins, BinaryOp::Or)?,
         "Xor" => logical(e, ins, BinaryOp::Xor)?,
@@ -291,6 +306,9 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "GatherElements" => gather::gather_elements(e, ins)?,
         "GatherND" => gather::gather_nd(e, ins)?,
         "OneHot" => gather::one_hot(e, ins)?,
+        "Einsum" => einsum::einsum(e, ins)?,
+        "ScatterND" => scatter::scatter_nd(e, ins)?,
+        "ScatterElements" | "Scatter" => scatter::scatter_elements(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => conv::conv(e, ins)?,
         "ConvTranspose" => conv::conv_transpose(e, ins)?,
@@ -386,6 +404,31 @@ fn two_inputs(e: &NodeEmitter<'_>, ins: In<'_>) -> Result<(Output, Output), Onnx
 fn arithmetic(e: &mut NodeEmitter<'_>, ins: In<'_>, op: BinaryOp) -> Result<Output, OnnxError> {
     let (a, b) = two_inputs(e, ins)?;
     e.require(a, numeric, "a numeric")?;
+    e.binary(op, a, b)
+}
+
+/// `Mod` (opsets 10, 13): with `fmod = 1` the remainder with the dividend's sign (C
+/// `fmod`: [`BinaryOp::Mod`]), with `fmod = 0` (the default) the one with the divisor's sign
+/// (Python's `%`: [`BinaryOp::FloorMod`]), which ONNX allows for integers only; broadcast.
+/// An integer `x mod 0` is 0 (ONNX leaves it undefined; numpy's answer).
+///
+/// # Errors
+/// [`OnnxError::BadAttribute`] for `fmod = 0` on floats or an `fmod` other than 0 or 1;
+/// [`OnnxError::TypeMismatch`] for BOOL operands or operands of two types.
+fn modulo(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let (a, b) = two_inputs(e, ins)?;
+    let t = e.require(a, numeric, "a numeric")?;
+    let op = match e.attr_i64("fmod")?.unwrap_or(0) {
+        1 => BinaryOp::Mod,
+        0 if t.is_float() => {
+            return Err(e.attribute_error(
+                "fmod",
+                format!("must be 1 for floating-point operands ({t}), is 0"),
+            ))
+        }
+        0 => BinaryOp::FloorMod,
+        other => return Err(e.attribute_error("fmod", format!("must be 0 or 1, is {other}"))),
+    };
     e.binary(op, a, b)
 }
 

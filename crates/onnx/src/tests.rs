@@ -400,6 +400,24 @@ fn shape_and_type_mismatches() {
         err(&m).to_string(),
         "graph output `y`: shape mismatch: declared [4], computed [3]"
     );
+    // One with a symbolic extent is an annotation (exporters get them wrong): not checked.
+    let mut y = vi("y", data_type::FLOAT, &[1, 1]);
+    if let Some(TypeProto {
+        tensor_type: Some(TypeProtoTensor { shape: Some(s), .. }),
+        ..
+    }) = y.r#type.as_mut()
+    {
+        s.dim[1] = TensorShapeDimension {
+            dim_param: Some("seqlen".into()),
+            ..Default::default()
+        };
+    }
+    let m = model(
+        vec![node("Relu", "r", &["a"], &["y"], vec![])],
+        vec![vi("a", data_type::FLOAT, &[3])],
+        vec![y],
+    );
+    assert!(import_model(&m).is_ok());
     // PRelu's slope broadcasts to the input only.
     let m = model(
         vec![node("PRelu", "p", &["a", "s"], &["y"], vec![])],

@@ -394,6 +394,9 @@ fn binary<'b>(
             (select(first, g, zero), select(first, zero, g))
         }
         BinaryOp::Power => (g * x1 * x0.pow(x1 - 1.0), g * y * x0.log()),
+        // y = x0 - x1 * q with q the rounded quotient (trunc or floor), piecewise constant:
+        // dy/dx0 = 1, dy/dx1 = -q = -(x0 - y) / x1.
+        BinaryOp::Mod | BinaryOp::FloorMod => (g, -(g * (x0 - y)) / x1),
         BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => return vec![None, None],
     };
     vec![Some(d0), Some(d1)]

@@ -1,9 +1,10 @@
-//! Inference for the ops that pick or interpolate elements: `ArgMax`/`ArgMin` and `Resize`.
+//! Inference for the ops that pick or interpolate elements: `ArgMax`/`ArgMin`, `TopK` and
+//! `Resize`.
 
 use smallvec::smallvec;
 
 use super::OutputTypes;
-use crate::attrs::{ArgReduction, Resize};
+use crate::attrs::{ArgReduction, Resize, TopK};
 use crate::{ElementType, Shape, TensorType};
 
 type Res = Result<OutputTypes, String>;
@@ -43,6 +44,34 @@ pub(super) fn arg_reduce(r: &ArgReduction, inputs: &[TensorType]) -> Res {
         ElementType::I64,
         Shape::new(out)
     )])
+}
+
+/// A numeric tensor whose axis holds at least `k` elements gives `i64` indices with extent
+/// `k` on the axis.
+pub(super) fn top_k(t: &TopK, inputs: &[TensorType]) -> Res {
+    let x = single(inputs)?;
+    if !x.element_type.is_numeric() {
+        return Err(format!("needs a numeric operand, got {}", x.element_type));
+    }
+    let mut out = x.shape.dims().to_vec();
+    match out.get_mut(t.axis) {
+        None => Err(format!(
+            "axis {} is out of range for rank {}",
+            t.axis,
+            x.shape.rank()
+        )),
+        Some(d) if *d < t.k => Err(format!(
+            "k = {} exceeds the extent {d} of axis {}",
+            t.k, t.axis
+        )),
+        Some(d) => {
+            *d = t.k;
+            Ok(smallvec![TensorType::new(
+                ElementType::I64,
+                Shape::new(out)
+            )])
+        }
+    }
 }
 
 /// A float tensor of the input's rank gives the attribute's extents.

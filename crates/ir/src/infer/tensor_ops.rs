@@ -1,7 +1,9 @@
 //! Inference for the ops that are not elementwise: layout (reshape, transpose, slice,
 //! concat, gather), reductions, matrix products, normalisations, convolution and pooling.
 
-use crate::attrs::{Convolution, LayerNorm, ReduceOp, Reduction, SliceAxis, Window};
+use crate::attrs::{
+    Convolution, LayerNorm, ReduceOp, Reduction, ScatterReduction, SliceAxis, Window,
+};
 use smallvec::smallvec;
 
 use super::OutputTypes;
@@ -203,6 +205,54 @@ pub(super) fn scatter_add(s: &crate::ScatterAdd, inputs: &[TensorType]) -> Res {
         ));
     }
     one(updates.element_type, d.to_vec())
+}
+
+/// `data` `D`, integer `indices` `[I.., q]` with `q <= rank D`, and `updates` `[I.., D[q..]]`
+/// of `data`'s element type give `data`'s type; a reduction needs a numeric type.
+pub(super) fn scatter_nd(r: ScatterReduction, inputs: &[TensorType]) -> Res {
+    arity(inputs, 3)?;
+    let (data, indices, updates) = (&inputs[0], &inputs[1], &inputs[2]);
+    if !matches!(indices.element_type, ElementType::I32 | ElementType::I64) {
+        return Err(format!(
+            "indices must be i32 or i64, are {}",
+            indices.element_type
+        ));
+    }
+    if updates.element_type != data.element_type {
+        return Err(format!(
+            "updates are {}, data {}",
+            updates.element_type, data.element_type
+        ));
+    }
+    if r != ScatterReduction::None && !data.element_type.is_numeric() {
+        return Err(format!(
+            "reduction `{}` needs a numeric type, got {}",
+            r.name(),
+            data.element_type
+        ));
+    }
+    let (d, i) = (data.shape.dims(), indices.shape.dims());
+    let Some((&q, lead)) = i.split_last() else {
+        return Err("indices must have rank >= 1 (the last axis holds the index tuples)".into());
+    };
+    if q > d.len() {
+        return Err(format!(
+            "index tuples of {q} coordinates for data of rank {}",
+            d.len()
+        ));
+    }
+    let mut want = lead.to_vec();
+    want.extend_from_slice(&d[q..]);
+    if updates.shape.dims() != want.as_slice() {
+        return Err(format!(
+            "updates must have shape {} (indices {} and data {}), have {}",
+            Shape::new(want),
+            indices.shape,
+            data.shape,
+            updates.shape
+        ));
+    }
+    one(data.element_type, d.to_vec())
 }
 
 pub(super) fn reduce(r: &Reduction, inputs: &[TensorType]) -> Res {

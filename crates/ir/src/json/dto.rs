@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::attrs::{PadMode, Resize, SliceAxis, Window};
+use crate::attrs::{PadMode, Resize, ScatterReduction, SliceAxis, TopK, Window};
 
 /// The whole document: a format tag, a version and one function.
 ///
@@ -74,7 +74,7 @@ pub(super) struct NodeDto<N> {
 /// for `Constant`; `body` for `FusedKernel`; `perm` for `Transpose`; `slice` for `Slice`;
 /// `low_pads`, `high_pads` and `interior` for `Pad`, which may take `pad_mode` (absent:
 /// constant); `axis`, `keep_dims` and `select_last_index` for `ArgMax` and `ArgMin`;
-/// `resize` for `Resize`;
+/// `resize` for `Resize`; `top_k` for `TopK`; `reduction` for `ScatterNd`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
 /// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
 /// and `Convolution`, which also takes `groups`; `heads` and `scale` for `Attention`.
@@ -129,6 +129,12 @@ pub(super) struct OpDto<N> {
     /// `Resize`'s attribute (version 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resize: Option<Resize>,
+    /// `TopK`'s attribute (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<TopK>,
+    /// `ScatterNd`'s reduction (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduction: Option<ScatterReduction>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub axis: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -170,6 +176,8 @@ impl<N> OpDto<N> {
             pad_mode: None,
             select_last_index: None,
             resize: None,
+            top_k: None,
+            reduction: None,
             axis: None,
             axes: None,
             keep_dims: None,

@@ -95,6 +95,8 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.select_last_index = Some(r.select_last_index);
         }
         Op::Resize(r) => dto.resize = Some(r.clone()),
+        Op::TopK(t) => dto.top_k = Some(*t),
+        Op::ScatterNd(r) => dto.reduction = Some(*r),
         Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => dto.axis = Some(*axis),
         Op::ScatterAdd(s) => {
             dto.axis = Some(s.axis);

@@ -333,7 +333,12 @@ pub fn convolution(
     parallel: &Parallel,
     epilogue: Option<Epilogue<'_>>,
 ) -> Option<TensorData> {
-    let g = Geometry::of(x.shape(), filter.shape(), conv)?;
+    let lifted = lift_1d(x.shape(), filter.shape(), conv);
+    let (sx, sf, conv) = match &lifted {
+        Some((sx, sf, c)) => (sx, sf, c),
+        None => (x.shape(), filter.shape(), conv),
+    };
+    let g = Geometry::of(sx, sf, conv)?;
     let (x, filter) = (x.data(), filter.data());
     if x.len() != g.n * g.c * g.h * g.w || filter.len() != g.m * (g.c / g.groups) * g.kh * g.kw {
         return None;
@@ -353,6 +358,36 @@ pub fn convolution(
         _ => return None,
     }
     Some(y)
+}
+
+/// A 1-D convolution (`x` `[N, C, L]`, filter `[M, C / groups, K]`) as the 2-D one over a
+/// unit height: the same elements as `[N, C, 1, L]` and `[M, C / groups, 1, K]` under a
+/// window of height 1 (stride and dilation 1, no padding), giving `[N, M, 1, OL]`, the
+/// elements of the 1-D result. `None` for any other rank.
+fn lift_1d(sx: &Shape, sf: &Shape, conv: &Convolution) -> Option<(Shape, Shape, Convolution)> {
+    let (dx, df) = (sx.dims(), sf.dims());
+    if dx.len() != 3 || df.len() != 3 {
+        return None;
+    }
+    let w = &conv.window;
+    let unit = |v: &[usize], first: usize| -> Vec<usize> {
+        std::iter::once(first).chain(v.iter().copied()).collect()
+    };
+    let window = graphlift_ir::Window {
+        shape: unit(&w.shape, 1),
+        strides: unit(&w.strides, 1),
+        dilations: unit(&w.dilations, 1),
+        pads_begin: unit(&w.pads_begin, 0),
+        pads_end: unit(&w.pads_end, 0),
+    };
+    Some((
+        Shape::new([dx[0], dx[1], 1, dx[2]]),
+        Shape::new([df[0], df[1], 1, df[2]]),
+        Convolution {
+            window,
+            groups: conv.groups,
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -401,6 +436,38 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// A 1-D convolution runs as the 2-D one over a unit height and agrees with the
+    /// reference (strided, dilated, padded, grouped).
+    #[test]
+    fn one_dimensional_agrees_with_the_reference() {
+        let parallel = Parallel::new(ThreadConfig::with_threads(2));
+        let conv = Convolution {
+            window: graphlift_ir::Window {
+                shape: vec![3],
+                strides: vec![2],
+                dilations: vec![2],
+                pads_begin: vec![2],
+                pads_end: vec![1],
+            },
+            groups: 2,
+        };
+        let (sx, sf) = (Shape::new([2, 4, 11]), Shape::new([6, 2, 3]));
+        let ramp =
+            |n: usize, k: f32| TensorData::F32((0..n).map(|i| (i as f32 * k).sin()).collect());
+        let (x, f) = (ramp(88, 0.37), ramp(36, 0.91));
+        let xt = Tensor::from_data(x.clone(), sx.clone()).unwrap();
+        let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
+        let got = convolution(&xt, &ft, &conv, None, &parallel, None).unwrap();
+        let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
+        let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
+            panic!("types")
+        };
+        assert_eq!(g.len(), w.len());
+        for (a, b) in g.iter().zip(w) {
+            assert!((a - b).abs() <= 6.0 * f32::EPSILON, "{a} vs {b}");
         }
     }
 }

@@ -23,8 +23,9 @@ use crate::parallel::Parallel;
 pub use epilogue::{Block, Epilogue};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
-/// `Convolution` and its adjoints `ConvolutionBackpropData` and
-/// `ConvolutionBackpropFilters`, 2-D `MaxPool` and `MaxPoolBackprop`, reductions over trailing axes,
+/// `Convolution` (and 1-D, as 2-D over a unit height) and its 2-D adjoints
+/// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
+/// `MaxPoolBackprop`, reductions over trailing axes,
 /// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`), else with the
 /// reference kernel.
 ///
@@ -43,7 +44,7 @@ pub fn evaluate(
     evaluate_with_epilogue(node, inputs, seeded, parallel, None).map(|(outs, _)| outs)
 }
 
-/// As [`evaluate`], and when `epilogue` is given and the node is a `MatMul` or 2-D
+/// As [`evaluate`], and when `epilogue` is given and the node is a `MatMul` or 1-D/2-D
 /// `Convolution` with a native kernel, the epilogue runs on each block of the result as soon
 /// as the block is written (see [`Epilogue`]). The `bool` tells whether it ran: when it is
 /// `false` (a reference kernel ran), the caller runs the epilogue's work over the whole

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use graphlift_ir::{Shape, TensorType};
 
 use crate::error::{NodeRef, OnnxError};
-use crate::proto::{GraphProto, ValueInfoProto};
+use crate::proto::{GraphProto, TensorShapeDimension, ValueInfoProto};
 use crate::tensor::{data_type_name, element_type, shape_from_dims};
 
 /// The declared extents of a graph input: `Some(n)` for a fixed one, `Err(name)` for a
@@ -146,7 +146,11 @@ pub(super) fn value_type(
     Ok(TensorType::new(et, shape_from_dims(&dims, at)?))
 }
 
-/// Checks a graph output's declared type (where declared) against the inferred one.
+/// Checks a graph output's declared type (where declared) against the inferred one. A
+/// declared shape with a symbolic or unknown extent is the exporter's annotation, not a
+/// fact (PyTorch's `dynamic_axes` name output axes by hand: ddddocr's `common.onnx` declares
+/// `[1, seqlen]` for a `[32, 1, 8210]` output), so it is not checked, as onnxruntime only
+/// warns; a fully static one must match.
 pub(super) fn check_declared_type(
     vi: &ValueInfoProto,
     t: &TensorType,
@@ -177,15 +181,16 @@ pub(super) fn check_declared_type(
             });
         }
     }
-    if let Some(shape) = &tt.shape {
+    let fixed = |d: &TensorShapeDimension| matches!(d.dim_value, Some(v) if v >= 0);
+    if let Some(shape) = tt.shape.as_ref().filter(|s| s.dim.iter().all(fixed)) {
         let dims = t.shape.dims();
         let rank_ok = shape.dim.len() == dims.len();
         let dims_ok = rank_ok
-            && shape.dim.iter().zip(dims).all(|(d, &n)| match d.dim_value {
-                // A negative extent is some exporters' way of saying "dynamic".
-                Some(v) if v >= 0 => usize::try_from(v) == Ok(n),
-                _ => true,
-            });
+            && shape
+                .dim
+                .iter()
+                .zip(dims)
+                .all(|(d, &n)| d.dim_value.and_then(|v| usize::try_from(v).ok()) == Some(n));
         if !dims_ok {
             let declared: Vec<String> = shape
                 .dim

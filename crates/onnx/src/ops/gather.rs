@@ -23,7 +23,11 @@ fn strides(d: &[usize]) -> Vec<usize> {
 }
 
 /// An `i64` constant of `shape`.
-fn i64s(e: &mut NodeEmitter<'_>, v: Vec<usize>, shape: &[usize]) -> Result<Output, OnnxError> {
+pub(super) fn i64s(
+    e: &mut NodeEmitter<'_>,
+    v: Vec<usize>,
+    shape: &[usize],
+) -> Result<Output, OnnxError> {
     let v = v.into_iter().map(|x| x as i64).collect();
     e.constant(TensorData::I64(v), Shape::new(shape))
 }
@@ -57,7 +61,7 @@ fn guarded(
     e.select(ok, pos, past)
 }
 
-fn require_index(e: &NodeEmitter<'_>, v: Output) -> Result<(), OnnxError> {
+pub(super) fn require_index(e: &NodeEmitter<'_>, v: Output) -> Result<(), OnnxError> {
     e.require(
         v,
         |t| matches!(t, ElementType::I32 | ElementType::I64),
@@ -89,6 +93,20 @@ pub(super) fn gather_elements(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Ou
             "indices {di:?} must have the rank of data {dd:?} and no larger extent off axis {a}"
         )));
     }
+    along_axis(e, data, indices, a)
+}
+
+/// `data` read at `indices` along axis `a`, as `GatherElements` does (numpy's
+/// `take_along_axis`): `out[i..] = data[i.. with i(a) = indices[i..]]`, `indices` (`i32` or
+/// `i64`) of `data`'s rank and no larger extent off the axis (the caller checked), negative
+/// ones counting from the end; one outside the axis is refused by `Gather` at run time.
+pub(super) fn along_axis(
+    e: &mut NodeEmitter<'_>,
+    data: Output,
+    indices: Output,
+    a: usize,
+) -> Result<Output, OnnxError> {
+    let (dd, di) = (dims(e, data)?, dims(e, indices)?);
     let ds = strides(&dd);
     let n: usize = dd.iter().product();
     // The position of each index's row, every coordinate but the axis's.

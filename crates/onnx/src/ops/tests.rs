@@ -393,3 +393,53 @@ fn rearrangements_and_predicates() {
     let out = run(&m, vec![x(&[f32::NAN, 1.0], &[2])]);
     assert_eq!(out[0].read::<bool>().unwrap(), [true, false]);
 }
+
+#[test]
+fn mod_truncated_or_floored() {
+    let m = |fmod: i64, elem: i32| {
+        let mut m = model_opset(
+            vec![node(
+                "Mod",
+                "md",
+                &["a", "b"],
+                &["y"],
+                vec![attr_i("fmod", fmod)],
+            )],
+            vec![vi("a", elem, &[4]), vi("b", elem, &[1])],
+            vec![],
+            13,
+        );
+        if let Some(g) = m.graph.as_mut() {
+            g.output = vec![ValueInfoProto {
+                name: "y".into(),
+                ..Default::default()
+            }];
+        }
+        m
+    };
+    let ints = |v: &[i64], dims: &[usize]| {
+        Tensor::from_data(TensorData::I64(v.to_vec()), Shape::new(dims)).unwrap()
+    };
+    let a = ints(&[7, -7, 6, 0], &[4]);
+    let out = run(&m(0, data_type::INT64), vec![a.clone(), ints(&[-3], &[1])]);
+    assert_eq!(out[0].read::<i64>().unwrap(), [-2, -1, 0, 0]);
+    let out = run(&m(1, data_type::INT64), vec![a, ints(&[-3], &[1])]);
+    assert_eq!(out[0].read::<i64>().unwrap(), [1, -1, 0, 0]);
+    let out = run(
+        &m(1, data_type::FLOAT),
+        vec![x(&[5.5, -5.5, 1.0, 0.25], &[4]), x(&[2.0], &[1])],
+    );
+    assert_eq!(f32s(&out[0]), [1.5, -1.5, 1.0, 0.25]);
+    assert!(matches!(
+        err(&m(0, data_type::FLOAT)),
+        OnnxError::BadAttribute { .. }
+    ));
+    assert!(matches!(
+        err(&m(2, data_type::INT64)),
+        OnnxError::BadAttribute { .. }
+    ));
+    assert!(matches!(
+        err(&m(1, data_type::BOOL)),
+        OnnxError::TypeMismatch { .. }
+    ));
+}

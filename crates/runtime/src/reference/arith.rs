@@ -16,7 +16,7 @@
 use graphlift_ir::{bf16, f16, BinaryOp, UnaryOp};
 use num_traits::AsPrimitive;
 
-use super::elementwise::{binary_f32, binary_f64, unary_f32, unary_f64};
+use super::elementwise::{binary_f32, binary_f64, floor_mod, unary_f32, unary_f64};
 
 /// The reference semantics of the unary and binary elementwise ops on one element type.
 ///
@@ -117,6 +117,10 @@ macro_rules! int_arith {
                             acc
                         }
                     },
+                    // `x mod 0 = 0` (numpy); `MIN mod -1 = 0` (wrapping).
+                    BinaryOp::Mod | BinaryOp::FloorMod if b == 0 => 0,
+                    BinaryOp::Mod => a.wrapping_rem(b),
+                    BinaryOp::FloorMod => floor_mod(a.wrapping_rem(b), b, 0),
                     BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => 0,
                 }
             }

@@ -186,6 +186,8 @@ pub fn binary_f32(op: BinaryOp, a: f32, b: f32) -> f32 {
         BinaryOp::Maximum => fmax(a, b),
         BinaryOp::Minimum => fmin(a, b),
         BinaryOp::Power => f64::from(a).powf(f64::from(b)) as f32,
+        BinaryOp::Mod => a % b,
+        BinaryOp::FloorMod => floor_mod(a % b, b, 0.0),
         BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => f32::NAN,
     }
 }
@@ -200,9 +202,56 @@ pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> f64 {
         BinaryOp::Maximum => fmax(a, b),
         BinaryOp::Minimum => fmin(a, b),
         BinaryOp::Power => a.powf(b),
+        BinaryOp::Mod => a % b,
+        BinaryOp::FloorMod => floor_mod(a % b, b, 0.0),
         BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => f64::NAN,
     }
 }
+
+/// `FloorMod` from the truncated remainder `r = a mod b`: `r + b` where `r` and `b` differ
+/// in sign; a zero remainder takes `b`'s sign (numpy's `npy_divmod`; for integers the sign
+/// of zero is moot). Rust's `%` is C's `fmod` on floats, exact.
+pub(super) fn floor_mod<T>(r: T, b: T, zero: T) -> T
+where
+    T: Copy + PartialOrd + std::ops::Add<Output = T> + FloorModZero,
+{
+    if r == zero {
+        r.signed_zero_like(b)
+    } else if (r < zero) != (b < zero) {
+        r + b
+    } else {
+        r
+    }
+}
+
+/// A zero with `b`'s sign (floats), or zero itself (integers).
+pub(super) trait FloorModZero: Sized {
+    fn signed_zero_like(self, b: Self) -> Self;
+}
+
+impl FloorModZero for f32 {
+    fn signed_zero_like(self, b: f32) -> f32 {
+        0f32.copysign(b)
+    }
+}
+
+impl FloorModZero for f64 {
+    fn signed_zero_like(self, b: f64) -> f64 {
+        0f64.copysign(b)
+    }
+}
+
+/// Integers of every width: the sign of a zero is moot.
+macro_rules! int_floor_mod_zero {
+    ($($t:ty),*) => {$(
+        impl FloorModZero for $t {
+            fn signed_zero_like(self, _: $t) -> $t {
+                self
+            }
+        }
+    )*};
+}
+int_floor_mod_zero!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 /// Compares elementwise; the result is `Bool`.
 ///
@@ -358,5 +407,55 @@ mod tests {
             ElementType::Bool,
         );
         assert_eq!(b, TensorData::Bool(vec![true, false, false]));
+    }
+
+    #[test]
+    fn remainders_truncated_and_floored() {
+        // Mod: the dividend's sign (C fmod); FloorMod: the divisor's (Python).
+        for (a, b, m, f) in [
+            (7, 3, 1, 1),
+            (-7, 3, -1, 2),
+            (7, -3, 1, -2),
+            (-7, -3, -1, -1),
+        ] {
+            assert_eq!(
+                <i32 as super::super::arith::Arith>::binary(BinaryOp::Mod, a, b),
+                m
+            );
+            assert_eq!(
+                <i64 as super::super::arith::Arith>::binary(BinaryOp::FloorMod, a.into(), b.into()),
+                i64::from(f)
+            );
+            assert_eq!(binary_f64(BinaryOp::Mod, a.into(), b.into()), f64::from(m));
+            assert_eq!(binary_f32(BinaryOp::FloorMod, a as f32, b as f32), f as f32);
+        }
+        assert_eq!(
+            <i32 as super::super::arith::Arith>::binary(BinaryOp::Mod, 5, 0),
+            0
+        );
+        assert_eq!(
+            <i64 as super::super::arith::Arith>::binary(BinaryOp::FloorMod, -5, 0),
+            0
+        );
+        assert_eq!(
+            <i32 as super::super::arith::Arith>::binary(BinaryOp::Mod, i32::MIN, -1),
+            0
+        );
+        assert_eq!(binary_f32(BinaryOp::Mod, -5.5, 2.0), -1.5);
+        assert_eq!(binary_f64(BinaryOp::Mod, 1e300, 3.0), 1e300 % 3.0);
+        assert!(binary_f32(BinaryOp::Mod, 1.0, 0.0).is_nan());
+        assert_eq!(binary_f32(BinaryOp::Mod, 2.0, f32::INFINITY), 2.0);
+        // Narrow and unsigned integers: the same wrapping rules.
+        assert_eq!(
+            <i8 as super::super::arith::Arith>::binary(BinaryOp::FloorMod, -7, 3),
+            2
+        );
+        assert_eq!(
+            <u8 as super::super::arith::Arith>::binary(BinaryOp::Mod, 7, 0),
+            0
+        );
+        // A zero remainder takes the divisor's sign in FloorMod.
+        assert!(binary_f64(BinaryOp::FloorMod, 6.0, -3.0).is_sign_negative());
+        assert!(binary_f64(BinaryOp::Mod, -6.0, 3.0).is_sign_negative());
     }
 }

@@ -235,22 +235,35 @@ pub fn gather(
 /// # Errors
 /// Indices that are not integers, or one outside `[-d, d)` (naming it and its position).
 fn gathered_rows(indices: &TensorData, d: usize, axis: usize) -> Result<Vec<usize>, String> {
-    let idx: Vec<i64> = match indices {
-        TensorData::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
-        TensorData::I64(v) => v.clone(),
-        other => return Err(format!("indices are {}, not i32/i64", other.element_type())),
-    };
-    idx.iter()
+    index_values(indices)?
+        .iter()
         .enumerate()
-        .map(|(k, &i)| {
-            let j = if i < 0 { i + d as i64 } else { i };
-            usize::try_from(j).ok().filter(|&j| j < d).ok_or_else(|| {
-                format!(
-                    "index {i} (element {k} of the indices) is outside [-{d}, {d}) on axis {axis}"
-                )
-            })
-        })
+        .map(|(k, &i)| wrap_index(i, d, k, axis))
         .collect()
+}
+
+/// The elements of an index tensor (`i32` or `i64`) as `i64`.
+///
+/// # Errors
+/// Indices that are not integers.
+pub(super) fn index_values(indices: &TensorData) -> Result<Vec<i64>, String> {
+    match indices {
+        TensorData::I32(v) => Ok(v.iter().map(|&i| i64::from(i)).collect()),
+        TensorData::I64(v) => Ok(v.clone()),
+        other => Err(format!("indices are {}, not i32/i64", other.element_type())),
+    }
+}
+
+/// Index `i` (element `k` of the indices) on an axis of extent `d`, a negative one counting
+/// from the end (ONNX, numpy): shared by `Gather`, `ScatterAdd` and `ScatterNd`.
+///
+/// # Errors
+/// An index outside `[-d, d)`, named with its position and the axis.
+pub(super) fn wrap_index(i: i64, d: usize, k: usize, axis: usize) -> Result<usize, String> {
+    let j = if i < 0 { i + d as i64 } else { i };
+    usize::try_from(j).ok().filter(|&j| j < d).ok_or_else(|| {
+        format!("index {i} (element {k} of the indices) is outside [-{d}, {d}) on axis {axis}")
+    })
 }
 
 /// `ScatterAdd(axis)` into zeros of `shape`: the adjoint of [`gather`] (see

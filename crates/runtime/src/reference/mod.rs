@@ -14,6 +14,8 @@ mod pad;
 mod random;
 mod reduce;
 mod resize;
+mod scatter;
+mod top_k;
 mod widen;
 mod window;
 mod window_backprop;
@@ -40,6 +42,8 @@ pub use pad::{pad, source_index};
 pub use random::random;
 pub use reduce::reduce;
 pub use resize::{axis_taps, resize, AxisTaps};
+pub use scatter::scatter_nd;
+pub use top_k::top_k;
 pub use window::{convolution, max_pool};
 pub use window_backprop::{
     convolution_backprop_data, convolution_backprop_filters, max_pool_backprop,
@@ -66,6 +70,9 @@ pub use window_backprop::{
 /// | `Divide` on integers | `MIN / -1` | `MIN` (wraps) |
 /// | `Power` on integers | `b < 0` | `1` if `a == 1`; `±1` by parity if `a == -1`; else `0` |
 /// | `Power` on integers | overflow | wraps (exponentiation by squaring) |
+/// | `Mod` (truncated, C `fmod`) on floats | | Rust's `%`, exact: `x mod 0` and `±inf mod y` are NaN, `x mod ±inf = x`, the sign of `x` |
+/// | `FloorMod` (floored, numpy `mod`) on floats | | `Mod`'s remainder `+ b` where it and `b` differ in sign; a zero remainder takes `b`'s sign |
+/// | `Mod`, `FloorMod` on integers | `x mod 0` / `MIN mod -1` | `0` / `0` (numpy; never traps) |
 /// | `Maximum`, `Minimum` on floats | a NaN operand | NaN (numpy's `maximum`); `max(-0, +0) = +0`, `min(-0, +0) = -0` |
 /// | `Relu` on floats | | `x < 0 ? 0 : x`: `Relu(NaN) = NaN`, `Relu(-0) = -0` |
 /// | `Sign` on floats | | `1` for `x > 0`, `-1` for `x < 0`, `x` itself for ±0 and NaN |
@@ -137,8 +144,17 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         }
         Op::Gather(axis) => one(gather(data(0), inputs[0].shape(), data(1), *axis)),
         Op::ScatterAdd(s) => one(scatter_add(data(0), data(1), &s.shape, s.axis)),
+        Op::ScatterNd(r) => one(scatter_nd(
+            data(0),
+            inputs[0].shape(),
+            data(1),
+            inputs[1].shape(),
+            data(2),
+            *r,
+        )),
         Op::Reduce(r) => one(reduce(data(0), inputs[0].shape(), r)),
         Op::ArgReduce(r) => one(arg_reduce(data(0), inputs[0].shape(), r)),
+        Op::TopK(t) => one(top_k(data(0), inputs[0].shape(), t)),
         Op::Resize(r) => one(resize(data(0), inputs[0].shape(), r)),
         Op::MatMul => one(matmul(
             data(0),
