@@ -9,11 +9,15 @@ mod conv;
 mod gather;
 #[cfg(test)]
 mod gather_tests;
+mod integer;
 mod layout;
 mod nn;
 mod normalize;
 mod pad;
 mod pooling;
+mod quantize;
+#[cfg(test)]
+mod quantize_tests;
 mod random;
 mod rearrange;
 mod resize;
@@ -53,10 +57,13 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "ConvInteger",
     "ConvTranspose",
     "CumSum",
     "DepthToSpace",
+    "DequantizeLinear",
     "Div",
+    "DynamicQuantizeLinear",
     "Elu",
     "Equal",
     "Erf",
@@ -89,6 +96,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Log",
     "LogSoftmax",
     "MatMul",
+    "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
@@ -102,6 +110,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "PRelu",
     "Pad",
     "Pow",
+    "QuantizeLinear",
     "RandomNormal",
     "RandomNormalLike",
     "RandomUniform",
@@ -171,6 +180,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "RNN" => return rnn::recurrent(e, ins, rnn::Cell::Rnn),
         "GRU" => return rnn::recurrent(e, ins, rnn::Cell::Gru),
         "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm),
+        "DynamicQuantizeLinear" => return quantize::dynamic_quantize_linear(e, ins),
         _ => {}
     }
     let y = match op_type.as_str() {
@@ -293,6 +303,10 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "OneHot" => gather::one_hot(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => conv::conv(e, ins)?,
+        "ConvInteger" => integer::conv_integer(e, ins)?,
+        "MatMulInteger" => integer::matmul_integer(e, ins)?,
+        "QuantizeLinear" => quantize::quantize_linear(e, ins)?,
+        "DequantizeLinear" => quantize::dequantize_linear(e, ins)?,
         "ConvTranspose" => conv::conv_transpose(e, ins)?,
         "BatchNormalization" => nn::batch_norm(e, ins)?,
         "MaxPool" => pooling::max_pool(e, ins)?,
