@@ -10,11 +10,15 @@ mod einsum;
 mod gather;
 #[cfg(test)]
 mod gather_tests;
+mod integer;
 mod layout;
 mod nn;
 mod normalize;
 mod pad;
 mod pooling;
+mod quantize;
+#[cfg(test)]
+mod quantize_tests;
 mod random;
 mod rearrange;
 mod resize;
@@ -60,11 +64,14 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "ConvInteger",
     "ConvTranspose",
     "CumSum",
     "DepthToSpace",
+    "DequantizeLinear",
     "Div",
     "Einsum",
+    "DynamicQuantizeLinear",
     "Elu",
     "Equal",
     "Erf",
@@ -97,6 +104,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Log",
     "LogSoftmax",
     "MatMul",
+    "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
@@ -111,6 +119,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "PRelu",
     "Pad",
     "Pow",
+    "QuantizeLinear",
     "RandomNormal",
     "RandomNormalLike",
     "RandomUniform",
@@ -185,6 +194,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "GRU" => return rnn::recurrent(e, ins, rnn::Cell::Gru),
         "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm),
         "TopK" => return topk::top_k(e, ins),
+        "DynamicQuantizeLinear" => return quantize::dynamic_quantize_linear(e, ins),
         _ => {}
     }
     let y = match op_type.as_str() {
@@ -311,6 +321,10 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "ScatterElements" | "Scatter" => scatter::scatter_elements(e, ins)?,
         "MatMul" => nn::matmul(e, ins)?,
         "Conv" => conv::conv(e, ins)?,
+        "ConvInteger" => integer::conv_integer(e, ins)?,
+        "MatMulInteger" => integer::matmul_integer(e, ins)?,
+        "QuantizeLinear" => quantize::quantize_linear(e, ins)?,
+        "DequantizeLinear" => quantize::dequantize_linear(e, ins)?,
         "ConvTranspose" => conv::conv_transpose(e, ins)?,
         "BatchNormalization" => nn::batch_norm(e, ins)?,
         "MaxPool" => pooling::max_pool(e, ins)?,

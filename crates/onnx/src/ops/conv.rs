@@ -88,6 +88,18 @@ pub(super) fn window(
 pub(super) fn conv(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 2, 3)?;
     let (x, w) = (e.input(ins, 0)?, e.input(ins, 1)?);
+    let y = convolution_of(e, x, w)?;
+    add_bias(e, y, e.optional_input(ins, 2))
+}
+
+/// The `Convolution` of `x` `[N, C, D..]` with the filter `w` `[M, C / group, K..]` under the
+/// node's window attributes (`strides`, `dilations`, `pads`, `auto_pad`, `group`,
+/// `kernel_shape`), as `Conv` and `ConvInteger` read them.
+pub(super) fn convolution_of(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    w: Output,
+) -> Result<Output, OnnxError> {
     let (dx, dw) = (dims(e, x)?, dims(e, w)?);
     if dx.len() < 3 || dw.len() != dx.len() {
         return Err(e.shape_error(format!(
@@ -100,8 +112,7 @@ pub(super) fn conv(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxE
         window: window(e, &dx[2..], kernel)?,
         groups: groups(e)?,
     };
-    let y = e.op(Op::Convolution(c), &[x, w])?;
-    add_bias(e, y, e.optional_input(ins, 2))
+    e.op(Op::Convolution(c), &[x, w])
 }
 
 /// `y` `[N, M, D..]` plus the per-channel bias `b` `[M]`, if given.

@@ -16,7 +16,16 @@ use crate::error::OnnxError;
 /// axis is removed from the result; batch axes broadcast.
 pub(super) fn matmul(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 2, 2)?;
-    let (mut a, mut b) = (e.input(ins, 0)?, e.input(ins, 1)?);
+    let (a, b) = (e.input(ins, 0)?, e.input(ins, 1)?);
+    matmul_of(e, a, b)
+}
+
+/// `a @ b` with numpy `matmul`'s rules (see [`matmul`]), on operands of one element type.
+pub(super) fn matmul_of(
+    e: &mut NodeEmitter<'_>,
+    mut a: Output,
+    mut b: Output,
+) -> Result<Output, OnnxError> {
     e.same_type(&[a, b])?;
     let (da, db) = (dims(e, a)?, dims(e, b)?);
     if da.is_empty() || db.is_empty() {
