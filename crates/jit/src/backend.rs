@@ -50,14 +50,21 @@ pub const BACKEND_NAME: &str = "CPU-JIT";
 /// **Kernel cache.** Kernels are cached by the canonical form of their body (ops, element
 /// types, shapes and broadcast pattern, constants' bits; not node names), shared by every
 /// executable of this backend and its clones: compiling an equal region again reuses the
-/// compiled code ([`CpuJitBackend::cache_stats`]). At most 1,024 entries are kept (the oldest
-/// is evicted first). JIT code memory is freed when neither an executable nor the cache uses
-/// it: dropping the backend (all its clones) and its executables frees everything.
+/// compiled code ([`CpuJitBackend::cache_stats`]). At most
+/// [`Target::kernel_cache_capacity`] entries are kept — 1,024 by default
+/// ([`graphlift_kernels::target::DEFAULT_KERNEL_CACHE_CAPACITY`] says why),
+/// `GRAPHLIFT_KERNEL_CACHE=N` or [`CpuJitBackend::with_kernel_cache_capacity`] to change it,
+/// 0 for no cache — and the least recently used is evicted first. JIT code memory is freed
+/// when neither an executable nor the cache uses it: an evicted kernel's executables keep
+/// running it, and dropping the backend (all its clones) and its executables frees
+/// everything.
 ///
 /// **Executable cache.** Compiling a Function equal (`==`) to one whose executable is still
 /// alive returns a new executable sharing that one's plan: no passes, no planning. Plans
 /// are held weakly, so dropping the executables frees them (`backend/executable_cache.rs`;
-/// [`CpuJitBackend::with_executable_cache`]).
+/// [`CpuJitBackend::with_executable_cache`]); it needs no capacity, as it never holds more
+/// than the live executables (and, until the next compile, the entries of ones dropped
+/// since, a weak pointer each).
 ///
 /// **Epilogue fusion.** A fused kernel that consumes the result of a `MatMul` or 2-D
 /// `Convolution` (a bias add, GELU, a HardSwish chain) runs inside the producer's output
@@ -119,7 +126,7 @@ impl CpuJitBackend {
             config: config.with_element_types(graphlift_codegen::ELEMENT_TYPES),
             scope_fusion: ScopeFusionRegistry::builtin(),
             parallel: Arc::new(Parallel::new(target.threads())),
-            cache: Arc::new(KernelCache::new(KernelCache::DEFAULT_CAPACITY)),
+            cache: Arc::new(KernelCache::new(target.kernel_cache_capacity())),
             target,
             executables: Some(Arc::default()),
         }
@@ -264,7 +271,27 @@ impl CpuJitBackend {
         self.parallel.config()
     }
 
-    /// Counters of the kernel cache: kernels compiled, cache hits, entries held.
+    /// This backend with a new, empty kernel cache of at most `entries` compiled kernels
+    /// (least recently used evicted first; 0: no cache, every compile compiles its kernels
+    /// anew). Default: [`Target::kernel_cache_capacity`], which `GRAPHLIFT_KERNEL_CACHE`
+    /// sets. Clones made before keep sharing the old cache; executables compiled before keep
+    /// their code.
+    pub fn with_kernel_cache_capacity(self, entries: usize) -> CpuJitBackend {
+        CpuJitBackend {
+            cache: Arc::new(KernelCache::new(entries)),
+            target: self.target.with_kernel_cache_capacity(entries),
+            ..self
+        }
+    }
+
+    /// The most compiled kernels the kernel cache keeps
+    /// ([`CpuJitBackend::with_kernel_cache_capacity`]).
+    pub fn kernel_cache_capacity(&self) -> usize {
+        self.cache.stats().capacity
+    }
+
+    /// Counters of the kernel cache: kernels compiled, cache hits, entries held (for
+    /// diagnostics and tests: never more than the capacity), entries evicted.
     pub fn cache_stats(&self) -> KernelCacheStats {
         self.cache.stats()
     }

@@ -82,8 +82,13 @@ fn bits(data: &TensorData) -> ConstBits {
 /// Compiled kernels of one backend, shared by its executables (behind a mutex; compilation
 /// itself runs outside the lock).
 ///
-/// It holds at most [`KernelCache::DEFAULT_CAPACITY`] entries; inserting beyond that evicts
-/// the oldest entry (its code stays alive while an executable uses it).
+/// Least recently used first out: it holds at most its capacity of entries (a backend's
+/// [`graphlift_kernels::target::Target::kernel_cache_capacity`], by default
+/// [`graphlift_kernels::target::DEFAULT_KERNEL_CACHE_CAPACITY`]); a hit moves its entry to
+/// the most recent end, and inserting beyond the capacity evicts from the least recent end.
+/// An evicted entry only drops the cache's `Arc` of the code: executables that use it keep
+/// theirs, so the code (and its JIT module) lives until the last of them is dropped. With
+/// capacity 0 nothing is kept and every compile compiles its kernels anew.
 #[derive(Debug)]
 pub(crate) struct KernelCache {
     inner: Mutex<Inner>,
@@ -95,6 +100,7 @@ struct Inner {
     capacity: usize,
     compiled: usize,
     hits: usize,
+    evicted: usize,
 }
 
 /// Counters of a backend's kernel cache.
@@ -104,14 +110,15 @@ pub struct KernelCacheStats {
     pub compiled: usize,
     /// Kernels that reused cached code.
     pub hits: usize,
-    /// Entries currently held.
+    /// Entries currently held (at most [`KernelCacheStats::capacity`]).
     pub entries: usize,
+    /// Entries evicted, least recently used first, to stay within the capacity.
+    pub evicted: usize,
+    /// The most entries the cache holds (0: caching is off).
+    pub capacity: usize,
 }
 
 impl KernelCache {
-    /// Entries kept at most by default.
-    pub(crate) const DEFAULT_CAPACITY: usize = 1024;
-
     /// An empty cache of at most `capacity` entries (0 disables caching).
     pub(crate) fn new(capacity: usize) -> KernelCache {
         KernelCache {
@@ -120,6 +127,7 @@ impl KernelCache {
                 capacity,
                 compiled: 0,
                 hits: 0,
+                evicted: 0,
             }),
         }
     }
@@ -128,27 +136,33 @@ impl KernelCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The cached code for `key`, counting a hit.
+    /// The cached code for `key`, counting a hit and making its entry the most recently
+    /// used.
     pub(crate) fn get(&self, key: &KernelKey) -> Option<Arc<KernelCode>> {
         let mut g = self.lock();
-        let code = g.entries.get(key).cloned();
-        if code.is_some() {
-            g.hits += 1;
-        }
-        code
+        let (at, _, code) = g.entries.get_full(key)?;
+        let code = Arc::clone(code);
+        let last = g.entries.len() - 1;
+        g.entries.move_index(at, last);
+        g.hits += 1;
+        Some(code)
     }
 
-    /// Records freshly compiled `code` under `key` (counting a compilation), evicting the
-    /// oldest entry when full.
+    /// Records freshly compiled `code` under `key` (counting a compilation) as the most
+    /// recently used entry, evicting the least recently used ones beyond the capacity.
     pub(crate) fn insert(&self, key: KernelKey, code: Arc<KernelCode>) {
         let mut g = self.lock();
         g.compiled += 1;
         if g.capacity == 0 {
             return;
         }
-        g.entries.insert(key, code);
+        // A key compiled by two executables at once is replaced in place: move it last.
+        let (at, _) = g.entries.insert_full(key, code);
+        let last = g.entries.len() - 1;
+        g.entries.move_index(at, last);
         while g.entries.len() > g.capacity {
             g.entries.shift_remove_index(0);
+            g.evicted += 1;
         }
     }
 
@@ -159,6 +173,8 @@ impl KernelCache {
             compiled: g.compiled,
             hits: g.hits,
             entries: g.entries.len(),
+            evicted: g.evicted,
+            capacity: g.capacity,
         }
     }
 

@@ -1,5 +1,5 @@
 //! The one owner of what the host can run and which code paths are switched on: the CPU's
-//! features (detected once per process) and the `GRAPHLIFT_*` switches, read once into a
+//! features (detected once per process) and the `GRAPHLIFT_*` settings, read once into a
 //! [`Target`] that the backend builds and passes down explicitly (as Cranelift's ISA flags).
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -17,6 +17,30 @@ pub const STREAM_ENV: &str = "GRAPHLIFT_STREAM";
 pub const EPILOGUE_FUSION_ENV: &str = "GRAPHLIFT_EPILOGUE_FUSION";
 /// The number of threads kernel calls are split over (default: the available cores).
 pub const NUM_THREADS_ENV: &str = "GRAPHLIFT_NUM_THREADS";
+/// The most compiled kernels a backend's kernel cache keeps (least recently used evicted
+/// first; `0` caches nothing). Default: [`DEFAULT_KERNEL_CACHE_CAPACITY`].
+pub const KERNEL_CACHE_ENV: &str = "GRAPHLIFT_KERNEL_CACHE";
+
+/// The kernel cache's default capacity, in entries: 1,024.
+///
+/// An entry is one compiled kernel; the JIT module that holds its code lives while an entry
+/// or an executable uses it. Small kernels that no executable uses any more cost about
+/// 17 KB resident each (issue 28 measured 140 MB for 8,192 of them), so a full default
+/// cache of them holds on the order of 20 MB — affordable in a long-running process —
+/// while a model compiles one entry per distinct fused region (tens to hundreds), so
+/// several models recompiled in turn, or one model at a handful of shapes, still hit. A
+/// lookup hashes the key and moves a hit to the most recent end, a shift over at most this
+/// many entries.
+pub const DEFAULT_KERNEL_CACHE_CAPACITY: usize = 1024;
+
+/// The kernel cache capacity a [`KERNEL_CACHE_ENV`] value asks for: a non-negative integer
+/// (`0` disables the cache), else (unset, empty or not a number) the default,
+/// [`DEFAULT_KERNEL_CACHE_CAPACITY`], as [`NUM_THREADS_ENV`] falls back to its default.
+pub fn kernel_cache_from(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(DEFAULT_KERNEL_CACHE_CAPACITY)
+}
 
 /// The x86-64 features graphlift's code paths need (all `false` on other architectures).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -118,7 +142,8 @@ impl std::fmt::Display for OffReason {
     }
 }
 
-/// The code paths a backend compiles for: the host's features and every switch, read once.
+/// The code paths a backend compiles for: the host's features and every switch, read once,
+/// with the thread count and the kernel cache's capacity.
 /// A setting the host cannot run is off whatever is asked ([`Target::veclib_off`] and the
 /// like say why).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +155,7 @@ pub struct Target {
     stream: bool,
     epilogue_fusion: bool,
     threads: ThreadConfig,
+    kernel_cache: usize,
 }
 
 /// A switch variable's value: on unless it is set to `0`.
@@ -138,8 +164,9 @@ fn switch(var: &str) -> bool {
 }
 
 impl Target {
-    /// The host with every code path it can run switched on, and
-    /// [`ThreadConfig::default`]'s threads (the environment is not read).
+    /// The host with every code path it can run switched on, [`ThreadConfig::default`]'s
+    /// threads and a kernel cache of [`DEFAULT_KERNEL_CACHE_CAPACITY`] entries (the
+    /// environment is not read).
     pub fn host() -> Target {
         Target::for_features(CpuFeatures::host())
     }
@@ -153,12 +180,14 @@ impl Target {
             stream: true,
             epilogue_fusion: true,
             threads: ThreadConfig::default(),
+            kernel_cache: DEFAULT_KERNEL_CACHE_CAPACITY,
         }
     }
 
     /// The host, with [`VECLIB_ENV`], [`AVX512_ENV`], [`STREAM_ENV`] and
-    /// [`EPILOGUE_FUSION_ENV`] (each on unless set to `0`) and [`NUM_THREADS_ENV`]
-    /// ([`ThreadConfig::from_threads_var`]) read now.
+    /// [`EPILOGUE_FUSION_ENV`] (each on unless set to `0`), [`NUM_THREADS_ENV`]
+    /// ([`ThreadConfig::from_threads_var`]) and [`KERNEL_CACHE_ENV`]
+    /// ([`kernel_cache_from`]) read now.
     pub fn from_env() -> Target {
         Target {
             veclib: switch(VECLIB_ENV),
@@ -166,6 +195,7 @@ impl Target {
             stream: switch(STREAM_ENV),
             epilogue_fusion: switch(EPILOGUE_FUSION_ENV),
             threads: ThreadConfig::from_threads_var(std::env::var(NUM_THREADS_ENV).ok().as_deref()),
+            kernel_cache: kernel_cache_from(std::env::var(KERNEL_CACHE_ENV).ok().as_deref()),
             ..Target::host()
         }
     }
@@ -196,6 +226,15 @@ impl Target {
     /// This target with a thread configuration.
     pub fn with_threads(self, threads: ThreadConfig) -> Target {
         Target { threads, ..self }
+    }
+
+    /// This target with a kernel cache of at most `entries` compiled kernels (`0`: none
+    /// cached).
+    pub fn with_kernel_cache_capacity(self, entries: usize) -> Target {
+        Target {
+            kernel_cache: entries,
+            ..self
+        }
     }
 
     /// Why kernels do not call the vector math library; `None` when it is on.
@@ -257,6 +296,11 @@ impl Target {
     pub fn threads(&self) -> ThreadConfig {
         self.threads
     }
+
+    /// The most compiled kernels a backend's kernel cache keeps (`0`: none).
+    pub fn kernel_cache_capacity(&self) -> usize {
+        self.kernel_cache
+    }
 }
 
 #[cfg(test)]
@@ -286,5 +330,21 @@ mod tests {
         assert!(off
             .avx512_off()
             .is_some_and(|why| why.to_string().contains("GRAPHLIFT_AVX512=0")));
+    }
+
+    #[test]
+    fn the_kernel_cache_variable_is_a_count_or_the_default() {
+        assert_eq!(kernel_cache_from(Some("64")), 64);
+        assert_eq!(kernel_cache_from(Some(" 0 ")), 0);
+        for bad in [None, Some(""), Some("lots"), Some("-1"), Some("1.5")] {
+            assert_eq!(
+                kernel_cache_from(bad),
+                DEFAULT_KERNEL_CACHE_CAPACITY,
+                "{bad:?}"
+            );
+        }
+        let t = Target::host();
+        assert_eq!(t.kernel_cache_capacity(), DEFAULT_KERNEL_CACHE_CAPACITY);
+        assert_eq!(t.with_kernel_cache_capacity(3).kernel_cache_capacity(), 3);
     }
 }

@@ -4,6 +4,7 @@
 mod backend;
 mod code_paths;
 mod epilogue;
+mod kernel_cache;
 mod parallel;
 mod provenance;
 mod stream;
