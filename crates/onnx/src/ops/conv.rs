@@ -115,8 +115,12 @@ pub(super) fn convolution_of(
     e.op(Op::Convolution(c), &[x, w])
 }
 
-/// `y` `[N, M, D..]` plus the per-channel bias `b` `[M]`, if given.
-fn add_bias(e: &mut NodeEmitter<'_>, y: Output, b: Option<Output>) -> Result<Output, OnnxError> {
+/// `y` `[N, M, D..]` plus the per-channel bias `b` `[M]` (of `y`'s type), if given.
+pub(super) fn add_bias(
+    e: &mut NodeEmitter<'_>,
+    y: Output,
+    b: Option<Output>,
+) -> Result<Output, OnnxError> {
     let Some(b) = b else {
         return Ok(y);
     };

@@ -1,12 +1,15 @@
-//! Integer products of quantized operands: `MatMulInteger` and `ConvInteger` (opset 10), as
-//! the ONNX reference computes them: the UINT8/INT8 operands widened, their zero points
-//! subtracted, and the product accumulated exactly to INT32.
+//! Integer products of quantized operands, as the ONNX reference computes them: the
+//! UINT8/INT8 operands widened, their zero points subtracted, and the product accumulated
+//! exactly. `MatMulInteger` and `ConvInteger` (opset 10) give that INT32 accumulator;
+//! `QLinearMatMul` and `QLinearConv` (opsets 10, 21) requantize it with the output scale and
+//! zero point ([`requantize`]).
 
 use graphlift_ir::{BinaryOp, ElementType, Output, Shape};
 
-use super::conv::convolution_of;
+use super::conv::{add_bias, convolution_of};
 use super::layout::{dims, reshape_to as reshape};
 use super::nn::matmul_of;
+use super::quantize::{check_scale, round_and_saturate};
 use super::In;
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -22,6 +25,59 @@ fn eight_bit(t: ElementType) -> bool {
 struct Along {
     axis: usize,
     trailing: usize,
+}
+
+/// `q` (input `qi`: a zero point or a scale of operand `v`, input `vi`) reshaped to
+/// broadcast against what it applies to: a scalar for one element (per tensor), or, where
+/// `per` allows it, a 1-D `q` as long as `v`'s axis laid out as `[n, 1, ..]` (`trailing`
+/// ones). With `qi == vi` (an output scale or zero point) only one element is allowed.
+///
+/// # Errors
+/// [`OnnxError::ShapeMismatch`] naming both inputs for any other shape.
+fn laid_out(
+    e: &mut NodeEmitter<'_>,
+    q: Output,
+    qi: usize,
+    v: Output,
+    vi: usize,
+    per: Option<Along>,
+) -> Result<Output, OnnxError> {
+    let (qd, vd) = (dims(e, q)?, dims(e, v)?);
+    let layout = if qd.len() <= 1 && qd.iter().product::<usize>() == 1 {
+        vec![]
+    } else {
+        match per {
+            Some(Along { axis, trailing }) if qd.len() == 1 && vd.get(axis) == Some(&qd[0]) => {
+                let mut column = vec![qd[0]];
+                column.resize(1 + trailing, 1);
+                column
+            }
+            _ if qi == vi => {
+                return Err(e.shape_error(format!(
+                    "input {qi} is {}: it must have one element (per tensor)",
+                    Shape::new(qd)
+                )));
+            }
+            _ => {
+                let what = if e.et(q)?.is_float() {
+                    "scale"
+                } else {
+                    "zero point"
+                };
+                return Err(e.shape_error(format!(
+                    "{what} (input {qi}) {} does not fit operand {vi} {}: it must have one \
+                     element{}",
+                    Shape::new(qd),
+                    Shape::new(vd),
+                    per.map_or(String::new(), |p| format!(
+                        " or be 1-D as long as the operand's axis {}",
+                        p.axis
+                    ))
+                )));
+            }
+        }
+    };
+    reshape(e, q, layout)
 }
 
 /// Operand `i` (UINT8 or INT8) converted to `to`, minus its zero point (input `zp`, of the
@@ -52,29 +108,40 @@ fn shifted(
              one type"
         )));
     }
-    let (zd, vd) = (dims(e, z)?, dims(e, v)?);
-    let layout = if zd.len() <= 1 && zd.iter().product::<usize>() == 1 {
-        vec![]
-    } else {
-        match per {
-            Some(Along { axis, trailing }) if zd.len() == 1 && vd.get(axis) == Some(&zd[0]) => {
-                let mut column = vec![zd[0]];
-                column.resize(1 + trailing, 1);
-                column
-            }
-            _ => {
-                return Err(e.shape_error(format!(
-                    "zero point (input {zp}) {} does not fit operand {} {}",
-                    Shape::new(zd),
-                    i,
-                    Shape::new(vd)
-                )))
-            }
-        }
-    };
-    let z = reshape(e, z, layout)?;
+    let z = laid_out(e, z, zp, v, i, per)?;
     let z = e.convert(z, to)?;
     e.binary(BinaryOp::Subtract, wide, z)
+}
+
+/// Where a 1-D zero point or scale of each `MatMul` operand runs, for operands of ranks
+/// `ra` and `rb`: per row of `A` (a column `[M, 1]` against the product `[.., M, N]`), per
+/// column of `B` (`[N]`); none for a 1-D operand.
+fn matmul_axes(ra: usize, rb: usize) -> (Option<Along>, Option<Along>) {
+    let a = (ra >= 2).then(|| Along {
+        axis: ra - 2,
+        trailing: 1,
+    });
+    let b = (rb >= 2).then(|| Along {
+        axis: rb - 1,
+        trailing: 0,
+    });
+    (a, b)
+}
+
+/// `(A - a_zero_point) @ (B - b_zero_point)` accumulated in INT32 (numpy `matmul` shapes),
+/// for `A`, `B` and their zero points at inputs `[a, a_zero_point, b, b_zero_point]`. The
+/// IR's integer `MatMul` accumulates in INT32 and wraps, as the reference's does.
+fn shifted_matmul(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    [ai, azi, bi, bzi]: [usize; 4],
+) -> Result<Output, OnnxError> {
+    let ra = dims(e, e.input(ins, ai)?)?.len();
+    let rb = dims(e, e.input(ins, bi)?)?.len();
+    let (a_per, b_per) = matmul_axes(ra, rb);
+    let a = shifted(e, ins, ai, azi, ElementType::I32, a_per)?;
+    let b = shifted(e, ins, bi, bzi, ElementType::I32, b_per)?;
+    matmul_of(e, a, b)
 }
 
 /// `MatMulInteger`: `(A - a_zero_point) @ (B - b_zero_point)` in INT32 (numpy `matmul`
@@ -83,45 +150,212 @@ fn shifted(
 /// The IR's integer `MatMul` accumulates in INT32 and wraps, as the reference's does.
 pub(super) fn matmul_integer(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 2, 4)?;
-    let ra = dims(e, e.input(ins, 0)?)?.len();
-    let rb = dims(e, e.input(ins, 1)?)?.len();
-    let a_per = (ra >= 2).then(|| Along {
-        axis: ra - 2,
-        trailing: 1,
-    });
-    let b_per = (rb >= 2).then(|| Along {
-        axis: rb - 1,
-        trailing: 0,
-    });
-    let a = shifted(e, ins, 0, 2, ElementType::I32, a_per)?;
-    let b = shifted(e, ins, 1, 3, ElementType::I32, b_per)?;
-    matmul_of(e, a, b)
+    shifted_matmul(e, ins, [0, 2, 1, 3])
+}
+
+/// The convolution of `x - x_zero_point` (per tensor) with `w - w_zero_point` (per tensor,
+/// or 1-D: one per output channel) under `Conv`'s window attributes, padding with 0 after
+/// the zero point is subtracted, in DOUBLE, for the operands and zero points at inputs
+/// `[x, x_zero_point, w, w_zero_point]`.
+///
+/// The IR's `Convolution` is defined on floats: the shifted operands are exact in `f64`, and
+/// so is every partial sum (each product is at most `255²` in magnitude, far from `2⁵³` for
+/// any real window), so the `f64` convolution is the integer convolution exactly.
+fn shifted_conv(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    [xi, xzi, wi, wzi]: [usize; 4],
+) -> Result<Output, OnnxError> {
+    let rank = dims(e, e.input(ins, wi)?)?.len();
+    let x = shifted(e, ins, xi, xzi, ElementType::F64, None)?;
+    let per_channel = Along {
+        axis: 0,
+        trailing: rank.saturating_sub(1),
+    };
+    let w = shifted(e, ins, wi, wzi, ElementType::F64, Some(per_channel))?;
+    convolution_of(e, x, w)
 }
 
 /// `ConvInteger`: the convolution of `x - x_zero_point` (per tensor) with
 /// `w - w_zero_point` (per tensor, or 1-D: one per output channel) under `Conv`'s window
 /// attributes, padding with 0 after the zero point is subtracted, giving INT32.
 ///
-/// The IR's `Convolution` is defined on floats: the shifted operands are exact in `f64`, and
-/// so is every partial sum (each product is at most `255²` in magnitude, far from `2⁵³` for
-/// any real window), so the `f64` convolution converted to INT32 is the integer
+/// Computed exactly in `f64` ([`shifted_conv`]) and converted to INT32: the integer
 /// convolution exactly while the result fits INT32 (where an INT32 accumulator would wrap,
 /// the conversion saturates).
 pub(super) fn conv_integer(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 2, 4)?;
-    let rank = dims(e, e.input(ins, 1)?)?.len();
-    let x = shifted(e, ins, 0, 2, ElementType::F64, None)?;
-    let w = shifted(
-        e,
-        ins,
-        1,
-        3,
-        ElementType::F64,
-        Some(Along {
-            axis: 0,
-            trailing: rank.saturating_sub(1),
-        }),
-    )?;
-    let y = convolution_of(e, x, w)?;
+    let y = shifted_conv(e, ins, [0, 2, 1, 3])?;
     e.convert(y, ElementType::I32)
+}
+
+/// A scale of a `QLinear*` op: input `si`, which applies to operand `vi` per tensor or, where
+/// `per` allows it, per index of an axis (see [`laid_out`]); checked to be a float scale
+/// (FLOAT, or FLOAT16 / BFLOAT16 from opset 21) and, when known at import, nonzero and not
+/// NaN.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    si: usize,
+    vi: usize,
+    per: Option<Along>,
+}
+
+/// `(s1 * s2) / y_scale` (input `yi`, per tensor), computed in the scales' type and laid out
+/// to broadcast against the accumulator: the multiplier of the ONNX reference's
+/// requantization (`a_scale * b_scale / y_scale`, `x_scale * w_scale / y_scale`), each
+/// operation rounded to the scales' type.
+///
+/// # Errors
+/// [`OnnxError::TypeMismatch`] for a non-float scale or scales of different types,
+/// [`OnnxError::ShapeMismatch`] for a scale of a shape its granularity does not allow,
+/// [`OnnxError::InvalidModel`] for a constant scale holding 0 or NaN; each names the node.
+fn multiplier(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    [s1, s2]: [Scale; 2],
+    yi: usize,
+) -> Result<Output, OnnxError> {
+    let mut laid = Vec::with_capacity(3);
+    for (Scale { si, vi, per }, name) in [(s1, "first scale"), (s2, "second scale")]
+        .into_iter()
+        .chain([(
+            Scale {
+                si: yi,
+                vi: yi,
+                per: None,
+            },
+            "y_scale",
+        )])
+    {
+        let s = e.input(ins, si)?;
+        e.require(s, ElementType::is_float, "float scales: a FLOAT or FLOAT16")?;
+        check_scale(e, s, &format!("the {name} (input {si})"))?;
+        let v = e.input(ins, vi)?;
+        laid.push(laid_out(e, s, si, v, vi, per)?);
+    }
+    e.same_type(&laid)?;
+    let product = e.binary(BinaryOp::Multiply, laid[0], laid[1])?;
+    e.binary(BinaryOp::Divide, product, laid[2])
+}
+
+/// The ONNX reference's requantization of the accumulator `acc` (INT32 or an exact DOUBLE)
+/// by `multiplier` ([`multiplier`]):
+/// `y = saturate(rint(acc * multiplier + y_zero_point))`, in DOUBLE (numpy's type for an
+/// INT32 array times a float one), the zero point added before rounding to nearest even,
+/// saturation to UINT8 `[0, 255]` or INT8 `[-128, 127]`.
+///
+/// `y`'s type is the zero point's (input `zi`, per tensor) if given, else operand `fallback`'s.
+///
+/// # Errors
+/// [`OnnxError::TypeMismatch`] for a zero point that is not UINT8 or INT8,
+/// [`OnnxError::ShapeMismatch`] for one of more than one element; each names the node.
+fn requantize(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    acc: Output,
+    multiplier: Output,
+    zi: usize,
+    fallback: usize,
+) -> Result<Output, OnnxError> {
+    let acc = e.convert(acc, ElementType::F64)?;
+    let m = e.convert(multiplier, ElementType::F64)?;
+    let mut y = e.binary(BinaryOp::Multiply, acc, m)?;
+    let to = match e.optional_input(ins, zi) {
+        Some(z) => {
+            let t = e.et(z)?;
+            if !eight_bit(t) {
+                return Err(e.type_error(format!(
+                    "the output zero point (input {zi}) is {t}; it must be UINT8 or INT8"
+                )));
+            }
+            let z = laid_out(e, z, zi, z, zi, None)?;
+            let z = e.convert(z, ElementType::F64)?;
+            y = e.binary(BinaryOp::Add, y, z)?;
+            t
+        }
+        None => e.et(e.input(ins, fallback)?)?,
+    };
+    round_and_saturate(e, y, None, to)
+}
+
+/// `QLinearMatMul` (opsets 10, 21): the `MatMul` of the dequantized `a` and `b`, quantized
+/// with `y_scale` and `y_zero_point`, as the ONNX reference computes it:
+/// `C = (a - a_zero_point) @ (b - b_zero_point)` exactly in INT32 (wrapping, as the
+/// reference's), then `y = saturate(rint(C * (a_scale * b_scale / y_scale) + y_zero_point))`
+/// ([`requantize`]: rounding to nearest even, saturation to `y`'s UINT8 or INT8 range).
+///
+/// Inputs `a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point`.
+/// `a`, `b` are UINT8 or INT8, each zero point of its operand's type; `a`'s scale and zero
+/// point per tensor or per row (1-D, as long as `a`'s second-to-last axis), `b`'s per tensor
+/// or per column (1-D, as long as `b`'s last axis), `y`'s per tensor. Scales are FLOAT
+/// (FLOAT16 or BFLOAT16 from opset 21), all three of one type.
+///
+/// # Errors
+/// A zero point of the wrong type or shape, a scale of the wrong type or shape, or a
+/// constant scale holding 0 or NaN: each names the node.
+pub(super) fn qlinear_matmul(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 8, 8)?;
+    let c = shifted_matmul(e, ins, [0, 2, 3, 5])?;
+    let ra = dims(e, e.input(ins, 0)?)?.len();
+    let rb = dims(e, e.input(ins, 3)?)?.len();
+    let (a_per, b_per) = matmul_axes(ra, rb);
+    let scales = [
+        Scale {
+            si: 1,
+            vi: 0,
+            per: a_per,
+        },
+        Scale {
+            si: 4,
+            vi: 3,
+            per: b_per,
+        },
+    ];
+    let m = multiplier(e, ins, scales, 6)?;
+    requantize(e, ins, c, m, 7, 0)
+}
+
+/// `QLinearConv` (opsets 10): the `Conv` of the dequantized `x` and `w`, quantized with
+/// `y_scale` and `y_zero_point`, as the ONNX reference computes it:
+/// `C = conv(x - x_zero_point, w - w_zero_point) + B` exactly ([`shifted_conv`], padding with
+/// 0 after the shift), then
+/// `y = saturate(rint(C * (x_scale * w_scale / y_scale) + y_zero_point))` ([`requantize`]:
+/// rounding to nearest even, saturation to `y`'s UINT8 or INT8 range).
+///
+/// Inputs `x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B`
+/// under `Conv`'s attributes. `x`, `w` are UINT8 or INT8, each zero point of its operand's
+/// type; `x`'s and `y`'s scale and zero point are per tensor, `w`'s per tensor or per output
+/// channel (1-D `[M]`). The optional bias `B` is INT32 `[M]`, quantized with scale
+/// `x_scale * w_scale` and zero point 0, so added to the accumulator before requantizing.
+/// (The reference broadcasts a 1-D `w_scale` against the output's last axis; graphlift
+/// applies it per output channel, as the spec defines and onnxruntime does.)
+///
+/// # Errors
+/// As [`qlinear_matmul`]; a bias that is not INT32 is a type mismatch.
+pub(super) fn qlinear_conv(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 8, 9)?;
+    let rank = dims(e, e.input(ins, 3)?)?.len();
+    let mut c = shifted_conv(e, ins, [0, 2, 3, 5])?;
+    if let Some(b) = e.optional_input(ins, 8) {
+        e.require(b, |t| t == ElementType::I32, "an INT32 bias and a")?;
+        let b = e.convert(b, ElementType::F64)?;
+        c = add_bias(e, c, Some(b))?;
+    }
+    let scales = [
+        Scale {
+            si: 1,
+            vi: 0,
+            per: None,
+        },
+        Scale {
+            si: 4,
+            vi: 3,
+            per: Some(Along {
+                axis: 0,
+                trailing: rank.saturating_sub(2),
+            }),
+        },
+    ];
+    let m = multiplier(e, ins, scales, 6)?;
+    requantize(e, ins, c, m, 7, 0)
 }

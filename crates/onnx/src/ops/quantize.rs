@@ -119,11 +119,12 @@ fn spread(
     }
 }
 
-/// Checks a scale known at import: every element nonzero and not NaN.
+/// Checks a scale known at import: every element nonzero and not NaN (`what` names it in
+/// the error: `scale`, `y_scale`, ...). A scale computed at run time is not checked.
 ///
 /// # Errors
-/// [`OnnxError::InvalidModel`] naming the node and the first bad element.
-fn check_scale(e: &NodeEmitter<'_>, scale: Output) -> Result<(), OnnxError> {
+/// [`OnnxError::InvalidModel`] naming the node, the scale and its first bad element.
+pub(super) fn check_scale(e: &NodeEmitter<'_>, scale: Output, what: &str) -> Result<(), OnnxError> {
     if e.constant_value(scale).is_none() {
         return Ok(());
     }
@@ -136,7 +137,7 @@ fn check_scale(e: &NodeEmitter<'_>, scale: Output) -> Result<(), OnnxError> {
         return Err(OnnxError::InvalidModel {
             at: e.at(),
             message: format!(
-                "scale element {i} is {v}; a quantization scale must be nonzero and not NaN"
+                "{what} element {i} is {v}; a quantization scale must be nonzero and not NaN"
             ),
         });
     }
@@ -200,7 +201,7 @@ fn type_attr(e: &NodeEmitter<'_>, name: &str) -> Result<Option<ElementType>, Onn
 /// rounded to nearest even in its own type, widened exactly to `f32` (or `f64`), the zero
 /// point (already widened, laid out along `q`) added, the sum clamped to `to`'s range and
 /// converted (exact: an integral value in range). NaN gives 0 (the `Convert` of NaN).
-fn round_and_saturate(
+pub(super) fn round_and_saturate(
     e: &mut NodeEmitter<'_>,
     q: Output,
     zero_point: Option<Output>,
@@ -261,7 +262,7 @@ pub(super) fn quantize_linear(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Ou
     if !division.is_float() {
         return Err(e.attribute_error("precision", format!("{division} is not a float type")));
     }
-    check_scale(e, scale)?;
+    check_scale(e, scale, "scale")?;
     let x_dims = dims(e, x)?;
     let g = granularity(e, scale, &x_dims)?;
     let xd = e.convert(x, division)?;
@@ -302,7 +303,7 @@ pub(super) fn dequantize_linear(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<
     if !out.is_float() {
         return Err(e.attribute_error("output_dtype", format!("{out} is not a float type")));
     }
-    check_scale(e, scale)?;
+    check_scale(e, scale, "scale")?;
     let x_dims = dims(e, x)?;
     let g = granularity(e, scale, &x_dims)?;
     let w = if out == ElementType::F64 {

@@ -1,5 +1,5 @@
 //! Unit tests of `QuantizeLinear`, `DequantizeLinear`, `DynamicQuantizeLinear`,
-//! `MatMulInteger` and `ConvInteger`: small hand-computed cases on the reference interpreter
+//! `MatMulInteger`, `ConvInteger`, `QLinearMatMul` and `QLinearConv`: small hand-computed cases on the reference interpreter
 //! (ties rounding to even, saturation at both ends, per axis, blocked), and the errors for
 //! bad zero points and scales, each naming the node.
 
@@ -230,6 +230,107 @@ fn conv_integer_subtracts_per_channel_zero_points_before_padding() {
     assert_eq!(
         eval("ConvInteger", x, &inits, vec![pads]),
         TensorData::I32(vec![1, 2, 1, 2, 4, 2, 1, 2, 1])
+    );
+}
+
+/// The initializers of a `QLinearMatMul` after `a` (UINT8 `[[2, 4], [6, 8]]`, scale 0.5,
+/// zero point 2: `A = [[0, 2], [4, 6]]`), with `b` INT8 `[[1, 3], [2, -1]]` minus the
+/// per-column zero points `[0, 1]` (`B = [[1, 2], [2, -2]]`, so `C = [[4, -4], [16, -4]]`)
+/// and per-column scales `[1, 0.25]` (multipliers `[0.5, 0.125] / y_scale`).
+fn qlinear_matmul_inits(
+    y_scale: f32,
+    y_zero_point: TensorData,
+) -> Vec<(&'static str, TensorData, &'static [usize])> {
+    vec![
+        ("sa", TensorData::F32(vec![0.5]), &[]),
+        ("za", TensorData::U8(vec![2]), &[]),
+        ("b", TensorData::I8(vec![1, 3, 2, -1]), &[2, 2]),
+        ("sb", TensorData::F32(vec![1.0, 0.25]), &[2]),
+        ("zb", TensorData::I8(vec![0, 1]), &[2]),
+        ("sy", TensorData::F32(vec![y_scale]), &[]),
+        ("zy", y_zero_point, &[]),
+    ]
+}
+
+#[test]
+fn qlinear_matmul_requantizes_per_column_with_ties_to_even_and_saturation() {
+    let a = || tensor(TensorData::U8(vec![2, 4, 6, 8]), &[2, 2]);
+    // C * [0.5, 0.125] = [[2, -0.5], [8, -0.5]], + 9 = [[11, 8.5], [17, 8.5]]: 8.5 -> 8.
+    let inits = qlinear_matmul_inits(1.0, TensorData::U8(vec![9]));
+    assert_eq!(
+        eval("QLinearMatMul", a(), &inits, vec![]),
+        TensorData::U8(vec![11, 8, 17, 8])
+    );
+    // y_scale 0.01: [[200, -50], [800, -50]], saturated to INT8 and to UINT8.
+    let inits = qlinear_matmul_inits(0.01, TensorData::I8(vec![0]));
+    assert_eq!(
+        eval("QLinearMatMul", a(), &inits, vec![]),
+        TensorData::I8(vec![127, -50, 127, -50])
+    );
+    let inits = qlinear_matmul_inits(0.01, TensorData::U8(vec![0]));
+    assert_eq!(
+        eval("QLinearMatMul", a(), &inits, vec![]),
+        TensorData::U8(vec![200, 0, 255, 0])
+    );
+}
+
+#[test]
+fn qlinear_conv_adds_the_bias_and_scales_per_output_channel() {
+    // x - 1 = [0, 1, 2, 3] (scale 0.5); w = [2, -4] per output channel, scales [1, 0.5];
+    // bias [1, -2]: C = [1, 3, 5, 7] and [-2, -6, -10, -14], multipliers [0.5, 0.25].
+    // + 128: [128.5, 129.5, 130.5, 131.5] and [127.5, 126.5, 125.5, 124.5], ties to even.
+    let x = tensor(TensorData::U8(vec![1, 2, 3, 4]), &[1, 1, 2, 2]);
+    let inits = [
+        ("sx", TensorData::F32(vec![0.5]), &[][..]),
+        ("zx", TensorData::U8(vec![1]), &[][..]),
+        ("w", TensorData::I8(vec![2, -4]), &[2, 1, 1, 1][..]),
+        ("sw", TensorData::F32(vec![1.0, 0.5]), &[2][..]),
+        ("zw", TensorData::I8(vec![0, 0]), &[2][..]),
+        ("sy", TensorData::F32(vec![1.0]), &[][..]),
+        ("zy", TensorData::U8(vec![128]), &[][..]),
+        ("bias", TensorData::I32(vec![1, -2]), &[2][..]),
+    ];
+    assert_eq!(
+        eval("QLinearConv", x, &inits, vec![]),
+        TensorData::U8(vec![128, 130, 130, 132, 128, 126, 126, 124])
+    );
+}
+
+#[test]
+fn qlinear_bad_scales_and_zero_points_are_errors_naming_the_node() {
+    let a = || tensor(TensorData::U8(vec![2, 4, 6, 8]), &[2, 2]);
+    let mut inits = qlinear_matmul_inits(0.0, TensorData::U8(vec![0]));
+    let e = import_error("QLinearMatMul", a(), &inits, vec![]);
+    assert!(
+        matches!(&e, OnnxError::InvalidModel { message, .. } if message.contains("input 6")),
+        "{e}"
+    );
+    inits[6].1 = TensorData::I32(vec![0]);
+    inits[5].1 = TensorData::F32(vec![1.0]);
+    let e = import_error("QLinearMatMul", a(), &inits, vec![]);
+    assert!(matches!(e, OnnxError::TypeMismatch { .. }), "{e}");
+    let mut inits = qlinear_matmul_inits(1.0, TensorData::U8(vec![0]));
+    inits[1].1 = TensorData::I8(vec![2]);
+    let e = import_error("QLinearMatMul", a(), &inits, vec![]);
+    assert!(matches!(e, OnnxError::TypeMismatch { .. }), "{e}");
+    let mut inits = qlinear_matmul_inits(1.0, TensorData::U8(vec![0]));
+    inits[3] = ("sb", TensorData::F32(vec![1.0, 1.0, 1.0]), &[3]);
+    let e = import_error("QLinearMatMul", a(), &inits, vec![]);
+    assert!(matches!(e, OnnxError::ShapeMismatch { .. }), "{e}");
+    let x = tensor(TensorData::U8(vec![1, 2, 3, 4]), &[1, 1, 2, 2]);
+    let inits = [
+        ("sx", TensorData::F32(vec![0.5]), &[][..]),
+        ("zx", TensorData::U8(vec![1]), &[][..]),
+        ("w", TensorData::I8(vec![2, -4]), &[2, 1, 1, 1][..]),
+        ("sw", TensorData::F32(vec![1.0, 0.0]), &[2][..]),
+        ("zw", TensorData::I8(vec![0, 0]), &[2][..]),
+        ("sy", TensorData::F32(vec![1.0]), &[][..]),
+        ("zy", TensorData::U8(vec![128]), &[][..]),
+    ];
+    let e = import_error("QLinearConv", x, &inits, vec![]);
+    assert!(
+        matches!(&e, OnnxError::InvalidModel { message, .. } if message.contains("element 1")),
+        "{e}"
     );
 }
 
