@@ -94,7 +94,7 @@ pub fn evaluate_with_epilogue(
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution_backprop::convolution_backprop_data(dy, f, b, out, parallel)
         }
-        (Op::MaxPoolBackprop(w), [x, dy]) => pooling::max_pool_backprop(x, dy, w),
+        (Op::MaxPoolBackprop(w), [x, dy]) => pooling::max_pool_backprop(x, dy, w, parallel),
         (Op::MaxPool(w), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             pooling::max_pool(x, w, out, parallel)

@@ -109,7 +109,14 @@ pub fn max_pool(
     Some(y)
 }
 
-fn backprop<T: Float>(x: &[T], dy: &[T], sx: &[usize], out: &[usize], win: &Window) -> Vec<T> {
+fn backprop<T: Float + Send + Sync>(
+    x: &[T],
+    dy: &[T],
+    sx: &[usize],
+    out: &[usize],
+    win: &Window,
+    parallel: &Parallel,
+) -> Vec<T> {
     let (h, w) = (sx[2], sx[3]);
     let (dh, dw, ph, pw) = (
         win.dilations[0],
@@ -121,7 +128,9 @@ fn backprop<T: Float>(x: &[T], dy: &[T], sx: &[usize], out: &[usize], win: &Wind
     let cols = taps_per_output(w, out[1], win, 1);
     let mut dx = vec![T::zero(); x.len()];
     let plane_out = out[0] * out[1];
-    for (p, (plane, dx)) in x.chunks(h * w).zip(dx.chunks_mut(h * w)).enumerate() {
+    let taps = x.len() / (h * w).max(1) * plane_out * win.shape.iter().product::<usize>();
+    // Each plane's adjoint is its own: planes split over threads add nothing twice.
+    let one_plane = |(p, (plane, dx)): (usize, (&[T], &mut [T]))| {
         let g = &dy[p * plane_out..(p + 1) * plane_out];
         for (oy, &(ky0, ky1, y0)) in rows.iter().enumerate() {
             for (ox, &(kx0, kx1, x0)) in cols.iter().enumerate() {
@@ -146,6 +155,11 @@ fn backprop<T: Float>(x: &[T], dy: &[T], sx: &[usize], out: &[usize], win: &Wind
                 }
             }
         }
+    };
+    let planes = x.chunks(h * w).zip(dx.chunks_mut(h * w)).enumerate();
+    match parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS) {
+        Some(pool) => for_each(pool, planes, one_plane),
+        None => planes.for_each(one_plane),
     }
     dx
 }
@@ -155,7 +169,12 @@ fn backprop<T: Float>(x: &[T], dy: &[T], sx: &[usize], out: &[usize], win: &Wind
 /// `graphlift_runtime::reference::max_pool_backprop`, which this follows, summing in the
 /// element type). `None` when this kernel does not apply (other ranks or element types,
 /// operands that do not fit); the caller then runs the reference.
-pub fn max_pool_backprop(x: &Tensor, dy: &Tensor, window: &Window) -> Option<TensorData> {
+pub fn max_pool_backprop(
+    x: &Tensor,
+    dy: &Tensor,
+    window: &Window,
+    parallel: &Parallel,
+) -> Option<TensorData> {
     let sx = x.shape().dims();
     if sx.len() != 4 {
         return None;
@@ -167,10 +186,10 @@ pub fn max_pool_backprop(x: &Tensor, dy: &Tensor, window: &Window) -> Option<Ten
     }
     Some(match (x.data(), dy.data()) {
         (TensorData::F32(a), TensorData::F32(d)) => {
-            TensorData::F32(backprop(a, d, sx, &out, window))
+            TensorData::F32(backprop(a, d, sx, &out, window, parallel))
         }
         (TensorData::F64(a), TensorData::F64(d)) => {
-            TensorData::F64(backprop(a, d, sx, &out, window))
+            TensorData::F64(backprop(a, d, sx, &out, window, parallel))
         }
         _ => return None,
     })
@@ -223,8 +242,11 @@ mod tests {
             ([2, 3, 7, 6], window([3, 3], [2, 2], [1, 1], [1, 1], 1)),
             ([1, 2, 6, 9], window([2, 3], [1, 2], [2, 1], [0, 1], 0)),
             ([1, 1, 4, 4], window([2, 2], [2, 2], [1, 1], [0, 0], 0)),
+            // Enough taps to split the planes over threads.
+            ([2, 8, 48, 48], window([3, 3], [2, 2], [1, 1], [1, 1], 1)),
         ];
-        for (dims, w) in cases {
+        for ((dims, w), threads) in cases.into_iter().flat_map(|c| [(c.clone(), 1), (c, 2)]) {
+            let parallel = Parallel::new(crate::parallel::ThreadConfig::with_threads(threads));
             let sx = Shape::new(dims);
             let n = sx.element_count().unwrap();
             // Values rounded to integers: many ties.
@@ -235,7 +257,7 @@ mod tests {
             let dy = TensorData::F32(uniform(sy.element_count().unwrap(), 6));
             let x = Tensor::from_data(TensorData::F32(xs), sx.clone()).unwrap();
             let dyt = Tensor::from_data(dy.clone(), sy.clone()).unwrap();
-            let got = max_pool_backprop(&x, &dyt, &w).unwrap();
+            let got = max_pool_backprop(&x, &dyt, &w, &parallel).unwrap();
             let want = graphlift_runtime::reference::max_pool_backprop(x.data(), &sx, &dy, &sy, &w)
                 .unwrap();
             let (TensorData::F32(g), TensorData::F32(r)) = (&got, &want) else {
