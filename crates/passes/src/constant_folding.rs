@@ -7,7 +7,7 @@ use graphlift_ir::{Function, Node, NodeId, Op, Output, Shape, TensorData};
 use graphlift_runtime::reference::{self, evaluate_node};
 use graphlift_runtime::Tensor;
 
-use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
+use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy, splat};
 use crate::{Pass, PassError};
 
 #[cfg(test)]
@@ -247,27 +247,19 @@ fn constant_inputs<'f>(
     })
 }
 
-fn constant_input(g: &Function, mut o: Output) -> Result<Option<ConstantInput<'_>>, PassError> {
-    let mut path = Vec::new();
-    loop {
-        let n = g.node(o.node)?;
-        if !n.other_deps().is_empty() {
-            return Ok(None);
-        }
-        path.push(n.id());
-        match n.op() {
-            Op::Constant(data) => {
-                return Ok(Some(ConstantInput {
-                    data,
-                    shape: &n.output_type().shape,
-                    broadcast: path.len() > 1,
-                    path,
-                }))
-            }
-            Op::Broadcast(_) => o = n.inputs()[0],
-            _ => return Ok(None),
-        }
-    }
+fn constant_input(g: &Function, o: Output) -> Result<Option<ConstantInput<'_>>, PassError> {
+    let Some((data, path)) = splat(g, o)? else {
+        return Ok(None);
+    };
+    let Some(&constant) = path.last() else {
+        return Ok(None);
+    };
+    Ok(Some(ConstantInput {
+        data,
+        shape: &g.node(constant)?.output_type().shape,
+        broadcast: path.len() > 1,
+        path: path.to_vec(),
+    }))
 }
 
 /// An elementwise op on flat data of any (equal) length, by the reference kernels.

@@ -77,46 +77,16 @@ pub(crate) fn eval(f: &Function, inputs: &[Tensor]) -> Vec<Tensor> {
 fn bits(t: &Tensor) -> Vec<u64> {
     const NAN: u64 = u64::MAX;
     match t.data() {
-        TensorData::F32(v) => v
-            .iter()
-            .map(|x| {
-                if x.is_nan() {
-                    NAN
-                } else {
-                    u64::from(x.to_bits())
-                }
-            })
-            .collect(),
-        TensorData::F64(v) => v
-            .iter()
-            .map(|x| if x.is_nan() { NAN } else { x.to_bits() })
-            .collect(),
-        TensorData::I32(v) => v.iter().map(|&x| u64::from(x as u32)).collect(),
+        // 64-bit integers exactly (`f64` would round them beyond 2^53).
         TensorData::I64(v) => v.iter().map(|&x| x as u64).collect(),
-        TensorData::Bool(v) => v.iter().map(|&x| u64::from(x)).collect(),
-        TensorData::F16(v) => v
-            .iter()
-            .map(|x| {
-                if x.is_nan() {
-                    NAN
-                } else {
-                    u64::from(x.to_bits())
-                }
+        TensorData::U64(v) => v.clone(),
+        // Every other type widens to `f64` exactly and one-to-one (signed zeros kept).
+        d => (0..d.len())
+            .map(|i| {
+                d.get_f64(i)
+                    .filter(|x| !x.is_nan())
+                    .map_or(NAN, f64::to_bits)
             })
-            .collect(),
-        TensorData::BF16(v) => v
-            .iter()
-            .map(|x| {
-                if x.is_nan() {
-                    NAN
-                } else {
-                    u64::from(x.to_bits())
-                }
-            })
-            .collect(),
-        // The narrower integers widen exactly (u64 beyond 2^53 would round: not in tests).
-        other => (0..other.len())
-            .map(|i| other.get_f64(i).map_or(NAN, f64::to_bits))
             .collect(),
     }
 }

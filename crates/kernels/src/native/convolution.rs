@@ -2,7 +2,7 @@
 //! loop for depthwise groups, so a convolution reuses the blocked SIMD matrix product instead
 //! of the reference's nested loops.
 
-use graphlift_ir::{Convolution, Shape, TensorData};
+use graphlift_ir::{Convolution, Shape, TensorData, Window};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
@@ -55,6 +55,20 @@ impl Geometry {
             groups: g,
         })
     }
+}
+
+/// Per filter column `kx`: the output columns whose input column lies inside the row, and
+/// the input column the first of them reads (the depthwise kernel's and the data
+/// backprop's contiguous runs).
+pub(super) fn column_runs(g: &Geometry, win: &Window) -> Vec<(std::ops::Range<usize>, usize)> {
+    let (sw, dw, pw) = (win.strides[1], win.dilations[1], win.pads_begin[1]);
+    (0..g.kw)
+        .map(|kx| {
+            let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
+            let first = (valid.start * sw + kx * dw).saturating_sub(pw);
+            (valid, first)
+        })
+        .collect()
 }
 
 /// The output columns `ox` whose input column `ox * stride + offset - pad` lies in
@@ -136,16 +150,8 @@ where
 {
     let win = &conv.window;
     let (sh, sw) = (win.strides[0], win.strides[1]);
-    let (dh, dw) = (win.dilations[0], win.dilations[1]);
-    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
-    // Per kx: the valid output columns and where their first input column starts.
-    let runs: Vec<(std::ops::Range<usize>, usize)> = (0..g.kw)
-        .map(|kx| {
-            let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
-            let first = valid.start * sw + kx * dw;
-            (valid, first.saturating_sub(pw))
-        })
-        .collect();
+    let (dh, ph) = (win.dilations[0], win.pads_begin[0]);
+    let runs = column_runs(g, win);
     // The phases of one input row: phase p (columns p, p + s, ...) at `p * phase_len`.
     let phase_len = g.w.div_ceil(sw);
     let mut phases = vec![T::default(); if sw > 1 { sw * phase_len } else { 0 }];

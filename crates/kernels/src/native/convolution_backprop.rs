@@ -10,7 +10,7 @@ use graphlift_ir::{Convolution, ConvolutionBackprop, TensorData};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
-use super::convolution::{im2col, is_pointwise, valid_columns, Geometry};
+use super::convolution::{column_runs, im2col, is_pointwise, Geometry};
 use super::matmul::{product_strided, Operand, ROW_BLOCK_ALIGN};
 use crate::parallel::{for_each, Parallel};
 
@@ -33,16 +33,8 @@ where
 {
     let win = &conv.window;
     let (sh, sw) = (win.strides[0], win.strides[1]);
-    let (dh, dw) = (win.dilations[0], win.dilations[1]);
-    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
-    // Per kx: the valid output columns and the first input column they write.
-    let runs: Vec<(std::ops::Range<usize>, usize)> = (0..g.kw)
-        .map(|kx| {
-            let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
-            let first = (valid.start * sw + kx * dw).saturating_sub(pw);
-            (valid, first)
-        })
-        .collect();
+    let (dh, ph) = (win.dilations[0], win.pads_begin[0]);
+    let runs = column_runs(g, win);
     let phase_len = g.w.div_ceil(sw);
     let mut phases = vec![T::default(); if sw > 1 { sw * phase_len } else { 0 }];
     for ci in 0..channels {

@@ -61,6 +61,17 @@ fn guarded(
     e.select(ok, pos, past)
 }
 
+/// Whether `indices` (extents `di`) have the rank of data `dd` and no larger extent off
+/// axis `a` (ONNX `GatherElements` and `ScatterElements`).
+pub(super) fn fits_off_axis(di: &[usize], dd: &[usize], a: usize) -> bool {
+    di.len() == dd.len()
+        && di
+            .iter()
+            .zip(dd)
+            .enumerate()
+            .all(|(k, (i, d))| k == a || i <= d)
+}
+
 pub(super) fn require_index(e: &NodeEmitter<'_>, v: Output) -> Result<(), OnnxError> {
     e.require(
         v,
@@ -82,13 +93,7 @@ pub(super) fn gather_elements(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Ou
     require_index(e, indices)?;
     let (dd, di) = (dims(e, data)?, dims(e, indices)?);
     let a = axis(e, e.attr_i64("axis")?.unwrap_or(0), dd.len(), "axis")?;
-    if di.len() != dd.len()
-        || di
-            .iter()
-            .zip(&dd)
-            .enumerate()
-            .any(|(k, (i, d))| k != a && i > d)
-    {
+    if !fits_off_axis(&di, &dd, a) {
         return Err(e.shape_error(format!(
             "indices {di:?} must have the rank of data {dd:?} and no larger extent off axis {a}"
         )));

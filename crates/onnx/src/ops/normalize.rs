@@ -64,12 +64,12 @@ fn vector_of(
     Ok(())
 }
 
-/// `InstanceNormalization` (opsets 1–22): `x` `[N, C, D..]` normalised over `D..` per
-/// sample and channel, then `* scale[c] + B[c]`; `epsilon` defaults to 1e-5.
-///
-/// # Errors
-/// [`OnnxError::ShapeMismatch`] when `x` has rank < 3 or `scale`/`B` are not `[C]`.
-pub(super) fn instance_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+/// The float input `x` `[N, C, D..]` (rank at least 3), the scale and the bias, and `x`'s
+/// extents.
+fn operands(
+    e: &NodeEmitter<'_>,
+    ins: In<'_>,
+) -> Result<(Output, Output, Output, Vec<usize>), OnnxError> {
     e.arity(ins, 3, 3)?;
     let (x, scale, bias) = (e.input(ins, 0)?, e.input(ins, 1)?, e.input(ins, 2)?);
     e.require(x, float, "a float")?;
@@ -77,6 +77,16 @@ pub(super) fn instance_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Outp
     if d.len() < 3 {
         return Err(e.shape_error(format!("input must have rank >= 3, has shape {d:?}")));
     }
+    Ok((x, scale, bias, d))
+}
+
+/// `InstanceNormalization` (opsets 1–22): `x` `[N, C, D..]` normalised over `D..` per
+/// sample and channel, then `* scale[c] + B[c]`; `epsilon` defaults to 1e-5.
+///
+/// # Errors
+/// [`OnnxError::ShapeMismatch`] when `x` has rank < 3 or `scale`/`B` are not `[C]`.
+pub(super) fn instance_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let (x, scale, bias, d) = operands(e, ins)?;
     vector_of(e, x, scale, d[1], "scale")?;
     vector_of(e, x, bias, d[1], "B")?;
     let epsilon = f64::from(e.attr_f32("epsilon", 1e-5)?);
@@ -94,13 +104,7 @@ pub(super) fn instance_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Outp
 /// [`OnnxError::BadAttribute`] when `num_groups` is missing, not positive or does not divide
 /// `C`; [`OnnxError::ShapeMismatch`] for a rank < 3 input or a wrong scale or bias shape.
 pub(super) fn group_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
-    e.arity(ins, 3, 3)?;
-    let (x, scale, bias) = (e.input(ins, 0)?, e.input(ins, 1)?, e.input(ins, 2)?);
-    e.require(x, float, "a float")?;
-    let d = dims(e, x)?;
-    if d.len() < 3 {
-        return Err(e.shape_error(format!("input must have rank >= 3, has shape {d:?}")));
-    }
+    let (x, scale, bias, d) = operands(e, ins)?;
     let c = d[1];
     let groups = e
         .attr_i64("num_groups")?

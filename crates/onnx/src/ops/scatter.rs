@@ -4,7 +4,7 @@
 
 use graphlift_ir::{ElementType, Op, Output, ScatterReduction};
 
-use super::gather::{i64s, require_index};
+use super::gather::{fits_off_axis, i64s, require_index};
 use super::layout::{axis, dims, reshape_to};
 use super::In;
 use crate::emit::NodeEmitter;
@@ -74,14 +74,7 @@ pub(super) fn scatter_elements(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<O
     let r = reduction(e)?;
     let (dd, di, du) = (dims(e, data)?, dims(e, indices)?, dims(e, updates)?);
     let a = axis(e, e.attr_i64("axis")?.unwrap_or(0), dd.len(), "axis")?;
-    if di != du
-        || di.len() != dd.len()
-        || di
-            .iter()
-            .zip(&dd)
-            .enumerate()
-            .any(|(k, (i, d))| k != a && i > d)
-    {
+    if di != du || !fits_off_axis(&di, &dd, a) {
         return Err(e.shape_error(format!(
             "indices {di:?} and updates {du:?} must have one shape, the rank of data {dd:?} \
              and no larger extent off axis {a}"
