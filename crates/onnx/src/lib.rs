@@ -16,7 +16,7 @@ pub use import::{
     import_model, import_model_bytes, import_model_bytes_with, import_model_file,
     import_model_file_with, import_model_with, ImportOptions, ImportedModel, ModelValue,
 };
-pub use ops::SUPPORTED_OPS;
+pub use ops::{MICROSOFT_DOMAIN, SUPPORTED_CONTRIB_OPS, SUPPORTED_OPS};
 pub use tensor::{
     encode_tensor_proto, onnx_data_type, read_tensor_proto, tensor_to_proto, NamedTensor,
 };

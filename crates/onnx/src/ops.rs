@@ -167,6 +167,13 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Xor",
 ];
 
+/// The domain of onnxruntime's contrib operators.
+pub const MICROSOFT_DOMAIN: &str = "com.microsoft";
+
+/// The `op_type`s of the [`MICROSOFT_DOMAIN`] that graphlift imports (onnxruntime's
+/// `docs/ContribOperators.md` defines them).
+pub const SUPPORTED_CONTRIB_OPS: &[&str] = &["DynamicQuantizeLSTM"];
+
 type In<'x> = &'x [Option<Output>];
 
 fn numeric(t: ElementType) -> bool {
@@ -190,11 +197,25 @@ fn boolean(t: ElementType) -> bool {
 /// `Sum`, `Clip`, `Pow`, `PRelu`, ...).
 pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
     let op_type = e.node().op_type.clone();
+    if e.node().domain == MICROSOFT_DOMAIN {
+        return match op_type.as_str() {
+            "DynamicQuantizeLSTM" => {
+                rnn::recurrent(e, ins, rnn::Cell::Lstm, rnn::Form::DynamicQuantized)
+            }
+            _ => Err(OnnxError::UnsupportedOp {
+                at: e.at(),
+                op_type,
+                domain: MICROSOFT_DOMAIN.into(),
+                opset: e.opset(),
+            }),
+        };
+    }
+    let float_rnn = rnn::Form::Float;
     match op_type.as_str() {
         "Split" => return rearrange::split(e, ins),
-        "RNN" => return rnn::recurrent(e, ins, rnn::Cell::Rnn),
-        "GRU" => return rnn::recurrent(e, ins, rnn::Cell::Gru),
-        "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm),
+        "RNN" => return rnn::recurrent(e, ins, rnn::Cell::Rnn, float_rnn),
+        "GRU" => return rnn::recurrent(e, ins, rnn::Cell::Gru, float_rnn),
+        "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm, float_rnn),
         "TopK" => return topk::top_k(e, ins),
         "DynamicQuantizeLinear" => return quantize::dynamic_quantize_linear(e, ins),
         _ => {}

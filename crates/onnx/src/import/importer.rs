@@ -209,7 +209,9 @@ impl<'m> Importer<'m> {
 
     pub(super) fn node(&mut self, index: usize, node: &NodeProto) -> Result<(), OnnxError> {
         let at = node_ref(index, node);
-        if !is_default_domain(&node.domain) {
+        let contrib = node.domain == crate::ops::MICROSOFT_DOMAIN
+            && crate::ops::SUPPORTED_CONTRIB_OPS.contains(&node.op_type.as_str());
+        if !is_default_domain(&node.domain) && !contrib {
             return Err(OnnxError::UnsupportedOp {
                 at,
                 op_type: node.op_type.clone(),

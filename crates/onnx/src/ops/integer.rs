@@ -9,7 +9,7 @@ use graphlift_ir::{BinaryOp, ElementType, Output, Shape};
 use super::conv::{add_bias, convolution_of};
 use super::layout::{dims, reshape_to as reshape};
 use super::nn::matmul_of;
-use super::quantize::{check_scale, round_and_saturate};
+use super::quantize::{check_scale, dynamic_quantize, round_and_saturate};
 use super::In;
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -151,6 +151,39 @@ fn shifted_matmul(
 pub(super) fn matmul_integer(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 2, 4)?;
     shifted_matmul(e, ins, [0, 2, 1, 3])
+}
+
+/// An 8-bit weight matrix `q` `[K, N]` (UINT8 or INT8) with its FLOAT scale and zero point
+/// (of `q`'s type), each per tensor (a scalar) or per column (`[N]`).
+pub(super) struct QuantizedMatrix {
+    pub(super) q: Output,
+    pub(super) scale: Output,
+    pub(super) zero_point: Output,
+}
+
+/// `a · w` for a FLOAT `a` `[M, K]` and a quantized `w`, as onnxruntime's dynamically
+/// quantized kernels (`DynamicQuantizeLSTM`, `DynamicQuantizeMatMul`) compute it: `a` is
+/// quantized per tensor to UINT8 as `DynamicQuantizeLinear` does, the integer product
+/// `Σ (a_q - a_zp)(w_q - w_zp)` accumulates exactly in INT32 (a constant `w`'s shift folds
+/// at import), and the sum, converted to FLOAT, is scaled by `a_scale · w_scale` (per column
+/// when `w_scale` is).
+pub(super) fn dynamic_quantized_matmul(
+    e: &mut NodeEmitter<'_>,
+    a: Output,
+    w: &QuantizedMatrix,
+) -> Result<Output, OnnxError> {
+    let [aq, a_scale, a_zp] = dynamic_quantize(e, a)?;
+    let wide = |e: &mut NodeEmitter<'_>, v: Output, zp: Output| -> Result<Output, OnnxError> {
+        let v = e.convert(v, ElementType::I32)?;
+        let zp = e.convert(zp, ElementType::I32)?;
+        e.binary(BinaryOp::Subtract, v, zp)
+    };
+    let a_shifted = wide(e, aq, a_zp)?;
+    let w_shifted = wide(e, w.q, w.zero_point)?;
+    let acc = matmul_of(e, a_shifted, w_shifted)?;
+    let acc = e.convert(acc, ElementType::F32)?;
+    let m = e.binary(BinaryOp::Multiply, a_scale, w.scale)?;
+    e.binary(BinaryOp::Multiply, acc, m)
 }
 
 /// The convolution of `x - x_zero_point` (per tensor) with `w - w_zero_point` (per tensor,

@@ -340,6 +340,17 @@ pub(super) fn dynamic_quantize_linear(
     e.arity(ins, 1, 1)?;
     let x = e.input(ins, 0)?;
     e.require(x, |t| t == ElementType::F32, "a FLOAT")?;
+    let [y, scale, zp] = dynamic_quantize(e, x)?;
+    let zp = e.convert(zp, ElementType::U8)?;
+    Ok(vec![y, scale, zp])
+}
+
+/// [`dynamic_quantize_linear`] of a FLOAT value `x`: `y` (UINT8), `y_scale` (FLOAT, a
+/// scalar) and `y_zero_point` as an integral FLOAT scalar in `[0, 255]`.
+pub(super) fn dynamic_quantize(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+) -> Result<[Output; 3], OnnxError> {
     let rank = dims(e, x)?.len();
     let extreme = |e: &mut NodeEmitter<'_>, op, with_zero| -> Result<Output, OnnxError> {
         let r = e.op(
@@ -367,9 +378,8 @@ pub(super) fn dynamic_quantize_linear(
     let initial = e.binary(BinaryOp::Subtract, zero, shifted)?;
     let clamped = e.binary(BinaryOp::Maximum, initial, zero)?;
     let clamped = e.binary(BinaryOp::Minimum, clamped, k255)?;
-    let zp_float = e.unary(UnaryOp::Round, clamped)?;
-    let zp = e.convert(zp_float, ElementType::U8)?;
+    let zp = e.unary(UnaryOp::Round, clamped)?;
     let q = e.binary(BinaryOp::Divide, x, scale)?;
-    let y = round_and_saturate(e, q, Some(zp_float), ElementType::U8)?;
-    Ok(vec![y, scale, zp])
+    let y = round_and_saturate(e, q, Some(zp), ElementType::U8)?;
+    Ok([y, scale, zp])
 }

@@ -23,12 +23,19 @@
 //! them, the spec's defaults otherwise), `clip` (the gate pre-activations clamped to
 //! `[-clip, clip]`, as onnxruntime does), LSTM's `input_forget` (`f = 1 - i`) and peepholes
 //! `P`, GRU's `linear_before_reset`. Outputs `Y`, `Y_h` and (LSTM) `Y_c`.
+//!
+//! `com.microsoft.DynamicQuantizeLSTM` (onnxruntime's contrib operator, version 1) is `LSTM`
+//! with 8-bit weights given transposed (`W` `[dirs, input, 4h]`, `R` `[dirs, h, 4h]`) and
+//! their scales and zero points (inputs 8 to 11: per direction `[dirs]`, or per column
+//! `[dirs, 4h]`): each of its products quantizes its FLOAT operand dynamically and multiplies
+//! in integers ([`dynamic_quantized_matmul`]), as onnxruntime's kernel does.
 
 use graphlift_ir::{BinaryOp, ElementType, Op, Output, Shape, TensorData, UnaryOp};
 
 use super::activation::{
     elu_of, hard_sigmoid, leaky_relu_of, softplus, softsign, thresholded_relu_of,
 };
+use super::integer::{dynamic_quantized_matmul, QuantizedMatrix};
 use super::layout::{dims, reshape_to as reshape, slice_range};
 use super::{float, In};
 use crate::emit::NodeEmitter;
@@ -161,6 +168,30 @@ fn activate(e: &mut NodeEmitter<'_>, act: Activation, x: Output) -> Result<Outpu
     }
 }
 
+/// How a node gives its weights `W` and `R`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Form {
+    /// ONNX's: `W` `[dirs, G·h, input]`, `R` `[dirs, G·h, h]`, of `X`'s float type.
+    Float,
+    /// `DynamicQuantizeLSTM`'s: 8-bit `W` `[dirs, input, G·h]` and `R` `[dirs, h, G·h]` with
+    /// scales and zero points at inputs 8 to 11.
+    DynamicQuantized,
+}
+
+/// A weight matrix `[K, N]` of one direction, oriented to multiply from the right.
+enum Matrix {
+    Float(Output),
+    Quantized(QuantizedMatrix),
+}
+
+/// `a · m`.
+fn product(e: &mut NodeEmitter<'_>, a: Output, m: &Matrix) -> Result<Output, OnnxError> {
+    match m {
+        Matrix::Float(w) => e.op(Op::MatMul, &[a, *w]),
+        Matrix::Quantized(q) => dynamic_quantized_matmul(e, a, q),
+    }
+}
+
 /// What one node asks for, checked.
 struct Spec {
     cell: Cell,
@@ -194,10 +225,19 @@ fn expect_dims(
     Ok(())
 }
 
-fn spec(e: &NodeEmitter<'_>, ins: In<'_>, cell: Cell) -> Result<Spec, OnnxError> {
+fn spec(e: &NodeEmitter<'_>, ins: In<'_>, cell: Cell, form: Form) -> Result<Spec, OnnxError> {
     let (x, w, r) = (e.input(ins, 0)?, e.input(ins, 1)?, e.input(ins, 2)?);
     let et = e.require(x, float, "a float")?;
-    e.same_type(&[x, w, r])?;
+    match form {
+        Form::Float => {
+            e.same_type(&[x, w, r])?;
+        }
+        Form::DynamicQuantized => {
+            e.require(x, |t| t == ElementType::F32, "a FLOAT")?;
+            e.require(w, |t| matches!(t, ElementType::U8 | ElementType::I8), "UINT8 or INT8")?;
+            e.same_type(&[w, r])?;
+        }
+    }
     let layout = e.attr_i64("layout")?.unwrap_or(0);
     if layout != 0 && layout != 1 {
         return Err(e.attribute_error("layout", format!("must be 0 or 1, is {layout}")));
@@ -221,18 +261,26 @@ fn spec(e: &NodeEmitter<'_>, ins: In<'_>, cell: Cell) -> Result<Spec, OnnxError>
         (xd[1], xd[0], xd[2])
     };
     let rd = dims(e, r)?;
+    // The axis of R that is `h` long.
+    let h_axis = if form == Form::Float { 2 } else { 1 };
     let hidden = match e.attr_i64("hidden_size")? {
         Some(h) => usize::try_from(h)
             .ok()
             .filter(|&h| h > 0)
             .ok_or_else(|| e.attribute_error("hidden_size", format!("must be positive, is {h}")))?,
         None => *rd
-            .get(2)
+            .get(h_axis)
+            .filter(|_| rd.len() == 3)
             .ok_or_else(|| e.shape_error(format!("R must have rank 3, has shape {rd:?}")))?,
     };
     let g = cell.gates() * hidden;
-    expect_dims(e, w, &[directions, g, input], "W")?;
-    expect_dims(e, r, &[directions, g, hidden], "R")?;
+    if form == Form::Float {
+        expect_dims(e, w, &[directions, g, input], "W")?;
+        expect_dims(e, r, &[directions, g, hidden], "R")?;
+    } else {
+        expect_dims(e, w, &[directions, input, g], "W")?;
+        expect_dims(e, r, &[directions, hidden, g], "R")?;
+    }
     let clip = match e.attr_f32_opt("clip")? {
         Some(c) if c > 0.0 => Some(f64::from(c)),
         Some(c) => return Err(e.attribute_error("clip", format!("must be positive, is {c}"))),
@@ -280,21 +328,28 @@ fn spec(e: &NodeEmitter<'_>, ins: In<'_>, cell: Cell) -> Result<Spec, OnnxError>
     })
 }
 
-/// `RNN`, `GRU` or `LSTM` (see the module's documentation): the outputs `Y`, `Y_h` and, for
-/// `LSTM`, `Y_c`.
+/// `RNN`, `GRU` or `LSTM`, or with [`Form::DynamicQuantized`] `DynamicQuantizeLSTM` (see the
+/// module's documentation): the outputs `Y`, `Y_h` and, for `LSTM`, `Y_c`.
 ///
 /// # Errors
 /// [`OnnxError::BadAttribute`] for a bad `direction`, `layout`, `clip`, `hidden_size`,
 /// activation name or count; [`OnnxError::ShapeMismatch`] when `X`, `W`, `R`, `B`, the initial
-/// states or `P` do not have the spec's shapes or `sequence_lens` is out of range;
-/// [`OnnxError::RunTimeOperand`] when `sequence_lens` is a graph input not given at import.
+/// states, `P`, the scales or zero points do not have the spec's shapes or `sequence_lens` is
+/// out of range; [`OnnxError::TypeMismatch`] for weights, scales or zero points of other
+/// types; [`OnnxError::RunTimeOperand`] when `sequence_lens` is a graph input not given at
+/// import.
 pub(super) fn recurrent(
     e: &mut NodeEmitter<'_>,
     ins: In<'_>,
     cell: Cell,
+    form: Form,
 ) -> Result<Vec<Output>, OnnxError> {
-    e.arity(ins, 3, if cell == Cell::Lstm { 8 } else { 6 })?;
-    let s = spec(e, ins, cell)?;
+    match (form, cell) {
+        (Form::Float, Cell::Lstm) => e.arity(ins, 3, 8)?,
+        (Form::Float, _) => e.arity(ins, 3, 6)?,
+        (Form::DynamicQuantized, _) => e.arity(ins, 12, 12)?,
+    }
+    let s = spec(e, ins, cell, form)?;
     let (x, w, r) = (e.input(ins, 0)?, e.input(ins, 1)?, e.input(ins, 2)?);
     let (dirs, batch, hidden) = (s.directions, s.batch, s.hidden);
     // Everything inside runs in layout 0: X [seq, batch, input], states [dirs, batch, hidden].
@@ -353,9 +408,23 @@ pub(super) fn recurrent(
             let rest = dims(e, one)?[1..].to_vec();
             reshape(e, one, rest).map(Some)
         };
+        let (w, r) = match form {
+            Form::Float => {
+                let w = pick(e, Some(w))?.unwrap_or(w);
+                let r = pick(e, Some(r))?.unwrap_or(r);
+                (
+                    Matrix::Float(transposed(e, w)?),
+                    Matrix::Float(transposed(e, r)?),
+                )
+            }
+            Form::DynamicQuantized => (
+                quantized(e, ins, &s, [1, 8, 9], d)?,
+                quantized(e, ins, &s, [2, 10, 11], d)?,
+            ),
+        };
         let weights = Weights {
-            w: pick(e, Some(w))?.unwrap_or(w),
-            r: pick(e, Some(r))?.unwrap_or(r),
+            w,
+            r,
             b: pick(e, b)?,
             p: pick(e, p)?,
         };
@@ -401,10 +470,54 @@ fn join(e: &mut NodeEmitter<'_>, parts: &[Output], axis: usize) -> Result<Output
     }
 }
 
-/// One direction's weights: `w` `[G·h, input]`, `r` `[G·h, h]`, `b` `[2·G·h]`, `p` `[3·h]`.
+/// Direction `d`'s quantized matrix of `DynamicQuantizeLSTM`'s weight, scale and zero point
+/// at inputs `[wi, si, zi]`: the weight `[dirs, K, G·h]` sliced to `[K, G·h]`, the scale and
+/// zero point (equal shapes, `[dirs]` or `[dirs, G·h]`) to a scalar or `[G·h]`.
+fn quantized(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    s: &Spec,
+    [wi, si, zi]: [usize; 3],
+    d: usize,
+) -> Result<Matrix, OnnxError> {
+    let (w, scale, zp) = (e.input(ins, wi)?, e.input(ins, si)?, e.input(ins, zi)?);
+    e.require(scale, |t| t == ElementType::F32, "a FLOAT scale")?;
+    let zt = e.et(zp)?;
+    let wt = e.et(w)?;
+    if zt != wt {
+        return Err(e.type_error(format!(
+            "zero point (input {zi}) is {zt}, its weight (input {wi}) is {wt}; they must have \
+             one type"
+        )));
+    }
+    let g = s.cell.gates() * s.hidden;
+    let sd = dims(e, scale)?;
+    if sd != [s.directions] && sd != [s.directions, g] {
+        return Err(e.shape_error(format!(
+            "scale (input {si}) has shape {sd:?}: it must be [{dirs}] (per direction) or \
+             [{dirs}, {g}] (per column)",
+            dirs = s.directions
+        )));
+    }
+    expect_dims(e, zp, &sd, &format!("zero point (input {zi})"))?;
+    super::quantize::check_scale(e, scale, "scale")?;
+    let one = |e: &mut NodeEmitter<'_>, v: Output| -> Result<Output, OnnxError> {
+        let sliced = slice_range(e, v, 0, d, 1)?;
+        let rest = dims(e, sliced)?[1..].to_vec();
+        reshape(e, sliced, rest)
+    };
+    Ok(Matrix::Quantized(QuantizedMatrix {
+        q: one(e, w)?,
+        scale: one(e, scale)?,
+        zero_point: one(e, zp)?,
+    }))
+}
+
+/// One direction's weights: `w` `[input, G·h]` and `r` `[h, G·h]` (transposed, to multiply
+/// from the right), `b` `[2·G·h]`, `p` `[3·h]`.
 struct Weights {
-    w: Output,
-    r: Output,
+    w: Matrix,
+    r: Matrix,
     b: Option<Output>,
     p: Option<Output>,
 }
@@ -497,8 +610,7 @@ fn direction(
     // recurrence (all of Wb + Rb, but GRU's Rbh with linear_before_reset, which the reset
     // gate scales).
     let x2 = reshape(e, x, vec![seq * batch, input])?;
-    let w_t = transposed(e, wt.w)?;
-    let mut proj = e.op(Op::MatMul, &[x2, w_t])?;
+    let mut proj = product(e, x2, &wt.w)?;
     let mut rbh = None;
     if let Some(b) = wt.b {
         let wb = slice_range(e, b, 0, 0, g)?;
@@ -520,14 +632,16 @@ fn direction(
     if let (true, Some(lengths)) = (reverse, ragged) {
         proj = permute_steps(e, proj, seq, lengths)?;
     }
-    // R split where GRU needs the candidate's product apart.
-    let r_t = transposed(e, wt.r)?;
-    let (r_main, r_cand) = if s.cell == Cell::Gru {
-        let zr = slice_range(e, r_t, 1, 0, 2 * h)?;
-        let cand = slice_range(e, r_t, 1, 2 * h, h)?;
-        (zr, Some(cand))
-    } else {
-        (r_t, None)
+    // R split where GRU needs the candidate's product apart (GRU weights are float).
+    let split;
+    let (r_main, r_cand) = match &wt.r {
+        Matrix::Float(r_t) if s.cell == Cell::Gru => {
+            let zr = slice_range(e, *r_t, 1, 0, 2 * h)?;
+            let cand = slice_range(e, *r_t, 1, 2 * h, h)?;
+            split = Matrix::Float(zr);
+            (&split, Some(cand))
+        }
+        r => (r, None),
     };
     let peep = match wt.p {
         Some(p) => Some([
@@ -550,14 +664,16 @@ fn direction(
         };
         let xs = slice_range(e, proj, 0, t, 1)?;
         let xs = reshape(e, xs, vec![batch, g])?;
-        let hr = e.op(Op::MatMul, &[h_prev, r_main])?;
+        let hr = product(e, h_prev, r_main)?;
         let (h_new, c_new) = match s.cell {
             Cell::Rnn => {
                 let pre = e.binary(BinaryOp::Add, xs, hr)?;
                 (gate(e, s, acts[0], pre)?, None)
             }
             Cell::Gru => {
-                let r_cand = r_cand.unwrap_or(r_main);
+                let Some(r_cand) = r_cand else {
+                    return Err(e.type_error("GRU weights must be float".into()));
+                };
                 let new = gru_step(e, s, acts, xs, hr, h_prev, r_cand, rbh)?;
                 (new, None)
             }

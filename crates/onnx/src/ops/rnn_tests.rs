@@ -7,6 +7,7 @@ use super::tests::{floats_init, ints_init, x};
 use crate::proto::*;
 use crate::tests::{attr_i, attr_s, err, f32s, model_opset, node, run, vi};
 use crate::OnnxError;
+use graphlift_ir::{Shape, TensorData};
 
 /// A one-node model of `op` on FLOAT `x` `[seq, batch, 1]` with `inputs` after `x` from
 /// initializers, giving `outputs`.
@@ -209,5 +210,147 @@ fn bad_recurrent_nodes_are_named_errors() {
     assert!(
         matches!(&e, OnnxError::RunTimeOperand { input, .. } if input == "lens"),
         "{e}"
+    );
+}
+
+/// `DynamicQuantizeLSTM` (com.microsoft) with one unit: 8-bit weights `[1, 1, 4]` (gates
+/// `i o f c` along the last axis) as `w` and `r`, their scales and zero points.
+fn quantized_lstm(w: TensorProto, r: TensorProto, quant: Vec<TensorProto>) -> ModelProto {
+    let mut inits = vec![w, r];
+    inits.extend(quant);
+    let mut m = recurrent(
+        "DynamicQuantizeLSTM",
+        &[
+            "x", "w", "r", "", "", "", "", "", "w_scale", "w_zp", "r_scale", "r_zp",
+        ],
+        &["y", "y_h", "y_c"],
+        vec![attr_i("hidden_size", 1)],
+        &[2, 1, 1],
+        inits,
+    );
+    if let Some(g) = m.graph.as_mut() {
+        g.node[0].domain = crate::MICROSOFT_DOMAIN.into();
+    }
+    m
+}
+
+fn eight_bit(name: &str, data: TensorData, dims: &[usize]) -> TensorProto {
+    crate::tensor_to_proto(name, &data, &Shape::new(dims))
+}
+
+#[test]
+fn dynamic_quantize_lstm_is_lstm_of_the_dequantized_weights() {
+    // With equal inputs (one quantization level each) and a one-unit state, the dynamic
+    // quantization of `x` and `h` is exact, so the integer products equal the float ones.
+    let float = recurrent(
+        "LSTM",
+        &["x", "w", "r"],
+        &["y", "y_h", "y_c"],
+        vec![],
+        &[2, 1, 1],
+        vec![
+            floats_init("w", &[0.64, -0.32, 1.27, 0.1], &[1, 4, 1]),
+            floats_init("r", &[0.3, 0.5, -0.7, 0.9], &[1, 4, 1]),
+        ],
+    );
+    let xs = || vec![x(&[1.0, 1.0], &[2, 1, 1])];
+    let want = run(&float, xs());
+    // INT8 per tensor, zero points 0.
+    let per_tensor = quantized_lstm(
+        eight_bit("w", TensorData::I8(vec![64, -32, 127, 10]), &[1, 1, 4]),
+        eight_bit("r", TensorData::I8(vec![30, 50, -70, 90]), &[1, 1, 4]),
+        vec![
+            floats_init("w_scale", &[0.01], &[1]),
+            eight_bit("w_zp", TensorData::I8(vec![0]), &[1]),
+            floats_init("r_scale", &[0.01], &[1]),
+            eight_bit("r_zp", TensorData::I8(vec![0]), &[1]),
+        ],
+    );
+    // UINT8 per column, zero points 128 and 100.
+    let per_column = quantized_lstm(
+        eight_bit("w", TensorData::U8(vec![192, 96, 255, 138]), &[1, 1, 4]),
+        eight_bit("r", TensorData::U8(vec![115, 125, 65, 190]), &[1, 1, 4]),
+        vec![
+            floats_init("w_scale", &[0.01; 4], &[1, 4]),
+            eight_bit("w_zp", TensorData::U8(vec![128; 4]), &[1, 4]),
+            floats_init("r_scale", &[0.02, 0.02, 0.02, 0.01], &[1, 4]),
+            eight_bit("r_zp", TensorData::U8(vec![100; 4]), &[1, 4]),
+        ],
+    );
+    for m in [per_tensor, per_column] {
+        let got = run(&m, xs());
+        for (g, w) in got.iter().zip(&want) {
+            let w: Vec<f64> = f32s(w).iter().map(|&v| f64::from(v)).collect();
+            close(&f32s(g), &w);
+        }
+        // Not a degenerate state: the second step used R.
+        assert!(f32s(&got[0])[1] != f32s(&got[0])[0], "{got:?}");
+    }
+}
+
+#[test]
+fn bad_dynamic_quantize_lstm_nodes_are_named_errors() {
+    let w = || eight_bit("w", TensorData::I8(vec![1, 2, 3, 4]), &[1, 1, 4]);
+    let r = || eight_bit("r", TensorData::I8(vec![1, 2, 3, 4]), &[1, 1, 4]);
+    let quant = |scale: TensorProto, zp: TensorProto| {
+        vec![
+            scale,
+            zp,
+            floats_init("r_scale", &[0.5], &[1]),
+            eight_bit("r_zp", TensorData::I8(vec![0]), &[1]),
+        ]
+    };
+    let check = |m: ModelProto, want: &str| {
+        let e = err(&m);
+        let msg = e.to_string();
+        assert!(msg.contains("cell") && msg.contains(want), "{msg}");
+    };
+    // A zero point of another type than its weight.
+    check(
+        quantized_lstm(
+            w(),
+            r(),
+            quant(
+                floats_init("w_scale", &[0.5], &[1]),
+                eight_bit("w_zp", TensorData::U8(vec![0]), &[1]),
+            ),
+        ),
+        "zero point",
+    );
+    // A per-column scale of the wrong length.
+    check(
+        quantized_lstm(
+            w(),
+            r(),
+            quant(
+                floats_init("w_scale", &[0.5; 3], &[1, 3]),
+                eight_bit("w_zp", TensorData::I8(vec![0; 3]), &[1, 3]),
+            ),
+        ),
+        "scale (input 8)",
+    );
+    // A scale of zero.
+    check(
+        quantized_lstm(
+            w(),
+            r(),
+            quant(
+                floats_init("w_scale", &[0.0], &[1]),
+                eight_bit("w_zp", TensorData::I8(vec![0]), &[1]),
+            ),
+        ),
+        "scale",
+    );
+    // Float weights where 8-bit ones belong.
+    check(
+        quantized_lstm(
+            floats_init("w", &[1.0; 4], &[1, 1, 4]),
+            r(),
+            quant(
+                floats_init("w_scale", &[0.5], &[1]),
+                eight_bit("w_zp", TensorData::I8(vec![0]), &[1]),
+            ),
+        ),
+        "UINT8 or INT8",
     );
 }
