@@ -5,6 +5,10 @@ end-to-end checks of `scripts/check-zoo.sh` (ONNX breadth and quantized models).
                              case's fixed inputs and onnxruntime's outputs under DEST/zoo/
     zoo.py check DEST BIN    run every case with `BIN run` on CPU-JIT and INTERPRETER and
                              compare with onnxruntime's outputs (exit status 1 on a mismatch)
+    zoo.py bench DEST BIN    latency of every case on CPU-JIT (`BIN bench`) beside
+                             onnxruntime's, 1 and 2 threads, ROUNDS alternating rounds of
+                             RUNS runs each (environment; 3 and 20 by default): the median
+                             of the round medians and the ratio graphlift / onnxruntime
 
 Each case is a model file plus seeded inputs; the reference outputs come from onnxruntime's
 CPU provider on one thread. Tolerances (issues 28 and 29): `float` cases within atol 1e-4,
@@ -243,10 +247,64 @@ def check(dest, binary, only):
         sys.exit(f"zoo: {len(failed)} failed: {' '.join(sorted(set(failed)))}")
 
 
+def ort_median(session, feed, runs):
+    import time
+
+    for _ in range(3):
+        session.run(None, feed)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        session.run(None, feed)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e3
+
+
+def graphlift_median(binary, model, inputs, threads, runs):
+    args = [binary, "bench", model, "--threads", str(threads), "--runs", str(runs),
+            "--warmup", "3"]
+    for i in inputs:
+        args += ["--input", i]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("latency: median"))
+    return float(line.split()[2])
+
+
+def bench(dest, binary, only):
+    import onnxruntime as ort
+
+    rounds = int(os.environ.get("ROUNDS", "3"))
+    runs = int(os.environ.get("RUNS", "20"))
+    rng = np.random.default_rng(20261126)
+    print(f"{'case':<22} {'threads':>7} {'graphlift_ms':>12} {'onnxruntime_ms':>14} {'ratio':>6}")
+    for case, model, inputs, _ in cases(rng):
+        if (only and case not in only) or (not only and case in PENDING):
+            continue
+        d = os.path.join(dest, case)
+        files = [os.path.join(d, f"input_{k}.npy") for k in range(len(inputs))]
+        for threads in (1, 2):
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            session = ort.InferenceSession(os.path.join(dest, model), opts,
+                                           providers=["CPUExecutionProvider"])
+            feed = {i.name: np.load(f) for i, f in zip(session.get_inputs(), files)}
+            g, o = [], []
+            for _ in range(rounds):
+                g.append(graphlift_median(binary, os.path.join(dest, model), files, threads,
+                                          runs))
+                o.append(ort_median(session, feed, runs))
+            gm, om = float(np.median(g)), float(np.median(o))
+            print(f"{case:<22} {threads:>7} {gm:>12.3f} {om:>14.3f} {gm / om:>6.2f}",
+                  flush=True)
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "fetch":
         fetch(sys.argv[2])
     elif len(sys.argv) >= 4 and sys.argv[1] == "check":
         check(sys.argv[2], sys.argv[3], set(sys.argv[4:]))
+    elif len(sys.argv) >= 4 and sys.argv[1] == "bench":
+        bench(sys.argv[2], sys.argv[3], set(sys.argv[4:]))
     else:
         sys.exit(__doc__)
