@@ -24,3 +24,5 @@ cargo test -p graphlift --test onnx_node_tests -- --nocapture
 # The model zoo (real models from PyPI wheels) on a release build of `graphlift run`, both
 # backends, against onnxruntime's outputs.
 ./scripts/check-zoo.sh
+# The memory ceiling of 20,000 distinct graphs compiled and dropped (release: 20,000 compiles).
+cargo test --release -p graphlift-jit --test memory_ceiling -- --ignored
