@@ -48,7 +48,9 @@ fn twenty_thousand_graphs_stay_under_the_ceiling_the_cache_bound_sets() {
     let backend = CpuJitBackend::new().with_kernel_cache_capacity(CAPACITY);
     let inputs: Vec<Tensor> = (0..3)
         .map(|s| {
-            let v: Vec<f32> = (0..64).map(|i| ((i * 7 + s * 13) % 29) as f32 / 29.0).collect();
+            let v: Vec<f32> = (0..64)
+                .map(|i| ((i * 7 + s * 13) % 29) as f32 / 29.0)
+                .collect();
             Tensor::from_vec(v, [64]).unwrap()
         })
         .collect();
@@ -60,7 +62,11 @@ fn twenty_thousand_graphs_stay_under_the_ceiling_the_cache_bound_sets() {
         let got = exe.run(&inputs).unwrap();
         if k % 2_000 == 0 {
             // Each graph computes what the reference does (within tanh's few ulp).
-            let want = InterpreterBackend.compile(&f).unwrap().run(&inputs).unwrap();
+            let want = InterpreterBackend
+                .compile(&f)
+                .unwrap()
+                .run(&inputs)
+                .unwrap();
             let c = graphlift_runtime::compare(&got[0], &want[0], 1e-5, 1e-6);
             assert!(c.passed(), "graph {k}: {c}");
         }

@@ -234,7 +234,11 @@ fn spec(e: &NodeEmitter<'_>, ins: In<'_>, cell: Cell, form: Form) -> Result<Spec
         }
         Form::DynamicQuantized => {
             e.require(x, |t| t == ElementType::F32, "a FLOAT")?;
-            e.require(w, |t| matches!(t, ElementType::U8 | ElementType::I8), "UINT8 or INT8")?;
+            e.require(
+                w,
+                |t| matches!(t, ElementType::U8 | ElementType::I8),
+                "UINT8 or INT8",
+            )?;
             e.same_type(&[w, r])?;
         }
     }

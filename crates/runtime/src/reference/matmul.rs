@@ -1,8 +1,9 @@
 //! Matrix products with numpy `matmul` batch broadcasting.
 
 use graphlift_ir::{Shape, TensorData};
+use multiversion::multiversion;
 
-use super::widen::{floats, integers, narrow, narrow_int};
+use super::widen::{floats, narrow};
 
 /// The offset of every batch of an output with batch extents `out`, in an operand with
 /// batch extents `from` (aligned at the right; an extent of 1 repeats) and `matrix`
@@ -72,24 +73,60 @@ pub fn matmul(
         }
         return Ok(narrow(et, out));
     }
-    let (Some(x), Some(y)) = (integers(a), integers(b)) else {
-        return Err(format!(
-            "MatMul does not accept {et} and {}",
-            b.element_type()
-        ));
+    let dims = (m, k, n);
+    let out = match (a, b) {
+        (TensorData::I8(x), TensorData::I8(y)) => TensorData::I8(wrapping(x, y, &oa, &ob, dims)),
+        (TensorData::U8(x), TensorData::U8(y)) => TensorData::U8(wrapping(x, y, &oa, &ob, dims)),
+        (TensorData::I16(x), TensorData::I16(y)) => TensorData::I16(wrapping(x, y, &oa, &ob, dims)),
+        (TensorData::U16(x), TensorData::U16(y)) => TensorData::U16(wrapping(x, y, &oa, &ob, dims)),
+        (TensorData::I32(x), TensorData::I32(y)) => TensorData::I32(wrapping(x, y, &oa, &ob, dims)),
+        (TensorData::U32(x), TensorData::U32(y)) => TensorData::U32(wrapping(x, y, &oa, &ob, dims)),
+        (TensorData::I64(x), TensorData::I64(y)) => TensorData::I64(wrapping(x, y, &oa, &ob, dims)),
+        (TensorData::U64(x), TensorData::U64(y)) => TensorData::U64(wrapping(x, y, &oa, &ob, dims)),
+        _ => {
+            return Err(format!(
+                "MatMul does not accept {et} and {}",
+                b.element_type()
+            ))
+        }
     };
-    let mut out = Vec::with_capacity(oa.len() * m * n);
-    for (&pa, &pb) in oa.iter().zip(&ob) {
-        for i in 0..m {
-            for j in 0..n {
-                let dot = (0..k).fold(0i128, |s, p| {
-                    s.wrapping_add(x[pa + i * k + p].wrapping_mul(y[pb + p * n + j]))
-                });
-                out.push(dot);
+    Ok(out)
+}
+
+/// The integer products of the batches at offsets `oa` / `ob`, wrapping in `T`: arithmetic
+/// modulo `2^bits` is exact whatever the order of the additions, so each row of the result
+/// accumulates row `p` of `y` scaled by `x[i, p]` in turn (contiguous, vectorisable), the
+/// same result as the dot products in any order.
+fn wrapping<T>(
+    x: &[T],
+    y: &[T],
+    oa: &[usize],
+    ob: &[usize],
+    (m, k, n): (usize, usize, usize),
+) -> Vec<T>
+where
+    T: Copy + num_traits::Zero + num_traits::WrappingAdd + num_traits::WrappingMul,
+{
+    let mut out = vec![T::zero(); oa.len() * m * n];
+    for (c, (&pa, &pb)) in out.chunks_mut((m * n).max(1)).zip(oa.iter().zip(ob)) {
+        for (i, row) in c.chunks_mut(n.max(1)).take(m).enumerate() {
+            for p in 0..k {
+                axpy(row, x[pa + i * k + p], &y[pb + p * n..pb + (p + 1) * n]);
             }
         }
     }
-    Ok(narrow_int(et, out))
+    out
+}
+
+/// `row += s · y_row`, wrapping.
+#[multiversion(targets = "simd")]
+fn axpy<T>(row: &mut [T], s: T, y_row: &[T])
+where
+    T: Copy + num_traits::WrappingAdd + num_traits::WrappingMul,
+{
+    for (o, &v) in row.iter_mut().zip(y_row) {
+        *o = o.wrapping_add(&s.wrapping_mul(&v));
+    }
 }
 
 #[cfg(test)]
