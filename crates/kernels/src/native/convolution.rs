@@ -2,13 +2,21 @@
 //! loop for depthwise groups, so a convolution reuses the blocked SIMD matrix product instead
 //! of the reference's nested loops.
 
+use std::ops::Range;
+
 use graphlift_ir::{Convolution, Shape, TensorData, Window};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
-use super::matmul::{product, ROW_BLOCK_ALIGN};
+use super::gemm_call::{gemm_into, Strided};
+use super::matmul::ROW_BLOCK_ALIGN;
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
+
+/// The most elements an unrolled field matrix holds at once (1 MiB of `f32`, within L2): a
+/// larger one (many channels times a wide window, over a large image) is unrolled and
+/// multiplied in bands of output rows, each band's product written in place.
+const FIELD_BUDGET: usize = 1 << 18;
 
 /// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
 /// when the epilogue reads them), unless the whole output is smaller.
@@ -89,22 +97,23 @@ pub(super) fn valid_columns(
     lo.min(hi)..hi
 }
 
-/// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) into `cols`
-/// (`[cg · kH · kW, oH · oW]`, row-major); window positions in the padding read zero.
+/// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) for the output rows `rows` into
+/// `cols` (`[cg · kH · kW, rows.len() · oW]`, row-major); window positions in the padding
+/// read zero.
 #[multiversion(targets = "simd")]
 pub(super) fn im2col<T: Copy + Default>(
     x: &[T],
     g: &Geometry,
     conv: &Convolution,
-    c0: usize,
-    cg: usize,
+    (c0, cg): (usize, usize),
+    rows: Range<usize>,
     cols: &mut [T],
 ) {
     let win = &conv.window;
     let (sh, sw) = (win.strides[0], win.strides[1]);
     let (dh, dw) = (win.dilations[0], win.dilations[1]);
     let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
-    let plane = g.oh * g.ow;
+    let plane = rows.len() * g.ow;
     for ci in 0..cg {
         let image = &x[(c0 + ci) * g.h * g.w..(c0 + ci + 1) * g.h * g.w];
         for ky in 0..g.kh {
@@ -112,8 +121,8 @@ pub(super) fn im2col<T: Copy + Default>(
                 let row = (ci * g.kh + ky) * g.kw + kx;
                 let out = &mut cols[row * plane..(row + 1) * plane];
                 let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
-                for oy in 0..g.oh {
-                    let line = &mut out[oy * g.ow..(oy + 1) * g.ow];
+                for (r, oy) in rows.clone().enumerate() {
+                    let line = &mut out[r * g.ow..(r + 1) * g.ow];
                     let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
                         line.fill(T::default());
                         continue;
@@ -225,6 +234,17 @@ fn convolve<T>(
         return;
     }
     let pointwise = is_pointwise(g, conv);
+    // Output rows per band of unrolled fields (all of them for a pointwise convolution,
+    // whose fields are the image itself).
+    let band_rows = if pointwise {
+        g.oh
+    } else {
+        (FIELD_BUDGET / (depth * g.ow).max(1)).clamp(1, g.oh.max(1))
+    };
+    let bands: Vec<Range<usize>> = (0..g.oh)
+        .step_by(band_rows)
+        .map(|r| r..(r + band_rows).min(g.oh))
+        .collect();
     // The image of task `k` (image, group) and the group's filters.
     let operands = |k: usize| {
         let (b, grp) = (k / g.groups, k % g.groups);
@@ -232,19 +252,43 @@ fn convolve<T>(
         let filters = &f[grp * mg * depth..(grp + 1) * mg * depth];
         (image, grp, filters)
     };
-    // The unrolled receptive fields of task `k`: `[C/g · kH · kW, oH · oW]`.
-    let fields = |k: usize| {
-        let (image, grp, _) = operands(k);
+    // The unrolled receptive fields of task `k` for output rows `rows`:
+    // `[C/g · kH · kW, rows.len() · oW]`, in `buffer` unless the image is that matrix.
+    let fields = |k: usize, rows: &Range<usize>, buffer: &mut Vec<T>| {
         if pointwise {
-            // The group's channels are the unrolled matrix already (`plane == H * W`).
-            std::borrow::Cow::Borrowed(&image[grp * cg * plane..(grp + 1) * cg * plane])
-        } else {
-            let mut cols = vec![T::default(); depth * plane];
-            im2col(image, g, conv, grp * cg, cg, &mut cols);
-            std::borrow::Cow::Owned(cols)
+            return;
         }
+        let (image, grp, _) = operands(k);
+        buffer.resize(depth * rows.len() * g.ow, T::default());
+        im2col(image, g, conv, (grp * cg, cg), rows.clone(), buffer);
     };
-    // Unroll the group's fields, multiply by the group's filters.
+    // A pointwise convolution's fields: the group's channels (`plane == H * W`).
+    let image_fields = |k: usize| {
+        let (b, grp) = (k / g.groups, k % g.groups);
+        let channels = (b * g.c + grp * cg) * plane;
+        &x[channels..channels + cg * plane]
+    };
+    // `out[.., columns of the band] = filters · fields` for `r` rows of filters.
+    let band_product = |filters: &[T], cols: &[T], out: &mut [T], r: usize, band: &Range<usize>| {
+        let span = band.start * g.ow..band.end * g.ow;
+        gemm_into(
+            (
+                &mut out[span.start..],
+                Strided {
+                    rows: r,
+                    cols: span.len(),
+                    row_stride: plane,
+                    col_stride: 1,
+                },
+            ),
+            (filters, Strided::row_major(r, depth)),
+            (cols, Strided::row_major(depth, span.len())),
+            T::from(1.0),
+            None,
+            gemm::Parallelism::None,
+        );
+    };
+    // Unroll the group's fields band by band, multiply by the group's filters.
     let convolve_group = |k: usize, out: &mut [T]| {
         let (image, grp, filters) = operands(k);
         if cg == 1 && mg == 1 {
@@ -252,46 +296,44 @@ fn convolve<T>(
             depthwise(channel, filters, g, conv, out);
             return;
         }
-        product(
-            filters,
-            &fields(k),
-            out,
-            (mg, depth, plane),
-            T::from(1.0),
-            gemm::Parallelism::None,
-        );
+        let mut buffer = Vec::new();
+        for band in &bands {
+            fields(k, band, &mut buffer);
+            let cols = if pointwise { image_fields(k) } else { &buffer };
+            band_product(filters, cols, out, mg, band);
+        }
     };
     let threads = parallel.config().threads;
     let tasks = g.n * g.groups;
     let macs = g.n * g.m * plane * depth;
     // Fewer tasks than threads (one image, one group: every dense convolution at batch 1):
-    // each product is split by rows of filters (output channels) over the threads, the
-    // fields unrolled once and shared, as the native MatMul splits few large products.
+    // each band's product is split by rows of filters (output channels) over the threads,
+    // the band's fields unrolled once and shared, as the native MatMul splits few large
+    // products.
     let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
     if let Some(pool) = parallel
         .pool()
         .filter(|_| macs >= 1 << 18 && tasks < threads && rows < mg)
     {
+        let mut buffer = Vec::new();
         for (k, out) in y.chunks_mut(mg * plane).enumerate() {
-            let (cols, (_, _, filters)) = (fields(k), operands(k));
-            for_each(
-                pool,
-                out.chunks_mut(rows * plane).enumerate(),
-                |(blk, out)| {
-                    let r = out.len() / plane;
-                    product(
-                        &filters[blk * rows * depth..],
-                        &cols,
-                        out,
-                        (r, depth, plane),
-                        T::from(1.0),
-                        gemm::Parallelism::None,
-                    );
-                    if let Some(e) = &epilogue {
-                        e.run(k * mg * plane + blk * rows * plane, out);
-                    }
-                },
-            );
+            let (_, _, filters) = operands(k);
+            for (b, band) in bands.iter().enumerate() {
+                fields(k, band, &mut buffer);
+                let cols = if pointwise { image_fields(k) } else { &buffer };
+                let last = b + 1 == bands.len();
+                for_each(
+                    pool,
+                    out.chunks_mut(rows * plane).enumerate(),
+                    |(blk, out)| {
+                        let r = out.len() / plane;
+                        band_product(&filters[blk * rows * depth..], cols, out, r, band);
+                        if let (true, Some(e)) = (last, &epilogue) {
+                            e.run(k * mg * plane + blk * rows * plane, out);
+                        }
+                    },
+                );
+            }
         }
         return;
     }

@@ -1,6 +1,7 @@
 //! The 2-D convolution shapes the native convolution kernels are tested on (forward and
 //! both backprops): dense, grouped, depthwise, pointwise, strided, dilated, unevenly padded,
-//! windows reading only padding, and layers large enough to split over threads.
+//! windows reading only padding, layers large enough to split over threads, and fields
+//! unrolled in bands.
 
 use graphlift_ir::{Convolution, Window};
 
@@ -115,6 +116,26 @@ pub(super) const CASES: &[Case] = &[
         [1, 1],
         [0, 0],
         [0, 0],
+    ),
+    // Fields over the unrolling budget, multiplied band by band of output rows: few
+    // filters (one task, serial), and many (each band split over threads).
+    (
+        [1, 8, 9, 64],
+        [8, 8, 3, 39],
+        1,
+        [1, 1],
+        [1, 1],
+        [1, 19],
+        [1, 19],
+    ),
+    (
+        [1, 16, 20, 40],
+        [40, 16, 5, 9],
+        1,
+        [1, 1],
+        [1, 1],
+        [2, 4],
+        [2, 4],
     ),
     // Depthwise with a multiplier of 1 over 3 channels, strided and dilated.
     (
