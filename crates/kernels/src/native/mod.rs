@@ -13,6 +13,7 @@ mod matmul;
 mod normalize;
 mod pooling;
 mod reduce;
+mod resize;
 mod rows;
 
 use graphlift_ir::{Node, Op};
@@ -25,7 +26,7 @@ pub use epilogue::{Block, Epilogue};
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
 /// `Convolution` (and 1-D, as 2-D over a unit height) and its 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
-/// `MaxPoolBackprop`, reductions over trailing axes,
+/// `MaxPoolBackprop`, nearest-neighbour `Resize`, reductions over trailing axes,
 /// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`), else with the
 /// reference kernel.
 ///
@@ -99,6 +100,7 @@ pub fn evaluate_with_epilogue(
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             pooling::max_pool(x, w, out, parallel)
         }
+        (Op::Resize(r), [x]) => resize::resize_nearest(x, r, parallel),
         (Op::ConvolutionBackpropFilters(b), [x, dy]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution_backprop::convolution_backprop_filters(x, dy, b, out, parallel)

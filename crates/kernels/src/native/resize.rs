@@ -1,0 +1,197 @@
+//! Nearest-neighbour `Resize` as a gather: every output element copies the input element
+//! its per-axis source indices name (the reference's [`axis_taps`], so both kernels share one
+//! definition of the coordinate transformations and rounding modes), or the extrapolation
+//! value. No arithmetic, so the result is the reference's bit for bit. An output row whose
+//! source row is the previous output row's (upsampling along the outer axes) is a copy of
+//! it; planes are split over threads.
+
+use graphlift_ir::{Resize, ResizeMode, TensorData};
+use graphlift_runtime::reference::{axis_taps, AxisTaps};
+use graphlift_runtime::Tensor;
+
+use crate::parallel::{for_each, Parallel};
+
+/// The fewest output elements per parallel task.
+const MIN_TASK: usize = 1 << 14;
+
+/// Per output index of one axis, the input index it reads (`None`: the extrapolation
+/// value), or `None` when some position has more than one tap (not a nearest resize).
+fn source_indices(r: &Resize, axis: usize, input: usize) -> Option<Vec<Option<usize>>> {
+    axis_taps(r, axis, input)
+        .ok()?
+        .into_iter()
+        .map(|t| match t {
+            AxisTaps::Extrapolate => Some(None),
+            AxisTaps::Taps(taps) => match taps.as_slice() {
+                [(i, w)] if *w == 1.0 => Some(Some(*i)),
+                _ => None,
+            },
+        })
+        .collect()
+}
+
+/// The input offset of output row `row` (an index over every axis but the last), or `None`
+/// when some axis extrapolates.
+fn row_source(row: usize, maps: &[Vec<Option<usize>>], in_dims: &[usize]) -> Option<usize> {
+    let (mut rest, mut offset, mut stride) = (row, 0, in_dims[in_dims.len() - 1]);
+    for axis in (0..maps.len() - 1).rev() {
+        let extent = maps[axis].len();
+        offset += maps[axis][rest % extent]? * stride;
+        rest /= extent;
+        stride *= in_dims[axis];
+    }
+    Some(offset)
+}
+
+fn gather<T: Copy + Send + Sync>(
+    x: &[T],
+    in_dims: &[usize],
+    maps: &[Vec<Option<usize>>],
+    fill: T,
+    parallel: &Parallel,
+    y: &mut [T],
+) {
+    let last = &maps[maps.len() - 1];
+    let width = last.len();
+    // Rows per task: whole rows, at least MIN_TASK elements.
+    let rows_per_task = MIN_TASK.div_ceil(width.max(1)).max(1);
+    let task = |(t, out): (usize, &mut [T])| {
+        let first = t * rows_per_task;
+        let mut previous: Option<Option<usize>> = None;
+        for k in 0..out.len() / width {
+            let source = row_source(first + k, maps, in_dims);
+            let (done, rest) = out.split_at_mut(k * width);
+            let line = &mut rest[..width];
+            if previous == Some(source) {
+                line.copy_from_slice(&done[(k - 1) * width..]);
+                continue;
+            }
+            match source {
+                None => line.fill(fill),
+                Some(offset) => {
+                    for (o, i) in line.iter_mut().zip(last) {
+                        *o = i.map_or(fill, |i| x[offset + i]);
+                    }
+                }
+            }
+            previous = Some(source);
+        }
+    };
+    let pool = parallel.pool().filter(|_| y.len() >= 2 * MIN_TASK);
+    let chunks = y.chunks_mut(rows_per_task * width.max(1)).enumerate();
+    match pool {
+        Some(pool) => for_each(pool, chunks, task),
+        None => chunks.for_each(task),
+    }
+}
+
+/// `Resize` in `Nearest` mode of an `f32`/`f64` `x` as a gather (see the module doc), or
+/// `None` when this kernel does not apply (another mode or type, a scalar, an attribute
+/// that does not fit `x`); the caller then runs the reference.
+pub fn resize_nearest(x: &Tensor, r: &Resize, parallel: &Parallel) -> Option<TensorData> {
+    if !matches!(r.mode, ResizeMode::Nearest(_)) {
+        return None;
+    }
+    let in_dims = x.shape().dims();
+    if in_dims.is_empty() || r.check(in_dims).is_err() {
+        return None;
+    }
+    let maps = in_dims
+        .iter()
+        .enumerate()
+        .map(|(axis, &d)| source_indices(r, axis, d))
+        .collect::<Option<Vec<_>>>()?;
+    let len: usize = maps.iter().map(Vec::len).product();
+    if len == 0 {
+        return Some(TensorData::zeros(x.data().element_type(), 0));
+    }
+    match x.data() {
+        TensorData::F32(v) => {
+            let mut y = vec![0f32; len];
+            gather(
+                v,
+                in_dims,
+                &maps,
+                r.extrapolation_value as f32,
+                parallel,
+                &mut y,
+            );
+            Some(TensorData::F32(y))
+        }
+        TensorData::F64(v) => {
+            let mut y = vec![0f64; len];
+            gather(v, in_dims, &maps, r.extrapolation_value, parallel, &mut y);
+            Some(TensorData::F64(y))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::ThreadConfig;
+    use graphlift_ir::{CoordinateTransform, NearestMode, Shape};
+
+    fn attr(t: CoordinateTransform, n: NearestMode, scales: &[f64], out: &[usize]) -> Resize {
+        Resize {
+            mode: ResizeMode::Nearest(n),
+            coordinate_transform: t,
+            scales: scales.to_vec(),
+            shape: out.to_vec(),
+            roi: vec![[0.0, 1.0]; out.len()],
+            exclude_outside: false,
+            extrapolation_value: 0.0,
+            antialias: false,
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_reference_bit_for_bit() {
+        let dims = [2, 3, 5, 7];
+        let n: usize = dims.iter().product();
+        let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+        let xt = Tensor::from_vec(x.clone(), dims).unwrap();
+        let cases = [
+            (
+                CoordinateTransform::Asymmetric,
+                NearestMode::Floor,
+                [1.0, 1.0, 2.0, 2.0],
+            ),
+            (
+                CoordinateTransform::HalfPixel,
+                NearestMode::RoundPreferFloor,
+                [1.0, 1.0, 1.6, 0.5],
+            ),
+            (
+                CoordinateTransform::AlignCorners,
+                NearestMode::Ceil,
+                [1.0, 2.0, 3.0, 1.3],
+            ),
+            (
+                CoordinateTransform::TfHalfPixelForNn,
+                NearestMode::RoundPreferCeil,
+                [1.0, 1.0, 0.6, 3.0],
+            ),
+        ];
+        for threads in [1, 2] {
+            let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+            for (t, m, scales) in cases {
+                let out: Vec<usize> = dims
+                    .iter()
+                    .zip(scales)
+                    .map(|(&d, s)| (d as f64 * s).floor() as usize)
+                    .collect();
+                let r = attr(t, m, &scales, &out);
+                let got = resize_nearest(&xt, &r, &parallel).unwrap();
+                let want = graphlift_runtime::reference::resize(
+                    &TensorData::F32(x.clone()),
+                    &Shape::new(dims),
+                    &r,
+                )
+                .unwrap();
+                assert_eq!(got, want, "{t:?} {m:?} {scales:?}");
+            }
+        }
+    }
+}
