@@ -11,7 +11,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 models="${MODELS_DIR:-$repo/target/models}"
 dest="$models/zoo"
-stamp="$dest/.complete-v1"
+stamp="$dest/.complete-v2"
 
 if [[ -f "$stamp" ]]; then
     echo "zoo already present: $dest"
@@ -22,5 +22,8 @@ if [[ ! -x "$models/venv/bin/python" ]]; then
     exit 1
 fi
 rm -rf "$dest"
+# onnxconverter-common makes the FLOAT16 models (zoo.py's FLOAT16).
+"$models/venv/bin/python" -m pip install --disable-pip-version-check --quiet \
+    "onnx==1.22.0" "onnxconverter-common==1.16.0"
 "$models/venv/bin/python" "$repo/scripts/zoo.py" fetch "$dest"
 touch "$stamp"
