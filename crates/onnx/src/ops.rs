@@ -218,6 +218,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "LSTM" => return rnn::recurrent(e, ins, rnn::Cell::Lstm, float_rnn),
         "TopK" => return topk::top_k(e, ins),
         "DynamicQuantizeLinear" => return quantize::dynamic_quantize_linear(e, ins),
+        "LayerNormalization" => return nn::layer_norm(e, ins),
         _ => {}
     }
     let y = match op_type.as_str() {
@@ -357,7 +358,6 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "GlobalAveragePool" => pooling::global_average_pool(e, ins)?,
         "GlobalMaxPool" => pooling::global_max_pool(e, ins)?,
         "Softmax" => nn::softmax(e, ins)?,
-        "LayerNormalization" => nn::layer_norm(e, ins)?,
         "ReduceSum" => nn::reduce(e, ins, ReduceOp::Sum)?,
         "ReduceMean" => nn::reduce(e, ins, ReduceOp::Mean)?,
         "ReduceMax" => nn::reduce(e, ins, ReduceOp::Max)?,

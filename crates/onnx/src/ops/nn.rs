@@ -266,11 +266,11 @@ pub(super) fn cum_sum(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, On
 
 /// `LayerNormalization` (opset 17): normalises over `axis..` (default -1) with `epsilon`
 /// (default 1e-5); `B` is optional; the `Mean` and `InvStdDev` outputs are not produced.
-pub(super) fn layer_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+pub(super) fn layer_norm(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+) -> Result<Vec<Output>, OnnxError> {
     e.arity(ins, 2, 3)?;
-    if e.node().output.iter().skip(1).any(|o| !o.is_empty()) {
-        return Err(e.unsupported("the Mean and InvStdDev outputs (Y only)"));
-    }
     let (x, scale) = (e.input(ins, 0)?, e.input(ins, 1)?);
     let d = dims(e, x)?;
     let a = axis(e, e.attr_i64("axis")?.unwrap_or(-1), d.len(), "axis")?;
@@ -287,7 +287,52 @@ pub(super) fn layer_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output,
         axis: a,
         epsilon: f64::from(e.attr_f32("epsilon", 1e-5)?),
     };
-    e.op(Op::LayerNorm(l), &[x, scale, bias])
+    let y = e.op(Op::LayerNorm(l.clone()), &[x, scale, bias])?;
+    if e.node().output.iter().skip(1).all(|o| o.is_empty()) {
+        return Ok(vec![y]);
+    }
+    let [mean, inv_std_dev] = layer_norm_statistics(e, x, &l)?;
+    Ok(vec![y, mean, inv_std_dev])
+}
+
+/// `LayerNormalization`'s optional outputs `Mean` and `InvStdDev` of `x` over the axes
+/// `l.axis..` (kept, of extent 1), computed in the `stash_type` (FLOAT by default, or `x`'s
+/// own type): `mean = ReduceMean(x)`, `1 / sqrt(ReduceMean((x - mean)²) + epsilon)`.
+fn layer_norm_statistics(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    l: &LayerNorm,
+) -> Result<[Output; 2], OnnxError> {
+    let at = e.at();
+    let stash = match e.attr_i64("stash_type")? {
+        None => ElementType::F32,
+        Some(code) => i32::try_from(code)
+            .ok()
+            .map(|c| crate::tensor::element_type(c, &at))
+            .transpose()?
+            .filter(|t| t.is_float())
+            .ok_or_else(|| e.attribute_error("stash_type", format!("{code} is not a float type")))?,
+    };
+    let x = e.convert(x, stash)?;
+    let rank = dims(e, x)?.len();
+    let mean_of = |e: &mut NodeEmitter<'_>, v: Output| {
+        let r = Reduction {
+            op: ReduceOp::Mean,
+            axes: (l.axis..rank).collect(),
+            keep_dims: true,
+        };
+        e.op(Op::Reduce(r), &[v])
+    };
+    let mean = mean_of(e, x)?;
+    let centred = e.binary(BinaryOp::Subtract, x, mean)?;
+    let squared = e.binary(BinaryOp::Multiply, centred, centred)?;
+    let variance = mean_of(e, squared)?;
+    let eps = e.scalar(stash, l.epsilon)?;
+    let shifted = e.binary(BinaryOp::Add, variance, eps)?;
+    let std_dev = e.unary(UnaryOp::Sqrt, shifted)?;
+    let one = e.scalar(stash, 1.0)?;
+    let inv = e.binary(BinaryOp::Divide, one, std_dev)?;
+    Ok([mean, inv])
 }
 
 /// `ReduceSum`, `ReduceMean`, `ReduceMax`, `ReduceMin`, `ReduceProd`: `axes` is an input
