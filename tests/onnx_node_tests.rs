@@ -39,8 +39,8 @@ use std::path::{Path, PathBuf};
 use graphlift::onnx::prost::Message;
 use graphlift::onnx::proto::ModelProto;
 use graphlift::onnx::{
-    import_model_file_with, read_tensor_proto, ImportOptions, ImportedModel, NamedTensor,
-    OnnxError, SUPPORTED_OPS,
+    import_model_file_binding, import_model_file_with, read_tensor_proto, ImportOptions,
+    NamedTensor, OnnxError, SUPPORTED_OPS,
 };
 use graphlift::{Backend, Tensor};
 
@@ -333,49 +333,6 @@ fn compare_random(got: &Tensor, want: &NamedTensor) -> Result<(), String> {
     }
 }
 
-/// The names of a model's graph inputs that are not initializers, in graph order (the
-/// order of the data sets' `input_K.pb`).
-fn graph_inputs(path: &Path) -> Result<Vec<String>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let model =
-        ModelProto::decode(bytes.as_slice()).map_err(|e| format!("{}: {e}", path.display()))?;
-    let graph = model.graph.unwrap_or_default();
-    let init: BTreeSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
-    Ok(graph
-        .input
-        .iter()
-        .filter(|vi| !init.contains(vi.name.as_str()))
-        .map(|vi| vi.name.clone())
-        .collect())
-}
-
-/// Imports the model, giving the importer the values of the graph inputs it needs at import
-/// ([`OnnxError::RunTimeOperand`]: `Resize` scales, `Pad` pads, ... that the tests pass as
-/// inputs) from `inputs`, the data set's values in graph-input order.
-fn import_binding(
-    model_path: &Path,
-    names: &[String],
-    inputs: &[Tensor],
-) -> Result<ImportedModel, OnnxError> {
-    let mut options = ImportOptions::default();
-    loop {
-        match import_model_file_with(model_path, &options) {
-            Err(OnnxError::RunTimeOperand { input, at, what })
-                if !options.input_values.contains_key(&input) =>
-            {
-                let Some(k) = names.iter().position(|n| *n == input) else {
-                    return Err(OnnxError::RunTimeOperand { input, at, what });
-                };
-                let Some(value) = inputs.get(k) else {
-                    return Err(OnnxError::RunTimeOperand { input, at, what });
-                };
-                options.input_values.insert(input, value.clone());
-            }
-            other => return other,
-        }
-    }
-}
-
 /// Runs one test directory on `backend`: each data set's inputs are given to the model
 /// (those the importer needs as constants at import, the rest with the call).
 fn run_case(test_dir: &Path, backend: &str) -> Outcome {
@@ -389,10 +346,6 @@ fn run_case(test_dir: &Path, backend: &str) -> Outcome {
         .iter()
         .find(|(name, _, _)| *name == case)
         .map_or(ATOL, |&(_, atol, _)| atol);
-    let names = match graph_inputs(&model_path) {
-        Ok(n) => n,
-        Err(e) => return Outcome::Failed(e),
-    };
     let mut sets: Vec<PathBuf> = match std::fs::read_dir(test_dir) {
         Ok(rd) => rd
             .filter_map(Result::ok)
@@ -443,18 +396,13 @@ fn run_case(test_dir: &Path, backend: &str) -> Outcome {
             Ok(v) => v,
             Err(e) => return Outcome::Failed(format!("{set_name}: input: {e}")),
         };
-        let model = match import_binding(&model_path, &names, &tensors) {
-            Ok(m) => m,
-            Err(e) if e.is_unsupported() => return Outcome::Unsupported(e.to_string()),
-            Err(e) => return Outcome::Failed(format!("import: {e}")),
-        };
-        // The inputs given at import are not parameters.
-        let call: Vec<Tensor> = names
-            .iter()
-            .zip(tensors)
-            .filter(|(n, _)| model.inputs.iter().any(|i| &i.name == *n))
-            .map(|(_, t)| t)
-            .collect();
+        // The inputs whose values the import needs are bound there, not parameters.
+        let (model, call) =
+            match import_model_file_binding(&model_path, &ImportOptions::default(), &tensors) {
+                Ok(m) => m,
+                Err(e) if e.is_unsupported() => return Outcome::Unsupported(e.to_string()),
+                Err(e) => return Outcome::Failed(format!("import: {e}")),
+            };
         if call.len() != model.inputs.len() || expected.len() != model.outputs.len() {
             return Outcome::Failed(format!(
                 "{set_name}: {} inputs and {} outputs given, the model has {} and {}",

@@ -33,7 +33,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         .iter()
         .map(|p| read_tensor(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let model = import_for(&args.model, &given, &args.shapes)?;
+    let (model, given) = import_for(&args.model, &given, &args.shapes)?;
     let inputs = if given.is_empty() {
         let mut rng = StdRng::seed_from_u64(SEED);
         model

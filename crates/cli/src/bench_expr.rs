@@ -68,7 +68,7 @@ pub fn bench_expr(expr: &str, n: usize, backend: &str) -> Result<(), CliError> {
 /// [`CliError::Usage`] for a model whose inputs are not `f32`, whose first output does not
 /// have `n` elements, or whose outputs fail the check; any import, compile or run error.
 fn bench_onnx(path: &Path, n: usize, backend: &str) -> Result<(), CliError> {
-    let model = import_for(path, &[], &[])?;
+    let (model, _) = import_for(path, &[], &[])?;
     let f = &model.function;
     let counts = f
         .result_types()

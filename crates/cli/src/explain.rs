@@ -23,7 +23,7 @@ use crate::{default_model, ExplainArgs};
 pub fn explain(args: &ExplainArgs) -> Result<(), CliError> {
     let (function, what) = match &args.model {
         Some(path) => {
-            let model = import_for(path, &[], &args.shapes)?;
+            let (model, _) = import_for(path, &[], &args.shapes)?;
             let (f, which) = chosen_function(&model, &args.gradient)?;
             (f, format!("model: {}, {which}", path.display()))
         }

@@ -23,7 +23,7 @@ pub fn grad(args: &GradArgs) -> Result<(), CliError> {
         .iter()
         .map(|p| read_tensor(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let model = import_for(&args.model, &inputs, &[])?;
+    let (model, inputs) = import_for(&args.model, &inputs, &[])?;
     let (gradient, output) = gradient_model(&model, args.of.as_deref(), &args.wrt)?;
     let grads = Backend::create(&args.backend)?
         .compile(&gradient)?

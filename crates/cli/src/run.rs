@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use graphlift::onnx::{import_model_file_with, ImportOptions, ImportedModel};
+use graphlift::onnx::{import_model_file_binding, ImportOptions, ImportedModel};
 use graphlift::runtime::compare;
 use graphlift::runtime::trace::Tracer;
 use graphlift::{Executable, Tensor};
@@ -90,15 +90,16 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
             let is_json = path
                 .extension()
                 .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-            let model = if is_json {
+            let (model, inputs) = if is_json {
                 if !args.shapes.is_empty() {
                     return Err(CliError::Usage(
                         "--shape binds ONNX inputs' symbolic dimensions; a saved Function has static shapes".into(),
                     ));
                 }
-                Program::load_json(path)?
+                (Program::load_json(path)?, inputs)
             } else {
-                import_for(path, &inputs, &args.shapes)?.into()
+                let (model, call) = import_for(path, &inputs, &args.shapes)?;
+                (model.into(), call)
             };
             let expected = args
                 .expects
@@ -207,21 +208,24 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
 }
 
 /// Imports the model at `path` with its symbolic input dimensions bound by the shapes of
-/// `inputs` (in graph order) and by `shapes` (`NAME`, dims).
+/// `inputs` (in graph order) and by `shapes` (`NAME`, dims), and the inputs that shape-like
+/// operands are computed from bound to their values in `inputs`
+/// ([`import_model_file_binding`]). Returns the model and the inputs left for the call.
 ///
 /// # Errors
-/// Any import error, naming the input whose shape does not fit.
+/// Any import error, naming the input whose shape does not fit, or the input whose value
+/// the import needs and was not given.
 pub(crate) fn import_for(
     path: &Path,
     inputs: &[Tensor],
     shapes: &[(String, Vec<usize>)],
-) -> Result<ImportedModel, CliError> {
+) -> Result<(ImportedModel, Vec<Tensor>), CliError> {
     let options = ImportOptions {
         input_shapes: shapes.iter().cloned().collect(),
         ordered_input_shapes: inputs.iter().map(|t| t.shape().dims().to_vec()).collect(),
         ..ImportOptions::default()
     };
-    Ok(import_model_file_with(path, &options)?)
+    Ok(import_model_file_binding(path, &options, inputs)?)
 }
 
 /// Prints each output's and then each variable's name, type and first values, as `exe`

@@ -234,17 +234,16 @@ impl<'a> NodeEmitter<'a> {
     }
 
     /// The error for an operand `v` that must be constant and is not:
-    /// [`OnnxError::RunTimeOperand`] when it is a graph input (a caller can give its value),
-    /// else [`OnnxError::UnsupportedFeature`] with `hint`.
+    /// [`OnnxError::RunTimeOperand`] naming the first graph input it is computed from (a
+    /// caller can give its value, and the import folds what depends on it), else
+    /// [`OnnxError::UnsupportedFeature`] with `hint`.
     fn not_constant(&self, v: Output, what: &str, hint: &str) -> OnnxError {
-        if let Ok(node) = self.function.node(v.node) {
-            if matches!(node.op(), Op::Parameter) {
-                return OnnxError::RunTimeOperand {
-                    at: self.at(),
-                    what: what.to_string(),
-                    input: node.name().to_string(),
-                };
-            }
+        if let Some(input) = self.first_parameter_upstream(v) {
+            return OnnxError::RunTimeOperand {
+                at: self.at(),
+                what: what.to_string(),
+                input,
+            };
         }
         let hint = if hint.is_empty() {
             String::new()
@@ -254,6 +253,24 @@ impl<'a> NodeEmitter<'a> {
         self.unsupported(format!(
             "{what} is computed at run time; graphlift needs it constant (static shapes){hint}"
         ))
+    }
+
+    /// The name of the first graph input (depth first, inputs in order) that `v` is computed
+    /// from, if any.
+    fn first_parameter_upstream(&self, v: Output) -> Option<String> {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![v.node];
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let node = self.function.node(id).ok()?;
+            if matches!(node.op(), Op::Parameter) {
+                return Some(node.name().to_string());
+            }
+            stack.extend(node.inputs().iter().rev().map(|o| o.node));
+        }
+        None
     }
 
     /// Evaluates `op` now if all its operands are Constants (see [`NodeEmitter::op`]).

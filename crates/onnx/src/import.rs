@@ -10,9 +10,11 @@ use prost::Message;
 use crate::error::{NodeRef, OnnxError};
 use crate::proto::{GraphProto, ModelProto, NodeProto};
 
+mod binding;
 mod importer;
 mod value_info;
 
+pub use binding::{graph_input_names, import_model_file_binding};
 pub(crate) use importer::unique_name;
 use importer::Importer;
 use value_info::{bind_dim_params, check_declared_type, value_type};

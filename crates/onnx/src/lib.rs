@@ -13,8 +13,9 @@ mod tensor;
 
 pub use error::{NodeRef, OnnxError};
 pub use import::{
-    import_model, import_model_bytes, import_model_bytes_with, import_model_file,
-    import_model_file_with, import_model_with, ImportOptions, ImportedModel, ModelValue,
+    graph_input_names, import_model, import_model_bytes, import_model_bytes_with,
+    import_model_file, import_model_file_binding, import_model_file_with, import_model_with,
+    ImportOptions, ImportedModel, ModelValue,
 };
 pub use ops::{MICROSOFT_DOMAIN, SUPPORTED_CONTRIB_OPS, SUPPORTED_OPS};
 pub use tensor::{

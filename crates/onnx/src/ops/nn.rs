@@ -266,10 +266,7 @@ pub(super) fn cum_sum(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, On
 
 /// `LayerNormalization` (opset 17): normalises over `axis..` (default -1) with `epsilon`
 /// (default 1e-5); `B` is optional; the `Mean` and `InvStdDev` outputs are not produced.
-pub(super) fn layer_norm(
-    e: &mut NodeEmitter<'_>,
-    ins: In<'_>,
-) -> Result<Vec<Output>, OnnxError> {
+pub(super) fn layer_norm(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
     e.arity(ins, 2, 3)?;
     let (x, scale) = (e.input(ins, 0)?, e.input(ins, 1)?);
     let d = dims(e, x)?;
@@ -287,7 +284,7 @@ pub(super) fn layer_norm(
         axis: a,
         epsilon: f64::from(e.attr_f32("epsilon", 1e-5)?),
     };
-    let y = e.op(Op::LayerNorm(l.clone()), &[x, scale, bias])?;
+    let y = e.op(Op::LayerNorm(l), &[x, scale, bias])?;
     if e.node().output.iter().skip(1).all(|o| o.is_empty()) {
         return Ok(vec![y]);
     }
@@ -311,7 +308,9 @@ fn layer_norm_statistics(
             .map(|c| crate::tensor::element_type(c, &at))
             .transpose()?
             .filter(|t| t.is_float())
-            .ok_or_else(|| e.attribute_error("stash_type", format!("{code} is not a float type")))?,
+            .ok_or_else(|| {
+                e.attribute_error("stash_type", format!("{code} is not a float type"))
+            })?,
     };
     let x = e.convert(x, stash)?;
     let rank = dims(e, x)?.len();
