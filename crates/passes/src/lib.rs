@@ -13,6 +13,7 @@ mod dce;
 mod error;
 mod extraction;
 mod fused_op_expansion;
+mod half_widening;
 mod pass;
 mod pass_manager;
 mod rewrite;
@@ -37,6 +38,7 @@ pub use extraction::{
     OutsideReason, SubgraphExtraction, FUSED_NODES_KEY, STOP_FUSION_KEY,
 };
 pub use fused_op_expansion::FusedOpExpansion;
+pub use half_widening::HalfWidening;
 pub use pass::{Pass, PassOutcome};
 pub use pass_manager::{PassManager, PassRecord, PassRunReport, DUMP_ENV};
 pub use scope_fusion::{

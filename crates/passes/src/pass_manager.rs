@@ -9,8 +9,8 @@ use graphlift_ir::Function;
 
 use crate::{
     AlgebraicSimplification, BatchNormFolding, CanonicalForms, CommonSubexpressionElimination,
-    ConstantFolding, DeadCodeElimination, ExtractionConfig, ExtractionReport, Pass, PassError,
-    ScopeFusion, ScopeFusionRegistry, ScopeFusionReport, SubgraphExtraction,
+    ConstantFolding, DeadCodeElimination, ExtractionConfig, ExtractionReport, HalfWidening, Pass,
+    PassError, ScopeFusion, ScopeFusionRegistry, ScopeFusionReport, SubgraphExtraction,
 };
 
 #[cfg(test)]
@@ -96,11 +96,14 @@ impl PassManager {
         }
     }
 
-    /// The standard pipeline: scope fusion with the built-in passes, batch-norm folding,
-    /// constant folding, canonical forms, common subexpression elimination, algebraic simplification, dead
-    /// code elimination, subgraph extraction with `config`
-    /// ([`PassManager::with_scope_fusion`] takes another scope fusion registry).
+    /// The standard pipeline: scope fusion with the built-in passes, half-precision
+    /// widening, batch-norm folding, constant folding, canonical forms, common subexpression
+    /// elimination, algebraic simplification, dead code elimination, subgraph extraction with
+    /// `config` ([`PassManager::with_scope_fusion`] takes another scope fusion registry).
     ///
+    /// Half-precision widening follows scope fusion (whose patterns read the graph as the
+    /// exporter wrote it) and precedes the rest, so that every later pass and the kernels see
+    /// `f32` ops, and constant folding widens half weights once.
     /// Scope fusion comes first because it reads the exporter's node names: batch-norm
     /// folding and constant folding make nodes with new names, CSE keeps one of two names,
     /// and extraction moves nodes into kernel bodies. Batch-norm folding then comes: it turns `Conv -> BatchNormalization` into a
@@ -122,6 +125,7 @@ impl PassManager {
     pub fn with_scope_fusion(config: ExtractionConfig, scope: ScopeFusionRegistry) -> PassManager {
         let mut pm = PassManager::new();
         pm.add(ScopeFusion::new(scope))
+            .add(HalfWidening)
             .add(BatchNormFolding)
             .add(ConstantFolding::new())
             .add(CanonicalForms)

@@ -3,6 +3,7 @@
 //! every op has one definition of its meaning and at most one faster version, tested against it.
 
 mod attention;
+mod convert;
 mod convolution;
 mod convolution_backprop;
 #[cfg(test)]
@@ -26,7 +27,8 @@ pub use epilogue::{Block, Epilogue};
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
 /// `Convolution` (and 1-D, as 2-D over a unit height) and its 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
-/// `MaxPoolBackprop`, nearest-neighbour `Resize`, reductions over trailing axes,
+/// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Convert` between `f32` and the half
+/// types, reductions over trailing axes,
 /// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`), else with the
 /// reference kernel.
 ///
@@ -101,6 +103,7 @@ pub fn evaluate_with_epilogue(
             pooling::max_pool(x, w, out, parallel)
         }
         (Op::Resize(r), [x]) => resize::resize_nearest(x, r, parallel),
+        (Op::Convert(to), [x]) => convert::convert(x.data(), *to),
         (Op::ConvolutionBackpropFilters(b), [x, dy]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution_backprop::convolution_backprop_filters(x, dy, b, out, parallel)

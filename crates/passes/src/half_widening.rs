@@ -1,0 +1,197 @@
+//! Half-precision widening: every op on `f16`/`bf16` values computed in `f32`, its result
+//! rounded back to the half type, so that the backend's `f32` kernels (GEMM, native
+//! convolution, fused JIT loops) run what would otherwise run the reference's per-element
+//! half arithmetic.
+
+use std::collections::BTreeSet;
+
+use graphlift_ir::{ElementType, Function, NodeId, Op, Output};
+
+use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
+use crate::{Pass, PassError};
+
+/// Rewrites each op that reads or writes `f16`/`bf16` values into the same op on `f32`:
+/// half operands are converted to `f32` (exact), the op runs on `f32`, and a half result is
+/// converted back (round to nearest even).
+///
+/// The reference defines a half op as computed in `f32` and rounded once to the half type
+/// (ONNX's rule), so for elementwise ops, comparisons, selects and data movement the
+/// rewrite is exact; for the ops that accumulate (`MatMul`, reductions, convolutions,
+/// `Softmax`, `LayerNorm`, `Attention`) it differs only in the order the `f32` kernels add in,
+/// far below half precision. The rounding after every op stays (a value between two ops is a
+/// half value, as the model says), so consecutive converts are not merged.
+///
+/// Not rewritten: parameters, constants, results, `Convert` (it is the rounding), state ops
+/// (`Variable`, `ReadVariable`, `Assign`), `Random`, fused kernels, nodes with several
+/// outputs or control dependencies. Each new node has [`HalfWidening::NAME`] in its pass
+/// history; the widened op takes the original's provenance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HalfWidening;
+
+impl HalfWidening {
+    /// The pass's name, recorded in the pass history of every node it creates.
+    pub const NAME: &'static str = "half_widening";
+}
+
+impl Pass for HalfWidening {
+    fn name(&self) -> &'static str {
+        HalfWidening::NAME
+    }
+
+    /// Widens every eligible op; `true` when anything changed.
+    ///
+    /// # Errors
+    /// [`PassError::Ir`] if `f` does not validate. `f` is then unchanged.
+    fn run(&self, f: &mut Function) -> Result<bool, PassError> {
+        rewrite_on_copy(f, HalfWidening::NAME, any_half_op, widen)
+    }
+}
+
+fn half(t: ElementType) -> bool {
+    matches!(t, ElementType::F16 | ElementType::BF16)
+}
+
+/// Whether node `id` is an op to widen.
+fn eligible(g: &Function, id: NodeId) -> Result<bool, PassError> {
+    let node = g.node(id)?;
+    let kept = matches!(
+        node.op(),
+        Op::Parameter
+            | Op::Constant(_)
+            | Op::Result
+            | Op::Convert(_)
+            | Op::Variable(_)
+            | Op::ReadVariable
+            | Op::Assign
+            | Op::Random(_)
+            | Op::FusedKernel(_)
+    );
+    if kept
+        || node.inputs().is_empty()
+        || node.outputs().len() != 1
+        || !node.other_deps().is_empty()
+    {
+        return Ok(false);
+    }
+    if half(node.output_type().element_type) {
+        return Ok(true);
+    }
+    for input in node.inputs() {
+        if half(g.output_type(*input)?.element_type) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn any_half_op(g: &Function) -> Result<bool, PassError> {
+    for node in g.nodes() {
+        if eligible(g, node.id())? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn widen(g: &mut Function) -> Result<bool, PassError> {
+    let mut created = BTreeSet::new();
+    let mut changed = false;
+    for id in g.topological_order()? {
+        if !eligible(g, id)? {
+            continue;
+        }
+        let node = g.node(id)?;
+        let (op, site) = (node.op().clone(), node.creation_site().clone());
+        let (inputs, out_type) = (node.inputs().to_vec(), node.output_type().element_type);
+        let mut wide = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            if half(g.output_type(input)?.element_type) {
+                let c = g.add_node_at(Op::Convert(ElementType::F32), &[input], site.clone())?;
+                created.insert(c);
+                wide.push(Output::from(c));
+            } else {
+                wide.push(input);
+            }
+        }
+        let widened = g.add_node_at(op, &wide, site.clone())?;
+        created.insert(widened);
+        let value = if half(out_type) {
+            let back = g.add_node_at(Op::Convert(out_type), &[widened.into()], site)?;
+            created.insert(back);
+            back.into()
+        } else {
+            widened.into()
+        };
+        replace_by_value(g, id, value, &[], HalfWidening::NAME)?;
+        changed = true;
+    }
+    record_pass_once(g, &created, HalfWidening::NAME)?;
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphlift_ir::{FunctionBuilder, ReduceOp, Reduction, Shape, TensorData};
+    use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
+
+    /// `relu(x · y + x)` and its sum over the last axis, in `t`.
+    fn model(t: ElementType) -> Function {
+        let b = FunctionBuilder::new("half");
+        let x = b.parameter("x", t, [3, 8]);
+        let y = b.parameter("y", t, [3, 8]);
+        let z = (x * y + x).relu();
+        let sum = Reduction {
+            op: ReduceOp::Sum,
+            axes: vec![1],
+            keep_dims: false,
+        };
+        let s = b.op(Op::Reduce(sum), &[z]);
+        b.finish(&[z, s]).unwrap()
+    }
+
+    #[test]
+    fn every_half_op_runs_in_f32_with_the_reference_results() {
+        for t in [ElementType::F16, ElementType::BF16] {
+            let f = model(t);
+            let mut g = f.clone();
+            assert!(HalfWidening.run(&mut g).unwrap());
+            // No op but the converts and the results reads or writes a half value.
+            for node in g.nodes() {
+                let converts = matches!(
+                    node.op(),
+                    Op::Convert(_) | Op::Parameter | Op::Result | Op::Constant(_)
+                );
+                if !converts {
+                    assert!(!eligible(&g, node.id()).unwrap(), "{:?}", node.op());
+                }
+            }
+            let inputs: Vec<Tensor> = (0..2)
+                .map(|k| {
+                    let v: Vec<f64> = (0..24)
+                        .map(|i| f64::from(i * 7 + k * 5) / 9.0 - 1.2)
+                        .collect();
+                    Tensor::from_data(TensorData::from_f64(t, &v), Shape::new([3, 8])).unwrap()
+                })
+                .collect();
+            let want = InterpreterBackend
+                .compile(&f)
+                .unwrap()
+                .run(&inputs)
+                .unwrap();
+            let got = InterpreterBackend
+                .compile(&g)
+                .unwrap()
+                .run(&inputs)
+                .unwrap();
+            // Elementwise: bit for bit. The sum: within one half ulp.
+            assert_eq!(got[0], want[0], "{t:?}");
+            let c = graphlift_runtime::compare(&got[1], &want[1], 1e-2, 0.0);
+            assert!(c.passed(), "{t:?}: {c}");
+            assert!(
+                !HalfWidening.run(&mut g).unwrap(),
+                "a second run changes nothing"
+            );
+        }
+    }
+}
