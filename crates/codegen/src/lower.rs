@@ -49,8 +49,16 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
             let t = slots[*a].ty;
             t.is_numeric().then_some(Helper::Remainder(*op, t))
         }
+        SlotOp::Unary(u, _) => scalar_unary(*u, slot.ty),
         _ => None,
     }
+}
+
+/// The helper of unary op `u` on `t` when it is one of [`UnaryOp::TRIG`] without an inline
+/// lowering on `t` ([`vmath::inline`]): the reference's scalar function, once per lane.
+pub fn scalar_unary(u: UnaryOp, t: ElementType) -> Option<Helper> {
+    let float = matches!(t, ElementType::F32 | ElementType::F64);
+    (float && UnaryOp::TRIG.contains(&u) && !vmath::inline(u, t)).then_some(Helper::Unary(u, t))
 }
 
 /// Lowers one computing slot (not a load or constant) on its operand values.
@@ -72,7 +80,9 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
 ///   selects give `x / 0 = 0` and `x / -1 = -x` (wrapping, so `MIN / -1 = MIN`). Integer
 ///   `+ - * neg abs` wrap.
 /// - `Mod`, `FloorMod` (every numeric type) and integer `Power` call the interpreter's own
-///   scalar function once per lane ([`Helper`]), so they agree bit for bit.
+///   scalar function once per lane ([`Helper`]), so they agree bit for bit; so do the
+///   trigonometric and hyperbolic functions without an inline lowering on their type
+///   ([`scalar_unary`], [`vmath::inline`]).
 /// - `Convert` float to integer uses the saturating conversions (NaN → 0, out of range →
 ///   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
 /// - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64` are the
@@ -118,9 +128,10 @@ pub fn lower(
         }
     };
     match &slot.op {
-        SlotOp::Unary(u, _) => {
-            unary(e, *u, slot.ty, args[0]).ok_or_else(|| bad("unsupported unary op"))
-        }
+        SlotOp::Unary(u, _) => match scalar_unary(*u, slot.ty) {
+            Some(h) => per_lane(e, slot.ty, args, |e, v| helpers.call(e, h, v)),
+            None => unary(e, *u, slot.ty, args[0]).ok_or_else(|| bad("unsupported unary op")),
+        },
         SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b)
             if slot.ty.is_float() =>
         {

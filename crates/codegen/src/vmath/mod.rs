@@ -37,6 +37,12 @@ pub fn emit(e: &mut Emit, op: UnaryOp, t: ElementType, x: Value) -> Option<Value
     })
 }
 
+/// Whether `op` on `t` has an inline approximation ([`emit`] gives `Some`): exactly the
+/// functions with a documented bound ([`max_ulp`]).
+pub fn inline(op: UnaryOp, t: ElementType) -> bool {
+    max_ulp(op, t).is_some()
+}
+
 /// Fast2Sum (Dekker 1971): `(s, err)` with `s + err = a + b` exactly, when `|a| ≥ |b|` (or
 /// `a` is zero), in three float operations on lanes of either element type.
 pub fn fast_two_sum(e: &mut Emit, a: Value, b: Value) -> (Value, Value) {
