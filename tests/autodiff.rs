@@ -69,9 +69,11 @@ fn trigonometric_and_hyperbolic_ops() {
     ];
     assert_eq!(table.len(), UnaryOp::TRIG.len());
     for (op, at) in table {
-        check(&op.name().to_ascii_lowercase(), std::slice::from_ref(at), |b, x| {
-            b.op(Op::Unary(op), &[x[0]])
-        });
+        check(
+            &op.name().to_ascii_lowercase(),
+            std::slice::from_ref(at),
+            |b, x| b.op(Op::Unary(op), &[x[0]]),
+        );
     }
 }
 

@@ -14,7 +14,7 @@ use graphlift_runtime::CodeRange;
 use crate::provenance::{code_ranges, slot_spans};
 use graphlift_kernels::parallel::{for_each, Parallel};
 
-use crate::lower::{helper_of, HelperRefs};
+use crate::lower::{helper_of, scalar_unary, HelperRefs};
 use crate::module::KernelModule;
 use crate::plan::{KernelPlan, SlotOp};
 use crate::JitError;
@@ -153,7 +153,9 @@ impl CompiledKernel {
         let mut names: Vec<String> = Vec::new();
         for s in &self.plan.slots {
             let what = match (&s.op, helper_of(s, &self.plan.slots)) {
-                (SlotOp::Unary(u, _), Some(_)) => format!("{} {}", u.name(), s.ty),
+                (SlotOp::Unary(u, _), Some(_)) if scalar_unary(*u, s.ty).is_some() => {
+                    format!("{} {}", u.name(), s.ty)
+                }
                 (SlotOp::Binary(b, a, _), Some(_)) => {
                     format!("{} {}", b.name(), self.plan.slots[*a].ty)
                 }

@@ -498,7 +498,19 @@ impl fmt::Display for WindowText<'_> {
 
 impl UnaryOp {
     /// The trigonometric and hyperbolic functions (ONNX `Sin` … `Atanh`), in [`UnaryOp::ALL`]'s order.
-    pub const TRIG: [UnaryOp; 11] = [UnaryOp::Sin, UnaryOp::Cos, UnaryOp::Tan, UnaryOp::Asin, UnaryOp::Acos, UnaryOp::Atan, UnaryOp::Sinh, UnaryOp::Cosh, UnaryOp::Asinh, UnaryOp::Acosh, UnaryOp::Atanh];
+    pub const TRIG: [UnaryOp; 11] = [
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tan,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
+    ];
 
     /// Every unary op.
     pub const ALL: [UnaryOp; 27] = [
