@@ -16,12 +16,19 @@ fn half_exp_large(e: &mut Emit, a: Value) -> Value {
     e.b.ins().fmul(h_half, h)
 }
 
+/// `a = |x|`, the mask of the lanes where `a` is past `limit` (by `cc`), and `a` clamped to
+/// `limit` in those lanes (NaN passes).
+fn abs_clamped(e: &mut Emit, x: Value, limit: f32, cc: FloatCC) -> (Value, Value, Value) {
+    let a = e.b.ins().fabs(x);
+    let limit = e.f32(limit);
+    let past = e.fcmp(cc, a, limit);
+    let clamped = e.select(past, limit, a);
+    (a, past, clamped)
+}
+
 /// Emits `sinh(x)` for the `f32` value `x`.
 pub fn sinh(e: &mut Emit, x: Value) -> Value {
-    let a = e.b.ins().fabs(x);
-    let big_limit = e.f32(BIG);
-    let big = e.fcmp(FloatCC::GreaterThan, a, big_limit);
-    let a_c = e.select(big, big_limit, a);
+    let (a, big, a_c) = abs_clamped(e, x, BIG, FloatCC::GreaterThan);
     let em1 = super::expm1::emit(e, a_c);
     let one = e.f32(1.0);
     let half = e.f32(0.5);
@@ -36,10 +43,7 @@ pub fn sinh(e: &mut Emit, x: Value) -> Value {
 
 /// Emits `cosh(x)` for the `f32` value `x`.
 pub fn cosh(e: &mut Emit, x: Value) -> Value {
-    let a = e.b.ins().fabs(x);
-    let big_limit = e.f32(BIG);
-    let big = e.fcmp(FloatCC::GreaterThan, a, big_limit);
-    let a_c = e.select(big, big_limit, a);
+    let (a, big, a_c) = abs_clamped(e, x, BIG, FloatCC::GreaterThan);
     let ex = super::exp::emit(e, a_c);
     let half = e.f32(0.5);
     let inv = e.b.ins().fdiv(half, ex);
@@ -57,10 +61,7 @@ fn log_twice(e: &mut Emit, a: Value) -> Value {
 
 /// Emits `asinh(x)` for the `f32` value `x`.
 pub fn asinh(e: &mut Emit, x: Value) -> Value {
-    let a = e.b.ins().fabs(x);
-    let huge = e.f32(HUGE);
-    let is_huge = e.fcmp(FloatCC::GreaterThanOrEqual, a, huge);
-    let a_c = e.select(is_huge, huge, a);
+    let (a, is_huge, a_c) = abs_clamped(e, x, HUGE, FloatCC::GreaterThanOrEqual);
     let one = e.f32(1.0);
     // a + a²/(1 + √(1 + a²)).
     let a2 = e.b.ins().fmul(a_c, a_c);
