@@ -203,6 +203,32 @@ fn tanh_of_a_tiny_x_is_x_in_every_loop() {
 }
 
 #[test]
+fn trigonometric_and_hyperbolic_special_values_in_both_loops() {
+    // The odd functions keep the sign of zero; the even ones give 1 at ±0; the functions of
+    // a bounded domain give NaN outside it; the infinities go where the reference puts them.
+    let specials = graphlift_testkit::F32_SPECIALS;
+    for op in vmath::F32_ONLY {
+        for scalar in [false, true] {
+            let ys = apply(&kernel(op, scalar), &specials);
+            for (&x, &y) in specials.iter().zip(&ys) {
+                let want = unary_f32(op, x);
+                let ok = if x == 0.0 || x.is_infinite() || x.is_nan() || want.is_nan() {
+                    y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan())
+                } else {
+                    ulp_error(y, unary_f64(op, f64::from(x)))
+                        <= vmath::max_ulp(op, ElementType::F32).unwrap()
+                };
+                assert!(
+                    ok,
+                    "{} (scalar {scalar}): f({x:e}) = {y:e}, reference {want:e}",
+                    op.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn sin_cos_tan_beyond_the_reduction_call_the_reference() {
     // Lanes past REDUCE_MAX (mixed in a vector with lanes inside it), the infinities and NaN
     // are the reference's bits; the lanes inside stay within the bound.

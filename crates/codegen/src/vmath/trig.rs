@@ -3,7 +3,7 @@
 //! the caller ([`in_range`]), which calls the reference's scalar function for them.
 
 use crate::lanes::Emit;
-use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, Value};
 use graphlift_ir::UnaryOp;
 pub use graphlift_kernels::vmath::trig::*;
@@ -67,12 +67,8 @@ pub fn emit(e: &mut Emit, op: UnaryOp, x: Value) -> Value {
     let one = e.i32(1);
     let zero = e.i32(0);
     let q_odd = e.b.ins().band(q, one);
-    let odd = e.icmp(
-        cranelift_codegen::ir::condcodes::IntCC::NotEqual,
-        q_odd,
-        zero,
-    );
-    match op {
+    let odd = e.icmp(IntCC::NotEqual, q_odd, zero);
+    let r = match op {
         UnaryOp::Sin => {
             // k mod 4 = 0, 1, 2, 3: sin, cos, −sin, −cos.
             let v = e.select(odd, cos, sin);
@@ -92,5 +88,13 @@ pub fn emit(e: &mut Emit, op: UnaryOp, x: Value) -> Value {
             let minus = e.b.ins().fneg(t);
             e.select(odd, minus, t)
         }
+    };
+    if op == UnaryOp::Cos {
+        return r;
     }
+    // sin(±0) = tan(±0) = ±0: the reduction's `−k·PIO2_2` term is +0 for k = 0 and turns
+    // r = −0 into +0.
+    let zero = e.f32(0.0);
+    let is_zero = e.fcmp(FloatCC::Equal, x, zero);
+    e.select(is_zero, x, r)
 }

@@ -16,7 +16,7 @@
 /// `±sin(r)` or `±cos(r)` (a select and a sign-bit flip). Lanes beyond `REDUCE_MAX`,
 /// infinities and NaN take the reference's scalar function instead (a per-lane call, only
 /// in vectors that hold such a lane), so `sin(±inf) = NaN` and NaN stays NaN; `sin(±0) =
-/// ±0`.
+/// ±0` (by select: the reduction gives `+0` for `−0`).
 pub const MAX_ULP_SIN: f64 = 2.0;
 
 /// Documented maximum error of `cos` in ulp: **2 ulp** (method of [`MAX_ULP_SIN`]).
