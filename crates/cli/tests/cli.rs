@@ -378,6 +378,18 @@ fn accuracy_names_an_unknown_function() {
     );
 }
 
+#[test]
+fn accuracy_f64_refuses_a_function_without_inline_f64_code() {
+    let out = graphlift(&["accuracy", "--f64", "--per-binade", "1", "sin"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Sin has no inline f64 code"), "{stderr}");
+    assert!(
+        stderr.contains("Exp, Expm1, Log, Log1p, Tanh, Sigmoid, Erf"),
+        "{stderr}"
+    );
+}
+
 /// The `f32` elements of a `.npy` file written by `graphlift` (version 1 header).
 fn read_npy_f32(path: &Path) -> Vec<f32> {
     let bytes = std::fs::read(path).unwrap();

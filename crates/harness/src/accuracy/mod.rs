@@ -33,6 +33,10 @@ pub const F32_FUNCTIONS: [UnaryOp; 18] = {
     all
 };
 
+/// The functions with an inline `f64` approximation ([`vmath::FUNCTIONS`]; the
+/// trigonometric and hyperbolic ones call the reference's scalar functions on `f64`).
+pub const F64_FUNCTIONS: [UnaryOp; 7] = vmath::FUNCTIONS;
+
 /// Inputs per kernel call of a sweep.
 const CHUNK: usize = 1 << 16;
 
