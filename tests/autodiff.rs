@@ -45,6 +45,38 @@ fn unary_ops() {
     check("floor_is_flat", &[signed], |_, x| x[0].floor() + x[0]);
 }
 
+/// The trigonometric and hyperbolic functions, each on points inside its domain and away
+/// from its poles (`tan` at ±π/2, `asin`/`acos`/`atanh` at ±1, `acosh` at 1).
+#[test]
+fn trigonometric_and_hyperbolic_ops() {
+    use graphlift::ir::UnaryOp;
+    let signed = (vec![6], vec![-2.3, -1.3, -0.4, 0.3, 0.9, 1.7]);
+    let inner = (vec![6], vec![-1.2, -0.7, -0.2, 0.1, 0.6, 1.1]);
+    let unit = (vec![6], vec![-0.85, -0.5, -0.1, 0.2, 0.55, 0.8]);
+    let above_one = input(5, &[2, 3], 1.2, 3.0);
+    let table = [
+        (UnaryOp::Sin, &signed),
+        (UnaryOp::Cos, &signed),
+        (UnaryOp::Tan, &inner),
+        (UnaryOp::Asin, &unit),
+        (UnaryOp::Acos, &unit),
+        (UnaryOp::Atan, &signed),
+        (UnaryOp::Sinh, &signed),
+        (UnaryOp::Cosh, &signed),
+        (UnaryOp::Asinh, &signed),
+        (UnaryOp::Acosh, &above_one),
+        (UnaryOp::Atanh, &unit),
+    ];
+    assert_eq!(table.len(), UnaryOp::TRIG.len());
+    for (op, at) in table {
+        check(
+            &op.name().to_ascii_lowercase(),
+            std::slice::from_ref(at),
+            |b, x| b.op(Op::Unary(op), &[x[0]]),
+        );
+    }
+}
+
 #[test]
 fn binary_ops_select_and_broadcast() {
     let a = input(1, &[2, 3], -1.5, 1.5);

@@ -5,7 +5,8 @@
 use graphlift::ir::{ElementType, UnaryOp};
 use graphlift_harness::accuracy::{
     f64_sample, sweep_f32, sweep_f64, sweep_pow_f32, sweep_pow_f64, Accuracy, AccuracyF64,
-    AccuracyPow, LoopKind, F32_FUNCTIONS, POW_EXPONENTS, POW_EXPONENTS_F64, POW_TARGETS,
+    AccuracyPow, LoopKind, F32_FUNCTIONS, F64_FUNCTIONS, POW_EXPONENTS, POW_EXPONENTS_F64,
+    POW_TARGETS,
 };
 
 use crate::error::CliError;
@@ -41,7 +42,22 @@ pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
     };
     match (args.pow, args.f64) {
         (true, _) => return accuracy_pow(args, kind),
-        (false, true) => return accuracy_f64(args, ops, kind),
+        (false, true) => {
+            let ops = if args.functions.is_empty() {
+                F64_FUNCTIONS.to_vec()
+            } else {
+                ops
+            };
+            if let Some(op) = ops.iter().find(|op| !F64_FUNCTIONS.contains(op)) {
+                return Err(CliError::Usage(format!(
+                    "{} has no inline f64 code (on f64 it calls the reference's scalar \
+                     function once per lane, exactly); the f64 vector math functions are {}",
+                    op.name(),
+                    F64_FUNCTIONS.map(|op| op.name()).join(", ")
+                )));
+            }
+            return accuracy_f64(args, ops, kind);
+        }
         (false, false) => {}
     }
     let step = args.step.max(1);

@@ -112,6 +112,15 @@ pub fn report(exe: &CpuJitExecutable) -> String {
                 library.join(", ")
             );
         }
+        let scalar = exe.kernel_scalar_calls(&k.name).unwrap_or_default();
+        if !scalar.is_empty() {
+            let _ = writeln!(
+                s,
+                "    calls the interpreter's scalar function once per lane (no vector \
+                 lowering): {}",
+                scalar.join(", ")
+            );
+        }
         let _ = writeln!(s, "    provenance: {}", join(&k.tags));
         for (i, n) in k.fused_nodes.iter().enumerate() {
             let tags = k.node_tags.get(i).map(|t| join(t)).unwrap_or_default();

@@ -354,7 +354,10 @@ fn accuracy_prints_a_row_per_function_within_bounds() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("every 65537-th f32 bit pattern (65536 inputs per function)"));
-    for f in ["Exp", "Expm1", "Log", "Log1p", "Tanh", "Sigmoid", "Erf"] {
+    for f in [
+        "Exp", "Expm1", "Log", "Log1p", "Tanh", "Sigmoid", "Erf", "Sin", "Cos", "Tan", "Asin",
+        "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+    ] {
         let row = stdout
             .lines()
             .find(|l| l.starts_with(&format!("| {f} |")))
@@ -365,10 +368,22 @@ fn accuracy_prints_a_row_per_function_within_bounds() {
 
 #[test]
 fn accuracy_names_an_unknown_function() {
-    let out = graphlift(&["accuracy", "--step", "65537", "tanh", "cosh"]);
+    let out = graphlift(&["accuracy", "--step", "65537", "tanh", "coth"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("unknown function `cosh`"), "{stderr}");
+    assert!(stderr.contains("unknown function `coth`"), "{stderr}");
+    assert!(
+        stderr.contains("Exp, Expm1, Log, Log1p, Tanh, Sigmoid, Erf, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn accuracy_f64_refuses_a_function_without_inline_f64_code() {
+    let out = graphlift(&["accuracy", "--f64", "--per-binade", "1", "sin"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Sin has no inline f64 code"), "{stderr}");
     assert!(
         stderr.contains("Exp, Expm1, Log, Log1p, Tanh, Sigmoid, Erf"),
         "{stderr}"

@@ -14,9 +14,9 @@ use graphlift_runtime::CodeRange;
 use crate::provenance::{code_ranges, slot_spans};
 use graphlift_kernels::parallel::{for_each, Parallel};
 
-use crate::lower::{helper_of, HelperRefs};
+use crate::lower::{helper_of, scalar_unary, HelperRefs};
 use crate::module::KernelModule;
-use crate::plan::KernelPlan;
+use crate::plan::{KernelPlan, SlotOp};
 use crate::JitError;
 use crate::{avx512, cost, kernel, strip};
 use graphlift_kernels::native::Block;
@@ -142,6 +142,30 @@ impl CompiledKernel {
         strip::StripPlan::of(&self.plan)
             .map(|s| s.functions().into_iter().map(|f| f.name()).collect())
             .unwrap_or_default()
+    }
+
+    /// The ops the code computes by calling the reference interpreter's scalar function once
+    /// per lane, because they have no inline vector lowering on their element type
+    /// ([`crate::lower::helper_of`]: `Mod`, `FloorMod`, integer `Power`, and the
+    /// trigonometric and hyperbolic functions of [`crate::lower::scalar_unary`]), each once,
+    /// as `Op` names with the element type (`Sin f64`).
+    pub fn scalar_calls(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for s in &self.plan.slots {
+            let what = match (&s.op, helper_of(s, &self.plan.slots)) {
+                (SlotOp::Unary(u, _), Some(_)) if scalar_unary(*u, s.ty).is_some() => {
+                    format!("{} {}", u.name(), s.ty)
+                }
+                (SlotOp::Binary(b, a, _), Some(_)) => {
+                    format!("{} {}", b.name(), self.plan.slots[*a].ty)
+                }
+                _ => continue,
+            };
+            if !names.contains(&what) {
+                names.push(what);
+            }
+        }
+        names
     }
 
     /// Machine code ranges and the body node (of this plan) each was lowered from, worked

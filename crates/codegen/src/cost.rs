@@ -46,6 +46,9 @@ fn slot_weight(op: &SlotOp, ty: ElementType) -> usize {
             UnaryOp::Tanh => (100, true),
             UnaryOp::Erf => (170, true),
             UnaryOp::Sqrt => (8, false),
+            // A helper call per lane (the reference's scalar function).
+            u if crate::lower::scalar_unary(*u, ty).is_some() => (200, true),
+            u if UnaryOp::TRIG.contains(u) => (150, true),
             _ => (0, false),
         },
         SlotOp::Binary(b, ..) => match b {

@@ -1,12 +1,13 @@
-//! Host helper functions that JIT kernels call, registered as JIT symbols: integer `Power`
-//! and the remainders `Mod` and `FloorMod` of every numeric type (the INTERPRETER's own
-//! scalar code, so results agree bit for bit), the vector math
+//! Host helper functions that JIT kernels call, registered as JIT symbols: integer `Power`,
+//! the remainders `Mod` and `FloorMod` of every numeric type and the trigonometric and
+//! hyperbolic functions without an inline lowering (the INTERPRETER's own scalar code, so
+//! results agree bit for bit), the vector math
 //! library's strip functions and the non-temporal store routines.
 
 use cranelift_codegen::ir::{types, AbiParam, Signature, Type};
 use cranelift_jit::JITModule;
 use cranelift_module::Module;
-use graphlift_ir::{BinaryOp, ElementType};
+use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 use graphlift_runtime::reference::{self, Arith};
 
 use graphlift_kernels::veclib::VecFn;
@@ -25,6 +26,10 @@ pub enum Helper {
     /// `(t, t) -> t` remainder, `Mod` or `FloorMod`, of `t` = `f32`, `f64`, `i32` or `i64`
     /// (no inline lowering: C's `fmod` is exact where `a - trunc(a / b) * b` is not).
     Remainder(BinaryOp, ElementType),
+    /// `t -> t` unary function of [`UnaryOp::TRIG`] on `t` = `f32` or `f64`, for the ones
+    /// without an inline lowering on `t` (`graphlift_codegen::vmath::emit` gives `None`):
+    /// the reference's scalar function, called once per lane.
+    Unary(UnaryOp, ElementType),
     /// A strip function of the vector math library, `(src, dst, n)` (see
     /// [`graphlift_kernels::veclib`]).
     Veclib(VecFn),
@@ -49,6 +54,9 @@ impl Helper {
         for op in [BinaryOp::Mod, BinaryOp::FloorMod] {
             all.extend(REMAINDER_TYPES.map(|t| Helper::Remainder(op, t)));
         }
+        for t in [ElementType::F32, ElementType::F64] {
+            all.extend(UnaryOp::TRIG.map(|u| Helper::Unary(u, t)));
+        }
         all.extend(VecFn::ALL.map(Helper::Veclib));
         all.extend(VecFn::ALL.map(Helper::VeclibStream));
         all
@@ -60,6 +68,9 @@ impl Helper {
             Helper::PowI32 => "graphlift_jit_pow_i32".into(),
             Helper::PowI64 => "graphlift_jit_pow_i64".into(),
             Helper::Remainder(op, t) => {
+                format!("graphlift_jit_{}_{t}", op.name().to_ascii_lowercase())
+            }
+            Helper::Unary(op, t) => {
                 format!("graphlift_jit_{}_{t}", op.name().to_ascii_lowercase())
             }
             Helper::Veclib(f) => f.symbol().into(),
@@ -75,6 +86,7 @@ impl Helper {
             Helper::PowI32 => pow_i32 as *const u8,
             Helper::PowI64 => pow_i64 as *const u8,
             Helper::Remainder(op, t) => remainder_address(op, t),
+            Helper::Unary(op, t) => unary_address(op, t),
             Helper::Veclib(f) => f.address(false),
             Helper::VeclibStream(f) => f.address(true),
             Helper::StreamStrip => graphlift_kernels::stream::stream_strip as *const u8,
@@ -129,6 +141,41 @@ fn remainder_address(op: BinaryOp, t: ElementType) -> *const u8 {
     }
 }
 
+/// `UnaryOp::TRIG[K]` of `a` by the reference's scalar function.
+extern "C" fn trig<T: Arith, const K: usize>(a: T) -> T {
+    T::unary(UnaryOp::TRIG[K], a)
+}
+
+/// The scalar helper of `op` (one of [`UnaryOp::TRIG`]) on `t` (`f32` or `f64`); null for
+/// any other op or type ([`Helper::all`] lists only those).
+fn unary_address(op: UnaryOp, t: ElementType) -> *const u8 {
+    macro_rules! table {
+        ($t:ty) => {
+            [
+                trig::<$t, 0> as *const u8,
+                trig::<$t, 1> as *const u8,
+                trig::<$t, 2> as *const u8,
+                trig::<$t, 3> as *const u8,
+                trig::<$t, 4> as *const u8,
+                trig::<$t, 5> as *const u8,
+                trig::<$t, 6> as *const u8,
+                trig::<$t, 7> as *const u8,
+                trig::<$t, 8> as *const u8,
+                trig::<$t, 9> as *const u8,
+                trig::<$t, 10> as *const u8,
+            ]
+        };
+    }
+    let Some(k) = UnaryOp::TRIG.iter().position(|&u| u == op) else {
+        return std::ptr::null();
+    };
+    match t {
+        ElementType::F32 => table!(f32)[k],
+        ElementType::F64 => table!(f64)[k],
+        _ => std::ptr::null(),
+    }
+}
+
 /// The Cranelift type of a scalar element.
 fn scalar_type(t: ElementType) -> Type {
     match t {
@@ -158,6 +205,11 @@ pub fn helper_signature(module: &JITModule, h: Helper) -> Signature {
         Helper::PowI32 => return pow(sig, types::I32),
         Helper::PowI64 => return pow(sig, types::I64),
         Helper::Remainder(_, t) => return pow(sig, scalar_type(t)),
+        Helper::Unary(_, t) => {
+            sig.params.push(AbiParam::new(scalar_type(t)));
+            sig.returns.push(AbiParam::new(scalar_type(t)));
+            return sig;
+        }
         Helper::Veclib(f) | Helper::VeclibStream(f) => (f.arity() + 2, f.params()),
         Helper::StreamStrip => (3, 0),
         Helper::StoreFence => (0, 0),

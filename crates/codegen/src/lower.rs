@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{FuncRef, InstBuilder, Value};
+use cranelift_codegen::ir::{BlockArg, FuncRef, InstBuilder, Value};
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, UnaryOp};
 
 use super::convert::{small_f64_to_i64, small_i64_to_f64, unless_all};
@@ -49,8 +49,17 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
             let t = slots[*a].ty;
             t.is_numeric().then_some(Helper::Remainder(*op, t))
         }
+        SlotOp::Unary(u, _) => scalar_unary(*u, slot.ty)
+            .or_else(|| vmath::trig_fallback(*u, slot.ty).then_some(Helper::Unary(*u, slot.ty))),
         _ => None,
     }
+}
+
+/// The helper of unary op `u` on `t` when it is one of [`UnaryOp::TRIG`] without an inline
+/// lowering on `t` ([`vmath::inline`]): the reference's scalar function, once per lane.
+pub fn scalar_unary(u: UnaryOp, t: ElementType) -> Option<Helper> {
+    let float = matches!(t, ElementType::F32 | ElementType::F64);
+    (float && UnaryOp::TRIG.contains(&u) && !vmath::inline(u, t)).then_some(Helper::Unary(u, t))
 }
 
 /// Lowers one computing slot (not a load or constant) on its operand values.
@@ -72,12 +81,16 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
 ///   selects give `x / 0 = 0` and `x / -1 = -x` (wrapping, so `MIN / -1 = MIN`). Integer
 ///   `+ - * neg abs` wrap.
 /// - `Mod`, `FloorMod` (every numeric type) and integer `Power` call the interpreter's own
-///   scalar function once per lane ([`Helper`]), so they agree bit for bit.
+///   scalar function once per lane ([`Helper`]), so they agree bit for bit; so do the
+///   trigonometric and hyperbolic functions without an inline lowering on their type
+///   ([`scalar_unary`], [`vmath::inline`]).
 /// - `Convert` float to integer uses the saturating conversions (NaN → 0, out of range →
 ///   MIN/MAX, as Rust's `as`); to `bool` is `x != 0` (NaN → true); from `bool` is 0/1.
-/// - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64` are the
-///   inline [`crate::vmath`] approximations (within their documented ulp bounds, not bit
-///   equal to the reference); so is `Power` on `f32` and `f64` ([`crate::vmath::pow`],
+/// - `Exp`, `Expm1`, `Log`, `Log1p`, `Tanh`, `Sigmoid`, `Erf` on `f32` and on `f64`, and the
+///   trigonometric and hyperbolic functions on `f32`, are the inline [`crate::vmath`]
+///   approximations (within their documented ulp bounds, not bit equal to the reference;
+///   `Sin`, `Cos`, `Tan` call the reference's scalar function for the lanes beyond their
+///   range reduction's, [`vmath::trig_fallback`], in vectors that hold such a lane); so is `Power` on `f32` and `f64` ([`crate::vmath::pow`],
 ///   within 1 and 2 ulp, special cases exact); `Power` on `i32`, `i64` calls the host
 ///   helpers of [`crate::helpers`], which run the reference's own scalar code.
 ///
@@ -119,7 +132,20 @@ pub fn lower(
     };
     match &slot.op {
         SlotOp::Unary(u, _) => {
-            unary(e, *u, slot.ty, args[0]).ok_or_else(|| bad("unsupported unary op"))
+            let h = Helper::Unary(*u, slot.ty);
+            if scalar_unary(*u, slot.ty).is_some() {
+                return per_lane(e, slot.ty, args, |e, v| helpers.call(e, h, v));
+            }
+            let fast = unary(e, *u, slot.ty, args[0]).ok_or_else(|| bad("unsupported unary op"))?;
+            if !vmath::trig_fallback(*u, slot.ty) {
+                return Ok(fast);
+            }
+            // Lanes beyond the reduction's range: the reference's scalar function.
+            let ok = vmath::trig::in_range(e, args[0]);
+            unless_every_lane(e, ok, fast, |e| {
+                let slow = per_lane(e, slot.ty, args, |e, v| helpers.call(e, h, v))?;
+                Ok(e.select(ok, fast, slow))
+            })
         }
         SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b)
             if slot.ty.is_float() =>
@@ -312,6 +338,33 @@ fn per_lane(
         kernel: String::new(),
         message: "empty lane loop".into(),
     })
+}
+
+/// `fast` when every lane of the mask `ok` is set (in a scalar loop: when `ok` is), else what
+/// `slow` computes, in a block of its own branched to once per vector ([`unless_all`] for
+/// any lane width); the builder continues after both.
+fn unless_every_lane(
+    e: &mut Emit,
+    ok: Value,
+    fast: Value,
+    slow: impl FnOnce(&mut Emit) -> Result<Value, JitError>,
+) -> Result<Value, JitError> {
+    let all = if e.lanes.is_vector() {
+        e.b.ins().vall_true(ok)
+    } else {
+        ok
+    };
+    let slow_block = e.b.create_block();
+    let merge = e.b.create_block();
+    let ty = e.b.func.dfg.value_type(fast);
+    let out = e.b.append_block_param(merge, ty);
+    e.b.ins()
+        .brif(all, merge, &[BlockArg::Value(fast)], slow_block, &[]);
+    e.b.switch_to_block(slow_block);
+    let v = slow(e)?;
+    e.b.ins().jump(merge, &[BlockArg::Value(v)]);
+    e.b.switch_to_block(merge);
+    Ok(out)
 }
 
 /// Scalar integer division that never traps: `x / 0 = 0`, `x / -1 = -x` (wrapping).

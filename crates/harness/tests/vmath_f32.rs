@@ -1,10 +1,13 @@
 //! Vector math accuracy: a strided sweep of the `f32` bit patterns against the documented
-//! bounds, in the vector loop and the scalar loop, and the special-value guarantees.
+//! bounds, in the vector loop and the scalar loop (the trigonometric and hyperbolic functions
+//! included), the special-value guarantees, and the per-lane scalar fallback of `sin`, `cos`,
+//! `tan` beyond their Cody–Waite range.
 
-use graphlift_codegen::vmath::ulp_error;
+use graphlift_codegen::vmath::{self, trig::REDUCE_MAX, ulp_error};
 use graphlift_codegen::JitKernel;
 use graphlift_harness::accuracy::{kernel_f32, sweep_f32, LoopKind, F32_FUNCTIONS as FUNCTIONS};
 use graphlift_ir::{ElementType, UnaryOp};
+use graphlift_runtime::reference::{unary_f32, unary_f64};
 use graphlift_runtime::Tensor;
 
 /// The sweep kernels' element count (`accuracy`'s chunk).
@@ -195,6 +198,75 @@ fn tanh_of_a_tiny_x_is_x_in_every_loop() {
         let ys = apply(&k, &xs);
         for (x, y) in xs.iter().zip(&ys) {
             assert_eq!(y.to_bits(), x.to_bits(), "{kind:?}: tanh({x:e}) = {y:e}");
+        }
+    }
+}
+
+#[test]
+fn trigonometric_and_hyperbolic_special_values_in_both_loops() {
+    // The odd functions keep the sign of zero; the even ones give 1 at ±0; the functions of
+    // a bounded domain give NaN outside it; the infinities go where the reference puts them.
+    let specials = graphlift_testkit::F32_SPECIALS;
+    for op in vmath::F32_ONLY {
+        for scalar in [false, true] {
+            let ys = apply(&kernel(op, scalar), &specials);
+            for (&x, &y) in specials.iter().zip(&ys) {
+                let want = unary_f32(op, x);
+                let ok = if x == 0.0 || x.is_infinite() || x.is_nan() || want.is_nan() {
+                    y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan())
+                } else {
+                    ulp_error(y, unary_f64(op, f64::from(x)))
+                        <= vmath::max_ulp(op, ElementType::F32).unwrap()
+                };
+                assert!(
+                    ok,
+                    "{} (scalar {scalar}): f({x:e}) = {y:e}, reference {want:e}",
+                    op.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn sin_cos_tan_beyond_the_reduction_call_the_reference() {
+    // Lanes past REDUCE_MAX (mixed in a vector with lanes inside it), the infinities and NaN
+    // are the reference's bits; the lanes inside stay within the bound.
+    let mut xs = vec![
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MAX,
+        -1e30,
+        REDUCE_MAX,
+        REDUCE_MAX * 1.0001,
+        0.5,
+        -0.0,
+        1e7,
+        3.0,
+        -123_456.7,
+    ];
+    xs.extend((0..4000).map(|i| (i as f32 - 2000.0) * 37.77));
+    for op in [UnaryOp::Sin, UnaryOp::Cos, UnaryOp::Tan] {
+        for kind in [LoopKind::Vector, LoopKind::Scalar] {
+            let ys = apply(&kernel_f32(op, kind).unwrap(), &xs);
+            for (&x, &y) in xs.iter().zip(&ys) {
+                let want = unary_f32(op, x);
+                if x.abs() > REDUCE_MAX || !x.is_finite() {
+                    assert!(
+                        y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan()),
+                        "{kind:?} {}({x:e}) = {y:e}, reference {want:e}",
+                        op.name()
+                    );
+                } else {
+                    let err = ulp_error(y, unary_f64(op, f64::from(x)));
+                    assert!(
+                        err <= vmath::max_ulp(op, ElementType::F32).unwrap(),
+                        "{kind:?} {}({x:e}) = {y:e}: {err} ulp",
+                        op.name()
+                    );
+                }
+            }
         }
     }
 }

@@ -469,6 +469,14 @@ unary_methods! {
     sigmoid => Sigmoid;
     /// Error function.
     erf => Erf;
+    /// Sine.
+    sin => Sin;
+    /// Cosine.
+    cos => Cos;
+    /// Hyperbolic sine.
+    sinh => Sinh;
+    /// Hyperbolic cosine.
+    cosh => Cosh;
     /// Round toward -inf.
     floor => Floor;
     /// Round toward +inf.

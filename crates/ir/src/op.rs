@@ -36,6 +36,28 @@ pub enum UnaryOp {
     Expm1,
     /// `ln(1 + x)`, accurate near 0 (float; C99 `log1p`).
     Log1p,
+    /// Sine, `x` in radians (float).
+    Sin,
+    /// Cosine, `x` in radians (float).
+    Cos,
+    /// Tangent, `x` in radians (float).
+    Tan,
+    /// Arcsine, in `[-π/2, π/2]`; NaN outside `[-1, 1]` (float).
+    Asin,
+    /// Arccosine, in `[0, π]`; NaN outside `[-1, 1]` (float).
+    Acos,
+    /// Arctangent, in `[-π/2, π/2]` (float).
+    Atan,
+    /// Hyperbolic sine (float).
+    Sinh,
+    /// Hyperbolic cosine (float).
+    Cosh,
+    /// Inverse hyperbolic sine (float).
+    Asinh,
+    /// Inverse hyperbolic cosine; NaN below 1 (float).
+    Acosh,
+    /// Inverse hyperbolic tangent; `±inf` at `±1`, NaN outside `[-1, 1]` (float).
+    Atanh,
     /// Round toward -inf (numeric; identity on integers).
     Floor,
     /// Round toward +inf (numeric; identity on integers).
@@ -475,8 +497,23 @@ impl fmt::Display for WindowText<'_> {
 }
 
 impl UnaryOp {
+    /// The trigonometric and hyperbolic functions (ONNX `Sin` … `Atanh`), in [`UnaryOp::ALL`]'s order.
+    pub const TRIG: [UnaryOp; 11] = [
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tan,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
+    ];
+
     /// Every unary op.
-    pub const ALL: [UnaryOp; 16] = [
+    pub const ALL: [UnaryOp; 27] = [
         UnaryOp::Negative,
         UnaryOp::Abs,
         UnaryOp::Relu,
@@ -488,6 +525,17 @@ impl UnaryOp {
         UnaryOp::Erf,
         UnaryOp::Expm1,
         UnaryOp::Log1p,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tan,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
         UnaryOp::Floor,
         UnaryOp::Ceil,
         UnaryOp::Round,
@@ -509,6 +557,17 @@ impl UnaryOp {
             UnaryOp::Erf => "Erf",
             UnaryOp::Expm1 => "Expm1",
             UnaryOp::Log1p => "Log1p",
+            UnaryOp::Sin => "Sin",
+            UnaryOp::Cos => "Cos",
+            UnaryOp::Tan => "Tan",
+            UnaryOp::Asin => "Asin",
+            UnaryOp::Acos => "Acos",
+            UnaryOp::Atan => "Atan",
+            UnaryOp::Sinh => "Sinh",
+            UnaryOp::Cosh => "Cosh",
+            UnaryOp::Asinh => "Asinh",
+            UnaryOp::Acosh => "Acosh",
+            UnaryOp::Atanh => "Atanh",
             UnaryOp::Floor => "Floor",
             UnaryOp::Ceil => "Ceil",
             UnaryOp::Round => "Round",
@@ -528,7 +587,18 @@ impl UnaryOp {
             | UnaryOp::Sigmoid
             | UnaryOp::Erf
             | UnaryOp::Expm1
-            | UnaryOp::Log1p => t.is_float(),
+            | UnaryOp::Log1p
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh => t.is_float(),
             _ => t.is_numeric(),
         }
     }

@@ -30,4 +30,6 @@ pub use prost;
 pub use graphlift_ir::Function;
 
 #[cfg(test)]
+mod malformed_tests;
+#[cfg(test)]
 mod tests;

@@ -8,15 +8,19 @@ pub use graphlift_kernels::vmath::*;
 pub mod erf;
 pub mod exp;
 pub mod expm1;
+pub mod hyperbolic;
+pub mod inverse_trig;
 pub mod log;
 pub mod log1p;
 pub mod pow;
 pub mod sigmoid;
 pub mod tanh;
+pub mod trig;
 pub mod two_piece;
 
 /// Emits the inline approximation of `op` on `x` of element type `t` (`f32` or `f64`), or
-/// `None` if `op` has none on `t`.
+/// `None` if `op` has none on `t`. For `Sin`, `Cos` and `Tan` the value is only meant for
+/// the lanes of [`trig::in_range`]: the caller computes the others ([`trig_fallback`]).
 pub fn emit(e: &mut Emit, op: UnaryOp, t: ElementType, x: Value) -> Option<Value> {
     Some(match (t, op) {
         (ElementType::F32, UnaryOp::Exp) => exp::emit(e, x),
@@ -26,6 +30,14 @@ pub fn emit(e: &mut Emit, op: UnaryOp, t: ElementType, x: Value) -> Option<Value
         (ElementType::F32, UnaryOp::Erf) => erf::emit(e, x),
         (ElementType::F32, UnaryOp::Expm1) => expm1::emit(e, x),
         (ElementType::F32, UnaryOp::Log1p) => log1p::emit(e, x),
+        (ElementType::F32, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan) => trig::emit(e, op, x),
+        (ElementType::F32, UnaryOp::Asin | UnaryOp::Acos) => inverse_trig::emit_asin_acos(e, op, x),
+        (ElementType::F32, UnaryOp::Atan) => inverse_trig::atan(e, x),
+        (ElementType::F32, UnaryOp::Sinh) => hyperbolic::sinh(e, x),
+        (ElementType::F32, UnaryOp::Cosh) => hyperbolic::cosh(e, x),
+        (ElementType::F32, UnaryOp::Asinh) => hyperbolic::asinh(e, x),
+        (ElementType::F32, UnaryOp::Acosh) => hyperbolic::acosh(e, x),
+        (ElementType::F32, UnaryOp::Atanh) => hyperbolic::atanh(e, x),
         (ElementType::F64, UnaryOp::Exp) => exp::emit_f64(e, x),
         (ElementType::F64, UnaryOp::Log) => log::emit_f64(e, x),
         (ElementType::F64, UnaryOp::Tanh) => tanh::emit_f64(e, x),
@@ -35,6 +47,20 @@ pub fn emit(e: &mut Emit, op: UnaryOp, t: ElementType, x: Value) -> Option<Value
         (ElementType::F64, UnaryOp::Log1p) => log1p::emit_f64(e, x),
         _ => return None,
     })
+}
+
+/// Whether `op` on `t` has an inline approximation ([`emit`] gives `Some`): exactly the
+/// functions with a documented bound ([`max_ulp`]).
+pub fn inline(op: UnaryOp, t: ElementType) -> bool {
+    max_ulp(op, t).is_some()
+}
+
+/// Whether the inline code of `op` on `t` covers only part of the inputs and the caller must
+/// compute the lanes outside [`trig::in_range`] with the reference's scalar function:
+/// `Sin`, `Cos`, `Tan` on `f32` (the Cody–Waite reduction holds up to
+/// [`trig::REDUCE_MAX`]; infinities and NaN go there too).
+pub fn trig_fallback(op: UnaryOp, t: ElementType) -> bool {
+    t == ElementType::F32 && matches!(op, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan)
 }
 
 /// Fast2Sum (Dekker 1971): `(s, err)` with `s + err = a + b` exactly, when `|a| ≥ |b|` (or

@@ -17,8 +17,25 @@ pub use pow::{
     pow_f64_exponents, sweep_pow_f32, AccuracyPow, POW_EXPONENTS, POW_EXPONENTS_F64, POW_TARGETS,
 };
 
-/// The functions with an inline `f32` approximation, in table order.
-pub const F32_FUNCTIONS: [UnaryOp; 7] = vmath::FUNCTIONS;
+/// The functions with an inline `f32` approximation, in table order: [`vmath::FUNCTIONS`],
+/// then the trigonometric and hyperbolic ones ([`vmath::F32_ONLY`]).
+pub const F32_FUNCTIONS: [UnaryOp; 18] = {
+    let mut all = [UnaryOp::Exp; 18];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = if i < vmath::FUNCTIONS.len() {
+            vmath::FUNCTIONS[i]
+        } else {
+            vmath::F32_ONLY[i - vmath::FUNCTIONS.len()]
+        };
+        i += 1;
+    }
+    all
+};
+
+/// The functions with an inline `f64` approximation ([`vmath::FUNCTIONS`]; the
+/// trigonometric and hyperbolic ones call the reference's scalar functions on `f64`).
+pub const F64_FUNCTIONS: [UnaryOp; 7] = vmath::FUNCTIONS;
 
 /// Inputs per kernel call of a sweep.
 const CHUNK: usize = 1 << 16;
@@ -139,7 +156,10 @@ impl Accuracy {
 /// `exp ≥ 0`; `expm1 ≥ -1`, `expm1(±inf) = +inf / -1`, `expm1(±0) = ±0`; `log(±0) = -inf`,
 /// `log(x < 0) = NaN`, `log(+inf) = +inf`; `log1p(-1) = -inf`, `log1p(x < -1) = NaN`,
 /// `log1p(+inf) = +inf`, `log1p(±0) = ±0`; `tanh` and `erf` in
-/// `[-1, 1]` and odd at zero (`f(±0) = ±0`); `sigmoid` in `[0, 1]`.
+/// `[-1, 1]` and odd at zero (`f(±0) = ±0`); `sigmoid` in `[0, 1]`; `sin`, `cos` in
+/// `[-1, 1]`; `sin`, `tan`, `asin`, `atan`, `sinh`, `asinh`, `atanh` odd at zero; `cos(±0) =
+/// cosh(±0) = 1`, `cosh ≥ 1`; `acos` in `[0, π]`; `acosh(1) = +0`, `acosh(x < 1) = NaN`;
+/// `atanh(±1) = ±inf`; `asin`, `acos`, `atanh` NaN outside `[-1, 1]`.
 pub fn guarantee_holds(op: UnaryOp, x: f32, y: f32) -> bool {
     // Widening keeps every value the guarantees look at (±0 with its sign, ±1, ±inf, NaN).
     range_guarantees(op, f64::from(x), f64::from(y))
@@ -177,8 +197,27 @@ fn range_guarantees(op: UnaryOp, x: f64, y: f64) -> bool {
             (-1.0..=1.0).contains(&y) && (x != 0.0 || y.to_bits() == x.to_bits())
         }
         UnaryOp::Sigmoid => (0.0..=1.0).contains(&y),
+        UnaryOp::Sin => (y.is_nan() || (-1.0..=1.0).contains(&y)) && odd_at_zero(x, y),
+        UnaryOp::Cos => (y.is_nan() || (-1.0..=1.0).contains(&y)) && (x != 0.0 || y == 1.0),
+        UnaryOp::Tan | UnaryOp::Atan | UnaryOp::Sinh | UnaryOp::Asinh => odd_at_zero(x, y),
+        UnaryOp::Asin | UnaryOp::Atanh => {
+            odd_at_zero(x, y)
+                && (x.abs() <= 1.0 || y.is_nan())
+                && (x.abs() != 1.0 || op == UnaryOp::Asin || y == x * f64::INFINITY)
+        }
+        UnaryOp::Acos => {
+            (x.abs() <= 1.0 || y.is_nan())
+                && (y.is_nan() || (0.0..=f64::from(std::f32::consts::PI)).contains(&y))
+        }
+        UnaryOp::Cosh => y >= 1.0 && (x != 0.0 || y == 1.0),
+        UnaryOp::Acosh => (x >= 1.0 || y.is_nan()) && (x != 1.0 || y.to_bits() == 0),
         _ => true,
     }
+}
+
+/// `f(±0) = ±0`, sign included.
+fn odd_at_zero(x: f64, y: f64) -> bool {
+    x != 0.0 || y.to_bits() == x.to_bits()
 }
 
 /// A one-op kernel of `op` over `CHUNK` `f32` elements, running `kind`'s loop.

@@ -135,14 +135,9 @@ impl<'b> Values<'b> {
                 };
                 let x = match u {
                     UnaryOp::Not => to(a, ElementType::Bool),
-                    UnaryOp::Exp
-                    | UnaryOp::Log
-                    | UnaryOp::Sqrt
-                    | UnaryOp::Tanh
-                    | UnaryOp::Sigmoid
-                    | UnaryOp::Erf
-                    | UnaryOp::Expm1
-                    | UnaryOp::Log1p => {
+                    // The float-only ops (the math functions, trigonometric and
+                    // hyperbolic ones included) take an integer operand converted.
+                    _ if !u.accepts(ElementType::I32) => {
                         if ty_of(&a).is_float() {
                             a
                         } else {

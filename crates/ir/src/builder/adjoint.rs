@@ -366,6 +366,17 @@ fn unary<'b>(u: UnaryOp, x: Value<'b>, y: Value<'b>, g: Value<'b>) -> Value<'b> 
         UnaryOp::Erf => g * std::f64::consts::FRAC_2_SQRT_PI * (-(x * x)).exp(),
         UnaryOp::Expm1 => g * (y + 1.0),
         UnaryOp::Log1p => g / (x + 1.0),
+        UnaryOp::Sin => g * x.cos(),
+        UnaryOp::Cos => -(g * x.sin()),
+        UnaryOp::Tan => g * (1.0 + y * y),
+        UnaryOp::Asin => g / (1.0 - x * x).sqrt(),
+        UnaryOp::Acos => -(g / (1.0 - x * x).sqrt()),
+        UnaryOp::Atan => g / (1.0 + x * x),
+        UnaryOp::Sinh => g * x.cosh(),
+        UnaryOp::Cosh => g * x.sinh(),
+        UnaryOp::Asinh => g / (x * x + 1.0).sqrt(),
+        UnaryOp::Acosh => g / (x * x - 1.0).sqrt(),
+        UnaryOp::Atanh => g / (1.0 - x * x),
         UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign | UnaryOp::Not => {
             zero.broadcast_to(shape(x))
         }

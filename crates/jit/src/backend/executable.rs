@@ -188,6 +188,14 @@ impl CpuJitExecutable {
         self.kernel(name).map(|k| k.library_functions())
     }
 
+    /// The ops the kernel of the fused node `name` computes by calling the reference
+    /// interpreter's scalar function once per lane (no inline vector lowering on their
+    /// element type: `Mod`, `FloorMod`, integer `Power`, and trigonometric and hyperbolic
+    /// functions such as `Sin f64`), each once; `None` when there is no such kernel.
+    pub fn kernel_scalar_calls(&self, name: &str) -> Option<Vec<String>> {
+        self.kernel(name).map(|k| k.scalar_calls())
+    }
+
     /// A watch that tells when all JIT code memory this executable uses has been freed:
     /// after the executable is dropped and no other executable or the backend's kernel cache
     /// holds the same code (an executable without kernels is released from the start).

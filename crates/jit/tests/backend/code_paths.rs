@@ -181,3 +181,39 @@ fn each_kernel_says_why_it_is_not_avx512_code() {
         }
     }
 }
+
+#[test]
+fn trigonometric_functions_run_inline_on_f32_and_per_lane_on_f64() {
+    // f32 sin in a fused kernel is inline vector code; f64 sin calls the reference's scalar
+    // function once per lane (bit for bit), and the executable says so.
+    let n = 1003;
+    for (t, calls) in [(F32, vec![]), (F64, vec!["Sin f64".to_string()])] {
+        let b = FunctionBuilder::new("trig");
+        let x = b.parameter("x", t, [n]);
+        let f = b.finish(&[x.sin() * x + x.cos()]).unwrap();
+        let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+        let ks = exe.kernels();
+        assert_eq!(ks.len(), 1);
+        assert_eq!(exe.kernel_is_vectorized(&ks[0].name), Some(true));
+        let mut want = calls.clone();
+        if t == F64 {
+            want.push("Cos f64".to_string());
+        }
+        assert_eq!(exe.kernel_scalar_calls(&ks[0].name), Some(want), "{t}");
+        if t == F64 {
+            assert_matches_interpreter("f64 sin", &f, &exe, &inputs_of(&f, 5));
+        }
+    }
+}
+
+#[test]
+fn trigonometric_functions_of_16_bit_floats_are_the_interpreters() {
+    // f16 and bf16 stay outside fused kernels and compute through the reference in f32.
+    for t in [F16, BF16] {
+        let b = FunctionBuilder::new("trig16");
+        let x = b.parameter("x", t, [67]);
+        let f = b.finish(&[x.sin() + x.cosh()]).unwrap();
+        let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+        assert_matches_interpreter("16-bit trig", &f, &exe, &inputs_of(&f, 3));
+    }
+}

@@ -6,11 +6,14 @@ use graphlift_ir::{ElementType, UnaryOp};
 pub mod erf;
 pub mod exp;
 pub mod expm1;
+pub mod hyperbolic;
+pub mod inverse_trig;
 pub mod log;
 pub mod log1p;
 pub mod pow;
 pub mod sigmoid;
 pub mod tanh;
+pub mod trig;
 pub mod two_piece;
 
 /// The functions with an inline approximation (for `f32` and for `f64`), in table order.
@@ -35,6 +38,11 @@ pub const FUNCTIONS: [UnaryOp; 7] = [
     UnaryOp::Sigmoid,
     UnaryOp::Erf,
 ];
+
+/// The trigonometric and hyperbolic functions with an inline approximation on `f32` only
+/// ([`trig`], [`inverse_trig`], [`hyperbolic`]); on `f64` they call the reference's scalar
+/// functions once per lane, exactly. Swept like [`FUNCTIONS`] on `f32`.
+pub const F32_ONLY: [UnaryOp; 11] = UnaryOp::TRIG;
 
 /// The documented maximum error of the inline lowering of `op` on element type `t`, in ulp
 /// of `t` (`f32` or `f64`), or `None` if `op` is exact on `t` (or not a vector math
@@ -87,6 +95,17 @@ pub fn max_ulp(op: UnaryOp, t: ElementType) -> Option<f64> {
             UnaryOp::Erf => erf::MAX_ULP,
             UnaryOp::Expm1 => expm1::MAX_ULP,
             UnaryOp::Log1p => log1p::MAX_ULP,
+            UnaryOp::Sin => trig::MAX_ULP_SIN,
+            UnaryOp::Cos => trig::MAX_ULP_COS,
+            UnaryOp::Tan => trig::MAX_ULP_TAN,
+            UnaryOp::Asin => inverse_trig::MAX_ULP_ASIN,
+            UnaryOp::Acos => inverse_trig::MAX_ULP_ACOS,
+            UnaryOp::Atan => inverse_trig::MAX_ULP_ATAN,
+            UnaryOp::Sinh => hyperbolic::MAX_ULP_SINH,
+            UnaryOp::Cosh => hyperbolic::MAX_ULP_COSH,
+            UnaryOp::Asinh => hyperbolic::MAX_ULP_ASINH,
+            UnaryOp::Acosh => hyperbolic::MAX_ULP_ACOSH,
+            UnaryOp::Atanh => hyperbolic::MAX_ULP_ATANH,
             _ => return None,
         }),
         ElementType::F64 => Some(match op {

@@ -72,6 +72,37 @@ pub(super) fn fits_off_axis(di: &[usize], dd: &[usize], a: usize) -> bool {
             .all(|(k, (i, d))| k == a || i <= d)
 }
 
+/// When `indices` is a constant, that every entry lies in `[-n, n)` for the extent `n` of
+/// the data axis it indexes (`axis_of(k)` for the entry at flat position `k`; `dd` the
+/// data's extents): an error naming the first entry that does not, at import instead of at
+/// run time (where a variable index is checked, against the flattened data).
+///
+/// # Errors
+/// [`OnnxError::ShapeMismatch`] naming the entry, its axis and the data's shape.
+pub(super) fn check_constant_indices(
+    e: &NodeEmitter<'_>,
+    indices: Output,
+    dd: &[usize],
+    axis_of: impl Fn(usize) -> usize,
+) -> Result<(), OnnxError> {
+    if e.constant_value(indices).is_none() {
+        return Ok(());
+    }
+    let values = e.constant_ints(indices, "indices")?;
+    for (k, &v) in values.iter().enumerate() {
+        let a = axis_of(k);
+        let n = i64::try_from(dd[a]).unwrap_or(i64::MAX);
+        if v < -n || v >= n {
+            return Err(e.shape_error(format!(
+                "index {v} (element {k} of the constant indices) is outside [{}, {n}) on axis {a} \
+                 of data {dd:?}",
+                -n
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn require_index(e: &NodeEmitter<'_>, v: Output) -> Result<(), OnnxError> {
     e.require(
         v,
@@ -98,6 +129,7 @@ pub(super) fn gather_elements(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Ou
             "indices {di:?} must have the rank of data {dd:?} and no larger extent off axis {a}"
         )));
     }
+    check_constant_indices(e, indices, &dd, |_| a)?;
     along_axis(e, data, indices, a)
 }
 
@@ -149,6 +181,9 @@ pub(super) fn gather_nd(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, 
     let (data, indices) = (e.input(ins, 0)?, e.input(ins, 1)?);
     require_index(e, indices)?;
     let (dd, di) = (dims(e, data)?, dims(e, indices)?);
+    if di.is_empty() {
+        return Err(e.shape_error("indices must have rank >= 1, are a scalar".into()));
+    }
     let b = e.attr_i64("batch_dims")?.unwrap_or(0);
     let b = usize::try_from(b)
         .ok()
@@ -165,6 +200,7 @@ pub(super) fn gather_nd(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, 
             "indices {di:?} do not index data {dd:?} with batch_dims {b}"
         )));
     }
+    check_constant_indices(e, indices, &dd, |i| b + i % k.max(1))?;
     let picked = &dd[b..b + k];
     let rest = dd[b + k..].to_vec();
     let batch: usize = dd[..b].iter().product();

@@ -231,7 +231,8 @@ pub(super) fn round_and_saturate(
 /// - `y`'s type is `y_zero_point`'s, else `output_dtype` (opset 21; both given must agree),
 ///   else UINT8; the zero point defaults to 0. Saturation clamps to the type's range
 ///   (`[0, 255]`, `[-128, 127]`, `[0, 65535]`, `[-32768, 32767]`); `saturate` (opset 19)
-///   concerns only the float8 types, which graphlift does not have.
+///   concerns only the float8 types, which graphlift does not have (it must still be an
+///   INT of 0 or 1).
 /// - The division is computed in `precision` (opset 23) if set, else in `y_scale`'s type
 ///   (`x` is converted to it first: FLOAT, FLOAT16, BFLOAT16, INT32 `x`), and rounds to
 ///   nearest, ties to even (`0.5 -> 0`, `1.5 -> 2`, `2.5 -> 2`); the zero point is added
@@ -253,6 +254,12 @@ pub(super) fn quantize_linear(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Ou
     )?;
     let scale_type = e.require(scale, ElementType::is_float, "a float scale and a")?;
     let output_dtype = type_attr(e, "output_dtype")?;
+    // `saturate` has no effect here, but a malformed one is still an error.
+    if let Some(s) = e.attr_i64("saturate")? {
+        if !(0..=1).contains(&s) {
+            return Err(e.attribute_error("saturate", format!("{s} must be 0 or 1")));
+        }
+    }
     let zp = zero_point(e, ins, scale, output_dtype.map(|t| (t, "output_dtype")))?;
     let to = match zp {
         Some(zp) => e.et(zp)?,

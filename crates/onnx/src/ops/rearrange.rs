@@ -107,11 +107,13 @@ pub(super) fn tile(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxE
 
 /// The `blocksize` attribute (required, >= 1) and `X`'s `[N, C, H, W]`.
 fn blocks(e: &NodeEmitter<'_>, x: Output) -> Result<(usize, [usize; 4]), OnnxError> {
-    let b = e.attr_i64("blocksize")?;
-    let b = b
-        .and_then(|b| usize::try_from(b).ok())
+    let b = e
+        .attr_i64("blocksize")?
+        .ok_or_else(|| e.attribute_error("blocksize", "is required".into()))?;
+    let b = usize::try_from(b)
+        .ok()
         .filter(|&b| b >= 1)
-        .ok_or_else(|| e.attribute_error("blocksize", format!("{b:?} must be given, >= 1")))?;
+        .ok_or_else(|| e.attribute_error("blocksize", format!("must be >= 1, is {b}")))?;
     let d = dims(e, x)?;
     let [n, c, h, w] = d[..] else {
         return Err(e.shape_error(format!("X {d:?} must be [N, C, H, W]")));

@@ -4,7 +4,7 @@
 
 use graphlift_ir::{ElementType, Op, Output, ScatterReduction};
 
-use super::gather::{fits_off_axis, i64s, require_index};
+use super::gather::{check_constant_indices, fits_off_axis, i64s, require_index};
 use super::layout::{axis, dims, reshape_to};
 use super::In;
 use crate::emit::NodeEmitter;
@@ -59,6 +59,8 @@ pub(super) fn scatter_nd(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output,
         )));
     }
     numeric_if_reduced(e, data, r)?;
+    let q = di.last().copied().unwrap_or(1).max(1);
+    check_constant_indices(e, indices, &dd, |i| i % q)?;
     e.op(Op::ScatterNd(r), &[data, indices, updates])
 }
 
@@ -81,6 +83,7 @@ pub(super) fn scatter_elements(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<O
         )));
     }
     numeric_if_reduced(e, data, r)?;
+    check_constant_indices(e, indices, &dd, |_| a)?;
     // Tuples [.., rank]: the element's coordinates before the axis, the index, those after.
     let count: usize = di.iter().product();
     let coordinates = |e: &mut NodeEmitter<'_>, axes: std::ops::Range<usize>| {

@@ -29,6 +29,12 @@ pub(super) fn top_k(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>,
     } else {
         e.arity(ins, 2, 2)?;
         let k = e.input(ins, 1)?;
+        let k_shape = e.ty(k)?.shape;
+        if k_shape.rank() != 1 {
+            return Err(e.shape_error(format!(
+                "K must be a 1-D tensor of one element, has shape {k_shape}"
+            )));
+        }
         match e.constant_ints(k, "input 1 (`K`)")?[..] {
             [k] => k,
             ref other => {

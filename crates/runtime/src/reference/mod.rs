@@ -79,7 +79,8 @@ pub use window_backprop::{
 /// | `Floor`, `Ceil`, `Round`, `Sign`, `Relu` on integers | | identity (rounding) / `signum` / `max(x, 0)` |
 /// | `Abs`, `Relu`, `Sign`, `Negative` on unsigned integers | | identity / identity / 0 or 1 / wraps (`-1u8 = 255`) |
 /// | `Round` | ties | to even (`2.5 -> 2`, `-0.5 -> -0`), as ONNX and numpy |
-/// | `Exp`, `Log`, `Sqrt`, `Tanh`, `Sigmoid`, `Erf`, `Expm1`, `Log1p`, `Power` on `f32` | | computed in `f64`, rounded once to `f32` (the most accurate reference) |
+/// | `Exp`, `Log`, `Sqrt`, `Tanh`, `Sigmoid`, `Erf`, `Expm1`, `Log1p`, the trigonometric and hyperbolic functions, `Power` on `f32` | | computed in `f64`, rounded once to `f32` (the most accurate reference) |
+/// | `Sin`, `Cos`, `Tan`, `Asin`, `Acos`, `Atan`, `Sinh`, `Cosh`, `Asinh`, `Acosh`, `Atanh` | | Rust's `f64` functions (the C library's): `sin(±inf)`, `cos(±inf)`, `tan(±inf)` NaN; `asin`, `acos` NaN outside `[-1, 1]`; `acosh(x < 1)` NaN; `atanh(±1) = ±inf`, NaN outside `[-1, 1]`; odd ones keep the sign of zero |
 /// | `Sigmoid` | | `1/(1+e^-x)` for `x >= 0`, `e^x/(1+e^x)` otherwise (no overflow); in `[0, 1]` |
 /// | `Log` | `x = 0` / `x < 0` | `-inf` / NaN |
 /// | `Expm1`, `Log1p` | | Rust's `exp_m1` / `ln_1p` (C99 `expm1` / `log1p`): `Expm1(-inf) = -1`, `Log1p(-1) = -inf`, `Log1p(x < -1) = NaN`, both keep the sign of zero |

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the ONNX-import fuzz target (fuzz/fuzz_targets/onnx_import.rs):
+one small valid model per operator, `fuzz/corpus/onnx_import/<Op>.onnx`.
+
+The operators are the ones most recently added to the importer and the trigonometric and
+hyperbolic functions; each model is one node (constant operands as initializers) at opset
+OPSET, checked with `onnx.checker`. Run with the venv that has `onnx` (README: "Test data"):
+
+    /work/main/target/models/venv/bin/python scripts/make-fuzz-corpus.py
+
+The models are committed; `tests/fuzz_corpus.rs` imports and runs every one of them on both
+backends, so a change to the importer that breaks a seed fails the tests.
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 21
+F, I64, I32, U8, I8, B = (TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32,
+                          TensorProto.UINT8, TensorProto.INT8, TensorProto.BOOL)
+
+
+def tensor(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def f32(*shape, lo=-1.0, hi=1.0):
+    """Deterministic values in [lo, hi) of `shape`."""
+    n = int(np.prod(shape)) if shape else 1
+    return (lo + (hi - lo) * ((np.arange(n) * 0.6180339887) % 1.0)).astype(np.float32).reshape(shape)
+
+
+def model(op, inputs, outputs, attrs=None, inits=(), domain=""):
+    """A one-node model: `inputs` and `outputs` are (name, elem_type, shape); `inits` are
+    (name, array) initializers, named among the node's inputs but not graph inputs."""
+    init_names = [n for n, _ in inits]
+    node_inputs = [n for n, _, _ in inputs]
+    for n in init_names:
+        if n not in node_inputs:
+            node_inputs.append(n)
+    node = helper.make_node(op, node_inputs, [n for n, _, _ in outputs], name=f"{op.lower()}0",
+                            domain=domain, **(attrs or {}))
+    graph = helper.make_graph(
+        [node], op.lower(),
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs if n not in init_names],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
+        initializer=[tensor(n, a) for n, a in inits])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                          producer_name="graphlift make-fuzz-corpus")
+    m.ir_version = 10
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def unary(op, shape=(2, 3), t=F):
+    return model(op, [("x", t, shape)], [("y", t, shape)])
+
+
+def corpus():
+    x = ("x", F, [1, 2, 3, 3])
+    yield "Resize", model("Resize", [x, ("roi", F, [0]), ("scales", F, [4])],
+                          [("y", F, [1, 2, 6, 6])], {"mode": "nearest"},
+                          [("roi", np.zeros(0, np.float32)),
+                           ("scales", np.array([1, 1, 2, 2], np.float32))])
+    yield "Pad", model("Pad", [("x", F, [2, 3]), ("pads", I64, [4])], [("y", F, [3, 6])],
+                       {"mode": "constant"}, [("pads", np.array([1, 2, 0, 1], np.int64))])
+    yield "ConvTranspose", model("ConvTranspose", [x, ("w", F, [2, 1, 2, 2])],
+                                 [("y", F, [1, 1, 4, 4])], {},
+                                 [("w", f32(2, 1, 2, 2))])
+    yield "Gemm", model("Gemm", [("a", F, [2, 3]), ("b", F, [4, 3]), ("c", F, [4])],
+                        [("y", F, [2, 4])], {"transB": 1, "alpha": 0.5})
+    yield "Split", model("Split", [("x", F, [4, 2]), ("split", I64, [2])],
+                         [("y0", F, [1, 2]), ("y1", F, [3, 2])], {"axis": 0},
+                         [("split", np.array([1, 3], np.int64))])
+    yield "LogSoftmax", model("LogSoftmax", [("x", F, [2, 3])], [("y", F, [2, 3])], {"axis": 1})
+    yield "AveragePool", model("AveragePool", [x], [("y", F, [1, 2, 2, 2])],
+                               {"kernel_shape": [2, 2]})
+    yield "GlobalMaxPool", model("GlobalMaxPool", [x], [("y", F, [1, 2, 1, 1])])
+    yield "ArgMax", model("ArgMax", [("x", F, [2, 3])], [("y", I64, [2, 1])], {"axis": 1})
+    yield "ArgMin", model("ArgMin", [("x", F, [2, 3])], [("y", I64, [1, 3])], {"axis": 0})
+    yield "Tile", model("Tile", [("x", F, [2, 3]), ("repeats", I64, [2])], [("y", F, [4, 3])],
+                        {}, [("repeats", np.array([2, 1], np.int64))])
+    yield "Range", model("Range", [("start", F, []), ("limit", F, []), ("delta", F, [])],
+                         [("y", F, [4])], {},
+                         [("start", np.array(0, np.float32)), ("limit", np.array(2, np.float32)),
+                          ("delta", np.array(0.5, np.float32))])
+    yield "Size", model("Size", [("x", F, [2, 3])], [("y", I64, [])])
+    yield "DepthToSpace", model("DepthToSpace", [("x", F, [1, 4, 2, 2])], [("y", F, [1, 1, 4, 4])],
+                                {"blocksize": 2, "mode": "CRD"})
+    yield "SpaceToDepth", model("SpaceToDepth", [("x", F, [1, 1, 4, 4])],
+                                [("y", F, [1, 4, 2, 2])], {"blocksize": 2})
+    yield "Trilu", model("Trilu", [("x", F, [3, 3]), ("k", I64, [])], [("y", F, [3, 3])],
+                         {"upper": 0}, [("k", np.array(1, np.int64))])
+    yield "IsNaN", model("IsNaN", [("x", F, [2, 3])], [("y", B, [2, 3])])
+    yield "IsInf", model("IsInf", [("x", F, [2, 3])], [("y", B, [2, 3])], {"detect_negative": 0})
+    yield "CumSum", model("CumSum", [("x", F, [2, 3]), ("axis", I64, [])], [("y", F, [2, 3])],
+                          {"reverse": 1}, [("axis", np.array(1, np.int64))])
+    seq, batch, inp, hid = 2, 1, 3, 2
+    for op, gates in (("LSTM", 4), ("GRU", 3), ("RNN", 1)):
+        yield op, model(op, [("x", F, [seq, batch, inp]), ("w", F, [1, gates * hid, inp]),
+                             ("r", F, [1, gates * hid, hid])],
+                        [("y", F, [seq, 1, batch, hid])], {"hidden_size": hid},
+                        [("w", f32(1, gates * hid, inp)), ("r", f32(1, gates * hid, hid))])
+    yield "GatherElements", model("GatherElements", [("x", F, [2, 3]), ("i", I64, [2, 2])],
+                                  [("y", F, [2, 2])], {"axis": 1},
+                                  [("i", np.array([[0, 2], [1, -1]], np.int64))])
+    yield "GatherND", model("GatherND", [("x", F, [2, 3]), ("i", I64, [2, 2])], [("y", F, [2])],
+                            {}, [("i", np.array([[0, 1], [1, 2]], np.int64))])
+    yield "OneHot", model("OneHot", [("i", I64, [3]), ("depth", I64, []), ("values", F, [2])],
+                          [("y", F, [3, 4])], {"axis": -1},
+                          [("depth", np.array(4, np.int64)),
+                           ("values", np.array([0, 1], np.float32))])
+    yield "InstanceNormalization", model(
+        "InstanceNormalization", [x, ("s", F, [2]), ("b", F, [2])], [("y", F, [1, 2, 3, 3])],
+        {"epsilon": 1e-5}, [("s", f32(2)), ("b", f32(2))])
+    yield "GroupNormalization", model(
+        "GroupNormalization", [("x", F, [1, 4, 2, 2]), ("s", F, [4]), ("b", F, [4])],
+        [("y", F, [1, 4, 2, 2])], {"num_groups": 2}, [("s", f32(4)), ("b", f32(4))])
+    yield "TopK", model("TopK", [("x", F, [2, 4]), ("k", I64, [1])],
+                        [("v", F, [2, 2]), ("i", I64, [2, 2])], {"axis": 1},
+                        [("k", np.array([2], np.int64))])
+    yield "ScatterND", model("ScatterND", [("x", F, [4, 2]), ("i", I64, [2, 1]), ("u", F, [2, 2])],
+                             [("y", F, [4, 2])], {}, [("i", np.array([[0], [3]], np.int64))])
+    yield "ScatterElements", model(
+        "ScatterElements", [("x", F, [2, 3]), ("i", I64, [1, 2]), ("u", F, [1, 2])],
+        [("y", F, [2, 3])], {"axis": 1, "reduction": "add"},
+        [("i", np.array([[0, 2]], np.int64))])
+    yield "Einsum", model("Einsum", [("a", F, [2, 3]), ("b", F, [3, 4])], [("y", F, [2, 4])],
+                          {"equation": "ij,jk->ik"})
+    yield "Mod", model("Mod", [("a", F, [2, 3]), ("b", F, [3])], [("y", F, [2, 3])], {"fmod": 1})
+    scale, zp = ("scale", np.array(0.05, np.float32)), ("zp", np.array(3, np.uint8))
+    yield "QuantizeLinear", model("QuantizeLinear", [("x", F, [2, 3]), ("scale", F, []),
+                                                     ("zp", U8, [])],
+                                  [("y", U8, [2, 3])], {}, [scale, zp])
+    yield "DequantizeLinear", model("DequantizeLinear", [("x", U8, [2, 3]), ("scale", F, []),
+                                                         ("zp", U8, [])],
+                                    [("y", F, [2, 3])], {}, [scale, zp])
+    yield "DynamicQuantizeLinear", model("DynamicQuantizeLinear", [("x", F, [2, 3])],
+                                         [("y", U8, [2, 3]), ("s", F, []), ("z", U8, [])])
+    yield "MatMulInteger", model("MatMulInteger", [("a", U8, [2, 3]), ("b", U8, [3, 2]),
+                                                   ("az", U8, []), ("bz", U8, [])],
+                                 [("y", I32, [2, 2])], {},
+                                 [("az", np.array(1, np.uint8)), ("bz", np.array(2, np.uint8))])
+    yield "ConvInteger", model("ConvInteger", [("x", U8, [1, 1, 3, 3]), ("w", U8, [1, 1, 2, 2])],
+                               [("y", I32, [1, 1, 2, 2])], {},
+                               [("w", np.array([[[[1, 2], [3, 4]]]], np.uint8))])
+    q = [("as", np.array(0.1, np.float32)), ("az", np.array(2, np.uint8)),
+         ("bs", np.array(0.2, np.float32)), ("bz", np.array(1, np.uint8)),
+         ("ys", np.array(0.3, np.float32)), ("yz", np.array(4, np.uint8))]
+    scalars = lambda names: [(n, F if n.endswith("s") else U8, []) for n in names]
+    yield "QLinearMatMul", model(
+        "QLinearMatMul", [("a", U8, [2, 3])] + scalars(["as", "az"]) + [("b", U8, [3, 2])]
+        + scalars(["bs", "bz", "ys", "yz"]), [("y", U8, [2, 2])], {}, q)
+    yield "QLinearConv", model(
+        "QLinearConv", [("x", U8, [1, 1, 3, 3])] + scalars(["as", "az"]) + [("w", U8, [1, 1, 2, 2])]
+        + scalars(["bs", "bz", "ys", "yz"]), [("y", U8, [1, 1, 2, 2])], {},
+        q[:2] + [("w", np.array([[[[1, 2], [3, 4]]]], np.uint8))] + q[2:])
+    for op in ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
+               "Atanh"):
+        yield op, unary(op)
+
+
+def main():
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus",
+                       "onnx_import")
+    os.makedirs(out, exist_ok=True)
+    names = []
+    for name, m in corpus():
+        with open(os.path.join(out, f"{name}.onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+        names.append(name)
+    print(f"wrote {len(names)} models to {os.path.normpath(out)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
