@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Side-by-side latency of the two real models on graphlift CPU-JIT (`graphlift bench`) and
-# onnxruntime (CPU provider, pinned in fetch-models.sh), 1 and 2 threads, in one run:
-# MiniLM at batch 1, sequence 128, and the PP-OCR classifier at [1, 3, 48, 192]. Each
-# configuration alternates graphlift and onnxruntime for ROUNDS rounds; the table gives
-# each side's median of round medians and the ratio graphlift / onnxruntime.
+# Side-by-side latency of the two real models on graphlift CPU-JIT (`graphlift bench`),
+# onnxruntime (CPU provider, pinned in fetch-models.sh) and OpenVINO (CPU plugin, f32
+# inference precision, pinned below; installed into the models' venv on first use), 1 and
+# 2 threads, in one run: MiniLM at sequence 128, batch 1 and 8, and the PP-OCR classifier at
+# [B, 3, 48, 192], batch 1 and 6. Each configuration alternates the three for ROUNDS
+# rounds; the table gives each one's median of round medians and the ratios graphlift /
+# onnxruntime and graphlift / OpenVINO.
 #
 #   bash scripts/bench-models.sh            # ROUNDS=3 RUNS=50 by default
 set -euo pipefail
@@ -11,14 +13,21 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 ROUNDS="${ROUNDS:-3}"
 RUNS="${RUNS:-50}"
+OPENVINO_VERSION="2026.4.1"
 bash scripts/fetch-models.sh >/dev/null
 cargo build --release -q -p graphlift-cli
 models="$repo/target/models"
 py="$models/venv/bin/python"
 graphlift="$repo/target/release/graphlift"
+"$py" -c "import openvino" 2>/dev/null ||
+    "$py" -m pip install --disable-pip-version-check --quiet "openvino==$OPENVINO_VERSION"
 
 ort_median() { # model threads dims
     "$py" "$repo/scripts/ort_median.py" "$1" "$2" "$RUNS" "$3"
+}
+
+ov_median() { # model threads dims
+    "$py" "$repo/scripts/ov_median.py" "$1" "$2" "$RUNS" "$3"
 }
 
 gl_median() { # model threads shape
@@ -28,18 +37,23 @@ gl_median() { # model threads shape
 
 median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-printf "%-28s %7s %14s %14s %7s\n" model threads graphlift_ms onnxruntime_ms ratio
+printf "%-28s %7s %7s %13s %15s %12s %8s %8s\n" model shape threads graphlift_ms \
+    onnxruntime_ms openvino_ms vs_ort vs_ov
 for spec in "paraphrase-MiniLM-L3-v2.onnx input_ids=1x128" \
-            "ch_ppocr_mobile_v2.0_cls_infer.onnx x=1x3x48x192"; do
+            "paraphrase-MiniLM-L3-v2.onnx input_ids=8x128" \
+            "ch_ppocr_mobile_v2.0_cls_infer.onnx x=1x3x48x192" \
+            "ch_ppocr_mobile_v2.0_cls_infer.onnx x=6x3x48x192"; do
     set -- $spec
     for threads in 1 2; do
-        g=(); o=()
+        g=(); o=(); v=()
         for _ in $(seq "$ROUNDS"); do
             g+=("$(gl_median "$models/$1" "$threads" "$2")")
             o+=("$(ort_median "$models/$1" "$threads" "${2#*=}")")
+            v+=("$(ov_median "$models/$1" "$threads" "${2#*=}")")
         done
         gm=$(echo "${g[*]}" | median); om=$(echo "${o[*]}" | median)
-        awk -v m="${1%.onnx}" -v t="$threads" -v g="$gm" -v o="$om" \
-            'BEGIN { printf "%-28s %7s %14s %14s %7.2f\n", m, t, g, o, g / o }'
+        vm=$(echo "${v[*]}" | median)
+        awk -v m="${1%.onnx}" -v s="${2#*=}" -v t="$threads" -v g="$gm" -v o="$om" -v v="$vm" \
+            'BEGIN { printf "%-28s %7s %7s %13s %15s %12s %8.2f %8.2f\n", m, s, t, g, o, v, g / o, g / v }'
     done
 done
