@@ -82,6 +82,35 @@ fn folding_keeps_signed_zero_nan_and_integer_edge_cases_of_the_reference() {
 }
 
 #[test]
+fn trigonometric_and_hyperbolic_functions_fold_to_the_reference_values() {
+    // Each of the eleven on constants folds to the interpreter's f32 values (f64, rounded
+    // once), NaN outside a domain included.
+    let xs = [-0.0f32, 0.5, -0.9, 1.5, 3.0];
+    for op in UnaryOp::TRIG {
+        let b = FunctionBuilder::new("trig");
+        let c = b.constant(xs.to_vec(), [xs.len()]);
+        let y = b.op(Op::Unary(op), &[c]).named("y");
+        let mut f = b.finish(&[y]).unwrap();
+        assert!(
+            run_checked(&ConstantFolding::new(), &mut f),
+            "{}",
+            op.name()
+        );
+        let TensorData::F32(v) = constant_data(&f, result_node(&f, 0)) else {
+            panic!("f32")
+        };
+        for (x, got) in xs.iter().zip(v) {
+            let want = graphlift_runtime::reference::unary_f32(op, *x);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{}({x}) folded to {got}, the reference gives {want}",
+                op.name()
+            );
+        }
+    }
+}
+
+#[test]
 fn broadcasts_are_folded_through_never_materialized() {
     // relu(bcast(-2)) * bcast(3) over 2^20 + 1024 elements becomes bcast(relu(-2) * 3): a
     // scalar Constant broadcast, beyond the cap and without materializing anything.
