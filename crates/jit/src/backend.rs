@@ -4,6 +4,7 @@
 
 mod buffers;
 mod compile_plan;
+mod control_flow;
 mod epilogue;
 mod executable;
 mod executable_cache;

@@ -237,14 +237,12 @@ impl<'a> NodeEmitter<'a> {
     /// [`OnnxError::RunTimeOperand`] when it is a graph input (a caller can give its value),
     /// else [`OnnxError::UnsupportedFeature`] with `hint`.
     fn not_constant(&self, v: Output, what: &str, hint: &str) -> OnnxError {
-        if let Ok(node) = self.function.node(v.node) {
-            if matches!(node.op(), Op::Parameter) {
-                return OnnxError::RunTimeOperand {
-                    at: self.at(),
-                    what: what.to_string(),
-                    input: node.name().to_string(),
-                };
-            }
+        if let Some(input) = parameter_source(self.function, v) {
+            return OnnxError::RunTimeOperand {
+                at: self.at(),
+                what: what.to_string(),
+                input,
+            };
         }
         let hint = if hint.is_empty() {
             String::new()
@@ -667,4 +665,26 @@ impl<'a> NodeEmitter<'a> {
                 )
             })
     }
+}
+
+/// The name of the Parameter that `v` is, or the nearest one it is computed from
+/// (breadth-first over its operands): giving that input's value at import is what can
+/// make `v` a constant (a `Range` over `Squeeze(i)`, a `Slice` end `Min(d, i + 1)`). A
+/// loop body's iteration number and carried values are Parameters of the body, so this
+/// is also how a body names the values it must be specialised for
+/// (`import/control_flow.rs`).
+pub(crate) fn parameter_source(function: &Function, v: Output) -> Option<String> {
+    let mut seen = HashSet::new();
+    let mut queue = std::collections::VecDeque::from([v.node]);
+    while let Some(id) = queue.pop_front() {
+        if !seen.insert(id) || seen.len() > 4096 {
+            continue;
+        }
+        let node = function.node(id).ok()?;
+        if matches!(node.op(), Op::Parameter) {
+            return Some(node.name().to_string());
+        }
+        queue.extend(node.inputs().iter().map(|o| o.node));
+    }
+    None
 }

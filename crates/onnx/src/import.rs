@@ -10,6 +10,7 @@ use prost::Message;
 use crate::error::{NodeRef, OnnxError};
 use crate::proto::{GraphProto, ModelProto, NodeProto};
 
+mod control_flow;
 mod importer;
 mod value_info;
 

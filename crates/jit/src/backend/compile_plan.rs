@@ -145,6 +145,7 @@ impl CpuJitBackend {
             pass_report: l.pass_report,
             compiled: l.compiled,
             variables: l.variables,
+            control_flow: l.control_flow,
         })
     }
 }
@@ -186,6 +187,7 @@ pub(super) struct Lowering {
     buffer_of: Vec<usize>,
     buffers: usize,
     compiled: Vec<CompiledKernel>,
+    control_flow: Vec<graphlift_runtime::control_flow::CompiledBodies>,
 }
 
 impl Lowering {
@@ -213,6 +215,7 @@ impl Lowering {
             buffer_of: Vec::new(),
             buffers: 0,
             compiled: Vec::new(),
+            control_flow: Vec::new(),
         })
     }
 
@@ -288,6 +291,10 @@ impl Lowering {
                         in_place: Vec::new(),
                     });
                     continue;
+                }
+                Op::ControlFlow(cf) => {
+                    self.control_flow.push(control_flow::compile_bodies(backend, cf)?);
+                    StepKind::ControlFlow(self.control_flow.len() - 1)
                 }
                 _ => StepKind::Native,
             };

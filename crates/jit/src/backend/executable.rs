@@ -77,6 +77,8 @@ pub(super) struct ExecutablePlan {
     pub(super) target: Target,
     /// The source function's variables by name, indexed by [`Loc::Variable`].
     pub(super) variables: Vec<String>,
+    /// The compiled bodies of each control-flow step ([`StepKind::ControlFlow`]).
+    pub(super) control_flow: Vec<graphlift_runtime::control_flow::CompiledBodies>,
 }
 
 const _: () = {
@@ -373,7 +375,11 @@ impl Executable for CpuJitExecutable {
                         "its kernel wrote the value into `{}` in place",
                         variable(v)
                     )),
-                    StepKind::Kernel(_) | StepKind::Native => None,
+                    StepKind::Kernel(_) | StepKind::Native | StepKind::ControlFlow(_) => None,
+                },
+                control_flow: match s.kind {
+                    StepKind::ControlFlow(c) => self.plan.control_flow_info(n, c),
+                    _ => None,
                 },
             })
             .collect()

@@ -190,6 +190,7 @@ impl CpuJitExecutable {
             (StepKind::ReadAlias(_) | StepKind::Assign(_) | StepKind::AssignInPlace(_), _) => Err(
                 Self::execution_error(node, "a state step runs in run_state_step".into()),
             ),
+            (StepKind::ControlFlow(c), _) => self.run_control_flow(node, c, &ins),
             (StepKind::Kernel(k), _) => {
                 let mut outs = kernel_outputs(node, seeded)?;
                 let in_data: Vec<&TensorData> = ins.iter().map(|t| t.data()).collect();
