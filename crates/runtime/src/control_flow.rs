@@ -132,7 +132,7 @@ impl Bodies for CompiledBodies {
             function: "control flow".into(),
             message: format!("no body {k}"),
         })?;
-        exe.run(inputs)
+        crate::trace::untraced(|| exe.run(inputs))
     }
 
     fn run_specialized(
@@ -154,14 +154,14 @@ impl Bodies for CompiledBodies {
                     function: body.name.clone(),
                     message,
                 })?;
-                let e = (self.compile)(&f)?;
+                let e = crate::trace::untraced(|| (self.compile)(&f))?;
                 if let Ok(mut c) = self.specialized.lock() {
                     c.insert(key, Arc::clone(&e));
                 }
                 e
             }
         };
-        exe.run(inputs)
+        crate::trace::untraced(|| exe.run(inputs))
     }
 }
 

@@ -615,7 +615,7 @@ impl<'m> Importer<'m> {
         let probe = import_binding(body_g, &mut spec, &mut captures, f, cx, &initial_of, at)?;
         // Scan outputs need a static length.
         let scan_length = if k_scan > 0 {
-            Some(self.static_trip_count(trip, cond, &probe, at)?)
+            Some(self.static_trip_count(trip, cond, &probe, !spec.bound.is_empty(), at)?)
         } else {
             None
         };
@@ -662,12 +662,14 @@ impl<'m> Importer<'m> {
 
     /// The iteration count of a loop whose scan outputs need it static: a constant `M` with
     /// a constant (or absent) `cond` and a body whose condition result is `true` or its
-    /// condition input.
+    /// condition input (a body specialised per iteration must pass the condition input
+    /// through: a constant in one specialisation may depend on the bound values).
     fn static_trip_count(
         &self,
         trip: Output,
         cond: Output,
         body: &Function,
+        specialised: bool,
         at: &NodeRef,
     ) -> Result<usize, OnnxError> {
         let why = "the length of its scan outputs is the number of iterations, which graphlift \
@@ -697,7 +699,8 @@ impl<'m> Importer<'m> {
             .and_then(|&r| body.result_source(r).ok());
         let trivially_true = body_cond.is_some_and(|o| {
             body.parameters().get(1) == Some(&o.node)
-                || constant_of(body, o).is_some_and(|t| t.data().get_f64(0) == Some(1.0))
+                || (!specialised
+                    && constant_of(body, o).is_some_and(|t| t.data().get_f64(0) == Some(1.0)))
         });
         if !trivially_true {
             return Err(OnnxError::UnsupportedFeature {
