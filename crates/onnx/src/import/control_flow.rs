@@ -338,6 +338,62 @@ fn import_binding(
     }
 }
 
+/// The nodes of a loop body that read only loop-invariant values (outer-scope values, the
+/// `invariant` body inputs, and the outputs of such nodes), in order: deterministic
+/// default-domain nodes without subgraphs, and the `Constant`s they read. Hoisting them
+/// out of the loop computes them once per run instead of once per iteration (SLANet's
+/// decoder transposes two weight matrices in its body).
+fn hoistable<'a>(body: &GraphProto, invariant: impl Iterator<Item = &'a str>) -> Vec<usize> {
+    const IMPURE: [&str; 9] = [
+        "If",
+        "Loop",
+        "Scan",
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+    ];
+    let mut local: HashSet<&str> = body.input.iter().map(|v| v.name.as_str()).collect();
+    local.extend(body.initializer.iter().map(|t| t.name.as_str()));
+    for nd in &body.node {
+        local.extend(nd.output.iter().map(String::as_str));
+    }
+    let mut available: HashSet<&str> = invariant.collect();
+    let mut candidates = Vec::new();
+    for (k, nd) in body.node.iter().enumerate() {
+        let pure = super::is_default_domain(&nd.domain)
+            && !IMPURE.contains(&nd.op_type.as_str())
+            && nd.attribute.iter().all(|a| a.g.is_none() && a.graphs.is_empty());
+        let ready = nd
+            .input
+            .iter()
+            .all(|i| i.is_empty() || available.contains(i.as_str()) || !local.contains(i.as_str()));
+        if pure && ready {
+            available.extend(nd.output.iter().map(String::as_str));
+            candidates.push(k);
+        }
+    }
+    // Constants move only with a node that reads them.
+    let moving: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|&k| body.node[k].op_type != "Constant")
+        .collect();
+    let read: HashSet<&str> = moving
+        .iter()
+        .flat_map(|&k| body.node[k].input.iter().map(String::as_str))
+        .collect();
+    candidates
+        .into_iter()
+        .filter(|&k| {
+            let nd = &body.node[k];
+            nd.op_type != "Constant" || nd.output.iter().any(|o| read.contains(o.as_str()))
+        })
+        .collect()
+}
+
 /// The [`Specializer`] of an ONNX loop body: imports the subgraph again with the bound
 /// parameters' values.
 #[derive(Debug)]
@@ -578,22 +634,56 @@ impl<'m> Importer<'m> {
         for &k in &variant {
             params.push((body_g.input[2 + k].name.clone(), ty(&self.function, initial[k])?));
         }
-        let mut names: Vec<String> = Vec::new();
-        let mut values: Vec<Output> = Vec::new();
-        for k in (0..n).filter(|&k| invariant[k]) {
-            names.push(body_g.input[2 + k].name.clone());
-            values.push(initial[k]);
-        }
-        let free = free_names(body_g);
-        let mut captures = Captures::resolve(self, free, at)?;
-        for (name, v) in names.into_iter().zip(values) {
-            let k = constant_of(&self.function, v);
-            let small = k.as_ref().is_some_and(|t| t.len() <= EMBED_LIMIT);
-            captures.add(name, v, k, small);
-        }
+        // Loop-invariant code motion: the body's nodes that read only invariant values run
+        // once, before the loop, in this graph (the invariant carried values are their
+        // initial values here while they are imported).
+        let invariant_names: Vec<(String, Output)> = (0..n)
+            .filter(|&k| invariant[k])
+            .map(|k| (body_g.input[2 + k].name.clone(), initial[k]))
+            .collect();
+        let hoisted = if invariant_names.iter().any(|(name, _)| self.values.contains_key(name)) {
+            Vec::new()
+        } else {
+            hoistable(body_g, invariant_names.iter().map(|(n, _)| n.as_str()))
+        };
+        let body_owned: GraphProto;
+        let body_g: &GraphProto = if hoisted.is_empty() {
+            body_g
+        } else {
+            for (name, v) in &invariant_names {
+                self.values.insert(name.clone(), *v);
+            }
+            let imported: Result<(), OnnxError> =
+                hoisted.iter().try_for_each(|&h| self.node(h, &body_g.node[h]));
+            for (name, _) in &invariant_names {
+                self.values.remove(name);
+            }
+            imported?;
+            let mut b = body_g.clone();
+            b.node = body_g
+                .node
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| !hoisted.contains(k))
+                .map(|(_, n)| n.clone())
+                .collect();
+            body_owned = b;
+            &body_owned
+        };
         let mut results = vec![body_g.output[0].name.clone()];
         results.extend(variant.iter().map(|&k| body_g.output[1 + k].name.clone()));
         results.extend(body_g.output[1 + n..].iter().map(|o| o.name.clone()));
+        let free = free_names(body_g);
+        let mut captures = Captures::resolve(self, free, at)?;
+        for (name, v) in invariant_names {
+            let used = results.contains(&name)
+                || body_g.node.iter().any(|nd| nd.input.contains(&name));
+            if used {
+                let k = constant_of(&self.function, v);
+                let small = k.as_ref().is_some_and(|t| t.len() <= EMBED_LIMIT);
+                captures.add(name, v, k, small);
+            }
+        }
         let mut spec = BodySpec {
             params,
             captured: Vec::new(),
