@@ -12,13 +12,16 @@ use graphlift_runtime::{Backend, RuntimeError, Tensor};
 use super::executable::ExecutablePlan;
 use super::{CpuJitBackend, CpuJitExecutable};
 
-/// Compiles the static bodies of `cf` with `backend` (sharing its kernel and executable
-/// caches); specialisations compile on first use.
+/// Compiles the static bodies of `cf` with `backend` (sharing its kernel cache and thread
+/// pool); specialisations compile on first use. The bodies bypass the executable cache:
+/// [`CompiledBodies`] keeps each compiled body itself, and the specialisations of one body
+/// differ only in constants, so they share a fingerprint and every lookup would compare a
+/// new one with all before it (quadratic in the iteration count: SLANet's 501).
 pub(super) fn compile_bodies(
     backend: &CpuJitBackend,
     cf: &ControlFlow,
 ) -> Result<CompiledBodies, RuntimeError> {
-    let be = backend.clone();
+    let be = backend.clone().with_executable_cache(false);
     let compile: CompileFn = Arc::new(move |f| be.compile(f));
     CompiledBodies::new(cf, compile)
 }
