@@ -7,12 +7,14 @@
 use std::sync::Arc;
 
 use graphlift::ir::control_flow::{Body, ControlFlow, If, Loop, Scan};
+use graphlift::ir::Output;
 use graphlift::ir::{BinaryOp, ReduceOp, Reduction};
 use graphlift::onnx::prost::Message;
 use graphlift::onnx::proto::*;
 use graphlift::onnx::{import_model_bytes, import_model_bytes_with, ImportOptions};
-use graphlift::ir::Output;
-use graphlift::{Backend, ElementType::*, Function, FunctionBuilder, Op, Shape, Tensor, TensorData};
+use graphlift::{
+    Backend, ElementType::*, Function, FunctionBuilder, Op, Shape, Tensor, TensorData,
+};
 
 const BACKENDS: [&str; 2] = ["INTERPRETER", "CPU-JIT"];
 
@@ -34,7 +36,9 @@ fn running_sum_body(n: usize) -> Function {
     let acc = f.add_parameter("acc", F32, [n]).unwrap();
     let x = f.add_parameter("x", F32, [n]).unwrap();
     let fi = f.add_node(Op::Convert(F32), &[i.into()]).unwrap();
-    let fib = f.add_node(Op::Broadcast(Shape::new([n])), &[fi.into()]).unwrap();
+    let fib = f
+        .add_node(Op::Broadcast(Shape::new([n])), &[fi.into()])
+        .unwrap();
     let xi = f
         .add_node(Op::Binary(BinaryOp::Multiply), &[x.into(), fib.into()])
         .unwrap();
@@ -240,7 +244,13 @@ fn vi(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
     }
 }
 
-fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<AttributeProto>) -> NodeProto {
+fn node(
+    op: &str,
+    name: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attrs: Vec<AttributeProto>,
+) -> NodeProto {
     NodeProto {
         op_type: op.into(),
         name: name.into(),
@@ -276,7 +286,11 @@ fn constant(name: &str, data: &TensorData, shape: &[usize]) -> NodeProto {
     )
 }
 
-fn model(nodes: Vec<NodeProto>, inputs: Vec<ValueInfoProto>, outputs: Vec<ValueInfoProto>) -> Vec<u8> {
+fn model(
+    nodes: Vec<NodeProto>,
+    inputs: Vec<ValueInfoProto>,
+    outputs: Vec<ValueInfoProto>,
+) -> Vec<u8> {
     ModelProto {
         ir_version: 8,
         producer_name: "graphlift-tests".into(),
@@ -316,7 +330,10 @@ fn if_model(cond: Option<bool>, else_shape: &[i64]) -> Vec<u8> {
         }
     };
     let mut nodes = Vec::new();
-    let mut inputs = vec![vi("x", data_type::FLOAT, &[3]), vi("y", data_type::FLOAT, &[3])];
+    let mut inputs = vec![
+        vi("x", data_type::FLOAT, &[3]),
+        vi("y", data_type::FLOAT, &[3]),
+    ];
     match cond {
         Some(c) => nodes.push(constant("cond", &TensorData::Bool(vec![c]), &[])),
         None => inputs.insert(0, vi("cond", data_type::BOOL, &[])),
@@ -326,7 +343,10 @@ fn if_model(cond: Option<bool>, else_shape: &[i64]) -> Vec<u8> {
         "the_if",
         &["cond"],
         &["z"],
-        vec![graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)],
+        vec![
+            graph_attr("then_branch", then_g),
+            graph_attr("else_branch", else_g),
+        ],
     ));
     model(nodes, inputs, vec![vi("z", data_type::FLOAT, &[3])])
 }
@@ -335,7 +355,9 @@ fn if_model(cond: Option<bool>, else_shape: &[i64]) -> Vec<u8> {
 fn onnx_if_with_a_constant_condition_imports_the_taken_branch_inline() {
     let m = import_model_bytes(&if_model(Some(false), &[3])).unwrap();
     assert!(
-        !m.function.nodes().any(|n| matches!(n.op(), Op::ControlFlow(_))),
+        !m.function
+            .nodes()
+            .any(|n| matches!(n.op(), Op::ControlFlow(_))),
         "{}",
         m.function
     );
@@ -343,7 +365,10 @@ fn onnx_if_with_a_constant_condition_imports_the_taken_branch_inline() {
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], [3]).unwrap();
     let y = Tensor::from_vec(vec![1.0f32, 1.0, 1.0], [3]).unwrap();
     for be in BACKENDS {
-        assert_eq!(f32s(&run(be, &m.function, &[x.clone(), y.clone()])[0]), [0.0, 1.0, 2.0]);
+        assert_eq!(
+            f32s(&run(be, &m.function, &[x.clone(), y.clone()])[0]),
+            [0.0, 1.0, 2.0]
+        );
     }
 }
 
@@ -357,16 +382,27 @@ fn onnx_if_with_a_run_time_condition_is_a_real_if() {
     for be in BACKENDS {
         let t = Tensor::from_vec(vec![true], Shape::scalar()).unwrap();
         let f = Tensor::from_vec(vec![false], Shape::scalar()).unwrap();
-        assert_eq!(f32s(&run(be, &m.function, &[t, x.clone(), y.clone()])[0]), [2.0, 3.0, 4.0]);
-        assert_eq!(f32s(&run(be, &m.function, &[f, x.clone(), y.clone()])[0]), [0.0, 1.0, 2.0]);
+        assert_eq!(
+            f32s(&run(be, &m.function, &[t, x.clone(), y.clone()])[0]),
+            [2.0, 3.0, 4.0]
+        );
+        assert_eq!(
+            f32s(&run(be, &m.function, &[f, x.clone(), y.clone()])[0]),
+            [0.0, 1.0, 2.0]
+        );
     }
 }
 
 #[test]
 fn onnx_if_branches_that_disagree_are_an_error_naming_the_node() {
-    let e = import_model_bytes(&if_model(None, &[2])).unwrap_err().to_string();
+    let e = import_model_bytes(&if_model(None, &[2]))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("the_if"), "{e}");
-    assert!(e.contains("the branches disagree on output 0: then gives f32[3], else f32[2]"), "{e}");
+    assert!(
+        e.contains("the branches disagree on output 0: then gives f32[3], else f32[2]"),
+        "{e}"
+    );
 }
 
 /// A decoder-style loop: `buf` `f32[1, 5, 2]` is carried, and iteration `i` writes row `i`
@@ -391,7 +427,13 @@ fn decoder_model() -> Vec<u8> {
             node("Add", "t_next", &["t", "one"], &["t1"], vec![]),
             node("Min", "end", &["five", "t1"], &["end"], vec![]),
             // xs[:, t:end, :] is [1, 1, 2].
-            node("Slice", "row", &["xs", "t", "end", "axis1"], &["row"], vec![]),
+            node(
+                "Slice",
+                "row",
+                &["xs", "t", "end", "axis1"],
+                &["row"],
+                vec![],
+            ),
             node("Squeeze", "row2", &["row", "axis1"], &["row2"], vec![]),
             // Transpose(Transpose(w)) reads only the invariant `w`: hoisted out of the loop.
             node("Transpose", "wt", &["w"], &["wt"], vec![]),
@@ -404,12 +446,18 @@ fn decoder_model() -> Vec<u8> {
             node("Squeeze", "e0", &["end"], &["es"], vec![]),
             constant("step", &TensorData::I64(vec![1]), &[]),
             node("Range", "rng", &["ts", "es", "step"], &["idx"], vec![]),
-            node("Cast", "idxf", &["idx"], &["idxf"], vec![AttributeProto {
-                name: "to".into(),
-                r#type: attribute_type::INT,
-                i: 1,
-                ..Default::default()
-            }]),
+            node(
+                "Cast",
+                "idxf",
+                &["idx"],
+                &["idxf"],
+                vec![AttributeProto {
+                    name: "to".into(),
+                    r#type: attribute_type::INT,
+                    i: 1,
+                    ..Default::default()
+                }],
+            ),
             node("Add", "h_out", &["h1", "idxf"], &["h_out"], vec![]),
         ],
         output: vec![
@@ -424,7 +472,11 @@ fn decoder_model() -> Vec<u8> {
         constant("M", &i64s(&[10]), &[1]),
         constant("cond", &TensorData::Bool(vec![true]), &[1]),
         constant("t0", &i64s(&[0]), &[1]),
-        constant("wts", &TensorData::F32(vec![0.5, -0.25, 0.125, 1.0]), &[2, 2]),
+        constant(
+            "wts",
+            &TensorData::F32(vec![0.5, -0.25, 0.125, 1.0]),
+            &[2, 2],
+        ),
         node(
             "Loop",
             "decoder",
@@ -435,8 +487,14 @@ fn decoder_model() -> Vec<u8> {
     ];
     model(
         nodes,
-        vec![vi("xs", data_type::FLOAT, &[1, 5, 2]), vi("h0", data_type::FLOAT, &[1, 2])],
-        vec![vi("t_final", data_type::INT64, &[1]), vi("h_final", data_type::FLOAT, &[1, 2])],
+        vec![
+            vi("xs", data_type::FLOAT, &[1, 5, 2]),
+            vi("h0", data_type::FLOAT, &[1, 2]),
+        ],
+        vec![
+            vi("t_final", data_type::INT64, &[1]),
+            vi("h_final", data_type::FLOAT, &[1, 2]),
+        ],
     )
 }
 
@@ -446,7 +504,10 @@ fn decoder_reference(xs: &[f32], h0: [f32; 2]) -> [f32; 2] {
     let mut h = h0;
     for t in 0..5 {
         let hw = [h[0] * w[0] + h[1] * w[2], h[0] * w[1] + h[1] * w[3]];
-        h = [hw[0] + xs[2 * t] + t as f32, hw[1] + xs[2 * t + 1] + t as f32];
+        h = [
+            hw[0] + xs[2 * t] + t as f32,
+            hw[1] + xs[2 * t + 1] + t as f32,
+        ];
     }
     h
 }
@@ -461,15 +522,25 @@ fn onnx_loop_with_per_iteration_shape_operands_is_specialised_and_cached() {
         .nodes()
         .find(|n| n.op().type_name() == "Loop")
         .unwrap();
-    let Op::ControlFlow(cf) = loop_node.op() else { unreachable!() };
-    let ControlFlow::Loop(Loop { body: Body::Specialized(spec), carried, .. }) = &**cf else {
+    let Op::ControlFlow(cf) = loop_node.op() else {
+        unreachable!()
+    };
+    let ControlFlow::Loop(Loop {
+        body: Body::Specialized(spec),
+        carried,
+        ..
+    }) = &**cf
+    else {
         panic!("not specialised: {cf}")
     };
     // `w` is passed through unchanged: captured, not carried; the transposes of it run
     // once, before the loop, in the outer graph (where, `w` being constant, they fold).
     assert_eq!(*carried, 2);
     let body = spec.function_for(&[TensorData::I64(vec![0])]).unwrap();
-    assert!(body.nodes().all(|n| n.op().type_name() != "Transpose"), "{body}");
+    assert!(
+        body.nodes().all(|n| n.op().type_name() != "Transpose"),
+        "{body}"
+    );
     let xs: Vec<f32> = (0..10).map(|k| k as f32 * 0.5 - 1.0).collect();
     let want = decoder_reference(&xs, [0.25, -0.5]);
     let xs_t = Tensor::from_vec(xs, [1, 5, 2]).unwrap();
@@ -481,7 +552,10 @@ fn onnx_loop_with_per_iteration_shape_operands_is_specialised_and_cached() {
             assert_eq!(out[0].read::<i64>().unwrap(), [5], "{be}");
             let got = f32s(&out[1]);
             for (g, w) in got.iter().zip(want) {
-                assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{be} call {call}: {got:?} vs {want:?}");
+                assert!(
+                    (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                    "{be} call {call}: {got:?} vs {want:?}"
+                );
             }
             // One specialisation per value of t, imported once whatever the backends and calls.
             assert_eq!(spec.cached(), 5, "{be} call {call}");
@@ -492,7 +566,10 @@ fn onnx_loop_with_per_iteration_shape_operands_is_specialised_and_cached() {
                 .into_iter()
                 .find_map(|s| s.control_flow)
                 .unwrap_or_default();
-            assert!(how.contains("each specialisation compiled once (5 compiled so far)"), "{how}");
+            assert!(
+                how.contains("each specialisation compiled once (5 compiled so far)"),
+                "{how}"
+            );
         }
     }
 }
@@ -507,7 +584,13 @@ fn onnx_loop_scan_outputs_with_a_computed_condition_are_a_clear_error() {
     let l = g.node.iter_mut().find(|n| n.op_type == "Loop").unwrap();
     l.output.push("scan".into());
     let body = l.attribute[0].g.as_mut().unwrap();
-    body.node.push(node("Identity", "scan_copy", &["h_out"], &["h_scan"], vec![]));
+    body.node.push(node(
+        "Identity",
+        "scan_copy",
+        &["h_out"],
+        &["h_scan"],
+        vec![],
+    ));
     body.output.push(vi("h_scan", data_type::FLOAT, &[1, 2]));
     bytes = m.encode_to_vec();
     let e = import_model_bytes_with(&bytes, &ImportOptions::default())

@@ -125,6 +125,8 @@ pub struct Scan {
 
 /// A loop body: a Function, or one specialised per iteration for the values of some
 /// parameters (see the module docs).
+// The op holding it is behind an `Arc` already: boxing the Function would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
     /// A body of static shapes, compiled once.
@@ -206,7 +208,12 @@ impl Specialized {
     /// would change), naming the body.
     pub fn function_for(&self, values: &[TensorData]) -> Result<Function, String> {
         let key = specialization_key(values);
-        if let Some(f) = self.cache.lock().ok().and_then(|mut c| c.get(&key).cloned()) {
+        if let Some(f) = self
+            .cache
+            .lock()
+            .ok()
+            .and_then(|mut c| c.get(&key).cloned())
+        {
             return Ok(f);
         }
         let f = self.specializer.specialize(values)?;
@@ -250,7 +257,11 @@ fn short_values(v: &TensorData) -> String {
     let vals: Vec<String> = (0..n)
         .map(|i| v.get_f64(i).map_or("?".into(), |x| x.to_string()))
         .collect();
-    format!("[{}{}]", vals.join(", "), if v.len() > n { ", .." } else { "" })
+    format!(
+        "[{}{}]",
+        vals.join(", "),
+        if v.len() > n { ", .." } else { "" }
+    )
 }
 
 /// A bounded map, least recently used first out (a hit makes an entry the most recent).
@@ -368,7 +379,11 @@ impl fmt::Display for ControlFlow {
                 i.else_branch.name()
             ),
             ControlFlow::Loop(l) => {
-                write!(f, "Loop<carried={}, scan_outputs={}", l.carried, l.scan_outputs)?;
+                write!(
+                    f,
+                    "Loop<carried={}, scan_outputs={}",
+                    l.carried, l.scan_outputs
+                )?;
                 if let Some(n) = l.scan_length {
                     write!(f, ", length={n}")?;
                 }
@@ -410,7 +425,11 @@ fn signature(f: &Function) -> (Vec<TensorType>, Vec<TensorType>) {
 }
 
 /// Checks that `f` has exactly these parameter and result types.
-fn check_signature(f: &Function, params: &[TensorType], results: &[TensorType]) -> Result<(), String> {
+fn check_signature(
+    f: &Function,
+    params: &[TensorType],
+    results: &[TensorType],
+) -> Result<(), String> {
     let (p, r) = signature(f);
     if p.len() != params.len() {
         return Err(format!(
@@ -525,7 +544,11 @@ fn infer_loop(l: &Loop, inputs: &[TensorType]) -> Result<Vec<TensorType>, String
             l.scan_outputs
         ));
     }
-    one_element(&results[0], ElementType::Bool, "the body's condition result")?;
+    one_element(
+        &results[0],
+        ElementType::Bool,
+        "the body's condition result",
+    )?;
     let mut out = Vec::with_capacity(l.carried + l.scan_outputs);
     for k in 0..l.carried {
         let (init, next) = (&inputs[2 + k], &results[1 + k]);
@@ -564,7 +587,9 @@ fn infer_scan(s: &Scan, inputs: &[TensorType]) -> Result<Vec<TensorType>, String
         ));
     }
     if s.input_axes.len() != m || s.input_reverse.len() != m {
-        return Err(format!("needs an axis and a direction for each of {m} scan inputs"));
+        return Err(format!(
+            "needs an axis and a direction for each of {m} scan inputs"
+        ));
     }
     let k_out = results.len().saturating_sub(n);
     if s.output_axes.len() != k_out || s.output_reverse.len() != k_out {

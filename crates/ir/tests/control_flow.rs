@@ -67,26 +67,35 @@ fn loop_carried_value_changing_shape_is_an_error() {
     let acc = body.add_parameter("acc", F32, [3]).unwrap();
     body.add_parameter("x", F32, [3]).unwrap();
     let wider = body
-        .add_node(Op::Pad(graphlift_ir::Pad {
-            low: vec![0],
-            high: vec![1],
-            interior: vec![0],
-            mode: graphlift_ir::PadMode::Edge,
-        }), &[acc.into()])
+        .add_node(
+            Op::Pad(graphlift_ir::Pad {
+                low: vec![0],
+                high: vec![1],
+                interior: vec![0],
+                mode: graphlift_ir::PadMode::Edge,
+            }),
+            &[acc.into()],
+        )
         .unwrap();
     body.add_result(c.into(), None).unwrap();
     body.add_result(wider.into(), None).unwrap();
     body.add_result(acc.into(), None).unwrap();
     let (mut g, ins) = outer(3);
     let e = message(g.add_node(loop_op(body, Some(2)), &ins).unwrap_err());
-    assert!(e.contains("loop-carried value 0 changes from f32[3] to f32[4]"), "{e}");
+    assert!(
+        e.contains("loop-carried value 0 changes from f32[3] to f32[4]"),
+        "{e}"
+    );
 }
 
 #[test]
 fn loop_body_with_wrong_parameter_or_result_count_is_an_error() {
     let (mut g, ins) = outer(3);
     // Three operands only: the body takes four parameters.
-    let e = message(g.add_node(loop_op(sum_body(3), Some(2)), &ins[..3]).unwrap_err());
+    let e = message(
+        g.add_node(loop_op(sum_body(3), Some(2)), &ins[..3])
+            .unwrap_err(),
+    );
     assert!(e.contains("the body has 4 parameter(s), needs 3"), "{e}");
     // Two scan outputs declared, one given.
     let op = Op::ControlFlow(Arc::new(ControlFlow::Loop(Loop {
@@ -103,7 +112,10 @@ fn loop_body_with_wrong_parameter_or_result_count_is_an_error() {
 fn loop_scan_outputs_need_a_static_length() {
     let (mut g, ins) = outer(3);
     let e = message(g.add_node(loop_op(sum_body(3), None), &ins).unwrap_err());
-    assert!(e.contains("scan outputs need a static iteration count"), "{e}");
+    assert!(
+        e.contains("scan outputs need a static iteration count"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -145,7 +157,10 @@ fn if_branches_must_agree() {
         else_branch: branch("else", 2.0, &[2]),
     })));
     let id = g.add_node(ok, &[c.into(), x.into()]).unwrap();
-    assert_eq!(g.node(id).unwrap().outputs()[0], TensorType::new(F32, Shape::new([2])));
+    assert_eq!(
+        g.node(id).unwrap().outputs()[0],
+        TensorType::new(F32, Shape::new([2]))
+    );
     let bad = Op::ControlFlow(Arc::new(ControlFlow::If(If {
         then_branch: branch("then", 1.0, &[2]),
         else_branch: branch("else", 2.0, &[3]),
@@ -197,13 +212,21 @@ fn scan_types_and_errors() {
             output_reverse: vec![true],
         })))
     };
-    let id = g.add_node(scan(vec![0], vec![1]), &[s.into(), x.into()]).unwrap();
+    let id = g
+        .add_node(scan(vec![0], vec![1]), &[s.into(), x.into()])
+        .unwrap();
     let n = g.node(id).unwrap();
     assert_eq!(n.outputs()[0], TensorType::new(F32, Shape::new([2])));
     assert_eq!(n.outputs()[1], TensorType::new(F32, Shape::new([2, 3])));
     // Slices along axis 1 are f32[3], the body takes f32[2].
-    let e = message(g.add_node(scan(vec![1], vec![0]), &[s.into(), x.into()]).unwrap_err());
-    assert!(e.contains("the body's parameter 1 is f32[2], scan input 0's slice is f32[3]"), "{e}");
+    let e = message(
+        g.add_node(scan(vec![1], vec![0]), &[s.into(), x.into()])
+            .unwrap_err(),
+    );
+    assert!(
+        e.contains("the body's parameter 1 is f32[2], scan input 0's slice is f32[3]"),
+        "{e}"
+    );
     // A body with one parameter too few.
     let e = message(g.add_node(scan(vec![0], vec![0]), &[x.into()]).unwrap_err());
     assert!(e.contains("Scan needs 1 state value(s)"), "{e}");
@@ -236,9 +259,18 @@ fn specialised_body_signature_is_checked_per_specialisation() {
     // Declared f32[4] carried values: the specialisation's f32[3] does not fit.
     let mut params = body.parameter_types();
     params[2] = TensorType::new(F32, Shape::new([4]));
-    let bad = Specialized::new("b", vec![0], params, body.result_types(), Arc::new(Fixed(body)));
+    let bad = Specialized::new(
+        "b",
+        vec![0],
+        params,
+        body.result_types(),
+        Arc::new(Fixed(body)),
+    );
     let e = bad.function_for(&[TensorData::I64(vec![1])]).unwrap_err();
-    assert!(e.contains("body `b` specialised for [1]: parameter 2 is f32[3], needs f32[4]"), "{e}");
+    assert!(
+        e.contains("body `b` specialised for [1]: parameter 2 is f32[3], needs f32[4]"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -261,8 +293,14 @@ fn text_names_the_body_and_json_refuses_clearly() {
     g.add_result(Output::new(id, 0), None).unwrap();
     g.add_result(Output::new(id, 1), None).unwrap();
     let text = g.to_text();
-    assert!(text.contains("Loop<carried=1, scan_outputs=1, length=5, body=`sum_body`>"), "{text}");
-    assert!(text.contains("    body sum_body(i, cond, acc, x)"), "{text}");
+    assert!(
+        text.contains("Loop<carried=1, scan_outputs=1, length=5, body=`sum_body`>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    body sum_body(i, cond, acc, x)"),
+        "{text}"
+    );
     let e = Function::from_json(&g.to_json()).unwrap_err().to_string();
     assert!(e.contains("op `Loop` is control flow"), "{e}");
     assert!(e.contains("cannot be loaded from JSON"), "{e}");

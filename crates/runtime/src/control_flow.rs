@@ -21,7 +21,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use graphlift_ir::control_flow::{Body, Loop, Lru, Scan, Specialized, DEFAULT_SPECIALIZATION_CAPACITY};
+use graphlift_ir::control_flow::{
+    Body, Loop, Lru, Scan, Specialized, DEFAULT_SPECIALIZATION_CAPACITY,
+};
 use graphlift_ir::{ControlFlow, Function, Node, Shape, SliceAxis, TensorData, TensorType};
 
 use crate::reference::{concat, evaluate_function, slice};
@@ -68,16 +70,19 @@ impl Bodies for ReferenceBodies<'_> {
         values: &[TensorData],
         inputs: &[Tensor],
     ) -> Result<Vec<Tensor>, RuntimeError> {
-        let f = body.function_for(values).map_err(|message| RuntimeError::Compile {
-            function: body.name.clone(),
-            message,
-        })?;
+        let f = body
+            .function_for(values)
+            .map_err(|message| RuntimeError::Compile {
+                function: body.name.clone(),
+                message,
+            })?;
         evaluate_function(&f, inputs)
     }
 }
 
 /// A compile function: a backend's [`crate::Backend::compile`].
-pub type CompileFn = Arc<dyn Fn(&Function) -> Result<Arc<dyn Executable>, RuntimeError> + Send + Sync>;
+pub type CompileFn =
+    Arc<dyn Fn(&Function) -> Result<Arc<dyn Executable>, RuntimeError> + Send + Sync>;
 
 /// The bodies of one control-flow node compiled by a backend: each static body once (when
 /// made), each specialisation of a specialised body once, kept in a least-recently-used
@@ -150,10 +155,12 @@ impl Bodies for CompiledBodies {
         let exe = match cached {
             Some(e) => e,
             None => {
-                let f = body.function_for(values).map_err(|message| RuntimeError::Compile {
-                    function: body.name.clone(),
-                    message,
-                })?;
+                let f = body
+                    .function_for(values)
+                    .map_err(|message| RuntimeError::Compile {
+                        function: body.name.clone(),
+                        message,
+                    })?;
                 let e = crate::trace::untraced(|| (self.compile)(&f))?;
                 if let Ok(mut c) = self.specialized.lock() {
                     c.insert(key, Arc::clone(&e));
@@ -189,7 +196,8 @@ pub fn execute(
     };
     match cf {
         ControlFlow::If(_) => {
-            let cond = first_bool(inputs.first().copied()).ok_or_else(|| fail("no condition".into()))?;
+            let cond =
+                first_bool(inputs.first().copied()).ok_or_else(|| fail("no condition".into()))?;
             let captured: Vec<Tensor> = inputs[1..].iter().map(|&t| t.clone()).collect();
             bodies
                 .run_static(usize::from(!cond), &captured)
@@ -221,7 +229,10 @@ fn run_loop(
 ) -> Result<Vec<Tensor>, RuntimeError> {
     let c = l.carried;
     if inputs.len() < 2 + c {
-        return Err(fail(format!("{} operands for {c} carried values", inputs.len())));
+        return Err(fail(format!(
+            "{} operands for {c} carried values",
+            inputs.len()
+        )));
     }
     let trip = first_i64(inputs[0]).ok_or_else(|| fail("no trip count".into()))?;
     let mut cond = first_bool(Some(inputs[1])).ok_or_else(|| fail("no condition".into()))?;
@@ -235,8 +246,14 @@ fn run_loop(
     // The body's operands, owned once: [iteration, condition, carried.., captured..]; the
     // carried values are moved in from each iteration's results, never copied.
     let mut state: Vec<Tensor> = Vec::with_capacity(inputs.len());
-    state.push(Tensor::from_data(TensorData::I64(vec![0]), iter_shape.clone())?);
-    state.push(Tensor::from_data(TensorData::Bool(vec![cond]), cond_shape.clone())?);
+    state.push(Tensor::from_data(
+        TensorData::I64(vec![0]),
+        iter_shape.clone(),
+    )?);
+    state.push(Tensor::from_data(
+        TensorData::Bool(vec![cond]),
+        cond_shape.clone(),
+    )?);
     state.extend(inputs[2..].iter().map(|&t| t.clone()));
     let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); l.scan_outputs];
     let mut i: i64 = 0;
@@ -251,9 +268,14 @@ fn run_loop(
                 bodies.run_specialized(s, &values, &state)
             }
         }
-        .map_err(|e| wrap(e))
+        .map_err(wrap)
         .map_err(|e| match e {
-            RuntimeError::Execution { node, op, provenance, message } => RuntimeError::Execution {
+            RuntimeError::Execution {
+                node,
+                op,
+                provenance,
+                message,
+            } => RuntimeError::Execution {
                 node,
                 op,
                 provenance,
@@ -296,7 +318,7 @@ fn run_loop(
                 .outputs()
                 .get(c + k)
                 .ok_or_else(|| fail(format!("no output {}", c + k)))?;
-            out.push(stack(&parts, 0, false, t).map_err(|m| fail(m))?);
+            out.push(stack(&parts, 0, false, t).map_err(fail)?);
         }
     }
     Ok(out)
@@ -341,7 +363,12 @@ fn run_scan(
     if inputs.len() < n + m || m == 0 {
         return Err(fail(format!("{} operands", inputs.len())));
     }
-    let len = inputs[n].shape().dims().get(s.input_axes[0]).copied().unwrap_or(0);
+    let len = inputs[n]
+        .shape()
+        .dims()
+        .get(s.input_axes[0])
+        .copied()
+        .unwrap_or(0);
     let mut state: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
     let k_out = node.outputs().len() - n;
     let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); k_out];
@@ -357,18 +384,26 @@ fn run_scan(
                 .enumerate()
                 .map(|(a, &d)| {
                     if a == axis {
-                        SliceAxis { start: at, step: 1, len: 1 }
+                        SliceAxis {
+                            start: at,
+                            step: 1,
+                            len: 1,
+                        }
                     } else {
-                        SliceAxis { start: 0, step: 1, len: d }
+                        SliceAxis {
+                            start: 0,
+                            step: 1,
+                            len: d,
+                        }
                     }
                 })
                 .collect();
-            let data = slice(x.data(), x.shape(), &axes).map_err(|m| fail(m))?;
+            let data = slice(x.data(), x.shape(), &axes).map_err(fail)?;
             let mut dims = x.shape().dims().to_vec();
             dims.remove(axis);
             state[n + k] = Tensor::from_data(data, Shape::new(dims))?;
         }
-        let outs = bodies.run_static(0, &state).map_err(|e| wrap(e))?;
+        let outs = bodies.run_static(0, &state).map_err(wrap)?;
         if outs.len() != n + k_out {
             return Err(fail(format!(
                 "the body gave {} results, needs {}",
@@ -377,10 +412,8 @@ fn run_scan(
             )));
         }
         let mut outs = outs.into_iter();
-        for k in 0..n {
-            if let Some(v) = outs.next() {
-                state[k] = v;
-            }
+        for (slot, v) in state.iter_mut().take(n).zip(outs.by_ref()) {
+            *slot = v;
         }
         for sc in &mut scans {
             if let Some(v) = outs.next() {
@@ -391,7 +424,7 @@ fn run_scan(
     let mut out: Vec<Tensor> = state.drain(..n).collect();
     for (k, parts) in scans.into_iter().enumerate() {
         let t = &node.outputs()[n + k];
-        out.push(stack(&parts, s.output_axes[k], s.output_reverse[k], t).map_err(|m| fail(m))?);
+        out.push(stack(&parts, s.output_axes[k], s.output_reverse[k], t).map_err(fail)?);
     }
     Ok(out)
 }

@@ -173,7 +173,11 @@ impl FunctionBuilder {
                         "no adjoint for {} (node `{}`): control flow is not differentiable \
                          in graphlift",
                         c.type_name(),
-                        self.function.borrow().node(id).map(|n| n.name().to_string()).unwrap_or_default()
+                        self.function
+                            .borrow()
+                            .node(id)
+                            .map(|n| n.name().to_string())
+                            .unwrap_or_default()
                     );
                     return Err(derivative(pass.of, message));
                 }

@@ -143,7 +143,11 @@ impl Function {
             if let Op::ControlFlow(c) = &node.op {
                 for (what, body) in c.bodies() {
                     body.validate().map_err(|e| {
-                        invalid(format!("{} `{}`: {what} body: {e}", c.type_name(), node.name))
+                        invalid(format!(
+                            "{} `{}`: {what} body: {e}",
+                            c.type_name(),
+                            node.name
+                        ))
                     })?;
                 }
             }

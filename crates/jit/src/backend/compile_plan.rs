@@ -293,7 +293,8 @@ impl Lowering {
                     continue;
                 }
                 Op::ControlFlow(cf) => {
-                    self.control_flow.push(control_flow::compile_bodies(backend, cf)?);
+                    self.control_flow
+                        .push(control_flow::compile_bodies(backend, cf)?);
                     StepKind::ControlFlow(self.control_flow.len() - 1)
                 }
                 _ => StepKind::Native,

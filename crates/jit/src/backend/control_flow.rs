@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use graphlift_ir::{ControlFlow, Node, Op};
-use graphlift_runtime::control_flow::{execute, CompiledBodies, CompileFn};
+use graphlift_runtime::control_flow::{execute, CompileFn, CompiledBodies};
 use graphlift_runtime::{Backend, RuntimeError, Tensor};
 
 use super::executable::ExecutablePlan;
@@ -35,7 +35,10 @@ impl CpuJitExecutable {
         ins: &[&Tensor],
     ) -> Result<Vec<Tensor>, RuntimeError> {
         let Op::ControlFlow(cf) = node.op() else {
-            return Err(Self::execution_error(node, "not a control-flow node".into()));
+            return Err(Self::execution_error(
+                node,
+                "not a control-flow node".into(),
+            ));
         };
         let bodies = self
             .plan

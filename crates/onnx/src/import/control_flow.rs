@@ -184,7 +184,11 @@ fn constant_of(f: &Function, o: Output) -> Option<Tensor> {
 
 /// The declared type of a body input when it is a static tensor type, else `fallback`.
 fn declared_or(vi: &ValueInfoProto, fallback: TensorType) -> TensorType {
-    let dims = declared_dims(vi).and_then(|d| d.into_iter().map(|x| x.ok().flatten()).collect::<Option<Vec<usize>>>());
+    let dims = declared_dims(vi).and_then(|d| {
+        d.into_iter()
+            .map(|x| x.ok().flatten())
+            .collect::<Option<Vec<usize>>>()
+    });
     match dims {
         Some(d) => TensorType::new(fallback.element_type, Shape::new(d)),
         None => fallback,
@@ -192,7 +196,11 @@ fn declared_or(vi: &ValueInfoProto, fallback: TensorType) -> TensorType {
 }
 
 /// A subgraph attribute of `node`.
-fn graph_attr<'n>(node: &'n NodeProto, name: &str, at: &NodeRef) -> Result<&'n GraphProto, OnnxError> {
+fn graph_attr<'n>(
+    node: &'n NodeProto,
+    name: &str,
+    at: &NodeRef,
+) -> Result<&'n GraphProto, OnnxError> {
     node.attribute
         .iter()
         .find(|a| a.name == name)
@@ -226,7 +234,11 @@ struct Captures {
 
 impl Captures {
     /// Resolves `names` in the enclosing importer.
-    fn resolve(imp: &mut Importer<'_>, names: Vec<String>, at: &NodeRef) -> Result<Captures, OnnxError> {
+    fn resolve(
+        imp: &mut Importer<'_>,
+        names: Vec<String>,
+        at: &NodeRef,
+    ) -> Result<Captures, OnnxError> {
         let mut c = Captures {
             names: Vec::new(),
             values: Vec::new(),
@@ -304,7 +316,11 @@ fn import_binding(
         captures.fill(f, spec)?;
         match import_body(graph, spec, cx) {
             Ok(body) => return Ok(body),
-            Err(OnnxError::RunTimeOperand { at: inner, what, input }) => {
+            Err(OnnxError::RunTimeOperand {
+                at: inner,
+                what,
+                input,
+            }) => {
                 if captures.embed(&input) {
                     continue;
                 }
@@ -365,7 +381,10 @@ fn hoistable<'a>(body: &GraphProto, invariant: impl Iterator<Item = &'a str>) ->
     for (k, nd) in body.node.iter().enumerate() {
         let pure = super::is_default_domain(&nd.domain)
             && !IMPURE.contains(&nd.op_type.as_str())
-            && nd.attribute.iter().all(|a| a.g.is_none() && a.graphs.is_empty());
+            && nd
+                .attribute
+                .iter()
+                .all(|a| a.g.is_none() && a.graphs.is_empty());
         let ready = nd
             .input
             .iter()
@@ -461,7 +480,11 @@ impl<'m> Importer<'m> {
             .add_node_at(Op::ControlFlow(Arc::new(cf)), operands, site)
             .map_err(ir)?;
         let base = if node.name.is_empty() {
-            node.output.iter().find(|o| !o.is_empty()).cloned().unwrap_or_else(|| node.op_type.clone())
+            node.output
+                .iter()
+                .find(|o| !o.is_empty())
+                .cloned()
+                .unwrap_or_else(|| node.op_type.clone())
         } else {
             node.name.clone()
         };
@@ -481,10 +504,14 @@ impl<'m> Importer<'m> {
         at: &NodeRef,
         cx: &Context,
     ) -> Result<Vec<Output>, OnnxError> {
-        let cond = inputs.first().copied().flatten().ok_or_else(|| OnnxError::Arity {
-            at: at.clone(),
-            message: "If needs its condition input".into(),
-        })?;
+        let cond = inputs
+            .first()
+            .copied()
+            .flatten()
+            .ok_or_else(|| OnnxError::Arity {
+                at: at.clone(),
+                message: "If needs its condition input".into(),
+            })?;
         let then_g = graph_attr(node, "then_branch", at)?;
         let else_g = graph_attr(node, "else_branch", at)?;
         if let Some(c) = constant_of(&self.function, cond) {
@@ -512,7 +539,15 @@ impl<'m> Importer<'m> {
                 results: g.output.iter().map(|o| o.name.clone()).collect(),
             };
             let f = &self.function;
-            branches.push(import_binding(g, &mut spec, &mut captures, f, cx, &|_| None, at)?);
+            branches.push(import_binding(
+                g,
+                &mut spec,
+                &mut captures,
+                f,
+                cx,
+                &|_| None,
+                at,
+            )?);
         }
         // An embedding forced by the else branch must reach the then branch too.
         let mut spec = BodySpec {
@@ -522,7 +557,15 @@ impl<'m> Importer<'m> {
             bound: BTreeMap::new(),
             results: then_g.output.iter().map(|o| o.name.clone()).collect(),
         };
-        branches[0] = import_binding(then_g, &mut spec, &mut captures, &self.function, cx, &|_| None, at)?;
+        branches[0] = import_binding(
+            then_g,
+            &mut spec,
+            &mut captures,
+            &self.function,
+            cx,
+            &|_| None,
+            at,
+        )?;
         let else_branch = branches.pop().unwrap_or_else(|| Function::new("else"));
         let then_branch = branches.pop().unwrap_or_else(|| Function::new("then"));
         let mut operands = vec![cond];
@@ -538,7 +581,11 @@ impl<'m> Importer<'m> {
 
     /// Imports the nodes of `branch` into this graph (an `If` whose condition is constant);
     /// returns the values of its outputs.
-    fn inline_branch(&mut self, branch: &'m GraphProto, at: &NodeRef) -> Result<Vec<Output>, OnnxError> {
+    fn inline_branch(
+        &mut self,
+        branch: &'m GraphProto,
+        at: &NodeRef,
+    ) -> Result<Vec<Output>, OnnxError> {
         for t in &branch.initializer {
             self.initializers.insert(t.name.as_str(), t);
         }
@@ -568,7 +615,9 @@ impl<'m> Importer<'m> {
             message,
         };
         if inputs.len() < 2 {
-            return Err(arity("Loop needs the inputs M and cond (either may be empty)".into()));
+            return Err(arity(
+                "Loop needs the inputs M and cond (either may be empty)".into(),
+            ));
         }
         let n = inputs.len() - 2;
         if body_g.input.len() != 2 + n {
@@ -615,9 +664,7 @@ impl<'m> Importer<'m> {
         };
         let mut initial = Vec::with_capacity(n);
         for (k, v) in inputs[2..].iter().enumerate() {
-            initial.push(v.ok_or_else(|| {
-                arity(format!("loop-carried input {} is empty", k + 2))
-            })?);
+            initial.push(v.ok_or_else(|| arity(format!("loop-carried input {} is empty", k + 2)))?);
         }
         // Carried values the body passes through unchanged are captured instead.
         let invariant: Vec<bool> = (0..n)
@@ -625,14 +672,23 @@ impl<'m> Importer<'m> {
             .collect();
         let variant: Vec<usize> = (0..n).filter(|&k| !invariant[k]).collect();
         let ty = |f: &Function, o: Output| f.output_type(o).cloned().map_err(ir);
-        let iter_t = declared_or(&body_g.input[0], TensorType::new(ElementType::I64, Shape::scalar()));
-        let cond_t = declared_or(&body_g.input[1], TensorType::new(ElementType::Bool, Shape::scalar()));
+        let iter_t = declared_or(
+            &body_g.input[0],
+            TensorType::new(ElementType::I64, Shape::scalar()),
+        );
+        let cond_t = declared_or(
+            &body_g.input[1],
+            TensorType::new(ElementType::Bool, Shape::scalar()),
+        );
         let mut params = vec![
             (body_g.input[0].name.clone(), iter_t.clone()),
             (body_g.input[1].name.clone(), cond_t),
         ];
         for &k in &variant {
-            params.push((body_g.input[2 + k].name.clone(), ty(&self.function, initial[k])?));
+            params.push((
+                body_g.input[2 + k].name.clone(),
+                ty(&self.function, initial[k])?,
+            ));
         }
         // Loop-invariant code motion: the body's nodes that read only invariant values run
         // once, before the loop, in this graph (the invariant carried values are their
@@ -641,7 +697,10 @@ impl<'m> Importer<'m> {
             .filter(|&k| invariant[k])
             .map(|k| (body_g.input[2 + k].name.clone(), initial[k]))
             .collect();
-        let hoisted = if invariant_names.iter().any(|(name, _)| self.values.contains_key(name)) {
+        let hoisted = if invariant_names
+            .iter()
+            .any(|(name, _)| self.values.contains_key(name))
+        {
             Vec::new()
         } else {
             hoistable(body_g, invariant_names.iter().map(|(n, _)| n.as_str()))
@@ -653,8 +712,9 @@ impl<'m> Importer<'m> {
             for (name, v) in &invariant_names {
                 self.values.insert(name.clone(), *v);
             }
-            let imported: Result<(), OnnxError> =
-                hoisted.iter().try_for_each(|&h| self.node(h, &body_g.node[h]));
+            let imported: Result<(), OnnxError> = hoisted
+                .iter()
+                .try_for_each(|&h| self.node(h, &body_g.node[h]));
             for (name, _) in &invariant_names {
                 self.values.remove(name);
             }
@@ -676,8 +736,8 @@ impl<'m> Importer<'m> {
         let free = free_names(body_g);
         let mut captures = Captures::resolve(self, free, at)?;
         for (name, v) in invariant_names {
-            let used = results.contains(&name)
-                || body_g.node.iter().any(|nd| nd.input.contains(&name));
+            let used =
+                results.contains(&name) || body_g.node.iter().any(|nd| nd.input.contains(&name));
             if used {
                 let k = constant_of(&self.function, v);
                 let small = k.as_ref().is_some_and(|t| t.len() <= EMBED_LIMIT);
@@ -695,9 +755,7 @@ impl<'m> Importer<'m> {
         let f = &self.function;
         let initial_of = |k: usize| -> Option<Option<Tensor>> {
             match k {
-                0 => Some(
-                    Tensor::from_data(TensorData::I64(vec![0]), iter_t.shape.clone()).ok(),
-                ),
+                0 => Some(Tensor::from_data(TensorData::I64(vec![0]), iter_t.shape.clone()).ok()),
                 1 => None,
                 _ => Some(constant_of(f, initial[variant[k - 2]])),
             }
@@ -720,7 +778,11 @@ impl<'m> Importer<'m> {
                 cx: cx.clone(),
             };
             Body::Specialized(Arc::new(Specialized::new(
-                if body_g.name.is_empty() { "body".to_string() } else { body_g.name.clone() },
+                if body_g.name.is_empty() {
+                    "body".to_string()
+                } else {
+                    body_g.name.clone()
+                },
                 bound,
                 probe.parameter_types(),
                 probe.result_types(),
@@ -738,10 +800,10 @@ impl<'m> Importer<'m> {
         });
         let id = self.add_control_flow(index, node, cf, &operands, at)?;
         let mut outs = Vec::with_capacity(n + k_scan);
-        for k in 0..n {
+        for (k, &init) in initial.iter().enumerate() {
             outs.push(match variant.iter().position(|&v| v == k) {
                 Some(p) => Output::new(id, p),
-                None => initial[k],
+                None => init,
             });
         }
         for j in 0..k_scan {
@@ -840,7 +902,12 @@ impl<'m> Importer<'m> {
         let m = usize::try_from(m)
             .ok()
             .filter(|&m| m >= 1 && m <= inputs.len())
-            .ok_or_else(|| bad("num_scan_inputs", format!("{m} for {} inputs", inputs.len())))?;
+            .ok_or_else(|| {
+                bad(
+                    "num_scan_inputs",
+                    format!("{m} for {} inputs", inputs.len()),
+                )
+            })?;
         let n = inputs.len() - m;
         let ins: Vec<Output> = inputs
             .iter()
@@ -880,36 +947,48 @@ impl<'m> Importer<'m> {
             .iter()
             .map(|&o| self.function.output_type(o).cloned().map_err(ir))
             .collect::<Result<_, _>>()?;
-        let norm = |axes: Option<Vec<i64>>, count: usize, ranks: &dyn Fn(usize) -> usize, what: &str| {
-            let axes = axes.unwrap_or_else(|| vec![0; count]);
-            if axes.len() != count {
-                return Err(bad(what, format!("has {} entries for {count} values", axes.len())));
-            }
-            axes.iter()
-                .enumerate()
-                .map(|(k, &a)| {
-                    let r = ranks(k) as i64;
-                    let a2 = if a < 0 { a + r } else { a };
-                    usize::try_from(a2)
-                        .ok()
-                        .filter(|&x| (x as i64) < r)
-                        .ok_or_else(|| bad(what, format!("axis {a} out of range for rank {r}")))
-                })
-                .collect::<Result<Vec<usize>, OnnxError>>()
-        };
-        let input_axes = norm(ints_attr(node, "scan_input_axes"), m, &|k| types[n + k].shape.rank(), "scan_input_axes")?;
+        let norm =
+            |axes: Option<Vec<i64>>, count: usize, ranks: &dyn Fn(usize) -> usize, what: &str| {
+                let axes = axes.unwrap_or_else(|| vec![0; count]);
+                if axes.len() != count {
+                    return Err(bad(
+                        what,
+                        format!("has {} entries for {count} values", axes.len()),
+                    ));
+                }
+                axes.iter()
+                    .enumerate()
+                    .map(|(k, &a)| {
+                        let r = ranks(k) as i64;
+                        let a2 = if a < 0 { a + r } else { a };
+                        usize::try_from(a2)
+                            .ok()
+                            .filter(|&x| (x as i64) < r)
+                            .ok_or_else(|| bad(what, format!("axis {a} out of range for rank {r}")))
+                    })
+                    .collect::<Result<Vec<usize>, OnnxError>>()
+            };
+        let input_axes = norm(
+            ints_attr(node, "scan_input_axes"),
+            m,
+            &|k| types[n + k].shape.rank(),
+            "scan_input_axes",
+        )?;
         let dirs = |name: &str, count: usize| -> Result<Vec<bool>, OnnxError> {
             let d = ints_attr(node, name).unwrap_or_else(|| vec![0; count]);
             if d.len() != count {
-                return Err(bad(name, format!("has {} entries for {count} values", d.len())));
+                return Err(bad(
+                    name,
+                    format!("has {} entries for {count} values", d.len()),
+                ));
             }
             Ok(d.iter().map(|&x| x != 0).collect())
         };
         let input_reverse = dirs("scan_input_directions", m)?;
         let output_reverse = dirs("scan_output_directions", k_out)?;
         let mut params = Vec::with_capacity(n + m);
-        for k in 0..n {
-            params.push((body_g.input[k].name.clone(), types[k].clone()));
+        for (vi, t) in body_g.input.iter().zip(&types).take(n) {
+            params.push((vi.name.clone(), t.clone()));
         }
         for k in 0..m {
             let t = &types[n + k];
@@ -928,7 +1007,15 @@ impl<'m> Importer<'m> {
             bound: BTreeMap::new(),
             results: body_g.output.iter().map(|o| o.name.clone()).collect(),
         };
-        let body = import_binding(body_g, &mut spec, &mut captures, &self.function, cx, &|_| None, at)?;
+        let body = import_binding(
+            body_g,
+            &mut spec,
+            &mut captures,
+            &self.function,
+            cx,
+            &|_| None,
+            at,
+        )?;
         let out_types = body.result_types();
         let output_axes = norm(
             ints_attr(node, "scan_output_axes"),
