@@ -1,4 +1,4 @@
-//! Control flow: ONNX `If`, `Loop` and `Scan` as one IR op, [`Op::ControlFlow`], whose
+//! Control flow: ONNX `If`, `Loop` and `Scan` as one IR op, [`crate::Op::ControlFlow`], whose
 //! bodies are sub-[`Function`]s (compiled once per backend, run by the executor as one step
 //! that picks a branch or iterates).
 //!
