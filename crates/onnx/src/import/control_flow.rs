@@ -340,6 +340,16 @@ fn import_binding(
                             ),
                         })
                     }
+                    None if k.is_some() => {
+                        return Err(OnnxError::UnsupportedFeature {
+                            at: at.clone(),
+                            feature: format!(
+                                "the body uses its input `{input}` as a shape operand ({inner}: \
+                                 {what}); graphlift specialises only a Loop body, on its \
+                                 iteration number and loop-carried values"
+                            ),
+                        })
+                    }
                     _ => {
                         return Err(OnnxError::RunTimeOperand {
                             at: inner,
@@ -529,8 +539,7 @@ impl<'m> Importer<'m> {
             }
         }
         let mut captures = Captures::resolve(self, names, at)?;
-        let mut branches = Vec::new();
-        for g in [then_g, else_g] {
+        let branch = |g: &GraphProto, captures: &mut Captures, f: &Function| {
             let mut spec = BodySpec {
                 params: Vec::new(),
                 captured: Vec::new(),
@@ -538,36 +547,16 @@ impl<'m> Importer<'m> {
                 bound: BTreeMap::new(),
                 results: g.output.iter().map(|o| o.name.clone()).collect(),
             };
-            let f = &self.function;
-            branches.push(import_binding(
-                g,
-                &mut spec,
-                &mut captures,
-                f,
-                cx,
-                &|_| None,
-                at,
-            )?);
-        }
-        // An embedding forced by the else branch must reach the then branch too.
-        let mut spec = BodySpec {
-            params: Vec::new(),
-            captured: Vec::new(),
-            constants: Vec::new(),
-            bound: BTreeMap::new(),
-            results: then_g.output.iter().map(|o| o.name.clone()).collect(),
+            import_binding(g, &mut spec, captures, f, cx, &|_| None, at)
         };
-        branches[0] = import_binding(
-            then_g,
-            &mut spec,
-            &mut captures,
-            &self.function,
-            cx,
-            &|_| None,
-            at,
-        )?;
-        let else_branch = branches.pop().unwrap_or_else(|| Function::new("else"));
-        let then_branch = branches.pop().unwrap_or_else(|| Function::new("then"));
+        let mut then_branch = branch(then_g, &mut captures, &self.function)?;
+        let embedded = captures.embedded.clone();
+        let else_branch = branch(else_g, &mut captures, &self.function)?;
+        // Both branches take the same parameters: a constant the else branch needed copied
+        // in is copied into the then branch too.
+        if captures.embedded != embedded {
+            then_branch = branch(then_g, &mut captures, &self.function)?;
+        }
         let mut operands = vec![cond];
         operands.extend(captures.operands());
         let n = then_branch.results().len();
