@@ -44,8 +44,8 @@
 //! specialisation at the initial values; every specialisation must have exactly those types
 //! (a carried value that would change shape is an error at run time naming the node).
 //!
-//! Specialisations are cached, least recently used first out, [`Specialized::capacity`]
-//! entries (default [`DEFAULT_SPECIALIZATION_CAPACITY`]): the op caches the specialised
+//! Specialisations are cached, least recently used first out,
+//! [`DEFAULT_SPECIALIZATION_CAPACITY`] entries: the op caches the specialised
 //! Functions (no second import), and each backend caches what it compiled from them (no
 //! second compile), keyed the same way ([`specialization_key`]), so a second run of a model
 //! imports and compiles nothing. This was chosen over keeping `Slice`/`Range` as ops with
@@ -156,8 +156,6 @@ pub struct Specialized {
     pub parameters: Vec<TensorType>,
     /// Every result's type.
     pub results: Vec<TensorType>,
-    /// Specialisations kept ([`DEFAULT_SPECIALIZATION_CAPACITY`] by default).
-    pub capacity: usize,
     specializer: Arc<dyn Specializer>,
     cache: Mutex<Lru<Function>>,
 }
@@ -194,7 +192,6 @@ impl Specialized {
             bound,
             parameters,
             results,
-            capacity: DEFAULT_SPECIALIZATION_CAPACITY,
             specializer,
             cache: Mutex::new(Lru::new(DEFAULT_SPECIALIZATION_CAPACITY)),
         }
