@@ -151,6 +151,12 @@ const LISTED: &[(&str, &str)] = &[
     ("PRelu", "prelu"),
     ("ThresholdedRelu", "thresholdedrelu"),
     ("Identity", "identity"),
+    ("If", "if"),
+    ("Loop", "loop11"),
+    ("Loop", "loop13_seq"),
+    ("Loop", "loop16_seq_none"),
+    ("Scan", "scan"),
+    ("Scan", "scan9"),
     ("Resize", "resize"),
     ("ConvTranspose", "convtranspose"),
     ("AveragePool", "averagepool"),
@@ -185,12 +191,6 @@ const LISTED: &[(&str, &str)] = &[
     ("ScatterND", "scatternd"),
     ("Einsum", "einsum"),
     ("Mod", "mod"),
-    ("If", "if"),
-    ("Loop", "loop11"),
-    ("Loop", "loop13_seq"),
-    ("Loop", "loop16_seq_none"),
-    ("Scan", "scan"),
-    ("Scan", "scan9"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that
