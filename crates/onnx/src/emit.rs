@@ -234,8 +234,9 @@ impl<'a> NodeEmitter<'a> {
     }
 
     /// The error for an operand `v` that must be constant and is not:
-    /// [`OnnxError::RunTimeOperand`] when it is a graph input (a caller can give its value),
-    /// else [`OnnxError::UnsupportedFeature`] with `hint`.
+    /// [`OnnxError::RunTimeOperand`] when it is, or is computed from, a graph input (a
+    /// caller can give that input's value: [`parameter_source`] names it), else
+    /// [`OnnxError::UnsupportedFeature`] with `hint`.
     fn not_constant(&self, v: Output, what: &str, hint: &str) -> OnnxError {
         if let Some(input) = parameter_source(self.function, v) {
             return OnnxError::RunTimeOperand {
