@@ -600,3 +600,18 @@ fn onnx_loop_scan_outputs_with_a_computed_condition_are_a_clear_error() {
     assert!(e.contains("the body computes its condition"), "{e}");
     assert!(e.contains("static shapes"), "{e}");
 }
+
+#[test]
+fn jit_without_buffer_recycling_computes_the_same() {
+    // What specialised loop bodies compile with: no temporaries kept between calls.
+    use graphlift::runtime::Backend as _;
+    let g = running_sum_loop(3);
+    let a = Tensor::from_vec(vec![1.0f32, 2.0], [2]).unwrap();
+    let x = Tensor::from_vec(vec![10.0f32, 100.0], [2]).unwrap();
+    let want = run("INTERPRETER", &g, &[a.clone(), x.clone()]);
+    let be = graphlift::jit::CpuJitBackend::new().with_buffer_recycling(false);
+    let exe = be.compile(&g).unwrap();
+    for _ in 0..2 {
+        assert_eq!(exe.run(&[a.clone(), x.clone()]).unwrap(), want);
+    }
+}

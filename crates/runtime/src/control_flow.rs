@@ -89,6 +89,7 @@ pub type CompileFn =
 /// cache of [`DEFAULT_SPECIALIZATION_CAPACITY`] entries keyed by the bound values.
 pub struct CompiledBodies {
     statics: Vec<Arc<dyn Executable>>,
+    /// Compiles a specialisation.
     compile: CompileFn,
     specialized: Mutex<Lru<Arc<dyn Executable>>>,
 }
@@ -103,11 +104,17 @@ impl std::fmt::Debug for CompiledBodies {
 }
 
 impl CompiledBodies {
-    /// Compiles every static body of `cf` with `compile`.
+    /// Compiles every static body of `cf` with `compile`; specialisations will compile with
+    /// `specialize` (a backend may set them up differently: each runs once per call of a
+    /// loop, a static body once per iteration).
     ///
     /// # Errors
     /// The first body's compile error.
-    pub fn new(cf: &ControlFlow, compile: CompileFn) -> Result<CompiledBodies, RuntimeError> {
+    pub fn new(
+        cf: &ControlFlow,
+        compile: &CompileFn,
+        specialize: CompileFn,
+    ) -> Result<CompiledBodies, RuntimeError> {
         let statics = cf
             .bodies()
             .into_iter()
@@ -115,7 +122,7 @@ impl CompiledBodies {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CompiledBodies {
             statics,
-            compile,
+            compile: specialize,
             specialized: Mutex::new(Lru::new(DEFAULT_SPECIALIZATION_CAPACITY)),
         })
     }

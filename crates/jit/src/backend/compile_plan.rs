@@ -87,6 +87,7 @@ impl CpuJitBackend {
         Ok(CpuJitExecutable {
             plan,
             recycled: Mutex::new(Vec::new()),
+            recycle_buffers: self.recycle_buffers,
             parallel: Arc::clone(&self.parallel),
             variables: VariableStore::new(Variables::of(function)?),
         })

@@ -37,6 +37,8 @@ pub struct CpuJitExecutable {
     /// its buffer's tensor from the bin (kernels and MatMul write into it) instead of
     /// allocating and page-faulting a new one.
     pub(super) recycled: Mutex<Vec<Vec<Option<Tensor>>>>,
+    /// Whether a call leaves its bin in `recycled` ([`CpuJitBackend::with_buffer_recycling`]).
+    pub(super) recycle_buffers: bool,
     pub(super) parallel: Arc<Parallel>,
     /// The variables' storage, this executable's own (`None` without variables); a call
     /// holds its lock throughout, so calls are serialized.

@@ -109,7 +109,7 @@ impl CpuJitExecutable {
                 }
             }
         }
-        if let Ok(mut bins) = self.recycled.lock() {
+        if let (true, Ok(mut bins)) = (self.recycle_buffers, self.recycled.lock()) {
             if bins.len() < MAX_RECYCLE_BINS {
                 bins.push(bin);
             }
