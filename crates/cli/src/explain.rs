@@ -161,6 +161,17 @@ pub fn report(exe: &CpuJitExecutable) -> String {
             .unwrap_or_default();
         let _ = writeln!(s, "  - {} ({}) [{tags}]: {}", o.name, o.op, o.reason);
     }
+    let control: Vec<_> = exe
+        .steps()
+        .into_iter()
+        .filter_map(|st| st.control_flow.map(|c| (st.node, c)))
+        .collect();
+    if !control.is_empty() {
+        let _ = writeln!(s, "\ncontrol-flow steps ({}):", control.len());
+        for (node, how) in control {
+            let _ = writeln!(s, "  - {node}: {how}");
+        }
+    }
     let state: Vec<_> = exe
         .steps()
         .into_iter()

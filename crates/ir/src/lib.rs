@@ -6,6 +6,7 @@
 
 pub mod attrs;
 mod builder;
+pub mod control_flow;
 pub mod dot;
 mod element_type;
 mod error;
@@ -25,6 +26,7 @@ pub use attrs::{
     ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};
+pub use control_flow::ControlFlow;
 pub use element_type::ElementType;
 pub use error::{InferenceError, IrError, SerializationError, SerializationErrorKind};
 pub use function::Function;

@@ -295,6 +295,9 @@ pub enum Op {
     /// Writes `input 1` into the whole of variable `input 0` (same element type and shape)
     /// when this node runs; its output is the value written (Nervana Graph's `assign`).
     Assign,
+    /// Control flow with sub-Function bodies: ONNX `If`, `Loop`, `Scan`
+    /// ([`crate::control_flow`]: operands, bodies, outputs, specialised bodies).
+    ControlFlow(Arc<crate::control_flow::ControlFlow>),
 }
 
 impl Op {
@@ -349,6 +352,7 @@ impl Op {
                 Distribution::Uniform { .. } => "RandomUniform",
                 Distribution::Normal { .. } => "RandomNormal",
             },
+            Op::ControlFlow(c) => c.type_name(),
         }
     }
 
@@ -469,6 +473,7 @@ impl fmt::Display for Op {
                     }
                 }
             }
+            Op::ControlFlow(c) => write!(f, "{c}"),
             _ => f.write_str(self.type_name()),
         }
     }

@@ -124,6 +124,25 @@ fn write_function(f: &Function, keyword: &str, indent: usize, out: &mut impl Wri
         match n.op() {
             Op::FusedKernel(k) => write_function(&k.body, "function", indent + 2, out)?,
             Op::Variable(v) => write_function(&v.initializer, "initializer", indent + 2, out)?,
+            Op::ControlFlow(c) => {
+                for (keyword, body) in c.bodies() {
+                    write_function(body, keyword, indent + 2, out)?;
+                }
+                if let crate::ControlFlow::Loop(crate::control_flow::Loop {
+                    body: crate::control_flow::Body::Specialized(s),
+                    ..
+                }) = &**c
+                {
+                    writeln!(
+                        out,
+                        "{pad}    # body `{}` specialised per iteration for the values of its \
+                         parameters {:?} ({} specialisation(s) cached)",
+                        s.name,
+                        s.bound,
+                        s.cached()
+                    )?;
+                }
+            }
             _ => {}
         }
     }

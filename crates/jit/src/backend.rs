@@ -4,6 +4,7 @@
 
 mod buffers;
 mod compile_plan;
+mod control_flow;
 mod epilogue;
 mod executable;
 mod executable_cache;
@@ -95,6 +96,9 @@ pub struct CpuJitBackend {
     target: Target,
     /// Plans of live executables, by Function ([`executable_cache`]); `None` when off.
     executables: Option<Arc<ExecutableCache>>,
+    /// Whether executables keep their dead temporaries between calls (the default) or free
+    /// them at the end of each call ([`CpuJitBackend::with_buffer_recycling`]).
+    recycle_buffers: bool,
 }
 
 impl Default for CpuJitBackend {
@@ -129,6 +133,7 @@ impl CpuJitBackend {
             cache: Arc::new(KernelCache::new(target.kernel_cache_capacity())),
             target,
             executables: Some(Arc::default()),
+            recycle_buffers: true,
         }
     }
 
@@ -236,6 +241,18 @@ impl CpuJitBackend {
             parallel: Arc::new(Parallel::new(config)),
             target: self.target.with_threads(config),
             executables: self.executables.as_ref().map(|_| Arc::default()),
+            ..self
+        }
+    }
+
+    /// This backend with executables that keep their dead temporaries from one call for the
+    /// next (on, the default: a call takes its buffers from the last one's instead of
+    /// allocating and page-faulting new ones) or free them when a call ends (off: for
+    /// executables called rarely, such as the per-iteration specialisations of a loop body,
+    /// each run once per call of the model, whose kept buffers would only hold memory).
+    pub fn with_buffer_recycling(self, on: bool) -> CpuJitBackend {
+        CpuJitBackend {
+            recycle_buffers: on,
             ..self
         }
     }

@@ -234,11 +234,11 @@ impl<'a> NodeEmitter<'a> {
     }
 
     /// The error for an operand `v` that must be constant and is not:
-    /// [`OnnxError::RunTimeOperand`] naming the first graph input it is computed from (a
-    /// caller can give its value, and the import folds what depends on it), else
+    /// [`OnnxError::RunTimeOperand`] when it is, or is computed from, a graph input (a
+    /// caller can give that input's value: [`parameter_source`] names it), else
     /// [`OnnxError::UnsupportedFeature`] with `hint`.
     fn not_constant(&self, v: Output, what: &str, hint: &str) -> OnnxError {
-        if let Some(input) = self.first_parameter_upstream(v) {
+        if let Some(input) = parameter_source(self.function, v) {
             return OnnxError::RunTimeOperand {
                 at: self.at(),
                 what: what.to_string(),
@@ -253,24 +253,6 @@ impl<'a> NodeEmitter<'a> {
         self.unsupported(format!(
             "{what} is computed at run time; graphlift needs it constant (static shapes){hint}"
         ))
-    }
-
-    /// The name of the first graph input (depth first, inputs in order) that `v` is computed
-    /// from, if any.
-    fn first_parameter_upstream(&self, v: Output) -> Option<String> {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![v.node];
-        while let Some(id) = stack.pop() {
-            if !seen.insert(id) {
-                continue;
-            }
-            let node = self.function.node(id).ok()?;
-            if matches!(node.op(), Op::Parameter) {
-                return Some(node.name().to_string());
-            }
-            stack.extend(node.inputs().iter().rev().map(|o| o.node));
-        }
-        None
     }
 
     /// Evaluates `op` now if all its operands are Constants (see [`NodeEmitter::op`]).
@@ -684,4 +666,26 @@ impl<'a> NodeEmitter<'a> {
                 )
             })
     }
+}
+
+/// The name of the Parameter that `v` is, or the nearest one it is computed from
+/// (breadth-first over its operands): giving that input's value at import is what can
+/// make `v` a constant (a `Range` over `Squeeze(i)`, a `Slice` end `Min(d, i + 1)`). A
+/// loop body's iteration number and carried values are Parameters of the body, so this
+/// is also how a body names the values it must be specialised for
+/// (`import/control_flow.rs`).
+pub(crate) fn parameter_source(function: &Function, v: Output) -> Option<String> {
+    let mut seen = HashSet::new();
+    let mut queue = std::collections::VecDeque::from([v.node]);
+    while let Some(id) = queue.pop_front() {
+        if !seen.insert(id) || seen.len() > 4096 {
+            continue;
+        }
+        let node = function.node(id).ok()?;
+        if matches!(node.op(), Op::Parameter) {
+            return Some(node.name().to_string());
+        }
+        queue.extend(node.inputs().iter().map(|o| o.node));
+    }
+    None
 }

@@ -11,6 +11,7 @@ use crate::error::{NodeRef, OnnxError};
 use crate::proto::{GraphProto, ModelProto, NodeProto};
 
 mod binding;
+mod control_flow;
 mod importer;
 mod value_info;
 

@@ -381,9 +381,12 @@ pub struct AttributeProto {
     /// `TENSOR` value.
     #[prost(message, optional, tag = "5")]
     pub t: Option<TensorProto>,
-    /// `GRAPH` value; only its presence is recorded.
+    /// `GRAPH` value: a subgraph (`If` branches, `Loop` and `Scan` bodies).
     #[prost(message, optional, tag = "6")]
-    pub g: Option<Opaque>,
+    pub g: Option<GraphProto>,
+    /// `GRAPHS` value.
+    #[prost(message, repeated, tag = "11")]
+    pub graphs: Vec<GraphProto>,
     /// `SPARSE_TENSOR` value; only its presence is recorded.
     #[prost(message, optional, tag = "22")]
     pub sparse_tensor: Option<Opaque>,

@@ -77,6 +77,9 @@ pub struct StepInfo {
     /// For a read or an assign of a variable: how the backend runs it (copies, or reads or
     /// writes the variable's storage in place), in words; `None` for other steps.
     pub state: Option<String>,
+    /// For a control-flow step (`If`, `Loop`, `Scan`): what it runs, in words (its bodies
+    /// and their kernels); `None` for other steps.
+    pub control_flow: Option<String>,
 }
 
 /// A backend: makes tensors and compiles Functions into Executables.

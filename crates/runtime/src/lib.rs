@@ -6,6 +6,7 @@
 
 mod backend;
 pub mod compare;
+pub mod control_flow;
 mod error;
 mod interpreter;
 pub mod reference;

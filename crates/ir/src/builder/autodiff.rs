@@ -168,6 +168,19 @@ impl FunctionBuilder {
                 (Op::FusedKernel(k), None) => {
                     (inputs, self.fused_adjoint(pass, &k.body, &ins, &gs)?)
                 }
+                (Op::ControlFlow(c), None) => {
+                    let message = format!(
+                        "no adjoint for {} (node `{}`): control flow is not differentiable \
+                         in graphlift",
+                        c.type_name(),
+                        self.function
+                            .borrow()
+                            .node(id)
+                            .map(|n| n.name().to_string())
+                            .unwrap_or_default()
+                    );
+                    return Err(derivative(pass.of, message));
+                }
                 (_, None) => {
                     let [Some(g)] = gs[..] else {
                         let message = format!("`{op}` has {outputs} outputs and no adjoint");

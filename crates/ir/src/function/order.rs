@@ -140,6 +140,17 @@ impl Function {
                     .validate()
                     .map_err(|e| invalid(format!("fused kernel `{}`: body: {e}", node.name)))?;
             }
+            if let Op::ControlFlow(c) = &node.op {
+                for (what, body) in c.bodies() {
+                    body.validate().map_err(|e| {
+                        invalid(format!(
+                            "{} `{}`: {what} body: {e}",
+                            c.type_name(),
+                            node.name
+                        ))
+                    })?;
+                }
+            }
             for (slot, o) in node.inputs.iter().enumerate() {
                 let producer = self.node(o.node).map_err(|e| invalid(e.to_string()))?;
                 if !producer.users[o.index].contains(&(node.id, slot)) {

@@ -126,6 +126,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
                 })
                 .collect()
         }
+        Op::ControlFlow(c) => c.infer(inputs).map(OutputTypes::from_vec),
         Op::Reshape(target) => tensor_ops::reshape(target, inputs),
         Op::Transpose(perm) => tensor_ops::transpose(perm, inputs),
         Op::Slice(axes) => tensor_ops::slice(axes, inputs),

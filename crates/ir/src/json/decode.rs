@@ -390,6 +390,17 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
             op.values.unwrap_or_default(),
             loc,
         )?)),
+        "If" | "Loop" | "Scan" => {
+            return Err(invalid(
+                loc,
+                format!(
+                    "op `{}` is control flow, whose sub-Function bodies graphlift's JSON \
+                     format does not hold: a Function with control flow cannot be loaded \
+                     from JSON (import it from its ONNX model instead)",
+                    op.kind
+                ),
+            ));
+        }
         "FusedKernel" => {
             let Some(body) = op.body else {
                 return Err(invalid(loc, "op `FusedKernel` needs the attribute `body`"));

@@ -64,6 +64,9 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.values = Some(constant_values(d));
         }
         Op::FusedKernel(k) => dto.body = Some(Box::new(function_dto(&k.body))),
+        // Control flow is written by name only (its bodies are not part of the format):
+        // reading it back is an error that says so (`decode.rs`).
+        Op::ControlFlow(_) => {}
         Op::Variable(v) => dto.initializer = Some(Box::new(function_dto(&v.initializer))),
         Op::Random(r) => {
             dto.element_type = Some(r.element_type.name().to_string());

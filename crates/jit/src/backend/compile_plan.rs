@@ -87,6 +87,7 @@ impl CpuJitBackend {
         Ok(CpuJitExecutable {
             plan,
             recycled: Mutex::new(Vec::new()),
+            recycle_buffers: self.recycle_buffers,
             parallel: Arc::clone(&self.parallel),
             variables: VariableStore::new(Variables::of(function)?),
         })
@@ -145,6 +146,7 @@ impl CpuJitBackend {
             pass_report: l.pass_report,
             compiled: l.compiled,
             variables: l.variables,
+            control_flow: l.control_flow,
         })
     }
 }
@@ -186,6 +188,7 @@ pub(super) struct Lowering {
     buffer_of: Vec<usize>,
     buffers: usize,
     compiled: Vec<CompiledKernel>,
+    control_flow: Vec<graphlift_runtime::control_flow::CompiledBodies>,
 }
 
 impl Lowering {
@@ -213,6 +216,7 @@ impl Lowering {
             buffer_of: Vec::new(),
             buffers: 0,
             compiled: Vec::new(),
+            control_flow: Vec::new(),
         })
     }
 
@@ -288,6 +292,11 @@ impl Lowering {
                         in_place: Vec::new(),
                     });
                     continue;
+                }
+                Op::ControlFlow(cf) => {
+                    self.control_flow
+                        .push(control_flow::compile_bodies(backend, cf)?);
+                    StepKind::ControlFlow(self.control_flow.len() - 1)
                 }
                 _ => StepKind::Native,
             };

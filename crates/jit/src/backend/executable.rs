@@ -37,6 +37,8 @@ pub struct CpuJitExecutable {
     /// its buffer's tensor from the bin (kernels and MatMul write into it) instead of
     /// allocating and page-faulting a new one.
     pub(super) recycled: Mutex<Vec<Vec<Option<Tensor>>>>,
+    /// Whether a call leaves its bin in `recycled` ([`CpuJitBackend::with_buffer_recycling`]).
+    pub(super) recycle_buffers: bool,
     pub(super) parallel: Arc<Parallel>,
     /// The variables' storage, this executable's own (`None` without variables); a call
     /// holds its lock throughout, so calls are serialized.
@@ -77,6 +79,8 @@ pub(super) struct ExecutablePlan {
     pub(super) target: Target,
     /// The source function's variables by name, indexed by [`Loc::Variable`].
     pub(super) variables: Vec<String>,
+    /// The compiled bodies of each control-flow step ([`StepKind::ControlFlow`]).
+    pub(super) control_flow: Vec<graphlift_runtime::control_flow::CompiledBodies>,
 }
 
 const _: () = {
@@ -381,7 +385,11 @@ impl Executable for CpuJitExecutable {
                         "its kernel wrote the value into `{}` in place",
                         variable(v)
                     )),
-                    StepKind::Kernel(_) | StepKind::Native => None,
+                    StepKind::Kernel(_) | StepKind::Native | StepKind::ControlFlow(_) => None,
+                },
+                control_flow: match s.kind {
+                    StepKind::ControlFlow(c) => self.plan.control_flow_info(n, c),
+                    _ => None,
                 },
             })
             .collect()

@@ -109,7 +109,7 @@ impl CpuJitExecutable {
                 }
             }
         }
-        if let Ok(mut bins) = self.recycled.lock() {
+        if let (true, Ok(mut bins)) = (self.recycle_buffers, self.recycled.lock()) {
             if bins.len() < MAX_RECYCLE_BINS {
                 bins.push(bin);
             }
@@ -190,6 +190,7 @@ impl CpuJitExecutable {
             (StepKind::ReadAlias(_) | StepKind::Assign(_) | StepKind::AssignInPlace(_), _) => Err(
                 Self::execution_error(node, "a state step runs in run_state_step".into()),
             ),
+            (StepKind::ControlFlow(c), _) => self.run_control_flow(node, c, &ins),
             (StepKind::Kernel(k), _) => {
                 let mut outs = kernel_outputs(node, seeded)?;
                 let in_data: Vec<&TensorData> = ins.iter().map(|t| t.data()).collect();

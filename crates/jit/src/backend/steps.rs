@@ -90,6 +90,10 @@ pub(super) enum StepKind {
     /// An `Assign` to variable `v` whose value a kernel step wrote into the storage in
     /// place ([`Step::in_place`]): nothing runs.
     AssignInPlace(usize),
+    /// A control-flow node (`If`, `Loop`, `Scan`) run by the shared executor
+    /// ([`graphlift_runtime::control_flow`]) over its bodies compiled by this backend:
+    /// [`ExecutablePlan::control_flow`] entry `c` (`backend/control_flow.rs`).
+    ControlFlow(usize),
 }
 
 /// One step of the plan: a node, where its inputs are, which temporaries it fills, and

@@ -207,7 +207,7 @@ impl<'m> Importer<'m> {
         Ok(o)
     }
 
-    pub(super) fn node(&mut self, index: usize, node: &NodeProto) -> Result<(), OnnxError> {
+    pub(super) fn node(&mut self, index: usize, node: &'m NodeProto) -> Result<(), OnnxError> {
         let at = node_ref(index, node);
         let contrib = node.domain == crate::ops::MICROSOFT_DOMAIN
             && crate::ops::SUPPORTED_CONTRIB_OPS.contains(&node.op_type.as_str());
@@ -231,21 +231,27 @@ impl<'m> Importer<'m> {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let site = CreationSite {
-            file: self.source.clone(),
-            line: u32::try_from(index + 1).unwrap_or(u32::MAX),
-            column: 1,
+        let (outputs, created) = if matches!(node.op_type.as_str(), "If" | "Loop" | "Scan") {
+            // Subgraphs: `import/control_flow.rs` (it names its nodes itself).
+            (self.control_flow(index, node, &inputs)?, HashSet::new())
+        } else {
+            let site = CreationSite {
+                file: self.source.clone(),
+                line: u32::try_from(index + 1).unwrap_or(u32::MAX),
+                column: 1,
+            };
+            let mut emitter = NodeEmitter::new(
+                &mut self.function,
+                node,
+                at.clone(),
+                self.opset,
+                site,
+                &self.reserved,
+            );
+            let outputs = crate::ops::convert(&mut emitter, &inputs)?;
+            let created: HashSet<NodeId> = emitter.created().iter().copied().collect();
+            (outputs, created)
         };
-        let mut emitter = NodeEmitter::new(
-            &mut self.function,
-            node,
-            at.clone(),
-            self.opset,
-            site,
-            &self.reserved,
-        );
-        let outputs = crate::ops::convert(&mut emitter, &inputs)?;
-        let created: HashSet<NodeId> = emitter.created().iter().copied().collect();
         let wanted = node.output.iter().filter(|o| !o.is_empty()).count();
         if node.output.len() > outputs.len() && wanted > 0 {
             return Err(OnnxError::Arity {

@@ -210,6 +210,12 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             let owned: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
             evaluate_function(&k.body, &owned)
         }
+        Op::ControlFlow(cf) => crate::control_flow::execute(
+            cf,
+            node,
+            inputs,
+            &crate::control_flow::ReferenceBodies(cf),
+        ),
     }
 }
 

@@ -31,6 +31,12 @@ thread_local! {
     static RETAINED: RefCell<Trace> = RefCell::new(Trace::default());
 }
 
+/// Runs `f` untraced: the calls it makes are not recorded (a control-flow step's body calls,
+/// which the trace shows as the one step of the `If`, `Loop` or `Scan` node).
+pub fn untraced<R>(f: impl FnOnce() -> R) -> R {
+    scope::suspended(f)
+}
+
 /// Starts the current thread's default tracer (no effect if it is running). Its records
 /// accumulate until [`purge`] or [`take`].
 ///

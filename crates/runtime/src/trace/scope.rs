@@ -37,6 +37,19 @@ pub(crate) fn is_active() -> bool {
     ACTIVE.try_with(Cell::get).unwrap_or(0) > 0
 }
 
+/// Runs `f` with tracing off on this thread (the tracers stay alive and see nothing `f`
+/// runs), then turns it back on.
+pub(crate) fn suspended<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = ACTIVE.try_with(|a| a.set(self.0));
+        }
+    }
+    let _restore = Restore(ACTIVE.try_with(|a| a.replace(0)).unwrap_or(0));
+    f()
+}
+
 /// Adds a finished call to the innermost live tracer of this thread.
 pub(crate) fn commit(call: CallTrace) {
     let _ = SCOPES.try_with(|s| {
