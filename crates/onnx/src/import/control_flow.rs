@@ -64,6 +64,19 @@ struct BodySpec {
     results: Vec<String>,
 }
 
+impl BodySpec {
+    /// A spec of these formal parameters and results, capturing and binding nothing yet.
+    fn new(params: Vec<(String, TensorType)>, results: Vec<String>) -> BodySpec {
+        BodySpec {
+            params,
+            captured: Vec::new(),
+            constants: Vec::new(),
+            bound: BTreeMap::new(),
+            results,
+        }
+    }
+}
+
 /// The settings a subgraph import shares with its enclosing graph's.
 #[derive(Debug, Clone)]
 struct Context {
@@ -540,13 +553,10 @@ impl<'m> Importer<'m> {
         }
         let mut captures = Captures::resolve(self, names, at)?;
         let branch = |g: &GraphProto, captures: &mut Captures, f: &Function| {
-            let mut spec = BodySpec {
-                params: Vec::new(),
-                captured: Vec::new(),
-                constants: Vec::new(),
-                bound: BTreeMap::new(),
-                results: g.output.iter().map(|o| o.name.clone()).collect(),
-            };
+            let mut spec = BodySpec::new(
+                Vec::new(),
+                g.output.iter().map(|o| o.name.clone()).collect(),
+            );
             import_binding(g, &mut spec, captures, f, cx, &|_| None, at)
         };
         let mut then_branch = branch(then_g, &mut captures, &self.function)?;
@@ -733,13 +743,7 @@ impl<'m> Importer<'m> {
                 captures.add(name, v, k, small);
             }
         }
-        let mut spec = BodySpec {
-            params,
-            captured: Vec::new(),
-            constants: Vec::new(),
-            bound: BTreeMap::new(),
-            results,
-        };
+        let mut spec = BodySpec::new(params, results);
         // The iteration number starts at 0; a carried value at its initial value, when known.
         let f = &self.function;
         let initial_of = |k: usize| -> Option<Option<Tensor>> {
@@ -989,13 +993,10 @@ impl<'m> Importer<'m> {
             ));
         }
         let mut captures = Captures::resolve(self, free_names(body_g), at)?;
-        let mut spec = BodySpec {
+        let mut spec = BodySpec::new(
             params,
-            captured: Vec::new(),
-            constants: Vec::new(),
-            bound: BTreeMap::new(),
-            results: body_g.output.iter().map(|o| o.name.clone()).collect(),
-        };
+            body_g.output.iter().map(|o| o.name.clone()).collect(),
+        );
         let body = import_binding(
             body_g,
             &mut spec,
