@@ -237,6 +237,9 @@ fn constant_data(t: ElementType, n: usize, offset: usize, p: &Pools) -> TensorDa
                 .map(|i| graphlift_ir::bf16::from_bits(p.i64s[i] as u16))
                 .collect(),
         ),
+        // The storage-only types: every bit pattern (NaNs, infinities, -0 of the float8s).
+        t => graphlift_ir::storage_from_bits(t, take(24).map(|i| p.i64s[i] as u8))
+            .unwrap_or_else(|| TensorData::zeros(t, n)),
     }
 }
 

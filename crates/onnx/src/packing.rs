@@ -1,0 +1,69 @@
+//! The storage-only element types in a `TensorProto` (onnx.proto, `TensorProto.raw_data`
+//! and `int32_data`): FLOAT8 elements take a byte each; INT4, UINT4 and FLOAT4E2M1 pack two
+//! to a byte, INT2 and UINT2 four, the first element in the lowest bits, the last byte
+//! padded with zeros. `int32_data` holds the same packed bytes, one per entry. In memory
+//! graphlift keeps one element per byte ([`graphlift_ir::StorageElement`]).
+
+use graphlift_ir::{storage_bit_width, storage_bits, storage_from_bits, ElementType, TensorData};
+
+/// The number of packed bytes that hold `n` elements of the storage-only type `t`.
+pub(crate) fn packed_len(t: ElementType, n: usize) -> Option<usize> {
+    let width = storage_bit_width(t)? as usize;
+    Some(n.saturating_mul(width).div_ceil(8))
+}
+
+/// `data`'s elements packed as `raw_data` holds them; `None` when `data` is not of a
+/// storage-only type.
+pub(crate) fn pack(data: &TensorData) -> Option<Vec<u8>> {
+    let t = data.element_type();
+    let width = storage_bit_width(t)? as usize;
+    let bits = storage_bits(data)?;
+    let per_byte = 8 / width;
+    let mut out = vec![0u8; packed_len(t, bits.len())?];
+    for (i, b) in bits.into_iter().enumerate() {
+        out[i / per_byte] |= b << (width * (i % per_byte));
+    }
+    Some(out)
+}
+
+/// `n` elements of the storage-only type `t` unpacked from `bytes`, which must be exactly
+/// [`packed_len`] long; `None` otherwise or when `t` is not storage-only.
+pub(crate) fn unpack(t: ElementType, bytes: &[u8], n: usize) -> Option<TensorData> {
+    let width = storage_bit_width(t)? as usize;
+    if bytes.len() != packed_len(t, n)? {
+        return None;
+    }
+    let per_byte = 8 / width;
+    let mask = (1u16 << width) as u8 - 1;
+    let bits = (0..n).map(|i| (bytes[i / per_byte] >> (width * (i % per_byte))) & mask);
+    storage_from_bits(t, bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphlift_ir::{F4E2M1, F8E5M2, I2, I4, U2, U4};
+
+    #[test]
+    fn sub_byte_types_pack_low_bits_first_with_odd_counts() {
+        let i4 = TensorData::I4(vec![I4(-8), I4(7), I4(-1)]);
+        assert_eq!(pack(&i4), Some(vec![0x78, 0x0f]));
+        assert_eq!(unpack(ElementType::I4, &[0x78, 0x0f], 3), Some(i4));
+        let u2 = TensorData::U2(vec![U2(1), U2(2), U2(3), U2(0), U2(3)]);
+        assert_eq!(pack(&u2), Some(vec![0b00_11_10_01, 0b11]));
+        assert_eq!(unpack(ElementType::U2, &[0x39, 0x03], 5), Some(u2));
+        for data in [
+            TensorData::U4((0..15).map(U4).collect()),
+            TensorData::F4E2M1((0..7).map(F4E2M1).collect()),
+            TensorData::I2(vec![I2(-2), I2(-1), I2(0), I2(1), I2(-2), I2(1), I2(0)]),
+            TensorData::F8E5M2(vec![F8E5M2(0x7c), F8E5M2(0xfe), F8E5M2(0)]),
+        ] {
+            let packed = pack(&data).unwrap();
+            assert_eq!(Some(packed.len()), packed_len(data.element_type(), data.len()));
+            assert_eq!(unpack(data.element_type(), &packed, data.len()), Some(data));
+        }
+        // The wrong number of bytes, and a type that is not storage-only.
+        assert_eq!(unpack(ElementType::I4, &[0x78], 3), None);
+        assert_eq!(pack(&TensorData::U8(vec![1])), None);
+    }
+}
