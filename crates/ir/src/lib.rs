@@ -11,8 +11,8 @@ mod element_type;
 mod error;
 mod function;
 mod infer;
-pub mod minifloat;
 pub mod json;
+pub mod minifloat;
 mod node;
 mod op;
 mod provenance;
@@ -39,5 +39,7 @@ pub use provenance::ProvenanceTags;
 pub use shape::Shape;
 pub use storage_type::{
     is_storage_integer, storage_bit_width, storage_bits, storage_from_bits, storage_from_f64,
-    storage_from_int, StorageElement, F4E2M1, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, I2, I4, U2, U4};
+    storage_from_int, StorageElement, F4E2M1, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, I2,
+    I4, U2, U4,
+};
 pub use tensor_data::{Element, TensorData};

@@ -132,7 +132,9 @@ impl MiniFloat {
     fn overflow(self, negative: bool, saturate: bool) -> u8 {
         let sign = if negative { self.sign_bit() } else { 0 };
         match self.specials {
-            _ if saturate || self.specials == Specials::None => sign | self.encode_magnitude(self.max_finite()),
+            _ if saturate || self.specials == Specials::None => {
+                sign | self.encode_magnitude(self.max_finite())
+            }
             Specials::Ieee => sign | (self.top_exponent() << self.mantissa_bits),
             _ => self.nan(negative),
         }

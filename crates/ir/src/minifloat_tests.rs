@@ -41,7 +41,11 @@ fn every_pattern_decodes_as_ml_dtypes_and_every_value_round_trips() {
             continue;
         }
         assert_eq!(got as f32, want, "{line}");
-        assert_eq!(got.to_bits(), f64::from(want).to_bits(), "{line}: sign of zero");
+        assert_eq!(
+            got.to_bits(),
+            f64::from(want).to_bits(),
+            "{line}: sign of zero"
+        );
         // Each value converts back to its own pattern (infinity too, when not saturating),
         // but for E8M0's 2^-127: an f32 subnormal, which rounding up takes to 2^-126.
         if f[1] == "e8m0" && bits == 0 {
@@ -88,8 +92,14 @@ fn documented_edge_cases() {
     assert_eq!(e4.encode(f64::NEG_INFINITY, true), 0xfe);
     assert_eq!(e4.encode(-0.0, true), 0x80);
     // 2.5 and 3.5 are ties: to 2 (fraction 0) and 4 in E2M1.
-    assert_eq!(MiniFloat::E2M1.decode(MiniFloat::E2M1.encode(2.5, true)), 2.0);
-    assert_eq!(MiniFloat::E2M1.decode(MiniFloat::E2M1.encode(3.5, true)), 4.0);
+    assert_eq!(
+        MiniFloat::E2M1.decode(MiniFloat::E2M1.encode(2.5, true)),
+        2.0
+    );
+    assert_eq!(
+        MiniFloat::E2M1.decode(MiniFloat::E2M1.encode(3.5, true)),
+        4.0
+    );
     assert_eq!(MiniFloat::E2M1.encode(f64::INFINITY, false), 0x7);
     // E5M2 overflows to infinity, the FNUZ formats to their one NaN; no -0 in FNUZ.
     assert_eq!(MiniFloat::E5M2.encode(1e6, false), 0x7c);

@@ -216,7 +216,10 @@ pub fn storage_bit_width(t: ElementType) -> Option<u32> {
 
 /// Whether `t` is one of the storage-only integer types (INT4, UINT4, INT2, UINT2).
 pub fn is_storage_integer(t: ElementType) -> bool {
-    matches!(t, ElementType::I4 | ElementType::U4 | ElementType::I2 | ElementType::U2)
+    matches!(
+        t,
+        ElementType::I4 | ElementType::U4 | ElementType::I2 | ElementType::U2
+    )
 }
 
 pub(crate) fn from_f64_data(t: ElementType, values: &[f64], saturate: bool) -> TensorData {

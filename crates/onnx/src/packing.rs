@@ -34,7 +34,7 @@ pub(crate) fn unpack(t: ElementType, bytes: &[u8], n: usize) -> Option<TensorDat
         return None;
     }
     let per_byte = 8 / width;
-    let mask = (1u16 << width) as u8 - 1;
+    let mask = ((1u16 << width) - 1) as u8;
     let bits = (0..n).map(|i| (bytes[i / per_byte] >> (width * (i % per_byte))) & mask);
     storage_from_bits(t, bits)
 }
@@ -42,16 +42,19 @@ pub(crate) fn unpack(t: ElementType, bytes: &[u8], n: usize) -> Option<TensorDat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use graphlift_ir::{F4E2M1, F8E5M2, I2, I4, U2, U4};
+    use crate::proto::{data_type, TensorProto};
+    use crate::tensor::{encode_tensor_proto, read_tensor_proto};
+    use graphlift_ir::{Shape, F4E2M1, F8E5M2, I2, I4, U2, U4};
+    use prost::Message;
 
     #[test]
     fn sub_byte_types_pack_low_bits_first_with_odd_counts() {
         let i4 = TensorData::I4(vec![I4(-8), I4(7), I4(-1)]);
         assert_eq!(pack(&i4), Some(vec![0x78, 0x0f]));
-        assert_eq!(unpack(ElementType::I4, &[0x78, 0x0f], 3), Some(i4));
+        assert_eq!(unpack(ElementType::I4, &[0x78, 0x0f], 3), Some(i4.clone()));
         let u2 = TensorData::U2(vec![U2(1), U2(2), U2(3), U2(0), U2(3)]);
         assert_eq!(pack(&u2), Some(vec![0b00_11_10_01, 0b11]));
-        assert_eq!(unpack(ElementType::U2, &[0x39, 0x03], 5), Some(u2));
+        assert_eq!(unpack(ElementType::U2, &[0x39, 0x03], 5), Some(u2.clone()));
         for data in [
             TensorData::U4((0..15).map(U4).collect()),
             TensorData::F4E2M1((0..7).map(F4E2M1).collect()),
@@ -59,9 +62,35 @@ mod tests {
             TensorData::F8E5M2(vec![F8E5M2(0x7c), F8E5M2(0xfe), F8E5M2(0)]),
         ] {
             let packed = pack(&data).unwrap();
-            assert_eq!(Some(packed.len()), packed_len(data.element_type(), data.len()));
+            assert_eq!(
+                Some(packed.len()),
+                packed_len(data.element_type(), data.len())
+            );
             assert_eq!(unpack(data.element_type(), &packed, data.len()), Some(data));
         }
+        // Through a TensorProto: raw_data, and int32_data holding one packed byte each.
+        let shape = Shape::from([5]);
+        let bytes = encode_tensor_proto("q", &u2, &shape);
+        let back = read_tensor_proto(&bytes).unwrap();
+        assert_eq!((back.data, back.shape), (u2, shape));
+        let t = TensorProto {
+            dims: vec![3],
+            data_type: data_type::INT4,
+            int32_data: vec![0x78, 0x0f],
+            ..Default::default()
+        };
+        assert_eq!(read_tensor_proto(&t.encode_to_vec()).unwrap().data, i4);
+        let short = TensorProto {
+            int32_data: vec![0x78],
+            ..t
+        };
+        let e = read_tensor_proto(&short.encode_to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("int32_data has 1 bytes; 3 elements of INT4 need 2"),
+            "{e}"
+        );
         // The wrong number of bytes, and a type that is not storage-only.
         assert_eq!(unpack(ElementType::I4, &[0x78], 3), None);
         assert_eq!(pack(&TensorData::U8(vec![1])), None);

@@ -71,13 +71,19 @@ pub(super) fn decode_constant(et: ElementType, values: Vec<Value>, loc: &str) ->
         // The storage-only types: their bit patterns as JSON integers.
         t => {
             let width = crate::storage_bit_width(t).unwrap_or(8);
-            let bits = each(v, loc, &format!("a {width}-bit pattern as a JSON integer"), |v| {
-                v.as_u64()
-                    .filter(|&b| b < 1 << width)
-                    .and_then(|b| u8::try_from(b).ok())
-            })?;
+            let bits = each(
+                v,
+                loc,
+                &format!("a {width}-bit pattern as a JSON integer"),
+                |v| {
+                    v.as_u64()
+                        .filter(|&b| b < 1 << width)
+                        .and_then(|b| u8::try_from(b).ok())
+                },
+            )?;
             let bits = bits.into_vec::<u8>().unwrap_or_default();
-            Ok(crate::storage_from_bits(t, bits.into_iter()).unwrap_or_else(|| TensorData::zeros(t, 0)))
+            Ok(crate::storage_from_bits(t, bits.into_iter())
+                .unwrap_or_else(|| TensorData::zeros(t, 0)))
         }
     }
 }

@@ -71,9 +71,17 @@ fn float8(t: ElementType) -> Option<MiniFloat> {
 
 /// `x` converted to `to` under the node's `saturate` (default 1) and `round_mode` (default
 /// `up`) attributes (`Cast`, `CastLike`, `QuantizeLinear`).
-pub(super) fn convert(e: &mut NodeEmitter<'_>, x: Output, to: ElementType) -> Result<Output, OnnxError> {
+pub(super) fn convert(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    to: ElementType,
+) -> Result<Output, OnnxError> {
     let saturate = e.attr_i64("saturate")?.unwrap_or(1) != 0;
-    let round_up = e.attr_choice("round_mode", "up", &[("up", true), ("down", false), ("nearest", false)])?;
+    let round_up = e.attr_choice(
+        "round_mode",
+        "up",
+        &[("up", true), ("down", false), ("nearest", false)],
+    )?;
     if to == ElementType::F8E8M0 && !(saturate && round_up) {
         return Err(e.unsupported(
             "FLOAT8E8M0 with saturate = 0 or round_mode other than \"up\"".to_string(),
@@ -137,6 +145,9 @@ mod tests {
         assert_eq!(f.encode(464.0, false), f.encode(448.0, false));
         let f = MiniFloat::E5M2;
         assert_ne!(f.encode(61440.0, false), f.encode(57344.0, false));
-        assert_eq!(graphlift_ir::F8E5M2::from_f64(61440.0, false).to_f64(), f64::INFINITY);
+        assert_eq!(
+            graphlift_ir::F8E5M2::from_f64(61440.0, false).to_f64(),
+            f64::INFINITY
+        );
     }
 }
