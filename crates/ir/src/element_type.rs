@@ -10,6 +10,11 @@ use std::fmt;
 /// complement (`i*`) or unsigned (`u*`) of the width in their name, and `Bool` is one byte
 /// holding 0 or 1 (Rust's `bool`). The names ([`ElementType::name`]) are the short ones
 /// (`f16`, `bf16`, `i8`, `u8`, ...) for ONNX's `FLOAT16`, `BFLOAT16`, `INT8`, `UINT8`, ...
+///
+/// ONNX's storage-only types (the 8-bit floats, FLOAT4E2M1, INT4, UINT4, INT2, UINT2) are
+/// here too, one byte per element in memory (newtypes such as [`crate::F8E4M3FN`] that
+/// implement [`crate::StorageElement`]); no op computes in them
+/// ([`ElementType::is_storage_only`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ElementType {
     /// IEEE 754 binary32.
@@ -91,20 +96,11 @@ impl ElementType {
     /// Size of one element in memory, in bytes (the sub-byte storage types take a byte).
     pub fn size_bytes(self) -> usize {
         match self {
-            ElementType::Bool | ElementType::I8 | ElementType::U8 => 1,
-            ElementType::F8E4M3FN
-            | ElementType::F8E4M3FNUZ
-            | ElementType::F8E5M2
-            | ElementType::F8E5M2FNUZ
-            | ElementType::F8E8M0
-            | ElementType::F4E2M1
-            | ElementType::I4
-            | ElementType::U4
-            | ElementType::I2
-            | ElementType::U2 => 1,
             ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::F32 | ElementType::I32 | ElementType::U32 => 4,
             ElementType::F64 | ElementType::I64 | ElementType::U64 => 8,
+            // `Bool`, `I8`, `U8` and the storage-only types.
+            _ => 1,
         }
     }
 

@@ -7,7 +7,8 @@ use crate::ElementType;
 /// `F16`/`BF16` hold [`half::f16`]/[`half::bf16`] (re-exported as [`crate::f16`] and
 /// [`crate::bf16`]). Code that does the same for every variant matches through
 /// [`match_data!`](crate::match_data) or [`map_data!`](crate::map_data) rather than
-/// spelling thirteen arms.
+/// spelling twenty-three arms. The storage-only types ([`ElementType::is_storage_only`]) hold
+/// one element per byte, as the newtypes [`crate::F8E4M3FN`], ..., [`crate::U2`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum TensorData {
     /// `f32` elements.

@@ -6,6 +6,9 @@
 
 use graphlift_ir::{storage_bit_width, storage_bits, storage_from_bits, ElementType, TensorData};
 
+use crate::error::OnnxError;
+use crate::proto::TensorProto;
+
 /// The number of packed bytes that hold `n` elements of the storage-only type `t`.
 pub(crate) fn packed_len(t: ElementType, n: usize) -> Option<usize> {
     let width = storage_bit_width(t)? as usize;
@@ -37,6 +40,30 @@ pub(crate) fn unpack(t: ElementType, bytes: &[u8], n: usize) -> Option<TensorDat
     let mask = ((1u16 << width) - 1) as u8;
     let bits = (0..n).map(|i| (bytes[i / per_byte] >> (width * (i % per_byte))) & mask);
     storage_from_bits(t, bits)
+}
+
+/// The elements of a storage-only type `et` from `raw_data`, or else from `int32_data` (one
+/// packed byte per entry), either holding exactly `bytes` bytes.
+pub(crate) fn from_proto(
+    t: &TensorProto,
+    et: ElementType,
+    n: usize,
+    bytes: usize,
+    invalid: &dyn Fn(String) -> OnnxError,
+) -> Result<TensorData, OnnxError> {
+    let (field, packed) = if !t.raw_data.is_empty() || n == 0 {
+        ("raw_data", t.raw_data.clone())
+    } else {
+        let ints = t.int32_data.iter().map(|&x| x as u8).collect();
+        ("int32_data", ints)
+    };
+    unpack(et, &packed, n).ok_or_else(|| {
+        invalid(format!(
+            "{field} has {} bytes; {n} elements of {} need {bytes} bytes",
+            packed.len(),
+            crate::tensor::data_type_name(t.data_type)
+        ))
+    })
 }
 
 #[cfg(test)]

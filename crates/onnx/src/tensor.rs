@@ -180,7 +180,7 @@ pub(crate) fn tensor_from_proto(
         ))
     };
     if let Some(bytes) = crate::packing::packed_len(et, n) {
-        return packed_data(t, et, n, bytes, &invalid).map(|data| (data, shape));
+        return crate::packing::from_proto(t, et, n, bytes, &invalid).map(|data| (data, shape));
     }
     let data = if !t.raw_data.is_empty() || n == 0 {
         let raw = &t.raw_data;
@@ -197,30 +197,6 @@ pub(crate) fn tensor_from_proto(
         typed_data(t, et, n, &length_error)?
     };
     Ok((data, shape))
-}
-
-/// The elements of a storage-only type `et` from `raw_data`, or else from `int32_data` (one
-/// packed byte per entry), either holding exactly `bytes` bytes.
-fn packed_data(
-    t: &TensorProto,
-    et: ElementType,
-    n: usize,
-    bytes: usize,
-    invalid: &dyn Fn(String) -> OnnxError,
-) -> Result<TensorData, OnnxError> {
-    let (field, packed) = if !t.raw_data.is_empty() || n == 0 {
-        ("raw_data", t.raw_data.clone())
-    } else {
-        let ints = t.int32_data.iter().map(|&x| x as u8).collect();
-        ("int32_data", ints)
-    };
-    crate::packing::unpack(et, &packed, n).ok_or_else(|| {
-        invalid(format!(
-            "{field} has {} bytes; {n} elements of {} need {bytes} bytes",
-            packed.len(),
-            data_type_name(t.data_type)
-        ))
-    })
 }
 
 fn check_len<'a, T>(
@@ -277,7 +253,7 @@ fn typed_data(
         ElementType::BF16 => {
             TensorData::BF16(halves(ints()?).into_iter().map(bf16::from_bits).collect())
         }
-        // The storage-only types are read packed (`packed_data`).
+        // The storage-only types are read packed (`crate::packing::from_proto`).
         other => TensorData::zeros(other, 0),
     })
 }

@@ -4,7 +4,7 @@
 //! refused when the node is built.
 
 use graphlift_ir::ElementType::{F32, F8E4M3FN, F8E5M2, I4};
-use graphlift_ir::{FunctionBuilder, Op, Shape, TensorData};
+use graphlift_ir::{FunctionBuilder, Op, Shape, SliceAxis, TensorData};
 use graphlift_jit::CpuJitBackend;
 use graphlift_passes::OutsideReason;
 use graphlift_runtime::{Backend, Executable, InterpreterBackend, Tensor};
@@ -48,7 +48,18 @@ fn layout_ops_move_int4_elements() {
     let x = b.parameter("x", I4, [2, 3]);
     let t = b.op(Op::Transpose(vec![1, 0]), &[x]);
     let r = b.op(Op::Reshape(Shape::from([6])), &[t]);
-    let body = b.finish(&[r]).unwrap();
+    // Concat, Slice (reversed) and Gather: [r, r] -> every other element backwards -> [5, 0].
+    let c = b.op(Op::Concat(0), &[r, r]);
+    let s = b.op(
+        Op::Slice(vec![SliceAxis {
+            start: 11,
+            step: -2,
+            len: 6,
+        }]),
+        &[c],
+    );
+    let g = b.op(Op::Gather(0), &[s, b.constant(vec![5i64, 0], [2])]);
+    let body = b.finish(&[r, g]).unwrap();
     let values = [-8i8, -1, 0, 1, 6, 7].map(graphlift_ir::I4);
     let x = Tensor::from_data(TensorData::I4(values.to_vec()), Shape::from([2, 3])).unwrap();
     let want = TensorData::I4([-8i8, 1, -1, 6, 0, 7].map(graphlift_ir::I4).to_vec());
@@ -72,6 +83,8 @@ fn arithmetic_on_a_storage_type_is_an_error_naming_the_op_and_type() {
     let y = b.parameter("y", F8E5M2, [4]);
     let err = b.finish(&[(x + y).named("sum")]).unwrap_err().to_string();
     assert!(err.contains("Add") && err.contains("f8e5m2"), "{err}");
-    let err = b.finish(&[x.exp()]).unwrap_err().to_string();
-    assert!(err.contains("f8e5m2"), "{err}");
+    let b = FunctionBuilder::new("bad_compare");
+    let x = b.parameter("x", F8E5M2, [4]);
+    let err = b.finish(&[x.gt(x)]).unwrap_err().to_string();
+    assert!(err.contains("Greater") && err.contains("f8e5m2"), "{err}");
 }
