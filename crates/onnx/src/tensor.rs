@@ -27,7 +27,7 @@ pub struct NamedTensor {
 /// Data may be in `raw_data` (little-endian) or in the typed field of its data type; every
 /// numeric type but COMPLEX is supported (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64,
 /// UINT8/16/32/64, BOOL, and the FLOAT8, FLOAT4E2M1, INT4, UINT4, INT2 and UINT2 types,
-/// unpacked to one element per byte: [`crate::packing`]).
+/// unpacked to one element per byte; the 4- and 2-bit ones packed as the spec lays them out).
 ///
 /// # Errors
 /// [`OnnxError::Protobuf`] for bytes that are not a `TensorProto`;
