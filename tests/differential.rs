@@ -40,6 +40,9 @@ fn dims() -> impl Strategy<Value = Vec<usize>> {
 /// An index into [`ElementType::ALL`]: every element type, the 8- and 16-bit integers,
 /// the unsigned ones and `f16`/`bf16` included (fused kernels do not lower those: their
 /// nodes run on reference kernels on CPU-JIT, and Convert joins them to fused kernels).
+/// The storage-only types (float8, FLOAT4E2M1, INT4, ...) are drawn too, but only Convert
+/// (and Select, which moves them) reads them: the case builder converts them to a numeric
+/// type before any arithmetic or comparison, as it does `bool`.
 fn element_type() -> impl Strategy<Value = usize> {
     0..ElementType::ALL.len()
 }

@@ -127,17 +127,19 @@ fn check_npy_extents(bytes: &[u8]) -> Result<(), String> {
 /// complete or not at all: it is written under a temporary name and renamed.
 ///
 /// # Errors
-/// [`CliError::Io`] if writing fails; [`CliError::TensorFile`] for a `bf16` tensor (numpy
-/// has no bfloat16 dtype: write a `.pb` instead).
+/// [`CliError::Io`] if writing fails; [`CliError::TensorFile`] for a `bf16` tensor or one of
+/// the storage-only types (FLOAT8, FLOAT4E2M1, INT4, ...): numpy has no dtype for them
+/// (`ml_dtypes` adds its own), so write a `.pb` instead.
 pub fn write_npy(path: &Path, tensor: &Tensor) -> Result<(), CliError> {
     let io = |source| CliError::Io {
         path: path.to_path_buf(),
         source,
     };
-    if tensor.element_type() == graphlift::ElementType::BF16 {
+    let t = tensor.element_type();
+    if t == graphlift::ElementType::BF16 || t.is_storage_only() {
         return Err(CliError::TensorFile {
             path: path.to_path_buf(),
-            message: "numpy has no bfloat16 dtype; write the tensor as an ONNX .pb file".into(),
+            message: format!("numpy has no {t} dtype; write the tensor as an ONNX .pb file"),
         });
     }
     let tmp = path.with_extension("npy.partial");
@@ -177,7 +179,10 @@ fn write_data<W: Write>(w: W, shape: &[u64], data: &TensorData) -> std::io::Resu
         TensorData::U32(v) => put(w, shape, v),
         TensorData::U64(v) => put(w, shape, v),
         TensorData::Bool(v) => put(w, shape, v),
-        TensorData::BF16(_) => Err(std::io::Error::other("numpy has no bfloat16 dtype")),
+        other => Err(std::io::Error::other(format!(
+            "numpy has no {} dtype",
+            other.element_type()
+        ))),
     }
 }
 

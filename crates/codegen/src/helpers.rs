@@ -187,6 +187,8 @@ fn scalar_type(t: ElementType) -> Type {
         // Fused kernels refuse the 16-bit floats (`crate::ELEMENT_TYPES`); by width.
         ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => types::I16,
         ElementType::U32 => types::I32,
+        // Fused kernels refuse the storage-only types too (`crate::ELEMENT_TYPES`): a byte.
+        _ => types::I8,
     }
 }
 

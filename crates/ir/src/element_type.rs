@@ -10,6 +10,11 @@ use std::fmt;
 /// complement (`i*`) or unsigned (`u*`) of the width in their name, and `Bool` is one byte
 /// holding 0 or 1 (Rust's `bool`). The names ([`ElementType::name`]) are the short ones
 /// (`f16`, `bf16`, `i8`, `u8`, ...) for ONNX's `FLOAT16`, `BFLOAT16`, `INT8`, `UINT8`, ...
+///
+/// ONNX's storage-only types (the 8-bit floats, FLOAT4E2M1, INT4, UINT4, INT2, UINT2) are
+/// here too, one byte per element in memory (newtypes such as [`crate::F8E4M3FN`] that
+/// implement [`crate::StorageElement`]); no op computes in them
+/// ([`ElementType::is_storage_only`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ElementType {
     /// IEEE 754 binary32.
@@ -38,11 +43,31 @@ pub enum ElementType {
     F16,
     /// bfloat16 (ONNX `BFLOAT16`): binary32's 8-bit exponent with 8 significant bits.
     BF16,
+    /// ONNX `FLOAT8E4M3FN` (storage only, see [`ElementType::is_storage_only`]).
+    F8E4M3FN,
+    /// ONNX `FLOAT8E4M3FNUZ` (storage only).
+    F8E4M3FNUZ,
+    /// ONNX `FLOAT8E5M2` (storage only).
+    F8E5M2,
+    /// ONNX `FLOAT8E5M2FNUZ` (storage only).
+    F8E5M2FNUZ,
+    /// ONNX `FLOAT8E8M0`, an exponent-only scale (storage only).
+    F8E8M0,
+    /// ONNX `FLOAT4E2M1` (storage only; one element per byte in memory).
+    F4E2M1,
+    /// ONNX `INT4` (storage only; one element per byte in memory).
+    I4,
+    /// ONNX `UINT4` (storage only; one element per byte in memory).
+    U4,
+    /// ONNX `INT2` (storage only; one element per byte in memory).
+    I2,
+    /// ONNX `UINT2` (storage only; one element per byte in memory).
+    U2,
 }
 
 impl ElementType {
     /// Every element type, in declaration order.
-    pub const ALL: [ElementType; 13] = [
+    pub const ALL: [ElementType; 23] = [
         ElementType::F32,
         ElementType::F64,
         ElementType::I32,
@@ -56,15 +81,26 @@ impl ElementType {
         ElementType::U64,
         ElementType::F16,
         ElementType::BF16,
+        ElementType::F8E4M3FN,
+        ElementType::F8E4M3FNUZ,
+        ElementType::F8E5M2,
+        ElementType::F8E5M2FNUZ,
+        ElementType::F8E8M0,
+        ElementType::F4E2M1,
+        ElementType::I4,
+        ElementType::U4,
+        ElementType::I2,
+        ElementType::U2,
     ];
 
-    /// Size of one element in bytes.
+    /// Size of one element in memory, in bytes (the sub-byte storage types take a byte).
     pub fn size_bytes(self) -> usize {
         match self {
-            ElementType::Bool | ElementType::I8 | ElementType::U8 => 1,
             ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::F32 | ElementType::I32 | ElementType::U32 => 4,
             ElementType::F64 | ElementType::I64 | ElementType::U64 => 8,
+            // `Bool`, `I8`, `U8` and the storage-only types.
+            _ => 1,
         }
     }
 
@@ -89,9 +125,30 @@ impl ElementType {
         )
     }
 
-    /// `true` for every type that arithmetic accepts (all but `Bool`).
+    /// `true` for every type that arithmetic accepts (all but `Bool` and the storage-only
+    /// types).
     pub fn is_numeric(self) -> bool {
-        self != ElementType::Bool
+        self != ElementType::Bool && !self.is_storage_only()
+    }
+
+    /// `true` for the ONNX types that only store values: the 8-bit floats, FLOAT4E2M1 and
+    /// the 4-bit and 2-bit integers. ONNX defines no arithmetic on them (no op computes in
+    /// them: [`ElementType::is_numeric`] is `false`); `Convert` converts to and from them
+    /// and the layout ops move them (`graphlift_ir::StorageElement`).
+    pub fn is_storage_only(self) -> bool {
+        matches!(
+            self,
+            ElementType::F8E4M3FN
+                | ElementType::F8E4M3FNUZ
+                | ElementType::F8E5M2
+                | ElementType::F8E5M2FNUZ
+                | ElementType::F8E8M0
+                | ElementType::F4E2M1
+                | ElementType::I4
+                | ElementType::U4
+                | ElementType::I2
+                | ElementType::U2
+        )
     }
 
     /// `true` for `F16` and `BF16`: the 16-bit floats, computed in `f32` and rounded once
@@ -117,6 +174,16 @@ impl ElementType {
             ElementType::U64 => "u64",
             ElementType::F16 => "f16",
             ElementType::BF16 => "bf16",
+            ElementType::F8E4M3FN => "f8e4m3fn",
+            ElementType::F8E4M3FNUZ => "f8e4m3fnuz",
+            ElementType::F8E5M2 => "f8e5m2",
+            ElementType::F8E5M2FNUZ => "f8e5m2fnuz",
+            ElementType::F8E8M0 => "f8e8m0",
+            ElementType::F4E2M1 => "f4e2m1",
+            ElementType::I4 => "i4",
+            ElementType::U4 => "u4",
+            ElementType::I2 => "i2",
+            ElementType::U2 => "u2",
         }
     }
 
@@ -140,11 +207,18 @@ mod tests {
     fn names_round_trip_and_classes_partition() {
         for t in ElementType::ALL {
             assert_eq!(ElementType::from_name(t.name()), Some(t));
-            let classes = [t.is_float(), t.is_integer(), t == ElementType::Bool];
+            let classes = [
+                t.is_float(),
+                t.is_integer(),
+                t == ElementType::Bool,
+                t.is_storage_only(),
+            ];
             assert_eq!(classes.iter().filter(|&&c| c).count(), 1, "{t}");
         }
         assert!(ElementType::U8.is_integer() && !ElementType::U8.is_signed_integer());
         assert!(ElementType::BF16.is_float() && ElementType::BF16.is_half());
         assert_eq!(ElementType::BF16.size_bytes(), 2);
+        assert!(!ElementType::F8E4M3FN.is_numeric() && !ElementType::I4.is_integer());
+        assert_eq!(ElementType::U2.size_bytes(), 1);
     }
 }

@@ -13,10 +13,12 @@ mod error;
 mod function;
 mod infer;
 pub mod json;
+pub mod minifloat;
 mod node;
 mod op;
 mod provenance;
 mod shape;
+mod storage_type;
 mod tensor_data;
 pub mod text;
 
@@ -37,4 +39,9 @@ pub use node::{CreationSite, Node, NodeId, Output, TensorType};
 pub use op::{BinaryOp, CompareOp, FusedKernel, Op, UnaryOp, Variable};
 pub use provenance::ProvenanceTags;
 pub use shape::Shape;
+pub use storage_type::{
+    is_storage_integer, storage_bit_width, storage_bits, storage_from_bits, storage_from_f64,
+    storage_from_int, StorageElement, F4E2M1, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, I2,
+    I4, U2, U4,
+};
 pub use tensor_data::{Element, TensorData};

@@ -7,7 +7,8 @@ use crate::ElementType;
 /// `F16`/`BF16` hold [`half::f16`]/[`half::bf16`] (re-exported as [`crate::f16`] and
 /// [`crate::bf16`]). Code that does the same for every variant matches through
 /// [`match_data!`](crate::match_data) or [`map_data!`](crate::map_data) rather than
-/// spelling thirteen arms.
+/// spelling twenty-three arms. The storage-only types ([`ElementType::is_storage_only`]) hold
+/// one element per byte, as the newtypes [`crate::F8E4M3FN`], ..., [`crate::U2`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum TensorData {
     /// `f32` elements.
@@ -36,6 +37,26 @@ pub enum TensorData {
     F16(Vec<half::f16>),
     /// bfloat16 elements.
     BF16(Vec<half::bf16>),
+    /// FLOAT8E4M3FN elements.
+    F8E4M3FN(Vec<crate::F8E4M3FN>),
+    /// FLOAT8E4M3FNUZ elements.
+    F8E4M3FNUZ(Vec<crate::F8E4M3FNUZ>),
+    /// FLOAT8E5M2 elements.
+    F8E5M2(Vec<crate::F8E5M2>),
+    /// FLOAT8E5M2FNUZ elements.
+    F8E5M2FNUZ(Vec<crate::F8E5M2FNUZ>),
+    /// FLOAT8E8M0 elements.
+    F8E8M0(Vec<crate::F8E8M0>),
+    /// FLOAT4E2M1 elements (one per byte).
+    F4E2M1(Vec<crate::F4E2M1>),
+    /// INT4 elements (one per byte).
+    I4(Vec<crate::I4>),
+    /// UINT4 elements (one per byte).
+    U4(Vec<crate::U4>),
+    /// INT2 elements (one per byte).
+    I2(Vec<crate::I2>),
+    /// UINT2 elements (one per byte).
+    U2(Vec<crate::U2>),
 }
 
 /// `match` on a [`TensorData`] with one arm per variant, binding the variant's vector to
@@ -84,7 +105,10 @@ macro_rules! with_element_type {
     ($t:expr, $T:ident => $body:expr) => {
         $crate::__type_arms!($t, $T => $body;
             F32 f32, F64 f64, I32 i32, I64 i64, Bool bool, I8 i8, U8 u8, I16 i16, U16 u16,
-            U32 u32, U64 u64, F16 $crate::f16, BF16 $crate::bf16)
+            U32 u32, U64 u64, F16 $crate::f16, BF16 $crate::bf16,
+            F8E4M3FN $crate::F8E4M3FN, F8E4M3FNUZ $crate::F8E4M3FNUZ, F8E5M2 $crate::F8E5M2,
+            F8E5M2FNUZ $crate::F8E5M2FNUZ, F8E8M0 $crate::F8E8M0, F4E2M1 $crate::F4E2M1,
+            I4 $crate::I4, U4 $crate::U4, I2 $crate::I2, U2 $crate::U2)
     };
 }
 
@@ -107,7 +131,8 @@ macro_rules! __type_arms {
 macro_rules! __data_arms {
     ($data:expr, $v:ident => $body:expr, $how:ident) => {
         $crate::__data_arms!(@arms $data, $v, $body, $how;
-            F32 F64 I32 I64 Bool I8 U8 I16 U16 U32 U64 F16 BF16)
+            F32 F64 I32 I64 Bool I8 U8 I16 U16 U32 U64 F16 BF16
+            F8E4M3FN F8E4M3FNUZ F8E5M2 F8E5M2FNUZ F8E8M0 F4E2M1 I4 U4 I2 U2)
     };
     (@arms $data:expr, $v:ident, $body:expr, wrap; $($variant:ident)*) => {
         match $data {
@@ -157,7 +182,8 @@ impl TensorData {
 
     /// `values` converted to `element_type` as Rust's `as` does (to integers: truncation
     /// toward zero, saturation, NaN to 0; to `f16`/`bf16`: round to nearest even, overflow
-    /// to infinity; to `bool`: `x != 0`).
+    /// to infinity; to `bool`: `x != 0`); to a storage-only type as ONNX `Cast` does,
+    /// saturating ([`crate::StorageElement::from_f64`]).
     pub fn from_f64(element_type: ElementType, values: &[f64]) -> TensorData {
         use num_traits::AsPrimitive;
         fn cast<T: Element>(values: &[f64]) -> TensorData
@@ -180,6 +206,7 @@ impl TensorData {
             ElementType::U64 => cast::<u64>(values),
             ElementType::F16 => cast::<half::f16>(values),
             ElementType::BF16 => cast::<half::bf16>(values),
+            t => crate::storage_type::from_f64_data(t, values, true),
         }
     }
 
@@ -239,7 +266,8 @@ impl TensorData {
 }
 
 /// A Rust type that is the storage of one [`ElementType`]: `f32`, `f64`, `i32`, `i64`,
-/// `bool`, `i8`, `u8`, `i16`, `u16`, `u32`, `u64`, [`half::f16`], [`half::bf16`].
+/// `bool`, `i8`, `u8`, `i16`, `u16`, `u32`, `u64`, [`half::f16`], [`half::bf16`], and the
+/// storage-only types' newtypes ([`crate::F8E4M3FN`], ..., [`crate::U2`]).
 ///
 /// Sealed: the set of element types is closed.
 pub trait Element:
@@ -316,3 +344,13 @@ element!(u32, U32, x => f64::from(x));
 element!(u64, U64, x => x as f64);
 element!(half::f16, F16, x => x.to_f64());
 element!(half::bf16, BF16, x => x.to_f64());
+element!(crate::F8E4M3FN, F8E4M3FN, x => x.to_f64());
+element!(crate::F8E4M3FNUZ, F8E4M3FNUZ, x => x.to_f64());
+element!(crate::F8E5M2, F8E5M2, x => x.to_f64());
+element!(crate::F8E5M2FNUZ, F8E5M2FNUZ, x => x.to_f64());
+element!(crate::F8E8M0, F8E8M0, x => x.to_f64());
+element!(crate::F4E2M1, F4E2M1, x => x.to_f64());
+element!(crate::I4, I4, x => x.to_f64());
+element!(crate::U4, U4, x => x.to_f64());
+element!(crate::I2, I2, x => x.to_f64());
+element!(crate::U2, U2, x => x.to_f64());

@@ -75,6 +75,12 @@ fn bits(data: &TensorData) -> ConstBits {
         TensorData::U16(v) => v.iter().map(|&x| u64::from(x)).collect(),
         TensorData::U32(v) => v.iter().map(|&x| u64::from(x)).collect(),
         TensorData::U64(v) => v.clone(),
+        // The storage-only types, by their bit patterns.
+        other => graphlift_ir::storage_bits(other)
+            .unwrap_or_default()
+            .into_iter()
+            .map(u64::from)
+            .collect(),
     };
     ConstBits(data.element_type(), v)
 }

@@ -8,6 +8,7 @@ mod emit;
 mod error;
 mod import;
 mod ops;
+mod packing;
 pub mod proto;
 mod tensor;
 

@@ -4,6 +4,7 @@
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, UnaryOp};
 
 mod activation;
+mod cast;
 mod classify;
 mod conv;
 mod einsum;
@@ -43,8 +44,8 @@ use graphlift_ir::{ArgOp, ReduceOp};
 
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
-use crate::proto::{attribute_type, data_type};
-use crate::tensor::{element_type, tensor_from_proto};
+use crate::proto::attribute_type;
+use crate::tensor::tensor_from_proto;
 
 /// The `op_type`s of the default ONNX domain that graphlift imports.
 pub const SUPPORTED_OPS: &[&str] = &[
@@ -323,13 +324,8 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
             let (c, a, b) = (e.input(ins, 0)?, e.input(ins, 1)?, e.input(ins, 2)?);
             e.select(c, a, b)?
         }
-        "Cast" => cast(e, ins)?,
-        "CastLike" => {
-            e.arity(ins, 2, 2)?;
-            let (x, like) = (e.input(ins, 0)?, e.input(ins, 1)?);
-            let to = e.et(like)?;
-            e.convert(x, to)?
-        }
+        "Cast" => cast::cast(e, ins)?,
+        "CastLike" => cast::cast_like(e, ins)?,
         "Constant" => constant(e, ins)?,
         "Shape" => layout::shape(e, ins)?,
         "Reshape" => layout::reshape(e, ins)?,
@@ -506,35 +502,6 @@ fn logical(e: &mut NodeEmitter<'_>, ins: In<'_>, op: BinaryOp) -> Result<Output,
 fn comparison(e: &mut NodeEmitter<'_>, ins: In<'_>, op: CompareOp) -> Result<Output, OnnxError> {
     let (a, b) = two_inputs(e, ins)?;
     e.compare(op, a, b)
-}
-
-/// `Cast`: `to` is a data type code (a name string in opsets 1–5). Float to integer
-/// truncates toward zero and saturates, to BOOL is `x != 0` (graphlift's `Convert`).
-/// `saturate` and `round_mode` only concern 8-bit and 4-bit floats, which graphlift does not
-/// have.
-fn cast(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
-    e.arity(ins, 1, 1)?;
-    let x = e.input(ins, 0)?;
-    let Some(a) = e.attr("to")? else {
-        return Err(e.attribute_error("to", "is required".into()));
-    };
-    let code = match a.r#type {
-        attribute_type::INT => i32::try_from(a.i).unwrap_or(-1),
-        attribute_type::STRING => {
-            let name = String::from_utf8_lossy(&a.s).to_string();
-            data_type::from_name(&name)
-                .ok_or_else(|| e.attribute_error("to", format!("unknown data type {name:?}")))?
-        }
-        attribute_type::UNDEFINED if a.i != 0 => i32::try_from(a.i).unwrap_or(-1),
-        other => {
-            return Err(e.attribute_error(
-                "to",
-                format!("expected INT, got {}", attribute_type::name(other)),
-            ))
-        }
-    };
-    let to = element_type(code, &e.at())?;
-    e.convert(x, to)
 }
 
 /// `Constant`: exactly one of `value` (a tensor), `value_float`, `value_floats`,

@@ -2,7 +2,8 @@
 //! files of the ONNX backend tests.
 
 use graphlift_ir::{
-    bf16, f16, match_data, with_element_type, Element, ElementType, Shape, TensorData,
+    bf16, f16, match_data, with_element_type, Element, ElementType, Shape, StorageElement,
+    TensorData,
 };
 use prost::Message;
 
@@ -24,8 +25,9 @@ pub struct NamedTensor {
 /// backend tests).
 ///
 /// Data may be in `raw_data` (little-endian) or in the typed field of its data type; every
-/// numeric type but the 8-, 4- and 2-bit floats and integers and COMPLEX is supported
-/// (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64, UINT8/16/32/64, BOOL).
+/// numeric type but COMPLEX is supported (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64,
+/// UINT8/16/32/64, BOOL, and the FLOAT8, FLOAT4E2M1, INT4, UINT4, INT2 and UINT2 types,
+/// unpacked to one element per byte; the 4- and 2-bit ones packed as the spec lays them out).
 ///
 /// # Errors
 /// [`OnnxError::Protobuf`] for bytes that are not a `TensorProto`;
@@ -49,7 +51,7 @@ pub fn read_tensor_proto(bytes: &[u8]) -> Result<NamedTensor, OnnxError> {
 
 /// Serializes a tensor as an ONNX `TensorProto` with `dims`, `data_type`, `name` (omitted when
 /// empty) and little-endian `raw_data` (BOOL as one byte per element, FLOAT16 and BFLOAT16
-/// as their bit patterns), as ONNX's own tools
+/// as their bit patterns, the 4- and 2-bit types packed), as ONNX's own tools
 /// write it. [`read_tensor_proto`] reads it back.
 ///
 /// `data` should hold `shape.element_count()` elements; the function does not check it.
@@ -59,8 +61,11 @@ pub fn encode_tensor_proto(name: &str, data: &TensorData, shape: &Shape) -> Vec<
 
 /// The `TensorProto` message for a tensor (see [`encode_tensor_proto`]).
 pub fn tensor_to_proto(name: &str, data: &TensorData, shape: &Shape) -> TensorProto {
-    let mut raw = Vec::with_capacity(data.len() * data.element_type().size_bytes());
-    match_data!(data, v => v.iter().for_each(|&x| x.put(&mut raw)));
+    let raw = crate::packing::pack(data).unwrap_or_else(|| {
+        let mut raw = Vec::with_capacity(data.len() * data.element_type().size_bytes());
+        match_data!(data, v => v.iter().for_each(|&x| x.put(&mut raw)));
+        raw
+    });
     TensorProto {
         // Extents beyond i64::MAX cannot be allocated; saturate rather than wrap.
         dims: shape
@@ -91,6 +96,16 @@ pub fn onnx_data_type(t: ElementType) -> i32 {
         ElementType::U64 => data_type::UINT64,
         ElementType::F16 => data_type::FLOAT16,
         ElementType::BF16 => data_type::BFLOAT16,
+        ElementType::F8E4M3FN => data_type::FLOAT8E4M3FN,
+        ElementType::F8E4M3FNUZ => data_type::FLOAT8E4M3FNUZ,
+        ElementType::F8E5M2 => data_type::FLOAT8E5M2,
+        ElementType::F8E5M2FNUZ => data_type::FLOAT8E5M2FNUZ,
+        ElementType::F8E8M0 => data_type::FLOAT8E8M0,
+        ElementType::F4E2M1 => data_type::FLOAT4E2M1,
+        ElementType::I4 => data_type::INT4,
+        ElementType::U4 => data_type::UINT4,
+        ElementType::I2 => data_type::INT2,
+        ElementType::U2 => data_type::UINT2,
     }
 }
 
@@ -103,7 +118,7 @@ pub(crate) fn data_type_name(code: i32) -> String {
 ///
 /// # Errors
 /// [`OnnxError::UnsupportedElementType`] at `at` for a type graphlift has no element type
-/// for (STRING, COMPLEX*, the FLOAT8, 4- and 2-bit types).
+/// for (STRING, COMPLEX*).
 pub(crate) fn element_type(code: i32, at: &NodeRef) -> Result<ElementType, OnnxError> {
     ElementType::ALL
         .into_iter()
@@ -164,6 +179,9 @@ pub(crate) fn tensor_from_proto(
             "{what} holds {len} elements; shape {shape} of {type_name} needs {n}"
         ))
     };
+    if let Some(bytes) = crate::packing::packed_len(et, n) {
+        return crate::packing::from_proto(t, et, n, bytes, &invalid).map(|data| (data, shape));
+    }
     let data = if !t.raw_data.is_empty() || n == 0 {
         let raw = &t.raw_data;
         let size = et.size_bytes();
@@ -235,6 +253,8 @@ fn typed_data(
         ElementType::BF16 => {
             TensorData::BF16(halves(ints()?).into_iter().map(bf16::from_bits).collect())
         }
+        // The storage-only types are read packed (`crate::packing::from_proto`).
+        other => TensorData::zeros(other, 0),
     })
 }
 
@@ -261,6 +281,22 @@ macro_rules! raw {
     )*};
 }
 raw!(f32, f64, i32, i64, i8, u8, i16, u16, u32, u64, f16, bf16);
+
+/// The storage-only types: a byte each (their bit pattern); the sub-byte ones are packed
+/// before ([`crate::packing`]).
+macro_rules! raw_storage {
+    ($($t:ident),*) => {$(
+        impl Raw for graphlift_ir::$t {
+            fn put(self, out: &mut Vec<u8>) {
+                out.push(self.to_bits());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                Self::from_bits(bytes.first().copied().unwrap_or(0))
+            }
+        }
+    )*};
+}
+raw_storage!(F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, F4E2M1, I4, U4, I2, U2);
 
 impl Raw for bool {
     fn put(self, out: &mut Vec<u8>) {
@@ -403,16 +439,16 @@ mod tests {
     fn unsupported_type_is_named() {
         let t = TensorProto {
             dims: vec![2],
-            data_type: data_type::FLOAT8E4M3FN,
+            data_type: data_type::COMPLEX64,
             raw_data: vec![1, 2],
             ..Default::default()
         };
         let e = read_tensor_proto(&t.encode_to_vec()).unwrap_err();
         assert!(
-            matches!(&e, OnnxError::UnsupportedElementType { data_type, .. } if data_type == "FLOAT8E4M3FN"),
+            matches!(&e, OnnxError::UnsupportedElementType { data_type, .. } if data_type == "COMPLEX64"),
             "{e}"
         );
-        assert!(e.to_string().contains("FLOAT8E4M3FN"), "{e}");
+        assert!(e.to_string().contains("COMPLEX64"), "{e}");
     }
 
     #[test]

@@ -291,25 +291,43 @@ fn dangling_input_name_is_a_missing_input() {
 fn unsupported_element_types_are_named() {
     let m = model(
         vec![node("Abs", "a", &["x"], &["y"], vec![])],
-        vec![vi("x", data_type::FLOAT8E4M3FN, &[3])],
-        vec![vi("y", data_type::FLOAT8E4M3FN, &[3])],
+        vec![vi("x", data_type::STRING, &[3])],
+        vec![vi("y", data_type::STRING, &[3])],
     );
     let e = err(&m);
     assert!(e.is_unsupported_type());
     assert!(
         e.to_string()
-            .starts_with("graph input `x`: unsupported element type FLOAT8E4M3FN"),
+            .starts_with("graph input `x`: unsupported element type STRING"),
         "{e}"
     );
     let e = err(&unary_model(
         "Cast",
-        vec![attr_i("to", i64::from(data_type::FLOAT8E5M2))],
+        vec![attr_i("to", i64::from(data_type::COMPLEX64))],
         3,
     ));
     assert!(
-        matches!(&e, OnnxError::UnsupportedElementType { data_type, at } if data_type == "FLOAT8E5M2" && at.op_type == "Cast"),
+        matches!(&e, OnnxError::UnsupportedElementType { data_type, at } if data_type == "COMPLEX64" && at.op_type == "Cast"),
         "{e:?}"
     );
+}
+
+#[test]
+fn arithmetic_on_a_storage_type_names_the_node_and_type() {
+    let m = model(
+        vec![node("Abs", "a", &["x"], &["y"], vec![])],
+        vec![vi("x", data_type::FLOAT8E4M3FN, &[3])],
+        vec![vi("y", data_type::FLOAT8E4M3FN, &[3])],
+    );
+    let e = err(&m).to_string();
+    assert!(e.contains("Abs") && e.contains("f8e4m3fn"), "{e}");
+    let m = model(
+        vec![node("Add", "a", &["x", "x"], &["y"], vec![])],
+        vec![vi("x", data_type::INT4, &[3])],
+        vec![vi("y", data_type::INT4, &[3])],
+    );
+    let e = err(&m).to_string();
+    assert!(e.contains("Add") && e.contains("i4"), "{e}");
 }
 
 #[test]

@@ -216,5 +216,11 @@ fn hash_bits(d: &TensorData, h: &mut impl Hasher) {
         TensorData::U16(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
         TensorData::U32(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
         TensorData::U64(v) => v.iter().step_by(stride).for_each(|x| x.hash(h)),
+        // The storage-only types, by their bit patterns.
+        other => graphlift_ir::storage_bits(other)
+            .unwrap_or_default()
+            .iter()
+            .step_by(stride)
+            .for_each(|x| x.hash(h)),
     }
 }

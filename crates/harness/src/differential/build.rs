@@ -144,7 +144,9 @@ impl<'b> Values<'b> {
                             to(a, [ElementType::F32, ElementType::F64][op.ty % 2])
                         }
                     }
-                    _ if ty_of(&a) == ElementType::Bool => to(a, numeric(op.ty)),
+                    // Bool and the storage-only types (float8, INT4, ...) accept no
+                    // arithmetic: a numeric type instead.
+                    _ if !ty_of(&a).is_numeric() => to(a, numeric(op.ty)),
                     _ => a,
                 };
                 if approximate {
@@ -161,7 +163,7 @@ impl<'b> Values<'b> {
                 let logical = matches!(op_b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor);
                 let t = if logical {
                     ElementType::Bool
-                } else if ty_of(&a) == ElementType::Bool {
+                } else if !ty_of(&a).is_numeric() {
                     numeric(op.ty)
                 } else {
                     ty_of(&a)
@@ -175,6 +177,12 @@ impl<'b> Values<'b> {
             }
             2 => {
                 let cmp = CompareOp::ALL[op.sub % CompareOp::ALL.len()];
+                // The storage-only types are compared through a numeric type.
+                let a = if ty_of(&a).is_storage_only() {
+                    to(a, numeric(op.ty))
+                } else {
+                    a
+                };
                 let y = b.broadcasting_op(Op::Compare(cmp), &[a, to(bb, ty_of(&a))]);
                 (y, None)
             }

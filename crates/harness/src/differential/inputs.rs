@@ -82,9 +82,12 @@ pub fn input(t: ElementType, n: usize, seed: u64) -> TensorData {
         // The 16-bit floats: the `f32` values rounded (the specials stay special; the spread
         // overflows to infinity now and then, and underflows to subnormals and zero).
         // The other integers: the `i64` values wrapped into the type (the specials give 0,
-        // ±1, 2 and the all-ones pattern: -1 signed, MAX unsigned).
+        // ±1, 2 and the all-ones pattern: -1 signed, MAX unsigned). The storage-only floats
+        // (float8, FLOAT4E2M1): the `f32` values rounded and saturated; the storage-only
+        // integers (INT4, ...): the `i64` values wrapped.
         other => {
-            let wide = if other.is_float() {
+            let float_like = other.is_storage_only() && !graphlift_ir::is_storage_integer(other);
+            let wide = if other.is_float() || float_like {
                 ElementType::F32
             } else {
                 ElementType::I64

@@ -65,6 +65,12 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
             arity(2)?;
             same_shape(&inputs[0], &inputs[1])?;
             same_type(&inputs[0], &inputs[1])?;
+            if inputs[0].element_type.is_storage_only() {
+                return Err(format!(
+                    "does not accept element type {} (storage only: convert it first)",
+                    inputs[0].element_type
+                ));
+            }
             Ok(smallvec![TensorType::new(
                 ElementType::Bool,
                 inputs[0].shape.clone(),

@@ -68,6 +68,23 @@ pub(super) fn decode_constant(et: ElementType, values: Vec<Value>, loc: &str) ->
         ElementType::I64 => each(v, loc, "an i64 as a decimal string", decimal::<i64>),
         ElementType::U64 => each(v, loc, "a u64 as a decimal string", decimal::<u64>),
         ElementType::Bool => each(v, loc, "true or false", Value::as_bool),
+        // The storage-only types: their bit patterns as JSON integers.
+        t => {
+            let width = crate::storage_bit_width(t).unwrap_or(8);
+            let bits = each(
+                v,
+                loc,
+                &format!("a {width}-bit pattern as a JSON integer"),
+                |v| {
+                    v.as_u64()
+                        .filter(|&b| b < 1 << width)
+                        .and_then(|b| u8::try_from(b).ok())
+                },
+            )?;
+            let bits = bits.into_vec::<u8>().unwrap_or_default();
+            Ok(crate::storage_from_bits(t, bits.into_iter())
+                .unwrap_or_else(|| TensorData::zeros(t, 0)))
+        }
     }
 }
 

@@ -165,5 +165,11 @@ fn constant_values(d: &TensorData) -> Vec<Value> {
         TensorData::U16(v) => numbers(v),
         TensorData::U32(v) => numbers(v),
         TensorData::Bool(v) => numbers(v),
+        // The storage-only types: their bit patterns as JSON integers.
+        other => crate::storage_bits(other)
+            .unwrap_or_default()
+            .into_iter()
+            .map(Value::from)
+            .collect(),
     }
 }

@@ -237,6 +237,9 @@ fn constant_data(t: ElementType, n: usize, offset: usize, p: &Pools) -> TensorDa
                 .map(|i| graphlift_ir::bf16::from_bits(p.i64s[i] as u16))
                 .collect(),
         ),
+        // The storage-only types: every bit pattern (NaNs, infinities, -0 of the float8s).
+        t => graphlift_ir::storage_from_bits(t, take(24).map(|i| p.i64s[i] as u8))
+            .unwrap_or_else(|| TensorData::zeros(t, n)),
     }
 }
 
@@ -252,6 +255,14 @@ fn apply<'b>(
     let same_type = |t: ElementType| -> Vec<Value<'b>> {
         pool.iter().copied().filter(|v| ty(*v).0 == t).collect()
     };
+    // The storage-only types accept no arithmetic and no comparison: read through f32.
+    let numeric = |v: Value<'b>| -> Value<'b> {
+        if ty(v).0.is_storage_only() {
+            v.convert(ElementType::F32)
+        } else {
+            v
+        }
+    };
     let full = family
         .iter()
         .try_fold(Shape::scalar(), |acc, s| {
@@ -260,7 +271,7 @@ fn apply<'b>(
         .expect("a family broadcasts");
     match *step {
         Step::Unary(k, a) => {
-            let v = pick(pool, a);
+            let v = numeric(pick(pool, a));
             let ops: Vec<UnaryOp> = UnaryOp::ALL
                 .into_iter()
                 .filter(|u| u.accepts(ty(v).0))
@@ -269,7 +280,8 @@ fn apply<'b>(
         }
         Step::Binary(k, a, c) => {
             let v = pick(pool, a);
-            let w = pick(&same_type(ty(v).0), c);
+            let w = numeric(pick(&same_type(ty(v).0), c));
+            let v = numeric(v);
             let ops: Vec<BinaryOp> = BinaryOp::ALL
                 .into_iter()
                 .filter(|o| o.accepts(ty(v).0))
@@ -278,7 +290,8 @@ fn apply<'b>(
         }
         Step::Compare(k, a, c) => {
             let v = pick(pool, a);
-            let w = pick(&same_type(ty(v).0), c);
+            let w = numeric(pick(&same_type(ty(v).0), c));
+            let v = numeric(v);
             b.broadcasting_op(Op::Compare(pick(&CompareOp::ALL, k)), &[v, w])
         }
         Step::Select(c, a, d) => {
@@ -286,7 +299,7 @@ fn apply<'b>(
             let w = pick(&same_type(ty(v).0), d);
             let conds = same_type(ElementType::Bool);
             let cond = if conds.is_empty() {
-                b.broadcasting_op(Op::Compare(CompareOp::Less), &[v, w])
+                b.broadcasting_op(Op::Compare(CompareOp::Less), &[numeric(v), numeric(w)])
             } else {
                 pick(&conds, c)
             };
@@ -301,10 +314,10 @@ fn apply<'b>(
         Step::Broadcast(a) => pick(pool, a).broadcast_to(full),
         Step::Scalar(a, x) => {
             let v = pick(pool, a);
-            if ty(v).0.is_numeric() {
-                v * x
-            } else {
+            if ty(v).0 == ElementType::Bool {
                 !v
+            } else {
+                numeric(v) * x
             }
         }
     }

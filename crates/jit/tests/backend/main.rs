@@ -7,6 +7,7 @@ mod epilogue;
 mod kernel_cache;
 mod parallel;
 mod provenance;
+mod storage_types;
 mod stream;
 mod trace;
 mod trace_inner;

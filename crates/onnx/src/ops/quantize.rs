@@ -4,8 +4,9 @@
 //! `Minimum` for the saturation, `Multiply`, and `Reshape`/`Broadcast`/`Slice` to lay the
 //! scale and zero point along the quantization axis.
 //!
-//! The integer types are UINT8, INT8, UINT16 and INT16; the float8, 4-bit and 2-bit types
-//! of the later opsets are types graphlift does not have (an unsupported element type).
+//! The integer types are UINT8, INT8, UINT16, INT16 and the storage-only INT4, UINT4, INT2
+//! and UINT2 (rounded and saturated alike); the float8 types and FLOAT4E2M1 are reached by
+//! the conversion itself (`Cast`'s, with the node's `saturate`), as the ONNX reference does.
 
 use graphlift_ir::{
     BinaryOp, CompareOp, ElementType, Op, Output, ReduceOp, Reduction, Shape, UnaryOp,
@@ -24,6 +25,10 @@ pub(crate) fn quantized_range(t: ElementType) -> Option<(f64, f64)> {
         ElementType::I8 => Some((-128.0, 127.0)),
         ElementType::U16 => Some((0.0, 65535.0)),
         ElementType::I16 => Some((-32768.0, 32767.0)),
+        ElementType::U4 => Some((0.0, 15.0)),
+        ElementType::I4 => Some((-8.0, 7.0)),
+        ElementType::U2 => Some((0.0, 3.0)),
+        ElementType::I2 => Some((-2.0, 1.0)),
         _ => None,
     }
 }
@@ -209,7 +214,8 @@ pub(super) fn round_and_saturate(
 ) -> Result<Output, OnnxError> {
     let Some((lo, hi)) = quantized_range(to) else {
         return Err(e.type_error(format!(
-            "quantizing to {to}: graphlift quantizes to UINT8, INT8, UINT16 and INT16"
+            "quantizing to {to}: graphlift quantizes to UINT8, INT8, UINT16, INT16, UINT4, \
+             INT4, UINT2, INT2, the FLOAT8 types but E8M0, and FLOAT4E2M1"
         )));
     };
     let r = e.unary(UnaryOp::Round, q)?;
@@ -230,9 +236,11 @@ pub(super) fn round_and_saturate(
 ///
 /// - `y`'s type is `y_zero_point`'s, else `output_dtype` (opset 21; both given must agree),
 ///   else UINT8; the zero point defaults to 0. Saturation clamps to the type's range
-///   (`[0, 255]`, `[-128, 127]`, `[0, 65535]`, `[-32768, 32767]`); `saturate` (opset 19)
-///   concerns only the float8 types, which graphlift does not have (it must still be an
-///   INT of 0 or 1).
+///   (`[0, 255]`, `[-128, 127]`, `[0, 65535]`, `[-32768, 32767]`, and the 4- and 2-bit
+///   ranges). To the float8 types `y = x / y_scale` is converted as `Cast` does with the
+///   node's `saturate` (the zero point, 0 by the spec, is not added, as in the ONNX
+///   reference); to FLOAT4E2M1 the zero point is added before the (always saturating)
+///   conversion.
 /// - The division is computed in `precision` (opset 23) if set, else in `y_scale`'s type
 ///   (`x` is converted to it first: FLOAT, FLOAT16, BFLOAT16, INT32 `x`), and rounds to
 ///   nearest, ties to even (`0.5 -> 0`, `1.5 -> 2`, `2.5 -> 2`); the zero point is added
@@ -283,12 +291,20 @@ pub(super) fn quantize_linear(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Ou
         }
         None => None,
     };
+    if to.is_storage_only() && quantized_range(to).is_none() && to != ElementType::F8E8M0 {
+        let mut y = e.convert(q, wide(division))?;
+        if let (ElementType::F4E2M1, Some(zp)) = (to, zp) {
+            y = e.binary(BinaryOp::Add, y, zp)?;
+        }
+        return super::cast::convert(e, y, to);
+    }
     round_and_saturate(e, q, zp, to)
 }
 
 /// `DequantizeLinear` (opsets 10, 13, 19, 21, 23, 25): `y = (x - x_zero_point) * x_scale`.
 ///
-/// `x` is UINT8, INT8, UINT16, INT16 or INT32 and the zero point (default 0) of `x`'s type
+/// `x` is UINT8, INT8, UINT16, INT16, INT32 or a storage-only type (FLOAT8, FLOAT4E2M1,
+/// INT4, UINT4, INT2, UINT2: converted exactly) and the zero point (default 0) of `x`'s type
 /// and the scale's shape. The difference and the product are computed in `f32` (`f64` for a
 /// DOUBLE scale or output), as the ONNX reference does, and rounded once to the output
 /// type: `output_dtype` (opset 23) if set, else the scale's type (FLOAT, FLOAT16,
@@ -301,8 +317,8 @@ pub(super) fn dequantize_linear(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<
     let (x, scale) = (e.input(ins, 0)?, e.input(ins, 1)?);
     let x_type = e.require(
         x,
-        |t| quantized_range(t).is_some() || t == ElementType::I32,
-        "a UINT8, INT8, UINT16, INT16 or INT32",
+        |t| quantized_range(t).is_some() || t == ElementType::I32 || t.is_storage_only(),
+        "a UINT8, INT8, UINT16, INT16, INT32, FLOAT8, FLOAT4E2M1, INT4, UINT4, INT2 or UINT2",
     )?;
     let scale_type = e.require(scale, ElementType::is_float, "a float scale and a")?;
     let zp = zero_point(e, ins, scale, Some((x_type, "x")))?;

@@ -157,6 +157,48 @@ fn blocked_scales_repeat_along_the_axis_and_cut_the_last_block() {
 }
 
 #[test]
+fn blocked_int4_quantization_saturates_to_its_range_and_comes_back() {
+    use graphlift_ir::I4;
+    // q = [1, -20, 1.5, 2.5, 25] -> [1, -20, 2, 2, 25]; + zero points [1, 1, -1, -1, 2]
+    // -> [2, -19, 1, 1, 27], saturated to INT4's [-8, 7].
+    let x = f32s(&[1.0, -40.0, 3.0, 5.0, 100.0], &[1, 5]);
+    let zp = TensorData::I4(vec![I4(1), I4(-1), I4(2)]);
+    let inits = [
+        ("s", TensorData::F32(vec![1.0, 2.0, 4.0]), &[1, 3][..]),
+        ("z", zp, &[1, 3][..]),
+    ];
+    let attrs = || vec![attr_i("axis", 1), attr_i("block_size", 2)];
+    let q = eval("QuantizeLinear", x, &inits, attrs());
+    assert_eq!(q, TensorData::I4([2, -8, 1, 1, 7].map(I4).to_vec()));
+    // (q - z) * s = [1, -9, 4, 4, 20].
+    let y = eval("DequantizeLinear", tensor(q, &[1, 5]), &inits, attrs());
+    assert_eq!(y, TensorData::F32(vec![1.0, -9.0, 4.0, 4.0, 20.0]));
+}
+
+#[test]
+fn float8_quantization_follows_the_saturate_attribute() {
+    use graphlift_ir::F8E4M3FN;
+    let x = || f32s(&[1.0, 1000.0, -1000.0, -0.0], &[4]);
+    let inits = [
+        ("s", TensorData::F32(vec![1.0]), &[][..]),
+        ("z", TensorData::F8E4M3FN(vec![F8E4M3FN(0)]), &[][..]),
+    ];
+    let bits = |d: TensorData| {
+        d.into_vec::<F8E4M3FN>()
+            .unwrap()
+            .iter()
+            .map(|b| b.0)
+            .collect::<Vec<_>>()
+    };
+    // Saturating (the default): ±448; the zero point is not added (-0 stays -0).
+    let q = eval("QuantizeLinear", x(), &inits, vec![]);
+    assert_eq!(bits(q), [0x38, 0x7e, 0xfe, 0x80]);
+    // saturate = 0: E4M3FN has no infinity, so NaN of the sign.
+    let q = eval("QuantizeLinear", x(), &inits, vec![attr_i("saturate", 0)]);
+    assert_eq!(bits(q), [0x38, 0x7f, 0xff, 0x80]);
+}
+
+#[test]
 fn dynamic_quantize_linear_scales_the_range_including_zero() {
     // max 200, min -55: range 255, scale 1, zero point 55.
     let x = f32s(&[-55.0, 200.0, 0.5, 1.5], &[2, 2]);
@@ -371,8 +413,9 @@ fn bad_zero_points_and_scales_are_errors_naming_the_node() {
     let short = [("s", TensorData::F32(vec![1.0, 2.0]), &[2][..])];
     let e = import_error("QuantizeLinear", x.clone(), &short, vec![attr_i("axis", 0)]);
     assert!(matches!(e, OnnxError::ShapeMismatch { .. }), "{e}");
-    let int4 = attr_i("output_dtype", i64::from(data_type::INT4));
+    // FLOAT8E8M0 is a scale type, not a quantized one.
+    let e8m0 = attr_i("output_dtype", i64::from(data_type::FLOAT8E8M0));
     let one = [("s", TensorData::F32(vec![1.0]), &[][..])];
-    let e = import_error("QuantizeLinear", x, &one, vec![int4]);
-    assert!(e.is_unsupported(), "{e}");
+    let e = import_error("QuantizeLinear", x, &one, vec![e8m0]);
+    assert!(e.to_string().contains("quantizing to f8e8m0"), "{e}");
 }

@@ -12,6 +12,8 @@
 //!   MIN`, `x / 0 = 0`, `MIN / -1 = MIN`); on unsigned types `Abs` and `Relu` are the
 //!   identity, `Sign` is 0 or 1 and `Negative` wraps (`-1u8 = 255`).
 //! - `bool`: `Not`, `And`, `Or`, `Xor` (the only ops that accept it).
+//! - the storage-only types (float8, FLOAT4E2M1, INT4, UINT4, INT2, UINT2): no op accepts
+//!   them (ONNX defines no arithmetic on them); the value is the first operand.
 
 use graphlift_ir::{bf16, f16, BinaryOp, UnaryOp};
 use num_traits::AsPrimitive;
@@ -157,6 +159,22 @@ macro_rules! unsigned_arith {
         int_arith!($t, |a| a, |a: $t| a.min(1), |_, _| None);
     )*};
 }
+/// The storage-only types: inference refuses every arithmetic op on them, so this only
+/// keeps the generic kernels total (an unspecified value, never a panic).
+macro_rules! storage_arith {
+    ($($t:ident),*) => {$(
+        impl Arith for graphlift_ir::$t {
+            fn unary(_: UnaryOp, a: Self) -> Self {
+                a
+            }
+            fn binary(_: BinaryOp, a: Self, _: Self) -> Self {
+                a
+            }
+        }
+    )*};
+}
+storage_arith!(F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, F4E2M1, I4, U4, I2, U2);
+
 signed_arith!(i8, i16, i32, i64);
 unsigned_arith!(u8, u16, u32, u64);
 

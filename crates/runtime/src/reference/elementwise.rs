@@ -1,7 +1,8 @@
 //! Elementwise reference kernels. The semantics table is in the parent module.
 
 use graphlift_ir::{
-    bf16, f16, map_data, match_data, BinaryOp, CompareOp, Element, ElementType, TensorData, UnaryOp,
+    bf16, f16, is_storage_integer, map_data, match_data, storage_from_f64, storage_from_int,
+    BinaryOp, CompareOp, Element, ElementType, TensorData, UnaryOp,
 };
 use num_traits::AsPrimitive;
 
@@ -317,7 +318,11 @@ pub fn select(cond: &TensorData, a: &TensorData, b: &TensorData) -> Result<Tenso
 /// integer truncates toward zero and saturates (NaN to 0), integer to narrower integer keeps
 /// the low bits, to a float rounds to nearest even (overflow to infinity; `f16`/`bf16` from
 /// `f64` round once, from the other types through `f32`); to `bool` is `x != 0` (NaN is
-/// true); from `bool` is 0 or 1.
+/// true); from `bool` is 0 or 1. To and from the storage-only types as ONNX `Cast` with its
+/// defaults (`saturate = 1`, FLOAT8E8M0 rounded up; [`graphlift_ir::StorageElement`]): from
+/// them through their exact value (an `i8`/`u8` or an `f32`), to the floats among them by
+/// rounding the value widened to `f64`, to the integers among them by keeping the low bits
+/// of an integer (a float truncated toward zero first).
 pub fn convert(x: &TensorData, to: ElementType) -> TensorData {
     match_data!(x, v => Convert::convert(v, to))
 }
@@ -331,7 +336,7 @@ trait Convert: Sized {
 /// round-to-nearest-even conversions).
 fn cast_all<S>(v: &[S], to: ElementType) -> TensorData
 where
-    S: Copy
+    S: Element
         + AsPrimitive<f32>
         + AsPrimitive<f64>
         + AsPrimitive<i32>
@@ -366,6 +371,15 @@ where
                 .map(|&a| AsPrimitive::<f64>::as_(a) != 0.0)
                 .collect(),
         ),
+        t => {
+            let stored = if S::ELEMENT_TYPE.is_float() || !is_storage_integer(t) {
+                storage_from_f64(t, v.iter().map(|&a| a.as_()), true)
+            } else {
+                // The low bits of an integer (a u64 wraps to i64 keeping them).
+                storage_from_int(t, v.iter().map(|&a| i128::from(AsPrimitive::<i64>::as_(a))))
+            };
+            stored.unwrap_or_else(|| TensorData::zeros(t, v.len()))
+        }
     }
 }
 
@@ -379,6 +393,32 @@ macro_rules! convert_numeric {
     )*};
 }
 convert_numeric!(f32, f64, i32, i64, i8, u8, i16, u16, u32, u64, f16, bf16);
+
+/// The storage-only integers through their `i8`/`u8` value.
+macro_rules! convert_storage_int {
+    ($($t:ident),*) => {$(
+        impl Convert for graphlift_ir::$t {
+            fn convert(v: &[Self], to: ElementType) -> TensorData {
+                let values: Vec<_> = v.iter().map(|x| x.0).collect();
+                cast_all(&values, to)
+            }
+        }
+    )*};
+}
+convert_storage_int!(I4, U4, I2, U2);
+
+/// The storage-only floats through their `f32` value (exact: every one is an `f32`).
+macro_rules! convert_storage_float {
+    ($($t:ident),*) => {$(
+        impl Convert for graphlift_ir::$t {
+            fn convert(v: &[Self], to: ElementType) -> TensorData {
+                let values: Vec<f32> = v.iter().map(|x| x.to_f64() as f32).collect();
+                cast_all(&values, to)
+            }
+        }
+    )*};
+}
+convert_storage_float!(F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, F4E2M1);
 
 impl Convert for bool {
     fn convert(v: &[bool], to: ElementType) -> TensorData {

@@ -93,6 +93,10 @@ pub use window_backprop::{
 /// | `Convert` from `bool` | | `0` or `1` |
 /// | `Convert` `f64` to `f32`, integer to float | | round to nearest even |
 /// | `Convert` to `f16`/`bf16` | | round to nearest even, overflow to ±inf; from `f64` directly, from the other types through `f32` (ONNX `Cast`) |
+/// | `Convert` to a float8 type or FLOAT4E2M1 | out of range, ±inf, NaN | round to nearest even, saturate to ±the largest finite value, NaN to the format's NaN (ONNX `Cast` with `saturate = 1`; `graphlift_ir::minifloat`) |
+/// | `Convert` to FLOAT8E8M0 | fraction, zero, NaN | the `f32` exponent, rounded up, saturating at 2^127; zero to 2^-127; NaN/±inf to NaN (`round_mode = "up"`) |
+/// | `Convert` to INT4/UINT4/INT2/UINT2 | fraction, out of range, NaN | truncates toward zero, keeps the low bits (wraps); NaN and ±inf -> 0 |
+/// | `Convert` from a storage-only type | | its exact value, then as from `i8`/`u8`/`f32` |
 ///
 /// # Errors
 /// [`RuntimeError::Execution`] naming the node, its op and provenance when the inputs do not
