@@ -41,6 +41,15 @@ use super::{float, In};
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
 
+mod activations;
+mod cells;
+mod quantized;
+
+use activations::{activate, activations, Activation};
+use cells::{gru_step, lstm_step};
+pub(super) use quantized::Form;
+use quantized::{product, quantized, Matrix};
+
 /// Which recurrent cell.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Cell {
@@ -69,126 +78,6 @@ impl Cell {
             Cell::Gru => &["Sigmoid", "Tanh"],
             Cell::Lstm => &["Sigmoid", "Tanh", "Tanh"],
         }
-    }
-}
-
-/// An activation function of the recurrent operators, with its alpha and beta.
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Activation {
-    Relu,
-    Tanh,
-    Sigmoid,
-    /// `alpha * x + beta`.
-    Affine(f64, f64),
-    LeakyRelu(f64),
-    ThresholdedRelu(f64),
-    /// `alpha * tanh(beta * x)`.
-    ScaledTanh(f64, f64),
-    HardSigmoid(f64, f64),
-    Elu(f64),
-    Softsign,
-    Softplus,
-}
-
-/// The node's activations: `per` for each of `directions`, names matched case-insensitively.
-fn activations(
-    e: &NodeEmitter<'_>,
-    cell: Cell,
-    directions: usize,
-) -> Result<Vec<Activation>, OnnxError> {
-    let defaults = cell.default_activations();
-    let names = match e.attr_strings("activations")? {
-        Some(n) => n,
-        None => (0..directions)
-            .flat_map(|_| defaults.iter().map(|s| s.to_string()))
-            .collect(),
-    };
-    if names.len() != defaults.len() * directions {
-        return Err(e.attribute_error(
-            "activations",
-            format!(
-                "has {} names; {:?} with {directions} direction(s) takes {}",
-                names.len(),
-                cell,
-                defaults.len() * directions
-            ),
-        ));
-    }
-    let alphas = e.attr_floats("activation_alpha")?.unwrap_or_default();
-    let betas = e.attr_floats("activation_beta")?.unwrap_or_default();
-    let (mut alphas, mut betas) = (alphas.into_iter(), betas.into_iter());
-    let mut alpha = |d: f64| alphas.next().map_or(d, f64::from);
-    let mut beta = |d: f64| betas.next().map_or(d, f64::from);
-    names
-        .iter()
-        .map(|name| {
-            Ok(match name.to_ascii_lowercase().as_str() {
-                "relu" => Activation::Relu,
-                "tanh" => Activation::Tanh,
-                "sigmoid" => Activation::Sigmoid,
-                "affine" => Activation::Affine(alpha(1.0), beta(0.0)),
-                "leakyrelu" => Activation::LeakyRelu(alpha(0.01)),
-                "thresholdedrelu" => Activation::ThresholdedRelu(alpha(1.0)),
-                "scaledtanh" => Activation::ScaledTanh(alpha(1.0), beta(1.0)),
-                "hardsigmoid" => Activation::HardSigmoid(alpha(0.2), beta(0.5)),
-                "elu" => Activation::Elu(alpha(1.0)),
-                "softsign" => Activation::Softsign,
-                "softplus" => Activation::Softplus,
-                _ => {
-                    return Err(
-                        e.attribute_error("activations", format!("unknown activation {name:?}"))
-                    )
-                }
-            })
-        })
-        .collect()
-}
-
-/// `act(x)`.
-fn activate(e: &mut NodeEmitter<'_>, act: Activation, x: Output) -> Result<Output, OnnxError> {
-    match act {
-        Activation::Relu => e.unary(UnaryOp::Relu, x),
-        Activation::Tanh => e.unary(UnaryOp::Tanh, x),
-        Activation::Sigmoid => e.unary(UnaryOp::Sigmoid, x),
-        Activation::Affine(a, b) => {
-            let ax = e.mul_scalar(x, a)?;
-            e.add_scalar(ax, b)
-        }
-        Activation::LeakyRelu(a) => leaky_relu_of(e, x, a),
-        Activation::ThresholdedRelu(a) => thresholded_relu_of(e, x, a),
-        Activation::ScaledTanh(a, b) => {
-            let bx = e.mul_scalar(x, b)?;
-            let t = e.unary(UnaryOp::Tanh, bx)?;
-            e.mul_scalar(t, a)
-        }
-        Activation::HardSigmoid(a, b) => hard_sigmoid(e, x, a, b),
-        Activation::Elu(a) => elu_of(e, x, a),
-        Activation::Softsign => softsign(e, x),
-        Activation::Softplus => softplus(e, x),
-    }
-}
-
-/// How a node gives its weights `W` and `R`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Form {
-    /// ONNX's: `W` `[dirs, G·h, input]`, `R` `[dirs, G·h, h]`, of `X`'s float type.
-    Float,
-    /// `DynamicQuantizeLSTM`'s: 8-bit `W` `[dirs, input, G·h]` and `R` `[dirs, h, G·h]` with
-    /// scales and zero points at inputs 8 to 11.
-    DynamicQuantized,
-}
-
-/// A weight matrix `[K, N]` of one direction, oriented to multiply from the right.
-enum Matrix {
-    Float(Output),
-    Quantized(QuantizedMatrix),
-}
-
-/// `a · m`.
-fn product(e: &mut NodeEmitter<'_>, a: Output, m: &Matrix) -> Result<Output, OnnxError> {
-    match m {
-        Matrix::Float(w) => e.op(Op::MatMul, &[a, *w]),
-        Matrix::Quantized(q) => dynamic_quantized_matmul(e, a, q),
     }
 }
 
@@ -474,49 +363,6 @@ fn join(e: &mut NodeEmitter<'_>, parts: &[Output], axis: usize) -> Result<Output
     }
 }
 
-/// Direction `d`'s quantized matrix of `DynamicQuantizeLSTM`'s weight, scale and zero point
-/// at inputs `[wi, si, zi]`: the weight `[dirs, K, G·h]` sliced to `[K, G·h]`, the scale and
-/// zero point (equal shapes, `[dirs]` or `[dirs, G·h]`) to a scalar or `[G·h]`.
-fn quantized(
-    e: &mut NodeEmitter<'_>,
-    ins: In<'_>,
-    s: &Spec,
-    [wi, si, zi]: [usize; 3],
-    d: usize,
-) -> Result<Matrix, OnnxError> {
-    let (w, scale, zp) = (e.input(ins, wi)?, e.input(ins, si)?, e.input(ins, zi)?);
-    e.require(scale, |t| t == ElementType::F32, "a FLOAT scale")?;
-    let zt = e.et(zp)?;
-    let wt = e.et(w)?;
-    if zt != wt {
-        return Err(e.type_error(format!(
-            "zero point (input {zi}) is {zt}, its weight (input {wi}) is {wt}; they must have \
-             one type"
-        )));
-    }
-    let g = s.cell.gates() * s.hidden;
-    let sd = dims(e, scale)?;
-    if sd != [s.directions] && sd != [s.directions, g] {
-        return Err(e.shape_error(format!(
-            "scale (input {si}) has shape {sd:?}: it must be [{dirs}] (per direction) or \
-             [{dirs}, {g}] (per column)",
-            dirs = s.directions
-        )));
-    }
-    expect_dims(e, zp, &sd, &format!("zero point (input {zi})"))?;
-    super::quantize::check_scale(e, scale, "scale")?;
-    let one = |e: &mut NodeEmitter<'_>, v: Output| -> Result<Output, OnnxError> {
-        let sliced = slice_range(e, v, 0, d, 1)?;
-        let rest = dims(e, sliced)?[1..].to_vec();
-        reshape(e, sliced, rest)
-    };
-    Ok(Matrix::Quantized(QuantizedMatrix {
-        q: one(e, w)?,
-        scale: one(e, scale)?,
-        zero_point: one(e, zp)?,
-    }))
-}
-
 /// One direction's weights: `w` `[input, G·h]` and `r` `[h, G·h]` (transposed, to multiply
 /// from the right), `b` `[2·G·h]`, `p` `[3·h]`.
 struct Weights {
@@ -725,90 +571,4 @@ fn direction(
         h: h_prev,
         c: (s.cell == Cell::Lstm).then_some(c_prev),
     })
-}
-
-/// One GRU step: `hr` is `H·[Rz Rr]ᵀ`; returns the new `H`.
-#[allow(clippy::too_many_arguments)]
-fn gru_step(
-    e: &mut NodeEmitter<'_>,
-    s: &Spec,
-    acts: &[Activation],
-    xs: Output,
-    hr: Output,
-    h_prev: Output,
-    r_cand: Output,
-    rbh: Option<Output>,
-) -> Result<Output, OnnxError> {
-    let h = s.hidden;
-    let xz = part(e, xs, 0, h)?;
-    let xr = part(e, xs, 1, h)?;
-    let xh = part(e, xs, 2, h)?;
-    let hz = part(e, hr, 0, h)?;
-    let hrr = part(e, hr, 1, h)?;
-    let zp = e.binary(BinaryOp::Add, xz, hz)?;
-    let z = gate(e, s, acts[0], zp)?;
-    let rp = e.binary(BinaryOp::Add, xr, hrr)?;
-    let r = gate(e, s, acts[0], rp)?;
-    let cand = if s.linear_before_reset {
-        let mut hh = e.op(Op::MatMul, &[h_prev, r_cand])?;
-        if let Some(rbh) = rbh {
-            hh = e.binary(BinaryOp::Add, hh, rbh)?;
-        }
-        e.binary(BinaryOp::Multiply, r, hh)?
-    } else {
-        let rh = e.binary(BinaryOp::Multiply, r, h_prev)?;
-        e.op(Op::MatMul, &[rh, r_cand])?
-    };
-    let hp = e.binary(BinaryOp::Add, xh, cand)?;
-    let ht = gate(e, s, acts[1], hp)?;
-    // (1 - z) ⊙ ht + z ⊙ H
-    let one = e.scalar(s.et, 1.0)?;
-    let keep = e.binary(BinaryOp::Subtract, one, z)?;
-    let a = e.binary(BinaryOp::Multiply, keep, ht)?;
-    let bz = e.binary(BinaryOp::Multiply, z, h_prev)?;
-    e.binary(BinaryOp::Add, a, bz)
-}
-
-/// One LSTM step on the pre-activations `pre` `[batch, 4h]` (gates `i o f c`); returns the
-/// new `H` and `C`.
-fn lstm_step(
-    e: &mut NodeEmitter<'_>,
-    s: &Spec,
-    acts: &[Activation],
-    pre: Output,
-    c_prev: Output,
-    peep: Option<&[Output; 3]>,
-) -> Result<(Output, Output), OnnxError> {
-    let h = s.hidden;
-    let (f_act, g_act, h_act) = (acts[0], acts[1], acts[2]);
-    // `x + p ⊙ c` with the peephole `p` (`[h]`, broadcast over the batch) when there is one.
-    let peeped = |e: &mut NodeEmitter<'_>, x: Output, k: usize, c: Output| match peep {
-        Some(p) => {
-            let pc = e.binary(BinaryOp::Multiply, p[k], c)?;
-            e.binary(BinaryOp::Add, x, pc)
-        }
-        None => Ok(x),
-    };
-    let ip = part(e, pre, 0, h)?;
-    let ip = peeped(e, ip, 0, c_prev)?;
-    let i = gate(e, s, f_act, ip)?;
-    let f = if s.input_forget {
-        let one = e.scalar(s.et, 1.0)?;
-        e.binary(BinaryOp::Subtract, one, i)?
-    } else {
-        let fp = part(e, pre, 2, h)?;
-        let fp = peeped(e, fp, 2, c_prev)?;
-        gate(e, s, f_act, fp)?
-    };
-    let cp = part(e, pre, 3, h)?;
-    let cand = gate(e, s, g_act, cp)?;
-    let fc = e.binary(BinaryOp::Multiply, f, c_prev)?;
-    let ic = e.binary(BinaryOp::Multiply, i, cand)?;
-    let c = e.binary(BinaryOp::Add, fc, ic)?;
-    let op = part(e, pre, 1, h)?;
-    let op = peeped(e, op, 1, c)?;
-    let o = gate(e, s, f_act, op)?;
-    let hc = activate(e, h_act, c)?;
-    let h_new = e.binary(BinaryOp::Multiply, o, hc)?;
-    Ok((h_new, c))
 }

@@ -1,0 +1,71 @@
+//! The weights of `DynamicQuantizeLSTM` (onnxruntime's contrib operator): 8-bit matrices with
+//! their scales and zero points, multiplied through [`dynamic_quantized_matmul`].
+
+use super::*;
+
+/// How a node gives its weights `W` and `R`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(in crate::ops) enum Form {
+    /// ONNX's: `W` `[dirs, G·h, input]`, `R` `[dirs, G·h, h]`, of `X`'s float type.
+    Float,
+    /// `DynamicQuantizeLSTM`'s: 8-bit `W` `[dirs, input, G·h]` and `R` `[dirs, h, G·h]` with
+    /// scales and zero points at inputs 8 to 11.
+    DynamicQuantized,
+}
+
+/// A weight matrix `[K, N]` of one direction, oriented to multiply from the right.
+pub(super) enum Matrix {
+    Float(Output),
+    Quantized(QuantizedMatrix),
+}
+
+/// `a · m`.
+pub(super) fn product(e: &mut NodeEmitter<'_>, a: Output, m: &Matrix) -> Result<Output, OnnxError> {
+    match m {
+        Matrix::Float(w) => e.op(Op::MatMul, &[a, *w]),
+        Matrix::Quantized(q) => dynamic_quantized_matmul(e, a, q),
+    }
+}
+
+/// Direction `d`'s quantized matrix of `DynamicQuantizeLSTM`'s weight, scale and zero point
+/// at inputs `[wi, si, zi]`: the weight `[dirs, K, G·h]` sliced to `[K, G·h]`, the scale and
+/// zero point (equal shapes, `[dirs]` or `[dirs, G·h]`) to a scalar or `[G·h]`.
+pub(super) fn quantized(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    s: &Spec,
+    [wi, si, zi]: [usize; 3],
+    d: usize,
+) -> Result<Matrix, OnnxError> {
+    let (w, scale, zp) = (e.input(ins, wi)?, e.input(ins, si)?, e.input(ins, zi)?);
+    e.require(scale, |t| t == ElementType::F32, "a FLOAT scale")?;
+    let zt = e.et(zp)?;
+    let wt = e.et(w)?;
+    if zt != wt {
+        return Err(e.type_error(format!(
+            "zero point (input {zi}) is {zt}, its weight (input {wi}) is {wt}; they must have \
+             one type"
+        )));
+    }
+    let g = s.cell.gates() * s.hidden;
+    let sd = dims(e, scale)?;
+    if sd != [s.directions] && sd != [s.directions, g] {
+        return Err(e.shape_error(format!(
+            "scale (input {si}) has shape {sd:?}: it must be [{dirs}] (per direction) or \
+             [{dirs}, {g}] (per column)",
+            dirs = s.directions
+        )));
+    }
+    expect_dims(e, zp, &sd, &format!("zero point (input {zi})"))?;
+    crate::ops::quantize::check_scale(e, scale, "scale")?;
+    let one = |e: &mut NodeEmitter<'_>, v: Output| -> Result<Output, OnnxError> {
+        let sliced = slice_range(e, v, 0, d, 1)?;
+        let rest = dims(e, sliced)?[1..].to_vec();
+        reshape(e, sliced, rest)
+    };
+    Ok(Matrix::Quantized(QuantizedMatrix {
+        q: one(e, w)?,
+        scale: one(e, scale)?,
+        zero_point: one(e, zp)?,
+    }))
+}
