@@ -6,6 +6,7 @@
 //! Its own test binary (one process, nothing else allocating beside it), ignored in debug
 //! test runs for its 20,000 compiles: `scripts/test.sh` runs it in release with
 //! `cargo test --release -p graphlift-jit --test memory_ceiling -- --ignored`.
+#![cfg(target_os = "linux")]
 
 use graphlift_ir::{ElementType::F32, Function, FunctionBuilder};
 use graphlift_jit::CpuJitBackend;
@@ -43,7 +44,6 @@ fn resident_bytes() -> u64 {
 
 #[test]
 #[ignore = "20,000 compiles: run in release by scripts/test.sh"]
-#[cfg(target_os = "linux")]
 fn twenty_thousand_graphs_stay_under_the_ceiling_the_cache_bound_sets() {
     let backend = CpuJitBackend::new().with_kernel_cache_capacity(CAPACITY);
     let inputs: Vec<Tensor> = (0..3)

@@ -40,15 +40,7 @@ impl<'a> NodeEmitter<'a> {
         site: CreationSite,
         reserved: &'a HashSet<String>,
     ) -> NodeEmitter<'a> {
-        let base = if node.name.is_empty() {
-            node.output
-                .iter()
-                .find(|o| !o.is_empty())
-                .cloned()
-                .unwrap_or_else(|| node.op_type.clone())
-        } else {
-            node.name.clone()
-        };
+        let base = crate::import::node_base_name(node);
         NodeEmitter {
             function,
             tag: format!("onnx:{}:{}", node.op_type, base),

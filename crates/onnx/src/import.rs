@@ -313,6 +313,19 @@ pub(crate) fn is_default_domain(domain: &str) -> bool {
 }
 
 /// The location of node `index` for error messages.
+/// The base of the IR names of a node's nodes: its name, else its first non-empty output's,
+/// else its `op_type`.
+pub(crate) fn node_base_name(node: &NodeProto) -> String {
+    if !node.name.is_empty() {
+        return node.name.clone();
+    }
+    node.output
+        .iter()
+        .find(|o| !o.is_empty())
+        .cloned()
+        .unwrap_or_else(|| node.op_type.clone())
+}
+
 pub(crate) fn node_ref(index: usize, node: &NodeProto) -> NodeRef {
     let name = if !node.name.is_empty() {
         node.name.clone()

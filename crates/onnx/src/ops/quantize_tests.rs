@@ -200,31 +200,24 @@ fn float8_quantization_follows_the_saturate_attribute() {
 
 #[test]
 fn dynamic_quantize_linear_scales_the_range_including_zero() {
+    let dql = |x: Tensor| {
+        let m = model(
+            "DynamicQuantizeLinear",
+            &x,
+            &[],
+            vec![],
+            &["y", "s", "z"],
+            11,
+        );
+        run(&m, vec![x])
+    };
     // max 200, min -55: range 255, scale 1, zero point 55.
-    let x = f32s(&[-55.0, 200.0, 0.5, 1.5], &[2, 2]);
-    let m = model(
-        "DynamicQuantizeLinear",
-        &x,
-        &[],
-        vec![],
-        &["y", "s", "z"],
-        11,
-    );
-    let out = run(&m, vec![x]);
+    let out = dql(f32s(&[-55.0, 200.0, 0.5, 1.5], &[2, 2]));
     assert_eq!(*out[0].data(), TensorData::U8(vec![0, 255, 55, 57]));
     assert_eq!(*out[1].data(), TensorData::F32(vec![1.0]));
     assert_eq!(*out[2].data(), TensorData::U8(vec![55]));
     // All zeros: the scale is 1 (not 0 / 255), the zero point 0.
-    let x = f32s(&[0.0; 3], &[3]);
-    let m = model(
-        "DynamicQuantizeLinear",
-        &x,
-        &[],
-        vec![],
-        &["y", "s", "z"],
-        11,
-    );
-    let out = run(&m, vec![x]);
+    let out = dql(f32s(&[0.0; 3], &[3]));
     assert_eq!(*out[0].data(), TensorData::U8(vec![0, 0, 0]));
     assert_eq!(*out[1].data(), TensorData::F32(vec![1.0]));
     assert_eq!(*out[2].data(), TensorData::U8(vec![0]));

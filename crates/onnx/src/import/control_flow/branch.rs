@@ -45,15 +45,7 @@ impl<'m> Importer<'m> {
             .function
             .add_node_at(Op::ControlFlow(Arc::new(cf)), operands, site)
             .map_err(ir)?;
-        let base = if node.name.is_empty() {
-            node.output
-                .iter()
-                .find(|o| !o.is_empty())
-                .cloned()
-                .unwrap_or_else(|| node.op_type.clone())
-        } else {
-            node.name.clone()
-        };
+        let base = crate::import::node_base_name(node);
         let name = unique_name(&self.function, &self.reserved, &base);
         self.function.set_name(id, name).map_err(ir)?;
         self.function
