@@ -1,112 +1,151 @@
 #!/usr/bin/env python3
-"""Coefficients of graphlift-jit's f32 tanh (crates/jit/src/vmath/tanh.rs).
+"""Coefficients of graphlift's f32 tanh (crates/kernels/src/vmath/tanh.rs).
 
-tanh(a) = a * P(a^2) / Q(a^2) on [0, clamp], P and Q of degree K and M in t = a^2. The fit
-minimises the maximum relative error of P/Q against tanh(a)/a by Lawson's iteration on the
-linearised problem (min sum w_i (P(t_i) - f_i Q(t_i))^2 / (f_i Q_prev(t_i))^2, then
-w_i *= |error_i|), in 40-digit arithmetic on Chebyshev-spaced points in a.
+The shipped function is a rational approximation of the half angle followed by the doubling
+identity:
 
-Two fits are printed, with their maximum relative error (units of 2^-24) and coefficients
-in t, ascending:
-- free: Q(0) = 1, normalised to P(0) = 1 afterwards (Q(0) comes out as 1 to f32 precision;
-  approximation error 0.35 x 2^-24 for 4/4);
-- shipped (with E, the default for 4 4: 26): P(0) = Q(0) = 1 and P's leading coefficient
-  fixed at 2^-E (0.83 x 2^-24 for E = 26), then both divided by 2^-E, so P is monic (its
-  Horner evaluation starts with an addition) and P(0) = Q(0) = 2^E exactly (tiny a give
-  a). These, rounded to f32 (printed as bits), are the shipped coefficients; their error in
-  f32 arithmetic is measured over every f32 by `graphlift accuracy tanh`.
+    T2 = x_c * P(t) / Q(t) ~ 2 tanh(x_c / 2),  t = x_c^2      (x_c: x clamped to +-CLAMP)
+    tanh(x) = T2 / (1 + T2^2 / 4)
 
-The fit runs on [0, 9.0111084]; the shipped code clamps x earlier, at 8.140329, the largest
-f32 where the rational in f32 arithmetic is exactly 1 with nothing above 1 below it (found
-by evaluating the shipped operations; see crates/jit/src/vmath/tanh.rs).
+with P of degree 2 and Q of degree 3 in t. The doubling damps the half angle's relative error
+by 1/cosh(x), so the fit minimises max |(P/Q - g)/g| / cosh(x) for g(x) = 2 tanh(x/2)/x
+(Lawson's iteration on the linearised problem, weights w_i *= |error_i|, in 40-digit
+arithmetic on Chebyshev-spaced points of [0, 9.0111084], P(0) = Q(0) = 1).
 
-Run: python3 scripts/tanh_rational_fit.py [K M [clamp [iterations [E]]]]
-     (needs mpmath; defaults 4 4 9.0111084 40 26, about 30 s)
+The shipped coefficients are the fit's scaled by A*B (P) and B (Q), so that the code computes
+A*T2 = x_c*P/Q and the denominator A*(1 + T2^2/4) = fma(A*T2, (A*T2)*K, A) with K = 1/(4A):
+the scalings put P, Q, A*T2 and the denominator near the top of their binades, where a
+rounding is a smaller relative error (half of it at 1.99 against 1.0). A and B are chosen by
+the search below (max error over a sample of f32 in f32 arithmetic, fma emulated in f64).
+CLAMP is the first f32 at or above 7 where the shipped operations give exactly 1.0 (nothing
+above 1 below it is checked over every f32 of [7, 12)), so tanh(+-inf) = +-1 without a cap.
+The final error over every f32 is measured by `graphlift accuracy tanh`.
+
+Run: python3 scripts/tanh_rational_fit.py [--search]   (needs mpmath and numpy; about 1 min,
+     the A, B search about 10 min)
 """
 import struct
 import sys
 
 import mpmath as mp
+import numpy as np
 
 mp.mp.dps = 40
+FIT_CLAMP = mp.mpf("9.0111084")
+K_P, M_Q = 2, 3
+SHIPPED_A, SHIPPED_B = 1.8, 1.95
 
 
-def lawson(k, m, clamp, iterations, lead_t=None, points=1500):
-    """The fit of the module doc: free when lead_t is None, else with P(0) = Q(0) = 1 and
-    P's t^k coefficient lead_t. Returns P and Q in t, ascending, and the maximum relative
-    error of the exact rational."""
+def lawson(k, m, clamp, iterations=40, points=1200):
+    """P (degree k) and Q (degree m) in t, ascending, P(0) = Q(0) = 1, and the weighted
+    maximum relative error of the exact rational."""
     span = clamp * clamp
-    a = [clamp * (1 - mp.cos(mp.pi * (i + mp.mpf(1) / 2) / points)) / 2 for i in range(points)]
-    s = [x * x / span for x in a]  # t / clamp^2, in [0, 1]
-    f = [mp.tanh(x) / x for x in a]
-    fixed = lead_t is not None
-    c = lead_t * span**k if fixed else None
-    # Unknowns: P's free coefficients (p_0..p_k, or p_1..p_{k-1}), then q_1..q_m.
-    p_powers = list(range(1, k)) if fixed else list(range(k + 1))
-    n = len(p_powers) + m
+    xs = [clamp * (1 - mp.cos(mp.pi * (i + mp.mpf(1) / 2) / points)) / 2 for i in range(points)]
+    s = [x * x / span for x in xs]  # t / clamp^2, in [0, 1]
+    g = [2 * mp.tanh(x / 2) / x for x in xs]
+    damp = [1 / mp.cosh(x) for x in xs]
+    n = k + m
     w = [mp.mpf(1)] * points
     q_prev = [mp.mpf(1)] * points
-    err = []
-    for it in range(iterations):
+    for _ in range(iterations):
         normal = mp.zeros(n, n)
         rhs = mp.zeros(n, 1)
         for i in range(points):
-            scale = mp.sqrt(w[i]) / (f[i] * q_prev[i])
-            row = [scale * s[i] ** j for j in p_powers]
-            row += [-scale * f[i] * s[i] ** j for j in range(1, m + 1)]
-            target = f[i] - 1 - c * s[i] ** k if fixed else f[i]
+            scale = mp.sqrt(w[i]) * damp[i] / (g[i] * q_prev[i])
+            row = [scale * s[i] ** j for j in range(1, k + 1)]
+            row += [-scale * g[i] * s[i] ** j for j in range(1, m + 1)]
             for r in range(n):
-                rhs[r] += row[r] * scale * target
-                for cc in range(r, n):
-                    normal[r, cc] += row[r] * row[cc]
+                rhs[r] += row[r] * scale * (g[i] - 1)
+                for c in range(r, n):
+                    normal[r, c] += row[r] * row[c]
         for r in range(n):
-            for cc in range(r):
-                normal[r, cc] = normal[cc, r]
-        x = mp.lu_solve(normal, rhs)
-        free = [x[j] for j in range(len(p_powers))]
-        p = [mp.mpf(1)] + free + [c] if fixed else free
-        q = [mp.mpf(1)] + [x[len(p_powers) + j] for j in range(m)]
-        big_p = [mp.polyval(p[::-1], t) for t in s]
-        big_q = [mp.polyval(q[::-1], t) for t in s]
-        err = [(big_p[i] / big_q[i] - f[i]) / f[i] for i in range(points)]
+            for c in range(r):
+                normal[r, c] = normal[c, r]
+        sol = mp.lu_solve(normal, rhs)
+        p = [mp.mpf(1)] + [sol[j] for j in range(k)]
+        q = [mp.mpf(1)] + [sol[k + j] for j in range(m)]
+        big_p = [mp.polyval(p[::-1], v) for v in s]
+        big_q = [mp.polyval(q[::-1], v) for v in s]
+        err = [(big_p[i] / big_q[i] - g[i]) / g[i] * damp[i] for i in range(points)]
         w = [w[i] * abs(err[i]) for i in range(points)]
         total = sum(w)
         w = [v / total for v in w]
         q_prev = big_q
-        if it % 10 == 9:
-            worst = max(abs(e) for e in err)
-            print(f"iteration {it + 1}: max relative error {mp.nstr(worst * 2**24, 5)} x 2^-24")
-    p_t = [p[j] / span**j for j in range(k + 1)]
-    q_t = [q[j] / span**j for j in range(m + 1)]
-    return p_t, q_t, max(abs(e) for e in err)
+    worst = max(abs(e) for e in err)
+    return [p[j] / span**j for j in range(k + 1)], [q[j] / span**j for j in range(m + 1)], worst
 
 
-def f32_bits(v):
+def fma(a, b, c):
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)
+
+
+def horner(t, c):
+    acc = np.full_like(t, c[-1])
+    for k in reversed(c[:-1]):
+        acc = fma(acc, t, np.full_like(t, k))
+    return acc
+
+
+class Shipped:
+    """The shipped operations in f32 for scalings a, b of the fit p, q."""
+
+    def __init__(self, p, q, a, b):
+        self.p = [np.float32(a * b * float(v)) for v in p]
+        self.q = [np.float32(b * float(v)) for v in q]
+        self.a = np.float32(a)
+        self.k = np.float32(1 / (4 * a))
+
+    def __call__(self, x, clamp):
+        xc = np.minimum(np.maximum(x, -clamp), clamp)
+        t = (xc * xc).astype(np.float32)
+        t2a = ((xc * horner(t, self.p)).astype(np.float32) / horner(t, self.q)).astype(np.float32)
+        den = fma(t2a, (t2a * self.k).astype(np.float32), self.a)
+        return (t2a / den).astype(np.float32)
+
+
+def f32_range(lo, hi, step=1):
+    return np.arange(np.float32(lo).view(np.uint32), np.float32(hi).view(np.uint32), step,
+                     dtype=np.uint32).view(np.float32)
+
+
+def max_ulp(f, xs, clamp):
+    ref = np.tanh(xs.astype(np.float64))
+    ulp = 2.0 ** (np.floor(np.log2(np.abs(ref))) - 23)
+    err = np.abs(f(xs, clamp).astype(np.float64) - ref) / ulp
+    i = np.argmax(err)
+    return float(err[i]), float(xs[i])
+
+
+def clamp_of(f):
+    xs = f32_range(7, 12)
+    y = f(xs, np.float32(np.inf))
+    assert (y <= 1).all(), "a value above 1"
+    return xs[np.nonzero(y >= 1)[0][0]]
+
+
+def bits(v):
     return "0x%08x" % struct.unpack("<I", struct.pack("<f", float(v)))[0]
 
 
 def main():
-    args = sys.argv[1:]
-    k = int(args[0]) if len(args) > 0 else 4
-    m = int(args[1]) if len(args) > 1 else 4
-    clamp = mp.mpf(args[2]) if len(args) > 2 else mp.mpf("9.0111084")
-    iterations = int(args[3]) if len(args) > 3 else 40
-    lead_exponent = int(args[4]) if len(args) > 4 else (26 if (k, m) == (4, 4) else None)
-
-    print("free fit:")
-    p, q, _ = lawson(k, m, clamp, iterations)
-    p0 = p[0]
-    print("P =", [mp.nstr(v / p0, 20) for v in p])
-    print("Q =", [mp.nstr(v / p0, 20) for v in q])
-    if lead_exponent is None:
-        return
-    lead = mp.mpf(2) ** -lead_exponent
-    print(f"leading coefficient of P fixed at 2^-{lead_exponent} (shipped):")
-    p, q, _ = lawson(k, m, clamp, iterations, lead)
-    print("P/lead (monic) =", [mp.nstr(v / lead, 20) for v in p[:-1]])
-    print("Q/lead =", [mp.nstr(v / lead, 20) for v in q])
-    print("as f32 bits: P/lead", [f32_bits(v / lead) for v in p[:-1]])
-    print("as f32 bits: Q/lead", [f32_bits(v / lead) for v in q])
+    p, q, worst = lawson(K_P, M_Q, FIT_CLAMP)
+    print(f"fit: weighted max relative error {mp.nstr(worst * 2**24, 4)} x 2^-24")
+    if "--search" in sys.argv:
+        sample = f32_range(2.0**-5, 9.0, 13)
+        found = []
+        for a in np.arange(1.55, 2.0, 0.05):
+            for b in np.arange(1.05, 2.0, 0.1):
+                f = Shipped(p, q, a, b)
+                found.append((max_ulp(f, sample, clamp_of(f))[0], round(a, 2), round(b, 2)))
+        for row in sorted(found)[:5]:
+            print("max ulp %.3f at A = %.2f, B = %.2f (sample)" % row)
+    f = Shipped(p, q, SHIPPED_A, SHIPPED_B)
+    clamp = clamp_of(f)
+    print(f"A = {SHIPPED_A}, B = {SHIPPED_B}: CLAMP = {clamp!r} ({bits(clamp)})")
+    print("P:", [bits(v) for v in f.p])
+    print("Q:", [bits(v) for v in f.q])
+    print("A:", bits(f.a), "K:", bits(f.k))
+    print("max ulp over every f32 of [2^-5, 9): %.3f at %r" % max_ulp(f, f32_range(2.0**-5, 9.0), clamp))
 
 
 if __name__ == "__main__":

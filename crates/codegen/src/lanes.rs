@@ -275,21 +275,6 @@ impl<'a, 'f> Emit<'a, 'f> {
         acc
     }
 
-    /// `x^n + c[n-1]·x^(n-1) + … + c[0]` (a monic polynomial, `n = c.len()`) by Horner's
-    /// rule: an addition, then fused multiply-adds.
-    pub fn horner_monic(&mut self, x: Value, c: &[f32]) -> Value {
-        let Some((&last, rest)) = c.split_last() else {
-            return self.f32(1.0);
-        };
-        let k = self.f32(last);
-        let mut acc = self.b.ins().fadd(x, k);
-        for &k in rest.iter().rev() {
-            let k = self.f32(k);
-            acc = self.b.ins().fma(acc, x, k);
-        }
-        acc
-    }
-
     // `f64` lane helpers (vector math on `F64X2` / scalar `f64`).
 
     /// The `f64` value type (`F64X2` or `F64`).

@@ -185,9 +185,11 @@ fn special_values_and_ranges() {
 }
 
 #[test]
-fn tanh_of_a_tiny_x_is_x_in_every_loop() {
-    // Below 2^-13 both polynomials round to P(0) = Q(0) = 2^26, and a·2^26/2^26 is exact:
-    // tanh(x) = x, as the correctly rounded function gives there.
+fn tanh_of_a_tiny_x_is_x_within_an_ulp_in_every_loop() {
+    // Below 2^-13 both polynomials round to P(0) = A·B and Q(0) = B and the denominator to A,
+    // so the result is x scaled by A·B, divided by B and by A: three roundings of a value
+    // that is x, within an ulp of x (the correctly rounded function gives x there) and with
+    // x's sign.
     let xs: Vec<f32> = (0..4096u32)
         .map(|i| f32::from_bits(0x0000_0001 + i.wrapping_mul(0x0001_C0DF) % 0x3900_0000))
         .flat_map(|x| [x, -x])
@@ -197,7 +199,8 @@ fn tanh_of_a_tiny_x_is_x_in_every_loop() {
         let k = kernel_f32(UnaryOp::Tanh, kind).unwrap();
         let ys = apply(&k, &xs);
         for (x, y) in xs.iter().zip(&ys) {
-            assert_eq!(y.to_bits(), x.to_bits(), "{kind:?}: tanh({x:e}) = {y:e}");
+            let apart = y.to_bits().abs_diff(x.to_bits());
+            assert!(apart <= 1, "{kind:?}: tanh({x:e}) = {y:e}");
         }
     }
 }

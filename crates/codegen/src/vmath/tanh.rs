@@ -6,10 +6,10 @@ use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 pub use graphlift_kernels::vmath::tanh::*;
 
-/// Emits `tanh(x)` for the `f32` value `x`: `x_c·P(x_c²)/Q(x_c²)` with `x_c` the signed
-/// clamp of `x` (two compare-and-selects: NaN stays NaN, `±0` stays `±0`); rounding to
-/// nearest is symmetric, so the result is `sign(x)·tanh(|x|)` exactly, and no cap is needed
-/// ([`CLAMP`]).
+/// Emits `tanh(x)` for the `f32` value `x`: the scaled half angle `s = x_c·P(x_c²)/Q(x_c²)`
+/// and the doubling identity `s / fma(s, s·K, A)`, with `x_c` the signed clamp of `x` (two
+/// compare-and-selects: NaN stays NaN, `±0` stays `±0`); rounding to nearest is symmetric,
+/// so the result is `sign(x)·tanh(|x|)` exactly, and no cap is needed ([`CLAMP`]).
 pub fn emit(e: &mut Emit, x: Value) -> Value {
     let clamp = e.f32(CLAMP);
     let minus_clamp = e.f32(-CLAMP);
@@ -18,10 +18,15 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
     let below = e.fcmp(FloatCC::LessThan, xc, minus_clamp);
     let xc = e.select(below, minus_clamp, xc);
     let t = e.b.ins().fmul(xc, xc);
-    let p = e.horner_monic(t, &P);
+    let p = e.horner(t, &P);
     let q = e.horner(t, &Q);
     let num = e.b.ins().fmul(xc, p);
-    e.b.ins().fdiv(num, q)
+    let s = e.b.ins().fdiv(num, q);
+    let k = e.f32(K);
+    let a = e.f32(A);
+    let sk = e.b.ins().fmul(s, k);
+    let den = e.b.ins().fma(s, sk, a);
+    e.b.ins().fdiv(s, den)
 }
 
 /// Emits `tanh(x)` for the `f64` value `x`.

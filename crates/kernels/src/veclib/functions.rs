@@ -19,18 +19,6 @@ fn horner<V: F32x>(x: V, c: &[f32]) -> V {
         .fold(x.splat(last), |acc, &k| acc.mul_add(x, x.splat(k)))
 }
 
-/// The monic `x^n + c[n-1]·x^(n-1) + … + c[0]` (`n = c.len()`): an addition, then fused
-/// multiply-adds (as the inline code's `horner_monic`).
-#[inline(always)]
-fn horner_monic<V: F32x>(x: V, c: &[f32]) -> V {
-    let Some((&last, rest)) = c.split_last() else {
-        return x.splat(1.0);
-    };
-    rest.iter()
-        .rev()
-        .fold(x.add(x.splat(last)), |acc, &k| acc.mul_add(x, x.splat(k)))
-}
-
 /// Fast2Sum: `(s, err)` with `s + err = a + b` exactly when `|a| ≥ |b|`.
 #[inline(always)]
 fn fast_two_sum<V: F32x>(a: V, b: V) -> (V, V) {
@@ -103,10 +91,12 @@ pub(super) fn tanh_head<V: F32x>(x: V) -> (V, V) {
     (xc, xc.mul(xc))
 }
 
-/// `tanh`'s tail: `x_c·P(x_c²)/Q(x_c²)` (`P` monic).
+/// `tanh`'s tail: the scaled half angle `s = x_c·P(x_c²)/Q(x_c²)`, then the doubling
+/// identity `s / fma(s, s·K, A)`.
 #[inline(always)]
 pub(super) fn tanh_tail<V: F32x>((xc, t): (V, V)) -> V {
-    xc.mul(horner_monic(t, &tanh::P)).div(horner(t, &tanh::Q))
+    let s = xc.mul(horner(t, &tanh::P)).div(horner(t, &tanh::Q));
+    s.div(s.mul_add(s.mul(s.splat(tanh::K)), s.splat(tanh::A)))
 }
 
 /// `erf`'s head: `(x, a, a²)` for `a = min(|x|, clamp)` (a select: NaN kept).

@@ -33,7 +33,7 @@ pub use functions::{erf, exp, sigmoid, tanh};
 /// (`forms`), so a library call gives the inline
 /// code's result bit for bit (a NaN for a NaN: the sign and payload of a NaN are not
 /// specified), and the bounds of [`crate::vmath`] (`exp` and `sigmoid` 1 ulp, `erf` 2 ulp,
-/// `tanh` 6 ulp, over every `f32`) hold for both. `crates/codegen/tests/kernels/veclib.rs`
+/// `tanh` 4 ulp, over every `f32`) hold for both. `crates/codegen/tests/kernels/veclib.rs`
 /// checks the bits of the library against the JIT's inline code over a sample of every
 /// binade and the special values; `graphlift accuracy --library` measures the library's
 /// code over every `f32`.

@@ -1,57 +1,61 @@
 //! `tanh(x)` for `f32` and `f64` lanes: the constants, method and error bounds of the inline
-//! `tanh`, on `f32` one rational function with a single division, sized for GELU-tanh speed.
+//! `tanh`, on `f32` a rational function of the half angle and the doubling identity, sized for
+//! GELU-tanh speed.
 
-/// Documented maximum error in ulp: **6 ulp**, in the vector, scalar and library loops (see
-/// [`super::max_ulp`] for how it is checked).
+/// Documented maximum error in ulp: **4 ulp**, in the vector, scalar and library loops (see
+/// [`super::max_ulp`] for how it is checked; the measured maximum is in `BENCHMARKS.md`).
 ///
-/// One rational function: `tanh(x) = x_c·P(x_c²)/Q(x_c²)` on `x_c = x` clamped to
-/// `[-clamp, clamp]` ([`CLAMP`]), with `P` and `Q` of degree 4 in `x_c²` (the kind of
-/// approximation Eigen's fast `float` tanh uses, fitted here): thirteen vector operations,
-/// one of them a division, no exponential, no second piece and no cap on the result. It
-/// trades accuracy for speed, as `-ffast-math` libraries do: in the vector math library
-/// GELU-tanh is bound by its number of vector operations.
+/// On `x_c = x` clamped to `[-CLAMP, CLAMP]` ([`CLAMP`]) and `t = x_c²`:
 ///
-/// The fit holds `P(0) = Q(0) = 1` and `P`'s leading coefficient at `2^-26`, and the shipped
-/// coefficients are both polynomials divided by `2^-26`: [`P`] is monic, so its Horner
-/// evaluation starts with an addition instead of a fused multiply-add (one operation fewer
-/// on the multiply pipes, which bound GELU-tanh in the vector math library), and
-/// `P(0) = Q(0) = 2^26` exactly, so tiny and subnormal `x` (below `2^-13`) give `x` exactly
-/// and `tanh(-0) = -0`. Rounding to nearest is symmetric, so working on the signed value
-/// gives `sign(x)·tanh(|x|)` exactly. The clamp keeps the result in `[-1, 1]` without a cap,
-/// `tanh(±inf) = ±1`; the clamps are compares and selects, so NaN stays NaN.
+/// 1. the half angle, scaled: `A·T₂ = x_c·P(t)/Q(t)` with `T₂ ≈ 2·tanh(x_c/2)` ([`P`] of
+///    degree 2, [`Q`] of degree 3);
+/// 2. the doubling identity `tanh(x) = T₂/(1 + T₂²/4)`, as `A·T₂ / fma(A·T₂, (A·T₂)·K, A)`
+///    with `K = 1/(4A)` ([`A`], [`K`]).
 ///
-/// The coefficients are a minimax fit in relative error on `[0, 9.0111084]` (Lawson's
-/// iteration on the linearised problem, 40 digits; approximation error 0.83 ulp with the
-/// leading coefficient fixed, 0.35 without: `scripts/tanh_rational_fit.py`), rounded to
-/// `f32`. The rounding of the two Horner evaluations, where the partial sums grow to the
-/// size of the result (`x_c² ≈ 66` at the clamp), is most of the error.
-pub const MAX_ULP: f64 = 6.0;
+/// Thirteen vector operations (two of them divisions), as many as the single rational of
+/// degree 4/4 this replaced, which was 5.6 ulp from `tanh`: the doubling step damps the half
+/// angle's relative error by `1/cosh(x)`, so a rational of lower degree suffices and its
+/// roundings stop mattering for large `x`, where the old one's Horner sums grew to 66 times
+/// the result. The scalings `A` and `B` (`P` carries `A·B`, `Q` carries `B`) put `P`, `Q`,
+/// `A·T₂` and the denominator near the top of their binades, where a rounding is about half
+/// the relative error it is just above a power of two; for small `x` those roundings are
+/// what is left of the error.
+///
+/// The fit (`scripts/tanh_rational_fit.py`): minimax of the relative error of `P/Q` against
+/// `2·tanh(x/2)/x` weighted by `1/cosh(x)` on `[0, 9.0111084]`, `P(0) = Q(0) = 1` (Lawson's
+/// iteration on the linearised problem, 40 digits; 0.12 ulp), scaled by `A = 1.8`,
+/// `B = 1.95` and rounded to `f32`. Tiny `x` give `x` within an ulp (`A·B` and `B` are not
+/// powers of two), `tanh(±0) = ±0` (signed products and quotients), NaN stays NaN (the clamps
+/// are compares and selects), and `tanh(±inf) = ±1` (the clamp).
+pub const MAX_ULP: f64 = 4.0;
 
-/// `x` is clamped to `±` this (`0x41023eca`, 8.140329): the largest `f32` at which the
-/// rational, in `f32` arithmetic, is exactly `1.0` with no larger value at or below it
-/// (from 8.14042 on it would exceed 1 by up to 2 ulp), so no result needs a cap:
-/// `tanh(±inf) = ±1`, and past the clamp the result is `±1`, at most 2.85 ulp from `tanh`.
-/// Checked over every `f32` by the accuracy sweep's range guarantee.
-pub const CLAMP: f32 = f32::from_bits(0x4102_3eca);
+/// `x` is clamped to `±` this (`0x4110996e`, 9.037458): the first `f32` from 7 on at which
+/// the function, in `f32` arithmetic, is exactly `1.0`; no `f32` below it gives more than 1
+/// (checked over every `f32` of `[7, 12)` by the fit script and over every `f32` by the
+/// accuracy sweep's range guarantee), so no result needs a cap and `tanh(±inf) = ±1`.
+pub const CLAMP: f32 = f32::from_bits(0x4110_996e);
 
-/// The numerator's polynomial in `t = x_c²`, ascending, **monic**: the coefficients below its
-/// leading `1` (the fit's `P` divided by its leading coefficient `2^-26`; `P(0) = 2^26`).
-pub const P: [f32; 4] = [
-    f32::from_bits(0x4c80_0000),
-    f32::from_bits(0x4b09_b119),
-    f32::from_bits(0x486a_18e7),
-    f32::from_bits(0x44b6_f48a),
+/// The half angle's numerator in `t = x_c²`, ascending, scaled by `A·B` (`P(0) = A·B`).
+pub const P: [f32; 3] = [
+    f32::from_bits(0x4060_a3d7),
+    f32::from_bits(0x3dd6_0ea1),
+    f32::from_bits(0x39d2_6a82),
 ];
 
-/// The denominator's polynomial in `t = x_c²`, ascending, divided by the same `2^-26` as [`P`]
-/// (`Q(0) = 2^26`).
-pub const Q: [f32; 5] = [
-    f32::from_bits(0x4c80_0000),
-    f32::from_bits(0x4bef_833d),
-    f32::from_bits(0x49d6_64ff),
-    f32::from_bits(0x46b2_b103),
-    f32::from_bits(0x4262_6bcc),
+/// The half angle's denominator in `t = x_c²`, ascending, scaled by `B` (`Q(0) = B`).
+pub const Q: [f32; 4] = [
+    f32::from_bits(0x3ff9_999a),
+    f32::from_bits(0x3e61_dc39),
+    f32::from_bits(0x3b1a_3eac),
+    f32::from_bits(0x3621_127f),
 ];
+
+/// The scaling `A` of the half angle (`x_c·P/Q = A·T₂`) and of the denominator, 1.8.
+pub const A: f32 = f32::from_bits(0x3fe6_6666);
+
+/// `1/(4A)`, rounded: `(A·T₂)·K = T₂/4` up to the roundings of `K` and of the product, which
+/// reach the result only through the `T₂²/4` term of the denominator.
+pub const K: f32 = f32::from_bits(0x3e0e_38e4);
 
 // ---- f64 ----
 
