@@ -275,7 +275,7 @@ fn specialised_body_signature_is_checked_per_specialisation() {
 
 #[test]
 fn lru_evicts_the_least_recently_used() {
-    let mut c = graphlift_ir::control_flow::Lru::new(2);
+    let mut c = graphlift_ir::Lru::new(2);
     c.insert(vec![1], "a");
     c.insert(vec![2], "b");
     assert_eq!(c.get(&[1]), Some(&"a"));

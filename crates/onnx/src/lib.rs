@@ -10,6 +10,7 @@ mod import;
 mod ops;
 mod packing;
 pub mod proto;
+mod session;
 mod tensor;
 
 pub use error::{NodeRef, OnnxError};
@@ -19,6 +20,7 @@ pub use import::{
     ImportOptions, ImportedModel, ModelValue,
 };
 pub use ops::{MICROSOFT_DOMAIN, SUPPORTED_CONTRIB_OPS, SUPPORTED_OPS};
+pub use session::{Session, SessionError, SessionStats, Specialization};
 pub use tensor::{
     encode_tensor_proto, onnx_data_type, read_tensor_proto, tensor_to_proto, NamedTensor,
 };

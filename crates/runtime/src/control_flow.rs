@@ -21,10 +21,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use graphlift_ir::control_flow::{
-    Body, Loop, Lru, Scan, Specialized, DEFAULT_SPECIALIZATION_CAPACITY,
-};
-use graphlift_ir::{ControlFlow, Function, Node, Shape, SliceAxis, TensorData, TensorType};
+use graphlift_ir::control_flow::{Body, Loop, Scan, Specialized, DEFAULT_SPECIALIZATION_CAPACITY};
+use graphlift_ir::{ControlFlow, Function, Lru, Node, Shape, SliceAxis, TensorData, TensorType};
 
 use crate::reference::{concat, evaluate_function, slice};
 use crate::{Executable, RuntimeError, Tensor};
