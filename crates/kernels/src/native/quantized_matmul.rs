@@ -274,22 +274,20 @@ mod x86 {
         let mut b = [_mm512_setzero_si512(); 4];
         for k4 in 0..t.kp / 4 {
             let wp = t.w.wrapping_add(k4 * t.n * 4);
-            for v in 0..4 {
+            for (v, (bv, &m)) in b.iter_mut().zip(&t.masks).enumerate() {
                 // SAFETY: lanes under the mask are columns below `n` of weight row `k4`.
-                b[v] =
-                    unsafe { _mm512_maskz_loadu_epi32(t.masks[v], wp.wrapping_add(64 * v).cast()) };
+                *bv = unsafe { _mm512_maskz_loadu_epi32(m, wp.wrapping_add(64 * v).cast()) };
             }
             for (i, acc) in acc.iter_mut().enumerate() {
                 // SAFETY: bytes `4·k4..4·k4 + 4` of row `i < R` are within `a`.
                 let quad = unsafe { t.a.add(i * t.kp + 4 * k4).cast::<i32>().read_unaligned() };
                 let av = _mm512_set1_epi32(quad);
-                for v in 0..4 {
-                    acc[v] = _mm512_dpbusd_epi32(acc[v], av, b[v]);
+                for (a, &bv) in acc.iter_mut().zip(&b) {
+                    *a = _mm512_dpbusd_epi32(*a, av, bv);
                 }
             }
         }
-        for v in 0..4 {
-            let m = t.masks[v];
+        for (v, &m) in t.masks.iter().enumerate() {
             // SAFETY: lanes under the mask are columns below `n` of `offset`, `scale`, and
             // of rows `i < R` of `c`.
             unsafe {
@@ -403,51 +401,5 @@ mod tests {
     fn a_large_product_split_over_threads_equals_the_reference() {
         let (got, want) = both(61, 384, 200, 7, 128, 3);
         assert_eq!(got, want);
-    }
-}
-
-#[cfg(test)]
-mod speed_probe {
-    use super::*;
-    use crate::parallel::ThreadConfig;
-    use graphlift_ir::Shape;
-    #[test]
-    #[ignore]
-    fn probe() {
-        let (rows, k, n) = (400, 384, 1536);
-        let x = Tensor::from_data(
-            TensorData::F32((0..rows * k).map(|i| (i % 97) as f32 - 40.0).collect()),
-            Shape::new([1, rows, k]),
-        )
-        .unwrap();
-        let w = Tensor::from_data(
-            TensorData::I8(
-                (0..k.div_ceil(4) * n * 4)
-                    .map(|i| (i % 251) as u8 as i8)
-                    .collect(),
-            ),
-            Shape::new([k / 4, n, 4]),
-        )
-        .unwrap();
-        let o = Tensor::from_data(TensorData::I32(vec![3; n]), Shape::new([n])).unwrap();
-        let s = Tensor::from_data(TensorData::F32(vec![0.01; n]), Shape::new([n])).unwrap();
-        let q = QuantizedMatMul {
-            x_scale: 0.3,
-            x_zero_point: 100,
-        };
-        let par = Parallel::new(ThreadConfig::with_threads(1));
-        println!("vnni {}", CpuFeatures::host().avx512vnni);
-        for _ in 0..5 {
-            let t = std::time::Instant::now();
-            for _ in 0..10 {
-                quantized_matmul(&q, [&x, &w, &o, &s], None, &par, None).unwrap();
-            }
-            let dt = t.elapsed().as_secs_f64() / 10.0;
-            println!(
-                "{:.3} ms  {:.1} GMAC/s",
-                dt * 1e3,
-                (rows * k * n) as f64 / dt / 1e9
-            );
-        }
     }
 }
