@@ -26,6 +26,8 @@ struct Case {
     per_column: bool,
     gemm: bool,
     activations: bool,
+    /// UINT8 weights over the whole range with zero point 0: `W - zp` leaves INT8.
+    wide_weights: bool,
     seed: u64,
 }
 
@@ -89,6 +91,8 @@ fn build(c: Case) -> (ModelProto, Vec<Tensor>, Vec<f32>) {
             let col = if c.per_column { i % n } else { 0 };
             if c.activations {
                 saturate(b_float[i] / xs, xz, c.signed_activation)
+            } else if c.wide_weights {
+                (rng.next() % 256) as i32
             } else {
                 let r = (rng.next() % 255) as i32 - 127;
                 (r + wz[col]).clamp(
@@ -223,6 +227,21 @@ fn build(c: Case) -> (ModelProto, Vec<Tensor>, Vec<f32>) {
     (model, feeds, want)
 }
 
+/// `got` within one output step (the smallest nonzero magnitude of `want`) of `want`.
+fn within_one_step(got: &Tensor, want: &[f32], what: &str) {
+    let step = want
+        .iter()
+        .filter(|v| **v != 0.0)
+        .map(|v| v.abs())
+        .fold(f32::MAX, f32::min);
+    for (i, (g, w)) in got.read::<f32>().unwrap().iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= step * 1.001 + 1e-6,
+            "{what}: element {i}: {g} vs {w}"
+        );
+    }
+}
+
 /// Runs `c` on both backends: CPU-JIT equals onnxruntime's integer arithmetic exactly and
 /// reports the product lowered; the INTERPRETER (float QDQ) is within one output step.
 fn check(c: Case) {
@@ -270,6 +289,7 @@ fn case(m: usize, k: usize, n: usize, seed: u64) -> Case {
         per_column: true,
         gemm: false,
         activations: false,
+        wide_weights: false,
         seed,
     }
 }
@@ -310,4 +330,25 @@ fn a_product_of_two_activations_is_scaled_after_the_integer_product() {
     let mut c = case(9, 64, 11, 3);
     c.activations = true;
     check(c);
+}
+
+#[test]
+fn weights_that_leave_int8_stay_in_float_and_say_why() {
+    let mut c = case(4, 24, 9, 5);
+    c.unsigned_weight = true;
+    c.wide_weights = true;
+    let (model, x, want) = build(c);
+    let imported = import_model_bytes(&model.encode_to_vec()).unwrap();
+    let exe = CpuJitBackend::new()
+        .compile_executable(&imported.function)
+        .unwrap();
+    let report = exe.pass_report().qdq().cloned().unwrap_or_default();
+    assert!(report.lowered.is_empty(), "{report:?}");
+    assert_eq!(report.stayed_float.len(), 1, "{report:?}");
+    assert!(
+        report.stayed_float[0].1.contains("leaves INT8"),
+        "{report:?}"
+    );
+    let got = exe.run(&x).unwrap();
+    within_one_step(&got[0], &want, "float QDQ on CPU-JIT");
 }
