@@ -102,11 +102,13 @@ impl PassManager {
         }
     }
 
-    /// The standard pipeline: scope fusion with the built-in passes, half-precision
-    /// widening, batch-norm folding, constant folding, canonical forms, common subexpression
+    /// The standard pipeline: scope fusion with the built-in passes, QDQ lowering,
+    /// half-precision widening, batch-norm folding, constant folding, canonical forms, common subexpression
     /// elimination, algebraic simplification, dead code elimination, subgraph extraction with
     /// `config` ([`PassManager::with_scope_fusion`] takes another scope fusion registry).
     ///
+    /// QDQ lowering ([`QdqLowering`]) comes before constant folding, which would fold the
+    /// dequantized constant weights it reads back into float.
     /// Half-precision widening follows scope fusion (whose patterns read the graph as the
     /// exporter wrote it) and precedes the rest, so that every later pass and the kernels see
     /// `f32` ops, and constant folding widens half weights once.
