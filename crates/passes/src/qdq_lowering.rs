@@ -13,15 +13,16 @@ mod tests;
 use std::collections::BTreeSet;
 
 use graphlift_ir::{
-    BinaryOp, CompareOp, ElementType, Function, NodeId, Op, Output, QuantizedMatMul, Shape,
-    TensorData,
+    BinaryOp, CompareOp, Convolution, ElementType, Function, NodeId, Op, Output, QuantizedMatMul,
+    Shape, TensorData,
 };
 use graphlift_runtime::reference::pack_vnni;
 
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
 use crate::{Pass, PassError, PassOutcome};
 use pattern::{
-    dequantized, quantized_activation, quantized_weight, requantizing_divide, round_trip,
+    dequantized, dequantized_filter, quantized_activation, quantized_weight, requantizing_divide,
+    round_trip,
 };
 
 /// What the QDQ lowering did with each candidate: the products that became integer kernels,
@@ -47,10 +48,12 @@ pub struct QdqReport {
 /// The integer sum is exact where the float product rounded each term: results agree with
 /// onnxruntime's integer kernels, not bit for bit with the float graph.
 ///
-/// Stays float (reported with the reason): a product of two activations (attention scores),
-/// weights whose zero point leaves `W - zp` outside INT8, per-row or blocked scales,
-/// convolutions (no integer convolution kernel yet). Provenance: the new nodes take the
-/// `MatMul`'s tags by nGraph's rule and record [`QdqLowering::NAME`].
+/// A product of two per-tensor dequantized values (attention's scores) and a convolution of
+/// a quantized activation by a per-channel 8-bit filter become the float product of the
+/// integers, scaled once after (`scale_after`, `conv_scale_after`). Stays float (reported
+/// with the reason): weights whose zero point leaves `W - zp` outside INT8, per-row or
+/// blocked scales, filters with a scale that is not per output channel. Provenance: the new
+/// nodes take the replaced node's tags by nGraph's rule and record [`QdqLowering::NAME`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QdqLowering;
 
@@ -101,11 +104,16 @@ fn lower_all(g: &mut Function, report: &mut QdqReport) -> Result<bool, PassError
         let node = g.node(id)?;
         let name = node.name().to_string();
         let [a, b] = node.inputs()[..] else { continue };
-        if matches!(node.op(), Op::Convolution(_)) {
-            if quantized_activation(g, a)?.is_ok() {
+        if let Op::Convolution(conv) = node.op() {
+            let conv = conv.clone();
+            if let Some(what) = conv_scale_after(g, id, conv, a, b, &mut touched)? {
+                report.lowered.push((name, what));
+            } else if dequantized(g, a)?.is_some() {
                 report.stayed_float.push((
                     name,
-                    "Convolution: no integer convolution kernel yet".into(),
+                    "Convolution: the filter is not a dequantized constant with a scale per \
+                     output channel"
+                        .into(),
                 ));
             }
             continue;
@@ -249,5 +257,46 @@ fn scale_after(
     let exact = if k <= 258 { ", exact" } else { "" };
     Ok(Some(format!(
         "MatMul of the integers, scaled after (K = {k}{exact})"
+    )))
+}
+
+/// `Convolution(DequantizeLinear(qx), DequantizeLinear(W))` with `qx` per tensor and `W` a
+/// constant 8-bit filter with a scale per output channel: rewritten as
+/// `Convolution(qx - zp_x, W - zp_w) * (s_x · s_w[m])` (the scale laid along the output's
+/// channel axis), the convolution of integers in the float kernel (exact while every partial
+/// sum stays below 2²⁴: always for windows of `C / groups · K..` up to 258 values) scaled
+/// once, as onnxruntime's `QLinearConv` scales its accumulator. `None` when the operands do
+/// not fit.
+fn conv_scale_after(
+    g: &mut Function,
+    id: NodeId,
+    conv: Convolution,
+    a: Output,
+    b: Output,
+    touched: &mut BTreeSet<NodeId>,
+) -> Result<Option<String>, PassError> {
+    let (Some((da, sa)), Some((dw, sw))) = (dequantized(g, a)?, dequantized_filter(g, b)?) else {
+        return Ok(None);
+    };
+    let out = g.output_type(Output::new(id, 0))?.shape.clone();
+    if out.dims().len() < 2 || out.dims()[1] != sw.len() {
+        return Ok(None);
+    }
+    let product = g.add_node(Op::Convolution(conv), &[da, dw])?;
+    let mut column = vec![1; out.dims().len()];
+    column[1] = sw.len();
+    let scale: Vec<f32> = sw.iter().map(|&s| sa as f32 * s as f32).collect();
+    let s = g.add_constant(TensorData::F32(scale), Shape::new(column))?;
+    let s_wide = g.add_node(Op::Broadcast(out), &[s.into()])?;
+    let y = g.add_node(
+        Op::Binary(BinaryOp::Multiply),
+        &[product.into(), s_wide.into()],
+    )?;
+    replace_by_value(g, id, y.into(), &[], QdqLowering::NAME)?;
+    touched.extend([product, s, s_wide, y]);
+    let window: usize = g.output_type(dw)?.shape.dims()[1..].iter().product();
+    let exact = if window <= 258 { ", exact" } else { "" };
+    Ok(Some(format!(
+        "Convolution of the integers, scaled after per channel (window of {window}{exact})"
     )))
 }

@@ -352,3 +352,88 @@ fn weights_that_leave_int8_stay_in_float_and_say_why() {
     let got = exe.run(&x).unwrap();
     within_one_step(&got[0], &want, "float QDQ on CPU-JIT");
 }
+
+/// `Conv(DequantizeLinear(QuantizeLinear(x)), DequantizeLinear(W))` with a per-channel INT8
+/// filter: CPU-JIT convolves the integers and scales once per channel, giving
+/// `f32(acc) · (s_x · s_w[m])` exactly (every partial sum of this window is exact in
+/// `f32`); the INTERPRETER's float QDQ agrees to rounding.
+#[test]
+fn a_convolution_of_quantized_operands_convolves_the_integers() {
+    let (c, m, l, k) = (3usize, 5usize, 9usize, 3usize);
+    let mut rng = Lcg(11);
+    let x: Vec<f32> = (0..c * l).map(|_| rng.uniform(-2.0, 2.0)).collect();
+    let (xs, xz) = (4.0f32 / 255.0, 128);
+    let xq: Vec<i32> = x.iter().map(|&v| saturate(v / xs, xz, false)).collect();
+    let w: Vec<i32> = (0..m * c * k)
+        .map(|_| (rng.next() % 255) as i32 - 127)
+        .collect();
+    let ws: Vec<f32> = (0..m).map(|_| rng.uniform(0.001, 0.01)).collect();
+    let lo = l - k + 1;
+    let want: Vec<f32> = (0..m * lo)
+        .map(|i| {
+            let (mm, t) = (i / lo, i % lo);
+            let acc: i32 = (0..c * k)
+                .map(|j| {
+                    let (cc, kk) = (j / k, j % k);
+                    (xq[cc * l + t + kk] - xz) * w[(mm * c + cc) * k + kk]
+                })
+                .sum();
+            acc as f32 * (xs * ws[mm])
+        })
+        .collect();
+    let inits = [
+        ("xs", TensorData::F32(vec![xs]), vec![]),
+        ("xz", eight_bit(&[xz], false), vec![]),
+        ("w", eight_bit(&w, true), vec![m, c, k]),
+        ("ws", TensorData::F32(ws.clone()), vec![m]),
+        ("wz", eight_bit(&vec![0; m], true), vec![m]),
+    ];
+    let nodes = vec![
+        node("QuantizeLinear", "qx", &["x", "xs", "xz"], &["xq"], vec![]),
+        node(
+            "DequantizeLinear",
+            "dqx",
+            &["xq", "xs", "xz"],
+            &["xd"],
+            vec![],
+        ),
+        node(
+            "DequantizeLinear",
+            "dqw",
+            &["w", "ws", "wz"],
+            &["wd"],
+            vec![attr_i("axis", 0)],
+        ),
+        node("Conv", "conv", &["xd", "wd"], &["out"], vec![]),
+    ];
+    let mut model = model_opset(
+        nodes,
+        vec![vi("x", 1, &[1, c as i64, l as i64])],
+        vec![vi("out", 1, &[1, m as i64, lo as i64])],
+        13,
+    );
+    if let Some(g) = model.graph.as_mut() {
+        g.initializer = inits
+            .iter()
+            .map(|(name, d, s)| tensor_to_proto(name, d, &Shape::new(s)))
+            .collect();
+    }
+    let x = vec![Tensor::from_data(TensorData::F32(x), Shape::new([1, c, l])).unwrap()];
+    let imported = import_model_bytes(&model.encode_to_vec()).unwrap();
+    let exe = CpuJitBackend::new()
+        .compile_executable(&imported.function)
+        .unwrap();
+    let report = exe.pass_report().qdq().cloned().unwrap_or_default();
+    assert_eq!(report.lowered.len(), 1, "{report:?}");
+    assert!(report.lowered[0].1.contains("Convolution"), "{report:?}");
+    let got = exe.run(&x).unwrap();
+    assert_eq!(got[0].read::<f32>().unwrap(), &want[..]);
+    let float = InterpreterBackend
+        .compile(&imported.function)
+        .unwrap()
+        .run(&x)
+        .unwrap();
+    for (f, w) in float[0].read::<f32>().unwrap().iter().zip(&want) {
+        assert!((f - w).abs() <= 1e-5 * w.abs().max(1.0), "{f} vs {w}");
+    }
+}

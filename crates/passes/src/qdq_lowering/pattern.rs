@@ -312,3 +312,45 @@ pub(super) fn requantizing_divide(
     };
     Ok((v == Output::new(id, 0)).then_some((user, y_scale)))
 }
+
+/// A dequantized constant convolution filter `(Convert<f32>(W) [- zp]) * s` with `W` an
+/// 8-bit Constant `[M, C / groups, K..]` and `s` constant within each output channel (per
+/// tensor or per channel, axis 0): the integer-valued difference and the scale of each of
+/// the `M` output channels.
+pub(super) fn dequantized_filter(
+    g: &Function,
+    o: Output,
+) -> Result<Option<(Output, Vec<f64>)>, PassError> {
+    let Some((&Op::Binary(BinaryOp::Multiply), ins)) = op_of(g, o)? else {
+        return Ok(None);
+    };
+    let shape = g.output_type(o)?.shape.clone();
+    let Some(&m) = shape.dims().first() else {
+        return Ok(None);
+    };
+    let (d, s) = match spread(g, ins[1], &shape)? {
+        Some(s) => (ins[0], s),
+        None => match spread(g, ins[0], &shape)? {
+            Some(s) => (ins[1], s),
+            None => return Ok(None),
+        },
+    };
+    let per = s.len().checked_div(m).unwrap_or(0);
+    if per == 0 || s.chunks_exact(per).any(|c| c.iter().any(|&v| v != c[0])) {
+        return Ok(None);
+    }
+    let c = match op_of(g, d)? {
+        Some((&Op::Binary(BinaryOp::Subtract), ins)) if integral(g, ins[1], 4)? => ins[0],
+        _ => d,
+    };
+    let Some((&Op::Convert(ElementType::F32), ins)) = op_of(g, c)? else {
+        return Ok(None);
+    };
+    let Some((Op::Constant(data), _)) = op_of(g, ins[0])? else {
+        return Ok(None);
+    };
+    if !matches!(**data, TensorData::I8(_) | TensorData::U8(_)) {
+        return Ok(None);
+    }
+    Ok(Some((d, s.chunks_exact(per).map(|c| c[0]).collect())))
+}
