@@ -53,6 +53,29 @@ pub fn explain(args: &ExplainArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The QDQ lowering's section: each product made an integer kernel, each left in float
+/// with the reason, and the 8-bit round trips made float clamps. Nothing for a model without
+/// quantized values.
+fn qdq_report(s: &mut String, q: &graphlift::passes::QdqReport) {
+    if q.lowered.is_empty() && q.stayed_float.is_empty() && q.round_trips == 0 {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nquantized (QDQ) patterns: {} on integer kernels, {} in float, {} \
+         QuantizeLinear -> DequantizeLinear round trip(s) made float clamps:",
+        q.lowered.len(),
+        q.stayed_float.len(),
+        q.round_trips
+    );
+    for (node, what) in &q.lowered {
+        let _ = writeln!(s, "  integer: {node}: {what}");
+    }
+    for (node, why) in &q.stayed_float {
+        let _ = writeln!(s, "  float:   {node}: {why}");
+    }
+}
+
 /// The text report: pipeline, kernels, nodes outside kernels, and how each read and assign
 /// of a variable runs.
 pub fn report(exe: &CpuJitExecutable) -> String {
@@ -65,6 +88,9 @@ pub fn report(exe: &CpuJitExecutable) -> String {
     );
     for line in passes.to_string().lines() {
         let _ = writeln!(s, "  {line}");
+    }
+    if let Some(q) = passes.qdq() {
+        qdq_report(&mut s, q);
     }
     let kernels = exe.kernels();
     let _ = writeln!(s, "\nkernels ({}):", kernels.len());

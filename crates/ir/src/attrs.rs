@@ -215,6 +215,18 @@ pub struct Attention {
     pub scale: f64,
 }
 
+/// Parameters of [`crate::Op::QuantizedMatMul`]: how its FLOAT operand `x` is quantized to
+/// UINT8 before the integer product (ONNX `QuantizeLinear`, per tensor:
+/// `clamp(round_half_even(x / x_scale) + x_zero_point, 0, 255)`). An INT8 activation is
+/// carried as UINT8 by adding 128 to its zero point (exact: `q_i8 + 128 = q_u8`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuantizedMatMul {
+    /// The activation scale (finite, nonzero).
+    pub x_scale: f32,
+    /// The activation zero point in the UINT8 domain.
+    pub x_zero_point: u8,
+}
+
 /// The distribution of a [`RandomFill`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Distribution {

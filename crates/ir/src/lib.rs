@@ -25,8 +25,8 @@ pub mod text;
 
 pub use attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform,
-    Distribution, LayerNorm, NearestMode, Pad, PadMode, RandomFill, ReduceOp, Reduction, Resize,
-    ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
+    Distribution, LayerNorm, NearestMode, Pad, PadMode, QuantizedMatMul, RandomFill, ReduceOp,
+    Reduction, Resize, ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};
 pub use control_flow::ControlFlow;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
-    PadMode, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd, ScatterReduction, SliceAxis,
-    TopK, Window,
+    PadMode, QuantizedMatMul, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd,
+    ScatterReduction, SliceAxis, TopK, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -211,6 +211,23 @@ pub enum Op {
     /// Matrix product of `a` `[..., M, K]` and `b` `[..., K, N]` giving `[..., M, N]`; both
     /// ranks are at least 2 and the batch axes `...` broadcast as numpy's `matmul` does.
     MatMul,
+    /// The integer matrix product of a quantized activation and INT8 weights, dequantized
+    /// (nGraph's `QuantizedDot`, onnxruntime's `MatMulIntegerToFloat` with the activation's
+    /// `QuantizeLinear` folded in). Operands: `x` FLOAT `[..., M, K]`; `w` INT8
+    /// `[ceil(K / 4), N, 4]`, the weight matrix `W` `[K, N]` in VNNI layout
+    /// (`w[k / 4, n, k % 4] = W[k, n]`, zero beyond `K`; four `k` values per 32-bit lane);
+    /// `offset` INT32 `[N]`; `scale` FLOAT `[N]`. With `a` the UINT8 quantization of `x`
+    /// ([`QuantizedMatMul`]):
+    ///
+    /// ```text
+    /// acc[.., m, n] = offset[n] + Σ_k a[.., m, k] · W[k, n]      (INT32, wrapping)
+    /// y[.., m, n]   = f32(acc[.., m, n]) · scale[n]               (FLOAT [..., M, N])
+    /// ```
+    ///
+    /// The QDQ lowering pass makes it from `DequantizeLinear(QuantizeLinear(x)) @
+    /// DequantizeLinear(W)`: `offset[n] = -zp_x · Σ_k W[k, n]` carries the zero points and
+    /// `scale[n] = x_scale · w_scale[n]`.
+    QuantizedMatMul(QuantizedMatMul),
     /// Softmax along one axis, `exp(x - max) / sum(exp(x - max))` (ONNX `Softmax`, opset 13).
     Softmax(usize),
     /// Layer normalisation of `x` over the axes `axis..` with `scale` and `bias` of shape
@@ -334,6 +351,7 @@ impl Op {
             Op::TopK(_) => "TopK",
             Op::Resize(_) => "Resize",
             Op::MatMul => "MatMul",
+            Op::QuantizedMatMul(_) => "QuantizedMatMul",
             Op::Softmax(_) => "Softmax",
             Op::LayerNorm(_) => "LayerNorm",
             Op::Attention(_) => "Attention",
@@ -432,6 +450,11 @@ impl fmt::Display for Op {
             Op::Reduce(r) => write!(f, "{}<{:?}{}>", self.type_name(), r.axes, keep(r.keep_dims)),
             Op::LayerNorm(l) => write!(f, "LayerNorm<axis={}, epsilon={:e}>", l.axis, l.epsilon),
             Op::Attention(a) => write!(f, "Attention<heads={}, scale={:e}>", a.heads, a.scale),
+            Op::QuantizedMatMul(q) => write!(
+                f,
+                "QuantizedMatMul<x_scale={:e}, x_zero_point={}>",
+                q.x_scale, q.x_zero_point
+            ),
             Op::BatchNormInference(eps) => write!(f, "BatchNormInference<epsilon={eps:e}>"),
             Op::Convolution(c) => {
                 write!(

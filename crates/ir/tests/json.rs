@@ -632,7 +632,27 @@ fn tensor_ops_round_trip_with_their_attributes() {
         Op::Attention(heads),
         &[out(qkv), out(qkv), out(qkv), out(mask)],
     );
-    for n in [c, p, g, mean, sm, lnorm, att] {
+    // A quantized product: x [4, 6, 6] by a [6, 5] weight packed as [ceil(6 / 4), 5, 4].
+    let packed = f
+        .add_constant(TensorData::I8(vec![-3; 40]), Shape::new([2, 5, 4]))
+        .unwrap();
+    let offset = f
+        .add_constant(TensorData::I32(vec![7; 5]), Shape::new([5]))
+        .unwrap();
+    let qscale = f
+        .add_constant(TensorData::F32(vec![0.25; 5]), Shape::new([5]))
+        .unwrap();
+    let q = graphlift_ir::QuantizedMatMul {
+        x_scale: 0.023_529_412,
+        x_zero_point: 131,
+    };
+    let qmm = f
+        .add_node(
+            Op::QuantizedMatMul(q),
+            &[out(qkv), out(packed), out(offset), out(qscale)],
+        )
+        .unwrap();
+    for n in [c, p, g, mean, sm, lnorm, att, qmm] {
         f.add_result(out(n), None).unwrap();
     }
     let text = f.to_json();

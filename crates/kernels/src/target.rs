@@ -53,6 +53,9 @@ pub struct CpuFeatures {
     pub avx512f: bool,
     /// BMI2 (`shlx`, used for tail masks).
     pub bmi2: bool,
+    /// AVX-512 VNNI (`vpdpbusd`: UINT8 x INT8 products summed four at a time into INT32,
+    /// the integer GEMM of `QuantizedMatMul`).
+    pub avx512vnni: bool,
 }
 
 impl CpuFeatures {
@@ -80,6 +83,7 @@ impl CpuFeatures {
                 fma: std::arch::is_x86_feature_detected!("fma"),
                 avx512f: std::arch::is_x86_feature_detected!("avx512f"),
                 bmi2: std::arch::is_x86_feature_detected!("bmi2"),
+                avx512vnni: std::arch::is_x86_feature_detected!("avx512vnni"),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -93,6 +97,7 @@ impl CpuFeatures {
             | u8::from(self.fma) << 1
             | u8::from(self.avx512f) << 2
             | u8::from(self.bmi2) << 3
+            | u8::from(self.avx512vnni) << 4
     }
 
     fn from_bits(b: u8) -> CpuFeatures {
@@ -101,6 +106,7 @@ impl CpuFeatures {
             fma: b & 2 != 0,
             avx512f: b & 4 != 0,
             bmi2: b & 8 != 0,
+            avx512vnni: b & 16 != 0,
         }
     }
 
@@ -321,6 +327,7 @@ mod tests {
             fma: true,
             avx512f: true,
             bmi2: true,
+            avx512vnni: true,
         };
         let t = Target::for_features(full);
         assert!(t.veclib() && t.avx512() && t.epilogue_fusion());

@@ -441,6 +441,25 @@ impl<'a> NodeEmitter<'a> {
         self.op(Op::Convert(to), &[x])
     }
 
+    /// Converts to `to` as [`NodeEmitter::convert`] does, but never folds a constant `x`: a
+    /// `DequantizeLinear` of a constant 8-bit weight stays `Convert` of the integer
+    /// Constant, which the QDQ lowering pass reads (the pipeline's constant folding folds it
+    /// where that pass does not take it).
+    pub(crate) fn convert_unfolded(
+        &mut self,
+        x: Output,
+        to: ElementType,
+    ) -> Result<Output, OnnxError> {
+        if self.et(x)? == to {
+            return Ok(x);
+        }
+        let id = self
+            .function
+            .add_node_at(Op::Convert(to), &[x], self.site.clone())
+            .map_err(|e| self.ir_error(e))?;
+        self.finish_node(id, "Convert")
+    }
+
     /// `x * c` for a constant `c` of `x`'s type.
     pub(crate) fn mul_scalar(&mut self, x: Output, c: f64) -> Result<Output, OnnxError> {
         let k = self.scalar_like(x, c)?;

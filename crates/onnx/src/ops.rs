@@ -17,6 +17,8 @@ mod nn;
 mod normalize;
 mod pad;
 mod pooling;
+#[cfg(test)]
+mod qdq_tests;
 mod quantize;
 #[cfg(test)]
 mod quantize_tests;

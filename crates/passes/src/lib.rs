@@ -16,6 +16,7 @@ mod fused_op_expansion;
 mod half_widening;
 mod pass;
 mod pass_manager;
+mod qdq_lowering;
 mod rewrite;
 pub mod scope_fusion;
 
@@ -40,7 +41,8 @@ pub use extraction::{
 pub use fused_op_expansion::FusedOpExpansion;
 pub use half_widening::HalfWidening;
 pub use pass::{Pass, PassOutcome};
-pub use pass_manager::{PassManager, PassRecord, PassRunReport, DUMP_ENV};
+pub use pass_manager::{PassManager, PassRecord, PassRunReport, DISABLE_PASSES_ENV, DUMP_ENV};
+pub use qdq_lowering::{QdqLowering, QdqReport};
 pub use scope_fusion::{
     ScopeFusion, ScopeFusionRegistry, ScopeFusionReport, DISABLE_SCOPE_PASSES_ENV,
 };

@@ -2,7 +2,7 @@
 
 use graphlift_ir::Function;
 
-use crate::{ExtractionReport, PassError, ScopeFusionReport};
+use crate::{ExtractionReport, PassError, QdqReport, ScopeFusionReport};
 
 /// A rewrite of a [`Function`], run in place.
 ///
@@ -41,4 +41,6 @@ pub struct PassOutcome {
     pub extraction: Option<ExtractionReport>,
     /// The scope fusion report, from scope fusion.
     pub scope_fusion: Option<ScopeFusionReport>,
+    /// The QDQ lowering report, from QDQ lowering.
+    pub qdq: Option<QdqReport>,
 }

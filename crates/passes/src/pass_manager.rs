@@ -10,7 +10,8 @@ use graphlift_ir::Function;
 use crate::{
     AlgebraicSimplification, BatchNormFolding, CanonicalForms, CommonSubexpressionElimination,
     ConstantFolding, DeadCodeElimination, ExtractionConfig, ExtractionReport, HalfWidening, Pass,
-    PassError, ScopeFusion, ScopeFusionRegistry, ScopeFusionReport, SubgraphExtraction,
+    PassError, QdqLowering, QdqReport, ScopeFusion, ScopeFusionRegistry, ScopeFusionReport,
+    SubgraphExtraction,
 };
 
 #[cfg(test)]
@@ -21,6 +22,11 @@ mod tests;
 /// The environment variable [`PassManager::from_env`] reads: a directory to dump the
 /// function into after each pass.
 pub const DUMP_ENV: &str = "GRAPHLIFT_DUMP";
+
+/// The environment variable naming pipeline passes to switch off (comma-separated, e.g.
+/// `qdq_lowering` to run a QDQ model with its pairs folded to float), read by
+/// [`PassManager::from_env_with_scope_fusion`].
+pub const DISABLE_PASSES_ENV: &str = "GRAPHLIFT_DISABLE_PASSES";
 
 /// Runs an ordered list of passes over a [`Function`] (nGraph's `pass::Manager`, Halide's
 /// logged lowering).
@@ -96,11 +102,13 @@ impl PassManager {
         }
     }
 
-    /// The standard pipeline: scope fusion with the built-in passes, half-precision
-    /// widening, batch-norm folding, constant folding, canonical forms, common subexpression
+    /// The standard pipeline: scope fusion with the built-in passes, QDQ lowering,
+    /// half-precision widening, batch-norm folding, constant folding, canonical forms, common subexpression
     /// elimination, algebraic simplification, dead code elimination, subgraph extraction with
     /// `config` ([`PassManager::with_scope_fusion`] takes another scope fusion registry).
     ///
+    /// QDQ lowering ([`QdqLowering`]) comes before constant folding, which would fold the
+    /// dequantized constant weights it reads back into float.
     /// Half-precision widening follows scope fusion (whose patterns read the graph as the
     /// exporter wrote it) and precedes the rest, so that every later pass and the kernels see
     /// `f32` ops, and constant folding widens half weights once.
@@ -125,6 +133,7 @@ impl PassManager {
     pub fn with_scope_fusion(config: ExtractionConfig, scope: ScopeFusionRegistry) -> PassManager {
         let mut pm = PassManager::new();
         pm.add(ScopeFusion::new(scope))
+            .add(QdqLowering)
             .add(HalfWidening)
             .add(BatchNormFolding)
             .add(ConstantFolding::new())
@@ -153,6 +162,14 @@ impl PassManager {
         scope.disable_from_env();
         let mut pm = PassManager::with_scope_fusion(config, scope);
         pm.set_dump_dir(PassManager::env_dump_dir());
+        if let Ok(list) = std::env::var(DISABLE_PASSES_ENV) {
+            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                // A name no pass has is reported, not an error (as for scope passes).
+                if let Err(e) = pm.disable(name) {
+                    eprintln!("graphlift: {DISABLE_PASSES_ENV}: {e}");
+                }
+            }
+        }
         pm
     }
 
@@ -280,6 +297,7 @@ impl PassManager {
                     dump: None,
                     extraction: None,
                     scope_fusion: None,
+                    qdq: None,
                 });
                 continue;
             }
@@ -320,6 +338,7 @@ impl PassManager {
                 dump,
                 extraction: outcome.extraction,
                 scope_fusion: outcome.scope_fusion,
+                qdq: outcome.qdq,
             });
         }
         Ok(report)
@@ -363,6 +382,11 @@ impl PassRunReport {
             .iter()
             .rev()
             .find_map(|p| p.scope_fusion.as_ref())
+    }
+
+    /// The report of the last QDQ lowering that ran, if any.
+    pub fn qdq(&self) -> Option<&QdqReport> {
+        self.passes.iter().rev().find_map(|p| p.qdq.as_ref())
     }
 
     /// The first record of the pass `name`.
@@ -417,4 +441,6 @@ pub struct PassRecord {
     pub extraction: Option<ExtractionReport>,
     /// Scope fusion's report (fused scopes, discarded and refused matches).
     pub scope_fusion: Option<ScopeFusionReport>,
+    /// QDQ lowering's report (products made integer kernels, those left in float and why).
+    pub qdq: Option<QdqReport>,
 }

@@ -2,6 +2,7 @@
 
 mod attention;
 mod backprop;
+mod quantized;
 mod sampling;
 mod tensor_ops;
 
@@ -146,6 +147,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
         Op::TopK(t) => sampling::top_k(t, inputs),
         Op::Resize(r) => sampling::resize(r, inputs),
         Op::MatMul => tensor_ops::matmul(inputs),
+        Op::QuantizedMatMul(q) => quantized::quantized_matmul(q, inputs),
         Op::Softmax(axis) => tensor_ops::softmax(*axis, inputs),
         Op::LayerNorm(l) => tensor_ops::layer_norm(l, inputs),
         Op::Attention(a) => attention::attention(a, inputs),

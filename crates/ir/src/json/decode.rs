@@ -11,7 +11,7 @@ use super::dto::{DocumentDto, FunctionDto, NodeDto, OpDto, TypeDto};
 use super::{JSON_FORMAT, JSON_VERSION};
 use crate::attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
-    RandomFill, ReduceOp, Reduction, ScatterAdd,
+    QuantizedMatMul, RandomFill, ReduceOp, Reduction, ScatterAdd,
 };
 use crate::error::{SerializationError, SerializationErrorKind as Kind};
 use crate::infer::infer_output_types;
@@ -319,6 +319,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("window", op.window.is_some()),
         ("groups", op.groups.is_some()),
         ("heads", op.heads.is_some()),
+        ("zero_point", op.zero_point.is_some()),
     ] {
         if is_set {
             present.push(field);
@@ -344,6 +345,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "ScatterNd" => &["reduction"],
         "LayerNorm" => &["axis", "epsilon"],
         "Attention" => &["heads", "scale"],
+        "QuantizedMatMul" => &["scale", "zero_point"],
         "BatchNormInference" => &["epsilon"],
         "Convolution" => &["window", "groups"],
         "ConvolutionBackpropData" | "ConvolutionBackpropFilters" => &["window", "groups", "shape"],
@@ -481,6 +483,11 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         }),
         "Softmax" => Op::Softmax(op.axis.unwrap_or_default()),
         "MatMul" => Op::MatMul,
+        "QuantizedMatMul" => Op::QuantizedMatMul(QuantizedMatMul {
+            // An f32 scale was written as its exact f64 value.
+            x_scale: op.scale.unwrap_or_default() as f32,
+            x_zero_point: op.zero_point.unwrap_or_default(),
+        }),
         "LayerNorm" => Op::LayerNorm(LayerNorm {
             axis: op.axis.unwrap_or_default(),
             epsilon: op.epsilon.unwrap_or_default(),

@@ -150,6 +150,9 @@ pub(super) struct OpDto<N> {
     /// `Attention`'s heads (its `scale` is the field above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heads: Option<usize>,
+    /// `QuantizedMatMul`'s activation zero point (its `x_scale` is `scale`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_point: Option<u8>,
 }
 
 impl<N> OpDto<N> {
@@ -185,6 +188,7 @@ impl<N> OpDto<N> {
             window: None,
             groups: None,
             heads: None,
+            zero_point: None,
         }
     }
 }

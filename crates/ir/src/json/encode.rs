@@ -117,6 +117,10 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.heads = Some(a.heads);
             dto.scale = Some(a.scale);
         }
+        Op::QuantizedMatMul(q) => {
+            dto.scale = Some(f64::from(q.x_scale));
+            dto.zero_point = Some(q.x_zero_point);
+        }
         Op::BatchNormInference(eps) => dto.epsilon = Some(*eps),
         Op::Convolution(c) => {
             dto.window = Some(c.window.clone());

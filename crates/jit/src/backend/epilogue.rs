@@ -19,7 +19,7 @@ pub(super) struct EpilogueStep {
 
 /// Whether a native step of this op can run an epilogue in its output loop.
 fn is_producer(op: &Op) -> bool {
-    matches!(op, Op::MatMul | Op::Convolution(_))
+    matches!(op, Op::MatMul | Op::Convolution(_) | Op::QuantizedMatMul(_))
 }
 
 /// Moves each kernel step that can run as the epilogue of an earlier `MatMul` or

@@ -13,6 +13,7 @@ mod gemm_call;
 mod matmul;
 mod normalize;
 mod pooling;
+mod quantized_matmul;
 mod reduce;
 mod resize;
 mod rows;
@@ -25,7 +26,7 @@ use crate::parallel::Parallel;
 pub use epilogue::{Block, Epilogue};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
-/// `Convolution` (and 1-D, as 2-D over a unit height) and its 2-D adjoints
+/// `Convolution` (and 1-D, as 2-D over a unit height), `QuantizedMatMul` and its 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
 /// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Convert` between `f32` and the half
 /// types, reductions over trailing axes,
@@ -75,6 +76,10 @@ pub fn evaluate_with_epilogue(
                 epilogue,
             )
         }
+        (Op::QuantizedMatMul(q), [x, w, offset, scale]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            quantized_matmul::quantized_matmul(q, [x, w, offset, scale], out, parallel, epilogue)
+        }
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
         (Op::Softmax(axis), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
@@ -110,7 +115,11 @@ pub fn evaluate_with_epilogue(
         }
         _ => None,
     };
-    let ran = native.is_some() && matches!(node.op(), Op::MatMul | Op::Convolution(_));
+    let ran = native.is_some()
+        && matches!(
+            node.op(),
+            Op::MatMul | Op::Convolution(_) | Op::QuantizedMatMul(_)
+        );
     match native {
         Some(data) => Ok((
             vec![Tensor::from_data(data, node.output_type().shape.clone())?],

@@ -334,7 +334,13 @@ pub(super) fn dequantize_linear(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<
     } else {
         wide(scale_type)
     };
-    let mut d = e.convert(x, w)?;
+    // A constant 8-bit weight stays integer in the graph for the QDQ lowering pass.
+    let eight_bit = matches!(x_type, ElementType::U8 | ElementType::I8);
+    let mut d = if eight_bit && e.constant_value(x).is_some() {
+        e.convert_unfolded(x, w)?
+    } else {
+        e.convert(x, w)?
+    };
     if let Some(zp) = zp {
         let zp = spread(e, zp, &x_dims, g)?;
         let zp = e.convert(zp, w)?;

@@ -33,8 +33,9 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-const DEFAULT_NAMES: [&str; 9] = [
+const DEFAULT_NAMES: [&str; 10] = [
     "scope_fusion",
+    "qdq_lowering",
     "half_widening",
     "batch_norm_folding",
     "constant_folding",
@@ -64,7 +65,11 @@ fn the_default_pipeline_runs_every_pass_in_order_and_keeps_the_values() {
         // before dead code elimination runs; the sample has no batch normalisation.
         let idle = matches!(
             p.name,
-            "dead_code_elimination" | "batch_norm_folding" | "scope_fusion" | "half_widening"
+            "dead_code_elimination"
+                | "batch_norm_folding"
+                | "scope_fusion"
+                | "qdq_lowering"
+                | "half_widening"
         );
         assert_eq!(p.changed, !idle, "{}", p.name);
         assert!(p.dump.is_none());
@@ -276,19 +281,20 @@ fn dumps_are_written_after_each_pass_even_when_it_breaks_the_function() {
         [
             "00-input.txt",
             "01-scope_fusion.txt",
-            "02-half_widening.txt",
-            "03-batch_norm_folding.txt",
-            "04-constant_folding.txt",
-            "05-canonical_forms.txt",
-            "06-common_subexpression_elimination.txt",
-            "07-algebraic_simplification.txt",
-            "09-subgraph_extraction.txt",
+            "02-qdq_lowering.txt",
+            "03-half_widening.txt",
+            "04-batch_norm_folding.txt",
+            "05-constant_folding.txt",
+            "06-canonical_forms.txt",
+            "07-common_subexpression_elimination.txt",
+            "08-algebraic_simplification.txt",
+            "10-subgraph_extraction.txt",
         ],
         "one per enabled pass, numbered by position"
     );
     assert_eq!(
         report.get("constant_folding").unwrap().dump,
-        Some(dir.join("04-constant_folding.txt"))
+        Some(dir.join("05-constant_folding.txt"))
     );
     let input = std::fs::read_to_string(dir.join("00-input.txt")).unwrap();
     assert!(
@@ -296,13 +302,13 @@ fn dumps_are_written_after_each_pass_even_when_it_breaks_the_function() {
         "{input}"
     );
     assert!(input.contains("tags=[onnx:Exp:e1]"), "{input}");
-    let folded = std::fs::read_to_string(dir.join("04-constant_folding.txt")).unwrap();
-    assert!(folded.starts_with("# after pass 4 `constant_folding` (changed: true)\n"));
+    let folded = std::fs::read_to_string(dir.join("05-constant_folding.txt")).unwrap();
+    assert!(folded.starts_with("# after pass 5 `constant_folding` (changed: true)\n"));
     assert!(folded.contains("passes=[constant_folding]"), "{folded}");
-    let fused = std::fs::read_to_string(dir.join("09-subgraph_extraction.txt")).unwrap();
+    let fused = std::fs::read_to_string(dir.join("10-subgraph_extraction.txt")).unwrap();
     assert_eq!(
         fused,
-        format!("# after pass 9 `subgraph_extraction` (changed: true)\n{f}")
+        format!("# after pass 10 `subgraph_extraction` (changed: true)\n{f}")
     );
 
     // The dump of a pass that breaks the function is written before validation fails.

@@ -11,6 +11,7 @@ mod layout;
 mod matmul;
 mod normalize;
 mod pad;
+mod quantized;
 mod random;
 mod reduce;
 mod resize;
@@ -39,6 +40,7 @@ pub use layout::{concat, gather, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
 pub use normalize::{batch_norm, layer_norm, softmax};
 pub use pad::{pad, source_index};
+pub use quantized::{pack_vnni, quantize_u8, quantized_matmul};
 pub use random::random;
 pub use reduce::reduce;
 pub use resize::{axis_taps, resize, AxisTaps};
@@ -166,6 +168,13 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             inputs[0].shape(),
             data(1),
             inputs[1].shape(),
+        )),
+        Op::QuantizedMatMul(q) => one(quantized_matmul(
+            q,
+            (data(0), inputs[0].shape()),
+            (data(1), inputs[1].shape()),
+            data(2),
+            data(3),
         )),
         Op::Softmax(axis) => one(softmax(data(0), inputs[0].shape(), *axis)),
         Op::LayerNorm(l) => one(layer_norm(data(0), inputs[0].shape(), data(1), data(2), l)),
