@@ -5,18 +5,23 @@
 use iced_x86::code_asm::*;
 use iced_x86::{BlockEncoderOptions, Decoder, DecoderOptions, Formatter, IntelFormatter};
 
-use graphlift_ir::BinaryOp;
+use graphlift_ir::{BinaryOp, ElementType};
 
 use super::{Aux, Layout, Lowering, LANES, POINTERS, UNROLL, ZMM};
 use crate::divide::{ConstDivisor, Method};
 use crate::plan::{KernelPlan, SlotId, SlotOp};
 use crate::JitError;
 
+/// Four `int3` bytes: the pool's padding, left out of the listing.
+const INT3_WORD: u32 = 0xCCCC_CCCC;
+
 /// An assembled kernel: machine code (position independent), its listing, and the code
 /// spans of each slot (`(start, end, slot)`, as [`crate::provenance::slot_spans`]).
 pub struct Assembled {
-    /// The machine code.
+    /// The machine code: the constant pool (64-byte lines of its own), then the function.
     pub code: Vec<u8>,
+    /// The offset of the function's first instruction in `code` (where it is called).
+    pub entry: usize,
     /// Intel-syntax listing of the code with offsets.
     pub listing: String,
     /// Code spans per slot.
@@ -39,6 +44,8 @@ pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitErro
         copy: 0,
         plan,
         lay: layout,
+        pool: Vec::new(),
+        entry: 0,
     };
     w.function().map_err(err)?;
     let result =
@@ -57,15 +64,18 @@ pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitErro
             _ => spans.push((start, end, *k)),
         }
     }
+    let entry = w.entry;
     Ok(Assembled {
-        listing: listing(plan, &code),
+        listing: listing(plan, &code, entry),
         code,
+        entry,
         spans,
     })
 }
 
-/// The Intel-syntax listing of `code`.
-fn listing(plan: &KernelPlan, code: &[u8]) -> String {
+/// The Intel-syntax listing of `code`: the constant pool before `entry` as 32-bit words, then
+/// the instructions.
+fn listing(plan: &KernelPlan, code: &[u8], entry: usize) -> String {
     use std::fmt::Write;
     let mut out = format!(
         "; function `{}`: AVX-512, {LANES} f32 lanes, {UNROLL} bodies per main-loop trip \
@@ -74,7 +84,19 @@ fn listing(plan: &KernelPlan, code: &[u8]) -> String {
     );
     let mut f = IntelFormatter::new();
     let mut text = String::new();
-    for ins in Decoder::with_ip(64, code, 0, DecoderOptions::NONE).iter() {
+    for (i, word) in code[..entry].chunks_exact(4).enumerate() {
+        let bits = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        if bits == INT3_WORD {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{:5x}:  dd {bits:#010x}  ; {}",
+            4 * i,
+            f32::from_bits(bits)
+        );
+    }
+    for ins in Decoder::with_ip(64, &code[entry..], entry as u64, DecoderOptions::NONE).iter() {
         text.clear();
         f.format(&ins, &mut text);
         let _ = writeln!(out, "{:5x}:  {text}", ins.ip());
@@ -83,14 +105,19 @@ fn listing(plan: &KernelPlan, code: &[u8]) -> String {
 }
 
 /// The assembler state of one kernel.
-struct Writer<'p> {
-    a: CodeAssembler,
+pub(super) struct Writer<'p> {
+    pub(super) a: CodeAssembler,
     /// The slot each instruction (by index) was emitted for.
     slot_of: Vec<Option<SlotId>>,
     /// The copy of the body being written (see [`Layout::copy_stride`]).
     copy: usize,
-    plan: &'p KernelPlan,
+    pub(super) plan: &'p KernelPlan,
     lay: &'p Layout,
+    /// The constant pool: each 32-bit constant the programs read and its label (the data
+    /// follows the code).
+    pool: Vec<(u32, CodeLabel)>,
+    /// The offset of the function's first instruction (after the constant pool).
+    entry: usize,
 }
 
 impl Writer<'_> {
@@ -101,8 +128,17 @@ impl Writer<'_> {
     }
 
     /// The register of `slot` in the current copy of the body.
-    fn z(&self, slot: SlotId) -> AsmRegisterZmm {
-        let base = self.lay.reg[slot];
+    pub(super) fn z(&self, slot: SlotId) -> AsmRegisterZmm {
+        self.in_copy(slot, self.lay.reg[slot])
+    }
+
+    /// Scratch register `r` of `slot`'s program in the current copy of the body.
+    pub(super) fn scratch(&self, slot: SlotId, r: usize) -> AsmRegisterZmm {
+        self.in_copy(slot, self.lay.scratch[slot][r])
+    }
+
+    /// Register `base` (of copy 0) of a value of `slot` in the current copy.
+    fn in_copy(&self, slot: SlotId, base: usize) -> AsmRegisterZmm {
         match self.lay.copy_stride {
             Some(stride) if !self.lay.pinned[slot] => ZMM[base + self.copy * stride],
             _ => ZMM[base],
@@ -119,11 +155,44 @@ impl Writer<'_> {
         ZMM[r]
     }
 
+    /// The label of `bits` in the constant pool ([`Layout::constants`]).
+    pub(super) fn constant(&self, bits: u32) -> Result<CodeLabel, Fail> {
+        self.pool
+            .iter()
+            .find(|&&(b, _)| b == bits)
+            .map(|&(_, l)| l)
+            .ok_or_else(|| Fail(format!("constant {bits:#x} is not in the pool")))
+    }
+
+    /// The constant pool, at offset 0 (the code is mapped at a page boundary), padded with
+    /// `int3` to a whole number of 64-byte lines so that no line holds both code and the
+    /// data it reads (a read of such a line costs a pipeline clear) and no constant
+    /// straddles two lines; sets [`Writer::entry`] to the end of the padding.
+    fn constant_pool(&mut self) -> Result<(), Fail> {
+        let constants = self.lay.constants();
+        let mut pool = Vec::with_capacity(constants.len());
+        for bits in constants {
+            let mut label = self.a.create_label();
+            self.a.set_label(&mut label)?;
+            self.a.dd(&[bits])?;
+            pool.push((bits, label));
+        }
+        self.pool = pool;
+        let bytes = 4 * self.pool.len();
+        self.entry = bytes.div_ceil(64) * 64;
+        if self.entry > bytes {
+            self.a.db(&vec![0xCC; self.entry - bytes])?;
+        }
+        self.mark(None);
+        Ok(())
+    }
+
     /// The whole function. Registers: `r8` the element index, `rcx` the end of the range,
     /// `r9` the end of the segment, `rax`, `rdx`, `r10` scratch, `r11` the input pointer
     /// table, `r15` the lane masks; buffer pointers in [`POINTERS`]; with row vectors, the
     /// end of the current row on the stack.
     fn function(&mut self) -> Result<(), Fail> {
+        self.constant_pool()?;
         let lay = self.lay;
         let mut done = self.a.create_label();
         let mut outer = self.a.create_label();
@@ -200,7 +269,12 @@ impl Writer<'_> {
                     self.a.vbroadcastss(d, dword_ptr(rax))?;
                 }
                 SlotOp::Const(bits) => {
-                    self.a.mov(eax, *bits as u32)?;
+                    // A `bool` is a mask: all ones for true.
+                    let bits = match s.ty {
+                        ElementType::Bool if *bits != 0 => u32::MAX,
+                        _ => *bits as u32,
+                    };
+                    self.a.mov(eax, bits)?;
                     self.a.vpbroadcastd(d, eax)?;
                 }
                 _ => self.compute(k, 0, false)?,
@@ -561,6 +635,10 @@ impl Writer<'_> {
                 Src::Mem(m) if masked => self.a.vrndscaleps(d.k1().z(), m, imm),
                 Src::Mem(m) => self.a.vrndscaleps(d, m, imm),
             },
+            Lowering::Program(i) => {
+                let lay = self.lay;
+                return self.program(k, &lay.programs[i]);
+            }
             Lowering::Bound { op, x, c, blend } => {
                 let c = self.z(c);
                 match (blend, op) {
@@ -587,7 +665,7 @@ enum Src {
 
 /// A failure while writing a kernel: the encoder's, or a plan the layout should have refused.
 #[derive(Debug)]
-struct Fail(String);
+pub(super) struct Fail(pub(super) String);
 
 impl From<IcedError> for Fail {
     fn from(e: IcedError) -> Fail {

@@ -3,6 +3,8 @@
 //! its loops do a quarter of the work per instruction that the host's AVX-512 units can.
 
 mod emit;
+mod program;
+mod program_emit;
 
 use iced_x86::code_asm::*;
 
@@ -40,6 +42,7 @@ const CMP_GE_OQ: i32 = 0x1D;
 const ROUND_NEAREST: i32 = 0x08;
 const ROUND_DOWN: i32 = 0x09;
 const ROUND_UP: i32 = 0x0A;
+const ROUND_TRUNCATE: i32 = 0x0B;
 
 /// Whether the host runs this module's code: AVX-512F and BMI2 (`shlx` for the tail mask).
 pub fn host_supported() -> bool {
@@ -121,6 +124,9 @@ enum Lowering {
         c: SlotId,
         blend: Option<i32>,
     },
+    /// Any other op: the program of [`Layout::programs`] at this index, its four-lane
+    /// Cranelift lowering translated ([`program::translate`]).
+    Program(usize),
 }
 
 /// Constant vectors the ops need besides the plan's own, pinned like invariant slots.
@@ -170,8 +176,13 @@ impl Aux {
 pub struct Layout {
     /// The lowering of each computing slot (`None` for loads and constants).
     lowering: Vec<Option<Lowering>>,
+    /// The programs of the [`Lowering::Program`] slots.
+    programs: Vec<program::Program>,
     /// The vector register of each slot.
     reg: Vec<usize>,
+    /// The scratch registers of each slot's program (as [`Layout::reg`]: copy 0's, where
+    /// the unrolled copies have their own).
+    scratch: Vec<Vec<usize>>,
     /// The auxiliary constants and their registers.
     aux: Vec<(Aux, usize)>,
     /// The pointer register (index into [`POINTERS`]) of each input that is read per
@@ -251,9 +262,16 @@ impl Layout {
         if i32::try_from(plan.count).is_err() {
             return Err(Refusal::TooLarge);
         }
-        let all_f32 = plan.slots.iter().all(|s| s.ty == ElementType::F32)
-            && plan.outputs.iter().all(|&(_, t)| t == ElementType::F32);
-        if !all_f32 || plan.slots.is_empty() {
+        let lanes_32 = plan.slots.iter().all(|s| {
+            matches!(
+                s.ty,
+                ElementType::F32 | ElementType::I32 | ElementType::Bool
+            )
+        }) && plan
+            .outputs
+            .iter()
+            .all(|&(_, t)| matches!(t, ElementType::F32 | ElementType::I32));
+        if !lanes_32 || plan.slots.is_empty() {
             return Err(Refusal::NotF32);
         }
         let mut row = None;
@@ -265,14 +283,14 @@ impl Layout {
         let mut pointers = 0usize;
         let mut lowering = Vec::with_capacity(plan.slots.len());
         let mut aux: Vec<(Aux, usize)> = Vec::new();
-        let mut need = |a: Aux| {
-            if !aux.iter().any(|&(b, _)| b == a) {
-                aux.push((a, 0));
-            }
-        };
-        for slot in &plan.slots {
+        let mut programs = Vec::new();
+        for (k, slot) in plan.slots.iter().enumerate() {
             let l = match &slot.op {
                 SlotOp::Load { arg, addressing } => {
+                    if slot.ty == ElementType::Bool {
+                        // Stored as bytes, held as 32-bit masks: no load of that here.
+                        return Err(Refusal::NotF32);
+                    }
                     match addressing {
                         Addressing::Splat => {}
                         Addressing::Contiguous | Addressing::Row { .. } => {
@@ -312,57 +330,13 @@ impl Layout {
                     None
                 }
                 SlotOp::Const(_) => None,
-                SlotOp::Binary(
-                    op @ (BinaryOp::Add
-                    | BinaryOp::Subtract
-                    | BinaryOp::Multiply
-                    | BinaryOp::Divide),
-                    a,
-                    b,
-                ) => Some(Lowering::Arith(*op, *a, *b)),
-                SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b) => {
-                    let constant = |s: SlotId| float_constant(&plan.slots[s], ElementType::F32);
-                    let (x, c, value) = match (constant(*b), constant(*a)) {
-                        (Some(v), _) => (*a, *b, v),
-                        (None, Some(v)) => (*b, *a, v),
-                        (None, None) => return Err(Refusal::Op(format!("{op:?} of two values"))),
-                    };
-                    let blend = match constant_bound_test(*op, value) {
-                        FloatCC::LessThanOrEqual => Some(CMP_LE_OQ),
-                        FloatCC::GreaterThanOrEqual => Some(CMP_GE_OQ),
-                        _ => None,
-                    };
-                    Some(Lowering::Bound {
-                        op: *op,
-                        x,
-                        c,
-                        blend,
-                    })
-                }
-                SlotOp::Unary(u, x) => Some(match u {
-                    UnaryOp::Negative => {
-                        need(Aux::SignMask);
-                        Lowering::SignBit { x: *x, flip: true }
+                _ => Some(match direct(plan, k, &mut aux) {
+                    Some(l) => l,
+                    None => {
+                        programs.push(program::translate(plan, k)?);
+                        Lowering::Program(programs.len() - 1)
                     }
-                    UnaryOp::Abs => {
-                        need(Aux::AbsMask);
-                        Lowering::SignBit { x: *x, flip: false }
-                    }
-                    UnaryOp::Relu => {
-                        need(Aux::Zero);
-                        Lowering::Relu(*x)
-                    }
-                    UnaryOp::Sqrt => Lowering::Sqrt(*x),
-                    UnaryOp::Floor => Lowering::RoundTo(*x, ROUND_DOWN),
-                    UnaryOp::Ceil => Lowering::RoundTo(*x, ROUND_UP),
-                    UnaryOp::Round => Lowering::RoundTo(*x, ROUND_NEAREST),
-                    _ => return Err(Refusal::Op(format!("{u:?}"))),
                 }),
-                SlotOp::Binary(op, ..) => return Err(Refusal::Op(format!("{op:?}"))),
-                SlotOp::Compare(..) | SlotOp::Select(..) => {
-                    return Err(Refusal::Op("comparisons and selects".into()))
-                }
-                SlotOp::Convert(_) => return Err(Refusal::Op("conversions".into())),
             };
             lowering.push(l);
         }
@@ -375,17 +349,28 @@ impl Layout {
             pinned[k] = true;
         }
         let folded = fold_loads(plan, &lowering, &pinned);
-        let reg = allocate(plan, &pinned, &folded, &mut aux).ok_or(Refusal::Registers)?;
+        let scratch_need: Vec<Option<usize>> = lowering
+            .iter()
+            .map(|l| match l {
+                Some(Lowering::Program(i)) => Some(programs[*i].scratch),
+                _ => None,
+            })
+            .collect();
+        let (reg, scratch) =
+            allocate(plan, &pinned, &folded, &scratch_need, &mut aux).ok_or(Refusal::Registers)?;
         let fixed = pinned.iter().filter(|&&p| p).count() + aux.len();
         let body_regs = (0..plan.slots.len())
             .filter(|&k| !pinned[k] && !folded[k])
-            .map(|k| reg[k] + 1 - fixed)
+            .flat_map(|k| std::iter::once(reg[k]).chain(scratch[k].iter().copied()))
+            .map(|r| r + 1 - fixed)
             .max()
             .unwrap_or(0);
         let copy_stride = (fixed + UNROLL * body_regs <= ZMM.len()).then_some(body_regs);
         Ok(Layout {
             lowering,
+            programs,
             reg,
+            scratch,
             aux,
             arg_reg,
             out_reg,
@@ -399,6 +384,21 @@ impl Layout {
         })
     }
 
+    /// The constants the programs read, each once, in order of first use.
+    fn constants(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for p in &self.programs {
+            for a in p.insts.iter().flat_map(|i| &i.args).chain([&p.result]) {
+                if let program::Arg::Const(bits) = *a {
+                    if !out.contains(&bits) {
+                        out.push(bits);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The callee-saved registers the code uses (pushed in this order).
     fn saved(&self) -> Vec<AsmRegister64> {
         let used = self.out_reg.last().map_or(0, |&r| r + 1);
@@ -406,6 +406,67 @@ impl Layout {
         saved.push(r15);
         saved
     }
+}
+
+/// The one- or two-instruction lowering of computing slot `k`, if it has one: the `f32`
+/// ops of [`Lowering`] (others get a [`program::Program`]). Records the auxiliary constants
+/// it needs in `aux`.
+fn direct(plan: &KernelPlan, k: SlotId, aux: &mut Vec<(Aux, usize)>) -> Option<Lowering> {
+    let slot = &plan.slots[k];
+    if slot.ty != ElementType::F32 {
+        return None;
+    }
+    let mut need = |a: Aux| {
+        if !aux.iter().any(|&(b, _)| b == a) {
+            aux.push((a, 0));
+        }
+    };
+    Some(match &slot.op {
+        SlotOp::Binary(
+            op @ (BinaryOp::Add | BinaryOp::Subtract | BinaryOp::Multiply | BinaryOp::Divide),
+            a,
+            b,
+        ) => Lowering::Arith(*op, *a, *b),
+        SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b) => {
+            let constant = |s: SlotId| float_constant(&plan.slots[s], ElementType::F32);
+            let (x, c, value) = match (constant(*b), constant(*a)) {
+                (Some(v), _) => (*a, *b, v),
+                (None, Some(v)) => (*b, *a, v),
+                (None, None) => return None,
+            };
+            let blend = match constant_bound_test(*op, value) {
+                FloatCC::LessThanOrEqual => Some(CMP_LE_OQ),
+                FloatCC::GreaterThanOrEqual => Some(CMP_GE_OQ),
+                _ => None,
+            };
+            Lowering::Bound {
+                op: *op,
+                x,
+                c,
+                blend,
+            }
+        }
+        SlotOp::Unary(u, x) => match u {
+            UnaryOp::Negative => {
+                need(Aux::SignMask);
+                Lowering::SignBit { x: *x, flip: true }
+            }
+            UnaryOp::Abs => {
+                need(Aux::AbsMask);
+                Lowering::SignBit { x: *x, flip: false }
+            }
+            UnaryOp::Relu => {
+                need(Aux::Zero);
+                Lowering::Relu(*x)
+            }
+            UnaryOp::Sqrt => Lowering::Sqrt(*x),
+            UnaryOp::Floor => Lowering::RoundTo(*x, ROUND_DOWN),
+            UnaryOp::Ceil => Lowering::RoundTo(*x, ROUND_UP),
+            UnaryOp::Round => Lowering::RoundTo(*x, ROUND_NEAREST),
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 /// The per-element loads that can be the memory operand of their reader: read once, by an
@@ -435,7 +496,7 @@ fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool])
             | Lowering::Sqrt(x)
             | Lowering::RoundTo(x, _)
             | Lowering::Bound { x, blend: None, .. } => foldable(x).then_some(x),
-            Lowering::Bound { .. } => None,
+            Lowering::Bound { .. } | Lowering::Program(_) => None,
         };
         if let Some(o) = pick {
             folded[o] = true;
@@ -445,16 +506,21 @@ fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool])
 }
 
 /// Vector registers: invariant slots and the auxiliary constants pinned first, then the
-/// loop body's values, each register free again after the last reader of its value. `None`
-/// when they do not fit in 32.
+/// loop body's values, each register free again after the last reader of its value. A slot
+/// with a program (`scratch[k]`: how many scratch registers it needs) gets its register
+/// before its operands' are freed, so that it differs from theirs, and its scratch
+/// registers for the time it is computed (a pinned one: the registers after the pinned
+/// ones, free while the preheader computes it). `None` when they do not fit in 32.
 fn allocate(
     plan: &KernelPlan,
     pinned: &[bool],
     folded: &[bool],
+    scratch: &[Option<usize>],
     aux: &mut [(Aux, usize)],
-) -> Option<Vec<usize>> {
+) -> Option<(Vec<usize>, Vec<Vec<usize>>)> {
     let n = plan.slots.len();
     let mut reg = vec![usize::MAX; n];
+    let mut scratch_reg = vec![Vec::new(); n];
     let mut next = 0usize;
     for k in 0..n {
         if pinned[k] {
@@ -468,6 +534,13 @@ fn allocate(
     }
     if next > ZMM.len() {
         return None;
+    }
+    for k in (0..n).filter(|&k| pinned[k]) {
+        let t = scratch[k].unwrap_or(0);
+        if next + t > ZMM.len() {
+            return None;
+        }
+        scratch_reg[k] = (next..next + t).collect();
     }
     let mut last_use: Vec<Option<usize>> = vec![None; n];
     for (k, s) in plan.slots.iter().enumerate() {
@@ -485,6 +558,12 @@ fn allocate(
         if pinned[k] || folded[k] {
             continue;
         }
+        if let Some(t) = scratch[k] {
+            reg[k] = free.pop()?;
+            let regs: Vec<usize> = (0..t).map(|_| free.pop()).collect::<Option<_>>()?;
+            free.extend(regs.iter().rev());
+            scratch_reg[k] = regs;
+        }
         let mut ops = operands(&s.op);
         ops.dedup();
         for o in ops {
@@ -492,11 +571,13 @@ fn allocate(
                 free.push(reg[o]);
             }
         }
-        reg[k] = free.pop()?;
+        if scratch[k].is_none() {
+            reg[k] = free.pop()?;
+        }
         if last_use[k].is_none() {
             // Only stored (an output), right after it is computed.
             free.push(reg[k]);
         }
     }
-    Some(reg)
+    Some((reg, scratch_reg))
 }

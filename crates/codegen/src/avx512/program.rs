@@ -1,0 +1,485 @@
+//! Sixteen-lane programs for the slots the assembler has no single instruction for (`exp`,
+//! `log`, `erf`, comparisons, selects, …): the slot's inline Cranelift lowering
+//! ([`crate::lower::lower`] at four lanes, the code every other kernel runs) translated
+//! instruction by instruction into AVX-512 operations on whole `zmm` registers. Each
+//! Cranelift operation on `F32X4` / `I32X4` lanes acts on every lane alike, so the same
+//! operations on sixteen lanes give every lane the same bits: one definition of each
+//! function, and no second copy to keep in step.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, AbiParam, Function, InstructionData, Opcode, Signature, Type, UserFuncName, Value,
+};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use foldhash::HashMap;
+use graphlift_ir::ElementType;
+use smallvec::{smallvec, SmallVec};
+
+use super::Refusal;
+use crate::lanes::{Emit, Lanes};
+use crate::lower::{lower, HelperRefs};
+use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
+
+/// An operand of a program's operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    /// Operand `i` of the slot (its register).
+    Input(usize),
+    /// The value of operation `i` of the program.
+    Value(usize),
+    /// The 32-bit constant in every lane (read from the kernel's constant pool).
+    Const(u32),
+}
+
+/// An operation on sixteen 32-bit lanes, each one AVX-512F instruction (the `Fma` forms,
+/// `Not` and the masks' expansion are described at [`super::emit`]). Masks (the results of
+/// comparisons, and `bool` values) are lanes of all ones or all zeros, as in Cranelift's
+/// vector code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `vaddps a, b`.
+    FAdd,
+    /// `vsubps a, b`.
+    FSub,
+    /// `vmulps a, b`.
+    FMul,
+    /// `vdivps a, b`.
+    FDiv,
+    /// `a·b + c` rounded once (`vfmadd…ps`).
+    Fma,
+    /// `vmaxps a, b`: `b` where either is NaN or both are zero (x86's rule).
+    XMax,
+    /// `vminps a, b`: as [`Op::XMax`].
+    XMin,
+    /// `vsqrtps`.
+    Sqrt,
+    /// `vrndscaleps` with the immediate.
+    Round(i32),
+    /// `vcmpps` with the predicate, expanded to a mask.
+    FCmp(i32),
+    /// `vpaddd`.
+    IAdd,
+    /// `vpsubd`.
+    ISub,
+    /// `vpmulld`.
+    IMul,
+    /// `vpandd`.
+    And,
+    /// `vpord`.
+    Or,
+    /// `vpxord`.
+    Xor,
+    /// `vpslld` by the immediate.
+    Shl(u32),
+    /// `vpsrld` by the immediate.
+    Ushr(u32),
+    /// `vpsrad` by the immediate.
+    Sshr(u32),
+    /// `vpcmpd` (signed) or `vpcmpud` (unsigned) with the predicate, expanded to a mask.
+    ICmp { pred: i32, unsigned: bool },
+    /// `vpmaxsd`.
+    SMax,
+    /// `vpminsd`.
+    SMin,
+    /// `vpmaxud`.
+    UMax,
+    /// `vpminud`.
+    UMin,
+    /// `vcvtdq2ps`.
+    FromInt,
+    /// `vcvttps2dq`: `i32::MIN` for NaN and out-of-range lanes (x86's rule).
+    ToIntTruncate,
+    /// `a ? b : c` for a mask `a` (`vptestmd`, then a blend).
+    Select,
+    /// `a` itself (a register copy or a broadcast).
+    Copy,
+}
+
+/// One operation and its operands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inst {
+    /// The operation.
+    pub op: Op,
+    /// Its operands, in the order of [`Op`]'s description.
+    pub args: SmallVec<[Arg; 3]>,
+}
+
+/// The program of one slot: its operations in order, the value that is the slot's, and the
+/// register plan: each operation's value in a scratch register or the slot's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// The operations.
+    pub insts: Vec<Inst>,
+    /// The slot's value.
+    pub result: Arg,
+    /// Where each operation's value goes: `None` for the slot's own register, else a
+    /// scratch register by index (`0..scratch`). An operation's register is never one of its
+    /// operands' (so that a destructive instruction may write it before reading them).
+    pub reg: Vec<Option<usize>>,
+    /// Scratch registers the program needs besides its operands' and the slot's.
+    pub scratch: usize,
+}
+
+/// `vcmpps` predicates (quiet) for Cranelift's float condition codes.
+fn float_predicate(cc: FloatCC) -> i32 {
+    match cc {
+        FloatCC::Ordered => 0x07,
+        FloatCC::Unordered => 0x03,
+        FloatCC::Equal => 0x00,
+        FloatCC::NotEqual => 0x04,
+        FloatCC::OrderedNotEqual => 0x0C,
+        FloatCC::UnorderedOrEqual => 0x08,
+        FloatCC::LessThan => 0x11,
+        FloatCC::LessThanOrEqual => 0x12,
+        FloatCC::GreaterThan => 0x1E,
+        FloatCC::GreaterThanOrEqual => 0x1D,
+        FloatCC::UnorderedOrLessThan => 0x19,
+        FloatCC::UnorderedOrLessThanOrEqual => 0x1A,
+        FloatCC::UnorderedOrGreaterThan => 0x16,
+        FloatCC::UnorderedOrGreaterThanOrEqual => 0x15,
+    }
+}
+
+/// `vpcmp[u]d` predicates for Cranelift's integer condition codes: `(predicate, unsigned)`.
+fn int_predicate(cc: IntCC) -> (i32, bool) {
+    match cc {
+        IntCC::Equal => (0, false),
+        IntCC::NotEqual => (4, false),
+        IntCC::SignedLessThan => (1, false),
+        IntCC::SignedLessThanOrEqual => (2, false),
+        IntCC::SignedGreaterThan => (6, false),
+        IntCC::SignedGreaterThanOrEqual => (5, false),
+        IntCC::UnsignedLessThan => (1, true),
+        IntCC::UnsignedLessThanOrEqual => (2, true),
+        IntCC::UnsignedGreaterThan => (6, true),
+        IntCC::UnsignedGreaterThanOrEqual => (5, true),
+    }
+}
+
+/// The Cranelift vector type of a slot's element type at four lanes (`bool` as `I32X4`
+/// masks), or `None` for one that sixteen 32-bit lanes do not hold.
+fn lane_type(t: ElementType) -> Option<Type> {
+    match t {
+        ElementType::F32 => Some(types::F32X4),
+        ElementType::I32 | ElementType::Bool => Some(types::I32X4),
+        _ => None,
+    }
+}
+
+/// The program of computing slot `k` of `plan`: its four-lane lowering, translated.
+///
+/// # Errors
+/// [`Refusal::Op`] naming the op when its lowering uses what has no sixteen-lane
+/// translation here: control flow (the scalar fallbacks of `Sin`, `Cos`, `Tan`), calls to
+/// host helpers, lane shuffles and `f64` lanes (`Power` on `f32`), 64-bit or 8-bit lanes.
+pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
+    let slot = &plan.slots[k];
+    let name = || Refusal::Op(op_name(&slot.op));
+    let ops = operands(&slot.op);
+    let mut func =
+        Function::with_name_signature(UserFuncName::default(), Signature::new(CallConv::SystemV));
+    let mut fbc = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut func, &mut fbc);
+    let block = b.create_block();
+    let mut params = Vec::with_capacity(ops.len());
+    for &o in &ops {
+        let ty = lane_type(plan.slots[o].ty).ok_or_else(name)?;
+        params.push(b.append_block_param(block, ty));
+    }
+    b.switch_to_block(block);
+    let result = {
+        let mut e = Emit::new(&mut b, Lanes::X4);
+        lower(&mut e, &HelperRefs::default(), slot, &plan.slots, &params).map_err(|_| name())?
+    };
+    let result_ty = b.func.dfg.value_type(result);
+    b.func.signature.returns.push(AbiParam::new(result_ty));
+    drop(b);
+    if func.layout.blocks().count() != 1 {
+        return Err(name());
+    }
+    let mut t = Translation {
+        func: &func,
+        args: HashMap::default(),
+        insts: Vec::new(),
+    };
+    for (i, &p) in params.iter().enumerate() {
+        t.args.insert(p, Arg::Input(i));
+    }
+    for inst in func.layout.block_insts(block) {
+        t.inst(inst).ok_or_else(name)?;
+    }
+    let result = t.arg(result).ok_or_else(name)?;
+    let (insts, result) = live(t.insts, result);
+    let (reg, scratch) = registers(&insts, result);
+    Ok(Program {
+        insts,
+        result,
+        reg,
+        scratch,
+    })
+}
+
+/// The name of a slot's op in a refusal.
+fn op_name(op: &SlotOp) -> String {
+    match op {
+        SlotOp::Unary(u, _) => format!("{u:?}"),
+        SlotOp::Binary(b, ..) => format!("{b:?}"),
+        SlotOp::Compare(c, ..) => format!("{c:?}"),
+        SlotOp::Select(..) => "Select".into(),
+        SlotOp::Convert(_) => "Convert".into(),
+        SlotOp::Load { .. } | SlotOp::Const(_) => "a load".into(),
+    }
+}
+
+/// The state of one translation: what each Cranelift value is.
+struct Translation<'f> {
+    func: &'f Function,
+    args: HashMap<Value, Arg>,
+    insts: Vec<Inst>,
+}
+
+impl Translation<'_> {
+    fn arg(&self, v: Value) -> Option<Arg> {
+        self.args.get(&v).copied()
+    }
+
+    /// Appends `op` on `args` as the value of `v`.
+    fn push(&mut self, v: Value, op: Op, args: SmallVec<[Arg; 3]>) -> Option<()> {
+        self.insts.push(Inst { op, args });
+        self.args.insert(v, Arg::Value(self.insts.len() - 1));
+        Some(())
+    }
+
+    /// Appends `op` on `args` and returns its value.
+    fn value(&mut self, op: Op, args: SmallVec<[Arg; 3]>) -> Arg {
+        self.insts.push(Inst { op, args });
+        Arg::Value(self.insts.len() - 1)
+    }
+
+    /// Translates one instruction; `None` when it has no translation.
+    fn inst(&mut self, inst: cranelift_codegen::ir::Inst) -> Option<()> {
+        let dfg = &self.func.dfg;
+        let data = &dfg.insts[inst];
+        let opcode = data.opcode();
+        if opcode == Opcode::Return {
+            return Some(());
+        }
+        let &[v] = dfg.inst_results(inst) else {
+            return None;
+        };
+        let ty = dfg.value_type(v);
+        let vector = ty == types::F32X4 || ty == types::I32X4;
+        let float = ty == types::F32X4;
+        let args: SmallVec<[Value; 3]> = dfg.inst_args(inst).iter().copied().collect();
+        // A scalar `iconst` is a shift amount (`ishl_imm` and the like build one).
+        if let InstructionData::UnaryImm {
+            opcode: Opcode::Iconst,
+            ..
+        } = data
+        {
+            return Some(());
+        }
+        if !vector {
+            return None;
+        }
+        let a = |i: usize| self.arg(args[i]);
+        let shift = |t: &Self| -> Option<u32> {
+            // The amount is taken modulo the lane width, as Cranelift does.
+            let def = t.func.dfg.value_def(args[1]).inst()?;
+            match t.func.dfg.insts[def] {
+                InstructionData::UnaryImm { imm, .. } => Some((imm.bits() & 31) as u32),
+                _ => None,
+            }
+        };
+        let (op, ops): (Op, SmallVec<[Arg; 3]>) = match (opcode, data) {
+            (
+                Opcode::Vconst,
+                InstructionData::UnaryConst {
+                    constant_handle, ..
+                },
+            ) => {
+                let bytes = dfg.constants.get(*constant_handle).as_slice();
+                let lane = |i: usize| -> Option<u32> {
+                    Some(u32::from_le_bytes(
+                        bytes.get(4 * i..4 * i + 4)?.try_into().ok()?,
+                    ))
+                };
+                let bits = lane(0)?;
+                if (1..4).any(|i| lane(i) != Some(bits)) {
+                    return None;
+                }
+                self.args.insert(v, Arg::Const(bits));
+                return Some(());
+            }
+            (Opcode::Bitcast, _) => {
+                let x = a(0)?;
+                self.args.insert(v, x);
+                return Some(());
+            }
+            (Opcode::Fadd, _) if float => (Op::FAdd, smallvec![a(0)?, a(1)?]),
+            (Opcode::Fsub, _) if float => (Op::FSub, smallvec![a(0)?, a(1)?]),
+            (Opcode::Fmul, _) if float => (Op::FMul, smallvec![a(0)?, a(1)?]),
+            (Opcode::Fdiv, _) if float => (Op::FDiv, smallvec![a(0)?, a(1)?]),
+            (Opcode::Fma, _) if float => {
+                let (x, y, c) = (a(0)?, a(1)?, a(2)?);
+                // The instruction takes one constant factor at most (see `program_emit`).
+                let x = match (x, y) {
+                    (Arg::Const(_), Arg::Const(_)) => self.value(Op::Copy, smallvec![x]),
+                    _ => x,
+                };
+                (Op::Fma, smallvec![x, y, c])
+            }
+            (Opcode::Sqrt, _) if float => (Op::Sqrt, smallvec![a(0)?]),
+            (Opcode::Floor, _) if float => (Op::Round(super::ROUND_DOWN), smallvec![a(0)?]),
+            (Opcode::Ceil, _) if float => (Op::Round(super::ROUND_UP), smallvec![a(0)?]),
+            (Opcode::Nearest, _) if float => (Op::Round(super::ROUND_NEAREST), smallvec![a(0)?]),
+            (Opcode::Trunc, _) if float => (Op::Round(super::ROUND_TRUNCATE), smallvec![a(0)?]),
+            (Opcode::Fneg, _) if float => (Op::Xor, smallvec![a(0)?, Arg::Const(0x8000_0000)]),
+            (Opcode::Fabs, _) if float => (Op::And, smallvec![a(0)?, Arg::Const(0x7FFF_FFFF)]),
+            (Opcode::Fmax | Opcode::Fmin, _) if float => {
+                return self.min_max(v, opcode == Opcode::Fmax, a(0)?, a(1)?);
+            }
+            (Opcode::Fcmp, InstructionData::FloatCompare { cond, .. }) => {
+                (Op::FCmp(float_predicate(*cond)), smallvec![a(0)?, a(1)?])
+            }
+            (Opcode::Icmp, InstructionData::IntCompare { cond, .. }) => {
+                let (pred, unsigned) = int_predicate(*cond);
+                (Op::ICmp { pred, unsigned }, smallvec![a(0)?, a(1)?])
+            }
+            (Opcode::Iadd, _) => (Op::IAdd, smallvec![a(0)?, a(1)?]),
+            (Opcode::Isub, _) => (Op::ISub, smallvec![a(0)?, a(1)?]),
+            (Opcode::Imul, _) => (Op::IMul, smallvec![a(0)?, a(1)?]),
+            (Opcode::Ineg, _) => (Op::ISub, smallvec![Arg::Const(0), a(0)?]),
+            (Opcode::Band, _) => (Op::And, smallvec![a(0)?, a(1)?]),
+            (Opcode::Bor, _) => (Op::Or, smallvec![a(0)?, a(1)?]),
+            (Opcode::Bxor, _) => (Op::Xor, smallvec![a(0)?, a(1)?]),
+            (Opcode::Bnot, _) => (Op::Xor, smallvec![a(0)?, Arg::Const(u32::MAX)]),
+            (Opcode::Ishl, _) => (Op::Shl(shift(self)?), smallvec![a(0)?]),
+            (Opcode::Ushr, _) => (Op::Ushr(shift(self)?), smallvec![a(0)?]),
+            (Opcode::Sshr, _) => (Op::Sshr(shift(self)?), smallvec![a(0)?]),
+            (Opcode::Smax, _) => (Op::SMax, smallvec![a(0)?, a(1)?]),
+            (Opcode::Smin, _) => (Op::SMin, smallvec![a(0)?, a(1)?]),
+            (Opcode::Umax, _) => (Op::UMax, smallvec![a(0)?, a(1)?]),
+            (Opcode::Umin, _) => (Op::UMin, smallvec![a(0)?, a(1)?]),
+            (Opcode::Iabs, _) => {
+                let x = a(0)?;
+                let neg = self.value(Op::ISub, smallvec![Arg::Const(0), x]);
+                (Op::SMax, smallvec![x, neg])
+            }
+            (Opcode::FcvtFromSint, _) if float => (Op::FromInt, smallvec![a(0)?]),
+            (Opcode::FcvtToSintSat, _) => return self.to_int_saturating(v, a(0)?),
+            (Opcode::Bitselect, _) => (Op::Select, smallvec![a(0)?, a(1)?, a(2)?]),
+            _ => return None,
+        };
+        self.push(v, op, ops)
+    }
+
+    /// Cranelift's `fmax` / `fmin` (NaN if either is NaN, `-0 < +0`) from x86's: the
+    /// instruction both ways round, combined with `and` (max) or `or` (min) so that the
+    /// zero that must win wins; for `fmin` a NaN survives the `or`, for `fmax` a NaN lane is
+    /// replaced by `a + b` (a NaN).
+    fn min_max(&mut self, v: Value, max: bool, a: Arg, b: Arg) -> Option<()> {
+        let op = if max { Op::XMax } else { Op::XMin };
+        let ab = self.value(op, smallvec![a, b]);
+        let ba = self.value(op, smallvec![b, a]);
+        if !max {
+            return self.push(v, Op::Or, smallvec![ab, ba]);
+        }
+        let both = self.value(Op::And, smallvec![ab, ba]);
+        let nan = self.value(
+            Op::FCmp(float_predicate(FloatCC::Unordered)),
+            smallvec![a, b],
+        );
+        let sum = self.value(Op::FAdd, smallvec![a, b]);
+        self.push(v, Op::Select, smallvec![nan, sum, both])
+    }
+
+    /// Cranelift's `fcvt_to_sint_sat` (NaN → 0, saturating) from `vcvttps2dq`: lanes at or
+    /// above `2^31` become `i32::MAX`, NaN lanes 0 (below `-2^31` x86 already gives
+    /// `i32::MIN`).
+    fn to_int_saturating(&mut self, v: Value, x: Arg) -> Option<()> {
+        let t = self.value(Op::ToIntTruncate, smallvec![x]);
+        let big = self.value(
+            Op::FCmp(float_predicate(FloatCC::GreaterThanOrEqual)),
+            smallvec![x, Arg::Const(2_147_483_648f32.to_bits())],
+        );
+        let t = self.value(Op::Select, smallvec![big, Arg::Const(i32::MAX as u32), t]);
+        let ordered = self.value(Op::FCmp(float_predicate(FloatCC::Ordered)), smallvec![x, x]);
+        self.push(v, Op::And, smallvec![t, ordered])
+    }
+}
+
+/// The operations the result depends on (a lowering may compute what it does not use, such
+/// as the low part of `exp`'s result, which Cranelift would remove), renumbered.
+fn live(insts: Vec<Inst>, result: Arg) -> (Vec<Inst>, Arg) {
+    let mut needed = vec![false; insts.len()];
+    if let Arg::Value(j) = result {
+        needed[j] = true;
+    }
+    for i in (0..insts.len()).rev() {
+        if needed[i] {
+            for a in &insts[i].args {
+                if let Arg::Value(j) = *a {
+                    needed[j] = true;
+                }
+            }
+        }
+    }
+    let mut index = vec![usize::MAX; insts.len()];
+    let renumber = |a: Arg, index: &[usize]| match a {
+        Arg::Value(j) => Arg::Value(index[j]),
+        a => a,
+    };
+    let mut out = Vec::with_capacity(insts.len());
+    for (i, mut inst) in insts.into_iter().enumerate() {
+        if needed[i] {
+            for a in inst.args.iter_mut() {
+                *a = renumber(*a, &index);
+            }
+            index[i] = out.len();
+            out.push(inst);
+        }
+    }
+    (out, renumber(result, &index))
+}
+
+/// The register plan of a program ([`Program::reg`]): the result's operation goes to the
+/// slot's register; every other value gets the lowest free scratch register, taken before
+/// its operands' are freed (so it differs from theirs) and freed after its last reader.
+fn registers(insts: &[Inst], result: Arg) -> (Vec<Option<usize>>, usize) {
+    let n = insts.len();
+    let mut last = vec![None; n];
+    for (i, inst) in insts.iter().enumerate() {
+        for a in &inst.args {
+            if let Arg::Value(j) = *a {
+                last[j] = Some(i);
+            }
+        }
+    }
+    let mut reg = vec![None; n];
+    let mut busy: Vec<bool> = Vec::new();
+    for (i, inst) in insts.iter().enumerate() {
+        if result != Arg::Value(i) {
+            let r = busy.iter().position(|b| !b).unwrap_or_else(|| {
+                busy.push(false);
+                busy.len() - 1
+            });
+            busy[r] = true;
+            reg[i] = Some(r);
+            if last[i].is_none() {
+                busy[r] = false;
+            }
+        }
+        for a in &inst.args {
+            if let Arg::Value(j) = *a {
+                if last[j] == Some(i) {
+                    if let Some(r) = reg[j] {
+                        busy[r] = false;
+                    }
+                }
+            }
+        }
+    }
+    (reg, busy.len())
+}
