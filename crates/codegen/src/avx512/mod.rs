@@ -12,6 +12,7 @@ use cranelift_codegen::ir::condcodes::FloatCC;
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 
 use super::broadcast::Addressing;
+use super::calls::LibraryCalls;
 use super::lanes::Lanes;
 use super::lower::{constant_bound_test, float_constant};
 use super::plan::{KernelPlan, SlotId, SlotOp};
@@ -72,6 +73,9 @@ pub enum Refusal {
     Addressing,
     /// More buffers than pointer registers, or more live values than vector registers.
     Registers,
+    /// Every op it has no one-instruction code for is a call to the vector math library,
+    /// which runs in strips ([`crate::strip`]).
+    Library,
 }
 
 impl std::fmt::Display for Refusal {
@@ -91,6 +95,10 @@ impl std::fmt::Display for Refusal {
                 )
             }
             Refusal::Registers => write!(f, "it needs more registers than x86-64 has"),
+            Refusal::Library => write!(
+                f,
+                "its vector math is all library calls, which run at the host's width"
+            ),
         }
     }
 }
@@ -339,6 +347,19 @@ impl Layout {
                 }),
             };
             lowering.push(l);
+        }
+        // Where the vector math library computes every op that needs a program, its
+        // software-pipelined strips are as wide and measured faster (GELU, SiLU: figures in
+        // `BENCHMARKS.md`): the kernel keeps them.
+        let library = LibraryCalls::of(plan);
+        let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
+        if !programs.is_empty()
+            && lowering
+                .iter()
+                .enumerate()
+                .all(|(k, l)| !matches!(l, Some(Lowering::Program(_))) || by_library(k))
+        {
+            return Err(Refusal::Library);
         }
         let out_reg: Vec<usize> = (pointers..pointers + plan.outputs.len()).collect();
         if pointers + plan.outputs.len() > POINTERS.len() {

@@ -444,9 +444,19 @@ fn live(insts: Vec<Inst>, result: Arg) -> (Vec<Inst>, Arg) {
     (out, renumber(result, &index))
 }
 
+/// The first operand of `inst` (a value: checked by the caller).
+fn j_of(inst: &Inst) -> usize {
+    match inst.args[0] {
+        Arg::Value(j) => j,
+        _ => usize::MAX,
+    }
+}
+
 /// The register plan of a program ([`Program::reg`]): the result's operation goes to the
 /// slot's register; every other value gets the lowest free scratch register, taken before
-/// its operands' are freed (so it differs from theirs) and freed after its last reader.
+/// its operands' are freed (so it differs from theirs: a destructive instruction may write
+/// it first) and freed after its last reader, but a Horner step's accumulator is written
+/// over in place.
 fn registers(insts: &[Inst], result: Arg) -> (Vec<Option<usize>>, usize) {
     let n = insts.len();
     let mut last = vec![None; n];
@@ -460,7 +470,28 @@ fn registers(insts: &[Inst], result: Arg) -> (Vec<Option<usize>>, usize) {
     let mut reg = vec![None; n];
     let mut busy: Vec<bool> = Vec::new();
     for (i, inst) in insts.iter().enumerate() {
-        if result != Arg::Value(i) {
+        // A fused multiply-add whose first factor is read last here and whose other
+        // operands are registers of other values writes over that factor (`vfmadd213ps`:
+        // no copy first), as a Horner chain's accumulator.
+        let reuse = match (inst.op, inst.args.as_slice()) {
+            (Op::Fma, &[Arg::Value(j), b, c])
+                if last[j] == Some(i)
+                    && reg[j].is_some()
+                    && !matches!(b, Arg::Const(_))
+                    && b != Arg::Value(j)
+                    && c != Arg::Value(j) =>
+            {
+                reg[j]
+            }
+            _ => None,
+        };
+        if let (Some(r), true) = (reuse, result != Arg::Value(i)) {
+            reg[i] = Some(r);
+            last[j_of(inst)] = None;
+            if last[i].is_none() {
+                busy[r] = false;
+            }
+        } else if result != Arg::Value(i) {
             let r = busy.iter().position(|b| !b).unwrap_or_else(|| {
                 busy.push(false);
                 busy.len() - 1

@@ -133,7 +133,8 @@ impl Writer<'_> {
         Ok(a)
     }
 
-    /// One operation into `d` (distinct from every register in `s`).
+    /// One operation into `d` (distinct from every register in `s`, but a fused
+    /// multiply-add's first factor, which it may write over).
     fn operation(&mut self, d: AsmRegisterZmm, inst: &Inst, s: &[Src]) -> Result<(), Fail> {
         // `bin!(method)`: `d = s0 op s1`, `s0` in a register, `s1` a register or memory.
         macro_rules! bin {
@@ -187,6 +188,8 @@ impl Writer<'_> {
                 // into d, so the other (a register: `translate` splits two constant
                 // factors) is `q`.
                 let (p, q) = match (s[0], s[1]) {
+                    // The accumulator written over in place (`program::registers`).
+                    (Src::Reg(a), _) if a == d => (s[0], s[1]),
                     (Src::Reg(_), Src::Const(_)) => (s[1], s[0]),
                     _ => (s[0], s[1]),
                 };
