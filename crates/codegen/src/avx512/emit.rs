@@ -140,7 +140,9 @@ impl Writer<'_> {
     /// Register `base` (of copy 0) of a value of `slot` in the current copy.
     fn in_copy(&self, slot: SlotId, base: usize) -> AsmRegisterZmm {
         match self.lay.copy_stride {
-            Some(stride) if !self.lay.pinned[slot] => ZMM[base + self.copy * stride],
+            Some(stride) if !self.lay.pinned[slot] => {
+                ZMM[base + (self.copy % self.lay.group) * stride]
+            }
             _ => ZMM[base],
         }
     }
@@ -494,21 +496,21 @@ impl Writer<'_> {
     }
 
     /// `copies` bodies at elements `r8`, `r8 + 16`, … (`masked`: one body, the lanes of
-    /// `k1` only). With room in the registers the copies are interleaved op by op, each in
-    /// its own registers (all loads of the trip first, then each op on every copy: what an
-    /// unrolling compiler emits); else one copy after the other in the same registers.
+    /// `k1` only). The copies go in groups of [`Layout::group`], interleaved op by op within
+    /// a group, each copy of a group in its own registers (the group's loads first, then
+    /// each op on every copy: what an unrolling compiler emits); one group after the other
+    /// in the same registers.
     fn bodies(&mut self, copies: usize, masked: bool) -> Result<(), Fail> {
         let plan = self.plan;
         let n = plan.slots.len();
-        let order: Vec<(usize, SlotId)> = if self.lay.copy_stride.is_some() {
-            (0..n)
-                .flat_map(|k| (0..copies).map(move |u| (u, k)))
-                .collect()
-        } else {
-            (0..copies)
-                .flat_map(|u| (0..n).map(move |k| (u, k)))
-                .collect()
-        };
+        let group = self.lay.group;
+        let order: Vec<(usize, SlotId)> = (0..copies)
+            .step_by(group)
+            .flat_map(|start| {
+                let end = (start + group).min(copies);
+                (0..n).flat_map(move |k| (start..end).map(move |u| (u, k)))
+            })
+            .collect();
         for (u, k) in order {
             self.copy = u;
             let disp = (u * LANES * 4) as i32;

@@ -173,10 +173,10 @@ impl Aux {
 ///    nothing outside it.
 ///
 /// Values are given registers once for the body; a register is free again after its last
-/// reader. When the four unrolled copies fit the registers side by side, each copy has its
-/// own and the copies are interleaved op by op (the trip's loads first), as an unrolling
-/// compiler schedules them; else they follow each other in the same registers (the core's
-/// renaming keeps them independent). A load read once, by an op whose instruction takes
+/// reader. When the four unrolled copies (or pairs of them) fit the registers side by side,
+/// each copy has its own and the copies are interleaved op by op (the loads first), as an
+/// unrolling compiler schedules them; else they follow each other in the same registers
+/// (the core's renaming keeps them independent). A load read once, by an op whose instruction takes
 /// memory in that place, is that op's memory operand (in the masked tail the op is masked,
 /// which suppresses the load's faults on masked-out lanes). The code is not padded to a
 /// particular alignment, so its speed varies with where the main loop falls relative to
@@ -210,9 +210,11 @@ pub struct Layout {
     /// Slots whose registers hold one value for the whole call (invariants) or segment
     /// (run loads).
     pinned: Vec<bool>,
-    /// When the unrolled copies of the body fit the registers side by side: how far copy
-    /// `u`'s registers are from copy 0's (`u · stride`).
+    /// When copies of the body fit the registers side by side: how far copy `u`'s
+    /// registers are from copy 0's (`(u mod group) · stride`).
     copy_stride: Option<usize>,
+    /// How many copies of the body are interleaved side by side (4, 2 or 1).
+    group: usize,
     /// Elements in the iteration space (the bound of the index divisions).
     count: usize,
 }
@@ -386,7 +388,13 @@ impl Layout {
             .map(|r| r + 1 - fixed)
             .max()
             .unwrap_or(0);
-        let copy_stride = (fixed + UNROLL * body_regs <= ZMM.len()).then_some(body_regs);
+        // Copies side by side: all four where they fit, else pairs (a long chain, as a
+        // vector math function's, is latency-bound one copy at a time).
+        let group = [UNROLL, 2]
+            .into_iter()
+            .find(|&g| fixed + g * body_regs <= ZMM.len())
+            .unwrap_or(1);
+        let copy_stride = (group > 1).then_some(body_regs);
         Ok(Layout {
             lowering,
             programs,
@@ -400,6 +408,7 @@ impl Layout {
             run,
             folded,
             copy_stride,
+            group,
             pinned,
             count: plan.count,
         })
