@@ -113,9 +113,8 @@ pub(super) struct Writer<'p> {
     copy: usize,
     pub(super) plan: &'p KernelPlan,
     lay: &'p Layout,
-    /// The constant pool: each 32-bit constant the programs read and its label (the data
-    /// follows the code).
-    pool: Vec<(u32, CodeLabel)>,
+    /// The constant pool: each constant the programs read (bits, 64-bit) and its label.
+    pool: Vec<(u64, bool, CodeLabel)>,
     /// The offset of the function's first instruction (after the constant pool).
     entry: usize,
 }
@@ -157,30 +156,43 @@ impl Writer<'_> {
         ZMM[r]
     }
 
-    /// The label of `bits` in the constant pool ([`Layout::constants`]).
-    pub(super) fn constant(&self, bits: u32) -> Result<CodeLabel, Fail> {
+    /// The label of `bits` (64-bit with `wide`, else the low 32) in the constant pool
+    /// ([`Layout::constants`]).
+    pub(super) fn constant(&self, bits: u64, wide: bool) -> Result<CodeLabel, Fail> {
+        let bits = if wide {
+            bits
+        } else {
+            bits & u64::from(u32::MAX)
+        };
         self.pool
             .iter()
-            .find(|&&(b, _)| b == bits)
-            .map(|&(_, l)| l)
+            .find(|&&(b, w, _)| (b, w) == (bits, wide))
+            .map(|&(_, _, l)| l)
             .ok_or_else(|| Fail(format!("constant {bits:#x} is not in the pool")))
     }
 
-    /// The constant pool, at offset 0 (the code is mapped at a page boundary), padded with
-    /// `int3` to a whole number of 64-byte lines so that no line holds both code and the
-    /// data it reads (a read of such a line costs a pipeline clear) and no constant
-    /// straddles two lines; sets [`Writer::entry`] to the end of the padding.
+    /// The constant pool, at offset 0 (the code is mapped at a page boundary; the 64-bit
+    /// constants first, so each is aligned), padded with `int3` to a whole number of 64-byte
+    /// lines so that no line holds both code and the data it reads (a read of such a line
+    /// costs a pipeline clear) and no constant straddles two lines; sets
+    /// [`Writer::entry`] to the end of the padding.
     fn constant_pool(&mut self) -> Result<(), Fail> {
         let constants = self.lay.constants();
         let mut pool = Vec::with_capacity(constants.len());
-        for bits in constants {
+        let mut bytes = 0usize;
+        for (bits, wide) in constants {
             let mut label = self.a.create_label();
             self.a.set_label(&mut label)?;
-            self.a.dd(&[bits])?;
-            pool.push((bits, label));
+            if wide {
+                self.a.dq(&[bits])?;
+                bytes += 8;
+            } else {
+                self.a.dd(&[bits as u32])?;
+                bytes += 4;
+            }
+            pool.push((bits, wide, label));
         }
         self.pool = pool;
-        let bytes = 4 * self.pool.len();
         self.entry = bytes.div_ceil(64) * 64;
         if self.entry > bytes {
             self.a.db(&vec![0xCC; self.entry - bytes])?;

@@ -35,6 +35,12 @@ const ZMM: [AsmRegisterZmm; 32] = [
     zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
     zmm28, zmm29, zmm30, zmm31,
 ];
+/// The `ymm` halves of [`ZMM`], in the same order.
+const YMM: [AsmRegisterYmm; 32] = [
+    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
+    ymm15, ymm16, ymm17, ymm18, ymm19, ymm20, ymm21, ymm22, ymm23, ymm24, ymm25, ymm26, ymm27,
+    ymm28, ymm29, ymm30, ymm31,
+];
 /// `vcmpps` predicates (ordered, quiet).
 const CMP_LE_OQ: i32 = 0x12;
 const CMP_GE_OQ: i32 = 0x1D;
@@ -414,18 +420,30 @@ impl Layout {
         })
     }
 
-    /// The constants the programs read, each once, in order of first use.
-    fn constants(&self) -> Vec<u32> {
+    /// The constants the programs read, each once, as `(bits, 64-bit)`: the 64-bit ones
+    /// first (so that every constant is aligned in the pool), each group in order of first
+    /// use.
+    fn constants(&self) -> Vec<(u64, bool)> {
         let mut out = Vec::new();
         for p in &self.programs {
-            for a in p.insts.iter().flat_map(|i| &i.args).chain([&p.result]) {
-                if let program::Arg::Const(bits) = *a {
-                    if !out.contains(&bits) {
-                        out.push(bits);
+            let args = p
+                .insts
+                .iter()
+                .flat_map(|i| i.args.iter().map(|&a| (a, i.wide)));
+            for (a, wide) in args.chain([(p.result, false)]) {
+                if let program::Arg::Const(bits) = a {
+                    let bits = if wide {
+                        bits
+                    } else {
+                        bits & u64::from(u32::MAX)
+                    };
+                    if !out.contains(&(bits, wide)) {
+                        out.push((bits, wide));
                     }
                 }
             }
         }
+        out.sort_by_key(|&(_, wide)| !wide);
         out
     }
 

@@ -28,14 +28,21 @@ pub enum Arg {
     Input(usize),
     /// The value of operation `i` of the program.
     Value(usize),
-    /// The 32-bit constant in every lane (read from the kernel's constant pool).
-    Const(u32),
+    /// The constant in every lane (read from the kernel's constant pool): its low 32 bits,
+    /// or all 64 for an operation on 64-bit lanes.
+    Const(u64),
 }
 
-/// An operation on sixteen 32-bit lanes, each one AVX-512F instruction (the `Fma` forms,
-/// `Not` and the masks' expansion are described at [`super::emit`]). Masks (the results of
+/// An operation on sixteen 32-bit lanes, or eight 64-bit ones ([`Inst::wide`]), each one
+/// AVX-512F instruction or a few (`super::program_emit` says which). Masks (the results of
 /// comparisons, and `bool` values) are lanes of all ones or all zeros, as in Cranelift's
 /// vector code.
+///
+/// 64-bit lanes hold `f32` lanes promoted to `f64`, as Cranelift's `F64X2` code of `Power`
+/// on `f32` does two lanes at a time: [`Op::PromoteLow`] and [`Op::PromoteHigh`] take lanes
+/// 0–7 and 8–15 of sixteen `f32` lanes, [`Op::Demote`] rounds eight back to `f32`, and
+/// [`Op::Combine`] puts two such halves together (the four-lane code's shuffles, scaled
+/// from two lanes a half to eight).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `vaddps a, b`.
@@ -94,6 +101,14 @@ pub enum Op {
     Select,
     /// `a` itself (a register copy or a broadcast).
     Copy,
+    /// `f32` lanes 0–7 of `a` as eight `f64` (`vcvtps2pd`).
+    PromoteLow,
+    /// `f32` lanes 8–15 of `a` as eight `f64`.
+    PromoteHigh,
+    /// Eight `f64` lanes rounded to `f32` lanes 0–7 (`vcvtpd2ps`; lanes 8–15 zero).
+    Demote,
+    /// `f32` lanes 0–7 of `a`, then lanes 0–7 of `b` (`vinsertf64x4`).
+    Combine,
 }
 
 /// One operation and its operands.
@@ -103,6 +118,8 @@ pub struct Inst {
     pub op: Op,
     /// Its operands, in the order of [`Op`]'s description.
     pub args: SmallVec<[Arg; 3]>,
+    /// Whether it works on eight 64-bit lanes (`f64`, `i64`) rather than sixteen 32-bit.
+    pub wide: bool,
 }
 
 /// The program of one slot: its operations in order, the value that is the slot's, and the
@@ -172,7 +189,7 @@ fn lane_type(t: ElementType) -> Option<Type> {
 /// # Errors
 /// [`Refusal::Op`] naming the op when its lowering uses what has no sixteen-lane
 /// translation here: control flow (the scalar fallbacks of `Sin`, `Cos`, `Tan`), calls to
-/// host helpers, lane shuffles and `f64` lanes (`Power` on `f32`), 64-bit or 8-bit lanes.
+/// host helpers, shuffles other than `Power`'s, 64-bit lanes but promoted `f32` ones.
 pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
     let slot = &plan.slots[k];
     let name = || Refusal::Op(op_name(&slot.op));
@@ -201,7 +218,9 @@ pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
     let mut t = Translation {
         func: &func,
         args: HashMap::default(),
+        high: HashMap::default(),
         insts: Vec::new(),
+        wide: false,
     };
     for (i, &p) in params.iter().enumerate() {
         t.args.insert(p, Arg::Input(i));
@@ -236,7 +255,12 @@ fn op_name(op: &SlotOp) -> String {
 struct Translation<'f> {
     func: &'f Function,
     args: HashMap<Value, Arg>,
+    /// Values that are the upper two lanes of a four-lane value (the shuffle before a
+    /// promotion): lanes 8–15 of that value here.
+    high: HashMap<Value, Arg>,
     insts: Vec<Inst>,
+    /// Whether the instruction being translated works on 64-bit lanes.
+    wide: bool,
 }
 
 impl Translation<'_> {
@@ -246,15 +270,33 @@ impl Translation<'_> {
 
     /// Appends `op` on `args` as the value of `v`.
     fn push(&mut self, v: Value, op: Op, args: SmallVec<[Arg; 3]>) -> Option<()> {
-        self.insts.push(Inst { op, args });
-        self.args.insert(v, Arg::Value(self.insts.len() - 1));
+        let a = self.value(op, args);
+        self.args.insert(v, a);
         Some(())
     }
 
-    /// Appends `op` on `args` and returns its value.
+    /// Appends `op` on `args` (at the current width) and returns its value.
     fn value(&mut self, op: Op, args: SmallVec<[Arg; 3]>) -> Arg {
-        self.insts.push(Inst { op, args });
+        self.insts.push(Inst {
+            op,
+            args,
+            wide: self.wide,
+        });
         Arg::Value(self.insts.len() - 1)
+    }
+
+    /// The sign bit of a lane at the current width.
+    fn sign_bit(&self) -> Arg {
+        Arg::Const(if self.wide { 1 << 63 } else { 1 << 31 })
+    }
+
+    /// All ones in a lane at the current width.
+    fn all_ones(&self) -> Arg {
+        Arg::Const(if self.wide {
+            u64::MAX
+        } else {
+            u64::from(u32::MAX)
+        })
     }
 
     /// Translates one instruction; `None` when it has no translation.
@@ -269,8 +311,6 @@ impl Translation<'_> {
             return None;
         };
         let ty = dfg.value_type(v);
-        let vector = ty == types::F32X4 || ty == types::I32X4;
-        let float = ty == types::F32X4;
         let args: SmallVec<[Value; 3]> = dfg.inst_args(inst).iter().copied().collect();
         // A scalar `iconst` is a shift amount (`ishl_imm` and the like build one).
         if let InstructionData::UnaryImm {
@@ -280,15 +320,49 @@ impl Translation<'_> {
         {
             return Some(());
         }
+        if opcode == Opcode::Bitcast {
+            // The same bits: the same value (or the same upper half).
+            if let Some(&h) = self.high.get(&args[0]) {
+                self.high.insert(v, h);
+                return Some(());
+            }
+            let x = self.arg(args[0])?;
+            self.args.insert(v, x);
+            return Some(());
+        }
+        if let InstructionData::Shuffle { imm, .. } = data {
+            let mask = dfg.immediates.get(*imm)?.as_slice();
+            let upper: Vec<u8> = (8..16).chain(8..16).collect();
+            let halves: Vec<u8> = (0..8).chain(16..24).collect();
+            if mask == upper.as_slice() {
+                let x = self.arg(args[0])?;
+                if self.arg(args[1]) != Some(x) {
+                    return None;
+                }
+                self.high.insert(v, x);
+                return Some(());
+            }
+            if mask == halves.as_slice() {
+                self.wide = false;
+                let (a, b) = (self.arg(args[0])?, self.arg(args[1])?);
+                return self.push(v, Op::Combine, smallvec![a, b]);
+            }
+            return None;
+        }
+        // (A demotion reads 64-bit lanes.)
+        self.wide = ty == types::F64X2 || ty == types::I64X2 || opcode == Opcode::Fvdemote;
+        let vector = self.wide || ty == types::F32X4 || ty == types::I32X4;
+        let float = ty == types::F32X4 || ty == types::F64X2;
         if !vector {
             return None;
         }
+        let lane_bits: i64 = if self.wide { 63 } else { 31 };
         let a = |i: usize| self.arg(args[i]);
         let shift = |t: &Self| -> Option<u32> {
             // The amount is taken modulo the lane width, as Cranelift does.
             let def = t.func.dfg.value_def(args[1]).inst()?;
             match t.func.dfg.insts[def] {
-                InstructionData::UnaryImm { imm, .. } => Some((imm.bits() & 31) as u32),
+                InstructionData::UnaryImm { imm, .. } => Some((imm.bits() & lane_bits) as u32),
                 _ => None,
             }
         };
@@ -300,23 +374,31 @@ impl Translation<'_> {
                 },
             ) => {
                 let bytes = dfg.constants.get(*constant_handle).as_slice();
-                let lane = |i: usize| -> Option<u32> {
-                    Some(u32::from_le_bytes(
-                        bytes.get(4 * i..4 * i + 4)?.try_into().ok()?,
-                    ))
+                let width = if self.wide { 8 } else { 4 };
+                let lane = |i: usize| -> Option<u64> {
+                    let mut b = [0u8; 8];
+                    b[..width].copy_from_slice(bytes.get(width * i..width * (i + 1))?);
+                    Some(u64::from_le_bytes(b))
                 };
                 let bits = lane(0)?;
-                if (1..4).any(|i| lane(i) != Some(bits)) {
+                if (1..16 / width).any(|i| lane(i) != Some(bits)) {
                     return None;
                 }
                 self.args.insert(v, Arg::Const(bits));
                 return Some(());
             }
-            (Opcode::Bitcast, _) => {
-                let x = a(0)?;
-                self.args.insert(v, x);
-                return Some(());
+            (Opcode::FvpromoteLow, _) => {
+                let (op, x) = match self.high.get(&args[0]) {
+                    Some(&h) => (Op::PromoteHigh, h),
+                    None => (Op::PromoteLow, a(0)?),
+                };
+                // (A constant would be read at the instruction's width, 64 bits.)
+                if matches!(x, Arg::Const(_)) {
+                    return None;
+                }
+                (op, smallvec![x])
             }
+            (Opcode::Fvdemote, _) => (Op::Demote, smallvec![a(0)?]),
             (Opcode::Fadd, _) if float => (Op::FAdd, smallvec![a(0)?, a(1)?]),
             (Opcode::Fsub, _) if float => (Op::FSub, smallvec![a(0)?, a(1)?]),
             (Opcode::Fmul, _) if float => (Op::FMul, smallvec![a(0)?, a(1)?]),
@@ -335,9 +417,16 @@ impl Translation<'_> {
             (Opcode::Ceil, _) if float => (Op::Round(super::ROUND_UP), smallvec![a(0)?]),
             (Opcode::Nearest, _) if float => (Op::Round(super::ROUND_NEAREST), smallvec![a(0)?]),
             (Opcode::Trunc, _) if float => (Op::Round(super::ROUND_TRUNCATE), smallvec![a(0)?]),
-            (Opcode::Fneg, _) if float => (Op::Xor, smallvec![a(0)?, Arg::Const(0x8000_0000)]),
-            (Opcode::Fabs, _) if float => (Op::And, smallvec![a(0)?, Arg::Const(0x7FFF_FFFF)]),
-            (Opcode::Fmax | Opcode::Fmin, _) if float => {
+            (Opcode::Fneg, _) if float => (Op::Xor, smallvec![a(0)?, self.sign_bit()]),
+            (Opcode::Fabs, _) if float => {
+                let mask = Arg::Const(if self.wide {
+                    u64::MAX >> 1
+                } else {
+                    u64::from(u32::MAX >> 1)
+                });
+                (Op::And, smallvec![a(0)?, mask])
+            }
+            (Opcode::Fmax | Opcode::Fmin, _) if float && !self.wide => {
                 return self.min_max(v, opcode == Opcode::Fmax, a(0)?, a(1)?);
             }
             (Opcode::Fcmp, InstructionData::FloatCompare { cond, .. }) => {
@@ -349,12 +438,13 @@ impl Translation<'_> {
             }
             (Opcode::Iadd, _) => (Op::IAdd, smallvec![a(0)?, a(1)?]),
             (Opcode::Isub, _) => (Op::ISub, smallvec![a(0)?, a(1)?]),
-            (Opcode::Imul, _) => (Op::IMul, smallvec![a(0)?, a(1)?]),
+            // (`vpmullq` is AVX-512DQ.)
+            (Opcode::Imul, _) if !self.wide => (Op::IMul, smallvec![a(0)?, a(1)?]),
             (Opcode::Ineg, _) => (Op::ISub, smallvec![Arg::Const(0), a(0)?]),
             (Opcode::Band, _) => (Op::And, smallvec![a(0)?, a(1)?]),
             (Opcode::Bor, _) => (Op::Or, smallvec![a(0)?, a(1)?]),
             (Opcode::Bxor, _) => (Op::Xor, smallvec![a(0)?, a(1)?]),
-            (Opcode::Bnot, _) => (Op::Xor, smallvec![a(0)?, Arg::Const(u32::MAX)]),
+            (Opcode::Bnot, _) => (Op::Xor, smallvec![a(0)?, self.all_ones()]),
             (Opcode::Ishl, _) => (Op::Shl(shift(self)?), smallvec![a(0)?]),
             (Opcode::Ushr, _) => (Op::Ushr(shift(self)?), smallvec![a(0)?]),
             (Opcode::Sshr, _) => (Op::Sshr(shift(self)?), smallvec![a(0)?]),
@@ -367,8 +457,8 @@ impl Translation<'_> {
                 let neg = self.value(Op::ISub, smallvec![Arg::Const(0), x]);
                 (Op::SMax, smallvec![x, neg])
             }
-            (Opcode::FcvtFromSint, _) if float => (Op::FromInt, smallvec![a(0)?]),
-            (Opcode::FcvtToSintSat, _) => return self.to_int_saturating(v, a(0)?),
+            (Opcode::FcvtFromSint, _) if float && !self.wide => (Op::FromInt, smallvec![a(0)?]),
+            (Opcode::FcvtToSintSat, _) if !self.wide => return self.to_int_saturating(v, a(0)?),
             (Opcode::Bitselect, _) => (Op::Select, smallvec![a(0)?, a(1)?, a(2)?]),
             _ => return None,
         };
@@ -402,9 +492,12 @@ impl Translation<'_> {
         let t = self.value(Op::ToIntTruncate, smallvec![x]);
         let big = self.value(
             Op::FCmp(float_predicate(FloatCC::GreaterThanOrEqual)),
-            smallvec![x, Arg::Const(2_147_483_648f32.to_bits())],
+            smallvec![x, Arg::Const(u64::from(2_147_483_648f32.to_bits()))],
         );
-        let t = self.value(Op::Select, smallvec![big, Arg::Const(i32::MAX as u32), t]);
+        let t = self.value(
+            Op::Select,
+            smallvec![big, Arg::Const(u64::from(i32::MAX as u32)), t],
+        );
         let ordered = self.value(Op::FCmp(float_predicate(FloatCC::Ordered)), smallvec![x, x]);
         self.push(v, Op::And, smallvec![t, ordered])
     }
