@@ -13,13 +13,14 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use foldhash::HashMap;
-use graphlift_ir::ElementType;
+use graphlift_ir::{ElementType, UnaryOp};
 use smallvec::{smallvec, SmallVec};
 
 use super::Refusal;
 use crate::lanes::{Emit, Lanes};
 use crate::lower::{lower, HelperRefs};
 use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
+use crate::vmath;
 
 /// An operand of a program's operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +137,10 @@ pub struct Program {
     pub reg: Vec<Option<usize>>,
     /// Scratch registers the program needs besides its operands' and the slot's.
     pub scratch: usize,
+    /// For `Sin`, `Cos`, `Tan`: the function (its index in [`UnaryOp::TRIG`]) and the mask
+    /// of the lanes in the range of the inline code (kept to the end); the other lanes are
+    /// the reference's scalar function's.
+    pub fallback: Option<(usize, Arg)>,
 }
 
 /// `vcmpps` predicates (quiet) for Cranelift's float condition codes.
@@ -205,9 +210,27 @@ pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
         params.push(b.append_block_param(block, ty));
     }
     b.switch_to_block(block);
-    let result = {
+    // `Sin`, `Cos`, `Tan`: the inline code and its range test; the lanes outside the range
+    // are the reference's, by a call (`program_emit`), as the Cranelift code's are.
+    let trig = match slot.op {
+        SlotOp::Unary(u, _) if vmath::trig_fallback(u, slot.ty) => {
+            UnaryOp::TRIG.iter().position(|&t| t == u)
+        }
+        _ => None,
+    };
+    let (result, in_range) = {
         let mut e = Emit::new(&mut b, Lanes::X4);
-        lower(&mut e, &HelperRefs::default(), slot, &plan.slots, &params).map_err(|_| name())?
+        match (trig, &slot.op) {
+            (Some(_), &SlotOp::Unary(u, _)) => {
+                let fast = vmath::emit(&mut e, u, slot.ty, params[0]).ok_or_else(name)?;
+                (fast, Some(vmath::trig::in_range(&mut e, params[0])))
+            }
+            _ => (
+                lower(&mut e, &HelperRefs::default(), slot, &plan.slots, &params)
+                    .map_err(|_| name())?,
+                None,
+            ),
+        }
     };
     let result_ty = b.func.dfg.value_type(result);
     b.func.signature.returns.push(AbiParam::new(result_ty));
@@ -229,13 +252,19 @@ pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
         t.inst(inst).ok_or_else(name)?;
     }
     let result = t.arg(result).ok_or_else(name)?;
-    let (insts, result) = live(t.insts, result);
-    let (reg, scratch) = registers(&insts, result);
+    let in_range = match in_range {
+        Some(v) => Some(t.arg(v).ok_or_else(name)?),
+        None => None,
+    };
+    let (insts, roots) = live(t.insts, &[Some(result), in_range]);
+    let (result, in_range) = (roots[0].ok_or_else(name)?, roots[1]);
+    let (reg, scratch) = registers(&insts, result, in_range);
     Ok(Program {
         insts,
         result,
         reg,
         scratch,
+        fallback: trig.zip(in_range),
     })
 }
 
@@ -503,12 +532,14 @@ impl Translation<'_> {
     }
 }
 
-/// The operations the result depends on (a lowering may compute what it does not use, such
+/// The operations the roots depend on (a lowering may compute what it does not use, such
 /// as the low part of `exp`'s result, which Cranelift would remove), renumbered.
-fn live(insts: Vec<Inst>, result: Arg) -> (Vec<Inst>, Arg) {
+fn live(insts: Vec<Inst>, roots: &[Option<Arg>]) -> (Vec<Inst>, Vec<Option<Arg>>) {
     let mut needed = vec![false; insts.len()];
-    if let Arg::Value(j) = result {
-        needed[j] = true;
+    for &r in roots.iter().flatten() {
+        if let Arg::Value(j) = r {
+            needed[j] = true;
+        }
     }
     for i in (0..insts.len()).rev() {
         if needed[i] {
@@ -534,7 +565,11 @@ fn live(insts: Vec<Inst>, result: Arg) -> (Vec<Inst>, Arg) {
             out.push(inst);
         }
     }
-    (out, renumber(result, &index))
+    let roots = roots
+        .iter()
+        .map(|r| r.map(|a| renumber(a, &index)))
+        .collect();
+    (out, roots)
 }
 
 /// The first operand of `inst` (a value: checked by the caller).
@@ -550,7 +585,7 @@ fn j_of(inst: &Inst) -> usize {
 /// its operands' are freed (so it differs from theirs: a destructive instruction may write
 /// it first) and freed after its last reader, but a Horner step's accumulator is written
 /// over in place.
-fn registers(insts: &[Inst], result: Arg) -> (Vec<Option<usize>>, usize) {
+fn registers(insts: &[Inst], result: Arg, keep: Option<Arg>) -> (Vec<Option<usize>>, usize) {
     let n = insts.len();
     let mut last = vec![None; n];
     for (i, inst) in insts.iter().enumerate() {
@@ -559,6 +594,10 @@ fn registers(insts: &[Inst], result: Arg) -> (Vec<Option<usize>>, usize) {
                 last[j] = Some(i);
             }
         }
+    }
+    // Read after the last operation.
+    if let Some(Arg::Value(j)) = keep {
+        last[j] = Some(n);
     }
     let mut reg = vec![None; n];
     let mut busy: Vec<bool> = Vec::new();

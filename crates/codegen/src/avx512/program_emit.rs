@@ -99,6 +99,67 @@ impl Writer<'_> {
                 self.load(d, s)?;
             }
         }
+        if let Some((f, in_range)) = p.fallback {
+            let Arg::Value(j) = in_range else {
+                return Err(Fail("the range mask is not a value".into()));
+            };
+            let (ok, y) = (dest(self, j), self.z(k));
+            self.lanes_out_of_range(f, inputs[0], y, ok)?;
+        }
+        Ok(())
+    }
+
+    /// Where a lane of mask `ok` is clear, `y`'s lane becomes the reference's function
+    /// `UnaryOp::TRIG[f]` of `x`'s ([`crate::helpers::trig_lanes_f32`]), by a call when
+    /// there is such a lane: every vector register, the caller-saved general registers the
+    /// code uses and `k1` go to a 64-byte-aligned save area on the stack, the helper fixes
+    /// `y`'s saved lanes in place, and everything comes back.
+    fn lanes_out_of_range(
+        &mut self,
+        f: usize,
+        x: AsmRegisterZmm,
+        y: AsmRegisterZmm,
+        ok: AsmRegisterZmm,
+    ) -> Result<(), Fail> {
+        const VECTORS: i32 = 64 * 32;
+        const GPRS: [AsmRegister64; 8] = [rcx, rdx, rsi, rdi, r8, r9, r10, r11];
+        let slot = |r: AsmRegisterZmm| 64 * ZMM.iter().position(|&z| z == r).unwrap_or(0) as i32;
+        let mut done = self.a.create_label();
+        self.a.vptestmd(k2, ok, ok)?;
+        self.a.kortestw(k2, k2)?;
+        // Carry: every lane in range.
+        self.a.jb(done)?;
+        self.a.mov(rax, rsp)?;
+        self.a.and(rsp, -64)?;
+        self.a.sub(rsp, VECTORS + 128)?;
+        self.a.mov(qword_ptr(rsp + VECTORS), rax)?;
+        for (i, &r) in GPRS.iter().enumerate() {
+            self.a.mov(qword_ptr(rsp + VECTORS + 8 + 8 * i as i32), r)?;
+        }
+        self.a.kmovw(eax, k1)?;
+        self.a.mov(qword_ptr(rsp + VECTORS + 72), rax)?;
+        for (i, &z) in ZMM.iter().enumerate() {
+            self.a.vmovups(zmmword_ptr(rsp + 64 * i as i32), z)?;
+        }
+        self.a.mov(edi, f as u32)?;
+        self.a.lea(rsi, ptr(rsp + slot(x)))?;
+        self.a.lea(rdx, ptr(rsp + slot(y)))?;
+        self.a.lea(rcx, ptr(rsp + slot(ok)))?;
+        self.a
+            .mov(rax, crate::helpers::trig_lanes_f32 as *const () as u64)?;
+        self.a.call(rax)?;
+        for (i, &z) in ZMM.iter().enumerate() {
+            self.a.vmovups(z, zmmword_ptr(rsp + 64 * i as i32))?;
+        }
+        self.a.mov(rax, qword_ptr(rsp + VECTORS + 72))?;
+        self.a.kmovw(k1, eax)?;
+        for (i, &r) in GPRS.iter().enumerate() {
+            self.a.mov(r, qword_ptr(rsp + VECTORS + 8 + 8 * i as i32))?;
+        }
+        self.a.mov(rsp, qword_ptr(rsp + VECTORS))?;
+        self.a.set_label(&mut done)?;
+        // (No bytes: the label may share its place with the next one.)
+        self.a.zero_bytes()?;
         Ok(())
     }
 
