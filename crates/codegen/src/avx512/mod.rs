@@ -65,7 +65,8 @@ pub enum Refusal {
     Off,
     /// The host cannot run the code (AVX-512F and BMI2).
     Host,
-    /// The kernel streams its outputs through strip buffers.
+    /// The kernel streams its outputs through strip buffers, and all its ops are one or two
+    /// instructions (that code is as wide where it counts: the memory traffic).
     Streams,
     /// The kernel is not a four-lane one (`f64`, `i64` or mixed widths).
     NotFourLane,
@@ -242,20 +243,26 @@ struct Run {
 impl Layout {
     /// The layout of `plan`'s code. A plan qualifies when:
     ///
-    /// - every value and output is `f32`, the plan's lanes are [`Lanes::X4`], it does not
-    ///   stream ([`KernelPlan::stream`]: non-temporal stores stay with the Cranelift code),
-    ///   its iteration space is below 2^31 elements, and it asks for this code
-    ///   ([`KernelPlan::avx512`]);
+    /// - every value is `f32`, `i32` or a comparison's mask and every output `f32` or `i32`
+    ///   (no `bool` loads), the plan's lanes are [`Lanes::X4`], its iteration space is below
+    ///   2^31 elements, and it asks for this code ([`KernelPlan::avx512`]);
     /// - its loads are contiguous, splat, row vectors of one common row length
     ///   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index
     ///   is constant over runs of at least a vector (column vectors `c[M, 1]` over
     ///   `[M, K ≥ 16]`, channel vectors `[C, 1, 1]` over `[N, C, H, W]` with `H·W ≥ 16`), all
     ///   with the same run length and period;
-    /// - its ops are `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`,
-    ///   and `Maximum` / `Minimum` against a constant (not NaN), each one or two AVX-512F
-    ///   instructions with the reference interpreter's semantics;
-    /// - its live values fit the 32 vector registers and its per-element buffers the seven
-    ///   pointer registers.
+    /// - its `f32` ops `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`,
+    ///   and `Maximum` / `Minimum` against a constant (not NaN) are each one or two AVX-512F
+    ///   instructions with the reference interpreter's semantics; every other op is the
+    ///   translation of its four-lane Cranelift lowering ([`program::translate`]: the vector
+    ///   math, `Power`, comparisons, selects, `i32` ops, conversions), which refuses what it
+    ///   cannot translate (per-lane helper calls: `Mod`, integer division and `Power`);
+    /// - not all the ops that need such a program are calls of the vector math library
+    ///   ([`crate::calls`]: the library's strips keep those kernels, [`Refusal::Library`]);
+    ///   and it does not stream ([`KernelPlan::stream`]) unless it has such a program (then
+    ///   it stores as usual);
+    /// - its live values (with the programs' scratch registers) fit the 32 vector registers
+    ///   and its per-element buffers the seven pointer registers.
     ///
     /// Every other plan is Cranelift's.
     ///
@@ -267,9 +274,6 @@ impl Layout {
         }
         if !host_supported() {
             return Err(Refusal::Host);
-        }
-        if plan.stream {
-            return Err(Refusal::Streams);
         }
         if plan.lanes != Lanes::X4 {
             return Err(Refusal::NotFourLane);
@@ -368,6 +372,12 @@ impl Layout {
                 .all(|(k, l)| !matches!(l, Some(Lowering::Program(_))) || by_library(k))
         {
             return Err(Refusal::Library);
+        }
+        // A streaming kernel of one-instruction ops keeps its non-temporal stores (strips
+        // of Cranelift code: as fast, and half the traffic); one with ops that only this
+        // code runs at sixteen lanes is this code, with ordinary stores.
+        if plan.stream && programs.is_empty() {
+            return Err(Refusal::Streams);
         }
         let out_reg: Vec<usize> = (pointers..pointers + plan.outputs.len()).collect();
         if pointers + plan.outputs.len() > POINTERS.len() {
