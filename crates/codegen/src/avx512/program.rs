@@ -258,7 +258,19 @@ pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
     };
     let (insts, roots) = live(t.insts, &[Some(result), in_range]);
     let (result, in_range) = (roots[0].ok_or_else(name)?, roots[1]);
-    let (reg, scratch) = registers(&insts, result, in_range);
+    let (mut insts, mut result, mut in_range) = (insts, result, in_range);
+    let (mut reg, mut scratch) = registers(&insts, result, in_range);
+    if let Some((zipped, index)) = interleave_halves(&insts) {
+        let renumber = |a: Arg| match a {
+            Arg::Value(j) => Arg::Value(index[j]),
+            a => a,
+        };
+        let (r, k) = (renumber(result), in_range.map(renumber));
+        let (zreg, zscratch) = registers(&zipped, r, k);
+        if zscratch <= MAX_ZIPPED_SCRATCH {
+            (insts, result, in_range, reg, scratch) = (zipped, r, k, zreg, zscratch);
+        }
+    }
     Ok(Program {
         insts,
         result,
@@ -570,6 +582,95 @@ fn live(insts: Vec<Inst>, roots: &[Option<Arg>]) -> (Vec<Inst>, Vec<Option<Arg>>
         .map(|r| r.map(|a| renumber(a, &index)))
         .collect();
     (out, roots)
+}
+
+/// The most scratch registers a program with its halves interleaved may take (else it keeps
+/// them one after the other): room left for the kernel's other values and a second copy.
+const MAX_ZIPPED_SCRATCH: usize = 20;
+
+/// Which promoted half an operation works on (see [`interleave_halves`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Half {
+    /// Neither: reads only operands and constants.
+    Neither,
+    Low,
+    High,
+    /// Both (the combination, and what follows it).
+    Both,
+}
+
+/// A program on promoted halves (`Power`) computes the low and the high eight lanes by two
+/// chains of the same operations, one after the other (the four-lane code's order), and a
+/// core that runs one long chain at a time is latency-bound. This order interleaves them:
+/// the operations on neither half first, then the two chains unit by unit (a comparison
+/// with the select right after it is one unit, so that they stay together), then the
+/// rest. Returns the new order and each old index's new one; `None` for a program without
+/// halves.
+fn interleave_halves(insts: &[Inst]) -> Option<(Vec<Inst>, Vec<usize>)> {
+    if !insts.iter().any(|i| i.op == Op::Combine) {
+        return None;
+    }
+    let mut half = vec![Half::Neither; insts.len()];
+    for (i, inst) in insts.iter().enumerate() {
+        half[i] = match inst.op {
+            Op::PromoteLow => Half::Low,
+            Op::PromoteHigh => Half::High,
+            _ => inst.args.iter().fold(Half::Neither, |h, a| match (h, *a) {
+                (h, Arg::Value(j)) => match (h, half[j]) {
+                    (h, Half::Neither) => h,
+                    (Half::Neither, o) => o,
+                    (h, o) if h == o => h,
+                    _ => Half::Both,
+                },
+                (h, _) => h,
+            }),
+        };
+    }
+    let units = |which: Half| -> Vec<Vec<usize>> {
+        let list: Vec<usize> = (0..insts.len()).filter(|&i| half[i] == which).collect();
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        let mut k = 0;
+        while k < list.len() {
+            let i = list[k];
+            let pair = matches!(insts[i].op, Op::FCmp(_) | Op::ICmp { .. })
+                && list.get(k + 1).is_some_and(|&n| {
+                    n == i + 1 && insts[n].op == Op::Select && insts[n].args[0] == Arg::Value(i)
+                });
+            let len = if pair { 2 } else { 1 };
+            out.push(list[k..k + len].to_vec());
+            k += len;
+        }
+        out
+    };
+    let (low, high) = (units(Half::Low), units(Half::High));
+    let mut order: Vec<usize> = (0..insts.len())
+        .filter(|&i| half[i] == Half::Neither)
+        .collect();
+    for k in 0..low.len().max(high.len()) {
+        for side in [&low, &high] {
+            if let Some(u) = side.get(k) {
+                order.extend(u);
+            }
+        }
+    }
+    order.extend((0..insts.len()).filter(|&i| half[i] == Half::Both));
+    let mut index = vec![0; insts.len()];
+    for (new, &old) in order.iter().enumerate() {
+        index[old] = new;
+    }
+    let zipped = order
+        .iter()
+        .map(|&old| {
+            let mut inst = insts[old].clone();
+            for a in inst.args.iter_mut() {
+                if let Arg::Value(j) = *a {
+                    *a = Arg::Value(index[j]);
+                }
+            }
+            inst
+        })
+        .collect();
+    Some((zipped, index))
 }
 
 /// The first operand of `inst` (a value: checked by the caller).
