@@ -3,7 +3,7 @@
 //! each slot.
 
 use iced_x86::code_asm::*;
-use iced_x86::{BlockEncoderOptions, Decoder, DecoderOptions, Formatter, IntelFormatter};
+use iced_x86::BlockEncoderOptions;
 
 use graphlift_ir::{BinaryOp, ElementType};
 
@@ -11,9 +11,6 @@ use super::{Aux, Layout, Lowering, LANES, POINTERS, UNROLL, ZMM};
 use crate::divide::{ConstDivisor, Method};
 use crate::plan::{KernelPlan, SlotId, SlotOp};
 use crate::JitError;
-
-/// Four `int3` bytes: the pool's padding, left out of the listing.
-const INT3_WORD: u32 = 0xCCCC_CCCC;
 
 /// An assembled kernel: machine code (position independent), its listing, and the code
 /// spans of each slot (`(start, end, slot)`, as [`crate::provenance::slot_spans`]).
@@ -66,42 +63,11 @@ pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitErro
     }
     let entry = w.entry;
     Ok(Assembled {
-        listing: listing(plan, &code, entry),
+        listing: super::listing::listing(plan, &code, entry),
         code,
         entry,
         spans,
     })
-}
-
-/// The Intel-syntax listing of `code`: the constant pool before `entry` as 32-bit words, then
-/// the instructions.
-fn listing(plan: &KernelPlan, code: &[u8], entry: usize) -> String {
-    use std::fmt::Write;
-    let mut out = format!(
-        "; function `{}`: AVX-512, {LANES} f32 lanes, {UNROLL} bodies per main-loop trip \
-         (graphlift codegen::avx512)\n",
-        plan.name
-    );
-    let mut f = IntelFormatter::new();
-    let mut text = String::new();
-    for (i, word) in code[..entry].chunks_exact(4).enumerate() {
-        let bits = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-        if bits == INT3_WORD {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "{:5x}:  dd {bits:#010x}  ; {}",
-            4 * i,
-            f32::from_bits(bits)
-        );
-    }
-    for ins in Decoder::with_ip(64, &code[entry..], entry as u64, DecoderOptions::NONE).iter() {
-        text.clear();
-        f.format(&ins, &mut text);
-        let _ = writeln!(out, "{:5x}:  {text}", ins.ip());
-    }
-    out
 }
 
 /// The assembler state of one kernel.
@@ -112,16 +78,16 @@ pub(super) struct Writer<'p> {
     /// The copy of the body being written (see [`Layout::copy_stride`]).
     copy: usize,
     pub(super) plan: &'p KernelPlan,
-    lay: &'p Layout,
+    pub(super) lay: &'p Layout,
     /// The constant pool: each constant the programs read (bits, 64-bit) and its label.
-    pool: Vec<(u64, bool, CodeLabel)>,
+    pub(super) pool: Vec<(u64, bool, CodeLabel)>,
     /// The offset of the function's first instruction (after the constant pool).
-    entry: usize,
+    pub(super) entry: usize,
 }
 
 impl Writer<'_> {
     /// Attributes the instructions emitted since the last mark to `slot`.
-    fn mark(&mut self, slot: Option<SlotId>) {
+    pub(super) fn mark(&mut self, slot: Option<SlotId>) {
         let n = self.a.instructions().len();
         self.slot_of.resize(n, slot);
     }
@@ -154,51 +120,6 @@ impl Writer<'_> {
             .find(|&&(b, _)| b == a)
             .map_or(0, |&(_, r)| r);
         ZMM[r]
-    }
-
-    /// The label of `bits` (64-bit with `wide`, else the low 32) in the constant pool
-    /// ([`Layout::constants`]).
-    pub(super) fn constant(&self, bits: u64, wide: bool) -> Result<CodeLabel, Fail> {
-        let bits = if wide {
-            bits
-        } else {
-            bits & u64::from(u32::MAX)
-        };
-        self.pool
-            .iter()
-            .find(|&&(b, w, _)| (b, w) == (bits, wide))
-            .map(|&(_, _, l)| l)
-            .ok_or_else(|| Fail(format!("constant {bits:#x} is not in the pool")))
-    }
-
-    /// The constant pool, at offset 0 (the code is mapped at a page boundary; the 64-bit
-    /// constants first, so each is aligned), padded with `int3` to a whole number of 64-byte
-    /// lines so that no line holds both code and the data it reads (a read of such a line
-    /// costs a pipeline clear) and no constant straddles two lines; sets
-    /// [`Writer::entry`] to the end of the padding.
-    fn constant_pool(&mut self) -> Result<(), Fail> {
-        let constants = self.lay.constants();
-        let mut pool = Vec::with_capacity(constants.len());
-        let mut bytes = 0usize;
-        for (bits, wide) in constants {
-            let mut label = self.a.create_label();
-            self.a.set_label(&mut label)?;
-            if wide {
-                self.a.dq(&[bits])?;
-                bytes += 8;
-            } else {
-                self.a.dd(&[bits as u32])?;
-                bytes += 4;
-            }
-            pool.push((bits, wide, label));
-        }
-        self.pool = pool;
-        self.entry = bytes.div_ceil(64) * 64;
-        if self.entry > bytes {
-            self.a.db(&vec![0xCC; self.entry - bytes])?;
-        }
-        self.mark(None);
-        Ok(())
     }
 
     /// The whole function. Registers: `r8` the element index, `rcx` the end of the range,

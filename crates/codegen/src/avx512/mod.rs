@@ -1,10 +1,17 @@
-//! AVX-512 kernels: fused kernels of simple `f32` operations assembled straight to
-//! sixteen-lane machine code with `iced-x86`: Cranelift 0.135 lowers 128-bit vectors only, so
-//! its loops do a quarter of the work per instruction that the host's AVX-512 units can.
+//! AVX-512 kernels: fused `f32` (and `i32`) kernels assembled straight to sixteen-lane
+//! machine code with `iced-x86`: Cranelift 0.135 lowers 128-bit vectors only, so its loops
+//! do a quarter of the work per instruction that the host's AVX-512 units can. Simple ops
+//! are one or two instructions each; every other op with an inline lowering (the vector
+//! math, `Power`, comparisons and selects) is that lowering translated to sixteen lanes
+//! ([`program`]), so that no op of such a kernel runs four lanes wide.
 
 mod emit;
+mod listing;
+mod pool;
 mod program;
 mod program_emit;
+mod program_order;
+mod refusal;
 
 use iced_x86::code_asm::*;
 
@@ -19,6 +26,7 @@ use super::plan::{KernelPlan, SlotId, SlotOp};
 use crate::plan::operands;
 
 pub use emit::assemble;
+pub use refusal::Refusal;
 
 /// `f32` lanes per vector.
 pub const LANES: usize = 16;
@@ -54,60 +62,6 @@ const ROUND_TRUNCATE: i32 = 0x0B;
 /// Whether the host runs this module's code: AVX-512F and BMI2 (`shlx` for the tail mask).
 pub fn host_supported() -> bool {
     graphlift_kernels::target::CpuFeatures::host().has_avx512_kernels()
-}
-
-/// Why a kernel plan is not assembled here ([`Layout::of`]): it then goes through
-/// Cranelift's four-lane loops, or calls the vector math library in strips.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The plan was not marked for AVX-512 code: the target has it off (see
-    /// `graphlift_kernels::target::Target::avx512_off` for why).
-    Off,
-    /// The host cannot run the code (AVX-512F and BMI2).
-    Host,
-    /// The kernel streams its outputs through strip buffers, and all its ops are one or two
-    /// instructions (that code is as wide where it counts: the memory traffic).
-    Streams,
-    /// The kernel is not a four-lane one (`f64`, `i64` or mixed widths).
-    NotFourLane,
-    /// Its iteration space has 2^31 elements or more.
-    TooLarge,
-    /// A value or output is not `f32`.
-    NotF32,
-    /// An operation the assembler has no code for (its name).
-    Op(String),
-    /// An input read at two addressings, or rows or runs of different lengths.
-    Addressing,
-    /// More buffers than pointer registers, or more live values than vector registers.
-    Registers,
-    /// Every op it has no one-instruction code for is a call to the vector math library,
-    /// which runs in strips ([`crate::strip`]).
-    Library,
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::Off => write!(f, "AVX-512 kernels are off"),
-            Refusal::Host => write!(f, "the host lacks AVX-512F or BMI2"),
-            Refusal::Streams => write!(f, "it streams its outputs through strip buffers"),
-            Refusal::NotFourLane => write!(f, "its values are not all 32-bit"),
-            Refusal::TooLarge => write!(f, "it has 2^31 elements or more"),
-            Refusal::NotF32 => write!(f, "a value is not f32"),
-            Refusal::Op(op) => write!(f, "the assembler has no code for {op}"),
-            Refusal::Addressing => {
-                write!(
-                    f,
-                    "an input is read two ways, or its rows or runs differ in length"
-                )
-            }
-            Refusal::Registers => write!(f, "it needs more registers than x86-64 has"),
-            Refusal::Library => write!(
-                f,
-                "its vector math is all library calls, which run at the host's width"
-            ),
-        }
-    }
 }
 
 /// How one computing slot is lowered.
@@ -433,7 +387,7 @@ impl Layout {
     /// The constants the programs read, each once, as `(bits, 64-bit)`: the 64-bit ones
     /// first (so that every constant is aligned in the pool), each group in order of first
     /// use.
-    fn constants(&self) -> Vec<(u64, bool)> {
+    pub(super) fn constants(&self) -> Vec<(u64, bool)> {
         let mut out = Vec::new();
         for p in &self.programs {
             let args = p
