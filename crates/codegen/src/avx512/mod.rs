@@ -317,15 +317,16 @@ impl Layout {
         // Where the vector math library computes every op that needs a program, its
         // software-pipelined strips are as wide and measured faster (GELU, SiLU: figures in
         // `BENCHMARKS.md`): the kernel keeps them.
-        let library = LibraryCalls::of(plan);
-        let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
-        if !programs.is_empty()
-            && lowering
+        if !programs.is_empty() {
+            let library = LibraryCalls::of(plan);
+            let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
+            let all = lowering
                 .iter()
                 .enumerate()
-                .all(|(k, l)| !matches!(l, Some(Lowering::Program(_))) || by_library(k))
-        {
-            return Err(Refusal::Library);
+                .all(|(k, l)| !matches!(l, Some(Lowering::Program(_))) || by_library(k));
+            if all {
+                return Err(Refusal::Library);
+            }
         }
         // A streaming kernel of one-instruction ops keeps its non-temporal stores (strips
         // of Cranelift code: as fast, and half the traffic); one with ops that only this
