@@ -30,15 +30,16 @@ use crate::AccuracyArgs;
 /// compile error.
 pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
     let ops = functions(&args.functions)?;
-    let kind = match (args.scalar, args.library) {
-        (true, true) => {
+    let kind = match (args.scalar, args.library, args.avx512) {
+        (true, false, false) => LoopKind::Scalar,
+        (false, true, false) => LoopKind::Library,
+        (false, false, true) => LoopKind::Avx512,
+        (false, false, false) => LoopKind::Vector,
+        _ => {
             return Err(CliError::Usage(
-                "--scalar and --library are two different codes: give one".into(),
+                "--scalar, --library and --avx512 are different codes: give one".into(),
             ))
         }
-        (true, false) => LoopKind::Scalar,
-        (false, true) => LoopKind::Library,
-        (false, false) => LoopKind::Vector,
     };
     match (args.pow, args.f64) {
         (true, _) => return accuracy_pow(args, kind),

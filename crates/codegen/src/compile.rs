@@ -126,20 +126,29 @@ impl CompiledKernel {
         }
     }
 
+    /// The strip plan the code runs (none for AVX-512 code, which computes every op
+    /// inline: [`avx512`]).
+    fn strips(&self) -> Option<strip::StripPlan> {
+        if self.code.avx512 {
+            return None;
+        }
+        strip::StripPlan::of(&self.plan)
+    }
+
     /// Whether the code calls the vector math library (and runs in strips: [`strip`]).
     pub fn calls_library(&self) -> bool {
-        strip::StripPlan::of(&self.plan).is_some_and(|s| !s.functions().is_empty())
+        self.strips().is_some_and(|s| !s.functions().is_empty())
     }
 
     /// Whether the code writes outputs with non-temporal stores ([`graphlift_kernels::stream`]).
     pub fn streams(&self) -> bool {
-        strip::StripPlan::of(&self.plan).is_some_and(|s| s.streams())
+        self.strips().is_some_and(|s| s.streams())
     }
 
     /// The names of the library functions the code calls, each once (none when it does not
     /// run in strips).
     pub fn library_functions(&self) -> Vec<&'static str> {
-        strip::StripPlan::of(&self.plan)
+        self.strips()
             .map(|s| s.functions().into_iter().map(|f| f.name()).collect())
             .unwrap_or_default()
     }
@@ -219,13 +228,16 @@ pub fn compile_codes(
             if let Ok(layout) = avx512::Layout::of(plan) {
                 let asm = avx512::assemble(plan, &layout)?;
                 let entry = module.map_code(&plan.name, &asm.code)?;
-                // SAFETY: `entry` is the first byte of a mapped, executable copy of code that
+                // SAFETY: `entry` is the first byte of a mapped, executable copy of code whose
+                // byte `asm.entry` (after the constant pool, within the code: the function
+                // follows it) is the first instruction of the function that
                 // `avx512::assemble` wrote for the range ABI of `KernelFn` in the System V
                 // convention (arguments in rdi, rsi, rdx, rcx; callee-saved registers pushed
                 // and popped; nothing returned), on a host with the AVX-512F and BMI2 it uses
                 // (`Layout::of` checked). The mapping is owned by `module`, which the
                 // KernelCode built from it holds.
-                let func = unsafe { std::mem::transmute::<*const u8, KernelFn>(entry) };
+                let func =
+                    unsafe { std::mem::transmute::<*const u8, KernelFn>(entry.add(asm.entry)) };
                 defined.push(Pending::Ready(KernelCode {
                     func,
                     code_size: asm.code.len(),

@@ -141,6 +141,39 @@ fn remainder_address(op: BinaryOp, t: ElementType) -> *const u8 {
     }
 }
 
+/// The lanes of a sixteen-lane AVX-512 `Sin`, `Cos` or `Tan` (`UnaryOp::TRIG[k]` on
+/// `f32`) outside the range of the inline code: `y[i] = f(x[i])` by the reference's scalar
+/// function wherever `in_range[i]` is 0, the lanes the Cranelift code computes with the same
+/// function one by one ([`crate::lower::lower`]). AVX-512 kernels call it from a save area
+/// of their stack ([`crate::avx512`]); it does nothing for a `k` out of the table.
+///
+/// # Safety
+/// `x` and `in_range` must point at sixteen readable lanes and `y` at sixteen writable ones
+/// that overlap neither.
+pub unsafe extern "C" fn trig_lanes_f32(
+    k: usize,
+    x: *const f32,
+    y: *mut f32,
+    in_range: *const u32,
+) {
+    let Some(&op) = UnaryOp::TRIG.get(k) else {
+        return;
+    };
+    // SAFETY: the caller's contract: three distinct arrays of sixteen lanes.
+    let (x, y, in_range) = unsafe {
+        (
+            std::slice::from_raw_parts(x, 16),
+            std::slice::from_raw_parts_mut(y, 16),
+            std::slice::from_raw_parts(in_range, 16),
+        )
+    };
+    for i in 0..16 {
+        if in_range[i] == 0 {
+            y[i] = <f32 as Arith>::unary(op, x[i]);
+        }
+    }
+}
+
 /// `UnaryOp::TRIG[K]` of `a` by the reference's scalar function.
 extern "C" fn trig<T: Arith, const K: usize>(a: T) -> T {
     T::unary(UnaryOp::TRIG[K], a)

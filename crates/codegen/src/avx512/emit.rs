@@ -3,9 +3,9 @@
 //! each slot.
 
 use iced_x86::code_asm::*;
-use iced_x86::{BlockEncoderOptions, Decoder, DecoderOptions, Formatter, IntelFormatter};
+use iced_x86::BlockEncoderOptions;
 
-use graphlift_ir::BinaryOp;
+use graphlift_ir::{BinaryOp, ElementType};
 
 use super::{Aux, Layout, Lowering, LANES, POINTERS, UNROLL, ZMM};
 use crate::divide::{ConstDivisor, Method};
@@ -15,8 +15,10 @@ use crate::JitError;
 /// An assembled kernel: machine code (position independent), its listing, and the code
 /// spans of each slot (`(start, end, slot)`, as [`crate::provenance::slot_spans`]).
 pub struct Assembled {
-    /// The machine code.
+    /// The machine code: the constant pool (64-byte lines of its own), then the function.
     pub code: Vec<u8>,
+    /// The offset of the function's first instruction in `code` (where it is called).
+    pub entry: usize,
     /// Intel-syntax listing of the code with offsets.
     pub listing: String,
     /// Code spans per slot.
@@ -39,6 +41,8 @@ pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitErro
         copy: 0,
         plan,
         lay: layout,
+        pool: Vec::new(),
+        entry: 0,
     };
     w.function().map_err(err)?;
     let result =
@@ -57,54 +61,53 @@ pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitErro
             _ => spans.push((start, end, *k)),
         }
     }
+    let entry = w.entry;
     Ok(Assembled {
-        listing: listing(plan, &code),
+        listing: super::listing::listing(plan, &code, entry),
         code,
+        entry,
         spans,
     })
 }
 
-/// The Intel-syntax listing of `code`.
-fn listing(plan: &KernelPlan, code: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut out = format!(
-        "; function `{}`: AVX-512, {LANES} f32 lanes, {UNROLL} bodies per main-loop trip \
-         (graphlift codegen::avx512)\n",
-        plan.name
-    );
-    let mut f = IntelFormatter::new();
-    let mut text = String::new();
-    for ins in Decoder::with_ip(64, code, 0, DecoderOptions::NONE).iter() {
-        text.clear();
-        f.format(&ins, &mut text);
-        let _ = writeln!(out, "{:5x}:  {text}", ins.ip());
-    }
-    out
-}
-
 /// The assembler state of one kernel.
-struct Writer<'p> {
-    a: CodeAssembler,
+pub(super) struct Writer<'p> {
+    pub(super) a: CodeAssembler,
     /// The slot each instruction (by index) was emitted for.
     slot_of: Vec<Option<SlotId>>,
     /// The copy of the body being written (see [`Layout::copy_stride`]).
     copy: usize,
-    plan: &'p KernelPlan,
-    lay: &'p Layout,
+    pub(super) plan: &'p KernelPlan,
+    pub(super) lay: &'p Layout,
+    /// The constant pool: each constant the programs read (bits, 64-bit) and its label.
+    pub(super) pool: Vec<(u64, bool, CodeLabel)>,
+    /// The offset of the function's first instruction (after the constant pool).
+    pub(super) entry: usize,
 }
 
 impl Writer<'_> {
     /// Attributes the instructions emitted since the last mark to `slot`.
-    fn mark(&mut self, slot: Option<SlotId>) {
+    pub(super) fn mark(&mut self, slot: Option<SlotId>) {
         let n = self.a.instructions().len();
         self.slot_of.resize(n, slot);
     }
 
     /// The register of `slot` in the current copy of the body.
-    fn z(&self, slot: SlotId) -> AsmRegisterZmm {
-        let base = self.lay.reg[slot];
+    pub(super) fn z(&self, slot: SlotId) -> AsmRegisterZmm {
+        self.in_copy(slot, self.lay.reg[slot])
+    }
+
+    /// Scratch register `r` of `slot`'s program in the current copy of the body.
+    pub(super) fn scratch(&self, slot: SlotId, r: usize) -> AsmRegisterZmm {
+        self.in_copy(slot, self.lay.scratch[slot][r])
+    }
+
+    /// Register `base` (of copy 0) of a value of `slot` in the current copy.
+    fn in_copy(&self, slot: SlotId, base: usize) -> AsmRegisterZmm {
         match self.lay.copy_stride {
-            Some(stride) if !self.lay.pinned[slot] => ZMM[base + self.copy * stride],
+            Some(stride) if !self.lay.pinned[slot] => {
+                ZMM[base + (self.copy % self.lay.group) * stride]
+            }
             _ => ZMM[base],
         }
     }
@@ -124,6 +127,7 @@ impl Writer<'_> {
     /// table, `r15` the lane masks; buffer pointers in [`POINTERS`]; with row vectors, the
     /// end of the current row on the stack.
     fn function(&mut self) -> Result<(), Fail> {
+        self.constant_pool()?;
         let lay = self.lay;
         let mut done = self.a.create_label();
         let mut outer = self.a.create_label();
@@ -200,7 +204,12 @@ impl Writer<'_> {
                     self.a.vbroadcastss(d, dword_ptr(rax))?;
                 }
                 SlotOp::Const(bits) => {
-                    self.a.mov(eax, *bits as u32)?;
+                    // A `bool` is a mask: all ones for true.
+                    let bits = match s.ty {
+                        ElementType::Bool if *bits != 0 => u32::MAX,
+                        _ => *bits as u32,
+                    };
+                    self.a.mov(eax, bits)?;
                     self.a.vpbroadcastd(d, eax)?;
                 }
                 _ => self.compute(k, 0, false)?,
@@ -420,21 +429,21 @@ impl Writer<'_> {
     }
 
     /// `copies` bodies at elements `r8`, `r8 + 16`, … (`masked`: one body, the lanes of
-    /// `k1` only). With room in the registers the copies are interleaved op by op, each in
-    /// its own registers (all loads of the trip first, then each op on every copy: what an
-    /// unrolling compiler emits); else one copy after the other in the same registers.
+    /// `k1` only). The copies go in groups of [`Layout::group`], interleaved op by op within
+    /// a group, each copy of a group in its own registers (the group's loads first, then
+    /// each op on every copy: what an unrolling compiler emits); one group after the other
+    /// in the same registers.
     fn bodies(&mut self, copies: usize, masked: bool) -> Result<(), Fail> {
         let plan = self.plan;
         let n = plan.slots.len();
-        let order: Vec<(usize, SlotId)> = if self.lay.copy_stride.is_some() {
-            (0..n)
-                .flat_map(|k| (0..copies).map(move |u| (u, k)))
-                .collect()
-        } else {
-            (0..copies)
-                .flat_map(|u| (0..n).map(move |k| (u, k)))
-                .collect()
-        };
+        let group = self.lay.group;
+        let order: Vec<(usize, SlotId)> = (0..copies)
+            .step_by(group)
+            .flat_map(|start| {
+                let end = (start + group).min(copies);
+                (0..n).flat_map(move |k| (start..end).map(move |u| (u, k)))
+            })
+            .collect();
         for (u, k) in order {
             self.copy = u;
             let disp = (u * LANES * 4) as i32;
@@ -561,6 +570,10 @@ impl Writer<'_> {
                 Src::Mem(m) if masked => self.a.vrndscaleps(d.k1().z(), m, imm),
                 Src::Mem(m) => self.a.vrndscaleps(d, m, imm),
             },
+            Lowering::Program(i) => {
+                let lay = self.lay;
+                return self.program(k, &lay.programs[i]);
+            }
             Lowering::Bound { op, x, c, blend } => {
                 let c = self.z(c);
                 match (blend, op) {
@@ -587,7 +600,7 @@ enum Src {
 
 /// A failure while writing a kernel: the encoder's, or a plan the layout should have refused.
 #[derive(Debug)]
-struct Fail(String);
+pub(super) struct Fail(pub(super) String);
 
 impl From<IcedError> for Fail {
     fn from(e: IcedError) -> Fail {

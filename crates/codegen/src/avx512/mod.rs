@@ -1,8 +1,17 @@
-//! AVX-512 kernels: fused kernels of simple `f32` operations assembled straight to
-//! sixteen-lane machine code with `iced-x86`: Cranelift 0.135 lowers 128-bit vectors only, so
-//! its loops do a quarter of the work per instruction that the host's AVX-512 units can.
+//! AVX-512 kernels: fused `f32` (and `i32`) kernels assembled straight to sixteen-lane
+//! machine code with `iced-x86`: Cranelift 0.135 lowers 128-bit vectors only, so its loops
+//! do a quarter of the work per instruction that the host's AVX-512 units can. Simple ops
+//! are one or two instructions each; every other op with an inline lowering (the vector
+//! math, `Power`, comparisons and selects) is that lowering translated to sixteen lanes
+//! ([`program`]), so that no op of such a kernel runs four lanes wide.
 
 mod emit;
+mod listing;
+mod pool;
+mod program;
+mod program_emit;
+mod program_order;
+mod refusal;
 
 use iced_x86::code_asm::*;
 
@@ -10,12 +19,14 @@ use cranelift_codegen::ir::condcodes::FloatCC;
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 
 use super::broadcast::Addressing;
+use super::calls::LibraryCalls;
 use super::lanes::Lanes;
 use super::lower::{constant_bound_test, float_constant};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use crate::plan::operands;
 
 pub use emit::assemble;
+pub use refusal::Refusal;
 
 /// `f32` lanes per vector.
 pub const LANES: usize = 16;
@@ -32,6 +43,12 @@ const ZMM: [AsmRegisterZmm; 32] = [
     zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
     zmm28, zmm29, zmm30, zmm31,
 ];
+/// The `ymm` halves of [`ZMM`], in the same order.
+const YMM: [AsmRegisterYmm; 32] = [
+    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
+    ymm15, ymm16, ymm17, ymm18, ymm19, ymm20, ymm21, ymm22, ymm23, ymm24, ymm25, ymm26, ymm27,
+    ymm28, ymm29, ymm30, ymm31,
+];
 /// `vcmpps` predicates (ordered, quiet).
 const CMP_LE_OQ: i32 = 0x12;
 const CMP_GE_OQ: i32 = 0x1D;
@@ -40,56 +57,11 @@ const CMP_GE_OQ: i32 = 0x1D;
 const ROUND_NEAREST: i32 = 0x08;
 const ROUND_DOWN: i32 = 0x09;
 const ROUND_UP: i32 = 0x0A;
+const ROUND_TRUNCATE: i32 = 0x0B;
 
 /// Whether the host runs this module's code: AVX-512F and BMI2 (`shlx` for the tail mask).
 pub fn host_supported() -> bool {
     graphlift_kernels::target::CpuFeatures::host().has_avx512_kernels()
-}
-
-/// Why a kernel plan is not assembled here ([`Layout::of`]): it then goes through
-/// Cranelift's four-lane loops, or calls the vector math library in strips.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The plan was not marked for AVX-512 code: the target has it off (see
-    /// `graphlift_kernels::target::Target::avx512_off` for why).
-    Off,
-    /// The host cannot run the code (AVX-512F and BMI2).
-    Host,
-    /// The kernel streams its outputs through strip buffers.
-    Streams,
-    /// The kernel is not a four-lane one (`f64`, `i64` or mixed widths).
-    NotFourLane,
-    /// Its iteration space has 2^31 elements or more.
-    TooLarge,
-    /// A value or output is not `f32`.
-    NotF32,
-    /// An operation the assembler has no code for (its name).
-    Op(String),
-    /// An input read at two addressings, or rows or runs of different lengths.
-    Addressing,
-    /// More buffers than pointer registers, or more live values than vector registers.
-    Registers,
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::Off => write!(f, "AVX-512 kernels are off"),
-            Refusal::Host => write!(f, "the host lacks AVX-512F or BMI2"),
-            Refusal::Streams => write!(f, "it streams its outputs through strip buffers"),
-            Refusal::NotFourLane => write!(f, "its values are not all 32-bit"),
-            Refusal::TooLarge => write!(f, "it has 2^31 elements or more"),
-            Refusal::NotF32 => write!(f, "a value is not f32"),
-            Refusal::Op(op) => write!(f, "the assembler has no code for {op}"),
-            Refusal::Addressing => {
-                write!(
-                    f,
-                    "an input is read two ways, or its rows or runs differ in length"
-                )
-            }
-            Refusal::Registers => write!(f, "it needs more registers than x86-64 has"),
-        }
-    }
 }
 
 /// How one computing slot is lowered.
@@ -121,6 +93,9 @@ enum Lowering {
         c: SlotId,
         blend: Option<i32>,
     },
+    /// Any other op: the program of [`Layout::programs`] at this index, its four-lane
+    /// Cranelift lowering translated ([`program::translate`]).
+    Program(usize),
 }
 
 /// Constant vectors the ops need besides the plan's own, pinned like invariant slots.
@@ -159,10 +134,10 @@ impl Aux {
 ///    nothing outside it.
 ///
 /// Values are given registers once for the body; a register is free again after its last
-/// reader. When the four unrolled copies fit the registers side by side, each copy has its
-/// own and the copies are interleaved op by op (the trip's loads first), as an unrolling
-/// compiler schedules them; else they follow each other in the same registers (the core's
-/// renaming keeps them independent). A load read once, by an op whose instruction takes
+/// reader. When the four unrolled copies (or pairs of them) fit the registers side by side,
+/// each copy has its own and the copies are interleaved op by op (the loads first), as an
+/// unrolling compiler schedules them; else they follow each other in the same registers
+/// (the core's renaming keeps them independent). A load read once, by an op whose instruction takes
 /// memory in that place, is that op's memory operand (in the masked tail the op is masked,
 /// which suppresses the load's faults on masked-out lanes). The code is not padded to a
 /// particular alignment, so its speed varies with where the main loop falls relative to
@@ -170,8 +145,13 @@ impl Aux {
 pub struct Layout {
     /// The lowering of each computing slot (`None` for loads and constants).
     lowering: Vec<Option<Lowering>>,
+    /// The programs of the [`Lowering::Program`] slots.
+    programs: Vec<program::Program>,
     /// The vector register of each slot.
     reg: Vec<usize>,
+    /// The scratch registers of each slot's program (as [`Layout::reg`]: copy 0's, where
+    /// the unrolled copies have their own).
+    scratch: Vec<Vec<usize>>,
     /// The auxiliary constants and their registers.
     aux: Vec<(Aux, usize)>,
     /// The pointer register (index into [`POINTERS`]) of each input that is read per
@@ -191,9 +171,11 @@ pub struct Layout {
     /// Slots whose registers hold one value for the whole call (invariants) or segment
     /// (run loads).
     pinned: Vec<bool>,
-    /// When the unrolled copies of the body fit the registers side by side: how far copy
-    /// `u`'s registers are from copy 0's (`u · stride`).
+    /// When copies of the body fit the registers side by side: how far copy `u`'s
+    /// registers are from copy 0's (`(u mod group) · stride`).
     copy_stride: Option<usize>,
+    /// How many copies of the body are interleaved side by side (4, 2 or 1).
+    group: usize,
     /// Elements in the iteration space (the bound of the index divisions).
     count: usize,
 }
@@ -215,20 +197,26 @@ struct Run {
 impl Layout {
     /// The layout of `plan`'s code. A plan qualifies when:
     ///
-    /// - every value and output is `f32`, the plan's lanes are [`Lanes::X4`], it does not
-    ///   stream ([`KernelPlan::stream`]: non-temporal stores stay with the Cranelift code),
-    ///   its iteration space is below 2^31 elements, and it asks for this code
-    ///   ([`KernelPlan::avx512`]);
+    /// - every value is `f32`, `i32` or a comparison's mask and every output `f32` or `i32`
+    ///   (no `bool` loads), the plan's lanes are [`Lanes::X4`], its iteration space is below
+    ///   2^31 elements, and it asks for this code ([`KernelPlan::avx512`]);
     /// - its loads are contiguous, splat, row vectors of one common row length
     ///   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index
     ///   is constant over runs of at least a vector (column vectors `c[M, 1]` over
     ///   `[M, K ≥ 16]`, channel vectors `[C, 1, 1]` over `[N, C, H, W]` with `H·W ≥ 16`), all
     ///   with the same run length and period;
-    /// - its ops are `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`,
-    ///   and `Maximum` / `Minimum` against a constant (not NaN), each one or two AVX-512F
-    ///   instructions with the reference interpreter's semantics;
-    /// - its live values fit the 32 vector registers and its per-element buffers the seven
-    ///   pointer registers.
+    /// - its `f32` ops `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`,
+    ///   and `Maximum` / `Minimum` against a constant (not NaN) are each one or two AVX-512F
+    ///   instructions with the reference interpreter's semantics; every other op is the
+    ///   translation of its four-lane Cranelift lowering ([`program::translate`]: the vector
+    ///   math, `Power`, comparisons, selects, `i32` ops, conversions), which refuses what it
+    ///   cannot translate (per-lane helper calls: `Mod`, integer division and `Power`);
+    /// - not all the ops that need such a program are calls of the vector math library
+    ///   ([`crate::calls`]: the library's strips keep those kernels, [`Refusal::Library`]);
+    ///   and it does not stream ([`KernelPlan::stream`]) unless it has such a program (then
+    ///   it stores as usual);
+    /// - its live values (with the programs' scratch registers) fit the 32 vector registers
+    ///   and its per-element buffers the seven pointer registers.
     ///
     /// Every other plan is Cranelift's.
     ///
@@ -241,9 +229,6 @@ impl Layout {
         if !host_supported() {
             return Err(Refusal::Host);
         }
-        if plan.stream {
-            return Err(Refusal::Streams);
-        }
         if plan.lanes != Lanes::X4 {
             return Err(Refusal::NotFourLane);
         }
@@ -251,9 +236,16 @@ impl Layout {
         if i32::try_from(plan.count).is_err() {
             return Err(Refusal::TooLarge);
         }
-        let all_f32 = plan.slots.iter().all(|s| s.ty == ElementType::F32)
-            && plan.outputs.iter().all(|&(_, t)| t == ElementType::F32);
-        if !all_f32 || plan.slots.is_empty() {
+        let lanes_32 = plan.slots.iter().all(|s| {
+            matches!(
+                s.ty,
+                ElementType::F32 | ElementType::I32 | ElementType::Bool
+            )
+        }) && plan
+            .outputs
+            .iter()
+            .all(|&(_, t)| matches!(t, ElementType::F32 | ElementType::I32));
+        if !lanes_32 || plan.slots.is_empty() {
             return Err(Refusal::NotF32);
         }
         let mut row = None;
@@ -265,14 +257,14 @@ impl Layout {
         let mut pointers = 0usize;
         let mut lowering = Vec::with_capacity(plan.slots.len());
         let mut aux: Vec<(Aux, usize)> = Vec::new();
-        let mut need = |a: Aux| {
-            if !aux.iter().any(|&(b, _)| b == a) {
-                aux.push((a, 0));
-            }
-        };
-        for slot in &plan.slots {
+        let mut programs = Vec::new();
+        for (k, slot) in plan.slots.iter().enumerate() {
             let l = match &slot.op {
                 SlotOp::Load { arg, addressing } => {
+                    if slot.ty == ElementType::Bool {
+                        // Stored as bytes, held as 32-bit masks: no load of that here.
+                        return Err(Refusal::NotF32);
+                    }
                     match addressing {
                         Addressing::Splat => {}
                         Addressing::Contiguous | Addressing::Row { .. } => {
@@ -312,59 +304,35 @@ impl Layout {
                     None
                 }
                 SlotOp::Const(_) => None,
-                SlotOp::Binary(
-                    op @ (BinaryOp::Add
-                    | BinaryOp::Subtract
-                    | BinaryOp::Multiply
-                    | BinaryOp::Divide),
-                    a,
-                    b,
-                ) => Some(Lowering::Arith(*op, *a, *b)),
-                SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b) => {
-                    let constant = |s: SlotId| float_constant(&plan.slots[s], ElementType::F32);
-                    let (x, c, value) = match (constant(*b), constant(*a)) {
-                        (Some(v), _) => (*a, *b, v),
-                        (None, Some(v)) => (*b, *a, v),
-                        (None, None) => return Err(Refusal::Op(format!("{op:?} of two values"))),
-                    };
-                    let blend = match constant_bound_test(*op, value) {
-                        FloatCC::LessThanOrEqual => Some(CMP_LE_OQ),
-                        FloatCC::GreaterThanOrEqual => Some(CMP_GE_OQ),
-                        _ => None,
-                    };
-                    Some(Lowering::Bound {
-                        op: *op,
-                        x,
-                        c,
-                        blend,
-                    })
-                }
-                SlotOp::Unary(u, x) => Some(match u {
-                    UnaryOp::Negative => {
-                        need(Aux::SignMask);
-                        Lowering::SignBit { x: *x, flip: true }
+                _ => Some(match direct(plan, k, &mut aux) {
+                    Some(l) => l,
+                    None => {
+                        programs.push(program::translate(plan, k)?);
+                        Lowering::Program(programs.len() - 1)
                     }
-                    UnaryOp::Abs => {
-                        need(Aux::AbsMask);
-                        Lowering::SignBit { x: *x, flip: false }
-                    }
-                    UnaryOp::Relu => {
-                        need(Aux::Zero);
-                        Lowering::Relu(*x)
-                    }
-                    UnaryOp::Sqrt => Lowering::Sqrt(*x),
-                    UnaryOp::Floor => Lowering::RoundTo(*x, ROUND_DOWN),
-                    UnaryOp::Ceil => Lowering::RoundTo(*x, ROUND_UP),
-                    UnaryOp::Round => Lowering::RoundTo(*x, ROUND_NEAREST),
-                    _ => return Err(Refusal::Op(format!("{u:?}"))),
                 }),
-                SlotOp::Binary(op, ..) => return Err(Refusal::Op(format!("{op:?}"))),
-                SlotOp::Compare(..) | SlotOp::Select(..) => {
-                    return Err(Refusal::Op("comparisons and selects".into()))
-                }
-                SlotOp::Convert(_) => return Err(Refusal::Op("conversions".into())),
             };
             lowering.push(l);
+        }
+        // Where the vector math library computes every op that needs a program, its
+        // software-pipelined strips are as wide and measured faster (GELU, SiLU: figures in
+        // `BENCHMARKS.md`): the kernel keeps them.
+        if !programs.is_empty() {
+            let library = LibraryCalls::of(plan);
+            let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
+            let all = lowering
+                .iter()
+                .enumerate()
+                .all(|(k, l)| !matches!(l, Some(Lowering::Program(_))) || by_library(k));
+            if all {
+                return Err(Refusal::Library);
+            }
+        }
+        // A streaming kernel of one-instruction ops keeps its non-temporal stores (strips
+        // of Cranelift code: as fast, and half the traffic); one with ops that only this
+        // code runs at sixteen lanes is this code, with ordinary stores.
+        if plan.stream && programs.is_empty() {
+            return Err(Refusal::Streams);
         }
         let out_reg: Vec<usize> = (pointers..pointers + plan.outputs.len()).collect();
         if pointers + plan.outputs.len() > POINTERS.len() {
@@ -375,17 +343,34 @@ impl Layout {
             pinned[k] = true;
         }
         let folded = fold_loads(plan, &lowering, &pinned);
-        let reg = allocate(plan, &pinned, &folded, &mut aux).ok_or(Refusal::Registers)?;
+        let scratch_need: Vec<Option<usize>> = lowering
+            .iter()
+            .map(|l| match l {
+                Some(Lowering::Program(i)) => Some(programs[*i].scratch),
+                _ => None,
+            })
+            .collect();
+        let (reg, scratch) =
+            allocate(plan, &pinned, &folded, &scratch_need, &mut aux).ok_or(Refusal::Registers)?;
         let fixed = pinned.iter().filter(|&&p| p).count() + aux.len();
         let body_regs = (0..plan.slots.len())
             .filter(|&k| !pinned[k] && !folded[k])
-            .map(|k| reg[k] + 1 - fixed)
+            .flat_map(|k| std::iter::once(reg[k]).chain(scratch[k].iter().copied()))
+            .map(|r| r + 1 - fixed)
             .max()
             .unwrap_or(0);
-        let copy_stride = (fixed + UNROLL * body_regs <= ZMM.len()).then_some(body_regs);
+        // Copies side by side: all four where they fit, else pairs (a long chain, as a
+        // vector math function's, is latency-bound one copy at a time).
+        let group = [UNROLL, 2]
+            .into_iter()
+            .find(|&g| fixed + g * body_regs <= ZMM.len())
+            .unwrap_or(1);
+        let copy_stride = (group > 1).then_some(body_regs);
         Ok(Layout {
             lowering,
+            programs,
             reg,
+            scratch,
             aux,
             arg_reg,
             out_reg,
@@ -394,9 +379,37 @@ impl Layout {
             run,
             folded,
             copy_stride,
+            group,
             pinned,
             count: plan.count,
         })
+    }
+
+    /// The constants the programs read, each once, as `(bits, 64-bit)`: the 64-bit ones
+    /// first (so that every constant is aligned in the pool), each group in order of first
+    /// use.
+    pub(super) fn constants(&self) -> Vec<(u64, bool)> {
+        let mut out = Vec::new();
+        for p in &self.programs {
+            let args = p
+                .insts
+                .iter()
+                .flat_map(|i| i.args.iter().map(|&a| (a, i.wide)));
+            for (a, wide) in args.chain([(p.result, false)]) {
+                if let program::Arg::Const(bits) = a {
+                    let bits = if wide {
+                        bits
+                    } else {
+                        bits & u64::from(u32::MAX)
+                    };
+                    if !out.contains(&(bits, wide)) {
+                        out.push((bits, wide));
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|&(_, wide)| !wide);
+        out
     }
 
     /// The callee-saved registers the code uses (pushed in this order).
@@ -406,6 +419,67 @@ impl Layout {
         saved.push(r15);
         saved
     }
+}
+
+/// The one- or two-instruction lowering of computing slot `k`, if it has one: the `f32`
+/// ops of [`Lowering`] (others get a [`program::Program`]). Records the auxiliary constants
+/// it needs in `aux`.
+fn direct(plan: &KernelPlan, k: SlotId, aux: &mut Vec<(Aux, usize)>) -> Option<Lowering> {
+    let slot = &plan.slots[k];
+    if slot.ty != ElementType::F32 {
+        return None;
+    }
+    let mut need = |a: Aux| {
+        if !aux.iter().any(|&(b, _)| b == a) {
+            aux.push((a, 0));
+        }
+    };
+    Some(match &slot.op {
+        SlotOp::Binary(
+            op @ (BinaryOp::Add | BinaryOp::Subtract | BinaryOp::Multiply | BinaryOp::Divide),
+            a,
+            b,
+        ) => Lowering::Arith(*op, *a, *b),
+        SlotOp::Binary(op @ (BinaryOp::Maximum | BinaryOp::Minimum), a, b) => {
+            let constant = |s: SlotId| float_constant(&plan.slots[s], ElementType::F32);
+            let (x, c, value) = match (constant(*b), constant(*a)) {
+                (Some(v), _) => (*a, *b, v),
+                (None, Some(v)) => (*b, *a, v),
+                (None, None) => return None,
+            };
+            let blend = match constant_bound_test(*op, value) {
+                FloatCC::LessThanOrEqual => Some(CMP_LE_OQ),
+                FloatCC::GreaterThanOrEqual => Some(CMP_GE_OQ),
+                _ => None,
+            };
+            Lowering::Bound {
+                op: *op,
+                x,
+                c,
+                blend,
+            }
+        }
+        SlotOp::Unary(u, x) => match u {
+            UnaryOp::Negative => {
+                need(Aux::SignMask);
+                Lowering::SignBit { x: *x, flip: true }
+            }
+            UnaryOp::Abs => {
+                need(Aux::AbsMask);
+                Lowering::SignBit { x: *x, flip: false }
+            }
+            UnaryOp::Relu => {
+                need(Aux::Zero);
+                Lowering::Relu(*x)
+            }
+            UnaryOp::Sqrt => Lowering::Sqrt(*x),
+            UnaryOp::Floor => Lowering::RoundTo(*x, ROUND_DOWN),
+            UnaryOp::Ceil => Lowering::RoundTo(*x, ROUND_UP),
+            UnaryOp::Round => Lowering::RoundTo(*x, ROUND_NEAREST),
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 /// The per-element loads that can be the memory operand of their reader: read once, by an
@@ -435,7 +509,7 @@ fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool])
             | Lowering::Sqrt(x)
             | Lowering::RoundTo(x, _)
             | Lowering::Bound { x, blend: None, .. } => foldable(x).then_some(x),
-            Lowering::Bound { .. } => None,
+            Lowering::Bound { .. } | Lowering::Program(_) => None,
         };
         if let Some(o) = pick {
             folded[o] = true;
@@ -445,16 +519,21 @@ fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool])
 }
 
 /// Vector registers: invariant slots and the auxiliary constants pinned first, then the
-/// loop body's values, each register free again after the last reader of its value. `None`
-/// when they do not fit in 32.
+/// loop body's values, each register free again after the last reader of its value. A slot
+/// with a program (`scratch[k]`: how many scratch registers it needs) gets its register
+/// before its operands' are freed, so that it differs from theirs, and its scratch
+/// registers for the time it is computed (a pinned one: the registers after the pinned
+/// ones, free while the preheader computes it). `None` when they do not fit in 32.
 fn allocate(
     plan: &KernelPlan,
     pinned: &[bool],
     folded: &[bool],
+    scratch: &[Option<usize>],
     aux: &mut [(Aux, usize)],
-) -> Option<Vec<usize>> {
+) -> Option<(Vec<usize>, Vec<Vec<usize>>)> {
     let n = plan.slots.len();
     let mut reg = vec![usize::MAX; n];
+    let mut scratch_reg = vec![Vec::new(); n];
     let mut next = 0usize;
     for k in 0..n {
         if pinned[k] {
@@ -468,6 +547,13 @@ fn allocate(
     }
     if next > ZMM.len() {
         return None;
+    }
+    for k in (0..n).filter(|&k| pinned[k]) {
+        let t = scratch[k].unwrap_or(0);
+        if next + t > ZMM.len() {
+            return None;
+        }
+        scratch_reg[k] = (next..next + t).collect();
     }
     let mut last_use: Vec<Option<usize>> = vec![None; n];
     for (k, s) in plan.slots.iter().enumerate() {
@@ -485,6 +571,12 @@ fn allocate(
         if pinned[k] || folded[k] {
             continue;
         }
+        if let Some(t) = scratch[k] {
+            reg[k] = free.pop()?;
+            let regs: Vec<usize> = (0..t).map(|_| free.pop()).collect::<Option<_>>()?;
+            free.extend(regs.iter().rev());
+            scratch_reg[k] = regs;
+        }
         let mut ops = operands(&s.op);
         ops.dedup();
         for o in ops {
@@ -492,11 +584,13 @@ fn allocate(
                 free.push(reg[o]);
             }
         }
-        reg[k] = free.pop()?;
+        if scratch[k].is_none() {
+            reg[k] = free.pop()?;
+        }
         if last_use[k].is_none() {
             // Only stored (an output), right after it is computed.
             free.push(reg[k]);
         }
     }
-    Some(reg)
+    Some((reg, scratch_reg))
 }

@@ -47,7 +47,7 @@ fn run(k: &JitKernel, inputs: &[&Tensor], count: usize, range: (usize, usize)) -
 /// the whole space and over a range that starts inside a strip; returns whether it called
 /// the library.
 fn same_as_inline(what: &str, body: &Function, inputs: &[&Tensor]) -> bool {
-    let lib = JitKernel::compile(body).unwrap();
+    let lib = JitKernel::compile_for(body, &strips()).unwrap();
     let inline = JitKernel::compile_inline(body).unwrap();
     assert!(!inline.calls_library());
     let n = lib.element_count();
@@ -69,6 +69,12 @@ fn same_as_inline(what: &str, body: &Function, inputs: &[&Tensor]) -> bool {
 /// Whether [`JitKernel::compile`] plans library calls here (the host and the environment).
 fn library_on() -> bool {
     Target::from_env().veclib()
+}
+
+/// The target of the library's code path: Cranelift code in strips, without AVX-512 code
+/// (which computes every function inline, `graphlift_codegen::avx512`).
+fn strips() -> Target {
+    Target::from_env().with_avx512(false)
 }
 
 #[test]
@@ -170,7 +176,10 @@ fn a_kernel_of_one_call_has_no_loop_and_no_buffer() {
             let ys = Tensor::from_vec(data(n, 9), [n]).unwrap();
             assert_eq!(same_as_inline(what, &body, &[&xs, &ys]), library_on());
             if library_on() {
-                let ir = JitKernel::compile(&body).unwrap().ir().to_string();
+                let ir = JitKernel::compile_for(&body, &strips())
+                    .unwrap()
+                    .ir()
+                    .to_string();
                 assert!(!ir.contains("stack_addr"), "{what}: {ir}");
             }
         }
@@ -224,7 +233,7 @@ fn chains_of_calls_stay_exact_and_long_ones_compile_inline() {
         let called = same_as_inline(&format!("depth {depth}"), &body, &[&xs]);
         assert_eq!(called, library_on() && depth <= 8, "depth {depth}");
         if called {
-            let k = JitKernel::compile(&body).unwrap();
+            let k = JitKernel::compile_for(&body, &strips()).unwrap();
             let strips = StripPlan::of(&k.compiled().plan).unwrap();
             assert_eq!(strips.kept_for_later_stages(), 1, "depth {depth}: `w`");
         }
@@ -233,7 +242,7 @@ fn chains_of_calls_stay_exact_and_long_ones_compile_inline() {
 
 /// The library functions the kernel of `body` calls (none when it is not strip-mined).
 fn called(body: &Function) -> Vec<VecFn> {
-    let k = JitKernel::compile(body).unwrap();
+    let k = JitKernel::compile_for(body, &strips()).unwrap();
     StripPlan::of(&k.compiled().plan).map_or_else(Vec::new, |s| s.functions())
 }
 

@@ -1,0 +1,546 @@
+//! Sixteen-lane programs for the slots the assembler has no single instruction for (`exp`,
+//! `log`, `erf`, comparisons, selects, …): the slot's inline Cranelift lowering
+//! ([`crate::lower::lower`] at four lanes, the code every other kernel runs) translated
+//! instruction by instruction into AVX-512 operations on whole `zmm` registers. Each
+//! Cranelift operation on `F32X4` / `I32X4` lanes acts on every lane alike, so the same
+//! operations on sixteen lanes give every lane the same bits: one definition of each
+//! function, and no second copy to keep in step.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, AbiParam, Function, InstructionData, Opcode, Signature, Type, UserFuncName, Value,
+};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use foldhash::HashMap;
+use graphlift_ir::{ElementType, UnaryOp};
+use smallvec::{smallvec, SmallVec};
+
+use super::Refusal;
+use crate::lanes::{Emit, Lanes};
+use crate::lower::{lower, HelperRefs};
+use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
+use crate::vmath;
+
+use super::program_order::{interleave_halves, live, registers, MAX_ZIPPED_SCRATCH};
+
+/// An operand of a program's operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    /// Operand `i` of the slot (its register).
+    Input(usize),
+    /// The value of operation `i` of the program.
+    Value(usize),
+    /// The constant in every lane (read from the kernel's constant pool): its low 32 bits,
+    /// or all 64 for an operation on 64-bit lanes.
+    Const(u64),
+}
+
+/// An operation on sixteen 32-bit lanes, or eight 64-bit ones ([`Inst::wide`]), each one
+/// AVX-512F instruction or a few (`super::program_emit` says which). Masks (the results of
+/// comparisons, and `bool` values) are lanes of all ones or all zeros, as in Cranelift's
+/// vector code.
+///
+/// 64-bit lanes hold `f32` lanes promoted to `f64`, as Cranelift's `F64X2` code of `Power`
+/// on `f32` does two lanes at a time: [`Op::PromoteLow`] and [`Op::PromoteHigh`] take lanes
+/// 0–7 and 8–15 of sixteen `f32` lanes, [`Op::Demote`] rounds eight back to `f32`, and
+/// [`Op::Combine`] puts two such halves together (the four-lane code's shuffles, scaled
+/// from two lanes a half to eight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `vaddps a, b`.
+    FAdd,
+    /// `vsubps a, b`.
+    FSub,
+    /// `vmulps a, b`.
+    FMul,
+    /// `vdivps a, b`.
+    FDiv,
+    /// `a·b + c` rounded once (`vfmadd…ps`).
+    Fma,
+    /// `vmaxps a, b`: `b` where either is NaN or both are zero (x86's rule).
+    XMax,
+    /// `vminps a, b`: as [`Op::XMax`].
+    XMin,
+    /// `vsqrtps`.
+    Sqrt,
+    /// `vrndscaleps` with the immediate.
+    Round(i32),
+    /// `vcmpps` with the predicate, expanded to a mask.
+    FCmp(i32),
+    /// `vpaddd`.
+    IAdd,
+    /// `vpsubd`.
+    ISub,
+    /// `vpmulld`.
+    IMul,
+    /// `vpandd`.
+    And,
+    /// `vpord`.
+    Or,
+    /// `vpxord`.
+    Xor,
+    /// `vpslld` by the immediate.
+    Shl(u32),
+    /// `vpsrld` by the immediate.
+    Ushr(u32),
+    /// `vpsrad` by the immediate.
+    Sshr(u32),
+    /// `vpcmpd` (signed) or `vpcmpud` (unsigned) with the predicate, expanded to a mask.
+    ICmp { pred: i32, unsigned: bool },
+    /// `vpmaxsd`.
+    SMax,
+    /// `vpminsd`.
+    SMin,
+    /// `vpmaxud`.
+    UMax,
+    /// `vpminud`.
+    UMin,
+    /// `vcvtdq2ps`.
+    FromInt,
+    /// `vcvttps2dq`: `i32::MIN` for NaN and out-of-range lanes (x86's rule).
+    ToIntTruncate,
+    /// `a ? b : c` for a mask `a` (`vptestmd`, then a blend).
+    Select,
+    /// `a` itself (a register copy or a broadcast).
+    Copy,
+    /// `f32` lanes 0–7 of `a` as eight `f64` (`vcvtps2pd`).
+    PromoteLow,
+    /// `f32` lanes 8–15 of `a` as eight `f64`.
+    PromoteHigh,
+    /// Eight `f64` lanes rounded to `f32` lanes 0–7 (`vcvtpd2ps`; lanes 8–15 zero).
+    Demote,
+    /// `f32` lanes 0–7 of `a`, then lanes 0–7 of `b` (`vinsertf64x4`).
+    Combine,
+}
+
+/// One operation and its operands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inst {
+    /// The operation.
+    pub op: Op,
+    /// Its operands, in the order of [`Op`]'s description.
+    pub args: SmallVec<[Arg; 3]>,
+    /// Whether it works on eight 64-bit lanes (`f64`, `i64`) rather than sixteen 32-bit.
+    pub wide: bool,
+}
+
+/// The program of one slot: its operations in order, the value that is the slot's, and the
+/// register plan: each operation's value in a scratch register or the slot's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// The operations.
+    pub insts: Vec<Inst>,
+    /// The slot's value.
+    pub result: Arg,
+    /// Where each operation's value goes: `None` for the slot's own register, else a
+    /// scratch register by index (`0..scratch`). An operation's register is never one of its
+    /// operands' (so that a destructive instruction may write it before reading them).
+    pub reg: Vec<Option<usize>>,
+    /// Scratch registers the program needs besides its operands' and the slot's.
+    pub scratch: usize,
+    /// For `Sin`, `Cos`, `Tan`: the function (its index in [`UnaryOp::TRIG`]) and the mask
+    /// of the lanes in the range of the inline code (kept to the end); the other lanes are
+    /// the reference's scalar function's.
+    pub fallback: Option<(usize, Arg)>,
+}
+
+/// `vcmpps` predicates (quiet) for Cranelift's float condition codes.
+fn float_predicate(cc: FloatCC) -> i32 {
+    match cc {
+        FloatCC::Ordered => 0x07,
+        FloatCC::Unordered => 0x03,
+        FloatCC::Equal => 0x00,
+        FloatCC::NotEqual => 0x04,
+        FloatCC::OrderedNotEqual => 0x0C,
+        FloatCC::UnorderedOrEqual => 0x08,
+        FloatCC::LessThan => 0x11,
+        FloatCC::LessThanOrEqual => 0x12,
+        FloatCC::GreaterThan => 0x1E,
+        FloatCC::GreaterThanOrEqual => 0x1D,
+        FloatCC::UnorderedOrLessThan => 0x19,
+        FloatCC::UnorderedOrLessThanOrEqual => 0x1A,
+        FloatCC::UnorderedOrGreaterThan => 0x16,
+        FloatCC::UnorderedOrGreaterThanOrEqual => 0x15,
+    }
+}
+
+/// `vpcmp[u]d` predicates for Cranelift's integer condition codes: `(predicate, unsigned)`.
+fn int_predicate(cc: IntCC) -> (i32, bool) {
+    match cc {
+        IntCC::Equal => (0, false),
+        IntCC::NotEqual => (4, false),
+        IntCC::SignedLessThan => (1, false),
+        IntCC::SignedLessThanOrEqual => (2, false),
+        IntCC::SignedGreaterThan => (6, false),
+        IntCC::SignedGreaterThanOrEqual => (5, false),
+        IntCC::UnsignedLessThan => (1, true),
+        IntCC::UnsignedLessThanOrEqual => (2, true),
+        IntCC::UnsignedGreaterThan => (6, true),
+        IntCC::UnsignedGreaterThanOrEqual => (5, true),
+    }
+}
+
+/// The Cranelift vector type of a slot's element type at four lanes (`bool` as `I32X4`
+/// masks), or `None` for one that sixteen 32-bit lanes do not hold.
+fn lane_type(t: ElementType) -> Option<Type> {
+    match t {
+        ElementType::F32 => Some(types::F32X4),
+        ElementType::I32 | ElementType::Bool => Some(types::I32X4),
+        _ => None,
+    }
+}
+
+/// The program of computing slot `k` of `plan`: its four-lane lowering, translated.
+///
+/// # Errors
+/// [`Refusal::Op`] naming the op when its lowering uses what has no sixteen-lane
+/// translation here: control flow (the scalar fallbacks of `Sin`, `Cos`, `Tan`), calls to
+/// host helpers, shuffles other than `Power`'s, 64-bit lanes but promoted `f32` ones.
+pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
+    let slot = &plan.slots[k];
+    let name = || Refusal::Op(op_name(&slot.op));
+    let ops = operands(&slot.op);
+    let mut func =
+        Function::with_name_signature(UserFuncName::default(), Signature::new(CallConv::SystemV));
+    let mut fbc = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut func, &mut fbc);
+    let block = b.create_block();
+    let mut params = Vec::with_capacity(ops.len());
+    for &o in &ops {
+        let ty = lane_type(plan.slots[o].ty).ok_or_else(name)?;
+        params.push(b.append_block_param(block, ty));
+    }
+    b.switch_to_block(block);
+    // `Sin`, `Cos`, `Tan`: the inline code and its range test; the lanes outside the range
+    // are the reference's, by a call (`program_emit`), as the Cranelift code's are.
+    let trig = match slot.op {
+        SlotOp::Unary(u, _) if vmath::trig_fallback(u, slot.ty) => {
+            UnaryOp::TRIG.iter().position(|&t| t == u)
+        }
+        _ => None,
+    };
+    let (result, in_range) = {
+        let mut e = Emit::new(&mut b, Lanes::X4);
+        match (trig, &slot.op) {
+            (Some(_), &SlotOp::Unary(u, _)) => {
+                let fast = vmath::emit(&mut e, u, slot.ty, params[0]).ok_or_else(name)?;
+                (fast, Some(vmath::trig::in_range(&mut e, params[0])))
+            }
+            _ => (
+                lower(&mut e, &HelperRefs::default(), slot, &plan.slots, &params)
+                    .map_err(|_| name())?,
+                None,
+            ),
+        }
+    };
+    let result_ty = b.func.dfg.value_type(result);
+    b.func.signature.returns.push(AbiParam::new(result_ty));
+    if func.layout.blocks().count() != 1 {
+        return Err(name());
+    }
+    let mut t = Translation {
+        func: &func,
+        args: HashMap::default(),
+        high: HashMap::default(),
+        insts: Vec::new(),
+        wide: false,
+    };
+    for (i, &p) in params.iter().enumerate() {
+        t.args.insert(p, Arg::Input(i));
+    }
+    for inst in func.layout.block_insts(block) {
+        t.inst(inst).ok_or_else(name)?;
+    }
+    let result = t.arg(result).ok_or_else(name)?;
+    let in_range = match in_range {
+        Some(v) => Some(t.arg(v).ok_or_else(name)?),
+        None => None,
+    };
+    let (insts, roots) = live(t.insts, &[Some(result), in_range]);
+    let (result, in_range) = (roots[0].ok_or_else(name)?, roots[1]);
+    let (mut insts, mut result, mut in_range) = (insts, result, in_range);
+    let (mut reg, mut scratch) = registers(&insts, result, in_range);
+    if let Some((zipped, index)) = interleave_halves(&insts) {
+        let renumber = |a: Arg| match a {
+            Arg::Value(j) => Arg::Value(index[j]),
+            a => a,
+        };
+        let (r, k) = (renumber(result), in_range.map(renumber));
+        let (zreg, zscratch) = registers(&zipped, r, k);
+        if zscratch <= MAX_ZIPPED_SCRATCH {
+            (insts, result, in_range, reg, scratch) = (zipped, r, k, zreg, zscratch);
+        }
+    }
+    Ok(Program {
+        insts,
+        result,
+        reg,
+        scratch,
+        fallback: trig.zip(in_range),
+    })
+}
+
+/// The name of a slot's op in a refusal.
+fn op_name(op: &SlotOp) -> String {
+    match op {
+        SlotOp::Unary(u, _) => format!("{u:?}"),
+        SlotOp::Binary(b, ..) => format!("{b:?}"),
+        SlotOp::Compare(c, ..) => format!("{c:?}"),
+        SlotOp::Select(..) => "Select".into(),
+        SlotOp::Convert(_) => "Convert".into(),
+        SlotOp::Load { .. } | SlotOp::Const(_) => "a load".into(),
+    }
+}
+
+/// The state of one translation: what each Cranelift value is.
+struct Translation<'f> {
+    func: &'f Function,
+    args: HashMap<Value, Arg>,
+    /// Values that are the upper two lanes of a four-lane value (the shuffle before a
+    /// promotion): lanes 8–15 of that value here.
+    high: HashMap<Value, Arg>,
+    insts: Vec<Inst>,
+    /// Whether the instruction being translated works on 64-bit lanes.
+    wide: bool,
+}
+
+impl Translation<'_> {
+    fn arg(&self, v: Value) -> Option<Arg> {
+        self.args.get(&v).copied()
+    }
+
+    /// Appends `op` on `args` as the value of `v`.
+    fn push(&mut self, v: Value, op: Op, args: SmallVec<[Arg; 3]>) -> Option<()> {
+        let a = self.value(op, args);
+        self.args.insert(v, a);
+        Some(())
+    }
+
+    /// Appends `op` on `args` (at the current width) and returns its value.
+    fn value(&mut self, op: Op, args: SmallVec<[Arg; 3]>) -> Arg {
+        self.insts.push(Inst {
+            op,
+            args,
+            wide: self.wide,
+        });
+        Arg::Value(self.insts.len() - 1)
+    }
+
+    /// The sign bit of a lane at the current width.
+    fn sign_bit(&self) -> Arg {
+        Arg::Const(if self.wide { 1 << 63 } else { 1 << 31 })
+    }
+
+    /// All ones in a lane at the current width.
+    fn all_ones(&self) -> Arg {
+        Arg::Const(if self.wide {
+            u64::MAX
+        } else {
+            u64::from(u32::MAX)
+        })
+    }
+
+    /// Translates one instruction; `None` when it has no translation.
+    fn inst(&mut self, inst: cranelift_codegen::ir::Inst) -> Option<()> {
+        let dfg = &self.func.dfg;
+        let data = &dfg.insts[inst];
+        let opcode = data.opcode();
+        if opcode == Opcode::Return {
+            return Some(());
+        }
+        let &[v] = dfg.inst_results(inst) else {
+            return None;
+        };
+        let ty = dfg.value_type(v);
+        let args: SmallVec<[Value; 3]> = dfg.inst_args(inst).iter().copied().collect();
+        // A scalar `iconst` is a shift amount (`ishl_imm` and the like build one).
+        if let InstructionData::UnaryImm {
+            opcode: Opcode::Iconst,
+            ..
+        } = data
+        {
+            return Some(());
+        }
+        if opcode == Opcode::Bitcast {
+            // The same bits: the same value (or the same upper half).
+            if let Some(&h) = self.high.get(&args[0]) {
+                self.high.insert(v, h);
+                return Some(());
+            }
+            let x = self.arg(args[0])?;
+            self.args.insert(v, x);
+            return Some(());
+        }
+        if let InstructionData::Shuffle { imm, .. } = data {
+            let mask = dfg.immediates.get(*imm)?.as_slice();
+            let upper: Vec<u8> = (8..16).chain(8..16).collect();
+            let halves: Vec<u8> = (0..8).chain(16..24).collect();
+            if mask == upper.as_slice() {
+                let x = self.arg(args[0])?;
+                if self.arg(args[1]) != Some(x) {
+                    return None;
+                }
+                self.high.insert(v, x);
+                return Some(());
+            }
+            if mask == halves.as_slice() {
+                self.wide = false;
+                let (a, b) = (self.arg(args[0])?, self.arg(args[1])?);
+                return self.push(v, Op::Combine, smallvec![a, b]);
+            }
+            return None;
+        }
+        // (A demotion reads 64-bit lanes.)
+        self.wide = ty == types::F64X2 || ty == types::I64X2 || opcode == Opcode::Fvdemote;
+        let vector = self.wide || ty == types::F32X4 || ty == types::I32X4;
+        let float = ty == types::F32X4 || ty == types::F64X2;
+        if !vector {
+            return None;
+        }
+        let lane_bits: i64 = if self.wide { 63 } else { 31 };
+        let a = |i: usize| self.arg(args[i]);
+        let shift = |t: &Self| -> Option<u32> {
+            // The amount is taken modulo the lane width, as Cranelift does.
+            let def = t.func.dfg.value_def(args[1]).inst()?;
+            match t.func.dfg.insts[def] {
+                InstructionData::UnaryImm { imm, .. } => Some((imm.bits() & lane_bits) as u32),
+                _ => None,
+            }
+        };
+        let (op, ops): (Op, SmallVec<[Arg; 3]>) = match (opcode, data) {
+            (
+                Opcode::Vconst,
+                InstructionData::UnaryConst {
+                    constant_handle, ..
+                },
+            ) => {
+                let bytes = dfg.constants.get(*constant_handle).as_slice();
+                let width = if self.wide { 8 } else { 4 };
+                let lane = |i: usize| -> Option<u64> {
+                    let mut b = [0u8; 8];
+                    b[..width].copy_from_slice(bytes.get(width * i..width * (i + 1))?);
+                    Some(u64::from_le_bytes(b))
+                };
+                let bits = lane(0)?;
+                if (1..16 / width).any(|i| lane(i) != Some(bits)) {
+                    return None;
+                }
+                self.args.insert(v, Arg::Const(bits));
+                return Some(());
+            }
+            (Opcode::FvpromoteLow, _) => {
+                let (op, x) = match self.high.get(&args[0]) {
+                    Some(&h) => (Op::PromoteHigh, h),
+                    None => (Op::PromoteLow, a(0)?),
+                };
+                // (A constant would be read at the instruction's width, 64 bits.)
+                if matches!(x, Arg::Const(_)) {
+                    return None;
+                }
+                (op, smallvec![x])
+            }
+            (Opcode::Fvdemote, _) => (Op::Demote, smallvec![a(0)?]),
+            (Opcode::Fadd, _) if float => (Op::FAdd, smallvec![a(0)?, a(1)?]),
+            (Opcode::Fsub, _) if float => (Op::FSub, smallvec![a(0)?, a(1)?]),
+            (Opcode::Fmul, _) if float => (Op::FMul, smallvec![a(0)?, a(1)?]),
+            (Opcode::Fdiv, _) if float => (Op::FDiv, smallvec![a(0)?, a(1)?]),
+            (Opcode::Fma, _) if float => {
+                let (x, y, c) = (a(0)?, a(1)?, a(2)?);
+                // The instruction takes one constant factor at most (see `program_emit`).
+                let x = match (x, y) {
+                    (Arg::Const(_), Arg::Const(_)) => self.value(Op::Copy, smallvec![x]),
+                    _ => x,
+                };
+                (Op::Fma, smallvec![x, y, c])
+            }
+            (Opcode::Sqrt, _) if float => (Op::Sqrt, smallvec![a(0)?]),
+            (Opcode::Floor, _) if float => (Op::Round(super::ROUND_DOWN), smallvec![a(0)?]),
+            (Opcode::Ceil, _) if float => (Op::Round(super::ROUND_UP), smallvec![a(0)?]),
+            (Opcode::Nearest, _) if float => (Op::Round(super::ROUND_NEAREST), smallvec![a(0)?]),
+            (Opcode::Trunc, _) if float => (Op::Round(super::ROUND_TRUNCATE), smallvec![a(0)?]),
+            (Opcode::Fneg, _) if float => (Op::Xor, smallvec![a(0)?, self.sign_bit()]),
+            (Opcode::Fabs, _) if float => {
+                let mask = Arg::Const(if self.wide {
+                    u64::MAX >> 1
+                } else {
+                    u64::from(u32::MAX >> 1)
+                });
+                (Op::And, smallvec![a(0)?, mask])
+            }
+            (Opcode::Fmax | Opcode::Fmin, _) if float && !self.wide => {
+                return self.min_max(v, opcode == Opcode::Fmax, a(0)?, a(1)?);
+            }
+            (Opcode::Fcmp, InstructionData::FloatCompare { cond, .. }) => {
+                (Op::FCmp(float_predicate(*cond)), smallvec![a(0)?, a(1)?])
+            }
+            (Opcode::Icmp, InstructionData::IntCompare { cond, .. }) => {
+                let (pred, unsigned) = int_predicate(*cond);
+                (Op::ICmp { pred, unsigned }, smallvec![a(0)?, a(1)?])
+            }
+            (Opcode::Iadd, _) => (Op::IAdd, smallvec![a(0)?, a(1)?]),
+            (Opcode::Isub, _) => (Op::ISub, smallvec![a(0)?, a(1)?]),
+            // (`vpmullq` is AVX-512DQ.)
+            (Opcode::Imul, _) if !self.wide => (Op::IMul, smallvec![a(0)?, a(1)?]),
+            (Opcode::Ineg, _) => (Op::ISub, smallvec![Arg::Const(0), a(0)?]),
+            (Opcode::Band, _) => (Op::And, smallvec![a(0)?, a(1)?]),
+            (Opcode::Bor, _) => (Op::Or, smallvec![a(0)?, a(1)?]),
+            (Opcode::Bxor, _) => (Op::Xor, smallvec![a(0)?, a(1)?]),
+            (Opcode::Bnot, _) => (Op::Xor, smallvec![a(0)?, self.all_ones()]),
+            (Opcode::Ishl, _) => (Op::Shl(shift(self)?), smallvec![a(0)?]),
+            (Opcode::Ushr, _) => (Op::Ushr(shift(self)?), smallvec![a(0)?]),
+            (Opcode::Sshr, _) => (Op::Sshr(shift(self)?), smallvec![a(0)?]),
+            (Opcode::Smax, _) => (Op::SMax, smallvec![a(0)?, a(1)?]),
+            (Opcode::Smin, _) => (Op::SMin, smallvec![a(0)?, a(1)?]),
+            (Opcode::Umax, _) => (Op::UMax, smallvec![a(0)?, a(1)?]),
+            (Opcode::Umin, _) => (Op::UMin, smallvec![a(0)?, a(1)?]),
+            (Opcode::Iabs, _) => {
+                let x = a(0)?;
+                let neg = self.value(Op::ISub, smallvec![Arg::Const(0), x]);
+                (Op::SMax, smallvec![x, neg])
+            }
+            (Opcode::FcvtFromSint, _) if float && !self.wide => (Op::FromInt, smallvec![a(0)?]),
+            (Opcode::FcvtToSintSat, _) if !self.wide => return self.saturating_int(v, a(0)?),
+            (Opcode::Bitselect, _) => (Op::Select, smallvec![a(0)?, a(1)?, a(2)?]),
+            _ => return None,
+        };
+        self.push(v, op, ops)
+    }
+
+    /// Cranelift's `fmax` / `fmin` (NaN if either is NaN, `-0 < +0`) from x86's: the
+    /// instruction both ways round, combined with `and` (max) or `or` (min) so that the
+    /// zero that must win wins; for `fmin` a NaN survives the `or`, for `fmax` a NaN lane is
+    /// replaced by `a + b` (a NaN).
+    fn min_max(&mut self, v: Value, max: bool, a: Arg, b: Arg) -> Option<()> {
+        let op = if max { Op::XMax } else { Op::XMin };
+        let ab = self.value(op, smallvec![a, b]);
+        let ba = self.value(op, smallvec![b, a]);
+        if !max {
+            return self.push(v, Op::Or, smallvec![ab, ba]);
+        }
+        let both = self.value(Op::And, smallvec![ab, ba]);
+        let nan = self.value(
+            Op::FCmp(float_predicate(FloatCC::Unordered)),
+            smallvec![a, b],
+        );
+        let sum = self.value(Op::FAdd, smallvec![a, b]);
+        self.push(v, Op::Select, smallvec![nan, sum, both])
+    }
+
+    /// Cranelift's `fcvt_to_sint_sat` (NaN → 0, saturating) from `vcvttps2dq`: lanes at or
+    /// above `2^31` become `i32::MAX`, NaN lanes 0 (below `-2^31` x86 already gives
+    /// `i32::MIN`).
+    fn saturating_int(&mut self, v: Value, x: Arg) -> Option<()> {
+        let t = self.value(Op::ToIntTruncate, smallvec![x]);
+        let big = self.value(
+            Op::FCmp(float_predicate(FloatCC::GreaterThanOrEqual)),
+            smallvec![x, Arg::Const(u64::from(2_147_483_648f32.to_bits()))],
+        );
+        let t = self.value(
+            Op::Select,
+            smallvec![big, Arg::Const(u64::from(i32::MAX as u32)), t],
+        );
+        let ordered = self.value(Op::FCmp(float_predicate(FloatCC::Ordered)), smallvec![x, x]);
+        self.push(v, Op::And, smallvec![t, ordered])
+    }
+}

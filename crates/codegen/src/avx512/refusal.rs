@@ -1,0 +1,56 @@
+//! Why a kernel is not AVX-512 code ([`Refusal`]): what `graphlift explain` prints for a
+//! kernel that stays with Cranelift.
+
+/// Why a kernel plan is not assembled here ([`Layout::of`]): it then goes through
+/// Cranelift's four-lane loops, or calls the vector math library in strips.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The plan was not marked for AVX-512 code: the target has it off (see
+    /// `graphlift_kernels::target::Target::avx512_off` for why).
+    Off,
+    /// The host cannot run the code (AVX-512F and BMI2).
+    Host,
+    /// The kernel streams its outputs through strip buffers, and all its ops are one or two
+    /// instructions (that code is as wide where it counts: the memory traffic).
+    Streams,
+    /// The kernel is not a four-lane one (`f64`, `i64` or mixed widths).
+    NotFourLane,
+    /// Its iteration space has 2^31 elements or more.
+    TooLarge,
+    /// A value or output is not `f32`.
+    NotF32,
+    /// An operation the assembler has no code for (its name).
+    Op(String),
+    /// An input read at two addressings, or rows or runs of different lengths.
+    Addressing,
+    /// More buffers than pointer registers, or more live values than vector registers.
+    Registers,
+    /// Every op it has no one-instruction code for is a call to the vector math library,
+    /// which runs in strips ([`crate::strip`]).
+    Library,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Off => write!(f, "AVX-512 kernels are off"),
+            Refusal::Host => write!(f, "the host lacks AVX-512F or BMI2"),
+            Refusal::Streams => write!(f, "it streams its outputs through strip buffers"),
+            Refusal::NotFourLane => write!(f, "its values are not all 32-bit"),
+            Refusal::TooLarge => write!(f, "it has 2^31 elements or more"),
+            Refusal::NotF32 => write!(f, "a value is not f32"),
+            Refusal::Op(op) => write!(f, "the assembler has no code for {op}"),
+            Refusal::Addressing => {
+                write!(
+                    f,
+                    "an input is read two ways, or its rows or runs differ in length"
+                )
+            }
+            Refusal::Registers => write!(f, "it needs more registers than x86-64 has"),
+            Refusal::Library => write!(
+                f,
+                "its vector math is all library calls, which run at the host's width"
+            ),
+        }
+    }
+}
