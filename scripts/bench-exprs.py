@@ -2,7 +2,8 @@
 """Elementwise expressions timed through `graphlift bench-expr FILE.onnx N` (issue 27).
 
     bench-exprs.py spellings GRAPHLIFT [--n 16384,1048576] [--rounds 3]
-    bench-exprs.py vs-c GRAPHLIFT [--n 16384,16777216] [--rounds 3] [--peers ../shared/peers]
+    bench-exprs.py vs-c GRAPHLIFT [--base BASE] [--n 16384,16777216] [--rounds 3]
+                   [--peers ../shared/peers]
 
 `spellings`: the graphs PyTorch, TensorFlow/Keras (tf2onnx) and PaddlePaddle (paddle2onnx)
 export for one activation (SiLU, GELU-erf, GELU-tanh, HardSigmoid, HardSwish, Softplus,
@@ -12,10 +13,12 @@ fastest spelling of the same function (issue 27: every spelling within 1.1x of t
 `vs-c`: E1-E4 (`bench-expr E1 N` beside the peers' own C program `cexternal`) and the
 expressions of EXPRESSIONS below, outside the library's forms (transcendental functions and
 broadcasts), beside a C loop of the same expression built with `gcc -O3 -march=native
--ffast-math` (glibc's vector math for the functions), run as its own process with the peers'
-protocol (inputs N(0, 1) from a fixed seed, checked against a float64 reference, seven
-batches of at least 20 ms, the median batch). Issue 27: within 1.5x of C at 2^14 and 1.15x
-at 2^24, on one thread.
+-ffast-math -fopenmp-simd` and `#pragma omp simd` (so gcc calls glibc's 16-lane vector math,
+libmvec, for the functions; without it the loops keep scalar calls), run as its own process
+with the peers' protocol (inputs N(0, 1) from a fixed seed, checked against a float64
+reference, seven batches of at least 20 ms, the median batch). `--base` times a second
+graphlift binary (an earlier build) in the same rounds. Issue 27: within 1.5x of C at 2^14
+and 1.15x at 2^24, on one thread.
 
 Both run every program once per round, rounds interleaved, and report the median over rounds
 (GRAPHLIFT_NUM_THREADS=1). The ONNX files and C programs go to a temporary directory. Needs
@@ -244,6 +247,7 @@ C_KERNEL = r"""
 void kernel(long rows, const float *restrict x, const float *restrict b, float *restrict y) {
     for (long r = 0; r < rows; r++) {
         const float *xr = x + r * 1024; float *yr = y + r * 1024;
+        #pragma omp simd
         for (long j = 0; j < 1024; j++) { float X = xr[j], B = b[BROWS ? r : j]; yr[j] = (EXPR); }
     }
 }
@@ -262,7 +266,8 @@ def c_program(tmp, name, expr, kind):
     with open(src_h, "w") as f:
         f.write(C_HARNESS.replace("(EXPR)", f"({expr})"))
     obj, exe = os.path.join(tmp, f"{name}_k.o"), os.path.join(tmp, name)
-    subprocess.run(["gcc", "-O3", "-march=native", "-ffast-math", "-c", src_k, "-o", obj], check=True)
+    subprocess.run(["gcc", "-O3", "-march=native", "-ffast-math", "-fopenmp-simd", "-c", src_k, "-o", obj],
+                   check=True)
     subprocess.run(["gcc", "-O2", *defs, src_h, obj, "-o", exe, "-lmvec", "-lm"], check=True)
     return exe
 
@@ -279,27 +284,32 @@ def peers_cexternal(tmp, peers):
 def vs_c(args, tmp):
     programs = {}
     cext = peers_cexternal(tmp, args.peers)
+    builds = [("graphlift", args.graphlift)] + ([("base", args.base)] if args.base else [])
     for n in args.n:
         rows = n // COLS
         for e in ["E1", "E2", "E3", "E4"]:
-            programs[(n, e, "graphlift")] = [args.graphlift, "bench-expr", e, str(n)]
+            for build, binary in builds:
+                programs[(n, e, build)] = [binary, "bench-expr", e, str(n)]
             programs[(n, e, "C")] = [cext, e, str(n)]
         for name, _, kind, build, expr in EXPRESSIONS:
             g = Graph()
             b_shape = [COLS] if kind == "row" else [rows, 1]
             path = os.path.join(tmp, f"{name}_{n}.onnx")
             onnx.save(g.model(build(g), [("x", [rows, COLS]), ("b", b_shape)], [rows, COLS]), path)
-            programs[(n, name, "graphlift")] = [args.graphlift, "bench-expr", path, str(n)]
+            for build, binary in builds:
+                programs[(n, name, build)] = [binary, "bench-expr", path, str(n)]
             programs[(n, name, "C")] = [c_program(tmp, name, expr, kind), str(n)]
     got = medians(programs, args.rounds)
-    print("| expr | what | " + " | ".join(f"2^{n.bit_length() - 1}: graphlift / C ns/el (ratio)" for n in args.n) + " |")
+    base = " (base)" if args.base else ""
+    print("| expr | what | " + " | ".join(f"2^{n.bit_length() - 1}: graphlift{base} / C ns/el (ratio)" for n in args.n) + " |")
     print("|---|---|" + "---|" * len(args.n))
     rows = [(e, "peers' " + e) for e in ["E1", "E2", "E3", "E4"]] + [(e[0], e[1]) for e in EXPRESSIONS]
     for name, what in rows:
         cells = []
         for n in args.n:
             gl, c = got[(n, name, "graphlift")], got[(n, name, "C")]
-            cells.append(f"{gl:.3f} / {c:.3f} ({gl / c:.2f})")
+            was = f" ({got[(n, name, 'base')]:.3f})" if args.base else ""
+            cells.append(f"{gl:.3f}{was} / {c:.3f} ({gl / c:.2f})")
         print(f"| {name} | {what} | " + " | ".join(cells) + " |")
 
 
@@ -309,6 +319,7 @@ def main():
     p.add_argument("graphlift")
     p.add_argument("--n", type=lambda s: [int(v) for v in s.split(",")])
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--base", help="a second graphlift binary timed in the same rounds (vs-c)")
     p.add_argument("--peers", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "peers"))
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
