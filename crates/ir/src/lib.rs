@@ -21,11 +21,13 @@ mod shape;
 mod storage_type;
 mod tensor_data;
 pub mod text;
+pub mod unroll;
 
 pub use attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform,
-    Distribution, LayerNorm, NearestMode, Pad, PadMode, RandomFill, ReduceOp, Reduction, Resize,
-    ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
+    Distribution, LayerNorm, NearestMode, Pad, PadMode, RandomFill, RecurrentActivation,
+    RecurrentCell, RecurrentDirection, RecurrentSequence, ReduceOp, Reduction, Resize, ResizeMode,
+    ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};
 pub use control_flow::ControlFlow;

@@ -117,6 +117,7 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.heads = Some(a.heads);
             dto.scale = Some(a.scale);
         }
+        Op::Recurrent(r) => dto.recurrent = Some((**r).clone()),
         Op::BatchNormInference(eps) => dto.epsilon = Some(*eps),
         Op::Convolution(c) => {
             dto.window = Some(c.window.clone());

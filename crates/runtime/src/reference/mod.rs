@@ -12,6 +12,7 @@ mod matmul;
 mod normalize;
 mod pad;
 mod random;
+mod recurrent;
 mod reduce;
 mod resize;
 mod scatter;
@@ -40,6 +41,7 @@ pub use matmul::{batch_offsets, matmul};
 pub use normalize::{batch_norm, layer_norm, softmax};
 pub use pad::{pad, source_index};
 pub use random::random;
+pub use recurrent::{recurrent, recurrent_operands, RecurrentLayout};
 pub use reduce::reduce;
 pub use resize::{axis_taps, resize, AxisTaps};
 pub use scatter::scatter_nd;
@@ -173,6 +175,14 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             let operand = |i: usize| (inputs[i].data(), inputs[i].shape());
             let mask = (inputs.len() > 3).then(|| operand(3));
             one(attention(operand(0), operand(1), operand(2), mask, a))
+        }
+        Op::Recurrent(r) => {
+            let operands: Vec<Operand<'_>> = inputs.iter().map(|t| (t.data(), t.shape())).collect();
+            recurrent(r, &operands)
+                .map_err(&fail)?
+                .into_iter()
+                .map(|(d, s)| Tensor::from_data(d, s).map_err(RuntimeError::from))
+                .collect()
         }
         Op::BatchNormInference(eps) => one(batch_norm(
             data(0),
