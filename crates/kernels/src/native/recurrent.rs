@@ -2,9 +2,9 @@
 //! `LSTMSequence`) on `f32`, one kernel per op instead of one node per time step: per
 //! direction the input projection of every step is one GEMM (`[rows, input] · Wᵀ`, the
 //! biases that add outside the recurrence folded in once), then each step multiplies the
-//! state by the recurrent weights (packed once per call as `Rᵀ` `[h, G·h]`, rows of which the
-//! step adds up scaled by the state: a GEMV with unit-stride, vectorised updates) and runs
-//! the gate maths in place, with the vector library's `sigmoid` and `tanh` on the gate
+//! state by the recurrent weights (the GEMM call's GEMV on `R` as ONNX lays it out, viewed
+//! transposed: nothing is packed per call, as streaming models run a few steps per call) and
+//! runs the gate maths in place, with the vector library's `sigmoid` and `tanh` on the gate
 //! strips. Bidirectional ops run their two directions on two threads when the pool has them.
 //! Operands are checked by the reference's `recurrent_operands`; anything it refuses, and
 //! other element types, go to the reference kernel.
@@ -13,7 +13,6 @@ use gemm::Parallelism;
 use graphlift_ir::{RecurrentActivation, RecurrentCell, RecurrentSequence, Shape, TensorData};
 use graphlift_runtime::reference::{recurrent_operands, RecurrentLayout};
 use graphlift_runtime::Tensor;
-use multiversion::multiversion;
 
 use super::gemm_call::{gemm_into, Strided};
 use crate::parallel::Parallel;
@@ -157,14 +156,7 @@ impl Problem<'_> {
             }
         }
         let rbh = &rb[gates - h..];
-        // Rᵀ [h, G·h]: row j holds R[k, j] for every gate row k.
         let rd = &self.rw[d * gates * h..(d + 1) * gates * h];
-        let mut rt = vec![0f32; h * gates];
-        for k in 0..gates {
-            for j in 0..h {
-                rt[j * gates + k] = rd[k * h + j];
-            }
-        }
         let peep = if self.p.is_empty() {
             &[][..]
         } else {
@@ -203,15 +195,14 @@ impl Problem<'_> {
                 } else {
                     gates
                 };
-                hr[..cols].fill(0.0);
-                gemv_rows(hb, &rt, gates, &mut hr[..cols]);
+                recurrent_product(rd, hb, &mut hr[..cols]);
                 match r.cell {
                     RecurrentCell::Rnn => {
                         add_into(xp, &hr, &mut s.pre);
                         gate(r, acts[0], &mut s.pre, hb);
                     }
                     RecurrentCell::Gru => {
-                        self.gru(acts, xp, &mut hr, &rt, rbh, hb, &mut s);
+                        self.gru(acts, xp, &mut hr, rd, rbh, hb, &mut s);
                     }
                     RecurrentCell::Lstm => {
                         let cb = &mut cs[b * h..(b + 1) * h];
@@ -232,14 +223,13 @@ impl Problem<'_> {
         acts: &[RecurrentActivation],
         xp: &[f32],
         hr: &mut [f32],
-        rt: &[f32],
+        rd: &[f32],
         rbh: &[f32],
         hb: &mut [f32],
         s: &mut Scratch,
     ) {
         let r = self.r;
         let h = r.hidden_size;
-        let gates = 3 * h;
         add_into(&xp[..2 * h], &hr[..2 * h], &mut s.pre[..2 * h]);
         let (zr, cand) = s.post.split_at_mut(2 * h);
         gate(r, acts[0], &mut s.pre[..2 * h], zr);
@@ -249,13 +239,12 @@ impl Problem<'_> {
                 s.pre[2 * h + j] = xp[2 * h + j] + rg[j] * (hr[2 * h + j] + rbh[j]);
             }
         } else {
-            // (rt ⊙ Ht-1)·Rhᵀ: the candidate's columns of Rᵀ.
+            // (rt ⊙ Ht-1)·Rhᵀ: the candidate's rows of R.
             for j in 0..h {
                 s.tmp[j] = rg[j] * hb[j];
             }
             let hh = &mut hr[2 * h..];
-            hh.fill(0.0);
-            gemv_rows_at(&s.tmp[..h], rt, gates, 2 * h, hh);
+            recurrent_product(&rd[2 * h * h..], &s.tmp[..h], hh);
             for j in 0..h {
                 s.pre[2 * h + j] = xp[2 * h + j] + hh[j];
             }
@@ -348,36 +337,29 @@ fn activate(act: RecurrentActivation, src: &[f32], dst: &mut [f32]) {
     }
 }
 
-/// `out += v · rt[.., ..out.len()]` for `rt` `[v.len(), stride]` row-major.
-fn gemv_rows(v: &[f32], rt: &[f32], stride: usize, out: &mut [f32]) {
-    gemv_rows_at(v, rt, stride, 0, out);
-}
-
-/// `out[c] += Σ_j v[j] · rt[j · stride + c0 + c]`: the state times columns
-/// `c0..c0 + out.len()` of `Rᵀ`, row by row (unit-stride updates that vectorise).
-/// Four rows at a time, so `out` is loaded and stored once per four rows.
-#[multiversion(targets = "simd")]
-fn gemv_rows_at(v: &[f32], rt: &[f32], stride: usize, c0: usize, out: &mut [f32]) {
-    let n = out.len();
-    let row = |j: usize| rt.get(j * stride + c0..j * stride + c0 + n);
-    let mut j = 0;
-    while j + 4 <= v.len() {
-        let (Some(r0), Some(r1), Some(r2), Some(r3)) = (row(j), row(j + 1), row(j + 2), row(j + 3))
-        else {
-            return;
-        };
-        let (v0, v1, v2, v3) = (v[j], v[j + 1], v[j + 2], v[j + 3]);
-        for c in 0..n {
-            out[c] += v0 * r0[c] + v1 * r1[c] + v2 * r2[c] + v3 * r3[c];
-        }
-        j += 4;
-    }
-    for (j, &vj) in v.iter().enumerate().skip(j) {
-        let Some(r) = row(j) else { return };
-        for (o, &w) in out.iter_mut().zip(r) {
-            *o += vj * w;
-        }
-    }
+/// `out = v · rowsᵀ` for `rows` `[out.len(), v.len()]` row-major (ONNX's `R`): the GEMM
+/// call's GEMV on the transposed view, nothing packed per call.
+fn recurrent_product(rows: &[f32], v: &[f32], out: &mut [f32]) {
+    let (n, h) = (out.len(), v.len());
+    let Some(rows) = rows.get(..n * h) else {
+        return;
+    };
+    gemm_into(
+        (out, Strided::row_major(1, n)),
+        (v, Strided::row_major(1, h)),
+        (
+            rows,
+            Strided {
+                rows: h,
+                cols: n,
+                row_stride: 1,
+                col_stride: h,
+            },
+        ),
+        1.0,
+        None,
+        Parallelism::None,
+    );
 }
 
 #[cfg(test)]
