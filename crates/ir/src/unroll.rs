@@ -172,7 +172,7 @@ impl<G: UnrollGraph> Unroller<'_, G> {
         let s = self
             .g
             .constant(TensorData::from_f64(self.et, &[c]), Shape::scalar())?;
-        self.g.op(Op::Broadcast(Shape::new(shape.to_vec())), &[s])
+        self.g.op(Op::Broadcast(Shape::new(shape)), &[s])
     }
 
     fn bin(&mut self, op: BinaryOp, a: Output, b: Output) -> Result<Output, G::Error> {
@@ -596,7 +596,7 @@ impl Body<'_> {
             step: 1,
         };
         let s = self.op(Op::Slice(axes), &[m])?;
-        let s = self.op(Op::Reshape(Shape::new(dims[1..].to_vec())), &[s])?;
+        let s = self.op(Op::Reshape(Shape::new(&dims[1..])), &[s])?;
         self.op(Op::Transpose(vec![1, 0]), &[s])
     }
 }

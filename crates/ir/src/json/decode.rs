@@ -496,13 +496,13 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
             Some(r) => {
                 return Err(invalid(
                     loc,
-                    &format!("op `{kind}` has the attributes of a {}", r.type_name()),
+                    format!("op `{kind}` has the attributes of a {}", r.type_name()),
                 ))
             }
             None => {
                 return Err(invalid(
                     loc,
-                    &format!("op `{kind}` needs the attribute `recurrent`"),
+                    format!("op `{kind}` needs the attribute `recurrent`"),
                 ))
             }
         },

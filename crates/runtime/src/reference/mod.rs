@@ -181,7 +181,7 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             recurrent(r, &operands)
                 .map_err(&fail)?
                 .into_iter()
-                .map(|(d, s)| Tensor::from_data(d, s).map_err(RuntimeError::from))
+                .map(|(d, s)| Tensor::from_data(d, s))
                 .collect()
         }
         Op::BatchNormInference(eps) => one(batch_norm(

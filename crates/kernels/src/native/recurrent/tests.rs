@@ -34,7 +34,7 @@ type Extents = (usize, usize, usize, usize);
 fn tensor(dims: &[usize], seed: u32, scale: f32) -> Tensor {
     let n = dims.iter().product();
     let x: Vec<f32> = uniform(n, seed).into_iter().map(|v| v * scale).collect();
-    Tensor::from_data(TensorData::F32(x), Shape::new(dims.to_vec())).unwrap()
+    Tensor::from_data(TensorData::F32(x), Shape::new(dims)).unwrap()
 }
 
 /// The operands of `r` for `extents`, `lengths` and random data.
