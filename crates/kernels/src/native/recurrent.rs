@@ -15,7 +15,7 @@ use graphlift_runtime::reference::{recurrent_operands, RecurrentLayout};
 use graphlift_runtime::Tensor;
 
 use super::gemm_call::{gemm_into, Strided};
-use crate::parallel::Parallel;
+use crate::parallel::{for_each, Parallel};
 use crate::veclib::{VecFn, MAX_PARAMS};
 
 /// `Y`, `Y_h` and (LSTM) `Y_c` of `r` on `inputs` (see `graphlift_ir::Op::Recurrent`), or
@@ -51,13 +51,23 @@ pub(super) fn recurrent(
             &[]
         },
     };
-    let runs: Vec<Run> = match parallel.pool() {
+    // Two directions run on two threads (the caller takes part). A single direction runs on
+    // one: splitting each step's product in two (DeepFilterNet's h = 256) cost as much in
+    // fork-joins as it saved.
+    let mut runs: Vec<Option<Run>> = (0..layout.dirs).map(|_| None).collect();
+    match parallel.pool() {
         Some(pool) if layout.dirs == 2 => {
-            let (a, b) = pool.join(|| op.direction(0), || op.direction(1));
-            vec![a, b]
+            for_each(pool, runs.iter_mut().enumerate(), |(d, slot)| {
+                *slot = Some(op.direction(d));
+            });
         }
-        _ => (0..layout.dirs).map(|d| op.direction(d)).collect(),
-    };
+        _ => {
+            for (d, slot) in runs.iter_mut().enumerate() {
+                *slot = Some(op.direction(d));
+            }
+        }
+    }
+    let runs: Vec<Run> = runs.into_iter().collect::<Option<_>>()?;
     let h = r.hidden_size;
     let (seq, batch) = (layout.seq, layout.batch);
     let mut y = vec![0f32; seq * layout.dirs * batch * h];
@@ -338,7 +348,8 @@ fn activate(act: RecurrentActivation, src: &[f32], dst: &mut [f32]) {
 }
 
 /// `out = v · rowsᵀ` for `rows` `[out.len(), v.len()]` row-major (ONNX's `R`): the GEMM
-/// call's GEMV on the transposed view, nothing packed per call.
+/// call's GEMV on the transposed view, nothing packed per call (packing `Rᵀ` once per call
+/// was slower on the zoo's few-step streaming calls).
 fn recurrent_product(rows: &[f32], v: &[f32], out: &mut [f32]) {
     let (n, h) = (out.len(), v.len());
     let Some(rows) = rows.get(..n * h) else {
