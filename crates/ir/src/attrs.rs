@@ -4,8 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
+mod recurrent;
 mod resize;
 
+pub use recurrent::{RecurrentActivation, RecurrentCell, RecurrentDirection, RecurrentSequence};
 pub use resize::{CoordinateTransform, NearestMode, Resize, ResizeMode};
 
 /// How a [`Reduction`] combines the elements of the reduced axes.

@@ -22,10 +22,12 @@ mod shape;
 mod storage_type;
 mod tensor_data;
 pub mod text;
+pub mod unroll;
 
 pub use attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform,
-    Distribution, LayerNorm, NearestMode, Pad, PadMode, QuantizedMatMul, RandomFill, ReduceOp,
+    Distribution, LayerNorm, NearestMode, Pad, PadMode, QuantizedMatMul, RandomFill,
+    RecurrentActivation, RecurrentCell, RecurrentDirection, RecurrentSequence, ReduceOp,
     Reduction, Resize, ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use crate::attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
-    PadMode, QuantizedMatMul, RandomFill, ReduceOp, Reduction, Resize, ScatterAdd,
+    PadMode, QuantizedMatMul, RandomFill, RecurrentSequence, ReduceOp, Reduction, Resize,
+    ScatterAdd,
     ScatterReduction, SliceAxis, TopK, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
@@ -258,6 +259,41 @@ pub enum Op {
     /// an error naming the op (gradients are built on the imported graph, before scope
     /// fusion, which refuses a block whose inner values the backward pass reads).
     Attention(Attention),
+    /// A whole recurrence over a sequence, one node per ONNX `RNN`, `GRU` or `LSTM` node
+    /// (nGraph's and OpenVINO's `RNNSequence`, `GRUSequence`, `LSTMSequence`;
+    /// [`RecurrentSequence`] holds the cell, direction, activations, clip and layout).
+    ///
+    /// Operands, in ONNX's order and all present (an importer supplies the defaults): `X`
+    /// `[seq, batch, input]` (layout 0), `W` `[dirs, G·h, input]`, `R` `[dirs, G·h, h]`, `B`
+    /// `[dirs, 2·G·h]` (`Wb` then `Rb`), `sequence_lens` `[batch]` (`i32` or `i64`, each in
+    /// `1..=seq`, read at run time), `initial_h` `[dirs, batch, h]`, and for LSTM
+    /// `initial_c` `[dirs, batch, h]` and the peepholes `P` `[dirs, 3·h]` (`i o f`), every
+    /// float operand of `X`'s float type; `G` is [`crate::RecurrentCell::gates`]. Outputs:
+    /// `Y` `[seq, dirs, batch, h]`, `Y_h` `[dirs, batch, h]` and for LSTM `Y_c`; with
+    /// [`RecurrentSequence::batch_major`] (layout 1) `X`, `Y` and the states have their
+    /// first two axes swapped.
+    ///
+    /// Each direction runs the ONNX equations step by step (`f g h` its activations, `⊙` the
+    /// elementwise product, the gate parts of `W`, `R`, `Wb`, `Rb` in ONNX's gate order):
+    ///
+    /// ```text
+    /// RNN:  Ht = f(Xt·Wᵀ + Ht-1·Rᵀ + Wb + Rb)
+    /// GRU:  zt = f(Xt·Wzᵀ + Ht-1·Rzᵀ + Wbz + Rbz)      rt = f(... r ...)
+    ///       ht = g(Xt·Whᵀ + (rt ⊙ Ht-1)·Rhᵀ + Rbh + Wbh)        (linear_before_reset = 0)
+    ///       ht = g(Xt·Whᵀ + rt ⊙ (Ht-1·Rhᵀ + Rbh) + Wbh)        (linear_before_reset = 1)
+    ///       Ht = (1 - zt) ⊙ ht + zt ⊙ Ht-1
+    /// LSTM: it = f(Xt·Wiᵀ + Ht-1·Riᵀ + Pi ⊙ Ct-1 + Wbi + Rbi)
+    ///       ft = f(Xt·Wfᵀ + Ht-1·Rfᵀ + Pf ⊙ Ct-1 + Wbf + Rbf)   (1 - it with input_forget)
+    ///       ct = g(Xt·Wcᵀ + Ht-1·Rcᵀ + Wbc + Rbc)
+    ///       Ct = ft ⊙ Ct-1 + it ⊙ ct
+    ///       ot = f(Xt·Woᵀ + Ht-1·Roᵀ + Po ⊙ Ct + Wbo + Rbo)
+    ///       Ht = ot ⊙ h(Ct)
+    /// ```
+    ///
+    /// with each gate's pre-activation clamped to `[-clip, clip]` when the op clips. A batch
+    /// entry of length `L` runs steps `0..L` (a reverse direction `L-1` down to 0); `Y` is 0
+    /// at its steps `L..`, and `Y_h`, `Y_c` are its states after its own last step.
+    Recurrent(Arc<RecurrentSequence>),
     /// A 2-D (or N-D) convolution of `x` `[N, C, D..]` with a filter `[M, C / groups, K..]`;
     /// no bias (importers add one as a broadcast `Add`).
     Convolution(Convolution),
@@ -355,6 +391,7 @@ impl Op {
             Op::Softmax(_) => "Softmax",
             Op::LayerNorm(_) => "LayerNorm",
             Op::Attention(_) => "Attention",
+            Op::Recurrent(r) => r.type_name(),
             Op::Convolution(_) => "Convolution",
             Op::BatchNormInference(_) => "BatchNormInference",
             Op::MaxPool(_) => "MaxPool",
@@ -454,6 +491,22 @@ impl fmt::Display for Op {
                 f,
                 "QuantizedMatMul<x_scale={:e}, x_zero_point={}>",
                 q.x_scale, q.x_zero_point
+            ),
+            Op::Recurrent(r) => write!(
+                f,
+                "{}<{:?}, hidden={}, activations={:?}, clip={:?}, batch_major={}{}{}>",
+                r.type_name(),
+                r.direction,
+                r.hidden_size,
+                r.activations,
+                r.clip,
+                r.batch_major,
+                if r.input_forget { ", input_forget" } else { "" },
+                if r.linear_before_reset {
+                    ", linear_before_reset"
+                } else {
+                    ""
+                },
             ),
             Op::BatchNormInference(eps) => write!(f, "BatchNormInference<epsilon={eps:e}>"),
             Op::Convolution(c) => {

@@ -168,6 +168,10 @@ impl FunctionBuilder {
                 (Op::FusedKernel(k), None) => {
                     (inputs, self.fused_adjoint(pass, &k.body, &ins, &gs)?)
                 }
+                (Op::Recurrent(r), None) => {
+                    let body = self.recurrent_body(pass, r, &inputs)?;
+                    (inputs, self.fused_adjoint(pass, &body, &ins, &gs)?)
+                }
                 (Op::ControlFlow(c), None) => {
                     let message = format!(
                         "no adjoint for {} (node `{}`): control flow is not differentiable \
@@ -285,6 +289,38 @@ impl FunctionBuilder {
         Ok(x.iter()
             .map(|v| v.output.and_then(|o| adjoints.remove(&o)))
             .collect())
+    }
+
+    /// A recurrent op's unrolled form ([`crate::unroll::decomposition`]), through which its
+    /// adjoint passes as a fused kernel's does through its body; its `sequence_lens` must be
+    /// a constant.
+    fn recurrent_body(
+        &self,
+        pass: &Pass<'_>,
+        r: &crate::RecurrentSequence,
+        inputs: &[Output],
+    ) -> Result<Function, IrError> {
+        let f = self.function.borrow();
+        let types = inputs
+            .iter()
+            .map(|&o| f.output_type(o).cloned())
+            .collect::<Result<Vec<_>, _>>()?;
+        let lens = inputs.get(4).map(|o| f.node(o.node)).transpose()?;
+        let lengths = match lens.map(|n| n.op()) {
+            Some(Op::Constant(d)) => (0..d.len())
+                .map(|i| d.get_f64(i).map(|v| v as usize))
+                .collect::<Option<Vec<usize>>>(),
+            _ => None,
+        };
+        let Some(lengths) = lengths else {
+            let message = format!(
+                "`{}` has no adjoint with sequence_lens known only at run time (a constant is \
+                 needed to unroll it)",
+                r.type_name()
+            );
+            return Err(derivative(pass.of, message));
+        };
+        crate::unroll::decomposition(r, &types, Some(lengths))
     }
 
     /// For `Log(Softmax(x))` whose softmax nothing else uses (a cross-entropy's log

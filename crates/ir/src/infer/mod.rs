@@ -3,6 +3,7 @@
 mod attention;
 mod backprop;
 mod quantized;
+mod recurrent;
 mod sampling;
 mod tensor_ops;
 
@@ -151,6 +152,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
         Op::Softmax(axis) => tensor_ops::softmax(*axis, inputs),
         Op::LayerNorm(l) => tensor_ops::layer_norm(l, inputs),
         Op::Attention(a) => attention::attention(a, inputs),
+        Op::Recurrent(r) => recurrent::recurrent(r, inputs),
         Op::Convolution(c) => tensor_ops::convolution(c, inputs),
         Op::BatchNormInference(eps) => tensor_ops::batch_norm(*eps, inputs),
         Op::MaxPool(w) => tensor_ops::max_pool(w, inputs),

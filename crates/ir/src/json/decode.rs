@@ -310,6 +310,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("pad_mode", op.pad_mode.is_some()),
         ("select_last_index", op.select_last_index.is_some()),
         ("resize", op.resize.is_some()),
+        ("recurrent", op.recurrent.is_some()),
         ("top_k", op.top_k.is_some()),
         ("reduction", op.reduction.is_some()),
         ("axis", op.axis.is_some()),
@@ -346,6 +347,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "LayerNorm" => &["axis", "epsilon"],
         "Attention" => &["heads", "scale"],
         "QuantizedMatMul" => &["scale", "zero_point"],
+        "RNNSequence" | "GRUSequence" | "LSTMSequence" => &["recurrent"],
         "BatchNormInference" => &["epsilon"],
         "Convolution" => &["window", "groups"],
         "ConvolutionBackpropData" | "ConvolutionBackpropFilters" => &["window", "groups", "shape"],
@@ -496,6 +498,21 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
             heads: op.heads.unwrap_or_default(),
             scale: op.scale.unwrap_or_default(),
         }),
+        "RNNSequence" | "GRUSequence" | "LSTMSequence" => match op.recurrent {
+            Some(r) if r.type_name() == kind => Op::Recurrent(Arc::new(r)),
+            Some(r) => {
+                return Err(invalid(
+                    loc,
+                    format!("op `{kind}` has the attributes of a {}", r.type_name()),
+                ))
+            }
+            None => {
+                return Err(invalid(
+                    loc,
+                    format!("op `{kind}` needs the attribute `recurrent`"),
+                ))
+            }
+        },
         "BatchNormInference" => Op::BatchNormInference(op.epsilon.unwrap_or_default()),
         "Convolution" => Op::Convolution(Convolution {
             window: op.window.unwrap_or_default(),

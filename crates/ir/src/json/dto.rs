@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::attrs::{PadMode, Resize, ScatterReduction, SliceAxis, TopK, Window};
+use crate::attrs::{PadMode, RecurrentSequence, Resize, ScatterReduction, SliceAxis, TopK, Window};
 
 /// The whole document: a format tag, a version and one function.
 ///
@@ -77,7 +77,8 @@ pub(super) struct NodeDto<N> {
 /// `resize` for `Resize`; `top_k` for `TopK`; `reduction` for `ScatterNd`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
 /// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
-/// and `Convolution`, which also takes `groups`; `heads` and `scale` for `Attention`.
+/// and `Convolution`, which also takes `groups`; `heads` and `scale` for `Attention`; `recurrent`
+/// for `RNNSequence`, `GRUSequence` and `LSTMSequence`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct OpDto<N> {
@@ -129,6 +130,9 @@ pub(super) struct OpDto<N> {
     /// `Resize`'s attribute (version 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resize: Option<Resize>,
+    /// The attributes of `RNNSequence`, `GRUSequence` and `LSTMSequence` (version 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recurrent: Option<RecurrentSequence>,
     /// `TopK`'s attribute (version 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_k: Option<TopK>,
@@ -179,6 +183,7 @@ impl<N> OpDto<N> {
             pad_mode: None,
             select_last_index: None,
             resize: None,
+            recurrent: None,
             top_k: None,
             reduction: None,
             axis: None,

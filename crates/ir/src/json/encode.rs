@@ -121,6 +121,7 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.scale = Some(f64::from(q.x_scale));
             dto.zero_point = Some(q.x_zero_point);
         }
+        Op::Recurrent(r) => dto.recurrent = Some((**r).clone()),
         Op::BatchNormInference(eps) => dto.epsilon = Some(*eps),
         Op::Convolution(c) => {
             dto.window = Some(c.window.clone());

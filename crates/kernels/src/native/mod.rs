@@ -14,6 +14,7 @@ mod matmul;
 mod normalize;
 mod pooling;
 mod quantized_matmul;
+mod recurrent;
 mod reduce;
 mod resize;
 mod rows;
@@ -30,7 +31,8 @@ pub use epilogue::{Block, Epilogue};
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
 /// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Convert` between `f32` and the half
 /// types, reductions over trailing axes,
-/// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`), else with the
+/// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`; the recurrent
+/// sequence ops on `f32`), else with the
 /// reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
@@ -63,6 +65,11 @@ pub fn evaluate_with_epilogue(
     parallel: &Parallel,
     epilogue: Option<Epilogue<'_>>,
 ) -> Result<(Vec<Tensor>, bool), RuntimeError> {
+    if let Op::Recurrent(r) = node.op() {
+        if let Some(outs) = recurrent::recurrent(r, inputs, parallel) {
+            return Ok((outs, false));
+        }
+    }
     let native = match (node.op(), inputs) {
         (Op::MatMul, [a, b]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);

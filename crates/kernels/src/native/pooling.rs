@@ -1,11 +1,13 @@
 //! `MaxPool` and `MaxPoolBackprop` over 2-D windows on `f32`/`f64`, planes split over the
-//! backend's threads: each window walked in place from per-axis tap ranges (the reference
-//! tabulates every window's taps first), in the reference's order with its `max`, so the
-//! results are the reference's bit for bit. The backprop's rule: the first maximum in
+//! backend's threads: windows walked in place from per-axis tap ranges (the reference
+//! tabulates every window's taps first), each output's taps in the reference's order with
+//! its `max`, so the results are the reference's bit for bit (the forward pool folds a tap
+//! over a whole output row at once, branch-free, so it vectorises). The backprop's rule: the first maximum in
 //! row-major window order takes the window's adjoint, a NaN is a maximum, padding never is.
 
 use graphlift_ir::{Shape, TensorData, Window};
 use graphlift_runtime::Tensor;
+use multiversion::multiversion;
 use num_traits::Float;
 
 use crate::parallel::{for_each, Parallel};
@@ -35,7 +37,9 @@ fn taps_per_output(input: usize, out: usize, win: &Window, a: usize) -> Vec<(usi
 
 /// The forward pool of every plane of `x` (`[N·C, H, W]` row-major) into `y`: the
 /// reference's fold (`-inf`, then `max` over the taps in row-major window order, a NaN
-/// anywhere making the result NaN).
+/// anywhere making the result NaN). Each output row is folded tap by tap over all its
+/// columns at once ([`fold_tap`]): every output still sees its taps in the reference's
+/// order, and the loop over columns has no branch, so it vectorises.
 fn pool<T: Float + Send + Sync>(
     x: &[T],
     y: &mut [T],
@@ -46,29 +50,38 @@ fn pool<T: Float + Send + Sync>(
 ) {
     let rows = taps_per_output(h, out[0], win, 0);
     let cols = taps_per_output(w, out[1], win, 1);
-    let (dh, dw, ph, pw) = (
+    let (dh, dw, ph, pw, sw) = (
         win.dilations[0],
         win.dilations[1],
         win.pads_begin[0],
         win.pads_begin[1],
+        win.strides[1],
     );
+    // Per horizontal tap: the output columns whose window holds it inside the input (a
+    // contiguous range: the left padding cuts the first columns, the right the last).
+    let spans: Vec<(usize, usize)> = (0..win.shape[1])
+        .map(|kx| {
+            let inside = |&(lo, hi, _): &(usize, usize, usize)| lo <= kx && kx < hi;
+            let first = cols.iter().position(inside).unwrap_or(cols.len());
+            let len = cols[first..].iter().take_while(|c| inside(c)).count();
+            (first, first + len)
+        })
+        .collect();
     let plane_out = out[0] * out[1];
     let one_plane = |(plane, y): (&[T], &mut [T])| {
         for (oy, &(ky0, ky1, y0)) in rows.iter().enumerate() {
-            for (ox, &(kx0, kx1, x0)) in cols.iter().enumerate() {
-                let mut m = T::neg_infinity();
-                for ky in ky0..ky1 {
-                    let row = (y0 + ky * dh - ph) * w;
-                    for kx in kx0..kx1 {
-                        let v = plane[row + x0 + kx * dw - pw];
-                        m = if v.is_nan() || m.is_nan() {
-                            T::nan()
-                        } else {
-                            m.max(v)
-                        };
+            let m = &mut y[oy * out[1]..(oy + 1) * out[1]];
+            m.fill(T::neg_infinity());
+            for ky in ky0..ky1 {
+                let row = &plane[(y0 + ky * dh - ph) * w..][..w];
+                for (kx, &(lo, hi)) in spans.iter().enumerate() {
+                    if lo < hi {
+                        // Input column of output `ox` at tap kx: ox·sw + kx·dw - pw (≥ 0 for
+                        // every ox in the span).
+                        let first = lo * sw + kx * dw - pw;
+                        fold_tap(&mut m[lo..hi], &row[first..], sw);
                     }
                 }
-                y[oy * out[1] + ox] = m;
             }
         }
     };
@@ -77,6 +90,48 @@ fn pool<T: Float + Send + Sync>(
     match parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS) {
         Some(pool) => for_each(pool, planes, one_plane),
         None => planes.for_each(one_plane),
+    }
+}
+
+/// `m[i] = max(m[i], row[i · stride])` with NaN sticky, as the reference's fold does
+/// (`m.max(v)` unless either is NaN, then NaN), without a branch; strides 2 to 4 (the usual
+/// pools) with the stride a constant, so the strided loads vectorise too.
+fn fold_tap<T: Float>(m: &mut [T], row: &[T], stride: usize) {
+    match stride {
+        1 => fold_tap_by::<T, 1>(m, row),
+        2 => fold_tap_by::<T, 2>(m, row),
+        3 => fold_tap_by::<T, 3>(m, row),
+        4 => fold_tap_by::<T, 4>(m, row),
+        _ => fold_tap_strided(m, row, stride),
+    }
+}
+
+/// One step of the reference's fold.
+#[inline(always)]
+fn fold_step<T: Float>(m: &mut T, v: T) {
+    let nan = m.is_nan() | v.is_nan();
+    let r = m.max(v);
+    *m = if nan { T::nan() } else { r };
+}
+
+/// [`fold_tap`] for the constant stride `S`.
+#[multiversion(targets = "simd")]
+fn fold_tap_by<T: Float, const S: usize>(m: &mut [T], row: &[T]) {
+    let n = m.len().min(row.len().div_ceil(S));
+    let (m, row) = (
+        &mut m[..n],
+        &row[..n.saturating_sub(1) * S + usize::from(n > 0)],
+    );
+    for (i, m) in m.iter_mut().enumerate() {
+        fold_step(m, row[i * S]);
+    }
+}
+
+/// [`fold_tap`] for any stride.
+#[multiversion(targets = "simd")]
+fn fold_tap_strided<T: Float>(m: &mut [T], row: &[T], stride: usize) {
+    for (m, &v) in m.iter_mut().zip(row.iter().step_by(stride)) {
+        fold_step(m, v);
     }
 }
 
@@ -201,31 +256,47 @@ mod tests {
     use graphlift_testkit::uniform;
 
     /// The forward pool equals the reference bit for bit (ties of ±0, NaN), on one and two
-    /// threads.
+    /// threads, for strided, unit-stride (the contiguous fold), dilated, padded on either
+    /// side, and non-overlapping windows.
     #[test]
     fn forward_is_the_reference() {
         use crate::parallel::ThreadConfig;
-        let w = Window {
-            shape: vec![3, 3],
-            strides: vec![2, 2],
-            dilations: vec![1, 1],
-            pads_begin: vec![1, 1],
-            pads_end: vec![1, 1],
-        };
+        let window =
+            |k: [usize; 2], s: [usize; 2], d: [usize; 2], pb: [usize; 2], pe: [usize; 2]| Window {
+                shape: k.to_vec(),
+                strides: s.to_vec(),
+                dilations: d.to_vec(),
+                pads_begin: pb.to_vec(),
+                pads_end: pe.to_vec(),
+            };
+        let windows = [
+            window([3, 3], [2, 2], [1, 1], [1, 1], [1, 1]),
+            window([3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
+            window([2, 3], [1, 2], [2, 1], [0, 1], [0, 0]),
+            window([1, 4], [1, 4], [1, 1], [0, 0], [0, 0]),
+            window([2, 5], [1, 1], [1, 2], [1, 3], [0, 4]),
+        ];
         let sx = Shape::new([2, 3, 41, 37]);
         let n = sx.element_count().unwrap();
         let mut xs: Vec<f32> = uniform(n, 9).iter().map(|v| (v * 2.0).round()).collect();
         xs[7] = f32::NAN;
         xs[100] = -0.0;
+        xs[2000] = f32::NAN;
         let x = Tensor::from_data(TensorData::F32(xs), sx.clone()).unwrap();
-        let want = graphlift_runtime::reference::max_pool(x.data(), &sx, &w).unwrap();
-        for threads in [1, 2] {
-            let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-            let got = max_pool(&x, &w, None, &parallel).unwrap();
-            let (TensorData::F32(g), TensorData::F32(r)) = (&got, &want) else {
-                panic!("types")
-            };
-            assert!(g.iter().zip(r).all(|(a, b)| a.to_bits() == b.to_bits()));
+        for w in &windows {
+            let want = graphlift_runtime::reference::max_pool(x.data(), &sx, w).unwrap();
+            for threads in [1, 2] {
+                let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+                let got = max_pool(&x, w, None, &parallel).unwrap();
+                let (TensorData::F32(g), TensorData::F32(r)) = (&got, &want) else {
+                    panic!("types")
+                };
+                assert_eq!(g.len(), r.len());
+                assert!(
+                    g.iter().zip(r).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{w:?}, {threads} threads"
+                );
+            }
         }
     }
 

@@ -8,6 +8,7 @@ use crate::proto::*;
 use crate::tests::{attr_i, attr_s, err, f32s, model_opset, node, run, vi};
 use crate::OnnxError;
 use graphlift_ir::{Shape, TensorData};
+use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
 
 /// A one-node model of `op` on FLOAT `x` `[seq, batch, 1]` with `inputs` after `x` from
 /// initializers, giving `outputs`.
@@ -194,7 +195,8 @@ fn bad_recurrent_nodes_are_named_errors() {
     assert!(e.to_string().contains("sequence_lens"), "{e}");
     let e = bad(vec![attr_i("layout", 2)], None);
     assert!(matches!(e, OnnxError::BadAttribute { .. }), "{e}");
-    // sequence_lens from a graph input is named, for the caller to give.
+    // sequence_lens from a graph input is read at run time; a length out of range is an
+    // error of the call naming it.
     let mut m = recurrent(
         "RNN",
         &["x", "w", "r", "b", "lens"],
@@ -206,11 +208,13 @@ fn bad_recurrent_nodes_are_named_errors() {
     if let Some(g) = m.graph.as_mut() {
         g.input.push(vi("lens", data_type::INT32, &[1]));
     }
-    let e = crate::import_model_bytes(&m.encode_to_vec()).unwrap_err();
-    assert!(
-        matches!(&e, OnnxError::RunTimeOperand { input, .. } if input == "lens"),
-        "{e}"
-    );
+    let lens = |l: i32| Tensor::from_data(TensorData::I32(vec![l]), Shape::new([1])).unwrap();
+    let out = run(&m, vec![x(&[1., 2.], &[2, 1, 1]), lens(1)]);
+    close(&f32s(&out[0]), &[0.664_036_770_267_849_1, 0.0]);
+    let imported = crate::import_model_bytes(&m.encode_to_vec()).unwrap();
+    let exe = InterpreterBackend.compile(&imported.function).unwrap();
+    let e = exe.run(&[x(&[1., 2.], &[2, 1, 1]), lens(3)]).unwrap_err();
+    assert!(e.to_string().contains("sequence_lens"), "{e}");
 }
 
 /// `DynamicQuantizeLSTM` (com.microsoft) with one unit: 8-bit weights `[1, 1, 4]` (gates

@@ -13,6 +13,7 @@ mod normalize;
 mod pad;
 mod quantized;
 mod random;
+mod recurrent;
 mod reduce;
 mod resize;
 mod scatter;
@@ -42,6 +43,7 @@ pub use normalize::{batch_norm, layer_norm, softmax};
 pub use pad::{pad, source_index};
 pub use quantized::{pack_vnni, quantize_u8, quantized_matmul};
 pub use random::random;
+pub use recurrent::{recurrent, recurrent_operands, RecurrentLayout};
 pub use reduce::reduce;
 pub use resize::{axis_taps, resize, AxisTaps};
 pub use scatter::scatter_nd;
@@ -182,6 +184,14 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             let operand = |i: usize| (inputs[i].data(), inputs[i].shape());
             let mask = (inputs.len() > 3).then(|| operand(3));
             one(attention(operand(0), operand(1), operand(2), mask, a))
+        }
+        Op::Recurrent(r) => {
+            let operands: Vec<Operand<'_>> = inputs.iter().map(|t| (t.data(), t.shape())).collect();
+            recurrent(r, &operands)
+                .map_err(&fail)?
+                .into_iter()
+                .map(|(d, s)| Tensor::from_data(d, s))
+                .collect()
         }
         Op::BatchNormInference(eps) => one(batch_norm(
             data(0),

@@ -1,24 +1,15 @@
 //! The activation functions of the recurrent operators (`activations`, `activation_alpha`,
-//! `activation_beta`), parsed per direction and applied.
+//! `activation_beta`), parsed per direction into the op's [`RecurrentActivation`]s.
 
 use super::*;
 
-/// An activation function of the recurrent operators, with its alpha and beta.
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub(super) enum Activation {
-    Relu,
-    Tanh,
-    Sigmoid,
-    /// `alpha * x + beta`.
-    Affine(f64, f64),
-    LeakyRelu(f64),
-    ThresholdedRelu(f64),
-    /// `alpha * tanh(beta * x)`.
-    ScaledTanh(f64, f64),
-    HardSigmoid(f64, f64),
-    Elu(f64),
-    Softsign,
-    Softplus,
+/// The default activations of one direction.
+fn default_activations(cell: Cell) -> &'static [&'static str] {
+    match cell {
+        Cell::Rnn => &["Tanh"],
+        Cell::Gru => &["Sigmoid", "Tanh"],
+        Cell::Lstm => &["Sigmoid", "Tanh", "Tanh"],
+    }
 }
 
 /// The node's activations: `per` for each of `directions`, names matched case-insensitively.
@@ -26,8 +17,8 @@ pub(super) fn activations(
     e: &NodeEmitter<'_>,
     cell: Cell,
     directions: usize,
-) -> Result<Vec<Activation>, OnnxError> {
-    let defaults = cell.default_activations();
+) -> Result<Vec<RecurrentActivation>, OnnxError> {
+    let defaults = default_activations(cell);
     let names = match e.attr_strings("activations")? {
         Some(n) => n,
         None => (0..directions)
@@ -54,17 +45,17 @@ pub(super) fn activations(
         .iter()
         .map(|name| {
             Ok(match name.to_ascii_lowercase().as_str() {
-                "relu" => Activation::Relu,
-                "tanh" => Activation::Tanh,
-                "sigmoid" => Activation::Sigmoid,
-                "affine" => Activation::Affine(alpha(1.0), beta(0.0)),
-                "leakyrelu" => Activation::LeakyRelu(alpha(0.01)),
-                "thresholdedrelu" => Activation::ThresholdedRelu(alpha(1.0)),
-                "scaledtanh" => Activation::ScaledTanh(alpha(1.0), beta(1.0)),
-                "hardsigmoid" => Activation::HardSigmoid(alpha(0.2), beta(0.5)),
-                "elu" => Activation::Elu(alpha(1.0)),
-                "softsign" => Activation::Softsign,
-                "softplus" => Activation::Softplus,
+                "relu" => RecurrentActivation::Relu,
+                "tanh" => RecurrentActivation::Tanh,
+                "sigmoid" => RecurrentActivation::Sigmoid,
+                "affine" => RecurrentActivation::Affine(alpha(1.0), beta(0.0)),
+                "leakyrelu" => RecurrentActivation::LeakyRelu(alpha(0.01)),
+                "thresholdedrelu" => RecurrentActivation::ThresholdedRelu(alpha(1.0)),
+                "scaledtanh" => RecurrentActivation::ScaledTanh(alpha(1.0), beta(1.0)),
+                "hardsigmoid" => RecurrentActivation::HardSigmoid(alpha(0.2), beta(0.5)),
+                "elu" => RecurrentActivation::Elu(alpha(1.0)),
+                "softsign" => RecurrentActivation::Softsign,
+                "softplus" => RecurrentActivation::Softplus,
                 _ => {
                     return Err(
                         e.attribute_error("activations", format!("unknown activation {name:?}"))
@@ -73,32 +64,4 @@ pub(super) fn activations(
             })
         })
         .collect()
-}
-
-/// `act(x)`.
-pub(super) fn activate(
-    e: &mut NodeEmitter<'_>,
-    act: Activation,
-    x: Output,
-) -> Result<Output, OnnxError> {
-    match act {
-        Activation::Relu => e.unary(UnaryOp::Relu, x),
-        Activation::Tanh => e.unary(UnaryOp::Tanh, x),
-        Activation::Sigmoid => e.unary(UnaryOp::Sigmoid, x),
-        Activation::Affine(a, b) => {
-            let ax = e.mul_scalar(x, a)?;
-            e.add_scalar(ax, b)
-        }
-        Activation::LeakyRelu(a) => leaky_relu_of(e, x, a),
-        Activation::ThresholdedRelu(a) => thresholded_relu_of(e, x, a),
-        Activation::ScaledTanh(a, b) => {
-            let bx = e.mul_scalar(x, b)?;
-            let t = e.unary(UnaryOp::Tanh, bx)?;
-            e.mul_scalar(t, a)
-        }
-        Activation::HardSigmoid(a, b) => hard_sigmoid(e, x, a, b),
-        Activation::Elu(a) => elu_of(e, x, a),
-        Activation::Softsign => softsign(e, x),
-        Activation::Softplus => softplus(e, x),
-    }
 }

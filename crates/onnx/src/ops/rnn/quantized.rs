@@ -1,7 +1,12 @@
 //! The weights of `DynamicQuantizeLSTM` (onnxruntime's contrib operator): 8-bit matrices with
-//! their scales and zero points, multiplied through [`dynamic_quantized_matmul`].
+//! their scales and zero points, multiplied through [`dynamic_quantized_matmul`] in the op's
+//! unrolled form ([`graphlift_ir::unroll`]).
+
+use graphlift_ir::unroll::UnrollGraph;
 
 use super::*;
+use crate::ops::integer::{dynamic_quantized_matmul, QuantizedMatrix};
+use crate::ops::layout::{reshape_to as reshape, slice_range};
 
 /// How a node gives its weights `W` and `R`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -13,17 +18,46 @@ pub(in crate::ops) enum Form {
     DynamicQuantized,
 }
 
-/// A weight matrix `[K, N]` of one direction, oriented to multiply from the right.
-pub(super) enum Matrix {
-    Float(Output),
-    Quantized(QuantizedMatrix),
+/// The unrolled `DynamicQuantizeLSTM`: nodes through the node's emitter, each product a
+/// dynamically quantized one of direction `d`'s 8-bit weights.
+pub(super) struct QuantizedGraph<'e, 'a, 'i> {
+    pub e: &'e mut NodeEmitter<'a>,
+    pub ins: In<'i>,
+    pub s: &'e Spec,
 }
 
-/// `a · m`.
-pub(super) fn product(e: &mut NodeEmitter<'_>, a: Output, m: &Matrix) -> Result<Output, OnnxError> {
-    match m {
-        Matrix::Float(w) => e.op(Op::MatMul, &[a, *w]),
-        Matrix::Quantized(q) => dynamic_quantized_matmul(e, a, q),
+impl UnrollGraph for QuantizedGraph<'_, '_, '_> {
+    type Error = OnnxError;
+    type Matrix = QuantizedMatrix;
+
+    fn op(&mut self, op: Op, inputs: &[Output]) -> Result<Output, OnnxError> {
+        self.e.op(op, inputs)
+    }
+
+    fn constant(&mut self, data: TensorData, shape: Shape) -> Result<Output, OnnxError> {
+        self.e.constant(data, shape)
+    }
+
+    fn weights(&mut self, d: usize) -> Result<(QuantizedMatrix, QuantizedMatrix), OnnxError> {
+        Ok((
+            quantized(self.e, self.ins, self.s, [1, 8, 9], d)?,
+            quantized(self.e, self.ins, self.s, [2, 10, 11], d)?,
+        ))
+    }
+
+    fn product(&mut self, a: Output, m: &QuantizedMatrix) -> Result<Output, OnnxError> {
+        dynamic_quantized_matmul(self.e, a, m)
+    }
+
+    fn columns(
+        &mut self,
+        _: &QuantizedMatrix,
+        _: usize,
+        _: usize,
+    ) -> Result<QuantizedMatrix, OnnxError> {
+        Err(self
+            .e
+            .unsupported("column blocks of quantized recurrent weights (GRU)"))
     }
 }
 
@@ -36,7 +70,7 @@ pub(super) fn quantized(
     s: &Spec,
     [wi, si, zi]: [usize; 3],
     d: usize,
-) -> Result<Matrix, OnnxError> {
+) -> Result<QuantizedMatrix, OnnxError> {
     let (w, scale, zp) = (e.input(ins, wi)?, e.input(ins, si)?, e.input(ins, zi)?);
     e.require(scale, |t| t == ElementType::F32, "a FLOAT scale")?;
     let zt = e.et(zp)?;
@@ -63,9 +97,9 @@ pub(super) fn quantized(
         let rest = dims(e, sliced)?[1..].to_vec();
         reshape(e, sliced, rest)
     };
-    Ok(Matrix::Quantized(QuantizedMatrix {
+    Ok(QuantizedMatrix {
         q: one(e, w)?,
         scale: one(e, scale)?,
         zero_point: one(e, zp)?,
-    }))
+    })
 }
