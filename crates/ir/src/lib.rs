@@ -27,8 +27,8 @@ pub mod unroll;
 pub use attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform,
     Distribution, LayerNorm, NearestMode, Pad, PadMode, QuantizedMatMul, RandomFill,
-    RecurrentActivation, RecurrentCell, RecurrentDirection, RecurrentSequence, ReduceOp,
-    Reduction, Resize, ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
+    RecurrentActivation, RecurrentCell, RecurrentDirection, RecurrentSequence, ReduceOp, Reduction,
+    Resize, ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};
 pub use control_flow::ControlFlow;

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use crate::attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
     PadMode, QuantizedMatMul, RandomFill, RecurrentSequence, ReduceOp, Reduction, Resize,
-    ScatterAdd,
-    ScatterReduction, SliceAxis, TopK, Window,
+    ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
