@@ -4,25 +4,24 @@
 The shipped function is a rational approximation of the half angle followed by the doubling
 identity:
 
-    T2 = x_c * P(t) / Q(t) ~ 2 tanh(x_c / 2),  t = x_c^2      (x_c: x clamped to +-CLAMP)
-    tanh(x) = T2 / (1 + T2^2 / 4)
+    N = x_c * P(t), D = Q(t), N / D ~ tanh(x_c / 2),  t = x_c^2   (x_c: x clamped to +-CLAMP)
+    tanh(x) = 2 N D / (N^2 + D^2) = (N*D + N*D) / fma(N, N, D*D)   (one division)
 
 with P of degree 2 and Q of degree 3 in t. The doubling damps the half angle's relative error
 by 1/cosh(x), so the fit minimises max |(P/Q - g)/g| / cosh(x) for g(x) = 2 tanh(x/2)/x
 (Lawson's iteration on the linearised problem, weights w_i *= |error_i|, in 40-digit
 arithmetic on Chebyshev-spaced points of [0, 9.0111084], P(0) = Q(0) = 1).
 
-The shipped coefficients are the fit's scaled by A*B (P) and B (Q), so that the code computes
-A*T2 = x_c*P/Q and the denominator A*(1 + T2^2/4) = fma(A*T2, (A*T2)*K, A) with K = 1/(4A):
-the scalings put P, Q, A*T2 and the denominator near the top of their binades, where a
-rounding is a smaller relative error (half of it at 1.99 against 1.0). A and B are chosen by
-the search below (max error over a sample of f32 in f32 arithmetic, fma emulated in f64).
+The shipped coefficients are the fit's, P scaled by S and Q by 2S (for tanh(x/2)): the
+scaling puts N, D and their products near the top of their binades, where a rounding is a
+smaller relative error (half of it at 1.99 against 1.0). S is chosen by the search below (max
+error over a sample of f32 in f32 arithmetic, fma emulated in f64).
 CLAMP is the first f32 at or above 7 where the shipped operations give exactly 1.0 (nothing
 above 1 below it is checked over every f32 of [7, 12)), so tanh(+-inf) = +-1 without a cap.
 The final error over every f32 is measured by `graphlift accuracy tanh`.
 
 Run: python3 scripts/tanh_rational_fit.py [--search]   (needs mpmath and numpy; about 1 min,
-     the A, B search about 10 min)
+     the S search a few minutes)
 """
 import struct
 import sys
@@ -33,7 +32,7 @@ import numpy as np
 mp.mp.dps = 40
 FIT_CLAMP = mp.mpf("9.0111084")
 K_P, M_Q = 2, 3
-SHIPPED_A, SHIPPED_B = 1.8, 1.95
+SHIPPED_SCALE = 1.85
 
 
 def lawson(k, m, clamp, iterations=40, points=1200):
@@ -87,20 +86,20 @@ def horner(t, c):
 
 
 class Shipped:
-    """The shipped operations in f32 for scalings a, b of the fit p, q."""
+    """The shipped operations in f32 for the fit p, q scaled by s."""
 
-    def __init__(self, p, q, a, b):
-        self.p = [np.float32(a * b * float(v)) for v in p]
-        self.q = [np.float32(b * float(v)) for v in q]
-        self.a = np.float32(a)
-        self.k = np.float32(1 / (4 * a))
+    def __init__(self, p, q, s):
+        self.p = [np.float32(s * float(v)) for v in p]
+        self.q = [np.float32(2 * s * float(v)) for v in q]
 
     def __call__(self, x, clamp):
         xc = np.minimum(np.maximum(x, -clamp), clamp)
         t = (xc * xc).astype(np.float32)
-        t2a = ((xc * horner(t, self.p)).astype(np.float32) / horner(t, self.q)).astype(np.float32)
-        den = fma(t2a, (t2a * self.k).astype(np.float32), self.a)
-        return (t2a / den).astype(np.float32)
+        n = (xc * horner(t, self.p)).astype(np.float32)
+        d = horner(t, self.q)
+        nd = (n * d).astype(np.float32)
+        den = fma(n, n, (d * d).astype(np.float32))
+        return ((nd + nd).astype(np.float32) / den).astype(np.float32)
 
 
 def f32_range(lo, hi, step=1):
@@ -117,10 +116,12 @@ def max_ulp(f, xs, clamp):
 
 
 def clamp_of(f):
+    """The first f32 of [7, 12) where f is 1, checking that nothing below it is above 1."""
     xs = f32_range(7, 12)
     y = f(xs, np.float32(np.inf))
-    assert (y <= 1).all(), "a value above 1"
-    return xs[np.nonzero(y >= 1)[0][0]]
+    first = np.nonzero(y >= 1)[0][0]
+    assert y[first] == 1 and (y[:first] < 1).all(), "a value above 1 below the clamp"
+    return xs[first]
 
 
 def bits(v):
@@ -133,18 +134,16 @@ def main():
     if "--search" in sys.argv:
         sample = f32_range(2.0**-5, 9.0, 13)
         found = []
-        for a in np.arange(1.55, 2.0, 0.05):
-            for b in np.arange(1.05, 2.0, 0.1):
-                f = Shipped(p, q, a, b)
-                found.append((max_ulp(f, sample, clamp_of(f))[0], round(a, 2), round(b, 2)))
+        for scale in np.arange(1.0, 2.0, 0.05):
+            f = Shipped(p, q, scale)
+            found.append((max_ulp(f, sample, clamp_of(f))[0], round(scale, 2)))
         for row in sorted(found)[:5]:
-            print("max ulp %.3f at A = %.2f, B = %.2f (sample)" % row)
-    f = Shipped(p, q, SHIPPED_A, SHIPPED_B)
+            print("max ulp %.3f at S = %.2f (sample)" % row)
+    f = Shipped(p, q, SHIPPED_SCALE)
     clamp = clamp_of(f)
-    print(f"A = {SHIPPED_A}, B = {SHIPPED_B}: CLAMP = {clamp!r} ({bits(clamp)})")
+    print(f"S = {SHIPPED_SCALE}: CLAMP = {clamp!r} ({bits(clamp)})")
     print("P:", [bits(v) for v in f.p])
     print("Q:", [bits(v) for v in f.q])
-    print("A:", bits(f.a), "K:", bits(f.k))
     print("max ulp over every f32 of [2^-5, 9): %.3f at %r" % max_ulp(f, f32_range(2.0**-5, 9.0), clamp))
 
 

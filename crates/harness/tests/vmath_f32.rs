@@ -186,10 +186,9 @@ fn special_values_and_ranges() {
 
 #[test]
 fn tanh_of_a_tiny_x_is_x_within_an_ulp_in_every_loop() {
-    // Below 2^-13 both polynomials round to P(0) = A·B and Q(0) = B and the denominator to A,
-    // so the result is x scaled by A·B, divided by B and by A: three roundings of a value
-    // that is x, within an ulp of x (the correctly rounded function gives x there) and with
-    // x's sign.
+    // Below 2^-13 the polynomials round to P(0) = 1.85 and Q(0) = 3.7, so the result is
+    // 2·(x·1.85)·3.7 / (3.7·3.7): roundings of a value that is x, within an ulp of x (the
+    // correctly rounded function gives x there) and with x's sign.
     let xs: Vec<f32> = (0..4096u32)
         .map(|i| f32::from_bits(0x0000_0001 + i.wrapping_mul(0x0001_C0DF) % 0x3900_0000))
         .flat_map(|x| [x, -x])

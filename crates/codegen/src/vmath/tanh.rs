@@ -6,10 +6,11 @@ use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 pub use graphlift_kernels::vmath::tanh::*;
 
-/// Emits `tanh(x)` for the `f32` value `x`: the scaled half angle `s = x_c·P(x_c²)/Q(x_c²)`
-/// and the doubling identity `s / fma(s, s·K, A)`, with `x_c` the signed clamp of `x` (two
-/// compare-and-selects: NaN stays NaN, `±0` stays `±0`); rounding to nearest is symmetric,
-/// so the result is `sign(x)·tanh(|x|)` exactly, and no cap is needed ([`CLAMP`]).
+/// Emits `tanh(x)` for the `f32` value `x`: the half angle `N = x_c·P(x_c²)`,
+/// `D = Q(x_c²)` and the doubling identity `(N·D + N·D) / fma(N, N, D·D)`, with `x_c` the signed
+/// clamp of `x` (two compare-and-selects: NaN stays NaN, `±0` stays `±0`); rounding to
+/// nearest is symmetric, so the result is `sign(x)·tanh(|x|)` exactly, and no cap is needed
+/// ([`CLAMP`]).
 pub fn emit(e: &mut Emit, x: Value) -> Value {
     let clamp = e.f32(CLAMP);
     let minus_clamp = e.f32(-CLAMP);
@@ -19,14 +20,13 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
     let xc = e.select(below, minus_clamp, xc);
     let t = e.b.ins().fmul(xc, xc);
     let p = e.horner(t, &P);
-    let q = e.horner(t, &Q);
-    let num = e.b.ins().fmul(xc, p);
-    let s = e.b.ins().fdiv(num, q);
-    let k = e.f32(K);
-    let a = e.f32(A);
-    let sk = e.b.ins().fmul(s, k);
-    let den = e.b.ins().fma(s, sk, a);
-    e.b.ins().fdiv(s, den)
+    let d = e.horner(t, &Q);
+    let n = e.b.ins().fmul(xc, p);
+    let nd = e.b.ins().fmul(n, d);
+    let num = e.b.ins().fadd(nd, nd);
+    let dd = e.b.ins().fmul(d, d);
+    let den = e.b.ins().fma(n, n, dd);
+    e.b.ins().fdiv(num, den)
 }
 
 /// Emits `tanh(x)` for the `f64` value `x`.

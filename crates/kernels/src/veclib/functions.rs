@@ -91,12 +91,14 @@ pub(super) fn tanh_head<V: F32x>(x: V) -> (V, V) {
     (xc, xc.mul(xc))
 }
 
-/// `tanh`'s tail: the scaled half angle `s = x_c·P(x_c²)/Q(x_c²)`, then the doubling
-/// identity `s / fma(s, s·K, A)`.
+/// `tanh`'s tail: the half angle `N = x_c·P(x_c²)`, `D = Q(x_c²)`, then the doubling
+/// identity `(N·D + N·D) / fma(N, N, D·D)`.
 #[inline(always)]
 pub(super) fn tanh_tail<V: F32x>((xc, t): (V, V)) -> V {
-    let s = xc.mul(horner(t, &tanh::P)).div(horner(t, &tanh::Q));
-    s.div(s.mul_add(s.mul(s.splat(tanh::K)), s.splat(tanh::A)))
+    let n = xc.mul(horner(t, &tanh::P));
+    let d = horner(t, &tanh::Q);
+    let nd = n.mul(d);
+    nd.add(nd).div(n.mul_add(n, d.mul(d)))
 }
 
 /// `erf`'s head: `(x, a, a²)` for `a = min(|x|, clamp)` (a select: NaN kept).

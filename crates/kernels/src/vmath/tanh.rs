@@ -7,55 +7,51 @@
 ///
 /// On `x_c = x` clamped to `[-CLAMP, CLAMP]` ([`CLAMP`]) and `t = x_c²`:
 ///
-/// 1. the half angle, scaled: `A·T₂ = x_c·P(t)/Q(t)` with `T₂ ≈ 2·tanh(x_c/2)` ([`P`] of
-///    degree 2, [`Q`] of degree 3);
-/// 2. the doubling identity `tanh(x) = T₂/(1 + T₂²/4)`, as `A·T₂ / fma(A·T₂, (A·T₂)·K, A)`
-///    with `K = 1/(4A)` ([`A`], [`K`]).
+/// 1. the half angle as a fraction: `N/D ≈ tanh(x_c/2)` with `N = x_c·P(t)`, `D = Q(t)`
+///    ([`P`] of degree 2, [`Q`] of degree 3);
+/// 2. the doubling identity `tanh(x) = 2T/(1 + T²)` for `T = N/D`, with one division:
+///    `(N·D + N·D) / fma(N, N, D·D)`.
 ///
-/// Thirteen vector operations (two of them divisions), as many as the single rational of
-/// degree 4/4 this replaced, which was 5.6 ulp from `tanh`: the doubling step damps the half
-/// angle's relative error by `1/cosh(x)`, so a rational of lower degree suffices and its
-/// roundings stop mattering for large `x`, where the old one's Horner sums grew to 66 times
-/// the result. The scalings `A` and `B` (`P` carries `A·B`, `Q` carries `B`) put `P`, `Q`,
-/// `A·T₂` and the denominator near the top of their binades, where a rounding is about half
-/// the relative error it is just above a power of two; for small `x` those roundings are
-/// what is left of the error.
+/// Fourteen vector operations, one of them a division, as many on the multiply pipes as the
+/// single rational of degree 4/4 this replaced (the doubling's `+` runs on the adders),
+/// which was 5.6 ulp from `tanh`. The doubling step damps
+/// the half angle's relative error by `1/cosh(x)`, so a rational of lower degree suffices and
+/// its roundings stop mattering for large `x`, where the old one's Horner sums grew to 66
+/// times the result. `P` and `Q` are scaled by 1.85 and 3.7 (`P(0) = 1.85`, `Q(0) = 3.7`),
+/// which cancels in the quotient up to the exact factor 2 and puts `N`, `D` and their products near the top of their
+/// binades, where a rounding is about half the relative error it is just above a power of
+/// two; for small `x` those roundings are what is left of the error.
 ///
 /// The fit (`scripts/tanh_rational_fit.py`): minimax of the relative error of `P/Q` against
 /// `2·tanh(x/2)/x` weighted by `1/cosh(x)` on `[0, 9.0111084]`, `P(0) = Q(0) = 1` (Lawson's
-/// iteration on the linearised problem, 40 digits; 0.12 ulp), scaled by `A = 1.8`,
-/// `B = 1.95` and rounded to `f32`. Tiny `x` give `x` within an ulp (`A·B` and `B` are not
-/// powers of two), `tanh(±0) = ±0` (signed products and quotients), NaN stays NaN (the clamps
-/// are compares and selects), and `tanh(±inf) = ±1` (the clamp).
+/// iteration on the linearised problem, 40 digits; 0.12 ulp), scaled (`Q` also by 2, for
+/// `tanh(x/2)`) and rounded to `f32`. Tiny `x` give `x` within an ulp (1.85 is not a power of
+/// two), `tanh(±0) = ±0` (signed
+/// products and quotients), NaN stays NaN (the clamps are compares and selects), and
+/// `tanh(±inf) = ±1` (the clamp).
 pub const MAX_ULP: f64 = 4.0;
 
-/// `x` is clamped to `±` this (`0x4110996e`, 9.037458): the first `f32` from 7 on at which
+/// `x` is clamped to `±` this (`0x4107eada`, 8.494837): the first `f32` from 7 on at which
 /// the function, in `f32` arithmetic, is exactly `1.0`; no `f32` below it gives more than 1
-/// (checked over every `f32` of `[7, 12)` by the fit script and over every `f32` by the
-/// accuracy sweep's range guarantee), so no result needs a cap and `tanh(±inf) = ±1`.
-pub const CLAMP: f32 = f32::from_bits(0x4110_996e);
+/// (the first above 1 is 9.85; checked over every `f32` of `[7, 12)` by the fit script and
+/// over every `f32` by the accuracy sweep's range guarantee), so no result needs a cap and
+/// `tanh(±inf) = ±1`.
+pub const CLAMP: f32 = f32::from_bits(0x4107_eada);
 
-/// The half angle's numerator in `t = x_c²`, ascending, scaled by `A·B` (`P(0) = A·B`).
+/// The half angle's numerator in `t = x_c²`, ascending (`N = x_c·P(t)`; `P(0) = 1.85`).
 pub const P: [f32; 3] = [
-    f32::from_bits(0x4060_a3d7),
-    f32::from_bits(0x3dd6_0ea1),
-    f32::from_bits(0x39d2_6a82),
+    f32::from_bits(0x3fec_cccd),
+    f32::from_bits(0x3d61_a4ef),
+    f32::from_bits(0x395d_ce5c),
 ];
 
-/// The half angle's denominator in `t = x_c²`, ascending, scaled by `B` (`Q(0) = B`).
+/// The half angle's denominator in `t = x_c²`, ascending (`D = Q(t)`; `Q(0) = 3.7`).
 pub const Q: [f32; 4] = [
-    f32::from_bits(0x3ff9_999a),
-    f32::from_bits(0x3e61_dc39),
-    f32::from_bits(0x3b1a_3eac),
-    f32::from_bits(0x3621_127f),
+    f32::from_bits(0x406c_cccd),
+    f32::from_bits(0x3ed6_4715),
+    f32::from_bits(0x3b92_55b7),
+    f32::from_bits(0x3698_cfe8),
 ];
-
-/// The scaling `A` of the half angle (`x_c·P/Q = A·T₂`) and of the denominator, 1.8.
-pub const A: f32 = f32::from_bits(0x3fe6_6666);
-
-/// `1/(4A)`, rounded: `(A·T₂)·K = T₂/4` up to the roundings of `K` and of the product, which
-/// reach the result only through the `T₂²/4` term of the denominator.
-pub const K: f32 = f32::from_bits(0x3e0e_38e4);
 
 // ---- f64 ----
 
