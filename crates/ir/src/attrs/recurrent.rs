@@ -208,6 +208,19 @@ pub struct RecurrentSequence {
 }
 
 impl RecurrentSequence {
+    /// The operands' names, in operand order (ONNX's input names; an LSTM has all eight, the
+    /// other cells the first six).
+    pub const OPERANDS: [&'static str; 8] = [
+        "X",
+        "W",
+        "R",
+        "B",
+        "sequence_lens",
+        "initial_h",
+        "initial_c",
+        "P",
+    ];
+
     /// The nGraph/OpenVINO name of the op: `RNNSequence`, `GRUSequence` or `LSTMSequence`.
     pub fn type_name(&self) -> &'static str {
         match self.cell {

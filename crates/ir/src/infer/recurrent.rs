@@ -10,16 +10,7 @@ pub(super) fn recurrent(
     inputs: &[TensorType],
 ) -> Result<OutputTypes, String> {
     r.check()?;
-    let names = [
-        "X",
-        "W",
-        "R",
-        "B",
-        "sequence_lens",
-        "initial_h",
-        "initial_c",
-        "P",
-    ];
+    let names = RecurrentSequence::OPERANDS;
     if inputs.len() != r.cell.inputs() {
         return Err(format!(
             "takes {} operands ({}), got {}",

@@ -25,16 +25,7 @@ pub fn decomposition(
     };
     crate::infer_output_types(&op, inputs).map_err(invalid)?;
     let mut f = crate::Function::new(r.type_name());
-    let names = [
-        "X",
-        "W",
-        "R",
-        "B",
-        "sequence_lens",
-        "initial_h",
-        "initial_c",
-        "P",
-    ];
+    let names = RecurrentSequence::OPERANDS;
     let mut params = Vec::with_capacity(inputs.len());
     for (name, t) in names.iter().zip(inputs) {
         let id = f.add_parameter(*name, t.element_type, t.shape.clone())?;
