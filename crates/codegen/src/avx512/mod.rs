@@ -211,9 +211,8 @@ impl Layout {
     ///   translation of its four-lane Cranelift lowering ([`program::translate`]: the vector
     ///   math, `Power`, comparisons, selects, `i32` ops, conversions), which refuses what it
     ///   cannot translate (per-lane helper calls: `Mod`, integer division and `Power`);
-    /// - not all its ops are calls of the vector math library ([`crate::calls`]: the
-    ///   library's strips keep a kernel that is one library form or function,
-    ///   [`Refusal::Library`]);
+    /// - not all the ops that need such a program are calls of the vector math library
+    ///   ([`crate::calls`]: the library's strips keep those kernels, [`Refusal::Library`]);
     ///   and it does not stream ([`KernelPlan::stream`]) unless it has such a program (then
     ///   it stores as usual);
     /// - its live values (with the programs' scratch registers) fit the 32 vector registers
@@ -315,18 +314,17 @@ impl Layout {
             };
             lowering.push(l);
         }
-        // Where the vector math library computes every op of the kernel (a library form such
-        // as GELU or SiLU, or a lone function), its software-pipelined strips are as wide and
-        // measured faster (figures in `BENCHMARKS.md`): the kernel keeps them. Where other
-        // arithmetic is left, it would run on Cranelift's four lanes between the strips, so
-        // the whole kernel is assembled here.
+        // Where the vector math library computes every op that needs a program, its
+        // software-pipelined strips are as wide and measured faster (GELU, SiLU: figures in
+        // `BENCHMARKS.md`): the kernel keeps them. The one-instruction ops around the calls
+        // then run on Cranelift's four lanes between the strips.
         if !programs.is_empty() {
             let library = LibraryCalls::of(plan);
             let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
             let all = lowering
                 .iter()
                 .enumerate()
-                .all(|(k, l)| l.is_none() || by_library(k));
+                .all(|(k, l)| !matches!(l, Some(Lowering::Program(_))) || by_library(k));
             if all {
                 return Err(Refusal::Library);
             }

@@ -25,8 +25,8 @@ pub enum Refusal {
     Addressing,
     /// More buffers than pointer registers, or more live values than vector registers.
     Registers,
-    /// Every op it computes is a call to the vector math library (a library form or a lone
-    /// function), which runs in strips ([`crate::strip`]).
+    /// Every op it has no one-instruction code for is a call to the vector math library,
+    /// which runs in strips ([`crate::strip`]).
     Library,
 }
 
@@ -49,7 +49,7 @@ impl std::fmt::Display for Refusal {
             Refusal::Registers => write!(f, "it needs more registers than x86-64 has"),
             Refusal::Library => write!(
                 f,
-                "its ops are all library calls, which run at the host's width"
+                "its vector math is all library calls, which run at the host's width"
             ),
         }
     }
