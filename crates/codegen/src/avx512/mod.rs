@@ -3,7 +3,7 @@
 //! do a quarter of the work per instruction that the host's AVX-512 units can. Simple ops
 //! are one or two instructions each; every other op with an inline lowering (the vector
 //! math, `Power`, comparisons and selects) is that lowering translated to sixteen lanes
-//! ([`program`]), so that no op of such a kernel runs four lanes wide.
+//! (`program`), so that no op of such a kernel runs four lanes wide.
 
 mod emit;
 mod listing;
@@ -208,7 +208,7 @@ impl Layout {
     /// - its `f32` ops `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`,
     ///   and `Maximum` / `Minimum` against a constant (not NaN) are each one or two AVX-512F
     ///   instructions with the reference interpreter's semantics; every other op is the
-    ///   translation of its four-lane Cranelift lowering ([`program::translate`]: the vector
+    ///   translation of its four-lane Cranelift lowering (`program::translate`: the vector
     ///   math, `Power`, comparisons, selects, `i32` ops, conversions), which refuses what it
     ///   cannot translate (per-lane helper calls: `Mod`, integer division and `Power`);
     /// - not all the ops that need such a program are calls of the vector math library

@@ -1,7 +1,7 @@
 //! Why a kernel is not AVX-512 code ([`Refusal`]): what `graphlift explain` prints for a
 //! kernel that stays with Cranelift.
 
-/// Why a kernel plan is not assembled here ([`Layout::of`]): it then goes through
+/// Why a kernel plan is not assembled here ([`super::Layout::of`]): it then goes through
 /// Cranelift's four-lane loops, or calls the vector math library in strips.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
