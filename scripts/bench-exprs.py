@@ -303,8 +303,8 @@ def vs_c(args, tmp):
     base = " (base)" if args.base else ""
     print("| expr | what | " + " | ".join(f"2^{n.bit_length() - 1}: graphlift{base} / C ns/el (ratio)" for n in args.n) + " |")
     print("|---|---|" + "---|" * len(args.n))
-    rows = [(e, "peers' " + e) for e in ["E1", "E2", "E3", "E4"]] + [(e[0], e[1]) for e in EXPRESSIONS]
-    for name, what in rows:
+    table = [(e, "peers' " + e) for e in ["E1", "E2", "E3", "E4"]] + [(e[0], e[1]) for e in EXPRESSIONS]
+    for name, what in table:
         cells = []
         for n in args.n:
             gl, c = got[(n, name, "graphlift")], got[(n, name, "C")]

@@ -166,25 +166,21 @@ impl Session {
                 got: inputs.len(),
             });
         }
-        let bound = self.lock().bound.clone();
-        let key = key_of(inputs, &bound);
-        if let Some(s) = self.lock().cache.get(&key) {
-            if s.binds(inputs) {
+        {
+            let mut inner = self.lock();
+            let key = key_of(inputs, &inner.bound);
+            if let Some(s) = inner.cache.get(&key).filter(|s| s.binds(inputs)) {
                 return Ok(s.clone());
             }
         }
         let s = Arc::new(self.compile(inputs)?);
         let mut inner = self.lock();
         inner.compiles += 1;
-        let known = s.bound.iter().map(|(k, _)| *k).collect::<Vec<_>>();
-        if known != inner.bound {
-            // The model needed other inputs as values than the key held: key it by those.
-            let mut all = inner.bound.clone();
-            all.extend(known);
-            all.sort_unstable();
-            all.dedup();
-            inner.bound = all;
-        }
+        // Key by every input the model has needed as a value so far (this import may have
+        // needed others than the key held).
+        inner.bound.extend(s.bound.iter().map(|(k, _)| *k));
+        inner.bound.sort_unstable();
+        inner.bound.dedup();
         let key = key_of(inputs, &inner.bound);
         inner.cache.insert(key, s.clone());
         Ok(s)
