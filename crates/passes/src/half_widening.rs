@@ -23,7 +23,11 @@ use crate::{Pass, PassError};
 ///
 /// Not rewritten: parameters, constants, results, `Convert` (it is the rounding), state ops
 /// (`Variable`, `ReadVariable`, `Assign`), `Random`, fused kernels, nodes with several
-/// outputs or control dependencies. Each new node has [`HalfWidening::NAME`] in its pass
+/// outputs or control dependencies, and the data-movement ops (`Broadcast`, `Reshape`,
+/// `Transpose`, `Slice`, `Pad`, `Concat`, `Gather`): each output element is a copy of an
+/// input element, exact in any type, and widening one would convert all of its input to
+/// move a part of it (a `Gather` of 128 rows from an `f16` embedding table would convert
+/// the whole table on every call). Each new node has [`HalfWidening::NAME`] in its pass
 /// history; the widened op takes the original's provenance.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HalfWidening;
@@ -65,7 +69,7 @@ fn eligible(g: &Function, id: NodeId) -> Result<bool, PassError> {
             | Op::Assign
             | Op::Random(_)
             | Op::FusedKernel(_)
-    );
+    ) || moves_data(node.op());
     if kept
         || node.inputs().is_empty()
         || node.outputs().len() != 1
@@ -82,6 +86,20 @@ fn eligible(g: &Function, id: NodeId) -> Result<bool, PassError> {
         }
     }
     Ok(false)
+}
+
+/// Whether `op` only copies elements of its inputs (see [`HalfWidening`]).
+fn moves_data(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Broadcast(_)
+            | Op::Reshape(_)
+            | Op::Transpose(_)
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Concat(_)
+            | Op::Gather(_)
+    )
 }
 
 fn any_half_op(g: &Function) -> Result<bool, PassError> {
@@ -148,6 +166,45 @@ mod tests {
         };
         let s = b.op(Op::Reduce(sum), &[z]);
         b.finish(&[z, s]).unwrap()
+    }
+
+    /// A row `Gather` from a half table (an embedding lookup) moves half values: the table
+    /// is never converted, only the gathered rows are, by the `Add` that reads them.
+    #[test]
+    fn data_movement_stays_on_half_values() {
+        for t in [ElementType::F16, ElementType::BF16] {
+            let b = FunctionBuilder::new("lookup");
+            let table = b.parameter("table", t, [6, 4]);
+            let ids = b.parameter("ids", ElementType::I64, [3]);
+            let bias = b.parameter("bias", t, [3, 4]);
+            let rows = b.op(Op::Gather(0), &[table, ids]);
+            let moved = b.op(Op::Transpose(vec![1, 0]), &[rows]);
+            let back = b.op(Op::Transpose(vec![1, 0]), &[moved]);
+            let f = b.finish(&[back + bias]).unwrap();
+            let mut g = f.clone();
+            assert!(HalfWidening.run(&mut g).unwrap());
+            let mut converted = Vec::new();
+            for node in g.nodes() {
+                match node.op() {
+                    Op::Gather(_) | Op::Transpose(_) => {
+                        assert_eq!(node.output_type().element_type, t, "{:?}", node.op());
+                    }
+                    Op::Convert(_) => converted.push(node.output_type().shape.clone()),
+                    _ => {}
+                }
+            }
+            // The two Add operands widened and the sum rounded back, all [3, 4].
+            assert_eq!(converted, vec![Shape::new([3, 4]); 3], "{t:?}");
+            let table: Vec<f64> = (0..24).map(|i| f64::from(i) / 7.0 - 1.5).collect();
+            let bias: Vec<f64> = (0..12).map(|i| f64::from(i) / 3.0).collect();
+            let inputs = [
+                Tensor::from_data(TensorData::from_f64(t, &table), Shape::new([6, 4])).unwrap(),
+                Tensor::from_data(TensorData::I64(vec![5, 0, 5]), Shape::new([3])).unwrap(),
+                Tensor::from_data(TensorData::from_f64(t, &bias), Shape::new([3, 4])).unwrap(),
+            ];
+            let run = |f: &Function| InterpreterBackend.compile(f).unwrap().run(&inputs).unwrap();
+            assert_eq!(run(&g), run(&f), "{t:?}");
+        }
     }
 
     #[test]
