@@ -24,6 +24,7 @@ use super::lanes::Lanes;
 use super::lower::{constant_bound_test, float_constant};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use crate::plan::operands;
+use graphlift_kernels::veclib::VecFn;
 
 pub use emit::assemble;
 pub use refusal::Refusal;
@@ -212,7 +213,9 @@ impl Layout {
     ///   math, `Power`, comparisons, selects, `i32` ops, conversions), which refuses what it
     ///   cannot translate (per-lane helper calls: `Mod`, integer division and `Power`);
     /// - not all the ops that need such a program are calls of the vector math library
-    ///   ([`crate::calls`]: the library's strips keep those kernels, [`Refusal::Library`]);
+    ///   ([`crate::calls`]), unless one call is an activation form or the kernel computes
+    ///   nothing per element besides the calls (the library's strips keep those kernels,
+    ///   [`Refusal::Library`]);
     ///   and it does not stream ([`KernelPlan::stream`]) unless it has such a program (then
     ///   it stores as usual);
     /// - its live values (with the programs' scratch registers) fit the 32 vector registers
@@ -315,9 +318,11 @@ impl Layout {
             lowering.push(l);
         }
         // Where the vector math library computes every op that needs a program, its
-        // software-pipelined strips are as wide and measured faster (GELU, SiLU: figures in
-        // `BENCHMARKS.md`): the kernel keeps them. The one-instruction ops around the calls
-        // then run on Cranelift's four lanes between the strips.
+        // software-pipelined strips are as wide, and faster than this code when a call is
+        // an activation form (GELU, SiLU: one call for the whole expression) or when nothing
+        // is left to compute between the calls; the kernel then keeps them. Otherwise the
+        // one-instruction ops between the strips would run on Cranelift's four lanes, and
+        // the whole kernel here is faster (figures in `BENCHMARKS.md`).
         if !programs.is_empty() {
             let library = LibraryCalls::of(plan);
             let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
@@ -325,7 +330,16 @@ impl Layout {
                 .iter()
                 .enumerate()
                 .all(|(k, l)| !matches!(l, Some(Lowering::Program(_))) || by_library(k));
-            if all {
+            let form = (0..lowering.len()).any(|k| {
+                library
+                    .get(k)
+                    .is_some_and(|c| VecFn::FORMS.contains(&c.function))
+            });
+            let between = lowering
+                .iter()
+                .enumerate()
+                .any(|(k, l)| l.is_some() && !by_library(k) && !plan.slots[k].invariant);
+            if all && (form || !between) {
                 return Err(Refusal::Library);
             }
         }

@@ -26,7 +26,8 @@ pub enum Refusal {
     /// More buffers than pointer registers, or more live values than vector registers.
     Registers,
     /// Every op it has no one-instruction code for is a call to the vector math library,
-    /// which runs in strips ([`crate::strip`]).
+    /// which runs in strips ([`crate::strip`]), and one call is an activation form or
+    /// nothing else is computed per element.
     Library,
 }
 
@@ -49,7 +50,8 @@ impl std::fmt::Display for Refusal {
             Refusal::Registers => write!(f, "it needs more registers than x86-64 has"),
             Refusal::Library => write!(
                 f,
-                "its vector math is all library calls, which run at the host's width"
+                "its vector math is library calls (an activation form, or nothing between \
+                 the calls), which run at the host's width"
             ),
         }
     }
