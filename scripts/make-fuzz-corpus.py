@@ -159,6 +159,10 @@ def corpus():
         "QLinearConv", [("x", U8, [1, 1, 3, 3])] + scalars(["as", "az"]) + [("w", U8, [1, 1, 2, 2])]
         + scalars(["bs", "bz", "ys", "yz"]), [("y", U8, [1, 1, 2, 2])], {},
         q[:2] + [("w", np.array([[[[1, 2], [3, 4]]]], np.uint8))] + q[2:])
+    # NonZero over a constant: a graph input's values would make its shape data-dependent,
+    # which a plain import refuses (a Session runs such a model in stages).
+    yield "NonZero", model("NonZero", [("c", F, [2, 3])], [("y", I64, [2, 3])], {},
+                           [("c", np.array([[0, 1.5, 0], [-2, 0, 3]], np.float32))])
     for op in ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
                "Atanh"):
         yield op, unary(op)

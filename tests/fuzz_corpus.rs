@@ -60,6 +60,7 @@ const OPERATORS: &[&str] = &[
     "Asinh",
     "Acosh",
     "Atanh",
+    "NonZero",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -27,6 +27,9 @@ pub enum CliError {
     /// The backend failed to compile or run.
     #[error(transparent)]
     Runtime(#[from] graphlift::RuntimeError),
+    /// A model run in stages through a Session failed.
+    #[error(transparent)]
+    Session(#[from] graphlift::onnx::SessionError),
     /// A Function could not be built.
     #[error(transparent)]
     Ir(#[from] graphlift::IrError),

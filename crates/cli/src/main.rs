@@ -10,6 +10,7 @@ mod explain;
 mod grad;
 mod profile;
 mod run;
+mod run_stages;
 mod tensor_io;
 
 use std::path::PathBuf;

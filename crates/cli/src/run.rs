@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use graphlift::onnx::{import_model_file_binding, ImportOptions, ImportedModel};
+use graphlift::onnx::{import_model_file_binding, ImportOptions, ImportedModel, OnnxError};
 use graphlift::runtime::compare;
 use graphlift::runtime::trace::Tracer;
 use graphlift::{Executable, Tensor};
@@ -98,8 +98,16 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
                 }
                 (Program::load_json(path)?, inputs)
             } else {
-                let (model, call) = import_for(path, &inputs, &args.shapes)?;
-                (model.into(), call)
+                match import_for(path, &inputs, &args.shapes) {
+                    // A node of data-dependent shape: the model runs in stages.
+                    Err(CliError::Onnx(e @ OnnxError::DataDependentShape { .. })) => {
+                        return crate::run_stages::run_in_stages(args, path, &inputs, &e);
+                    }
+                    r => {
+                        let (model, call) = r?;
+                        (model.into(), call)
+                    }
+                }
             };
             let expected = args
                 .expects
@@ -178,8 +186,22 @@ pub fn run(args: &RunArgs) -> Result<(), CliError> {
         (args.calls > 1).then_some(args.calls),
     )?;
 
+    check_and_write(args, &outputs, &expected)
+}
+
+/// Compares `outputs` with `expected` (`--expect`, as many as given) and writes them into
+/// `--output-dir` as `output_<i>.npy`.
+///
+/// # Errors
+/// [`CliError::Io`] or a write error for the output files; [`CliError::Mismatch`] when an
+/// output differs from its expected tensor.
+pub(crate) fn check_and_write(
+    args: &RunArgs,
+    outputs: &[Tensor],
+    expected: &[Tensor],
+) -> Result<(), CliError> {
     let mut failed = 0;
-    for (i, (got, want)) in outputs.iter().zip(&expected).enumerate() {
+    for (i, (got, want)) in outputs.iter().zip(expected).enumerate() {
         let c = compare(got, want, args.rtol, args.atol);
         let verdict = if c.passed() { "ok" } else { "MISMATCH" };
         println!("expect {i}: {verdict} ({c})");
@@ -282,7 +304,7 @@ fn check_counts(model: &Program, inputs: &[Tensor], expected: &[Tensor]) -> Resu
 
 /// The first few values of a tensor, e.g. `[1, 36, 6, ...]`, each in its own type's
 /// shortest round-trip form.
-fn preview(t: &Tensor) -> String {
+pub(crate) fn preview(t: &Tensor) -> String {
     let n = t.len().min(SHOWN_VALUES);
     fn show<T: ToString>(v: &[T], n: usize) -> Vec<String> {
         v[..n].iter().map(ToString::to_string).collect()

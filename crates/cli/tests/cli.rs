@@ -489,3 +489,58 @@ fn grad_writes_the_gradient_of_an_output_sum() {
         text(&o)
     );
 }
+
+/// `graphlift run` of a model with a `NonZero` over a computed value: it runs in stages
+/// (the node between two compiled parts) on both backends and gives the indices.
+#[test]
+fn a_model_with_a_data_dependent_shape_runs_in_stages() {
+    let dir = scratch("stages");
+    let model = write_model(&dir);
+    let mut m = ModelProto::decode(std::fs::read(&model).unwrap().as_slice()).unwrap();
+    let g = m.graph.as_mut().unwrap();
+    // idx = NonZero(relu(x)): the positions of the positive elements.
+    g.node.push(NodeProto {
+        op_type: "NonZero".into(),
+        name: "nz".into(),
+        input: vec!["r".into()],
+        output: vec!["idx".into()],
+        ..Default::default()
+    });
+    g.output = vec![ValueInfoProto {
+        name: "idx".into(),
+        ..Default::default()
+    }];
+    std::fs::write(&model, m.encode_to_vec()).unwrap();
+    let input = write_pb(&dir, "x.pb", vec![-2.0, -0.5, 0.0, 0.5, 2.0]);
+    let want = dir.join("idx.pb");
+    let indices = TensorData::I64(vec![3, 4]);
+    std::fs::write(
+        &want,
+        encode_tensor_proto("idx", &indices, &Shape::new([1, 2])),
+    )
+    .unwrap();
+    for backend in ["CPU-JIT", "INTERPRETER"] {
+        let (mp, i, w) = (
+            model.to_str().unwrap(),
+            input.to_str().unwrap(),
+            want.to_str().unwrap(),
+        );
+        let o = graphlift(&["run", mp, "--backend", backend, "--input", i, "--expect", w]);
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        assert!(t.contains("stages: NonZero `nz`"), "{t}");
+        assert!(t.contains("expect 0: ok"), "{t}");
+        let o = graphlift(&[
+            "run",
+            mp,
+            "--backend",
+            backend,
+            "--input",
+            i,
+            "--trace",
+            "t.json",
+        ]);
+        assert!(!o.status.success());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -185,6 +185,19 @@ pub enum OnnxError {
         /// The graph input that gives it.
         input: String,
     },
+    /// An operator whose output shape depends on the values of its operand (`NonZero`), over
+    /// a value known only at run time. A Function's shapes are static, so such a model runs
+    /// through a [`crate::Session`], which splits it at this node and runs the node between
+    /// the two parts as a dynamic step.
+    #[error("{at}: the shape of output `{output}` depends on the values of `{operand}`, known only at run time: a Function's shapes are static; run the model through graphlift_onnx::Session, which runs this node as a dynamic step")]
+    DataDependentShape {
+        /// The node.
+        at: NodeRef,
+        /// The ONNX value whose values decide the shape.
+        operand: String,
+        /// The ONNX value of data-dependent shape.
+        output: String,
+    },
     /// Evaluating a node whose inputs are all constants failed at import (an out-of-range
     /// `Gather` index in a shape computation, say).
     #[error("{at}: evaluating on constant inputs: {message}")]
@@ -222,7 +235,9 @@ impl OnnxError {
 
     /// `true` for valid ONNX that graphlift does not support: the unsupported types of
     /// [`OnnxError::is_unsupported_type`], [`OnnxError::UnsupportedOp`] and
-    /// [`OnnxError::UnsupportedFeature`], [`OnnxError::RunTimeOperand`].
+    /// [`OnnxError::UnsupportedFeature`], [`OnnxError::RunTimeOperand`],
+    /// [`OnnxError::DataDependentShape`] (unsupported by a single import; a
+    /// [`crate::Session`] runs it).
     pub fn is_unsupported(&self) -> bool {
         self.is_unsupported_type()
             || matches!(
@@ -230,6 +245,7 @@ impl OnnxError {
                 OnnxError::UnsupportedOp { .. }
                     | OnnxError::UnsupportedFeature { .. }
                     | OnnxError::RunTimeOperand { .. }
+                    | OnnxError::DataDependentShape { .. }
             )
     }
 
@@ -249,7 +265,8 @@ impl OnnxError {
             | OnnxError::Ir { at, .. }
             | OnnxError::Fold { at, .. }
             | OnnxError::UnsupportedFeature { at, .. }
-            | OnnxError::RunTimeOperand { at, .. } => Some(at),
+            | OnnxError::RunTimeOperand { at, .. }
+            | OnnxError::DataDependentShape { at, .. } => Some(at),
         }
     }
 }

@@ -16,6 +16,7 @@ mod importer;
 mod value_info;
 
 pub use binding::{graph_input_names, import_model_file_binding};
+pub(crate) use binding::{import_binding, input_names_of};
 pub(crate) use importer::unique_name;
 use importer::Importer;
 use value_info::{bind_dim_params, check_declared_type, value_type};
@@ -88,6 +89,16 @@ pub fn import_model_file_with(
     path: &Path,
     options: &ImportOptions,
 ) -> Result<ImportedModel, OnnxError> {
+    let model = read_model_file(path)?;
+    import_with_source(&model, &path.display().to_string(), options)
+}
+
+/// Reads and decodes the model file at `path`, mapping it into memory with `memmap2`.
+///
+/// # Errors
+/// [`OnnxError::Io`] if the file cannot be opened or mapped; [`OnnxError::Protobuf`]
+/// naming the file for bytes that are not a `ModelProto`.
+pub(crate) fn read_model_file(path: &Path) -> Result<ModelProto, OnnxError> {
     let io = |e: std::io::Error| OnnxError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -96,7 +107,7 @@ pub fn import_model_file_with(
     let len = file.metadata().map_err(io)?.len();
     let source = path.display().to_string();
     if len == 0 {
-        return import_bytes_from(&[], Some(&source), options);
+        return decode(&[], Some(&source));
     }
     // SAFETY: the mapping is private and read-only, and lives only for this call. The bytes
     // are only read, by the protobuf decoder, which copies everything it keeps into owned
@@ -104,7 +115,7 @@ pub fn import_model_file_with(
     // file while it is mapped would fault (SIGBUS) rather than give wrong data; that is the
     // documented risk of mapping a file, accepted here for large models.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    import_bytes_from(&map, Some(&source), options)
+    decode(&map, Some(&source))
 }
 
 /// Imports a serialized ONNX `ModelProto`.
@@ -137,12 +148,16 @@ fn import_bytes_from(
     path: Option<&str>,
     options: &ImportOptions,
 ) -> Result<ImportedModel, OnnxError> {
-    let model = ModelProto::decode(bytes).map_err(|e| OnnxError::Protobuf {
+    import_with_source(&decode(bytes, path)?, path.unwrap_or("onnx"), options)
+}
+
+/// Decodes `bytes`, read from the file `path` if given, as a `ModelProto`.
+fn decode(bytes: &[u8], path: Option<&str>) -> Result<ModelProto, OnnxError> {
+    ModelProto::decode(bytes).map_err(|e| OnnxError::Protobuf {
         path: path.map(str::to_string),
         message_type: "ModelProto",
         message: e.to_string(),
-    })?;
-    import_with_source(&model, path.unwrap_or("onnx"), options)
+    })
 }
 
 /// Imports a decoded `ModelProto` (e.g. one built in code with [`crate::proto`]).

@@ -274,6 +274,7 @@ fn cases() -> Vec<Case> {
         case("Mod", Attribute, "fmod of type string", vec![In(F, &[2, 3]), In(F, &[3])], vec![attr_s("fmod", "1")]),
         case("Mod", Attribute, "fmod = 0 on floats", vec![In(F, &[2, 3]), In(F, &[3])], vec![attr_i("fmod", 0)]),
         case("Mod", Rank, "shapes that do not broadcast", vec![In(F, &[2, 3]), In(F, &[2])], vec![attr_i("fmod", 1)]),
+        case("NonZero", Rank, "two inputs", vec![F32(&[2], &[1.0, 0.0]), F32(&[2], &[0.0, 1.0])], vec![]),
         case("QuantizeLinear", Index, "axis out of range", vec![In(F, &[2, 3]), F32(&[3], &[0.1; 3]), U8(&[3], &[0; 3])], vec![attr_i("axis", 5)]),
         case("QuantizeLinear", Rank, "scale of rank 2", vec![In(F, &[2, 3]), F32(&[1, 3], &[0.1; 3]), U8(&[1, 3], &[0; 3])], vec![]),
         case("QuantizeLinear", Attribute, "saturate of type string", vec![In(F, &[2, 3]), F32(&[], &[0.1]), U8(&[], &[0])], vec![attr_s("saturate", "1")]),

@@ -1,16 +1,23 @@
 //! An ONNX model served call by call (onnxruntime's `InferenceSession`): graphlift compiles
 //! static shapes, so each call's input shapes (the symbolic dimensions) and the values of the
 //! inputs that shape-like operands are computed from pick a specialisation of the model,
-//! imported and compiled on first use and kept in a bounded least-recently-used cache.
+//! imported and compiled on first use and kept in a bounded least-recently-used cache. A
+//! model with a node whose output shape depends on values (`NonZero`) runs in stages
+//! ([`split`]).
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use graphlift_ir::Lru;
 use graphlift_runtime::{Backend, Executable, RuntimeError, Tensor};
 
 use crate::error::OnnxError;
-use crate::import::{graph_input_names, import_model_file_binding, ImportOptions, ImportedModel};
+use crate::import::{
+    import_binding, input_names_of, read_model_file, ImportOptions, ImportedModel,
+};
+use crate::proto::ModelProto;
+
+mod split;
 
 /// Why a [`Session`] call failed.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +39,14 @@ pub enum SessionError {
     /// Compiling or running the specialisation failed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    /// A dynamic step between two stages of the model ([`split`]) failed on its operand.
+    #[error("model `{model}`: {message}")]
+    DynamicStep {
+        /// The model file.
+        model: String,
+        /// What failed, naming the node.
+        message: String,
+    },
 }
 
 /// One specialisation of the model: imported for some input shapes and bound input values,
@@ -86,12 +101,24 @@ struct Inner {
 /// backend (whose own kernel cache makes a recompile of known kernels cheap). At most
 /// `capacity` specialisations are kept ([`Session::DEFAULT_CAPACITY`] unless
 /// [`Session::with_capacity`] says otherwise); the least recently used goes first.
+///
+/// A node whose output shape depends on the values of its operand (`NonZero` over a value
+/// computed at run time: [`OnnxError::DataDependentShape`]) splits the model into stages on
+/// the first call that meets it: a session for the part that computes the operand, the node
+/// run on the host between them, and a session for the model with the node's output as one
+/// more input, specialised by that output's shape ([`split`]). Each stage keeps its own cache
+/// of `capacity` specialisations.
 pub struct Session {
-    path: PathBuf,
+    /// The model file, or what stands for it in messages.
+    name: String,
+    model: Arc<ModelProto>,
     backend: Arc<dyn Backend>,
     options: ImportOptions,
+    capacity: usize,
     names: Vec<String>,
     inner: Mutex<Inner>,
+    /// The stages, once a call has met a data-dependent shape.
+    stages: OnceLock<split::Stages>,
 }
 
 impl Session {
@@ -124,17 +151,39 @@ impl Session {
         options: ImportOptions,
         capacity: usize,
     ) -> Result<Session, OnnxError> {
-        Ok(Session {
-            names: graph_input_names(path)?,
-            path: path.to_path_buf(),
+        let model = read_model_file(path)?;
+        let name = path.display().to_string();
+        Ok(Session::of_model(
+            name,
+            Arc::new(model),
             backend,
             options,
+            capacity,
+        ))
+    }
+
+    /// A session over a decoded `model`, named `name` in messages and creation sites.
+    fn of_model(
+        name: String,
+        model: Arc<ModelProto>,
+        backend: Arc<dyn Backend>,
+        options: ImportOptions,
+        capacity: usize,
+    ) -> Session {
+        Session {
+            names: input_names_of(&model),
+            name,
+            model,
+            backend,
+            options,
+            capacity,
             inner: Mutex::new(Inner {
                 bound: Vec::new(),
                 cache: Lru::new(capacity),
                 compiles: 0,
             }),
-        })
+            stages: OnceLock::new(),
+        }
     }
 
     /// The graph inputs a call gives, in order (those that are not initializers).
@@ -147,11 +196,27 @@ impl Session {
     ///
     /// # Errors
     /// [`SessionError::InputCount`]; an import error for these shapes or values (naming
-    /// the input or node); a compile or run error (naming the parameter whose type differs).
+    /// the input or node); a compile or run error (naming the parameter whose type differs);
+    /// [`SessionError::DynamicStep`].
     pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, SessionError> {
-        let s = self.specialization(inputs)?;
-        let call: Vec<Tensor> = s.call.iter().map(|&k| inputs[k].clone()).collect();
-        Ok(s.executable.run(&call)?)
+        if let Some(stages) = self.stages.get() {
+            return stages.run(inputs);
+        }
+        match self.specialization(inputs) {
+            Ok(s) => {
+                let call: Vec<Tensor> = s.call.iter().map(|&k| inputs[k].clone()).collect();
+                Ok(s.executable.run(&call)?)
+            }
+            Err(SessionError::Import(OnnxError::DataDependentShape { at, output, .. })) => {
+                let stages =
+                    split::Stages::new(self, &output).ok_or_else(|| SessionError::DynamicStep {
+                        model: self.name.clone(),
+                        message: format!("{at}: the model cannot be split at `{output}`"),
+                    })?;
+                self.stages.get_or_init(|| stages).run(inputs)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The specialisation for `inputs`, from the cache or imported and compiled now.
@@ -161,7 +226,7 @@ impl Session {
     pub fn specialization(&self, inputs: &[Tensor]) -> Result<Arc<Specialization>, SessionError> {
         if inputs.len() != self.names.len() {
             return Err(SessionError::InputCount {
-                model: self.path.display().to_string(),
+                model: self.name.clone(),
                 expected: self.names.len(),
                 got: inputs.len(),
             });
@@ -186,14 +251,20 @@ impl Session {
         Ok(s)
     }
 
-    /// The cache's counters.
+    /// The cache's counters; for a model run in stages, the sums over this session and its
+    /// stages' sessions.
     pub fn stats(&self) -> SessionStats {
         let inner = self.lock();
-        SessionStats {
+        let own = SessionStats {
             compiles: inner.compiles,
             entries: inner.cache.len(),
             evictions: inner.cache.evictions(),
             capacity: inner.cache.capacity(),
+        };
+        drop(inner);
+        match self.stages.get() {
+            Some(stages) => stages.stats(own),
+            None => own,
         }
     }
 
@@ -208,7 +279,7 @@ impl Session {
             ordered_input_shapes: inputs.iter().map(|t| t.shape().dims().to_vec()).collect(),
             ..self.options.clone()
         };
-        let (model, _) = import_model_file_binding(&self.path, &options, inputs)?;
+        let (model, _) = import_binding(&self.model, &self.name, &options, inputs)?;
         let position = |name: &str| self.names.iter().position(|n| n == name);
         let call: Vec<usize> = model
             .inputs

@@ -8,9 +8,8 @@
 use std::path::Path;
 
 use graphlift_runtime::Tensor;
-use prost::Message;
 
-use super::{import_model_file_with, ImportOptions, ImportedModel};
+use super::{import_with_source, read_model_file, ImportOptions, ImportedModel};
 use crate::error::OnnxError;
 use crate::proto::ModelProto;
 
@@ -19,24 +18,22 @@ use crate::proto::ModelProto;
 /// # Errors
 /// [`OnnxError::Io`] or [`OnnxError::Protobuf`] naming the file.
 pub fn graph_input_names(path: &Path) -> Result<Vec<String>, OnnxError> {
-    let bytes = std::fs::read(path).map_err(|e| OnnxError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
-    let model = ModelProto::decode(bytes.as_slice()).map_err(|e| OnnxError::Protobuf {
-        path: Some(path.display().to_string()),
-        message_type: "ModelProto",
-        message: e.to_string(),
-    })?;
-    let graph = model.graph.unwrap_or_default();
+    Ok(input_names_of(&read_model_file(path)?))
+}
+
+/// The names of `model`'s graph inputs that are not initializers, in graph order.
+pub(crate) fn input_names_of(model: &ModelProto) -> Vec<String> {
+    let Some(graph) = &model.graph else {
+        return Vec::new();
+    };
     let initializers: std::collections::HashSet<&str> =
         graph.initializer.iter().map(|t| t.name.as_str()).collect();
-    Ok(graph
+    graph
         .input
         .iter()
         .filter(|v| !initializers.contains(v.name.as_str()))
         .map(|v| v.name.clone())
-        .collect())
+        .collect()
 }
 
 /// [`import_model_file_with`], binding from `inputs` (the call's values, in the order of
@@ -53,10 +50,25 @@ pub fn import_model_file_binding(
     options: &ImportOptions,
     inputs: &[Tensor],
 ) -> Result<(ImportedModel, Vec<Tensor>), OnnxError> {
-    let names = graph_input_names(path)?;
+    import_binding(
+        &read_model_file(path)?,
+        &path.display().to_string(),
+        options,
+        inputs,
+    )
+}
+
+/// [`import_model_file_binding`] on a decoded `model` (`source` names it in creation sites).
+pub(crate) fn import_binding(
+    model: &ModelProto,
+    source: &str,
+    options: &ImportOptions,
+    inputs: &[Tensor],
+) -> Result<(ImportedModel, Vec<Tensor>), OnnxError> {
+    let names = input_names_of(model);
     let mut options = options.clone();
-    let model = loop {
-        match import_model_file_with(path, &options) {
+    let imported = loop {
+        match import_with_source(model, source, &options) {
             Err(OnnxError::RunTimeOperand { input, at, what })
                 if !options.input_values.contains_key(&input) =>
             {
@@ -75,8 +87,8 @@ pub fn import_model_file_binding(
     let call = names
         .iter()
         .zip(inputs)
-        .filter(|(n, _)| model.inputs.iter().any(|i| &i.name == *n))
+        .filter(|(n, _)| imported.inputs.iter().any(|i| &i.name == *n))
         .map(|(_, t)| t.clone())
         .collect();
-    Ok((model, call))
+    Ok((imported, call))
 }

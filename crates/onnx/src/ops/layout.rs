@@ -1,9 +1,10 @@
 //! Shape and data-movement operators (`Shape`, `Size`, `Reshape`, `Flatten`, `Squeeze`,
 //! `Unsqueeze`, `Transpose`, `Concat`, `Slice`, `Gather`, `Expand`, `ConstantOfShape`,
-//! `Range`); shapes are static, so every shape-valued input must be a constant once
+//! `Range`, `NonZero`); shapes are static, so every shape-valued input must be a constant once
 //! import-time folding has run.
 
 use graphlift_ir::{Op, Output, Shape, SliceAxis, TensorData};
+use graphlift_runtime::reference;
 
 use super::In;
 use crate::emit::{NodeEmitter, FOLD_LIMIT};
@@ -104,6 +105,30 @@ pub(super) fn size(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxE
     e.arity(ins, 1, 1)?;
     let n: usize = dims(e, e.input(ins, 0)?)?.iter().product();
     e.constant(TensorData::I64(vec![n as i64]), Shape::scalar())
+}
+
+/// `NonZero` (opsets 9, 13): the `i64[rank, count]` indices of the operand's non-zero
+/// elements ([`reference::non_zero`]), a Constant when the operand is known at import (a
+/// constant, or computed from bound inputs). Otherwise its shape is only known at run time:
+/// [`OnnxError::DataDependentShape`] names the node's operand and output for a
+/// [`crate::Session`], which runs the node between two compiled parts of the model.
+pub(super) fn non_zero(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    let Some(value) = e.constant_value(x) else {
+        let node = e.node();
+        return Err(OnnxError::DataDependentShape {
+            at: e.at(),
+            operand: node.input[0].clone(),
+            output: node.output.first().cloned().unwrap_or_default(),
+        });
+    };
+    let (data, shape) =
+        reference::non_zero(value.data(), value.shape()).map_err(|message| OnnxError::Fold {
+            at: e.at(),
+            message,
+        })?;
+    e.constant(data, shape)
 }
 
 /// `Range`: `start, start + delta, ..` below `limit` (above it for a negative `delta`):

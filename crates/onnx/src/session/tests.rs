@@ -144,3 +144,99 @@ fn bad_calls_are_named_errors() {
     );
     assert!(matches!(missing, Err(crate::OnnxError::Io { .. })));
 }
+
+/// `y = GatherND(x, Transpose(NonZero(Relu(x))))` (the positive elements of `x`, in order)
+/// and `z = NonZero(Floor(y))` (the positions of those at least 1): two nodes of
+/// data-dependent shape, the second after the first.
+fn non_zero_model() -> std::path::PathBuf {
+    let m = model_opset(
+        vec![
+            node("Relu", "relu", &["x"], &["p"], vec![]),
+            node("NonZero", "nz", &["p"], &["at"], vec![]),
+            node("Transpose", "t", &["at"], &["idx"], vec![]),
+            node("GatherND", "g", &["x", "idx"], &["y"], vec![]),
+            node("Floor", "f", &["y"], &["fy"], vec![]),
+            node("NonZero", "nz2", &["fy"], &["z"], vec![]),
+        ],
+        vec![symbolic("x", data_type::FLOAT, &["n"])],
+        vec![
+            symbolic("y", data_type::FLOAT, &["k"]),
+            symbolic("z", data_type::INT64, &["one", "j"]),
+        ],
+        17,
+    );
+    let path =
+        std::env::temp_dir().join(format!("graphlift-session-nz-{}.onnx", std::process::id()));
+    std::fs::write(&path, m.encode_to_vec()).unwrap();
+    path
+}
+
+#[test]
+fn data_dependent_shapes_run_as_dynamic_steps_specialised_by_shape() {
+    let path = non_zero_model();
+    // A plain import names the node and says what runs it.
+    let options = ImportOptions {
+        input_shapes: [("x".to_string(), vec![6])].into(),
+        ..ImportOptions::default()
+    };
+    let e = crate::import_model_file_with(&path, &options).unwrap_err();
+    assert!(
+        matches!(&e, crate::OnnxError::DataDependentShape { operand, output, .. }
+            if operand == "p" && output == "at"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("Session"), "{e}");
+    let backends: [Arc<dyn Backend>; 2] = [
+        Arc::new(InterpreterBackend),
+        Arc::new(graphlift_jit::CpuJitBackend::new()),
+    ];
+    for backend in backends {
+        let s = Session::new(&path, backend).unwrap();
+        let mut compiles = Vec::new();
+        for x in [
+            vec![0.5f32, -1.0, 2.0, 3.5, -0.0, 1.0],
+            vec![-2.0, 7.0, 0.25, 1.5, 2.0, -1.0], // the same counts: no new compile
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            vec![-1.0; 6], // nothing positive: empty outputs
+        ] {
+            let y: Vec<f32> = x.iter().copied().filter(|&v| v > 0.0).collect();
+            let z: Vec<i64> = (0..y.len() as i64)
+                .filter(|&i| y[i as usize] >= 1.0)
+                .collect();
+            let out = s.run(&[Tensor::from_vec(x.clone(), [6]).unwrap()]).unwrap();
+            assert_eq!(out[0].read::<f32>().unwrap(), y.as_slice(), "{x:?}");
+            assert_eq!(out[1].shape().dims(), [1, z.len()], "{x:?}");
+            assert_eq!(out[1].read::<i64>().unwrap(), z.as_slice(), "{x:?}");
+            compiles.push(s.stats().compiles);
+        }
+        // The model and its first suffix never compile whole (each splits). The first
+        // prefix compiles once (one shape of x); the second prefix once per count of
+        // positive elements (4, 4, 6, 0), and the second suffix once per pair of counts
+        // ((4, 3), (4, 3), (6, 6), (0, 0)).
+        assert_eq!(compiles, [3, 3, 5, 7], "{}", s.name);
+    }
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn a_non_zero_of_constants_folds_at_import() {
+    let path = non_zero_model();
+    let mut model =
+        crate::proto::ModelProto::decode(std::fs::read(&path).unwrap().as_slice()).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    graph.input.clear();
+    let x = graphlift_ir::TensorData::F32(vec![0.0, 3.0, -1.0, 1.5]);
+    let shape = graphlift_ir::Shape::new([4]);
+    graph
+        .initializer
+        .push(crate::tensor::tensor_to_proto("x", &x, &shape));
+    let m = crate::import_model(&model).unwrap();
+    let out = InterpreterBackend
+        .compile(&m.function)
+        .unwrap()
+        .run(&[])
+        .unwrap();
+    assert_eq!(out[0].read::<f32>().unwrap(), [3.0, 1.5]);
+    assert_eq!(out[1].read::<i64>().unwrap(), [0, 1]);
+    std::fs::remove_file(path).unwrap();
+}

@@ -9,6 +9,7 @@ mod broadcast;
 mod elementwise;
 mod layout;
 mod matmul;
+mod non_zero;
 mod normalize;
 mod pad;
 mod quantized;
@@ -39,6 +40,7 @@ pub use elementwise::{
 };
 pub use layout::{concat, gather, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
+pub use non_zero::non_zero;
 pub use normalize::{batch_norm, layer_norm, softmax};
 pub use pad::{pad, source_index};
 pub use quantized::{pack_vnni, quantize_u8, quantized_matmul};
