@@ -17,6 +17,7 @@ mod value_info;
 
 pub use binding::{graph_input_names, import_model_file_binding};
 pub(crate) use binding::{import_binding, input_names_of};
+pub(crate) use control_flow::free_names;
 pub(crate) use importer::unique_name;
 use importer::Importer;
 use value_info::{bind_dim_params, check_declared_type, value_type};

@@ -17,6 +17,7 @@ use crate::import::{
 };
 use crate::proto::ModelProto;
 
+mod loop_step;
 mod split;
 
 /// Why a [`Session`] call failed.
@@ -265,6 +266,16 @@ impl Session {
         match self.stages.get() {
             Some(stages) => stages.stats(own),
             None => own,
+        }
+    }
+
+    /// What a stage of this session's model inherits from it.
+    fn parent(&self) -> split::Parent {
+        split::Parent {
+            name: self.name.clone(),
+            backend: self.backend.clone(),
+            options: self.options.clone(),
+            capacity: self.capacity,
         }
     }
 

@@ -17,8 +17,9 @@
 //!   its input, as exporters do for weights) is captured instead of carried: it is not copied
 //!   from one iteration to the next. Absent `M` and `cond` become `i64::MAX` and `true`.
 //!   Scan outputs need a static length: a constant `M` and a `cond` constant or absent, and
-//!   a body whose condition result is `true` or its condition input; else an error naming
-//!   the node says why (graphlift's executables have static shapes).
+//!   a body whose condition result is `true` or its condition input. A loop whose length is
+//!   known only at run time is [`OnnxError::DataDependentShape`]: a [`crate::Session`] runs
+//!   it as a dynamic step, iterating its body on the host.
 //! - **Shape operands that change every iteration.** A body that uses its iteration number
 //!   or a loop-carried value as a shape operand (`Slice` starts, `Range` bounds) is imported
 //!   with that value bound ([`OnnxError::RunTimeOperand`] names it, as it names a graph input
@@ -154,7 +155,7 @@ fn import_body(graph: &GraphProto, spec: &BodySpec, cx: &Context) -> Result<Func
 
 /// The names a subgraph reads from enclosing graphs, in order of first use (through nested
 /// subgraphs too).
-fn free_names(graph: &GraphProto) -> Vec<String> {
+pub(crate) fn free_names(graph: &GraphProto) -> Vec<String> {
     let mut defined: HashSet<&str> = graph.input.iter().map(|v| v.name.as_str()).collect();
     defined.extend(graph.initializer.iter().map(|t| t.name.as_str()));
     for n in &graph.node {

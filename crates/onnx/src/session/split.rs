@@ -1,36 +1,102 @@
-//! A model in stages around a node whose output shape depends on values (ONNX `NonZero`:
-//! [`OnnxError::DataDependentShape`](crate::OnnxError::DataDependentShape)). graphlift
-//! compiles static shapes, so the node runs on the host as a dynamic step between two
-//! compiled parts, and the part after it is specialised by the shape the step gave:
+//! A model in stages around a node whose output shape depends on values
+//! ([`OnnxError::DataDependentShape`](crate::OnnxError::DataDependentShape): `NonZero`, a
+//! `Loop` whose length is known only at run time). graphlift compiles static shapes, so the
+//! node runs on the host as a dynamic step between two compiled parts, and the part after it
+//! is specialised by the shapes the step gave:
 //!
-//! - the *prefix*: the model cut before the node, its one output the node's operand;
-//! - the *step*: the node on that value ([`reference::non_zero`]);
-//! - the *suffix*: the model without the node, whose output becomes one more graph input
-//!   (the last), given the step's result.
+//! - the *prefix*: the model cut before the node, its outputs the values the node reads
+//!   (a `Loop`'s operands and the outer-scope values its body reads);
+//! - the *step*: the node on those values ([`reference::non_zero`], or the loop's body
+//!   called iteration by iteration: [`super::loop_step`]);
+//! - the *suffix*: the model without the node, whose outputs become more graph inputs (the
+//!   last ones), given the step's results.
 //!
-//! Prefix and suffix are [`Session`]s of their own: each caches its specialisations, and
-//! each splits again at a later such node.
+//! Prefix, suffix and a loop's body are [`Session`]s of their own: each caches its
+//! specialisations, and each splits again at a later such node. The suffix and the body are
+//! made on the first call, when the element types of the values they take are known.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use graphlift_runtime::{reference, Tensor};
 
+use super::loop_step::LoopStep;
 use super::{Session, SessionError, SessionStats};
-use crate::import::node_ref;
-use crate::proto::{data_type, TypeProto, TypeProtoTensor, ValueInfoProto};
+use crate::import::{free_names, node_ref};
+use crate::proto::{GraphProto, ModelProto, TypeProto, TypeProtoTensor, ValueInfoProto};
+use crate::tensor::onnx_data_type;
+
+/// What runs between the stages.
+enum Step {
+    /// `NonZero` of the one value.
+    NonZero,
+    /// A `Loop`: the prefix gives its operands (the non-empty ones, in order) and then its
+    /// body's outer-scope values.
+    Loop(LoopStep),
+}
 
 /// The stages of a model split at one node.
 pub(super) struct Stages {
     prefix: Box<Session>,
-    suffix: Box<Session>,
+    step: Step,
+    /// The model without the node, its non-empty outputs not yet graph inputs.
+    suffix_model: ModelProto,
+    /// The node's outputs, in order (`""` for one left out).
+    outputs: Vec<String>,
+    suffix: OnceLock<Box<Session>>,
+    /// The enclosing session's name, backend, options and capacity, for the suffix.
+    parent: Parent,
     /// The node, for messages (`NonZero node #3 ...`).
     node: String,
 }
 
+/// What a stage's session inherits from the session it splits.
+#[derive(Clone)]
+pub(super) struct Parent {
+    pub name: String,
+    pub backend: Arc<dyn graphlift_runtime::Backend>,
+    pub options: crate::ImportOptions,
+    pub capacity: usize,
+}
+
+impl Parent {
+    /// A session over `model`, named after the parent and `what`.
+    pub(super) fn session(&self, model: ModelProto, what: &str) -> Box<Session> {
+        Box::new(Session::of_model(
+            format!("{} ({what})", self.name),
+            Arc::new(model),
+            self.backend.clone(),
+            self.options.clone(),
+            self.capacity,
+        ))
+    }
+}
+
+/// A graph input `name` of element type `t` and unknown shape (each call gives the shape).
+pub(super) fn input_of(name: &str, t: &Tensor) -> ValueInfoProto {
+    ValueInfoProto {
+        name: name.to_string(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TypeProtoTensor {
+                elem_type: onnx_data_type(t.element_type()),
+                shape: None,
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The body attribute of a `Loop` node.
+fn body_of(node: &crate::proto::NodeProto) -> Option<&GraphProto> {
+    node.attribute
+        .iter()
+        .find(|a| a.name == "body")
+        .and_then(|a| a.g.as_ref())
+}
+
 impl Stages {
-    /// The stages of `session`'s model around the node that produces `output` (a
-    /// `NonZero`); `None` when no node of the graph produces it or the node is not a
-    /// `NonZero` with an operand.
+    /// The stages of `session`'s model around the node that produces `output` (a `NonZero`
+    /// or a `Loop` of the top-level graph); `None` when no such node produces it.
     pub(super) fn new(session: &Session, output: &str) -> Option<Stages> {
         let graph = session.model.graph.as_ref()?;
         let at = graph
@@ -38,77 +104,109 @@ impl Stages {
             .iter()
             .position(|n| n.output.iter().any(|o| o == output))?;
         let node = &graph.node[at];
-        let operand = node.input.first().filter(|_| node.op_type == "NonZero")?;
-        // ONNX lists nodes in topological order: what the operand needs comes before `at`.
+        let (step, reads) = match node.op_type.as_str() {
+            "NonZero" => (Step::NonZero, vec![node.input.first()?.clone()]),
+            "Loop" => {
+                let body = body_of(node)?;
+                let operands: Vec<String> = node
+                    .input
+                    .iter()
+                    .filter(|i| !i.is_empty())
+                    .cloned()
+                    .collect();
+                let mut reads = operands.clone();
+                for name in free_names(body) {
+                    if !reads.contains(&name) {
+                        reads.push(name);
+                    }
+                }
+                let step = LoopStep::new(node, body, &session.model, &reads)?;
+                (Step::Loop(step), reads)
+            }
+            _ => return None,
+        };
+        // ONNX lists nodes in topological order: what the node reads comes before `at`.
         let mut prefix = (*session.model).clone();
         let g = prefix.graph.as_mut()?;
         g.node.truncate(at);
-        g.output = vec![ValueInfoProto {
-            name: operand.clone(),
-            ..Default::default()
-        }];
-        let mut suffix = (*session.model).clone();
-        let g = suffix.graph.as_mut()?;
-        g.node.remove(at);
-        // INT64 of unknown shape: each call gives the step's shape.
-        g.input.push(ValueInfoProto {
-            name: output.to_string(),
-            r#type: Some(TypeProto {
-                tensor_type: Some(TypeProtoTensor {
-                    elem_type: data_type::INT64,
-                    shape: None,
-                }),
+        g.output = reads
+            .iter()
+            .map(|name| ValueInfoProto {
+                name: name.clone(),
                 ..Default::default()
-            }),
-            ..Default::default()
-        });
-        let stage = |model, what: String| {
-            Box::new(Session::of_model(
-                format!("{} ({what})", session.name),
-                Arc::new(model),
-                session.backend.clone(),
-                session.options.clone(),
-                session.capacity,
-            ))
-        };
+            })
+            .collect();
+        let mut suffix_model = (*session.model).clone();
+        suffix_model.graph.as_mut()?.node.remove(at);
+        let parent = session.parent();
         Some(Stages {
-            prefix: stage(prefix, format!("up to `{operand}`")),
-            suffix: stage(suffix, format!("from `{output}`")),
+            prefix: parent.session(prefix, &format!("up to `{}`", node.name)),
+            step,
+            suffix_model,
+            outputs: node.output.clone(),
+            suffix: OnceLock::new(),
+            parent,
             node: node_ref(at, node).to_string(),
         })
     }
 
-    /// Runs the prefix on `inputs`, the step on its output, and the suffix on `inputs` and
-    /// the step's result.
+    /// Runs the prefix on `inputs`, the step on its outputs, and the suffix on `inputs` and
+    /// the step's results.
     ///
     /// # Errors
     /// The stages' errors; [`SessionError::DynamicStep`] naming the node when the step
-    /// fails on its operand.
+    /// fails.
     pub(super) fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, SessionError> {
         let step_error = |message: String| SessionError::DynamicStep {
-            model: self.prefix.name.clone(),
+            model: self.parent.name.clone(),
             message: format!("{}: {message}", self.node),
         };
-        let operand = self.prefix.run(inputs)?;
-        let [value] = operand.as_slice() else {
-            return Err(step_error(format!("{} operands", operand.len())));
+        let read = self.prefix.run(inputs)?;
+        let results = match &self.step {
+            Step::NonZero => {
+                let [value] = read.as_slice() else {
+                    return Err(step_error(format!("{} operands", read.len())));
+                };
+                let (data, shape) =
+                    reference::non_zero(value.data(), value.shape()).map_err(step_error)?;
+                vec![Tensor::from_data(data, shape).map_err(|e| step_error(e.to_string()))?]
+            }
+            Step::Loop(l) => l.run(&read, &self.parent).map_err(|e| match e {
+                SessionError::DynamicStep { message, .. } => step_error(message),
+                other => other,
+            })?,
         };
-        let (data, shape) = reference::non_zero(value.data(), value.shape()).map_err(step_error)?;
-        let indices = Tensor::from_data(data, shape).map_err(|e| step_error(e.to_string()))?;
         let mut call = inputs.to_vec();
-        call.push(indices);
-        self.suffix.run(&call)
+        let mut added = Vec::new();
+        for (name, value) in self.outputs.iter().zip(results) {
+            if !name.is_empty() {
+                added.push(input_of(name, &value));
+                call.push(value);
+            }
+        }
+        let suffix = self.suffix.get_or_init(|| {
+            let mut model = self.suffix_model.clone();
+            if let Some(g) = model.graph.as_mut() {
+                g.input.extend(added);
+            }
+            self.parent
+                .session(model, &format!("after `{}`", self.outputs.join("`, `")))
+        });
+        suffix.run(&call)
     }
 
-    /// `own` (the session's counters before the split) plus both stages' counters.
+    /// `own` (the session's counters before the split) plus every stage's counters.
     pub(super) fn stats(&self, own: SessionStats) -> SessionStats {
-        [self.prefix.stats(), self.suffix.stats()]
-            .iter()
-            .fold(own, |a, b| SessionStats {
-                compiles: a.compiles + b.compiles,
-                entries: a.entries + b.entries,
-                evictions: a.evictions + b.evictions,
-                capacity: a.capacity + b.capacity,
-            })
+        let mut all = vec![self.prefix.stats()];
+        all.extend(self.suffix.get().map(|s| s.stats()));
+        if let Step::Loop(l) = &self.step {
+            all.extend(l.stats());
+        }
+        all.iter().fold(own, |a, b| SessionStats {
+            compiles: a.compiles + b.compiles,
+            entries: a.entries + b.entries,
+            evictions: a.evictions + b.evictions,
+            capacity: a.capacity + b.capacity,
+        })
     }
 }

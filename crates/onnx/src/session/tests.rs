@@ -240,3 +240,137 @@ fn a_non_zero_of_constants_folds_at_import() {
     assert_eq!(out[1].read::<i64>().unwrap(), [0, 1]);
     std::fs::remove_file(path).unwrap();
 }
+
+/// A `Loop` of data-dependent length: `M = ArgMax(x)`, and a body that stops once the sum
+/// of its accumulator reaches `limit` (a graph input the body reads from the outer scope);
+/// each iteration adds `x` to the accumulator and scans `acc · i`.
+fn loop_model() -> std::path::PathBuf {
+    let body = GraphProto {
+        name: "body".into(),
+        node: vec![
+            node("Add", "add", &["acc", "x"], &["acc2"], vec![]),
+            node(
+                "Cast",
+                "cast",
+                &["i"],
+                &["fi"],
+                vec![crate::tests::attr_i("to", 1)],
+            ),
+            node("Mul", "mul", &["acc2", "fi"], &["scan"], vec![]),
+            node(
+                "ReduceSum",
+                "sum",
+                &["acc2"],
+                &["tot"],
+                vec![crate::tests::attr_i("keepdims", 0)],
+            ),
+            node("Less", "less", &["tot", "limit"], &["cout"], vec![]),
+        ],
+        input: vec![
+            crate::tests::vi("i", data_type::INT64, &[]),
+            crate::tests::vi("c", data_type::BOOL, &[]),
+            symbolic("acc", data_type::FLOAT, &["n"]),
+        ],
+        output: vec![
+            crate::tests::vi("cout", data_type::BOOL, &[]),
+            symbolic("acc2", data_type::FLOAT, &["n"]),
+            symbolic("scan", data_type::FLOAT, &["n"]),
+        ],
+        ..Default::default()
+    };
+    let body_attr = AttributeProto {
+        name: "body".into(),
+        r#type: attribute_type::GRAPH,
+        g: Some(body),
+        ..Default::default()
+    };
+    let m = model_opset(
+        vec![
+            node(
+                "ArgMax",
+                "m",
+                &["x"],
+                &["m"],
+                vec![crate::tests::attr_i("keepdims", 0)],
+            ),
+            node(
+                "Loop",
+                "loop",
+                &["m", "", "init"],
+                &["final", "scans"],
+                vec![body_attr],
+            ),
+        ],
+        vec![
+            symbolic("x", data_type::FLOAT, &["n"]),
+            symbolic("init", data_type::FLOAT, &["n"]),
+            crate::tests::vi("limit", data_type::FLOAT, &[]),
+        ],
+        vec![
+            symbolic("final", data_type::FLOAT, &["n"]),
+            symbolic("scans", data_type::FLOAT, &["k", "n"]),
+        ],
+        17,
+    );
+    let path = std::env::temp_dir().join(format!(
+        "graphlift-session-loop-{}.onnx",
+        std::process::id()
+    ));
+    std::fs::write(&path, m.encode_to_vec()).unwrap();
+    path
+}
+
+#[test]
+fn a_loop_of_data_dependent_length_runs_its_body_on_the_host() {
+    let path = loop_model();
+    let backends: [Arc<dyn Backend>; 2] = [
+        Arc::new(InterpreterBackend),
+        Arc::new(graphlift_jit::CpuJitBackend::new()),
+    ];
+    for backend in backends {
+        let s = Session::new(&path, backend).unwrap();
+        // (x, limit): M = argmax(x); stop early at the limit; no iteration at all.
+        for (x, limit) in [
+            (vec![1.0f32, -2.0, 3.0, 0.5], 100.0f32),
+            (vec![1.0, 2.0, 0.5, 4.0], 10.0),
+            (vec![5.0, 1.0, 0.0, 2.0], 100.0),
+        ] {
+            let init = vec![1.0f32; 4];
+            let m = x
+                .iter()
+                .enumerate()
+                .fold(0, |b, (i, &v)| if v > x[b] { i } else { b });
+            let (mut acc, mut scans, mut i) = (init.clone(), Vec::new(), 0);
+            let mut cond = true;
+            while i < m && cond {
+                acc = acc.iter().zip(&x).map(|(a, b)| a + b).collect();
+                scans.extend(acc.iter().map(|a| a * i as f32));
+                cond = acc.iter().sum::<f32>() < limit;
+                i += 1;
+            }
+            let call = [
+                Tensor::from_vec(x.clone(), [4]).unwrap(),
+                Tensor::from_vec(init, [4]).unwrap(),
+                Tensor::from_vec(vec![limit], Vec::<usize>::new()).unwrap(),
+            ];
+            let out = s.run(&call).unwrap();
+            assert_eq!(
+                out[0].read::<f32>().unwrap(),
+                acc.as_slice(),
+                "{x:?} {limit}"
+            );
+            let rows = scans.len() / 4;
+            let want_shape: &[usize] = if rows == 0 { &[0] } else { &[rows, 4] };
+            assert_eq!(out[1].shape().dims(), want_shape, "{x:?} {limit}");
+            assert_eq!(
+                out[1].read::<f32>().unwrap(),
+                scans.as_slice(),
+                "{x:?} {limit}"
+            );
+        }
+        // The prefix (ArgMax) once, the body once per shape (one), the suffix once per
+        // number of iterations (2; 1, stopped by the limit before M = 3; 0: an empty scan).
+        assert_eq!(s.stats().compiles, 1 + 1 + 3, "{}", s.name);
+    }
+    std::fs::remove_file(path).unwrap();
+}

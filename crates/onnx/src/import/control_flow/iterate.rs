@@ -159,7 +159,8 @@ impl<'m> Importer<'m> {
         let probe = import_binding(body_g, &mut spec, &mut captures, f, cx, &initial_of, at)?;
         // Scan outputs need a static length.
         let scan_length = if k_scan > 0 {
-            Some(self.static_trip_count(trip, cond, &probe, !spec.bound.is_empty(), at)?)
+            let specialised = !spec.bound.is_empty();
+            Some(self.static_trip_count(trip, cond, &probe, specialised, node, at)?)
         } else {
             None
         };
@@ -212,18 +213,31 @@ impl<'m> Importer<'m> {
     /// a constant (or absent) `cond` and a body whose condition result is `true` or its
     /// condition input (a body specialised per iteration must pass the condition input
     /// through: a constant in one specialisation may depend on the bound values).
+    ///
+    /// # Errors
+    /// [`OnnxError::RunTimeOperand`] for an `M` or `cond` that is a graph input;
+    /// [`OnnxError::DataDependentShape`] for one computed at run time or a body that computes
+    /// its condition (a [`crate::Session`] runs such a loop as a dynamic step).
     fn static_trip_count(
         &self,
         trip: Output,
         cond: Output,
         body: &Function,
         specialised: bool,
+        node: &NodeProto,
         at: &NodeRef,
     ) -> Result<usize, OnnxError> {
-        let why = "the length of its scan outputs is the number of iterations, which graphlift \
-                   needs static (its executables have static shapes): give M as a constant \
-                   and make the condition constant-true or absent";
-        let known = |o: Output, what: &str| -> Result<Tensor, OnnxError> {
+        let dynamic = |operand: &str| OnnxError::DataDependentShape {
+            at: at.clone(),
+            operand: operand.to_string(),
+            output: node
+                .output
+                .iter()
+                .find(|o| !o.is_empty())
+                .cloned()
+                .unwrap_or_default(),
+        };
+        let known = |o: Output, k: usize, what: &str| -> Result<Tensor, OnnxError> {
             if let Some(t) = constant_of(&self.function, o) {
                 return Ok(t);
             }
@@ -233,14 +247,11 @@ impl<'m> Importer<'m> {
                     what: format!("{what} (it fixes the length of the scan outputs)"),
                     input,
                 }),
-                None => Err(OnnxError::UnsupportedFeature {
-                    at: at.clone(),
-                    feature: format!("{what} is computed at run time; {why}"),
-                }),
+                None => Err(dynamic(node.input.get(k).map_or("", String::as_str))),
             }
         };
-        let m = known(trip, "the trip count M")?;
-        let c = known(cond, "the condition cond")?;
+        let m = known(trip, 0, "the trip count M")?;
+        let c = known(cond, 1, "the condition cond")?;
         let body_cond = body
             .results()
             .first()
@@ -251,12 +262,9 @@ impl<'m> Importer<'m> {
                     && constant_of(body, o).is_some_and(|t| t.data().get_f64(0) == Some(1.0)))
         });
         if !trivially_true {
-            return Err(OnnxError::UnsupportedFeature {
-                at: at.clone(),
-                feature: format!(
-                    "the body computes its condition, so the loop may stop early; {why}"
-                ),
-            });
+            // The loop may stop early: its length depends on the body's condition.
+            let body_cond = graph_attr(node, "body", at)?.output[0].name.clone();
+            return Err(dynamic(&body_cond));
         }
         if c.data().get_f64(0) == Some(0.0) {
             return Ok(0);
