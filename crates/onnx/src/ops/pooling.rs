@@ -12,8 +12,9 @@ use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
 
 /// `MaxPool`: `kernel_shape` (required), `strides`, `dilations`, `pads`/`auto_pad` and
-/// `ceil_mode` (rounding the output extent up, by padding the end); the `Indices` output and
-/// `storage_order` = 1 are not supported.
+/// `ceil_mode` (rounding the output extent up, by padding the end), on floats and (through
+/// `f32`, exactly) INT8 and UINT8; the `Indices` output and `storage_order` = 1 are not
+/// supported.
 pub(super) fn max_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 1, 1)?;
     if e.node().output.iter().skip(1).any(|o| !o.is_empty()) {
@@ -24,16 +25,22 @@ pub(super) fn max_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, O
     }
     let x = e.input(ins, 0)?;
     let et = e.ty(x)?.element_type;
-    if !et.is_float() {
-        // ONNX allows int8/uint8 since opset 12; graphlift's MaxPool computes in floats.
-        return Err(OnnxError::UnsupportedElementType {
-            at: e.at(),
-            data_type: crate::tensor::data_type_name(crate::tensor::onnx_data_type(et)),
-        });
-    }
     let dx = dims(e, x)?;
     let (w, _) = pool_window(e, &dx)?;
-    e.op(Op::MaxPool(w), &[x])
+    match et {
+        _ if et.is_float() => e.op(Op::MaxPool(w), &[x]),
+        // INT8 and UINT8 (opset 12 on): every value is exact in f32, and so is their
+        // maximum, so the float MaxPool between two conversions is the integer one.
+        ElementType::I8 | ElementType::U8 => {
+            let wide = e.convert(x, ElementType::F32)?;
+            let y = e.op(Op::MaxPool(w), &[wide])?;
+            e.convert(y, et)
+        }
+        _ => Err(OnnxError::UnsupportedElementType {
+            at: e.at(),
+            data_type: crate::tensor::data_type_name(crate::tensor::onnx_data_type(et)),
+        }),
+    }
 }
 
 /// The window of `MaxPool` and `AveragePool` over `X` of extents `dx`: `kernel_shape`

@@ -31,7 +31,7 @@ enum Step {
     NonZero,
     /// A `Loop`: the prefix gives its operands (the non-empty ones, in order) and then its
     /// body's outer-scope values.
-    Loop(LoopStep),
+    Loop(Box<LoopStep>),
 }
 
 /// The stages of a model split at one node.
@@ -121,7 +121,7 @@ impl Stages {
                     }
                 }
                 let step = LoopStep::new(node, body, &session.model, &reads)?;
-                (Step::Loop(step), reads)
+                (Step::Loop(Box::new(step)), reads)
             }
             _ => return None,
         };
