@@ -40,7 +40,7 @@ pub enum SessionError {
     /// Compiling or running the specialisation failed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
-    /// A dynamic step between two stages of the model ([`split`]) failed on its operand.
+    /// A dynamic step between two stages of the model (see [`Session`]) failed.
     #[error("model `{model}`: {message}")]
     DynamicStep {
         /// The model file.
@@ -98,17 +98,18 @@ struct Inner {
 /// Each call's key is the shape of every input and the values of the inputs that the import
 /// needs as constants (a `Reshape` shape, `Slice` starts, `Tile` repeats, `Resize` scales
 /// computed from a graph input: [`OnnxError::RunTimeOperand`]); a new key imports the model
-/// with those shapes and values ([`import_model_file_binding`]) and compiles it on the
+/// with those shapes and values ([`crate::import_model_file_binding`]) and compiles it on the
 /// backend (whose own kernel cache makes a recompile of known kernels cheap). At most
 /// `capacity` specialisations are kept ([`Session::DEFAULT_CAPACITY`] unless
 /// [`Session::with_capacity`] says otherwise); the least recently used goes first.
 ///
-/// A node whose output shape depends on the values of its operand (`NonZero` over a value
-/// computed at run time: [`OnnxError::DataDependentShape`]) splits the model into stages on
-/// the first call that meets it: a session for the part that computes the operand, the node
-/// run on the host between them, and a session for the model with the node's output as one
-/// more input, specialised by that output's shape ([`split`]). Each stage keeps its own cache
-/// of `capacity` specialisations.
+/// A node whose output shapes depend on the values it reads (`NonZero` over a value computed
+/// at run time, a `Loop` of run-time length: [`OnnxError::DataDependentShape`]) splits the
+/// model into stages on the first call that meets it: a session for the part that computes
+/// what the node reads, the node run on the host between them (a loop's body a session of
+/// its own, called once per iteration), and a session for the model with the node's outputs
+/// as more inputs, specialised by their shapes. Each stage keeps its own cache of `capacity`
+/// specialisations.
 pub struct Session {
     /// The model file, or what stands for it in messages.
     name: String,

@@ -36,14 +36,14 @@ pub(crate) fn input_names_of(model: &ModelProto) -> Vec<String> {
         .collect()
 }
 
-/// [`import_model_file_with`], binding from `inputs` (the call's values, in the order of
+/// [`import_model_file_with`](super::import_model_file_with), binding from `inputs` (the call's values, in the order of
 /// [`graph_input_names`]) each graph input the import needs as a constant
 /// ([`OnnxError::RunTimeOperand`]: the model is imported again with that input's value until
 /// it imports). Returns the model and the inputs left for the call (those still parameters,
 /// in call order).
 ///
 /// # Errors
-/// As [`import_model_file_with`]; a [`OnnxError::RunTimeOperand`] whose input has no value
+/// As [`import_model_file_with`](super::import_model_file_with); a [`OnnxError::RunTimeOperand`] whose input has no value
 /// in `inputs` is returned as it is.
 pub fn import_model_file_binding(
     path: &Path,
