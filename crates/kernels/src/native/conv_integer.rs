@@ -32,9 +32,13 @@ use crate::target::CpuFeatures;
 /// unrolled and multiplied in bands of output rows.
 const FIELD_BUDGET: usize = 1 << 18;
 
-/// Output channels of one register tile (the AVX-512 tile is `MR` channels x 64 pixels: 24
-/// accumulators); channel blocks split over threads are multiples of it.
+/// Output channels of one AVX-512 register tile over 64 pixels (24 accumulators); channel
+/// blocks split over threads are multiples of it.
 const MR: usize = 6;
+
+/// Output channels one call of the tile loop takes (tiles over fewer pixels hold more
+/// channels: 12 over 32 pixels, 24 over 16).
+const CHANNEL_BLOCK: usize = 24;
 
 /// Pixels of one register tile; the interleaved fields are padded to a multiple of it.
 const NC: usize = 64;
@@ -323,14 +327,14 @@ fn product(
     let plane = p.g.oh * p.g.ow;
     let f = &p.filters[grp];
     let first = band.start * p.g.ow;
-    for (blk, c) in channels.clone().step_by(MR).enumerate() {
-        let mr = MR.min(channels.end - c);
+    for (blk, c) in channels.clone().step_by(CHANNEL_BLOCK).enumerate() {
+        let mr = CHANNEL_BLOCK.min(channels.end - c);
         let rows = Rows {
             w: &f.w[c * p.kp..(c + mr) * p.kp],
             wz: &f.wz[c..c + mr],
             bias: &f.bias[c..c + mr],
         };
-        let out = &mut out[blk * MR * plane..];
+        let out = &mut out[blk * CHANNEL_BLOCK * plane..];
         #[cfg(target_arch = "x86_64")]
         if vnni {
             // SAFETY: the caller checked the host has AVX-512F and VNNI; `rows` holds `mr`
@@ -387,8 +391,9 @@ mod x86 {
 
     use super::{Fields, Rows, NC};
 
-    /// `mr` (`<= MR`) channels by the band's pixels, 64 at a time (the last tile's stores
-    /// masked to the band).
+    /// `mr` (`<= CHANNEL_BLOCK`) channels by the band's pixels, 64 at a time (the last
+    /// tile over 16, 32 or 64 pixels, its stores masked to the band), each pixel tile split
+    /// into channel tiles of as many channels as the registers hold.
     ///
     /// # Safety
     /// AVX-512F and VNNI; `rows.w` has `mr · kp` taps, `rows.wz` and `rows.bias` `mr`
@@ -407,44 +412,58 @@ mod x86 {
     ) {
         let mut q = 0;
         while q < fields.pixels {
+            let left = fields.pixels - q;
+            let vectors = match left {
+                0..=16 => 1,
+                17..=32 => 2,
+                _ => 4,
+            };
             let mut masks = [0 as __mmask16; 4];
             for (v, m) in masks.iter_mut().enumerate() {
-                let left = (fields.pixels - q).saturating_sub(16 * v).min(16);
-                *m = if left == 16 {
-                    0xffff
-                } else {
-                    (1u16 << left) - 1
+                let n = left.saturating_sub(16 * v).min(16);
+                *m = if n == 16 { 0xffff } else { (1u16 << n) - 1 };
+            }
+            let mut r0 = 0;
+            while r0 < mr {
+                let t = Tile {
+                    x: fields.packed.as_ptr().wrapping_add(q * 4),
+                    padded: fields.padded,
+                    k4: kp / 4,
+                    w: rows.w.as_ptr().wrapping_add(r0 * kp),
+                    kp,
+                    wz: rows.wz.as_ptr().wrapping_add(r0),
+                    bias: rows.bias.as_ptr().wrapping_add(r0),
+                    sums: fields.sums.as_ptr().wrapping_add(q),
+                    masks,
+                    y: out.as_mut_ptr().wrapping_add(r0 * plane + first + q),
+                    plane,
+                };
+                let r = mr - r0;
+                // SAFETY: as this function's contract; each tile reads pixels
+                // `q..q + 16 · V` of the padded fields and sums (`q + 64 <= padded`), rows
+                // `r0..r0 + R` (`R <= r`) of the filters, and writes only pixels under the
+                // masks (below `fields.pixels`) of those `R` output planes.
+                r0 += unsafe {
+                    match (vectors, r) {
+                        (1, 24..) => tile::<24, 1>(&t),
+                        (1, 16..) => tile::<16, 1>(&t),
+                        (1, 8..) => tile::<8, 1>(&t),
+                        (1, 4..) => tile::<4, 1>(&t),
+                        (1, _) => tile::<1, 1>(&t),
+                        (2, 12..) => tile::<12, 2>(&t),
+                        (2, 8..) => tile::<8, 2>(&t),
+                        (2, 4..) => tile::<4, 2>(&t),
+                        (2, _) => tile::<1, 2>(&t),
+                        (_, 6..) => tile::<6, 4>(&t),
+                        (_, 4..) => tile::<4, 4>(&t),
+                        (_, 2..) => tile::<2, 4>(&t),
+                        (_, _) => tile::<1, 4>(&t),
+                    }
                 };
             }
-            let t = Tile {
-                x: fields.packed.as_ptr().wrapping_add(q * 4),
-                padded: fields.padded,
-                k4: kp / 4,
-                w: rows.w.as_ptr(),
-                kp,
-                wz: rows.wz.as_ptr(),
-                bias: rows.bias.as_ptr(),
-                sums: fields.sums.as_ptr().wrapping_add(q),
-                masks,
-                y: out.as_mut_ptr().wrapping_add(first + q),
-                plane,
-            };
-            // SAFETY: as this function's contract; the tile reads pixels `q..q + 64` of the
-            // padded fields and sums, and writes only those under the masks (below
-            // `fields.pixels`) of the `mr` output planes.
-            unsafe {
-                match mr {
-                    6 => tile::<6>(&t),
-                    5 => tile::<5>(&t),
-                    4 => tile::<4>(&t),
-                    3 => tile::<3>(&t),
-                    2 => tile::<2>(&t),
-                    _ => tile::<1>(&t),
-                }
-            }
-            q += NC;
+            q += 16 * vectors;
         }
-        const _: () = assert!(super::MR == 6);
+        const _: () = assert!(super::CHANNEL_BLOCK == 24 && NC == 64);
     }
 
     /// One register tile: pointers at its first pixel and channel (computed with
@@ -463,19 +482,20 @@ mod x86 {
         plane: usize,
     }
 
-    /// `R` channels x 64 pixels: for each group of 4 taps, 4 loads of 16 pixels' taps, `R`
-    /// broadcasts of 4 filter taps, `4R` `vpdpbusd`; then
-    /// `acc - wz[r] · sums + bias[r]` stored under the masks.
+    /// `R` channels x `16 · V` pixels: for each group of 4 taps, `V` loads of 16 pixels'
+    /// taps, `R` broadcasts of 4 filter taps, `R · V` `vpdpbusd`; then
+    /// `acc - wz[r] · sums + bias[r]` stored under the masks. Returns `R`.
     ///
     /// # Safety
-    /// AVX-512F and VNNI; `t.x` has `t.k4` rows of `t.padded · 4` bytes with 64 pixels from
-    /// it; `t.w` has `R` rows of `t.kp` taps; `t.wz`, `t.bias` `R` values; `t.sums` 64;
-    /// `t.y` `R` rows (stride `t.plane`) with every pixel under the masks in bounds.
+    /// AVX-512F and VNNI; `t.x` has `t.k4` rows of `t.padded · 4` bytes with `16 · V` pixels
+    /// from it; `t.w` has `R` rows of `t.kp` taps; `t.wz`, `t.bias` `R` values; `t.sums`
+    /// `16 · V`; `t.y` `R` rows (stride `t.plane`) with every pixel under the masks in
+    /// bounds.
     #[target_feature(enable = "avx512f,avx512vnni")]
     #[inline]
-    unsafe fn tile<const R: usize>(t: &Tile) {
-        let mut acc = [[_mm512_setzero_si512(); 4]; R];
-        let mut xv = [_mm512_setzero_si512(); 4];
+    unsafe fn tile<const R: usize, const V: usize>(t: &Tile) -> usize {
+        let mut acc = [[_mm512_setzero_si512(); V]; R];
+        let mut xv = [_mm512_setzero_si512(); V];
         for k4 in 0..t.k4 {
             let xp = t.x.wrapping_add(k4 * t.padded * 4);
             for (v, x) in xv.iter_mut().enumerate() {
@@ -492,7 +512,7 @@ mod x86 {
                 }
             }
         }
-        for (v, &m) in t.masks.iter().enumerate() {
+        for (v, &m) in t.masks.iter().take(V).enumerate() {
             // SAFETY: the 16 sums from pixel `16v` lie within the padded sums; the lanes
             // under the mask are pixels of the band in each of the `R` output rows.
             unsafe {
@@ -508,6 +528,7 @@ mod x86 {
                 }
             }
         }
+        R
     }
 }
 

@@ -191,9 +191,15 @@ pub(super) fn dynamic_quantized_matmul(
         let zp = e.convert(zp, ElementType::I32)?;
         e.binary(BinaryOp::Subtract, v, zp)
     };
-    let a_shifted = wide(e, aq, a_zp)?;
-    let w_shifted = wide(e, w.q, w.zero_point)?;
-    let acc = matmul_of(e, a_shifted, w_shifted)?;
+    let a_zp8 = e.convert(a_zp, ElementType::U8)?;
+    let acc = match integer_matmul_2d(e, [aq, a_zp8, w.q, w.zero_point])? {
+        Some(acc) => acc,
+        None => {
+            let a_shifted = wide(e, aq, a_zp)?;
+            let w_shifted = wide(e, w.q, w.zero_point)?;
+            matmul_of(e, a_shifted, w_shifted)?
+        }
+    };
     let acc = e.convert(acc, ElementType::F32)?;
     let m = e.binary(BinaryOp::Multiply, a_scale, w.scale)?;
     e.binary(BinaryOp::Multiply, acc, m)
@@ -274,12 +280,19 @@ fn int8_domain(e: &mut NodeEmitter<'_>, [w, wz]: [Output; 2]) -> Result<[Output;
     ])
 }
 
+/// The fewest rows of `a` (the product of its leading extents) for which a MatMulInteger
+/// runs on the integer convolution kernel: its tiles span 64 rows and it prepares the
+/// weights on each call, so a product of one or a few rows (a recurrent step's) is no faster
+/// there than on the plain INT32 `MatMul`.
+const MIN_KERNEL_ROWS: usize = 4;
+
 /// `(a - a_zero_point) @ (b - b_zero_point)` in INT32 for `a` `[.., M, K]` and a 2-D `b`
 /// `[K, N]`, `a_zero_point` per tensor (a scalar) and `b_zero_point` a scalar or `[N]`: the
 /// integer convolution ([`graphlift_ir::Op::ConvolutionInteger`]) of `aᵀ` `[1, K, rows]`
 /// (`rows` the product of `a`'s leading extents) with the 1-wide filter `bᵀ` `[N, K, 1]`,
 /// transposed back to `[.., M, N]`, so that MatMulInteger runs on the 8-bit kernel. `None`
-/// for an empty product (the caller then uses the general path).
+/// for an empty product or fewer than [`MIN_KERNEL_ROWS`] rows (the caller then uses the
+/// general path).
 fn integer_matmul_2d(
     e: &mut NodeEmitter<'_>,
     [a, az, b, bz]: [Output; 4],
@@ -289,7 +302,7 @@ fn integer_matmul_2d(
         return Ok(None);
     };
     let rows: usize = da[..da.len() - 1].iter().product();
-    if da.len() < 2 || k != kb || rows == 0 || k == 0 || n == 0 {
+    if da.len() < 2 || k != kb || rows < MIN_KERNEL_ROWS || k == 0 || n == 0 {
         return Ok(None);
     }
     let a = reshape(e, a, vec![rows, k])?;

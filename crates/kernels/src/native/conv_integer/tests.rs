@@ -94,7 +94,7 @@ fn cases() -> impl Strategy<Value = Case> {
     (1usize..3).prop_flat_map(|rank| {
         let v = |r: Range<usize>| prop::collection::vec(r, rank);
         (
-            (1usize..3, 1usize..4, 1usize..6, 1usize..14),
+            (1usize..3, 1usize..4, 1usize..6, 1usize..30),
             (v(1..12), v(1..4), v(1..3), v(1..3)),
             (v(0..3), v(0..3)),
             (any::<bool>(), any::<bool>(), any::<bool>()),
@@ -143,7 +143,7 @@ proptest! {
 }
 
 /// A problem large enough to split over threads (by channel blocks, then by images and
-/// groups), with pixel tails, and a depthwise one.
+/// groups), with pixel tails, a depthwise one, and few pixels by many channels.
 #[test]
 fn large_and_depthwise_problems_equal_the_reference() {
     let base = Case {
@@ -182,7 +182,19 @@ fn large_and_depthwise_problems_equal_the_reference() {
         x_signed: true,
         ..base.clone()
     };
-    for case in [base, depthwise, grouped] {
+    // Few pixels (15, then 30), many channels: the narrow tiles of 24 and 12 channels.
+    let narrow = Case {
+        mg: 50,
+        spatial: vec![3, 5],
+        threads: 1,
+        ..base.clone()
+    };
+    let narrow2 = Case {
+        spatial: vec![5, 6],
+        w_signed: true,
+        ..narrow.clone()
+    };
+    for case in [base, depthwise, grouped, narrow, narrow2] {
         let (want, got, portable) = run(&case);
         assert_eq!(got, want, "{case:?}");
         assert_eq!(portable, want, "{case:?}");
