@@ -24,7 +24,9 @@ use std::ops::Range;
 use graphlift_ir::{Convolution, TensorData};
 use graphlift_runtime::Tensor;
 
-use super::convolution::{im2col, lift_1d, Geometry};
+use super::convolution::{im2col, is_pointwise, lift_1d, Geometry};
+use multiversion::multiversion;
+
 use crate::parallel::{for_each, Parallel};
 use crate::target::CpuFeatures;
 
@@ -273,6 +275,20 @@ impl Fields {
         let image = &p.x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
         self.pixels = band.len() * g.ow;
         self.padded = self.pixels.next_multiple_of(NC);
+        self.sums.clear();
+        self.sums.resize(self.padded, 0);
+        // Every pixel's lanes are written below; those of the padding pixels are read but
+        // never stored, so the buffer is not cleared between bands.
+        self.packed.resize(p.kp / 4 * self.padded * 4, 0);
+        if is_pointwise(g, &p.conv) {
+            // The fields are the group's channels themselves (`oH · oW == H · W`).
+            let plane = g.h * g.w;
+            let first = grp * cg * plane + band.start * g.ow;
+            let rows = (&image[first..], plane);
+            let out = (&mut self.packed[..], &mut self.sums[..]);
+            interleave(rows, p.k, self.pixels, self.padded, out);
+            return;
+        }
         self.rows.resize(p.k * self.pixels, 0);
         im2col(
             image,
@@ -283,32 +299,42 @@ impl Fields {
             &mut self.rows,
             p.xz,
         );
-        self.packed.clear();
-        self.packed.resize(p.kp / 4 * self.padded * 4, 0);
-        self.sums.clear();
-        self.sums.resize(self.padded, 0);
-        interleave(&self.rows, p.k, self.pixels, self.padded, &mut self.packed);
-        for row in self.rows.chunks_exact(self.pixels) {
-            for (s, &v) in self.sums.iter_mut().zip(row) {
-                *s = s.wrapping_add(i32::from(v));
-            }
-        }
+        let rows = (&self.rows[..], self.pixels);
+        let out = (&mut self.packed[..], &mut self.sums[..]);
+        interleave(rows, p.k, self.pixels, self.padded, out);
     }
 }
 
-/// `rows` (`[k, pixels]`) into `packed` (`[ceil(k / 4), padded, 4]`): tap `k` of pixel `p`
-/// at `(k / 4 · padded + p) · 4 + k % 4`.
-fn interleave(rows: &[u8], k: usize, pixels: usize, padded: usize, packed: &mut [u8]) {
+/// `k` rows of `pixels` bytes (row `kk` at `kk · stride` of `rows`) into `packed`
+/// (`[ceil(k / 4), padded, 4]`): tap `kk` of pixel `p` at `(kk / 4 · padded + p) · 4 + kk % 4`,
+/// four taps (one 32-bit lane) at a time; each pixel's sum over its `k` taps added into
+/// `sums`.
+#[multiversion(targets = "simd")]
+fn interleave(
+    (rows, stride): (&[u8], usize),
+    k: usize,
+    pixels: usize,
+    padded: usize,
+    (packed, sums): (&mut [u8], &mut [i32]),
+) {
+    let zeros = vec![0u8; pixels];
     for (k4, quad) in packed.chunks_exact_mut(padded * 4).enumerate() {
-        for j in 0..4 {
+        let row = |j: usize| {
             let kk = 4 * k4 + j;
-            if kk >= k {
-                break;
+            if kk < k {
+                &rows[kk * stride..kk * stride + pixels]
+            } else {
+                &zeros[..]
             }
-            let src = &rows[kk * pixels..(kk + 1) * pixels];
-            for (d, &v) in quad.chunks_exact_mut(4).zip(src) {
-                d[j] = v;
-            }
+        };
+        let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+        let lanes = quad[..pixels * 4].chunks_exact_mut(4);
+        for ((((d, &a), &b), &c), (&e, s)) in
+            lanes.zip(r0).zip(r1).zip(r2).zip(r3.iter().zip(&mut *sums))
+        {
+            d.copy_from_slice(&[a, b, c, e]);
+            let t = u32::from(a) + u32::from(b) + u32::from(c) + u32::from(e);
+            *s = s.wrapping_add(t as i32);
         }
     }
 }

@@ -143,7 +143,8 @@ proptest! {
 }
 
 /// A problem large enough to split over threads (by channel blocks, then by images and
-/// groups), with pixel tails, a depthwise one, and few pixels by many channels.
+/// groups), with pixel tails, a depthwise one, few pixels by many channels, and pointwise
+/// ones.
 #[test]
 fn large_and_depthwise_problems_equal_the_reference() {
     let base = Case {
@@ -194,7 +195,34 @@ fn large_and_depthwise_problems_equal_the_reference() {
         w_signed: true,
         ..narrow.clone()
     };
-    for case in [base, depthwise, grouped, narrow, narrow2] {
+    // Pointwise (the image is the fields) over two bands of rows, and grouped.
+    let pointwise = Case {
+        cg: 200,
+        mg: 8,
+        spatial: vec![33, 70],
+        kernel: vec![1, 1],
+        pads: (vec![0, 0], vec![0, 0]),
+        threads: 2,
+        ..base.clone()
+    };
+    let pointwise_grouped = Case {
+        groups: 3,
+        cg: 5,
+        mg: 7,
+        n: 2,
+        x_signed: true,
+        ..pointwise.clone()
+    };
+    let cases = [
+        base,
+        depthwise,
+        grouped,
+        narrow,
+        narrow2,
+        pointwise,
+        pointwise_grouped,
+    ];
+    for case in cases {
         let (want, got, portable) = run(&case);
         assert_eq!(got, want, "{case:?}");
         assert_eq!(portable, want, "{case:?}");
