@@ -253,13 +253,14 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
 }
 
 /// The unrolled fields of one band: `[kp / 4, pixels, 4]` UINT8 (pixels padded to a multiple
-/// of [`NC`], taps beyond `K` zero) and each pixel's sum over its `K` taps.
+/// of [`NC`], taps beyond `K` zero), each pixel's 4 taps of a group one little-endian 32-bit
+/// lane (`vpdpbusd`'s operand), and each pixel's sum over its `K` taps.
 #[derive(Default)]
 struct Fields {
     /// Pixels of the band (`rows · oW`) and that padded to a multiple of [`NC`].
     pixels: usize,
     padded: usize,
-    packed: Vec<u8>,
+    packed: Vec<u32>,
     sums: Vec<i32>,
     /// The row-major unrolled fields `[K, pixels]`, before interleaving.
     rows: Vec<u8>,
@@ -279,7 +280,7 @@ impl Fields {
         self.sums.resize(self.padded, 0);
         // Every pixel's lanes are written below; those of the padding pixels are read but
         // never stored, so the buffer is not cleared between bands.
-        self.packed.resize(p.kp / 4 * self.padded * 4, 0);
+        self.packed.resize(p.kp / 4 * self.padded, 0);
         if is_pointwise(g, &p.conv) {
             // The fields are the group's channels themselves (`oH · oW == H · W`).
             let plane = g.h * g.w;
@@ -306,19 +307,18 @@ impl Fields {
 }
 
 /// `k` rows of `pixels` bytes (row `kk` at `kk · stride` of `rows`) into `packed`
-/// (`[ceil(k / 4), padded, 4]`): tap `kk` of pixel `p` at `(kk / 4 · padded + p) · 4 + kk % 4`,
-/// four taps (one 32-bit lane) at a time; each pixel's sum over its `k` taps added into
-/// `sums`.
+/// (`[ceil(k / 4), padded]` lanes): tap `kk` of pixel `p` in byte `kk % 4` (little-endian) of
+/// lane `kk / 4 · padded + p`; each pixel's sum over its `k` taps added into `sums`.
 #[multiversion(targets = "simd")]
 fn interleave(
     (rows, stride): (&[u8], usize),
     k: usize,
     pixels: usize,
     padded: usize,
-    (packed, sums): (&mut [u8], &mut [i32]),
+    (packed, sums): (&mut [u32], &mut [i32]),
 ) {
     let zeros = vec![0u8; pixels];
-    for (k4, quad) in packed.chunks_exact_mut(padded * 4).enumerate() {
+    for (k4, quad) in packed.chunks_exact_mut(padded).enumerate() {
         let row = |j: usize| {
             let kk = 4 * k4 + j;
             if kk < k {
@@ -328,13 +328,16 @@ fn interleave(
             }
         };
         let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
-        let lanes = quad[..pixels * 4].chunks_exact_mut(4);
-        for ((((d, &a), &b), &c), (&e, s)) in
-            lanes.zip(r0).zip(r1).zip(r2).zip(r3.iter().zip(&mut *sums))
+        for ((((d, &a), &b), &c), (&e, s)) in quad[..pixels]
+            .iter_mut()
+            .zip(r0)
+            .zip(r1)
+            .zip(r2)
+            .zip(r3.iter().zip(&mut *sums))
         {
-            d.copy_from_slice(&[a, b, c, e]);
-            let t = u32::from(a) + u32::from(b) + u32::from(c) + u32::from(e);
-            *s = s.wrapping_add(t as i32);
+            let (a, b, c, e) = (u32::from(a), u32::from(b), u32::from(c), u32::from(e));
+            *d = a | b << 8 | c << 16 | e << 24;
+            *s = s.wrapping_add((a + b + c + e) as i32);
         }
     }
 }
@@ -399,7 +402,7 @@ fn portable(
         for (q, y) in line.iter_mut().enumerate() {
             let mut acc = 0i32;
             for (k4, wq) in w.chunks_exact(4).enumerate() {
-                let x = &fields.packed[(k4 * padded + q) * 4..(k4 * padded + q) * 4 + 4];
+                let x = fields.packed[k4 * padded + q].to_le_bytes();
                 let dot: i32 = (0..4).map(|j| i32::from(x[j]) * i32::from(wq[j])).sum();
                 acc = acc.wrapping_add(dot);
             }
@@ -423,7 +426,7 @@ mod x86 {
     ///
     /// # Safety
     /// AVX-512F and VNNI; `rows.w` has `mr · kp` taps, `rows.wz` and `rows.bias` `mr`
-    /// values; `fields.packed` is `kp / 4 · fields.padded · 4` bytes, `fields.sums`
+    /// values; `fields.packed` is `kp / 4 · fields.padded` lanes, `fields.sums`
     /// `fields.padded` values, `fields.padded` a multiple of 64; `out` has
     /// `(mr - 1) · plane + first + fields.pixels` elements.
     #[target_feature(enable = "avx512f,avx512vnni")]
@@ -452,7 +455,7 @@ mod x86 {
             let mut r0 = 0;
             while r0 < mr {
                 let t = Tile {
-                    x: fields.packed.as_ptr().wrapping_add(q * 4),
+                    x: fields.packed.as_ptr().wrapping_add(q).cast::<u8>(),
                     padded: fields.padded,
                     k4: kp / 4,
                     w: rows.w.as_ptr().wrapping_add(r0 * kp),

@@ -299,20 +299,28 @@ fn integer_convolutions_equal_the_sums_on_both_backends() {
 
 #[test]
 fn matmul_integer_equals_the_sums_on_both_backends() {
-    // [2, 3, K] x [K, N] with per-column UINT8 and INT8 weights, A's zero point at run time,
-    // and a 1-D A (the general path).
-    for (k, n, signed, per_column, seed) in [
-        (7, 5, false, true, 1),
-        (64, 70, true, false, 2),
-        (33, 130, true, true, 3),
-    ] {
+    // `a` [lead.., K] x `b` [K, N], UINT8 or INT8 weights with a per-column or per-tensor
+    // zero point, `a`'s zero point at run time: 6 rows (the integer kernel), and 2, 1 and 3
+    // rows (the plain INT32 product).
+    let cases: [(&[usize], usize, usize, bool, bool, u64); 6] = [
+        (&[2, 3], 7, 5, false, true, 1),
+        (&[2, 3], 64, 70, true, false, 2),
+        (&[2, 3], 33, 130, true, true, 3),
+        (&[1, 2], 40, 70, true, false, 4),
+        (&[1], 9, 200, false, false, 5),
+        (&[3], 12, 20, true, true, 6),
+    ];
+    for (lead, k, n, signed, per_column, seed) in cases {
+        let rows: usize = lead.iter().product();
         let mut rng = Lcg(seed);
-        let a = eight_bit(false, rng.bytes(6 * k));
+        let a = eight_bit(false, rng.bytes(rows * k));
         let b = eight_bit(signed, rng.bytes(k * n));
         let za = eight_bit(false, rng.bytes(1));
         let zb = eight_bit(signed, rng.bytes(if per_column { n } else { 1 }));
         let zb_shape = if per_column { vec![n] } else { vec![] };
-        let at_ = Tensor::from_data(a.clone(), Shape::new([2, 3, k])).unwrap();
+        let mut sa = lead.to_vec();
+        sa.push(k);
+        let at_ = Tensor::from_data(a.clone(), Shape::new(sa)).unwrap();
         let zat = Tensor::from_data(za.clone(), Shape::scalar()).unwrap();
         let inits = [("b", b.clone(), vec![k, n]), ("zb", zb.clone(), zb_shape)];
         let m = model(
@@ -325,13 +333,17 @@ fn matmul_integer_equals_the_sums_on_both_backends() {
         let TensorData::I32(got) = both(&m, &[at_.clone(), zat.clone()]) else {
             panic!("MatMulInteger gives INT32")
         };
-        for r in 0..6 {
+        for r in 0..rows {
             for c in 0..n {
                 let z = at(&zb, if per_column { c } else { 0 });
                 let s: i64 = (0..k)
                     .map(|i| (at(&a, r * k + i) - at(&za, 0)) * (at(&b, i * n + c) - z))
                     .sum();
-                assert_eq!(i64::from(got[r * n + c]), s, "k {k} n {n}: ({r}, {c})");
+                assert_eq!(
+                    i64::from(got[r * n + c]),
+                    s,
+                    "{lead:?} k {k} n {n}: ({r}, {c})"
+                );
             }
         }
     }
