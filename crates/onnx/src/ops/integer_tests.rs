@@ -302,7 +302,9 @@ fn matmul_integer_equals_the_sums_on_both_backends() {
     // `a` [lead.., K] x `b` [K, N], UINT8 or INT8 weights with a per-column or per-tensor
     // zero point, `a`'s zero point at run time: 6 rows (the integer kernel), and 2, 1 and 3
     // rows (the plain INT32 product).
-    let cases: [(&[usize], usize, usize, bool, bool, u64); 6] = [
+    // (leading extents of `a`, K, N, INT8 weights, per-column zero point, seed)
+    type Product = (&'static [usize], usize, usize, bool, bool, u64);
+    let cases: [Product; 6] = [
         (&[2, 3], 7, 5, false, true, 1),
         (&[2, 3], 64, 70, true, false, 2),
         (&[2, 3], 33, 130, true, true, 3),
