@@ -2,7 +2,10 @@
 //! UINT8/INT8 operands widened, their zero points subtracted, and the product accumulated
 //! exactly. `MatMulInteger` and `ConvInteger` (opset 10) give that INT32 accumulator;
 //! `QLinearMatMul` and `QLinearConv` (opsets 10, 21) requantize it with the output scale and
-//! zero point ([`requantize`]).
+//! zero point ([`requantize`]). Convolutions, and products of a per-tensor-quantized `A` of 4
+//! rows or more by a 2-D `B` (those of `DynamicQuantizeLSTM` included), become the IR's
+//! 8-bit `ConvolutionInteger`, whose native kernel multiplies the bytes themselves
+//! (`vpdpbusd`); other products shift the operands to INT32 for the INT32 `MatMul`.
 
 use graphlift_ir::{BinaryOp, Convolution, ElementType, Op, Output, Shape, TensorData, Window};
 
