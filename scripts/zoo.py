@@ -70,9 +70,12 @@ MODELS = {
 # one step runs through everything after it.
 EXCEPTIONS = {
     ("ddddocr_common_old", "INTERPRETER"): (
-        2e-2, "one quantization step at 163 of 32,768 elements of the last DynamicQuantizeLinear "
-              "(the reference's sigmoid is 1 ulp from onnxruntime's); logits up to 15.5, "
-              "argmax equal"),
+        1.2e-2, "one quantization step at 1 of 65,536 elements of DynamicQuantizeLinear 205 "
+                "(then 163 of 32,768 of the last, after the LSTM), from onnxruntime's "
+                "approximate sigmoid: it differs from the correctly rounded value (the "
+                "reference's) at 46% of this model's 1.2M sigmoid inputs; fed onnxruntime's "
+                "own inputs, all 22 DynamicQuantizeLinear give onnxruntime's values, scales "
+                "and zero points bit for bit (issue 29); logits up to 15.5, argmax equal"),
     ("smart_turn_v3.2", "CPU-JIT"): (
         2.5e-3, "2 steps of the final QuantizeLinear (1.1e-3 each at its output), all from "
                 "onnxruntime's QLinearSoftmax (its extended optimizations turn "

@@ -298,6 +298,19 @@ pub enum Op {
     /// A 2-D (or N-D) convolution of `x` `[N, C, D..]` with a filter `[M, C / groups, K..]`;
     /// no bias (importers add one as a broadcast `Add`).
     Convolution(Convolution),
+    /// The integer convolution of 8-bit operands (ONNX `ConvInteger`, opset 10): `x`
+    /// `[N, C, D..]` UINT8 or INT8, its zero point `x_zero_point` (of `x`'s type, one
+    /// element), the filter `w` `[M, C / groups, K..]` UINT8 or INT8 and its zero point
+    /// `w_zero_point` (of `w`'s type, one element or `[M]`, one per output channel), in that
+    /// order; INT32 `[N, M, O..]` under [`Convolution`]'s window and groups:
+    ///
+    /// ```text
+    /// y[n, m, o..] = Σ_{c, k..} (x[n, c, i..] - x_zero_point) · (w[m, c, k..] - w_zero_point[m])
+    /// ```
+    ///
+    /// summed in wrapping INT32 over the taps inside `x` (padding holds the zero point, so
+    /// adds nothing).
+    ConvolutionInteger(Convolution),
     /// Batch normalisation in inference mode of `x` `[N, C, ..]` with per-channel `scale`,
     /// `bias`, `mean` and `variance` (each `[C]`), the attribute being `epsilon`:
     /// `(x - mean) / sqrt(variance + epsilon) * scale + bias` (nGraph
@@ -394,6 +407,7 @@ impl Op {
             Op::Attention(_) => "Attention",
             Op::Recurrent(r) => r.type_name(),
             Op::Convolution(_) => "Convolution",
+            Op::ConvolutionInteger(_) => "ConvolutionInteger",
             Op::BatchNormInference(_) => "BatchNormInference",
             Op::MaxPool(_) => "MaxPool",
             Op::ConvolutionBackpropData(_) => "ConvolutionBackpropData",

@@ -652,7 +652,41 @@ fn tensor_ops_round_trip_with_their_attributes() {
             &[out(qkv), out(packed), out(offset), out(qscale)],
         )
         .unwrap();
-    for n in [c, p, g, mean, sm, lnorm, att, qmm] {
+    // An integer convolution: UINT8 data [1, 2, 5, 5] with a scalar zero point, an INT8
+    // filter [3, 2, 3, 3] with one zero point per output channel.
+    let qx = f
+        .add_constant(TensorData::U8(vec![9; 50]), Shape::new([1, 2, 5, 5]))
+        .unwrap();
+    let qxz = f
+        .add_constant(TensorData::U8(vec![3]), Shape::scalar())
+        .unwrap();
+    let qw = f
+        .add_constant(TensorData::I8(vec![-2; 54]), Shape::new([3, 2, 3, 3]))
+        .unwrap();
+    let qwz = f
+        .add_constant(TensorData::I8(vec![1, 0, -1]), Shape::new([3]))
+        .unwrap();
+    let qconv = graphlift_ir::Convolution {
+        window: graphlift_ir::Window {
+            shape: vec![3, 3],
+            strides: vec![2, 1],
+            dilations: vec![1, 1],
+            pads_begin: vec![1, 0],
+            pads_end: vec![1, 0],
+        },
+        groups: 1,
+    };
+    let ci = f
+        .add_node(
+            Op::ConvolutionInteger(qconv),
+            &[out(qx), out(qxz), out(qw), out(qwz)],
+        )
+        .unwrap();
+    assert_eq!(
+        f.node(ci).unwrap().output_type().to_string(),
+        "i32[1, 3, 3, 3]"
+    );
+    for n in [c, p, g, mean, sm, lnorm, att, qmm, ci] {
         f.add_result(out(n), None).unwrap();
     }
     let text = f.to_json();

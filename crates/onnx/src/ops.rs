@@ -12,6 +12,8 @@ mod gather;
 #[cfg(test)]
 mod gather_tests;
 mod integer;
+#[cfg(test)]
+mod integer_tests;
 mod layout;
 mod nn;
 mod normalize;

@@ -349,7 +349,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "QuantizedMatMul" => &["scale", "zero_point"],
         "RNNSequence" | "GRUSequence" | "LSTMSequence" => &["recurrent"],
         "BatchNormInference" => &["epsilon"],
-        "Convolution" => &["window", "groups"],
+        "Convolution" | "ConvolutionInteger" => &["window", "groups"],
         "ConvolutionBackpropData" | "ConvolutionBackpropFilters" => &["window", "groups", "shape"],
         "MaxPool" | "MaxPoolBackprop" => &["window"],
         k if k.starts_with("Reduce") => &["axes", "keep_dims"],
@@ -515,6 +515,10 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         },
         "BatchNormInference" => Op::BatchNormInference(op.epsilon.unwrap_or_default()),
         "Convolution" => Op::Convolution(Convolution {
+            window: op.window.unwrap_or_default(),
+            groups: op.groups.unwrap_or_default(),
+        }),
+        "ConvolutionInteger" => Op::ConvolutionInteger(Convolution {
             window: op.window.unwrap_or_default(),
             groups: op.groups.unwrap_or_default(),
         }),

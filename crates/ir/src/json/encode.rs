@@ -123,7 +123,7 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
         }
         Op::Recurrent(r) => dto.recurrent = Some((**r).clone()),
         Op::BatchNormInference(eps) => dto.epsilon = Some(*eps),
-        Op::Convolution(c) => {
+        Op::Convolution(c) | Op::ConvolutionInteger(c) => {
             dto.window = Some(c.window.clone());
             dto.groups = Some(c.groups);
         }

@@ -85,10 +85,11 @@ impl fmt::Display for Op {
                 },
             ),
             Op::BatchNormInference(eps) => write!(f, "BatchNormInference<epsilon={eps:e}>"),
-            Op::Convolution(c) => {
+            Op::Convolution(c) | Op::ConvolutionInteger(c) => {
                 write!(
                     f,
-                    "Convolution<{}, groups={}>",
+                    "{}<{}, groups={}>",
+                    self.type_name(),
                     WindowText(&c.window),
                     c.groups
                 )

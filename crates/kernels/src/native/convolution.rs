@@ -99,7 +99,7 @@ pub(super) fn valid_columns(
 
 /// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) for the output rows `rows` into
 /// `cols` (`[cg · kH · kW, rows.len() · oW]`, row-major); window positions in the padding
-/// read zero.
+/// read `pad` (zero for a float convolution, the zero point for an integer one).
 #[multiversion(targets = "simd")]
 pub(super) fn im2col<T: Copy + Default>(
     x: &[T],
@@ -108,6 +108,7 @@ pub(super) fn im2col<T: Copy + Default>(
     (c0, cg): (usize, usize),
     rows: Range<usize>,
     cols: &mut [T],
+    pad: T,
 ) {
     let win = &conv.window;
     let (sh, sw) = (win.strides[0], win.strides[1]);
@@ -124,11 +125,11 @@ pub(super) fn im2col<T: Copy + Default>(
                 for (r, oy) in rows.clone().enumerate() {
                     let line = &mut out[r * g.ow..(r + 1) * g.ow];
                     let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
-                        line.fill(T::default());
+                        line.fill(pad);
                         continue;
                     };
-                    line[..valid.start].fill(T::default());
-                    line[valid.end..].fill(T::default());
+                    line[..valid.start].fill(pad);
+                    line[valid.end..].fill(pad);
                     let src = &image[iy * g.w..(iy + 1) * g.w];
                     // First input column read (`valid.start` maps inside the row).
                     let first = valid.start * sw + kx * dw - pw;
@@ -260,7 +261,15 @@ fn convolve<T>(
         }
         let (image, grp, _) = operands(k);
         buffer.resize(depth * rows.len() * g.ow, T::default());
-        im2col(image, g, conv, (grp * cg, cg), rows.clone(), buffer);
+        im2col(
+            image,
+            g,
+            conv,
+            (grp * cg, cg),
+            rows.clone(),
+            buffer,
+            T::default(),
+        );
     };
     // A pointwise convolution's fields: the group's channels (`plane == H * W`).
     let image_fields = |k: usize| {
@@ -412,7 +421,11 @@ pub fn convolution(
 /// unit height: the same elements as `[N, C, 1, L]` and `[M, C / groups, 1, K]` under a
 /// window of height 1 (stride and dilation 1, no padding), giving `[N, M, 1, OL]`, the
 /// elements of the 1-D result. `None` for any other rank.
-fn lift_1d(sx: &Shape, sf: &Shape, conv: &Convolution) -> Option<(Shape, Shape, Convolution)> {
+pub(super) fn lift_1d(
+    sx: &Shape,
+    sf: &Shape,
+    conv: &Convolution,
+) -> Option<(Shape, Shape, Convolution)> {
     let (dx, df) = (sx.dims(), sf.dims());
     if dx.len() != 3 || df.len() != 3 {
         return None;

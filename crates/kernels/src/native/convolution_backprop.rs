@@ -189,7 +189,15 @@ fn backprop_filters<T>(
             std::borrow::Cow::Borrowed(&image[grp * cg * plane..(grp + 1) * cg * plane])
         } else {
             let mut cols = vec![T::default(); depth * plane];
-            im2col(image, g, conv, (grp * cg, cg), 0..g.oh, &mut cols);
+            im2col(
+                image,
+                g,
+                conv,
+                (grp * cg, cg),
+                0..g.oh,
+                &mut cols,
+                T::default(),
+            );
             std::borrow::Cow::Owned(cols)
         }
     };

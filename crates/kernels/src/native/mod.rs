@@ -3,6 +3,7 @@
 //! every op has one definition of its meaning and at most one faster version, tested against it.
 
 mod attention;
+mod conv_integer;
 mod convert;
 mod convolution;
 mod convolution_backprop;
@@ -27,7 +28,8 @@ use crate::parallel::Parallel;
 pub use epilogue::{Block, Epilogue};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
-/// `Convolution` (and 1-D, as 2-D over a unit height), `QuantizedMatMul` and its 2-D adjoints
+/// `Convolution` (and 1-D, as 2-D over a unit height), 1-D/2-D `ConvolutionInteger`,
+/// `QuantizedMatMul` and the convolution's 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
 /// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Convert` between `f32` and the half
 /// types, reductions over trailing axes,
@@ -104,6 +106,10 @@ pub fn evaluate_with_epilogue(
         (Op::Convolution(c), [x, f]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution::convolution(x, f, c, out, parallel, epilogue)
+        }
+        (Op::ConvolutionInteger(c), [x, xz, w, wz]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            conv_integer::convolution_integer(c, [x, xz, w, wz], out, parallel)
         }
         (Op::ConvolutionBackpropData(b), [dy, f]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);

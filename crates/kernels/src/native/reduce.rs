@@ -1,6 +1,7 @@
 //! Reductions over trailing axes, or over one contiguous group of axes before kept ones, on
 //! `f32`/`f64`: the native versions of `ReduceSum`, `GlobalAveragePool` and the like, each
-//! output element reduced in `f64` and rounded once as the reference does.
+//! output element reduced in `f64` and rounded once as the reference does (the maximum and
+//! minimum of an `f32` row in `f32` lanes, exact, as `DynamicQuantizeLinear` needs them).
 
 use graphlift_ir::{ReduceOp, Reduction, Shape, TensorData};
 use multiversion::multiversion;
@@ -71,7 +72,11 @@ pub fn reduce(x: &TensorData, from: &Shape, r: &Reduction) -> Option<TensorData>
     match x {
         TensorData::F32(v) => Some(TensorData::F32(
             v.chunks(len)
-                .map(|row| fold_row(row, f64::from, r.op) as f32)
+                .map(|row| match r.op {
+                    ReduceOp::Max | ReduceOp::Min => extreme_f32(row, r.op == ReduceOp::Max)
+                        .unwrap_or_else(|| fold_row(row, f64::from, r.op) as f32),
+                    _ => fold_row(row, f64::from, r.op) as f32,
+                })
                 .collect(),
         )),
         TensorData::F64(v) => Some(TensorData::F64(
@@ -81,6 +86,57 @@ pub fn reduce(x: &TensorData, from: &Shape, r: &Reduction) -> Option<TensorData>
         )),
         _ => None,
     }
+}
+
+/// The largest (`max`) or smallest value of a non-empty `f32` row, in 16 lanes of `f32`
+/// (the extreme is one of the values, so it is exact in `f32`: the reference's result),
+/// or `None` when the row holds a NaN or the extreme is a zero (whose sign the reference's
+/// fold in row order decides), for the caller to fold it as the reference does.
+fn extreme_f32(row: &[f32], max: bool) -> Option<f32> {
+    let m = if max {
+        lanes::<true>(row)
+    } else {
+        lanes::<false>(row)
+    }?;
+    (m != 0.0).then_some(m)
+}
+
+/// [`extreme_f32`]'s lanes: the maximum (`MAX`) or minimum of `row`, `None` if it holds a
+/// NaN; compare-and-select per lane (`vmaxps`/`vminps`), NaNs counted apart.
+#[multiversion(targets = "simd")]
+fn lanes<const MAX: bool>(row: &[f32]) -> Option<f32> {
+    const LANES: usize = 16;
+    let init = if MAX {
+        f32::NEG_INFINITY
+    } else {
+        f32::INFINITY
+    };
+    let pick = |a: f32, v: f32| {
+        let better = if MAX { v > a } else { v < a };
+        if better {
+            v
+        } else {
+            a
+        }
+    };
+    let mut acc = [init; LANES];
+    let mut nan = [0u32; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for j in 0..LANES {
+            let v = c[j];
+            nan[j] |= u32::from(v.is_nan());
+            acc[j] = pick(acc[j], v);
+        }
+    }
+    let mut any_nan = nan.iter().any(|&n| n != 0);
+    let mut m = acc.iter().fold(init, |a, &v| pick(a, v));
+    for &v in tail {
+        any_nan |= v.is_nan();
+        m = pick(m, v);
+    }
+    (!any_nan).then_some(m)
 }
 
 /// `x` as `[outer, len, inner]` reduced over the middle axis in `f64`, each output element
@@ -171,6 +227,33 @@ mod tests {
                         assert_eq!(g.to_bits(), w.to_bits(), "{r:?}");
                     }
                 }
+            }
+        }
+        // Rows with a NaN, signed zeros as the extreme, infinities, and long rows.
+        let specials: [&[f32]; 5] = [
+            &[1.0, f32::NAN, 3.0],
+            &[-0.0, -1.0, 0.0, -2.0],
+            &[0.0, 1.0, -0.0, 2.0],
+            &[f32::NEG_INFINITY, f32::INFINITY],
+            &[-7.5; 40],
+        ];
+        let long: Vec<f32> = (0..1000)
+            .map(|i| ((i * 7919) % 1009) as f32 - 500.25)
+            .collect();
+        for row in specials.into_iter().chain([&long[..]]) {
+            for op in [ReduceOp::Max, ReduceOp::Min] {
+                let (x, s) = (TensorData::F32(row.to_vec()), Shape::new([row.len()]));
+                let r = Reduction {
+                    op,
+                    axes: vec![0],
+                    keep_dims: false,
+                };
+                let got = reduce(&x, &s, &r).unwrap();
+                let want = graphlift_runtime::reference::reduce(&x, &s, &r).unwrap();
+                let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
+                    panic!("types")
+                };
+                assert_eq!(g[0].to_bits(), w[0].to_bits(), "{op:?} of {row:?}");
             }
         }
         let gap = Reduction {

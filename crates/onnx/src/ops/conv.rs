@@ -100,6 +100,20 @@ pub(super) fn convolution_of(
     x: Output,
     w: Output,
 ) -> Result<Output, OnnxError> {
+    let c = convolution_attrs(e, x, w)?;
+    e.op(Op::Convolution(c), &[x, w])
+}
+
+/// The [`Convolution`] attributes (window and groups) of the node for data `x`
+/// `[N, C, D..]` and filter `w` `[M, C / group, K..]`, as [`convolution_of`] reads them.
+///
+/// # Errors
+/// Operands of other ranks, or attributes that do not fit them; each names the node.
+pub(super) fn convolution_attrs(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    w: Output,
+) -> Result<Convolution, OnnxError> {
     let (dx, dw) = (dims(e, x)?, dims(e, w)?);
     if dx.len() < 3 || dw.len() != dx.len() {
         return Err(e.shape_error(format!(
@@ -108,11 +122,10 @@ pub(super) fn convolution_of(
     }
     let kernel = dw[2..].to_vec();
     check_kernel_shape(e, &kernel)?;
-    let c = Convolution {
+    Ok(Convolution {
         window: window(e, &dx[2..], kernel)?,
         groups: groups(e)?,
-    };
-    e.op(Op::Convolution(c), &[x, w])
+    })
 }
 
 /// `y` `[N, M, D..]` plus the per-channel bias `b` `[M]` (of `y`'s type), if given.

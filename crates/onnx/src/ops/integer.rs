@@ -2,11 +2,14 @@
 //! UINT8/INT8 operands widened, their zero points subtracted, and the product accumulated
 //! exactly. `MatMulInteger` and `ConvInteger` (opset 10) give that INT32 accumulator;
 //! `QLinearMatMul` and `QLinearConv` (opsets 10, 21) requantize it with the output scale and
-//! zero point ([`requantize`]).
+//! zero point ([`requantize`]). Convolutions, and products of a per-tensor-quantized `A` of 4
+//! rows or more by a 2-D `B` (those of `DynamicQuantizeLSTM` included), become the IR's
+//! 8-bit `ConvolutionInteger`, whose native kernel multiplies the bytes themselves
+//! (`vpdpbusd`); other products shift the operands to INT32 for the INT32 `MatMul`.
 
-use graphlift_ir::{BinaryOp, ElementType, Output, Shape};
+use graphlift_ir::{BinaryOp, Convolution, ElementType, Op, Output, Shape, TensorData, Window};
 
-use super::conv::{add_bias, convolution_of};
+use super::conv::{add_bias, convolution_attrs};
 use super::layout::{dims, reshape_to as reshape};
 use super::nn::matmul_of;
 use super::quantize::{check_scale, dynamic_quantize, round_and_saturate};
@@ -139,6 +142,19 @@ fn shifted_matmul(
     let ra = dims(e, e.input(ins, ai)?)?.len();
     let rb = dims(e, e.input(ins, bi)?)?.len();
     let (a_per, b_per) = matmul_axes(ra, rb);
+    let per_tensor = |e: &NodeEmitter<'_>, zi: usize| -> Result<bool, OnnxError> {
+        Ok(match e.optional_input(ins, zi) {
+            Some(z) => dims(e, z)?.iter().product::<usize>() == 1,
+            None => true,
+        })
+    };
+    if ra >= 2 && rb == 2 && per_tensor(e, azi)? {
+        let [a, az] = with_zero_point(e, ins, ai, azi, None)?;
+        let [b, bz] = with_zero_point(e, ins, bi, bzi, b_per)?;
+        if let Some(y) = integer_matmul_2d(e, [a, az, b, bz])? {
+            return Ok(y);
+        }
+    }
     let a = shifted(e, ins, ai, azi, ElementType::I32, a_per)?;
     let b = shifted(e, ins, bi, bzi, ElementType::I32, b_per)?;
     matmul_of(e, a, b)
@@ -178,48 +194,152 @@ pub(super) fn dynamic_quantized_matmul(
         let zp = e.convert(zp, ElementType::I32)?;
         e.binary(BinaryOp::Subtract, v, zp)
     };
-    let a_shifted = wide(e, aq, a_zp)?;
-    let w_shifted = wide(e, w.q, w.zero_point)?;
-    let acc = matmul_of(e, a_shifted, w_shifted)?;
+    let a_zp8 = e.convert(a_zp, ElementType::U8)?;
+    let acc = match integer_matmul_2d(e, [aq, a_zp8, w.q, w.zero_point])? {
+        Some(acc) => acc,
+        None => {
+            let a_shifted = wide(e, aq, a_zp)?;
+            let w_shifted = wide(e, w.q, w.zero_point)?;
+            matmul_of(e, a_shifted, w_shifted)?
+        }
+    };
     let acc = e.convert(acc, ElementType::F32)?;
     let m = e.binary(BinaryOp::Multiply, a_scale, w.scale)?;
     e.binary(BinaryOp::Multiply, acc, m)
 }
 
-/// The convolution of `x - x_zero_point` (per tensor) with `w - w_zero_point` (per tensor,
-/// or 1-D: one per output channel) under `Conv`'s window attributes, padding with 0 after
-/// the zero point is subtracted, in DOUBLE, for the operands and zero points at inputs
-/// `[x, x_zero_point, w, w_zero_point]`.
+/// Operand `i` (UINT8 or INT8) and its zero point (input `zp`, of the operand's type; 0 when
+/// absent) laid out per tensor (a scalar) or, where `per` allows it, as a 1-D column.
 ///
-/// The IR's `Convolution` is defined on floats: the shifted operands are exact in `f64`, and
-/// so is every partial sum (each product is at most `255²` in magnitude, far from `2⁵³` for
-/// any real window), so the `f64` convolution is the integer convolution exactly.
-fn shifted_conv(
+/// # Errors
+/// [`OnnxError::TypeMismatch`] for an operand that is not 8-bit or a zero point of another
+/// type, [`OnnxError::ShapeMismatch`] for a zero point of another shape; each names the node.
+fn with_zero_point(
+    e: &mut NodeEmitter<'_>,
+    ins: In<'_>,
+    i: usize,
+    zp: usize,
+    per: Option<Along>,
+) -> Result<[Output; 2], OnnxError> {
+    let v = e.input(ins, i)?;
+    let t = e.require(v, eight_bit, "UINT8 or INT8")?;
+    let Some(z) = e.optional_input(ins, zp) else {
+        let z = e.scalar(t, 0.0)?;
+        return Ok([v, z]);
+    };
+    let zt = e.et(z)?;
+    if zt != t {
+        return Err(e.type_error(format!(
+            "zero point (input {zp}) is {zt}, its operand (input {i}) is {t}; they must have \
+             one type"
+        )));
+    }
+    Ok([v, laid_out(e, z, zp, v, i, per)?])
+}
+
+/// The IR's [`graphlift_ir::Op::ConvolutionInteger`] (INT32) of `x - x_zero_point` (per
+/// tensor) with `w - w_zero_point` (per tensor, or 1-D: one per output channel) under
+/// `Conv`'s window attributes, padding with the zero point (adding nothing), for the operands
+/// and zero points at inputs `[x, x_zero_point, w, w_zero_point]`: exact, in wrapping INT32.
+fn integer_conv(
     e: &mut NodeEmitter<'_>,
     ins: In<'_>,
     [xi, xzi, wi, wzi]: [usize; 4],
 ) -> Result<Output, OnnxError> {
-    let rank = dims(e, e.input(ins, wi)?)?.len();
-    let x = shifted(e, ins, xi, xzi, ElementType::F64, None)?;
+    let [x, xz] = with_zero_point(e, ins, xi, xzi, None)?;
     let per_channel = Along {
         axis: 0,
-        trailing: rank.saturating_sub(1),
+        trailing: 0,
     };
-    let w = shifted(e, ins, wi, wzi, ElementType::F64, Some(per_channel))?;
-    convolution_of(e, x, w)
+    let [w, wz] = with_zero_point(e, ins, wi, wzi, Some(per_channel))?;
+    let c = convolution_attrs(e, x, w)?;
+    let [w, wz] = int8_domain(e, [w, wz])?;
+    e.op(Op::ConvolutionInteger(c), &[x, xz, w, wz])
+}
+
+/// A constant UINT8 filter and zero point moved to INT8 as `v - 128` (the same differences
+/// `w - w_zero_point`, so the same products), so the integer kernel reads the constant as it
+/// multiplies it instead of shifting it on every call; anything else unchanged.
+fn int8_domain(e: &mut NodeEmitter<'_>, [w, wz]: [Output; 2]) -> Result<[Output; 2], OnnxError> {
+    let (Some(tw), Some(tz)) = (e.constant_value(w), e.constant_value(wz)) else {
+        return Ok([w, wz]);
+    };
+    let mut shifted = Vec::with_capacity(2);
+    for t in [tw, tz] {
+        let TensorData::U8(d) = t.data() else {
+            return Ok([w, wz]);
+        };
+        shifted.push((
+            d.iter().map(|&b| (b ^ 0x80) as i8).collect(),
+            t.shape().clone(),
+        ));
+    }
+    let [(w, sw), (z, sz)]: [(Vec<i8>, Shape); 2] = shifted
+        .try_into()
+        .map_err(|_| e.shape_error("a filter and its zero point".into()))?;
+    Ok([
+        e.constant(TensorData::I8(w), sw)?,
+        e.constant(TensorData::I8(z), sz)?,
+    ])
+}
+
+/// The fewest rows of `a` (the product of its leading extents) for which a MatMulInteger
+/// runs on the integer convolution kernel: its tiles span 64 rows and it prepares the
+/// weights on each call, so a product of one or a few rows (a recurrent step's) is no faster
+/// there than on the plain INT32 `MatMul`.
+const MIN_KERNEL_ROWS: usize = 4;
+
+/// `(a - a_zero_point) @ (b - b_zero_point)` in INT32 for `a` `[.., M, K]` and a 2-D `b`
+/// `[K, N]`, `a_zero_point` per tensor (a scalar) and `b_zero_point` a scalar or `[N]`: the
+/// integer convolution ([`graphlift_ir::Op::ConvolutionInteger`]) of `aᵀ` `[1, K, rows]`
+/// (`rows` the product of `a`'s leading extents) with the 1-wide filter `bᵀ` `[N, K, 1]`,
+/// transposed back to `[.., M, N]`, so that MatMulInteger runs on the 8-bit kernel. `None`
+/// for an empty product or fewer than [`MIN_KERNEL_ROWS`] rows (the caller then uses the
+/// general path).
+fn integer_matmul_2d(
+    e: &mut NodeEmitter<'_>,
+    [a, az, b, bz]: [Output; 4],
+) -> Result<Option<Output>, OnnxError> {
+    let (da, db) = (dims(e, a)?, dims(e, b)?);
+    let (&[.., k], &[kb, n]) = (&da[..], &db[..]) else {
+        return Ok(None);
+    };
+    let rows: usize = da[..da.len() - 1].iter().product();
+    if da.len() < 2 || k != kb || rows < MIN_KERNEL_ROWS || k == 0 || n == 0 {
+        return Ok(None);
+    }
+    let a = reshape(e, a, vec![rows, k])?;
+    let a = e.op(Op::Transpose(vec![1, 0]), &[a])?;
+    let x = reshape(e, a, vec![1, k, rows])?;
+    let b = e.op(Op::Transpose(vec![1, 0]), &[b])?;
+    let w = reshape(e, b, vec![n, k, 1])?;
+    let [w, bz] = int8_domain(e, [w, bz])?;
+    let c = Convolution {
+        window: Window {
+            shape: vec![1],
+            strides: vec![1],
+            dilations: vec![1],
+            pads_begin: vec![0],
+            pads_end: vec![0],
+        },
+        groups: 1,
+    };
+    let y = e.op(Op::ConvolutionInteger(c), &[x, az, w, bz])?;
+    let y = reshape(e, y, vec![n, rows])?;
+    let y = e.op(Op::Transpose(vec![1, 0]), &[y])?;
+    let mut out = da[..da.len() - 1].to_vec();
+    out.push(n);
+    reshape(e, y, out).map(Some)
 }
 
 /// `ConvInteger`: the convolution of `x - x_zero_point` (per tensor) with
 /// `w - w_zero_point` (per tensor, or 1-D: one per output channel) under `Conv`'s window
-/// attributes, padding with 0 after the zero point is subtracted, giving INT32.
-///
-/// Computed exactly in `f64` ([`shifted_conv`]) and converted to INT32: the integer
-/// convolution exactly while the result fits INT32 (where an INT32 accumulator would wrap,
-/// the conversion saturates).
+/// attributes, padding with 0 after the zero point is subtracted, giving INT32 (the IR's
+/// [`graphlift_ir::Op::ConvolutionInteger`], accumulating in wrapping INT32 as onnxruntime
+/// does).
 pub(super) fn conv_integer(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 2, 4)?;
-    let y = shifted_conv(e, ins, [0, 2, 1, 3])?;
-    e.convert(y, ElementType::I32)
+    integer_conv(e, ins, [0, 2, 1, 3])
 }
 
 /// A scale of a `QLinear*` op: input `si`, which applies to operand `vi` per tensor or, where
@@ -350,8 +470,8 @@ pub(super) fn qlinear_matmul(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Out
 
 /// `QLinearConv` (opsets 10): the `Conv` of the dequantized `x` and `w`, quantized with
 /// `y_scale` and `y_zero_point`, as the ONNX reference computes it:
-/// `C = conv(x - x_zero_point, w - w_zero_point) + B` exactly ([`shifted_conv`], padding with
-/// 0 after the shift), then
+/// `C = conv(x - x_zero_point, w - w_zero_point) + B` exactly ([`integer_conv`] in INT32,
+/// padding with 0 after the shift), then
 /// `y = saturate(rint(C * (x_scale * w_scale / y_scale) + y_zero_point))` ([`requantize`]:
 /// rounding to nearest even, saturation to `y`'s UINT8 or INT8 range).
 ///
@@ -368,7 +488,8 @@ pub(super) fn qlinear_matmul(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Out
 pub(super) fn qlinear_conv(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 8, 9)?;
     let rank = dims(e, e.input(ins, 3)?)?.len();
-    let mut c = shifted_conv(e, ins, [0, 2, 3, 5])?;
+    let c = integer_conv(e, ins, [0, 2, 3, 5])?;
+    let mut c = e.convert(c, ElementType::F64)?;
     if let Some(b) = e.optional_input(ins, 8) {
         e.require(b, |t| t == ElementType::I32, "an INT32 bias and a")?;
         let b = e.convert(b, ElementType::F64)?;

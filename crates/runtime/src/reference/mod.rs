@@ -6,6 +6,7 @@ mod arg_reduce;
 mod arith;
 mod attention;
 mod broadcast;
+mod conv_integer;
 mod elementwise;
 mod layout;
 mod matmul;
@@ -35,6 +36,7 @@ pub use arg_reduce::arg_reduce;
 pub use arith::Arith;
 pub use attention::{attention, Operand};
 pub use broadcast::broadcast;
+pub use conv_integer::convolution_integer;
 pub use elementwise::{
     binary, binary_f32, binary_f64, compare, convert, select, unary, unary_f32, unary_f64,
 };
@@ -206,6 +208,13 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             inputs[0].shape(),
             data(1),
             inputs[1].shape(),
+            c,
+        )),
+        Op::ConvolutionInteger(c) => one(convolution_integer(
+            (data(0), inputs[0].shape()),
+            data(1),
+            (data(2), inputs[2].shape()),
+            data(3),
             c,
         )),
         Op::MaxPool(w) => one(max_pool(data(0), inputs[0].shape(), w)),

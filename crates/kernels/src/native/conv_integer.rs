@@ -1,0 +1,565 @@
+//! `ConvolutionInteger` natively (1-D and 2-D): for each image and group, bands of output rows
+//! have their receptive fields unrolled (im2col, padding with the data's zero point) and
+//! interleaved into the VNNI layout `[ceil(K / 4), pixels, 4]` of UINT8, then multiplied by
+//! the group's filters as INT8 rows, accumulating in INT32: on `vpdpbusd` (16 pixels x 4 taps
+//! per instruction) where the host has AVX-512 VNNI, else in a portable loop giving the same
+//! integers. The zero points enter as per-pixel and per-channel corrections (below), so any
+//! UINT8/INT8 pairing is exact. `graphlift_runtime::reference::convolution_integer` defines
+//! the result; both paths equal it bit for bit.
+//!
+//! With the data in the UINT8 domain (`xu = x + 128` for INT8 data) and the filter in the
+//! INT8 domain (`wi = w - 128` for a UINT8 filter), zero points shifted alike, over the
+//! `K = C / groups · kH · kW` taps of a window (padding holding `xz`):
+//!
+//! ```text
+//! Σ (xu - xz)(wi - wz[m]) = Σ xu·wi  -  wz[m] · Σ xu  +  (K · xz · wz[m] - xz · Σ wi)
+//!                           (vpdpbusd)  (per pixel)     (per channel)
+//! ```
+//!
+//! every term in wrapping INT32, which is exact modulo 2³², as the reference's sum is.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use graphlift_ir::{Convolution, TensorData};
+use graphlift_runtime::Tensor;
+
+use super::convolution::{im2col, is_pointwise, lift_1d, Geometry};
+use multiversion::multiversion;
+
+use crate::parallel::{for_each, Parallel};
+use crate::target::CpuFeatures;
+
+/// The most bytes of unrolled fields held at once (256 KiB, within L2): larger fields are
+/// unrolled and multiplied in bands of output rows.
+const FIELD_BUDGET: usize = 1 << 18;
+
+/// Output channels of one AVX-512 register tile over 64 pixels (24 accumulators); channel
+/// blocks split over threads are multiples of it.
+const MR: usize = 6;
+
+/// Output channels one call of the tile loop takes (tiles over fewer pixels hold more
+/// channels: 12 over 32 pixels, 24 over 16).
+const CHANNEL_BLOCK: usize = 24;
+
+/// Pixels of one register tile; the interleaved fields are padded to a multiple of it.
+const NC: usize = 64;
+
+/// The filters of one group, in the INT8 domain: rows of `kp` taps (zero beyond `K`) and the
+/// per-channel terms of the zero-point correction.
+struct Filters<'a> {
+    /// `[M / groups, kp]` (the filter itself when `kp == K`).
+    w: Cow<'a, [i8]>,
+    /// `wz[m]`, the filter zero point in the INT8 domain.
+    wz: Vec<i32>,
+    /// `K · xz · wz[m] - xz · Σ_k wi[m, k]`.
+    bias: Vec<i32>,
+}
+
+/// The operands of one call, checked against each other.
+struct Problem<'a> {
+    g: Geometry,
+    conv: Convolution,
+    /// The data in the UINT8 domain, `[N, C, H, W]`.
+    x: &'a [u8],
+    /// The data zero point in the UINT8 domain.
+    xz: u8,
+    /// One per group.
+    filters: Vec<Filters<'a>>,
+    /// Taps of a window (`C / groups · kH · kW`) and that rounded up to a multiple of 4.
+    k: usize,
+    kp: usize,
+}
+
+/// The values of an 8-bit tensor in the UINT8 domain (`x + 128` for INT8), borrowed when
+/// already UINT8.
+fn to_u8(d: &TensorData) -> Option<Cow<'_, [u8]>> {
+    match d {
+        TensorData::U8(v) => Some(Cow::Borrowed(v)),
+        TensorData::I8(v) => Some(v.iter().map(|&b| (b as u8) ^ 0x80).collect()),
+        _ => None,
+    }
+}
+
+/// The values of an 8-bit tensor in the INT8 domain (`w - 128` for UINT8), borrowed when
+/// already INT8.
+fn to_i8(d: &TensorData) -> Option<Cow<'_, [i8]>> {
+    match d {
+        TensorData::U8(v) => Some(v.iter().map(|&b| (b ^ 0x80) as i8).collect()),
+        TensorData::I8(v) => Some(Cow::Borrowed(v)),
+        _ => None,
+    }
+}
+
+/// [`graphlift_ir::Op::ConvolutionInteger`] of `x` `[N, C, (H,) W]`, `x_zero_point` (one
+/// element), `w` `[M, C / groups, (kH,) kW]` and `w_zero_point` (one element or `[M]`), all
+/// 8-bit, each zero point of its operand's type: INT32 `[N, M, (oH,) oW]`, written into
+/// `out` when it is an INT32 buffer of the result's size (else a new one). `None` when this
+/// kernel does not apply (other ranks or types, operands that do not fit): the caller then
+/// runs the reference, whose error names the node.
+pub(super) fn convolution_integer(
+    conv: &Convolution,
+    operands: [&Tensor; 4],
+    out: Option<TensorData>,
+    parallel: &Parallel,
+) -> Option<TensorData> {
+    let vnni = CpuFeatures::host().avx512vnni && CpuFeatures::host().avx512f;
+    convolution_integer_on(conv, operands, out, parallel, vnni)
+}
+
+/// As [`convolution_integer`], on the AVX-512 VNNI path when `vnni` (which the caller has
+/// checked the host has), else the portable one.
+fn convolution_integer_on(
+    conv: &Convolution,
+    [x, xz, w, wz]: [&Tensor; 4],
+    out: Option<TensorData>,
+    parallel: &Parallel,
+    vnni: bool,
+) -> Option<TensorData> {
+    let lifted = lift_1d(x.shape(), w.shape(), conv);
+    let (sx, sw, conv) = match &lifted {
+        Some((sx, sw, c)) => (sx, sw, c),
+        None => (x.shape(), w.shape(), conv),
+    };
+    let g = Geometry::of(sx, sw, conv)?;
+    if x.data().element_type() != xz.data().element_type()
+        || w.data().element_type() != wz.data().element_type()
+    {
+        return None;
+    }
+    let (xu, xzu, wi, wzi) = (
+        to_u8(x.data())?,
+        to_u8(xz.data())?,
+        to_i8(w.data())?,
+        to_i8(wz.data())?,
+    );
+    let (cg, mg) = (g.c / g.groups, g.m / g.groups);
+    let k = cg * g.kh * g.kw;
+    if k == 0
+        || xu.len() != g.n * g.c * g.h * g.w
+        || wi.len() != g.m * k
+        || xzu.len() != 1
+        || (wzi.len() != 1 && wzi.len() != g.m)
+    {
+        return None;
+    }
+    let kp = k.div_ceil(4) * 4;
+    let xz0 = i32::from(xzu[0]);
+    let filters = (0..g.groups)
+        .map(|grp| {
+            let own = &wi[grp * mg * k..(grp + 1) * mg * k];
+            let w: Cow<'_, [i8]> = if kp == k {
+                Cow::Borrowed(own)
+            } else {
+                let mut w = vec![0; mg * kp];
+                for (row, src) in w.chunks_exact_mut(kp).zip(own.chunks_exact(k)) {
+                    row[..k].copy_from_slice(src);
+                }
+                Cow::Owned(w)
+            };
+            let mut f = Filters {
+                w,
+                wz: Vec::with_capacity(mg),
+                bias: Vec::with_capacity(mg),
+            };
+            for (r, row) in f.w.chunks_exact(kp).enumerate() {
+                let m = grp * mg + r;
+                let z = i32::from(wzi[if wzi.len() == 1 { 0 } else { m }]);
+                let sum = row.iter().fold(0i32, |s, &v| s.wrapping_add(i32::from(v)));
+                f.wz.push(z);
+                f.bias.push(
+                    (k as i32)
+                        .wrapping_mul(xz0)
+                        .wrapping_mul(z)
+                        .wrapping_sub(xz0.wrapping_mul(sum)),
+                );
+            }
+            f
+        })
+        .collect();
+    let len = g.n * g.m * g.oh * g.ow;
+    let mut y = match out {
+        Some(TensorData::I32(v)) if v.len() == len => v,
+        _ => vec![0i32; len],
+    };
+    let p = Problem {
+        conv: conv.clone(),
+        x: &xu,
+        xz: xzu[0],
+        filters,
+        k,
+        kp,
+        g,
+    };
+    convolve(&p, parallel, &mut y, vnni);
+    Some(TensorData::I32(y))
+}
+
+/// Every (image, group) of `p` into `y` (`[N, M, oH · oW]`): over the threads by channel
+/// blocks within each band when there are fewer (image, group) tasks than threads, else by
+/// tasks.
+fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
+    let g = &p.g;
+    let mg = g.m / g.groups;
+    let plane = g.oh * g.ow;
+    if plane == 0 || g.m == 0 {
+        return;
+    }
+    let band_rows = (FIELD_BUDGET / (p.kp * g.ow).max(1)).clamp(1, g.oh);
+    let bands: Vec<Range<usize>> = (0..g.oh)
+        .step_by(band_rows)
+        .map(|r| r..(r + band_rows).min(g.oh))
+        .collect();
+    let threads = parallel.config().threads;
+    let tasks = g.n * g.groups;
+    let macs = g.n * g.m * plane * p.k;
+    let pool = parallel.pool().filter(|_| macs >= 1 << 18);
+    let rows = mg.div_ceil(threads).next_multiple_of(MR);
+    let mut fields = Fields::default();
+    match pool {
+        Some(pool) if tasks < threads && rows < mg => {
+            for (t, out) in y.chunks_mut(mg * plane).enumerate() {
+                for band in &bands {
+                    fields.unroll(p, t, band);
+                    for_each(
+                        pool,
+                        out.chunks_mut(rows * plane).enumerate(),
+                        |(b, out)| {
+                            let channels = b * rows..b * rows + out.len() / plane;
+                            product(p, t % g.groups, &fields, channels, band, out, vnni);
+                        },
+                    );
+                }
+            }
+        }
+        Some(pool) if tasks > 1 => {
+            for_each(pool, y.chunks_mut(mg * plane).enumerate(), |(t, out)| {
+                let mut fields = Fields::default();
+                for band in &bands {
+                    fields.unroll(p, t, band);
+                    product(p, t % g.groups, &fields, 0..mg, band, out, vnni);
+                }
+            });
+        }
+        _ => {
+            for (t, out) in y.chunks_mut(mg * plane).enumerate() {
+                for band in &bands {
+                    fields.unroll(p, t, band);
+                    product(p, t % g.groups, &fields, 0..mg, band, out, vnni);
+                }
+            }
+        }
+    }
+}
+
+/// The unrolled fields of one band: `[kp / 4, pixels, 4]` UINT8 (pixels padded to a multiple
+/// of [`NC`], taps beyond `K` zero), each pixel's 4 taps of a group one little-endian 32-bit
+/// lane (`vpdpbusd`'s operand), and each pixel's sum over its `K` taps.
+#[derive(Default)]
+struct Fields {
+    /// Pixels of the band (`rows · oW`) and that padded to a multiple of [`NC`].
+    pixels: usize,
+    padded: usize,
+    packed: Vec<u32>,
+    sums: Vec<i32>,
+    /// The row-major unrolled fields `[K, pixels]`, before interleaving.
+    rows: Vec<u8>,
+}
+
+impl Fields {
+    /// Unrolls task `t`'s (image `t / groups`, group `t % groups`) fields for output rows
+    /// `band`.
+    fn unroll(&mut self, p: &Problem<'_>, t: usize, band: &Range<usize>) {
+        let g = &p.g;
+        let (b, grp) = (t / g.groups, t % g.groups);
+        let cg = g.c / g.groups;
+        let image = &p.x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
+        self.pixels = band.len() * g.ow;
+        self.padded = self.pixels.next_multiple_of(NC);
+        self.sums.clear();
+        self.sums.resize(self.padded, 0);
+        // Every pixel's lanes are written below; those of the padding pixels are read but
+        // never stored, so the buffer is not cleared between bands.
+        self.packed.resize(p.kp / 4 * self.padded, 0);
+        if is_pointwise(g, &p.conv) {
+            // The fields are the group's channels themselves (`oH · oW == H · W`).
+            let plane = g.h * g.w;
+            let first = grp * cg * plane + band.start * g.ow;
+            let rows = (&image[first..], plane);
+            let out = (&mut self.packed[..], &mut self.sums[..]);
+            interleave(rows, p.k, self.pixels, self.padded, out);
+            return;
+        }
+        self.rows.resize(p.k * self.pixels, 0);
+        im2col(
+            image,
+            g,
+            &p.conv,
+            (grp * cg, cg),
+            band.clone(),
+            &mut self.rows,
+            p.xz,
+        );
+        let rows = (&self.rows[..], self.pixels);
+        let out = (&mut self.packed[..], &mut self.sums[..]);
+        interleave(rows, p.k, self.pixels, self.padded, out);
+    }
+}
+
+/// `k` rows of `pixels` bytes (row `kk` at `kk · stride` of `rows`) into `packed`
+/// (`[ceil(k / 4), padded]` lanes): tap `kk` of pixel `p` in byte `kk % 4` (little-endian) of
+/// lane `kk / 4 · padded + p`; each pixel's sum over its `k` taps added into `sums`.
+#[multiversion(targets = "simd")]
+fn interleave(
+    (rows, stride): (&[u8], usize),
+    k: usize,
+    pixels: usize,
+    padded: usize,
+    (packed, sums): (&mut [u32], &mut [i32]),
+) {
+    let zeros = vec![0u8; pixels];
+    for (k4, quad) in packed.chunks_exact_mut(padded).enumerate() {
+        let row = |j: usize| {
+            let kk = 4 * k4 + j;
+            if kk < k {
+                &rows[kk * stride..kk * stride + pixels]
+            } else {
+                &zeros[..]
+            }
+        };
+        let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+        for ((((d, &a), &b), &c), (&e, s)) in quad[..pixels]
+            .iter_mut()
+            .zip(r0)
+            .zip(r1)
+            .zip(r2)
+            .zip(r3.iter().zip(&mut *sums))
+        {
+            let (a, b, c, e) = (u32::from(a), u32::from(b), u32::from(c), u32::from(e));
+            *d = a | b << 8 | c << 16 | e << 24;
+            *s = s.wrapping_add((a + b + c + e) as i32);
+        }
+    }
+}
+
+/// Output channels `channels` (of group `grp`, indices within the group) for the pixels of
+/// `band` into `out` (those channels' planes of `oH · oW`, from the block's first channel).
+fn product(
+    p: &Problem<'_>,
+    grp: usize,
+    fields: &Fields,
+    channels: Range<usize>,
+    band: &Range<usize>,
+    out: &mut [i32],
+    vnni: bool,
+) {
+    let plane = p.g.oh * p.g.ow;
+    let f = &p.filters[grp];
+    let first = band.start * p.g.ow;
+    for (blk, c) in channels.clone().step_by(CHANNEL_BLOCK).enumerate() {
+        let mr = CHANNEL_BLOCK.min(channels.end - c);
+        let rows = Rows {
+            w: &f.w[c * p.kp..(c + mr) * p.kp],
+            wz: &f.wz[c..c + mr],
+            bias: &f.bias[c..c + mr],
+        };
+        let out = &mut out[blk * CHANNEL_BLOCK * plane..];
+        #[cfg(target_arch = "x86_64")]
+        if vnni {
+            // SAFETY: the caller checked the host has AVX-512F and VNNI; `rows` holds `mr`
+            // rows of `kp` taps, `fields` `kp / 4 · padded · 4` bytes and `padded` sums, and
+            // `out` has `mr` planes of `plane` elements from pixel `first` on, of which the
+            // tiles write only the band's `fields.pixels`.
+            unsafe { x86::channels(&rows, mr, p.kp, fields, out, plane, first) };
+            continue;
+        }
+        portable(&rows, mr, p.kp, fields, out, plane, first);
+    }
+}
+
+/// `mr` channels' filter rows (`kp` taps each) and their correction terms.
+struct Rows<'a> {
+    w: &'a [i8],
+    wz: &'a [i32],
+    bias: &'a [i32],
+}
+
+/// The portable product of `mr` channels by the band's fields into `out` (channel `r`'s
+/// pixel `q` at `r · plane + first + q`), in wrapping INT32 as the reference.
+fn portable(
+    rows: &Rows<'_>,
+    mr: usize,
+    kp: usize,
+    fields: &Fields,
+    out: &mut [i32],
+    plane: usize,
+    first: usize,
+) {
+    let padded = fields.padded;
+    for r in 0..mr {
+        let w = &rows.w[r * kp..(r + 1) * kp];
+        let line = &mut out[r * plane + first..r * plane + first + fields.pixels];
+        for (q, y) in line.iter_mut().enumerate() {
+            let mut acc = 0i32;
+            for (k4, wq) in w.chunks_exact(4).enumerate() {
+                let x = fields.packed[k4 * padded + q].to_le_bytes();
+                let dot: i32 = (0..4).map(|j| i32::from(x[j]) * i32::from(wq[j])).sum();
+                acc = acc.wrapping_add(dot);
+            }
+            *y = acc
+                .wrapping_sub(rows.wz[r].wrapping_mul(fields.sums[q]))
+                .wrapping_add(rows.bias[r]);
+        }
+    }
+}
+
+/// The AVX-512 VNNI path.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{Fields, Rows, NC};
+
+    /// `mr` (`<= CHANNEL_BLOCK`) channels by the band's pixels, 64 at a time (the last
+    /// tile over 16, 32 or 64 pixels, its stores masked to the band), each pixel tile split
+    /// into channel tiles of as many channels as the registers hold.
+    ///
+    /// # Safety
+    /// AVX-512F and VNNI; `rows.w` has `mr · kp` taps, `rows.wz` and `rows.bias` `mr`
+    /// values; `fields.packed` is `kp / 4 · fields.padded` lanes, `fields.sums`
+    /// `fields.padded` values, `fields.padded` a multiple of 64; `out` has
+    /// `(mr - 1) · plane + first + fields.pixels` elements.
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) unsafe fn channels(
+        rows: &Rows<'_>,
+        mr: usize,
+        kp: usize,
+        fields: &Fields,
+        out: &mut [i32],
+        plane: usize,
+        first: usize,
+    ) {
+        let mut q = 0;
+        while q < fields.pixels {
+            let left = fields.pixels - q;
+            let vectors = match left {
+                0..=16 => 1,
+                17..=32 => 2,
+                _ => 4,
+            };
+            let mut masks = [0 as __mmask16; 4];
+            for (v, m) in masks.iter_mut().enumerate() {
+                let n = left.saturating_sub(16 * v).min(16);
+                *m = if n == 16 { 0xffff } else { (1u16 << n) - 1 };
+            }
+            let mut r0 = 0;
+            while r0 < mr {
+                let t = Tile {
+                    x: fields.packed.as_ptr().wrapping_add(q).cast::<u8>(),
+                    padded: fields.padded,
+                    k4: kp / 4,
+                    w: rows.w.as_ptr().wrapping_add(r0 * kp),
+                    kp,
+                    wz: rows.wz.as_ptr().wrapping_add(r0),
+                    bias: rows.bias.as_ptr().wrapping_add(r0),
+                    sums: fields.sums.as_ptr().wrapping_add(q),
+                    masks,
+                    y: out.as_mut_ptr().wrapping_add(r0 * plane + first + q),
+                    plane,
+                };
+                let r = mr - r0;
+                // SAFETY: as this function's contract; each tile reads pixels
+                // `q..q + 16 · V` of the padded fields and sums (`q + 64 <= padded`), rows
+                // `r0..r0 + R` (`R <= r`) of the filters, and writes only pixels under the
+                // masks (below `fields.pixels`) of those `R` output planes.
+                r0 += unsafe {
+                    match (vectors, r) {
+                        (1, 24..) => tile::<24, 1>(&t),
+                        (1, 16..) => tile::<16, 1>(&t),
+                        (1, 8..) => tile::<8, 1>(&t),
+                        (1, 4..) => tile::<4, 1>(&t),
+                        (1, _) => tile::<1, 1>(&t),
+                        (2, 12..) => tile::<12, 2>(&t),
+                        (2, 8..) => tile::<8, 2>(&t),
+                        (2, 4..) => tile::<4, 2>(&t),
+                        (2, _) => tile::<1, 2>(&t),
+                        (_, 6..) => tile::<6, 4>(&t),
+                        (_, 4..) => tile::<4, 4>(&t),
+                        (_, 2..) => tile::<2, 4>(&t),
+                        (_, _) => tile::<1, 4>(&t),
+                    }
+                };
+            }
+            q += 16 * vectors;
+        }
+        const _: () = assert!(super::CHANNEL_BLOCK == 24 && NC == 64);
+    }
+
+    /// One register tile: pointers at its first pixel and channel (computed with
+    /// `wrapping_add`, never dereferenced outside the contract).
+    struct Tile {
+        x: *const u8,
+        padded: usize,
+        k4: usize,
+        w: *const i8,
+        kp: usize,
+        wz: *const i32,
+        bias: *const i32,
+        sums: *const i32,
+        masks: [__mmask16; 4],
+        y: *mut i32,
+        plane: usize,
+    }
+
+    /// `R` channels x `16 · V` pixels: for each group of 4 taps, `V` loads of 16 pixels'
+    /// taps, `R` broadcasts of 4 filter taps, `R · V` `vpdpbusd`; then
+    /// `acc - wz[r] · sums + bias[r]` stored under the masks. Returns `R`.
+    ///
+    /// # Safety
+    /// AVX-512F and VNNI; `t.x` has `t.k4` rows of `t.padded · 4` bytes with `16 · V` pixels
+    /// from it; `t.w` has `R` rows of `t.kp` taps; `t.wz`, `t.bias` `R` values; `t.sums`
+    /// `16 · V`; `t.y` `R` rows (stride `t.plane`) with every pixel under the masks in
+    /// bounds.
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    #[inline]
+    unsafe fn tile<const R: usize, const V: usize>(t: &Tile) -> usize {
+        let mut acc = [[_mm512_setzero_si512(); V]; R];
+        let mut xv = [_mm512_setzero_si512(); V];
+        for k4 in 0..t.k4 {
+            let xp = t.x.wrapping_add(k4 * t.padded * 4);
+            for (v, x) in xv.iter_mut().enumerate() {
+                // SAFETY: 64 bytes of pixels `16v..16v + 16` of tap group `k4`, inside the
+                // padded fields.
+                *x = unsafe { _mm512_loadu_si512(xp.wrapping_add(64 * v).cast()) };
+            }
+            for (r, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: taps `4·k4..4·k4 + 4` of row `r < R` are within `w`.
+                let quad = unsafe { t.w.add(r * t.kp + 4 * k4).cast::<i32>().read_unaligned() };
+                let wb = _mm512_set1_epi32(quad);
+                for (a, &x) in acc.iter_mut().zip(&xv) {
+                    *a = _mm512_dpbusd_epi32(*a, x, wb);
+                }
+            }
+        }
+        for (v, &m) in t.masks.iter().take(V).enumerate() {
+            // SAFETY: the 16 sums from pixel `16v` lie within the padded sums; the lanes
+            // under the mask are pixels of the band in each of the `R` output rows.
+            unsafe {
+                let sums = _mm512_loadu_si512(t.sums.wrapping_add(16 * v).cast());
+                for (r, acc) in acc.iter().enumerate() {
+                    let wz = _mm512_set1_epi32(t.wz.add(r).read());
+                    let bias = _mm512_set1_epi32(t.bias.add(r).read());
+                    let yv = _mm512_add_epi32(
+                        _mm512_sub_epi32(acc[v], _mm512_mullo_epi32(wz, sums)),
+                        bias,
+                    );
+                    _mm512_mask_storeu_epi32(t.y.wrapping_add(r * t.plane + 16 * v).cast(), m, yv);
+                }
+            }
+        }
+        R
+    }
+}
+
+#[cfg(test)]
+mod tests;
