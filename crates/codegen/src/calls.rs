@@ -163,7 +163,8 @@ impl Match {
         root: bool,
     ) -> bool {
         let slot = &plan.slots[k];
-        if slot.ty != ElementType::F32 {
+        // Not an `f16`/`bf16` value computed in `f32`: its result must be rounded.
+        if slot.ty != ElementType::F32 || slot.storage != ElementType::F32 {
             return false;
         }
         // An operation inside the form: used by the form only.

@@ -55,6 +55,7 @@ impl Lanes {
     /// Whether values of element type `t` have a representation at this width (`bool`
     /// fits every width; numbers fit the vector width of their own size, `Mixed` and `X1`).
     pub fn holds(self, t: ElementType) -> bool {
+        let t = crate::storage::compute_type(t);
         match self {
             Lanes::X4 => matches!(t, ElementType::F32 | ElementType::I32 | ElementType::Bool),
             Lanes::X2 => matches!(t, ElementType::F64 | ElementType::I64 | ElementType::Bool),
@@ -76,7 +77,7 @@ impl Lanes {
     /// width: `X4` or `X2` by the number's size in a `Mixed` loop, the loop's own width
     /// otherwise. (`bool` in a `Mixed` loop has no fixed width: `X4`, the form of loads.)
     pub fn of_number(self, t: ElementType) -> Lanes {
-        match (self, t) {
+        match (self, crate::storage::compute_type(t)) {
             (Lanes::Mixed, ElementType::F64 | ElementType::I64) => Lanes::X2,
             (Lanes::Mixed, _) => Lanes::X4,
             (l, _) => l,
@@ -129,12 +130,13 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// 32-bit one at `X2`) has no type, nor has anything at `Mixed`; plans never produce
     /// one, and `INVALID` would make Cranelift reject the function rather than compute with
     /// the wrong lane size. Nor has an element type that fused kernels do not lower
-    /// ([`crate::lowers`]; plans refuse those).
+    /// ([`crate::lowers`]; plans refuse those). A storage type has the type of the one it
+    /// is computed in ([`crate::storage::compute_type`]: `f16` as `f32`, `i8` as `i32`).
     pub fn ty(&self, t: ElementType) -> Type {
         if !crate::lowers(t) {
             return types::INVALID;
         }
-        match (self.lanes, t) {
+        match (self.lanes, crate::storage::compute_type(t)) {
             (Lanes::X4, ElementType::F32) => types::F32X4,
             (Lanes::X4, ElementType::I32 | ElementType::Bool) => types::I32X4,
             (Lanes::X2, ElementType::F64) => types::F64X2,
@@ -159,8 +161,11 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.ty(ElementType::I32)
     }
 
-    /// A constant of element type `t` from raw bits (`bool`: 0/1, integers sign-extended).
+    /// A constant of element type `t` from raw bits (`bool`: 0/1, integers sign-extended; a
+    /// storage type's constant as bits of the type it is computed in,
+    /// [`crate::storage::compute_type`]).
     pub fn constant(&mut self, t: ElementType, bits: u64) -> Value {
+        let t = crate::storage::compute_type(t);
         match self.lanes {
             Lanes::X4 | Lanes::X2 | Lanes::Mixed => {
                 let lane = match t {

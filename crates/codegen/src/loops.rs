@@ -4,9 +4,10 @@
 
 use super::broadcast::Addressing;
 use super::lanes::{Emit, Lanes};
-use super::lower::{bool_to_mask_lane, lower, HelperRefs};
+use super::lower::{bool_to_mask_lane, lower, min_max_constant, HelperRefs};
 use super::mixed::{convert_across, parts, reform};
 use super::plan::{KernelPlan, SlotId, SlotOp};
+use super::storage::{keeps_values, narrow, saturation_bounds};
 use crate::access::*;
 use crate::plan::operands;
 use crate::provenance::slot_srcloc;
@@ -14,7 +15,7 @@ use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{Block, BlockArg, InstBuilder, SourceLoc, Type, Value};
 use cranelift_frontend::FunctionBuilder;
-use graphlift_ir::ElementType;
+use graphlift_ir::{BinaryOp, ElementType};
 
 /// Vector bodies per trip of the main loop of a vector kernel (a trip covers
 /// `UNROLL * lanes` elements).
@@ -113,7 +114,7 @@ pub fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), Ji
             SlotOp::Load { arg, .. } => {
                 let base = arg_ptr(fr, *arg)?;
                 let zero = b.ins().iconst(fr.ptr, 0);
-                let x = scalar_load(b, base, zero, slot.ty);
+                let x = scalar_load(b, base, zero, slot.storage);
                 let v = match form {
                     Lanes::X1 => x,
                     Lanes::X4 | Lanes::X2 | Lanes::Mixed => {
@@ -138,7 +139,10 @@ pub fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), Ji
 }
 
 /// Lowers the computing slot `k` on the values `vals` of earlier slots: part by part at the
-/// slot's form, with `bool` operands moved to that form, or by [`convert_across`].
+/// slot's form, with `bool` operands moved to that form, or by [`convert_across`]. A
+/// conversion from a float to a narrow integer clamps its operand to the integer's range
+/// first (saturation in that width, [`saturation_bounds`]); a result of a storage type is
+/// brought to that type's values ([`narrow`], unless the op keeps them: [`keeps_values`]).
 pub fn lower_slot(
     b: &mut FunctionBuilder,
     fr: &Frame,
@@ -149,21 +153,8 @@ pub fn lower_slot(
     let slot = &plan.slots[k];
     let form = fr.forms[k];
     let value = |s: usize| vals[s].as_ref().ok_or_else(|| missing(plan, s));
-    if let SlotOp::Convert(a) = slot.op {
-        if fr.forms[a] != form && plan.slots[a].ty != ElementType::Bool {
-            return convert_across(b, plan.slots[a].ty, slot.ty, value(a)?).ok_or_else(|| {
-                JitError::Codegen {
-                    kernel: plan.name.clone(),
-                    message: format!(
-                        "node `{}`: no conversion from {} to {} across widths",
-                        slot.node, plan.slots[a].ty, slot.ty
-                    ),
-                }
-            });
-        }
-    }
     // Numbers are at their own width (their form); masks are moved to the slot's.
-    let ins = operands(&slot.op)
+    let mut ins = operands(&slot.op)
         .into_iter()
         .map(|s| {
             let v = value(s)?;
@@ -174,22 +165,67 @@ pub fn lower_slot(
             })
         })
         .collect::<Result<Vec<Parts>, JitError>>()?;
-    (0..parts(plan.lanes, form))
-        .map(|p| {
-            let args = ins
-                .iter()
-                .map(|v| v.get(p).copied().ok_or_else(|| missing(plan, k)))
-                .collect::<Result<Vec<Value>, JitError>>()?;
-            lower(
-                &mut Emit::new(b, form),
-                fr.helpers,
-                slot,
-                &plan.slots,
-                &args,
-            )
-            .map_err(|e| named(e, plan))
-        })
-        .collect()
+    let across = match slot.op {
+        SlotOp::Convert(a) => {
+            let from = plan.slots[a].ty;
+            if let (Some(bounds), true) = (saturation_bounds(slot.storage), from.is_float()) {
+                let mut e = Emit::new(b, fr.forms[a]);
+                ins[0] = ins[0]
+                    .iter()
+                    .map(|&x| clamp(&mut e, from, x, bounds))
+                    .collect();
+            }
+            (fr.forms[a] != form && from != ElementType::Bool).then_some(from)
+        }
+        _ => None,
+    };
+    let out: Parts = if let Some(from) = across {
+        convert_across(b, from, slot.ty, &ins[0]).ok_or_else(|| JitError::Codegen {
+            kernel: plan.name.clone(),
+            message: format!(
+                "node `{}`: no conversion from {} to {} across widths",
+                slot.node, from, slot.ty
+            ),
+        })?
+    } else {
+        (0..parts(plan.lanes, form))
+            .map(|p| {
+                let args = ins
+                    .iter()
+                    .map(|v| v.get(p).copied().ok_or_else(|| missing(plan, k)))
+                    .collect::<Result<Vec<Value>, JitError>>()?;
+                lower(
+                    &mut Emit::new(b, form),
+                    fr.helpers,
+                    slot,
+                    &plan.slots,
+                    &args,
+                )
+                .map_err(|e| named(e, plan))
+            })
+            .collect::<Result<Parts, JitError>>()?
+    };
+    if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) {
+        return Ok(out);
+    }
+    let mut e = Emit::new(b, form);
+    Ok(out
+        .into_iter()
+        .map(|v| narrow(&mut e, slot.storage, v))
+        .collect())
+}
+
+/// `x` (lanes of float type `t`) clamped to `[lo, hi]` (integers), NaN kept (the
+/// conversion after it makes NaN 0), by two compare-and-selects.
+fn clamp(e: &mut Emit, t: ElementType, x: Value, (lo, hi): (f64, f64)) -> Value {
+    let bits = |c: f64| match t {
+        ElementType::F32 => u64::from((c as f32).to_bits()),
+        _ => c.to_bits(),
+    };
+    let lo_v = e.constant(t, bits(lo));
+    let hi_v = e.constant(t, bits(hi));
+    let x = min_max_constant(e, BinaryOp::Maximum, x, lo_v, lo);
+    min_max_constant(e, BinaryOp::Minimum, x, hi_v, hi)
 }
 
 /// Where part `p` of a value of form `form` is read or written, for a body at `at`.
@@ -257,7 +293,7 @@ pub fn emit_body(b: &mut FunctionBuilder, fr: &Frame, body: &Body, at: At) -> Re
                 (0..parts(plan.lanes, form))
                     .map(|p| {
                         let at = part_at(b, at, p, form);
-                        load(b, base, addressing, slot.ty, at, form, fr.plan.count)
+                        load(b, base, addressing, slot.storage, at, form, fr.plan.count)
                     })
                     .collect()
             }
