@@ -4,7 +4,8 @@
 
 use super::broadcast::Addressing;
 use super::lanes::{Emit, Lanes};
-use super::lower::{bool_to_mask_lane, lower, min_max_constant, HelperRefs};
+use super::lower::{bool_to_mask_lane, demote_helper, lower, min_max_constant, HelperRefs};
+use crate::helpers::Helper;
 use super::mixed::{convert_across, parts, reform};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use super::storage::{keeps_values, narrow, saturation_bounds};
@@ -179,7 +180,14 @@ pub fn lower_slot(
         }
         _ => None,
     };
-    let out: Parts = if let Some(from) = across {
+    let demote = match slot.op {
+        SlotOp::Convert(a) => demote_helper(plan.slots[a].ty, slot.storage),
+        _ => None,
+    };
+    let out: Parts = if let Some(h) = demote {
+        // `f64` to a 16-bit float: the reference's conversion, once per lane.
+        vec![call_per_lane(b, fr, h, &ins[0], form)?]
+    } else if let Some(from) = across {
         convert_across(b, from, slot.ty, &ins[0]).ok_or_else(|| JitError::Codegen {
             kernel: plan.name.clone(),
             message: format!(
@@ -213,6 +221,42 @@ pub fn lower_slot(
         .into_iter()
         .map(|v| narrow(&mut e, slot.storage, v))
         .collect())
+}
+
+/// The `f32` results of helper `h` (one argument, one result) on each lane of the parts
+/// `x`, as one value of form `form` (`X4`: a vector, `X1`: a scalar).
+fn call_per_lane(
+    b: &mut FunctionBuilder,
+    fr: &Frame,
+    h: Helper,
+    x: &[Value],
+    form: Lanes,
+) -> Result<Value, JitError> {
+    let mut lanes = Vec::with_capacity(form.count());
+    for &part in x {
+        let ty = b.func.dfg.value_type(part);
+        if ty.is_vector() {
+            for l in 0..ty.lane_count() {
+                lanes.push(b.ins().extractlane(part, l as u8));
+            }
+        } else {
+            lanes.push(part);
+        }
+    }
+    let mut e = Emit::new(b, Lanes::X1);
+    let results = lanes
+        .iter()
+        .map(|&v| fr.helpers.call(&mut e, h, &[v]))
+        .collect::<Result<Vec<Value>, JitError>>()?;
+    if form == Lanes::X1 {
+        return Ok(results[0]);
+    }
+    let ty = Emit::new(b, form).f32_ty();
+    let mut v = b.ins().scalar_to_vector(ty, results[0]);
+    for (l, &r) in results.iter().enumerate().skip(1) {
+        v = b.ins().insertlane(v, r, l as u8);
+    }
+    Ok(v)
 }
 
 /// `x` (lanes of float type `t`) clamped to `[lo, hi]` (integers), NaN kept (the
