@@ -9,6 +9,7 @@ mod avx512;
 mod broadcast;
 mod mixed;
 mod ops;
+mod storage;
 mod stream;
 mod veclib;
 mod x2;

@@ -1,0 +1,161 @@
+//! Storage types (`f16`, `bf16`, `i8`, `u8`, `i16`, `u16`): every bit pattern through
+//! loads and stores, rounding at every boundary, and wrapping, against the interpreter.
+
+use super::{assert_exact, run_both};
+use graphlift_ir::ElementType::{self, BF16, F16, F32, F64, I16, I32, I8, U16, U8};
+use graphlift_ir::{bf16, f16, FunctionBuilder, TensorData};
+use graphlift_runtime::Tensor;
+
+fn tensor(d: TensorData) -> Tensor {
+    let n = d.len();
+    Tensor::from_data(d, [n]).unwrap()
+}
+
+/// Every bit pattern of the 16-bit float `t`, NaNs included.
+fn every_pattern(t: ElementType) -> TensorData {
+    match t {
+        F16 => TensorData::F16((0..=u16::MAX).map(f16::from_bits).collect()),
+        _ => TensorData::BF16((0..=u16::MAX).map(bf16::from_bits).collect()),
+    }
+}
+
+/// The raw bits of every element, NaN payloads included (the comparison of
+/// [`assert_exact`] lets any NaN match any NaN).
+fn raw_bits(d: &TensorData) -> Vec<u32> {
+    match d {
+        TensorData::F32(v) => v.iter().map(|x| x.to_bits()).collect(),
+        TensorData::F16(v) => v.iter().map(|x| u32::from(x.to_bits())).collect(),
+        TensorData::BF16(v) => v.iter().map(|x| u32::from(x.to_bits())).collect(),
+        other => panic!("not a float: {}", other.element_type()),
+    }
+}
+
+#[test]
+fn every_16_bit_float_pattern_widens_and_rounds_back_exactly() {
+    for t in [F16, BF16] {
+        let ins = [tensor(every_pattern(t))];
+        let b = FunctionBuilder::new("widen");
+        let x = b.parameter("x", t, [65536]);
+        let wide = x.convert(F32);
+        // Through an op, so that the round trip is computed, not a copy.
+        let body = b.finish(&[wide, (wide * 1.0).convert(t)]).unwrap();
+        let (got, want) = run_both(&body, &ins);
+        assert_exact(&format!("{t} <-> f32"), &ins, &got, &want);
+        // NaN payloads and quiet bits too: the `half` crate's bits.
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(raw_bits(g.data()), raw_bits(w.data()), "{t} bits");
+        }
+    }
+}
+
+/// `f32` values at and around every rounding boundary of `t`: each value of `t`, the
+/// midpoints to its neighbours (ties), one `f32` ulp either side of them, and the overflow
+/// and subnormal edges.
+fn boundaries(t: ElementType) -> Vec<f32> {
+    let value = |h: u16| match t {
+        F16 => f16::from_bits(h).to_f32(),
+        _ => bf16::from_bits(h).to_f32(),
+    };
+    let mut v = Vec::new();
+    for h in (0..0x7c00u16).step_by(7).chain(0x7bf0..0x7c00) {
+        let (a, c) = (value(h), value(h + 1));
+        if !a.is_finite() || !c.is_finite() {
+            continue;
+        }
+        let mid = (f64::from(a) + f64::from(c)) / 2.0;
+        let m = mid as f32;
+        for x in [a, m, f32::from_bits(m.to_bits() + 1), f32::from_bits(m.to_bits() - 1)] {
+            v.extend([x, -x]);
+        }
+    }
+    v.extend([
+        65504.0,
+        65519.996,
+        65520.0,
+        f32::MAX,
+        f32::INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::from_bits(0x7fc0_1234),
+        2.0f32.powi(-25),
+        2.0f32.powi(-25) * 1.0000001,
+        2.0f32.powi(-24) * 1.5,
+        f32::MIN_POSITIVE,
+        1e-45,
+        0.0,
+        -0.0,
+    ]);
+    v
+}
+
+#[test]
+fn f32_rounds_to_16_bit_floats_at_every_boundary() {
+    for t in [F16, BF16] {
+        let data = boundaries(t);
+        let n = data.len();
+        let ins = [tensor(TensorData::F32(data))];
+        let b = FunctionBuilder::new("round");
+        let x = b.parameter("x", F32, [n]);
+        let body = b.finish(&[x.convert(t)]).unwrap();
+        let (got, want) = run_both(&body, &ins);
+        assert_exact(&format!("f32 -> {t}"), &ins, &got, &want);
+        assert_eq!(raw_bits(got[0].data()), raw_bits(want[0].data()), "{t} bits");
+    }
+}
+
+#[test]
+fn f64_to_16_bit_floats_converts_as_the_interpreter() {
+    // Ties of the 16-bit type broken only by bits an `f32` does not hold (the host's
+    // conversion decides; the kernel calls it), and values in every range.
+    let mut v = vec![
+        1.0 + 2f64.powi(-11) + 2f64.powi(-40),
+        1.0 + 2f64.powi(-11) - 2f64.powi(-40),
+        1.0 + 2f64.powi(-8) + 2f64.powi(-40),
+        1.0 + 2f64.powi(-8) - 2f64.powi(-40),
+        65519.99999,
+        65520.0,
+        1e300,
+        -1e-300,
+        f64::NAN,
+        f64::INFINITY,
+        2f64.powi(-134) + 2f64.powi(-160),
+    ];
+    v.extend((0..500).map(|i| (f64::from(i) - 250.0) * 1.337e-3));
+    let n = v.len();
+    let ins = [tensor(TensorData::F64(v))];
+    for t in [F16, BF16] {
+        let b = FunctionBuilder::new("demote");
+        let x = b.parameter("x", F64, [n]);
+        let body = b.finish(&[x.convert(t), (x * 2.0).convert(t)]).unwrap();
+        let (got, want) = run_both(&body, &ins);
+        assert_exact(&format!("f64 -> {t}"), &ins, &got, &want);
+    }
+}
+
+#[test]
+fn narrow_integers_wrap_and_saturate_as_the_interpreter() {
+    for t in [I8, U8, I16, U16] {
+        let n = 1003;
+        let b = FunctionBuilder::new("wrap");
+        let x = b.parameter("x", I32, [n]);
+        let y = b.parameter("y", F32, [n]);
+        let a = x.convert(t);
+        let c = y.convert(t);
+        // Wrapping in the narrow width, then widened again; floats saturate to its range.
+        let body = b
+            .finish(&[
+                a * a + c,
+                -a,
+                a / c,
+                (a - c).convert(I32),
+                c,
+            ])
+            .unwrap();
+        let xs: Vec<i32> = (0..n as i32).map(|i| i.wrapping_mul(40_503) - 20_000_000).collect();
+        let ys: Vec<f32> = (0..n).map(|i| (i as f32 - 500.0) * 91.7).collect();
+        let ins = [tensor(TensorData::I32(xs)), tensor(TensorData::F32(ys))];
+        let (got, want) = run_both(&body, &ins);
+        assert_exact(&format!("{t} wrapping"), &ins, &got, &want);
+    }
+}
