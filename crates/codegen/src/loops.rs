@@ -8,7 +8,7 @@ use super::lower::{bool_to_mask_lane, demote_helper, lower, min_max_constant, He
 use crate::helpers::Helper;
 use super::mixed::{convert_across, parts, reform};
 use super::plan::{KernelPlan, SlotId, SlotOp};
-use super::storage::{keeps_values, narrow, saturation_bounds};
+use super::storage::{holds_values, keeps_values, narrow, saturation_bounds};
 use crate::access::*;
 use crate::plan::operands;
 use crate::provenance::slot_srcloc;
@@ -213,7 +213,11 @@ pub fn lower_slot(
             })
             .collect::<Result<Parts, JitError>>()?
     };
-    if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) {
+    let operand_holds = match slot.op {
+        SlotOp::Convert(a) => holds_values(plan, a, slot.storage),
+        _ => false,
+    };
+    if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) || operand_holds {
         return Ok(out);
     }
     let mut e = Emit::new(b, form);

@@ -15,7 +15,7 @@ use cranelift_codegen::ir::{InstBuilder, Value};
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 
 use super::lanes::Emit;
-use super::plan::SlotOp;
+use super::plan::{KernelPlan, SlotId, SlotOp};
 
 /// The type a value of element type `t` is computed in: `f32` for `f16` and `bf16`, `i32`
 /// for `i8`, `u8`, `i16` and `u16`; `t` itself for every other type.
@@ -64,6 +64,74 @@ pub fn keeps_values(op: &SlotOp, t: ElementType) -> bool {
             _ => false,
         },
         SlotOp::Convert(_) => false,
+    }
+}
+
+/// Whether every value of storage type `s` is one of `t`'s (`i8` in `i16`, `u8` in `i16`,
+/// `u16`, `f16` and `bf16`; `i8` in `f16` and `bf16`; every type in itself).
+fn values_within(s: ElementType, t: ElementType) -> bool {
+    use ElementType::{BF16, F16, I16, I8, U16, U8};
+    s == t
+        || matches!(
+            (s, t),
+            (I8, I16 | F16 | BF16) | (U8, I16 | U16 | F16 | BF16)
+        )
+}
+
+/// How deep [`holds_values`] looks through the slots a value is picked from.
+const HOLDS_DEPTH: usize = 8;
+
+/// Whether slot `k` of `plan` is known to hold values of storage type `t` only (so that a
+/// `Convert` of it to `t` needs no [`narrow`]): a value of a type within `t`
+/// ([`values_within`]: a load, or a result narrowed to its type), a constant that is one of
+/// `t`'s values, a `Convert` that is the identity in the compute type (`f16` → `f32`), or
+/// what a select, `Maximum`/`Minimum` or value-keeping unary op ([`keeps_values`]) picks
+/// from such values; looked for through at most [`HOLDS_DEPTH`] slots.
+pub fn holds_values(plan: &KernelPlan, k: SlotId, t: ElementType) -> bool {
+    holds_within(plan, k, t, HOLDS_DEPTH)
+}
+
+fn holds_within(plan: &KernelPlan, k: SlotId, t: ElementType, depth: usize) -> bool {
+    let slot = &plan.slots[k];
+    if values_within(slot.storage, t) && (is_narrow(slot.storage) || slot.storage == t) {
+        return true;
+    }
+    if slot.ty != compute_type(t) || depth == 0 {
+        return false;
+    }
+    let holds = |a: SlotId| holds_within(plan, a, t, depth - 1);
+    match &slot.op {
+        SlotOp::Const(bits) => constant_within(*bits, slot.ty, t),
+        SlotOp::Convert(a) => plan.slots[*a].ty == slot.ty && holds(*a),
+        SlotOp::Select(_, a, b) => holds(*a) && holds(*b),
+        SlotOp::Binary(BinaryOp::Maximum | BinaryOp::Minimum, a, b) => holds(*a) && holds(*b),
+        SlotOp::Unary(_, a) if keeps_values(&slot.op, t) => holds(*a),
+        _ => false,
+    }
+}
+
+/// Whether the constant `bits` (of compute type `ty`) is one of storage type `t`'s values.
+fn constant_within(bits: u64, ty: ElementType, t: ElementType) -> bool {
+    match (ty, t) {
+        (ElementType::F32, ElementType::F16) => {
+            let x = f32::from_bits(bits as u32);
+            graphlift_ir::f16::from_f32(x).to_f32().to_bits() == x.to_bits()
+        }
+        (ElementType::F32, ElementType::BF16) => {
+            let x = f32::from_bits(bits as u32);
+            graphlift_ir::bf16::from_f32(x).to_f32().to_bits() == x.to_bits()
+        }
+        (ElementType::I32, _) => {
+            let v = bits as i64;
+            match t {
+                ElementType::I8 => i8::try_from(v).is_ok(),
+                ElementType::U8 => u8::try_from(v).is_ok(),
+                ElementType::I16 => i16::try_from(v).is_ok(),
+                ElementType::U16 => u16::try_from(v).is_ok(),
+                _ => false,
+            }
+        }
+        _ => false,
     }
 }
 

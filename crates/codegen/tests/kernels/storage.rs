@@ -30,6 +30,15 @@ fn raw_bits(d: &TensorData) -> Vec<u32> {
     }
 }
 
+/// Asserts equal raw bits, naming the first element that differs.
+fn assert_same_bits(what: &str, got: &TensorData, want: &TensorData) {
+    let (g, w) = (raw_bits(got), raw_bits(want));
+    assert_eq!(g.len(), w.len(), "{what}: lengths");
+    if let Some(i) = (0..g.len()).find(|&i| g[i] != w[i]) {
+        panic!("{what}: element {i}: bits {:#x}, reference {:#x}", g[i], w[i]);
+    }
+}
+
 #[test]
 fn every_16_bit_float_pattern_widens_and_rounds_back_exactly() {
     for t in [F16, BF16] {
@@ -37,13 +46,23 @@ fn every_16_bit_float_pattern_widens_and_rounds_back_exactly() {
         let b = FunctionBuilder::new("widen");
         let x = b.parameter("x", t, [65536]);
         let wide = x.convert(F32);
-        // Through an op, so that the round trip is computed, not a copy.
-        let body = b.finish(&[wide, (wide * 1.0).convert(t)]).unwrap();
+        // Through an op, so that the round trip is computed, not a copy; through ops that
+        // keep the values (no rounding needed) and one that does not (0.1 is no 16-bit
+        // float, so the maximum must be rounded).
+        let tenth = b.scalar(F32, 0.1).broadcast_to([65536]);
+        let body = b
+            .finish(&[
+                wide,
+                (wide * 1.0).convert(t),
+                (-wide.relu()).convert(t),
+                wide.max(tenth).convert(t),
+            ])
+            .unwrap();
         let (got, want) = run_both(&body, &ins);
         assert_exact(&format!("{t} <-> f32"), &ins, &got, &want);
-        // NaN payloads and quiet bits too: the `half` crate's bits.
-        for (g, w) in got.iter().zip(&want) {
-            assert_eq!(raw_bits(g.data()), raw_bits(w.data()), "{t} bits");
+        // NaN payloads and quiet bits of the conversions too: the `half` crate's bits.
+        for (o, (g, w)) in got.iter().zip(&want).take(2).enumerate() {
+            assert_same_bits(&format!("{t} output {o}"), g.data(), w.data());
         }
     }
 }
@@ -100,7 +119,7 @@ fn f32_rounds_to_16_bit_floats_at_every_boundary() {
         let body = b.finish(&[x.convert(t)]).unwrap();
         let (got, want) = run_both(&body, &ins);
         assert_exact(&format!("f32 -> {t}"), &ins, &got, &want);
-        assert_eq!(raw_bits(got[0].data()), raw_bits(want[0].data()), "{t} bits");
+        assert_same_bits(&format!("f32 -> {t}"), got[0].data(), want[0].data());
     }
 }
 
