@@ -321,3 +321,4 @@ fn regression_integer_x_minus_x_assigned_after_a_live_read() {
         panic!("{e}");
     }
 }
+

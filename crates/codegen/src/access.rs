@@ -4,7 +4,8 @@
 use super::broadcast::Addressing;
 use super::divide::ConstDivisor;
 use super::lanes::{cast_flags, data_flags, Emit, Lanes};
-use super::storage::{bits16_to_f32, f32_to_bits16, is_narrow};
+use super::half::{bits16_of_value, bits16_to_f32};
+use super::storage::is_narrow;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, BlockArg, ConstantData, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;
@@ -383,7 +384,7 @@ pub fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at:
 }
 
 /// Stores `v` (32-bit lanes holding values of storage type `t`) as `t`: 16-bit floats
-/// rounded to their bits ([`f32_to_bits16`]), then each lane's low bytes (every value of `t`
+/// as their bits ([`bits16_of_value`]), then each lane's low bytes (every value of `t`
 /// is already in range: [`crate::storage::narrow`]); a vector's lanes gathered to the front
 /// by one byte shuffle and stored as one integer.
 fn narrow_store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At, lanes: Lanes) {
@@ -391,7 +392,7 @@ fn narrow_store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, 
     let flags = data_flags();
     let to_bits = |b: &mut FunctionBuilder, v: Value, lanes: Lanes| {
         if t.is_float() {
-            f32_to_bits16(&mut Emit::new(b, lanes), t, v)
+            bits16_of_value(&mut Emit::new(b, lanes), t, v)
         } else {
             v
         }

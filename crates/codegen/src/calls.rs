@@ -121,7 +121,8 @@ impl LibraryCalls {
 /// The single function slot `k` calls, as a call.
 fn single(plan: &KernelPlan, k: SlotId) -> Option<LibraryCall> {
     let slot = &plan.slots[k];
-    if slot.invariant {
+    // An `f16`/`bf16` value computed in `f32` is rounded after its op: no library call.
+    if slot.invariant || slot.storage != slot.ty {
         return None;
     }
     let (function, args): (VecFn, SmallVec<[SlotId; 2]>) = match slot.op {

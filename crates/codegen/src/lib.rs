@@ -14,6 +14,7 @@ pub mod convert;
 pub mod cost;
 pub mod divide;
 mod error;
+pub mod half;
 pub mod helpers;
 pub mod in_place;
 pub mod isa;

@@ -10,10 +10,10 @@
 //! kernel computes what the interpreter does: 16-bit floats in `f32`, rounded once per op
 //! (ONNX), narrow integers wrapping in their own width.
 
-use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 
+use super::half::round_to_16;
 use super::lanes::Emit;
 use super::plan::{KernelPlan, SlotId, SlotOp};
 
@@ -136,15 +136,11 @@ fn constant_within(bits: u64, ty: ElementType, t: ElementType) -> bool {
 }
 
 /// `x` (lanes of [`compute_type`]`(t)`) brought to one of storage type `t`'s values: a
-/// 16-bit float rounded to nearest even ([`f32_to_bits16`] then [`bits16_to_f32`]), a
-/// narrow integer wrapped to its width (sign- or zero-extended from it). The identity for
-/// other types.
+/// 16-bit float rounded to nearest even ([`round_to_16`]), a narrow integer wrapped to its
+/// width (sign- or zero-extended from it). The identity for other types.
 pub fn narrow(e: &mut Emit, t: ElementType, x: Value) -> Value {
     match t {
-        ElementType::F16 | ElementType::BF16 => {
-            let bits = f32_to_bits16(e, t, x);
-            bits16_to_f32(e, t, bits)
-        }
+        ElementType::F16 | ElementType::BF16 => round_to_16(e, t, x),
         ElementType::I8 | ElementType::I16 => {
             let shift = i64::from(32 - t.size_bytes() as u32 * 8);
             let up = e.b.ins().ishl_imm_u(x, shift);
@@ -156,111 +152,4 @@ pub fn narrow(e: &mut Emit, t: ElementType, x: Value) -> Value {
         }
         _ => x,
     }
-}
-
-/// `i32` lanes holding a 16-bit float's bits (in the low 16 bits, the rest zero) to the
-/// `f32` of the same value, exactly; a NaN keeps its payload with the quiet bit set (as
-/// the `half` crate and x86's `vcvtph2ps`).
-///
-/// `f16`: the exponent and mantissa shifted into `f32` place and scaled by 2^112 (which
-/// rebias normals and normalizes subnormals exactly), infinities and NaNs by their bits.
-/// `bf16`: the bits shifted into the high half.
-pub fn bits16_to_f32(e: &mut Emit, t: ElementType, h: Value) -> Value {
-    if t == ElementType::BF16 {
-        let up = e.b.ins().ishl_imm_u(h, 16);
-        let mag = e.i32(0x7fff_ffff);
-        let inf = e.i32(0x7f80_0000);
-        let a = e.b.ins().band(up, mag);
-        let nan = e.icmp(IntCC::SignedGreaterThan, a, inf);
-        let quiet = e.i32(0x0040_0000);
-        let q = e.b.ins().bor(up, quiet);
-        let r = e.select(nan, q, up);
-        return e.f32_from_bits(r);
-    }
-    let em_mask = e.i32(0x7fff);
-    let em = e.b.ins().band(h, em_mask);
-    let sign = e.b.ins().bxor(h, em);
-    let sign = e.b.ins().ishl_imm_u(sign, 16);
-    let shifted = e.b.ins().ishl_imm_u(em, 13);
-    // Finite values: exact, since a product with a power of two only moves the exponent.
-    let f = e.f32_from_bits(shifted);
-    let scale = e.f32(f32::from_bits(0x7780_0000)); // 2^112
-    let finite = e.b.ins().fmul(f, scale);
-    let finite = e.f32_bits(finite);
-    // Infinities and NaNs: the exponent all ones, NaNs quieted.
-    let inf_exp = e.i32(0x7f80_0000);
-    let special = e.b.ins().bor(shifted, inf_exp);
-    let quiet = e.i32(0x0040_0000);
-    let quieted = e.b.ins().bor(special, quiet);
-    let inf16 = e.i32(0x7c00);
-    let is_nan = e.icmp(IntCC::SignedGreaterThan, em, inf16);
-    let special = e.select(is_nan, quieted, special);
-    let is_special = e.icmp(IntCC::SignedGreaterThanOrEqual, em, inf16);
-    let r = e.select(is_special, special, finite);
-    let r = e.b.ins().bor(r, sign);
-    e.f32_from_bits(r)
-}
-
-/// `f32` lanes to the bits of the nearest 16-bit float (ties to even), in the low 16 bits
-/// of `i32` lanes (the rest zero): the same bits as the `half` crate's `from_f32` and x86's
-/// `vcvtps2ph` with round-to-nearest: overflow to infinity, NaN quieted with its payload's
-/// high bits kept.
-///
-/// `f16` (after F. Giesen's `float_to_half_fast3_rtne`): infinities and NaNs by their bits;
-/// magnitudes from 65520 up to infinity; normals rebiased and rounded by adding
-/// `0xfff + lsb` before the shift; subnormals (below 2^-14) by one float add of 0.5, whose
-/// rounding to the `f32` spacing there (2^-24, the `f16` subnormal step) is the rounding
-/// wanted, leaving the mantissa in the low bits. `bf16`: the high half after adding
-/// `0x7fff + lsb`; NaN: the high half with the quiet bit set.
-pub fn f32_to_bits16(e: &mut Emit, t: ElementType, x: Value) -> Value {
-    let bits = e.f32_bits(x);
-    let mag_mask = e.i32(0x7fff_ffff);
-    let a = e.b.ins().band(bits, mag_mask);
-    let inf = e.i32(0x7f80_0000);
-    let is_nan = e.icmp(IntCC::SignedGreaterThan, a, inf);
-    if t == ElementType::BF16 {
-        let lsb = e.b.ins().ushr_imm_u(bits, 16);
-        let one = e.i32(1);
-        let lsb = e.b.ins().band(lsb, one);
-        let bias = e.i32(0x7fff);
-        let r = e.b.ins().iadd(bits, bias);
-        let r = e.b.ins().iadd(r, lsb);
-        let rounded = e.b.ins().ushr_imm_u(r, 16);
-        let high = e.b.ins().ushr_imm_u(bits, 16);
-        let quiet = e.i32(0x0040);
-        let nan = e.b.ins().bor(high, quiet);
-        return e.select(is_nan, nan, rounded);
-    }
-    let sign = e.b.ins().bxor(bits, a);
-    let sign = e.b.ins().ushr_imm_u(sign, 16);
-    // NaN: 0x7e00 | the payload's high bits; infinity and overflow: 0x7c00.
-    let payload = e.b.ins().ushr_imm_u(a, 13);
-    let payload_mask = e.i32(0x3ff);
-    let payload = e.b.ins().band(payload, payload_mask);
-    let nan_bits = e.i32(0x7e00);
-    let nan = e.b.ins().bor(payload, nan_bits);
-    let inf16 = e.i32(0x7c00);
-    let special = e.select(is_nan, nan, inf16);
-    // Normals: rebias (127 → 15) and round to nearest even at bit 13.
-    let lsb = e.b.ins().ushr_imm_u(a, 13);
-    let one = e.i32(1);
-    let lsb = e.b.ins().band(lsb, one);
-    let rebias = e.i32(0xfff - 0x3800_0000);
-    let n = e.b.ins().iadd(a, rebias);
-    let n = e.b.ins().iadd(n, lsb);
-    let normal = e.b.ins().ushr_imm_u(n, 13);
-    // Subnormals and zero: 0.5 + |x| rounds |x| to a multiple of 2^-24.
-    let half = e.f32(0.5);
-    let mag = e.f32_from_bits(a);
-    let sum = e.b.ins().fadd(mag, half);
-    let sum = e.f32_bits(sum);
-    let half_bits = e.i32(0x3f00_0000);
-    let sub = e.b.ins().isub(sum, half_bits);
-    let min_normal = e.i32(0x3880_0000); // 2^-14
-    let small = e.icmp(IntCC::SignedLessThan, a, min_normal);
-    let finite = e.select(small, sub, normal);
-    let overflow = e.i32(0x477f_f000); // 65520: rounds to infinity
-    let big = e.icmp(IntCC::SignedGreaterThanOrEqual, a, overflow);
-    let r = e.select(big, special, finite);
-    e.b.ins().bor(r, sign)
 }

@@ -178,3 +178,4 @@ fn narrow_integers_wrap_and_saturate_as_the_interpreter() {
         assert_exact(&format!("{t} wrapping"), &ins, &got, &want);
     }
 }
+
