@@ -82,19 +82,21 @@ fn values_within(s: ElementType, t: ElementType) -> bool {
 const HOLDS_DEPTH: usize = 8;
 
 /// Whether slot `k` of `plan` is known to hold values of storage type `t` only (so that a
-/// `Convert` of it to `t` needs no [`narrow`]): a value of a type within `t`
-/// ([`values_within`]: a load, or a result narrowed to its type), a constant that is one of
-/// `t`'s values, a `Convert` that is the identity in the compute type (`f16` → `f32`), or
-/// what a select, `Maximum`/`Minimum` or value-keeping unary op ([`keeps_values`]) picks
-/// from such values; looked for through at most [`HOLDS_DEPTH`] slots.
+/// `Convert` of it to `t` needs no [`narrow`]): a value of a storage type within `t`
+/// ([`values_within`]; a value of a storage type holds its type's values and no others);
+/// else, for a value of a full-width type, a constant that is one of `t`'s values, a
+/// `Convert` that is the identity in the compute type (`f16` → `f32`), or what a select,
+/// `Maximum`/`Minimum` or value-keeping unary op ([`keeps_values`]) picks from such values;
+/// looked for through at most [`HOLDS_DEPTH`] slots.
 pub fn holds_values(plan: &KernelPlan, k: SlotId, t: ElementType) -> bool {
     holds_within(plan, k, t, HOLDS_DEPTH)
 }
 
 fn holds_within(plan: &KernelPlan, k: SlotId, t: ElementType, depth: usize) -> bool {
     let slot = &plan.slots[k];
-    if values_within(slot.storage, t) && (is_narrow(slot.storage) || slot.storage == t) {
-        return true;
+    // A value of a storage type holds that type's values (narrowed or kept), no others.
+    if is_narrow(slot.storage) {
+        return values_within(slot.storage, t);
     }
     if slot.ty != compute_type(t) || depth == 0 {
         return false;

@@ -179,3 +179,28 @@ fn narrow_integers_wrap_and_saturate_as_the_interpreter() {
     }
 }
 
+
+#[test]
+fn conversions_through_every_narrow_type_keep_or_wrap_as_the_interpreter() {
+    // `s -> m -> t` for every triple: a round trip through a narrower or differently signed
+    // type must wrap (or round) in the middle, one through a wider type must not.
+    let narrow = [I8, U8, I16, U16, F16, BF16];
+    for s in narrow {
+        let n = 3 * super::specials(s).len() + 37;
+        let b = FunctionBuilder::new("through");
+        let x = b.parameter("x", s, [n]);
+        let mut results = Vec::new();
+        for m in narrow {
+            for t in narrow {
+                // Stored as `t`, and computed on as `t` (widened to `f32`, exact).
+                results.push(x.convert(m).convert(t));
+                results.push(x.convert(m).convert(t).convert(F32));
+                results.push(x.convert(m).convert(F32).convert(t));
+            }
+        }
+        let body = b.finish(&results).unwrap();
+        let ins = [tensor(super::data(s, n, 3))];
+        let (got, want) = run_both(&body, &ins);
+        assert_exact(&format!("from {s}"), &ins, &got, &want);
+    }
+}
