@@ -78,15 +78,16 @@ pub fn bits16_to_f32(e: &mut Emit, t: ElementType, h: Value) -> Value {
 /// `f16`: `|x|` is rounded by one float add and subtract of `c = 2^(e + 13)`, `e` the
 /// exponent of `|x|` held to `[-14, 16]`: the sum lies in `c`'s binade, whose spacing is the
 /// `f16` spacing at `|x|` (2^-24 below 2^-14), so the add rounds as wanted and the subtract
-/// is exact; a result of 2^16 or more is infinity; then the sign. `bf16`: an integer add of
+/// is exact; a result of 2^16 or more is infinity; the 13 low mantissa bits cleared (a
+/// NaN's payload cut, every other result has them zero); then the sign. `bf16`: an integer add of
 /// `0x7fff` plus the lowest kept bit, the low half cleared.
 pub fn round_to_16(e: &mut Emit, t: ElementType, x: Value) -> Value {
     let bits = e.f32_bits(x);
     let mag_mask = e.i32(0x7fff_ffff);
     let a = e.b.ins().band(bits, mag_mask);
     let exp_bits = e.i32(EXPONENT);
-    let nan = e.icmp(IntCC::SignedGreaterThan, a, exp_bits);
     if t == ElementType::BF16 {
+        let nan = e.icmp(IntCC::SignedGreaterThan, a, exp_bits);
         let lsb = e.b.ins().ushr_imm_u(bits, 16);
         let one = e.i32(1);
         let lsb = e.b.ins().band(lsb, one);
@@ -116,11 +117,11 @@ pub fn round_to_16(e: &mut Emit, t: ElementType, x: Value) -> Value {
     let big = e.fcmp(FloatCC::GreaterThanOrEqual, r, limit);
     let inf = e.f32(f32::INFINITY);
     let r = e.select(big, inf, r);
-    // A NaN (quieted by the add) keeps the ten payload bits an `f16` has.
+    // A NaN (quieted by the add) keeps the ten payload bits an `f16` has; every other
+    // result is an `f16` value, whose 13 low mantissa bits are zero already.
     let r = e.f32_bits(r);
     let keep = e.i32(-0x2000);
-    let cut = e.b.ins().band(r, keep);
-    let r = e.select(nan, cut, r);
+    let r = e.b.ins().band(r, keep);
     let r = e.b.ins().bor(r, sign);
     e.f32_from_bits(r)
 }
