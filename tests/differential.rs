@@ -321,4 +321,3 @@ fn regression_integer_x_minus_x_assigned_after_a_live_read() {
         panic!("{e}");
     }
 }
-

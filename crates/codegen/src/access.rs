@@ -3,8 +3,8 @@
 
 use super::broadcast::Addressing;
 use super::divide::ConstDivisor;
-use super::lanes::{cast_flags, data_flags, Emit, Lanes};
 use super::half::{bits16_of_value, bits16_to_f32};
+use super::lanes::{cast_flags, data_flags, Emit, Lanes};
 use super::storage::is_narrow;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, BlockArg, ConstantData, InstBuilder, Type, Value};
@@ -387,7 +387,14 @@ pub fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at:
 /// as their bits ([`bits16_of_value`]), then each lane's low bytes (every value of `t`
 /// is already in range: [`crate::storage::narrow`]); a vector's lanes gathered to the front
 /// by one byte shuffle and stored as one integer.
-fn narrow_store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At, lanes: Lanes) {
+fn narrow_store(
+    b: &mut FunctionBuilder,
+    base: Value,
+    v: Value,
+    t: ElementType,
+    at: At,
+    lanes: Lanes,
+) {
     let size = t.size_bytes();
     let flags = data_flags();
     let to_bits = |b: &mut FunctionBuilder, v: Value, lanes: Lanes| {

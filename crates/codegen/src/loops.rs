@@ -5,11 +5,11 @@
 use super::broadcast::Addressing;
 use super::lanes::{Emit, Lanes};
 use super::lower::{bool_to_mask_lane, demote_helper, lower, min_max_constant, HelperRefs};
-use crate::helpers::Helper;
 use super::mixed::{convert_across, parts, reform};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use super::storage::{holds_values, keeps_values, narrow, saturation_bounds};
 use crate::access::*;
+use crate::helpers::Helper;
 use crate::plan::operands;
 use crate::provenance::slot_srcloc;
 use crate::JitError;

@@ -22,9 +22,7 @@ use super::plan::{KernelPlan, SlotId, SlotOp};
 pub fn compute_type(t: ElementType) -> ElementType {
     match t {
         ElementType::F16 | ElementType::BF16 => ElementType::F32,
-        ElementType::I8 | ElementType::U8 | ElementType::I16 | ElementType::U16 => {
-            ElementType::I32
-        }
+        ElementType::I8 | ElementType::U8 | ElementType::I16 | ElementType::U16 => ElementType::I32,
         other => other,
     }
 }
@@ -57,9 +55,7 @@ pub fn keeps_values(op: &SlotOp, t: ElementType) -> bool {
         SlotOp::Load { .. } | SlotOp::Const(_) | SlotOp::Select(..) | SlotOp::Compare(..) => true,
         SlotOp::Binary(b, _, _) => matches!(b, BinaryOp::Maximum | BinaryOp::Minimum),
         SlotOp::Unary(u, _) => match u {
-            UnaryOp::Relu | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => {
-                true
-            }
+            UnaryOp::Relu | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => true,
             UnaryOp::Negative | UnaryOp::Abs => float,
             _ => false,
         },

@@ -211,7 +211,11 @@ impl StripPlan {
                 sources.push((a, source));
             }
             // An output of a storage type is written by the loops, which convert.
-            let target = match plan.outputs.iter().position(|&(s, t)| s == k && t == plan.slots[k].ty) {
+            let target = match plan
+                .outputs
+                .iter()
+                .position(|&(s, t)| s == k && t == plan.slots[k].ty)
+            {
                 Some(o) => {
                     target_of.insert(k, Source::Output(o));
                     Target::Output(o)

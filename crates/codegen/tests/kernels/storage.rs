@@ -35,7 +35,10 @@ fn assert_same_bits(what: &str, got: &TensorData, want: &TensorData) {
     let (g, w) = (raw_bits(got), raw_bits(want));
     assert_eq!(g.len(), w.len(), "{what}: lengths");
     if let Some(i) = (0..g.len()).find(|&i| g[i] != w[i]) {
-        panic!("{what}: element {i}: bits {:#x}, reference {:#x}", g[i], w[i]);
+        panic!(
+            "{what}: element {i}: bits {:#x}, reference {:#x}",
+            g[i], w[i]
+        );
     }
 }
 
@@ -83,7 +86,12 @@ fn boundaries(t: ElementType) -> Vec<f32> {
         }
         let mid = (f64::from(a) + f64::from(c)) / 2.0;
         let m = mid as f32;
-        for x in [a, m, f32::from_bits(m.to_bits() + 1), f32::from_bits(m.to_bits() - 1)] {
+        for x in [
+            a,
+            m,
+            f32::from_bits(m.to_bits() + 1),
+            f32::from_bits(m.to_bits() - 1),
+        ] {
             v.extend([x, -x]);
         }
     }
@@ -163,22 +171,17 @@ fn narrow_integers_wrap_and_saturate_as_the_interpreter() {
         let c = y.convert(t);
         // Wrapping in the narrow width, then widened again; floats saturate to its range.
         let body = b
-            .finish(&[
-                a * a + c,
-                -a,
-                a / c,
-                (a - c).convert(I32),
-                c,
-            ])
+            .finish(&[a * a + c, -a, a / c, (a - c).convert(I32), c])
             .unwrap();
-        let xs: Vec<i32> = (0..n as i32).map(|i| i.wrapping_mul(40_503) - 20_000_000).collect();
+        let xs: Vec<i32> = (0..n as i32)
+            .map(|i| i.wrapping_mul(40_503) - 20_000_000)
+            .collect();
         let ys: Vec<f32> = (0..n).map(|i| (i as f32 - 500.0) * 91.7).collect();
         let ins = [tensor(TensorData::I32(xs)), tensor(TensorData::F32(ys))];
         let (got, want) = run_both(&body, &ins);
         assert_exact(&format!("{t} wrapping"), &ins, &got, &want);
     }
 }
-
 
 #[test]
 fn conversions_through_every_narrow_type_keep_or_wrap_as_the_interpreter() {

@@ -279,7 +279,11 @@ pub(super) fn compare_results(
 /// `-0` and `+0` are one apart and the largest finite value and infinity are neighbours.
 pub fn ulp_distance_16(t: ElementType, a: f64, b: f64) -> u32 {
     if a.is_nan() || b.is_nan() {
-        return if a.is_nan() && b.is_nan() { 0 } else { u32::MAX };
+        return if a.is_nan() && b.is_nan() {
+            0
+        } else {
+            u32::MAX
+        };
     }
     let bits = |x: f64| -> i32 {
         let h = if t == ElementType::BF16 {

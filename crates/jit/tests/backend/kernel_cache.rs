@@ -166,7 +166,10 @@ fn kernels_that_differ_only_in_a_storage_type_do_not_share_code() {
         b.finish(&[x.convert(t).convert(F32) + y]).unwrap()
     };
     let backend = backend(4);
-    for t in [graphlift_ir::ElementType::F16, graphlift_ir::ElementType::BF16] {
+    for t in [
+        graphlift_ir::ElementType::F16,
+        graphlift_ir::ElementType::BF16,
+    ] {
         let f = through(t);
         let exe = backend.compile_executable(&f).unwrap();
         let ins = &inputs()[..2];
