@@ -79,11 +79,12 @@ const HOLDS_DEPTH: usize = 8;
 
 /// Whether slot `k` of `plan` is known to hold values of storage type `t` only (so that a
 /// `Convert` of it to `t` needs no [`narrow`]): a value of a storage type within `t`
-/// ([`values_within`]; a value of a storage type holds its type's values and no others);
+/// (`i8` within `i16`, `f16`, `bf16`; `u8` also within `u16`; a value of a storage type
+/// holds its type's values and no others);
 /// else, for a value of a full-width type, a constant that is one of `t`'s values, a
 /// `Convert` that is the identity in the compute type (`f16` → `f32`), or what a select,
 /// `Maximum`/`Minimum` or value-keeping unary op ([`keeps_values`]) picks from such values;
-/// looked for through at most [`HOLDS_DEPTH`] slots.
+/// looked for through at most eight slots.
 pub fn holds_values(plan: &KernelPlan, k: SlotId, t: ElementType) -> bool {
     holds_within(plan, k, t, HOLDS_DEPTH)
 }
