@@ -6,7 +6,7 @@
 //! `fuzz/fuzz_targets/differential.rs` and `differential_state.rs` share. Here proptest draws
 //! the cases: target shapes of rank 0–3 with extents that are not multiples of 4 (0 and 1
 //! included); for stateless graphs, 1–4 parameters of every element type (`i8`, `u8`, `f16`
-//! and the other narrow types too, which fused kernels compute in `i32` / `f32`: bit for
+//! and the other narrow types too, which fused kernels compute in `i32` / `i64` / `f32`: bit for
 //! bit, but `f16`/`bf16` vector math within one ulp of the type; a second property draws
 //! mostly those) and 1–10 ops of the
 //! whole elementwise set; for stateful programs, 0–2 parameters, 1–3 variables (mostly of
@@ -40,7 +40,8 @@ fn dims() -> impl Strategy<Value = Vec<usize>> {
 
 /// An index into [`ElementType::ALL`]: every element type, the 8- and 16-bit integers,
 /// the unsigned ones and `f16`/`bf16` included (fused kernels compute the 8- and 16-bit
-/// ones in `i32` / `f32`; `u32`, `u64` nodes run on reference kernels on CPU-JIT).
+/// ones in `i32` / `f32` and `u32` in `i64`; `u64` nodes run on reference kernels on
+/// CPU-JIT).
 /// The storage-only types (float8, FLOAT4E2M1, INT4, ...) are drawn too, but only Convert
 /// (and Select, which moves them) reads them: the case builder converts them to a numeric
 /// type before any arithmetic or comparison, as it does `bool`.
@@ -49,9 +50,9 @@ fn element_type() -> impl Strategy<Value = usize> {
 }
 
 /// An index into [`ElementType::ALL`], four times in five a type that fused kernels store
-/// narrower than they compute it (`i8`, `u8`, `i16`, `u16`, `f16`, `bf16`) or do not lower
-/// (`u32`, `u64`), else one of `f32`, `i32`, `f64`, `i64`, `bool` to mix with: random
-/// graphs mostly over the narrow types, with conversions between them and the others.
+/// narrower than they compute it (`i8`, `u8`, `i16`, `u16`, `u32`, `f16`, `bf16`) or do not
+/// lower (`u64`), else one of `f32`, `i32`, `f64`, `i64`, `bool` to mix with: random graphs
+/// mostly over the narrow types, with conversions between them and the others.
 fn narrow_element_type() -> impl Strategy<Value = usize> {
     use ElementType::*;
     let index = |t: ElementType| ElementType::ALL.iter().position(|&x| x == t).unwrap_or(0);
@@ -231,7 +232,7 @@ fn cpu_jit_matches_interpreter_on_random_elementwise_graphs() {
 
 #[test]
 fn cpu_jit_matches_interpreter_on_random_graphs_of_narrow_types() {
-    // i8, u8, i16, u16, f16, bf16 computed in fused kernels (loads widen, stores narrow):
+    // i8, u8, i16, u16, u32, f16, bf16 computed in fused kernels (loads widen, stores narrow):
     // bit for bit, but for f16/bf16 vector math sinks (one ulp of their type).
     let jit = Backend::create("CPU-JIT").unwrap();
     let (n, built, total) = run_property(narrow_case(), 256, &*jit, check);

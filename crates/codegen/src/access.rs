@@ -5,7 +5,7 @@ use super::broadcast::Addressing;
 use super::divide::ConstDivisor;
 use super::half::{bits16_of_value, bits16_to_f32};
 use super::lanes::{cast_flags, data_flags, Emit, Lanes};
-use super::storage::is_narrow;
+use super::storage::{compute_type, is_narrow};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, BlockArg, ConstantData, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;
@@ -46,6 +46,7 @@ pub fn scalar_load(b: &mut FunctionBuilder, base: Value, index: Value, t: Elemen
         ElementType::U8 => b.ins().uload8(types::I32, flags, addr, 0),
         ElementType::I16 => b.ins().sload16(types::I32, flags, addr, 0),
         ElementType::U16 => b.ins().uload16(types::I32, flags, addr, 0),
+        ElementType::U32 => b.ins().uload32(flags, addr, 0),
         ElementType::F16 | ElementType::BF16 => {
             let h = b.ins().uload16(types::I32, flags, addr, 0);
             bits16_to_f32(&mut Emit::new(b, Lanes::X1), t, h)
@@ -176,21 +177,24 @@ pub fn vector_load(
 /// sign- (signed) or zero-extended (unsigned, 16-bit floats' bits) lane by lane, 16-bit
 /// floats then converted ([`bits16_to_f32`]).
 fn narrow_vector_load(b: &mut FunctionBuilder, addr: Value, t: ElementType, lanes: Lanes) -> Value {
-    let (word, word_vec) = if t.size_bytes() == 1 {
+    let size = t.size_bytes();
+    // The lanes' bytes: four (`I32`) or eight (`I64`).
+    let (word, word_vec) = if size * lanes.count() == 4 {
         (types::I32, types::I32X4)
     } else {
         (types::I64, types::I64X2)
     };
     let bytes = b.ins().load(word, data_flags(), addr, 0);
     let v = b.ins().scalar_to_vector(word_vec, bytes);
-    let narrow_ty = if t.size_bytes() == 1 {
-        types::I8X16
-    } else {
-        types::I16X8
+    let narrow_ty = match size {
+        1 => types::I8X16,
+        2 => types::I16X8,
+        _ => types::I32X4,
     };
     let mut v = b.ins().bitcast(narrow_ty, cast_flags(), v);
     let signed = matches!(t, ElementType::I8 | ElementType::I16);
-    while b.func.dfg.value_type(v).lane_bits() < 32 {
+    let wide_bits = compute_type(t).size_bytes() as u32 * 8;
+    while b.func.dfg.value_type(v).lane_bits() < wide_bits {
         v = if signed {
             b.ins().swiden_low(v)
         } else {
@@ -383,7 +387,8 @@ pub fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at:
     }
 }
 
-/// Stores `v` (32-bit lanes holding values of storage type `t`) as `t`: 16-bit floats
+/// Stores `v` (lanes of the type storage type `t` is computed in, holding `t`'s values)
+/// as `t`: 16-bit floats
 /// as their bits ([`bits16_of_value`]), then each lane's low bytes (every value of `t`
 /// is already in range: [`crate::storage::narrow`]); a vector's lanes gathered to the front
 /// by one byte shuffle and stored as one integer.
@@ -406,12 +411,14 @@ fn narrow_store(
     };
     let store_one = |b: &mut FunctionBuilder, x: Value, j: Value| {
         let addr = element_addr(b, base, j, t);
-        if size == 1 {
-            b.ins().istore8(flags, x, addr, 0);
-        } else {
-            b.ins().istore16(flags, x, addr, 0);
-        }
+        match size {
+            1 => b.ins().istore8(flags, x, addr, 0),
+            2 => b.ins().istore16(flags, x, addr, 0),
+            _ => b.ins().istore32(flags, x, addr, 0),
+        };
     };
+    // Bytes per lane of the type `t` is computed in (4, or 8 for `u32` in `i64`).
+    let lane_bytes = compute_type(t).size_bytes();
     match at {
         At::Scalar(i) => {
             let x = to_bits(b, v, Lanes::X1);
@@ -432,7 +439,7 @@ fn narrow_store(
                 .map(|k| {
                     let (lane, byte) = (k / size, k % size);
                     if lane < n {
-                        (lane * 4 + byte) as u8
+                        (lane * lane_bytes + byte) as u8
                     } else {
                         0
                     }

@@ -37,14 +37,14 @@ use graphlift_ir::ElementType;
 
 /// The element types fused kernels lower: `f32`, `f64`, `i32`, `i64`, `bool`, and the
 /// storage types `f16`, `bf16` (computed in `f32`), `i8`, `u8`, `i16`, `u16` (computed in
-/// `i32`, wrapping to their width): see [`storage`].
+/// `i32`) and `u32` (in `i64`), wrapping to their width: see [`storage`].
 ///
-/// `u32`, `u64` (unsigned compares, divisions and conversions in a full-width lane) have no
+/// `u64` (unsigned compares, divisions and conversions in a full-width lane) has no
 /// lowering yet: [`plan::plan_kernel`] refuses a body that holds one
 /// ([`JitError::Unsupported`]), and the CPU-JIT backend keeps such nodes out of fused
 /// kernels (subgraph extraction's element types), so they run on their reference kernels;
 /// `explain` lists them with that reason.
-pub const ELEMENT_TYPES: [ElementType; 11] = [
+pub const ELEMENT_TYPES: [ElementType; 12] = [
     ElementType::F32,
     ElementType::F64,
     ElementType::I32,
@@ -56,6 +56,7 @@ pub const ELEMENT_TYPES: [ElementType; 11] = [
     ElementType::U8,
     ElementType::I16,
     ElementType::U16,
+    ElementType::U32,
 ];
 
 /// Whether fused kernels lower element type `t` (one of [`ELEMENT_TYPES`]).

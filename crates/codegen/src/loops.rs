@@ -4,7 +4,7 @@
 
 use super::broadcast::Addressing;
 use super::lanes::{Emit, Lanes};
-use super::lower::{bool_to_mask_lane, demote_helper, lower, min_max_constant, HelperRefs};
+use super::lower::{bool_to_mask_lane, demote_helper, lower, HelperRefs};
 use super::mixed::{convert_across, parts, reform};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use super::storage::{holds_values, keeps_values, narrow, saturation_bounds};
@@ -16,7 +16,7 @@ use crate::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{Block, BlockArg, InstBuilder, SourceLoc, Type, Value};
 use cranelift_frontend::FunctionBuilder;
-use graphlift_ir::{BinaryOp, ElementType};
+use graphlift_ir::ElementType;
 
 /// Vector bodies per trip of the main loop of a vector kernel (a trip covers
 /// `UNROLL * lanes` elements).
@@ -141,9 +141,10 @@ pub fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), Ji
 
 /// Lowers the computing slot `k` on the values `vals` of earlier slots: part by part at the
 /// slot's form, with `bool` operands moved to that form, or by [`convert_across`]. A
-/// conversion from a float to a narrow integer clamps its operand to the integer's range
-/// first (saturation in that width, [`saturation_bounds`]); a result of a storage type is
-/// brought to that type's values ([`narrow`], unless the op keeps them: [`keeps_values`]).
+/// conversion from a float to a narrow integer is clamped to the integer's range after the
+/// (saturating) conversion to the wide one ([`saturation_bounds`]); any other result of a
+/// storage type is brought to that type's values ([`narrow`], unless the op keeps them,
+/// [`keeps_values`], or its operand holds them already, [`holds_values`]).
 pub fn lower_slot(
     b: &mut FunctionBuilder,
     fr: &Frame,
@@ -155,7 +156,7 @@ pub fn lower_slot(
     let form = fr.forms[k];
     let value = |s: usize| vals[s].as_ref().ok_or_else(|| missing(plan, s));
     // Numbers are at their own width (their form); masks are moved to the slot's.
-    let mut ins = operands(&slot.op)
+    let ins = operands(&slot.op)
         .into_iter()
         .map(|s| {
             let v = value(s)?;
@@ -169,13 +170,6 @@ pub fn lower_slot(
     let across = match slot.op {
         SlotOp::Convert(a) => {
             let from = plan.slots[a].ty;
-            if let (Some(bounds), true) = (saturation_bounds(slot.storage), from.is_float()) {
-                let mut e = Emit::new(b, fr.forms[a]);
-                ins[0] = ins[0]
-                    .iter()
-                    .map(|&x| clamp(&mut e, from, x, bounds))
-                    .collect();
-            }
             (fr.forms[a] != form && from != ElementType::Bool).then_some(from)
         }
         _ => None,
@@ -213,10 +207,22 @@ pub fn lower_slot(
             })
             .collect::<Result<Parts, JitError>>()?
     };
-    let operand_holds = match slot.op {
-        SlotOp::Convert(a) => holds_values(plan, a, slot.storage),
-        _ => false,
+    let (operand_holds, saturate) = match slot.op {
+        SlotOp::Convert(a) => (
+            holds_values(plan, a, slot.storage),
+            saturation_bounds(slot.storage).filter(|_| plan.slots[a].ty.is_float()),
+        ),
+        _ => (false, None),
     };
+    if let Some(bounds) = saturate {
+        // From a float: saturated to the type's range in the wide integer it was converted
+        // to (which saturates at its own), so nothing is left to wrap.
+        let mut e = Emit::new(b, form);
+        return Ok(out
+            .into_iter()
+            .map(|v| clamp(&mut e, slot.ty, v, bounds))
+            .collect());
+    }
     if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) || operand_holds {
         return Ok(out);
     }
@@ -263,17 +269,12 @@ fn call_per_lane(
     Ok(v)
 }
 
-/// `x` (lanes of float type `t`) clamped to `[lo, hi]` (integers), NaN kept (the
-/// conversion after it makes NaN 0), by two compare-and-selects.
-fn clamp(e: &mut Emit, t: ElementType, x: Value, (lo, hi): (f64, f64)) -> Value {
-    let bits = |c: f64| match t {
-        ElementType::F32 => u64::from((c as f32).to_bits()),
-        _ => c.to_bits(),
-    };
-    let lo_v = e.constant(t, bits(lo));
-    let hi_v = e.constant(t, bits(hi));
-    let x = min_max_constant(e, BinaryOp::Maximum, x, lo_v, lo);
-    min_max_constant(e, BinaryOp::Minimum, x, hi_v, hi)
+/// `x` (lanes of integer type `t`) held to `[lo, hi]`.
+fn clamp(e: &mut Emit, t: ElementType, x: Value, (lo, hi): (i64, i64)) -> Value {
+    let lo = e.constant(t, lo as u64);
+    let hi = e.constant(t, hi as u64);
+    let x = e.b.ins().smax(x, lo);
+    e.b.ins().smin(x, hi)
 }
 
 /// Where part `p` of a value of form `form` is read or written, for a body at `at`.

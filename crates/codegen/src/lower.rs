@@ -263,7 +263,7 @@ pub fn float_constant(slot: &Slot, t: ElementType) -> Option<f64> {
 /// `x < c` (`Maximum`) or `x > c` (`Minimum`), and where `x` equals it when `c` is the zero
 /// that must win (`+0` for `Maximum`, `-0` for `Minimum`); a NaN `x` fails the compare and
 /// passes through.
-pub fn min_max_constant(e: &mut Emit, op: BinaryOp, x: Value, c_value: Value, c: f64) -> Value {
+fn min_max_constant(e: &mut Emit, op: BinaryOp, x: Value, c_value: Value, c: f64) -> Value {
     let take_c = e.fcmp(constant_bound_test(op, c), x, c_value);
     e.select(take_c, c_value, x)
 }

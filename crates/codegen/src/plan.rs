@@ -426,6 +426,7 @@ fn scalar_bits(d: &TensorData) -> u64 {
         TensorData::U8(v) => u64::from(v[0]),
         TensorData::I16(v) => v[0] as i64 as u64,
         TensorData::U16(v) => u64::from(v[0]),
+        TensorData::U32(v) => u64::from(v[0]),
         TensorData::F16(v) => u64::from(v[0].to_f32().to_bits()),
         TensorData::BF16(v) => u64::from(v[0].to_f32().to_bits()),
         _ => 0,

@@ -1,10 +1,10 @@
 //! Storage types: the element types a fused kernel reads and writes in memory but computes
-//! in a wider type (`f16`, `bf16` in `f32`; `i8`, `u8`, `i16`, `u16` in `i32`), and the
-//! conversions between the two that loads, stores and ops emit, so such values fuse.
+//! in a wider type (`f16`, `bf16` in `f32`; `i8`, `u8`, `i16`, `u16` in `i32`; `u32` in
+//! `i64`), and the conversions between the two that loads, stores and ops emit, so such values fuse.
 //!
 //! A value of storage type `t` is held in lanes of [`compute_type`]`(t)` and is always one
 //! of `t`'s values there: a 16-bit float as the `f32` of the same value (exact), a narrow
-//! integer as its value sign- or zero-extended to 32 bits. Loads convert exactly; every op
+//! integer as its value sign- or zero-extended to 32 bits (`u32` zero-extended to 64). Loads convert exactly; every op
 //! whose result may leave `t`'s values is followed by [`narrow`] (round to nearest even to
 //! the 16-bit float, NaN quieted, as the `half` crate; wrap to the integer's width), so a
 //! kernel computes what the interpreter does: 16-bit floats in `f32`, rounded once per op
@@ -18,11 +18,14 @@ use super::lanes::Emit;
 use super::plan::{KernelPlan, SlotId, SlotOp};
 
 /// The type a value of element type `t` is computed in: `f32` for `f16` and `bf16`, `i32`
-/// for `i8`, `u8`, `i16` and `u16`; `t` itself for every other type.
+/// for `i8`, `u8`, `i16` and `u16`, `i64` for `u32` (zero-extended, so signed compares,
+/// divisions and conversions of the wide type are the unsigned ones); `t` itself for every
+/// other type.
 pub fn compute_type(t: ElementType) -> ElementType {
     match t {
         ElementType::F16 | ElementType::BF16 => ElementType::F32,
         ElementType::I8 | ElementType::U8 | ElementType::I16 | ElementType::U16 => ElementType::I32,
+        ElementType::U32 => ElementType::I64,
         other => other,
     }
 }
@@ -32,15 +35,16 @@ pub fn is_narrow(t: ElementType) -> bool {
     compute_type(t) != t
 }
 
-/// The range of narrow integer type `t` as floats (`i8`: −128..=127), for the saturating
-/// conversion from floats (Rust's `as`: out of range to the nearest bound, NaN to 0); `None`
-/// for every other type.
-pub fn saturation_bounds(t: ElementType) -> Option<(f64, f64)> {
+/// The range of narrow integer type `t` (`i8`: −128..=127), to which a conversion from a
+/// float saturates (Rust's `as`: out of range to the nearest bound, NaN to 0); `None` for
+/// every other type.
+pub fn saturation_bounds(t: ElementType) -> Option<(i64, i64)> {
     match t {
-        ElementType::I8 => Some((-128.0, 127.0)),
-        ElementType::U8 => Some((0.0, 255.0)),
-        ElementType::I16 => Some((-32768.0, 32767.0)),
-        ElementType::U16 => Some((0.0, 65535.0)),
+        ElementType::I8 => Some((i8::MIN.into(), i8::MAX.into())),
+        ElementType::U8 => Some((0, u8::MAX.into())),
+        ElementType::I16 => Some((i16::MIN.into(), i16::MAX.into())),
+        ElementType::U16 => Some((0, u16::MAX.into())),
+        ElementType::U32 => Some((0, u32::MAX.into())),
         _ => None,
     }
 }
@@ -66,11 +70,11 @@ pub fn keeps_values(op: &SlotOp, t: ElementType) -> bool {
 /// Whether every value of storage type `s` is one of `t`'s (`i8` in `i16`, `u8` in `i16`,
 /// `u16`, `f16` and `bf16`; `i8` in `f16` and `bf16`; every type in itself).
 fn values_within(s: ElementType, t: ElementType) -> bool {
-    use ElementType::{BF16, F16, I16, I8, U16, U8};
+    use ElementType::{BF16, F16, I16, I8, U16, U32, U8};
     s == t
         || matches!(
             (s, t),
-            (I8, I16 | F16 | BF16) | (U8, I16 | U16 | F16 | BF16)
+            (I8, I16 | F16 | BF16) | (U8, I16 | U16 | U32 | F16 | BF16) | (U16, U32)
         )
 }
 
@@ -120,6 +124,7 @@ fn constant_within(bits: u64, ty: ElementType, t: ElementType) -> bool {
             let x = f32::from_bits(bits as u32);
             graphlift_ir::bf16::from_f32(x).to_f32().to_bits() == x.to_bits()
         }
+        (ElementType::I64, ElementType::U32) => u32::try_from(bits as i64).is_ok(),
         (ElementType::I32, _) => {
             let v = bits as i64;
             match t {
@@ -147,6 +152,10 @@ pub fn narrow(e: &mut Emit, t: ElementType, x: Value) -> Value {
         }
         ElementType::U8 | ElementType::U16 => {
             let mask = e.i32(if t == ElementType::U8 { 0xff } else { 0xffff });
+            e.b.ins().band(x, mask)
+        }
+        ElementType::U32 => {
+            let mask = e.i64(0xffff_ffff);
             e.b.ins().band(x, mask)
         }
         _ => x,

@@ -100,8 +100,9 @@ pub struct Stats {
     pub kernels: usize,
     /// Of those, kernels with more than one output.
     pub multi_output_kernels: usize,
-    /// Of those, kernels that load or store 8- or 16-bit elements (`i8`, `u8`, `i16`,
-    /// `u16`, `f16`, `bf16` values: their Cranelift IR has a narrow load or store).
+    /// Of those, kernels that load or store elements narrower than they compute them (`i8`,
+    /// `u8`, `i16`, `u16`, `u32`, `f16`, `bf16` values: their Cranelift IR has a narrow load
+    /// or store).
     pub narrow_kernels: usize,
     /// Elements compared bit for bit.
     pub exact_elements: usize,

@@ -2,7 +2,7 @@
 //! loads and stores, rounding at every boundary, and wrapping, against the interpreter.
 
 use super::{assert_exact, run_both};
-use graphlift_ir::ElementType::{self, BF16, F16, F32, F64, I16, I32, I8, U16, U8};
+use graphlift_ir::ElementType::{self, BF16, F16, F32, F64, I16, I32, I8, U16, U32, U8};
 use graphlift_ir::{bf16, f16, FunctionBuilder, TensorData};
 use graphlift_runtime::Tensor;
 
@@ -162,7 +162,7 @@ fn f64_to_16_bit_floats_converts_as_the_interpreter() {
 
 #[test]
 fn narrow_integers_wrap_and_saturate_as_the_interpreter() {
-    for t in [I8, U8, I16, U16] {
+    for t in [I8, U8, I16, U16, U32] {
         let n = 1003;
         let b = FunctionBuilder::new("wrap");
         let x = b.parameter("x", I32, [n]);
@@ -187,7 +187,7 @@ fn narrow_integers_wrap_and_saturate_as_the_interpreter() {
 fn conversions_through_every_narrow_type_keep_or_wrap_as_the_interpreter() {
     // `s -> m -> t` for every triple: a round trip through a narrower or differently signed
     // type must wrap (or round) in the middle, one through a wider type must not.
-    let narrow = [I8, U8, I16, U16, F16, BF16];
+    let narrow = [I8, U8, I16, U16, U32, F16, BF16];
     for s in narrow {
         let n = 3 * super::specials(s).len() + 37;
         let b = FunctionBuilder::new("through");

@@ -75,9 +75,11 @@ impl Compiled {
             narrow_kernels: kernels
                 .iter()
                 .filter(|k| {
-                    ["load8", "load16", "istore8", "istore16"]
-                        .iter()
-                        .any(|op| k.ir.contains(op))
+                    [
+                        "load8", "load16", "load32", "istore8", "istore16", "istore32",
+                    ]
+                    .iter()
+                    .any(|op| k.ir.contains(op))
                 })
                 .count(),
             in_place_writes: kernels.iter().map(|k| k.writes_in_place.len()).sum(),
