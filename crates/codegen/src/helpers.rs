@@ -237,8 +237,8 @@ fn scalar_type(t: ElementType) -> Type {
         ElementType::I32 => types::I32,
         ElementType::I64 | ElementType::U64 => types::I64,
         ElementType::Bool | ElementType::I8 | ElementType::U8 => types::I8,
-        // No helper takes these (storage types are computed in `f32` / `i32`, and `u32`,
-        // `u64` are not lowered: `crate::ELEMENT_TYPES`); by width.
+        // No helper takes these (storage types are computed in `f32`, `i32`, `i64`; `u64`
+        // is not lowered: `crate::ELEMENT_TYPES`); by width.
         ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => types::I16,
         ElementType::U32 => types::I32,
         // Nor the storage-only types (`crate::ELEMENT_TYPES`): a byte.

@@ -22,7 +22,9 @@ use graphlift_ir::ElementType;
 /// is `f32`, `i32` or `bool`, `X2` when every value is `f64`, `i64` or `bool`, else `Mixed`.
 /// [`Lanes::X1`] (one element per value: `f32`, `f64`, `i32`, `i64`, and `bool` as an `I8`
 /// 0/1) is the scalar code of per-lane fallbacks, and the loop width of
-/// [`crate::JitKernel::compile_scalar`].
+/// [`crate::JitKernel::compile_scalar`]. The storage types count as the type they are
+/// computed in ([`crate::storage::compute_type`]: `f16` as `f32`, `u8` as `i32`, `u32` as
+/// `i64`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Lanes {
     /// Four 32-bit lanes per value (`F32X4` / `I32X4`).
@@ -53,7 +55,8 @@ impl Lanes {
     }
 
     /// Whether values of element type `t` have a representation at this width (`bool`
-    /// fits every width; numbers fit the vector width of their own size, `Mixed` and `X1`).
+    /// fits every width; numbers fit the vector width of the size of the type they are
+    /// computed in, [`crate::storage::compute_type`], `Mixed` and `X1`).
     pub fn holds(self, t: ElementType) -> bool {
         let t = crate::storage::compute_type(t);
         match self {
