@@ -3,7 +3,9 @@
 
 use super::broadcast::Addressing;
 use super::divide::ConstDivisor;
+use super::half::{bits16_of_value, bits16_to_f32};
 use super::lanes::{cast_flags, data_flags, Emit, Lanes};
+use super::storage::{compute_type, is_narrow};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, BlockArg, ConstantData, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;
@@ -34,11 +36,26 @@ pub fn element_addr(b: &mut FunctionBuilder, base: Value, index: Value, t: Eleme
     b.ins().iadd(base, off)
 }
 
-/// One element, as a scalar (`bool` as `I8`).
+/// One element, as a scalar (`bool` as `I8`; a storage type widened exactly to the type
+/// it is computed in, [`crate::storage`]).
 pub fn scalar_load(b: &mut FunctionBuilder, base: Value, index: Value, t: ElementType) -> Value {
     let addr = element_addr(b, base, index, t);
-    let ty = Emit::new(b, Lanes::X1).ty(t);
-    b.ins().load(ty, data_flags(), addr, 0)
+    let flags = data_flags();
+    match t {
+        ElementType::I8 => b.ins().sload8(types::I32, flags, addr, 0),
+        ElementType::U8 => b.ins().uload8(types::I32, flags, addr, 0),
+        ElementType::I16 => b.ins().sload16(types::I32, flags, addr, 0),
+        ElementType::U16 => b.ins().uload16(types::I32, flags, addr, 0),
+        ElementType::U32 => b.ins().uload32(flags, addr, 0),
+        ElementType::F16 | ElementType::BF16 => {
+            let h = b.ins().uload16(types::I32, flags, addr, 0);
+            bits16_to_f32(&mut Emit::new(b, Lanes::X1), t, h)
+        }
+        _ => {
+            let ty = Emit::new(b, Lanes::X1).ty(t);
+            b.ins().load(ty, flags, addr, 0)
+        }
+    }
 }
 
 /// The source index of element `i < count` under `addressing` (pointer-sized integers).
@@ -150,7 +167,44 @@ pub fn vector_load(
             }
             to_mask(b, v)
         }
+        _ if is_narrow(t) => narrow_vector_load(b, addr, t, lanes),
         _ => b.ins().load(ty, data_flags(), addr, 0),
+    }
+}
+
+/// One vector of consecutive elements of storage type `t` at `addr`, widened to the
+/// 32-bit lanes it is computed in: the lanes' bytes as one integer in lane 0 of a vector,
+/// sign- (signed) or zero-extended (unsigned, 16-bit floats' bits) lane by lane, 16-bit
+/// floats then converted ([`bits16_to_f32`]).
+fn narrow_vector_load(b: &mut FunctionBuilder, addr: Value, t: ElementType, lanes: Lanes) -> Value {
+    let size = t.size_bytes();
+    // The lanes' bytes: four (`I32`) or eight (`I64`).
+    let (word, word_vec) = if size * lanes.count() == 4 {
+        (types::I32, types::I32X4)
+    } else {
+        (types::I64, types::I64X2)
+    };
+    let bytes = b.ins().load(word, data_flags(), addr, 0);
+    let v = b.ins().scalar_to_vector(word_vec, bytes);
+    let narrow_ty = match size {
+        1 => types::I8X16,
+        2 => types::I16X8,
+        _ => types::I32X4,
+    };
+    let mut v = b.ins().bitcast(narrow_ty, cast_flags(), v);
+    let signed = matches!(t, ElementType::I8 | ElementType::I16);
+    let wide_bits = compute_type(t).size_bytes() as u32 * 8;
+    while b.func.dfg.value_type(v).lane_bits() < wide_bits {
+        v = if signed {
+            b.ins().swiden_low(v)
+        } else {
+            b.ins().uwiden_low(v)
+        };
+    }
+    if t.is_float() {
+        bits16_to_f32(&mut Emit::new(b, lanes), t, v)
+    } else {
+        v
     }
 }
 
@@ -302,6 +356,9 @@ pub fn run_load(
 
 /// Stores `v` (`lanes` lanes of `t`) to output `base` at `at`.
 pub fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at: At, lanes: Lanes) {
+    if is_narrow(t) {
+        return narrow_store(b, base, v, t, at, lanes);
+    }
     match at {
         At::Scalar(i) => {
             let addr = element_addr(b, base, i, t);
@@ -326,6 +383,80 @@ pub fn store(b: &mut FunctionBuilder, base: Value, v: Value, t: ElementType, at:
                 let addr = element_addr(b, base, j, t);
                 b.ins().store(data_flags(), x, addr, 0);
             }
+        }
+    }
+}
+
+/// Stores `v` (lanes of the type storage type `t` is computed in, holding `t`'s values)
+/// as `t`: 16-bit floats
+/// as their bits ([`bits16_of_value`]), then each lane's low bytes (every value of `t`
+/// is already in range: [`crate::storage::narrow`]); a vector's lanes gathered to the front
+/// by one byte shuffle and stored as one integer.
+fn narrow_store(
+    b: &mut FunctionBuilder,
+    base: Value,
+    v: Value,
+    t: ElementType,
+    at: At,
+    lanes: Lanes,
+) {
+    let size = t.size_bytes();
+    let flags = data_flags();
+    let to_bits = |b: &mut FunctionBuilder, v: Value, lanes: Lanes| {
+        if t.is_float() {
+            bits16_of_value(&mut Emit::new(b, lanes), t, v)
+        } else {
+            v
+        }
+    };
+    let store_one = |b: &mut FunctionBuilder, x: Value, j: Value| {
+        let addr = element_addr(b, base, j, t);
+        match size {
+            1 => b.ins().istore8(flags, x, addr, 0),
+            2 => b.ins().istore16(flags, x, addr, 0),
+            _ => b.ins().istore32(flags, x, addr, 0),
+        };
+    };
+    // Bytes per lane of the type `t` is computed in (4, or 8 for `u32` in `i64`).
+    let lane_bytes = compute_type(t).size_bytes();
+    match at {
+        At::Scalar(i) => {
+            let x = to_bits(b, v, Lanes::X1);
+            store_one(b, x, i);
+        }
+        At::Tail(idx) => {
+            let x = to_bits(b, v, lanes);
+            for (l, &j) in idx.iter().enumerate() {
+                let lane = b.ins().extractlane(x, l as u8);
+                store_one(b, lane, j);
+            }
+        }
+        At::Vector(i) => {
+            let x = to_bits(b, v, lanes);
+            let bytes = b.ins().bitcast(types::I8X16, cast_flags(), x);
+            let n = lanes.count();
+            let picks: Vec<u8> = (0..16)
+                .map(|k| {
+                    let (lane, byte) = (k / size, k % size);
+                    if lane < n {
+                        (lane * lane_bytes + byte) as u8
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let picks = b.func.dfg.immediates.push(ConstantData::from(picks));
+            let packed = b.ins().shuffle(bytes, bytes, picks);
+            // The `size · n` bytes as one `I32` (four bytes) or `I64` (eight).
+            let word_vec = if size * n == 4 {
+                types::I32X4
+            } else {
+                types::I64X2
+            };
+            let words = b.ins().bitcast(word_vec, cast_flags(), packed);
+            let w = b.ins().extractlane(words, 0);
+            let addr = element_addr(b, base, i, t);
+            b.ins().store(flags, w, addr, 0);
         }
     }
 }

@@ -121,7 +121,8 @@ impl LibraryCalls {
 /// The single function slot `k` calls, as a call.
 fn single(plan: &KernelPlan, k: SlotId) -> Option<LibraryCall> {
     let slot = &plan.slots[k];
-    if slot.invariant {
+    // An `f16`/`bf16` value computed in `f32` is rounded after its op: no library call.
+    if slot.invariant || slot.storage != slot.ty {
         return None;
     }
     let (function, args): (VecFn, SmallVec<[SlotId; 2]>) = match slot.op {
@@ -163,7 +164,8 @@ impl Match {
         root: bool,
     ) -> bool {
         let slot = &plan.slots[k];
-        if slot.ty != ElementType::F32 {
+        // Not an `f16`/`bf16` value computed in `f32`: its result must be rounded.
+        if slot.ty != ElementType::F32 || slot.storage != ElementType::F32 {
             return false;
         }
         // An operation inside the form: used by the form only.

@@ -30,6 +30,11 @@ pub enum Helper {
     /// without an inline lowering on `t` (`graphlift_codegen::vmath::emit` gives `None`):
     /// the reference's scalar function, called once per lane.
     Unary(UnaryOp, ElementType),
+    /// `f64 -> f32`: the `f64` converted to `t` = `f16` or `bf16` by the reference's own
+    /// conversion, as the `f32` of that value (the `half` crate rounds `f64` to these
+    /// directly on some hosts and through `f32` on others; calling it keeps every host's
+    /// kernels equal to its interpreter).
+    DemoteF64(ElementType),
     /// A strip function of the vector math library, `(src, dst, n)` (see
     /// [`graphlift_kernels::veclib`]).
     Veclib(VecFn),
@@ -57,6 +62,7 @@ impl Helper {
         for t in [ElementType::F32, ElementType::F64] {
             all.extend(UnaryOp::TRIG.map(|u| Helper::Unary(u, t)));
         }
+        all.extend([ElementType::F16, ElementType::BF16].map(Helper::DemoteF64));
         all.extend(VecFn::ALL.map(Helper::Veclib));
         all.extend(VecFn::ALL.map(Helper::VeclibStream));
         all
@@ -73,6 +79,7 @@ impl Helper {
             Helper::Unary(op, t) => {
                 format!("graphlift_jit_{}_{t}", op.name().to_ascii_lowercase())
             }
+            Helper::DemoteF64(t) => format!("graphlift_jit_demote_f64_{t}"),
             Helper::Veclib(f) => f.symbol().into(),
             Helper::VeclibStream(f) => format!("{}_nt", f.symbol()),
             Helper::StreamStrip => "graphlift_stream_strip".into(),
@@ -87,12 +94,25 @@ impl Helper {
             Helper::PowI64 => pow_i64 as *const u8,
             Helper::Remainder(op, t) => remainder_address(op, t),
             Helper::Unary(op, t) => unary_address(op, t),
+            Helper::DemoteF64(ElementType::BF16) => demote_f64::<graphlift_ir::bf16> as *const u8,
+            Helper::DemoteF64(_) => demote_f64::<graphlift_ir::f16> as *const u8,
             Helper::Veclib(f) => f.address(false),
             Helper::VeclibStream(f) => f.address(true),
             Helper::StreamStrip => graphlift_kernels::stream::stream_strip as *const u8,
             Helper::StoreFence => graphlift_kernels::stream::store_fence as *const u8,
         }
     }
+}
+
+/// `x` converted to `T` (`f16` or `bf16`) as the reference converts, as an `f32` (exact).
+extern "C" fn demote_f64<T>(x: f64) -> f32
+where
+    f64: num_traits::AsPrimitive<T>,
+    T: num_traits::AsPrimitive<f32>,
+{
+    use num_traits::AsPrimitive;
+    let h: T = x.as_();
+    h.as_()
 }
 
 extern "C" fn pow_i32(a: i32, b: i32) -> i32 {
@@ -217,10 +237,11 @@ fn scalar_type(t: ElementType) -> Type {
         ElementType::I32 => types::I32,
         ElementType::I64 | ElementType::U64 => types::I64,
         ElementType::Bool | ElementType::I8 | ElementType::U8 => types::I8,
-        // Fused kernels refuse the 16-bit floats (`crate::ELEMENT_TYPES`); by width.
+        // No helper takes these (storage types are computed in `f32`, `i32`, `i64`; `u64`
+        // is not lowered: `crate::ELEMENT_TYPES`); by width.
         ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => types::I16,
         ElementType::U32 => types::I32,
-        // Fused kernels refuse the storage-only types too (`crate::ELEMENT_TYPES`): a byte.
+        // Nor the storage-only types (`crate::ELEMENT_TYPES`): a byte.
         _ => types::I8,
     }
 }
@@ -243,6 +264,11 @@ pub fn helper_signature(module: &JITModule, h: Helper) -> Signature {
         Helper::Unary(_, t) => {
             sig.params.push(AbiParam::new(scalar_type(t)));
             sig.returns.push(AbiParam::new(scalar_type(t)));
+            return sig;
+        }
+        Helper::DemoteF64(_) => {
+            sig.params.push(AbiParam::new(types::F64));
+            sig.returns.push(AbiParam::new(types::F32));
             return sig;
         }
         Helper::Veclib(f) | Helper::VeclibStream(f) => (f.arity() + 2, f.params()),

@@ -22,7 +22,9 @@ use graphlift_ir::ElementType;
 /// is `f32`, `i32` or `bool`, `X2` when every value is `f64`, `i64` or `bool`, else `Mixed`.
 /// [`Lanes::X1`] (one element per value: `f32`, `f64`, `i32`, `i64`, and `bool` as an `I8`
 /// 0/1) is the scalar code of per-lane fallbacks, and the loop width of
-/// [`crate::JitKernel::compile_scalar`].
+/// [`crate::JitKernel::compile_scalar`]. The storage types count as the type they are
+/// computed in ([`crate::storage::compute_type`]: `f16` as `f32`, `u8` as `i32`, `u32` as
+/// `i64`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Lanes {
     /// Four 32-bit lanes per value (`F32X4` / `I32X4`).
@@ -53,8 +55,10 @@ impl Lanes {
     }
 
     /// Whether values of element type `t` have a representation at this width (`bool`
-    /// fits every width; numbers fit the vector width of their own size, `Mixed` and `X1`).
+    /// fits every width; numbers fit the vector width of the size of the type they are
+    /// computed in, [`crate::storage::compute_type`], `Mixed` and `X1`).
     pub fn holds(self, t: ElementType) -> bool {
+        let t = crate::storage::compute_type(t);
         match self {
             Lanes::X4 => matches!(t, ElementType::F32 | ElementType::I32 | ElementType::Bool),
             Lanes::X2 => matches!(t, ElementType::F64 | ElementType::I64 | ElementType::Bool),
@@ -76,7 +80,7 @@ impl Lanes {
     /// width: `X4` or `X2` by the number's size in a `Mixed` loop, the loop's own width
     /// otherwise. (`bool` in a `Mixed` loop has no fixed width: `X4`, the form of loads.)
     pub fn of_number(self, t: ElementType) -> Lanes {
-        match (self, t) {
+        match (self, crate::storage::compute_type(t)) {
             (Lanes::Mixed, ElementType::F64 | ElementType::I64) => Lanes::X2,
             (Lanes::Mixed, _) => Lanes::X4,
             (l, _) => l,
@@ -129,12 +133,13 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// 32-bit one at `X2`) has no type, nor has anything at `Mixed`; plans never produce
     /// one, and `INVALID` would make Cranelift reject the function rather than compute with
     /// the wrong lane size. Nor has an element type that fused kernels do not lower
-    /// ([`crate::lowers`]; plans refuse those).
+    /// ([`crate::lowers`]; plans refuse those). A storage type has the type of the one it
+    /// is computed in ([`crate::storage::compute_type`]: `f16` as `f32`, `i8` as `i32`).
     pub fn ty(&self, t: ElementType) -> Type {
         if !crate::lowers(t) {
             return types::INVALID;
         }
-        match (self.lanes, t) {
+        match (self.lanes, crate::storage::compute_type(t)) {
             (Lanes::X4, ElementType::F32) => types::F32X4,
             (Lanes::X4, ElementType::I32 | ElementType::Bool) => types::I32X4,
             (Lanes::X2, ElementType::F64) => types::F64X2,
@@ -159,8 +164,11 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.ty(ElementType::I32)
     }
 
-    /// A constant of element type `t` from raw bits (`bool`: 0/1, integers sign-extended).
+    /// A constant of element type `t` from raw bits (`bool`: 0/1, integers sign-extended; a
+    /// storage type's constant as bits of the type it is computed in,
+    /// [`crate::storage::compute_type`]).
     pub fn constant(&mut self, t: ElementType, bits: u64) -> Value {
+        let t = crate::storage::compute_type(t);
         match self.lanes {
             Lanes::X4 | Lanes::X2 | Lanes::Mixed => {
                 let lane = match t {

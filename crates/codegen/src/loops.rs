@@ -4,10 +4,12 @@
 
 use super::broadcast::Addressing;
 use super::lanes::{Emit, Lanes};
-use super::lower::{bool_to_mask_lane, lower, HelperRefs};
+use super::lower::{bool_to_mask_lane, demote_helper, lower, HelperRefs};
 use super::mixed::{convert_across, parts, reform};
 use super::plan::{KernelPlan, SlotId, SlotOp};
+use super::storage::{holds_values, keeps_values, narrow, saturation_bounds};
 use crate::access::*;
+use crate::helpers::Helper;
 use crate::plan::operands;
 use crate::provenance::slot_srcloc;
 use crate::JitError;
@@ -113,7 +115,7 @@ pub fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), Ji
             SlotOp::Load { arg, .. } => {
                 let base = arg_ptr(fr, *arg)?;
                 let zero = b.ins().iconst(fr.ptr, 0);
-                let x = scalar_load(b, base, zero, slot.ty);
+                let x = scalar_load(b, base, zero, slot.storage);
                 let v = match form {
                     Lanes::X1 => x,
                     Lanes::X4 | Lanes::X2 | Lanes::Mixed => {
@@ -138,7 +140,11 @@ pub fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), Ji
 }
 
 /// Lowers the computing slot `k` on the values `vals` of earlier slots: part by part at the
-/// slot's form, with `bool` operands moved to that form, or by [`convert_across`].
+/// slot's form, with `bool` operands moved to that form, or by [`convert_across`]. A
+/// conversion from a float to a narrow integer is clamped to the integer's range after the
+/// (saturating) conversion to the wide one ([`saturation_bounds`]); any other result of a
+/// storage type is brought to that type's values ([`narrow`], unless the op keeps them,
+/// [`keeps_values`], or its operand holds them already, [`holds_values`]).
 pub fn lower_slot(
     b: &mut FunctionBuilder,
     fr: &Frame,
@@ -149,19 +155,6 @@ pub fn lower_slot(
     let slot = &plan.slots[k];
     let form = fr.forms[k];
     let value = |s: usize| vals[s].as_ref().ok_or_else(|| missing(plan, s));
-    if let SlotOp::Convert(a) = slot.op {
-        if fr.forms[a] != form && plan.slots[a].ty != ElementType::Bool {
-            return convert_across(b, plan.slots[a].ty, slot.ty, value(a)?).ok_or_else(|| {
-                JitError::Codegen {
-                    kernel: plan.name.clone(),
-                    message: format!(
-                        "node `{}`: no conversion from {} to {} across widths",
-                        slot.node, plan.slots[a].ty, slot.ty
-                    ),
-                }
-            });
-        }
-    }
     // Numbers are at their own width (their form); masks are moved to the slot's.
     let ins = operands(&slot.op)
         .into_iter()
@@ -174,22 +167,114 @@ pub fn lower_slot(
             })
         })
         .collect::<Result<Vec<Parts>, JitError>>()?;
-    (0..parts(plan.lanes, form))
-        .map(|p| {
-            let args = ins
-                .iter()
-                .map(|v| v.get(p).copied().ok_or_else(|| missing(plan, k)))
-                .collect::<Result<Vec<Value>, JitError>>()?;
-            lower(
-                &mut Emit::new(b, form),
-                fr.helpers,
-                slot,
-                &plan.slots,
-                &args,
-            )
-            .map_err(|e| named(e, plan))
-        })
-        .collect()
+    let across = match slot.op {
+        SlotOp::Convert(a) => {
+            let from = plan.slots[a].ty;
+            (fr.forms[a] != form && from != ElementType::Bool).then_some(from)
+        }
+        _ => None,
+    };
+    let demote = match slot.op {
+        SlotOp::Convert(a) => demote_helper(plan.slots[a].ty, slot.storage),
+        _ => None,
+    };
+    let out: Parts = if let Some(h) = demote {
+        // `f64` to a 16-bit float: the reference's conversion, once per lane.
+        vec![call_per_lane(b, fr, h, &ins[0], form)?]
+    } else if let Some(from) = across {
+        convert_across(b, from, slot.ty, &ins[0]).ok_or_else(|| JitError::Codegen {
+            kernel: plan.name.clone(),
+            message: format!(
+                "node `{}`: no conversion from {} to {} across widths",
+                slot.node, from, slot.ty
+            ),
+        })?
+    } else {
+        (0..parts(plan.lanes, form))
+            .map(|p| {
+                let args = ins
+                    .iter()
+                    .map(|v| v.get(p).copied().ok_or_else(|| missing(plan, k)))
+                    .collect::<Result<Vec<Value>, JitError>>()?;
+                lower(
+                    &mut Emit::new(b, form),
+                    fr.helpers,
+                    slot,
+                    &plan.slots,
+                    &args,
+                )
+                .map_err(|e| named(e, plan))
+            })
+            .collect::<Result<Parts, JitError>>()?
+    };
+    let (operand_holds, saturate) = match slot.op {
+        SlotOp::Convert(a) => (
+            holds_values(plan, a, slot.storage),
+            saturation_bounds(slot.storage).filter(|_| plan.slots[a].ty.is_float()),
+        ),
+        _ => (false, None),
+    };
+    if let Some(bounds) = saturate {
+        // From a float: saturated to the type's range in the wide integer it was converted
+        // to (which saturates at its own), so nothing is left to wrap.
+        let mut e = Emit::new(b, form);
+        return Ok(out
+            .into_iter()
+            .map(|v| clamp(&mut e, slot.ty, v, bounds))
+            .collect());
+    }
+    if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) || operand_holds {
+        return Ok(out);
+    }
+    let mut e = Emit::new(b, form);
+    Ok(out
+        .into_iter()
+        .map(|v| narrow(&mut e, slot.storage, v))
+        .collect())
+}
+
+/// The `f32` results of helper `h` (one argument, one result) on each lane of the parts
+/// `x`, as one value of form `form` (`X4`: a vector, `X1`: a scalar).
+fn call_per_lane(
+    b: &mut FunctionBuilder,
+    fr: &Frame,
+    h: Helper,
+    x: &[Value],
+    form: Lanes,
+) -> Result<Value, JitError> {
+    let mut lanes = Vec::with_capacity(form.count());
+    for &part in x {
+        let ty = b.func.dfg.value_type(part);
+        if ty.is_vector() {
+            for l in 0..ty.lane_count() {
+                lanes.push(b.ins().extractlane(part, l as u8));
+            }
+        } else {
+            lanes.push(part);
+        }
+    }
+    let mut e = Emit::new(b, Lanes::X1);
+    let results = lanes
+        .iter()
+        .map(|&v| fr.helpers.call(&mut e, h, &[v]))
+        .collect::<Result<Vec<Value>, JitError>>()?;
+    if form == Lanes::X1 {
+        return Ok(results[0]);
+    }
+    let ty = Emit::new(b, form).f32_ty();
+    let mut v = b.ins().scalar_to_vector(ty, results[0]);
+    for (l, &r) in results.iter().enumerate().skip(1) {
+        v = b.ins().insertlane(v, r, l as u8);
+    }
+    Ok(v)
+}
+
+/// `x` (lanes of integer type `t`) held to `[lo, hi]`.
+fn clamp(e: &mut Emit, t: ElementType, x: Value, (lo, hi): (i64, i64)) -> Value {
+    let lo = e.constant(t, lo as u64);
+    let hi = e.constant(t, hi as u64);
+    let x = e.b.ins().smax(x, lo);
+    e.b.ins().smin(x, hi)
 }
 
 /// Where part `p` of a value of form `form` is read or written, for a body at `at`.
@@ -257,7 +342,7 @@ pub fn emit_body(b: &mut FunctionBuilder, fr: &Frame, body: &Body, at: At) -> Re
                 (0..parts(plan.lanes, form))
                     .map(|p| {
                         let at = part_at(b, at, p, form);
-                        load(b, base, addressing, slot.ty, at, form, fr.plan.count)
+                        load(b, base, addressing, slot.storage, at, form, fr.plan.count)
                     })
                     .collect()
             }

@@ -29,7 +29,11 @@ impl HelperRefs {
         })
     }
 
-    fn call(&self, e: &mut Emit, h: Helper, args: &[Value]) -> Result<Value, JitError> {
+    /// Calls helper `h` (imported) on scalar `args`; its one result.
+    ///
+    /// # Errors
+    /// [`JitError::Codegen`] if `h` was not imported.
+    pub fn call(&self, e: &mut Emit, h: Helper, args: &[Value]) -> Result<Value, JitError> {
         let f = self.get(h, "")?;
         let inst = e.b.ins().call(f, args);
         Ok(e.b.inst_results(inst)[0])
@@ -51,8 +55,16 @@ pub fn helper_of(slot: &Slot, slots: &[Slot]) -> Option<Helper> {
         }
         SlotOp::Unary(u, _) => scalar_unary(*u, slot.ty)
             .or_else(|| vmath::trig_fallback(*u, slot.ty).then_some(Helper::Unary(*u, slot.ty))),
+        SlotOp::Convert(a) => demote_helper(slots[*a].ty, slot.storage),
         _ => None,
     }
+}
+
+/// The helper of a conversion from `from` to storage type `to` that calls the reference
+/// once per lane: `f64` to `f16` or `bf16` ([`Helper::DemoteF64`]).
+pub fn demote_helper(from: ElementType, to: ElementType) -> Option<Helper> {
+    (from == ElementType::F64 && matches!(to, ElementType::F16 | ElementType::BF16))
+        .then_some(Helper::DemoteF64(to))
 }
 
 /// The helper of unary op `u` on `t` when it is one of [`UnaryOp::TRIG`] without an inline

@@ -45,8 +45,12 @@ pub enum SlotOp {
 pub struct Slot {
     /// What it computes.
     pub op: SlotOp,
-    /// Its element type.
+    /// The element type it is computed in: its storage type's
+    /// [`crate::storage::compute_type`] (`f32` for an `f16` value).
     pub ty: ElementType,
+    /// Its element type in the graph (what loads read and stores write; `ty` unless a
+    /// storage type, [`crate::storage`]).
+    pub storage: ElementType,
     /// `true` when it depends on no per-element load (computed once, before the loop).
     pub invariant: bool,
     /// The body node it came from (for error messages).
@@ -273,14 +277,16 @@ pub fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, JitError> 
 
 struct Planner {
     slots: Vec<Slot>,
+    /// Slots by what they compute and their storage type (an `i8` and an `i32` add differ).
     numbering: HashMap<(SlotOp, ElementType), SlotId>,
     constants: Vec<Arc<TensorData>>,
     live_ins: usize,
 }
 
 impl Planner {
-    fn push(&mut self, op: SlotOp, ty: ElementType, node: &Node) -> SlotId {
-        if let Some(&s) = self.numbering.get(&(op.clone(), ty)) {
+    /// The slot computing `op` with result type `storage` (shared with an equal one).
+    fn push(&mut self, op: SlotOp, storage: ElementType, node: &Node) -> SlotId {
+        if let Some(&s) = self.numbering.get(&(op.clone(), storage)) {
             return s;
         }
         let invariant = match &op {
@@ -297,11 +303,12 @@ impl Planner {
         let id = self.slots.len();
         self.slots.push(Slot {
             op: op.clone(),
-            ty,
+            ty: crate::storage::compute_type(storage),
+            storage,
             invariant,
             node: Arc::clone(node.shared_name()),
         });
-        self.numbering.insert((op, ty), id);
+        self.numbering.insert((op, storage), id);
         id
     }
 
@@ -404,8 +411,10 @@ fn normalize(view: &View, s: &Shape, count: usize) -> Result<View, JitError> {
     })
 }
 
-/// The raw bits of a one-element constant (`bool` as 0/1, integers sign-extended; types
-/// fused kernels do not lower, which plans refuse, as 0).
+/// The raw bits of a one-element constant in the type it is computed in
+/// ([`crate::storage::compute_type`]): `bool` as 0/1, integers sign- (signed) or
+/// zero-extended (unsigned), 16-bit floats as the `f32` of their value; types fused kernels
+/// do not lower, which plans refuse, as 0.
 fn scalar_bits(d: &TensorData) -> u64 {
     match d {
         TensorData::F32(v) => u64::from(v[0].to_bits()),
@@ -413,6 +422,13 @@ fn scalar_bits(d: &TensorData) -> u64 {
         TensorData::I32(v) => v[0] as i64 as u64,
         TensorData::I64(v) => v[0] as u64,
         TensorData::Bool(v) => u64::from(v[0]),
+        TensorData::I8(v) => v[0] as i64 as u64,
+        TensorData::U8(v) => u64::from(v[0]),
+        TensorData::I16(v) => v[0] as i64 as u64,
+        TensorData::U16(v) => u64::from(v[0]),
+        TensorData::U32(v) => u64::from(v[0]),
+        TensorData::F16(v) => u64::from(v[0].to_f32().to_bits()),
+        TensorData::BF16(v) => u64::from(v[0].to_f32().to_bits()),
         _ => 0,
     }
 }

@@ -197,7 +197,11 @@ impl StripPlan {
                         },
                         None,
                         None,
-                    ) if plan.reads_contiguously(*arg) => Source::Input(*arg),
+                    ) if plan.reads_contiguously(*arg)
+                        && plan.args[*arg].ty == plan.slots[a].ty =>
+                    {
+                        Source::Input(*arg)
+                    }
                     _ => {
                         buffer[a] = Some(buffers);
                         buffers += 1;
@@ -206,7 +210,12 @@ impl StripPlan {
                 };
                 sources.push((a, source));
             }
-            let target = match plan.outputs.iter().position(|&(s, _)| s == k) {
+            // An output of a storage type is written by the loops, which convert.
+            let target = match plan
+                .outputs
+                .iter()
+                .position(|&(s, t)| s == k && t == plan.slots[k].ty)
+            {
                 Some(o) => {
                     target_of.insert(k, Source::Output(o));
                     Target::Output(o)

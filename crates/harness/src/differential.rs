@@ -100,6 +100,10 @@ pub struct Stats {
     pub kernels: usize,
     /// Of those, kernels with more than one output.
     pub multi_output_kernels: usize,
+    /// Of those, kernels that load or store elements narrower than they compute them (`i8`,
+    /// `u8`, `i16`, `u16`, `u32`, `f16`, `bf16` values: their Cranelift IR has a narrow load
+    /// or store).
+    pub narrow_kernels: usize,
     /// Elements compared bit for bit.
     pub exact_elements: usize,
     /// Elements compared against an ulp bound.
@@ -114,6 +118,7 @@ impl std::ops::AddAssign for Stats {
     fn add_assign(&mut self, o: Stats) {
         self.kernels += o.kernels;
         self.multi_output_kernels += o.multi_output_kernels;
+        self.narrow_kernels += o.narrow_kernels;
         self.exact_elements += o.exact_elements;
         self.approximate_elements += o.approximate_elements;
         self.in_place_writes += o.in_place_writes;
@@ -173,6 +178,19 @@ pub enum Mismatch {
         ulp: f64,
         /// The bound in ulp.
         bound: f64,
+    },
+    /// An `f16` or `bf16` approximate sink is more than one ulp of its type off.
+    ApproximateHalf {
+        /// Result index.
+        result: usize,
+        /// Element index.
+        element: usize,
+        /// CPU-JIT's value.
+        jit: f64,
+        /// The interpreter's value.
+        interpreter: f64,
+        /// Representable values apart.
+        ulp: u32,
     },
     /// A variable differs after a call (compared bit for bit, any NaN matching any NaN).
     Variable {
@@ -239,6 +257,16 @@ impl fmt::Display for Mismatch {
             } => write!(
                 f,
                 "result {result} element {element}: Power: CPU-JIT {jit:e}, INTERPRETER {interpreter:e}, {ulp} ulp apart (bound {bound})"
+            ),
+            Mismatch::ApproximateHalf {
+                result,
+                element,
+                jit,
+                interpreter,
+                ulp,
+            } => write!(
+                f,
+                "result {result} element {element}: CPU-JIT {jit:e}, INTERPRETER {interpreter:e}, {ulp} ulp of the 16-bit type apart (bound 1)"
             ),
             Mismatch::Variable {
                 name,

@@ -14,7 +14,7 @@ use graphlift_codegen::plan::{KernelPlan, SlotId, SlotOp};
 ///
 /// It is everything code generation reads from a [`KernelPlan`] except names: the iteration
 /// space's element count, the lane width, the input buffers' element types and lengths, each
-/// slot's op (with its broadcast addressing and constant bits), element type and invariance,
+/// slot's op (with its broadcast addressing and constant bits), element types and invariance,
 /// the output slots, the bits of every hidden constant buffer and the code-path switches.
 /// Two fused regions with equal keys compile to the same machine code, so the second reuses
 /// the first's [`KernelCode`] — and with it the JIT module that owns the code, which is freed
@@ -25,7 +25,9 @@ pub(crate) struct KernelKey {
     lanes: Lanes,
     live_ins: usize,
     args: Vec<(ElementType, usize)>,
-    slots: Vec<(SlotOp, ElementType, bool)>,
+    /// Per slot: op, compute type, storage type ([`graphlift_codegen::storage`]: an `f16`
+    /// value is computed in `f32` but rounded), invariance.
+    slots: Vec<(SlotOp, ElementType, ElementType, bool)>,
     outputs: Vec<(SlotId, ElementType)>,
     constants: Vec<ConstBits>,
     veclib: bool,
@@ -48,7 +50,7 @@ impl KernelKey {
             slots: plan
                 .slots
                 .iter()
-                .map(|s| (s.op.clone(), s.ty, s.invariant))
+                .map(|s| (s.op.clone(), s.ty, s.storage, s.invariant))
                 .collect(),
             outputs: plan.outputs.clone(),
             constants: plan.constants.iter().map(|c| bits(c)).collect(),

@@ -251,6 +251,9 @@ impl Layout {
         if !lanes_32 || plan.slots.is_empty() {
             return Err(Refusal::NotF32);
         }
+        if let Some(s) = plan.slots.iter().find(|s| s.storage != s.ty) {
+            return Err(Refusal::Storage(s.storage));
+        }
         let mut row = None;
         let mut row_args = Vec::new();
         let mut run: Option<Run> = None;

@@ -17,6 +17,9 @@ pub enum Refusal {
     NotFourLane,
     /// Its iteration space has 2^31 elements or more.
     TooLarge,
+    /// A value is of a storage type (`f16`, `bf16`, `i8`, `u8`, `i16`, `u16`:
+    /// [`crate::storage`]), whose conversions the assembler has no code for.
+    Storage(graphlift_ir::ElementType),
     /// A value or output is not `f32`.
     NotF32,
     /// An operation the assembler has no code for (its name).
@@ -40,6 +43,10 @@ impl std::fmt::Display for Refusal {
             Refusal::NotFourLane => write!(f, "its values are not all 32-bit"),
             Refusal::TooLarge => write!(f, "it has 2^31 elements or more"),
             Refusal::NotF32 => write!(f, "a value is not f32"),
+            Refusal::Storage(t) => write!(
+                f,
+                "a value is stored as {t}, which the assembler does not convert"
+            ),
             Refusal::Op(op) => write!(f, "the assembler has no code for {op}"),
             Refusal::Addressing => {
                 write!(

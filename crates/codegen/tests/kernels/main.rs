@@ -9,6 +9,7 @@ mod avx512;
 mod broadcast;
 mod mixed;
 mod ops;
+mod storage;
 mod stream;
 mod veclib;
 mod x2;
@@ -96,6 +97,13 @@ pub fn sentinel(t: ElementType, n: usize) -> TensorData {
         ElementType::I32 => TensorData::I32(vec![0x5a5a_5a5a; n]),
         ElementType::I64 => TensorData::I64(vec![0x5a5a_5a5a_5a5a; n]),
         ElementType::Bool => TensorData::Bool(vec![true; n]),
+        ElementType::I8 => TensorData::I8(vec![0x5a; n]),
+        ElementType::U8 => TensorData::U8(vec![0xa5; n]),
+        ElementType::I16 => TensorData::I16(vec![0x5a5a; n]),
+        ElementType::U16 => TensorData::U16(vec![0xa5a5; n]),
+        ElementType::U32 => TensorData::U32(vec![0xa5a5_a5a5; n]),
+        ElementType::F16 => TensorData::F16(vec![graphlift_ir::f16::from_f32(1234.5); n]),
+        ElementType::BF16 => TensorData::BF16(vec![graphlift_ir::bf16::from_f32(1234.5); n]),
         other => panic!("fused kernels do not lower {other}"),
     }
 }

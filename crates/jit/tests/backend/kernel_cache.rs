@@ -155,3 +155,26 @@ fn many_distinct_graphs_compiled_and_dropped_leave_only_the_cached_code() {
     backend.clear_cache();
     assert!(watches.iter().all(|w| w.is_released()));
 }
+
+#[test]
+fn kernels_that_differ_only_in_a_storage_type_do_not_share_code() {
+    // `f32 -> f16 -> f32` and `f32 -> bf16 -> f32` plan to the same ops on the same `f32`
+    // lanes and differ only in how the middle value is rounded.
+    let through = |t| {
+        let b = FunctionBuilder::new("through");
+        let [x, y] = ["x", "y"].map(|p| b.parameter(p, F32, [16]));
+        b.finish(&[x.convert(t).convert(F32) + y]).unwrap()
+    };
+    let backend = backend(4);
+    for t in [
+        graphlift_ir::ElementType::F16,
+        graphlift_ir::ElementType::BF16,
+    ] {
+        let f = through(t);
+        let exe = backend.compile_executable(&f).unwrap();
+        let ins = &inputs()[..2];
+        let want = InterpreterBackend.compile(&f).unwrap().run(ins).unwrap();
+        assert_eq!(exe.run(ins).unwrap(), want, "through {t}");
+    }
+    assert_eq!(backend.cache_stats().compiled, 2);
+}
