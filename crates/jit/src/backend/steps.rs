@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::epilogue::EpilogueStep;
-use graphlift_kernels::native::PackedWeights;
 use graphlift_ir::{Function, Node, NodeId, TensorType};
+use graphlift_kernels::native::PackedWeights;
 use graphlift_runtime::RuntimeError;
 
 /// A node's provenance tags, comma-separated, for error messages.

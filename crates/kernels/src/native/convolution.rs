@@ -9,8 +9,8 @@ use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
 use super::gemm_call::{gemm_into, Strided};
-use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
 use super::matmul::ROW_BLOCK_ALIGN;
+use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
@@ -273,52 +273,50 @@ fn convolve<T>(
     let packed = packed.filter(|w| w.side() == Side::Left && w.extents() == (g.groups, mg, depth));
     // `out[.., columns of the band] = filters · fields` for rows `row0..row0 + r` of group
     // `grp`'s filters: on the packed path where it takes them, else through gemm.
-    let band_product = |(grp, row0): (usize, usize),
-                        cols: &[T],
-                        out: &mut [T],
-                        r: usize,
-                        band: &Range<usize>| {
-        let span = band.start * g.ow..band.end * g.ow;
-        let on_packed = packed.is_some_and(|w| {
-            let (Some(cols), Some(out)) = (T::as_f32(cols), T::as_f32_mut(&mut out[span.start..]))
-            else {
-                return false;
+    let band_product =
+        |(grp, row0): (usize, usize), cols: &[T], out: &mut [T], r: usize, band: &Range<usize>| {
+            let span = band.start * g.ow..band.end * g.ow;
+            let on_packed = packed.is_some_and(|w| {
+                let (Some(cols), Some(out)) =
+                    (T::as_f32(cols), T::as_f32_mut(&mut out[span.start..]))
+                else {
+                    return false;
+                };
+                packed::product(
+                    (out, plane),
+                    Lhs::Packed {
+                        w,
+                        matrix: grp,
+                        first_row: row0,
+                    },
+                    Rhs::Strided {
+                        data: cols,
+                        ks: span.len(),
+                    },
+                    (r, depth, span.len()),
+                    false,
+                )
+            });
+            let Some(filters) = f.get((grp * mg + row0) * depth..).filter(|_| !on_packed) else {
+                return;
             };
-            packed::product(
-                (out, plane),
-                Lhs::Packed {
-                    w,
-                    matrix: grp,
-                    first_row: row0,
-                },
-                Rhs::Strided {
-                    data: cols,
-                    ks: span.len(),
-                },
-                (r, depth, span.len()),
-                false,
-            )
-        });
-        let Some(filters) = f.get((grp * mg + row0) * depth..).filter(|_| !on_packed) else {
-            return;
+            gemm_into(
+                (
+                    &mut out[span.start..],
+                    Strided {
+                        rows: r,
+                        cols: span.len(),
+                        row_stride: plane,
+                        col_stride: 1,
+                    },
+                ),
+                (filters, Strided::row_major(r, depth)),
+                (cols, Strided::row_major(depth, span.len())),
+                T::from(1.0),
+                None,
+                gemm::Parallelism::None,
+            );
         };
-        gemm_into(
-            (
-                &mut out[span.start..],
-                Strided {
-                    rows: r,
-                    cols: span.len(),
-                    row_stride: plane,
-                    col_stride: 1,
-                },
-            ),
-            (filters, Strided::row_major(r, depth)),
-            (cols, Strided::row_major(depth, span.len())),
-            T::from(1.0),
-            None,
-            gemm::Parallelism::None,
-        );
-    };
     // Unroll the group's fields band by band, multiply by the group's filters.
     let convolve_group = |k: usize, out: &mut [T]| {
         let (image, grp, filters) = operands(k);

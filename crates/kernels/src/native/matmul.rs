@@ -265,8 +265,8 @@ pub fn matmul(
     match (a, b, &mut c) {
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
             batched(z, &p, parallel, epilogue, |i, row0, c| {
-                let on_packed = packed
-                    .is_some_and(|w| packed_rows(w, (x, y), (sa, sb), &p, (i, row0), c));
+                let on_packed =
+                    packed.is_some_and(|w| packed_rows(w, (x, y), (sa, sb), &p, (i, row0), c));
                 if !on_packed {
                     gemm_rows(x, y, &p, (i, row0), c, 1.0);
                 }

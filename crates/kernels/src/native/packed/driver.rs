@@ -15,7 +15,11 @@ const KC: usize = 128;
 #[derive(Clone, Copy)]
 pub(in crate::native) enum Lhs<'a> {
     /// `a(i, p)` at `data[i · rs + p · ks]`.
-    Strided { data: &'a [f32], rs: usize, ks: usize },
+    Strided {
+        data: &'a [f32],
+        rs: usize,
+        ks: usize,
+    },
     /// Rows `first_row..first_row + m` (`first_row` a multiple of the panel height) of
     /// matrix `matrix` of weights packed for the left side.
     Packed {
@@ -131,12 +135,33 @@ pub(in crate::native) fn product(
             }
         }
     };
+    // The next micro-panel of packed `b` (`kc · NR` elements from `b(k0, j0 + NR)`), fetched
+    // towards L2 a slice per row tile while the current one runs: a packed constant is
+    // usually in L3 or memory, and the first row tile over a panel would otherwise wait for
+    // it line by line.
+    let next_panel = |k0: usize, kc: usize, j0: usize| -> Option<(*const f32, usize)> {
+        let Rhs::Packed { .. } = rhs else {
+            return None;
+        };
+        if j0 + NR < n {
+            Some((b_at(k0, j0 + NR).0, kc * NR))
+        } else {
+            // The first panel of the next block of `k`.
+            let k1 = k0 + kc;
+            (k1 < k).then(|| (b_at(k1, 0).0, KC.min(k - k1) * NR))
+        }
+    };
+    let tiles = m.div_ceil(MR);
     let c_ptr = c.as_mut_ptr();
     for k0 in (0..k).step_by(KC) {
         let kc = KC.min(k - k0);
         for j0 in (0..n).step_by(NR) {
             let (b, b_ks) = b_at(k0, j0);
+            let next = next_panel(k0, kc, j0);
             for i0 in (0..m).step_by(MR) {
+                if let Some((at, len)) = next {
+                    prefetch_part(at, len, (i0 / MR, tiles));
+                }
                 let (a, a_rs, a_ks) = a_at(i0, k0);
                 let tile = Tile {
                     a,
@@ -167,4 +192,23 @@ pub(in crate::native) fn product(
         }
     }
     true
+}
+
+/// Prefetches part `part` of `parts` of the `len` elements at `at` towards L2 (a hint:
+/// nothing is read, and no address is required to be valid).
+fn prefetch_part(at: *const f32, len: usize, (part, parts): (usize, usize)) {
+    const LINE: usize = 64 / std::mem::size_of::<f32>();
+    let lines = len.div_ceil(LINE);
+    let per = lines.div_ceil(parts.max(1));
+    for line in part * per..((part + 1) * per).min(lines) {
+        let p = at.wrapping_add(line * LINE);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint that never faults and reads nothing the program
+        // sees; SSE is part of the x86-64 baseline.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p.cast());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
+    }
 }

@@ -199,7 +199,11 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 /// `None` (the `gemm` crate runs, as for every other product) when the target has no
 /// AVX-512 code ([`Target::avx512`]: the host lacks AVX-512F or it is switched off), or
 /// the node is anything else.
-pub fn prepare(node: &Node, constants: &[Option<&Tensor>], target: &Target) -> Option<PackedWeights> {
+pub fn prepare(
+    node: &Node,
+    constants: &[Option<&Tensor>],
+    target: &Target,
+) -> Option<PackedWeights> {
     if !target.avx512() {
         return None;
     }
@@ -223,16 +227,13 @@ pub fn prepare(node: &Node, constants: &[Option<&Tensor>], target: &Target) -> O
                 return None;
             }
             let per_group = dims[0] / conv.groups;
-            let depth = dims[1..].iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+            let depth = dims[1..]
+                .iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(d))?;
             if per_group == 1 && dims[1] == 1 {
                 return None;
             }
-            PackedWeights::pack(
-                f32_data(f)?,
-                Side::Left,
-                1,
-                (conv.groups, per_group, depth),
-            )
+            PackedWeights::pack(f32_data(f)?, Side::Left, 1, (conv.groups, per_group, depth))
         }
         _ => None,
     }
