@@ -62,7 +62,7 @@ fn lhs_fits(lhs: &Lhs<'_>, m: usize, k: usize) -> bool {
             w.side == Side::Left
                 && matrix < w.count
                 && w.cols == k
-                && first_row % MR == 0
+                && first_row.is_multiple_of(MR)
                 && first_row.checked_add(m).is_some_and(|end| end <= w.rows)
         }
     }

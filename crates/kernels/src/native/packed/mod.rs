@@ -50,7 +50,7 @@ impl Element for f64 {
 
 /// Row blocks the native products split over threads start on whole panels of packed
 /// left weights.
-const _: () = assert!(super::matmul::ROW_BLOCK_ALIGN % MR == 0);
+const _: () = assert!(super::matmul::ROW_BLOCK_ALIGN.is_multiple_of(MR));
 
 /// Which operand of the product packed weights are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
