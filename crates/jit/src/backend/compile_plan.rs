@@ -160,17 +160,18 @@ type Stage = fn(&mut Lowering, &CpuJitBackend) -> Result<(), RuntimeError>;
 /// kernel plan per fused kernel, epilogue fusion into MatMul and convolution output loops,
 /// each kernel's code path ([`choose_code_path`]), state (assigns written in place by their
 /// kernels, reads that alias a variable's storage: `backend/state.rs`), liveness (which temporaries die after
-/// which step), buffers (temporaries to recycled buffers), and the kernels' machine code
-/// (from the kernel cache or new JIT modules).
+/// which step), buffers (temporaries to recycled buffers), the kernels' machine code
+/// (from the kernel cache or new JIT modules), and the constant operands of native
+/// products packed once (`packing`).
 const STAGES: [(&str, Stage); 8] = [
     ("steps", Lowering::steps),
     ("epilogue_fusion", Lowering::epilogue_fusion),
-    ("packing", Lowering::packing),
     ("code_paths", Lowering::code_paths),
     ("state", Lowering::state),
     ("liveness", Lowering::liveness),
     ("buffers", Lowering::buffers),
     ("kernels", Lowering::kernels),
+    ("packing", Lowering::packing),
 ];
 
 /// A Function part way through its compilation: what each stage has planned so far.

@@ -107,8 +107,9 @@ impl PackedWeights {
                 }
                 Side::Right => {
                     for (p, row) in m.chunks_exact(cols.max(1)).enumerate().take(rows) {
-                        for (j, &v) in row.iter().enumerate() {
-                            dst[(j / NR) * NR * rows + p * NR + j % NR] = v;
+                        for (jp, part) in row.chunks(NR).enumerate() {
+                            let at = jp * NR * rows + p * NR;
+                            dst[at..at + part.len()].copy_from_slice(part);
                         }
                     }
                 }
