@@ -198,6 +198,17 @@ pub fn report(exe: &CpuJitExecutable) -> String {
             let _ = writeln!(s, "  - {node}: {how}");
         }
     }
+    let packed: Vec<_> = exe
+        .steps()
+        .into_iter()
+        .filter_map(|st| st.packed.map(|w| (st.node, st.op, w)))
+        .collect();
+    if !packed.is_empty() {
+        let _ = writeln!(s, "\nproducts on packed weights ({}):", packed.len());
+        for (node, op, w) in packed {
+            let _ = writeln!(s, "  - {node} ({op}): {w}");
+        }
+    }
     let state: Vec<_> = exe
         .steps()
         .into_iter()

@@ -33,5 +33,6 @@ fn each_compile_stage_is_dumped_in_order() {
     assert!(read("cpu-jit-05-liveness.txt").contains("frees"));
     assert!(read("cpu-jit-06-buffers.txt").contains("buffers:"));
     assert!(read("cpu-jit-07-kernels.txt").contains(" bytes"));
+    assert!(read("cpu-jit-08-packing.txt").contains("(MatMul) Native"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -80,6 +80,10 @@ pub struct StepInfo {
     /// For a control-flow step (`If`, `Loop`, `Scan`): what it runs, in words (its bodies
     /// and their kernels); `None` for other steps.
     pub control_flow: Option<String>,
+    /// For a native product (`MatMul`, `Convolution`) whose constant operand the backend
+    /// packed once at compile time: those weights, in words; `None` for other steps (their
+    /// products, if any, pack both operands on every call).
+    pub packed: Option<String>,
 }
 
 /// A backend: makes tensors and compiles Functions into Executables.

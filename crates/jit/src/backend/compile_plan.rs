@@ -16,6 +16,7 @@ use crate::JitError;
 use graphlift_codegen::compile::{self, CompiledKernel, KernelCode};
 use graphlift_codegen::module::KernelModule;
 use graphlift_codegen::plan;
+use graphlift_kernels::native;
 
 use graphlift_codegen::code_path::choose_code_path;
 
@@ -159,9 +160,10 @@ type Stage = fn(&mut Lowering, &CpuJitBackend) -> Result<(), RuntimeError>;
 /// kernel plan per fused kernel, epilogue fusion into MatMul and convolution output loops,
 /// each kernel's code path ([`choose_code_path`]), state (assigns written in place by their
 /// kernels, reads that alias a variable's storage: `backend/state.rs`), liveness (which temporaries die after
-/// which step), buffers (temporaries to recycled buffers), and the kernels' machine code
-/// (from the kernel cache or new JIT modules).
-const STAGES: [(&str, Stage); 7] = [
+/// which step), buffers (temporaries to recycled buffers), the kernels' machine code
+/// (from the kernel cache or new JIT modules), and the constant operands of native
+/// products packed once (`packing`).
+const STAGES: [(&str, Stage); 8] = [
     ("steps", Lowering::steps),
     ("epilogue_fusion", Lowering::epilogue_fusion),
     ("code_paths", Lowering::code_paths),
@@ -169,6 +171,7 @@ const STAGES: [(&str, Stage); 7] = [
     ("liveness", Lowering::liveness),
     ("buffers", Lowering::buffers),
     ("kernels", Lowering::kernels),
+    ("packing", Lowering::packing),
 ];
 
 /// A Function part way through its compilation: what each stage has planned so far.
@@ -290,6 +293,7 @@ impl Lowering {
                         free_after: Vec::new(),
                         epilogue: None,
                         in_place: Vec::new(),
+                        packed: None,
                     });
                     continue;
                 }
@@ -313,6 +317,7 @@ impl Lowering {
                 free_after: Vec::new(),
                 epilogue: None,
                 in_place: Vec::new(),
+                packed: None,
             });
         }
         self.result_locs = g
@@ -337,6 +342,28 @@ impl Lowering {
         if backend.target.epilogue_fusion() {
             let steps = std::mem::take(&mut self.steps);
             self.steps = fuse_epilogues(steps, &self.g, &self.plans)?;
+        }
+        Ok(())
+    }
+
+    /// Stage `packing`: the constant operand of each native product that takes the packed
+    /// `f32` path ([`graphlift_kernels::native::prepare`] decides) packed once, here, for
+    /// every call.
+    fn packing(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
+        for step in &mut self.steps {
+            if step.kind != StepKind::Native {
+                continue;
+            }
+            let node = self.g.node(step.node)?;
+            let own = &step.inputs[..node.inputs().len().min(step.inputs.len())];
+            let constants: Vec<Option<&Tensor>> = own
+                .iter()
+                .map(|l| match *l {
+                    Loc::Constant(c) => self.constants.get(c),
+                    _ => None,
+                })
+                .collect();
+            step.packed = native::prepare(node, &constants, &backend.target).map(Arc::new);
         }
         Ok(())
     }
@@ -405,6 +432,9 @@ impl Lowering {
             );
             if let Some(e) = &st.epilogue {
                 let _ = write!(s, " epilogue {:?} reads {:?}", e.step.kind, e.reads);
+            }
+            if let Some(w) = &st.packed {
+                let _ = write!(s, " {w}");
             }
             s.push('\n');
         }

@@ -391,6 +391,7 @@ impl Executable for CpuJitExecutable {
                     StepKind::ControlFlow(c) => self.plan.control_flow_info(n, c),
                     _ => None,
                 },
+                packed: s.packed.as_ref().map(|w| w.to_string()),
             })
             .collect()
     }

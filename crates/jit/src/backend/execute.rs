@@ -184,8 +184,16 @@ impl CpuJitExecutable {
             .resolve(own_inputs, src)
             .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
         match (step.kind, &step.epilogue) {
-            (StepKind::Native, None) => native::evaluate(node, &ins, seeded, &self.parallel),
-            (StepKind::Native, Some(e)) => self.run_with_epilogue(node, e, &ins, src, seeded),
+            (StepKind::Native, None) => native::evaluate_with_epilogue(
+                node,
+                &ins,
+                seeded,
+                &self.parallel,
+                None,
+                step.packed.as_deref(),
+            )
+            .map(|(outs, _)| outs),
+            (StepKind::Native, Some(e)) => self.run_with_epilogue(node, step, e, &ins, src, seeded),
             (StepKind::Read(_), _) => Ok(vec![copy_of(ins[0], seeded)]),
             (StepKind::ReadAlias(_) | StepKind::Assign(_) | StepKind::AssignInPlace(_), _) => Err(
                 Self::execution_error(node, "a state step runs in run_state_step".into()),
@@ -219,6 +227,7 @@ impl CpuJitExecutable {
     pub(super) fn run_with_epilogue(
         &self,
         node: &Node,
+        step: &Step,
         e: &EpilogueStep,
         ins: &[&Tensor],
         src: Sources<'_>,
@@ -268,6 +277,7 @@ impl CpuJitExecutable {
             vec![Some(product)],
             &self.parallel,
             Some(Epilogue::new(&run)),
+            step.packed.as_deref(),
         )?;
         if !ran {
             // A reference kernel computed the result: run the kernel over all of it.

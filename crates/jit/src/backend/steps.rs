@@ -1,8 +1,11 @@
 //! The steps of an executable's plan: what each runs, where its values live ([`Loc`]),
 //! and the direct call of a plan that is a single kernel.
 
+use std::sync::Arc;
+
 use super::epilogue::EpilogueStep;
 use graphlift_ir::{Function, Node, NodeId, TensorType};
+use graphlift_kernels::native::PackedWeights;
 use graphlift_runtime::RuntimeError;
 
 /// A node's provenance tags, comma-separated, for error messages.
@@ -112,6 +115,9 @@ pub(super) struct Step {
     /// variable's storage, reading that variable's live-ins from it (`backend/state.rs`);
     /// the output's temporary is never filled.
     pub(super) in_place: Vec<(usize, usize)>,
+    /// For a native `MatMul` or `Convolution` step: its constant operand packed once for
+    /// the packed `f32` product ([`graphlift_kernels::native::prepare`], stage `packing`).
+    pub(super) packed: Option<Arc<PackedWeights>>,
 }
 
 impl Step {

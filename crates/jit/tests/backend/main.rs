@@ -1,10 +1,12 @@
 //! Unit tests of the CPU-JIT backend: executables against the INTERPRETER, thread splitting,
-//! epilogue fusion, streaming decisions, provenance and execution traces.
+//! epilogue fusion, products on packed constant weights, streaming decisions, provenance and
+//! execution traces.
 
 mod backend;
 mod code_paths;
 mod epilogue;
 mod kernel_cache;
+mod packed;
 mod parallel;
 mod provenance;
 mod storage_types;

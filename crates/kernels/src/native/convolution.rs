@@ -10,6 +10,7 @@ use multiversion::multiversion;
 
 use super::gemm_call::{gemm_into, Strided};
 use super::matmul::ROW_BLOCK_ALIGN;
+use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
@@ -217,9 +218,9 @@ fn convolve<T>(
     conv: &Convolution,
     parallel: &Parallel,
     y: &mut [T],
-    epilogue: Option<Epilogue<'_>>,
+    (epilogue, packed): (Option<Epilogue<'_>>, Option<&PackedWeights>),
 ) where
-    T: Copy
+    T: Element
         + Default
         + From<f32>
         + Send
@@ -277,26 +278,54 @@ fn convolve<T>(
         let channels = (b * g.c + grp * cg) * plane;
         &x[channels..channels + cg * plane]
     };
-    // `out[.., columns of the band] = filters · fields` for `r` rows of filters.
-    let band_product = |filters: &[T], cols: &[T], out: &mut [T], r: usize, band: &Range<usize>| {
-        let span = band.start * g.ow..band.end * g.ow;
-        gemm_into(
-            (
-                &mut out[span.start..],
-                Strided {
-                    rows: r,
-                    cols: span.len(),
-                    row_stride: plane,
-                    col_stride: 1,
-                },
-            ),
-            (filters, Strided::row_major(r, depth)),
-            (cols, Strided::row_major(depth, span.len())),
-            T::from(1.0),
-            None,
-            gemm::Parallelism::None,
-        );
-    };
+    // The weights packed for the left side from the groups' filters, when they are.
+    let packed = packed.filter(|w| w.side() == Side::Left && w.extents() == (g.groups, mg, depth));
+    // `out[.., columns of the band] = filters · fields` for rows `row0..row0 + r` of group
+    // `grp`'s filters: on the packed path where it takes them, else through gemm.
+    let band_product =
+        |(grp, row0): (usize, usize), cols: &[T], out: &mut [T], r: usize, band: &Range<usize>| {
+            let span = band.start * g.ow..band.end * g.ow;
+            let on_packed = packed.is_some_and(|w| {
+                let (Some(cols), Some(out)) =
+                    (T::as_f32(cols), T::as_f32_mut(&mut out[span.start..]))
+                else {
+                    return false;
+                };
+                packed::product(
+                    (out, plane),
+                    Lhs::Packed {
+                        w,
+                        matrix: grp,
+                        first_row: row0,
+                    },
+                    Rhs::Strided {
+                        data: cols,
+                        ks: span.len(),
+                    },
+                    (r, depth, span.len()),
+                    false,
+                )
+            });
+            let Some(filters) = f.get((grp * mg + row0) * depth..).filter(|_| !on_packed) else {
+                return;
+            };
+            gemm_into(
+                (
+                    &mut out[span.start..],
+                    Strided {
+                        rows: r,
+                        cols: span.len(),
+                        row_stride: plane,
+                        col_stride: 1,
+                    },
+                ),
+                (filters, Strided::row_major(r, depth)),
+                (cols, Strided::row_major(depth, span.len())),
+                T::from(1.0),
+                None,
+                gemm::Parallelism::None,
+            );
+        };
     // Unroll the group's fields band by band, multiply by the group's filters.
     let convolve_group = |k: usize, out: &mut [T]| {
         let (image, grp, filters) = operands(k);
@@ -309,7 +338,7 @@ fn convolve<T>(
         for band in &bands {
             fields(k, band, &mut buffer);
             let cols = if pointwise { image_fields(k) } else { &buffer };
-            band_product(filters, cols, out, mg, band);
+            band_product((grp, 0), cols, out, mg, band);
         }
     };
     let threads = parallel.config().threads;
@@ -326,7 +355,7 @@ fn convolve<T>(
     {
         let mut buffer = Vec::new();
         for (k, out) in y.chunks_mut(mg * plane).enumerate() {
-            let (_, _, filters) = operands(k);
+            let (_, grp, _) = operands(k);
             for (b, band) in bands.iter().enumerate() {
                 fields(k, band, &mut buffer);
                 let cols = if pointwise { image_fields(k) } else { &buffer };
@@ -336,7 +365,7 @@ fn convolve<T>(
                     out.chunks_mut(rows * plane).enumerate(),
                     |(blk, out)| {
                         let r = out.len() / plane;
-                        band_product(&filters[blk * rows * depth..], cols, out, r, band);
+                        band_product((grp, blk * rows), cols, out, r, band);
                         if let (true, Some(e)) = (last, &epilogue) {
                             e.run(k * mg * plane + blk * rows * plane, out);
                         }
@@ -381,14 +410,15 @@ fn convolve<T>(
 /// `[C/g · kH · kW, oH · oW]` matrix (zeros where the window reads padding) and multiplied
 /// by the group's filters `[M/g, C/g · kH · kW]` with the `gemm` crate. `epilogue` runs on
 /// blocks of whole output planes (those of one or more (image, group) pairs) as soon as
-/// they are written.
+/// they are written. `packed`, the filter as [`super::packed::prepare`] packed it, runs the
+/// `f32` products on the packed AVX-512 path.
 pub fn convolution(
     x: &Tensor,
     filter: &Tensor,
     conv: &Convolution,
     out: Option<TensorData>,
     parallel: &Parallel,
-    epilogue: Option<Epilogue<'_>>,
+    (epilogue, packed): (Option<Epilogue<'_>>, Option<&PackedWeights>),
 ) -> Option<TensorData> {
     let lifted = lift_1d(x.shape(), filter.shape(), conv);
     let (sx, sf, conv) = match &lifted {
@@ -407,10 +437,10 @@ pub fn convolution(
     };
     match (x, filter, &mut y) {
         (TensorData::F32(a), TensorData::F32(b), TensorData::F32(y)) => {
-            convolve(a, b, &g, conv, parallel, y, epilogue)
+            convolve(a, b, &g, conv, parallel, y, (epilogue, packed))
         }
         (TensorData::F64(a), TensorData::F64(b), TensorData::F64(y)) => {
-            convolve(a, b, &g, conv, parallel, y, epilogue)
+            convolve(a, b, &g, conv, parallel, y, (epilogue, packed))
         }
         _ => return None,
     }
@@ -482,7 +512,7 @@ mod tests {
                     Tensor::from_data(x.clone(), sx.clone()).unwrap(),
                     Tensor::from_data(f.clone(), sf.clone()).unwrap(),
                 );
-                let got = convolution(&xt, &ft, &conv, None, &parallel, None).unwrap();
+                let got = convolution(&xt, &ft, &conv, None, &parallel, (None, None)).unwrap();
                 let want =
                     graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
                 let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
@@ -521,7 +551,7 @@ mod tests {
         let (x, f) = (ramp(88, 0.37), ramp(36, 0.91));
         let xt = Tensor::from_data(x.clone(), sx.clone()).unwrap();
         let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
-        let got = convolution(&xt, &ft, &conv, None, &parallel, None).unwrap();
+        let got = convolution(&xt, &ft, &conv, None, &parallel, (None, None)).unwrap();
         let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
         let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
             panic!("types")

@@ -6,6 +6,7 @@ use graphlift_ir::{Shape, TensorData};
 use graphlift_runtime::reference::batch_offsets;
 
 use super::gemm_call::{gemm_into, Strided};
+use super::packed::{self, Lhs, PackedWeights, Rhs, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
@@ -120,24 +121,24 @@ pub(super) fn product_strided<T: Copy + Default + 'static>(
     );
 }
 
-/// Every product of `p` into `c` (`batch · m · n` elements, each written once), each block
-/// of `c` handed to `epilogue` as soon as it is written (a whole product, or a block of its
-/// rows when a product is split over threads).
-fn batched<T: Copy + Default + Send + Sync + 'static>(
-    a: &[T],
-    b: &[T],
+/// Every product of `p` into `c` (`batch · m · n` elements, each written once) by
+/// `rows(i, row0, block)`, which writes rows `row0..row0 + block.len() / n` of product `i`
+/// into `block`; each block of `c` is handed to `epilogue` as soon as it is written (a whole
+/// product, or a block of its rows when a product is split over threads).
+fn batched<T: Copy + Send + Sync>(
     c: &mut [T],
     p: &Problem,
-    one: T,
     parallel: &Parallel,
     epilogue: Option<Epilogue<'_>>,
+    rows: impl Fn(usize, usize, &mut [T]) + Sync,
 ) {
     let (m, k, n) = (p.m, p.k, p.n);
-    if m * n == 0 || c.len() != p.offsets_a.len() * m * n {
+    let count = p.offsets_a.len();
+    if m * n == 0 || c.len() != count * m * n {
         return;
     }
     let threads = parallel.config().threads;
-    let macs = p.offsets_a.len() * m * n * k;
+    let macs = count * m * n * k;
     let pool = (threads > 1 && macs >= MIN_PARALLEL_MACS)
         .then(|| parallel.pool())
         .flatten();
@@ -146,49 +147,90 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
             e.run(begin, c);
         }
     };
-    // Product `i` (offsets `oa`, `ob`) into `c`, then its epilogue.
-    let run = |(i, c): (usize, &mut [T]), (oa, ob): (usize, usize)| {
-        product(&a[oa..], &b[ob..], c, (m, k, n), one, Parallelism::None);
+    // Product `i` into `c`, then its epilogue.
+    let run = |(i, c): (usize, &mut [T])| {
+        rows(i, 0, c);
         finish(i * m * n, c);
     };
-    let pairs: Vec<(usize, usize)> = p
-        .offsets_a
-        .iter()
-        .copied()
-        .zip(p.offsets_b.iter().copied())
-        .collect();
     match pool {
         // Many small products (attention heads): one product per task.
-        Some(pool) if pairs.len() >= 2 * threads => {
-            let tasks = c.chunks_mut(m * n).enumerate().zip(&pairs);
-            for_each(pool, tasks, |(c, &o)| run(c, o));
+        Some(pool) if count >= 2 * threads => {
+            for_each(pool, c.chunks_mut(m * n).enumerate(), run);
         }
         // Few large products: each is split by rows of `a` and `c`, one block per thread
-        // (every block packs `b` itself; gemm's own split did not divide MiniLM's
+        // (every block reads all of `b`; gemm's own split did not divide MiniLM's
         // [128, 384] x [384, 384] over two threads).
         Some(pool) => {
-            let rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
-            for (i, (c, &(oa, ob))) in c.chunks_mut(m * n).zip(&pairs).enumerate() {
-                for_each(pool, c.chunks_mut(rows * n).enumerate(), |(blk, c)| {
-                    let r = c.len() / n;
-                    product(
-                        &a[oa + blk * rows * k..],
-                        &b[ob..],
-                        c,
-                        (r, k, n),
-                        one,
-                        Parallelism::None,
-                    );
-                    finish(i * m * n + blk * rows * n, c);
+            let block = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
+            for (i, c) in c.chunks_mut(m * n).enumerate() {
+                for_each(pool, c.chunks_mut(block * n).enumerate(), |(blk, c)| {
+                    rows(i, blk * block, c);
+                    finish(i * m * n + blk * block * n, c);
                 });
             }
         }
-        None => {
-            for (c, &o) in c.chunks_mut(m * n).enumerate().zip(&pairs) {
-                run(c, o);
-            }
-        }
+        None => c.chunks_mut(m * n).enumerate().for_each(run),
     }
+}
+
+/// Rows `row0..row0 + c.len() / n` of product `i` of `p` through the packed path with the
+/// weights `w` (packed from `a` or `b`, as [`PackedWeights::side`] says); `false`, writing
+/// nothing, when `w` does not hold that operand's matrices or the packed path declines.
+fn packed_rows(
+    w: &PackedWeights,
+    (a, b): (&[f32], &[f32]),
+    (sa, sb): (&Shape, &Shape),
+    p: &Problem,
+    (i, row0): (usize, usize),
+    c: &mut [f32],
+) -> bool {
+    let (m, k, n) = (p.m, p.k, p.n);
+    let matrices = |s: &Shape| s.dims()[..s.rank() - 2].iter().product::<usize>();
+    let (oa, ob) = (p.offsets_a[i], p.offsets_b[i]);
+    let r = c.len() / n.max(1);
+    let (lhs, rhs) = match w.side() {
+        Side::Right if w.extents() == (matrices(sb), k, n) => (
+            Lhs::Strided {
+                data: a.get(oa + row0 * k..).unwrap_or_default(),
+                rs: k,
+                ks: 1,
+            },
+            Rhs::Packed {
+                w,
+                matrix: ob.checked_div(k * n).unwrap_or(0),
+            },
+        ),
+        Side::Left if w.extents() == (matrices(sa), m, k) => (
+            Lhs::Packed {
+                w,
+                matrix: oa.checked_div(m * k).unwrap_or(0),
+                first_row: row0,
+            },
+            Rhs::Strided {
+                data: b.get(ob..).unwrap_or_default(),
+                ks: n,
+            },
+        ),
+        _ => return false,
+    };
+    packed::product((c, n), lhs, rhs, (r, k, n), false)
+}
+
+/// Rows `row0..row0 + c.len() / n` of product `i` of `p` through the `gemm` crate.
+fn gemm_rows<T: Copy + Default + 'static>(
+    a: &[T],
+    b: &[T],
+    p: &Problem,
+    (i, row0): (usize, usize),
+    c: &mut [T],
+    one: T,
+) {
+    let (k, n) = (p.k, p.n);
+    let (oa, ob) = (p.offsets_a[i] + row0 * k, p.offsets_b[i]);
+    let (Some(a), Some(b)) = (a.get(oa..), b.get(ob..)) else {
+        return;
+    };
+    product(a, b, c, (c.len() / n.max(1), k, n), one, Parallelism::None);
 }
 
 /// `a` `[..., M, K]` times `b` `[..., K, N]` with numpy batch broadcasting, written into
@@ -196,17 +238,18 @@ fn batched<T: Copy + Default + Send + Sync + 'static>(
 /// tensor: no allocation), else into a new buffer. `None` when this kernel does not apply
 /// (integer types, shapes the IR would not accept); the caller then runs the reference.
 /// `epilogue` runs on each block of the result as it is finished (see [`batched`]).
+/// `packed`, the weights [`super::packed::prepare`] made from the constant operand, runs
+/// the `f32` products on the packed AVX-512 path (the `gemm` crate where it declines).
 ///
 /// Results differ from the reference (which accumulates in `f64` and rounds once) by the
 /// rounding of an `f32`/`f64` dot product of length `K`: at most about `K · ε · Σ|a·b|`.
 pub fn matmul(
-    a: &TensorData,
-    sa: &Shape,
-    b: &TensorData,
-    sb: &Shape,
+    (a, sa): (&TensorData, &Shape),
+    (b, sb): (&TensorData, &Shape),
     out: Option<TensorData>,
     parallel: &Parallel,
     epilogue: Option<Epilogue<'_>>,
+    packed: Option<&PackedWeights>,
 ) -> Option<TensorData> {
     let p = problem(sa, sb)?;
     let need_a = p.offsets_a.iter().max().map_or(0, |&o| o + p.m * p.k);
@@ -221,10 +264,18 @@ pub fn matmul(
     };
     match (a, b, &mut c) {
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
-            batched(x, y, z, &p, 1.0, parallel, epilogue)
+            batched(z, &p, parallel, epilogue, |i, row0, c| {
+                let on_packed =
+                    packed.is_some_and(|w| packed_rows(w, (x, y), (sa, sb), &p, (i, row0), c));
+                if !on_packed {
+                    gemm_rows(x, y, &p, (i, row0), c, 1.0);
+                }
+            })
         }
         (TensorData::F64(x), TensorData::F64(y), TensorData::F64(z)) => {
-            batched(x, y, z, &p, 1.0, parallel, epilogue)
+            batched(z, &p, parallel, epilogue, |i, row0, c| {
+                gemm_rows(x, y, &p, (i, row0), c, 1.0)
+            })
         }
         _ => return None,
     }
@@ -260,7 +311,7 @@ mod tests {
                 let (sa, sb) = (Shape::new(da), Shape::new(db));
                 let a = TensorData::F32(data(sa.element_count().unwrap(), 1));
                 let b = TensorData::F32(data(sb.element_count().unwrap(), 2));
-                let got = matmul(&a, &sa, &b, &sb, None, &parallel, None).unwrap();
+                let got = matmul((&a, &sa), (&b, &sb), None, &parallel, None, None).unwrap();
                 let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
                 let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
                     panic!("types")
@@ -279,7 +330,7 @@ mod tests {
         let s = Shape::new([2, 2]);
         let parallel = Parallel::new(ThreadConfig::with_threads(1));
         assert!(
-            matmul(&i, &s, &i, &s, None, &parallel, None).is_none(),
+            matmul((&i, &s), (&i, &s), None, &parallel, None, None).is_none(),
             "integers use the reference"
         );
     }

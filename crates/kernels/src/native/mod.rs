@@ -13,6 +13,7 @@ mod epilogue;
 mod gemm_call;
 mod matmul;
 mod normalize;
+mod packed;
 mod pooling;
 mod quantized_matmul;
 mod recurrent;
@@ -26,6 +27,7 @@ use graphlift_runtime::{RuntimeError, Tensor};
 
 use crate::parallel::Parallel;
 pub use epilogue::{Block, Epilogue};
+pub use packed::{prepare, PackedWeights, Side};
 
 /// Evaluates `node` on `inputs`: with a native kernel where there is one (`MatMul`, 2-D
 /// `Convolution` (and 1-D, as 2-D over a unit height), 1-D/2-D `ConvolutionInteger`,
@@ -49,14 +51,15 @@ pub fn evaluate(
     seeded: Vec<Option<Tensor>>,
     parallel: &Parallel,
 ) -> Result<Vec<Tensor>, RuntimeError> {
-    evaluate_with_epilogue(node, inputs, seeded, parallel, None).map(|(outs, _)| outs)
+    evaluate_with_epilogue(node, inputs, seeded, parallel, None, None).map(|(outs, _)| outs)
 }
 
 /// As [`evaluate`], and when `epilogue` is given and the node is a `MatMul` or 1-D/2-D
 /// `Convolution` with a native kernel, the epilogue runs on each block of the result as soon
 /// as the block is written (see [`Epilogue`]). The `bool` tells whether it ran: when it is
 /// `false` (a reference kernel ran), the caller runs the epilogue's work over the whole
-/// result itself.
+/// result itself. `packed`, the weights [`prepare`] made for this node when the executable
+/// was compiled, runs its `f32` products on the packed path.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -66,6 +69,7 @@ pub fn evaluate_with_epilogue(
     seeded: Vec<Option<Tensor>>,
     parallel: &Parallel,
     epilogue: Option<Epilogue<'_>>,
+    packed: Option<&PackedWeights>,
 ) -> Result<(Vec<Tensor>, bool), RuntimeError> {
     if let Op::Recurrent(r) = node.op() {
         if let Some(outs) = recurrent::recurrent(r, inputs, parallel) {
@@ -76,13 +80,12 @@ pub fn evaluate_with_epilogue(
         (Op::MatMul, [a, b]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             matmul::matmul(
-                a.data(),
-                a.shape(),
-                b.data(),
-                b.shape(),
+                (a.data(), a.shape()),
+                (b.data(), b.shape()),
                 out,
                 parallel,
                 epilogue,
+                packed,
             )
         }
         (Op::QuantizedMatMul(q), [x, w, offset, scale]) => {
@@ -105,7 +108,7 @@ pub fn evaluate_with_epilogue(
         }
         (Op::Convolution(c), [x, f]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
-            convolution::convolution(x, f, c, out, parallel, epilogue)
+            convolution::convolution(x, f, c, out, parallel, (epilogue, packed))
         }
         (Op::ConvolutionInteger(c), [x, xz, w, wz]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);

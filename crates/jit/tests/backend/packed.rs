@@ -1,0 +1,91 @@
+//! Products whose one operand is a constant: the backend packs it once at compile time on
+//! an AVX-512 host (the step reports it) and the results match the INTERPRETER, with and
+//! without an epilogue, on one and two threads; with AVX-512 switched off nothing is packed.
+
+use super::uniform;
+use graphlift_ir::{Convolution, ElementType::F32, Function, FunctionBuilder, Op, Window};
+use graphlift_jit::{CpuJitBackend, ThreadConfig};
+use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, Tensor};
+
+fn tensor(shape: &[usize], seed: u32) -> Tensor {
+    Tensor::from_vec(uniform(shape.iter().product(), seed), shape.to_vec()).unwrap()
+}
+
+/// `relu(a · W + bias)` with `W` `[k, n]` a constant, and `W2 · a` with a constant left
+/// operand `W2` `[5, m]` broadcast over the batch; `a` is `[batch, m, k]`.
+fn dense(batch: usize, m: usize, k: usize, n: usize) -> Function {
+    let b = FunctionBuilder::new("dense");
+    let a = b.parameter("a", F32, [batch, m, k]);
+    let w = b.constant(uniform(k * n, 2), [k, n]);
+    let bias = b.constant(uniform(n, 3), [n]);
+    let y = b.op(Op::MatMul, &[a, w]).named("y");
+    let out = (y + bias).named("biased").relu().named("act");
+    let w2 = b.constant(uniform(5 * m, 4), [5, m]);
+    let left = b.op(Op::MatMul, &[w2, a]).named("left");
+    b.finish(&[out, left]).unwrap()
+}
+
+/// A 3x3 convolution (stride 2, pad 1) with a constant filter, a bias and ReLU, then a
+/// pointwise one.
+fn convs(n: usize, c: usize, hw: usize, m: usize) -> Function {
+    let b = FunctionBuilder::new("convs");
+    let x = b.parameter("x", F32, [n, c, hw, hw]);
+    let f = b.constant(uniform(m * c * 9, 5), [m, c, 3, 3]);
+    let bias = b.constant(uniform(m, 6), [m, 1, 1]);
+    let window = |k: usize, s: usize, p: usize| Window {
+        shape: vec![k, k],
+        strides: vec![s, s],
+        dilations: vec![1, 1],
+        pads_begin: vec![p, p],
+        pads_end: vec![p, p],
+    };
+    let conv = |window| Op::Convolution(Convolution { window, groups: 1 });
+    let y = b.op(conv(window(3, 2, 1)), &[x, f]).named("conv");
+    let z = (y + bias).named("biased").relu().named("act");
+    let f2 = b.constant(uniform(2 * m * m, 7), [2 * m, m, 1, 1]);
+    let out = b.op(conv(window(1, 1, 0)), &[z, f2]).named("pointwise");
+    b.finish(&[out]).unwrap()
+}
+
+/// Compiles `f` on one and two threads, with AVX-512 on and off: `packed` steps report
+/// packed weights exactly when the target has AVX-512 code, and every result matches the
+/// interpreter.
+fn check(f: &Function, inputs: &[Tensor], packed: usize) {
+    let want = InterpreterBackend.compile(f).unwrap().run(inputs).unwrap();
+    let two = ThreadConfig {
+        threads: 2,
+        min_bytes_per_task: 1,
+    };
+    for threads in [ThreadConfig::with_threads(1), two] {
+        for avx512 in [true, false] {
+            let backend = CpuJitBackend::new()
+                .with_thread_config(threads)
+                .with_avx512(avx512);
+            let on = backend.target().avx512();
+            let exe = backend.compile_executable(f).unwrap();
+            let reports: Vec<String> = exe.steps().into_iter().filter_map(|s| s.packed).collect();
+            assert_eq!(reports.len(), if on { packed } else { 0 }, "{reports:?}");
+            assert!(reports.iter().all(|r| r.starts_with("packed f32 weights")));
+            let got = exe.run(inputs).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                let c = compare(g, w, 1e-4, 1e-5);
+                assert!(c.passed(), "threads {threads:?}, AVX-512 {on}: {c}");
+            }
+        }
+    }
+}
+
+#[test]
+fn matmul_with_constant_weights() {
+    // One large product (split by rows on two threads), several products, a small one.
+    for (batch, m, k, n) in [(1, 100, 70, 130), (3, 24, 40, 50), (1, 3, 5, 7)] {
+        check(&dense(batch, m, k, n), &[tensor(&[batch, m, k], 1)], 2);
+    }
+}
+
+#[test]
+fn convolution_with_constant_filters() {
+    for (n, c, hw, m) in [(1, 8, 20, 24), (3, 3, 17, 16)] {
+        check(&convs(n, c, hw, m), &[tensor(&[n, c, hw, hw], 8)], 2);
+    }
+}

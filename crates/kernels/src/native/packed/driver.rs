@@ -1,0 +1,214 @@
+//! The packed product's loops: `c = a · b` (or `c += a · b`) tile by tile over the
+//! microkernel, `k` blocked to [`KC`] so that the loaded operand's micro-panel stays in L1
+//! while every row tile of `a` passes over it (BLIS's loop order, with `nc = NR`). Every
+//! extent and slice length is checked here before the first tile runs.
+
+use super::microkernel::{Tile, MR, NR};
+use super::{PackedWeights, Side};
+use crate::target::CpuFeatures;
+
+/// Steps of `k` per block: a full micro-panel of the loaded operand is `KC · NR` `f32`
+/// (24 KiB), half of a 48 KiB L1.
+const KC: usize = 128;
+
+/// The broadcast operand `a` (`m × k`) of a packed product.
+#[derive(Clone, Copy)]
+pub(in crate::native) enum Lhs<'a> {
+    /// `a(i, p)` at `data[i · rs + p · ks]`.
+    Strided {
+        data: &'a [f32],
+        rs: usize,
+        ks: usize,
+    },
+    /// Rows `first_row..first_row + m` (`first_row` a multiple of the panel height) of
+    /// matrix `matrix` of weights packed for the left side.
+    Packed {
+        w: &'a PackedWeights,
+        matrix: usize,
+        first_row: usize,
+    },
+}
+
+/// The loaded operand `b` (`k × n`) of a packed product.
+#[derive(Clone, Copy)]
+pub(in crate::native) enum Rhs<'a> {
+    /// `b(p, j)` at `data[p · ks + j]` (unit column stride).
+    Strided { data: &'a [f32], ks: usize },
+    /// Matrix `matrix` of weights packed for the right side.
+    Packed { w: &'a PackedWeights, matrix: usize },
+}
+
+/// The index one past the last element `rows × cols` addresses with strides `(rs, cs)`
+/// (0 when empty), `None` on overflow.
+fn extent(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<usize> {
+    if rows == 0 || cols == 0 {
+        return Some(0);
+    }
+    (rows - 1)
+        .checked_mul(rs)?
+        .checked_add((cols - 1).checked_mul(cs)?)?
+        .checked_add(1)
+}
+
+/// Whether `lhs` holds an `m × k` operand (every address in its slice or panel).
+fn lhs_fits(lhs: &Lhs<'_>, m: usize, k: usize) -> bool {
+    match *lhs {
+        Lhs::Strided { data, rs, ks } => extent(m, k, rs, ks).is_some_and(|e| e <= data.len()),
+        Lhs::Packed {
+            w,
+            matrix,
+            first_row,
+        } => {
+            w.side == Side::Left
+                && matrix < w.count
+                && w.cols == k
+                && first_row.is_multiple_of(MR)
+                && first_row.checked_add(m).is_some_and(|end| end <= w.rows)
+        }
+    }
+}
+
+/// Whether `rhs` holds a `k × n` operand.
+fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
+    match *rhs {
+        Rhs::Strided { data, ks } => extent(k, n, ks, 1).is_some_and(|e| e <= data.len()),
+        Rhs::Packed { w, matrix } => {
+            w.side == Side::Right && matrix < w.count && (w.rows, w.cols) == (k, n)
+        }
+    }
+}
+
+/// `c = a · b` for `a` `m × k`, `b` `k × n`, into `c` with row stride `ldc` (unit column
+/// stride); with `accumulate`, `c += a · b`. Returns `false`, writing nothing, when the host
+/// lacks AVX-512F or an operand does not hold its extents (the caller then runs the `gemm`
+/// crate). Sums run in `f32` in order of `p` within each [`KC`] block, blocks added in
+/// order: the result differs from another summation order by rounding only.
+pub(in crate::native) fn product(
+    (c, ldc): (&mut [f32], usize),
+    lhs: Lhs<'_>,
+    rhs: Rhs<'_>,
+    (m, k, n): (usize, usize, usize),
+    accumulate: bool,
+) -> bool {
+    let c_fits = ldc >= n && extent(m, n, ldc, 1).is_some_and(|e| e <= c.len());
+    if !cfg!(target_arch = "x86_64")
+        || !CpuFeatures::host().avx512f
+        || !c_fits
+        || !lhs_fits(&lhs, m, k)
+        || !rhs_fits(&rhs, k, n)
+    {
+        return false;
+    }
+    if m == 0 || n == 0 {
+        return true;
+    }
+    if k == 0 {
+        if !accumulate {
+            for row in c.chunks_mut(ldc).take(m) {
+                row[..n].fill(0.0);
+            }
+        }
+        return true;
+    }
+    // Address of `a(i, p)` and its strides.
+    let a_at = |i: usize, p: usize| -> (*const f32, usize, usize) {
+        match lhs {
+            Lhs::Strided { data, rs, ks } => (data.as_ptr().wrapping_add(i * rs + p * ks), rs, ks),
+            Lhs::Packed {
+                w,
+                matrix,
+                first_row,
+            } => {
+                let row = first_row + i;
+                let at = w.matrix_offset(matrix) + (row / MR) * MR * k + p * MR + row % MR;
+                (w.data.as_ptr().wrapping_add(at), 1, MR)
+            }
+        }
+    };
+    // Address of `b(p, j)` and its `k` stride.
+    let b_at = |p: usize, j: usize| -> (*const f32, usize) {
+        match rhs {
+            Rhs::Strided { data, ks } => (data.as_ptr().wrapping_add(p * ks + j), ks),
+            Rhs::Packed { w, matrix } => {
+                let at = w.matrix_offset(matrix) + (j / NR) * NR * k + p * NR + j % NR;
+                (w.data.as_ptr().wrapping_add(at), NR)
+            }
+        }
+    };
+    // The next micro-panel of packed `b` (`kc · NR` elements from `b(k0, j0 + NR)`), fetched
+    // towards L2 a slice per row tile while the current one runs: a packed constant is
+    // usually in L3 or memory, and the first row tile over a panel would otherwise wait for
+    // it line by line.
+    let next_panel = |k0: usize, kc: usize, j0: usize| -> Option<(*const f32, usize)> {
+        let Rhs::Packed { .. } = rhs else {
+            return None;
+        };
+        if j0 + NR < n {
+            Some((b_at(k0, j0 + NR).0, kc * NR))
+        } else {
+            // The first panel of the next block of `k`.
+            let k1 = k0 + kc;
+            (k1 < k).then(|| (b_at(k1, 0).0, KC.min(k - k1) * NR))
+        }
+    };
+    let tiles = m.div_ceil(MR);
+    let c_ptr = c.as_mut_ptr();
+    for k0 in (0..k).step_by(KC) {
+        let kc = KC.min(k - k0);
+        for j0 in (0..n).step_by(NR) {
+            let (b, b_ks) = b_at(k0, j0);
+            let next = next_panel(k0, kc, j0);
+            for i0 in (0..m).step_by(MR) {
+                if let Some((at, len)) = next {
+                    prefetch_part(at, len, (i0 / MR, tiles));
+                }
+                let (a, a_rs, a_ks) = a_at(i0, k0);
+                let tile = Tile {
+                    a,
+                    a_rs,
+                    a_ks,
+                    b,
+                    b_ks,
+                    c: c_ptr.wrapping_add(i0 * ldc + j0),
+                    ldc,
+                    rows: MR.min(m - i0),
+                    cols: NR.min(n - j0),
+                    k: kc,
+                    accumulate: accumulate || k0 > 0,
+                };
+                // SAFETY: the host has AVX-512F (checked above). The tile's addresses are
+                // rows `i0..i0 + rows < m`, columns `j0..j0 + cols < n`, steps
+                // `k0..k0 + kc < k` of operands checked to hold `m × k`, `k × n` and
+                // `m × n` elements in their slices (`lhs_fits`, `rhs_fits`, `c_fits`; a
+                // packed panel holds whole panels of `MR` rows or `NR` columns for every
+                // `p < k`, zero-padded). `c` is borrowed exclusively for this call.
+                #[cfg(target_arch = "x86_64")]
+                unsafe {
+                    super::microkernel::run(&tile)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = tile;
+            }
+        }
+    }
+    true
+}
+
+/// Prefetches part `part` of `parts` of the `len` elements at `at` towards L2 (a hint:
+/// nothing is read, and no address is required to be valid).
+fn prefetch_part(at: *const f32, len: usize, (part, parts): (usize, usize)) {
+    const LINE: usize = 64 / std::mem::size_of::<f32>();
+    let lines = len.div_ceil(LINE);
+    let per = lines.div_ceil(parts.max(1));
+    for line in part * per..((part + 1) * per).min(lines) {
+        let p = at.wrapping_add(line * LINE);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint that never faults and reads nothing the program
+        // sees; SSE is part of the x86-64 baseline.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p.cast());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
+    }
+}

@@ -1,0 +1,241 @@
+//! `f32` products whose one operand is a constant of the graph, packed once when the
+//! executable is compiled (as onnxruntime's MLAS prepacks constant weights at session
+//! creation) into the panels an AVX-512 microkernel reads, so a call only runs the
+//! register-blocked tiles ([`microkernel`]) over `k` blocks sized to L1 ([`driver`]). The
+//! `gemm` crate packs both operands on every call; for the small `k` (16..1536) of
+//! MiniLM's and PP-OCR's products that packing was most of what was left to gain.
+//!
+//! [`prepare`] is the one place that decides whether a node's product takes this path;
+//! everything it does not take (no AVX-512, `f64`, no constant operand, depthwise
+//! convolutions) keeps the `gemm` crate, and so does a call whose operands do not match.
+
+mod driver;
+mod microkernel;
+#[cfg(test)]
+mod tests;
+
+use graphlift_ir::{ElementType, Node, Op, TensorData};
+use graphlift_runtime::Tensor;
+
+use crate::target::Target;
+pub(super) use driver::{product, Lhs, Rhs};
+use microkernel::{MR, NR};
+
+/// An element type of the native products: `f32` slices run on the packed path, others
+/// keep the `gemm` crate.
+pub(super) trait Element: Copy {
+    /// `s` as `f32` elements, when `Self` is `f32`.
+    fn as_f32(s: &[Self]) -> Option<&[f32]>;
+    /// `s` as mutable `f32` elements, when `Self` is `f32`.
+    fn as_f32_mut(s: &mut [Self]) -> Option<&mut [f32]>;
+}
+
+impl Element for f32 {
+    fn as_f32(s: &[f32]) -> Option<&[f32]> {
+        Some(s)
+    }
+    fn as_f32_mut(s: &mut [f32]) -> Option<&mut [f32]> {
+        Some(s)
+    }
+}
+
+impl Element for f64 {
+    fn as_f32(_: &[f64]) -> Option<&[f32]> {
+        None
+    }
+    fn as_f32_mut(_: &mut [f64]) -> Option<&mut [f32]> {
+        None
+    }
+}
+
+/// Row blocks the native products split over threads start on whole panels of packed
+/// left weights.
+const _: () = assert!(super::matmul::ROW_BLOCK_ALIGN.is_multiple_of(MR));
+
+/// Which operand of the product packed weights are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The left operand `a` (`m × k`, broadcast by the microkernel): panels of 8 rows,
+    /// each stored `k`-major (8 values per step of `k`), the last padded with zeros.
+    Left,
+    /// The right operand `b` (`k × n`, loaded by the microkernel): panels of 48 columns,
+    /// each stored `k`-major (48 values per step of `k`), the last padded with zeros.
+    Right,
+}
+
+/// A constant `f32` operand of a node's products packed once into microkernel panels:
+/// `count` matrices of `rows × cols` each (a MatMul constant's batch of matrices, or a
+/// convolution filter's groups, each `[M / groups, C / groups · kH · kW]`), for input
+/// `input` of the node. Made by [`prepare`], read by the native `MatMul` and `Convolution`
+/// on every call.
+#[derive(Debug)]
+pub struct PackedWeights {
+    side: Side,
+    input: usize,
+    rows: usize,
+    cols: usize,
+    count: usize,
+    data: Vec<f32>,
+}
+
+impl PackedWeights {
+    /// Packs `count` matrices of `rows × cols` from `src`, matrix `t`'s element `(i, j)` at
+    /// `t · rows · cols + i · cols + j` (row-major, one after another). `None` when `src`
+    /// is shorter than that or a size overflows.
+    pub fn pack(
+        src: &[f32],
+        side: Side,
+        input: usize,
+        (count, rows, cols): (usize, usize, usize),
+    ) -> Option<PackedWeights> {
+        let matrix = rows.checked_mul(cols)?;
+        if src.len() < count.checked_mul(matrix)? {
+            return None;
+        }
+        let per = Self::padded(side, rows, cols)?;
+        let mut data = vec![0f32; count.checked_mul(per)?];
+        for (t, dst) in data.chunks_exact_mut(per.max(1)).enumerate().take(count) {
+            let m = &src[t * matrix..(t + 1) * matrix];
+            match side {
+                Side::Left => {
+                    for (i, row) in m.chunks_exact(cols.max(1)).enumerate().take(rows) {
+                        let panel = (i / MR) * MR * cols;
+                        for (p, &v) in row.iter().enumerate() {
+                            dst[panel + p * MR + i % MR] = v;
+                        }
+                    }
+                }
+                Side::Right => {
+                    for (p, row) in m.chunks_exact(cols.max(1)).enumerate().take(rows) {
+                        for (jp, part) in row.chunks(NR).enumerate() {
+                            let at = jp * NR * rows + p * NR;
+                            dst[at..at + part.len()].copy_from_slice(part);
+                        }
+                    }
+                }
+            }
+        }
+        Some(PackedWeights {
+            side,
+            input,
+            rows,
+            cols,
+            count,
+            data,
+        })
+    }
+
+    /// Elements of one packed matrix: whole panels.
+    fn padded(side: Side, rows: usize, cols: usize) -> Option<usize> {
+        match side {
+            Side::Left => rows.div_ceil(MR).checked_mul(MR)?.checked_mul(cols),
+            Side::Right => cols.div_ceil(NR).checked_mul(NR)?.checked_mul(rows),
+        }
+    }
+
+    /// Where matrix `t` starts in `data`.
+    fn matrix_offset(&self, t: usize) -> usize {
+        t * Self::padded(self.side, self.rows, self.cols).unwrap_or(0)
+    }
+
+    /// Which operand of the product the weights are.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// The node input the weights were packed from.
+    pub fn input(&self) -> usize {
+        self.input
+    }
+
+    /// `(count, rows, cols)`: the number of matrices and each one's extents.
+    pub fn extents(&self) -> (usize, usize, usize) {
+        (self.count, self.rows, self.cols)
+    }
+
+    /// Bytes the packed panels take.
+    pub fn bytes(&self) -> usize {
+        self.data.len() * std::mem::size_of::<f32>()
+    }
+}
+
+impl std::fmt::Display for PackedWeights {
+    /// `packed f32 weights: input 1 (right), 1 x 384x1536, 2.4 MB`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let side = match self.side {
+            Side::Left => "left",
+            Side::Right => "right",
+        };
+        write!(
+            f,
+            "packed f32 weights: input {} ({side}), {} x {}x{}, {:.1} MB",
+            self.input,
+            self.count,
+            self.rows,
+            self.cols,
+            self.bytes() as f64 / 1e6
+        )
+    }
+}
+
+/// The elements of an `f32` tensor.
+fn f32_data(t: &Tensor) -> Option<&[f32]> {
+    match t.data() {
+        TensorData::F32(v) if t.element_type() == ElementType::F32 => Some(v.as_slice()),
+        _ => None,
+    }
+}
+
+/// The packed weights for `node`'s products when they take the packed path, given the
+/// node's inputs that are constants of the graph (`constants[i]` for input `i`, `None`
+/// where the input is computed): the one decision of which path a product takes.
+///
+/// - `MatMul` with a constant `f32` right operand (rank ≥ 2): each of its matrices packed
+///   for the right side; else with a constant `f32` left operand: packed for the left.
+/// - `Convolution` (1-D or 2-D) with a constant `f32` filter that is not depthwise (one
+///   input and one output channel per group, which runs a direct loop): each group's
+///   filters `[M / groups, C / groups · kH · kW]` packed for the left side (pointwise and
+///   im2col products alike).
+///
+/// `None` (the `gemm` crate runs, as for every other product) when the target has no
+/// AVX-512 code ([`Target::avx512`]: the host lacks AVX-512F or it is switched off), or
+/// the node is anything else.
+pub fn prepare(
+    node: &Node,
+    constants: &[Option<&Tensor>],
+    target: &Target,
+) -> Option<PackedWeights> {
+    if !target.avx512() {
+        return None;
+    }
+    match (node.op(), constants) {
+        (Op::MatMul, [a, b]) => {
+            let (input, t, side) = match (a, b) {
+                (_, Some(b)) => (1, b, Side::Right),
+                (Some(a), None) => (0, a, Side::Left),
+                (None, None) => return None,
+            };
+            let dims = t.shape().dims();
+            let [batch @ .., rows, cols] = dims else {
+                return None;
+            };
+            let count = batch.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+            PackedWeights::pack(f32_data(t)?, side, input, (count, *rows, *cols))
+        }
+        (Op::Convolution(conv), [_, Some(f)]) => {
+            let dims = f.shape().dims();
+            if !(3..=4).contains(&dims.len()) || conv.groups == 0 || dims[0] % conv.groups != 0 {
+                return None;
+            }
+            let per_group = dims[0] / conv.groups;
+            let depth = dims[1..]
+                .iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(d))?;
+            if per_group == 1 && dims[1] == 1 {
+                return None;
+            }
+            PackedWeights::pack(f32_data(f)?, Side::Left, 1, (conv.groups, per_group, depth))
+        }
+        _ => None,
+    }
+}

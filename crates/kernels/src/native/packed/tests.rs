@@ -1,0 +1,318 @@
+//! The packed path against a naive triple loop (f64 sums) over random shapes that cover
+//! every tail in `m`, `n` and `k`, both sides packed, strided and offset operands, row
+//! blocks that start inside the weights, and accumulation.
+
+use std::sync::Mutex;
+
+use graphlift_ir::{Shape, TensorData};
+use proptest::prelude::*;
+
+use super::*;
+use crate::native::convolution::convolution;
+use crate::native::convolution_cases::{convolution_of, CASES};
+use crate::native::matmul::matmul;
+use crate::native::Epilogue;
+use crate::parallel::{Parallel, ThreadConfig};
+use graphlift_testkit::uniform;
+
+/// `c = a · b` by a naive loop in `f64`: `a(i, p)` at `a[i · rs + p · ks]`, `b` row-major
+/// `k × n`.
+fn naive(
+    a: &[f32],
+    (rs, ks): (usize, usize),
+    b: &[f32],
+    (m, k, n): (usize, usize, usize),
+) -> Vec<f32> {
+    let mut c = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..k)
+                .map(|p| f64::from(a[i * rs + p * ks]) * f64::from(b[p * n + j]))
+                .sum();
+            c[i * n + j] = s as f32;
+        }
+    }
+    c
+}
+
+/// Asserts `got` (row stride `ldc`) agrees with `want` (`m × n`) within the rounding of an
+/// `f32` dot product of length `k` (values in [-1, 1)).
+fn assert_close(got: &[f32], ldc: usize, want: &[f32], (m, k, n): (usize, usize, usize)) {
+    let tol = 2.0 * (k.max(1) as f32) * f32::EPSILON;
+    for i in 0..m {
+        for j in 0..n {
+            let (g, w) = (got[i * ldc + j], want[i * n + j]);
+            assert!(
+                (g - w).abs() <= tol,
+                "({i}, {j}) of {m}x{k}x{n}: {g} vs {w}"
+            );
+        }
+    }
+}
+
+fn host_has_avx512() -> bool {
+    crate::target::CpuFeatures::host().avx512f
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Right weights packed, `a` strided (row-major or transposed), `c` with a wider row
+    /// stride; then accumulating into it.
+    #[test]
+    fn right_packed(m in 1usize..30, k in 0usize..300, n in 1usize..110, transposed: bool, pad in 0usize..5) {
+        let a = uniform(m * k, 1);
+        let b = uniform(k * n, 2);
+        let (rs, ks) = if transposed { (1, m) } else { (k, 1) };
+        let w = PackedWeights::pack(&b, Side::Right, 1, (1, k, n)).unwrap();
+        let ldc = n + pad;
+        let mut c = vec![f32::NAN; m * ldc];
+        let ran = product((&mut c, ldc), Lhs::Strided { data: &a, rs, ks }, Rhs::Packed { w: &w, matrix: 0 }, (m, k, n), false);
+        prop_assert_eq!(ran, host_has_avx512());
+        if !ran {
+            return Ok(());
+        }
+        let want = naive(&a, (rs, ks), &b, (m, k, n));
+        assert_close(&c, ldc, &want, (m, k, n));
+        // Padding columns are never written.
+        for i in 0..m {
+            for j in n..ldc {
+                prop_assert!(c[i * ldc + j].is_nan());
+            }
+        }
+        let again = product((&mut c, ldc), Lhs::Strided { data: &a, rs, ks }, Rhs::Packed { w: &w, matrix: 0 }, (m, k, n), true);
+        prop_assert!(again);
+        let twice: Vec<f32> = want.iter().map(|v| 2.0 * v).collect();
+        assert_close(&c, ldc, &twice, (m, 2 * k, n));
+    }
+
+    /// Left weights packed (the second of two matrices), `b` strided with a wider row, a
+    /// block of rows that starts at a panel boundary inside the weights.
+    #[test]
+    fn left_packed(rows in 1usize..40, k in 0usize..200, n in 1usize..120, block in 0usize..3, pad in 0usize..7) {
+        let a = uniform(2 * rows * k, 3);
+        let ldb = n + pad;
+        let b = uniform(k * ldb, 4);
+        let w = PackedWeights::pack(&a, Side::Left, 0, (2, rows, k)).unwrap();
+        let row0 = (block * 8).min(rows - rows % 8);
+        let m = rows - row0;
+        let mut c = vec![0f32; m * n];
+        let ran = product((&mut c, n), Lhs::Packed { w: &w, matrix: 1, first_row: row0 }, Rhs::Strided { data: &b, ks: ldb }, (m, k, n), false);
+        prop_assert_eq!(ran, host_has_avx512());
+        if !ran {
+            return Ok(());
+        }
+        // The dense `b` and matrix 1's rows `row0..`.
+        let dense: Vec<f32> = (0..k).flat_map(|p| b[p * ldb..p * ldb + n].to_vec()).collect();
+        let want = naive(&a[rows * k + row0 * k..], (k, 1), &dense, (m, k, n));
+        assert_close(&c, n, &want, (m, k, n));
+    }
+}
+
+/// Operands that do not hold their extents, a misaligned block of packed rows and weights
+/// of the wrong side are declined, writing nothing.
+#[test]
+fn declines_what_does_not_fit() {
+    let (m, k, n) = (9, 5, 17);
+    let a = uniform(m * k, 1);
+    let b = uniform(k * n, 2);
+    let right = PackedWeights::pack(&b, Side::Right, 1, (1, k, n)).unwrap();
+    let left = PackedWeights::pack(&a, Side::Left, 0, (1, m, k)).unwrap();
+    let mut c = vec![7f32; m * n];
+    let strided_a = Lhs::Strided {
+        data: &a,
+        rs: k,
+        ks: 1,
+    };
+    let packed_b = Rhs::Packed {
+        w: &right,
+        matrix: 0,
+    };
+    assert!(!product(
+        (&mut c[1..], n),
+        strided_a,
+        packed_b,
+        (m, k, n),
+        false
+    ));
+    assert!(!product(
+        (&mut c, n - 1),
+        strided_a,
+        packed_b,
+        (m, k, n),
+        false
+    ));
+    let short_a = Lhs::Strided {
+        data: &a[1..],
+        rs: k,
+        ks: 1,
+    };
+    assert!(!product((&mut c, n), short_a, packed_b, (m, k, n), false));
+    assert!(!product(
+        (&mut c, n),
+        strided_a,
+        Rhs::Packed {
+            w: &right,
+            matrix: 1
+        },
+        (m, k, n),
+        false
+    ));
+    assert!(!product(
+        (&mut c, n),
+        strided_a,
+        Rhs::Packed {
+            w: &left,
+            matrix: 0
+        },
+        (m, k, n),
+        false
+    ));
+    let misaligned = Lhs::Packed {
+        w: &left,
+        matrix: 0,
+        first_row: 1,
+    };
+    let dense_b = Rhs::Strided { data: &b, ks: n };
+    assert!(!product(
+        (&mut c, n),
+        misaligned,
+        dense_b,
+        (m - 1, k, n),
+        false
+    ));
+    let too_many = Lhs::Packed {
+        w: &left,
+        matrix: 0,
+        first_row: 8,
+    };
+    assert!(!product((&mut c, n), too_many, dense_b, (2, k, n), false));
+    assert!(c.iter().all(|&v| v == 7.0), "nothing written");
+    assert!(
+        PackedWeights::pack(&a, Side::Left, 0, (2, m, k)).is_none(),
+        "short source"
+    );
+}
+
+/// The `f32` elements of `t`.
+fn f32s(t: &TensorData) -> &[f32] {
+    match t {
+        TensorData::F32(v) => v,
+        _ => panic!("not f32"),
+    }
+}
+
+/// Matrices in the batch dimensions of `dims`.
+fn matrices(dims: &[usize]) -> usize {
+    dims[..dims.len() - 2].iter().product()
+}
+
+/// `MatMul` with packed weights (either side, batch broadcasting, rows split over 1 to 3
+/// threads, blocks of packed rows starting inside the weights) agrees with the reference,
+/// and its epilogue sees every element of the result exactly once, as written. The
+/// weights are packed from twice the constant, so on an AVX-512 host the result must be
+/// twice the reference: the product provably read the packed panels.
+#[test]
+fn matmul_on_packed_weights_agrees_with_the_reference() {
+    let cases: &[(&[usize], &[usize], Side)] = &[
+        (&[2, 3, 13, 20], &[20, 50], Side::Right),
+        (&[2, 1, 9, 33], &[3, 33, 49], Side::Right),
+        (&[130, 70], &[70, 97], Side::Right),
+        (&[2, 17, 40], &[2, 40, 8], Side::Left),
+        (&[1, 100, 64], &[3, 64, 30], Side::Left),
+        (&[70, 128], &[128, 60], Side::Left),
+        (&[12, 0], &[0, 5], Side::Right),
+    ];
+    let on_packed = crate::target::CpuFeatures::host().avx512f;
+    for threads in 1..=3 {
+        let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+        for &(da, db, side) in cases {
+            let (sa, sb) = (Shape::new(da), Shape::new(db));
+            let a = uniform(sa.element_count().unwrap(), 5);
+            let b = uniform(sb.element_count().unwrap(), 6);
+            let (input, dims, src) = match side {
+                Side::Left => (0, da, &a),
+                Side::Right => (1, db, &b),
+            };
+            let doubled: Vec<f32> = src.iter().map(|v| 2.0 * v).collect();
+            let [.., rows, cols] = dims else { panic!() };
+            let w =
+                PackedWeights::pack(&doubled, side, input, (matrices(dims), *rows, *cols)).unwrap();
+            let (a, b) = (TensorData::F32(a), TensorData::F32(b));
+            let seen = Mutex::new(Vec::new());
+            let record = |block: crate::native::Block| {
+                // SAFETY: `Block::first` points at `len` initialized `f32` for this call.
+                let v = unsafe { std::slice::from_raw_parts(block.first.cast::<f32>(), block.len) };
+                seen.lock().unwrap().push((block.begin, v.to_vec()));
+            };
+            let epilogue = Epilogue::new(&record);
+            let got = matmul(
+                (&a, &sa),
+                (&b, &sb),
+                None,
+                &parallel,
+                Some(epilogue),
+                Some(&w),
+            )
+            .unwrap();
+            let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
+            let (got, want) = (f32s(&got), f32s(&want));
+            assert_eq!(got.len(), want.len(), "{da:?} x {db:?}");
+            let scale = if on_packed { 2.0 } else { 1.0 };
+            let k = da[da.len() - 1] as f32;
+            for (x, y) in got.iter().zip(want) {
+                assert!(
+                    (x - scale * y).abs() <= 4.0 * k.max(1.0) * f32::EPSILON,
+                    "{da:?} x {db:?}, {threads} threads: {x} vs {scale} * {y}"
+                );
+            }
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort_by_key(|s| s.0);
+            let mut next = 0;
+            for (begin, v) in seen {
+                assert_eq!(begin, next, "{da:?} x {db:?}: blocks tile the result");
+                assert_eq!(v, got[begin..begin + v.len()], "a block as written");
+                next = begin + v.len();
+            }
+            assert_eq!(next, got.len(), "{da:?} x {db:?}: blocks cover the result");
+        }
+    }
+}
+
+/// Convolutions (dense, grouped, pointwise, strided, dilated, padded, banded, split over
+/// threads) with their filters packed per group agree with the reference; as above, the
+/// filters are packed doubled, so on an AVX-512 host every non-depthwise result doubles.
+#[test]
+fn convolution_on_packed_filters_agrees_with_the_reference() {
+    let on_packed = crate::target::CpuFeatures::host().avx512f;
+    for threads in 1..=3 {
+        let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+        for case in CASES {
+            let (dx, df) = (case.0, case.1);
+            let conv = convolution_of(case);
+            let (sx, sf) = (Shape::new(dx), Shape::new(df));
+            let x = TensorData::F32(uniform(sx.element_count().unwrap(), 7));
+            let f = uniform(sf.element_count().unwrap(), 8);
+            let doubled: Vec<f32> = f.iter().map(|v| 2.0 * v).collect();
+            let depth = df[1] * df[2] * df[3];
+            let per_group = df[0] / conv.groups;
+            let w = PackedWeights::pack(&doubled, Side::Left, 1, (conv.groups, per_group, depth))
+                .unwrap();
+            let f = TensorData::F32(f);
+            let xt = Tensor::from_data(x.clone(), sx.clone()).unwrap();
+            let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
+            let got = convolution(&xt, &ft, &conv, None, &parallel, (None, Some(&w))).unwrap();
+            let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
+            let (got, want) = (f32s(&got), f32s(&want));
+            assert_eq!(got.len(), want.len());
+            let depthwise = per_group == 1 && df[1] == 1;
+            let scale = if on_packed && !depthwise { 2.0 } else { 1.0 };
+            for (a, b) in got.iter().zip(want) {
+                assert!(
+                    (a - scale * b).abs() <= 4.0 * depth as f32 * f32::EPSILON,
+                    "{dx:?} {df:?}, {threads} threads: {a} vs {scale} * {b}"
+                );
+            }
+        }
+    }
+}
