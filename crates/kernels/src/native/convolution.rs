@@ -4,10 +4,12 @@
 
 use std::ops::Range;
 
-use graphlift_ir::{Convolution, Shape, TensorData, Window};
+use graphlift_ir::{Convolution, Shape, TensorData};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
+use super::conv_geometry::{valid_columns, Geometry};
+use super::depthwise::depthwise;
 use super::gemm_call::{gemm_into, Strided};
 use super::matmul::ROW_BLOCK_ALIGN;
 use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
@@ -22,81 +24,6 @@ const FIELD_BUDGET: usize = 1 << 18;
 /// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
 /// when the epilogue reads them), unless the whole output is smaller.
 const EPILOGUE_BLOCK: usize = 8192;
-
-/// The geometry of one 2-D convolution: data `[n, c, h, w]`, filter `[m, c / groups, kh,
-/// kw]`, output `[n, m, oh, ow]`.
-pub(super) struct Geometry {
-    pub n: usize,
-    pub c: usize,
-    pub h: usize,
-    pub w: usize,
-    pub m: usize,
-    pub kh: usize,
-    pub kw: usize,
-    pub oh: usize,
-    pub ow: usize,
-    pub groups: usize,
-}
-
-impl Geometry {
-    /// The geometry of `conv` on data of shape `sx` and a filter of shape `sf`, or `None`
-    /// when they are not 4-D or do not fit.
-    pub(super) fn of(sx: &Shape, sf: &Shape, conv: &Convolution) -> Option<Geometry> {
-        let (dx, df) = (sx.dims(), sf.dims());
-        if dx.len() != 4 || df.len() != 4 {
-            return None;
-        }
-        let out = conv.window.output_extents(&dx[2..]).ok()?;
-        let g = conv.groups;
-        if g == 0 || dx[1] % g != 0 || df[0] % g != 0 || df[1] != dx[1] / g {
-            return None;
-        }
-        Some(Geometry {
-            n: dx[0],
-            c: dx[1],
-            h: dx[2],
-            w: dx[3],
-            m: df[0],
-            kh: df[2],
-            kw: df[3],
-            oh: out[0],
-            ow: out[1],
-            groups: g,
-        })
-    }
-}
-
-/// Per filter column `kx`: the output columns whose input column lies inside the row, and
-/// the input column the first of them reads (the depthwise kernel's and the data
-/// backprop's contiguous runs).
-pub(super) fn column_runs(g: &Geometry, win: &Window) -> Vec<(std::ops::Range<usize>, usize)> {
-    let (sw, dw, pw) = (win.strides[1], win.dilations[1], win.pads_begin[1]);
-    (0..g.kw)
-        .map(|kx| {
-            let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
-            let first = (valid.start * sw + kx * dw).saturating_sub(pw);
-            (valid, first)
-        })
-        .collect()
-}
-
-/// The output columns `ox` whose input column `ox * stride + offset - pad` lies in
-/// `0..width`, as a range.
-pub(super) fn valid_columns(
-    out: usize,
-    width: usize,
-    stride: usize,
-    offset: usize,
-    pad: usize,
-) -> std::ops::Range<usize> {
-    // ox * stride + offset >= pad  and  ox * stride + offset < pad + width.
-    let lo = pad.saturating_sub(offset).div_ceil(stride);
-    let hi = (pad + width)
-        .saturating_sub(offset)
-        .div_ceil(stride)
-        .min(out);
-    lo.min(hi)..hi
-}
 
 /// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) for the output rows `rows` into
 /// `cols` (`[cg · kH · kW, rows.len() · oW]`, row-major); window positions in the padding
@@ -148,59 +75,6 @@ pub(super) fn im2col<T: Copy + Default>(
     }
 }
 
-/// A depthwise convolution of one channel (`groups == C == M`): `out` (`[oH, oW]`) is the
-/// sum over window positions of the filter tap times the shifted input plane (`[H, W]`),
-/// accumulated in the element type in window order, one contiguous run of valid columns at
-/// a time. Output rows are finished one by one (they stay in L1); with a column stride
-/// `s > 1` each input row is first split into its `s` phases (columns `p, p + s, ...`), so
-/// every tap's run reads contiguous memory and vectorizes.
-#[multiversion(targets = "simd")]
-fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
-where
-    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
-{
-    let win = &conv.window;
-    let (sh, sw) = (win.strides[0], win.strides[1]);
-    let (dh, ph) = (win.dilations[0], win.pads_begin[0]);
-    let runs = column_runs(g, win);
-    // The phases of one input row: phase p (columns p, p + s, ...) at `p * phase_len`.
-    let phase_len = g.w.div_ceil(sw);
-    let mut phases = vec![T::default(); if sw > 1 { sw * phase_len } else { 0 }];
-    out.fill(T::default());
-    for oy in 0..g.oh {
-        let dst_row = &mut out[oy * g.ow..(oy + 1) * g.ow];
-        for ky in 0..g.kh {
-            let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
-                continue;
-            };
-            let src = &plane[iy * g.w..(iy + 1) * g.w];
-            if sw > 1 {
-                for p in 0..sw.min(g.w) {
-                    let dst = &mut phases[p * phase_len..];
-                    for (d, &v) in dst.iter_mut().zip(src[p..].iter().step_by(sw)) {
-                        *d = v;
-                    }
-                }
-            }
-            for (kx, (valid, first)) in runs.iter().enumerate() {
-                if valid.is_empty() {
-                    continue;
-                }
-                let tap = taps[ky * g.kw + kx];
-                let run = if sw > 1 {
-                    let at = (first % sw) * phase_len + first / sw;
-                    &phases[at..at + valid.len()]
-                } else {
-                    &src[*first..first + valid.len()]
-                };
-                for (d, &v) in dst_row[valid.clone()].iter_mut().zip(run) {
-                    *d = *d + tap * v;
-                }
-            }
-        }
-    }
-}
-
 /// Whether the unrolled matrix of a group is its input channels as they are: a 1x1 window
 /// with unit strides and no padding.
 pub(super) fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
@@ -226,6 +100,7 @@ fn convolve<T>(
         + Send
         + Sync
         + 'static
+        + PartialEq
         + std::ops::Add<Output = T>
         + std::ops::Mul<Output = T>,
 {

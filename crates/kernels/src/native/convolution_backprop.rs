@@ -10,7 +10,8 @@ use graphlift_ir::{Convolution, ConvolutionBackprop, TensorData};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
-use super::convolution::{column_runs, im2col, is_pointwise, Geometry};
+use super::conv_geometry::{column_runs, Geometry};
+use super::convolution::{im2col, is_pointwise};
 use super::matmul::{product_strided, Operand, ROW_BLOCK_ALIGN};
 use crate::parallel::{for_each, Parallel};
 

@@ -3,12 +3,14 @@
 //! every op has one definition of its meaning and at most one faster version, tested against it.
 
 mod attention;
+mod conv_geometry;
 mod conv_integer;
 mod convert;
 mod convolution;
 mod convolution_backprop;
 #[cfg(test)]
 mod convolution_cases;
+mod depthwise;
 mod epilogue;
 mod gemm_call;
 mod matmul;

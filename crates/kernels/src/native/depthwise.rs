@@ -1,0 +1,237 @@
+//! Depthwise 2-D convolution of one channel (`groups == C == M`, MobileNet's and PP-OCR's
+//! 3x3 and 5x5 layers): a direct loop, since its products are too thin for a GEMM.
+
+use graphlift_ir::Convolution;
+use multiversion::multiversion;
+
+use super::conv_geometry::{column_runs, Geometry};
+
+/// Output columns summed at once by [`depthwise_blocked`]: the sums stay in registers
+/// over every tap of the window (four zmm registers of `f32`).
+const BLOCK: usize = 16;
+
+/// `out` (`[oH, oW]`) = the sum over window positions of the filter tap (`taps`, `[kH, kW]`)
+/// times the shifted input plane (`plane`, `[H, W]`), accumulated in the element type in
+/// window order (row by row, then column by column), as the reference's convolution does.
+///
+/// Finite taps run [`depthwise_blocked`]; a tap that is infinite or NaN runs
+/// [`depthwise_runs`], which skips the padding instead of multiplying it (`inf · 0` would
+/// be NaN where the window reads padding only).
+pub(super) fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
+where
+    T: Copy + Default + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let zero = T::default();
+    if taps.iter().all(|&t| t * zero == zero) {
+        depthwise_blocked(plane, taps, g, conv, out);
+    } else {
+        depthwise_runs(plane, taps, g, conv, out);
+    }
+}
+
+/// [`depthwise`] by blocks of [`BLOCK`] output columns whose sums stay in registers over all
+/// taps (one load and one multiply-add per tap and column, one store per column). Every
+/// input row is first zero-padded as far as any tap reads and split into its `sw` column
+/// phases (phase `p` holds padded columns `p, p + sw, ...`): tap `kx` of output column `ox`
+/// reads padded column `ox · sw + kx · dw`, which is phase `(kx · dw) mod sw` at
+/// `ox + (kx · dw) div sw`, so each tap is one contiguous run of every output row.
+#[multiversion(targets = "simd")]
+fn depthwise_blocked<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
+where
+    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let win = &conv.window;
+    let (sh, sw) = (win.strides[0], win.strides[1]);
+    let (dh, dw) = (win.dilations[0], win.dilations[1]);
+    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
+    let phase_len = g.ow + (g.kw.saturating_sub(1) * dw) / sw;
+    let row_len = sw * phase_len;
+    let mut padded = vec![T::default(); g.h * row_len];
+    for (iy, row) in padded.chunks_exact_mut(row_len).enumerate() {
+        let src = &plane[iy * g.w..(iy + 1) * g.w];
+        for (p, phase) in row.chunks_exact_mut(phase_len).enumerate() {
+            for (j, d) in phase.iter_mut().enumerate() {
+                // Padded column p + j·sw is input column p + j·sw − pw.
+                if let Some(&v) = (p + j * sw).checked_sub(pw).and_then(|x| src.get(x)) {
+                    *d = v;
+                }
+            }
+        }
+    }
+    // Where each tap's run starts in its row, and the tap's index.
+    let starts: Vec<(usize, usize)> = (0..g.kw)
+        .map(|kx| {
+            let off = kx * dw;
+            ((off % sw) * phase_len + off / sw, kx)
+        })
+        .collect();
+    let mut live: Vec<(usize, T)> = Vec::with_capacity(g.kh * g.kw);
+    for (oy, dst) in out.chunks_exact_mut(g.ow).enumerate().take(g.oh) {
+        live.clear();
+        for ky in 0..g.kh {
+            // Rows of the padding add nothing.
+            let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+                continue;
+            };
+            for &(start, kx) in &starts {
+                live.push((iy * row_len + start, taps[ky * g.kw + kx]));
+            }
+        }
+        let mut blocks = dst.chunks_exact_mut(BLOCK);
+        let mut x0 = 0;
+        for block in &mut blocks {
+            let mut acc = [T::default(); BLOCK];
+            for &(at, t) in &live {
+                let run = &padded[at + x0..at + x0 + BLOCK];
+                for (a, &v) in acc.iter_mut().zip(run) {
+                    *a = *a + t * v;
+                }
+            }
+            block.copy_from_slice(&acc);
+            x0 += BLOCK;
+        }
+        let tail = blocks.into_remainder();
+        let n = tail.len();
+        if n > 0 {
+            let mut acc = [T::default(); BLOCK];
+            for &(at, t) in &live {
+                let run = &padded[at + x0..at + x0 + n];
+                for (a, &v) in acc[..n].iter_mut().zip(run) {
+                    *a = *a + t * v;
+                }
+            }
+            tail.copy_from_slice(&acc[..n]);
+        }
+    }
+}
+
+/// [`depthwise`] one contiguous run of valid columns at a time: window positions in the
+/// padding are skipped, not multiplied by zero. Output rows are finished one by one (they
+/// stay in L1); with a column stride `s > 1` each input row is first split into its `s`
+/// phases (columns `p, p + s, ...`), so every tap's run reads contiguous memory.
+#[multiversion(targets = "simd")]
+fn depthwise_runs<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
+where
+    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let win = &conv.window;
+    let (sh, sw) = (win.strides[0], win.strides[1]);
+    let (dh, ph) = (win.dilations[0], win.pads_begin[0]);
+    let runs = column_runs(g, win);
+    // The phases of one input row: phase p (columns p, p + s, ...) at `p * phase_len`.
+    let phase_len = g.w.div_ceil(sw);
+    let mut phases = vec![T::default(); if sw > 1 { sw * phase_len } else { 0 }];
+    out.fill(T::default());
+    for oy in 0..g.oh {
+        let dst_row = &mut out[oy * g.ow..(oy + 1) * g.ow];
+        for ky in 0..g.kh {
+            let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+                continue;
+            };
+            let src = &plane[iy * g.w..(iy + 1) * g.w];
+            if sw > 1 {
+                for p in 0..sw.min(g.w) {
+                    let dst = &mut phases[p * phase_len..];
+                    for (d, &v) in dst.iter_mut().zip(src[p..].iter().step_by(sw)) {
+                        *d = v;
+                    }
+                }
+            }
+            for (kx, (valid, first)) in runs.iter().enumerate() {
+                if valid.is_empty() {
+                    continue;
+                }
+                let tap = taps[ky * g.kw + kx];
+                let run = if sw > 1 {
+                    let at = (first % sw) * phase_len + first / sw;
+                    &phases[at..at + valid.len()]
+                } else {
+                    &src[*first..first + valid.len()]
+                };
+                for (d, &v) in dst_row[valid.clone()].iter_mut().zip(run) {
+                    *d = *d + tap * v;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphlift_ir::{Shape, TensorData, Window};
+
+    /// `depthwise` on one `[h, w]` channel against the reference convolution (`f64` sums).
+    fn check(
+        h: usize,
+        w: usize,
+        k: usize,
+        stride: [usize; 2],
+        dilation: [usize; 2],
+        pads: [usize; 4],
+        taps: &[f32],
+    ) {
+        let conv = Convolution {
+            window: Window {
+                shape: vec![k, k],
+                strides: stride.to_vec(),
+                dilations: dilation.to_vec(),
+                pads_begin: pads[..2].to_vec(),
+                pads_end: pads[2..].to_vec(),
+            },
+            groups: 1,
+        };
+        let (sx, sf) = (Shape::new([1, 1, h, w]), Shape::new([1, 1, k, k]));
+        let g = Geometry::of(&sx, &sf, &conv).unwrap();
+        let plane: Vec<f32> = (0..h * w)
+            .map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0)
+            .collect();
+        let mut out = vec![f32::NAN; g.oh * g.ow];
+        depthwise(&plane, taps, &g, &conv, &mut out);
+        let want = graphlift_runtime::reference::convolution(
+            &TensorData::F32(plane),
+            &sx,
+            &TensorData::F32(taps.to_vec()),
+            &sf,
+            &conv,
+        )
+        .unwrap();
+        let TensorData::F32(want) = want else {
+            panic!("f32")
+        };
+        assert_eq!(out.len(), want.len());
+        for (i, (a, b)) in out.iter().zip(&want).enumerate() {
+            let close =
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()) || (a.is_nan() && b.is_nan()) || a == b;
+            assert!(
+                close,
+                "{h}x{w} k{k} s{stride:?} d{dilation:?} p{pads:?}: [{i}] {a} vs {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn blocks_tails_strides_dilations_and_pads_agree_with_the_reference() {
+        let taps3: Vec<f32> = (0..9).map(|i| i as f32 * 0.25 - 1.0).collect();
+        let taps5: Vec<f32> = (0..25).map(|i| (i % 7) as f32 * 0.3 - 0.9).collect();
+        // Output widths of several blocks and a tail, one block exactly, under a block.
+        for w in [5, 16, 40, 97] {
+            check(6, w, 3, [1, 1], [1, 1], [1, 1, 1, 1], &taps3);
+            check(7, w, 3, [2, 2], [1, 1], [1, 1, 0, 1], &taps3);
+            check(9, w, 5, [1, 2], [2, 1], [2, 0, 1, 2], &taps5);
+            check(4, w, 3, [1, 3], [1, 2], [0, 3, 0, 0], &taps3);
+        }
+    }
+
+    /// An infinite tap is multiplied only by real input, never by the padding (the
+    /// reference's window skips padding), so the outputs whose windows hold it only in the
+    /// padding stay finite.
+    #[test]
+    fn a_non_finite_tap_skips_the_padding_as_the_reference_does() {
+        let mut taps: Vec<f32> = (0..9).map(|i| i as f32 * 0.25 - 1.0).collect();
+        taps[0] = f32::INFINITY;
+        check(5, 20, 3, [1, 1], [1, 1], [1, 1, 1, 1], &taps);
+        taps[0] = f32::NAN;
+        check(5, 20, 3, [2, 1], [1, 1], [1, 1, 1, 1], &taps);
+    }
+}
