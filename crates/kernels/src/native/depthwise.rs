@@ -10,19 +10,25 @@ use super::conv_geometry::{column_runs, Geometry};
 /// over every tap of the window (four zmm registers of `f32`).
 const BLOCK: usize = 16;
 
+/// The fewest window taps for which [`depthwise_blocked`] runs (3x3).
+const MIN_TAPS: usize = 9;
+
 /// `out` (`[oH, oW]`) = the sum over window positions of the filter tap (`taps`, `[kH, kW]`)
 /// times the shifted input plane (`plane`, `[H, W]`), accumulated in the element type in
 /// window order (row by row, then column by column), as the reference's convolution does.
 ///
-/// Finite taps run [`depthwise_blocked`]; a tap that is infinite or NaN runs
-/// [`depthwise_runs`], which skips the padding instead of multiplying it (`inf · 0` would
-/// be NaN where the window reads padding only).
+/// Windows of at least [`MIN_TAPS`] taps over output rows of at least one block, with finite
+/// taps, run [`depthwise_blocked`]. Narrower rows and smaller windows run
+/// [`depthwise_runs`] (the padded copy of the plane costs about what the blocks save there:
+/// DeepFilterNet's 1x3 windows ran slower), and so does a tap that is infinite or NaN:
+/// that loop skips the padding instead of multiplying it (`inf · 0` would be NaN where the
+/// window reads padding only).
 pub(super) fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
 where
     T: Copy + Default + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
     let zero = T::default();
-    if taps.iter().all(|&t| t * zero == zero) {
+    if g.ow >= BLOCK && g.kh * g.kw >= MIN_TAPS && taps.iter().all(|&t| t * zero == zero) {
         depthwise_blocked(plane, taps, g, conv, out);
     } else {
         depthwise_runs(plane, taps, g, conv, out);

@@ -16,6 +16,7 @@ mod gemm_call;
 mod matmul;
 mod normalize;
 mod packed;
+mod pad;
 mod pooling;
 mod quantized_matmul;
 mod recurrent;
@@ -126,6 +127,9 @@ pub fn evaluate_with_epilogue(
             pooling::max_pool(x, w, out, parallel)
         }
         (Op::Resize(r), [x]) => resize::resize_nearest(x, r, parallel),
+        (Op::Pad(p), [x, value @ ..]) if value.len() <= 1 => {
+            pad::pad(x.data(), x.shape(), value.first().map(|v| v.data()), p)
+        }
         (Op::Convert(to), [x]) => convert::convert(x.data(), *to),
         (Op::ConvolutionBackpropFilters(b), [x, dy]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
