@@ -5,9 +5,12 @@
 # 2 threads, in one run: MiniLM at sequence 128, batch 1 and 8, and the PP-OCR classifier at
 # [B, 3, 48, 192], batch 1 and 6. Each configuration alternates the three for ROUNDS
 # rounds; the table gives each one's median of round medians and the ratios graphlift /
-# onnxruntime and graphlift / OpenVINO.
+# onnxruntime and graphlift / OpenVINO. With BASE set to another graphlift binary (main's
+# build copied aside before a change), it runs in the same rounds too, and the table adds
+# its time and the ratio graphlift / base.
 #
 #   bash scripts/bench-models.sh            # ROUNDS=3 RUNS=50 by default
+#   BASE=/tmp/graphlift-base ROUNDS=5 RUNS=30 bash scripts/bench-models.sh
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -30,30 +33,38 @@ ov_median() { # model threads dims
     "$py" "$repo/scripts/ov_median.py" "$1" "$2" "$RUNS" "$3"
 }
 
-gl_median() { # model threads shape
-    "$graphlift" bench "$1" --threads "$2" --shape "$3" --runs "$RUNS" 2>/dev/null |
+gl_median() { # model threads shape [binary]
+    "${4:-$graphlift}" bench "$1" --threads "$2" --shape "$3" --runs "$RUNS" 2>/dev/null |
         sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p'
 }
 
 median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-printf "%-28s %7s %7s %13s %15s %12s %8s %8s\n" model shape threads graphlift_ms \
+printf "%-28s %7s %7s %13s %15s %12s %8s %8s" model shape threads graphlift_ms \
     onnxruntime_ms openvino_ms vs_ort vs_ov
+[ -n "${BASE:-}" ] && printf " %9s %8s" base_ms vs_base
+echo
 for spec in "paraphrase-MiniLM-L3-v2.onnx input_ids=1x128" \
             "paraphrase-MiniLM-L3-v2.onnx input_ids=8x128" \
             "ch_ppocr_mobile_v2.0_cls_infer.onnx x=1x3x48x192" \
             "ch_ppocr_mobile_v2.0_cls_infer.onnx x=6x3x48x192"; do
     set -- $spec
     for threads in 1 2; do
-        g=(); o=(); v=()
+        g=(); o=(); v=(); b=()
         for _ in $(seq "$ROUNDS"); do
             g+=("$(gl_median "$models/$1" "$threads" "$2")")
+            [ -n "${BASE:-}" ] && b+=("$(gl_median "$models/$1" "$threads" "$2" "$BASE")")
             o+=("$(ort_median "$models/$1" "$threads" "${2#*=}")")
             v+=("$(ov_median "$models/$1" "$threads" "${2#*=}")")
         done
         gm=$(echo "${g[*]}" | median); om=$(echo "${o[*]}" | median)
         vm=$(echo "${v[*]}" | median)
         awk -v m="${1%.onnx}" -v s="${2#*=}" -v t="$threads" -v g="$gm" -v o="$om" -v v="$vm" \
-            'BEGIN { printf "%-28s %7s %7s %13s %15s %12s %8.2f %8.2f\n", m, s, t, g, o, v, g / o, g / v }'
+            'BEGIN { printf "%-28s %7s %7s %13s %15s %12s %8.2f %8.2f", m, s, t, g, o, v, g / o, g / v }'
+        if [ -n "${BASE:-}" ]; then
+            bm=$(echo "${b[*]}" | median)
+            awk -v b="$bm" -v g="$gm" 'BEGIN { printf " %9s %8.2f", b, g / b }'
+        fi
+        echo
     done
 done

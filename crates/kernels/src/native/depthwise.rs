@@ -10,25 +10,38 @@ use super::conv_geometry::{column_runs, Geometry};
 /// over every tap of the window (four zmm registers of `f32`).
 const BLOCK: usize = 16;
 
-/// The fewest window taps for which [`depthwise_blocked`] runs (3x3).
+/// The fewest window taps [`depthwise_blocked`] runs (3x3): with 1x3 windows (DeepFilterNet)
+/// the padded copy cost what the blocks saved.
 const MIN_TAPS: usize = 9;
+
+/// The most elements of a padded plane [`depthwise_blocked`] builds (32 KiB of `f32`, in
+/// L1 with its output rows): the PP-OCR classifier's planes (up to 24 x 96) ran 6 % faster
+/// blocked, PP-PicoDet's layout model's (up to 160 x 160) 15 % slower.
+const PADDED_BUDGET: usize = 8192;
 
 /// `out` (`[oH, oW]`) = the sum over window positions of the filter tap (`taps`, `[kH, kW]`)
 /// times the shifted input plane (`plane`, `[H, W]`), accumulated in the element type in
 /// window order (row by row, then column by column), as the reference's convolution does.
 ///
-/// Windows of at least [`MIN_TAPS`] taps over output rows of at least one block, with finite
-/// taps, run [`depthwise_blocked`]. Narrower rows and smaller windows run
-/// [`depthwise_runs`] (the padded copy of the plane costs about what the blocks save there:
-/// DeepFilterNet's 1x3 windows ran slower), and so does a tap that is infinite or NaN:
-/// that loop skips the padding instead of multiplying it (`inf · 0` would be NaN where the
+/// Windows of at least [`MIN_TAPS`] taps over output rows of at least one block, on planes
+/// whose padded copy fits [`PADDED_BUDGET`], with finite taps, run [`depthwise_blocked`].
+/// Other shapes run [`depthwise_runs`], and so does a tap that is infinite or NaN: that
+/// loop skips the padding instead of multiplying it (`inf · 0` would be NaN where the
 /// window reads padding only).
 pub(super) fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
 where
     T: Copy + Default + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
     let zero = T::default();
-    if g.ow >= BLOCK && g.kh * g.kw >= MIN_TAPS && taps.iter().all(|&t| t * zero == zero) {
+    let win = &conv.window;
+    let (sw, dw) = (win.strides[1], win.dilations[1]);
+    let padded = g.h * sw * (g.ow + (g.kw.saturating_sub(1) * dw) / sw);
+    let taps_n = g.kh * g.kw;
+    // A block's sum is one chain of `taps_n` additions: past 3x3 windows, only rows of four
+    // blocks (four chains at a time) hide its latency.
+    let chains = taps_n <= MIN_TAPS || g.ow >= 4 * BLOCK;
+    let blocked = g.ow >= BLOCK && taps_n >= MIN_TAPS && chains && padded <= PADDED_BUDGET;
+    if blocked && taps.iter().all(|&t| t * zero == zero) {
         depthwise_blocked(plane, taps, g, conv, out);
     } else {
         depthwise_runs(plane, taps, g, conv, out);
@@ -83,8 +96,27 @@ where
                 live.push((iy * row_len + start, taps[ky * g.kw + kx]));
             }
         }
-        let mut blocks = dst.chunks_exact_mut(BLOCK);
+        // Four blocks at a time: four independent chains of additions (each column's sum
+        // is still taken tap by tap, in window order).
         let mut x0 = 0;
+        while x0 + 4 * BLOCK <= g.ow {
+            let mut a = [[T::default(); BLOCK]; 4];
+            let [a0, a1, a2, a3] = &mut a;
+            for &(at, t) in &live {
+                let run = &padded[at + x0..at + x0 + 4 * BLOCK];
+                for l in 0..BLOCK {
+                    a0[l] = a0[l] + t * run[l];
+                    a1[l] = a1[l] + t * run[BLOCK + l];
+                    a2[l] = a2[l] + t * run[2 * BLOCK + l];
+                    a3[l] = a3[l] + t * run[3 * BLOCK + l];
+                }
+            }
+            for (q, acc) in a.iter().enumerate() {
+                dst[x0 + q * BLOCK..x0 + (q + 1) * BLOCK].copy_from_slice(acc);
+            }
+            x0 += 4 * BLOCK;
+        }
+        let mut blocks = dst[x0..].chunks_exact_mut(BLOCK);
         for block in &mut blocks {
             let mut acc = [T::default(); BLOCK];
             for &(at, t) in &live {
