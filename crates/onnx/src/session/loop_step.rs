@@ -25,6 +25,8 @@ pub(super) struct LoopStep {
     /// For each outer-scope value the body reads: its name and its position in the values
     /// the prefix gives.
     captured: Vec<(String, usize)>,
+    /// How many values the prefix gives.
+    reads: usize,
     /// Whether the node has `M` and `cond` (each may be left out).
     has_trip: bool,
     has_cond: bool,
@@ -82,6 +84,7 @@ impl LoopStep {
         Some(LoopStep {
             body_model,
             captured,
+            reads: reads.len(),
             has_trip: !node.input[0].is_empty(),
             has_cond: !node.input[1].is_empty(),
             carried,
@@ -96,8 +99,8 @@ impl LoopStep {
     /// final carried values, then the scan outputs stacked.
     ///
     /// # Errors
-    /// The body's session errors; [`SessionError::DynamicStep`] for a trip count or
-    /// condition that is not a one-element integer or boolean, a body whose condition
+    /// The body's session errors; [`SessionError::DynamicStep`] for another number of values
+    /// than the loop reads, a trip count or condition that is not one element, a body whose condition
     /// result is not one, or scan outputs whose shapes differ between iterations.
     pub(super) fn run(
         &self,
@@ -112,6 +115,13 @@ impl LoopStep {
             1 => Ok(t.data().get_f64(0).unwrap_or(0.0)),
             n => Err(fail(format!("{what} has {n} elements, needs 1"))),
         };
+        if read.len() != self.reads {
+            return Err(fail(format!(
+                "the stage before the loop gave {} values, the loop reads {}",
+                read.len(),
+                self.reads
+            )));
+        }
         let mut at = 0;
         let trip = if self.has_trip {
             at += 1;
@@ -159,8 +169,8 @@ impl LoopStep {
                 .ok_or_else(|| fail("the body gave no condition".into()))?;
             cond = one(&next, "the body's condition")? != 0.0;
             carried = out.by_ref().take(self.carried).collect();
-            for (k, t) in out.enumerate() {
-                scans[k].push(t);
+            for (scan, t) in scans.iter_mut().zip(out) {
+                scan.push(t);
             }
             i += 1;
         }
