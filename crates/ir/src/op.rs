@@ -435,6 +435,22 @@ impl Op {
         )
     }
 
+    /// `true` for the data-movement ops: `Broadcast`, `Reshape`, `Transpose`, `Slice`, `Pad`,
+    /// `Concat` and `Gather`, each output element a copy of an input element (or of `Pad`'s
+    /// value), so they are exact in every element type.
+    pub fn moves_data(&self) -> bool {
+        matches!(
+            self,
+            Op::Broadcast(_)
+                | Op::Reshape(_)
+                | Op::Transpose(_)
+                | Op::Slice(_)
+                | Op::Pad(_)
+                | Op::Concat(_)
+                | Op::Gather(_)
+        )
+    }
+
     /// `true` for the ops of state: `Variable`, `ReadVariable` and `Assign`. Passes never
     /// fold, merge or move them; their order is their control dependencies.
     pub fn is_stateful(&self) -> bool {

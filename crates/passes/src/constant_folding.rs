@@ -82,19 +82,11 @@ impl ConstantFolding {
         op.is_elementwise() || ConstantFolding::moves_data(op)
     }
 
-    /// The data-movement ops folded at full size: each output element is a copy of an input
-    /// element (a `Transpose` of a constant weight, as a derivative writes for `MatMul`,
-    /// costs a copy on every call otherwise).
+    /// The data-movement ops folded at full size ([`Op::moves_data`] but `Broadcast`, which
+    /// stays a stride-0 read): a `Transpose` of a constant weight, as a derivative writes for
+    /// `MatMul`, costs a copy on every call otherwise.
     fn moves_data(op: &Op) -> bool {
-        matches!(
-            op,
-            Op::Reshape(_)
-                | Op::Transpose(_)
-                | Op::Slice(_)
-                | Op::Pad(_)
-                | Op::Concat(_)
-                | Op::Gather(_)
-        )
+        op.moves_data() && !matches!(op, Op::Broadcast(_))
     }
 }
 

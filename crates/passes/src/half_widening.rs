@@ -23,9 +23,8 @@ use crate::{Pass, PassError};
 ///
 /// Not rewritten: parameters, constants, results, `Convert` (it is the rounding), state ops
 /// (`Variable`, `ReadVariable`, `Assign`), `Random`, fused kernels, nodes with several
-/// outputs or control dependencies, and the data-movement ops (`Broadcast`, `Reshape`,
-/// `Transpose`, `Slice`, `Pad`, `Concat`, `Gather`): each output element is a copy of an
-/// input element, exact in any type, and widening one would convert all of its input to
+/// outputs or control dependencies, and the data-movement ops ([`Op::moves_data`]): each
+/// output element is a copy of an input element, exact in any type, and widening one would convert all of its input to
 /// move a part of it (a `Gather` of 128 rows from an `f16` embedding table would convert
 /// the whole table on every call). Each new node has [`HalfWidening::NAME`] in its pass
 /// history; the widened op takes the original's provenance.
@@ -69,7 +68,7 @@ fn eligible(g: &Function, id: NodeId) -> Result<bool, PassError> {
             | Op::Assign
             | Op::Random(_)
             | Op::FusedKernel(_)
-    ) || moves_data(node.op());
+    ) || node.op().moves_data();
     if kept
         || node.inputs().is_empty()
         || node.outputs().len() != 1
@@ -86,20 +85,6 @@ fn eligible(g: &Function, id: NodeId) -> Result<bool, PassError> {
         }
     }
     Ok(false)
-}
-
-/// Whether `op` only copies elements of its inputs (see [`HalfWidening`]).
-fn moves_data(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Broadcast(_)
-            | Op::Reshape(_)
-            | Op::Transpose(_)
-            | Op::Slice(_)
-            | Op::Pad(_)
-            | Op::Concat(_)
-            | Op::Gather(_)
-    )
 }
 
 fn any_half_op(g: &Function) -> Result<bool, PassError> {
