@@ -8,7 +8,7 @@ use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
 
 use crate::import_model;
 use crate::proto::*;
-use crate::tests::{attr_f, attr_i, attr_s, model_opset, node, vi};
+use crate::tests::{attr_f, attr_i, attr_ints, attr_s, model_opset, node, vi};
 
 /// An input of the one node: a graph input, an initializer, or an omitted optional input.
 enum V {
@@ -48,15 +48,6 @@ struct Case {
     /// Run-time data of the graph inputs (INT64 ones as `i64`, others `f32`), for a problem
     /// that only the data shows; `None`: the import must fail.
     run: Option<Vec<Vec<f64>>>,
-}
-
-fn ints(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: attribute_type::INTS,
-        ints: v.to_vec(),
-        ..Default::default()
-    }
 }
 
 fn case(
@@ -184,14 +175,14 @@ fn cases() -> Vec<Case> {
         case("Resize", Attribute, "unknown mode", vec![In(F, x4), Skip, F32(&[4], &[1., 1., 2., 2.])], vec![attr_s("mode", "bogus")]),
         case("Resize", Attribute, "unknown coordinate mode", vec![In(F, x4), Skip, F32(&[4], &[1., 1., 2., 2.])], vec![attr_s("coordinate_transformation_mode", "nope")]),
         case("Resize", Rank, "scales of the wrong length", vec![In(F, x4), Skip, F32(&[2], &[2., 2.])], vec![]),
-        case("Resize", Index, "axes out of range", vec![In(F, x4), Skip, F32(&[2], &[2., 2.])], vec![ints("axes", &[2, 7])]),
+        case("Resize", Index, "axes out of range", vec![In(F, x4), Skip, F32(&[2], &[2., 2.])], vec![attr_ints("axes", &[2, 7])]),
         case("Pad", Attribute, "unknown mode", vec![In(F, &[2, 3]), I64(&[4], &[1, 1, 1, 1])], vec![attr_s("mode", "bogus")]),
         case("Pad", Rank, "pads of the wrong length", vec![In(F, &[2, 3]), I64(&[3], &[1, 1, 1])], vec![]),
         case("Pad", Index, "axes out of range", vec![In(F, &[2, 3]), I64(&[2], &[1, 1]), Skip, I64(&[1], &[4])], vec![]),
-        case("ConvTranspose", Attribute, "zero stride", vec![In(F, x4), F32(&[2, 1, 2, 2], &[0.5; 8])], vec![ints("strides", &[0, 0])]),
+        case("ConvTranspose", Attribute, "zero stride", vec![In(F, x4), F32(&[2, 1, 2, 2], &[0.5; 8])], vec![attr_ints("strides", &[0, 0])]),
         case("ConvTranspose", Attribute, "group not dividing the channels", vec![In(F, x4), F32(&[2, 1, 2, 2], &[0.5; 8])], vec![attr_i("group", 3)]),
         case("ConvTranspose", Rank, "weight of rank 3", vec![In(F, x4), F32(&[2, 1, 2], &[0.5; 4])], vec![]),
-        case("ConvTranspose", Index, "pads of the wrong length", vec![In(F, x4), F32(&[2, 1, 2, 2], &[0.5; 8])], vec![ints("pads", &[1, 1, 1])]),
+        case("ConvTranspose", Index, "pads of the wrong length", vec![In(F, x4), F32(&[2, 1, 2, 2], &[0.5; 8])], vec![attr_ints("pads", &[1, 1, 1])]),
         case("Gemm", Attribute, "alpha of type string", vec![In(F, &[2, 3]), In(F, &[3, 4])], vec![attr_s("alpha", "2")]),
         case("Gemm", Rank, "A of rank 3", vec![In(F, &[2, 3, 1]), In(F, &[3, 4])], vec![]),
         case("Gemm", Index, "inner extents differ", vec![In(F, &[2, 3]), In(F, &[4, 4])], vec![]),
@@ -203,9 +194,9 @@ fn cases() -> Vec<Case> {
         case("LogSoftmax", Attribute, "axis of type float", vec![In(F, &[2, 3])], vec![attr_f("axis", 1.0)]),
         case("LogSoftmax", Rank, "a scalar", vec![In(F, &[])], vec![attr_i("axis", 0)]),
         case("AveragePool", Attribute, "no kernel_shape", vec![In(F, x4)], vec![]),
-        case("AveragePool", Attribute, "zero stride", vec![In(F, x4)], vec![ints("kernel_shape", &[2, 2]), ints("strides", &[0, 1])]),
-        case("AveragePool", Rank, "kernel_shape of the wrong length", vec![In(F, x4)], vec![ints("kernel_shape", &[2])]),
-        case("AveragePool", Index, "a window larger than the padded input", vec![In(F, x4)], vec![ints("kernel_shape", &[9, 9])]),
+        case("AveragePool", Attribute, "zero stride", vec![In(F, x4)], vec![attr_ints("kernel_shape", &[2, 2]), attr_ints("strides", &[0, 1])]),
+        case("AveragePool", Rank, "kernel_shape of the wrong length", vec![In(F, x4)], vec![attr_ints("kernel_shape", &[2])]),
+        case("AveragePool", Index, "a window larger than the padded input", vec![In(F, x4)], vec![attr_ints("kernel_shape", &[9, 9])]),
         case("GlobalMaxPool", Rank, "rank 2", vec![In(F, &[2, 3])], vec![]),
         case("ArgMax", Index, "axis out of range", vec![In(F, &[2, 3])], vec![attr_i("axis", 2)]),
         case("ArgMax", Attribute, "keepdims of type string", vec![In(F, &[2, 3])], vec![attr_s("keepdims", "yes")]),
@@ -287,12 +278,12 @@ fn cases() -> Vec<Case> {
         case("MatMulInteger", Rank, "a zero point of the wrong length", vec![In(U, &[2, 3]), In(U, &[3, 2]), U8(&[3], &[1, 1, 1])], vec![]),
         case("MatMulInteger", Attribute, "a float operand", vec![In(F, &[2, 3]), In(U, &[3, 2])], vec![]),
         case("ConvInteger", Rank, "weight of rank 3", vec![In(U, &[1, 1, 3, 3]), U8(&[1, 1, 2], &[1, 2])], vec![]),
-        case("ConvInteger", Attribute, "zero stride", vec![In(U, &[1, 1, 3, 3]), U8(&[1, 1, 2, 2], &[1, 2, 3, 4])], vec![ints("strides", &[0, 0])]),
+        case("ConvInteger", Attribute, "zero stride", vec![In(U, &[1, 1, 3, 3]), U8(&[1, 1, 2, 2], &[1, 2, 3, 4])], vec![attr_ints("strides", &[0, 0])]),
         case("ConvInteger", Index, "a kernel larger than the input", vec![In(U, &[1, 1, 3, 3]), U8(&[1, 1, 4, 4], &[1; 16])], vec![]),
         case("QLinearMatMul", Index, "inner extents differ", q_linear(&[2, 3], &[], &[4, 2]), vec![]),
         case("QLinearMatMul", Rank, "a per-row scale of the wrong length", q_linear(&[2, 3], &[3], &[3, 2]), vec![]),
         case("QLinearConv", Rank, "weight of rank 3", q_linear(&[1, 1, 3, 3], &[], &[1, 1, 2]), vec![]),
-        case("QLinearConv", Attribute, "negative pads", q_linear(&[1, 1, 3, 3], &[], &[1, 1, 2, 2]), vec![ints("pads", &[-1, 0, 0, 0])]),
+        case("QLinearConv", Attribute, "negative pads", q_linear(&[1, 1, 3, 3], &[], &[1, 1, 2, 2]), vec![attr_ints("pads", &[-1, 0, 0, 0])]),
         case("QLinearConv", Index, "group not dividing the channels", q_linear(&[1, 1, 3, 3], &[], &[1, 1, 2, 2]), vec![attr_i("group", 2)]),
     ];
     // The recurrent ops: W of rank 2, an unknown direction, a negative hidden_size, W for

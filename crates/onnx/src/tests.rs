@@ -1108,7 +1108,7 @@ fn legacy_broadcast_attribute() {
 
 // ----- random fills -----
 
-fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
+pub(crate) fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
     AttributeProto {
         name: name.into(),
         r#type: attribute_type::INTS,

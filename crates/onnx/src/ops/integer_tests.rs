@@ -10,7 +10,7 @@ use graphlift_runtime::{Backend, Executable, InterpreterBackend, Tensor};
 use prost::Message;
 
 use crate::proto::*;
-use crate::tests::{err, model_opset, node, vi};
+use crate::tests::{attr_ints, err, model_opset, node, vi};
 use crate::{import_model_bytes, onnx_data_type, tensor_to_proto, OnnxError};
 
 /// An initializer: name, values and shape.
@@ -37,15 +37,6 @@ fn eight_bit(signed: bool, v: Vec<u8>) -> TensorData {
         TensorData::I8(v.into_iter().map(|b| b as i8).collect())
     } else {
         TensorData::U8(v)
-    }
-}
-
-fn ints(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: attribute_type::INTS,
-        ints: v.to_vec(),
-        ..Default::default()
     }
 }
 
@@ -175,9 +166,9 @@ fn check_conv(c: Conv) {
     let p = c.pad as i64;
     let attrs = || {
         vec![
-            ints("strides", &[c.stride as i64; 2]),
-            ints("dilations", &[c.dilation as i64; 2]),
-            ints("pads", &[p; 4]),
+            attr_ints("strides", &[c.stride as i64; 2]),
+            attr_ints("dilations", &[c.dilation as i64; 2]),
+            attr_ints("pads", &[p; 4]),
             crate::tests::attr_i("group", c.groups as i64),
         ]
     };

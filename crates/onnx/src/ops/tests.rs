@@ -9,14 +9,7 @@ use crate::proto::*;
 use crate::tests::{attr_f, attr_i, attr_s, err, f32s, model_opset, node, run, vi};
 use crate::{import_model_bytes_with, ImportOptions, OnnxError};
 
-fn attr_ints(name: &str, ints: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: attribute_type::INTS,
-        ints: ints.to_vec(),
-        ..Default::default()
-    }
-}
+use crate::tests::attr_ints;
 
 pub(super) fn ints_init(name: &str, v: &[i64]) -> TensorProto {
     crate::tensor_to_proto(name, &TensorData::I64(v.to_vec()), &Shape::new([v.len()]))
