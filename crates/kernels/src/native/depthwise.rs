@@ -33,9 +33,7 @@ where
     T: Copy + Default + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
     let zero = T::default();
-    let win = &conv.window;
-    let (sw, dw) = (win.strides[1], win.dilations[1]);
-    let padded = g.h * sw * (g.ow + (g.kw.saturating_sub(1) * dw) / sw);
+    let padded = g.h * padded_row(g, conv).1;
     let taps_n = g.kh * g.kw;
     // A block's sum is one chain of `taps_n` additions: past 3x3 windows, only rows of four
     // blocks (four chains at a time) hide its latency.
@@ -46,6 +44,14 @@ where
     } else {
         depthwise_runs(plane, taps, g, conv, out);
     }
+}
+
+/// The length of one column phase of a padded input row of [`depthwise_blocked`] (every
+/// output column plus the window's reach, in strides), and of the row (its `sw` phases).
+fn padded_row(g: &Geometry, conv: &Convolution) -> (usize, usize) {
+    let (sw, dw) = (conv.window.strides[1], conv.window.dilations[1]);
+    let phase_len = g.ow + (g.kw.saturating_sub(1) * dw) / sw;
+    (phase_len, sw * phase_len)
 }
 
 /// [`depthwise`] by blocks of [`BLOCK`] output columns whose sums stay in registers over all
@@ -63,8 +69,7 @@ where
     let (sh, sw) = (win.strides[0], win.strides[1]);
     let (dh, dw) = (win.dilations[0], win.dilations[1]);
     let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
-    let phase_len = g.ow + (g.kw.saturating_sub(1) * dw) / sw;
-    let row_len = sw * phase_len;
+    let (phase_len, row_len) = padded_row(g, conv);
     let mut padded = vec![T::default(); g.h * row_len];
     for (iy, row) in padded.chunks_exact_mut(row_len).enumerate() {
         let src = &plane[iy * g.w..(iy + 1) * g.w];
