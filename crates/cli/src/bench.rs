@@ -112,7 +112,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
         let trace = tracer.finish();
         print!("{}", profile::report(&profile::by_op(&trace), calls));
         println!("  slowest steps:");
-        for (name, op, ms) in profile::slowest_steps(&trace, 10) {
+        for (name, op, ms) in profile::slowest_steps(&trace, args.slowest) {
             println!("  {ms:>10.4} ms  {op:<16} {name}");
         }
     }

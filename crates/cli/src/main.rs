@@ -123,6 +123,10 @@ pub struct BenchArgs {
     /// by op type (parallel steps split over the threads as in untraced calls).
     #[arg(long, value_name = "CALLS")]
     pub profile: Option<usize>,
+    /// With --profile: how many of the slowest steps to list (by their mean time over
+    /// the traced calls).
+    #[arg(long, value_name = "STEPS", default_value_t = 10)]
+    pub slowest: usize,
     /// With --wrt: time the gradient Function instead of the forward pass.
     #[command(flatten)]
     pub gradient: GradientOf,

@@ -8,11 +8,12 @@ use graphlift_ir::{Convolution, Shape, TensorData};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
+use super::conv_dense::{depth, Dense, Float, Implicit};
 use super::conv_geometry::{valid_columns, Geometry};
 use super::depthwise::depthwise;
-use super::gemm_call::{gemm_into, Strided};
 use super::matmul::ROW_BLOCK_ALIGN;
-use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
+use super::packed::PackedWeights;
+use super::scratch::with_scratch;
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
@@ -24,6 +25,15 @@ const FIELD_BUDGET: usize = 1 << 18;
 /// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
 /// when the epilogue reads them), unless the whole output is smaller.
 const EPILOGUE_BLOCK: usize = 8192;
+
+/// Bands of output rows per thread when a convolution of fewer tasks than threads is split
+/// by bands: a few, so a thread held up by another process leaves bands to the others.
+const BANDS_PER_THREAD: usize = 2;
+
+/// The fewest output columns per thread (an image's output plane over the threads) at which
+/// a convolution of fewer tasks than threads is split by bands of output rows rather than
+/// by blocks of filters: two of the packed microkernel's 48-column panels.
+const BAND_MIN_COLUMNS: usize = 96;
 
 /// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) for the output rows `rows` into
 /// `cols` (`[cg · kH · kW, rows.len() · oW]`, row-major); window positions in the padding
@@ -85,172 +95,92 @@ pub(super) fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
         && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
 }
 
-fn convolve<T>(
-    x: &[T],
-    f: &[T],
+fn convolve<T: Float>(
+    (x, f): (&[T], &[T]),
     g: &Geometry,
     conv: &Convolution,
     parallel: &Parallel,
     y: &mut [T],
     (epilogue, packed): (Option<Epilogue<'_>>, Option<&PackedWeights>),
-) where
-    T: Element
-        + Default
-        + From<f32>
-        + Send
-        + Sync
-        + 'static
-        + PartialEq
-        + std::ops::Add<Output = T>
-        + std::ops::Mul<Output = T>,
-{
-    let (cg, mg) = (g.c / g.groups, g.m / g.groups);
-    let plane = g.oh * g.ow;
-    let depth = cg * g.kh * g.kw;
+) {
+    let d = Dense::new((x, f), g, conv, packed, is_pointwise(g, conv));
+    let (mg, plane) = (d.mg(), d.plane());
     if plane == 0 || g.m == 0 || y.len() != g.n * g.m * plane {
         return;
     }
-    let pointwise = is_pointwise(g, conv);
-    // Output rows per band of unrolled fields (all of them for a pointwise convolution,
-    // whose fields are the image itself).
-    let band_rows = if pointwise {
-        g.oh
-    } else {
-        (FIELD_BUDGET / (depth * g.ow).max(1)).clamp(1, g.oh.max(1))
-    };
-    let bands: Vec<Range<usize>> = (0..g.oh)
-        .step_by(band_rows)
-        .map(|r| r..(r + band_rows).min(g.oh))
-        .collect();
-    // The image of task `k` (image, group) and the group's filters.
-    let operands = |k: usize| {
-        let (b, grp) = (k / g.groups, k % g.groups);
-        let image = &x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
-        let filters = &f[grp * mg * depth..(grp + 1) * mg * depth];
-        (image, grp, filters)
-    };
-    // The unrolled receptive fields of task `k` for output rows `rows`:
-    // `[C/g · kH · kW, rows.len() · oW]`, in `buffer` unless the image is that matrix.
-    let fields = |k: usize, rows: &Range<usize>, buffer: &mut Vec<T>| {
-        if pointwise {
-            return;
-        }
-        let (image, grp, _) = operands(k);
-        buffer.resize(depth * rows.len() * g.ow, T::default());
-        im2col(
-            image,
-            g,
-            conv,
-            (grp * cg, cg),
-            rows.clone(),
-            buffer,
-            T::default(),
-        );
-    };
-    // A pointwise convolution's fields: the group's channels (`plane == H * W`).
-    let image_fields = |k: usize| {
-        let (b, grp) = (k / g.groups, k % g.groups);
-        let channels = (b * g.c + grp * cg) * plane;
-        &x[channels..channels + cg * plane]
-    };
-    // The weights packed for the left side from the groups' filters, when they are.
-    let packed = packed.filter(|w| w.side() == Side::Left && w.extents() == (g.groups, mg, depth));
-    // `out[.., columns of the band] = filters · fields` for rows `row0..row0 + r` of group
-    // `grp`'s filters: on the packed path where it takes them, else through gemm.
-    let band_product =
-        |(grp, row0): (usize, usize), cols: &[T], out: &mut [T], r: usize, band: &Range<usize>| {
-            let span = band.start * g.ow..band.end * g.ow;
-            let on_packed = packed.is_some_and(|w| {
-                let (Some(cols), Some(out)) =
-                    (T::as_f32(cols), T::as_f32_mut(&mut out[span.start..]))
-                else {
-                    return false;
-                };
-                packed::product(
-                    (out, plane),
-                    Lhs::Packed {
-                        w,
-                        matrix: grp,
-                        first_row: row0,
-                    },
-                    Rhs::Strided {
-                        data: cols,
-                        ks: span.len(),
-                    },
-                    (r, depth, span.len()),
-                    false,
-                )
-            });
-            let Some(filters) = f.get((grp * mg + row0) * depth..).filter(|_| !on_packed) else {
-                return;
-            };
-            gemm_into(
-                (
-                    &mut out[span.start..],
-                    Strided {
-                        rows: r,
-                        cols: span.len(),
-                        row_stride: plane,
-                        col_stride: 1,
-                    },
-                ),
-                (filters, Strided::row_major(r, depth)),
-                (cols, Strided::row_major(depth, span.len())),
-                T::from(1.0),
-                None,
-                gemm::Parallelism::None,
-            );
-        };
-    // Unroll the group's fields band by band, multiply by the group's filters.
-    let convolve_group = |k: usize, out: &mut [T]| {
-        let (image, grp, filters) = operands(k);
-        if cg == 1 && mg == 1 {
-            let channel = &image[grp * g.h * g.w..(grp + 1) * g.h * g.w];
-            depthwise(channel, filters, g, conv, out);
-            return;
-        }
-        let mut buffer = Vec::new();
-        for band in &bands {
-            fields(k, band, &mut buffer);
-            let cols = if pointwise { image_fields(k) } else { &buffer };
-            band_product((grp, 0), cols, out, mg, band);
-        }
-    };
     let threads = parallel.config().threads;
     let tasks = g.n * g.groups;
-    let macs = g.n * g.m * plane * depth;
-    // Fewer tasks than threads (one image, one group: every dense convolution at batch 1):
-    // each band's product is split by rows of filters (output channels) over the threads,
-    // the band's fields unrolled once and shared, as the native MatMul splits few large
-    // products.
-    let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
-    if let Some(pool) = parallel
-        .pool()
-        .filter(|_| macs >= 1 << 18 && tasks < threads && rows < mg)
-    {
-        let mut buffer = Vec::new();
-        for (k, out) in y.chunks_mut(mg * plane).enumerate() {
-            let (_, grp, _) = operands(k);
-            for (b, band) in bands.iter().enumerate() {
-                fields(k, band, &mut buffer);
-                let cols = if pointwise { image_fields(k) } else { &buffer };
-                let last = b + 1 == bands.len();
-                for_each(
-                    pool,
-                    out.chunks_mut(rows * plane).enumerate(),
-                    |(blk, out)| {
-                        let r = out.len() / plane;
-                        band_product((grp, blk * rows), cols, out, r, band);
-                        if let (true, Some(e)) = (last, &epilogue) {
-                            e.run(k * mg * plane + blk * rows * plane, out);
-                        }
-                    },
-                );
+    let macs = g.n * g.m * plane * depth(g);
+    let depthwise_groups = g.c == g.groups && mg == 1;
+    let pool = parallel.pool().filter(|_| macs >= 1 << 18);
+    let implicit = d.implicit(threads * BAND_MIN_COLUMNS);
+    match pool {
+        _ if implicit.is_some() => by_bands(&d, implicit.as_ref(), pool, threads, y, epilogue),
+        Some(pool) if tasks < threads && !depthwise_groups => {
+            let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
+            if rows < mg && (d.pointwise || plane < threads * BAND_MIN_COLUMNS) {
+                by_filter_rows(&d, pool, rows, y, epilogue);
+            } else {
+                by_bands(&d, None, Some(pool), threads, y, epilogue);
             }
         }
-        return;
+        _ => by_tasks(&d, pool.filter(|_| tasks > 1), threads, y, epilogue),
     }
-    let pool = parallel.pool().filter(|_| macs >= 1 << 18 && tasks > 1);
+}
+
+/// Output rows per band of unrolled fields, at most `FIELD_BUDGET` elements of them (all
+/// rows for a pointwise convolution, whose fields are the image itself).
+fn band_rows<T: Float>(d: &Dense<'_, T>) -> usize {
+    let g = d.g;
+    if d.pointwise {
+        return g.oh.max(1);
+    }
+    (FIELD_BUDGET / (depth(g) * g.ow).max(1)).clamp(1, g.oh.max(1))
+}
+
+/// The bands of `0..oh` of at most `rows` rows each.
+fn bands(oh: usize, rows: usize) -> Vec<Range<usize>> {
+    (0..oh)
+        .step_by(rows.max(1))
+        .map(|r| r..(r + rows).min(oh))
+        .collect()
+}
+
+/// One task (image, group) after another, on the calling thread or spread over `pool`:
+/// the tasks' output planes are contiguous, so the epilogue sees blocks of whole planes.
+fn by_tasks<T: Float>(
+    d: &Dense<'_, T>,
+    pool: Option<&rayon::ThreadPool>,
+    threads: usize,
+    y: &mut [T],
+    epilogue: Option<Epilogue<'_>>,
+) {
+    let g = d.g;
+    let (mg, plane) = (d.mg(), d.plane());
+    let bands = bands(g.oh, band_rows(d));
+    let tasks = g.n * g.groups;
+    let convolve_task = |k: usize, out: &mut [T]| {
+        let grp = k % g.groups;
+        if g.c == g.groups && mg == 1 {
+            let b = k / g.groups;
+            let channel = &d.x[(b * g.c + grp) * g.h * g.w..(b * g.c + grp + 1) * g.h * g.w];
+            let taps = g.kh * g.kw;
+            depthwise(channel, &d.f[grp * taps..(grp + 1) * taps], g, d.conv, out);
+            return;
+        }
+        for band in &bands {
+            let span = band.start * g.ow..band.end * g.ow;
+            with_scratch(d.fields_len(band), |buffer| {
+                let cols = d.fields(k, band, buffer);
+                d.product(
+                    (grp, 0..mg),
+                    cols,
+                    span.len(),
+                    (&mut out[span.start..], plane),
+                );
+            });
+        }
+    };
     // Tasks per block: an epilogue sees blocks of at least EPILOGUE_BLOCK elements (one call
     // per depthwise plane would cost more than the pass it saves), split over the threads.
     let per_task = mg * plane;
@@ -261,22 +191,139 @@ fn convolve<T>(
     if pool.is_some() {
         per_block = per_block.min(tasks.div_ceil(threads).max(1));
     }
-    // One block of tasks (image, group), then the block's epilogue.
     let block = |(blk, out): (usize, &mut [T])| {
         for (i, out) in out.chunks_mut(per_task).enumerate() {
-            convolve_group(blk * per_block + i, out);
+            convolve_task(blk * per_block + i, out);
         }
         if let Some(e) = &epilogue {
             e.run(blk * per_block * per_task, out);
         }
     };
+    let blocks = y.chunks_mut(per_block * per_task).enumerate();
     match pool {
-        Some(pool) => for_each(pool, y.chunks_mut(per_block * per_task).enumerate(), block),
-        None => y
-            .chunks_mut(per_block * per_task)
-            .enumerate()
-            .for_each(block),
+        Some(pool) => for_each(pool, blocks, block),
+        None => blocks.for_each(block),
     }
+}
+
+/// Fewer tasks than threads, many filters: each band's fields are unrolled once (on the
+/// calling thread) and shared by blocks of `rows` filters, one block per thread, as the
+/// native MatMul splits few large products.
+fn by_filter_rows<T: Float>(
+    d: &Dense<'_, T>,
+    pool: &rayon::ThreadPool,
+    rows: usize,
+    y: &mut [T],
+    epilogue: Option<Epilogue<'_>>,
+) {
+    let g = d.g;
+    let (mg, plane) = (d.mg(), d.plane());
+    let bands = bands(g.oh, band_rows(d));
+    for (k, out) in y.chunks_mut(mg * plane).enumerate() {
+        for (b, band) in bands.iter().enumerate() {
+            let span = band.start * g.ow..band.end * g.ow;
+            let last = b + 1 == bands.len();
+            with_scratch(d.fields_len(band), |buffer| {
+                let cols = d.fields(k, band, buffer);
+                for_each(
+                    pool,
+                    out.chunks_mut(rows * plane).enumerate(),
+                    |(blk, out)| {
+                        let filters = blk * rows..blk * rows + out.len() / plane;
+                        let at = &mut out[span.start..];
+                        d.product((k % g.groups, filters), cols, span.len(), (at, plane));
+                        if let (true, Some(e)) = (last, &epilogue) {
+                            e.run(k * mg * plane + blk * rows * plane, out);
+                        }
+                    },
+                );
+            });
+        }
+    }
+}
+
+/// Bands of output rows (of every task) computed one by one or spread over `pool`, each
+/// product of all of the group's filters written to a buffer and copied into the band's
+/// rows of each output channel (which the epilogue then sees, channel by channel). Taken by
+/// a convolution of fewer tasks than threads (few filters or a large image: the unrolling
+/// runs in parallel too, as MLAS splits a convolution's output positions over threads), and
+/// by every convolution with `implicit` fields, whose bands read the padded image in place.
+fn by_bands<T: Float>(
+    d: &Dense<'_, T>,
+    implicit: Option<&Implicit>,
+    pool: Option<&rayon::ThreadPool>,
+    threads: usize,
+    y: &mut [T],
+    epilogue: Option<Epilogue<'_>>,
+) {
+    let g = d.g;
+    let (mg, plane) = (d.mg(), d.plane());
+    let tasks = g.n * g.groups;
+    // Positions per output row in a product: the padded row for implicit fields.
+    let width = implicit.map_or(g.ow, |imp| imp.wq);
+    // Bands: within the budget (the product and any unrolled fields together) and, split
+    // over threads, at least BANDS_PER_THREAD per thread in all.
+    let unrolled = if d.pointwise || implicit.is_some() {
+        0
+    } else {
+        depth(g)
+    };
+    let mut rows = FIELD_BUDGET / ((unrolled + mg) * width).max(1);
+    if pool.is_some() {
+        rows = rows.min(g.oh.div_ceil((BANDS_PER_THREAD * threads).div_ceil(tasks.max(1))));
+    }
+    let bands = bands(g.oh, rows.max(1));
+    // Every task's padded phases, one after another, for implicit fields.
+    let per_task = implicit.map_or(0, |imp| d.padded_len(imp));
+    with_scratch(tasks * per_task, |padded| {
+        if let Some(imp) = implicit {
+            for (k, out) in padded.chunks_mut(per_task.max(1)).enumerate() {
+                d.padded(k, imp, out);
+            }
+        }
+        // Work items: (task, band, the band's rows of each of the task's output channels).
+        let mut items = Vec::with_capacity(tasks * bands.len());
+        for (k, out) in y.chunks_mut(mg * plane).enumerate() {
+            let mut pieces: Vec<Vec<&mut [T]>> = bands.iter().map(|_| Vec::new()).collect();
+            for channel in out.chunks_mut(plane) {
+                let mut rest = channel;
+                for (band, to) in bands.iter().zip(&mut pieces) {
+                    let (piece, tail) = rest.split_at_mut(band.len() * g.ow);
+                    to.push(piece);
+                    rest = tail;
+                }
+            }
+            items.extend(pieces.into_iter().enumerate().map(|(b, p)| (k, b, p)));
+        }
+        let band_task = |(k, b, mut pieces): (usize, usize, Vec<&mut [T]>)| {
+            let band = &bands[b];
+            let n = band.len() * width;
+            with_scratch(mg * n, |product| {
+                match implicit {
+                    Some(imp) => {
+                        let data = &padded[k * per_task + band.start * imp.wq..(k + 1) * per_task];
+                        d.product_rows(k % g.groups, (data, &imp.rows), n, product);
+                    }
+                    None => with_scratch(d.fields_len(band), |buffer| {
+                        let cols = d.fields(k, band, buffer);
+                        d.product((k % g.groups, 0..mg), cols, n, (product, n));
+                    }),
+                }
+                for (m, (piece, rows)) in pieces.iter_mut().zip(product.chunks(n)).enumerate() {
+                    for (to, from) in piece.chunks_mut(g.ow).zip(rows.chunks(width)) {
+                        to.copy_from_slice(&from[..g.ow]);
+                    }
+                    if let Some(e) = &epilogue {
+                        e.run((k * mg + m) * plane + band.start * g.ow, piece);
+                    }
+                }
+            });
+        };
+        match pool {
+            Some(pool) => for_each(pool, items.into_iter(), band_task),
+            None => items.into_iter().for_each(band_task),
+        }
+    });
 }
 
 /// The convolution of `x` `[N, C, H, W]` with `filter` `[M, C/g, kH, kW]`, or `None` when
@@ -312,10 +359,10 @@ pub fn convolution(
     };
     match (x, filter, &mut y) {
         (TensorData::F32(a), TensorData::F32(b), TensorData::F32(y)) => {
-            convolve(a, b, &g, conv, parallel, y, (epilogue, packed))
+            convolve((a, b), &g, conv, parallel, y, (epilogue, packed))
         }
         (TensorData::F64(a), TensorData::F64(b), TensorData::F64(y)) => {
-            convolve(a, b, &g, conv, parallel, y, (epilogue, packed))
+            convolve((a, b), &g, conv, parallel, y, (epilogue, packed))
         }
         _ => return None,
     }

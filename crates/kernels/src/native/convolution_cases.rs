@@ -117,6 +117,56 @@ pub(super) const CASES: &[Case] = &[
         [0, 0],
         [0, 0],
     ),
+    // Dense at batch 1 over a small image (split by blocks of filters) and over one output
+    // row (nothing to split by bands).
+    (
+        [1, 32, 6, 6],
+        [64, 32, 3, 3],
+        1,
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        [1, 1],
+    ),
+    (
+        [1, 16, 3, 200],
+        [24, 16, 3, 3],
+        1,
+        [1, 1],
+        [1, 1],
+        [0, 1],
+        [0, 1],
+    ),
+    // Dense at batch 1, strided over a large image (unrolled fields split by bands).
+    (
+        [1, 8, 30, 40],
+        [16, 8, 3, 3],
+        1,
+        [2, 2],
+        [1, 1],
+        [1, 1],
+        [1, 1],
+    ),
+    // A first layer (three channels, stride 2) and stride, dilation and padding that differ
+    // by axis: implicit fields over stride phases where the filters are packed.
+    (
+        [1, 3, 40, 64],
+        [8, 3, 3, 3],
+        1,
+        [2, 2],
+        [1, 1],
+        [1, 1],
+        [1, 1],
+    ),
+    (
+        [1, 6, 21, 50],
+        [12, 6, 3, 3],
+        1,
+        [2, 1],
+        [2, 2],
+        [1, 2],
+        [2, 1],
+    ),
     // Fields over the unrolling budget, multiplied band by band of output rows: few
     // filters (one task, serial), and many (each band split over threads).
     (

@@ -3,6 +3,8 @@
 //! every op has one definition of its meaning and at most one faster version, tested against it.
 
 mod attention;
+mod concat;
+mod conv_dense;
 mod conv_geometry;
 mod conv_integer;
 mod convert;
@@ -23,6 +25,7 @@ mod recurrent;
 mod reduce;
 mod resize;
 mod rows;
+mod scratch;
 
 use graphlift_ir::{Node, Op};
 use graphlift_runtime::reference::evaluate_node;
@@ -36,15 +39,15 @@ pub use packed::{prepare, PackedWeights, Side};
 /// `Convolution` (and 1-D, as 2-D over a unit height), 1-D/2-D `ConvolutionInteger`,
 /// `QuantizedMatMul` and the convolution's 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
-/// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Convert` between `f32` and the half
-/// types, reductions over trailing axes,
+/// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Concat` (every element type), `Convert`
+/// between `f32` and the half types, reductions over trailing axes,
 /// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`; the recurrent
 /// sequence ops on `f32`), else with the
 /// reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
-/// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm` and
-/// `Attention` write into it instead of allocating.
+/// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,
+/// `Attention` and `Concat` write into it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -127,6 +130,10 @@ pub fn evaluate_with_epilogue(
             pooling::max_pool(x, w, out, parallel)
         }
         (Op::Resize(r), [x]) => resize::resize_nearest(x, r, parallel),
+        (Op::Concat(axis), parts) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            concat::concat(parts, *axis, out, parallel)
+        }
         (Op::Pad(p), [x, value @ ..]) if value.len() <= 1 => {
             pad::pad(x.data(), x.shape(), value.first().map(|v| v.data()), p)
         }

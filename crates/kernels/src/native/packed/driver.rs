@@ -34,6 +34,10 @@ pub(in crate::native) enum Lhs<'a> {
 pub(in crate::native) enum Rhs<'a> {
     /// `b(p, j)` at `data[p · ks + j]` (unit column stride).
     Strided { data: &'a [f32], ks: usize },
+    /// `b(p, j)` at `data[rows[p] + j]`: rows that are windows of one buffer at any offsets
+    /// (an implicit GEMM: a stride-1 convolution's unrolled fields read from its padded
+    /// image without writing them out).
+    Rows { data: &'a [f32], rows: &'a [usize] },
     /// Matrix `matrix` of weights packed for the right side.
     Packed { w: &'a PackedWeights, matrix: usize },
 }
@@ -72,6 +76,13 @@ fn lhs_fits(lhs: &Lhs<'_>, m: usize, k: usize) -> bool {
 fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
     match *rhs {
         Rhs::Strided { data, ks } => extent(k, n, ks, 1).is_some_and(|e| e <= data.len()),
+        Rhs::Rows { data, rows } => {
+            rows.len() == k
+                && (n == 0
+                    || rows
+                        .iter()
+                        .all(|&r| r.checked_add(n).is_some_and(|e| e <= data.len())))
+        }
         Rhs::Packed { w, matrix } => {
             w.side == Side::Right && matrix < w.count && (w.rows, w.cols) == (k, n)
         }
@@ -125,10 +136,12 @@ pub(in crate::native) fn product(
             }
         }
     };
-    // Address of `b(p, j)` and its `k` stride.
+    // Address of `b(p, j)` and its `k` stride (for `Rows`, of `b(0, j)` with no stride:
+    // the tile adds each row's offset).
     let b_at = |p: usize, j: usize| -> (*const f32, usize) {
         match rhs {
             Rhs::Strided { data, ks } => (data.as_ptr().wrapping_add(p * ks + j), ks),
+            Rhs::Rows { data, .. } => (data.as_ptr().wrapping_add(j), 0),
             Rhs::Packed { w, matrix } => {
                 let at = w.matrix_offset(matrix) + (j / NR) * NR * k + p * NR + j % NR;
                 (w.data.as_ptr().wrapping_add(at), NR)
@@ -163,12 +176,17 @@ pub(in crate::native) fn product(
                     prefetch_part(at, len, (i0 / MR, tiles));
                 }
                 let (a, a_rs, a_ks) = a_at(i0, k0);
+                let b_rows = match rhs {
+                    Rhs::Rows { rows, .. } => rows[k0..].as_ptr(),
+                    _ => std::ptr::null(),
+                };
                 let tile = Tile {
                     a,
                     a_rs,
                     a_ks,
                     b,
                     b_ks,
+                    b_rows,
                     c: c_ptr.wrapping_add(i0 * ldc + j0),
                     ldc,
                     rows: MR.min(m - i0),
@@ -181,7 +199,8 @@ pub(in crate::native) fn product(
                 // `k0..k0 + kc < k` of operands checked to hold `m × k`, `k × n` and
                 // `m × n` elements in their slices (`lhs_fits`, `rhs_fits`, `c_fits`; a
                 // packed panel holds whole panels of `MR` rows or `NR` columns for every
-                // `p < k`, zero-padded). `c` is borrowed exclusively for this call.
+                // `p < k`, zero-padded; `Rows` has `k` offsets, each followed by `n`
+                // elements of its slice). `c` is borrowed exclusively for this call.
                 #[cfg(target_arch = "x86_64")]
                 unsafe {
                     super::microkernel::run(&tile)

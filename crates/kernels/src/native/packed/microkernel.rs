@@ -21,15 +21,20 @@ const VECTORS: usize = 3;
 pub(super) const NR: usize = VECTORS * LANES;
 
 /// One tile's operands, as element addresses: `a(i, p)` at `a + i · a_rs + p · a_ks`,
-/// `b(p, j)` at `b + p · b_ks + j`, `c(i, j)` at `c + i · ldc + j`, for `i < rows`,
-/// `j < cols`, `p < k`. The caller ([`super::driver`]) checks that every one of these
-/// addresses lies in its operand's slice before making a `Tile`.
+/// `b(p, j)` at `b + p · b_ks + j` (or at `b + b_rows[p] + j` when `b_rows` is not null),
+/// `c(i, j)` at `c + i · ldc + j`, for `i < rows`, `j < cols`, `p < k`. The caller
+/// ([`super::driver`]) checks that every one of these addresses lies in its operand's slice
+/// before making a `Tile`.
 pub(super) struct Tile {
     pub a: *const f32,
     pub a_rs: usize,
     pub a_ks: usize,
     pub b: *const f32,
     pub b_ks: usize,
+    /// Null, or `k` offsets: where each row of `b` starts after `b` (an implicit-GEMM
+    /// operand whose rows are shifted windows of one buffer, as a convolution's unrolled
+    /// fields are of its padded image).
+    pub b_rows: *const usize,
     pub c: *mut f32,
     pub ldc: usize,
     /// `1..=MR`.
@@ -51,15 +56,31 @@ pub(super) struct Tile {
 pub(super) unsafe fn run(t: &Tile) {
     // SAFETY: as the caller guarantees; each arm's row count equals `t.rows`.
     unsafe {
+        if t.b_rows.is_null() {
+            rows::<false>(t)
+        } else {
+            rows::<true>(t)
+        }
+    }
+}
+
+/// [`run`] for `b` addressed by row offsets (`OFFSETS`) or by its `k` stride.
+///
+/// # Safety
+/// As [`run`], with `OFFSETS` telling whether `t.b_rows` is not null.
+#[cfg(target_arch = "x86_64")]
+unsafe fn rows<const OFFSETS: bool>(t: &Tile) {
+    // SAFETY: as the caller guarantees; each arm's row count equals `t.rows`.
+    unsafe {
         match t.rows {
-            1 => tile::<1>(t),
-            2 => tile::<2>(t),
-            3 => tile::<3>(t),
-            4 => tile::<4>(t),
-            5 => tile::<5>(t),
-            6 => tile::<6>(t),
-            7 => tile::<7>(t),
-            _ => tile::<MR>(t),
+            1 => tile::<1, OFFSETS>(t),
+            2 => tile::<2, OFFSETS>(t),
+            3 => tile::<3, OFFSETS>(t),
+            4 => tile::<4, OFFSETS>(t),
+            5 => tile::<5, OFFSETS>(t),
+            6 => tile::<6, OFFSETS>(t),
+            7 => tile::<7, OFFSETS>(t),
+            _ => tile::<MR, OFFSETS>(t),
         }
     }
 }
@@ -75,10 +96,10 @@ fn mask(cols: usize, v: usize) -> __mmask16 {
 /// (AVX-512 masked accesses do not touch masked lanes), so tails in `n` are exact.
 ///
 /// # Safety
-/// As [`run`], with `R == t.rows`.
+/// As [`run`], with `R == t.rows` and `OFFSETS` telling whether `t.b_rows` is not null.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn tile<const R: usize>(t: &Tile) {
+unsafe fn tile<const R: usize, const OFFSETS: bool>(t: &Tile) {
     let masks: [__mmask16; VECTORS] = [mask(t.cols, 0), mask(t.cols, 1), mask(t.cols, 2)];
     let mut acc = [[_mm512_setzero_ps(); VECTORS]; R];
     // Row pointers of `a`; advanced by `a_ks` per step of `p`. `wrapping_add` throughout:
@@ -88,7 +109,11 @@ unsafe fn tile<const R: usize>(t: &Tile) {
         *r = t.a.wrapping_add(i * t.a_rs);
     }
     let mut b = t.b;
-    for _ in 0..t.k {
+    for p in 0..t.k {
+        if OFFSETS {
+            // SAFETY: `b_rows` holds `k` offsets (caller), `p < k`.
+            b = t.b.wrapping_add(unsafe { t.b_rows.add(p).read() });
+        }
         // SAFETY: lanes enabled by `masks` are columns `< cols` of row `p` of `b`, which
         // the caller guarantees readable; disabled lanes are not accessed.
         let bv: [__m512; VECTORS] = unsafe {

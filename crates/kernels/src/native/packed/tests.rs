@@ -107,6 +107,83 @@ proptest! {
         let want = naive(&a[rows * k + row0 * k..], (k, 1), &dense, (m, k, n));
         assert_close(&c, n, &want, (m, k, n));
     }
+
+    /// Left weights packed, `b`'s rows windows of one buffer at arbitrary (overlapping,
+    /// repeated, unordered) offsets, as a convolution's implicit fields are.
+    #[test]
+    fn rows_at_offsets(m in 1usize..20, k in 0usize..300, n in 1usize..120, seed in 0usize..1000) {
+        let a = uniform(m * k, 5);
+        let data = uniform(n + 97, 6);
+        let rows: Vec<usize> = (0..k).map(|p| (p * 31 + seed) % 98).collect();
+        let w = PackedWeights::pack(&a, Side::Left, 0, (1, m, k)).unwrap();
+        let mut c = vec![0f32; m * n];
+        let ran = product((&mut c, n), Lhs::Packed { w: &w, matrix: 0, first_row: 0 }, Rhs::Rows { data: &data, rows: &rows }, (m, k, n), false);
+        prop_assert_eq!(ran, host_has_avx512());
+        if !ran {
+            return Ok(());
+        }
+        let dense: Vec<f32> = rows.iter().flat_map(|&r| data[r..r + n].to_vec()).collect();
+        let want = naive(&a, (k, 1), &dense, (m, k, n));
+        assert_close(&c, n, &want, (m, k, n));
+        // A row offset that leaves the buffer is declined.
+        if k > 0 {
+            let mut far = rows.clone();
+            far[k - 1] = 98;
+            let declined = product((&mut c, n), Lhs::Packed { w: &w, matrix: 0, first_row: 0 }, Rhs::Rows { data: &data, rows: &far }, (m, k, n), false);
+            prop_assert!(!declined);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Random convolutions on packed filters (every stride, dilation and padding up to 3,
+    /// windows up to 4x4, output rows wide enough for the implicit fields or not, one to
+    /// three threads) agree with the reference, the epilogue seeing each output once.
+    #[test]
+    fn random_convolutions_on_packed_filters(
+        (c, m, groups) in (1usize..4, 1usize..4, 1usize..3).prop_map(|(c, m, g)| (c * g, 8 * m, g)),
+        (h, w) in (1usize..12, 1usize..110),
+        (kh, kw) in (1usize..5, 1usize..5),
+        strides in (1usize..4, 1usize..4),
+        dilations in (1usize..3, 1usize..3),
+        pads in (0usize..3, 0usize..3, 0usize..3, 0usize..3),
+        threads in 1usize..4,
+    ) {
+        let (eh, ew) = ((kh - 1) * dilations.0 + 1, (kw - 1) * dilations.1 + 1);
+        prop_assume!(h + pads.0 + pads.2 >= eh && w + pads.1 + pads.3 >= ew);
+        let case: crate::native::convolution_cases::Case = (
+            [1, c, h, w],
+            [m, c / groups, kh, kw],
+            groups,
+            [strides.0, strides.1],
+            [dilations.0, dilations.1],
+            [pads.0, pads.1],
+            [pads.2, pads.3],
+        );
+        let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+        let conv = convolution_of(&case);
+        let (sx, sf) = (Shape::new(case.0), Shape::new(case.1));
+        let x = TensorData::F32(uniform(sx.element_count().unwrap(), 9));
+        let f = uniform(sf.element_count().unwrap(), 10);
+        let depth = case.1[1] * kh * kw;
+        let w = PackedWeights::pack(&f, Side::Left, 1, (groups, m / groups, depth)).unwrap();
+        let f = TensorData::F32(f);
+        let xt = Tensor::from_data(x.clone(), sx.clone()).unwrap();
+        let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
+        let seen = Mutex::new(Vec::new());
+        let record = |block: crate::native::Block| record_block(&seen, block);
+        let epilogue = Some(Epilogue::new(&record));
+        let got = convolution(&xt, &ft, &conv, None, &parallel, (epilogue, Some(&w))).unwrap();
+        let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
+        let (got, want) = (f32s(&got), f32s(&want));
+        prop_assert_eq!(got.len(), want.len());
+        for (a, b) in got.iter().zip(want) {
+            prop_assert!((a - b).abs() <= 4.0 * depth as f32 * f32::EPSILON, "{:?}: {} vs {}", case, a, b);
+        }
+        assert_tiles(seen, got, &format!("{case:?}"));
+    }
 }
 
 /// Operands that do not hold their extents, a misaligned block of packed rows and weights
@@ -207,6 +284,26 @@ fn matrices(dims: &[usize]) -> usize {
     dims[..dims.len() - 2].iter().product()
 }
 
+/// Records an epilogue's block: its first index and its elements as they are.
+fn record_block(seen: &Mutex<Vec<(usize, Vec<f32>)>>, block: crate::native::Block) {
+    // SAFETY: `Block::first` points at `len` initialized `f32` for this call.
+    let v = unsafe { std::slice::from_raw_parts(block.first.cast::<f32>(), block.len) };
+    seen.lock().unwrap().push((block.begin, v.to_vec()));
+}
+
+/// Asserts the recorded epilogue blocks cover `got` exactly once, each as written there.
+fn assert_tiles(seen: Mutex<Vec<(usize, Vec<f32>)>>, got: &[f32], what: &str) {
+    let mut seen = seen.into_inner().unwrap();
+    seen.sort_by_key(|s| s.0);
+    let mut next = 0;
+    for (begin, v) in seen {
+        assert_eq!(begin, next, "{what}: blocks tile the result");
+        assert_eq!(v, got[begin..begin + v.len()], "{what}: a block as written");
+        next = begin + v.len();
+    }
+    assert_eq!(next, got.len(), "{what}: blocks cover the result");
+}
+
 /// `MatMul` with packed weights (either side, batch broadcasting, rows split over 1 to 3
 /// threads, blocks of packed rows starting inside the weights) agrees with the reference,
 /// and its epilogue sees every element of the result exactly once, as written. The
@@ -240,11 +337,7 @@ fn matmul_on_packed_weights_agrees_with_the_reference() {
                 PackedWeights::pack(&doubled, side, input, (matrices(dims), *rows, *cols)).unwrap();
             let (a, b) = (TensorData::F32(a), TensorData::F32(b));
             let seen = Mutex::new(Vec::new());
-            let record = |block: crate::native::Block| {
-                // SAFETY: `Block::first` points at `len` initialized `f32` for this call.
-                let v = unsafe { std::slice::from_raw_parts(block.first.cast::<f32>(), block.len) };
-                seen.lock().unwrap().push((block.begin, v.to_vec()));
-            };
+            let record = |block: crate::native::Block| record_block(&seen, block);
             let epilogue = Epilogue::new(&record);
             let got = matmul(
                 (&a, &sa),
@@ -266,22 +359,16 @@ fn matmul_on_packed_weights_agrees_with_the_reference() {
                     "{da:?} x {db:?}, {threads} threads: {x} vs {scale} * {y}"
                 );
             }
-            let mut seen = seen.into_inner().unwrap();
-            seen.sort_by_key(|s| s.0);
-            let mut next = 0;
-            for (begin, v) in seen {
-                assert_eq!(begin, next, "{da:?} x {db:?}: blocks tile the result");
-                assert_eq!(v, got[begin..begin + v.len()], "a block as written");
-                next = begin + v.len();
-            }
-            assert_eq!(next, got.len(), "{da:?} x {db:?}: blocks cover the result");
+            assert_tiles(seen, got, &format!("{da:?} x {db:?}, {threads} threads"));
         }
     }
 }
 
 /// Convolutions (dense, grouped, pointwise, strided, dilated, padded, banded, split over
-/// threads) with their filters packed per group agree with the reference; as above, the
-/// filters are packed doubled, so on an AVX-512 host every non-depthwise result doubles.
+/// threads by tasks, filters or bands of output rows) with their filters packed per group
+/// agree with the reference, and the epilogue sees every output element once, as written;
+/// as above, the filters are packed doubled, so on an AVX-512 host every non-depthwise
+/// result doubles.
 #[test]
 fn convolution_on_packed_filters_agrees_with_the_reference() {
     let on_packed = crate::target::CpuFeatures::host().avx512f;
@@ -301,9 +388,13 @@ fn convolution_on_packed_filters_agrees_with_the_reference() {
             let f = TensorData::F32(f);
             let xt = Tensor::from_data(x.clone(), sx.clone()).unwrap();
             let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
-            let got = convolution(&xt, &ft, &conv, None, &parallel, (None, Some(&w))).unwrap();
+            let seen = Mutex::new(Vec::new());
+            let record = |block: crate::native::Block| record_block(&seen, block);
+            let epilogue = Some(Epilogue::new(&record));
+            let got = convolution(&xt, &ft, &conv, None, &parallel, (epilogue, Some(&w))).unwrap();
             let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
             let (got, want) = (f32s(&got), f32s(&want));
+            assert_tiles(seen, got, &format!("{dx:?} {df:?}, {threads} threads"));
             assert_eq!(got.len(), want.len());
             let depthwise = per_group == 1 && df[1] == 1;
             let scale = if on_packed && !depthwise { 2.0 } else { 1.0 };

@@ -1,0 +1,338 @@
+//! The operands of a dense (im2col or pointwise) `f32`/`f64` convolution and its one
+//! product, `filters · fields`, on the packed AVX-512 path where the filter was packed, else
+//! through the `gemm` crate: what every way of splitting a convolution over threads
+//! ([`super::convolution`]) calls.
+
+use std::ops::Range;
+
+use graphlift_ir::Convolution;
+
+use super::conv_geometry::Geometry;
+use super::convolution::im2col;
+use super::gemm_call::{gemm_into, Strided};
+use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
+use super::scratch::Scratch;
+
+/// An element type of the native convolution (`f32` or `f64`).
+pub(super) trait Float:
+    Element
+    + Scratch
+    + Default
+    + From<f32>
+    + Send
+    + Sync
+    + 'static
+    + PartialEq
+    + std::ops::Add<Output = Self>
+    + std::ops::Mul<Output = Self>
+{
+}
+
+impl<T> Float for T where
+    T: Element
+        + Scratch
+        + Default
+        + From<f32>
+        + Send
+        + Sync
+        + 'static
+        + PartialEq
+        + std::ops::Add<Output = T>
+        + std::ops::Mul<Output = T>
+{
+}
+
+/// A convolution's data `x` `[N, C, H, W]` and filter `f` `[M, C/g, kH, kW]`, seen as
+/// `N · groups` tasks (image, group), each the product of the group's filters
+/// `[M/g, C/g · kH · kW]` with the image's unrolled receptive fields.
+pub(super) struct Dense<'a, T> {
+    pub x: &'a [T],
+    pub f: &'a [T],
+    pub g: &'a Geometry,
+    pub conv: &'a Convolution,
+    /// The filter packed for the left side, when it was and fits these extents.
+    pub packed: Option<&'a PackedWeights>,
+    /// Whether the fields are the image's channels as they are (a 1x1 window, unit
+    /// strides, no padding): [`Dense::fields`] then reads the image instead of unrolling.
+    pub pointwise: bool,
+}
+
+impl<'a, T: Float> Dense<'a, T> {
+    /// The operands of `x` convolved with `f`, `packed` kept only if it holds exactly the
+    /// groups' filter matrices.
+    pub(super) fn new(
+        (x, f): (&'a [T], &'a [T]),
+        g: &'a Geometry,
+        conv: &'a Convolution,
+        packed: Option<&'a PackedWeights>,
+        pointwise: bool,
+    ) -> Dense<'a, T> {
+        let packed = packed.filter(|w| {
+            w.side() == Side::Left && w.extents() == (g.groups, g.m / g.groups, depth(g))
+        });
+        Dense {
+            x,
+            f,
+            g,
+            conv,
+            packed,
+            pointwise,
+        }
+    }
+
+    /// Input channels per group.
+    fn cg(&self) -> usize {
+        self.g.c / self.g.groups
+    }
+
+    /// Filters (output channels) per group.
+    pub(super) fn mg(&self) -> usize {
+        self.g.m / self.g.groups
+    }
+
+    /// Output elements per channel.
+    pub(super) fn plane(&self) -> usize {
+        self.g.oh * self.g.ow
+    }
+
+    /// Elements of the buffer [`Dense::fields`] unrolls `rows` output rows into (none for a
+    /// pointwise convolution).
+    pub(super) fn fields_len(&self, rows: &Range<usize>) -> usize {
+        if self.pointwise {
+            0
+        } else {
+            depth(self.g) * rows.len() * self.g.ow
+        }
+    }
+
+    /// The fields of task `k` (image `k / groups`, group `k % groups`) for output rows
+    /// `rows`, as `(matrix, row stride)`: a `[C/g · kH · kW, rows.len() · oW]` matrix
+    /// unrolled into `buffer` ([`Dense::fields_len`] elements), or for a pointwise
+    /// convolution the group's channels of the image from the band's first column on (row
+    /// stride `H · W`).
+    pub(super) fn fields<'b>(
+        &self,
+        k: usize,
+        rows: &Range<usize>,
+        buffer: &'b mut [T],
+    ) -> (&'b [T], usize)
+    where
+        'a: 'b,
+    {
+        let g = self.g;
+        let (b, grp) = (k / g.groups, k % g.groups);
+        if self.pointwise {
+            let first = (b * g.c + grp * self.cg()) * self.plane() + rows.start * g.ow;
+            return (&self.x[first..], self.plane());
+        }
+        let image = &self.x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
+        im2col(
+            image,
+            g,
+            self.conv,
+            (grp * self.cg(), self.cg()),
+            rows.clone(),
+            buffer,
+            T::default(),
+        );
+        (buffer, rows.len() * g.ow)
+    }
+
+    /// `out = filters · fields` for filters `filters.start..filters.end` of group `grp` (a
+    /// start on a multiple of [`super::matmul::ROW_BLOCK_ALIGN`]) and `n` columns of
+    /// `fields` (`(matrix, row stride)` as [`Dense::fields`] gives it), `out` holding
+    /// `filters.len()` rows of `n` with row stride `ldc`.
+    pub(super) fn product(
+        &self,
+        (grp, filters): (usize, Range<usize>),
+        (cols, ks): (&[T], usize),
+        n: usize,
+        (out, ldc): (&mut [T], usize),
+    ) {
+        let (r, depth) = (filters.len(), depth(self.g));
+        let on_packed = self.packed.is_some_and(|w| {
+            let (Some(cols), Some(out)) = (T::as_f32(cols), T::as_f32_mut(out)) else {
+                return false;
+            };
+            packed::product(
+                (out, ldc),
+                Lhs::Packed {
+                    w,
+                    matrix: grp,
+                    first_row: filters.start,
+                },
+                Rhs::Strided { data: cols, ks },
+                (r, depth, n),
+                false,
+            )
+        });
+        if on_packed {
+            return;
+        }
+        let Some(weights) = self.f.get((grp * self.mg() + filters.start) * depth..) else {
+            return;
+        };
+        gemm_into(
+            (
+                out,
+                Strided {
+                    rows: r,
+                    cols: n,
+                    row_stride: ldc,
+                    col_stride: 1,
+                },
+            ),
+            (weights, Strided::row_major(r, depth)),
+            (
+                cols,
+                Strided {
+                    rows: depth,
+                    cols: n,
+                    row_stride: ks,
+                    col_stride: 1,
+                },
+            ),
+            T::from(1.0),
+            None,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+/// The fields of a convolution read in place from its zero-padded image (an implicit GEMM).
+/// The padded image `[hp, wp]` of each channel is split into its `sH · sW` stride phases
+/// (phase `(py, px)` holds the pixels `(i · sH + py, j · sW + px)`, `[hq, wq]`; one phase
+/// when the strides are 1), so that field row `(ci, ky, kx)` over the output positions
+/// `(oy, ox)` reads phase `(ky · dH mod sH, kx · dW mod sW)` of channel `ci` shifted by
+/// `(⌊ky · dH / sH⌋, ⌊kx · dW / sW⌋)`: one window of one buffer, at `rows[ci · kH · kW +
+/// ky · kW + kx] + oy · wq + ox`. The product runs over `oH × wq` positions, the last `wq −
+/// oW` of each output row (which wrap into the next phase row) computed and dropped, and no
+/// unrolled matrix is written.
+pub(super) struct Implicit {
+    /// Rows of a phase.
+    pub hq: usize,
+    /// Columns of a phase: the product's row stride.
+    pub wq: usize,
+    /// Where each field row starts in the phases.
+    pub rows: Vec<usize>,
+}
+
+impl<T: Float> Dense<'_, T> {
+    /// The implicit fields of this convolution, when it takes them: `f32` filters packed
+    /// for the AVX-512 product, a window larger than 1x1, output rows of at least 16
+    /// positions of which at most a fifth of the phase row is dropped, and an output plane
+    /// of at least `min_plane` positions (smaller ones keep the unrolled fields, whose
+    /// products split by filters).
+    pub(super) fn implicit(&self, min_plane: usize) -> Option<Implicit> {
+        let (g, w) = (self.g, &self.conv.window);
+        let (sh, sw) = (w.strides[0], w.strides[1]);
+        let (dh, dw) = (w.dilations[0], w.dilations[1]);
+        let hp = g.h + w.pads_begin[0] + w.pads_end[0];
+        let wp = g.w + w.pads_begin[1] + w.pads_end[1];
+        if self.pointwise
+            || self.packed.is_none()
+            || T::as_f32(&[]).is_none()
+            || sh == 0
+            || sw == 0
+            || g.ow < 16
+            || self.plane() < min_plane
+        {
+            return None;
+        }
+        let (hq, wq) = (hp.div_ceil(sh), wp.div_ceil(sw));
+        // Every output position reads inside its phase: the last output row and column
+        // shifted by the window's last tap stay within the phase.
+        let last_y = g.oh - 1 + g.kh.saturating_sub(1) * dh / sh;
+        let last_x = g.ow - 1 + g.kw.saturating_sub(1) * dw / sw;
+        if last_y >= hq || last_x >= wq || 5 * (wq - g.ow) > wq {
+            return None;
+        }
+        let phase = hq * wq;
+        let rows = (0..self.cg())
+            .flat_map(|ci| (0..g.kh).flat_map(move |ky| (0..g.kw).map(move |kx| (ci, ky, kx))))
+            .map(|(ci, ky, kx)| {
+                let (y, x) = (ky * dh, kx * dw);
+                ((ci * sh + y % sh) * sw + x % sw) * phase + (y / sh) * wq + x / sw
+            })
+            .collect();
+        Some(Implicit { hq, wq, rows })
+    }
+
+    /// Elements of one task's padded phases ([`Dense::padded`]).
+    pub(super) fn padded_len(&self, imp: &Implicit) -> usize {
+        let w = &self.conv.window;
+        let tail = self.g.kw.saturating_sub(1) * w.dilations[1] / w.strides[1] + 1;
+        self.cg() * w.strides[0] * w.strides[1] * imp.hq * imp.wq + tail
+    }
+
+    /// Writes task `k`'s group of channels, zero-padded and split into stride phases, into
+    /// `out` ([`Dense::padded_len`] elements: the phases channel by channel (see
+    /// [`Implicit`]), then zeros for the dropped positions of the last row to read).
+    pub(super) fn padded(&self, k: usize, imp: &Implicit, out: &mut [T]) {
+        let (g, w) = (self.g, &self.conv.window);
+        let (sh, sw) = (w.strides[0], w.strides[1]);
+        let (b, grp) = (k / g.groups, k % g.groups);
+        let (top, left) = (w.pads_begin[0], w.pads_begin[1]);
+        let phase = imp.hq * imp.wq;
+        out.fill(T::default());
+        let first = (b * g.c + grp * self.cg()) * g.h * g.w;
+        let channels = self.x[first..first + self.cg() * g.h * g.w].chunks(g.h * g.w);
+        for (ci, src) in channels.enumerate() {
+            for (iy, row) in src.chunks(g.w).enumerate() {
+                let y = iy + top;
+                for px in 0..sw {
+                    // The first image column in phase column `px`, and where it lands.
+                    let ix0 = (px + sw - left % sw) % sw;
+                    let at = ((ci * sh + y % sh) * sw + px) * phase + (y / sh) * imp.wq;
+                    let dst = &mut out[at + (ix0 + left) / sw..at + imp.wq];
+                    if sw == 1 {
+                        dst[..row.len()].copy_from_slice(row);
+                        continue;
+                    }
+                    let taps = row.get(ix0..).unwrap_or_default().chunks(sw);
+                    for (d, tap) in dst.iter_mut().zip(taps) {
+                        *d = tap[0];
+                    }
+                }
+            }
+        }
+    }
+
+    /// `out = filters · fields` for all filters of group `grp` over `n` positions of the
+    /// implicit fields, `data` the padded image from the first position on (row stride of
+    /// `out`: `n`). On the packed path; else (a host without AVX-512F) the fields are
+    /// written out and multiplied through gemm.
+    pub(super) fn product_rows(
+        &self,
+        grp: usize,
+        (data, rows): (&[T], &[usize]),
+        n: usize,
+        out: &mut [T],
+    ) {
+        let on_packed = self.packed.is_some_and(|w| {
+            let (Some(data), Some(out)) = (T::as_f32(data), T::as_f32_mut(out)) else {
+                return false;
+            };
+            packed::product(
+                (out, n),
+                Lhs::Packed {
+                    w,
+                    matrix: grp,
+                    first_row: 0,
+                },
+                Rhs::Rows { data, rows },
+                (self.mg(), rows.len(), n),
+                false,
+            )
+        });
+        if !on_packed {
+            let fields: Vec<T> = rows.iter().flat_map(|&r| data[r..r + n].to_vec()).collect();
+            self.product((grp, 0..self.mg()), (&fields, n), n, (out, n));
+        }
+    }
+}
+
+/// Rows of a group's unrolled fields: `C/g · kH · kW`.
+pub(super) fn depth(g: &Geometry) -> usize {
+    g.c / g.groups * g.kh * g.kw
+}
