@@ -5,10 +5,13 @@ use graphlift_ir::Convolution;
 use multiversion::multiversion;
 
 use super::conv_geometry::{column_runs, Geometry};
+use super::depthwise_avx512;
+use super::packed::Element;
+use super::scratch::{with_scratch, Scratch};
 
 /// Output columns summed at once by [`depthwise_blocked`]: the sums stay in registers
 /// over every tap of the window (four zmm registers of `f32`).
-const BLOCK: usize = 16;
+pub(super) const BLOCK: usize = 16;
 
 /// The fewest window taps [`depthwise_blocked`] runs (3x3): with 1x3 windows (DeepFilterNet)
 /// the padded copy cost what the blocks saved.
@@ -30,7 +33,7 @@ const PADDED_BUDGET: usize = 8192;
 /// window reads padding only).
 pub(super) fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
 where
-    T: Copy + Default + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+    T: Element + Scratch + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
     let zero = T::default();
     let padded = g.h * padded_row(g, conv).1;
@@ -48,7 +51,7 @@ where
 
 /// The length of one column phase of a padded input row of [`depthwise_blocked`] (every
 /// output column plus the window's reach, in strides), and of the row (its `sw` phases).
-fn padded_row(g: &Geometry, conv: &Convolution) -> (usize, usize) {
+pub(super) fn padded_row(g: &Geometry, conv: &Convolution) -> (usize, usize) {
     let (sw, dw) = (conv.window.strides[1], conv.window.dilations[1]);
     let phase_len = g.ow + (g.kw.saturating_sub(1) * dw) / sw;
     (phase_len, sw * phase_len)
@@ -60,49 +63,117 @@ fn padded_row(g: &Geometry, conv: &Convolution) -> (usize, usize) {
 /// phases (phase `p` holds padded columns `p, p + sw, ...`): tap `kx` of output column `ox`
 /// reads padded column `ox · sw + kx · dw`, which is phase `(kx · dw) mod sw` at
 /// `ox + (kx · dw) div sw`, so each tap is one contiguous run of every output row.
-#[multiversion(targets = "simd")]
 fn depthwise_blocked<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
 where
-    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+    T: Element + Scratch + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
     let win = &conv.window;
-    let (sh, sw) = (win.strides[0], win.strides[1]);
-    let (dh, dw) = (win.dilations[0], win.dilations[1]);
-    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
+    let (sw, pw) = (win.strides[1], win.pads_begin[1]);
     let (phase_len, row_len) = padded_row(g, conv);
-    let mut padded = vec![T::default(); g.h * row_len];
-    for (iy, row) in padded.chunks_exact_mut(row_len).enumerate() {
-        let src = &plane[iy * g.w..(iy + 1) * g.w];
-        for (p, phase) in row.chunks_exact_mut(phase_len).enumerate() {
-            for (j, d) in phase.iter_mut().enumerate() {
-                // Padded column p + j·sw is input column p + j·sw − pw.
-                if let Some(&v) = (p + j * sw).checked_sub(pw).and_then(|x| src.get(x)) {
-                    *d = v;
-                }
+    with_scratch(g.h * row_len, |padded| {
+        for (iy, row) in padded.chunks_exact_mut(row_len).enumerate() {
+            pad_row(&plane[iy * g.w..(iy + 1) * g.w], (sw, pw), row, phase_len);
+        }
+        blocked_rows(padded, taps, g, conv, out);
+    });
+}
+
+/// Writes input row `src`, zero-padded by `pw` columns on the left (and as far as
+/// `row.len()` reaches on the right), into `row` as its `sw` column phases of `phase_len`
+/// each (phase `p` holds padded columns `p, p + sw, ...`).
+fn pad_row<T: Copy + Default>(
+    src: &[T],
+    (sw, pw): (usize, usize),
+    row: &mut [T],
+    phase_len: usize,
+) {
+    row.fill(T::default());
+    for (p, phase) in row.chunks_exact_mut(phase_len).enumerate() {
+        // The first padded column of the phase that is inside the row, and its input column.
+        let j0 = pw.saturating_sub(p).div_ceil(sw);
+        let x0 = p + j0 * sw - pw;
+        let (Some(dst), Some(src)) = (phase.get_mut(j0..), src.get(x0..)) else {
+            continue;
+        };
+        if sw == 1 {
+            let n = dst.len().min(src.len());
+            dst[..n].copy_from_slice(&src[..n]);
+        } else {
+            for (d, tap) in dst.iter_mut().zip(src.chunks(sw)) {
+                *d = tap[0];
             }
         }
     }
-    // Where each tap's run starts in its row, and the tap's index.
-    let starts: Vec<(usize, usize)> = (0..g.kw)
+}
+
+/// Where the runs of the taps of one row of a filter start in a padded input row ([`pad_row`]'s
+/// phases), in column order.
+fn tap_starts(g: &Geometry, conv: &Convolution) -> Vec<usize> {
+    let (sw, dw) = (conv.window.strides[1], conv.window.dilations[1]);
+    let phase_len = padded_row(g, conv).0;
+    (0..g.kw)
         .map(|kx| {
             let off = kx * dw;
-            ((off % sw) * phase_len + off / sw, kx)
+            (off % sw) * phase_len + off / sw
         })
-        .collect();
+        .collect()
+}
+
+/// Writes into `live` the taps of output row `oy` whose window rows lie inside the input,
+/// as (where the tap's run starts in the padded rows of `row_len` elements, the tap), in
+/// window order; returns whether that is the whole window.
+pub(super) fn live_taps<T: Copy>(
+    oy: usize,
+    (g, conv): (&Geometry, &Convolution),
+    (taps, starts, row_len): (&[T], &[usize], usize),
+    live: &mut Vec<(usize, T)>,
+) -> bool {
+    let win = &conv.window;
+    let (sh, dh, ph) = (win.strides[0], win.dilations[0], win.pads_begin[0]);
+    live.clear();
+    for ky in 0..g.kh {
+        // Rows of the padding add nothing.
+        let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+            continue;
+        };
+        for (kx, &start) in starts.iter().enumerate() {
+            live.push((iy * row_len + start, taps[ky * g.kw + kx]));
+        }
+    }
+    live.len() == g.kh * g.kw
+}
+
+/// The output rows of [`depthwise_blocked`] from the padded phases of the input rows: on the
+/// AVX-512 tiles for `f32` where the host has them, else row by row in portable code.
+fn blocked_rows<T>(padded: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
+where
+    T: Element + Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let starts = tap_starts(g, conv);
+    if let (Some(p), Some(t), Some(o)) = (T::as_f32(padded), T::as_f32(taps), T::as_f32_mut(out)) {
+        if depthwise_avx512::rows(p, (g, conv), (t, &starts), o) {
+            return;
+        }
+    }
+    portable_rows(padded, (g, conv), (taps, &starts), out);
+}
+
+/// [`blocked_rows`] in portable code: four blocks of a row at a time (four independent
+/// chains of additions), then single blocks and the tail.
+#[multiversion(targets = "simd")]
+fn portable_rows<T>(
+    padded: &[T],
+    (g, conv): (&Geometry, &Convolution),
+    (taps, starts): (&[T], &[usize]),
+    out: &mut [T],
+) where
+    T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let row_len = padded_row(g, conv).1;
     let mut live: Vec<(usize, T)> = Vec::with_capacity(g.kh * g.kw);
     for (oy, dst) in out.chunks_exact_mut(g.ow).enumerate().take(g.oh) {
-        live.clear();
-        for ky in 0..g.kh {
-            // Rows of the padding add nothing.
-            let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
-                continue;
-            };
-            for &(start, kx) in &starts {
-                live.push((iy * row_len + start, taps[ky * g.kw + kx]));
-            }
-        }
-        // Four blocks at a time: four independent chains of additions (each column's sum
-        // is still taken tap by tap, in window order).
+        live_taps(oy, (g, conv), (taps, starts, row_len), &mut live);
+        // Each column's sum is still taken tap by tap, in window order.
         let mut x0 = 0;
         while x0 + 4 * BLOCK <= g.ow {
             let mut a = [[T::default(); BLOCK]; 4];

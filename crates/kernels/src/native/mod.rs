@@ -13,6 +13,7 @@ mod convolution_backprop;
 #[cfg(test)]
 mod convolution_cases;
 mod depthwise;
+mod depthwise_avx512;
 mod epilogue;
 mod gemm_call;
 mod matmul;
