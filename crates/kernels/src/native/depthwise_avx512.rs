@@ -49,7 +49,7 @@ pub(super) fn rows(
     };
     // The taps of the first row with a whole window (`first`): a later such row's are
     // the same, `(oy − first) · step` further on.
-    let mut first: Option<(usize, Vec<(usize, f32)>, usize)> = None;
+    let mut first: Option<FirstWhole> = None;
     let mut edge = Vec::with_capacity(g.kh * g.kw);
     let mut oy = 0;
     while oy < g.oh {
@@ -99,6 +99,10 @@ pub(super) fn rows(
     }
     true
 }
+
+/// The first output row with a whole window, its taps (as [`live_taps`] gives them) and the
+/// furthest of their runs.
+type FirstWhole = (usize, Vec<(usize, f32)>, usize);
 
 /// `R` output rows of `ow` columns at `out` (row stride `ow`): blocks of four, single blocks,
 /// then a masked tail.
