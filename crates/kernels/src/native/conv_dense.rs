@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use graphlift_ir::Convolution;
 
-use super::conv_geometry::Geometry;
+use super::conv_geometry::{take_every, Geometry};
 use super::convolution::im2col;
 use super::gemm_call::{gemm_into, Strided};
 use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
@@ -285,14 +285,7 @@ impl<T: Float> Dense<'_, T> {
                     let ix0 = (px + sw - left % sw) % sw;
                     let at = ((ci * sh + y % sh) * sw + px) * phase + (y / sh) * imp.wq;
                     let dst = &mut out[at + (ix0 + left) / sw..at + imp.wq];
-                    if sw == 1 {
-                        dst[..row.len()].copy_from_slice(row);
-                        continue;
-                    }
-                    let taps = row.get(ix0..).unwrap_or_default().chunks(sw);
-                    for (d, tap) in dst.iter_mut().zip(taps) {
-                        *d = tap[0];
-                    }
+                    take_every(row.get(ix0..).unwrap_or_default(), sw, dst);
                 }
             }
         }

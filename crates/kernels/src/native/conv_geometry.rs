@@ -79,3 +79,54 @@ pub(super) fn valid_columns(
         .min(out);
     lo.min(hi)..hi
 }
+
+/// `dst[i] = src[i · step]` for every `i` both hold (`step ≥ 1`): one column phase of a row,
+/// as the stride-phase layouts of the depthwise loop and the implicit fields read them. A
+/// step of 2 (the usual stride) runs over whole pairs, which vectorizes as a deinterleave.
+pub(super) fn take_every<T: Copy>(src: &[T], step: usize, dst: &mut [T]) {
+    match step {
+        0 => {}
+        1 => {
+            let n = dst.len().min(src.len());
+            dst[..n].copy_from_slice(&src[..n]);
+        }
+        2 => {
+            let pairs = src.chunks_exact(2);
+            let odd = pairs.remainder().first();
+            let n = pairs.len();
+            for (d, pair) in dst.iter_mut().zip(pairs) {
+                *d = pair[0];
+            }
+            if let (Some(&v), Some(d)) = (odd, dst.get_mut(n)) {
+                *d = v;
+            }
+        }
+        _ => {
+            for (d, tap) in dst.iter_mut().zip(src.chunks(step)) {
+                *d = tap[0];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_every;
+
+    /// Every step, with source lengths that leave a partial last group and destinations
+    /// shorter and longer than the phase.
+    #[test]
+    fn take_every_reads_one_phase() {
+        let src: Vec<u32> = (0..11).collect();
+        for step in 1..5 {
+            for len in [0, 3, 6, 12] {
+                let mut dst = vec![99; len];
+                take_every(&src, step, &mut dst);
+                for (i, &d) in dst.iter().enumerate() {
+                    let want = src.get(i * step).copied().unwrap_or(99);
+                    assert_eq!(d, want, "step {step}, len {len}, [{i}]");
+                }
+            }
+        }
+    }
+}

@@ -4,7 +4,7 @@
 use graphlift_ir::Convolution;
 use multiversion::multiversion;
 
-use super::conv_geometry::{column_runs, Geometry};
+use super::conv_geometry::{column_runs, take_every, Geometry};
 use super::depthwise_avx512;
 use super::packed::Element;
 use super::scratch::{with_scratch, Scratch};
@@ -95,14 +95,7 @@ fn pad_row<T: Copy + Default>(
         let (Some(dst), Some(src)) = (phase.get_mut(j0..), src.get(x0..)) else {
             continue;
         };
-        if sw == 1 {
-            let n = dst.len().min(src.len());
-            dst[..n].copy_from_slice(&src[..n]);
-        } else {
-            for (d, tap) in dst.iter_mut().zip(src.chunks(sw)) {
-                *d = tap[0];
-            }
-        }
+        take_every(src, sw, dst);
     }
 }
 
