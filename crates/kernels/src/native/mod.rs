@@ -48,7 +48,7 @@ pub use packed::{prepare, PackedWeights, Side};
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
 /// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,
-/// `Attention` and `Concat` write into it instead of allocating.
+/// `Attention`, `Concat` and `Resize` write into it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -130,7 +130,10 @@ pub fn evaluate_with_epilogue(
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             pooling::max_pool(x, w, out, parallel)
         }
-        (Op::Resize(r), [x]) => resize::resize_nearest(x, r, parallel),
+        (Op::Resize(r), [x]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            resize::resize_nearest(x, r, out, parallel)
+        }
         (Op::Concat(axis), parts) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             concat::concat(parts, *axis, out, parallel)

@@ -43,6 +43,44 @@ fn row_source(row: usize, maps: &[Vec<Option<usize>>], in_dims: &[usize]) -> Opt
     Some(offset)
 }
 
+/// How one output row reads its input row (of `w` elements): each input element repeated
+/// `f` times (nearest upsampling by an integer factor, every coordinate mode's usual case),
+/// or an input column, or the extrapolation value, per output column.
+enum RowMap {
+    Repeat(usize),
+    Columns(Vec<Option<usize>>),
+}
+
+impl RowMap {
+    fn of(last: &[Option<usize>], w: usize) -> RowMap {
+        let f = last.len() / w.max(1);
+        let repeats = f >= 1
+            && last.len() == f * w
+            && last.iter().enumerate().all(|(i, &s)| s == Some(i / f));
+        if repeats {
+            RowMap::Repeat(f)
+        } else {
+            RowMap::Columns(last.to_vec())
+        }
+    }
+
+    /// Writes output row `line` from input row `src`.
+    fn fill<T: Copy>(&self, src: &[T], line: &mut [T], fill: T) {
+        match self {
+            RowMap::Repeat(f) => {
+                for (run, &v) in line.chunks_exact_mut(*f).zip(src) {
+                    run.fill(v);
+                }
+            }
+            RowMap::Columns(columns) => {
+                for (o, i) in line.iter_mut().zip(columns) {
+                    *o = i.and_then(|i| src.get(i)).map_or(fill, |&v| v);
+                }
+            }
+        }
+    }
+}
+
 fn gather<T: Copy + Send + Sync>(
     x: &[T],
     in_dims: &[usize],
@@ -53,6 +91,8 @@ fn gather<T: Copy + Send + Sync>(
 ) {
     let last = &maps[maps.len() - 1];
     let width = last.len();
+    let in_width = in_dims[in_dims.len() - 1];
+    let row_map = RowMap::of(last, in_width);
     // Rows per task: whole rows, at least MIN_TASK elements.
     let rows_per_task = MIN_TASK.div_ceil(width.max(1)).max(1);
     let task = |(t, out): (usize, &mut [T])| {
@@ -68,11 +108,7 @@ fn gather<T: Copy + Send + Sync>(
             }
             match source {
                 None => line.fill(fill),
-                Some(offset) => {
-                    for (o, i) in line.iter_mut().zip(last) {
-                        *o = i.map_or(fill, |i| x[offset + i]);
-                    }
-                }
+                Some(offset) => row_map.fill(&x[offset..offset + in_width], line, fill),
             }
             previous = Some(source);
         }
@@ -85,10 +121,16 @@ fn gather<T: Copy + Send + Sync>(
     }
 }
 
-/// `Resize` in `Nearest` mode of an `f32`/`f64` `x` as a gather (see the module doc), or
-/// `None` when this kernel does not apply (another mode or type, a scalar, an attribute
-/// that does not fit `x`); the caller then runs the reference.
-pub fn resize_nearest(x: &Tensor, r: &Resize, parallel: &Parallel) -> Option<TensorData> {
+/// `Resize` in `Nearest` mode of an `f32`/`f64` `x` as a gather (see the module doc), into
+/// `out` when it is a buffer of the result's type and length, or `None` when this kernel
+/// does not apply (another mode or type, a scalar, an attribute that does not fit `x`);
+/// the caller then runs the reference.
+pub fn resize_nearest(
+    x: &Tensor,
+    r: &Resize,
+    out: Option<TensorData>,
+    parallel: &Parallel,
+) -> Option<TensorData> {
     if !matches!(r.mode, ResizeMode::Nearest(_)) {
         return None;
     }
@@ -105,26 +147,21 @@ pub fn resize_nearest(x: &Tensor, r: &Resize, parallel: &Parallel) -> Option<Ten
     if len == 0 {
         return Some(TensorData::zeros(x.data().element_type(), 0));
     }
-    match x.data() {
-        TensorData::F32(v) => {
-            let mut y = vec![0f32; len];
-            gather(
-                v,
-                in_dims,
-                &maps,
-                r.extrapolation_value as f32,
-                parallel,
-                &mut y,
-            );
-            Some(TensorData::F32(y))
+    let mut y = match out {
+        Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
+        _ => TensorData::zeros(x.element_type(), len),
+    };
+    match (x.data(), &mut y) {
+        (TensorData::F32(v), TensorData::F32(y)) => {
+            let fill = r.extrapolation_value as f32;
+            gather(v, in_dims, &maps, fill, parallel, y);
         }
-        TensorData::F64(v) => {
-            let mut y = vec![0f64; len];
-            gather(v, in_dims, &maps, r.extrapolation_value, parallel, &mut y);
-            Some(TensorData::F64(y))
+        (TensorData::F64(v), TensorData::F64(y)) => {
+            gather(v, in_dims, &maps, r.extrapolation_value, parallel, y);
         }
-        _ => None,
+        _ => return None,
     }
+    Some(y)
 }
 
 #[cfg(test)]
@@ -183,14 +220,18 @@ mod tests {
                     .map(|(&d, s)| (d as f64 * s).floor() as usize)
                     .collect();
                 let r = attr(t, m, &scales, &out);
-                let got = resize_nearest(&xt, &r, &parallel).unwrap();
                 let want = graphlift_runtime::reference::resize(
                     &TensorData::F32(x.clone()),
                     &Shape::new(dims),
                     &r,
                 )
                 .unwrap();
-                assert_eq!(got, want, "{t:?} {m:?} {scales:?}");
+                // Into a new buffer and into a recycled one holding stale values.
+                let stale = TensorData::F32(vec![f32::NAN; want.len()]);
+                for out in [None, Some(stale)] {
+                    let got = resize_nearest(&xt, &r, out, &parallel).unwrap();
+                    assert_eq!(got, want, "{t:?} {m:?} {scales:?}");
+                }
             }
         }
     }
