@@ -109,9 +109,61 @@ pub(super) fn take_every<T: Copy>(src: &[T], step: usize, dst: &mut [T]) {
     }
 }
 
+/// `row[j · step + p] += phases[p · phase_len + j]` for every phase `p < step` and every `j`
+/// both hold: a row put back together from its column phases (the inverse of
+/// [`take_every`], adding). A step of 2 runs over whole pairs, which vectorizes as an
+/// interleave.
+pub(super) fn add_phases<T>(phases: &[T], (step, phase_len): (usize, usize), row: &mut [T])
+where
+    T: Copy + std::ops::Add<Output = T>,
+{
+    if step == 2 && phases.len() >= 2 * phase_len {
+        let (even, odd) = phases[..2 * phase_len].split_at(phase_len);
+        let done = row.len() / 2;
+        let mut pairs = row.chunks_exact_mut(2);
+        for (pair, (&a, &b)) in (&mut pairs).zip(even.iter().zip(odd)) {
+            pair[0] = pair[0] + a;
+            pair[1] = pair[1] + b;
+        }
+        if let (Some(last), Some(&a)) = (pairs.into_remainder().first_mut(), even.get(done)) {
+            *last = *last + a;
+        }
+        return;
+    }
+    for p in 0..step.min(row.len()) {
+        let phase = phases
+            .get(p * phase_len..(p + 1) * phase_len)
+            .unwrap_or_default();
+        for (d, &v) in row[p..].iter_mut().step_by(step).zip(phase) {
+            *d = *d + v;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::take_every;
+    use super::{add_phases, take_every};
+
+    /// A row split into its phases and added back doubles it, for every step and odd and
+    /// even lengths.
+    #[test]
+    fn add_phases_inverts_take_every() {
+        for step in 1..5 {
+            for len in [1usize, 7, 10, 13] {
+                let row: Vec<i64> = (0..len as i64).map(|i| i * 3 + 1).collect();
+                let phase_len = len.div_ceil(step);
+                let mut phases = vec![0; step * phase_len];
+                for p in 0..step.min(len) {
+                    let dst = &mut phases[p * phase_len..(p + 1) * phase_len];
+                    take_every(&row[p..], step, dst);
+                }
+                let mut twice = row.clone();
+                add_phases(&phases, (step, phase_len), &mut twice);
+                let want: Vec<i64> = row.iter().map(|v| 2 * v).collect();
+                assert_eq!(twice, want, "step {step}, len {len}");
+            }
+        }
+    }
 
     /// Every step, with source lengths that leave a partial last group and destinations
     /// shorter and longer than the phase.

@@ -10,9 +10,10 @@ use graphlift_ir::{Convolution, ConvolutionBackprop, TensorData};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
-use super::conv_geometry::{column_runs, Geometry};
+use super::conv_geometry::{add_phases, column_runs, Geometry};
 use super::convolution::{im2col, is_pointwise};
 use super::matmul::{product_strided, Operand, ROW_BLOCK_ALIGN};
+use super::scratch::{with_scratch, Scratch};
 use crate::parallel::{for_each, Parallel};
 
 /// Below this many multiply-adds an adjoint runs on the calling thread (as the forward).
@@ -70,12 +71,7 @@ where
                 }
             }
             if sw > 1 {
-                for p in 0..sw.min(g.w) {
-                    let phase = &phases[p * phase_len..(p + 1) * phase_len];
-                    for (d, &v) in dst_row[p..].iter_mut().step_by(sw).zip(phase) {
-                        *d = *d + v;
-                    }
-                }
+                add_phases(&phases, (sw, phase_len), dst_row);
             }
         }
     }
@@ -91,7 +87,7 @@ fn backprop_data<T>(
     parallel: &Parallel,
     dx: &mut [T],
 ) where
-    T: Copy + Default + From<f32> + Send + Sync + 'static + Add<Output = T> + Mul<Output = T>,
+    T: Scratch + From<f32> + Send + Sync + Add<Output = T> + Mul<Output = T>,
 {
     let (cg, mg) = (g.c / g.groups, g.m / g.groups);
     let (plane, hw, kk) = (g.oh * g.ow, g.h * g.w, g.kh * g.kw);
@@ -132,17 +128,12 @@ fn backprop_data<T>(
             product_strided(lhs, rhs, out, dims, (one, false), gemm::Parallelism::None);
             return;
         }
-        let mut cols = vec![T::default(); channels * kk * plane];
-        product_strided(
-            lhs,
-            rhs,
-            &mut cols,
-            dims,
-            (one, false),
-            gemm::Parallelism::None,
-        );
-        spread(out, g, conv, channels, |row| {
-            (&cols[row * plane..(row + 1) * plane], one)
+        // The product overwrites every element of the scratch buffer before `spread` reads it.
+        with_scratch(channels * kk * plane, |cols| {
+            product_strided(lhs, rhs, cols, dims, (one, false), gemm::Parallelism::None);
+            spread(out, g, conv, channels, |row| {
+                (&cols[row * plane..(row + 1) * plane], one)
+            });
         });
     };
     let tasks = dx.chunks_mut(cg * hw).enumerate().flat_map(|(k, group)| {
