@@ -104,8 +104,9 @@ pub(super) fn rows(
 /// furthest of their runs.
 type FirstWhole = (usize, Vec<(usize, f32)>, usize);
 
-/// `R` output rows of `ow` columns at `out` (row stride `ow`): blocks of four, single blocks,
-/// then a masked tail.
+/// `R` output rows of `ow` columns at `out` (row stride `ow`): blocks of four while more than
+/// six blocks are left, then the rest in one tile (its last block masked), so a row of up to
+/// six blocks is one tile of `R` times as many chains of additions.
 ///
 /// # Safety
 /// AVX-512F; for every `(at, _)` of `live`, `r < R` and `x < ow`, `padded + at + r · step +
@@ -119,19 +120,27 @@ unsafe fn row_tiles<const R: usize>(
     ow: usize,
     out: *mut f32,
 ) {
-    let full = [__mmask16::MAX; 4];
     let mut x0 = 0;
     // SAFETY (each call): columns `x0..x0 + blocks · 16`, masked to `< ow`, as the caller
     // guarantees.
-    while x0 + 4 * BLOCK <= ow {
-        unsafe { tile::<R, 4>(padded, live, step, (x0, ow), out, full) };
+    while (ow - x0).div_ceil(BLOCK) > 6 {
+        unsafe { tile::<R, 4>(padded, live, step, (x0, ow), out, [__mmask16::MAX; 4]) };
         x0 += 4 * BLOCK;
     }
-    while x0 < ow {
-        let live_lanes = (ow - x0).min(BLOCK);
-        let mask = ((1u32 << live_lanes) - 1) as __mmask16;
-        unsafe { tile::<R, 1>(padded, live, step, (x0, ow), out, [mask]) };
-        x0 += BLOCK;
+    let left = ow - x0;
+    let last = ((1u32 << (left - (left.div_ceil(BLOCK).max(1) - 1) * BLOCK)) - 1) as __mmask16;
+    let at = (x0, ow);
+    let m = __mmask16::MAX;
+    unsafe {
+        match left.div_ceil(BLOCK) {
+            0 => {}
+            1 => tile::<R, 1>(padded, live, step, at, out, [last]),
+            2 => tile::<R, 2>(padded, live, step, at, out, [m, last]),
+            3 => tile::<R, 3>(padded, live, step, at, out, [m, m, last]),
+            4 => tile::<R, 4>(padded, live, step, at, out, [m, m, m, last]),
+            5 => tile::<R, 5>(padded, live, step, at, out, [m, m, m, m, last]),
+            _ => tile::<R, 6>(padded, live, step, at, out, [m, m, m, m, m, last]),
+        }
     }
 }
 
