@@ -36,6 +36,13 @@ pub(in crate::native) enum Rhs<'a> {
     Strided { data: &'a [f32], ks: usize },
     /// Matrix `matrix` of weights packed for the right side.
     Packed { w: &'a PackedWeights, matrix: usize },
+    /// Rows `first..first + k` of matrix `matrix` of weights packed for the right side (a
+    /// product over part of the packed `k`), all its columns.
+    PackedRows {
+        w: &'a PackedWeights,
+        matrix: usize,
+        first: usize,
+    },
 }
 
 /// The index one past the last element `rows × cols` addresses with strides `(rs, cs)`
@@ -74,6 +81,12 @@ fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
         Rhs::Strided { data, ks } => extent(k, n, ks, 1).is_some_and(|e| e <= data.len()),
         Rhs::Packed { w, matrix } => {
             w.side == Side::Right && matrix < w.count && (w.rows, w.cols) == (k, n)
+        }
+        Rhs::PackedRows { w, matrix, first } => {
+            w.side == Side::Right
+                && matrix < w.count
+                && w.cols == n
+                && first.checked_add(k).is_some_and(|end| end <= w.rows)
         }
     }
 }
@@ -133,6 +146,11 @@ pub(in crate::native) fn product(
                 let at = w.matrix_offset(matrix) + (j / NR) * NR * k + p * NR + j % NR;
                 (w.data.as_ptr().wrapping_add(at), NR)
             }
+            Rhs::PackedRows { w, matrix, first } => {
+                let at =
+                    w.matrix_offset(matrix) + (j / NR) * NR * w.rows + (first + p) * NR + j % NR;
+                (w.data.as_ptr().wrapping_add(at), NR)
+            }
         }
     };
     // The next micro-panel of packed `b` (`kc · NR` elements from `b(k0, j0 + NR)`), fetched
@@ -140,9 +158,9 @@ pub(in crate::native) fn product(
     // usually in L3 or memory, and the first row tile over a panel would otherwise wait for
     // it line by line.
     let next_panel = |k0: usize, kc: usize, j0: usize| -> Option<(*const f32, usize)> {
-        let Rhs::Packed { .. } = rhs else {
+        if let Rhs::Strided { .. } = rhs {
             return None;
-        };
+        }
         if j0 + NR < n {
             Some((b_at(k0, j0 + NR).0, kc * NR))
         } else {
@@ -181,7 +199,8 @@ pub(in crate::native) fn product(
                 // `k0..k0 + kc < k` of operands checked to hold `m × k`, `k × n` and
                 // `m × n` elements in their slices (`lhs_fits`, `rhs_fits`, `c_fits`; a
                 // packed panel holds whole panels of `MR` rows or `NR` columns for every
-                // `p < k`, zero-padded). `c` is borrowed exclusively for this call.
+                // `p < k`, for `PackedRows` every row `first + p < w.rows`, zero-padded).
+                // `c` is borrowed exclusively for this call.
                 #[cfg(target_arch = "x86_64")]
                 unsafe {
                     super::microkernel::run(&tile)

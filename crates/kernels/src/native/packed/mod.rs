@@ -10,15 +10,17 @@
 //! convolutions) keeps the `gemm` crate, and so does a call whose operands do not match.
 
 mod driver;
+mod gemv;
 mod microkernel;
 #[cfg(test)]
 mod tests;
 
-use graphlift_ir::{ElementType, Node, Op, TensorData};
+use graphlift_ir::{ElementType, Node, Op, RecurrentSequence, TensorData};
 use graphlift_runtime::Tensor;
 
 use crate::target::Target;
 pub(super) use driver::{product, Lhs, Rhs};
+pub(super) use gemv::gemv;
 use microkernel::{MR, NR};
 
 /// An element type of the native products: `f32` slices run on the packed path, others
@@ -192,6 +194,8 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///
 /// - `MatMul` with a constant `f32` right operand (rank ≥ 2): each of its matrices packed
 ///   for the right side; else with a constant `f32` left operand: packed for the left.
+/// - A recurrent op (`Op::Recurrent`) with constant `f32` weights `W` and `R`: per
+///   direction `Wᵀ` above `Rᵀ`, packed for the right side (`recurrent_weights`).
 /// - `Convolution` (1-D or 2-D) with a constant `f32` filter that is not depthwise (one
 ///   input and one output channel per group, which runs a direct loop): each group's
 ///   filters `[M / groups, C / groups · kH · kW]` packed for the left side (pointwise and
@@ -236,6 +240,44 @@ pub fn prepare(
             }
             PackedWeights::pack(f32_data(f)?, Side::Left, 1, (conv.groups, per_group, depth))
         }
+        (Op::Recurrent(r), [_, Some(w), Some(rw), ..]) => recurrent_weights(r, w, rw),
         _ => None,
     }
+}
+
+/// The weights of recurrent op `r`, `W` `[dirs, G·h, input]` and `R` `[dirs, G·h, h]`
+/// (ONNX's layout, `G` gates), packed for the right side as one matrix per direction of
+/// `input + h` rows by `G·h` columns: `Wᵀ` above `Rᵀ`, so the input projection is a
+/// product over the first `input` rows and each step's state product one over the last
+/// `h` ([`gemv`]). `None` when the operands are not `f32` or their shapes disagree (the
+/// kernel then reports them through the reference).
+pub(in crate::native) fn recurrent_weights(
+    r: &RecurrentSequence,
+    w: &Tensor,
+    rw: &Tensor,
+) -> Option<PackedWeights> {
+    let (wd, rd) = (w.shape().dims(), rw.shape().dims());
+    let h = r.hidden_size;
+    let gates = r.cell.gates().checked_mul(h)?;
+    let (&[dirs, g, input], &[rdirs, rg, rh]) = (wd, rd) else {
+        return None;
+    };
+    if (g, rdirs, rg, rh) != (gates, dirs, gates, h) || dirs != r.direction.count() {
+        return None;
+    }
+    let (w, rw) = (f32_data(w)?, f32_data(rw)?);
+    let rows = input.checked_add(h)?;
+    let mut stacked = vec![0f32; dirs.checked_mul(rows)?.checked_mul(gates)?];
+    for (d, m) in stacked.chunks_exact_mut(rows * gates).enumerate() {
+        let (wd, rd) = (&w[d * gates * input..], &rw[d * gates * h..]);
+        for j in 0..gates {
+            for p in 0..input {
+                m[p * gates + j] = wd[j * input + p];
+            }
+            for p in 0..h {
+                m[(input + p) * gates + j] = rd[j * h + p];
+            }
+        }
+    }
+    PackedWeights::pack(&stacked, Side::Right, 1, (dirs, rows, gates))
 }
