@@ -2,12 +2,16 @@
 //! `LSTMSequence`) on `f32`, one kernel per op instead of one node per time step: per
 //! direction the input projection of every step is one GEMM (`[rows, input] · Wᵀ`, the
 //! biases that add outside the recurrence folded in once), then each step multiplies the
-//! state by the recurrent weights (the GEMM call's GEMV on `R` as ONNX lays it out, viewed
-//! transposed: nothing is packed per call, as streaming models run a few steps per call) and
-//! runs the gate maths in place, with the vector library's `sigmoid` and `tanh` on the gate
-//! strips. Bidirectional ops run their two directions on two threads when the pool has them.
-//! Operands are checked by the reference's `recurrent_operands`; anything it refuses, and
-//! other element types, go to the reference kernel.
+//! state by the recurrent weights and runs the gate maths in place, with the vector
+//! library's `sigmoid` and `tanh` on the gate strips, into scratch allocated once per
+//! direction. Constant weights come packed from compile time (`super::packed::prepare`:
+//! `Wᵀ` above `Rᵀ` in microkernel panels), so the projection is a packed product and each
+//! step's state product a packed one-row product that reads `R` once (`super::packed::gemv`);
+//! weights computed at run time take the `gemm` crate (its GEMV on `R` viewed transposed,
+//! nothing packed per call, as streaming models run a few steps per call). Bidirectional
+//! ops run their two directions on two threads when the pool has them. Operands are checked
+//! by the reference's `recurrent_operands`; anything it refuses, and other element types, go
+//! to the reference kernel.
 
 use std::ops::Range;
 

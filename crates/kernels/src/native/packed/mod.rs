@@ -3,7 +3,9 @@
 //! creation) into the panels an AVX-512 microkernel reads, so a call only runs the
 //! register-blocked tiles ([`microkernel`]) over `k` blocks sized to L1 ([`driver`]). The
 //! `gemm` crate packs both operands on every call; for the small `k` (16..1536) of
-//! MiniLM's and PP-OCR's products that packing was most of what was left to gain.
+//! MiniLM's and PP-OCR's products that packing was most of what was left to gain. A
+//! recurrent op's one-row state products, one per time step, run on [`gemv`] over the
+//! same panels.
 //!
 //! [`prepare`] is the one place that decides whether a node's product takes this path;
 //! everything it does not take (no AVX-512, `f64`, no constant operand, depthwise
@@ -66,10 +68,11 @@ pub enum Side {
 }
 
 /// A constant `f32` operand of a node's products packed once into microkernel panels:
-/// `count` matrices of `rows × cols` each (a MatMul constant's batch of matrices, or a
-/// convolution filter's groups, each `[M / groups, C / groups · kH · kW]`), for input
-/// `input` of the node. Made by [`prepare`], read by the native `MatMul` and `Convolution`
-/// on every call.
+/// `count` matrices of `rows × cols` each (a MatMul constant's batch of matrices, a
+/// convolution filter's groups, each `[M / groups, C / groups · kH · kW]`, or a recurrent
+/// op's directions, each `Wᵀ` above `Rᵀ`, `[input + h, G·h]`), for input
+/// `input` of the node (a recurrent op's: 1, `W`, with `R`, input 2, below it). Made by
+/// [`prepare`], read by the native `MatMul`, `Convolution` and recurrent ops on every call.
 #[derive(Debug)]
 pub struct PackedWeights {
     side: Side,
