@@ -67,17 +67,19 @@ fn pool<T: Float + Send + Sync>(
         let plane = &x[p * h * w..(p + 1) * h * w];
         let input_row = |r: usize| &plane[r * w..(r + 1) * w];
         let windows = &rows[oy0..oy0 + ys.len() / ow];
+        let mut scratch = Vec::new();
         if flat {
             // Output row `oy` is input row `oy` pooled, and the rows tile: one long row.
-            cols.interior(&plane[oy0 * w..], ys);
+            cols.interior(&plane[oy0 * w..], ys, &mut scratch);
             return;
         }
         if win.shape[0] == 1 {
             // One input row per window: the output row is that row pooled.
             for (m, &(lo, hi, y0)) in ys.chunks_mut(ow).zip(windows) {
-                match lo < hi {
-                    true => cols.run(input_row(y0 - ph), m),
-                    false => m.fill(T::neg_infinity()),
+                if lo < hi {
+                    cols.run(input_row(y0 - ph), m, &mut scratch);
+                } else {
+                    m.fill(T::neg_infinity());
                 }
             }
             return;
@@ -98,7 +100,7 @@ fn pool<T: Float + Send + Sync>(
                 let r = y0 + ky * dh - ph;
                 let row = &mut pooled[(r - first) * ow..][..ow];
                 if !std::mem::replace(&mut done[r - first], true) {
-                    cols.run(input_row(r), row);
+                    cols.run(input_row(r), row, &mut scratch);
                 }
                 fold_rows(m, row, ky == lo);
             }

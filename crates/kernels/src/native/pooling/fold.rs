@@ -4,10 +4,11 @@
 //! separable: each input row is pooled along the width once, however many output rows'
 //! windows hold it. Every output still folds its taps in the reference's row-major order
 //! (a row's taps left to right, rows top to bottom) with the reference's step, so the
-//! results are the reference's bit for bit. Each loop runs over output columns with no
-//! branch in its body, so it vectorises: contiguous loads for a unit stride, whole windows
-//! as fixed-size chunks for non-overlapping windows (stride = kernel, the usual 2×2/2 and
-//! 1×4/4 pools), strided loads otherwise.
+//! results are the reference's bit for bit. Each loop runs over output columns in blocks of
+//! sixteen with no branch in its body, so it vectorises however short the row: contiguous
+//! loads for a unit stride, whole windows as fixed-size chunks for non-overlapping windows
+//! (stride = kernel, the usual 2×2/2 and 1×4/4 pools), and for strides 2 to 4 the row split
+//! into its phases first, so that every tap reads one phase contiguously.
 
 use graphlift_ir::Window;
 use multiversion::multiversion;
@@ -74,8 +75,9 @@ impl RowPool {
     }
 
     /// `dst[o]` = the reference's fold over output column `o`'s taps in `row` (`-inf` for a
-    /// window wholly in the padding). `row` is one input row and `dst` one output row.
-    pub(super) fn run<T: Float>(&self, row: &[T], dst: &mut [T]) {
+    /// window wholly in the padding). `row` is one input row and `dst` one output row;
+    /// `scratch` is the caller's, reused from row to row.
+    pub(super) fn run<T: Float>(&self, row: &[T], dst: &mut [T], scratch: &mut Vec<T>) {
         let (s, d, p) = (self.stride, self.dilation, self.pad);
         let inner = self.interior.clone();
         for o in (0..inner.start).chain(inner.end..self.cols.len()) {
@@ -88,7 +90,7 @@ impl RowPool {
         }
         if !inner.is_empty() {
             // Input column of output `o`'s tap t: o·s + t·d - p, ≥ 0 for every interior `o`.
-            self.interior(&row[inner.start * s - p..], &mut dst[inner]);
+            self.interior(&row[inner.start * s - p..], &mut dst[inner], scratch);
         }
     }
 
@@ -100,18 +102,70 @@ impl RowPool {
     }
 
     /// `dst[o]` = the fold over the taps of a window that starts at `src[o · stride]` and
-    /// lies wholly inside `src`, for every `o` of `dst`.
-    pub(super) fn interior<T: Float>(&self, src: &[T], dst: &mut [T]) {
+    /// lies wholly inside `src`, for every `o` of `dst`: non-overlapping windows of 2 to 4
+    /// adjacent taps as chunks, strides 2 to 4 by tap over the row split into its `stride`
+    /// phases (`scratch`: every tap then reads one phase contiguously), others by tap.
+    pub(super) fn interior<T: Float>(&self, src: &[T], dst: &mut [T], scratch: &mut Vec<T>) {
         let (k, s, d) = (self.kernel, self.stride, self.dilation);
         match (s, k, d) {
             (2, 2, 1) => fold_windows::<T, 2>(dst, src),
             (3, 3, 1) => fold_windows::<T, 3>(dst, src),
             (4, 4, 1) => fold_windows::<T, 4>(dst, src),
+            (2..=4, _, _) => {
+                // Tap t of output o reads src[o·s + t·d]: phase (t·d) mod s, element
+                // o + (t·d) / s of it.
+                let n = dst.len() + (k - 1) * d / s;
+                let phases = split_phases(src, s, n, scratch);
+                for t in 0..k {
+                    let phase = &phases[(t * d % s) * n + t * d / s..];
+                    fold_tap(dst, phase, 1, t == 0);
+                }
+            }
             _ => {
                 for t in 0..k {
                     fold_tap(dst, &src[t * d..], s, t == 0);
                 }
             }
+        }
+    }
+}
+
+/// `src` split into its `stride` phases of `n` elements each, in `scratch`: phase `p`'s
+/// element `i` is `src[i · stride + p]` (elements past `src`'s end are left as they were).
+/// `stride` is 2 to 4.
+fn split_phases<'s, T: Float>(
+    src: &[T],
+    stride: usize,
+    n: usize,
+    scratch: &'s mut Vec<T>,
+) -> &'s [T] {
+    scratch.clear();
+    scratch.resize(stride * n, T::neg_infinity());
+    let whole = n.min(src.len() / stride);
+    match stride {
+        2 => deinterleave::<T, 2>(&src[..whole * 2], scratch, n),
+        3 => deinterleave::<T, 3>(&src[..whole * 3], scratch, n),
+        _ => deinterleave::<T, 4>(&src[..whole * 4], scratch, n),
+    }
+    if whole < n {
+        for (p, &v) in src[whole * stride..].iter().enumerate().take(stride) {
+            scratch[p * n + whole] = v;
+        }
+    }
+    scratch
+}
+
+/// `phases[p · n + i] = src[i · S + p]` for every whole chunk of `S` in `src` (at most `n`).
+#[multiversion(targets = "simd")]
+fn deinterleave<T: Float, const S: usize>(src: &[T], phases: &mut [T], n: usize) {
+    let (chunks, _) = src.as_chunks::<S>();
+    let m = chunks.len().min(n);
+    let mut outs = phases.chunks_exact_mut(n.max(1));
+    let mut lanes: [&mut [T]; S] =
+        std::array::from_fn(|_| outs.next().map(|l| &mut l[..m]).unwrap_or_default());
+    for (i, c) in chunks[..m].iter().enumerate() {
+        for (lane, &v) in lanes.iter_mut().zip(c) {
+            lane[i] = v;
         }
     }
 }
@@ -130,47 +184,82 @@ pub(super) fn fold_step<T: Float>(m: &mut T, v: T) {
     *m = if nan { T::nan() } else { r };
 }
 
+/// Output columns per vector block: sixteen `f32` lanes of a zmm register.
+const BLOCK: usize = 16;
+
+/// Calls `f(i)` for block starts `i` that cover `0..len` with blocks of `L` (`len ≥ L`):
+/// whole blocks, then one that ends at `len`, overlapping the one before. Every fold here
+/// computes an output from its own taps (and folding a tap twice leaves the same result),
+/// so the overlap is harmless, and a row shorter than the vectoriser's unrolled loop still
+/// runs in vectors rather than a scalar remainder.
+#[inline(always)]
+fn blocks<const L: usize>(len: usize, mut f: impl FnMut(usize)) {
+    let mut i = 0;
+    while i + L <= len {
+        f(i);
+        i += L;
+    }
+    if i < len {
+        f(len - L);
+    }
+}
+
 /// `dst[i]` = the fold of `src[i·K..(i+1)·K]` from `-inf`: non-overlapping windows of `K`
-/// adjacent taps, each read as one fixed-size chunk.
+/// adjacent taps, each read as one fixed-size chunk, [`BLOCK`] outputs at a time.
 #[multiversion(targets = "simd")]
 fn fold_windows<T: Float, const K: usize>(dst: &mut [T], src: &[T]) {
     let (windows, _) = src.as_chunks::<K>();
-    for (m, w) in dst.iter_mut().zip(windows) {
+    let n = dst.len().min(windows.len());
+    let (dst, windows) = (&mut dst[..n], &windows[..n]);
+    let window = |w: &[T; K]| {
         let mut a = T::neg_infinity();
         for &v in w {
             fold_step(&mut a, v);
         }
-        *m = a;
+        a
+    };
+    if n < BLOCK {
+        for (m, w) in dst.iter_mut().zip(windows) {
+            *m = window(w);
+        }
+        return;
     }
+    blocks::<BLOCK>(n, |i| {
+        for (m, w) in dst[i..i + BLOCK].iter_mut().zip(&windows[i..i + BLOCK]) {
+            *m = window(w);
+        }
+    });
 }
 
 /// `m[i] = fold(m[i], row[i · stride])` over the outputs `row` reaches (with `first`,
-/// `fold(-inf, ·)`, and `-inf` for the outputs it does not reach); strides 2 to 4 with
-/// the stride a constant, so the strided loads vectorise too.
+/// `fold(-inf, ·)`, and `-inf` for the outputs it does not reach): contiguous taps in
+/// vector blocks, other strides one by one.
 fn fold_tap<T: Float>(m: &mut [T], row: &[T], stride: usize, first: bool) {
     match (stride, first) {
-        (1, false) => fold_tap_by::<T, 1, false>(m, row),
-        (1, true) => fold_tap_by::<T, 1, true>(m, row),
-        (2, false) => fold_tap_by::<T, 2, false>(m, row),
-        (2, true) => fold_tap_by::<T, 2, true>(m, row),
-        (3, false) => fold_tap_by::<T, 3, false>(m, row),
-        (3, true) => fold_tap_by::<T, 3, true>(m, row),
-        (4, false) => fold_tap_by::<T, 4, false>(m, row),
-        (4, true) => fold_tap_by::<T, 4, true>(m, row),
+        (1, false) => fold_contiguous::<T, false>(m, row),
+        (1, true) => fold_contiguous::<T, true>(m, row),
         _ => fold_tap_strided(m, row, stride, first),
     }
 }
 
-/// [`fold_tap`] for the constant stride `S`.
+/// [`fold_tap`] for stride 1, [`BLOCK`] outputs at a time (half blocks for short rows).
 #[multiversion(targets = "simd")]
-fn fold_tap_by<T: Float, const S: usize, const FIRST: bool>(m: &mut [T], row: &[T]) {
-    let n = m.len().min(row.len().div_ceil(S));
+fn fold_contiguous<T: Float, const FIRST: bool>(m: &mut [T], row: &[T]) {
+    let n = m.len().min(row.len());
     let (m, rest) = m.split_at_mut(n);
-    let row = &row[..n.saturating_sub(1) * S + usize::from(n > 0)];
-    for (i, m) in m.iter_mut().enumerate() {
-        let mut a = if FIRST { T::neg_infinity() } else { *m };
-        fold_step(&mut a, row[i * S]);
-        *m = a;
+    let row = &row[..n];
+    let fold = |m: &mut [T], row: &[T]| {
+        for (m, &v) in m.iter_mut().zip(row) {
+            let mut a = if FIRST { T::neg_infinity() } else { *m };
+            fold_step(&mut a, v);
+            *m = a;
+        }
+    };
+    const HALF: usize = BLOCK / 2;
+    match n {
+        BLOCK.. => blocks::<BLOCK>(n, |i| fold(&mut m[i..i + BLOCK], &row[i..i + BLOCK])),
+        HALF.. => blocks::<HALF>(n, |i| fold(&mut m[i..i + HALF], &row[i..i + HALF])),
+        _ => fold(m, row),
     }
     if FIRST {
         rest.fill(T::neg_infinity());
