@@ -73,36 +73,71 @@ fn pool<T: Float + Send + Sync>(
             cols.interior(&plane[oy0 * w..], ys, &mut scratch);
             return;
         }
+        let mut long = Vec::new();
+        let scratch = (&mut scratch, &mut long);
+        // The output rows whose windows read no input row: all padding.
+        for (m, _) in ys
+            .chunks_mut(ow)
+            .zip(windows)
+            .filter(|(_, &(lo, hi, _))| lo == hi)
+        {
+            m.fill(T::neg_infinity());
+        }
+        let Some(a) = windows.iter().position(|&(lo, hi, _)| lo < hi) else {
+            return;
+        };
         if win.shape[0] == 1 {
-            // One input row per window: the output row is that row pooled.
-            for (m, &(lo, hi, y0)) in ys.chunks_mut(ow).zip(windows) {
-                if lo < hi {
-                    cols.run(input_row(y0 - ph), m, &mut scratch);
-                } else {
-                    m.fill(T::neg_infinity());
+            // One input row per window: an output row is that row pooled (the rows that read
+            // one, `a..b`, are consecutive), consecutive output rows consecutive input rows
+            // at unit stride.
+            let b = a + windows[a..]
+                .iter()
+                .take_while(|&&(lo, hi, _)| lo < hi)
+                .count();
+            let y0 = windows[a].2 - ph;
+            if win.strides[0] == 1 {
+                let src = &plane[y0 * w..(y0 + b - a) * w];
+                cols.run_rows(src, (b - a, w), &mut ys[a * ow..b * ow], scratch);
+            } else {
+                for (m, &(_, _, y0)) in ys.chunks_mut(ow).zip(windows).take(b).skip(a) {
+                    cols.run(input_row(y0 - ph), m, scratch.0);
                 }
             }
             return;
         }
-        // The input rows the block's windows read: `first..end`, each pooled along the
-        // width once, when a window first reads it.
+        // The input rows the block's windows read, `first..end`, each pooled along the
+        // width once. (With dilation, a window may read no row between two that do.)
         let inside = windows.iter().filter(|&&(lo, hi, _)| lo < hi);
         let first = inside.clone().map(|&(lo, _, y0)| y0 + lo * dh - ph).min();
         let end = inside.map(|&(_, hi, y0)| y0 + (hi - 1) * dh - ph + 1).max();
         let (first, end) = (first.unwrap_or(0), end.unwrap_or(0));
         let mut pooled = vec![T::neg_infinity(); (end - first) * ow];
-        let mut done = vec![false; end - first];
-        for (m, &(lo, hi, y0)) in ys.chunks_mut(ow).zip(windows) {
-            if lo == hi {
-                m.fill(T::neg_infinity());
+        let src = &plane[first * w..end * w];
+        cols.run_rows(src, (end - first, w), &mut pooled, scratch);
+        let pooled_row = |r: usize| &pooled[(r - first) * ow..];
+        // At unit stride the output rows whose windows are whole (every tap inside) read
+        // pooled rows at a fixed offset from one another: they fold as one long row.
+        let kh = win.shape[0];
+        let whole = |&(lo, hi, _): &(usize, usize, usize)| lo == 0 && hi == kh;
+        let (wa, wb) = match windows.iter().position(whole) {
+            Some(i) if win.strides[0] == 1 => {
+                (i, i + windows[i..].iter().take_while(|w| whole(w)).count())
             }
+            _ => (0, 0),
+        };
+        if wa < wb {
+            let (m, y0) = (&mut ys[wa * ow..wb * ow], windows[wa].2);
+            for ky in 0..kh {
+                fold_rows(m, pooled_row(y0 + ky * dh - ph), ky == 0);
+            }
+        }
+        for (oy, m) in ys.chunks_mut(ow).enumerate() {
+            if (wa..wb).contains(&oy) {
+                continue;
+            }
+            let (lo, hi, y0) = windows[oy];
             for ky in lo..hi {
-                let r = y0 + ky * dh - ph;
-                let row = &mut pooled[(r - first) * ow..][..ow];
-                if !std::mem::replace(&mut done[r - first], true) {
-                    cols.run(input_row(r), row, &mut scratch);
-                }
-                fold_rows(m, row, ky == lo);
+                fold_rows(m, &pooled_row(y0 + ky * dh - ph)[..ow], ky == lo);
             }
         }
     };

@@ -4,8 +4,9 @@
 //! separable: each input row is pooled along the width once, however many output rows'
 //! windows hold it. Every output still folds its taps in the reference's row-major order
 //! (a row's taps left to right, rows top to bottom) with the reference's step, so the
-//! results are the reference's bit for bit. Each loop runs over output columns in blocks of
-//! sixteen with no branch in its body, so it vectorises however short the row: contiguous
+//! results are the reference's bit for bit. Each loop runs over output columns with no
+//! branch in its body, remainders in blocks of sixteen, so it vectorises however short the
+//! row: contiguous
 //! loads for a unit stride, whole windows as fixed-size chunks for non-overlapping windows
 //! (stride = kernel, the usual 2×2/2 and 1×4/4 pools), and for strides 2 to 4 the row split
 //! into its phases first, so that every tap reads one phase contiguously.
@@ -78,7 +79,53 @@ impl RowPool {
     /// window wholly in the padding). `row` is one input row and `dst` one output row;
     /// `scratch` is the caller's, reused from row to row.
     pub(super) fn run<T: Float>(&self, row: &[T], dst: &mut [T], scratch: &mut Vec<T>) {
-        let (s, d, p) = (self.stride, self.dilation, self.pad);
+        let (s, p) = (self.stride, self.pad);
+        let inner = self.interior.clone();
+        self.edges(row, dst);
+        if !inner.is_empty() {
+            // Input column of output `o`'s tap t: o·s + t·d - p, ≥ 0 for every interior `o`.
+            self.interior(&row[inner.start * s - p..], &mut dst[inner], scratch);
+        }
+    }
+
+    /// [`RowPool::run`] of `rows` rows of `width` one after another in `src` into as many
+    /// output rows one after another in `dst`. When the row's width is a whole number of
+    /// strides, the rows' interior columns pool as one long row (`long`: each row's
+    /// interior outputs, then the few positions whose windows straddle two rows, computed
+    /// and dropped), so the vector loops run once for all rows.
+    pub(super) fn run_rows<T: Float>(
+        &self,
+        src: &[T],
+        (rows, width): (usize, usize),
+        dst: &mut [T],
+        (scratch, long): (&mut Vec<T>, &mut Vec<T>),
+    ) {
+        let (s, p, ow) = (self.stride, self.pad, self.cols.len());
+        let inner = self.interior.clone();
+        if rows < 2 || inner.is_empty() || !width.is_multiple_of(s) {
+            for r in 0..rows {
+                let row = &src[r * width..(r + 1) * width];
+                self.run(row, &mut dst[r * ow..(r + 1) * ow], scratch);
+            }
+            return;
+        }
+        // Long output j = r·per + (o - inner.start) reads src[r·width + o·s - p + t·d]:
+        // row r's output o.
+        let per = width / s;
+        let total = (rows - 1) * per + inner.len();
+        long.clear();
+        long.resize(total, T::neg_infinity());
+        self.interior(&src[inner.start * s - p..], long, scratch);
+        for r in 0..rows {
+            let out = &mut dst[r * ow..(r + 1) * ow];
+            out[inner.clone()].copy_from_slice(&long[r * per..r * per + inner.len()]);
+            self.edges(&src[r * width..(r + 1) * width], out);
+        }
+    }
+
+    /// The output columns outside the interior, one by one (their windows cut by padding).
+    fn edges<T: Float>(&self, row: &[T], dst: &mut [T]) {
+        let (d, p) = (self.dilation, self.pad);
         let inner = self.interior.clone();
         for o in (0..inner.start).chain(inner.end..self.cols.len()) {
             let (lo, hi, start) = self.cols[o];
@@ -87,10 +134,6 @@ impl RowPool {
                 fold_step(&mut m, row[start + t * d - p]);
             }
             dst[o] = m;
-        }
-        if !inner.is_empty() {
-            // Input column of output `o`'s tap t: o·s + t·d - p, ≥ 0 for every interior `o`.
-            self.interior(&row[inner.start * s - p..], &mut dst[inner], scratch);
         }
     }
 
@@ -186,54 +229,70 @@ pub(super) fn fold_step<T: Float>(m: &mut T, v: T) {
 
 /// Output columns per vector block: sixteen `f32` lanes of a zmm register.
 const BLOCK: usize = 16;
+/// Outputs of the vectoriser's main loop per trip (four blocks, unrolled); a multiple of
+/// it runs wholly in that loop.
+const TRIP: usize = 4 * BLOCK;
 
-/// Calls `f(i)` for block starts `i` that cover `0..len` with blocks of `L` (`len ≥ L`):
-/// whole blocks, then one that ends at `len`, overlapping the one before. Every fold here
-/// computes an output from its own taps (and folding a tap twice leaves the same result),
-/// so the overlap is harmless, and a row shorter than the vectoriser's unrolled loop still
-/// runs in vectors rather than a scalar remainder.
+/// Runs `f(i, len)` over `0..n` in pieces the vectoriser handles whole: `0..n − n mod
+/// TRIP` in one piece (its unrolled vector loop, no scalar remainder), then the rest (under
+/// [`TRIP`]) in blocks of [`BLOCK`], the last one ending at `n` and overlapping the one
+/// before (half blocks for rows under a block; one by one under half a block). Every fold
+/// here computes an output from its own taps, and folding a tap twice leaves the same
+/// result, so the overlap is harmless. The remainder's blocks are written out rather than
+/// looped over, so the vectoriser makes each one block of vector operations and does not
+/// vectorise across blocks (with gathers).
 #[inline(always)]
-fn blocks<const L: usize>(len: usize, mut f: impl FnMut(usize)) {
-    let mut i = 0;
-    while i + L <= len {
-        f(i);
-        i += L;
+fn pieces(n: usize, mut f: impl FnMut(usize, usize)) {
+    const HALF: usize = BLOCK / 2;
+    let main = n - n % TRIP;
+    if main > 0 {
+        f(0, main);
     }
-    if i < len {
-        f(len - L);
+    let mut i = main;
+    if n >= BLOCK {
+        if i + BLOCK <= n {
+            f(i, BLOCK);
+            i += BLOCK;
+        }
+        if i + BLOCK <= n {
+            f(i, BLOCK);
+            i += BLOCK;
+        }
+        if i + BLOCK <= n {
+            f(i, BLOCK);
+            i += BLOCK;
+        }
+        if i < n {
+            f(n - BLOCK, BLOCK);
+        }
+    } else if n >= HALF {
+        f(0, HALF);
+        f(n - HALF, HALF);
+    } else if n > 0 {
+        f(0, n);
     }
 }
 
 /// `dst[i]` = the fold of `src[i·K..(i+1)·K]` from `-inf`: non-overlapping windows of `K`
-/// adjacent taps, each read as one fixed-size chunk, [`BLOCK`] outputs at a time.
+/// adjacent taps, each read as one fixed-size chunk.
 #[multiversion(targets = "simd")]
 fn fold_windows<T: Float, const K: usize>(dst: &mut [T], src: &[T]) {
     let (windows, _) = src.as_chunks::<K>();
     let n = dst.len().min(windows.len());
-    let (dst, windows) = (&mut dst[..n], &windows[..n]);
-    let window = |w: &[T; K]| {
-        let mut a = T::neg_infinity();
-        for &v in w {
-            fold_step(&mut a, v);
-        }
-        a
-    };
-    if n < BLOCK {
-        for (m, w) in dst.iter_mut().zip(windows) {
-            *m = window(w);
-        }
-        return;
-    }
-    blocks::<BLOCK>(n, |i| {
-        for (m, w) in dst[i..i + BLOCK].iter_mut().zip(&windows[i..i + BLOCK]) {
-            *m = window(w);
+    pieces(n, |i, len| {
+        for (m, w) in dst[i..i + len].iter_mut().zip(&windows[i..i + len]) {
+            let mut a = T::neg_infinity();
+            for &v in w {
+                fold_step(&mut a, v);
+            }
+            *m = a;
         }
     });
 }
 
 /// `m[i] = fold(m[i], row[i · stride])` over the outputs `row` reaches (with `first`,
 /// `fold(-inf, ·)`, and `-inf` for the outputs it does not reach): contiguous taps in
-/// vector blocks, other strides one by one.
+/// vector pieces, other strides one by one.
 fn fold_tap<T: Float>(m: &mut [T], row: &[T], stride: usize, first: bool) {
     match (stride, first) {
         (1, false) => fold_contiguous::<T, false>(m, row),
@@ -242,25 +301,18 @@ fn fold_tap<T: Float>(m: &mut [T], row: &[T], stride: usize, first: bool) {
     }
 }
 
-/// [`fold_tap`] for stride 1, [`BLOCK`] outputs at a time (half blocks for short rows).
+/// [`fold_tap`] for stride 1.
 #[multiversion(targets = "simd")]
 fn fold_contiguous<T: Float, const FIRST: bool>(m: &mut [T], row: &[T]) {
     let n = m.len().min(row.len());
     let (m, rest) = m.split_at_mut(n);
-    let row = &row[..n];
-    let fold = |m: &mut [T], row: &[T]| {
-        for (m, &v) in m.iter_mut().zip(row) {
+    pieces(n, |i, len| {
+        for (m, &v) in m[i..i + len].iter_mut().zip(&row[i..i + len]) {
             let mut a = if FIRST { T::neg_infinity() } else { *m };
             fold_step(&mut a, v);
             *m = a;
         }
-    };
-    const HALF: usize = BLOCK / 2;
-    match n {
-        BLOCK.. => blocks::<BLOCK>(n, |i| fold(&mut m[i..i + BLOCK], &row[i..i + BLOCK])),
-        HALF.. => blocks::<HALF>(n, |i| fold(&mut m[i..i + HALF], &row[i..i + HALF])),
-        _ => fold(m, row),
-    }
+    });
     if FIRST {
         rest.fill(T::neg_infinity());
     }
