@@ -220,10 +220,13 @@ pub(super) fn fold_rows<T: Float>(m: &mut [T], src: &[T], first: bool) {
 }
 
 /// One step of the reference's fold: `m.max(v)`, NaN when either is NaN, with no branch.
+/// Past NaN, `m.max(v)` is the larger of two ordered values, written as a compare and a
+/// select (one vector `max`; `max`'s own NaN rule, which the NaN check overrides anyway,
+/// would cost a compare and a blend more).
 #[inline(always)]
 pub(super) fn fold_step<T: Float>(m: &mut T, v: T) {
     let nan = m.is_nan() | v.is_nan();
-    let r = m.max(v);
+    let r = if v > *m { v } else { *m };
     *m = if nan { T::nan() } else { r };
 }
 
