@@ -8,7 +8,9 @@ end-to-end checks of `scripts/check-zoo.sh` (ONNX breadth and quantized models).
     zoo.py bench DEST BIN    latency of every case on CPU-JIT (`BIN bench`) beside
                              onnxruntime's, 1 and 2 threads, ROUNDS alternating rounds of
                              RUNS runs each (environment; 3 and 20 by default): the median
-                             of the round medians and the ratio graphlift / onnxruntime
+                             of the round medians and the ratio graphlift / onnxruntime;
+                             with BASELINE=OTHER_BIN (environment) also OTHER_BIN's latency
+                             in the same rounds and the ratio BIN / OTHER_BIN
 
 Each case is a model file plus seeded inputs; the reference outputs come from onnxruntime's
 CPU provider on one thread. Tolerances (issues 28 and 29): `float` cases within atol 1e-4,
@@ -314,8 +316,11 @@ def bench(dest, binary, only):
 
     rounds = int(os.environ.get("ROUNDS", "3"))
     runs = int(os.environ.get("RUNS", "20"))
+    baseline = os.environ.get("BASELINE")
     rng = np.random.default_rng(20261126)
-    print(f"{'case':<22} {'threads':>7} {'graphlift_ms':>12} {'onnxruntime_ms':>14} {'ratio':>6}")
+    extra = f" {'baseline_ms':>11} {'vs_base':>7}" if baseline else ""
+    print(f"{'case':<22} {'threads':>7} {'graphlift_ms':>12} {'onnxruntime_ms':>14} {'ratio':>6}"
+          + extra)
     for case, model, inputs, _ in cases(rng):
         if (only and case not in only) or (not only and case in PENDING):
             continue
@@ -328,13 +333,20 @@ def bench(dest, binary, only):
             session = ort.InferenceSession(os.path.join(dest, model), opts,
                                            providers=["CPUExecutionProvider"])
             feed = {i.name: np.load(f) for i, f in zip(session.get_inputs(), files)}
-            g, o = [], []
+            g, o, b = [], [], []
             for _ in range(rounds):
                 g.append(graphlift_median(binary, os.path.join(dest, model), files, threads,
                                           runs))
                 o.append(ort_median(session, feed, runs))
+                if baseline:
+                    b.append(graphlift_median(baseline, os.path.join(dest, model), files,
+                                              threads, runs))
             gm, om = float(np.median(g)), float(np.median(o))
-            print(f"{case:<22} {threads:>7} {gm:>12.3f} {om:>14.3f} {gm / om:>6.2f}",
+            extra = ""
+            if baseline:
+                bm = float(np.median(b))
+                extra = f" {bm:>11.3f} {gm / bm:>7.2f}"
+            print(f"{case:<22} {threads:>7} {gm:>12.3f} {om:>14.3f} {gm / om:>6.2f}" + extra,
                   flush=True)
 
 

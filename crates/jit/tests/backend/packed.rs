@@ -1,9 +1,13 @@
 //! Products whose one operand is a constant: the backend packs it once at compile time on
 //! an AVX-512 host (the step reports it) and the results match the INTERPRETER, with and
 //! without an epilogue, on one and two threads; with AVX-512 switched off nothing is packed.
+//! Recurrent ops with constant weights pack them too (their steps' state products).
 
 use super::uniform;
-use graphlift_ir::{Convolution, ElementType::F32, Function, FunctionBuilder, Op, Window};
+use graphlift_ir::{
+    Convolution, ElementType::F32, Function, FunctionBuilder, Op, Output, RecurrentActivation as A,
+    RecurrentCell, RecurrentDirection, RecurrentSequence, TensorData, Window,
+};
 use graphlift_jit::{CpuJitBackend, ThreadConfig};
 use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, Tensor};
 
@@ -87,5 +91,66 @@ fn matmul_with_constant_weights() {
 fn convolution_with_constant_filters() {
     for (n, c, hw, m) in [(1, 8, 20, 24), (3, 3, 17, 16)] {
         check(&convs(n, c, hw, m), &[tensor(&[n, c, hw, hw], 8)], 2);
+    }
+}
+
+/// A recurrent op (`x` `[seq, batch, input]`) with constant `W`, `R`, `B`, lengths and
+/// initial state (and, for LSTM, initial cell and peepholes), all three (two) of its outputs
+/// results.
+fn recurrent(r: &RecurrentSequence, (seq, batch, input): (usize, usize, usize)) -> Function {
+    let b = FunctionBuilder::new("recurrent");
+    let (h, dirs) = (r.hidden_size, r.direction.count());
+    let g = r.cell.gates() * h;
+    let x = b.parameter("x", F32, [seq, batch, input]);
+    let mut args = vec![
+        x,
+        b.constant(uniform(dirs * g * input, 11), [dirs, g, input]),
+        b.constant(uniform(dirs * g * h, 12), [dirs, g, h]),
+        b.constant(uniform(dirs * 2 * g, 13), [dirs, 2 * g]),
+        b.constant(TensorData::I64(vec![seq as i64; batch]), [batch]),
+        b.constant(uniform(dirs * batch * h, 14), [dirs, batch, h]),
+    ];
+    if r.cell == RecurrentCell::Lstm {
+        args.push(b.constant(uniform(dirs * batch * h, 15), [dirs, batch, h]));
+        args.push(b.constant(uniform(dirs * 3 * h, 16), [dirs, 3 * h]));
+    }
+    let y = b.op(Op::Recurrent(r.clone().into()), &args);
+    let node = y.output().expect("the op builds").node;
+    let outs: Vec<_> = (0..r.cell.outputs())
+        .map(|k| b.value_of(Output::new(node, k)))
+        .collect();
+    b.finish(&outs).unwrap()
+}
+
+#[test]
+fn recurrent_ops_with_constant_weights() {
+    let gru = RecurrentSequence {
+        cell: RecurrentCell::Gru,
+        direction: RecurrentDirection::Bidirectional,
+        hidden_size: 40,
+        activations: [A::Sigmoid, A::Tanh].repeat(2),
+        clip: None,
+        input_forget: false,
+        linear_before_reset: true,
+        batch_major: false,
+    };
+    let lstm = RecurrentSequence {
+        cell: RecurrentCell::Lstm,
+        direction: RecurrentDirection::Reverse,
+        hidden_size: 70,
+        activations: vec![A::Sigmoid, A::Tanh, A::Tanh],
+        linear_before_reset: false,
+        ..gru.clone()
+    };
+    let reset_after = RecurrentSequence {
+        linear_before_reset: false,
+        direction: RecurrentDirection::Forward,
+        activations: vec![A::Sigmoid, A::Tanh],
+        ..gru.clone()
+    };
+    for r in [gru, lstm, reset_after] {
+        let (seq, batch, input) = (7, 2, 24);
+        let f = recurrent(&r, (seq, batch, input));
+        check(&f, &[tensor(&[seq, batch, input], 17)], 1);
     }
 }

@@ -79,7 +79,7 @@ pub fn evaluate_with_epilogue(
     packed: Option<&PackedWeights>,
 ) -> Result<(Vec<Tensor>, bool), RuntimeError> {
     if let Op::Recurrent(r) = node.op() {
-        if let Some(outs) = recurrent::recurrent(r, inputs, parallel) {
+        if let Some(outs) = recurrent::recurrent(r, inputs, parallel, packed) {
             return Ok((outs, false));
         }
     }

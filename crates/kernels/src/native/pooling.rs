@@ -1,45 +1,33 @@
-//! `MaxPool` and `MaxPoolBackprop` over 2-D windows on `f32`/`f64`, planes split over the
-//! backend's threads: windows walked in place from per-axis tap ranges (the reference
-//! tabulates every window's taps first), each output's taps in the reference's order with
-//! its `max`, so the results are the reference's bit for bit (the forward pool folds a tap
-//! over a whole output row at once, branch-free, so it vectorises). The backprop's rule: the first maximum in
-//! row-major window order takes the window's adjoint, a NaN is a maximum, padding never is.
+//! `MaxPool` and `MaxPoolBackprop` over 2-D windows on `f32`/`f64`, split over the
+//! backend's threads. The forward pool is separable ([`fold`]): each input row is pooled
+//! along the width once, by branch-free loops over output columns that vectorise, and each
+//! output row folds its window's pooled rows, every output's taps in the reference's order
+//! with its `max`, so the results are the reference's bit for bit. The backprop walks each
+//! window in place from per-axis tap ranges; its rule: the first maximum in row-major
+//! window order takes the window's adjoint, a NaN is a maximum, padding never is.
+
+mod fold;
 
 use graphlift_ir::{Shape, TensorData, Window};
 use graphlift_runtime::Tensor;
-use multiversion::multiversion;
 use num_traits::Float;
 
 use crate::parallel::{for_each, Parallel};
+use fold::{fold_rows, taps_per_output, RowPool};
 
 /// Below this many window taps a pooling runs on the calling thread.
 const MIN_PARALLEL_TAPS: usize = 1 << 16;
 
-/// Per output position along one axis of extent `input`: the window taps `lo..hi` that read
-/// inside the input, and the input index of tap 0 (before the padding is taken off).
-fn taps_per_output(input: usize, out: usize, win: &Window, a: usize) -> Vec<(usize, usize, usize)> {
-    let (k, s, d, p) = (
-        win.shape[a],
-        win.strides[a],
-        win.dilations[a],
-        win.pads_begin[a],
-    );
-    (0..out)
-        .map(|o| {
-            let start = o * s;
-            // Tap t reads start + t·d - p, inside when p <= start + t·d < p + input.
-            let lo = p.saturating_sub(start).div_ceil(d).min(k);
-            let hi = (p + input).saturating_sub(start).div_ceil(d).min(k);
-            (lo, hi.max(lo), start)
-        })
-        .collect()
-}
+/// Work units per thread of a split forward pool: a few, so a thread whose core is taken
+/// leaves units to the others.
+const UNITS_PER_THREAD: usize = 4;
 
 /// The forward pool of every plane of `x` (`[N·C, H, W]` row-major) into `y`: the
 /// reference's fold (`-inf`, then `max` over the taps in row-major window order, a NaN
-/// anywhere making the result NaN). Each output row is folded tap by tap over all its
-/// columns at once ([`fold_tap`]): every output still sees its taps in the reference's
-/// order, and the loop over columns has no branch, so it vectorises.
+/// anywhere making the result NaN), separably: each input row a window reads is pooled
+/// along the width once ([`RowPool`]), and each output row folds its window's pooled rows
+/// ([`fold_rows`]). Work is split over threads by planes and, when there are fewer planes
+/// than units to fill the threads, by blocks of output rows.
 fn pool<T: Float + Send + Sync>(
     x: &[T],
     y: &mut [T],
@@ -48,97 +36,122 @@ fn pool<T: Float + Send + Sync>(
     win: &Window,
     parallel: &Parallel,
 ) {
-    let rows = taps_per_output(h, out[0], win, 0);
-    let cols = taps_per_output(w, out[1], win, 1);
-    let (dh, dw, ph, pw, sw) = (
-        win.dilations[0],
-        win.dilations[1],
-        win.pads_begin[0],
-        win.pads_begin[1],
-        win.strides[1],
-    );
-    // Per horizontal tap: the output columns whose window holds it inside the input (a
-    // contiguous range: the left padding cuts the first columns, the right the last).
-    let spans: Vec<(usize, usize)> = (0..win.shape[1])
-        .map(|kx| {
-            let inside = |&(lo, hi, _): &(usize, usize, usize)| lo <= kx && kx < hi;
-            let first = cols.iter().position(inside).unwrap_or(cols.len());
-            let len = cols[first..].iter().take_while(|c| inside(c)).count();
-            (first, first + len)
-        })
-        .collect();
-    let plane_out = out[0] * out[1];
-    let one_plane = |(plane, y): (&[T], &mut [T])| {
-        for (oy, &(ky0, ky1, y0)) in rows.iter().enumerate() {
-            let m = &mut y[oy * out[1]..(oy + 1) * out[1]];
+    let (oh, ow) = (out[0], out[1]);
+    let plane_out = oh * ow;
+    if plane_out == 0 {
+        return;
+    }
+    let planes = y.len() / plane_out;
+    let rows = taps_per_output(h, oh, win, 0);
+    let cols = RowPool::new(w, ow, win, 1);
+    let (dh, ph) = (win.dilations[0], win.pads_begin[0]);
+    // One input row per window, output row `oy` reading input row `oy`, whose windows tile
+    // it: the block's rows pool as one long row.
+    let flat = win.shape[0] == 1 && win.strides[0] == 1 && ph == 0 && oh == h && cols.tiles_rows(w);
+    let taps = y.len() * win.shape.iter().product::<usize>();
+    let pool = parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS);
+    let blocks_per_plane = match pool {
+        Some(_) => (UNITS_PER_THREAD * parallel.config().threads)
+            .div_ceil(planes.max(1))
+            .clamp(1, oh),
+        None => 1,
+    };
+    let block = oh.div_ceil(blocks_per_plane);
+    // (plane, first output row, those rows of `y`).
+    let units = y.chunks_mut(plane_out).enumerate().flat_map(|(p, yp)| {
+        yp.chunks_mut(block * ow)
+            .enumerate()
+            .map(move |(b, ys)| (p, b * block, ys))
+    });
+    let one_unit = |(p, oy0, ys): (usize, usize, &mut [T])| {
+        let plane = &x[p * h * w..(p + 1) * h * w];
+        let input_row = |r: usize| &plane[r * w..(r + 1) * w];
+        let windows = &rows[oy0..oy0 + ys.len() / ow];
+        let mut scratch = Vec::new();
+        if flat {
+            // Output row `oy` is input row `oy` pooled, and the rows tile: one long row.
+            cols.interior(&plane[oy0 * w..], ys, &mut scratch);
+            return;
+        }
+        let mut long = Vec::new();
+        let scratch = (&mut scratch, &mut long);
+        // The output rows whose windows read no input row: all padding.
+        for (m, _) in ys
+            .chunks_mut(ow)
+            .zip(windows)
+            .filter(|(_, &(lo, hi, _))| lo == hi)
+        {
             m.fill(T::neg_infinity());
-            for ky in ky0..ky1 {
-                let row = &plane[(y0 + ky * dh - ph) * w..][..w];
-                for (kx, &(lo, hi)) in spans.iter().enumerate() {
-                    if lo < hi {
-                        // Input column of output `ox` at tap kx: ox·sw + kx·dw - pw (≥ 0 for
-                        // every ox in the span).
-                        let first = lo * sw + kx * dw - pw;
-                        fold_tap(&mut m[lo..hi], &row[first..], sw);
-                    }
+        }
+        let Some(a) = windows.iter().position(|&(lo, hi, _)| lo < hi) else {
+            return;
+        };
+        if win.shape[0] == 1 {
+            // One input row per window: an output row is that row pooled (the rows that read
+            // one, `a..b`, are consecutive), consecutive output rows consecutive input rows
+            // at unit stride.
+            let b = a + windows[a..]
+                .iter()
+                .take_while(|&&(lo, hi, _)| lo < hi)
+                .count();
+            let y0 = windows[a].2 - ph;
+            if win.strides[0] == 1 {
+                let src = &plane[y0 * w..(y0 + b - a) * w];
+                cols.run_rows(src, (b - a, w), &mut ys[a * ow..b * ow], scratch);
+            } else {
+                for (m, &(_, _, y0)) in ys.chunks_mut(ow).zip(windows).take(b).skip(a) {
+                    cols.run(input_row(y0 - ph), m, scratch.0);
                 }
+            }
+            return;
+        }
+        // The input rows the block's windows read, `first..end`, each pooled along the
+        // width once. (With dilation, a window may read no row between two that do.)
+        let inside = windows.iter().filter(|&&(lo, hi, _)| lo < hi);
+        let first = inside.clone().map(|&(lo, _, y0)| y0 + lo * dh - ph).min();
+        let end = inside.map(|&(_, hi, y0)| y0 + (hi - 1) * dh - ph + 1).max();
+        let (first, end) = (first.unwrap_or(0), end.unwrap_or(0));
+        let mut pooled = vec![T::neg_infinity(); (end - first) * ow];
+        let src = &plane[first * w..end * w];
+        cols.run_rows(src, (end - first, w), &mut pooled, scratch);
+        let pooled_row = |r: usize| &pooled[(r - first) * ow..];
+        // At unit stride the output rows whose windows are whole (every tap inside) read
+        // pooled rows at a fixed offset from one another: they fold as one long row.
+        let kh = win.shape[0];
+        let whole = |&(lo, hi, _): &(usize, usize, usize)| lo == 0 && hi == kh;
+        let (wa, wb) = match windows.iter().position(whole) {
+            Some(i) if win.strides[0] == 1 => {
+                (i, i + windows[i..].iter().take_while(|w| whole(w)).count())
+            }
+            _ => (0, 0),
+        };
+        if wa < wb {
+            let (m, y0) = (&mut ys[wa * ow..wb * ow], windows[wa].2);
+            for ky in 0..kh {
+                fold_rows(m, pooled_row(y0 + ky * dh - ph), ky == 0);
+            }
+        }
+        for (oy, m) in ys.chunks_mut(ow).enumerate() {
+            if (wa..wb).contains(&oy) {
+                continue;
+            }
+            let (lo, hi, y0) = windows[oy];
+            for ky in lo..hi {
+                fold_rows(m, &pooled_row(y0 + ky * dh - ph)[..ow], ky == lo);
             }
         }
     };
-    let planes = x.chunks(h * w).zip(y.chunks_mut(plane_out));
-    let taps = x.len() / (h * w).max(1) * plane_out * win.shape.iter().product::<usize>();
-    match parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS) {
-        Some(pool) => for_each(pool, planes, one_plane),
-        None => planes.for_each(one_plane),
+    match pool {
+        Some(pool) => for_each(pool, units, one_unit),
+        None => units.for_each(one_unit),
     }
 }
 
-/// `m[i] = max(m[i], row[i · stride])` with NaN sticky, as the reference's fold does
-/// (`m.max(v)` unless either is NaN, then NaN), without a branch; strides 2 to 4 (the usual
-/// pools) with the stride a constant, so the strided loads vectorise too.
-fn fold_tap<T: Float>(m: &mut [T], row: &[T], stride: usize) {
-    match stride {
-        1 => fold_tap_by::<T, 1>(m, row),
-        2 => fold_tap_by::<T, 2>(m, row),
-        3 => fold_tap_by::<T, 3>(m, row),
-        4 => fold_tap_by::<T, 4>(m, row),
-        _ => fold_tap_strided(m, row, stride),
-    }
-}
-
-/// One step of the reference's fold.
-#[inline(always)]
-fn fold_step<T: Float>(m: &mut T, v: T) {
-    let nan = m.is_nan() | v.is_nan();
-    let r = m.max(v);
-    *m = if nan { T::nan() } else { r };
-}
-
-/// [`fold_tap`] for the constant stride `S`.
-#[multiversion(targets = "simd")]
-fn fold_tap_by<T: Float, const S: usize>(m: &mut [T], row: &[T]) {
-    let n = m.len().min(row.len().div_ceil(S));
-    let (m, row) = (
-        &mut m[..n],
-        &row[..n.saturating_sub(1) * S + usize::from(n > 0)],
-    );
-    for (i, m) in m.iter_mut().enumerate() {
-        fold_step(m, row[i * S]);
-    }
-}
-
-/// [`fold_tap`] for any stride.
-#[multiversion(targets = "simd")]
-fn fold_tap_strided<T: Float>(m: &mut [T], row: &[T], stride: usize) {
-    for (m, &v) in m.iter_mut().zip(row.iter().step_by(stride)) {
-        fold_step(m, v);
-    }
-}
-
-/// A 2-D `MaxPool(window)` of `x` `[N, C, H, W]` on `f32`/`f64`, written into `out` when it
-/// is given with the result's type and size; `None` when this kernel does not apply (other
-/// ranks or element types); the caller then runs the reference, which this equals bit for
-/// bit.
+/// A 1-D or 2-D `MaxPool(window)` of `x` `[N, C, W]` or `[N, C, H, W]` on `f32`/`f64`
+/// (a 1-D pool runs as a 2-D one of unit height), written into `out` when it is given with
+/// the result's type and size; `None` when this kernel does not apply (other ranks or
+/// element types, a window that does not fit); the caller then runs the reference, which
+/// this equals bit for bit.
 pub fn max_pool(
     x: &Tensor,
     window: &Window,
@@ -146,22 +159,44 @@ pub fn max_pool(
     parallel: &Parallel,
 ) -> Option<TensorData> {
     let sx = x.shape().dims();
-    if sx.len() != 4 || x.data().len() != x.shape().element_count().ok()? {
+    if x.data().len() != x.shape().element_count().ok()? {
         return None;
     }
-    let extents = window.output_extents(&sx[2..]).ok()?;
-    let len = sx[0] * sx[1] * extents[0] * extents[1];
+    let (hw, window) = match sx.len() {
+        4 => ((sx[2], sx[3]), window.clone()),
+        3 => ((1, sx[2]), unit_height(window)?),
+        _ => return None,
+    };
+    let extents = window.output_extents(&[hw.0, hw.1]).ok()?;
+    let len = sx[0]
+        .checked_mul(sx[1])?
+        .checked_mul(extents[0])?
+        .checked_mul(extents[1])?;
     let mut y = match out {
         Some(d) if d.element_type() == x.data().element_type() && d.len() == len => d,
         _ => TensorData::zeros(x.data().element_type(), len),
     };
-    let hw = (sx[2], sx[3]);
     match (x.data(), &mut y) {
-        (TensorData::F32(a), TensorData::F32(b)) => pool(a, b, hw, &extents, window, parallel),
-        (TensorData::F64(a), TensorData::F64(b)) => pool(a, b, hw, &extents, window, parallel),
+        (TensorData::F32(a), TensorData::F32(b)) => pool(a, b, hw, &extents, &window, parallel),
+        (TensorData::F64(a), TensorData::F64(b)) => pool(a, b, hw, &extents, &window, parallel),
         _ => return None,
     }
     Some(y)
+}
+
+/// The 2-D window of a 1-D `window` over a unit height; `None` unless `window` is 1-D.
+fn unit_height(window: &Window) -> Option<Window> {
+    let axis = |v: &[usize], unit: usize| -> Option<Vec<usize>> {
+        let [v] = v else { return None };
+        Some(vec![unit, *v])
+    };
+    Some(Window {
+        shape: axis(&window.shape, 1)?,
+        strides: axis(&window.strides, 1)?,
+        dilations: axis(&window.dilations, 1)?,
+        pads_begin: axis(&window.pads_begin, 0)?,
+        pads_end: axis(&window.pads_end, 0)?,
+    })
 }
 
 fn backprop<T: Float + Send + Sync>(
@@ -251,92 +286,4 @@ pub fn max_pool_backprop(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use graphlift_testkit::uniform;
-
-    /// The forward pool equals the reference bit for bit (ties of ±0, NaN), on one and two
-    /// threads, for strided, unit-stride (the contiguous fold), dilated, padded on either
-    /// side, and non-overlapping windows.
-    #[test]
-    fn forward_is_the_reference() {
-        use crate::parallel::ThreadConfig;
-        let window =
-            |k: [usize; 2], s: [usize; 2], d: [usize; 2], pb: [usize; 2], pe: [usize; 2]| Window {
-                shape: k.to_vec(),
-                strides: s.to_vec(),
-                dilations: d.to_vec(),
-                pads_begin: pb.to_vec(),
-                pads_end: pe.to_vec(),
-            };
-        let windows = [
-            window([3, 3], [2, 2], [1, 1], [1, 1], [1, 1]),
-            window([3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
-            window([2, 3], [1, 2], [2, 1], [0, 1], [0, 0]),
-            window([1, 4], [1, 4], [1, 1], [0, 0], [0, 0]),
-            window([2, 5], [1, 1], [1, 2], [1, 3], [0, 4]),
-        ];
-        let sx = Shape::new([2, 3, 41, 37]);
-        let n = sx.element_count().unwrap();
-        let mut xs: Vec<f32> = uniform(n, 9).iter().map(|v| (v * 2.0).round()).collect();
-        xs[7] = f32::NAN;
-        xs[100] = -0.0;
-        xs[2000] = f32::NAN;
-        let x = Tensor::from_data(TensorData::F32(xs), sx.clone()).unwrap();
-        for w in &windows {
-            let want = graphlift_runtime::reference::max_pool(x.data(), &sx, w).unwrap();
-            for threads in [1, 2] {
-                let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-                let got = max_pool(&x, w, None, &parallel).unwrap();
-                let (TensorData::F32(g), TensorData::F32(r)) = (&got, &want) else {
-                    panic!("types")
-                };
-                assert_eq!(g.len(), r.len());
-                assert!(
-                    g.iter().zip(r).all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "{w:?}, {threads} threads"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn agrees_with_the_reference() {
-        let window = |k: [usize; 2], s: [usize; 2], d: [usize; 2], pb: [usize; 2], pe| Window {
-            shape: k.to_vec(),
-            strides: s.to_vec(),
-            dilations: d.to_vec(),
-            pads_begin: pb.to_vec(),
-            pads_end: [pe, pe].to_vec(),
-        };
-        let cases = [
-            ([2, 3, 7, 6], window([3, 3], [2, 2], [1, 1], [1, 1], 1)),
-            ([1, 2, 6, 9], window([2, 3], [1, 2], [2, 1], [0, 1], 0)),
-            ([1, 1, 4, 4], window([2, 2], [2, 2], [1, 1], [0, 0], 0)),
-            // Enough taps to split the planes over threads.
-            ([2, 8, 48, 48], window([3, 3], [2, 2], [1, 1], [1, 1], 1)),
-        ];
-        for ((dims, w), threads) in cases.into_iter().flat_map(|c| [(c.clone(), 1), (c, 2)]) {
-            let parallel = Parallel::new(crate::parallel::ThreadConfig::with_threads(threads));
-            let sx = Shape::new(dims);
-            let n = sx.element_count().unwrap();
-            // Values rounded to integers: many ties.
-            let mut xs: Vec<f32> = uniform(n, 5).iter().map(|v| (v * 3.0).round()).collect();
-            xs[5] = f32::NAN;
-            let out = w.output_extents(&dims[2..]).unwrap();
-            let sy = Shape::new([dims[0], dims[1], out[0], out[1]]);
-            let dy = TensorData::F32(uniform(sy.element_count().unwrap(), 6));
-            let x = Tensor::from_data(TensorData::F32(xs), sx.clone()).unwrap();
-            let dyt = Tensor::from_data(dy.clone(), sy.clone()).unwrap();
-            let got = max_pool_backprop(&x, &dyt, &w, &parallel).unwrap();
-            let want = graphlift_runtime::reference::max_pool_backprop(x.data(), &sx, &dy, &sy, &w)
-                .unwrap();
-            let (TensorData::F32(g), TensorData::F32(r)) = (&got, &want) else {
-                panic!("types")
-            };
-            for (a, b) in g.iter().zip(r) {
-                assert!((a - b).abs() <= 4.0 * f32::EPSILON, "{dims:?}: {a} vs {b}");
-            }
-        }
-    }
-}
+mod tests;

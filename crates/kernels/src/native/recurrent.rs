@@ -2,12 +2,18 @@
 //! `LSTMSequence`) on `f32`, one kernel per op instead of one node per time step: per
 //! direction the input projection of every step is one GEMM (`[rows, input] · Wᵀ`, the
 //! biases that add outside the recurrence folded in once), then each step multiplies the
-//! state by the recurrent weights (the GEMM call's GEMV on `R` as ONNX lays it out, viewed
-//! transposed: nothing is packed per call, as streaming models run a few steps per call) and
-//! runs the gate maths in place, with the vector library's `sigmoid` and `tanh` on the gate
-//! strips. Bidirectional ops run their two directions on two threads when the pool has them.
-//! Operands are checked by the reference's `recurrent_operands`; anything it refuses, and
-//! other element types, go to the reference kernel.
+//! state by the recurrent weights and runs the gate maths in place, with the vector
+//! library's `sigmoid` and `tanh` on the gate strips, into scratch allocated once per
+//! direction. Constant weights come packed from compile time (`super::packed::prepare`:
+//! `Wᵀ` above `Rᵀ` in microkernel panels), so the projection is a packed product and each
+//! step's state product a packed one-row product that reads `R` once (`super::packed::gemv`);
+//! weights computed at run time take the `gemm` crate (its GEMV on `R` viewed transposed,
+//! nothing packed per call, as streaming models run a few steps per call). Bidirectional
+//! ops run their two directions on two threads when the pool has them. Operands are checked
+//! by the reference's `recurrent_operands`; anything it refuses, and other element types, go
+//! to the reference kernel.
+
+use std::ops::Range;
 
 use gemm::Parallelism;
 use graphlift_ir::{RecurrentActivation, RecurrentCell, RecurrentSequence, Shape, TensorData};
@@ -15,25 +21,37 @@ use graphlift_runtime::reference::{recurrent_operands, RecurrentLayout};
 use graphlift_runtime::Tensor;
 
 use super::gemm_call::{gemm_into, Strided};
+use super::packed::{gemv, product, Lhs, PackedWeights, Rhs, Side};
 use crate::parallel::{for_each, Parallel};
 use crate::veclib::{VecFn, MAX_PARAMS};
 
 /// `Y`, `Y_h` and (LSTM) `Y_c` of `r` on `inputs` (see `graphlift_ir::Op::Recurrent`), or
 /// `None` when this kernel does not apply (not `f32`, or operands the reference refuses:
-/// it then reports the error).
+/// it then reports the error). `packed`, the op's constant `W` and `R` packed when the
+/// executable was compiled (`super::packed::prepare`: per direction `Wᵀ` above `Rᵀ`),
+/// runs the input projection and every step's state product on the packed path; without
+/// it (or when it does not match the operands) the `gemm` crate runs them.
 pub(super) fn recurrent(
     r: &RecurrentSequence,
     inputs: &[&Tensor],
     parallel: &Parallel,
+    packed: Option<&PackedWeights>,
 ) -> Option<Vec<Tensor>> {
     let operands: Vec<_> = inputs.iter().map(|t| (t.data(), t.shape())).collect();
     let (layout, types, lengths) = recurrent_operands(r, &operands).ok()?;
     let f = |k: usize| inputs.get(k).and_then(|t| t.data().as_slice::<f32>());
     let input = inputs[0].shape().dims()[2];
+    let gates = r.cell.gates() * r.hidden_size;
+    let packed = packed.filter(|w| {
+        w.side() == Side::Right
+            && w.input() == 1
+            && w.extents() == (layout.dirs, input + r.hidden_size, gates)
+    });
     let op = Problem {
         r,
         layout,
         input,
+        packed,
         lengths: &lengths,
         x: f(0)?,
         w: f(1)?,
@@ -102,6 +120,8 @@ struct Problem<'a> {
     r: &'a RecurrentSequence,
     layout: RecurrentLayout,
     input: usize,
+    /// Per direction `Wᵀ` above `Rᵀ`, packed, when the weights are constants.
+    packed: Option<&'a PackedWeights>,
     lengths: &'a [usize],
     x: &'a [f32],
     w: &'a [f32],
@@ -131,30 +151,14 @@ impl Problem<'_> {
     /// Runs direction `d` over the sequence.
     fn direction(&self, d: usize) -> Run {
         let (r, l) = (self.r, self.layout);
-        let (h, input) = (r.hidden_size, self.input);
+        let h = r.hidden_size;
         let gates = r.cell.gates() * h;
         let rows = l.seq * l.batch;
         let lbr = r.linear_before_reset;
         // The input projection of every step, with Wb + Rb (but GRU's Rbh with
         // linear_before_reset, which the reset gate scales).
         let mut proj = vec![0f32; rows * gates];
-        let w = &self.w[d * gates * input..(d + 1) * gates * input];
-        gemm_into(
-            (&mut proj, Strided::row_major(rows, gates)),
-            (self.x, Strided::row_major(rows, input)),
-            (
-                w,
-                Strided {
-                    rows: input,
-                    cols: gates,
-                    row_stride: 1,
-                    col_stride: input,
-                },
-            ),
-            1.0,
-            None,
-            Parallelism::None,
-        );
+        self.project(d, &mut proj);
         let bias = &self.b[d * 2 * gates..(d + 1) * 2 * gates];
         let (wb, rb) = bias.split_at(gates);
         let add: Vec<f32> = (0..gates)
@@ -166,7 +170,6 @@ impl Problem<'_> {
             }
         }
         let rbh = &rb[gates - h..];
-        let rd = &self.rw[d * gates * h..(d + 1) * gates * h];
         let peep = if self.p.is_empty() {
             &[][..]
         } else {
@@ -205,14 +208,14 @@ impl Problem<'_> {
                 } else {
                     gates
                 };
-                recurrent_product(rd, hb, &mut hr[..cols]);
+                self.state_product(d, hb, 0..cols, &mut hr[..cols]);
                 match r.cell {
                     RecurrentCell::Rnn => {
                         add_into(xp, &hr, &mut s.pre);
                         gate(r, acts[0], &mut s.pre, hb);
                     }
                     RecurrentCell::Gru => {
-                        self.gru(acts, xp, &mut hr, rd, rbh, hb, &mut s);
+                        self.gru(d, acts, xp, &mut hr, rbh, hb, &mut s);
                     }
                     RecurrentCell::Lstm => {
                         let cb = &mut cs[b * h..(b + 1) * h];
@@ -225,15 +228,68 @@ impl Problem<'_> {
         Run { y, h: hs, c: cs }
     }
 
-    /// One GRU step of one batch entry: `hr` holds `Ht-1·Rᵀ` (all gates with
-    /// linear_before_reset, else `z` and `r` only); `hb` becomes `Ht`.
+    /// The input projection of direction `d`: `proj` `[seq · batch, G·h]` (rows in `X`'s
+    /// order) `= X · Wᵀ`.
+    fn project(&self, d: usize, proj: &mut [f32]) {
+        let (input, gates) = (self.input, self.r.cell.gates() * self.r.hidden_size);
+        let rows = self.layout.seq * self.layout.batch;
+        if let Some(w) = self.packed {
+            let x = Lhs::Strided {
+                data: self.x,
+                rs: input,
+                ks: 1,
+            };
+            let w = Rhs::PackedRows {
+                w,
+                matrix: d,
+                first: 0,
+            };
+            if product((proj, gates), x, w, (rows, input, gates), false) {
+                return;
+            }
+        }
+        let w = &self.w[d * gates * input..(d + 1) * gates * input];
+        gemm_into(
+            (proj, Strided::row_major(rows, gates)),
+            (self.x, Strided::row_major(rows, input)),
+            (
+                w,
+                Strided {
+                    rows: input,
+                    cols: gates,
+                    row_stride: 1,
+                    col_stride: input,
+                },
+            ),
+            1.0,
+            None,
+            Parallelism::None,
+        );
+    }
+
+    /// `out = v · R_dᵀ[.., cols]`: the state `v` (`h`) times the recurrent weights of
+    /// direction `d`, gate columns `cols` (`out.len() == cols.len()`).
+    fn state_product(&self, d: usize, v: &[f32], cols: Range<usize>, out: &mut [f32]) {
+        let h = v.len();
+        if let Some(w) = self.packed {
+            if gemv(w, d, self.input, v, cols.clone(), out) {
+                return;
+            }
+        }
+        let gates = self.r.cell.gates() * h;
+        let rd = &self.rw[d * gates * h..(d + 1) * gates * h];
+        recurrent_product(&rd[cols.start * h..], v, out);
+    }
+
+    /// One GRU step of one batch entry of direction `d`: `hr` holds `Ht-1·Rᵀ` (all gates
+    /// with linear_before_reset, else `z` and `r` only); `hb` becomes `Ht`.
     #[allow(clippy::too_many_arguments)]
     fn gru(
         &self,
+        d: usize,
         acts: &[RecurrentActivation],
         xp: &[f32],
         hr: &mut [f32],
-        rd: &[f32],
         rbh: &[f32],
         hb: &mut [f32],
         s: &mut Scratch,
@@ -254,7 +310,7 @@ impl Problem<'_> {
                 s.tmp[j] = rg[j] * hb[j];
             }
             let hh = &mut hr[2 * h..];
-            recurrent_product(&rd[2 * h * h..], &s.tmp[..h], hh);
+            self.state_product(d, &s.tmp[..h], 2 * h..3 * h, hh);
             for j in 0..h {
                 s.pre[2 * h + j] = xp[2 * h + j] + hh[j];
             }

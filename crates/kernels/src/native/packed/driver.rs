@@ -40,6 +40,13 @@ pub(in crate::native) enum Rhs<'a> {
     Rows { data: &'a [f32], rows: &'a [usize] },
     /// Matrix `matrix` of weights packed for the right side.
     Packed { w: &'a PackedWeights, matrix: usize },
+    /// Rows `first..first + k` of matrix `matrix` of weights packed for the right side (a
+    /// product over part of the packed `k`), all its columns.
+    PackedRows {
+        w: &'a PackedWeights,
+        matrix: usize,
+        first: usize,
+    },
 }
 
 /// The index one past the last element `rows × cols` addresses with strides `(rs, cs)`
@@ -85,6 +92,12 @@ fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
         }
         Rhs::Packed { w, matrix } => {
             w.side == Side::Right && matrix < w.count && (w.rows, w.cols) == (k, n)
+        }
+        Rhs::PackedRows { w, matrix, first } => {
+            w.side == Side::Right
+                && matrix < w.count
+                && w.cols == n
+                && first.checked_add(k).is_some_and(|end| end <= w.rows)
         }
     }
 }
@@ -146,6 +159,11 @@ pub(in crate::native) fn product(
                 let at = w.matrix_offset(matrix) + (j / NR) * NR * k + p * NR + j % NR;
                 (w.data.as_ptr().wrapping_add(at), NR)
             }
+            Rhs::PackedRows { w, matrix, first } => {
+                let at =
+                    w.matrix_offset(matrix) + (j / NR) * NR * w.rows + (first + p) * NR + j % NR;
+                (w.data.as_ptr().wrapping_add(at), NR)
+            }
         }
     };
     // The next micro-panel of packed `b` (`kc · NR` elements from `b(k0, j0 + NR)`), fetched
@@ -153,9 +171,9 @@ pub(in crate::native) fn product(
     // usually in L3 or memory, and the first row tile over a panel would otherwise wait for
     // it line by line.
     let next_panel = |k0: usize, kc: usize, j0: usize| -> Option<(*const f32, usize)> {
-        let Rhs::Packed { .. } = rhs else {
+        if let Rhs::Strided { .. } | Rhs::Rows { .. } = rhs {
             return None;
-        };
+        }
         if j0 + NR < n {
             Some((b_at(k0, j0 + NR).0, kc * NR))
         } else {
@@ -199,8 +217,9 @@ pub(in crate::native) fn product(
                 // `k0..k0 + kc < k` of operands checked to hold `m × k`, `k × n` and
                 // `m × n` elements in their slices (`lhs_fits`, `rhs_fits`, `c_fits`; a
                 // packed panel holds whole panels of `MR` rows or `NR` columns for every
-                // `p < k`, zero-padded; `Rows` has `k` offsets, each followed by `n`
-                // elements of its slice). `c` is borrowed exclusively for this call.
+                // `p < k`, for `PackedRows` every row `first + p < w.rows`, zero-padded;
+                // `Rows` has `k` offsets, each followed by `n` elements of its slice). `c`
+                // is borrowed exclusively for this call.
                 #[cfg(target_arch = "x86_64")]
                 unsafe {
                     super::microkernel::run(&tile)

@@ -3,22 +3,26 @@
 //! creation) into the panels an AVX-512 microkernel reads, so a call only runs the
 //! register-blocked tiles ([`microkernel`]) over `k` blocks sized to L1 ([`driver`]). The
 //! `gemm` crate packs both operands on every call; for the small `k` (16..1536) of
-//! MiniLM's and PP-OCR's products that packing was most of what was left to gain.
+//! MiniLM's and PP-OCR's products that packing was most of what was left to gain. A
+//! recurrent op's one-row state products, one per time step, run on [`gemv`] over the
+//! same panels.
 //!
 //! [`prepare`] is the one place that decides whether a node's product takes this path;
 //! everything it does not take (no AVX-512, `f64`, no constant operand, depthwise
 //! convolutions) keeps the `gemm` crate, and so does a call whose operands do not match.
 
 mod driver;
+mod gemv;
 mod microkernel;
 #[cfg(test)]
 mod tests;
 
-use graphlift_ir::{ElementType, Node, Op, TensorData};
+use graphlift_ir::{ElementType, Node, Op, RecurrentSequence, TensorData};
 use graphlift_runtime::Tensor;
 
 use crate::target::Target;
 pub(super) use driver::{product, Lhs, Rhs};
+pub(super) use gemv::gemv;
 use microkernel::{MR, NR};
 
 /// An element type of the native products: `f32` slices run on the packed path, others
@@ -64,10 +68,11 @@ pub enum Side {
 }
 
 /// A constant `f32` operand of a node's products packed once into microkernel panels:
-/// `count` matrices of `rows × cols` each (a MatMul constant's batch of matrices, or a
-/// convolution filter's groups, each `[M / groups, C / groups · kH · kW]`), for input
-/// `input` of the node. Made by [`prepare`], read by the native `MatMul` and `Convolution`
-/// on every call.
+/// `count` matrices of `rows × cols` each (a MatMul constant's batch of matrices, a
+/// convolution filter's groups, each `[M / groups, C / groups · kH · kW]`, or a recurrent
+/// op's directions, each `Wᵀ` above `Rᵀ`, `[input + h, G·h]`), for input
+/// `input` of the node (a recurrent op's: 1, `W`, with `R`, input 2, below it). Made by
+/// [`prepare`], read by the native `MatMul`, `Convolution` and recurrent ops on every call.
 #[derive(Debug)]
 pub struct PackedWeights {
     side: Side,
@@ -192,6 +197,8 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///
 /// - `MatMul` with a constant `f32` right operand (rank ≥ 2): each of its matrices packed
 ///   for the right side; else with a constant `f32` left operand: packed for the left.
+/// - A recurrent op (`Op::Recurrent`) with constant `f32` weights `W` and `R`: per
+///   direction `Wᵀ` above `Rᵀ`, packed for the right side (`recurrent_weights`).
 /// - `Convolution` (1-D or 2-D) with a constant `f32` filter that is not depthwise (one
 ///   input and one output channel per group, which runs a direct loop): each group's
 ///   filters `[M / groups, C / groups · kH · kW]` packed for the left side (pointwise and
@@ -236,6 +243,44 @@ pub fn prepare(
             }
             PackedWeights::pack(f32_data(f)?, Side::Left, 1, (conv.groups, per_group, depth))
         }
+        (Op::Recurrent(r), [_, Some(w), Some(rw), ..]) => recurrent_weights(r, w, rw),
         _ => None,
     }
+}
+
+/// The weights of recurrent op `r`, `W` `[dirs, G·h, input]` and `R` `[dirs, G·h, h]`
+/// (ONNX's layout, `G` gates), packed for the right side as one matrix per direction of
+/// `input + h` rows by `G·h` columns: `Wᵀ` above `Rᵀ`, so the input projection is a
+/// product over the first `input` rows and each step's state product one over the last
+/// `h` ([`gemv`]). `None` when the operands are not `f32` or their shapes disagree (the
+/// kernel then reports them through the reference).
+pub(in crate::native) fn recurrent_weights(
+    r: &RecurrentSequence,
+    w: &Tensor,
+    rw: &Tensor,
+) -> Option<PackedWeights> {
+    let (wd, rd) = (w.shape().dims(), rw.shape().dims());
+    let h = r.hidden_size;
+    let gates = r.cell.gates().checked_mul(h)?;
+    let (&[dirs, g, input], &[rdirs, rg, rh]) = (wd, rd) else {
+        return None;
+    };
+    if (g, rdirs, rg, rh) != (gates, dirs, gates, h) || dirs != r.direction.count() {
+        return None;
+    }
+    let (w, rw) = (f32_data(w)?, f32_data(rw)?);
+    let rows = input.checked_add(h)?;
+    let mut stacked = vec![0f32; dirs.checked_mul(rows)?.checked_mul(gates)?];
+    for (d, m) in stacked.chunks_exact_mut(rows * gates).enumerate() {
+        let (wd, rd) = (&w[d * gates * input..], &rw[d * gates * h..]);
+        for j in 0..gates {
+            for p in 0..input {
+                m[p * gates + j] = wd[j * input + p];
+            }
+            for p in 0..h {
+                m[(input + p) * gates + j] = rd[j * h + p];
+            }
+        }
+    }
+    PackedWeights::pack(&stacked, Side::Right, 1, (dirs, rows, gates))
 }

@@ -86,6 +86,36 @@ proptest! {
         assert_close(&c, ldc, &twice, (m, 2 * k, n));
     }
 
+    /// Part of the rows of the second of two right-packed matrices: the product over rows
+    /// `first..first + k` ([`Rhs::PackedRows`]) and the one-row product over any range of
+    /// columns ([`gemv`]), against the same rows of `b` multiplied naively.
+    #[test]
+    fn packed_rows_and_gemv(m in 1usize..12, rows in 1usize..90, n in 1usize..260, split in 0.0..1.0f64, cols in (0.0..1.0f64, 0.0..1.0f64)) {
+        let b = uniform(2 * rows * n, 5);
+        let w = PackedWeights::pack(&b, Side::Right, 1, (2, rows, n)).unwrap();
+        let first = (split * rows as f64) as usize;
+        let k = rows - first;
+        let part = &b[(rows + first) * n..2 * rows * n];
+        let a = uniform(m * k, 6);
+        let want = naive(&a, (k, 1), part, (m, k, n));
+        let mut c = vec![f32::NAN; m * n];
+        let ran = product((&mut c, n), Lhs::Strided { data: &a, rs: k, ks: 1 }, Rhs::PackedRows { w: &w, matrix: 1, first }, (m, k, n), false);
+        prop_assert_eq!(ran, host_has_avx512());
+        if !ran {
+            return Ok(());
+        }
+        assert_close(&c, n, &want, (m, k, n));
+        let (lo, hi) = ((cols.0 * n as f64) as usize, (cols.1 * n as f64) as usize);
+        let range = lo.min(hi)..lo.max(hi);
+        let mut out = vec![f32::NAN; range.len()];
+        prop_assert!(gemv(&w, 1, first, &a[..k], range.clone(), &mut out));
+        assert_close(&out, out.len(), &want[range], (1, k, out.len()));
+        // A range past the columns, or an output of another length, is refused.
+        prop_assert!(!gemv(&w, 1, first, &a[..k], 0..n + 1, &mut vec![0.0; n + 1]));
+        prop_assert!(!gemv(&w, 1, first, &a[..k], 0..n, &mut vec![0.0; n + 1]));
+        prop_assert!(!gemv(&w, 2, first, &a[..k], 0..n, &mut vec![0.0; n]));
+    }
+
     /// Left weights packed (the second of two matrices), `b` strided with a wider row, a
     /// block of rows that starts at a panel boundary inside the weights.
     #[test]

@@ -1,7 +1,7 @@
 //! The native recurrent kernel against the reference (the definition) over random ops:
 //! every cell, direction and layout, clip, `input_forget`, `linear_before_reset`, every
-//! activation, ragged lengths, hidden sizes on both sides of the GEMV's four-row blocks,
-//! one and two threads.
+//! activation, ragged lengths, hidden sizes from 1 to past four panels of the packed state
+//! product, the weights plain and packed, one and two threads.
 
 use graphlift_ir::{
     RecurrentActivation as A, RecurrentCell, RecurrentDirection, RecurrentSequence, Shape,
@@ -12,6 +12,7 @@ use graphlift_testkit::uniform;
 use proptest::prelude::*;
 
 use super::recurrent;
+use crate::native::packed::recurrent_weights;
 use crate::parallel::{Parallel, ThreadConfig};
 
 const ACTS: [A; 11] = [
@@ -66,22 +67,34 @@ fn operands(
     t
 }
 
+/// Checks the native kernel against the reference, with the weights as plain operands and
+/// packed as `prepare` packs constant weights.
 fn check(r: &RecurrentSequence, e: Extents, lengths: &[i64], threads: usize) {
+    check_within(r, e, lengths, threads, 2e-5);
+}
+
+/// As [`check`], within `tol` relative to `1 + |reference|`.
+fn check_within(r: &RecurrentSequence, e: Extents, lengths: &[i64], threads: usize, tol: f64) {
     let ins = operands(r, e, lengths);
     let refs: Vec<&Tensor> = ins.iter().collect();
     let ops: Vec<_> = ins.iter().map(|t| (t.data(), t.shape())).collect();
     let want = reference::recurrent(r, &ops).unwrap();
     let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-    let got = recurrent(r, &refs, &parallel).expect("the native kernel applies");
-    assert_eq!(got.len(), want.len());
-    for (k, (g, (w, shape))) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g.shape(), shape, "output {k}");
-        for i in 0..w.len() {
-            let (g, w) = (g.data().get_f64(i).unwrap(), w.get_f64(i).unwrap());
-            assert!(
-                (g - w).abs() <= 2e-5 * (1.0 + w.abs()),
-                "{r:?} {e:?} lengths {lengths:?}, {threads} threads: output {k}[{i}] {g} vs {w}"
-            );
+    let packed = recurrent_weights(r, &ins[1], &ins[2]).expect("the weights pack");
+    for packed in [None, Some(&packed)] {
+        let got = recurrent(r, &refs, &parallel, packed).expect("the native kernel applies");
+        assert_eq!(got.len(), want.len());
+        let packed = packed.is_some();
+        for (k, (g, (w, shape))) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.shape(), shape, "output {k}");
+            for i in 0..w.len() {
+                let (g, w) = (g.data().get_f64(i).unwrap(), w.get_f64(i).unwrap());
+                assert!(
+                    (g - w).abs() <= tol * (1.0 + w.abs()),
+                    "{r:?} {e:?} lengths {lengths:?}, {threads} threads, packed {packed}: \
+                     output {k}[{i}] {g} vs {w}"
+                );
+            }
         }
     }
 }
@@ -134,6 +147,44 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// Hidden sizes from 7 to 69 (one to six panels of the packed state product, with
+    /// tails) under the default activations, which keep the state bounded, so the sums'
+    /// rounding (`f32`, longer dot products) stays small.
+    #[test]
+    fn wide_recurrent_matches_the_reference(
+        (cell, dir, flag, batch_major) in (0..3usize, 0..3usize, any::<bool>(), any::<bool>()),
+        h in 7..70usize,
+        (seq, batch, input) in (1..5usize, 1..3usize, 1..40usize),
+        threads in 1..3usize,
+    ) {
+        let cell = [RecurrentCell::Rnn, RecurrentCell::Gru, RecurrentCell::Lstm][cell];
+        let direction = [
+            RecurrentDirection::Forward,
+            RecurrentDirection::Reverse,
+            RecurrentDirection::Bidirectional,
+        ][dir];
+        let per: &[A] = match cell {
+            RecurrentCell::Rnn => &[A::Tanh],
+            RecurrentCell::Gru => &[A::Sigmoid, A::Tanh],
+            RecurrentCell::Lstm => &[A::Sigmoid, A::Tanh, A::Tanh],
+        };
+        let r = RecurrentSequence {
+            cell,
+            direction,
+            hidden_size: h,
+            activations: per.repeat(direction.count()),
+            clip: None,
+            input_forget: flag && cell == RecurrentCell::Lstm,
+            linear_before_reset: flag && cell == RecurrentCell::Gru,
+            batch_major,
+        };
+        let lengths = vec![seq as i64; batch];
+        check_within(&r, (seq, batch, input, h), &lengths, threads, 1e-4);
+    }
+}
+
 /// The common exported shape: PyTorch's GRU (linear_before_reset, bidirectional) and LSTM
 /// at a width with whole 16-lane strips and a tail.
 #[test]
@@ -178,7 +229,7 @@ fn out_of_range_lengths_fall_back_to_the_reference() {
     for bad in [0, 4] {
         let ins = operands(&r, (3, 1, 2, 2), &[bad]);
         let refs: Vec<&Tensor> = ins.iter().collect();
-        assert!(recurrent(&r, &refs, &parallel).is_none());
+        assert!(recurrent(&r, &refs, &parallel, None).is_none());
         let ops: Vec<_> = ins.iter().map(|t| (t.data(), t.shape())).collect();
         let e = reference::recurrent(&r, &ops).unwrap_err();
         assert!(e.contains("sequence_lens"), "{e}");

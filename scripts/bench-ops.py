@@ -1,0 +1,115 @@
+"""Single-op models timed on CPU-JIT beside onnxruntime: the zoo's MaxPool shapes (and the
+ResNet stem's) and recurrent ops at the zoo's sizes, each written as a one-node ONNX model
+with seeded random weights and inputs.
+
+    bench-ops.py BIN DIR [CASE ...]    write the models under DIR, then ROUNDS alternating
+                                       rounds (environment; 5 by default) of RUNS runs each
+                                       (20): `BIN bench` (and BASELINE=OTHER_BIN's), then
+                                       onnxruntime; the median of the round medians, one
+                                       thread, and the ratios
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+# name: (op, input shape, attributes, hidden size for recurrent ops)
+CASES = {
+    "maxpool_plcmos": ("MaxPool", [1, 32, 198, 257], dict(kernel_shape=[1, 4], strides=[1, 4]), 0),
+    "maxpool_tinyocr": ("MaxPool", [1, 16, 160, 160],
+                        dict(kernel_shape=[2, 2], strides=[1, 1], auto_pad="SAME_UPPER"), 0),
+    "maxpool_13x13": ("MaxPool", [1, 128, 16, 64],
+                      dict(kernel_shape=[13, 13], strides=[1, 1], pads=[6, 6, 6, 6]), 0),
+    "maxpool_3x3s2": ("MaxPool", [1, 64, 112, 112],
+                      dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), 0),
+    "gru_h32_seq194": ("GRU", [194, 1, 128],
+                       dict(direction="bidirectional", linear_before_reset=1), 32),
+    "gru_h128_seq12": ("GRU", [12, 1, 256],
+                       dict(direction="bidirectional", linear_before_reset=1), 128),
+    "lstm_h512_seq32": ("LSTM", [32, 1, 512], dict(direction="bidirectional"), 512),
+}
+
+
+def write(path, op, shape, attrs, h):
+    rng = np.random.default_rng(20261127)
+    inits, ins = [], ["X"]
+    outs = ["Y"]
+    if op != "MaxPool":
+        gates = {"GRU": 3, "LSTM": 4}[op]
+        dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+        for name, dims in (("W", [dirs, gates * h, shape[2]]), ("R", [dirs, gates * h, h]),
+                           ("B", [dirs, 2 * gates * h])):
+            data = (rng.standard_normal(dims) * 0.1).astype(np.float32)
+            inits.append(numpy_helper.from_array(data, name))
+            ins.append(name)
+        attrs = dict(attrs, hidden_size=h)
+        outs = ["Y", "Y_h"]
+    node = helper.make_node(op, ins, outs, **attrs)
+    graph = helper.make_graph(
+        [node], op, [helper.make_tensor_value_info("X", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.save(path[:-5] + "_x.npy", x)
+    return x
+
+
+def graphlift_median(binary, model, x_path, runs):
+    args = [binary, "bench", model, "--threads", "1", "--runs", str(runs), "--warmup", "3",
+            "--input", x_path]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("latency: median"))
+    return float(line.split()[2])
+
+
+def ort_median(session, x, runs):
+    for _ in range(3):
+        session.run(None, {"X": x})
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        session.run(None, {"X": x})
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e3
+
+
+def main(binary, dest, only):
+    rounds = int(os.environ.get("ROUNDS", "5"))
+    runs = int(os.environ.get("RUNS", "20"))
+    baseline = os.environ.get("BASELINE")
+    os.makedirs(dest, exist_ok=True)
+    extra = f" {'baseline_ms':>11} {'vs_base':>7}" if baseline else ""
+    print(f"{'case':<18} {'graphlift_ms':>12} {'onnxruntime_ms':>14} {'ratio':>6}" + extra)
+    for case, (op, shape, attrs, h) in CASES.items():
+        if only and case not in only:
+            continue
+        model = os.path.join(dest, case + ".onnx")
+        x = write(model, op, shape, attrs, h)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        g, o, b = [], [], []
+        for _ in range(rounds):
+            g.append(graphlift_median(binary, model, model[:-5] + "_x.npy", runs))
+            if baseline:
+                b.append(graphlift_median(baseline, model, model[:-5] + "_x.npy", runs))
+            o.append(ort_median(session, x, runs))
+        gm, om = float(np.median(g)), float(np.median(o))
+        line = f"{case:<18} {gm:>12.3f} {om:>14.3f} {gm / om:>6.2f}"
+        if baseline:
+            bm = float(np.median(b))
+            line += f" {bm:>11.3f} {gm / bm:>7.2f}"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2], set(sys.argv[3:]))
