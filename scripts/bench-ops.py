@@ -1,6 +1,7 @@
 """Single-op models timed on CPU-JIT beside onnxruntime: the zoo's MaxPool shapes (and the
-ResNet stem's) and recurrent ops at the zoo's sizes, each written as a one-node ONNX model
-with seeded random weights and inputs.
+ResNet stem's), recurrent ops at the zoo's sizes, and the zoo's convolution shapes (dense,
+strided, dilated, depthwise, transposed), each written as a one-node ONNX model with seeded
+random weights and inputs.
 
     bench-ops.py BIN DIR [CASE ...]    write the models under DIR, then ROUNDS alternating
                                        rounds (environment; 5 by default) of RUNS runs each
@@ -33,14 +34,38 @@ CASES = {
     "gru_h128_seq12": ("GRU", [12, 1, 256],
                        dict(direction="bidirectional", linear_before_reset=1), 128),
     "lstm_h512_seq32": ("LSTM", [32, 1, 512], dict(direction="bidirectional"), 512),
+    # Convolutions: the weight's shape in place of the hidden size.
+    "conv_plcmos_dil": ("Conv", [1, 32, 198, 64], dict(dilations=[2, 1], pads=[1, 1, 1, 1]),
+                        [64, 32, 3, 3]),
+    "conv_tinyocr_16": ("Conv", [1, 64, 80, 80], dict(pads=[1, 1, 1, 1]), [16, 64, 3, 3]),
+    "conv_tinyocr_s2": ("Conv", [1, 32, 160, 160], dict(strides=[2, 2], pads=[1, 1, 1, 1]),
+                        [16, 32, 3, 3]),
+    "conv_64x64": ("Conv", [1, 64, 40, 40], dict(pads=[1, 1, 1, 1]), [64, 64, 3, 3]),
+    "conv_first_s2": ("Conv", [1, 3, 320, 320], dict(strides=[2, 2], pads=[1, 1, 1, 1]),
+                      [16, 3, 3, 3]),
+    "conv_2x2": ("Conv", [1, 8, 160, 160], dict(pads=[0, 0, 1, 1]), [16, 8, 2, 2]),
+    "conv_1x1": ("Conv", [1, 32, 80, 80], dict(), [64, 32, 1, 1]),
+    "dw_5x5": ("Conv", [1, 64, 80, 80], dict(pads=[2, 2, 2, 2], group=64), [64, 1, 5, 5]),
+    "dw_3x3": ("Conv", [1, 96, 24, 96], dict(pads=[1, 1, 1, 1], group=96), [96, 1, 3, 3]),
+    "dw_3x3s2": ("Conv", [1, 96, 24, 96], dict(strides=[2, 2], pads=[1, 1, 1, 1], group=96),
+                 [96, 1, 3, 3]),
+    "convt_2x2s2": ("ConvTranspose", [1, 16, 80, 80], dict(strides=[2, 2]), [16, 16, 2, 2]),
+    "convt_to_1": ("ConvTranspose", [1, 16, 160, 160], dict(strides=[2, 2]), [16, 1, 2, 2]),
 }
 
 
 def write(path, op, shape, attrs, h):
+    """Writes the one-node model and its seeded input; `h` is the recurrent ops' hidden size
+    or the convolutions' weight shape."""
     rng = np.random.default_rng(20261127)
     inits, ins = [], ["X"]
     outs = ["Y"]
-    if op != "MaxPool":
+    if op in ("Conv", "ConvTranspose"):
+        w = (rng.standard_normal(h) * 0.1).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, "W"))
+        ins.append("W")
+        attrs = dict(attrs, kernel_shape=h[2:])
+    elif op != "MaxPool":
         gates = {"GRU": 3, "LSTM": 4}[op]
         dirs = 2 if attrs.get("direction") == "bidirectional" else 1
         for name, dims in (("W", [dirs, gates * h, shape[2]]), ("R", [dirs, gates * h, h]),
