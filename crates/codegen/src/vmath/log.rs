@@ -9,34 +9,9 @@ pub use graphlift_kernels::vmath::log::*;
 
 /// Emits `ln(x)` for the `f32` value `x`.
 pub fn emit(e: &mut Emit, x: Value) -> Value {
-    // Subnormals: scale into the normal range, remember the exponent shift.
-    let min_normal = e.f32(f32::MIN_POSITIVE);
-    let tiny = e.fcmp(FloatCC::LessThan, x, min_normal);
-    let scale = e.f32(8_388_608.0); // 2^23
-    let scaled = e.b.ins().fmul(x, scale);
-    let xs = e.select(tiny, scaled, x);
-    let adj_tiny = e.i32(-23);
-    let adj_none = e.i32(0);
-    let adj = e.select(tiny, adj_tiny, adj_none);
-
-    // x = 2^k · m, m in [√½, √2).
-    let bits = e.f32_bits(xs);
-    let shift = e.i32(0x3f80_0000 - SQRT_HALF_BITS);
-    let ix = e.b.ins().iadd(bits, shift);
-    let k = e.b.ins().sshr_imm_u(ix, 23);
-    let bias = e.i32(127);
-    let k = e.b.ins().isub(k, bias);
-    let k = e.b.ins().iadd(k, adj);
-    let mant_mask = e.i32(0x007f_ffff);
-    let mant = e.b.ins().band(ix, mant_mask);
-    let sqrt_half = e.i32(SQRT_HALF_BITS);
-    let mbits = e.b.ins().iadd(mant, sqrt_half);
-    let m = e.f32_from_bits(mbits);
-
-    let one = e.f32(1.0);
+    let (dk, f) = reduce(e, x);
     let two = e.f32(2.0);
     let half = e.f32(0.5);
-    let f = e.b.ins().fsub(m, one);
     let den = e.b.ins().fadd(two, f);
     let s = e.b.ins().fdiv(f, den);
     let z = e.b.ins().fmul(s, s);
@@ -44,8 +19,6 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
     let r = e.b.ins().fmul(z, rz);
     let hf = e.b.ins().fmul(half, f);
     let hfsq = e.b.ins().fmul(hf, f);
-    let fty = e.f32_ty();
-    let dk = e.b.ins().fcvt_from_sint(fty, k);
 
     // dk·ln2_hi − ((hfsq − (s·(hfsq + R) + dk·ln2_lo)) − f)
     let ln2_lo = e.f32(LN2_LO);
@@ -71,6 +44,41 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
     let special = e.select(is_inf, inf, nan);
     let special = e.select(is_zero, neg_inf, special);
     e.select(regular, res, special)
+}
+
+/// The argument reduction of [`emit`] (and of [`super::pow`]): for a positive `x`, `(k, f)`
+/// with `x = 2^k·(1 + f)`, `1 + f ∈ [√½, √2)` (so `f ∈ [−0.293, 0.415)`, exact), `k` as an
+/// `f32`. Subnormal `x` are scaled by `2^23` first (and `k` corrected). The values for `0`,
+/// `inf`, NaN and negative `x` are meaningless: callers select their special cases.
+pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
+    // Subnormals: scale into the normal range, remember the exponent shift.
+    let min_normal = e.f32(f32::MIN_POSITIVE);
+    let tiny = e.fcmp(FloatCC::LessThan, x, min_normal);
+    let scale = e.f32(8_388_608.0); // 2^23
+    let scaled = e.b.ins().fmul(x, scale);
+    let xs = e.select(tiny, scaled, x);
+    let adj_tiny = e.i32(-23);
+    let adj_none = e.i32(0);
+    let adj = e.select(tiny, adj_tiny, adj_none);
+
+    // x = 2^k · m, m in [√½, √2).
+    let bits = e.f32_bits(xs);
+    let shift = e.i32(0x3f80_0000 - SQRT_HALF_BITS);
+    let ix = e.b.ins().iadd(bits, shift);
+    let k = e.b.ins().sshr_imm_u(ix, 23);
+    let bias = e.i32(127);
+    let k = e.b.ins().isub(k, bias);
+    let k = e.b.ins().iadd(k, adj);
+    let mant_mask = e.i32(0x007f_ffff);
+    let mant = e.b.ins().band(ix, mant_mask);
+    let sqrt_half = e.i32(SQRT_HALF_BITS);
+    let mbits = e.b.ins().iadd(mant, sqrt_half);
+    let m = e.f32_from_bits(mbits);
+    let one = e.f32(1.0);
+    let f = e.b.ins().fsub(m, one);
+    let fty = e.f32_ty();
+    let dk = e.b.ins().fcvt_from_sint(fty, k);
+    (dk, f)
 }
 
 /// Emits `ln(x)` for the `f64` value `x`.
