@@ -89,13 +89,13 @@ fn ieee_cases(e: &mut Emit, t: ElementType, x: Value, y: Value, r: Value) -> Val
     let odd = e.b.ins().band(y_int, hy_frac);
     // r ≥ 0 (or NaN): x's sign bit where y is odd, by exclusive or.
     let (xb, rb) = (to_bits(e, x), to_bits(e, r));
-    let sign = if f32_type {
-        e.i32(i32::MIN)
+    let (sign, none) = if f32_type {
+        (e.i32(i32::MIN), e.i32(0))
     } else {
-        e.i64(i64::MIN)
+        (e.i64(i64::MIN), e.i64(0))
     };
     let sign = e.b.ins().band(xb, sign);
-    let sign = e.b.ins().band(sign, odd);
+    let sign = e.select(odd, sign, none);
     let rb = e.b.ins().bxor(rb, sign);
     let r = if f32_type {
         e.f32_from_bits(rb)
