@@ -83,7 +83,11 @@ impl Writer<'_> {
 
     /// The registers of slot `k`'s program in the current copy: its inputs', and where
     /// operation `i`'s value goes.
-    fn program_registers(&self, k: SlotId, p: &Program) -> (Vec<AsmRegisterZmm>, Vec<AsmRegisterZmm>) {
+    fn program_registers(
+        &self,
+        k: SlotId,
+        p: &Program,
+    ) -> (Vec<AsmRegisterZmm>, Vec<AsmRegisterZmm>) {
         let inputs = operands(&self.plan.slots[k].op)
             .into_iter()
             .map(|o| self.z(o))

@@ -78,7 +78,13 @@ fn ln_special_cases(e: &mut Emit, t: ElementType, ax: Value, l_hi: Value) -> Val
 /// for a negative finite `x` and a non-integer `y`, and the cases whose result is 1.
 fn ieee_cases(e: &mut Emit, t: ElementType, x: Value, y: Value, r: Value) -> Value {
     let f32_type = t == ElementType::F32;
-    let to_bits = |e: &mut Emit, v| if f32_type { e.f32_bits(v) } else { e.f64_bits(v) };
+    let to_bits = |e: &mut Emit, v| {
+        if f32_type {
+            e.f32_bits(v)
+        } else {
+            e.f64_bits(v)
+        }
+    };
     // y an integer (infinities count), and odd.
     let ny = e.b.ins().nearest(y);
     let y_int = e.fcmp(FloatCC::Equal, ny, y);
@@ -238,10 +244,7 @@ fn ln_dw(e: &mut Emit, t: ElementType, x: Value) -> (Value, Value) {
     let (ln2_hi, ln2_lo) = if f32_type {
         (e.f32(super::exp::LN2_HI), e.f32(super::exp::LN2_LO))
     } else {
-        (
-            e.f64(super::exp::LN2_HI_F64),
-            e.f64(super::exp::LN2_LO_F64),
-        )
+        (e.f64(super::exp::LN2_HI_F64), e.f64(super::exp::LN2_LO_F64))
     };
     let k_hi = e.b.ins().fmul(k, ln2_hi);
     let k_lo = e.b.ins().fmul(k, ln2_lo);

@@ -257,12 +257,14 @@ fn compare_range(
                 // Bit patterns of the 16-bit type and the operands' values.
                 let halves = |d: &TensorData| -> Vec<(u16, f64)> {
                     match d {
-                        TensorData::F16(v) => {
-                            v.iter().map(|h| (h.to_bits(), f64::from(h.to_f32()))).collect()
-                        }
-                        TensorData::BF16(v) => {
-                            v.iter().map(|h| (h.to_bits(), f64::from(h.to_f32()))).collect()
-                        }
+                        TensorData::F16(v) => v
+                            .iter()
+                            .map(|h| (h.to_bits(), f64::from(h.to_f32())))
+                            .collect(),
+                        TensorData::BF16(v) => v
+                            .iter()
+                            .map(|h| (h.to_bits(), f64::from(h.to_f32())))
+                            .collect(),
                         _ => panic!("{what}: 16-bit Power comparison of another type"),
                     }
                 };

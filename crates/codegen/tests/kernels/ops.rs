@@ -290,12 +290,7 @@ fn mixed_type_kernels_vector_and_scalar() {
     let gt = x.gt(i.convert(F32));
     let sel = graphlift_ir::select(gt.and(!p), x.sqrt(), (x * 2.0).convert(I32).convert(F32));
     let body = b
-        .finish(&[
-            sel.floor(),
-            gt,
-            (i / (i - 3.0)).abs(),
-            i.pow(i - 30.0),
-        ])
+        .finish(&[sel.floor(), gt, (i / (i - 3.0)).abs(), i.pow(i - 30.0)])
         .unwrap();
     assert!(graphlift_codegen::JitKernel::compile(&body)
         .unwrap()

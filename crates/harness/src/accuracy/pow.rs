@@ -122,8 +122,8 @@ pub const POW_EXPONENTS: [f32; 32] = [
 /// moderate values, and both sides of the overflow threshold (`ln f32::MAX ≈ 88.72`), where
 /// the error of `y·ln|x|` weighs most.
 pub const POW_TARGETS_F32: [f32; 16] = [
-    -104.5, -103.97, -103.3, -95.0, -87.34, -80.0, -40.0, -5.0, -0.75, 0.75, 5.0, 40.0, 80.0,
-    88.0, 88.72, 89.5,
+    -104.5, -103.97, -103.3, -95.0, -87.34, -80.0, -40.0, -5.0, -0.75, 0.75, 5.0, 40.0, 80.0, 88.0,
+    88.72, 89.5,
 ];
 
 /// The exponents [`sweep_pow_f32`] pairs with base `x`: [`POW_EXPONENTS`], and for each

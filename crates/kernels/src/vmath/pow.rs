@@ -27,8 +27,8 @@
 ///    subnormal results round once.
 ///
 /// Every step is sixteen-lane `f32` (or `i32`) work in the AVX-512 kernels and four-lane in
-/// Cranelift's: about 90 operations, one of them a division, against the two `f64` halves
-/// (two `f64` divisions, conversions) of a promoted method.
+/// Cranelift's, with one division, where a method through `f64` computes two halves of
+/// half the width (two `f64` divisions, and the conversions).
 ///
 /// IEEE 754 `pow` special cases, on both types, as the interpreter's `f64::powf` gives them
 /// (and so its `f32` `Power`, computed in `f64`), bit for bit: `pow(x, ±0) = 1` and
