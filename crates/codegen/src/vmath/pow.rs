@@ -135,7 +135,8 @@ fn ieee_cases(e: &mut Emit, t: ElementType, x: Value, y: Value, r: Value) -> Val
     e.select(x_one, one, r)
 }
 
-/// Emits `x^y` for `f64` values `x`, `y` (at [`Lanes::X2`] or [`Lanes::X1`]).
+/// Emits `x^y` for `f64` values `x`, `y` (at [`crate::lanes::Lanes::X2`] or
+/// [`crate::lanes::Lanes::X1`]).
 ///
 /// 1. `ln|x| = L_hi + L_lo` to about 2^-66 relative (`ln_dw`).
 /// 2. `w = y·L`: `w_hi = y·L_hi` and `w_lo = fma(y, L_hi, −w_hi) + y·L_lo`.
