@@ -31,19 +31,20 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
     let khi = e.b.ins().fmul(dk, ln2_hi);
     let res = e.b.ins().fsub(khi, t);
 
-    // Special values.
+    // Special values: `special` where x is not in (0, inf). Each comparison feeds one
+    // select, right after it (an AVX-512 compare into a mask register and a blend).
     let zero = e.f32(0.0);
     let inf = e.f32(f32::INFINITY);
     let neg_inf = e.f32(f32::NEG_INFINITY);
     let nan = e.constant(ElementType::F32, u64::from(f32::NAN.to_bits()));
-    let positive = e.fcmp(FloatCC::GreaterThan, x, zero);
-    let finite = e.fcmp(FloatCC::LessThan, x, inf);
-    let regular = e.b.ins().band(positive, finite);
-    let is_zero = e.fcmp(FloatCC::Equal, x, zero);
     let is_inf = e.fcmp(FloatCC::Equal, x, inf);
     let special = e.select(is_inf, inf, nan);
+    let is_zero = e.fcmp(FloatCC::Equal, x, zero);
     let special = e.select(is_zero, neg_inf, special);
-    e.select(regular, res, special)
+    let below_inf = e.fcmp(FloatCC::LessThan, x, inf);
+    let res = e.select(below_inf, res, special);
+    let positive = e.fcmp(FloatCC::GreaterThan, x, zero);
+    e.select(positive, res, special)
 }
 
 /// The argument reduction of [`emit`] (and of [`super::pow`]): for a positive `x`, `(k, f)`
