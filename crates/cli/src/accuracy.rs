@@ -6,7 +6,7 @@ use graphlift::ir::{ElementType, UnaryOp};
 use graphlift_harness::accuracy::{
     f64_sample, sweep_f32, sweep_f64, sweep_pow_f32, sweep_pow_f64, Accuracy, AccuracyF64,
     AccuracyPow, LoopKind, F32_FUNCTIONS, F64_FUNCTIONS, POW_EXPONENTS, POW_EXPONENTS_F64,
-    POW_TARGETS,
+    POW_TARGETS, POW_TARGETS_F32,
 };
 
 use crate::error::CliError;
@@ -194,8 +194,9 @@ fn accuracy_pow(args: &AccuracyArgs, kind: LoopKind) -> Result<(), CliError> {
         let step = args.step.max(1);
         let a = sweep_pow_f32(step, kind).map_err(compile)?;
         println!(
-            "f32 Power ({kind:?} loop): every {step}-th positive f32 base and its negation x {} exponents ({} pairs)",
+            "f32 Power ({kind:?} loop): every {step}-th positive f32 base and its negation x {} exponents and, from every base, the exponents aiming at {} values of y·ln|x| ({} pairs)",
             POW_EXPONENTS.len(),
+            POW_TARGETS_F32.len(),
             a.checked
         );
         a

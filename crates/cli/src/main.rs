@@ -80,9 +80,10 @@ pub struct AccuracyArgs {
     /// of every threshold.
     #[arg(long = "f64")]
     pub f64: bool,
-    /// Measure `Power` instead. On `f32` (inline through `f64`): every K-th (`--step`)
-    /// positive base and its negation, each with a fixed set of special and ordinary
-    /// exponents. With `--f64`, against 256-bit references: the bases of the dense sample, each with fixed
+    /// Measure `Power` instead. On `f32` (inline, in `f32` arithmetic): every K-th
+    /// (`--step`) positive base and its negation, each with a fixed set of special and
+    /// ordinary exponents and with exponents aimed at results near the overflow and
+    /// underflow thresholds. With `--f64`, against 256-bit references: the bases of the dense sample, each with fixed
     /// exponents and with exponents aimed at results across the whole range.
     #[arg(long)]
     pub pow: bool,

@@ -206,9 +206,9 @@ fn interpreter_f64_functions_are_within_their_allowance() {
     }
 }
 
-/// `f32` `Power` through `f64`: the IEEE special cases exactly as the interpreter, the
-/// vector (`F32X4` split into `F64X2` halves) and scalar loops bit-equal, and a grid of
-/// ordinary pairs within [`vmath::pow::MAX_ULP`] of the `f64` reference.
+/// `f32` `Power` (in `f32` arithmetic): the IEEE special cases exactly as the interpreter,
+/// the vector (`F32X4`) and scalar loops bit-equal, and a grid of ordinary pairs within
+/// [`vmath::pow::MAX_ULP`] of the `f64` reference.
 #[test]
 fn pow_f32_special_cases_loops_and_accuracy() {
     use graphlift_ir::BinaryOp;
@@ -298,16 +298,28 @@ fn pow_f32_special_cases_loops_and_accuracy() {
             v[i]
         );
     }
-    assert!(worst > 0.0 && worst <= 0.55, "max error {worst} ulp");
+    // Not vacuous: ordinary pairs are rounded results, not all exact.
+    assert!(worst > 0.3, "max error {worst} ulp");
 }
 
-/// The thinned `f32` `Power` sweep CI runs (`graphlift accuracy --pow` at any step).
+/// The thinned `f32` `Power` sweep CI runs (`graphlift accuracy --pow` at any step): every
+/// base with the fixed and the threshold-aimed exponents, in both loops.
 #[test]
 fn thinned_pow_sweep_within_bound_in_both_loops() {
+    use graphlift_harness::accuracy::pow_f32_exponents;
+    let step = 1u64 << 17;
+    let pairs: u64 = (0..(1u64 << 31) / step)
+        .flat_map(|i| {
+            let v = f32::from_bits((i * step) as u32);
+            [v, -v]
+        })
+        .map(|x| pow_f32_exponents(x).len() as u64)
+        .sum();
     for kind in [LoopKind::Vector, LoopKind::Scalar] {
-        let a = graphlift_harness::accuracy::sweep_pow_f32(1 << 17, kind).unwrap();
-        assert_eq!(a.checked, (1u64 << 15) * 32);
+        let a = graphlift_harness::accuracy::sweep_pow_f32(step, kind).unwrap();
+        assert_eq!(a.checked, pairs);
         assert!(a.within_bound(), "{a:?}");
+        assert!(a.max_ulp > 0.3, "{a:?}");
     }
 }
 

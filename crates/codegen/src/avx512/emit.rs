@@ -76,7 +76,7 @@ pub(super) struct Writer<'p> {
     /// The slot each instruction (by index) was emitted for.
     slot_of: Vec<Option<SlotId>>,
     /// The copy of the body being written (see [`Layout::copy_stride`]).
-    copy: usize,
+    pub(super) copy: usize,
     pub(super) plan: &'p KernelPlan,
     pub(super) lay: &'p Layout,
     /// The constant pool: each constant the programs read (bits, 64-bit) and its label.
@@ -431,44 +431,54 @@ impl Writer<'_> {
     /// `copies` bodies at elements `r8`, `r8 + 16`, … (`masked`: one body, the lanes of
     /// `k1` only). The copies go in groups of [`Layout::group`], interleaved op by op within
     /// a group, each copy of a group in its own registers (the group's loads first, then
-    /// each op on every copy: what an unrolling compiler emits); one group after the other
-    /// in the same registers.
+    /// each op on every copy: what an unrolling compiler emits; a program's operations are
+    /// interleaved too, [`Writer::program`]); one group after the other in the same
+    /// registers.
     fn bodies(&mut self, copies: usize, masked: bool) -> Result<(), Fail> {
         let plan = self.plan;
-        let n = plan.slots.len();
-        let group = self.lay.group;
-        let order: Vec<(usize, SlotId)> = (0..copies)
-            .step_by(group)
-            .flat_map(|start| {
-                let end = (start + group).min(copies);
-                (0..n).flat_map(move |k| (start..end).map(move |u| (u, k)))
-            })
-            .collect();
-        for (u, k) in order {
-            self.copy = u;
-            let disp = (u * LANES * 4) as i32;
-            if plan.slots[k].invariant {
-                continue;
-            }
-            match &plan.slots[k].op {
-                // A run load (pinned, not invariant): broadcast when the segment starts.
-                SlotOp::Load { .. } if self.lay.pinned[k] => {}
-                // Read by the op it is folded into.
-                SlotOp::Load { .. } if self.lay.folded[k] => {}
-                SlotOp::Load { arg, .. } => {
-                    let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
-                    let m = zmmword_ptr(p + r8 * 4 + disp);
-                    let d = self.z(k);
-                    if masked {
-                        self.a.vmovups(d.k1().z(), m)?;
-                    } else {
-                        self.a.vmovups(d, m)?;
-                    }
+        let lay = self.lay;
+        let group = lay.group;
+        for start in (0..copies).step_by(group) {
+            let end = (start + group).min(copies);
+            for k in 0..plan.slots.len() {
+                if plan.slots[k].invariant {
+                    continue;
                 }
-                _ => self.compute(k, disp, masked)?,
+                if let Some(Some(Lowering::Program(i))) = lay.lowering.get(k) {
+                    let group_copies: Vec<usize> = (start..end).collect();
+                    self.program(k, &lay.programs[*i], &group_copies)?;
+                    for u in start..end {
+                        self.copy = u;
+                        self.store(k, (u * LANES * 4) as i32, masked)?;
+                    }
+                    self.mark(Some(k));
+                    continue;
+                }
+                for u in start..end {
+                    self.copy = u;
+                    let disp = (u * LANES * 4) as i32;
+                    match &plan.slots[k].op {
+                        // A run load (pinned, not invariant): broadcast when the segment
+                        // starts.
+                        SlotOp::Load { .. } if lay.pinned[k] => {}
+                        // Read by the op it is folded into.
+                        SlotOp::Load { .. } if lay.folded[k] => {}
+                        SlotOp::Load { arg, .. } => {
+                            let p = POINTERS[lay.arg_reg[*arg].unwrap_or(0)];
+                            let m = zmmword_ptr(p + r8 * 4 + disp);
+                            let d = self.z(k);
+                            if masked {
+                                self.a.vmovups(d.k1().z(), m)?;
+                            } else {
+                                self.a.vmovups(d, m)?;
+                            }
+                        }
+                        _ => self.compute(k, disp, masked)?,
+                    }
+                    self.store(k, disp, masked)?;
+                    self.mark(Some(k));
+                }
             }
-            self.store(k, disp, masked)?;
-            self.mark(Some(k));
         }
         for u in 0..copies {
             self.copy = u;
@@ -571,8 +581,8 @@ impl Writer<'_> {
                 Src::Mem(m) => self.a.vrndscaleps(d, m, imm),
             },
             Lowering::Program(i) => {
-                let lay = self.lay;
-                return self.program(k, &lay.programs[i]);
+                let (lay, copy) = (self.lay, self.copy);
+                return self.program(k, &lay.programs[i], &[copy]);
             }
             Lowering::Bound { op, x, c, blend } => {
                 let c = self.z(c);

@@ -44,12 +44,6 @@ const ZMM: [AsmRegisterZmm; 32] = [
     zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
     zmm28, zmm29, zmm30, zmm31,
 ];
-/// The `ymm` halves of [`ZMM`], in the same order.
-const YMM: [AsmRegisterYmm; 32] = [
-    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
-    ymm15, ymm16, ymm17, ymm18, ymm19, ymm20, ymm21, ymm22, ymm23, ymm24, ymm25, ymm26, ymm27,
-    ymm28, ymm29, ymm30, ymm31,
-];
 /// `vcmpps` predicates (ordered, quiet).
 const CMP_LE_OQ: i32 = 0x12;
 const CMP_GE_OQ: i32 = 0x1D;

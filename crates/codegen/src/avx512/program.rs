@@ -22,7 +22,7 @@ use crate::lower::{lower, HelperRefs};
 use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
 use crate::vmath;
 
-use super::program_order::{interleave_halves, live, registers, MAX_ZIPPED_SCRATCH};
+use super::program_order::{live, registers};
 
 /// An operand of a program's operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,16 +36,10 @@ pub enum Arg {
     Const(u64),
 }
 
-/// An operation on sixteen 32-bit lanes, or eight 64-bit ones ([`Inst::wide`]), each one
-/// AVX-512F instruction or a few (`super::program_emit` says which). Masks (the results of
-/// comparisons, and `bool` values) are lanes of all ones or all zeros, as in Cranelift's
-/// vector code.
-///
-/// 64-bit lanes hold `f32` lanes promoted to `f64`, as Cranelift's `F64X2` code of `Power`
-/// on `f32` does two lanes at a time: [`Op::PromoteLow`] and [`Op::PromoteHigh`] take lanes
-/// 0–7 and 8–15 of sixteen `f32` lanes, [`Op::Demote`] rounds eight back to `f32`, and
-/// [`Op::Combine`] puts two such halves together (the four-lane code's shuffles, scaled
-/// from two lanes a half to eight).
+/// An operation on sixteen 32-bit lanes, or eight 64-bit ones ([`Inst::wide`]: Cranelift's
+/// `F64X2` / `I64X2` operations, four times as wide), each one AVX-512F instruction or a few
+/// (`super::program_emit` says which). Masks (the results of comparisons, and `bool`
+/// values) are lanes of all ones or all zeros, as in Cranelift's vector code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `vaddps a, b`.
@@ -104,14 +98,6 @@ pub enum Op {
     Select,
     /// `a` itself (a register copy or a broadcast).
     Copy,
-    /// `f32` lanes 0–7 of `a` as eight `f64` (`vcvtps2pd`).
-    PromoteLow,
-    /// `f32` lanes 8–15 of `a` as eight `f64`.
-    PromoteHigh,
-    /// Eight `f64` lanes rounded to `f32` lanes 0–7 (`vcvtpd2ps`; lanes 8–15 zero).
-    Demote,
-    /// `f32` lanes 0–7 of `a`, then lanes 0–7 of `b` (`vinsertf64x4`).
-    Combine,
 }
 
 /// One operation and its operands.
@@ -196,7 +182,7 @@ fn lane_type(t: ElementType) -> Option<Type> {
 /// # Errors
 /// [`Refusal::Op`] naming the op when its lowering uses what has no sixteen-lane
 /// translation here: control flow (the scalar fallbacks of `Sin`, `Cos`, `Tan`), calls to
-/// host helpers, shuffles other than `Power`'s, 64-bit lanes but promoted `f32` ones.
+/// host helpers, shuffles, conversions between lane widths.
 pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
     let slot = &plan.slots[k];
     let name = || Refusal::Op(op_name(&slot.op));
@@ -242,7 +228,6 @@ pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
     let mut t = Translation {
         func: &func,
         args: HashMap::default(),
-        high: HashMap::default(),
         insts: Vec::new(),
         wide: false,
     };
@@ -259,19 +244,7 @@ pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
     };
     let (insts, roots) = live(t.insts, &[Some(result), in_range]);
     let (result, in_range) = (roots[0].ok_or_else(name)?, roots[1]);
-    let (mut insts, mut result, mut in_range) = (insts, result, in_range);
-    let (mut reg, mut scratch) = registers(&insts, result, in_range);
-    if let Some((zipped, index)) = interleave_halves(&insts) {
-        let renumber = |a: Arg| match a {
-            Arg::Value(j) => Arg::Value(index[j]),
-            a => a,
-        };
-        let (r, k) = (renumber(result), in_range.map(renumber));
-        let (zreg, zscratch) = registers(&zipped, r, k);
-        if zscratch <= MAX_ZIPPED_SCRATCH {
-            (insts, result, in_range, reg, scratch) = (zipped, r, k, zreg, zscratch);
-        }
-    }
+    let (reg, scratch) = registers(&insts, result, in_range);
     Ok(Program {
         insts,
         result,
@@ -297,9 +270,6 @@ fn op_name(op: &SlotOp) -> String {
 struct Translation<'f> {
     func: &'f Function,
     args: HashMap<Value, Arg>,
-    /// Values that are the upper two lanes of a four-lane value (the shuffle before a
-    /// promotion): lanes 8–15 of that value here.
-    high: HashMap<Value, Arg>,
     insts: Vec<Inst>,
     /// Whether the instruction being translated works on 64-bit lanes.
     wide: bool,
@@ -363,36 +333,12 @@ impl Translation<'_> {
             return Some(());
         }
         if opcode == Opcode::Bitcast {
-            // The same bits: the same value (or the same upper half).
-            if let Some(&h) = self.high.get(&args[0]) {
-                self.high.insert(v, h);
-                return Some(());
-            }
+            // The same bits: the same value.
             let x = self.arg(args[0])?;
             self.args.insert(v, x);
             return Some(());
         }
-        if let InstructionData::Shuffle { imm, .. } = data {
-            let mask = dfg.immediates.get(*imm)?.as_slice();
-            let upper: Vec<u8> = (8..16).chain(8..16).collect();
-            let halves: Vec<u8> = (0..8).chain(16..24).collect();
-            if mask == upper.as_slice() {
-                let x = self.arg(args[0])?;
-                if self.arg(args[1]) != Some(x) {
-                    return None;
-                }
-                self.high.insert(v, x);
-                return Some(());
-            }
-            if mask == halves.as_slice() {
-                self.wide = false;
-                let (a, b) = (self.arg(args[0])?, self.arg(args[1])?);
-                return self.push(v, Op::Combine, smallvec![a, b]);
-            }
-            return None;
-        }
-        // (A demotion reads 64-bit lanes.)
-        self.wide = ty == types::F64X2 || ty == types::I64X2 || opcode == Opcode::Fvdemote;
+        self.wide = ty == types::F64X2 || ty == types::I64X2;
         let vector = self.wide || ty == types::F32X4 || ty == types::I32X4;
         let float = ty == types::F32X4 || ty == types::F64X2;
         if !vector {
@@ -429,18 +375,6 @@ impl Translation<'_> {
                 self.args.insert(v, Arg::Const(bits));
                 return Some(());
             }
-            (Opcode::FvpromoteLow, _) => {
-                let (op, x) = match self.high.get(&args[0]) {
-                    Some(&h) => (Op::PromoteHigh, h),
-                    None => (Op::PromoteLow, a(0)?),
-                };
-                // (A constant would be read at the instruction's width, 64 bits.)
-                if matches!(x, Arg::Const(_)) {
-                    return None;
-                }
-                (op, smallvec![x])
-            }
-            (Opcode::Fvdemote, _) => (Op::Demote, smallvec![a(0)?]),
             (Opcode::Fadd, _) if float => (Op::FAdd, smallvec![a(0)?, a(1)?]),
             (Opcode::Fsub, _) if float => (Op::FSub, smallvec![a(0)?, a(1)?]),
             (Opcode::Fmul, _) if float => (Op::FMul, smallvec![a(0)?, a(1)?]),

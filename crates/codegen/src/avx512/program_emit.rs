@@ -6,7 +6,7 @@ use iced_x86::code_asm::*;
 
 use super::emit::{Fail, Writer};
 use super::program::{Arg, Inst, Op, Program};
-use super::{YMM, ZMM};
+use super::ZMM;
 use crate::plan::{operands, SlotId};
 
 /// An operand: a register, or a constant in the pool (its label; 64-bit or 32-bit).
@@ -30,13 +30,15 @@ impl Src {
 /// `vpternlog` immediate of a constant all-ones result.
 const ALL_ONES: i32 = 0xFF;
 
-/// The `ymm` half of a `zmm` register.
-fn ymm(z: AsmRegisterZmm) -> AsmRegisterYmm {
-    YMM[ZMM.iter().position(|&r| r == z).unwrap_or(0)]
-}
-
 impl Writer<'_> {
-    /// The instructions of slot `k`'s program `p`, its value into the slot's register.
+    /// The instructions of slot `k`'s program `p` for each copy of the body in `copies`
+    /// (copies of one group, each in its own registers: [`super::Layout::group`]), each
+    /// copy's value into its slot register.
+    ///
+    /// The copies are interleaved step by step (a step is one operation, or a comparison and
+    /// the select it feeds), so that the core sees the independent chains of every copy
+    /// within a few instructions: a vector math function is a long dependent chain, and one
+    /// copy after the other leaves the out-of-order window to find the overlap.
     ///
     /// Every value goes to its own register ([`Program::reg`]), never one of its operands'
     /// (but a Horner step's accumulator), so an instruction that writes its destination
@@ -45,56 +47,105 @@ impl Writer<'_> {
     /// it must be a register it is broadcast into the destination first. A comparison read
     /// once, by the select right after it, leaves its lanes in `k2` for that select's blend
     /// instead of expanding them into a mask.
-    pub(super) fn program(&mut self, k: SlotId, p: &Program) -> Result<(), Fail> {
-        let inputs: Vec<AsmRegisterZmm> = operands(&self.plan.slots[k].op)
-            .into_iter()
-            .map(|o| self.z(o))
-            .collect();
-        let dest = |w: &Writer, i: usize| match p.reg[i] {
-            Some(r) => w.scratch(k, r),
-            None => w.z(k),
-        };
-        let src = |w: &Writer, a: Arg, wide: bool| -> Result<Src, Fail> {
-            Ok(match a {
-                Arg::Input(i) => Src::Reg(inputs[i]),
-                Arg::Value(j) => Src::Reg(dest(w, j)),
-                Arg::Const(bits) => Src::Const(w.constant(bits, wide)?, wide),
-            })
-        };
+    pub(super) fn program(&mut self, k: SlotId, p: &Program, copies: &[usize]) -> Result<(), Fail> {
         let mut uses = vec![0usize; p.insts.len()];
         for a in p.insts.iter().flat_map(|i| &i.args).chain([&p.result]) {
             if let Arg::Value(j) = *a {
                 uses[j] += 1;
             }
         }
-        let mut in_k2 = None;
-        for (i, inst) in p.insts.iter().enumerate() {
-            let d = dest(self, i);
-            let args: Vec<Src> = inst
-                .args
-                .iter()
-                .map(|&a| src(self, a, inst.wide))
-                .collect::<Result<_, _>>()?;
+        // Steps: (first operation, whether it is a comparison fused with the next).
+        let mut steps = Vec::with_capacity(p.insts.len());
+        let mut i = 0;
+        while i < p.insts.len() {
+            let inst = &p.insts[i];
             let compare = matches!(inst.op, Op::FCmp(_) | Op::ICmp { .. });
             let fused = compare
                 && uses[i] == 1
                 && p.insts.get(i + 1).is_some_and(|next| {
                     next.op == Op::Select && next.args[0] == Arg::Value(i) && next.wide == inst.wide
                 });
-            if fused {
-                self.compare(d, inst, &args)?;
-                in_k2 = Some(i);
-            } else if inst.op == Op::Select && in_k2.is_some_and(|j| inst.args[0] == Arg::Value(j))
-            {
-                self.blend(d, inst.wide, args[1], args[2])?;
-            } else {
-                self.operation(d, inst, &args)?;
+            steps.push((i, fused));
+            i += if fused { 2 } else { 1 };
+        }
+        for &(i, fused) in &steps {
+            for &u in copies {
+                self.copy = u;
+                self.step(k, p, i, fused)?;
             }
         }
+        for &u in copies {
+            self.copy = u;
+            self.program_end(k, p)?;
+        }
+        Ok(())
+    }
+
+    /// The registers of slot `k`'s program in the current copy: its inputs', and where
+    /// operation `i`'s value goes.
+    fn program_registers(
+        &self,
+        k: SlotId,
+        p: &Program,
+    ) -> (Vec<AsmRegisterZmm>, Vec<AsmRegisterZmm>) {
+        let inputs = operands(&self.plan.slots[k].op)
+            .into_iter()
+            .map(|o| self.z(o))
+            .collect();
+        let dest = p
+            .reg
+            .iter()
+            .map(|r| match *r {
+                Some(r) => self.scratch(k, r),
+                None => self.z(k),
+            })
+            .collect();
+        (inputs, dest)
+    }
+
+    /// Operand `a` of an operation in the current copy.
+    fn program_source(
+        &mut self,
+        regs: &(Vec<AsmRegisterZmm>, Vec<AsmRegisterZmm>),
+        a: Arg,
+        wide: bool,
+    ) -> Result<Src, Fail> {
+        Ok(match a {
+            Arg::Input(i) => Src::Reg(regs.0[i]),
+            Arg::Value(j) => Src::Reg(regs.1[j]),
+            Arg::Const(bits) => Src::Const(self.constant(bits, wide)?, wide),
+        })
+    }
+
+    /// One step of slot `k`'s program `p` in the current copy: operation `i`, or (`fused`)
+    /// the comparison `i` into `k2` and the select `i + 1` as a blend.
+    fn step(&mut self, k: SlotId, p: &Program, i: usize, fused: bool) -> Result<(), Fail> {
+        let regs = self.program_registers(k, p);
+        let inst = &p.insts[i];
+        let args: Vec<Src> = inst
+            .args
+            .iter()
+            .map(|&a| self.program_source(&regs, a, inst.wide))
+            .collect::<Result<_, _>>()?;
+        if !fused {
+            return self.operation(regs.1[i], inst, &args);
+        }
+        self.compare(regs.1[i], inst, &args)?;
+        let select = &p.insts[i + 1];
+        let a = self.program_source(&regs, select.args[1], select.wide)?;
+        let b = self.program_source(&regs, select.args[2], select.wide)?;
+        self.blend(regs.1[i + 1], select.wide, a, b)
+    }
+
+    /// The end of slot `k`'s program `p` in the current copy: a result that is an input or a
+    /// constant moved into the slot's register, and the lanes out of range of `Sin`, `Cos`,
+    /// `Tan` computed by the reference.
+    fn program_end(&mut self, k: SlotId, p: &Program) -> Result<(), Fail> {
+        let regs = self.program_registers(k, p);
         match p.result {
             Arg::Value(_) => {}
             a => {
-                let s = src(self, a, false)?;
+                let s = self.program_source(&regs, a, false)?;
                 let d = self.z(k);
                 self.load(d, s)?;
             }
@@ -103,8 +154,8 @@ impl Writer<'_> {
             let Arg::Value(j) = in_range else {
                 return Err(Fail("the range mask is not a value".into()));
             };
-            let (ok, y) = (dest(self, j), self.z(k));
-            self.lanes_out_of_range(f, inputs[0], y, ok)?;
+            let (ok, y) = (regs.1[j], self.z(k));
+            self.lanes_out_of_range(f, regs.0[0], y, ok)?;
         }
         Ok(())
     }
@@ -322,25 +373,6 @@ impl Writer<'_> {
             }
             Op::Select => self.select(d, wide, s)?,
             Op::Copy => self.load(d, s[0])?,
-            Op::PromoteLow => {
-                let x = self.register(d, s[0])?;
-                self.a.vcvtps2pd(d, ymm(x))?;
-            }
-            Op::PromoteHigh => {
-                let x = self.register(d, s[0])?;
-                self.a.vextractf64x4(ymm(d), x, 1)?;
-                self.a.vcvtps2pd(d, ymm(d))?;
-            }
-            Op::Demote => {
-                let x = self.register(d, s[0])?;
-                self.a.vcvtpd2ps(ymm(d), x)?;
-            }
-            Op::Combine => {
-                let (Src::Reg(lo), Src::Reg(hi)) = (s[0], s[1]) else {
-                    return Err(Fail("combine of constants".into()));
-                };
-                self.a.vinsertf64x4(d, lo, ymm(hi), 1)?;
-            }
         }
         Ok(())
     }

@@ -1,6 +1,5 @@
-//! The order of a program's operations and its registers: dead operations dropped, the two
-//! promoted halves of `Power` interleaved, and each value's scratch register
-//! ([`super::program::Program::reg`]).
+//! The order of a program's operations and its registers: dead operations dropped, and
+//! each value's scratch register ([`super::program::Program::reg`]).
 
 use super::program::{Arg, Inst, Op};
 
@@ -42,95 +41,6 @@ pub(super) fn live(insts: Vec<Inst>, roots: &[Option<Arg>]) -> (Vec<Inst>, Vec<O
         .map(|r| r.map(|a| renumber(a, &index)))
         .collect();
     (out, roots)
-}
-
-/// The most scratch registers a program with its halves interleaved may take (else it keeps
-/// them one after the other): room left for the kernel's other values and a second copy.
-pub(super) const MAX_ZIPPED_SCRATCH: usize = 20;
-
-/// Which promoted half an operation works on (see [`interleave_halves`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Half {
-    /// Neither: reads only operands and constants.
-    Neither,
-    Low,
-    High,
-    /// Both (the combination, and what follows it).
-    Both,
-}
-
-/// A program on promoted halves (`Power`) computes the low and the high eight lanes by two
-/// chains of the same operations, one after the other (the four-lane code's order), and a
-/// core that runs one long chain at a time is latency-bound. This order interleaves them:
-/// the operations on neither half first, then the two chains unit by unit (a comparison
-/// with the select right after it is one unit, so that they stay together), then the
-/// rest. Returns the new order and each old index's new one; `None` for a program without
-/// halves.
-pub(super) fn interleave_halves(insts: &[Inst]) -> Option<(Vec<Inst>, Vec<usize>)> {
-    if !insts.iter().any(|i| i.op == Op::Combine) {
-        return None;
-    }
-    let mut half = vec![Half::Neither; insts.len()];
-    for (i, inst) in insts.iter().enumerate() {
-        half[i] = match inst.op {
-            Op::PromoteLow => Half::Low,
-            Op::PromoteHigh => Half::High,
-            _ => inst.args.iter().fold(Half::Neither, |h, a| match (h, *a) {
-                (h, Arg::Value(j)) => match (h, half[j]) {
-                    (h, Half::Neither) => h,
-                    (Half::Neither, o) => o,
-                    (h, o) if h == o => h,
-                    _ => Half::Both,
-                },
-                (h, _) => h,
-            }),
-        };
-    }
-    let units = |which: Half| -> Vec<Vec<usize>> {
-        let list: Vec<usize> = (0..insts.len()).filter(|&i| half[i] == which).collect();
-        let mut out: Vec<Vec<usize>> = Vec::new();
-        let mut k = 0;
-        while k < list.len() {
-            let i = list[k];
-            let pair = matches!(insts[i].op, Op::FCmp(_) | Op::ICmp { .. })
-                && list.get(k + 1).is_some_and(|&n| {
-                    n == i + 1 && insts[n].op == Op::Select && insts[n].args[0] == Arg::Value(i)
-                });
-            let len = if pair { 2 } else { 1 };
-            out.push(list[k..k + len].to_vec());
-            k += len;
-        }
-        out
-    };
-    let (low, high) = (units(Half::Low), units(Half::High));
-    let mut order: Vec<usize> = (0..insts.len())
-        .filter(|&i| half[i] == Half::Neither)
-        .collect();
-    for k in 0..low.len().max(high.len()) {
-        for side in [&low, &high] {
-            if let Some(u) = side.get(k) {
-                order.extend(u);
-            }
-        }
-    }
-    order.extend((0..insts.len()).filter(|&i| half[i] == Half::Both));
-    let mut index = vec![0; insts.len()];
-    for (new, &old) in order.iter().enumerate() {
-        index[old] = new;
-    }
-    let zipped = order
-        .iter()
-        .map(|&old| {
-            let mut inst = insts[old].clone();
-            for a in inst.args.iter_mut() {
-                if let Arg::Value(j) = *a {
-                    *a = Arg::Value(index[j]);
-                }
-            }
-            inst
-        })
-        .collect();
-    Some((zipped, index))
 }
 
 /// The first operand of `inst` (a value: checked by the caller).

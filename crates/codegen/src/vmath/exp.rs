@@ -23,6 +23,14 @@ pub fn emit_parts(e: &mut Emit, x: Value) -> (Value, Value) {
     let x = e.select(above, hi, x);
 
     let (n, r) = reduce(e, x);
+    scale_reduced(e, n, r)
+}
+
+/// `e^(n·ln2 + r) = 2^n·(1 + (e^r − 1))` for `i32` lanes `n` in `[-150, 129]` and a reduced
+/// `|r| ≤ ln2/2`, as an unevaluated sum `hi + lo` (see [`emit_parts`]): the polynomial of
+/// [`expm1_reduced`], then the scale by `2^n` in two steps `2^(n/2)·2^(n − n/2)` so that
+/// results in the subnormal range round once and overflow gives `+inf`.
+pub fn scale_reduced(e: &mut Emit, n: Value, r: Value) -> (Value, Value) {
     let y = expm1_reduced(e, r);
     let one = e.f32(1.0);
     // Fast2Sum (|y| < 1): p + p_lo = 1 + y exactly.
@@ -39,9 +47,9 @@ pub fn emit_parts(e: &mut Emit, x: Value) -> (Value, Value) {
     (hi, lo)
 }
 
-/// Cody–Waite reduction of a finite (clamped) `x`: `(n, r)` with `x = n·ln2 + r`,
-/// `|r| ≤ ln2/2`, `n` as `i32` lanes (ties to even). NaN gives a NaN `r`.
-pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
+/// `n = round(x/ln2)` (ties to even) for a finite (clamped) `x`, as `f32` and as `i32`
+/// lanes (the 1.5·2^23 magic add).
+pub fn round_to_ln2_multiple(e: &mut Emit, x: Value) -> (Value, Value) {
     let log2e = e.f32(LOG2E);
     let magic = e.f32(MAGIC);
     let t = e.b.ins().fma(x, log2e, magic);
@@ -49,6 +57,13 @@ pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
     let t_bits = e.f32_bits(t);
     let magic_bits = e.i32(MAGIC.to_bits() as i32);
     let n = e.b.ins().isub(t_bits, magic_bits);
+    (nf, n)
+}
+
+/// Cody–Waite reduction of a finite (clamped) `x`: `(n, r)` with `x = n·ln2 + r`,
+/// `|r| ≤ ln2/2`, `n` as `i32` lanes (ties to even). NaN gives a NaN `r`.
+pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
+    let (nf, n) = round_to_ln2_multiple(e, x);
 
     let neg_ln2_hi = e.f32(-LN2_HI);
     let neg_ln2_lo = e.f32(-LN2_LO);

@@ -9,6 +9,49 @@ pub use graphlift_kernels::vmath::log::*;
 
 /// Emits `ln(x)` for the `f32` value `x`.
 pub fn emit(e: &mut Emit, x: Value) -> Value {
+    let (dk, f) = reduce(e, x);
+    let two = e.f32(2.0);
+    let half = e.f32(0.5);
+    let den = e.b.ins().fadd(two, f);
+    let s = e.b.ins().fdiv(f, den);
+    let z = e.b.ins().fmul(s, s);
+    let rz = e.horner(z, &R);
+    let r = e.b.ins().fmul(z, rz);
+    let hf = e.b.ins().fmul(half, f);
+    let hfsq = e.b.ins().fmul(hf, f);
+
+    // dk·ln2_hi − ((hfsq − (s·(hfsq + R) + dk·ln2_lo)) − f)
+    let ln2_lo = e.f32(LN2_LO);
+    let ln2_hi = e.f32(LN2_HI);
+    let hr = e.b.ins().fadd(hfsq, r);
+    let klo = e.b.ins().fmul(dk, ln2_lo);
+    let t = e.b.ins().fma(s, hr, klo);
+    let t = e.b.ins().fsub(hfsq, t);
+    let t = e.b.ins().fsub(t, f);
+    let khi = e.b.ins().fmul(dk, ln2_hi);
+    let res = e.b.ins().fsub(khi, t);
+
+    // Special values: `special` where x is not in (0, inf). Each comparison feeds one
+    // select, right after it (an AVX-512 compare into a mask register and a blend).
+    let zero = e.f32(0.0);
+    let inf = e.f32(f32::INFINITY);
+    let neg_inf = e.f32(f32::NEG_INFINITY);
+    let nan = e.constant(ElementType::F32, u64::from(f32::NAN.to_bits()));
+    let is_inf = e.fcmp(FloatCC::Equal, x, inf);
+    let special = e.select(is_inf, inf, nan);
+    let is_zero = e.fcmp(FloatCC::Equal, x, zero);
+    let special = e.select(is_zero, neg_inf, special);
+    let below_inf = e.fcmp(FloatCC::LessThan, x, inf);
+    let res = e.select(below_inf, res, special);
+    let positive = e.fcmp(FloatCC::GreaterThan, x, zero);
+    e.select(positive, res, special)
+}
+
+/// The argument reduction of [`emit`] (and of [`super::pow`]): for a positive `x`, `(k, f)`
+/// with `x = 2^k·(1 + f)`, `1 + f ∈ [√½, √2)` (so `f ∈ [−0.293, 0.415)`, exact), `k` as an
+/// `f32`. Subnormal `x` are scaled by `2^23` first (and `k` corrected). The values for `0`,
+/// `inf`, NaN and negative `x` are meaningless: callers select their special cases.
+pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
     // Subnormals: scale into the normal range, remember the exponent shift.
     let min_normal = e.f32(f32::MIN_POSITIVE);
     let tiny = e.fcmp(FloatCC::LessThan, x, min_normal);
@@ -32,45 +75,11 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
     let sqrt_half = e.i32(SQRT_HALF_BITS);
     let mbits = e.b.ins().iadd(mant, sqrt_half);
     let m = e.f32_from_bits(mbits);
-
     let one = e.f32(1.0);
-    let two = e.f32(2.0);
-    let half = e.f32(0.5);
     let f = e.b.ins().fsub(m, one);
-    let den = e.b.ins().fadd(two, f);
-    let s = e.b.ins().fdiv(f, den);
-    let z = e.b.ins().fmul(s, s);
-    let rz = e.horner(z, &R);
-    let r = e.b.ins().fmul(z, rz);
-    let hf = e.b.ins().fmul(half, f);
-    let hfsq = e.b.ins().fmul(hf, f);
     let fty = e.f32_ty();
     let dk = e.b.ins().fcvt_from_sint(fty, k);
-
-    // dk·ln2_hi − ((hfsq − (s·(hfsq + R) + dk·ln2_lo)) − f)
-    let ln2_lo = e.f32(LN2_LO);
-    let ln2_hi = e.f32(LN2_HI);
-    let hr = e.b.ins().fadd(hfsq, r);
-    let klo = e.b.ins().fmul(dk, ln2_lo);
-    let t = e.b.ins().fma(s, hr, klo);
-    let t = e.b.ins().fsub(hfsq, t);
-    let t = e.b.ins().fsub(t, f);
-    let khi = e.b.ins().fmul(dk, ln2_hi);
-    let res = e.b.ins().fsub(khi, t);
-
-    // Special values.
-    let zero = e.f32(0.0);
-    let inf = e.f32(f32::INFINITY);
-    let neg_inf = e.f32(f32::NEG_INFINITY);
-    let nan = e.constant(ElementType::F32, u64::from(f32::NAN.to_bits()));
-    let positive = e.fcmp(FloatCC::GreaterThan, x, zero);
-    let finite = e.fcmp(FloatCC::LessThan, x, inf);
-    let regular = e.b.ins().band(positive, finite);
-    let is_zero = e.fcmp(FloatCC::Equal, x, zero);
-    let is_inf = e.fcmp(FloatCC::Equal, x, inf);
-    let special = e.select(is_inf, inf, nan);
-    let special = e.select(is_zero, neg_inf, special);
-    e.select(regular, res, special)
+    (dk, f)
 }
 
 /// Emits `ln(x)` for the `f64` value `x`.

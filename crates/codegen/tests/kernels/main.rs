@@ -122,6 +122,16 @@ pub enum Expect<'a> {
     /// of the 256-bit reference value, and the interpreter's bits wherever an operand is special
     /// ([`graphlift_testkit::reference::pow_special_operands`]).
     PowF64,
+    /// `Power` on `f32` (a two-input kernel, one output): within
+    /// [`graphlift_codegen::vmath::pow::MAX_ULP`] of the interpreter's `f64` value before
+    /// rounding, and the interpreter's bits wherever an operand or the result is special
+    /// ([`graphlift_testkit::reference::pow_special_operands`], or a NaN or infinite value).
+    PowF32,
+    /// `Power` on `f16` or `bf16` (a two-input kernel, one output), computed as `f32`
+    /// `Power` and rounded: the interpreter's bits, or its neighbour of the same sign (the
+    /// `f32` result within [`graphlift_codegen::vmath::pow::MAX_ULP`] rounds the other way
+    /// near a tie), and its bits wherever an operand is special.
+    PowHalf,
 }
 
 fn compare_range(
@@ -204,6 +214,73 @@ fn compare_range(
                             "{what}: element {at}: pow({a:e}, {p:e}) = {y:e}, the interpreter gives {want:e}"
                         );
                     }
+                }
+            }
+            Expect::PowF32 => {
+                let (
+                    TensorData::F32(v),
+                    TensorData::F32(xs),
+                    TensorData::F32(ys),
+                    TensorData::F32(r),
+                ) = (&gi, inputs[0].data(), inputs[1].data(), &wi)
+                else {
+                    panic!("{what}: f32 Power comparison of a non-f32 kernel")
+                };
+                let bound = graphlift_codegen::vmath::pow::MAX_ULP;
+                for (k, (&y, &want)) in v.iter().zip(r).enumerate() {
+                    let at = inside[k];
+                    let (a, p) = (xs[at % xs.len()], ys[at % ys.len()]);
+                    let exact = graphlift_runtime::reference::binary_f64(
+                        graphlift_ir::BinaryOp::Power,
+                        f64::from(a),
+                        f64::from(p),
+                    );
+                    let err = graphlift_codegen::vmath::ulp_error(y, exact);
+                    assert!(
+                        err <= bound,
+                        "{what}: element {at}: pow({a:e}, {p:e}) = {y:e} is {err} ulp off (bound {bound})"
+                    );
+                    let special = !exact.is_finite()
+                        || graphlift_testkit::reference::pow_special_operands(
+                            f64::from(a),
+                            f64::from(p),
+                        );
+                    if special {
+                        assert!(
+                            y.to_bits() == want.to_bits() || y.is_nan() && want.is_nan(),
+                            "{what}: element {at}: pow({a:e}, {p:e}) = {y:e}, the interpreter gives {want:e}"
+                        );
+                    }
+                }
+            }
+            Expect::PowHalf => {
+                // Bit patterns of the 16-bit type and the operands' values.
+                let halves = |d: &TensorData| -> Vec<(u16, f64)> {
+                    match d {
+                        TensorData::F16(v) => v
+                            .iter()
+                            .map(|h| (h.to_bits(), f64::from(h.to_f32())))
+                            .collect(),
+                        TensorData::BF16(v) => v
+                            .iter()
+                            .map(|h| (h.to_bits(), f64::from(h.to_f32())))
+                            .collect(),
+                        _ => panic!("{what}: 16-bit Power comparison of another type"),
+                    }
+                };
+                let (v, r) = (halves(&gi), halves(&wi));
+                let (xs, ys) = (halves(inputs[0].data()), halves(inputs[1].data()));
+                for (k, (&(y, yv), &(want, wv))) in v.iter().zip(&r).enumerate() {
+                    let at = inside[k];
+                    let (a, p) = (xs[at % xs.len()].1, ys[at % ys.len()].1);
+                    let nan = yv.is_nan() && wv.is_nan();
+                    let special = graphlift_testkit::reference::pow_special_operands(a, p);
+                    let same_sign = (y ^ want) & 0x8000 == 0;
+                    let near = same_sign && y.abs_diff(want) <= 1 && !special;
+                    assert!(
+                        nan || y == want || near,
+                        "{what}: element {at}: pow({a:e}, {p:e}) = {yv:e}, the interpreter gives {wv:e}"
+                    );
                 }
             }
             Expect::UlpF64(bound, op) => {

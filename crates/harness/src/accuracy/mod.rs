@@ -14,7 +14,8 @@ pub use graphlift_testkit::reference;
 pub use graphlift_testkit::reference::pow_special_operands;
 pub use pow::sweep_pow_f64;
 pub use pow::{
-    pow_f64_exponents, sweep_pow_f32, AccuracyPow, POW_EXPONENTS, POW_EXPONENTS_F64, POW_TARGETS,
+    pow_f32_exponents, pow_f64_exponents, sweep_pow_f32, AccuracyPow, POW_EXPONENTS,
+    POW_EXPONENTS_F64, POW_TARGETS, POW_TARGETS_F32,
 };
 
 /// The functions with an inline `f32` approximation, in table order: [`vmath::FUNCTIONS`],

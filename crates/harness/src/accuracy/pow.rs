@@ -116,6 +116,33 @@ pub const POW_EXPONENTS: [f32; 32] = [
     f32::from_bits(1),
 ];
 
+/// The values `t` of `y·ln|x|` that [`sweep_pow_f32`] aims at from every base
+/// (`y = t/ln|x|`, rounded to `f32`): both sides of the zero threshold
+/// (`ln 2^-150 ≈ −103.97`), the subnormal range, the smallest normal (`ln 2^-126 ≈ −87.34`),
+/// moderate values, and both sides of the overflow threshold (`ln f32::MAX ≈ 88.72`), where
+/// the error of `y·ln|x|` weighs most.
+pub const POW_TARGETS_F32: [f32; 16] = [
+    -104.5, -103.97, -103.3, -95.0, -87.34, -80.0, -40.0, -5.0, -0.75, 0.75, 5.0, 40.0, 80.0, 88.0,
+    88.72, 89.5,
+];
+
+/// The exponents [`sweep_pow_f32`] pairs with base `x`: [`POW_EXPONENTS`], and for each
+/// target `t` of [`POW_TARGETS_F32`] the exponent `t/ln|x|` (rounded to `f32`) and its
+/// nearest integer (where `|x|` is finite, non-zero and not 1), so that results from every
+/// base cover the whole range, the overflow and underflow thresholds and the subnormals.
+pub fn pow_f32_exponents(x: f32) -> Vec<f32> {
+    let mut ys = POW_EXPONENTS.to_vec();
+    let l = f64::from(x).abs().ln();
+    if l.is_finite() && l != 0.0 {
+        for t in POW_TARGETS_F32 {
+            let y = (f64::from(t) / l) as f32;
+            ys.push(y);
+            ys.push(y.round());
+        }
+    }
+    ys
+}
+
 /// The fixed exponents of `sweep_pow_f64` for every base: the special
 /// ones (`±0`, `±inf`, NaN, small integers of both parities, halves, `2^53` and the odd
 /// `2^53 − 1`), tiny and huge ones (where `y·ln|x|` underflows or overflows), and spread
@@ -205,11 +232,12 @@ fn same<T: Into<f64>>(r: T, want: T) -> bool {
     r.to_bits() == want.to_bits() || r.is_nan() && want.is_nan()
 }
 
-/// Measures `f32` `Power` (inline through `f64`, [`vmath::pow`]) over every `step`-th
-/// positive `f32` bit pattern and its negation as bases, each with every exponent of
-/// [`POW_EXPONENTS`], in `kind`'s loop: the error in `f32` ulp against the interpreter's
-/// `f64` `powf` value before rounding, and bit equality with the interpreter wherever its
-/// result or an operand is special.
+/// Measures `f32` `Power` (inline, in `f32` arithmetic: [`vmath::pow`]) over every
+/// `step`-th positive `f32` bit pattern and its negation as bases, each with every exponent
+/// of [`pow_f32_exponents`] (the fixed [`POW_EXPONENTS`] and 32 aimed at the thresholds of
+/// the result), in `kind`'s loop: the error in `f32` ulp against the interpreter's `f64`
+/// `powf` value before rounding, and bit equality with the interpreter wherever its result
+/// or an operand is special.
 ///
 /// # Errors
 /// As [`JitKernel::compile`], or a failing kernel call.
@@ -224,12 +252,13 @@ pub fn sweep_pow_f32(step: u64, kind: LoopKind) -> Result<AccuracyPow, JitError>
         })
         .collect();
     let empty = AccuracyPow::empty(ElementType::F32, kind, vmath::pow::MAX_ULP);
+    let per_base = POW_EXPONENTS.len() + 2 * POW_TARGETS_F32.len();
     bases
-        .par_chunks(CHUNK / POW_EXPONENTS.len())
+        .par_chunks(CHUNK / per_base)
         .map(|chunk| -> Result<AccuracyPow, JitError> {
             let (xs, ys): (Vec<f32>, Vec<f32>) = chunk
                 .iter()
-                .flat_map(|&x| POW_EXPONENTS.iter().map(move |&y| (x, y)))
+                .flat_map(|&x| pow_f32_exponents(x).into_iter().map(move |y| (x, y)))
                 .unzip();
             let rs = apply_pairs(&k, ElementType::F32, xs.clone(), ys.clone())?;
             let mut acc = empty;

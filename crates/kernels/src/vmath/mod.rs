@@ -68,9 +68,12 @@ pub const F32_ONLY: [UnaryOp; 11] = UnaryOp::TRIG;
 ///   each side of every threshold (overflow, underflow, method switches). At `±0`, `±inf`
 ///   and NaN every result must be the interpreter's bit for bit.
 /// - **`Power`** ([`pow::MAX_ULP`], [`pow::MAX_ULP_F64`]): `accuracy --pow --step K` takes
-///   every K-th positive `f32` base and its negation, each with 32 exponents
+///   every K-th positive `f32` base and its negation, each with 32 fixed exponents
 ///   (`graphlift_harness::accuracy::POW_EXPONENTS`: `±0`, `±inf`, NaN, small integers,
-///   halves, `2^24`, large and tiny ones). `accuracy --pow --f64` takes the bases of the
+///   halves, `2^24`, large and tiny ones) and, from every base, the exponents `t/ln|x|`
+///   (rounded to `f32`) and their nearest integers for 16 targets `t` (`POW_TARGETS_F32`)
+///   on both sides of the overflow and underflow thresholds and across the subnormals
+///   (`--scalar` and `--avx512` sweep the other loops). `accuracy --pow --f64` takes the bases of the
 ///   dense `f64` sample (64 per binade by default), each with 32 fixed exponents
 ///   (`POW_EXPONENTS_F64`: `±0`, `±inf`, NaN, integers of both parities, halves, `2^53 − 1`,
 ///   tiny and huge ones) and, from every base, the exponents `t/ln|x|` and their nearest

@@ -1,21 +1,34 @@
-//! `x^y` for `f32` lanes (through `f64`) and `f64` lanes (through a double-double logarithm):
-//! the method, constants and error bounds of the inline lowering of `Power` on both float
-//! types, which keeps `Power` kernels free of per-lane host calls.
+//! `x^y` for `f32` lanes (through a double-`f32` logarithm) and `f64` lanes (through a
+//! double-double one): the method, constants and error bounds of the inline lowering of
+//! `Power` on both float types, which keeps `Power` kernels free of per-lane host calls and,
+//! on `f32`, at the full width of the vector (no promotion to `f64`).
 
 /// Documented maximum error of the `f32` function, in ulp of `f32` against the `f64`
-/// reference `f64::powf` (before rounding): **1 ulp** (see [`super::max_ulp`] for how it is
-/// checked).
+/// reference `f64::powf` (before rounding): **2 ulp** (see [`super::max_ulp`] for how it is
+/// checked; the measured figure is in `BENCHMARKS.md`).
 ///
-/// Each pair is promoted to `f64` (exact), `|x|^y = e^(y·ln|x|)` is computed in `f64` with
-/// the methods of the inline `f64` [`super::log`] and [`super::exp`] at lower polynomial
-/// degrees ([`RP`], [`QP`]), and the result is demoted to `f32` once. The `f64`
-/// intermediate is accurate to about 1e-9 relative wherever the `f32` result is finite and
-/// non-zero (`|y·ln|x|| < 104` there), so the only error of note is the final rounding.
-/// Results (nearly) halfway between two `f32` may round the other way than the
-/// interpreter's, e.g. `pow(2^-100, 1.5) = 2^-150`. In a vector loop the `F32X4` operands are
-/// split into two `F64X2` halves (`fvpromote_low` of the low lanes and of the high lanes
-/// moved down by a byte shuffle), computed, demoted with `fvdemote` and put back together
-/// with one shuffle.
+/// `|x|^y = e^w`, `w = y·ln|x|`, all in `f32` arithmetic, the same method as the `f64`
+/// function ([`MAX_ULP_F64`]) one precision down. `e^w` turns an absolute error `δ` of `w`
+/// into a relative error `δ` of the result, and `|w|` reaches 104 for finite non-zero
+/// results, so `ln|x|` must be known to about 2^-32 relative, eight bits past `f32`:
+///
+/// 1. `|x| = 2^k·(1 + f)`, `1 + f ∈ [√½, √2)` (the reduction of [`super::log`], subnormal
+///    `x` scaled by `2^23` first);
+/// 2. `ln(1 + f) = 2s + (2/3)s³ + s⁵·R(s²)`, `s = f/(2 + f)`, with `s` (one division, the
+///    quotient's remainder by fma), `s³` and `(2/3)s³` ([`C3_HI_F32`], [`C3_LO_F32`]) as
+///    double-`f32` values, the `s⁵` tail ([`R5_F32`], at most 1.7e-4 of the sum) in plain
+///    `f32`, and `k·ln2` as `k·ln2_hi` (exact) `+ k·ln2_lo`, summed by Fast2Sum into
+///    `L_hi + L_lo` (about 2^-37 relative);
+/// 3. `w = y·L` as `w_hi + w_lo` by an exact product (fma); `w_hi` clamped to the range of
+///    [`super::exp`] (`[-104, 89]`, past which the result is `0` or `inf`; `w_lo` is then
+///    dropped);
+/// 4. `e^w` by `exp`'s Cody–Waite reduction of `w_hi` with `w_lo` carried into the reduced
+///    argument (one rounding), its polynomial and its two-step scaling by `2^n`, so
+///    subnormal results round once.
+///
+/// Every step is sixteen-lane `f32` (or `i32`) work in the AVX-512 kernels and four-lane in
+/// Cranelift's, with one division, where a method through `f64` computes two halves of
+/// half the width (two `f64` divisions, and the conversions).
 ///
 /// IEEE 754 `pow` special cases, on both types, as the interpreter's `f64::powf` gives them
 /// (and so its `f32` `Power`, computed in `f64`), bit for bit: `pow(x, ±0) = 1` and
@@ -25,28 +38,18 @@
 /// infinite one a positive one; `±0` and `±inf` bases and infinite exponents follow from
 /// `e^(±inf) ∈ {0, inf}` (`pow(0, y < 0) = inf`, `pow(|x| < 1, -inf) = inf`, ...); any other
 /// NaN operand gives NaN.
-pub const MAX_ULP: f64 = 1.0;
+pub const MAX_ULP: f64 = 2.0;
 
-/// `(e^r − 1 − r)/r²` on `[-ln2/2, ln2/2]`, degree 6 (`scripts/vmath_f64_fit.py`,
-/// |error| < 2.7e-11: ample for one rounding to `f32`).
-pub const QP: [f64; 7] = [
-    0.5,
-    0.16666666718997508,
-    0.041666666718980845,
-    0.008333298483754886,
-    0.001388885404961482,
-    0.0001989927395864936,
-    2.4859578222625295e-05,
-];
+/// `2/3` rounded to `f32`: the high part of the `s³` coefficient of the `f32` logarithm.
+pub const C3_HI_F32: f32 = 2.0 / 3.0;
 
-/// `R(z)/z` of [`super::log`]'s `f64` method, degree 3 (|error| < 1.2e-9, entering the
-/// logarithm multiplied by `s·z < 0.0051`).
-pub const RP: [f64; 4] = [
-    0.6666666655449663,
-    0.4000012184017775,
-    0.285508207738004,
-    0.23330468363519238,
-];
+/// `2/3 − C3_HI_F32`, rounded to `f32`.
+pub const C3_LO_F32: f32 = (2.0 / 3.0 - C3_HI_F32 as f64) as f32;
+
+/// `R(z) = Σ 2z^j/(2j + 5)`, `j = 0..=3` ([`R5`]'s first terms): with `z = s² ≤ 0.0295`
+/// the first term left out is below 2^-21 of `R`, and the tail `s⁵·R` is at most 1.7e-4 of
+/// the logarithm.
+pub const R5_F32: [f32; 4] = [2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0];
 
 // ---- f64 ----
 
