@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::native::convolution::convolution;
-use crate::native::convolution_cases::{convolution_of, CASES};
+use crate::native::convolution_cases::{convolution_of, Case, CASES};
 use crate::native::matmul::matmul;
 use crate::native::Epilogue;
 use crate::parallel::{Parallel, ThreadConfig};
@@ -192,27 +192,11 @@ proptest! {
             [pads.0, pads.1],
             [pads.2, pads.3],
         );
-        let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-        let conv = convolution_of(&case);
-        let (sx, sf) = (Shape::new(case.0), Shape::new(case.1));
-        let x = TensorData::F32(uniform(sx.element_count().unwrap(), 9));
-        let f = uniform(sf.element_count().unwrap(), 10);
-        let depth = case.1[1] * kh * kw;
-        let w = PackedWeights::pack(&f, Side::Left, 1, (groups, m / groups, depth)).unwrap();
-        let f = TensorData::F32(f);
-        let xt = Tensor::from_data(x.clone(), sx.clone()).unwrap();
-        let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
-        let seen = Mutex::new(Vec::new());
-        let record = |block: crate::native::Block| record_block(&seen, block);
-        let epilogue = Some(Epilogue::new(&record));
-        let got = convolution(&xt, &ft, &conv, None, &parallel, (epilogue, Some(&w))).unwrap();
-        let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
-        let (got, want) = (f32s(&got), f32s(&want));
+        let (got, want, depth) = convolve_packed(&case, threads, 1.0);
         prop_assert_eq!(got.len(), want.len());
-        for (a, b) in got.iter().zip(want) {
+        for (a, b) in got.iter().zip(&want) {
             prop_assert!((a - b).abs() <= 4.0 * depth as f32 * f32::EPSILON, "{:?}: {} vs {}", case, a, b);
         }
-        assert_tiles(seen, got, &format!("{case:?}"));
     }
 }
 
@@ -334,6 +318,32 @@ fn assert_tiles(seen: Mutex<Vec<(usize, Vec<f32>)>>, got: &[f32], what: &str) {
     assert_eq!(next, got.len(), "{what}: blocks cover the result");
 }
 
+/// Convolves seeded data of `case` with its filter packed from `scale` times the filter, on
+/// `threads` threads, recording the epilogue's blocks (checked to tile the result): the
+/// result, the reference's result for the unscaled filter, and the window's depth.
+fn convolve_packed(case: &Case, threads: usize, scale: f32) -> (Vec<f32>, Vec<f32>, usize) {
+    let (dx, df) = (case.0, case.1);
+    let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+    let conv = convolution_of(case);
+    let (sx, sf) = (Shape::new(dx), Shape::new(df));
+    let x = TensorData::F32(uniform(sx.element_count().unwrap(), 7));
+    let f = uniform(sf.element_count().unwrap(), 8);
+    let scaled: Vec<f32> = f.iter().map(|v| scale * v).collect();
+    let depth = df[1] * df[2] * df[3];
+    let w = PackedWeights::pack(&scaled, Side::Left, 1, (case.2, df[0] / case.2, depth)).unwrap();
+    let f = TensorData::F32(f);
+    let xt = Tensor::from_data(x.clone(), sx.clone()).unwrap();
+    let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
+    let seen = Mutex::new(Vec::new());
+    let record = |block: crate::native::Block| record_block(&seen, block);
+    let epilogue = Some(Epilogue::new(&record));
+    let got = convolution(&xt, &ft, &conv, None, &parallel, (epilogue, Some(&w))).unwrap();
+    let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
+    let (got, want) = (f32s(&got).to_vec(), f32s(&want).to_vec());
+    assert_tiles(seen, &got, &format!("{dx:?} {df:?}, {threads} threads"));
+    (got, want, depth)
+}
+
 /// `MatMul` with packed weights (either side, batch broadcasting, rows split over 1 to 3
 /// threads, blocks of packed rows starting inside the weights) agrees with the reference,
 /// and its epilogue sees every element of the result exactly once, as written. The
@@ -403,32 +413,14 @@ fn matmul_on_packed_weights_agrees_with_the_reference() {
 fn convolution_on_packed_filters_agrees_with_the_reference() {
     let on_packed = crate::target::CpuFeatures::host().avx512f;
     for threads in 1..=3 {
-        let parallel = Parallel::new(ThreadConfig::with_threads(threads));
         for case in CASES {
             let (dx, df) = (case.0, case.1);
-            let conv = convolution_of(case);
-            let (sx, sf) = (Shape::new(dx), Shape::new(df));
-            let x = TensorData::F32(uniform(sx.element_count().unwrap(), 7));
-            let f = uniform(sf.element_count().unwrap(), 8);
-            let doubled: Vec<f32> = f.iter().map(|v| 2.0 * v).collect();
-            let depth = df[1] * df[2] * df[3];
-            let per_group = df[0] / conv.groups;
-            let w = PackedWeights::pack(&doubled, Side::Left, 1, (conv.groups, per_group, depth))
-                .unwrap();
-            let f = TensorData::F32(f);
-            let xt = Tensor::from_data(x.clone(), sx.clone()).unwrap();
-            let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
-            let seen = Mutex::new(Vec::new());
-            let record = |block: crate::native::Block| record_block(&seen, block);
-            let epilogue = Some(Epilogue::new(&record));
-            let got = convolution(&xt, &ft, &conv, None, &parallel, (epilogue, Some(&w))).unwrap();
-            let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
-            let (got, want) = (f32s(&got), f32s(&want));
-            assert_tiles(seen, got, &format!("{dx:?} {df:?}, {threads} threads"));
+            let (got, want, depth) = convolve_packed(case, threads, 2.0);
             assert_eq!(got.len(), want.len());
+            let per_group = df[0] / case.2;
             let depthwise = per_group == 1 && df[1] == 1;
             let scale = if on_packed && !depthwise { 2.0 } else { 1.0 };
-            for (a, b) in got.iter().zip(want) {
+            for (a, b) in got.iter().zip(&want) {
                 assert!(
                     (a - scale * b).abs() <= 4.0 * depth as f32 * f32::EPSILON,
                     "{dx:?} {df:?}, {threads} threads: {a} vs {scale} * {b}"
