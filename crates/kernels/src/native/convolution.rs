@@ -161,13 +161,6 @@ fn by_tasks<T: Float>(
     let tasks = g.n * g.groups;
     let convolve_task = |k: usize, out: &mut [T]| {
         let grp = k % g.groups;
-        if g.c == g.groups && mg == 1 {
-            let b = k / g.groups;
-            let channel = &d.x[(b * g.c + grp) * g.h * g.w..(b * g.c + grp + 1) * g.h * g.w];
-            let taps = g.kh * g.kw;
-            depthwise(channel, &d.f[grp * taps..(grp + 1) * taps], g, d.conv, out);
-            return;
-        }
         for band in &bands {
             let span = band.start * g.ow..band.end * g.ow;
             with_scratch(d.fields_len(band), |buffer| {
@@ -191,9 +184,18 @@ fn by_tasks<T: Float>(
     if pool.is_some() {
         per_block = per_block.min(tasks.div_ceil(threads).max(1));
     }
+    let depthwise_groups = g.c == g.groups && mg == 1;
     let block = |(blk, out): (usize, &mut [T])| {
-        for (i, out) in out.chunks_mut(per_task).enumerate() {
-            convolve_task(blk * per_block + i, out);
+        let first = blk * per_block;
+        if depthwise_groups {
+            // Task `k` is channel `k` of the flattened `[N · C]` planes, all in one call.
+            let hw = g.h * g.w;
+            let planes = &d.x[first * hw..(first + out.len() / per_task) * hw];
+            depthwise(planes, (d.f, first), g, d.conv, out);
+        } else {
+            for (i, out) in out.chunks_mut(per_task).enumerate() {
+                convolve_task(first + i, out);
+            }
         }
         if let Some(e) = &epilogue {
             e.run(blk * per_block * per_task, out);

@@ -5,7 +5,7 @@ use graphlift_ir::Convolution;
 use multiversion::multiversion;
 
 use super::conv_geometry::{column_runs, take_every, Geometry};
-use super::depthwise_avx512;
+use super::depthwise_avx512::{self, RowTaps};
 use super::packed::Element;
 use super::scratch::{with_scratch, Scratch};
 
@@ -22,30 +22,49 @@ const MIN_TAPS: usize = 9;
 /// blocked, PP-PicoDet's layout model's (up to 160 x 160) 15 % slower.
 const PADDED_BUDGET: usize = 8192;
 
-/// `out` (`[oH, oW]`) = the sum over window positions of the filter tap (`taps`, `[kH, kW]`)
-/// times the shifted input plane (`plane`, `[H, W]`), accumulated in the element type in
-/// window order (row by row, then column by column), as the reference's convolution does.
+/// Each output channel of the block `out` (`[channels, oH, oW]`) = the sum over window
+/// positions of its filter taps times the shifted input plane of its channel (`planes`,
+/// `[channels, H, W]`), accumulated in the element type in window order (row by row, then
+/// column by column), as the reference's convolution does. Channel `i` of the block is
+/// group `(first + i) mod groups`, whose taps are `filters[group]` (`filters`, `[groups, kH,
+/// kW]`). Taking the channels of a block at once spares each its own buffers.
 ///
 /// Windows of at least [`MIN_TAPS`] taps over output rows of at least one block, on planes
 /// whose padded copy fits [`PADDED_BUDGET`], with finite taps, run [`depthwise_blocked`].
-/// Other shapes run [`depthwise_runs`], and so does a tap that is infinite or NaN: that
-/// loop skips the padding instead of multiplying it (`inf · 0` would be NaN where the
-/// window reads padding only).
-pub(super) fn depthwise<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
-where
+/// Other shapes run [`depthwise_runs`], and so does a channel with a tap that is infinite
+/// or NaN: that loop skips the padding instead of multiplying it (`inf · 0` would be NaN
+/// where the window reads padding only).
+pub(super) fn depthwise<T>(
+    planes: &[T],
+    (filters, first): (&[T], usize),
+    g: &Geometry,
+    conv: &Convolution,
+    out: &mut [T],
+) where
     T: Element + Scratch + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
-    let zero = T::default();
+    let (hw, ohw, taps_n) = (g.h * g.w, g.oh * g.ow, g.kh * g.kw);
+    if hw == 0 || ohw == 0 || taps_n == 0 {
+        out.fill(T::default());
+        return;
+    }
+    let taps = |i: usize| {
+        let grp = (first + i) % g.groups.max(1);
+        filters
+            .get(grp * taps_n..(grp + 1) * taps_n)
+            .unwrap_or_default()
+    };
     let padded = g.h * padded_row(g, conv).1;
-    let taps_n = g.kh * g.kw;
     // A block's sum is one chain of `taps_n` additions: past 3x3 windows, only rows of four
     // blocks (four chains at a time) hide its latency.
     let chains = taps_n <= MIN_TAPS || g.ow >= 4 * BLOCK;
     let blocked = g.ow >= BLOCK && taps_n >= MIN_TAPS && chains && padded <= PADDED_BUDGET;
-    if blocked && taps.iter().all(|&t| t * zero == zero) {
-        depthwise_blocked(plane, taps, g, conv, out);
+    if blocked {
+        depthwise_blocked(planes, &taps, g, conv, out);
     } else {
-        depthwise_runs(plane, taps, g, conv, out);
+        for (i, (plane, out)) in planes.chunks(hw).zip(out.chunks_mut(ohw)).enumerate() {
+            depthwise_runs(plane, taps(i), g, conv, out);
+        }
     }
 }
 
@@ -63,18 +82,41 @@ pub(super) fn padded_row(g: &Geometry, conv: &Convolution) -> (usize, usize) {
 /// phases (phase `p` holds padded columns `p, p + sw, ...`): tap `kx` of output column `ox`
 /// reads padded column `ox · sw + kx · dw`, which is phase `(kx · dw) mod sw` at
 /// `ox + (kx · dw) div sw`, so each tap is one contiguous run of every output row.
-fn depthwise_blocked<T>(plane: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
-where
-    T: Element + Scratch + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+fn depthwise_blocked<'f, T>(
+    planes: &[T],
+    taps: &dyn Fn(usize) -> &'f [T],
+    g: &Geometry,
+    conv: &Convolution,
+    out: &mut [T],
+) where
+    T: Element + Scratch + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
     let win = &conv.window;
     let (sw, pw) = (win.strides[1], win.pads_begin[1]);
     let (phase_len, row_len) = padded_row(g, conv);
+    let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
+    let starts = tap_starts(g, conv);
+    let row_taps = RowTaps::of(g, conv, &starts);
+    let mut live = Vec::with_capacity(g.kh * g.kw);
+    let zero = T::default();
     with_scratch(g.h * row_len, |padded| {
-        for (iy, row) in padded.chunks_exact_mut(row_len).enumerate() {
-            pad_row(&plane[iy * g.w..(iy + 1) * g.w], (sw, pw), row, phase_len);
+        for (i, (plane, out)) in planes.chunks(hw).zip(out.chunks_mut(ohw)).enumerate() {
+            let taps = taps(i);
+            if !taps.iter().all(|&t| t * zero == zero) {
+                depthwise_runs(plane, taps, g, conv, out);
+                continue;
+            }
+            for (iy, row) in padded.chunks_exact_mut(row_len).enumerate() {
+                pad_row(&plane[iy * g.w..(iy + 1) * g.w], (sw, pw), row, phase_len);
+            }
+            blocked_rows(
+                padded,
+                (taps, &starts, &row_taps),
+                (g, conv),
+                out,
+                &mut live,
+            );
         }
-        blocked_rows(padded, taps, g, conv, out);
     });
 }
 
@@ -138,17 +180,21 @@ pub(super) fn live_taps<T: Copy>(
 
 /// The output rows of [`depthwise_blocked`] from the padded phases of the input rows: on the
 /// AVX-512 tiles for `f32` where the host has them, else row by row in portable code.
-fn blocked_rows<T>(padded: &[T], taps: &[T], g: &Geometry, conv: &Convolution, out: &mut [T])
-where
+fn blocked_rows<T>(
+    padded: &[T],
+    (taps, starts, row_taps): (&[T], &[usize], &RowTaps),
+    (g, conv): (&Geometry, &Convolution),
+    out: &mut [T],
+    live: &mut Vec<(usize, T)>,
+) where
     T: Element + Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
-    let starts = tap_starts(g, conv);
     if let (Some(p), Some(t), Some(o)) = (T::as_f32(padded), T::as_f32(taps), T::as_f32_mut(out)) {
-        if depthwise_avx512::rows(p, (g, conv), (t, &starts), o) {
+        if depthwise_avx512::rows(p, (g, conv), (t, row_taps), o) {
             return;
         }
     }
-    portable_rows(padded, (g, conv), (taps, &starts), out);
+    portable_rows(padded, (g, conv), (taps, starts), out, live);
 }
 
 /// [`blocked_rows`] in portable code: four blocks of a row at a time (four independent
@@ -159,19 +205,19 @@ fn portable_rows<T>(
     (g, conv): (&Geometry, &Convolution),
     (taps, starts): (&[T], &[usize]),
     out: &mut [T],
+    live: &mut Vec<(usize, T)>,
 ) where
     T: Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
     let row_len = padded_row(g, conv).1;
-    let mut live: Vec<(usize, T)> = Vec::with_capacity(g.kh * g.kw);
     for (oy, dst) in out.chunks_exact_mut(g.ow).enumerate().take(g.oh) {
-        live_taps(oy, (g, conv), (taps, starts, row_len), &mut live);
+        live_taps(oy, (g, conv), (taps, starts, row_len), live);
         // Each column's sum is still taken tap by tap, in window order.
         let mut x0 = 0;
         while x0 + 4 * BLOCK <= g.ow {
             let mut a = [[T::default(); BLOCK]; 4];
             let [a0, a1, a2, a3] = &mut a;
-            for &(at, t) in &live {
+            for &(at, t) in live.iter() {
                 let run = &padded[at + x0..at + x0 + 4 * BLOCK];
                 for l in 0..BLOCK {
                     a0[l] = a0[l] + t * run[l];
@@ -188,7 +234,7 @@ fn portable_rows<T>(
         let mut blocks = dst[x0..].chunks_exact_mut(BLOCK);
         for block in &mut blocks {
             let mut acc = [T::default(); BLOCK];
-            for &(at, t) in &live {
+            for &(at, t) in live.iter() {
                 let run = &padded[at + x0..at + x0 + BLOCK];
                 for (a, &v) in acc.iter_mut().zip(run) {
                     *a = *a + t * v;
@@ -201,7 +247,7 @@ fn portable_rows<T>(
         let n = tail.len();
         if n > 0 {
             let mut acc = [T::default(); BLOCK];
-            for &(at, t) in &live {
+            for &(at, t) in live.iter() {
                 let run = &padded[at + x0..at + x0 + n];
                 for (a, &v) in acc[..n].iter_mut().zip(run) {
                     *a = *a + t * v;
@@ -294,7 +340,7 @@ mod tests {
             .map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0)
             .collect();
         let mut out = vec![f32::NAN; g.oh * g.ow];
-        depthwise(&plane, taps, &g, &conv, &mut out);
+        depthwise(&plane, (taps, 0), &g, &conv, &mut out);
         let want = graphlift_runtime::reference::convolution(
             &TensorData::F32(plane),
             &sx,
@@ -327,6 +373,59 @@ mod tests {
             check(7, w, 3, [2, 2], [1, 1], [1, 1, 0, 1], &taps3);
             check(9, w, 5, [1, 2], [2, 1], [2, 0, 1, 2], &taps5);
             check(4, w, 3, [1, 3], [1, 2], [0, 3, 0, 0], &taps3);
+        }
+    }
+
+    /// A block of channels in one call: each channel `i` takes group `(first + i) mod
+    /// groups`'s taps (wrapping past the last group, as a block spanning two images does),
+    /// and one channel's infinite tap sends only that channel to the run loop.
+    #[test]
+    fn a_block_of_channels_takes_each_channel_its_group() {
+        let (h, w, groups, first, channels) = (6, 40, 3, 2, 4);
+        let conv = Convolution {
+            window: Window {
+                shape: vec![3, 3],
+                strides: vec![1, 1],
+                dilations: vec![1, 1],
+                pads_begin: vec![1, 1],
+                pads_end: vec![1, 1],
+            },
+            groups,
+        };
+        let (sx, sf) = (Shape::new([1, groups, h, w]), Shape::new([groups, 1, 3, 3]));
+        let g = Geometry::of(&sx, &sf, &conv).unwrap();
+        let planes: Vec<f32> = (0..channels * h * w)
+            .map(|i| ((i * 29 % 97) as f32) / 40.0 - 1.0)
+            .collect();
+        let mut filters: Vec<f32> = (0..groups * 9)
+            .map(|i| (i % 5) as f32 * 0.2 - 0.4)
+            .collect();
+        filters[9] = f32::INFINITY;
+        let mut out = vec![f32::NAN; channels * h * w];
+        depthwise(&planes, (&filters, first), &g, &conv, &mut out);
+        let one = Convolution {
+            groups: 1,
+            ..conv.clone()
+        };
+        let (s1, f1) = (Shape::new([1, 1, h, w]), Shape::new([1, 1, 3, 3]));
+        for i in 0..channels {
+            let grp = (first + i) % groups;
+            let want = graphlift_runtime::reference::convolution(
+                &TensorData::F32(planes[i * h * w..(i + 1) * h * w].to_vec()),
+                &s1,
+                &TensorData::F32(filters[grp * 9..(grp + 1) * 9].to_vec()),
+                &f1,
+                &one,
+            )
+            .unwrap();
+            let TensorData::F32(want) = want else {
+                panic!("f32")
+            };
+            for (a, b) in out[i * h * w..(i + 1) * h * w].iter().zip(&want) {
+                let close =
+                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()) || (a.is_nan() && b.is_nan()) || a == b;
+                assert!(close, "channel {i} (group {grp}): {a} vs {b}");
+            }
         }
     }
 

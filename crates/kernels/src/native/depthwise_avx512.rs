@@ -11,88 +11,91 @@ use std::arch::x86_64::{
     _mm512_set1_ps, _mm512_setzero_ps,
 };
 
+use std::ops::Range;
+
 use graphlift_ir::Convolution;
 
 use super::conv_geometry::Geometry;
 use super::depthwise::{live_taps, padded_row, BLOCK};
 use crate::target::CpuFeatures;
 
+/// The taps every output row reads inside the input, as (where the tap's run starts in the
+/// padded rows, the tap's index in the window), in window order: the same for every channel
+/// of a depthwise convolution, so made once per block of channels.
+pub(super) struct RowTaps {
+    entries: Vec<(usize, usize)>,
+    /// Per output row: its entries, whether its window is whole (every window row inside
+    /// the input), and the furthest of its runs' starts.
+    rows: Vec<(Range<usize>, bool, usize)>,
+}
+
+impl RowTaps {
+    /// The rows' taps of `conv` over geometry `g`, the runs of a filter row's taps starting
+    /// at `starts` in a padded row.
+    pub(super) fn of(g: &Geometry, conv: &Convolution, starts: &[usize]) -> RowTaps {
+        let row_len = padded_row(g, conv).1;
+        let indices: Vec<usize> = (0..g.kh * g.kw).collect();
+        let (mut entries, mut rows, mut live) = (Vec::new(), Vec::new(), Vec::new());
+        for oy in 0..g.oh {
+            let whole = live_taps(oy, (g, conv), (&indices, starts, row_len), &mut live);
+            let last = live.iter().map(|&(at, _)| at).max().unwrap_or(0);
+            rows.push((entries.len()..entries.len() + live.len(), whole, last));
+            entries.extend_from_slice(&live);
+        }
+        RowTaps { entries, rows }
+    }
+}
+
 /// Every output row of one channel (`out`, `[oH, oW]`) from the padded phases of its input
-/// rows (`padded`, as `super::depthwise` lays them out) and the taps (`taps`, `[kH, kW]`,
-/// their runs starting at `starts` in a padded row). Returns `false` on a host without
-/// AVX-512F or when a slice is shorter than the geometry says (having written some rows or
-/// none: the caller then computes every row).
+/// rows (`padded`, as `super::depthwise` lays them out) and its taps (`taps`, `[kH, kW]`,
+/// read where `row_taps` says). Returns `false` on a host without AVX-512F or when a slice
+/// is shorter than the geometry says (having written some rows or none: the caller then
+/// computes every row).
 pub(super) fn rows(
     padded: &[f32],
     (g, conv): (&Geometry, &Convolution),
-    (taps, starts): (&[f32], &[usize]),
+    (taps, row_taps): (&[f32], &RowTaps),
     out: &mut [f32],
 ) -> bool {
     if !cfg!(target_arch = "x86_64")
         || !CpuFeatures::host().avx512f
         || out.len() < g.oh * g.ow
         || taps.len() < g.kh * g.kw
-        || starts.len() < g.kw
+        || row_taps.rows.len() < g.oh
     {
         return false;
     }
-    let win = &conv.window;
-    let (sh, dh, ph) = (win.strides[0], win.dilations[0], win.pads_begin[0]);
-    let row_len = padded_row(g, conv).1;
-    let step = sh * row_len;
-    let taps = (taps, starts, row_len);
-    // Whether output row `oy`'s window rows all lie inside the input.
-    let whole = |oy: usize| {
-        (oy * sh)
-            .checked_sub(ph)
-            .is_some_and(|top| top + g.kh.saturating_sub(1) * dh < g.h)
-    };
-    // The taps of the first row with a whole window (`first`): a later such row's are
-    // the same, `(oy − first) · step` further on.
-    let mut first: Option<FirstWhole> = None;
-    let mut edge = Vec::with_capacity(g.kh * g.kw);
+    let step = conv.window.strides[0] * padded_row(g, conv).1;
     let mut oy = 0;
     while oy < g.oh {
-        // The row's taps, how far on they are read, the rows summed together, and the
-        // furthest tap run (which every other lies before).
-        let (live, shift, rows, last) = if whole(oy) {
-            let (oy0, live, last) = first.get_or_insert_with(|| {
-                let mut live = Vec::with_capacity(g.kh * g.kw);
-                live_taps(oy, (g, conv), taps, &mut live);
-                let last = live.iter().map(|&(at, _)| at).max().unwrap_or(0);
-                (oy, live, last)
-            });
-            let pair = oy + 1 < g.oh && whole(oy + 1);
-            let rows = 1 + usize::from(pair);
-            ((*live).as_slice(), (oy - *oy0) * step, rows, *last)
-        } else {
-            live_taps(oy, (g, conv), taps, &mut edge);
-            let last = edge.iter().map(|&(at, _)| at).max().unwrap_or(0);
-            (edge.as_slice(), 0, 1, last)
-        };
+        let (span, whole, last) = row_taps.rows[oy].clone();
+        let live = &row_taps.entries[span];
+        // Two rows with whole windows read the same taps `step` elements apart.
+        let pair = whole && oy + 1 < g.oh && row_taps.rows[oy + 1].1;
+        let rows = 1 + usize::from(pair);
         if live.is_empty() {
             out[oy * g.ow..(oy + 1) * g.ow].fill(0.0);
             oy += 1;
             continue;
         }
         // A row outside the slice leaves the whole plane to the portable loop.
-        if last + shift + (rows - 1) * step + g.ow > padded.len() {
+        if last + (rows - 1) * step + g.ow > padded.len() {
             return false;
         }
         let dst = &mut out[oy * g.ow..(oy + rows) * g.ow];
-        let from = padded[shift..].as_ptr();
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: the host has AVX-512F (checked above). Every tap run read is `from + at +
-        // r · step + x` for `x < oW`, `r < rows` and the row's taps `live` (for two rows
+        // SAFETY: the host has AVX-512F (checked above). Every tap run read is `padded + at
+        // + r · step + x` for `x < oW`, `r < rows` and the row's taps `live` (for two rows
         // with whole windows, the second row's taps are exactly the first's `step` further
-        // on), so it lies at or before `padded + shift + last + (rows − 1) · step + oW − 1`,
-        // checked inside `padded` just above; every output written is a column `< oW` of
-        // the `rows` rows of `dst`.
+        // on), so it lies at or before `padded + last + (rows − 1) · step + oW − 1`,
+        // checked inside `padded` just above; each tap index is below `kH · kW ≤
+        // taps.len()` (checked above); every output written is a column `< oW` of the
+        // `rows` rows of `dst`.
         unsafe {
             if rows == 2 {
-                row_tiles::<2>(from, live, step, g.ow, dst.as_mut_ptr());
+                row_tiles::<2>(padded.as_ptr(), (live, taps), step, g.ow, dst.as_mut_ptr());
             } else {
-                row_tiles::<1>(from, live, step, g.ow, dst.as_mut_ptr());
+                row_tiles::<1>(padded.as_ptr(), (live, taps), step, g.ow, dst.as_mut_ptr());
             }
         }
         oy += rows;
@@ -100,22 +103,19 @@ pub(super) fn rows(
     true
 }
 
-/// The first output row with a whole window, its taps (as [`live_taps`] gives them) and the
-/// furthest of their runs.
-type FirstWhole = (usize, Vec<(usize, f32)>, usize);
-
 /// `R` output rows of `ow` columns at `out` (row stride `ow`): blocks of four while more than
 /// six blocks are left, then the rest in one tile (its last block masked), so a row of up to
 /// six blocks is one tile of `R` times as many chains of additions.
 ///
 /// # Safety
-/// AVX-512F; for every `(at, _)` of `live`, `r < R` and `x < ow`, `padded + at + r · step +
-/// x` is readable; `out + r · ow + x` is writable and not otherwise borrowed.
+/// AVX-512F; for every `(at, tap)` of `live`, `tap` indexes the taps and, for `r < R` and
+/// `x < ow`, `padded + at + r · step + x` is readable; `out + r · ow + x` is writable and not
+/// otherwise borrowed.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn row_tiles<const R: usize>(
     padded: *const f32,
-    live: &[(usize, f32)],
+    live: (&[(usize, usize)], &[f32]),
     step: usize,
     ow: usize,
     out: *mut f32,
@@ -152,15 +152,15 @@ unsafe fn row_tiles<const R: usize>(
 #[target_feature(enable = "avx512f")]
 unsafe fn tile<const R: usize, const B: usize>(
     padded: *const f32,
-    live: &[(usize, f32)],
+    (live, taps): (&[(usize, usize)], &[f32]),
     step: usize,
     (x0, ow): (usize, usize),
     out: *mut f32,
     masks: [__mmask16; B],
 ) {
     let mut acc: [[__m512; B]; R] = [[_mm512_setzero_ps(); B]; R];
-    for &(at, t) in live {
-        let tv = _mm512_set1_ps(t);
+    for &(at, tap) in live {
+        let tv = _mm512_set1_ps(taps[tap]);
         for (r, acc) in acc.iter_mut().enumerate() {
             let run = padded.wrapping_add(at + r * step + x0);
             for (b, acc) in acc.iter_mut().enumerate() {
