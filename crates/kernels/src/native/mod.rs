@@ -27,6 +27,7 @@ mod reduce;
 mod resize;
 mod rows;
 mod scratch;
+mod transpose;
 
 use graphlift_ir::{Node, Op};
 use graphlift_runtime::reference::evaluate_node;
@@ -40,7 +41,8 @@ pub use packed::{prepare, PackedWeights, Side};
 /// `Convolution` (and 1-D, as 2-D over a unit height), 1-D/2-D `ConvolutionInteger`,
 /// `QuantizedMatMul` and the convolution's 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
-/// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Concat` (every element type), `Convert`
+/// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Concat` and `Transpose` (every element
+/// type), `Convert`
 /// between `f32` and the half types, reductions over trailing axes,
 /// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`; the recurrent
 /// sequence ops on `f32`), else with the
@@ -48,7 +50,7 @@ pub use packed::{prepare, PackedWeights, Side};
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
 /// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,
-/// `Attention`, `Concat` and `Resize` write into it instead of allocating.
+/// `Attention`, `Concat`, `Transpose` and `Resize` write into it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -133,6 +135,10 @@ pub fn evaluate_with_epilogue(
         (Op::Resize(r), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             resize::resize_nearest(x, r, out, parallel)
+        }
+        (Op::Transpose(perm), [x]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            transpose::transpose(x, perm, out, parallel)
         }
         (Op::Concat(axis), parts) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
