@@ -115,15 +115,17 @@ fn convolve<T: Float>(
     let pool = parallel.pool().filter(|_| macs >= 1 << 18);
     let implicit = d.implicit(threads * BAND_MIN_COLUMNS);
     match pool {
-        _ if implicit.is_some() => by_bands(&d, implicit.as_ref(), pool, threads, y, epilogue),
         Some(pool) if tasks < threads && !depthwise_groups => {
             let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
-            if rows < mg && (d.pointwise || plane < threads * BAND_MIN_COLUMNS) {
+            // Bands need output rows to share out (a 1-D convolution has one).
+            let few_rows = g.oh < threads;
+            if rows < mg && (d.pointwise || plane < threads * BAND_MIN_COLUMNS || few_rows) {
                 by_filter_rows(&d, pool, rows, y, epilogue);
             } else {
-                by_bands(&d, None, Some(pool), threads, y, epilogue);
+                by_bands(&d, implicit.as_ref(), Some(pool), threads, y, epilogue);
             }
         }
+        _ if implicit.is_some() => by_bands(&d, implicit.as_ref(), pool, threads, y, epilogue),
         _ => by_tasks(&d, pool.filter(|_| tasks > 1), threads, y, epilogue),
     }
 }
