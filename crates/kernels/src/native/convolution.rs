@@ -1,6 +1,8 @@
-//! 2-D `Convolution` on `f32`/`f64` as im2col + GEMM through the `gemm` crate, with a direct
-//! loop for depthwise groups, so a convolution reuses the blocked SIMD matrix product instead
-//! of the reference's nested loops.
+//! 2-D `Convolution` on `f32`/`f64` as a matrix product of the filters with the unrolled
+//! receptive fields (im2col, or read in place from the padded image where the filters are
+//! packed: `conv_dense`), with a direct loop for depthwise groups; and the one
+//! decision of how a convolution splits over threads: by (image, group) tasks, by blocks of
+//! filters, or by bands of output rows.
 
 use std::ops::Range;
 
@@ -332,12 +334,13 @@ fn by_bands<T: Float>(
 
 /// The convolution of `x` `[N, C, H, W]` with `filter` `[M, C/g, kH, kW]`, or `None` when
 /// this kernel does not apply (other ranks or element types); the caller then runs the
-/// reference. For each image and group, the receptive fields are unrolled (im2col) into a
-/// `[C/g · kH · kW, oH · oW]` matrix (zeros where the window reads padding) and multiplied
-/// by the group's filters `[M/g, C/g · kH · kW]` with the `gemm` crate. `epilogue` runs on
-/// blocks of whole output planes (those of one or more (image, group) pairs) as soon as
-/// they are written. `packed`, the filter as [`super::packed::prepare`] packed it, runs the
-/// `f32` products on the packed AVX-512 path.
+/// reference. For each image and group, the receptive fields `[C/g · kH · kW, oH · oW]`
+/// (zeros where the window reads padding) are multiplied by the group's filters `[M/g, C/g ·
+/// kH · kW]`: unrolled (im2col) and multiplied with the `gemm` crate, or, with `packed` (the
+/// filter as [`super::packed::prepare`] packed it), on the packed AVX-512 path, read in
+/// place from the padded image where `Dense::implicit` takes them. `epilogue` runs on each
+/// block of the output as soon as it is written (whole planes, blocks of filters' planes, or
+/// a band's rows of each channel, by how the call is split over threads).
 pub fn convolution(
     x: &Tensor,
     filter: &Tensor,
