@@ -57,12 +57,6 @@ fn pool<T: Float + Send + Sync>(
         None => 1,
     };
     let block = oh.div_ceil(blocks_per_plane);
-    // (plane, first output row, those rows of `y`).
-    let units = y.chunks_mut(plane_out).enumerate().flat_map(|(p, yp)| {
-        yp.chunks_mut(block * ow)
-            .enumerate()
-            .map(move |(b, ys)| (p, b * block, ys))
-    });
     let one_unit = |(p, oy0, ys): (usize, usize, &mut [T])| {
         let plane = &x[p * h * w..(p + 1) * h * w];
         let input_row = |r: usize| &plane[r * w..(r + 1) * w];
@@ -141,9 +135,31 @@ fn pool<T: Float + Send + Sync>(
             }
         }
     };
+    let wanted = UNITS_PER_THREAD * parallel.config().threads;
     match pool {
-        Some(pool) => for_each(pool, units, one_unit),
-        None => units.for_each(one_unit),
+        // Many planes (a batch of feature maps): units of whole planes, a few per thread,
+        // not one per plane (each unit is handed out under a lock).
+        Some(pool) if planes >= wanted => {
+            let per_unit = planes.div_ceil(wanted);
+            let groups = y.chunks_mut(per_unit * plane_out).enumerate();
+            for_each(pool, groups, |(u, yu)| {
+                for (i, yp) in yu.chunks_mut(plane_out).enumerate() {
+                    one_unit((u * per_unit + i, 0, yp));
+                }
+            });
+        }
+        _ => {
+            // (plane, first output row, those rows of `y`).
+            let units = y.chunks_mut(plane_out).enumerate().flat_map(|(p, yp)| {
+                yp.chunks_mut(block * ow)
+                    .enumerate()
+                    .map(move |(b, ys)| (p, b * block, ys))
+            });
+            match pool {
+                Some(pool) => for_each(pool, units, one_unit),
+                None => units.for_each(one_unit),
+            }
+        }
     }
 }
 
