@@ -7,8 +7,7 @@ use std::ops::Range;
 
 use graphlift_ir::Convolution;
 
-use super::conv_geometry::{take_every, Geometry};
-use super::convolution::im2col;
+use super::conv_geometry::{im2col, is_pointwise, take_every, Geometry};
 use super::gemm_call::{gemm_into, Strided};
 use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
 use super::scratch::Scratch;
@@ -65,7 +64,6 @@ impl<'a, T: Float> Dense<'a, T> {
         g: &'a Geometry,
         conv: &'a Convolution,
         packed: Option<&'a PackedWeights>,
-        pointwise: bool,
     ) -> Dense<'a, T> {
         let packed = packed.filter(|w| {
             w.side() == Side::Left && w.extents() == (g.groups, g.m / g.groups, depth(g))
@@ -76,8 +74,19 @@ impl<'a, T: Float> Dense<'a, T> {
             g,
             conv,
             packed,
-            pointwise,
+            pointwise: is_pointwise(g, conv),
         }
+    }
+
+    /// (image, group) tasks: `N · groups`.
+    pub(super) fn tasks(&self) -> usize {
+        self.g.n * self.g.groups
+    }
+
+    /// Whether every group is one input and one output channel (a depthwise convolution
+    /// with a multiplier of 1), which runs the direct depthwise loop.
+    pub(super) fn depthwise_groups(&self) -> bool {
+        self.g.c == self.g.groups && self.mg() == 1
     }
 
     /// Input channels per group.

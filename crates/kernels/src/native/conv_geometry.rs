@@ -1,9 +1,12 @@
 //! The geometry of a 2-D window op over `[N, C, H, W]` data (convolution, its backprops,
-//! the integer convolution): extents, and the runs of output columns each filter column
-//! reads inside the row, so kernels loop over contiguous memory instead of testing every
-//! tap for padding.
+//! the integer convolution): extents, the runs of output columns each filter column reads
+//! inside the row (so kernels loop over contiguous memory instead of testing every tap for
+//! padding), a row's stride phases, and the receptive fields unrolled (im2col).
+
+use std::ops::Range;
 
 use graphlift_ir::{Convolution, Shape, Window};
+use multiversion::multiversion;
 
 /// The geometry of one 2-D convolution: data `[n, c, h, w]`, filter `[m, c / groups, kh,
 /// kw]`, output `[n, m, oh, ow]`.
@@ -138,6 +141,66 @@ where
             *d = *d + v;
         }
     }
+}
+
+/// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) for the output rows `rows` into
+/// `cols` (`[cg · kH · kW, rows.len() · oW]`, row-major); window positions in the padding
+/// read `pad` (zero for a float convolution, the zero point for an integer one).
+#[multiversion(targets = "simd")]
+pub(super) fn im2col<T: Copy + Default>(
+    x: &[T],
+    g: &Geometry,
+    conv: &Convolution,
+    (c0, cg): (usize, usize),
+    rows: Range<usize>,
+    cols: &mut [T],
+    pad: T,
+) {
+    let win = &conv.window;
+    let (sh, sw) = (win.strides[0], win.strides[1]);
+    let (dh, dw) = (win.dilations[0], win.dilations[1]);
+    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
+    let plane = rows.len() * g.ow;
+    for ci in 0..cg {
+        let image = &x[(c0 + ci) * g.h * g.w..(c0 + ci + 1) * g.h * g.w];
+        for ky in 0..g.kh {
+            for kx in 0..g.kw {
+                let row = (ci * g.kh + ky) * g.kw + kx;
+                let out = &mut cols[row * plane..(row + 1) * plane];
+                let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
+                for (r, oy) in rows.clone().enumerate() {
+                    let line = &mut out[r * g.ow..(r + 1) * g.ow];
+                    let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
+                        line.fill(pad);
+                        continue;
+                    };
+                    line[..valid.start].fill(pad);
+                    line[valid.end..].fill(pad);
+                    let src = &image[iy * g.w..(iy + 1) * g.w];
+                    // First input column read (`valid.start` maps inside the row).
+                    let first = valid.start * sw + kx * dw - pw;
+                    let dst = &mut line[valid.clone()];
+                    if sw == 1 {
+                        dst.copy_from_slice(&src[first..first + dst.len()]);
+                    } else {
+                        for (k, v) in dst.iter_mut().enumerate() {
+                            *v = src[first + k * sw];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the unrolled matrix of a group is its input channels as they are: a 1x1 window
+/// with unit strides and no padding.
+pub(super) fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
+    let w = &conv.window;
+    g.kh == 1
+        && g.kw == 1
+        && w.strides.iter().all(|&s| s == 1)
+        && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
 }
 
 #[cfg(test)]

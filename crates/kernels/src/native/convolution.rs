@@ -8,10 +8,9 @@ use std::ops::Range;
 
 use graphlift_ir::{Convolution, Shape, TensorData};
 use graphlift_runtime::Tensor;
-use multiversion::multiversion;
 
 use super::conv_dense::{depth, Dense, Float, Implicit};
-use super::conv_geometry::{valid_columns, Geometry};
+use super::conv_geometry::Geometry;
 use super::depthwise::depthwise;
 use super::matmul::ROW_BLOCK_ALIGN;
 use super::packed::PackedWeights;
@@ -37,66 +36,6 @@ const BANDS_PER_THREAD: usize = 2;
 /// by blocks of filters: two of the packed microkernel's 48-column panels.
 const BAND_MIN_COLUMNS: usize = 96;
 
-/// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) for the output rows `rows` into
-/// `cols` (`[cg · kH · kW, rows.len() · oW]`, row-major); window positions in the padding
-/// read `pad` (zero for a float convolution, the zero point for an integer one).
-#[multiversion(targets = "simd")]
-pub(super) fn im2col<T: Copy + Default>(
-    x: &[T],
-    g: &Geometry,
-    conv: &Convolution,
-    (c0, cg): (usize, usize),
-    rows: Range<usize>,
-    cols: &mut [T],
-    pad: T,
-) {
-    let win = &conv.window;
-    let (sh, sw) = (win.strides[0], win.strides[1]);
-    let (dh, dw) = (win.dilations[0], win.dilations[1]);
-    let (ph, pw) = (win.pads_begin[0], win.pads_begin[1]);
-    let plane = rows.len() * g.ow;
-    for ci in 0..cg {
-        let image = &x[(c0 + ci) * g.h * g.w..(c0 + ci + 1) * g.h * g.w];
-        for ky in 0..g.kh {
-            for kx in 0..g.kw {
-                let row = (ci * g.kh + ky) * g.kw + kx;
-                let out = &mut cols[row * plane..(row + 1) * plane];
-                let valid = valid_columns(g.ow, g.w, sw, kx * dw, pw);
-                for (r, oy) in rows.clone().enumerate() {
-                    let line = &mut out[r * g.ow..(r + 1) * g.ow];
-                    let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|&y| y < g.h) else {
-                        line.fill(pad);
-                        continue;
-                    };
-                    line[..valid.start].fill(pad);
-                    line[valid.end..].fill(pad);
-                    let src = &image[iy * g.w..(iy + 1) * g.w];
-                    // First input column read (`valid.start` maps inside the row).
-                    let first = valid.start * sw + kx * dw - pw;
-                    let dst = &mut line[valid.clone()];
-                    if sw == 1 {
-                        dst.copy_from_slice(&src[first..first + dst.len()]);
-                    } else {
-                        for (k, v) in dst.iter_mut().enumerate() {
-                            *v = src[first + k * sw];
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Whether the unrolled matrix of a group is its input channels as they are: a 1x1 window
-/// with unit strides and no padding.
-pub(super) fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
-    let w = &conv.window;
-    g.kh == 1
-        && g.kw == 1
-        && w.strides.iter().all(|&s| s == 1)
-        && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
-}
-
 fn convolve<T: Float>(
     (x, f): (&[T], &[T]),
     g: &Geometry,
@@ -105,30 +44,31 @@ fn convolve<T: Float>(
     y: &mut [T],
     (epilogue, packed): (Option<Epilogue<'_>>, Option<&PackedWeights>),
 ) {
-    let d = Dense::new((x, f), g, conv, packed, is_pointwise(g, conv));
+    let d = Dense::new((x, f), g, conv, packed);
     let (mg, plane) = (d.mg(), d.plane());
     if plane == 0 || g.m == 0 || y.len() != g.n * g.m * plane {
         return;
     }
     let threads = parallel.config().threads;
-    let tasks = g.n * g.groups;
     let macs = g.n * g.m * plane * depth(g);
-    let depthwise_groups = g.c == g.groups && mg == 1;
     let pool = parallel.pool().filter(|_| macs >= 1 << 18);
-    let implicit = d.implicit(threads * BAND_MIN_COLUMNS);
+    let min_plane = threads * BAND_MIN_COLUMNS;
     match pool {
-        Some(pool) if tasks < threads && !depthwise_groups => {
+        Some(pool) if d.tasks() < threads && !d.depthwise_groups() => {
             let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
             // Bands need output rows to share out (a 1-D convolution has one).
             let few_rows = g.oh < threads;
-            if rows < mg && (d.pointwise || plane < threads * BAND_MIN_COLUMNS || few_rows) {
+            if rows < mg && (d.pointwise || plane < min_plane || few_rows) {
                 by_filter_rows(&d, pool, rows, y, epilogue);
             } else {
+                let implicit = d.implicit(min_plane);
                 by_bands(&d, implicit.as_ref(), Some(pool), threads, y, epilogue);
             }
         }
-        _ if implicit.is_some() => by_bands(&d, implicit.as_ref(), pool, threads, y, epilogue),
-        _ => by_tasks(&d, pool.filter(|_| tasks > 1), threads, y, epilogue),
+        _ => match d.implicit(min_plane) {
+            Some(imp) => by_bands(&d, Some(&imp), pool, threads, y, epilogue),
+            None => by_tasks(&d, pool.filter(|_| d.tasks() > 1), threads, y, epilogue),
+        },
     }
 }
 
@@ -162,7 +102,7 @@ fn by_tasks<T: Float>(
     let g = d.g;
     let (mg, plane) = (d.mg(), d.plane());
     let bands = bands(g.oh, band_rows(d));
-    let tasks = g.n * g.groups;
+    let tasks = d.tasks();
     let convolve_task = |k: usize, out: &mut [T]| {
         let grp = k % g.groups;
         for band in &bands {
@@ -188,10 +128,9 @@ fn by_tasks<T: Float>(
     if pool.is_some() {
         per_block = per_block.min(tasks.div_ceil(threads).max(1));
     }
-    let depthwise_groups = g.c == g.groups && mg == 1;
     let block = |(blk, out): (usize, &mut [T])| {
         let first = blk * per_block;
-        if depthwise_groups {
+        if d.depthwise_groups() {
             // Task `k` is channel `k` of the flattened `[N · C]` planes, all in one call.
             let hw = g.h * g.w;
             let planes = &d.x[first * hw..(first + out.len() / per_task) * hw];
@@ -264,7 +203,7 @@ fn by_bands<T: Float>(
 ) {
     let g = d.g;
     let (mg, plane) = (d.mg(), d.plane());
-    let tasks = g.n * g.groups;
+    let tasks = d.tasks();
     // Positions per output row in a product: the padded row for implicit fields.
     let width = implicit.map_or(g.ow, |imp| imp.wq);
     // Bands: within the budget (the product and any unrolled fields together) and, split

@@ -50,10 +50,10 @@ fn pool<T: Float + Send + Sync>(
     let flat = win.shape[0] == 1 && win.strides[0] == 1 && ph == 0 && oh == h && cols.tiles_rows(w);
     let taps = y.len() * win.shape.iter().product::<usize>();
     let pool = parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS);
+    // Units wanted over the threads.
+    let wanted = UNITS_PER_THREAD * parallel.config().threads;
     let blocks_per_plane = match pool {
-        Some(_) => (UNITS_PER_THREAD * parallel.config().threads)
-            .div_ceil(planes.max(1))
-            .clamp(1, oh),
+        Some(_) => wanted.div_ceil(planes.max(1)).clamp(1, oh),
         None => 1,
     };
     let block = oh.div_ceil(blocks_per_plane);
@@ -135,7 +135,6 @@ fn pool<T: Float + Send + Sync>(
             }
         }
     };
-    let wanted = UNITS_PER_THREAD * parallel.config().threads;
     match pool {
         // Many planes (a batch of feature maps): units of whole planes, a few per thread,
         // not one per plane (each unit is handed out under a lock).

@@ -99,6 +99,14 @@ fn check_within(r: &RecurrentSequence, e: Extents, lengths: &[i64], threads: usi
     }
 }
 
+/// The cells and directions the property tests draw from, by index.
+const CELLS: [RecurrentCell; 3] = [RecurrentCell::Rnn, RecurrentCell::Gru, RecurrentCell::Lstm];
+const DIRECTIONS: [RecurrentDirection; 3] = [
+    RecurrentDirection::Forward,
+    RecurrentDirection::Reverse,
+    RecurrentDirection::Bidirectional,
+];
+
 fn op_strategy() -> impl Strategy<Value = RecurrentSequence> {
     (
         0..3usize,
@@ -110,12 +118,7 @@ fn op_strategy() -> impl Strategy<Value = RecurrentSequence> {
         1..7usize,
     )
         .prop_map(|(cell, dir, batch_major, clip, flag, acts, h)| {
-            let cell = [RecurrentCell::Rnn, RecurrentCell::Gru, RecurrentCell::Lstm][cell];
-            let direction = [
-                RecurrentDirection::Forward,
-                RecurrentDirection::Reverse,
-                RecurrentDirection::Bidirectional,
-            ][dir];
+            let (cell, direction) = (CELLS[cell], DIRECTIONS[dir]);
             let n = cell.activations_per_direction() * direction.count();
             RecurrentSequence {
                 cell,
@@ -159,12 +162,7 @@ proptest! {
         (seq, batch, input) in (1..5usize, 1..3usize, 1..40usize),
         threads in 1..3usize,
     ) {
-        let cell = [RecurrentCell::Rnn, RecurrentCell::Gru, RecurrentCell::Lstm][cell];
-        let direction = [
-            RecurrentDirection::Forward,
-            RecurrentDirection::Reverse,
-            RecurrentDirection::Bidirectional,
-        ][dir];
+        let (cell, direction) = (CELLS[cell], DIRECTIONS[dir]);
         let per: &[A] = match cell {
             RecurrentCell::Rnn => &[A::Tanh],
             RecurrentCell::Gru => &[A::Sigmoid, A::Tanh],
