@@ -363,7 +363,12 @@ impl Lowering {
                     _ => None,
                 })
                 .collect();
-            step.packed = native::prepare(node, &constants, &backend.target).map(Arc::new);
+            let data = node
+                .inputs()
+                .first()
+                .and_then(|&o| self.g.output_type(o).ok())
+                .map(|t| &t.shape);
+            step.packed = native::prepare(node, &constants, data, &backend.target).map(Arc::new);
         }
         Ok(())
     }

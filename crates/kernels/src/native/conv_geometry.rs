@@ -49,6 +49,63 @@ impl Geometry {
             groups: g,
         })
     }
+
+    /// Whether each window of `conv` covers a whole unpadded image in one group (a 1x1
+    /// convolution on 1x1 planes, as a squeeze-and-excitation block applies after its
+    /// global pooling, or a window the size of the image): one output position per image
+    /// and filter, each the dot product of the filter with the image.
+    pub(super) fn covers_images(&self, conv: &Convolution) -> bool {
+        let w = &conv.window;
+        self.groups == 1
+            && (self.oh, self.ow) == (1, 1)
+            && (self.kh, self.kw) == (self.h, self.w)
+            && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
+    }
+}
+
+/// [`Geometry::covers_images`] for data of shape `sx` and a filter of shape `sf`, 1-D or
+/// 2-D (`false` for any other rank or shapes that do not fit).
+pub(super) fn covers_images(sx: &Shape, sf: &Shape, conv: &Convolution) -> bool {
+    let lifted = lift_1d(sx, sf, conv);
+    let (sx, sf, conv) = match &lifted {
+        Some((sx, sf, c)) => (sx, sf, c),
+        None => (sx, sf, conv),
+    };
+    Geometry::of(sx, sf, conv).is_some_and(|g| g.covers_images(conv))
+}
+
+/// A 1-D convolution (`x` `[N, C, L]`, filter `[M, C / groups, K]`) as the 2-D one over a
+/// unit height: the same elements as `[N, C, 1, L]` and `[M, C / groups, 1, K]` under a
+/// window of height 1 (stride and dilation 1, no padding), giving `[N, M, 1, OL]`, the
+/// elements of the 1-D result. `None` for any other rank.
+pub(super) fn lift_1d(
+    sx: &Shape,
+    sf: &Shape,
+    conv: &Convolution,
+) -> Option<(Shape, Shape, Convolution)> {
+    let (dx, df) = (sx.dims(), sf.dims());
+    if dx.len() != 3 || df.len() != 3 {
+        return None;
+    }
+    let w = &conv.window;
+    let unit = |v: &[usize], first: usize| -> Vec<usize> {
+        std::iter::once(first).chain(v.iter().copied()).collect()
+    };
+    let window = graphlift_ir::Window {
+        shape: unit(&w.shape, 1),
+        strides: unit(&w.strides, 1),
+        dilations: unit(&w.dilations, 1),
+        pads_begin: unit(&w.pads_begin, 0),
+        pads_end: unit(&w.pads_end, 0),
+    };
+    Some((
+        Shape::new([dx[0], dx[1], 1, dx[2]]),
+        Shape::new([df[0], df[1], 1, df[2]]),
+        Convolution {
+            window,
+            groups: conv.groups,
+        },
+    ))
 }
 
 /// Per filter column `kx`: the output columns whose input column lies inside the row, and

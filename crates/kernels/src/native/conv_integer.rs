@@ -24,8 +24,7 @@ use std::ops::Range;
 use graphlift_ir::{Convolution, TensorData};
 use graphlift_runtime::Tensor;
 
-use super::conv_geometry::{im2col, is_pointwise, Geometry};
-use super::convolution::lift_1d;
+use super::conv_geometry::{im2col, is_pointwise, lift_1d, Geometry};
 use multiversion::multiversion;
 
 use crate::parallel::{for_each, Parallel};

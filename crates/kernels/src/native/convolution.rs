@@ -6,15 +6,16 @@
 
 use std::ops::Range;
 
-use graphlift_ir::{Convolution, Shape, TensorData};
+use graphlift_ir::{Convolution, TensorData};
 use graphlift_runtime::Tensor;
 
 use super::conv_dense::{depth, Dense, Float, Implicit};
-use super::conv_geometry::Geometry;
-use super::depthwise::depthwise;
+use super::conv_geometry::{lift_1d, Geometry};
+use super::depthwise::Depthwise;
 use super::matmul::ROW_BLOCK_ALIGN;
 use super::packed::PackedWeights;
 use super::scratch::with_scratch;
+use super::whole_image;
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
@@ -53,6 +54,12 @@ fn convolve<T: Float>(
     let macs = g.n * g.m * plane * depth(g);
     let pool = parallel.pool().filter(|_| macs >= 1 << 18);
     let min_plane = threads * BAND_MIN_COLUMNS;
+    if g.covers_images(conv) && whole_image::convolve((x, f), g, packed, y) {
+        if let Some(e) = &epilogue {
+            e.run(0, y);
+        }
+        return;
+    }
     match pool {
         Some(pool) if d.tasks() < threads && !d.depthwise_groups() => {
             let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
@@ -118,23 +125,26 @@ fn by_tasks<T: Float>(
             });
         }
     };
-    // Tasks per block: an epilogue sees blocks of at least EPILOGUE_BLOCK elements (one call
-    // per depthwise plane would cost more than the pass it saves), split over the threads.
+    // Tasks per block: an epilogue, and the depthwise loop (which sets up its taps and
+    // padded rows once per call), see blocks of at least EPILOGUE_BLOCK elements, split
+    // over the threads.
     let per_task = mg * plane;
-    let mut per_block = match epilogue {
-        Some(_) => EPILOGUE_BLOCK.div_ceil(per_task).max(1),
-        None => 1,
+    let mut per_block = if epilogue.is_some() || d.depthwise_groups() {
+        EPILOGUE_BLOCK.div_ceil(per_task).max(1)
+    } else {
+        1
     };
     if pool.is_some() {
         per_block = per_block.min(tasks.div_ceil(threads).max(1));
     }
+    let depthwise = d.depthwise_groups().then(|| Depthwise::new(g, d.conv));
     let block = |(blk, out): (usize, &mut [T])| {
         let first = blk * per_block;
-        if d.depthwise_groups() {
+        if let Some(depthwise) = &depthwise {
             // Task `k` is channel `k` of the flattened `[N · C]` planes, all in one call.
             let hw = g.h * g.w;
             let planes = &d.x[first * hw..(first + out.len() / per_task) * hw];
-            depthwise(planes, (d.f, first), g, d.conv, out);
+            depthwise.run(planes, (d.f, first), g, d.conv, out);
         } else {
             for (i, out) in out.chunks_mut(per_task).enumerate() {
                 convolve_task(first + i, out);
@@ -315,45 +325,12 @@ pub fn convolution(
     Some(y)
 }
 
-/// A 1-D convolution (`x` `[N, C, L]`, filter `[M, C / groups, K]`) as the 2-D one over a
-/// unit height: the same elements as `[N, C, 1, L]` and `[M, C / groups, 1, K]` under a
-/// window of height 1 (stride and dilation 1, no padding), giving `[N, M, 1, OL]`, the
-/// elements of the 1-D result. `None` for any other rank.
-pub(super) fn lift_1d(
-    sx: &Shape,
-    sf: &Shape,
-    conv: &Convolution,
-) -> Option<(Shape, Shape, Convolution)> {
-    let (dx, df) = (sx.dims(), sf.dims());
-    if dx.len() != 3 || df.len() != 3 {
-        return None;
-    }
-    let w = &conv.window;
-    let unit = |v: &[usize], first: usize| -> Vec<usize> {
-        std::iter::once(first).chain(v.iter().copied()).collect()
-    };
-    let window = graphlift_ir::Window {
-        shape: unit(&w.shape, 1),
-        strides: unit(&w.strides, 1),
-        dilations: unit(&w.dilations, 1),
-        pads_begin: unit(&w.pads_begin, 0),
-        pads_end: unit(&w.pads_end, 0),
-    };
-    Some((
-        Shape::new([dx[0], dx[1], 1, dx[2]]),
-        Shape::new([df[0], df[1], 1, df[2]]),
-        Convolution {
-            window,
-            groups: conv.groups,
-        },
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::native::convolution_cases::{convolution_of, CASES};
     use crate::parallel::ThreadConfig;
+    use graphlift_ir::Shape;
 
     #[test]
     fn agrees_with_the_reference() {

@@ -22,48 +22,71 @@ const MIN_TAPS: usize = 9;
 /// blocked, PP-PicoDet's layout model's (up to 160 x 160) 15 % slower.
 const PADDED_BUDGET: usize = 8192;
 
-/// Each output channel of the block `out` (`[channels, oH, oW]`) = the sum over window
-/// positions of its filter taps times the shifted input plane of its channel (`planes`,
-/// `[channels, H, W]`), accumulated in the element type in window order (row by row, then
-/// column by column), as the reference's convolution does. Channel `i` of the block is
-/// group `(first + i) mod groups`, whose taps are `filters[group]` (`filters`, `[groups, kH,
-/// kW]`). Taking the channels of a block at once spares each its own buffers.
+/// How one depthwise convolution runs, decided once per call of the convolution and shared
+/// by its blocks of channels: whether it runs [`depthwise_blocked`], and that loop's tap
+/// layout (the same for every channel).
 ///
 /// Windows of at least [`MIN_TAPS`] taps over output rows of at least one block, on planes
-/// whose padded copy fits [`PADDED_BUDGET`], with finite taps, run [`depthwise_blocked`].
-/// Other shapes run [`depthwise_runs`], and so does a channel with a tap that is infinite
-/// or NaN: that loop skips the padding instead of multiplying it (`inf · 0` would be NaN
-/// where the window reads padding only).
-pub(super) fn depthwise<T>(
-    planes: &[T],
-    (filters, first): (&[T], usize),
-    g: &Geometry,
-    conv: &Convolution,
-    out: &mut [T],
-) where
-    T: Element + Scratch + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
-{
-    let (hw, ohw, taps_n) = (g.h * g.w, g.oh * g.ow, g.kh * g.kw);
-    if hw == 0 || ohw == 0 || taps_n == 0 {
-        out.fill(T::default());
-        return;
+/// whose padded copy fits [`PADDED_BUDGET`], run [`depthwise_blocked`]. Other shapes run
+/// [`depthwise_runs`], and so does a channel with a tap that is infinite or NaN: that loop
+/// skips the padding instead of multiplying it (`inf · 0` would be NaN where the window
+/// reads padding only).
+pub(super) struct Depthwise {
+    /// The blocked loop's tap runs, `None` where the shape runs [`depthwise_runs`].
+    blocked: Option<(Vec<usize>, RowTaps)>,
+}
+
+impl Depthwise {
+    /// The plan for convolution `conv` over geometry `g` (`groups == C`, one filter each).
+    pub(super) fn new(g: &Geometry, conv: &Convolution) -> Depthwise {
+        let taps_n = g.kh * g.kw;
+        let padded = g.h * padded_row(g, conv).1;
+        // A block's sum is one chain of `taps_n` additions: past 3x3 windows, only rows of
+        // four blocks (four chains at a time) hide its latency.
+        let chains = taps_n <= MIN_TAPS || g.ow >= 4 * BLOCK;
+        let blocked = g.ow >= BLOCK && taps_n >= MIN_TAPS && chains && padded <= PADDED_BUDGET;
+        let blocked = blocked.then(|| {
+            let starts = tap_starts(g, conv);
+            let row_taps = RowTaps::of(g, conv, &starts);
+            (starts, row_taps)
+        });
+        Depthwise { blocked }
     }
-    let taps = |i: usize| {
-        let grp = (first + i) % g.groups.max(1);
-        filters
-            .get(grp * taps_n..(grp + 1) * taps_n)
-            .unwrap_or_default()
-    };
-    let padded = g.h * padded_row(g, conv).1;
-    // A block's sum is one chain of `taps_n` additions: past 3x3 windows, only rows of four
-    // blocks (four chains at a time) hide its latency.
-    let chains = taps_n <= MIN_TAPS || g.ow >= 4 * BLOCK;
-    let blocked = g.ow >= BLOCK && taps_n >= MIN_TAPS && chains && padded <= PADDED_BUDGET;
-    if blocked {
-        depthwise_blocked(planes, &taps, g, conv, out);
-    } else {
-        for (i, (plane, out)) in planes.chunks(hw).zip(out.chunks_mut(ohw)).enumerate() {
-            depthwise_runs(plane, taps(i), g, conv, out);
+
+    /// Each output channel of the block `out` (`[channels, oH, oW]`) = the sum over window
+    /// positions of its filter taps times the shifted input plane of its channel
+    /// (`planes`, `[channels, H, W]`), accumulated in the element type in window order (row
+    /// by row, then column by column; a fused multiply-add on the AVX-512 tiles). Channel
+    /// `i` of the block is group `(first + i) mod groups`, whose taps are `filters[group]`
+    /// (`filters`, `[groups, kH, kW]`). `g` and `conv` are the ones the plan was made for.
+    pub(super) fn run<T>(
+        &self,
+        planes: &[T],
+        (filters, first): (&[T], usize),
+        g: &Geometry,
+        conv: &Convolution,
+        out: &mut [T],
+    ) where
+        T: Element + Scratch + PartialEq + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+    {
+        let (hw, ohw, taps_n) = (g.h * g.w, g.oh * g.ow, g.kh * g.kw);
+        if hw == 0 || ohw == 0 || taps_n == 0 {
+            out.fill(T::default());
+            return;
+        }
+        let taps = |i: usize| {
+            let grp = (first + i) % g.groups.max(1);
+            filters
+                .get(grp * taps_n..(grp + 1) * taps_n)
+                .unwrap_or_default()
+        };
+        match &self.blocked {
+            Some(layout) => depthwise_blocked(planes, &taps, layout, g, conv, out),
+            None => {
+                for (i, (plane, out)) in planes.chunks(hw).zip(out.chunks_mut(ohw)).enumerate() {
+                    depthwise_runs(plane, taps(i), g, conv, out);
+                }
+            }
         }
     }
 }
@@ -85,6 +108,7 @@ pub(super) fn padded_row(g: &Geometry, conv: &Convolution) -> (usize, usize) {
 fn depthwise_blocked<'f, T>(
     planes: &[T],
     taps: &dyn Fn(usize) -> &'f [T],
+    (starts, row_taps): &(Vec<usize>, RowTaps),
     g: &Geometry,
     conv: &Convolution,
     out: &mut [T],
@@ -95,27 +119,20 @@ fn depthwise_blocked<'f, T>(
     let (sw, pw) = (win.strides[1], win.pads_begin[1]);
     let (phase_len, row_len) = padded_row(g, conv);
     let (hw, ohw) = (g.h * g.w, g.oh * g.ow);
-    let starts = tap_starts(g, conv);
-    let row_taps = RowTaps::of(g, conv, &starts);
     let mut live = Vec::with_capacity(g.kh * g.kw);
     let zero = T::default();
     with_scratch(g.h * row_len, |padded| {
         for (i, (plane, out)) in planes.chunks(hw).zip(out.chunks_mut(ohw)).enumerate() {
             let taps = taps(i);
-            if !taps.iter().all(|&t| t * zero == zero) {
+            // Folded without a short cut, so the check vectorizes.
+            if !taps.iter().fold(true, |all, &t| all & (t * zero == zero)) {
                 depthwise_runs(plane, taps, g, conv, out);
                 continue;
             }
             for (iy, row) in padded.chunks_exact_mut(row_len).enumerate() {
                 pad_row(&plane[iy * g.w..(iy + 1) * g.w], (sw, pw), row, phase_len);
             }
-            blocked_rows(
-                padded,
-                (taps, &starts, &row_taps),
-                (g, conv),
-                out,
-                &mut live,
-            );
+            blocked_rows(padded, (taps, starts, row_taps), (g, conv), out, &mut live);
         }
     });
 }
@@ -129,15 +146,18 @@ fn pad_row<T: Copy + Default>(
     row: &mut [T],
     phase_len: usize,
 ) {
-    row.fill(T::default());
     for (p, phase) in row.chunks_exact_mut(phase_len).enumerate() {
         // The first padded column of the phase that is inside the row, and its input column.
         let j0 = pw.saturating_sub(p).div_ceil(sw);
         let x0 = p + j0 * sw - pw;
-        let (Some(dst), Some(src)) = (phase.get_mut(j0..), src.get(x0..)) else {
-            continue;
-        };
-        take_every(src, sw, dst);
+        let (left, dst) = phase.split_at_mut(j0.min(phase_len));
+        left.fill(T::default());
+        // Only the columns the input does not reach are zeroed.
+        let n = src.len().saturating_sub(x0).div_ceil(sw).min(dst.len());
+        if let Some(src) = src.get(x0..) {
+            take_every(src, sw, &mut dst[..n]);
+        }
+        dst[n..].fill(T::default());
     }
 }
 
@@ -314,7 +334,7 @@ mod tests {
     use super::*;
     use graphlift_ir::{Shape, TensorData, Window};
 
-    /// `depthwise` on one `[h, w]` channel against the reference convolution (`f64` sums).
+    /// `Depthwise::run` on one `[h, w]` channel against the reference convolution (`f64` sums).
     fn check(
         h: usize,
         w: usize,
@@ -340,7 +360,7 @@ mod tests {
             .map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0)
             .collect();
         let mut out = vec![f32::NAN; g.oh * g.ow];
-        depthwise(&plane, (taps, 0), &g, &conv, &mut out);
+        Depthwise::new(&g, &conv).run(&plane, (taps, 0), &g, &conv, &mut out);
         let want = graphlift_runtime::reference::convolution(
             &TensorData::F32(plane),
             &sx,
@@ -402,7 +422,7 @@ mod tests {
             .collect();
         filters[9] = f32::INFINITY;
         let mut out = vec![f32::NAN; channels * h * w];
-        depthwise(&planes, (&filters, first), &g, &conv, &mut out);
+        Depthwise::new(&g, &conv).run(&planes, (&filters, first), &g, &conv, &mut out);
         let one = Convolution {
             groups: 1,
             ..conv.clone()

@@ -7,7 +7,7 @@
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
-    __m512, __mmask16, _mm512_add_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_mul_ps,
+    __m512, __mmask16, _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps,
     _mm512_set1_ps, _mm512_setzero_ps,
 };
 
@@ -166,7 +166,7 @@ unsafe fn tile<const R: usize, const B: usize>(
             for (b, acc) in acc.iter_mut().enumerate() {
                 // SAFETY: enabled lanes are columns `< ow` of a tap run (caller).
                 let v = unsafe { _mm512_maskz_loadu_ps(masks[b], run.wrapping_add(b * BLOCK)) };
-                *acc = _mm512_add_ps(*acc, _mm512_mul_ps(tv, v));
+                *acc = _mm512_fmadd_ps(tv, v, *acc);
             }
         }
     }

@@ -28,6 +28,7 @@ mod resize;
 mod rows;
 mod scratch;
 mod transpose;
+mod whole_image;
 
 use graphlift_ir::{Node, Op};
 use graphlift_runtime::reference::evaluate_node;

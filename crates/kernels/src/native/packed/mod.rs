@@ -17,9 +17,10 @@ mod microkernel;
 #[cfg(test)]
 mod tests;
 
-use graphlift_ir::{ElementType, Node, Op, RecurrentSequence, TensorData};
+use graphlift_ir::{ElementType, Node, Op, RecurrentSequence, Shape, TensorData};
 use graphlift_runtime::Tensor;
 
+use super::conv_geometry::covers_images;
 use crate::target::Target;
 pub(super) use driver::{product, Lhs, Rhs};
 pub(super) use gemv::gemv;
@@ -199,10 +200,14 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///   for the right side; else with a constant `f32` left operand: packed for the left.
 /// - A recurrent op (`Op::Recurrent`) with constant `f32` weights `W` and `R`: per
 ///   direction `Wᵀ` above `Rᵀ`, packed for the right side (`recurrent_weights`).
-/// - `Convolution` (1-D or 2-D) with a constant `f32` filter that is not depthwise (one
-///   input and one output channel per group, which runs a direct loop): each group's
-///   filters `[M / groups, C / groups · kH · kW]` packed for the left side (pointwise and
-///   im2col products alike).
+/// - `Convolution` (1-D or 2-D) with a constant `f32` filter whose windows cover each
+///   whole image (`data`, the shape of input 0, says so: see
+///   `conv_geometry::covers_images`): the filters transposed, `[C · kH · kW, M]`, packed
+///   for the right side, the images `[N, C · kH · kW]` being the left operand.
+/// - Any other `Convolution` (1-D or 2-D) with a constant `f32` filter that is not
+///   depthwise (one input and one output channel per group, which runs a direct loop):
+///   each group's filters `[M / groups, C / groups · kH · kW]` packed for the left side
+///   (pointwise and im2col products alike).
 ///
 /// `None` (the `gemm` crate runs, as for every other product) when the target has no
 /// AVX-512 code ([`Target::avx512`]: the host lacks AVX-512F or it is switched off), or
@@ -210,6 +215,7 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 pub fn prepare(
     node: &Node,
     constants: &[Option<&Tensor>],
+    data: Option<&Shape>,
     target: &Target,
 ) -> Option<PackedWeights> {
     if !target.avx512() {
@@ -238,6 +244,13 @@ pub fn prepare(
             let depth = dims[1..]
                 .iter()
                 .try_fold(1usize, |n, &d| n.checked_mul(d))?;
+            if data.is_some_and(|sx| covers_images(sx, f.shape(), conv)) {
+                let filters = f32_data(f)?;
+                let transposed: Vec<f32> = (0..depth)
+                    .flat_map(|p| filters.iter().skip(p).step_by(depth).copied())
+                    .collect();
+                return PackedWeights::pack(&transposed, Side::Right, 1, (1, depth, dims[0]));
+            }
             if per_group == 1 && dims[1] == 1 {
                 return None;
             }
