@@ -137,7 +137,7 @@ fn by_tasks<T: Float>(
     if pool.is_some() {
         per_block = per_block.min(tasks.div_ceil(threads).max(1));
     }
-    let depthwise = d.depthwise_groups().then(|| Depthwise::new(g, d.conv));
+    let depthwise = d.depthwise_groups().then(|| Depthwise::new::<T>(g, d.conv));
     let block = |(blk, out): (usize, &mut [T])| {
         let first = blk * per_block;
         if let Some(depthwise) = &depthwise {

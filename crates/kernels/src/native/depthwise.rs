@@ -17,17 +17,19 @@ pub(super) const BLOCK: usize = 16;
 /// the padded copy cost what the blocks saved.
 const MIN_TAPS: usize = 9;
 
-/// The most elements of a padded plane [`depthwise_blocked`] builds (32 KiB of `f32`, in
-/// L1 with its output rows): the PP-OCR classifier's planes (up to 24 x 96) ran 6 % faster
-/// blocked, PP-PicoDet's layout model's (up to 160 x 160) 15 % slower.
+/// The most elements of a padded plane [`depthwise_blocked`] builds in portable code (32
+/// KiB of `f32`, in L1 with its output rows): there the PP-OCR classifier's planes (up to 24
+/// x 96) ran 6 % faster blocked, PP-PicoDet's layout model's (up to 160 x 160) 15 % slower.
+/// The AVX-512 tiles are faster on planes of every size (a 5x5 window over 160 x 160: 3x).
 const PADDED_BUDGET: usize = 8192;
 
 /// How one depthwise convolution runs, decided once per call of the convolution and shared
 /// by its blocks of channels: whether it runs [`depthwise_blocked`], and that loop's tap
 /// layout (the same for every channel).
 ///
-/// Windows of at least [`MIN_TAPS`] taps over output rows of at least one block, on planes
-/// whose padded copy fits [`PADDED_BUDGET`], run [`depthwise_blocked`]. Other shapes run
+/// Windows of at least [`MIN_TAPS`] taps run [`depthwise_blocked`] where its AVX-512 tiles
+/// run, and in portable code over output rows of at least one block (four, past 3x3
+/// windows) whose padded plane fits [`PADDED_BUDGET`]. Other shapes run
 /// [`depthwise_runs`], and so does a channel with a tap that is infinite or NaN: that loop
 /// skips the padding instead of multiplying it (`inf · 0` would be NaN where the window
 /// reads padding only).
@@ -37,14 +39,18 @@ pub(super) struct Depthwise {
 }
 
 impl Depthwise {
-    /// The plan for convolution `conv` over geometry `g` (`groups == C`, one filter each).
-    pub(super) fn new(g: &Geometry, conv: &Convolution) -> Depthwise {
+    /// The plan for convolution `conv` over geometry `g` (`groups == C`, one filter each)
+    /// on elements of type `T`.
+    pub(super) fn new<T: Element>(g: &Geometry, conv: &Convolution) -> Depthwise {
         let taps_n = g.kh * g.kw;
         let padded = g.h * padded_row(g, conv).1;
-        // A block's sum is one chain of `taps_n` additions: past 3x3 windows, only rows of
-        // four blocks (four chains at a time) hide its latency.
+        // The AVX-512 tiles take rows of any width (a masked block), two at a time, from a
+        // padded plane of any size. In portable code a block's sum is one chain of `taps_n`
+        // additions: past 3x3 windows, only rows of four blocks (four chains at a time)
+        // hide its latency.
         let chains = taps_n <= MIN_TAPS || g.ow >= 4 * BLOCK;
-        let blocked = g.ow >= BLOCK && taps_n >= MIN_TAPS && chains && padded <= PADDED_BUDGET;
+        let portable = g.ow >= BLOCK && chains && padded <= PADDED_BUDGET;
+        let blocked = taps_n >= MIN_TAPS && (depthwise_avx512::available::<T>() || portable);
         let blocked = blocked.then(|| {
             let starts = tap_starts(g, conv);
             let row_taps = RowTaps::of(g, conv, &starts);
@@ -360,7 +366,7 @@ mod tests {
             .map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0)
             .collect();
         let mut out = vec![f32::NAN; g.oh * g.ow];
-        Depthwise::new(&g, &conv).run(&plane, (taps, 0), &g, &conv, &mut out);
+        Depthwise::new::<f32>(&g, &conv).run(&plane, (taps, 0), &g, &conv, &mut out);
         let want = graphlift_runtime::reference::convolution(
             &TensorData::F32(plane),
             &sx,
@@ -396,6 +402,44 @@ mod tests {
         }
     }
 
+    /// The portable rows (`f64`, which the AVX-512 tiles do not take) give what the tiles
+    /// give in `f32`, on shapes the portable loop blocks (rows of at least one block, 3x3
+    /// windows) and on the ones it leaves to the run loop (narrow rows, 5x5 windows).
+    #[test]
+    fn portable_rows_and_run_loop_agree_with_the_tiles() {
+        for (h, w, k) in [(6, 40, 3), (7, 97, 3), (9, 10, 5), (5, 40, 5)] {
+            let conv = Convolution {
+                window: Window {
+                    shape: vec![k, k],
+                    strides: vec![1, 1],
+                    dilations: vec![1, 1],
+                    pads_begin: vec![k / 2, k / 2],
+                    pads_end: vec![k / 2, k / 2],
+                },
+                groups: 1,
+            };
+            let g =
+                Geometry::of(&Shape::new([1, 1, h, w]), &Shape::new([1, 1, k, k]), &conv).unwrap();
+            let plane: Vec<f32> = (0..h * w)
+                .map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0)
+                .collect();
+            let taps: Vec<f32> = (0..k * k).map(|i| (i % 7) as f32 * 0.3 - 0.9).collect();
+            let mut want = vec![f32::NAN; g.oh * g.ow];
+            Depthwise::new::<f32>(&g, &conv).run(&plane, (&taps, 0), &g, &conv, &mut want);
+            let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+            let mut got = vec![f64::NAN; g.oh * g.ow];
+            let (plane, taps) = (wide(&plane), wide(&taps));
+            Depthwise::new::<f64>(&g, &conv).run(&plane, (&taps, 0), &g, &conv, &mut got);
+            for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                let b = f64::from(*b);
+                assert!(
+                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                    "{h}x{w} k{k}: [{i}] {a} vs {b}"
+                );
+            }
+        }
+    }
+
     /// A block of channels in one call: each channel `i` takes group `(first + i) mod
     /// groups`'s taps (wrapping past the last group, as a block spanning two images does),
     /// and one channel's infinite tap sends only that channel to the run loop.
@@ -422,7 +466,7 @@ mod tests {
             .collect();
         filters[9] = f32::INFINITY;
         let mut out = vec![f32::NAN; channels * h * w];
-        Depthwise::new(&g, &conv).run(&planes, (&filters, first), &g, &conv, &mut out);
+        Depthwise::new::<f32>(&g, &conv).run(&planes, (&filters, first), &g, &conv, &mut out);
         let one = Convolution {
             groups: 1,
             ..conv.clone()

@@ -17,6 +17,7 @@ use graphlift_ir::Convolution;
 
 use super::conv_geometry::Geometry;
 use super::depthwise::{live_taps, padded_row, BLOCK};
+use super::packed::Element;
 use crate::target::CpuFeatures;
 
 /// The taps every output row reads inside the input, as (where the tap's run starts in the
@@ -44,6 +45,11 @@ impl RowTaps {
         }
         RowTaps { entries, rows }
     }
+}
+
+/// Whether [`rows`] runs for elements of type `T` on this host (`f32`, AVX-512F).
+pub(super) fn available<T: Element>() -> bool {
+    cfg!(target_arch = "x86_64") && T::as_f32(&[]).is_some() && CpuFeatures::host().avx512f
 }
 
 /// Every output row of one channel (`out`, `[oH, oW]`) from the padded phases of its input
