@@ -3,10 +3,10 @@
 
 use std::sync::OnceLock;
 
-use rayon::ThreadPool;
-
 mod fork_join;
+mod pool;
 pub use fork_join::for_each;
+pub use pool::Pool;
 
 /// Chunk boundaries are multiples of this many elements: one trip of the AVX-512 main loop
 /// (sixteen lanes, four bodies), so no chunk but the last ends in a masked tail; eight
@@ -82,7 +82,7 @@ pub fn threads_from(value: Option<&str>) -> usize {
 /// that splits.
 pub struct Parallel {
     config: ThreadConfig,
-    pool: OnceLock<Option<ThreadPool>>,
+    pool: OnceLock<Option<Pool>>,
 }
 
 impl std::fmt::Debug for Parallel {
@@ -116,18 +116,12 @@ impl Parallel {
 
     /// The pool of `threads − 1` workers (started on first use), or `None` with one thread
     /// configured or when no pool could be started.
-    pub fn pool(&self) -> Option<&ThreadPool> {
+    pub fn pool(&self) -> Option<&Pool> {
         if self.config.threads <= 1 {
             return None;
         }
         self.pool
-            .get_or_init(|| {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(self.config.threads - 1)
-                    .thread_name(|k| format!("graphlift-jit-{k}"))
-                    .build()
-                    .ok()
-            })
+            .get_or_init(|| Pool::new(self.config.threads - 1))
             .as_ref()
     }
 
@@ -142,7 +136,7 @@ impl Parallel {
         end: usize,
         work: usize,
         count: usize,
-    ) -> Option<(&ThreadPool, Chunks)> {
+    ) -> Option<(&Pool, Chunks)> {
         let chunks = chunk_ranges(self.config, begin, end, work, count)?;
         Some((self.pool()?, chunks))
     }

@@ -17,7 +17,7 @@ use super::packed::PackedWeights;
 use super::scratch::with_scratch;
 use super::whole_image;
 use super::Epilogue;
-use crate::parallel::{for_each, Parallel};
+use crate::parallel::{for_each, Parallel, Pool};
 
 /// The most elements an unrolled field matrix holds at once (1 MiB of `f32`, within L2): a
 /// larger one (many channels times a wide window, over a large image) is unrolled and
@@ -101,7 +101,7 @@ fn bands(oh: usize, rows: usize) -> Vec<Range<usize>> {
 /// the tasks' output planes are contiguous, so the epilogue sees blocks of whole planes.
 fn by_tasks<T: Float>(
     d: &Dense<'_, T>,
-    pool: Option<&rayon::ThreadPool>,
+    pool: Option<&Pool>,
     threads: usize,
     y: &mut [T],
     epilogue: Option<Epilogue<'_>>,
@@ -166,7 +166,7 @@ fn by_tasks<T: Float>(
 /// native MatMul splits few large products.
 fn by_filter_rows<T: Float>(
     d: &Dense<'_, T>,
-    pool: &rayon::ThreadPool,
+    pool: &Pool,
     rows: usize,
     y: &mut [T],
     epilogue: Option<Epilogue<'_>>,
@@ -206,7 +206,7 @@ fn by_filter_rows<T: Float>(
 fn by_bands<T: Float>(
     d: &Dense<'_, T>,
     implicit: Option<&Implicit>,
-    pool: Option<&rayon::ThreadPool>,
+    pool: Option<&Pool>,
     threads: usize,
     y: &mut [T],
     epilogue: Option<Epilogue<'_>>,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use rayon::ThreadPool;
+use super::pool::{Offer, Pool};
 
 /// How long the caller spins for running tasks before it sleeps until the last one ends.
 const JOIN_SPIN: Duration = Duration::from_micros(50);
@@ -29,7 +29,7 @@ const JOIN_SPIN: Duration = Duration::from_micros(50);
 /// are running, as the thread pools of Eigen and onnxruntime do when they take back work
 /// items no worker has started: a helper that starts after the last task was claimed finds
 /// nothing to do and never touches the caller's data.
-pub fn for_each<I>(pool: &ThreadPool, tasks: I, f: impl Fn(I::Item) + Sync)
+pub fn for_each<I>(pool: &Pool, tasks: I, f: impl Fn(I::Item) + Sync)
 where
     I: Iterator,
     I::Item: Send,
@@ -66,12 +66,14 @@ where
         caller: std::thread::current(),
         sleeping: AtomicBool::new(false),
     });
-    for _ in 0..pool.current_num_threads().min(total - 1) {
-        let shared = Arc::clone(&shared);
-        pool.spawn(move || shared.work());
-    }
+    let offer: Arc<dyn Offer> = Arc::clone(&shared) as Arc<dyn Offer>;
+    pool.offer(
+        Arc::clone(&offer),
+        pool.current_num_threads().min(total - 1),
+    );
     shared.work();
     shared.wait();
+    pool.withdraw(&offer);
     let panic = shared
         .panic
         .lock()
@@ -79,6 +81,12 @@ where
         .take();
     if let Some(payload) = panic {
         resume_unwind(payload);
+    }
+}
+
+impl Offer for Shared {
+    fn work(&self) {
+        Shared::work(self);
     }
 }
 

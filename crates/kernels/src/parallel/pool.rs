@@ -1,0 +1,205 @@
+//! The worker pool of [`super::Parallel`]: a dedicated rayon pool whose helpers, once a
+//! call's tasks are done, spin for a short while ([`HELPER_SPIN`]) waiting for the next
+//! call's offer before they go back to rayon (where an idle worker soon sleeps). A model
+//! runs its parallel steps tens of microseconds apart; waking a sleeping worker for each
+//! costs about as much, so without this the second thread joined the small steps of a
+//! model late or not at all. onnxruntime's and Eigen's pools spin between parallel sections
+//! for the same reason.
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rayon::ThreadPool;
+
+/// How long a helper waits for the next call's offer after its tasks are done: longer
+/// than the gap between two parallel steps of a model, short enough that an idle process
+/// stops spinning within a fraction of a millisecond.
+const HELPER_SPIN: Duration = Duration::from_micros(200);
+
+/// Work that a call offers its helpers: run on a helper thread by [`Pool::offer`]'s
+/// helpers, spinning or newly spawned.
+pub(super) trait Offer: Send + Sync + 'static {
+    /// Takes part in the call's tasks until none is left.
+    fn work(&self);
+}
+
+/// A pool of `threads − 1` workers for fork-join calls ([`super::for_each`]).
+pub struct Pool {
+    rayon: ThreadPool,
+    handoff: Arc<Handoff>,
+}
+
+/// The offer of the latest call, seen by the helpers that spin.
+struct Handoff {
+    /// Raised by every offer (after `offer` is set).
+    epoch: AtomicUsize,
+    offer: Mutex<Option<Arc<dyn Offer>>>,
+    /// Helpers spinning for an offer now.
+    spinning: AtomicUsize,
+    /// How long a helper spins ([`HELPER_SPIN`]).
+    spin: Duration,
+    /// Helpers spawned so far.
+    spawned: AtomicUsize,
+}
+
+impl Pool {
+    /// A pool of `workers` threads named `graphlift-jit-K`; `None` when the threads cannot
+    /// be started.
+    pub(super) fn new(workers: usize) -> Option<Pool> {
+        Pool::with_spin(workers, HELPER_SPIN)
+    }
+
+    /// As [`Pool::new`], with helpers that spin for `spin`.
+    fn with_spin(workers: usize, spin: Duration) -> Option<Pool> {
+        let rayon = rayon::ThreadPoolBuilder::new()
+            .num_threads(workers)
+            .thread_name(|k| format!("graphlift-jit-{k}"))
+            .build()
+            .ok()?;
+        Some(Pool {
+            rayon,
+            handoff: Arc::new(Handoff {
+                epoch: AtomicUsize::new(0),
+                offer: Mutex::new(None),
+                spinning: AtomicUsize::new(0),
+                spin,
+                spawned: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    /// The worker threads (the caller of a fork-join call is one more).
+    pub fn current_num_threads(&self) -> usize {
+        self.rayon.current_num_threads()
+    }
+
+    /// Runs `job` on a worker (rayon's `ThreadPool::spawn`).
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
+        self.rayon.spawn(job);
+    }
+
+    /// Offers `work` to up to `helpers` workers: the spinning ones take it from the handoff,
+    /// and as many more as are missing are spawned. A helper that comes after the work is
+    /// done finds nothing left in it (the caller of [`super::for_each`] makes sure of that).
+    pub(super) fn offer(&self, work: Arc<dyn Offer>, helpers: usize) {
+        let h = &self.handoff;
+        *h.offer.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&work));
+        let seen = h.epoch.fetch_add(1, SeqCst) + 1;
+        // Counted after the epoch was raised: a helper that stops spinning after this read
+        // reads the new epoch first (see `Handoff::next`) and takes the offer.
+        let spinning = h.spinning.load(SeqCst);
+        for _ in 0..helpers.saturating_sub(spinning) {
+            h.spawned.fetch_add(1, SeqCst);
+            let (work, handoff) = (Arc::clone(&work), Arc::clone(h));
+            self.rayon.spawn(move || handoff.help(work, seen));
+        }
+    }
+
+    /// Drops the handoff's reference to `work` if it is still the latest offer (so a
+    /// finished call's state is not kept until the next one).
+    pub(super) fn withdraw(&self, work: &Arc<dyn Offer>) {
+        let mut slot = self
+            .handoff
+            .offer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_some_and(|o| Arc::ptr_eq(o, work)) {
+            *slot = None;
+        }
+    }
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("workers", &self.rayon.current_num_threads())
+            .finish()
+    }
+}
+
+impl Handoff {
+    /// A helper's life: `work`, then every offer made while it spins, until none comes
+    /// within the spin time. `seen` is the epoch of `work`'s offer.
+    fn help(&self, work: Arc<dyn Offer>, mut seen: usize) {
+        let mut work = Some(work);
+        while let Some(w) = work.take() {
+            w.work();
+            drop(w);
+            work = self.next(&mut seen);
+        }
+    }
+
+    /// Spins until an offer newer than epoch `seen` is made (returned, `seen` raised to its
+    /// epoch) or the spin time ([`HELPER_SPIN`]) has passed (`None`). The helper counts in `spinning`
+    /// meanwhile, and reads the epoch once more after it stops counting, so an offer whose
+    /// caller counted it is never missed.
+    fn next(&self, seen: &mut usize) -> Option<Arc<dyn Offer>> {
+        self.spinning.fetch_add(1, SeqCst);
+        let start = Instant::now();
+        let mut counted = true;
+        loop {
+            let epoch = self.epoch.load(SeqCst);
+            if epoch != *seen {
+                *seen = epoch;
+                if counted {
+                    self.spinning.fetch_sub(1, SeqCst);
+                }
+                return self
+                    .offer
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+            }
+            if !counted {
+                return None;
+            }
+            if start.elapsed() >= self.spin {
+                self.spinning.fetch_sub(1, SeqCst);
+                counted = false;
+                continue;
+            }
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::{channel, Sender};
+
+    /// Sends the thread it ran on.
+    struct Report(Mutex<Sender<std::thread::ThreadId>>);
+
+    impl Offer for Report {
+        fn work(&self) {
+            let tx = self.0.lock().unwrap();
+            tx.send(std::thread::current().id()).unwrap();
+        }
+    }
+
+    /// A helper that finished one call's work takes the next call's from the handoff while
+    /// it spins: no second helper is spawned for it.
+    #[test]
+    fn a_spinning_helper_takes_the_next_offer() {
+        let pool = Pool::with_spin(1, Duration::from_secs(30)).unwrap();
+        let (tx, rx) = channel();
+        pool.offer(Arc::new(Report(Mutex::new(tx.clone()))), 1);
+        let first = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        let start = Instant::now();
+        while pool.handoff.spinning.load(SeqCst) == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the helper never spun"
+            );
+            std::thread::yield_now();
+        }
+        pool.offer(Arc::new(Report(Mutex::new(tx))), 1);
+        let second = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert_eq!(first, second);
+        assert_eq!(pool.handoff.spawned.load(SeqCst), 1);
+    }
+}
