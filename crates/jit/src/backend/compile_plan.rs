@@ -347,9 +347,12 @@ impl Lowering {
     }
 
     /// Stage `packing`: the constant operand of each native product that takes the packed
-    /// `f32` path ([`graphlift_kernels::native::prepare`] decides) packed once, here, for
-    /// every call.
+    /// path ([`graphlift_kernels::native::prepare`] decides) packed once, here, for every
+    /// call; steps of one op over the same constants and data shape (an unrolled recurrent
+    /// op's step products) share one packing.
     fn packing(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
+        type Key = (String, Vec<Option<usize>>, Option<Vec<usize>>);
+        let mut made: HashMap<Key, Option<Arc<native::PackedWeights>>> = HashMap::new();
         for step in &mut self.steps {
             if step.kind != StepKind::Native {
                 continue;
@@ -368,7 +371,22 @@ impl Lowering {
                 .first()
                 .and_then(|&o| self.g.output_type(o).ok())
                 .map(|t| &t.shape);
-            step.packed = native::prepare(node, &constants, data, &backend.target).map(Arc::new);
+            let key = (
+                format!("{:?}", node.op()),
+                own.iter()
+                    .map(|l| match *l {
+                        Loc::Constant(c) => Some(c),
+                        _ => None,
+                    })
+                    .collect(),
+                data.map(|s| s.dims().to_vec()),
+            );
+            step.packed = made
+                .entry(key)
+                .or_insert_with(|| {
+                    native::prepare(node, &constants, data, &backend.target).map(Arc::new)
+                })
+                .clone();
         }
         Ok(())
     }

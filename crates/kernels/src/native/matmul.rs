@@ -6,6 +6,7 @@ use graphlift_ir::{Shape, TensorData};
 use graphlift_runtime::reference::batch_offsets;
 
 use super::gemm_call::{gemm_into, Strided};
+use super::matmul_narrow::narrow_matmul;
 use super::packed::{self, Lhs, PackedWeights, Rhs, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
@@ -17,12 +18,12 @@ pub(super) const MIN_PARALLEL_MACS: usize = 1 << 18;
 pub(super) const ROW_BLOCK_ALIGN: usize = 8;
 
 /// The problem: batch offsets into `a` and `b`, and `m`, `k`, `n`.
-struct Problem {
-    offsets_a: Vec<usize>,
-    offsets_b: Vec<usize>,
-    m: usize,
-    k: usize,
-    n: usize,
+pub(super) struct Problem {
+    pub offsets_a: Vec<usize>,
+    pub offsets_b: Vec<usize>,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
 }
 
 fn problem(sa: &Shape, sb: &Shape) -> Option<Problem> {
@@ -216,6 +217,74 @@ fn packed_rows(
     packed::product((c, n), lhs, rhs, (r, k, n), false)
 }
 
+/// Every product of `p` whose left operand is one row (`m == 1`: an LSTM's state times its
+/// recurrent weights at each step, a classifier head at batch 1) with `b` packed for the
+/// right side (`w`): each product's columns in blocks of whole panels, spread over the pool
+/// when the product is large enough, each block one [`packed::gemv`] (twelve independent
+/// chains of sums, where the driver's one-row tile has three) and handed to `epilogue`.
+/// A row split gives such a product one block; this reads each thread's columns of `b`
+/// only. A block `gemv` declines runs through gemm.
+fn row_vectors(
+    c: &mut [f32],
+    (a, b): (&[f32], &[f32]),
+    p: &Problem,
+    w: &PackedWeights,
+    parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
+) {
+    let (k, n) = (p.k, p.n);
+    if n == 0 || c.len() != p.offsets_a.len() * n {
+        return;
+    }
+    let threads = parallel.config().threads;
+    let pool = (threads > 1 && k * n >= MIN_PARALLEL_MACS)
+        .then(|| parallel.pool())
+        .flatten();
+    // Two blocks per thread, so a thread held up leaves one to the others.
+    let block = match pool {
+        Some(_) => n
+            .div_ceil(2 * threads)
+            .next_multiple_of(packed::PANEL_COLUMNS),
+        None => n,
+    };
+    for (i, c) in c.chunks_mut(n).enumerate() {
+        let (oa, ob) = (p.offsets_a[i], p.offsets_b[i]);
+        let Some(v) = a.get(oa..oa + k) else {
+            return;
+        };
+        let matrix = ob.checked_div(k * n).unwrap_or(0);
+        let run = |(blk, c): (usize, &mut [f32])| {
+            let cols = blk * block..blk * block + c.len();
+            if !packed::gemv(w, matrix, 0, v, cols.clone(), c) {
+                let columns = Strided {
+                    rows: k,
+                    cols: cols.len(),
+                    row_stride: n,
+                    col_stride: 1,
+                };
+                let b = b.get(ob + cols.start..).unwrap_or_default();
+                let row = Strided::row_major(1, k);
+                let c_view = Strided::row_major(1, cols.len());
+                gemm_into(
+                    (c, c_view),
+                    (v, row),
+                    (b, columns),
+                    1.0,
+                    None,
+                    Parallelism::None,
+                );
+            }
+            if let Some(e) = &epilogue {
+                e.run(i * n + cols.start, c);
+            }
+        };
+        match pool {
+            Some(pool) => for_each(pool, c.chunks_mut(block).enumerate(), run),
+            None => c.chunks_mut(block).enumerate().for_each(run),
+        }
+    }
+}
+
 /// Rows `row0..row0 + c.len() / n` of product `i` of `p` through the `gemm` crate.
 fn gemm_rows<T: Copy + Default + 'static>(
     a: &[T],
@@ -263,6 +332,12 @@ pub fn matmul(
         _ => TensorData::zeros(a.element_type(), len),
     };
     match (a, b, &mut c) {
+        (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z))
+            if p.m == 1 && packed.is_some_and(|w| w.side() == Side::Right) =>
+        {
+            let w = packed?;
+            row_vectors(z, (x, y), &p, w, parallel, epilogue);
+        }
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
             batched(z, &p, parallel, epilogue, |i, row0, c| {
                 let on_packed =
@@ -271,6 +346,12 @@ pub fn matmul(
                     gemm_rows(x, y, &p, (i, row0), c, 1.0);
                 }
             })
+        }
+        (TensorData::I32(x), TensorData::I32(_), TensorData::I32(z)) => {
+            let w = packed.filter(|w| w.side() == Side::Narrow)?;
+            if !narrow_matmul(z, x, &p, w, parallel, epilogue) {
+                return None;
+            }
         }
         (TensorData::F64(x), TensorData::F64(y), TensorData::F64(z)) => {
             batched(z, &p, parallel, epilogue, |i, row0, c| {
@@ -322,6 +403,37 @@ mod tests {
                     assert!(
                         (x - y).abs() <= 2.0 * k * f32::EPSILON,
                         "{da:?} x {db:?}: {x} vs {y}"
+                    );
+                }
+            }
+        }
+        // One-row products on weights packed for the right side: a single product, a
+        // batch of them, and widths of part of a panel, several panels and a tail.
+        let rows: &[(&[usize], &[usize])] = &[
+            (&[1, 512], &[512, 2048]),
+            (&[3, 1, 40], &[3, 40, 100]),
+            (&[1, 7], &[7, 5]),
+        ];
+        for threads in [1, 2] {
+            let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+            for &(da, db) in rows {
+                let (sa, sb) = (Shape::new(da), Shape::new(db));
+                let (k, n) = (db[db.len() - 2], db[db.len() - 1]);
+                let a = data(sa.element_count().unwrap(), 3);
+                let b = data(sb.element_count().unwrap(), 4);
+                let count = sb.element_count().unwrap() / (k * n);
+                let w = PackedWeights::pack(&b, Side::Right, 1, (count, k, n)).unwrap();
+                let (a, b) = (TensorData::F32(a), TensorData::F32(b));
+                let got = matmul((&a, &sa), (&b, &sb), None, &parallel, None, Some(&w)).unwrap();
+                let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
+                let (TensorData::F32(g), TensorData::F32(w)) = (&got, &want) else {
+                    panic!("types")
+                };
+                assert_eq!(g.len(), w.len(), "{da:?} x {db:?}");
+                for (x, y) in g.iter().zip(w) {
+                    assert!(
+                        (x - y).abs() <= 2.0 * k as f32 * f32::EPSILON,
+                        "{da:?} x {db:?}, {threads} threads: {x} vs {y}"
                     );
                 }
             }

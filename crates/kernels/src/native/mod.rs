@@ -17,6 +17,7 @@ mod depthwise_avx512;
 mod epilogue;
 mod gemm_call;
 mod matmul;
+mod matmul_narrow;
 mod normalize;
 mod packed;
 mod pad;

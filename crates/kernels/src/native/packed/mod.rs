@@ -26,6 +26,10 @@ pub(super) use driver::{product, Lhs, Rhs};
 pub(super) use gemv::gemv;
 use microkernel::{MR, NR};
 
+/// Columns of one panel of weights packed for the right side: a block of columns split off
+/// such weights starts on a multiple of this.
+pub(super) const PANEL_COLUMNS: usize = NR;
+
 /// An element type of the native products: `f32` slices run on the packed path, others
 /// keep the `gemm` crate.
 pub(super) trait Element: Copy {
@@ -66,6 +70,11 @@ pub enum Side {
     /// The right operand `b` (`k × n`, loaded by the microkernel): panels of 48 columns,
     /// each stored `k`-major (48 values per step of `k`), the last padded with zeros.
     Right,
+    /// The right operand `b` (`k × n`) of an `i32` product whose every value fits in `i8`
+    /// (8-bit weights less their zero point, as dynamically quantized recurrent ops
+    /// multiply them): row-major, narrowed to `i8`, a quarter of the bytes a product reads
+    /// (`super::matmul_narrow`).
+    Narrow,
 }
 
 /// A constant `f32` operand of a node's products packed once into microkernel panels:
@@ -82,12 +91,15 @@ pub struct PackedWeights {
     cols: usize,
     count: usize,
     data: Vec<f32>,
+    /// The matrices of [`Side::Narrow`] weights (empty for the others).
+    narrow: Vec<i8>,
 }
 
 impl PackedWeights {
     /// Packs `count` matrices of `rows × cols` from `src`, matrix `t`'s element `(i, j)` at
-    /// `t · rows · cols + i · cols + j` (row-major, one after another). `None` when `src`
-    /// is shorter than that or a size overflows.
+    /// `t · rows · cols + i · cols + j` (row-major, one after another), for `side`
+    /// [`Side::Left`] or [`Side::Right`]. `None` when `src` is shorter than that, a size
+    /// overflows, or `side` is [`Side::Narrow`] (made by [`PackedWeights::narrow`]).
     pub fn pack(
         src: &[f32],
         side: Side,
@@ -95,7 +107,7 @@ impl PackedWeights {
         (count, rows, cols): (usize, usize, usize),
     ) -> Option<PackedWeights> {
         let matrix = rows.checked_mul(cols)?;
-        if src.len() < count.checked_mul(matrix)? {
+        if src.len() < count.checked_mul(matrix)? || side == Side::Narrow {
             return None;
         }
         let per = Self::padded(side, rows, cols)?;
@@ -111,7 +123,7 @@ impl PackedWeights {
                         }
                     }
                 }
-                Side::Right => {
+                Side::Right | Side::Narrow => {
                     for (p, row) in m.chunks_exact(cols.max(1)).enumerate().take(rows) {
                         for (jp, part) in row.chunks(NR).enumerate() {
                             let at = jp * NR * rows + p * NR;
@@ -128,7 +140,41 @@ impl PackedWeights {
             cols,
             count,
             data,
+            narrow: Vec::new(),
         })
+    }
+
+    /// `count` `i32` matrices of `rows × cols` from `src` (row-major, one after another) as
+    /// [`Side::Narrow`] weights of node input `input`; `None` when a value does not fit in
+    /// `i8` or `src` is shorter than that.
+    pub fn narrow(
+        src: &[i32],
+        input: usize,
+        (count, rows, cols): (usize, usize, usize),
+    ) -> Option<PackedWeights> {
+        let len = count.checked_mul(rows)?.checked_mul(cols)?;
+        let narrow = src
+            .get(..len)?
+            .iter()
+            .map(|&v| i8::try_from(v).ok())
+            .collect::<Option<Vec<i8>>>()?;
+        Some(PackedWeights {
+            side: Side::Narrow,
+            input,
+            rows,
+            cols,
+            count,
+            data: Vec::new(),
+            narrow,
+        })
+    }
+
+    /// Matrix `t` of [`Side::Narrow`] weights, row-major (`None` for other weights or `t`
+    /// out of range).
+    pub(in crate::native) fn narrow_matrix(&self, t: usize) -> Option<&[i8]> {
+        let len = self.rows * self.cols;
+        self.narrow
+            .get(t.checked_mul(len)?..t.checked_add(1)?.checked_mul(len)?)
     }
 
     /// Elements of one packed matrix: whole panels.
@@ -136,6 +182,7 @@ impl PackedWeights {
         match side {
             Side::Left => rows.div_ceil(MR).checked_mul(MR)?.checked_mul(cols),
             Side::Right => cols.div_ceil(NR).checked_mul(NR)?.checked_mul(rows),
+            Side::Narrow => rows.checked_mul(cols),
         }
     }
 
@@ -161,20 +208,22 @@ impl PackedWeights {
 
     /// Bytes the packed panels take.
     pub fn bytes(&self) -> usize {
-        self.data.len() * std::mem::size_of::<f32>()
+        self.data.len() * std::mem::size_of::<f32>() + self.narrow.len()
     }
 }
 
 impl std::fmt::Display for PackedWeights {
-    /// `packed f32 weights: input 1 (right), 1 x 384x1536, 2.4 MB`.
+    /// `packed f32 weights: input 1 (right), 1 x 384x1536, 2.4 MB` (`packed i8 weights: ...`
+    /// for [`Side::Narrow`]).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let side = match self.side {
-            Side::Left => "left",
-            Side::Right => "right",
+        let (ty, side) = match self.side {
+            Side::Left => ("f32", "left"),
+            Side::Right => ("f32", "right"),
+            Side::Narrow => ("i8", "right"),
         };
         write!(
             f,
-            "packed f32 weights: input {} ({side}), {} x {}x{}, {:.1} MB",
+            "packed {ty} weights: input {} ({side}), {} x {}x{}, {:.1} MB",
             self.input,
             self.count,
             self.rows,
@@ -198,6 +247,8 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///
 /// - `MatMul` with a constant `f32` right operand (rank ≥ 2): each of its matrices packed
 ///   for the right side; else with a constant `f32` left operand: packed for the left.
+/// - `MatMul` with a constant `i32` right operand whose values all fit in `i8`: narrowed
+///   ([`Side::Narrow`]; on any target, the product being portable code).
 /// - A recurrent op (`Op::Recurrent`) with constant `f32` weights `W` and `R`: per
 ///   direction `Wᵀ` above `Rᵀ`, packed for the right side (`recurrent_weights`).
 /// - `Convolution` (1-D or 2-D) with a constant `f32` filter whose windows cover each
@@ -218,6 +269,18 @@ pub fn prepare(
     data: Option<&Shape>,
     target: &Target,
 ) -> Option<PackedWeights> {
+    if let (Op::MatMul, [_, Some(b)]) = (node.op(), constants) {
+        if b.element_type() == ElementType::I32 {
+            let [batch @ .., rows, cols] = b.shape().dims() else {
+                return None;
+            };
+            let count = batch.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+            let TensorData::I32(v) = b.data() else {
+                return None;
+            };
+            return PackedWeights::narrow(v, 1, (count, *rows, *cols));
+        }
+    }
     if !target.avx512() {
         return None;
     }

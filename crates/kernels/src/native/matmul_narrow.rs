@@ -1,0 +1,147 @@
+//! Integer `MatMul` (`i32`, wrapping, as the reference defines it) whose right operand is
+//! a constant narrowed to `i8` when the executable was compiled ([`Side::Narrow`]): the
+//! products of a dynamically quantized recurrent op, whose state, less its zero point,
+//! multiplies the 8-bit recurrent weights less theirs at every step. Read as `i8`, one
+//! direction's weights of an LSTM of 512 units (1 MiB) stay in L2 from step to step; as
+//! `i32` (4 MiB) each step streamed them from L3. One-row products split their columns over
+//! the threads.
+
+use std::ops::Range;
+
+use multiversion::multiversion;
+
+use super::matmul::{Problem, MIN_PARALLEL_MACS};
+use super::packed::{PackedWeights, Side};
+use super::Epilogue;
+use crate::parallel::{for_each, Parallel};
+
+/// Columns of a block of a one-row product split over threads: whole 16-lane vectors.
+const COLUMN_ALIGN: usize = 64;
+
+/// Every product of `p` into `c` (`batch · m · n`), `a` the left operands (`i32`) and `w`
+/// the right ones narrowed: `c[i, j] = Σ_p a[i, p] · b[p, j]` in wrapping `i32`, exactly
+/// the reference's result. Each block of `c` is handed to `epilogue` once written (whole
+/// products, or a block of columns of a one-row product split over threads). Returns
+/// `false`, writing nothing, when `w` does not hold `p`'s right operands or `a` or `c`
+/// is shorter than `p` says.
+pub(super) fn narrow_matmul(
+    c: &mut [i32],
+    a: &[i32],
+    p: &Problem,
+    w: &PackedWeights,
+    parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
+) -> bool {
+    let (m, k, n) = (p.m, p.k, p.n);
+    let count = p.offsets_a.len();
+    let (_, rows, cols) = w.extents();
+    let matrix = |i: usize| p.offsets_b[i].checked_div(k * n).unwrap_or(0);
+    let fits = w.side() == Side::Narrow
+        && (rows, cols) == (k, n)
+        && c.len() == count * m * n
+        && p.offsets_a.iter().all(|&o| o + m * k <= a.len())
+        && (0..count).all(|i| w.narrow_matrix(matrix(i)).is_some());
+    if !fits {
+        return false;
+    }
+    if c.is_empty() {
+        return true;
+    }
+    let threads = parallel.config().threads;
+    let pool = (threads > 1 && m * k * n >= MIN_PARALLEL_MACS)
+        .then(|| parallel.pool())
+        .flatten();
+    // One-row products by blocks of columns (two per thread), others whole.
+    let block = match pool {
+        Some(_) if m == 1 => n.div_ceil(2 * threads).next_multiple_of(COLUMN_ALIGN),
+        _ => n,
+    };
+    for (i, c) in c.chunks_mut(m * n).enumerate() {
+        let (oa, b) = (
+            p.offsets_a[i],
+            w.narrow_matrix(matrix(i)).unwrap_or_default(),
+        );
+        let run = |(blk, c): (usize, &mut [i32])| {
+            let cols = blk * block..blk * block + c.len().min(block);
+            for (r, c) in c.chunks_mut(cols.len().max(1)).enumerate() {
+                let row = &a[oa + r * k..oa + (r + 1) * k];
+                row_product(row, (b, n), cols.clone(), c);
+            }
+            if let Some(e) = &epilogue {
+                e.run(i * m * n + cols.start, c);
+            }
+        };
+        match pool {
+            Some(pool) if m == 1 => for_each(pool, c.chunks_mut(block).enumerate(), run),
+            _ => run((0, c)),
+        }
+    }
+    true
+}
+
+/// `out[j − cols.start] = Σ_p row[p] · b[p, j]` for `j` in `cols`, `b` `[row.len(), n]`
+/// row-major, in wrapping `i32`: one scaled row of `b` added at a time (which vectorizes
+/// as sign extensions, multiplies and adds across the columns).
+#[multiversion(targets = "simd")]
+fn row_product(row: &[i32], (b, n): (&[i8], usize), cols: Range<usize>, out: &mut [i32]) {
+    out.fill(0);
+    for (p, &x) in row.iter().enumerate() {
+        if x == 0 {
+            continue;
+        }
+        let b = &b[p * n + cols.start..p * n + cols.end];
+        for (o, &v) in out.iter_mut().zip(b) {
+            *o = o.wrapping_add(x.wrapping_mul(i32::from(v)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::ThreadConfig;
+    use graphlift_ir::{Shape, TensorData};
+
+    /// Narrowed products equal the reference bit for bit (wrapping included) on one and
+    /// two threads: one-row products split by columns, several rows, a batch of matrices.
+    #[test]
+    fn narrowed_products_equal_the_reference() {
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[1, 512], &[512, 2048]),
+            (&[5, 33], &[33, 70]),
+            (&[2, 1, 9], &[2, 9, 130]),
+        ];
+        for threads in [1, 2] {
+            let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+            for &(da, db) in cases {
+                let (sa, sb) = (Shape::new(da), Shape::new(db));
+                let (k, n) = (db[db.len() - 2], db[db.len() - 1]);
+                // Large left values make the sums wrap.
+                let a: Vec<i32> = (0..sa.element_count().unwrap())
+                    .map(|i| (i as i32).wrapping_mul(0x2545_F491) >> 3)
+                    .collect();
+                let b: Vec<i32> = (0..sb.element_count().unwrap())
+                    .map(|i| (i * 37 % 256) as i32 - 128)
+                    .collect();
+                let count = b.len() / (k * n);
+                let w = PackedWeights::narrow(&b, 1, (count, k, n)).unwrap();
+                let (a, b) = (TensorData::I32(a), TensorData::I32(b));
+                let got = super::super::matmul::matmul(
+                    (&a, &sa),
+                    (&b, &sb),
+                    None,
+                    &parallel,
+                    None,
+                    Some(&w),
+                )
+                .unwrap();
+                let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
+                assert_eq!(got, want, "{da:?} x {db:?}, {threads} threads");
+            }
+        }
+        assert!(
+            PackedWeights::narrow(&[1, 200, 3], 1, (1, 1, 3)).is_none(),
+            "200 is no i8"
+        );
+    }
+}
