@@ -11,6 +11,7 @@ use std::ops::Range;
 use multiversion::multiversion;
 
 use super::matmul::{Problem, MIN_PARALLEL_MACS};
+use super::narrow_vnni;
 use super::packed::{PackedWeights, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
@@ -57,15 +58,16 @@ pub(super) fn narrow_matmul(
         _ => n,
     };
     for (i, c) in c.chunks_mut(m * n).enumerate() {
-        let (oa, b) = (
-            p.offsets_a[i],
-            w.narrow_matrix(matrix(i)).unwrap_or_default(),
-        );
+        let oa = p.offsets_a[i];
+        let Some((quads, sums)) = w.narrow_matrix(matrix(i)) else {
+            return false;
+        };
         let run = |(blk, c): (usize, &mut [i32])| {
             let cols = blk * block..blk * block + c.len().min(block);
+            let mut shifted = Vec::new();
             for (r, c) in c.chunks_mut(cols.len().max(1)).enumerate() {
                 let row = &a[oa + r * k..oa + (r + 1) * k];
-                row_product(row, (b, n), cols.clone(), c);
+                row_product(row, (quads, sums, n), cols.clone(), c, &mut shifted);
             }
             if let Some(e) = &epilogue {
                 e.run(i * m * n + cols.start, c);
@@ -79,19 +81,35 @@ pub(super) fn narrow_matmul(
     true
 }
 
-/// `out[j − cols.start] = Σ_p row[p] · b[p, j]` for `j` in `cols`, `b` `[row.len(), n]`
-/// row-major, in wrapping `i32`: one scaled row of `b` added at a time (which vectorizes
-/// as sign extensions, multiplies and adds across the columns).
+/// `out[j − cols.start] = Σ_p row[p] · b[p, j]` for `j` in `cols`, in wrapping `i32`, `b`
+/// `[row.len(), n]` as its quads and column sums ([`Side::Narrow`]): on VNNI where the row
+/// allows it ([`narrow_vnni::row`]), else in portable code, one quad of `b`'s rows at a time.
+fn row_product(
+    row: &[i32],
+    (quads, sums, n): (&[i8], &[i32], usize),
+    cols: Range<usize>,
+    out: &mut [i32],
+    shifted: &mut Vec<u8>,
+) {
+    if !narrow_vnni::row(row, (quads, sums, n), cols.clone(), out, shifted) {
+        portable_row(row, (quads, n), cols, out);
+    }
+}
+
+/// [`row_product`] in portable code.
 #[multiversion(targets = "simd")]
-fn row_product(row: &[i32], (b, n): (&[i8], usize), cols: Range<usize>, out: &mut [i32]) {
+fn portable_row(row: &[i32], (quads, n): (&[i8], usize), cols: Range<usize>, out: &mut [i32]) {
     out.fill(0);
-    for (p, &x) in row.iter().enumerate() {
-        if x == 0 {
-            continue;
-        }
-        let b = &b[p * n + cols.start..p * n + cols.end];
-        for (o, &v) in out.iter_mut().zip(b) {
-            *o = o.wrapping_add(x.wrapping_mul(i32::from(v)));
+    for (q, four) in row.chunks(4).enumerate() {
+        let quad_row = &quads[q * 4 * n..(q + 1) * 4 * n];
+        for (o, w) in out
+            .iter_mut()
+            .zip(quad_row[4 * cols.start..].chunks_exact(4))
+        {
+            let dot = four.iter().zip(w).fold(0i32, |s, (&x, &v)| {
+                s.wrapping_add(x.wrapping_mul(i32::from(v)))
+            });
+            *o = o.wrapping_add(dot);
         }
     }
 }
@@ -103,7 +121,8 @@ mod tests {
     use graphlift_ir::{Shape, TensorData};
 
     /// Narrowed products equal the reference bit for bit (wrapping included) on one and
-    /// two threads: one-row products split by columns, several rows, a batch of matrices.
+    /// two threads, on VNNI and in portable code: one-row products split by columns,
+    /// several rows, a batch of matrices, depths that are no multiple of four.
     #[test]
     fn narrowed_products_equal_the_reference() {
         let cases: &[(&[usize], &[usize])] = &[
@@ -116,27 +135,36 @@ mod tests {
             for &(da, db) in cases {
                 let (sa, sb) = (Shape::new(da), Shape::new(db));
                 let (k, n) = (db[db.len() - 2], db[db.len() - 1]);
-                // Large left values make the sums wrap.
-                let a: Vec<i32> = (0..sa.element_count().unwrap())
-                    .map(|i| (i as i32).wrapping_mul(0x2545_F491) >> 3)
-                    .collect();
-                let b: Vec<i32> = (0..sb.element_count().unwrap())
-                    .map(|i| (i * 37 % 256) as i32 - 128)
-                    .collect();
-                let count = b.len() / (k * n);
-                let w = PackedWeights::narrow(&b, 1, (count, k, n)).unwrap();
-                let (a, b) = (TensorData::I32(a), TensorData::I32(b));
-                let got = super::super::matmul::matmul(
-                    (&a, &sa),
-                    (&b, &sb),
-                    None,
-                    &parallel,
-                    None,
-                    Some(&w),
-                )
-                .unwrap();
-                let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
-                assert_eq!(got, want, "{da:?} x {db:?}, {threads} threads");
+                // Large left values make the sums wrap (and the rows span too much for
+                // VNNI); small ones (a quantized state less its zero point) run on it.
+                for wide in [true, false] {
+                    let a: Vec<i32> = (0..sa.element_count().unwrap())
+                        .map(|i| {
+                            if wide {
+                                (i as i32).wrapping_mul(0x2545_F491) >> 3
+                            } else {
+                                (i * 37 % 251) as i32 - 140
+                            }
+                        })
+                        .collect();
+                    let b: Vec<i32> = (0..sb.element_count().unwrap())
+                        .map(|i| (i * 37 % 256) as i32 - 128)
+                        .collect();
+                    let count = b.len() / (k * n);
+                    let w = PackedWeights::narrow(&b, 1, (count, k, n)).unwrap();
+                    let (a, b) = (TensorData::I32(a), TensorData::I32(b));
+                    let got = super::super::matmul::matmul(
+                        (&a, &sa),
+                        (&b, &sb),
+                        None,
+                        &parallel,
+                        None,
+                        Some(&w),
+                    )
+                    .unwrap();
+                    let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
+                    assert_eq!(got, want, "{da:?} x {db:?}, {threads} threads, wide {wide}");
+                }
             }
         }
         assert!(

@@ -18,6 +18,7 @@ mod epilogue;
 mod gemm_call;
 mod matmul;
 mod matmul_narrow;
+mod narrow_vnni;
 mod normalize;
 mod packed;
 mod pad;

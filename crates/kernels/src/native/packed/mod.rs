@@ -72,8 +72,9 @@ pub enum Side {
     Right,
     /// The right operand `b` (`k × n`) of an `i32` product whose every value fits in `i8`
     /// (8-bit weights less their zero point, as dynamically quantized recurrent ops
-    /// multiply them): row-major, narrowed to `i8`, a quarter of the bytes a product reads
-    /// (`super::matmul_narrow`).
+    /// multiply them), narrowed to `i8`, a quarter of the bytes a product reads
+    /// (`super::matmul_narrow`): in quads of `k` (`vpdpbusd`'s groups of four), `[⌈k/4⌉,
+    /// n, 4]` with zeros past `k`, and each column's sum.
     Narrow,
 }
 
@@ -91,8 +92,10 @@ pub struct PackedWeights {
     cols: usize,
     count: usize,
     data: Vec<f32>,
-    /// The matrices of [`Side::Narrow`] weights (empty for the others).
+    /// The matrices of [`Side::Narrow`] weights in quads (empty for the others).
     narrow: Vec<i8>,
+    /// The column sums of each matrix of [`Side::Narrow`] weights, `[count, cols]`.
+    column_sums: Vec<i32>,
 }
 
 impl PackedWeights {
@@ -141,6 +144,7 @@ impl PackedWeights {
             count,
             data,
             narrow: Vec::new(),
+            column_sums: Vec::new(),
         })
     }
 
@@ -152,12 +156,20 @@ impl PackedWeights {
         input: usize,
         (count, rows, cols): (usize, usize, usize),
     ) -> Option<PackedWeights> {
-        let len = count.checked_mul(rows)?.checked_mul(cols)?;
-        let narrow = src
-            .get(..len)?
-            .iter()
-            .map(|&v| i8::try_from(v).ok())
-            .collect::<Option<Vec<i8>>>()?;
+        let matrix = rows.checked_mul(cols)?;
+        let src = src.get(..count.checked_mul(matrix)?)?;
+        let quads = Self::padded(Side::Narrow, rows, cols)?;
+        let mut narrow = vec![0i8; count.checked_mul(quads)?];
+        let mut column_sums = vec![0i32; count * cols];
+        for (t, m) in src.chunks_exact(matrix.max(1)).enumerate().take(count) {
+            let (dst, sums) = (&mut narrow[t * quads..], &mut column_sums[t * cols..]);
+            for (p, row) in m.chunks_exact(cols.max(1)).enumerate().take(rows) {
+                for (j, &v) in row.iter().enumerate() {
+                    dst[(p / 4) * 4 * cols + 4 * j + p % 4] = i8::try_from(v).ok()?;
+                    sums[j] = sums[j].wrapping_add(v);
+                }
+            }
+        }
         Some(PackedWeights {
             side: Side::Narrow,
             input,
@@ -166,15 +178,19 @@ impl PackedWeights {
             count,
             data: Vec::new(),
             narrow,
+            column_sums,
         })
     }
 
-    /// Matrix `t` of [`Side::Narrow`] weights, row-major (`None` for other weights or `t`
-    /// out of range).
-    pub(in crate::native) fn narrow_matrix(&self, t: usize) -> Option<&[i8]> {
-        let len = self.rows * self.cols;
-        self.narrow
-            .get(t.checked_mul(len)?..t.checked_add(1)?.checked_mul(len)?)
+    /// Matrix `t` of [`Side::Narrow`] weights: its quads (`[⌈rows/4⌉, cols, 4]`) and its
+    /// column sums (`None` for other weights or `t` out of range).
+    pub(in crate::native) fn narrow_matrix(&self, t: usize) -> Option<(&[i8], &[i32])> {
+        let quads = Self::padded(Side::Narrow, self.rows, self.cols)?;
+        let q = self
+            .narrow
+            .get(t.checked_mul(quads)?..t.checked_add(1)?.checked_mul(quads)?)?;
+        let s = self.column_sums.get(t * self.cols..(t + 1) * self.cols)?;
+        Some((q, s))
     }
 
     /// Elements of one packed matrix: whole panels.
@@ -182,7 +198,7 @@ impl PackedWeights {
         match side {
             Side::Left => rows.div_ceil(MR).checked_mul(MR)?.checked_mul(cols),
             Side::Right => cols.div_ceil(NR).checked_mul(NR)?.checked_mul(rows),
-            Side::Narrow => rows.checked_mul(cols),
+            Side::Narrow => rows.div_ceil(4).checked_mul(4)?.checked_mul(cols),
         }
     }
 
@@ -208,7 +224,9 @@ impl PackedWeights {
 
     /// Bytes the packed panels take.
     pub fn bytes(&self) -> usize {
-        self.data.len() * std::mem::size_of::<f32>() + self.narrow.len()
+        self.data.len() * std::mem::size_of::<f32>()
+            + self.narrow.len()
+            + self.column_sums.len() * std::mem::size_of::<i32>()
     }
 }
 
