@@ -1,8 +1,9 @@
 //! The blocked depthwise loop's `f32` tiles in AVX-512 intrinsics: `R` output rows by `B`
-//! blocks of 16 columns summed in zmm registers over every tap, in window order (a multiply,
-//! then an add, rounded as the reference rounds), tails by lane masks. Two output rows whose
-//! windows lie wholly inside the input run together, so a row of four blocks keeps eight
-//! independent chains of additions in flight. (LLVM, left to vectorize the portable loop
+//! blocks of 16 columns summed in zmm registers over every tap, in window order (one fused
+//! multiply-add per tap: half the instructions of a multiply and an add, one rounding fewer
+//! than the reference per tap), tails by lane masks. Two output rows whose windows lie
+//! wholly inside the input run together, so a row of four blocks keeps eight independent
+//! chains of sums in flight. (LLVM, left to vectorize the portable loop
 //! over several rows, vectorized across the taps with gathers instead: 13x slower.)
 
 #[cfg(target_arch = "x86_64")]

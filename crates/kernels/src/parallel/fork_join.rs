@@ -13,8 +13,10 @@ use super::pool::{Offer, Pool};
 /// How long the caller spins for running tasks before it sleeps until the last one ends.
 const JOIN_SPIN: Duration = Duration::from_micros(50);
 
-/// Runs `f` on every item of `tasks`, on the calling thread and on helpers spawned into
-/// `pool` (one per worker, at most one fewer than the tasks), and returns when all have run.
+/// Runs `f` on every item of `tasks`, on the calling thread and on `pool`'s helpers (one
+/// per worker, at most one fewer than the tasks: those still spinning after the previous
+/// call, and new ones spawned for the rest, see [`Pool::offer`]), and returns when all have
+/// run.
 /// A panic in `f` stops further tasks from starting and is resumed here once the running
 /// ones have finished.
 ///
