@@ -18,6 +18,7 @@ use graphlift_ir::Convolution;
 
 use super::conv_geometry::Geometry;
 use super::depthwise::{live_taps, padded_row, BLOCK};
+use super::depthwise_shift;
 use super::packed::Element;
 use crate::target::CpuFeatures;
 
@@ -73,6 +74,8 @@ pub(super) fn rows(
         return false;
     }
     let step = conv.window.strides[0] * padded_row(g, conv).1;
+    let w = &conv.window;
+    let unit = w.strides.iter().chain(&w.dilations).all(|&v| v == 1);
     let mut oy = 0;
     while oy < g.oh {
         let (span, whole, last) = row_taps.rows[oy].clone();
@@ -90,6 +93,40 @@ pub(super) fn rows(
             return false;
         }
         let dst = &mut out[oy * g.ow..(oy + rows) * g.ow];
+        // Unit strides and dilations, windows 3 or 5 wide: the rows' runs shifted in
+        // registers (`super::depthwise_shift`). The window rows inside the input are
+        // consecutive, `kh` of them from `ky0` (all of them for a pair), read from the
+        // first live tap's row on.
+        let row_len = padded_row(g, conv).1;
+        let (first, ky0) = (live[0].0, live[0].1 / g.kw.max(1));
+        let kh = live.len() / g.kw.max(1);
+        let shift = unit
+            && matches!(g.kw, 3 | 5)
+            && first + (kh + rows - 1) * row_len <= padded.len()
+            && (ky0 + kh) * g.kw <= taps.len();
+        #[cfg(target_arch = "x86_64")]
+        if shift {
+            let (p, o, t) = (
+                padded[first..].as_ptr(),
+                dst.as_mut_ptr(),
+                taps[ky0 * g.kw..].as_ptr(),
+            );
+            let at = (row_len, kh);
+            // SAFETY: the host has AVX-512F (checked above); the `kh + rows − 1` rows of
+            // `row_len` from `first` lie inside `padded` and window rows `ky0..ky0 + kh`
+            // inside `taps` (checked just above); `row_len = oW + kW − 1` (unit strides and
+            // dilations); `dst` holds `rows` output rows.
+            unsafe {
+                match (rows, g.kw) {
+                    (2, 3) => depthwise_shift::row_tiles::<2, 3>(p, at, t, g.ow, o),
+                    (2, _) => depthwise_shift::row_tiles::<2, 5>(p, at, t, g.ow, o),
+                    (_, 3) => depthwise_shift::row_tiles::<1, 3>(p, at, t, g.ow, o),
+                    _ => depthwise_shift::row_tiles::<1, 5>(p, at, t, g.ow, o),
+                }
+            }
+            oy += rows;
+            continue;
+        }
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the host has AVX-512F (checked above). Every tap run read is `padded + at
         // + r · step + x` for `x < oW`, `r < rows` and the row's taps `live` (for two rows

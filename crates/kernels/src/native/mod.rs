@@ -14,6 +14,7 @@ mod convolution_backprop;
 mod convolution_cases;
 mod depthwise;
 mod depthwise_avx512;
+mod depthwise_shift;
 mod epilogue;
 mod gemm_call;
 mod matmul;
