@@ -15,7 +15,7 @@ const JOIN_SPIN: Duration = Duration::from_micros(50);
 
 /// Runs `f` on every item of `tasks`, on the calling thread and on `pool`'s helpers (one
 /// per worker, at most one fewer than the tasks: those still spinning after the previous
-/// call, and new ones spawned for the rest, see [`Pool::offer`]), and returns when all have
+/// call, and new ones spawned for the rest: see [`Pool`]), and returns when all have
 /// run.
 /// A panic in `f` stops further tasks from starting and is resumed here once the running
 /// ones have finished.
