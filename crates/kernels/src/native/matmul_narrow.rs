@@ -1,10 +1,10 @@
 //! Integer `MatMul` (`i32`, wrapping, as the reference defines it) whose right operand is
 //! a constant narrowed to `i8` when the executable was compiled ([`Side::Narrow`]): the
 //! products of a dynamically quantized recurrent op, whose state, less its zero point,
-//! multiplies the 8-bit recurrent weights less theirs at every step. Read as `i8`, one
-//! direction's weights of an LSTM of 512 units (1 MiB) stay in L2 from step to step; as
-//! `i32` (4 MiB) each step streamed them from L3. One-row products split their columns over
-//! the threads.
+//! multiplies the 8-bit recurrent weights less theirs at every step. Read as `i8`, a step
+//! of an LSTM of 512 units reads 1 MiB of weights instead of 4 (from L3 either way when its
+//! two directions alternate), and runs on VNNI (`super::narrow_vnni`). One-row products
+//! split their columns over the threads.
 
 use std::ops::Range;
 
