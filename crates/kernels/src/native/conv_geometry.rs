@@ -233,6 +233,11 @@ pub(super) fn im2col<T: Copy + Default>(
                     };
                     line[..valid.start].fill(pad);
                     line[valid.end..].fill(pad);
+                    // A tap that reads only padding for every output column (a dilated
+                    // window wider than the padded row's inside) has nothing to copy.
+                    if valid.is_empty() {
+                        continue;
+                    }
                     let src = &image[iy * g.w..(iy + 1) * g.w];
                     // First input column read (`valid.start` maps inside the row).
                     let first = valid.start * sw + kx * dw - pw;

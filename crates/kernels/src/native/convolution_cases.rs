@@ -17,6 +17,17 @@ pub(super) type Case = (
 );
 
 pub(super) const CASES: &[Case] = &[
+    // A dilated window wider than the row's inside: its first tap reads only padding for
+    // every output column (found by the packed convolution's property test).
+    (
+        [1, 1, 2, 2],
+        [8, 1, 1, 3],
+        1,
+        [1, 1],
+        [1, 2],
+        [0, 2],
+        [0, 1],
+    ),
     (
         [1, 3, 8, 12],
         [4, 3, 3, 3],
