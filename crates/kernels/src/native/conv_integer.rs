@@ -419,6 +419,7 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::{Fields, Rows, NC};
+    use crate::native::lanes::lane_mask;
 
     /// `mr` (`<= CHANNEL_BLOCK`) channels by the band's pixels, 64 at a time (the last
     /// tile over 16, 32 or 64 pixels, its stores masked to the band), each pixel tile split
@@ -447,11 +448,7 @@ mod x86 {
                 17..=32 => 2,
                 _ => 4,
             };
-            let mut masks = [0 as __mmask16; 4];
-            for (v, m) in masks.iter_mut().enumerate() {
-                let n = left.saturating_sub(16 * v).min(16);
-                *m = if n == 16 { 0xffff } else { (1u16 << n) - 1 };
-            }
+            let masks: [__mmask16; 4] = std::array::from_fn(|v| lane_mask(left, v));
             let mut r0 = 0;
             while r0 < mr {
                 let t = Tile {

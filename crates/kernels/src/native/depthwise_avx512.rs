@@ -19,6 +19,8 @@ use graphlift_ir::Convolution;
 use super::conv_geometry::Geometry;
 use super::depthwise::{live_taps, padded_row, BLOCK};
 use super::depthwise_shift;
+#[cfg(target_arch = "x86_64")]
+use super::lanes::lane_mask;
 use super::packed::Element;
 use crate::target::CpuFeatures;
 
@@ -172,7 +174,7 @@ unsafe fn row_tiles<const R: usize>(
         x0 += 4 * BLOCK;
     }
     let left = ow - x0;
-    let last = ((1u32 << (left - (left.div_ceil(BLOCK).max(1) - 1) * BLOCK)) - 1) as __mmask16;
+    let last = lane_mask(left, left.div_ceil(BLOCK).max(1) - 1);
     let at = (x0, ow);
     let m = __mmask16::MAX;
     unsafe {

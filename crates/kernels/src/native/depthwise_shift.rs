@@ -6,6 +6,8 @@
 //! one fused multiply-add per tap, as in `super::depthwise_avx512`.
 
 #[cfg(target_arch = "x86_64")]
+use super::lanes::lane_mask;
+#[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
     __m512, __mmask16, _mm512_alignr_epi32, _mm512_castps_si512, _mm512_castsi512_ps,
     _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_set1_ps,
@@ -80,14 +82,10 @@ unsafe fn tile<const R: usize, const B: usize, const KW: usize>(
     (x0, ow): (usize, usize),
     out: *mut f32,
 ) {
-    let lanes = |first: usize, end: usize| -> __mmask16 {
-        let n = end.saturating_sub(first).min(BLOCK);
-        ((1u32 << n) - 1) as __mmask16
-    };
     // Loads stay inside the input row; stores inside the output row.
     let loads: [__mmask16; MAX_BLOCKS + 1] =
-        std::array::from_fn(|b| lanes(x0 + b * BLOCK, row_len));
-    let stores: [__mmask16; B] = std::array::from_fn(|b| lanes(x0 + b * BLOCK, ow));
+        std::array::from_fn(|b| lane_mask(row_len.saturating_sub(x0), b));
+    let stores: [__mmask16; B] = std::array::from_fn(|b| lane_mask(ow.saturating_sub(x0), b));
     let mut acc = [[_mm512_setzero_ps(); B]; R];
     for i in 0..kh + R - 1 {
         let row = rows.wrapping_add(i * row_len + x0);

@@ -12,6 +12,8 @@ use std::arch::x86_64::{
     _mm512_set1_epi32, _mm512_setzero_si512,
 };
 
+#[cfg(target_arch = "x86_64")]
+use super::lanes::lane_mask;
 use crate::target::CpuFeatures;
 
 /// Columns of one accumulator (a zmm register of `i32`).
@@ -94,10 +96,7 @@ unsafe fn tile<const B: usize>(
     (first, len): (usize, usize),
     out: *mut i32,
 ) {
-    let masks: [__mmask16; B] = std::array::from_fn(|v| {
-        let valid = len.saturating_sub(v * LANES).min(LANES);
-        ((1u32 << valid) - 1) as __mmask16
-    });
+    let masks: [__mmask16; B] = std::array::from_fn(|v| lane_mask(len, v));
     let mut acc: [__m512i; B] = [_mm512_setzero_si512(); B];
     for (q, four) in shifted.chunks_exact(4).enumerate() {
         let a = _mm512_set1_epi32(i32::from_le_bytes([four[0], four[1], four[2], four[3]]));

@@ -160,6 +160,7 @@ mod x86 {
     use std::arch::x86_64::*;
 
     use super::{Problem, MR};
+    use crate::native::lanes::lane_mask;
 
     /// Columns of one register tile: four `zmm` of 16 INT32 accumulators.
     const NC: usize = 64;
@@ -210,15 +211,7 @@ mod x86 {
         let n = p.n;
         let mut col = 0;
         while col < n {
-            let mut masks = [0 as __mmask16; 4];
-            for (v, m) in masks.iter_mut().enumerate() {
-                let left = (n - col).saturating_sub(16 * v).min(16);
-                *m = if left == 16 {
-                    0xffff
-                } else {
-                    (1u16 << left) - 1
-                };
-            }
+            let masks: [__mmask16; 4] = std::array::from_fn(|v| lane_mask(n - col, v));
             let t = Tile {
                 a: a.as_ptr(),
                 kp,

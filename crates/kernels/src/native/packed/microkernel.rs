@@ -4,6 +4,8 @@
 //! the other's row, one FMA per accumulator).
 
 #[cfg(target_arch = "x86_64")]
+use crate::native::lanes::lane_mask;
+#[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
     __m512, __mmask16, _mm512_add_ps, _mm512_fmadd_ps, _mm512_mask_storeu_ps,
     _mm512_maskz_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps,
@@ -85,13 +87,6 @@ unsafe fn rows<const OFFSETS: bool>(t: &Tile) {
     }
 }
 
-/// The lane mask of vector `v` of a row of `cols` columns.
-#[cfg(target_arch = "x86_64")]
-fn mask(cols: usize, v: usize) -> __mmask16 {
-    let live = cols.saturating_sub(v * LANES).min(LANES);
-    ((1u32 << live) - 1) as __mmask16
-}
-
 /// The tile of `R` rows. Columns past `t.cols` are masked off in every load and store
 /// (AVX-512 masked accesses do not touch masked lanes), so tails in `n` are exact.
 ///
@@ -100,7 +95,7 @@ fn mask(cols: usize, v: usize) -> __mmask16 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn tile<const R: usize, const OFFSETS: bool>(t: &Tile) {
-    let masks: [__mmask16; VECTORS] = [mask(t.cols, 0), mask(t.cols, 1), mask(t.cols, 2)];
+    let masks: [__mmask16; VECTORS] = std::array::from_fn(|v| lane_mask(t.cols, v));
     let mut acc = [[_mm512_setzero_ps(); VECTORS]; R];
     // Row pointers of `a`; advanced by `a_ks` per step of `p`. `wrapping_add` throughout:
     // a pointer to a masked-off lane or one step past the last `p` is never dereferenced.
