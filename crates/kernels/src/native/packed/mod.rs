@@ -148,6 +148,22 @@ impl PackedWeights {
         })
     }
 
+    /// The transpose of the `rows × cols` row-major matrix `src` (`cols × rows`) packed for
+    /// the right side, from node input `input`: a whole-image convolution's filters `[M, C ·
+    /// kH · kW]` as the loaded operand of the product of the images with them
+    /// (`super::whole_image`). `None` when `src` is shorter or a size overflows.
+    pub fn pack_transposed(
+        src: &[f32],
+        input: usize,
+        (rows, cols): (usize, usize),
+    ) -> Option<PackedWeights> {
+        let src = src.get(..rows.checked_mul(cols)?)?;
+        let transposed: Vec<f32> = (0..cols)
+            .flat_map(|p| src.iter().skip(p).step_by(cols.max(1)).copied())
+            .collect();
+        PackedWeights::pack(&transposed, Side::Right, input, (1, cols, rows))
+    }
+
     /// `count` `i32` matrices of `rows × cols` from `src` (row-major, one after another) as
     /// [`Side::Narrow`] weights of node input `input`; `None` when a value does not fit in
     /// `i8` or `src` is shorter than that.
@@ -326,11 +342,7 @@ pub fn prepare(
                 .iter()
                 .try_fold(1usize, |n, &d| n.checked_mul(d))?;
             if data.is_some_and(|sx| covers_images(sx, f.shape(), conv)) {
-                let filters = f32_data(f)?;
-                let transposed: Vec<f32> = (0..depth)
-                    .flat_map(|p| filters.iter().skip(p).step_by(depth).copied())
-                    .collect();
-                return PackedWeights::pack(&transposed, Side::Right, 1, (1, depth, dims[0]));
+                return PackedWeights::pack_transposed(f32_data(f)?, 1, (dims[0], depth));
             }
             if per_group == 1 && dims[1] == 1 {
                 return None;
