@@ -340,6 +340,25 @@ mod tests {
     use super::*;
     use graphlift_ir::{Shape, TensorData, Window};
 
+    /// A `k x k` window with these strides, dilations and pads (begin, then end) over
+    /// `groups` groups.
+    fn square(
+        k: usize,
+        (stride, dilation, pads): ([usize; 2], [usize; 2], [usize; 4]),
+        groups: usize,
+    ) -> Convolution {
+        Convolution {
+            window: Window {
+                shape: vec![k, k],
+                strides: stride.to_vec(),
+                dilations: dilation.to_vec(),
+                pads_begin: pads[..2].to_vec(),
+                pads_end: pads[2..].to_vec(),
+            },
+            groups,
+        }
+    }
+
     /// `Depthwise::run` on one `[h, w]` channel against the reference convolution (`f64` sums).
     fn check(
         h: usize,
@@ -350,16 +369,7 @@ mod tests {
         pads: [usize; 4],
         taps: &[f32],
     ) {
-        let conv = Convolution {
-            window: Window {
-                shape: vec![k, k],
-                strides: stride.to_vec(),
-                dilations: dilation.to_vec(),
-                pads_begin: pads[..2].to_vec(),
-                pads_end: pads[2..].to_vec(),
-            },
-            groups: 1,
-        };
+        let conv = square(k, (stride, dilation, pads), 1);
         let (sx, sf) = (Shape::new([1, 1, h, w]), Shape::new([1, 1, k, k]));
         let g = Geometry::of(&sx, &sf, &conv).unwrap();
         let plane: Vec<f32> = (0..h * w)
@@ -413,16 +423,8 @@ mod tests {
     #[test]
     fn portable_rows_and_run_loop_agree_with_the_tiles() {
         for (h, w, k) in [(6, 40, 3), (7, 97, 3), (9, 10, 5), (5, 40, 5)] {
-            let conv = Convolution {
-                window: Window {
-                    shape: vec![k, k],
-                    strides: vec![1, 1],
-                    dilations: vec![1, 1],
-                    pads_begin: vec![k / 2, k / 2],
-                    pads_end: vec![k / 2, k / 2],
-                },
-                groups: 1,
-            };
+            let p = k / 2;
+            let conv = square(k, ([1, 1], [1, 1], [p, p, p, p]), 1);
             let g =
                 Geometry::of(&Shape::new([1, 1, h, w]), &Shape::new([1, 1, k, k]), &conv).unwrap();
             let plane: Vec<f32> = (0..h * w)
@@ -451,16 +453,7 @@ mod tests {
     #[test]
     fn a_block_of_channels_takes_each_channel_its_group() {
         let (h, w, groups, first, channels) = (6, 40, 3, 2, 4);
-        let conv = Convolution {
-            window: Window {
-                shape: vec![3, 3],
-                strides: vec![1, 1],
-                dilations: vec![1, 1],
-                pads_begin: vec![1, 1],
-                pads_end: vec![1, 1],
-            },
-            groups,
-        };
+        let conv = square(3, ([1, 1], [1, 1], [1, 1, 1, 1]), groups);
         let (sx, sf) = (Shape::new([1, groups, h, w]), Shape::new([groups, 1, 3, 3]));
         let g = Geometry::of(&sx, &sf, &conv).unwrap();
         let planes: Vec<f32> = (0..channels * h * w)

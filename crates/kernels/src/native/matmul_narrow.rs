@@ -36,15 +36,19 @@ pub(super) fn narrow_matmul(
     let (m, k, n) = (p.m, p.k, p.n);
     let count = p.offsets_a.len();
     let (_, rows, cols) = w.extents();
-    let matrix = |i: usize| p.offsets_b[i].checked_div(k * n).unwrap_or(0);
+    // Each product's right operand: its quads and column sums.
+    let matrices: Option<Vec<_>> = p
+        .offsets_b
+        .iter()
+        .map(|&ob| w.narrow_matrix(ob.checked_div(k * n).unwrap_or(0)))
+        .collect();
     let fits = w.side() == Side::Narrow
         && (rows, cols) == (k, n)
         && c.len() == count * m * n
-        && p.offsets_a.iter().all(|&o| o + m * k <= a.len())
-        && (0..count).all(|i| w.narrow_matrix(matrix(i)).is_some());
-    if !fits {
+        && p.offsets_a.iter().all(|&o| o + m * k <= a.len());
+    let Some(matrices) = matrices.filter(|_| fits) else {
         return false;
-    }
+    };
     if c.is_empty() {
         return true;
     }
@@ -57,11 +61,8 @@ pub(super) fn narrow_matmul(
         Some(_) if m == 1 => n.div_ceil(2 * threads).next_multiple_of(COLUMN_ALIGN),
         _ => n,
     };
-    for (i, c) in c.chunks_mut(m * n).enumerate() {
+    for (i, (c, &(quads, sums))) in c.chunks_mut(m * n).zip(&matrices).enumerate() {
         let oa = p.offsets_a[i];
-        let Some((quads, sums)) = w.narrow_matrix(matrix(i)) else {
-            return false;
-        };
         let run = |(blk, c): (usize, &mut [i32])| {
             let cols = blk * block..blk * block + c.len().min(block);
             let mut shifted = Vec::new();

@@ -39,7 +39,8 @@ struct Handoff {
     spinning: AtomicUsize,
     /// How long a helper spins ([`HELPER_SPIN`]).
     spin: Duration,
-    /// Helpers spawned so far.
+    /// Helpers spawned so far (the rest of the offers were taken by spinning helpers):
+    /// shown by `Debug`.
     spawned: AtomicUsize,
 }
 
@@ -114,6 +115,7 @@ impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
             .field("workers", &self.rayon.current_num_threads())
+            .field("helpers_spawned", &self.handoff.spawned.load(SeqCst))
             .finish()
     }
 }
