@@ -18,6 +18,32 @@ use crate::proto::{attribute_type, AttributeProto, NodeProto};
 /// their largest operand).
 pub(crate) const FOLD_LIMIT: usize = 1 << 16;
 
+/// Checks that attribute `a` of the node at `at` is of type `want` (an
+/// [`attribute_type`] code). IR version 1 models leave `type` unset; then `present`
+/// (whether the value field is set) decides.
+///
+/// # Errors
+/// [`OnnxError::BadAttribute`] naming the node and attribute: `expected GRAPH, got INT`.
+pub(crate) fn check_attribute_type(
+    a: &AttributeProto,
+    want: i32,
+    present: bool,
+    at: &NodeRef,
+) -> Result<(), OnnxError> {
+    if a.r#type == want || (a.r#type == attribute_type::UNDEFINED && present) {
+        return Ok(());
+    }
+    Err(OnnxError::BadAttribute {
+        at: at.clone(),
+        attribute: a.name.clone(),
+        message: format!(
+            "expected {}, got {}",
+            attribute_type::name(want),
+            attribute_type::name(a.r#type)
+        ),
+    })
+}
+
 /// Builds the IR for one ONNX node.
 pub(crate) struct NodeEmitter<'a> {
     function: &'a mut Function,
@@ -546,21 +572,9 @@ impl<'a> NodeEmitter<'a> {
         Ok(Some(a))
     }
 
-    /// Checks an attribute's declared type. IR version 1 models leave `type` unset; then
-    /// `present` (whether the value field is set) decides.
+    /// Checks an attribute's declared type ([`check_attribute_type`]).
     fn check_type(&self, a: &AttributeProto, want: i32, present: bool) -> Result<(), OnnxError> {
-        if a.r#type == want || (a.r#type == attribute_type::UNDEFINED && present) {
-            Ok(())
-        } else {
-            Err(self.attribute_error(
-                &a.name,
-                format!(
-                    "expected {}, got {}",
-                    attribute_type::name(want),
-                    attribute_type::name(a.r#type)
-                ),
-            ))
-        }
+        check_attribute_type(a, want, present, &self.at)
     }
 
     /// A FLOAT attribute, or `default` when absent.

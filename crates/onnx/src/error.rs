@@ -12,7 +12,8 @@ pub struct NodeRef {
     /// (`#3 (output `y`)`); for a graph-level item, the value's name.
     pub name: String,
     /// The node's `op_type` (`Relu`), or `graph input`, `graph output`, `initializer`,
-    /// `tensor` for graph-level items and standalone tensors.
+    /// `tensor` for graph-level items and standalone tensors; an item of a control-flow
+    /// node's subgraph names the node too (`Loop `l` body `b`: graph output`).
     pub op_type: String,
 }
 
@@ -223,6 +224,29 @@ fn file_prefix(path: Option<&str>) -> String {
     path.map(|p| format!("`{p}`: ")).unwrap_or_default()
 }
 
+/// The `at` of an [`OnnxError`] (`$e`: `&OnnxError` or `&mut OnnxError`), if it has one.
+macro_rules! location_of {
+    ($e:expr) => {
+        match $e {
+            OnnxError::Io { .. } | OnnxError::Protobuf { .. } => None,
+            OnnxError::InvalidModel { at, .. }
+            | OnnxError::UnsupportedOp { at, .. }
+            | OnnxError::UnsupportedElementType { at, .. }
+            | OnnxError::UnsupportedType { at, .. }
+            | OnnxError::BadAttribute { at, .. }
+            | OnnxError::MissingInput { at, .. }
+            | OnnxError::ShapeMismatch { at, .. }
+            | OnnxError::TypeMismatch { at, .. }
+            | OnnxError::Arity { at, .. }
+            | OnnxError::Ir { at, .. }
+            | OnnxError::Fold { at, .. }
+            | OnnxError::UnsupportedFeature { at, .. }
+            | OnnxError::RunTimeOperand { at, .. }
+            | OnnxError::DataDependentShape { at, .. } => Some(at),
+        }
+    };
+}
+
 impl OnnxError {
     /// `true` for [`OnnxError::UnsupportedElementType`] and [`OnnxError::UnsupportedType`]:
     /// the model is valid ONNX but uses types graphlift does not have.
@@ -251,22 +275,11 @@ impl OnnxError {
 
     /// The node or graph item the error is about, if any.
     pub fn location(&self) -> Option<&NodeRef> {
-        match self {
-            OnnxError::Io { .. } | OnnxError::Protobuf { .. } => None,
-            OnnxError::InvalidModel { at, .. }
-            | OnnxError::UnsupportedOp { at, .. }
-            | OnnxError::UnsupportedElementType { at, .. }
-            | OnnxError::UnsupportedType { at, .. }
-            | OnnxError::BadAttribute { at, .. }
-            | OnnxError::MissingInput { at, .. }
-            | OnnxError::ShapeMismatch { at, .. }
-            | OnnxError::TypeMismatch { at, .. }
-            | OnnxError::Arity { at, .. }
-            | OnnxError::Ir { at, .. }
-            | OnnxError::Fold { at, .. }
-            | OnnxError::UnsupportedFeature { at, .. }
-            | OnnxError::RunTimeOperand { at, .. }
-            | OnnxError::DataDependentShape { at, .. } => Some(at),
-        }
+        location_of!(self)
+    }
+
+    /// [`OnnxError::location`], to change (a subgraph's error naming its enclosing node).
+    pub(crate) fn location_mut(&mut self) -> Option<&mut NodeRef> {
+        location_of!(self)
     }
 }

@@ -33,6 +33,8 @@ pub use prost;
 pub use graphlift_ir::Function;
 
 #[cfg(test)]
+mod malformed_control_flow_tests;
+#[cfg(test)]
 mod malformed_tests;
 #[cfg(test)]
 mod tests;

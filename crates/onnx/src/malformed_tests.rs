@@ -3,6 +3,8 @@
 //! applies — a wrong attribute (bad value or type), a wrong rank, an out-of-range index or
 //! axis. Each must be an `Err` naming the node (`<Op> `bad``), at import or, where the
 //! problem is in run-time data, when the model runs on either backend; never a panic.
+//! [`check`] runs a table; `If`, `Loop` and `Scan` have theirs in
+//! `malformed_control_flow_tests.rs`.
 
 use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
 
@@ -11,7 +13,7 @@ use crate::proto::*;
 use crate::tests::{attr_f, attr_i, attr_ints, attr_s, model_opset, node, vi};
 
 /// An input of the one node: a graph input, an initializer, or an omitted optional input.
-enum V {
+pub(crate) enum V {
     /// A graph input `x<k>` of an element type (`data_type`) and shape.
     In(i32, &'static [i64]),
     /// An INT64 initializer of a shape.
@@ -20,37 +22,44 @@ enum V {
     F32(&'static [i64], &'static [f32]),
     /// A UINT8 initializer of a shape.
     U8(&'static [i64], &'static [u8]),
+    /// A BOOL initializer of a shape.
+    Bool(&'static [i64], &'static [bool]),
     /// An omitted optional input (`""`).
     Skip,
 }
 use V::*;
 
-const F: i32 = data_type::FLOAT;
-const I: i32 = data_type::INT64;
+pub(crate) const F: i32 = data_type::FLOAT;
+pub(crate) const I: i32 = data_type::INT64;
 const U: i32 = data_type::UINT8;
 
 /// What goes wrong, for the failure messages.
 #[derive(Debug, Clone, Copy)]
-enum Class {
+pub(crate) enum Class {
     Attribute,
     Rank,
     Index,
 }
 use Class::*;
 
-struct Case {
-    op: &'static str,
-    class: Class,
-    what: &'static str,
-    inputs: Vec<V>,
-    outputs: usize,
-    attrs: Vec<AttributeProto>,
+/// One malformed node: its op, what is wrong with it, its inputs, outputs and attributes.
+pub(crate) struct Case {
+    pub(crate) op: &'static str,
+    pub(crate) class: Class,
+    pub(crate) what: &'static str,
+    pub(crate) inputs: Vec<V>,
+    pub(crate) outputs: usize,
+    pub(crate) attrs: Vec<AttributeProto>,
     /// Run-time data of the graph inputs (INT64 ones as `i64`, others `f32`), for a problem
     /// that only the data shows; `None`: the import must fail.
-    run: Option<Vec<Vec<f64>>>,
+    pub(crate) run: Option<Vec<Vec<f64>>>,
+    /// A part of the message that says the error is the one meant (not another problem
+    /// of the test's model); `None`: naming the node is enough.
+    pub(crate) says: Option<&'static str>,
 }
 
-fn case(
+/// A case of one output whose import must fail.
+pub(crate) fn case(
     op: &'static str,
     class: Class,
     what: &'static str,
@@ -65,6 +74,7 @@ fn case(
         outputs: 1,
         attrs,
         run: None,
+        says: None,
     }
 }
 
@@ -75,37 +85,41 @@ fn one_node(c: &Case) -> ModelProto {
     let mut graph_inputs = Vec::new();
     let mut inits = Vec::new();
     for (k, v) in c.inputs.iter().enumerate() {
-        let (name, tensor) = match v {
+        let init = |dims: &[i64], data_type| TensorProto {
+            name: format!("c{k}"),
+            dims: dims.to_vec(),
+            data_type,
+            ..Default::default()
+        };
+        let tensor = match v {
             In(t, dims) => {
                 graph_inputs.push(vi(&format!("x{k}"), *t, dims));
-                (format!("x{k}"), None)
+                names.push(format!("x{k}"));
+                continue;
             }
-            Skip => (String::new(), None),
-            I64(dims, d) => (
-                format!("c{k}"),
-                Some((*dims, I, d.to_vec(), vec![], vec![])),
-            ),
-            F32(dims, d) => (
-                format!("c{k}"),
-                Some((*dims, F, vec![], d.to_vec(), vec![])),
-            ),
-            U8(dims, d) => (
-                format!("c{k}"),
-                Some((*dims, U, vec![], vec![], d.to_vec())),
-            ),
+            Skip => {
+                names.push(String::new());
+                continue;
+            }
+            I64(dims, d) => TensorProto {
+                int64_data: d.to_vec(),
+                ..init(dims, I)
+            },
+            F32(dims, d) => TensorProto {
+                float_data: d.to_vec(),
+                ..init(dims, F)
+            },
+            U8(dims, d) => TensorProto {
+                raw_data: d.to_vec(),
+                ..init(dims, U)
+            },
+            Bool(dims, d) => TensorProto {
+                int32_data: d.iter().map(|&b| i32::from(b)).collect(),
+                ..init(dims, data_type::BOOL)
+            },
         };
-        if let Some((dims, data_type, int64_data, float_data, raw_data)) = tensor {
-            inits.push(TensorProto {
-                name: name.clone(),
-                dims: dims.to_vec(),
-                data_type,
-                int64_data,
-                float_data,
-                raw_data,
-                ..Default::default()
-            });
-        }
-        names.push(name);
+        names.push(tensor.name.clone());
+        inits.push(tensor);
     }
     let outputs: Vec<String> = (0..c.outputs).map(|k| format!("y{k}")).collect();
     let ins: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -332,11 +346,19 @@ fn q_linear(a: &'static [i64], a_scale: &'static [i64], b: &'static [i64]) -> Ve
     ]
 }
 
-#[test]
-fn malformed_nodes_are_errors_naming_the_node() {
+/// `c` with `part` of the message that says its error is the one meant.
+pub(crate) fn says(part: &'static str, c: Case) -> Case {
+    Case {
+        says: Some(part),
+        ..c
+    }
+}
+
+/// Runs every case of `all`: each must be an error naming its node (and saying its `says`),
+/// never a panic or a success; panics listing the cases that are not.
+pub(crate) fn check(all: &[Case]) {
     let mut failures = Vec::new();
-    let all = cases();
-    for c in &all {
+    for c in all {
         let label = format!("{} ({:?}: {})", c.op, c.class, c.what);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| errors_of(c)));
         match outcome {
@@ -355,6 +377,9 @@ fn malformed_nodes_are_errors_naming_the_node() {
                     if !names_it {
                         failures.push(format!("{label}: the error does not name `{named}`: {e}"));
                     }
+                    if let Some(part) = c.says.filter(|p| !e.contains(p)) {
+                        failures.push(format!("{label}: the error does not say `{part}`: {e}"));
+                    }
                 }
             }
         }
@@ -366,4 +391,9 @@ fn malformed_nodes_are_errors_naming_the_node() {
         all.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn malformed_nodes_are_errors_naming_the_node() {
+    check(&cases());
 }

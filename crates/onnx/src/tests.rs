@@ -1117,6 +1117,16 @@ pub(crate) fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
     }
 }
 
+/// A GRAPH attribute (`If` branches, `Loop` and `Scan` bodies).
+pub(crate) fn attr_g(name: &str, g: GraphProto) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        r#type: attribute_type::GRAPH,
+        g: Some(g),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn random_uniform_and_normal_like_import_as_seeded_fills() {
     let m = model(

@@ -46,7 +46,10 @@ use crate::import::unique_name;
 use crate::proto::{GraphProto, NodeProto, ValueInfoProto};
 
 mod branch;
+mod checks;
 mod iterate;
+
+use checks::{graph_attr, int_attr, ints_attr};
 
 /// Outer-scope constants of at most this many elements are copied into a body; larger ones
 /// are captured (passed as operands).
@@ -81,16 +84,48 @@ impl BodySpec {
     }
 }
 
-/// The settings a subgraph import shares with its enclosing graph's.
+/// The settings a subgraph import shares with its enclosing graph's, and the control-flow
+/// node the subgraph belongs to.
 #[derive(Debug, Clone)]
 struct Context {
     opset: i64,
     opsets: HashMap<String, i64>,
     source: String,
+    node: NodeRef,
 }
 
-/// Imports `graph` as a closed Function by `spec`.
+/// The kinds of [`NodeRef::item`] a subgraph's own errors name: its inputs, outputs,
+/// initializers, and the subgraph as a whole.
+const BODY_ITEMS: [&str; 6] = [
+    "graph",
+    "graph input",
+    "graph output",
+    "initializer",
+    "subgraph",
+    "subgraph output",
+];
+
+/// Imports `graph` as a closed Function by `spec`. An error at one of the subgraph's own
+/// items (not at one of its nodes) names the control-flow node too: `Loop `l` body `b`:
+/// graph output `y``.
 fn import_body(graph: &GraphProto, spec: &BodySpec, cx: &Context) -> Result<Function, OnnxError> {
+    import_body_items(graph, spec, cx).map_err(|mut e| {
+        if let Some(at) = e
+            .location_mut()
+            .filter(|at| BODY_ITEMS.contains(&at.op_type.as_str()))
+        {
+            at.op_type = format!("{} body `{}`: {}", cx.node, graph.name, at.op_type);
+        }
+        e
+    })
+}
+
+/// [`import_body`] but for naming the control-flow node.
+fn import_body_items(
+    graph: &GraphProto,
+    spec: &BodySpec,
+    cx: &Context,
+) -> Result<Function, OnnxError> {
     let mut imp = Importer::new(graph, cx.opset, cx.opsets.clone(), &cx.source)?;
     let at = NodeRef::item("subgraph", &graph.name);
     let ir = |e| OnnxError::Ir {
@@ -210,34 +245,6 @@ fn declared_or(vi: &ValueInfoProto, fallback: TensorType) -> TensorType {
         Some(d) => TensorType::new(fallback.element_type, Shape::new(d)),
         None => fallback,
     }
-}
-
-/// A subgraph attribute of `node`.
-fn graph_attr<'n>(
-    node: &'n NodeProto,
-    name: &str,
-    at: &NodeRef,
-) -> Result<&'n GraphProto, OnnxError> {
-    node.attribute
-        .iter()
-        .find(|a| a.name == name)
-        .and_then(|a| a.g.as_ref())
-        .ok_or_else(|| OnnxError::BadAttribute {
-            at: at.clone(),
-            attribute: name.to_string(),
-            message: "the subgraph attribute is missing".into(),
-        })
-}
-
-fn ints_attr(node: &NodeProto, name: &str) -> Option<Vec<i64>> {
-    node.attribute
-        .iter()
-        .find(|a| a.name == name)
-        .map(|a| a.ints.clone())
-}
-
-fn int_attr(node: &NodeProto, name: &str) -> Option<i64> {
-    node.attribute.iter().find(|a| a.name == name).map(|a| a.i)
 }
 
 /// A captured value of the enclosing graph: its ONNX name, its value there, and whether

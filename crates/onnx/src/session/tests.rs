@@ -278,12 +278,7 @@ fn loop_model() -> std::path::PathBuf {
         ],
         ..Default::default()
     };
-    let body_attr = AttributeProto {
-        name: "body".into(),
-        r#type: attribute_type::GRAPH,
-        g: Some(body),
-        ..Default::default()
-    };
+    let body_attr = crate::tests::attr_g("body", body);
     let m = model_opset(
         vec![
             node(

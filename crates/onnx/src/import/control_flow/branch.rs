@@ -15,6 +15,7 @@ impl<'m> Importer<'m> {
             opset: self.opset,
             opsets: self.opsets.clone(),
             source: self.source.to_string(),
+            node: at.clone(),
         };
         match node.op_type.as_str() {
             "If" => self.import_if(index, node, inputs, &at, &cx),
@@ -70,8 +71,21 @@ impl<'m> Importer<'m> {
                 at: at.clone(),
                 message: "If needs its condition input".into(),
             })?;
+        self.check_one_element(cond, ElementType::Bool, "the condition", at)?;
         let then_g = graph_attr(node, "then_branch", at)?;
         let else_g = graph_attr(node, "else_branch", at)?;
+        // Checked here too, not only when both branches are imported: a constant condition
+        // imports only the taken one.
+        if then_g.output.len() != else_g.output.len() {
+            return Err(OnnxError::Arity {
+                at: at.clone(),
+                message: format!(
+                    "the branches disagree: then has {} output(s), else {}",
+                    then_g.output.len(),
+                    else_g.output.len()
+                ),
+            });
+        }
         if let Some(c) = constant_of(&self.function, cond) {
             let taken = if c.data().get_f64(0).is_some_and(|x| x != 0.0) {
                 then_g

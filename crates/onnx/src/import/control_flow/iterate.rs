@@ -64,6 +64,8 @@ impl<'m> Importer<'m> {
                     .map_err(ir)?,
             ),
         };
+        self.check_one_element(trip, ElementType::I64, "the trip count M", at)?;
+        self.check_one_element(cond, ElementType::Bool, "the condition cond", at)?;
         let mut initial = Vec::with_capacity(n);
         for (k, v) in inputs[2..].iter().enumerate() {
             initial.push(v.ok_or_else(|| arity(format!("loop-carried input {} is empty", k + 2)))?);
@@ -301,7 +303,7 @@ impl<'m> Importer<'m> {
             attribute: attribute.to_string(),
             message,
         };
-        let m = int_attr(node, "num_scan_inputs")
+        let m = int_attr(node, "num_scan_inputs", at)?
             .ok_or_else(|| bad("num_scan_inputs", "is required".into()))?;
         let m = usize::try_from(m)
             .ok()
@@ -373,20 +375,28 @@ impl<'m> Importer<'m> {
                     .collect::<Result<Vec<usize>, OnnxError>>()
             };
         let input_axes = norm(
-            ints_attr(node, "scan_input_axes"),
+            ints_attr(node, "scan_input_axes", at)?,
             m,
             &|k| types[n + k].shape.rank(),
             "scan_input_axes",
         )?;
         let dirs = |name: &str, count: usize| -> Result<Vec<bool>, OnnxError> {
-            let d = ints_attr(node, name).unwrap_or_else(|| vec![0; count]);
+            let d = ints_attr(node, name, at)?.unwrap_or_else(|| vec![0; count]);
             if d.len() != count {
                 return Err(bad(
                     name,
                     format!("has {} entries for {count} values", d.len()),
                 ));
             }
-            Ok(d.iter().map(|&x| x != 0).collect())
+            d.iter()
+                .map(|&x| match x {
+                    0 | 1 => Ok(x == 1),
+                    _ => Err(bad(
+                        name,
+                        format!("{x} is neither 0 (forward) nor 1 (reverse)"),
+                    )),
+                })
+                .collect()
         };
         let input_reverse = dirs("scan_input_directions", m)?;
         let output_reverse = dirs("scan_output_directions", k_out)?;
@@ -419,7 +429,7 @@ impl<'m> Importer<'m> {
         )?;
         let out_types = body.result_types();
         let output_axes = norm(
-            ints_attr(node, "scan_output_axes"),
+            ints_attr(node, "scan_output_axes", at)?,
             k_out,
             &|k| out_types.get(n + k).map_or(0, |t| t.shape.rank() + 1),
             "scan_output_axes",
