@@ -2,9 +2,10 @@
 """Writes the seed corpus of the ONNX-import fuzz target (fuzz/fuzz_targets/onnx_import.rs):
 one small valid model per operator, `fuzz/corpus/onnx_import/<Op>.onnx`.
 
-The operators are the ones most recently added to the importer and the trigonometric and
-hyperbolic functions; each model is one node (constant operands as initializers) at opset
-OPSET, checked with `onnx.checker`. Run with the venv that has `onnx` (README: "Test data"):
+The operators are the ones most recently added to the importer, the trigonometric and
+hyperbolic functions and the control flow (`If`, `Loop`, `Scan`, whose subgraphs read a
+value of the enclosing graph); each model is one node (constant operands as initializers)
+at opset OPSET, checked with `onnx.checker`. Run with the venv that has `onnx` (README: "Test data"):
 
     /work/main/target/models/venv/bin/python scripts/make-fuzz-corpus.py
 
@@ -34,9 +35,10 @@ def f32(*shape, lo=-1.0, hi=1.0):
     return (lo + (hi - lo) * ((np.arange(n) * 0.6180339887) % 1.0)).astype(np.float32).reshape(shape)
 
 
-def model(op, inputs, outputs, attrs=None, inits=(), domain=""):
+def model(op, inputs, outputs, attrs=None, inits=(), domain="", outer=()):
     """A one-node model: `inputs` and `outputs` are (name, elem_type, shape); `inits` are
-    (name, array) initializers, named among the node's inputs but not graph inputs."""
+    (name, array) initializers, named among the node's inputs but not graph inputs; `outer`
+    are (name, elem_type, shape) graph inputs that only the node's subgraphs read."""
     init_names = [n for n, _ in inits]
     node_inputs = [n for n, _, _ in inputs]
     for n in init_names:
@@ -46,7 +48,8 @@ def model(op, inputs, outputs, attrs=None, inits=(), domain=""):
                             domain=domain, **(attrs or {}))
     graph = helper.make_graph(
         [node], op.lower(),
-        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs if n not in init_names],
+        [helper.make_tensor_value_info(n, t, s)
+         for n, t, s in list(inputs) + list(outer) if n not in init_names],
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=[tensor(n, a) for n, a in inits])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
@@ -58,6 +61,47 @@ def model(op, inputs, outputs, attrs=None, inits=(), domain=""):
 
 def unary(op, shape=(2, 3), t=F):
     return model(op, [("x", t, shape)], [("y", t, shape)])
+
+
+def subgraph(name, nodes, inputs, outputs):
+    """A subgraph: `inputs` and `outputs` are (name, elem_type, shape)."""
+    return helper.make_graph(nodes, name,
+                             [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                             [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs])
+
+
+def control_flow():
+    """`If`, `Loop` and `Scan`, each over FLOAT [2] values with a subgraph that reads the
+    enclosing graph's `w`."""
+    w = [("w", F, [2])]
+    node = helper.make_node
+    branch = lambda name, op: subgraph(name, [node(op, ["w", "w"], [f"{name}_y"])], [],
+                                       [(f"{name}_y", F, [2])])
+    yield "If", model("If", [("cond", B, [])], [("y", F, [2])],
+                      {"then_branch": branch("then", "Add"), "else_branch": branch("else", "Sub")},
+                      outer=w)
+    # i = 0, 1, 2: acc += i * w; the scan output stacks each new acc.
+    body = subgraph("loop_body", [
+        node("Cast", ["i"], ["fi"], to=F),
+        node("Mul", ["fi", "w"], ["iw"]),
+        node("Add", ["acc", "iw"], ["acc2"]),
+        node("Identity", ["cond_in"], ["cond_out"]),
+        node("Identity", ["acc2"], ["scan"]),
+    ], [("i", I64, []), ("cond_in", B, []), ("acc", F, [2])],
+        [("cond_out", B, []), ("acc2", F, [2]), ("scan", F, [2])])
+    yield "Loop", model("Loop", [("m", I64, []), ("c", B, []), ("a", F, [2])],
+                        [("a_final", F, [2]), ("scans", F, [3, 2])], {"body": body},
+                        [("m", np.array(3, np.int64)), ("c", np.array(True))], outer=w)
+    # A running sum of w * x[t], x read from its end.
+    body = subgraph("scan_body", [
+        node("Mul", ["xt", "w"], ["xw"]),
+        node("Add", ["sum", "xw"], ["sum2"]),
+        node("Identity", ["sum2"], ["y"]),
+    ], [("sum", F, [2]), ("xt", F, [2])], [("sum2", F, [2]), ("y", F, [2])])
+    yield "Scan", model("Scan", [("s", F, [2]), ("x", F, [3, 2])],
+                        [("s_final", F, [2]), ("ys", F, [3, 2])],
+                        {"body": body, "num_scan_inputs": 1, "scan_input_directions": [1]},
+                        outer=w)
 
 
 def corpus():
@@ -166,6 +210,7 @@ def corpus():
     for op in ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
                "Atanh"):
         yield op, unary(op)
+    yield from control_flow()
 
 
 def main():

@@ -61,6 +61,9 @@ const OPERATORS: &[&str] = &[
     "Acosh",
     "Atanh",
     "NonZero",
+    "If",
+    "Loop",
+    "Scan",
 ];
 
 fn corpus_dir() -> PathBuf {
