@@ -562,6 +562,26 @@ fn scatter_add() {
     });
 }
 
+/// `CumSum` along a middle axis, each of its four directions: its adjoint is the scan of `dy`
+/// the other way, as exclusive as the forward one.
+#[test]
+fn cum_sum() {
+    use graphlift::ir::CumSum;
+    let m = input(25, &[2, 4, 3], -1.0, 1.0);
+    for (exclusive, reverse) in [(false, false), (true, false), (false, true), (true, true)] {
+        let c = CumSum {
+            axis: 1,
+            exclusive,
+            reverse,
+        };
+        check(
+            &format!("cum_sum_{exclusive}_{reverse}"),
+            std::slice::from_ref(&m),
+            |b, x| b.op(Op::CumSum(c), &[x[0]]).tanh(),
+        );
+    }
+}
+
 /// The derivative of a function whose elementwise regions are already fused kernels (with
 /// two outputs, one input read twice) equals the derivative of the unfused function.
 #[test]

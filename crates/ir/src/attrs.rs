@@ -436,6 +436,32 @@ pub struct TopK {
     pub largest: bool,
 }
 
+/// The running sum along one axis (ONNX `CumSum`, opsets 11 and 14; nGraph's and
+/// OpenVINO's `CumSum`, opset 3): an output of the input's shape and numeric element type
+/// whose element at position `i` of its lane along `axis` (extent `n`) is
+///
+/// ```text
+/// forward,   inclusive:  y[i] = x[0] + x[1] + .. + x[i]
+/// forward,   exclusive:  y[i] = x[0] + .. + x[i-1]        (y[0] = 0)
+/// reverse,   inclusive:  y[i] = x[n-1] + .. + x[i]
+/// reverse,   exclusive:  y[i] = x[n-1] + .. + x[i+1]      (y[n-1] = 0)
+/// ```
+///
+/// Each sum runs sequentially in the scan direction, one `Add` at a time in the element type
+/// (the reference's `Add`: integers wrap, `f16`/`bf16` are added in `f32` and rounded after
+/// each step), so an element enters only the sums after it in that direction: an infinity
+/// or NaN never reaches an earlier one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CumSum {
+    /// The summed axis (`< rank`; ONNX's negative axis is normalised by the importer).
+    pub axis: usize,
+    /// Each element is left out of its own sum (ONNX `exclusive = 1`).
+    pub exclusive: bool,
+    /// The sums run from the end of the axis to its start (ONNX `reverse = 1`).
+    pub reverse: bool,
+}
+
 /// How [`Op::ScatterNd`](crate::Op::ScatterNd) combines an update with the element it lands
 /// on (ONNX `ScatterND` / `ScatterElements` `reduction`, opsets 16 and 18).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

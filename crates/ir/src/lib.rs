@@ -25,7 +25,7 @@ pub mod text;
 pub mod unroll;
 
 pub use attrs::{
-    ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform,
+    ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform, CumSum,
     Distribution, LayerNorm, NearestMode, Pad, PadMode, QuantizedMatMul, RandomFill,
     RecurrentActivation, RecurrentCell, RecurrentDirection, RecurrentSequence, ReduceOp, Reduction,
     Resize, ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,

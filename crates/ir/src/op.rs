@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::attrs::{
-    ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, Distribution, LayerNorm, Pad,
-    PadMode, QuantizedMatMul, RandomFill, RecurrentSequence, ReduceOp, Reduction, Resize,
-    ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
+    ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CumSum, Distribution,
+    LayerNorm, Pad, PadMode, QuantizedMatMul, RandomFill, RecurrentSequence, ReduceOp, Reduction,
+    Resize, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -208,6 +208,10 @@ pub enum Op {
     /// tensor, most extreme first, ties to the lower index ([`TopK`]; ONNX `TopK`'s second
     /// output, the first being the input gathered at them).
     TopK(TopK),
+    /// The running sum of a numeric tensor along one axis, of the input's shape and element
+    /// type ([`CumSum`]: inclusive or exclusive, forward or reverse; ONNX `CumSum`, nGraph's
+    /// `CumSum`): an O(n) sequential scan of each lane, in the element type.
+    CumSum(CumSum),
     /// Interpolation of an `f32`/`f64` tensor to new extents ([`Resize`]; ONNX `Resize`).
     Resize(Resize),
     /// Matrix product of `a` `[..., M, K]` and `b` `[..., K, N]` giving `[..., M, N]`; both
@@ -399,6 +403,7 @@ impl Op {
                 ArgOp::Min => "ArgMin",
             },
             Op::TopK(_) => "TopK",
+            Op::CumSum(_) => "CumSum",
             Op::Resize(_) => "Resize",
             Op::MatMul => "MatMul",
             Op::QuantizedMatMul(_) => "QuantizedMatMul",

@@ -215,6 +215,62 @@ fn top_k_and_scatter_nd_round_trip() {
     assert!(e.to_string().contains("reduction"), "{e}");
 }
 
+/// `CumSum` keeps its attributes through a round trip; a document without them, with an
+/// unknown one, or with an axis out of range is refused, as is such a node when built.
+#[test]
+fn cum_sum_round_trip_and_bad_axes() {
+    use graphlift_ir::CumSum;
+    let c = CumSum {
+        axis: 1,
+        exclusive: true,
+        reverse: true,
+    };
+    assert_eq!(
+        Op::CumSum(c).to_string(),
+        "CumSum<axis=1, exclusive, reverse>"
+    );
+    let b = FunctionBuilder::new("scan");
+    let x = b.parameter("x", I16, [2, 3, 4]);
+    let y = b.op(Op::CumSum(c), &[x]).named("scan");
+    let f = b.finish(&[y]).unwrap();
+    let g = Function::from_json(&f.to_json()).unwrap();
+    assert_eq!(f, g);
+    let edits: [(&str, Value); 3] = [
+        ("cum_sum", Value::Null),
+        (
+            "unknown field `sum`",
+            json!({"axis": 1, "exclusive": false, "reverse": false, "sum": 1}),
+        ),
+        (
+            "axis 3 is out of range for rank 3",
+            json!({"axis": 3, "exclusive": false, "reverse": false}),
+        ),
+    ];
+    for (message, value) in edits {
+        let mut doc = doc_of(&f);
+        let op = node_mut(&mut doc, "scan")["op"].as_object_mut().unwrap();
+        if value.is_null() {
+            op.remove("cum_sum");
+        } else {
+            op.insert("cum_sum".into(), value);
+        }
+        let e = Function::from_json(&doc.to_string()).unwrap_err();
+        assert!(e.to_string().contains(message), "{e}");
+    }
+    let built = |t, c| {
+        let b = FunctionBuilder::new("bad");
+        let x = b.parameter("x", t, [2, 3]);
+        b.finish(&[b.op(Op::CumSum(c), &[x])]).unwrap_err()
+    };
+    let e = built(F32, CumSum { axis: 2, ..c });
+    assert!(
+        e.to_string().contains("axis 2 is out of range for rank 2"),
+        "{e}"
+    );
+    let e = built(Bool, CumSum { axis: 0, ..c });
+    assert!(e.to_string().contains("numeric"), "{e}");
+}
+
 #[test]
 fn round_trip_is_exact_and_keeps_ids() {
     let f = sample();

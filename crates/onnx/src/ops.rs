@@ -7,6 +7,8 @@ mod activation;
 mod cast;
 mod classify;
 mod conv;
+#[cfg(test)]
+mod cum_sum_tests;
 mod einsum;
 mod gather;
 #[cfg(test)]

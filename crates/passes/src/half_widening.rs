@@ -22,7 +22,10 @@ use crate::{Pass, PassError};
 /// half value, as the model says), so consecutive converts are not merged.
 ///
 /// Not rewritten: parameters, constants, results, `Convert` (it is the rounding), state ops
-/// (`Variable`, `ReadVariable`, `Assign`), `Random`, fused kernels, nodes with several
+/// (`Variable`, `ReadVariable`, `Assign`), `Random`, `CumSum` (its running sum is rounded to
+/// the half type at every step, as the reference and numpy define it, and a sum kept in `f32`
+/// gives other values: `256 + 1 + 1` in `bf16` is 256 step by step, 258 rounded once), fused
+/// kernels, nodes with several
 /// outputs or control dependencies, and the data-movement ops ([`Op::moves_data`]): each
 /// output element is a copy of an input element, exact in any type, and widening one would convert all of its input to
 /// move a part of it (a `Gather` of 128 rows from an `f16` embedding table would convert
@@ -67,6 +70,7 @@ fn eligible(g: &Function, id: NodeId) -> Result<bool, PassError> {
             | Op::ReadVariable
             | Op::Assign
             | Op::Random(_)
+            | Op::CumSum(_)
             | Op::FusedKernel(_)
     ) || node.op().moves_data();
     if kept
@@ -190,6 +194,20 @@ mod tests {
             let run = |f: &Function| InterpreterBackend.compile(f).unwrap().run(&inputs).unwrap();
             assert_eq!(run(&g), run(&f), "{t:?}");
         }
+    }
+
+    /// A half `CumSum` keeps its half steps: widening it would round once per output.
+    #[test]
+    fn a_half_cum_sum_is_not_widened() {
+        let b = FunctionBuilder::new("scan");
+        let x = b.parameter("x", ElementType::BF16, [4]);
+        let c = graphlift_ir::CumSum {
+            axis: 0,
+            exclusive: false,
+            reverse: true,
+        };
+        let mut f = b.finish(&[b.op(Op::CumSum(c), &[x])]).unwrap();
+        assert!(!HalfWidening.run(&mut f).unwrap());
     }
 
     #[test]

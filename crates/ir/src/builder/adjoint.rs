@@ -131,6 +131,15 @@ impl FunctionBuilder {
                     })
                     .collect()
             }
+            // y[i] sums x[j] over the j at or before i in the scan direction, so x[j] feeds
+            // every y[i] at or after it: dx is the scan of g the other way, equally exclusive.
+            Op::CumSum(c) => {
+                let back = crate::CumSum {
+                    reverse: !c.reverse,
+                    ..*c
+                };
+                vec![Some(self.op(Op::CumSum(back), &[g]))]
+            }
             Op::Softmax(axis) => {
                 let s = sum_keep(g * y, &[*axis]).broadcast_to(shape(y));
                 vec![Some(y * (g - s))]

@@ -146,6 +146,21 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
         Op::Reduce(r) => tensor_ops::reduce(r, inputs),
         Op::ArgReduce(r) => sampling::arg_reduce(r, inputs),
         Op::TopK(t) => sampling::top_k(t, inputs),
+        Op::CumSum(c) => {
+            arity(1)?;
+            let x = &inputs[0];
+            if !x.element_type.is_numeric() {
+                return Err(format!("needs a numeric operand, got {}", x.element_type));
+            }
+            if c.axis >= x.shape.rank() {
+                return Err(format!(
+                    "axis {} is out of range for rank {}",
+                    c.axis,
+                    x.shape.rank()
+                ));
+            }
+            Ok(smallvec![x.clone()])
+        }
         Op::Resize(r) => sampling::resize(r, inputs),
         Op::MatMul => tensor_ops::matmul(inputs),
         Op::QuantizedMatMul(q) => quantized::quantized_matmul(q, inputs),

@@ -312,6 +312,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("resize", op.resize.is_some()),
         ("recurrent", op.recurrent.is_some()),
         ("top_k", op.top_k.is_some()),
+        ("cum_sum", op.cum_sum.is_some()),
         ("reduction", op.reduction.is_some()),
         ("axis", op.axis.is_some()),
         ("axes", op.axes.is_some()),
@@ -343,6 +344,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "ArgMax" | "ArgMin" => &["axis", "keep_dims", "select_last_index"],
         "Resize" => &["resize"],
         "TopK" => &["top_k"],
+        "CumSum" => &["cum_sum"],
         "ScatterNd" => &["reduction"],
         "LayerNorm" => &["axis", "epsilon"],
         "Attention" => &["heads", "scale"],
@@ -475,6 +477,10 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "TopK" => match op.top_k {
             Some(t) => Op::TopK(t),
             None => return Err(invalid(loc, "op `TopK` needs the attribute `top_k`")),
+        },
+        "CumSum" => match op.cum_sum {
+            Some(c) => Op::CumSum(c),
+            None => return Err(invalid(loc, "op `CumSum` needs the attribute `cum_sum`")),
         },
         "ScatterNd" => Op::ScatterNd(op.reduction.unwrap_or_default()),
         "Concat" => Op::Concat(op.axis.unwrap_or_default()),

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::attrs::{PadMode, RecurrentSequence, Resize, ScatterReduction, SliceAxis, TopK, Window};
+use crate::attrs::{
+    CumSum, PadMode, RecurrentSequence, Resize, ScatterReduction, SliceAxis, TopK, Window,
+};
 
 /// The whole document: a format tag, a version and one function.
 ///
@@ -74,7 +76,7 @@ pub(super) struct NodeDto<N> {
 /// for `Constant`; `body` for `FusedKernel`; `perm` for `Transpose`; `slice` for `Slice`;
 /// `low_pads`, `high_pads` and `interior` for `Pad`, which may take `pad_mode` (absent:
 /// constant); `axis`, `keep_dims` and `select_last_index` for `ArgMax` and `ArgMin`;
-/// `resize` for `Resize`; `top_k` for `TopK`; `reduction` for `ScatterNd`;
+/// `resize` for `Resize`; `top_k` for `TopK`; `cum_sum` for `CumSum`; `reduction` for `ScatterNd`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
 /// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
 /// and `Convolution`, which also takes `groups`; `heads` and `scale` for `Attention`; `recurrent`
@@ -136,6 +138,10 @@ pub(super) struct OpDto<N> {
     /// `TopK`'s attribute (version 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_k: Option<TopK>,
+    /// `CumSum`'s attribute (version 2: builds older than the op reject it as an unknown op
+    /// type).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cum_sum: Option<CumSum>,
     /// `ScatterNd`'s reduction (version 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reduction: Option<ScatterReduction>,
@@ -185,6 +191,7 @@ impl<N> OpDto<N> {
             resize: None,
             recurrent: None,
             top_k: None,
+            cum_sum: None,
             reduction: None,
             axis: None,
             axes: None,

@@ -48,6 +48,13 @@ impl fmt::Display for Op {
                 t.k,
                 if t.largest { "largest" } else { "smallest" }
             ),
+            Op::CumSum(c) => write!(
+                f,
+                "CumSum<axis={}{}{}>",
+                c.axis,
+                if c.exclusive { ", exclusive" } else { "" },
+                if c.reverse { ", reverse" } else { "" }
+            ),
             Op::Resize(r) => write!(
                 f,
                 "Resize<{:?}, {:?}, shape={:?}, scales={:?}{}>",

@@ -3,8 +3,8 @@
 //! family, `ArgMax`/`ArgMin` and `CumSum`.
 
 use graphlift_ir::{
-    ArgOp, ArgReduction, BinaryOp, CompareOp, ElementType, LayerNorm, Op, Output, ReduceOp,
-    Reduction, Shape, TensorData, UnaryOp,
+    ArgOp, ArgReduction, BinaryOp, CompareOp, CumSum, ElementType, LayerNorm, Op, Output, ReduceOp,
+    Reduction, Shape, UnaryOp,
 };
 
 use super::layout::{axes, axes_operand, axis, dims, reshape_to as reshape};
@@ -191,15 +191,22 @@ pub(super) fn arg_reduce(
     e.op(Op::ArgReduce(r), &[x])
 }
 
-/// `CumSum`: the running sum along `axis` (input 1, a constant scalar), including each
-/// element (or only those before it with `exclusive`), from the end with `reverse`. Computed
-/// as a `MatMul` of the axis (moved last) with a constant triangular matrix of ones.
+/// `CumSum` (opsets 11 and 14): the running sum of a numeric `x` (any rank >= 1, any numeric
+/// element type) along `axis` (input 1: a constant 0-D or one-element integer tensor, negative
+/// counting from the end), including each element or, with `exclusive = 1`, only those
+/// before it, from the end of the axis with `reverse = 1`; of `x`'s shape and type, as one
+/// [`Op::CumSum`] (an O(n) scan, so an infinity or NaN reaches only later sums).
+///
+/// # Errors
+/// [`OnnxError::ShapeMismatch`] for a scalar `x` or an axis of other than one value;
+/// [`OnnxError::BadAttribute`] for an axis out of `[-rank, rank)` or a mistyped `exclusive`
+/// or `reverse`; [`OnnxError::TypeMismatch`] for a non-numeric `x` or a non-integer axis;
+/// [`OnnxError::RunTimeOperand`] (or `UnsupportedFeature`) for an axis computed at run time.
 pub(super) fn cum_sum(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     e.arity(ins, 2, 2)?;
     let x = e.input(ins, 0)?;
-    let et = e.require(x, ElementType::is_numeric, "a numeric")?;
-    let d = dims(e, x)?;
-    let rank = d.len();
+    e.require(x, ElementType::is_numeric, "a numeric")?;
+    let rank = dims(e, x)?.len();
     let list = e.constant_ints(e.input(ins, 1)?, "input 1 (`axis`)")?;
     let [raw] = list[..] else {
         return Err(e.shape_error(format!("axis {list:?} must be one value")));
@@ -207,61 +214,12 @@ pub(super) fn cum_sum(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, On
     if rank == 0 {
         return Err(e.shape_error("CumSum of a scalar".into()));
     }
-    let a = axis(e, raw, rank, "axis")?;
-    let exclusive = e.attr_i64("exclusive")?.unwrap_or(0) != 0;
-    let reverse = e.attr_i64("reverse")?.unwrap_or(0) != 0;
-    let n = d[a];
-    // y[.., j] = sum_i x[.., i] · t[i, j].
-    let t: Vec<f64> = (0..n * n)
-        .map(|k| {
-            let (i, j) = (k / n, k % n);
-            let counts = match (reverse, exclusive) {
-                (false, false) => i <= j,
-                (false, true) => i < j,
-                (true, false) => i >= j,
-                (true, true) => i > j,
-            };
-            if counts {
-                1.0
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let t = match et {
-        ElementType::F32 => TensorData::F32(t.iter().map(|&v| v as f32).collect()),
-        ElementType::F64 => TensorData::F64(t),
-        ElementType::I32 => TensorData::I32(t.iter().map(|&v| v as i32).collect()),
-        _ => TensorData::I64(t.iter().map(|&v| v as i64).collect()),
+    let c = CumSum {
+        axis: axis(e, raw, rank, "axis")?,
+        exclusive: e.attr_i64("exclusive")?.unwrap_or(0) != 0,
+        reverse: e.attr_i64("reverse")?.unwrap_or(0) != 0,
     };
-    let t = e.constant(t, Shape::new([n, n]))?;
-    let mut perm: Vec<usize> = (0..rank).filter(|&k| k != a).collect();
-    perm.push(a);
-    let last = perm.iter().copied().eq(0..rank);
-    let moved = if last {
-        x
-    } else {
-        e.op(Op::Transpose(perm.clone()), &[x])?
-    };
-    let moved = if rank == 1 {
-        reshape(e, moved, vec![1, n])?
-    } else {
-        moved
-    };
-    let summed = e.op(Op::MatMul, &[moved, t])?;
-    let summed = if rank == 1 {
-        reshape(e, summed, vec![n])?
-    } else {
-        summed
-    };
-    if last {
-        return Ok(summed);
-    }
-    let mut inverse = vec![0; rank];
-    for (i, &p) in perm.iter().enumerate() {
-        inverse[p] = i;
-    }
-    e.op(Op::Transpose(inverse), &[summed])
+    e.op(Op::CumSum(c), &[x])
 }
 
 /// `LayerNormalization` (opset 17): normalises over `axis..` (default -1) with `epsilon`

@@ -7,6 +7,7 @@ mod arith;
 mod attention;
 mod broadcast;
 mod conv_integer;
+mod cum_sum;
 mod elementwise;
 mod layout;
 mod matmul;
@@ -37,6 +38,7 @@ pub use arith::Arith;
 pub use attention::{attention, Operand};
 pub use broadcast::broadcast;
 pub use conv_integer::convolution_integer;
+pub use cum_sum::cum_sum;
 pub use elementwise::{
     binary, binary_f32, binary_f64, compare, convert, select, unary, unary_f32, unary_f64,
 };
@@ -93,6 +95,7 @@ pub use window_backprop::{
 /// | `Log` | `x = 0` / `x < 0` | `-inf` / NaN |
 /// | `Expm1`, `Log1p` | | Rust's `exp_m1` / `ln_1p` (C99 `expm1` / `log1p`): `Expm1(-inf) = -1`, `Log1p(-1) = -inf`, `Log1p(x < -1) = NaN`, both keep the sign of zero |
 /// | `Sqrt` | `x < 0` | NaN (`Sqrt(-0) = -0`) |
+/// | `CumSum` | order, overflow, `f16`/`bf16` | one `Add` at a time in the scan direction (an infinity or NaN reaches only later sums); integers wrap; half sums rounded at every step; an inclusive scan starts with the element itself (`-0` stays `-0`) |
 /// | compares on floats | NaN operand | false, except `NotEqual`: true |
 /// | compares on bool | | `false < true` |
 /// | `Convert` float to integer | fraction, out of range, NaN | truncates toward zero, saturates to MIN/MAX, NaN -> 0 (Rust's `as`) |
@@ -168,6 +171,7 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         Op::Reduce(r) => one(reduce(data(0), inputs[0].shape(), r)),
         Op::ArgReduce(r) => one(arg_reduce(data(0), inputs[0].shape(), r)),
         Op::TopK(t) => one(top_k(data(0), inputs[0].shape(), t)),
+        Op::CumSum(c) => one(cum_sum(data(0), inputs[0].shape(), c)),
         Op::Resize(r) => one(resize(data(0), inputs[0].shape(), r)),
         Op::MatMul => one(matmul(
             data(0),
