@@ -1,12 +1,12 @@
 //! Control flow (`If`, `Loop`, `Scan`) on both backends: hand-built Functions against known
 //! values and against the INTERPRETER, ONNX models with a folded and a real `If` and a loop
 //! whose body takes its iteration number as a shape operand (specialised per iteration, each
-//! specialisation imported and compiled once), and the errors: a branch disagreement named
-//! at import, `deriv` through a loop.
+//! specialisation imported and compiled once, as many kept as the import option says), and
+//! the errors: a branch disagreement named at import, `deriv` through a loop.
 
 use std::sync::Arc;
 
-use graphlift::ir::control_flow::{Body, ControlFlow, If, Loop, Scan};
+use graphlift::ir::control_flow::{Body, ControlFlow, If, Loop, Scan, Specialized};
 use graphlift::ir::Output;
 use graphlift::ir::{BinaryOp, ReduceOp, Reduction};
 use graphlift::onnx::prost::Message;
@@ -512,41 +512,34 @@ fn decoder_reference(xs: &[f32], h0: [f32; 2]) -> [f32; 2] {
     h
 }
 
-#[test]
-fn onnx_loop_with_per_iteration_shape_operands_is_specialised_and_cached() {
-    let m = import_model_bytes(&decoder_model()).unwrap();
-    let text = m.function.to_text();
-    assert!(text.contains("specialised on parameters [2]"), "{text}");
-    let loop_node = m
-        .function
-        .nodes()
-        .find(|n| n.op().type_name() == "Loop")
-        .unwrap();
+/// The one `Loop` of `f`, whose body is specialised per iteration.
+fn specialised_loop(f: &Function) -> (&Loop, &Arc<Specialized>) {
+    let loop_node = f.nodes().find(|n| n.op().type_name() == "Loop").unwrap();
     let Op::ControlFlow(cf) = loop_node.op() else {
         unreachable!()
     };
-    let ControlFlow::Loop(Loop {
-        body: Body::Specialized(spec),
-        carried,
-        ..
-    }) = &**cf
-    else {
-        panic!("not specialised: {cf}")
-    };
-    // `w` is passed through unchanged: captured, not carried; the transposes of it run
-    // once, before the loop, in the outer graph (where, `w` being constant, they fold).
-    assert_eq!(*carried, 2);
-    let body = spec.function_for(&[TensorData::I64(vec![0])]).unwrap();
-    assert!(
-        body.nodes().all(|n| n.op().type_name() != "Transpose"),
-        "{body}"
-    );
+    match &**cf {
+        ControlFlow::Loop(
+            l @ Loop {
+                body: Body::Specialized(spec),
+                ..
+            },
+        ) => (l, spec),
+        _ => panic!("not specialised: {cf}"),
+    }
+}
+
+/// Runs the imported decoder model twice on each backend against [`decoder_reference`];
+/// after each call the loop body holds `cached` specialisations, and CPU-JIT has as many
+/// compiled.
+fn check_decoder_runs(f: &Function, cached: usize) {
+    let (_, spec) = specialised_loop(f);
     let xs: Vec<f32> = (0..10).map(|k| k as f32 * 0.5 - 1.0).collect();
     let want = decoder_reference(&xs, [0.25, -0.5]);
     let xs_t = Tensor::from_vec(xs, [1, 5, 2]).unwrap();
     let h0 = Tensor::from_vec(vec![0.25f32, -0.5], [1, 2]).unwrap();
     for be in BACKENDS {
-        let exe = Backend::create(be).unwrap().compile(&m.function).unwrap();
+        let exe = Backend::create(be).unwrap().compile(f).unwrap();
         for call in 0..2 {
             let out = exe.run(&[xs_t.clone(), h0.clone()]).unwrap();
             assert_eq!(out[0].read::<i64>().unwrap(), [5], "{be}");
@@ -557,8 +550,7 @@ fn onnx_loop_with_per_iteration_shape_operands_is_specialised_and_cached() {
                     "{be} call {call}: {got:?} vs {want:?}"
                 );
             }
-            // One specialisation per value of t, imported once whatever the backends and calls.
-            assert_eq!(spec.cached(), 5, "{be} call {call}");
+            assert_eq!(spec.cached(), cached, "{be} call {call}");
         }
         if be == "CPU-JIT" {
             let how = exe
@@ -567,11 +559,43 @@ fn onnx_loop_with_per_iteration_shape_operands_is_specialised_and_cached() {
                 .find_map(|s| s.control_flow)
                 .unwrap_or_default();
             assert!(
-                how.contains("each specialisation compiled once (5 compiled so far)"),
+                how.contains(&format!(
+                    "each specialisation compiled once ({cached} compiled so far)"
+                )),
                 "{how}"
             );
         }
     }
+}
+
+#[test]
+fn onnx_loop_with_per_iteration_shape_operands_is_specialised_and_cached() {
+    let m = import_model_bytes(&decoder_model()).unwrap();
+    let text = m.function.to_text();
+    assert!(text.contains("specialised on parameters [2]"), "{text}");
+    let (l, spec) = specialised_loop(&m.function);
+    // `w` is passed through unchanged: captured, not carried; the transposes of it run
+    // once, before the loop, in the outer graph (where, `w` being constant, they fold).
+    assert_eq!(l.carried, 2);
+    let body = spec.function_for(&[TensorData::I64(vec![0])]).unwrap();
+    assert!(
+        body.nodes().all(|n| n.op().type_name() != "Transpose"),
+        "{body}"
+    );
+    // One specialisation per value of t, imported once whatever the backends and calls.
+    check_decoder_runs(&m.function, 5);
+}
+
+#[test]
+fn onnx_loop_specialisations_are_bounded_by_the_import_option() {
+    let options = ImportOptions {
+        specialization_capacity: 2,
+        ..ImportOptions::default()
+    };
+    let m = import_model_bytes_with(&decoder_model(), &options).unwrap();
+    assert_eq!(specialised_loop(&m.function).1.capacity(), 2);
+    // Five iterations, two kept (the last two): the same results.
+    check_decoder_runs(&m.function, 2);
 }
 
 #[test]

@@ -44,11 +44,13 @@
 //! specialisation at the initial values; every specialisation must have exactly those types
 //! (a carried value that would change shape is an error at run time naming the node).
 //!
-//! Specialisations are cached, least recently used first out,
-//! [`DEFAULT_SPECIALIZATION_CAPACITY`] entries: the op caches the specialised
+//! Specialisations are cached, least recently used first out: the op caches the specialised
 //! Functions (no second import), and each backend caches what it compiled from them (no
 //! second compile), keyed the same way ([`specialization_key`]), so a second run of a model
-//! imports and compiles nothing. This was chosen over keeping `Slice`/`Range` as ops with
+//! imports and compiles nothing. Both caches hold the body's [`Specialized::capacity`]
+//! entries ([`DEFAULT_SPECIALIZATION_CAPACITY`] unless [`Specialized::with_capacity`] says
+//! otherwise): the body owns the one setting, as a backend's cache of its compilations is
+//! worth no more entries than the body's (an importer offers it as an import option). This was chosen over keeping `Slice`/`Range` as ops with
 //! run-time bounds because it works for every op that takes a shape operand (`Reshape`,
 //! `Tile`, `Expand`, `ConstantOfShape`, `OneHot` depth, ...) with no new run-time-shape op,
 //! and lets each specialisation be optimised and compiled like any static graph; its cost is
@@ -60,9 +62,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::{ElementType, Function, Shape, TensorData, TensorType};
 
-/// Default number of specialisations a [`Specialized`] body (and a backend, per body) keeps.
-/// 1,024 holds every iteration of the loops of the decoder models we run (SLANet's table
-/// decoder runs 501) with room to spare; each entry is one small body Function.
+/// Default number of specialisations a [`Specialized`] body (and a backend, per body) keeps:
+/// 1,024 entries ([`Specialized::with_capacity`] sets another). It holds every iteration of
+/// the loops of the decoder models we run (SLANet's table decoder runs 501) with room to
+/// spare; each entry is one small body Function (and, in a backend, its compilation).
 pub const DEFAULT_SPECIALIZATION_CAPACITY: usize = 1024;
 
 /// A control-flow op ([`crate::Op::ControlFlow`]).
@@ -179,7 +182,8 @@ impl PartialEq for Specialized {
 }
 
 impl Specialized {
-    /// A specialised body of these parameter and result types.
+    /// A specialised body of these parameter and result types, caching
+    /// [`DEFAULT_SPECIALIZATION_CAPACITY`] specialisations.
     pub fn new(
         name: impl Into<String>,
         bound: Vec<usize>,
@@ -226,6 +230,24 @@ impl Specialized {
             c.insert(key, f.clone());
         }
         Ok(f)
+    }
+
+    /// This body caching at most `entries` specialisations, least recently used evicted
+    /// first (`0`: none kept, each lookup specialises anew); each backend's cache of their
+    /// compilations holds as many.
+    pub fn with_capacity(self, entries: usize) -> Specialized {
+        Specialized {
+            cache: Mutex::new(Lru::new(entries)),
+            ..self
+        }
+    }
+
+    /// The most specialisations this body (and each backend, for it) caches.
+    pub fn capacity(&self) -> usize {
+        let cache = self.cache.lock();
+        cache
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .capacity()
     }
 
     /// Number of specialisations cached now.

@@ -3,6 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use graphlift_ir::control_flow::DEFAULT_SPECIALIZATION_CAPACITY;
 use graphlift_ir::{Function, TensorType};
 use graphlift_runtime::Tensor;
 use prost::Message;
@@ -32,7 +33,7 @@ pub struct ModelValue {
 }
 
 /// How to import a model.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImportOptions {
     /// Static shapes for graph inputs, by input name. An input whose declared shape has a
     /// symbolic (`dim_param`) or unknown extent needs one, unless each such extent is a
@@ -51,6 +52,24 @@ pub struct ImportOptions {
     /// the caller leaves it out of the call. A value must have the input's declared element
     /// type and fit its declared shape.
     pub input_values: HashMap<String, Tensor>,
+    /// The most specialisations a `Loop` body specialised per iteration keeps, in entries
+    /// (least recently used evicted first; `0` keeps none, so each iteration imports and
+    /// compiles its body anew); each backend keeps as many compilations of them
+    /// ([`graphlift_ir::control_flow::Specialized::with_capacity`]). Default:
+    /// [`DEFAULT_SPECIALIZATION_CAPACITY`], 1,024.
+    pub specialization_capacity: usize,
+}
+
+impl Default for ImportOptions {
+    /// No shapes or values given; [`DEFAULT_SPECIALIZATION_CAPACITY`] specialisations.
+    fn default() -> ImportOptions {
+        ImportOptions {
+            input_shapes: HashMap::new(),
+            ordered_input_shapes: Vec::new(),
+            input_values: HashMap::new(),
+            specialization_capacity: DEFAULT_SPECIALIZATION_CAPACITY,
+        }
+    }
 }
 
 /// An ONNX model imported as a graphlift [`Function`].
@@ -224,6 +243,7 @@ fn import_with_source(
         format!("{} {}", model.producer_name, model.producer_version)
     };
     let mut importer = Importer::new(graph, opset, opsets, source)?;
+    importer.specialization_capacity = options.specialization_capacity;
     importer.inputs(graph, options)?;
     for (index, node) in graph.node.iter().enumerate() {
         importer

@@ -21,7 +21,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use graphlift_ir::control_flow::{Body, Loop, Scan, Specialized, DEFAULT_SPECIALIZATION_CAPACITY};
+use graphlift_ir::control_flow::{Body, Loop, Scan, Specialized};
 use graphlift_ir::{ControlFlow, Function, Lru, Node, Shape, SliceAxis, TensorData, TensorType};
 
 use crate::reference::{concat, evaluate_function, slice};
@@ -84,7 +84,10 @@ pub type CompileFn =
 
 /// The bodies of one control-flow node compiled by a backend: each static body once (when
 /// made), each specialisation of a specialised body once, kept in a least-recently-used
-/// cache of [`DEFAULT_SPECIALIZATION_CAPACITY`] entries keyed by the bound values.
+/// cache keyed by the bound values, of as many entries as the body caches specialisations
+/// ([`Specialized::capacity`], by default
+/// [`graphlift_ir::control_flow::DEFAULT_SPECIALIZATION_CAPACITY`]: the body owns the
+/// setting).
 pub struct CompiledBodies {
     statics: Vec<Arc<dyn Executable>>,
     /// Compiles a specialisation.
@@ -121,8 +124,14 @@ impl CompiledBodies {
         Ok(CompiledBodies {
             statics,
             compile: specialize,
-            specialized: Mutex::new(Lru::new(DEFAULT_SPECIALIZATION_CAPACITY)),
+            specialized: Mutex::new(Lru::new(specialization_capacity(cf))),
         })
+    }
+
+    /// The most compiled specialisations cached ([`Specialized::capacity`] of the node's
+    /// specialised body; 0 for a node without one).
+    pub fn capacity(&self) -> usize {
+        self.specialized.lock().map(|c| c.capacity()).unwrap_or(0)
     }
 
     /// The compiled static bodies ([`ControlFlow::bodies`] order).
@@ -133,6 +142,17 @@ impl CompiledBodies {
     /// Number of compiled specialisations cached.
     pub fn specializations(&self) -> usize {
         self.specialized.lock().map(|c| c.len()).unwrap_or(0)
+    }
+}
+
+/// The capacity of `cf`'s specialised body (only a `Loop` has one), else 0: nothing to cache.
+fn specialization_capacity(cf: &ControlFlow) -> usize {
+    match cf {
+        ControlFlow::Loop(Loop {
+            body: Body::Specialized(s),
+            ..
+        }) => s.capacity(),
+        _ => 0,
     }
 }
 

@@ -92,6 +92,8 @@ struct Context {
     opsets: HashMap<String, i64>,
     source: String,
     node: NodeRef,
+    /// [`crate::ImportOptions::specialization_capacity`].
+    specialization_capacity: usize,
 }
 
 /// The kinds of [`NodeRef::item`] a subgraph's own errors name: its inputs, outputs,
@@ -127,6 +129,7 @@ fn import_body_items(
     cx: &Context,
 ) -> Result<Function, OnnxError> {
     let mut imp = Importer::new(graph, cx.opset, cx.opsets.clone(), &cx.source)?;
+    imp.specialization_capacity = cx.specialization_capacity;
     let at = NodeRef::item("subgraph", &graph.name);
     let ir = |e| OnnxError::Ir {
         at: at.clone(),

@@ -25,6 +25,8 @@ pub(super) struct Importer<'m> {
     pub(super) opset: i64,
     pub(super) opsets: HashMap<String, i64>,
     pub(super) source: std::sync::Arc<str>,
+    /// [`super::ImportOptions::specialization_capacity`], for the loop bodies.
+    pub(super) specialization_capacity: usize,
 }
 
 impl<'m> Importer<'m> {
@@ -79,6 +81,7 @@ impl<'m> Importer<'m> {
             opset,
             opsets,
             source: source.into(),
+            specialization_capacity: graphlift_ir::control_flow::DEFAULT_SPECIALIZATION_CAPACITY,
         })
     }
 

@@ -16,6 +16,7 @@ impl<'m> Importer<'m> {
             opsets: self.opsets.clone(),
             source: self.source.to_string(),
             node: at.clone(),
+            specialization_capacity: self.specialization_capacity,
         };
         match node.op_type.as_str() {
             "If" => self.import_if(index, node, inputs, &at, &cx),

@@ -176,17 +176,20 @@ impl<'m> Importer<'m> {
                 bound: bound.clone(),
                 cx: cx.clone(),
             };
-            Body::Specialized(Arc::new(Specialized::new(
-                if body_g.name.is_empty() {
-                    "body".to_string()
-                } else {
-                    body_g.name.clone()
-                },
-                bound,
-                probe.parameter_types(),
-                probe.result_types(),
-                Arc::new(specializer),
-            )))
+            Body::Specialized(Arc::new(
+                Specialized::new(
+                    if body_g.name.is_empty() {
+                        "body".to_string()
+                    } else {
+                        body_g.name.clone()
+                    },
+                    bound,
+                    probe.parameter_types(),
+                    probe.result_types(),
+                    Arc::new(specializer),
+                )
+                .with_capacity(cx.specialization_capacity),
+            ))
         };
         let mut operands = vec![trip, cond];
         operands.extend(variant.iter().map(|&k| initial[k]));
