@@ -35,10 +35,11 @@ def f32(*shape, lo=-1.0, hi=1.0):
     return (lo + (hi - lo) * ((np.arange(n) * 0.6180339887) % 1.0)).astype(np.float32).reshape(shape)
 
 
-def model(op, inputs, outputs, attrs=None, inits=(), domain="", outer=()):
+def model(op, inputs, outputs, attrs=None, inits=(), domain="", outer=(), opset=OPSET):
     """A one-node model: `inputs` and `outputs` are (name, elem_type, shape); `inits` are
     (name, array) initializers, named among the node's inputs but not graph inputs; `outer`
-    are (name, elem_type, shape) graph inputs that only the node's subgraphs read."""
+    are (name, elem_type, shape) graph inputs that only the node's subgraphs read; `opset`
+    for an operator deprecated by OPSET."""
     init_names = [n for n, _ in inits]
     node_inputs = [n for n, _, _ in inputs]
     for n in init_names:
@@ -52,7 +53,7 @@ def model(op, inputs, outputs, attrs=None, inits=(), domain="", outer=()):
          for n, t, s in list(inputs) + list(outer) if n not in init_names],
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=[tensor(n, a) for n, a in inits])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                           producer_name="graphlift make-fuzz-corpus")
     m.ir_version = 10
     onnx.checker.check_model(m, full_check=True)
@@ -211,6 +212,15 @@ def corpus():
                "Atanh"):
         yield op, unary(op)
     yield from control_flow()
+    yield from exported_model_ops()
+
+
+def exported_model_ops():
+    """Operators that exported models contain: Dropout (inference), Upsample (opset 9), ..."""
+    yield "Dropout", model("Dropout", [("x", F, [2, 3])], [("y", F, [2, 3]), ("mask", B, [2, 3])])
+    yield "Upsample", model("Upsample", [("x", F, [1, 2, 2, 2]), ("scales", F, [4])],
+                            [("y", F, [1, 2, 4, 6])], {"mode": "linear"},
+                            [("scales", np.array([1, 1, 2, 3], np.float32))], opset=9)
 
 
 def main():

@@ -64,6 +64,8 @@ const OPERATORS: &[&str] = &[
     "If",
     "Loop",
     "Scan",
+    "Dropout",
+    "Upsample",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -14,7 +14,7 @@
 //!
 //! A case whose element types graphlift does not have (UINT8, FLOAT16, STRING, sequences,
 //! ...) or that uses a documented unsupported feature of a supported operator (training-mode
-//! `BatchNormalization`, `MaxPool`'s `Indices` output, `LayerNormalization`'s statistics
+//! `BatchNormalization` and `Dropout`, `MaxPool`'s `Indices` output, `LayerNormalization`'s statistics
 //! outputs: [`graphlift::onnx::OnnxError::UnsupportedFeature`]) is unsupported; such cases
 //! are a checked-in list with reasons ([`EXPECTED_UNSUPPORTED`]). A case that is
 //! unsupported and not on the list (or for another reason than its line gives), a listed
@@ -203,6 +203,8 @@ const LISTED: &[(&str, &str)] = &[
     ("Einsum", "einsum"),
     ("Mod", "mod"),
     ("NonZero", "nonzero"),
+    ("Dropout", "dropout"),
+    ("Upsample", "upsample"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

@@ -255,7 +255,7 @@ impl<'a> NodeEmitter<'a> {
     /// [`OnnxError::RunTimeOperand`] when it is, or is computed from, a graph input (a
     /// caller can give that input's value: [`parameter_source`] names it), else
     /// [`OnnxError::UnsupportedFeature`] with `hint`.
-    fn not_constant(&self, v: Output, what: &str, hint: &str) -> OnnxError {
+    pub(crate) fn not_constant(&self, v: Output, what: &str, hint: &str) -> OnnxError {
         if let Some(input) = parameter_source(self.function, v) {
             return OnnxError::RunTimeOperand {
                 at: self.at(),

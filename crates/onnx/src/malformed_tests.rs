@@ -314,6 +314,16 @@ fn cases() -> Vec<Case> {
         v.push(case(op, Attribute, "an integer operand", vec![In(I, &[2, 3])], vec![]));
         v.push(case(op, Rank, "two operands", vec![In(F, &[2, 3]), In(F, &[2, 3])], vec![]));
     }
+    // Operators of exported models: Dropout (inference only), Upsample (opset 10's form at
+    // opset 21), ...
+    v.extend([
+        says("training_mode", case("Dropout", Attribute, "training_mode true", vec![In(F, &[2, 3]), Skip, Bool(&[], &[true])], vec![])),
+        case("Dropout", Rank, "training_mode of two values", vec![In(F, &[2, 3]), Skip, Bool(&[2], &[false, false])], vec![]),
+        case("Dropout", Attribute, "an integer input", vec![In(I, &[2, 3])], vec![]),
+        case("Upsample", Attribute, "unknown mode", vec![In(F, x4), F32(&[4], &[1., 1., 2., 2.])], vec![attr_s("mode", "cubic")]),
+        case("Upsample", Rank, "scales of the wrong length", vec![In(F, x4), F32(&[2], &[2., 2.])], vec![]),
+        case("Upsample", Index, "a scale below 1", vec![In(F, x4), F32(&[4], &[1., 1., 0.5, 2.])], vec![]),
+    ]);
     v
 }
 

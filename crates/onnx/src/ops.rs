@@ -9,6 +9,9 @@ mod classify;
 mod conv;
 #[cfg(test)]
 mod cum_sum_tests;
+mod dropout;
+#[cfg(test)]
+mod dropout_tests;
 mod einsum;
 mod gather;
 #[cfg(test)]
@@ -19,6 +22,8 @@ mod integer_tests;
 mod layout;
 mod nn;
 mod normalize;
+#[cfg(test)]
+mod one_node;
 mod pad;
 mod pooling;
 #[cfg(test)]
@@ -40,6 +45,9 @@ mod tests;
 mod topk;
 #[cfg(test)]
 mod topk_tests;
+mod upsample;
+#[cfg(test)]
+mod upsample_tests;
 
 use activation::{
     celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
@@ -85,6 +93,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "DepthToSpace",
     "DequantizeLinear",
     "Div",
+    "Dropout",
     "Einsum",
     "DynamicQuantizeLinear",
     "Elu",
@@ -185,6 +194,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Transpose",
     "Trilu",
     "Unsqueeze",
+    "Upsample",
     "Where",
     "Xor",
 ];
@@ -241,6 +251,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "TopK" => return topk::top_k(e, ins),
         "DynamicQuantizeLinear" => return quantize::dynamic_quantize_linear(e, ins),
         "LayerNormalization" => return nn::layer_norm(e, ins),
+        "Dropout" => return dropout::dropout(e, ins),
         _ => {}
     }
     let y = match op_type.as_str() {
@@ -365,6 +376,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "IsNaN" => classify::is_nan(e, ins)?,
         "IsInf" => classify::is_inf(e, ins)?,
         "Resize" => resize::resize(e, ins)?,
+        "Upsample" => upsample::upsample(e, ins)?,
         "InstanceNormalization" => normalize::instance_norm(e, ins)?,
         "GroupNormalization" => normalize::group_norm(e, ins)?,
         "GatherElements" => gather::gather_elements(e, ins)?,

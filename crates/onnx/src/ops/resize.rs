@@ -1,6 +1,7 @@
 //! `Resize` (opsets 11 to 19) as one [`graphlift_ir::Op::Resize`], its `roi`, `scales` and
 //! `sizes` read from constants and resolved into per-axis scales and output extents the way
-//! the ONNX reference implementation (`onnx.reference.ops.op_resize`) resolves them.
+//! the ONNX reference implementation (`onnx.reference.ops.op_resize`) resolves them. Opset
+//! 10's `Resize`, which has `Upsample`'s form, is `upsample.rs`'s.
 
 use graphlift_ir::{CoordinateTransform, NearestMode, Op, Output, Resize, ResizeMode};
 
@@ -16,13 +17,11 @@ use crate::error::OnnxError;
 /// (0), `axes` (all) and `keep_aspect_ratio_policy` (`stretch`). With scales the output
 /// extent is `floor(in · scale)`; with sizes the scale is `size / in`, or under
 /// `not_larger` / `not_smaller` the smallest / largest of those over `axes` for every one of
-/// them, with extents `floor(in · scale + 0.5)`. `X` must be FLOAT or DOUBLE.
+/// them, with extents `floor(in · scale + 0.5)`. `X` must be FLOAT or DOUBLE. Before opset
+/// 11: [`super::upsample::upsample`].
 pub(super) fn resize(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     if e.opset() < 11 {
-        return Err(e.unsupported(format!(
-            "Resize of opset {} (the Upsample-like form before opset 11)",
-            e.opset()
-        )));
+        return super::upsample::upsample(e, ins);
     }
     e.arity(ins, 1, 4)?;
     let x = e.input(ins, 0)?;

@@ -1,0 +1,93 @@
+//! Test support for the operator tests: a one-node model whose operands are typed graph
+//! inputs, initializers or omitted optional inputs, at a chosen opset, and running it on the
+//! reference interpreter.
+
+use graphlift_ir::{Shape, TensorData};
+use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
+
+use crate::import_model;
+use crate::proto::*;
+use crate::tests::{model_opset, node, vi};
+
+/// An operand of the node.
+pub(super) enum Operand {
+    /// A graph input of an ONNX `data_type` and shape.
+    Input(&'static str, i32, &'static [i64]),
+    /// An initializer.
+    Init(&'static str, TensorData, &'static [usize]),
+    /// An omitted optional input (`""`).
+    Skip,
+}
+
+/// The model of one node `n0` of `op` at `opset`, reading `operands` and writing
+/// `outputs` (untyped).
+pub(super) fn model(
+    op: &str,
+    opset: i64,
+    operands: Vec<Operand>,
+    outputs: &[&str],
+    attrs: Vec<AttributeProto>,
+) -> ModelProto {
+    let mut names = Vec::new();
+    let mut inputs = Vec::new();
+    let mut inits = Vec::new();
+    for o in operands {
+        match o {
+            Operand::Input(name, t, dims) => {
+                inputs.push(vi(name, t, dims));
+                names.push(name);
+            }
+            Operand::Init(name, data, dims) => {
+                inits.push(crate::tensor_to_proto(name, &data, &Shape::new(dims)));
+                names.push(name);
+            }
+            Operand::Skip => names.push(""),
+        }
+    }
+    let untyped = outputs
+        .iter()
+        .map(|n| ValueInfoProto {
+            name: (*n).into(),
+            ..Default::default()
+        })
+        .collect();
+    let mut m = model_opset(
+        vec![node(op, "n0", &names, outputs, attrs)],
+        inputs,
+        untyped,
+        opset,
+    );
+    if let Some(g) = m.graph.as_mut() {
+        g.initializer = inits;
+    }
+    m
+}
+
+/// Imports `m` and runs it on INTERPRETER with `inputs`.
+pub(super) fn run(m: &ModelProto, inputs: &[Tensor]) -> Vec<Tensor> {
+    let imported = import_model(m).unwrap_or_else(|e| panic!("{e}"));
+    let exe = InterpreterBackend.compile(&imported.function).unwrap();
+    exe.run(inputs).unwrap()
+}
+
+/// A tensor of `data` and `dims`.
+pub(super) fn tensor(data: TensorData, dims: &[usize]) -> Tensor {
+    Tensor::from_data(data, Shape::new(dims)).unwrap()
+}
+
+/// The elements of `t` as `f64`.
+pub(super) fn values(t: &Tensor) -> Vec<f64> {
+    (0..t.data().len())
+        .map(|i| t.data().get_f64(i).unwrap())
+        .collect()
+}
+
+/// A FLOATS attribute.
+pub(super) fn attr_floats(name: &str, v: &[f32]) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        r#type: attribute_type::FLOATS,
+        floats: v.to_vec(),
+        ..Default::default()
+    }
+}
