@@ -216,11 +216,15 @@ def corpus():
 
 
 def exported_model_ops():
-    """Operators that exported models contain: Dropout (inference), Upsample (opset 9), ..."""
+    """Operators that exported models contain: Dropout (inference), Upsample (opset 9), the
+    composed reductions, ..."""
     yield "Dropout", model("Dropout", [("x", F, [2, 3])], [("y", F, [2, 3]), ("mask", B, [2, 3])])
     yield "Upsample", model("Upsample", [("x", F, [1, 2, 2, 2]), ("scales", F, [4])],
                             [("y", F, [1, 2, 4, 6])], {"mode": "linear"},
                             [("scales", np.array([1, 1, 2, 3], np.float32))], opset=9)
+    for op in ("ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"):
+        yield op, model(op, [("x", F, [2, 3]), ("axes", I64, [1])], [("y", F, [2])],
+                        {"keepdims": 0}, [("axes", np.array([-1], np.int64))])
 
 
 def main():

@@ -66,6 +66,11 @@ const OPERATORS: &[&str] = &[
     "Scan",
     "Dropout",
     "Upsample",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceSumSquare",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -205,6 +205,11 @@ const LISTED: &[(&str, &str)] = &[
     ("NonZero", "nonzero"),
     ("Dropout", "dropout"),
     ("Upsample", "upsample"),
+    ("ReduceL1", "reduce_l1"),
+    ("ReduceL2", "reduce_l2"),
+    ("ReduceSumSquare", "reduce_sum_square"),
+    ("ReduceLogSum", "reduce_log_sum"),
+    ("ReduceLogSumExp", "reduce_log_sum_exp"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

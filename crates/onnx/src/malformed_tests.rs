@@ -323,6 +323,11 @@ fn cases() -> Vec<Case> {
         case("Upsample", Attribute, "unknown mode", vec![In(F, x4), F32(&[4], &[1., 1., 2., 2.])], vec![attr_s("mode", "cubic")]),
         case("Upsample", Rank, "scales of the wrong length", vec![In(F, x4), F32(&[2], &[2., 2.])], vec![]),
         case("Upsample", Index, "a scale below 1", vec![In(F, x4), F32(&[4], &[1., 1., 0.5, 2.])], vec![]),
+        case("ReduceL1", Index, "axes out of range", vec![In(F, &[2, 3]), I64(&[1], &[5])], vec![]),
+        case("ReduceL2", Attribute, "keepdims of type string", vec![In(F, &[2, 3])], vec![attr_s("keepdims", "no")]),
+        case("ReduceSumSquare", Index, "a repeated axis", vec![In(F, &[2, 3]), I64(&[2], &[1, -1])], vec![]),
+        case("ReduceLogSum", Attribute, "noop_with_empty_axes of type float", vec![In(F, &[2, 3])], vec![attr_f("noop_with_empty_axes", 1.0)]),
+        case("ReduceLogSumExp", Attribute, "a BOOL input", vec![In(data_type::BOOL, &[2, 3])], vec![]),
     ]);
     v
 }

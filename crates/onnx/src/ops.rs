@@ -33,6 +33,9 @@ mod quantize;
 mod quantize_tests;
 mod random;
 mod rearrange;
+mod reduce;
+#[cfg(test)]
+mod reduce_tests;
 mod resize;
 mod rnn;
 #[cfg(test)]
@@ -55,6 +58,7 @@ use activation::{
 };
 
 use graphlift_ir::{ArgOp, ReduceOp};
+use reduce::{reduce, Reducer};
 
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -155,11 +159,16 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "RandomUniformLike",
     "Range",
     "Reciprocal",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
     "ReduceMax",
     "ReduceMean",
     "ReduceMin",
     "ReduceProd",
     "ReduceSum",
+    "ReduceSumSquare",
     "Relu",
     "Reshape",
     "Resize",
@@ -400,11 +409,16 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "GlobalAveragePool" => pooling::global_average_pool(e, ins)?,
         "GlobalMaxPool" => pooling::global_max_pool(e, ins)?,
         "Softmax" => nn::softmax(e, ins)?,
-        "ReduceSum" => nn::reduce(e, ins, ReduceOp::Sum)?,
-        "ReduceMean" => nn::reduce(e, ins, ReduceOp::Mean)?,
-        "ReduceMax" => nn::reduce(e, ins, ReduceOp::Max)?,
-        "ReduceMin" => nn::reduce(e, ins, ReduceOp::Min)?,
-        "ReduceProd" => nn::reduce(e, ins, ReduceOp::Prod)?,
+        "ReduceSum" => reduce(e, ins, Reducer::Plain(ReduceOp::Sum))?,
+        "ReduceMean" => reduce(e, ins, Reducer::Plain(ReduceOp::Mean))?,
+        "ReduceMax" => reduce(e, ins, Reducer::Plain(ReduceOp::Max))?,
+        "ReduceMin" => reduce(e, ins, Reducer::Plain(ReduceOp::Min))?,
+        "ReduceProd" => reduce(e, ins, Reducer::Plain(ReduceOp::Prod))?,
+        "ReduceL1" => reduce(e, ins, Reducer::L1)?,
+        "ReduceL2" => reduce(e, ins, Reducer::L2)?,
+        "ReduceSumSquare" => reduce(e, ins, Reducer::SumSquare)?,
+        "ReduceLogSum" => reduce(e, ins, Reducer::LogSum)?,
+        "ReduceLogSumExp" => reduce(e, ins, Reducer::LogSumExp)?,
         _ => {
             return Err(OnnxError::UnsupportedOp {
                 at: e.at(),

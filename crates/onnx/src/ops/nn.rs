@@ -1,13 +1,13 @@
 //! Neural-network operators that are not elementwise and not windowed: `MatMul`, `Gemm`,
-//! `BatchNormalization`, `Softmax`, `LogSoftmax`, `LayerNormalization`, the `Reduce*`
-//! family, `ArgMax`/`ArgMin` and `CumSum`.
+//! `BatchNormalization`, `Softmax`, `LogSoftmax`, `LayerNormalization`, `ArgMax`/`ArgMin`
+//! and `CumSum` (the `Reduce*` family is `reduce.rs`'s).
 
 use graphlift_ir::{
-    ArgOp, ArgReduction, BinaryOp, CompareOp, CumSum, ElementType, LayerNorm, Op, Output, ReduceOp,
-    Reduction, Shape, UnaryOp,
+    ArgOp, ArgReduction, BinaryOp, CumSum, ElementType, LayerNorm, Op, Output, ReduceOp, Reduction,
+    Shape, UnaryOp,
 };
 
-use super::layout::{axes, axes_operand, axis, dims, reshape_to as reshape};
+use super::layout::{axis, dims, reshape_to as reshape};
 use super::In;
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -290,43 +290,4 @@ fn layer_norm_statistics(
     let one = e.scalar(stash, 1.0)?;
     let inv = e.binary(BinaryOp::Divide, one, std_dev)?;
     Ok([mean, inv])
-}
-
-/// `ReduceSum`, `ReduceMean`, `ReduceMax`, `ReduceMin`, `ReduceProd`: `axes` is an input
-/// from opset 13 (`ReduceSum`) or 18 (the others), an attribute before; `keepdims`
-/// (default 1); no axes reduces everything unless `noop_with_empty_axes` = 1. `ReduceMax`
-/// and `ReduceMin` of BOOL (opset 20) are "any" and "all" (false and true when empty).
-pub(super) fn reduce(
-    e: &mut NodeEmitter<'_>,
-    ins: In<'_>,
-    op: ReduceOp,
-) -> Result<Output, OnnxError> {
-    e.arity(ins, 1, 2)?;
-    let x = e.input(ins, 0)?;
-    let rank = dims(e, x)?.len();
-    let since = if op == ReduceOp::Sum { 13 } else { 18 };
-    let list = axes_operand(e, ins, since)?.unwrap_or_default();
-    let keep_dims = e.attr_i64("keepdims")?.unwrap_or(1) != 0;
-    let reduced = if list.is_empty() {
-        if e.attr_i64("noop_with_empty_axes")?.unwrap_or(0) != 0 {
-            return Ok(x);
-        }
-        (0..rank).collect()
-    } else {
-        axes(e, &list, rank, "axes")?
-    };
-    let r = Reduction {
-        op,
-        axes: reduced,
-        keep_dims,
-    };
-    if e.et(x)? == ElementType::Bool && matches!(op, ReduceOp::Max | ReduceOp::Min) {
-        // Opset 20's BOOL max (any) and min (all), over 0/1 integers: `> 0` maps the
-        // empty reduction's MIN to false and MAX to true.
-        let ints = e.convert(x, ElementType::I32)?;
-        let y = e.op(Op::Reduce(r), &[ints])?;
-        let zero = e.scalar(ElementType::I32, 0.0)?;
-        return e.compare(CompareOp::Greater, y, zero);
-    }
-    e.op(Op::Reduce(r), &[x])
 }
