@@ -217,7 +217,7 @@ def corpus():
 
 def exported_model_ops():
     """Operators that exported models contain: Dropout (inference), Upsample (opset 9), the
-    composed reductions, ..."""
+    composed reductions, Hardmax, the normalisations, Shrink, EyeLike, Swish (opset 24)."""
     yield "Dropout", model("Dropout", [("x", F, [2, 3])], [("y", F, [2, 3]), ("mask", B, [2, 3])])
     yield "Upsample", model("Upsample", [("x", F, [1, 2, 2, 2]), ("scales", F, [4])],
                             [("y", F, [1, 2, 4, 6])], {"mode": "linear"},
@@ -225,6 +225,20 @@ def exported_model_ops():
     for op in ("ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"):
         yield op, model(op, [("x", F, [2, 3]), ("axes", I64, [1])], [("y", F, [2])],
                         {"keepdims": 0}, [("axes", np.array([-1], np.int64))])
+    x = ("x", F, [1, 3, 2, 2])
+    yield "Hardmax", model("Hardmax", [("x", F, [2, 3])], [("y", F, [2, 3])], {"axis": 0})
+    yield "LpNormalization", model("LpNormalization", [x], [("y", F, [1, 3, 2, 2])],
+                                   {"axis": 1, "p": 1})
+    # `axes` given: onnx's shape inference of the function body fails on the default.
+    yield "MeanVarianceNormalization", model("MeanVarianceNormalization", [x],
+                                             [("y", F, [1, 3, 2, 2])], {"axes": [0, 2, 3]})
+    yield "Shrink", model("Shrink", [("x", F, [2, 3])], [("y", F, [2, 3])],
+                          {"lambd": 0.3, "bias": 0.1})
+    yield "LRN", model("LRN", [x], [("y", F, [1, 3, 2, 2])], {"size": 2, "alpha": 0.5})
+    yield "EyeLike", model("EyeLike", [("x", I64, [3, 4])], [("y", F, [3, 4])],
+                           {"k": 1, "dtype": F})
+    yield "Swish", model("Swish", [("x", F, [2, 3])], [("y", F, [2, 3])], {"alpha": 1.5},
+                         opset=24)
 
 
 def main():

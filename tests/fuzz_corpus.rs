@@ -71,6 +71,13 @@ const OPERATORS: &[&str] = &[
     "ReduceSumSquare",
     "ReduceLogSum",
     "ReduceLogSumExp",
+    "Hardmax",
+    "LpNormalization",
+    "MeanVarianceNormalization",
+    "Shrink",
+    "LRN",
+    "EyeLike",
+    "Swish",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -210,6 +210,15 @@ const LISTED: &[(&str, &str)] = &[
     ("ReduceSumSquare", "reduce_sum_square"),
     ("ReduceLogSum", "reduce_log_sum"),
     ("ReduceLogSumExp", "reduce_log_sum_exp"),
+    ("Hardmax", "hardmax"),
+    ("LpNormalization", "lpnormalization"),
+    ("LpNormalization", "l1normalization"),
+    ("LpNormalization", "l2normalization"),
+    ("MeanVarianceNormalization", "mvn"),
+    ("Shrink", "shrink"),
+    ("LRN", "lrn"),
+    ("EyeLike", "eyelike"),
+    ("Swish", "swish"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

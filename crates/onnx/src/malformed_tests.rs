@@ -315,7 +315,7 @@ fn cases() -> Vec<Case> {
         v.push(case(op, Rank, "two operands", vec![In(F, &[2, 3]), In(F, &[2, 3])], vec![]));
     }
     // Operators of exported models: Dropout (inference only), Upsample (opset 10's form at
-    // opset 21), ...
+    // opset 21), the composed reductions, Hardmax, the normalisations, Shrink, EyeLike, Swish.
     v.extend([
         says("training_mode", case("Dropout", Attribute, "training_mode true", vec![In(F, &[2, 3]), Skip, Bool(&[], &[true])], vec![])),
         case("Dropout", Rank, "training_mode of two values", vec![In(F, &[2, 3]), Skip, Bool(&[2], &[false, false])], vec![]),
@@ -328,6 +328,14 @@ fn cases() -> Vec<Case> {
         case("ReduceSumSquare", Index, "a repeated axis", vec![In(F, &[2, 3]), I64(&[2], &[1, -1])], vec![]),
         case("ReduceLogSum", Attribute, "noop_with_empty_axes of type float", vec![In(F, &[2, 3])], vec![attr_f("noop_with_empty_axes", 1.0)]),
         case("ReduceLogSumExp", Attribute, "a BOOL input", vec![In(data_type::BOOL, &[2, 3])], vec![]),
+        case("Hardmax", Index, "axis out of range", vec![In(F, &[2, 3])], vec![attr_i("axis", 2)]),
+        case("LpNormalization", Attribute, "p of 3", vec![In(F, &[2, 3])], vec![attr_i("p", 3)]),
+        case("MeanVarianceNormalization", Index, "the default axes on rank 2", vec![In(F, &[2, 3])], vec![]),
+        case("Shrink", Attribute, "lambd of type string", vec![In(F, &[2, 3])], vec![attr_s("lambd", "0.5")]),
+        case("LRN", Attribute, "no size", vec![In(F, x4)], vec![]),
+        case("LRN", Rank, "rank 1", vec![In(F, &[4])], vec![attr_i("size", 3)]),
+        case("EyeLike", Rank, "an input of rank 3", vec![In(F, &[2, 2, 2])], vec![]),
+        case("Swish", Attribute, "an integer input", vec![In(I, &[2, 3])], vec![]),
     ]);
     v
 }

@@ -4,6 +4,8 @@
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, UnaryOp};
 
 mod activation;
+#[cfg(test)]
+mod activation_tests;
 mod cast;
 mod classify;
 mod conv;
@@ -13,14 +15,24 @@ mod dropout;
 #[cfg(test)]
 mod dropout_tests;
 mod einsum;
+mod eye_like;
+#[cfg(test)]
+mod eye_like_tests;
 mod gather;
 #[cfg(test)]
 mod gather_tests;
+#[cfg(test)]
+mod half_tests;
 mod integer;
 #[cfg(test)]
 mod integer_tests;
 mod layout;
+mod lp_norm;
+mod lrn;
+mod mvn;
 mod nn;
+#[cfg(test)]
+mod normalization_tests;
 mod normalize;
 #[cfg(test)]
 mod one_node;
@@ -53,8 +65,8 @@ mod upsample;
 mod upsample_tests;
 
 use activation::{
-    celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, softplus,
-    softsign, thresholded_relu, variadic,
+    celu, clip, elu, gelu, hard_sigmoid, leaky_relu, mean, pow, prelu, reciprocal, selu, shrink,
+    softplus, softsign, swish, thresholded_relu, variadic,
 };
 
 use graphlift_ir::{ArgOp, ReduceOp};
@@ -105,6 +117,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Erf",
     "Exp",
     "Expand",
+    "EyeLike",
     "Flatten",
     "Floor",
     "Gather",
@@ -120,12 +133,14 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "GreaterOrEqual",
     "HardSigmoid",
     "HardSwish",
+    "Hardmax",
     "Identity",
     "If",
     "InstanceNormalization",
     "IsInf",
     "IsNaN",
     "LSTM",
+    "LRN",
     "Loop",
     "LayerNormalization",
     "LeakyRelu",
@@ -133,11 +148,13 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LessOrEqual",
     "Log",
     "LogSoftmax",
+    "LpNormalization",
     "MatMul",
     "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
+    "MeanVarianceNormalization",
     "Min",
     "Mish",
     "Mod",
@@ -180,6 +197,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Scan",
     "Selu",
     "Shape",
+    "Shrink",
     "Sigmoid",
     "Sign",
     "Sin",
@@ -195,6 +213,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Squeeze",
     "Sub",
     "Sum",
+    "Swish",
     "Tan",
     "Tanh",
     "ThresholdedRelu",
@@ -419,6 +438,13 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "ReduceSumSquare" => reduce(e, ins, Reducer::SumSquare)?,
         "ReduceLogSum" => reduce(e, ins, Reducer::LogSum)?,
         "ReduceLogSumExp" => reduce(e, ins, Reducer::LogSumExp)?,
+        "Hardmax" => nn::hardmax(e, ins)?,
+        "LpNormalization" => lp_norm::lp_normalization(e, ins)?,
+        "MeanVarianceNormalization" => mvn::mean_variance_normalization(e, ins)?,
+        "LRN" => lrn::lrn(e, ins)?,
+        "EyeLike" => eye_like::eye_like(e, ins)?,
+        "Shrink" => shrink(e, ins)?,
+        "Swish" => swish(e, ins)?,
         _ => {
             return Err(OnnxError::UnsupportedOp {
                 at: e.at(),
@@ -437,6 +463,23 @@ fn float_input(e: &NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
     let x = e.input(ins, 0)?;
     e.require(x, float, "a float")?;
     Ok(x)
+}
+
+/// `f(v)` for a float `v`; for an integer one `f` in DOUBLE, converted back (truncated
+/// toward zero, saturated, NaN to 0: the IR's `Convert`), as the ONNX function bodies that
+/// compute in floats `CastLike` their result back.
+fn in_float(
+    e: &mut NodeEmitter<'_>,
+    v: Output,
+    f: impl FnOnce(&mut NodeEmitter<'_>, Output) -> Result<Output, OnnxError>,
+) -> Result<Output, OnnxError> {
+    let t = e.et(v)?;
+    if t.is_float() {
+        return f(e, v);
+    }
+    let wide = e.convert(v, ElementType::F64)?;
+    let y = f(e, wide)?;
+    e.convert(y, t)
 }
 
 fn simple_unary(

@@ -1,5 +1,6 @@
 //! Activation and arithmetic ONNX ops lowered to elementwise IR: the ReLU family, ELU,
-//! SELU, CELU, HardSigmoid, Softplus, GELU, Pow, the variadic Sum/Max/Min/Mean and Clip.
+//! SELU, CELU, HardSigmoid, Softplus, GELU, Swish, Shrink, Pow, the variadic
+//! Sum/Max/Min/Mean and Clip.
 
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -186,6 +187,42 @@ pub(super) fn gelu(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxE
     let p1 = e.add_scalar(inner, 1.0)?;
     let hx = e.mul_scalar(x, 0.5)?;
     e.binary(BinaryOp::Multiply, hx, p1)
+}
+
+/// `Swish` (opset 24): `x · sigmoid(alpha · x)` (`alpha` defaults to 1), FLOAT16, FLOAT,
+/// DOUBLE or BFLOAT16.
+pub(super) fn swish(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    let x = float_input(e, ins)?;
+    let alpha = f64::from(e.attr_f32("alpha", 1.0)?);
+    let ax = if alpha == 1.0 {
+        x
+    } else {
+        e.mul_scalar(x, alpha)?
+    };
+    let s = e.unary(UnaryOp::Sigmoid, ax)?;
+    e.binary(BinaryOp::Multiply, x, s)
+}
+
+/// `Shrink` (opset 9): `x < -lambd ? x + bias : x > lambd ? x - bias : 0` (`lambd` 0.5 and
+/// `bias` 0 by default), of any numeric type: floats compute in their type, integers in
+/// DOUBLE converted back (truncated, saturated), as ONNX's reference does.
+pub(super) fn shrink(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    e.require(x, numeric, "a numeric")?;
+    let lambd = f64::from(e.attr_f32("lambd", 0.5)?);
+    let bias = f64::from(e.attr_f32("bias", 0.0)?);
+    in_float(e, x, |e, x| {
+        let below = e.scalar_like(x, -lambd)?;
+        let above = e.scalar_like(x, lambd)?;
+        let low = e.compare(CompareOp::Less, x, below)?;
+        let high = e.compare(CompareOp::Greater, x, above)?;
+        let raised = e.add_scalar(x, bias)?;
+        let lowered = e.add_scalar(x, -bias)?;
+        let zero = e.scalar_like(x, 0.0)?;
+        let upper = e.select(high, lowered, zero)?;
+        e.select(low, raised, upper)
+    })
 }
 
 /// `Pow`: the result has the base's element type. A float base takes the exponent converted

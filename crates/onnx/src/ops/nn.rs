@@ -1,10 +1,10 @@
 //! Neural-network operators that are not elementwise and not windowed: `MatMul`, `Gemm`,
-//! `BatchNormalization`, `Softmax`, `LogSoftmax`, `LayerNormalization`, `ArgMax`/`ArgMin`
-//! and `CumSum` (the `Reduce*` family is `reduce.rs`'s).
+//! `BatchNormalization`, `Softmax`, `LogSoftmax`, `Hardmax`, `LayerNormalization`,
+//! `ArgMax`/`ArgMin` and `CumSum` (the `Reduce*` family is `reduce.rs`'s).
 
 use graphlift_ir::{
-    ArgOp, ArgReduction, BinaryOp, CumSum, ElementType, LayerNorm, Op, Output, ReduceOp, Reduction,
-    Shape, UnaryOp,
+    ArgOp, ArgReduction, BinaryOp, CompareOp, CumSum, ElementType, LayerNorm, Op, Output, ReduceOp,
+    Reduction, Shape, TensorData, UnaryOp,
 };
 
 use super::layout::{axis, dims, reshape_to as reshape};
@@ -96,6 +96,32 @@ pub(super) fn log_softmax(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output
         let sum = e.op(over(ReduceOp::Sum), &[exp])?;
         let log = e.unary(UnaryOp::Log, sum)?;
         e.binary(BinaryOp::Subtract, shifted, log)
+    })
+}
+
+/// `Hardmax` (opsets 1, 11, 13; FLOAT16, FLOAT, DOUBLE, and BFLOAT16 from 13; axis rules as
+/// [`softmax`]): 1 at the first maximum of each slice along the axis, 0 elsewhere, in `x`'s
+/// shape and type. The `ArgMax` of the axis (kept) compared with the positions along it.
+pub(super) fn hardmax(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    along_axis(e, ins, |e, x, a| {
+        let t = e.require(x, ElementType::is_float, "a float")?;
+        let d = dims(e, x)?;
+        if d.contains(&0) {
+            return Ok(x);
+        }
+        let first = ArgReduction {
+            op: ArgOp::Max,
+            axis: a,
+            keep_dims: true,
+            select_last_index: false,
+        };
+        let picked = e.op(Op::ArgReduce(first), &[x])?;
+        let mut along = vec![1; d.len()];
+        along[a] = d[a];
+        let positions = (0..d[a] as i64).collect();
+        let positions = e.constant(TensorData::I64(positions), Shape::new(along))?;
+        let hit = e.compare(CompareOp::Equal, picked, positions)?;
+        e.convert(hit, t)
     })
 }
 

@@ -10,6 +10,7 @@ use crate::proto::*;
 use crate::tests::{model_opset, node, vi};
 
 /// An operand of the node.
+#[derive(Clone)]
 pub(super) enum Operand {
     /// A graph input of an ONNX `data_type` and shape.
     Input(&'static str, i32, &'static [i64]),

@@ -7,7 +7,7 @@
 use graphlift_ir::{BinaryOp, CompareOp, ElementType, Op, Output, ReduceOp, Reduction, UnaryOp};
 
 use super::layout::{axes, axes_operand, dims, reshape_to as reshape};
-use super::In;
+use super::{in_float, In};
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
 
@@ -71,9 +71,22 @@ pub(super) fn reduce(
     };
     let axes = reduced_axes(e, ins, x, since)?;
     let keep_dims = e.attr_i64("keepdims")?.unwrap_or(1) != 0;
+    reduce_of(e, x, r, &axes, keep_dims)
+}
+
+/// `r` of `x` over `axes` (sorted and distinct; none: only the elementwise steps), kept as
+/// extent 1 with `keep_dims`, as [`reduce`] defines each (`LpNormalization` takes its norms
+/// from here).
+pub(super) fn reduce_of(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    r: Reducer,
+    axes: &[usize],
+    keep_dims: bool,
+) -> Result<Output, OnnxError> {
     let over = |op| Reduction {
         op,
-        axes: axes.clone(),
+        axes: axes.to_vec(),
         keep_dims,
     };
     match r {
@@ -132,21 +145,6 @@ fn plain(e: &mut NodeEmitter<'_>, x: Output, r: Reduction) -> Result<Output, Onn
         return e.compare(CompareOp::Greater, y, zero);
     }
     e.op(Op::Reduce(r), &[x])
-}
-
-/// `f(v)` for a float `v`; for an integer one `f` in DOUBLE, converted back.
-fn in_float(
-    e: &mut NodeEmitter<'_>,
-    v: Output,
-    f: impl FnOnce(&mut NodeEmitter<'_>, Output) -> Result<Output, OnnxError>,
-) -> Result<Output, OnnxError> {
-    let t = e.et(v)?;
-    if t.is_float() {
-        return f(e, v);
-    }
-    let wide = e.convert(v, ElementType::F64)?;
-    let y = f(e, wide)?;
-    e.convert(y, t)
 }
 
 /// `log(sum(exp(x - m))) + m` over `sum`'s axes, `m` the maximum of the finite elements of
