@@ -37,7 +37,8 @@ def f32(*shape, lo=-1.0, hi=1.0):
 
 def model(op, inputs, outputs, attrs=None, inits=(), domain="", outer=(), opset=OPSET):
     """A one-node model: `inputs` and `outputs` are (name, elem_type, shape); `inits` are
-    (name, array) initializers, named among the node's inputs but not graph inputs; `outer`
+    (name, array) initializers, named among the node's inputs but not graph inputs (an input
+    named "" is an omitted optional one); `outer`
     are (name, elem_type, shape) graph inputs that only the node's subgraphs read; `opset`
     for an operator deprecated by OPSET."""
     init_names = [n for n, _ in inits]
@@ -50,7 +51,7 @@ def model(op, inputs, outputs, attrs=None, inits=(), domain="", outer=(), opset=
     graph = helper.make_graph(
         [node], op.lower(),
         [helper.make_tensor_value_info(n, t, s)
-         for n, t, s in list(inputs) + list(outer) if n not in init_names],
+         for n, t, s in list(inputs) + list(outer) if n and n not in init_names],
         [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
         initializer=[tensor(n, a) for n, a in inits])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
@@ -213,6 +214,7 @@ def corpus():
         yield op, unary(op)
     yield from control_flow()
     yield from exported_model_ops()
+    yield from language_model_ops()
 
 
 def exported_model_ops():
@@ -239,6 +241,19 @@ def exported_model_ops():
                            {"k": 1, "dtype": F})
     yield "Swish", model("Swish", [("x", F, [2, 3])], [("y", F, [2, 3])], {"alpha": 1.5},
                          opset=24)
+
+
+def language_model_ops():
+    """The operators of exported language models (opset 23): Attention with 3-D inputs,
+    grouped-query heads, a causal mask, a KV cache and the score output."""
+    yield "Attention", model(
+        "Attention",
+        [("q", F, [1, 2, 8]), ("k", F, [1, 2, 4]), ("v", F, [1, 2, 4]), ("", F, None),
+         ("past_key", F, [1, 2, 1, 2]), ("past_value", F, [1, 2, 1, 2])],
+        [("y", F, [1, 2, 8]), ("present_key", F, [1, 2, 3, 2]),
+         ("present_value", F, [1, 2, 3, 2]), ("qk", F, [1, 4, 2, 3])],
+        {"q_num_heads": 4, "kv_num_heads": 2, "is_causal": 1, "qk_matmul_output_mode": 3},
+        opset=23)
 
 
 def main():

@@ -78,6 +78,7 @@ const OPERATORS: &[&str] = &[
     "LRN",
     "EyeLike",
     "Swish",
+    "Attention",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -219,6 +219,7 @@ const LISTED: &[(&str, &str)] = &[
     ("LRN", "lrn"),
     ("EyeLike", "eyelike"),
     ("Swish", "swish"),
+    ("Attention", "attention"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

@@ -610,6 +610,31 @@ impl<'a> NodeEmitter<'a> {
         }
     }
 
+    /// An optional INT attribute that holds an ONNX `data_type` code of a float type
+    /// (`stash_type`, `softmax_precision`): FLOAT16, FLOAT, DOUBLE or BFLOAT16.
+    ///
+    /// # Errors
+    /// [`OnnxError::BadAttribute`] naming the attribute for any other code.
+    pub(crate) fn attr_float_type(&self, name: &str) -> Result<Option<ElementType>, OnnxError> {
+        let Some(code) = self.attr_i64(name)? else {
+            return Ok(None);
+        };
+        i32::try_from(code)
+            .ok()
+            .and_then(|c| crate::tensor::element_type(c, &self.at).ok())
+            .filter(|t| t.is_float())
+            .map(Some)
+            .ok_or_else(|| {
+                self.attribute_error(
+                    name,
+                    format!(
+                        "{code} is not the data_type of a float type (FLOAT 1, FLOAT16 10, \
+                         DOUBLE 11, BFLOAT16 16)"
+                    ),
+                )
+            })
+    }
+
     /// An optional INTS attribute.
     pub(crate) fn attr_ints(&self, name: &str) -> Result<Option<Vec<i64>>, OnnxError> {
         match self.attr(name)? {

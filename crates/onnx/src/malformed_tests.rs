@@ -337,6 +337,10 @@ fn cases() -> Vec<Case> {
         case("EyeLike", Rank, "an input of rank 3", vec![In(F, &[2, 2, 2])], vec![]),
         case("Swish", Attribute, "an integer input", vec![In(I, &[2, 3])], vec![]),
     ]);
+    // Operators of exported language models.
+    v.extend([
+        says("not a multiple", case("Attention", Index, "3 query heads over 2 key/value heads", vec![In(F, &[1, 3, 2, 4]), In(F, &[1, 2, 2, 4]), In(F, &[1, 2, 2, 4])], vec![])),
+    ]);
     v
 }
 

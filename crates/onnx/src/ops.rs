@@ -6,6 +6,10 @@ use graphlift_ir::{BinaryOp, CompareOp, ElementType, Output, Shape, TensorData, 
 mod activation;
 #[cfg(test)]
 mod activation_tests;
+mod attention;
+mod attention_bias;
+#[cfg(test)]
+mod attention_tests;
 mod cast;
 mod classify;
 mod conv;
@@ -90,6 +94,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Asinh",
     "Atan",
     "Atanh",
+    "Attention",
     "AveragePool",
     "BatchNormalization",
     "Cast",
@@ -280,6 +285,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "DynamicQuantizeLinear" => return quantize::dynamic_quantize_linear(e, ins),
         "LayerNormalization" => return nn::layer_norm(e, ins),
         "Dropout" => return dropout::dropout(e, ins),
+        "Attention" => return attention::attention(e, ins),
         _ => {}
     }
     let y = match op_type.as_str() {

@@ -71,6 +71,30 @@ pub(super) fn run(m: &ModelProto, inputs: &[Tensor]) -> Vec<Tensor> {
     exe.run(inputs).unwrap()
 }
 
+/// Imports `m` and runs it with `inputs` on INTERPRETER and on CPU-JIT, whose outputs must
+/// agree in type and shape and to 1e-6 relative in value (NaN with NaN: the two may add in
+/// different orders); the INTERPRETER's outputs.
+pub(super) fn run_both(m: &ModelProto, inputs: &[Tensor]) -> Vec<Tensor> {
+    let imported = import_model(m).unwrap_or_else(|e| panic!("{e}"));
+    let jit = graphlift_jit::CpuJitBackend::new().compile(&imported.function);
+    let jit = jit.unwrap().run(inputs).unwrap();
+    let want = InterpreterBackend
+        .compile(&imported.function)
+        .unwrap()
+        .run(inputs)
+        .unwrap();
+    assert_eq!(jit.len(), want.len());
+    for (got, want) in jit.iter().zip(&want) {
+        assert_eq!(got.tensor_type(), want.tensor_type());
+        for (g, w) in values(got).into_iter().zip(values(want)) {
+            let same =
+                g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-6 * (1.0 + w.abs());
+            assert!(same, "CPU-JIT {g} vs INTERPRETER {w}");
+        }
+    }
+    want
+}
+
 /// A tensor of `data` and `dims`.
 pub(super) fn tensor(data: TensorData, dims: &[usize]) -> Tensor {
     Tensor::from_data(data, Shape::new(dims)).unwrap()
