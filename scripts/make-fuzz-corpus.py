@@ -245,7 +245,8 @@ def exported_model_ops():
 
 def language_model_ops():
     """The operators of exported language models (opset 23): Attention with 3-D inputs,
-    grouped-query heads, a causal mask, a KV cache and the score output."""
+    grouped-query heads, a causal mask, a KV cache and the score output; RMSNormalization
+    over the last two axes."""
     yield "Attention", model(
         "Attention",
         [("q", F, [1, 2, 8]), ("k", F, [1, 2, 4]), ("v", F, [1, 2, 4]), ("", F, None),
@@ -254,6 +255,9 @@ def language_model_ops():
          ("present_value", F, [1, 2, 3, 2]), ("qk", F, [1, 4, 2, 3])],
         {"q_num_heads": 4, "kv_num_heads": 2, "is_causal": 1, "qk_matmul_output_mode": 3},
         opset=23)
+    yield "RMSNormalization", model(
+        "RMSNormalization", [("x", F, [2, 3, 4]), ("scale", F, [3, 4])], [("y", F, [2, 3, 4])],
+        {"axis": -2, "epsilon": 1e-3}, [("scale", f32(3, 4, lo=0.5, hi=1.5))], opset=23)
 
 
 def main():

@@ -79,6 +79,7 @@ const OPERATORS: &[&str] = &[
     "EyeLike",
     "Swish",
     "Attention",
+    "RMSNormalization",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -220,6 +220,7 @@ const LISTED: &[(&str, &str)] = &[
     ("EyeLike", "eyelike"),
     ("Swish", "swish"),
     ("Attention", "attention"),
+    ("RMSNormalization", "rms_normalization"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

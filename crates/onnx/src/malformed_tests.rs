@@ -340,6 +340,7 @@ fn cases() -> Vec<Case> {
     // Operators of exported language models.
     v.extend([
         says("not a multiple", case("Attention", Index, "3 query heads over 2 key/value heads", vec![In(F, &[1, 3, 2, 4]), In(F, &[1, 2, 2, 4]), In(F, &[1, 2, 2, 4])], vec![])),
+        says("stash_type", case("RMSNormalization", Attribute, "stash_type INT64", vec![In(F, &[2, 3]), F32(&[3], &[1., 1., 1.])], vec![attr_i("stash_type", 7)])),
     ]);
     v
 }

@@ -53,6 +53,9 @@ mod reduce;
 #[cfg(test)]
 mod reduce_tests;
 mod resize;
+mod rms_norm;
+#[cfg(test)]
+mod rms_norm_tests;
 mod rnn;
 #[cfg(test)]
 mod rnn_tests;
@@ -194,6 +197,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "RMSNormalization",
     "RNN",
     "Round",
     "Scatter",
@@ -451,6 +455,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "EyeLike" => eye_like::eye_like(e, ins)?,
         "Shrink" => shrink(e, ins)?,
         "Swish" => swish(e, ins)?,
+        "RMSNormalization" => rms_norm::rms_normalization(e, ins)?,
         _ => {
             return Err(OnnxError::UnsupportedOp {
                 at: e.at(),

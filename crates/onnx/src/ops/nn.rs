@@ -284,18 +284,7 @@ fn layer_norm_statistics(
     x: Output,
     l: &LayerNorm,
 ) -> Result<[Output; 2], OnnxError> {
-    let at = e.at();
-    let stash = match e.attr_i64("stash_type")? {
-        None => ElementType::F32,
-        Some(code) => i32::try_from(code)
-            .ok()
-            .map(|c| crate::tensor::element_type(c, &at))
-            .transpose()?
-            .filter(|t| t.is_float())
-            .ok_or_else(|| {
-                e.attribute_error("stash_type", format!("{code} is not a float type"))
-            })?,
-    };
+    let stash = e.attr_float_type("stash_type")?.unwrap_or(ElementType::F32);
     let x = e.convert(x, stash)?;
     let rank = dims(e, x)?.len();
     let mean_of = |e: &mut NodeEmitter<'_>, v: Output| {
