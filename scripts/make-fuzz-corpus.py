@@ -246,7 +246,8 @@ def exported_model_ops():
 def language_model_ops():
     """The operators of exported language models (opset 23): Attention with 3-D inputs,
     grouped-query heads, a causal mask, a KV cache and the score output; RMSNormalization
-    over the last two axes."""
+    over the last two axes; RotaryEmbedding of a 3-D input, interleaved and partial, with
+    position ids."""
     yield "Attention", model(
         "Attention",
         [("q", F, [1, 2, 8]), ("k", F, [1, 2, 4]), ("v", F, [1, 2, 4]), ("", F, None),
@@ -258,6 +259,14 @@ def language_model_ops():
     yield "RMSNormalization", model(
         "RMSNormalization", [("x", F, [2, 3, 4]), ("scale", F, [3, 4])], [("y", F, [2, 3, 4])],
         {"axis": -2, "epsilon": 1e-3}, [("scale", f32(3, 4, lo=0.5, hi=1.5))], opset=23)
+    angles = np.arange(8)[:, None] * np.array([1.0, 0.1])
+    yield "RotaryEmbedding", model(
+        "RotaryEmbedding",
+        [("x", F, [1, 3, 12]), ("cos", F, [8, 2]), ("sin", F, [8, 2]), ("pos", I64, [1, 3])],
+        [("y", F, [1, 3, 12])],
+        {"num_heads": 2, "rotary_embedding_dim": 4, "interleaved": 1},
+        [("cos", np.cos(angles).astype(np.float32)), ("sin", np.sin(angles).astype(np.float32)),
+         ("pos", np.array([[5, 0, 7]], np.int64))], opset=23)
 
 
 def main():

@@ -80,6 +80,7 @@ const OPERATORS: &[&str] = &[
     "Swish",
     "Attention",
     "RMSNormalization",
+    "RotaryEmbedding",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -221,6 +221,7 @@ const LISTED: &[(&str, &str)] = &[
     ("Swish", "swish"),
     ("Attention", "attention"),
     ("RMSNormalization", "rms_normalization"),
+    ("RotaryEmbedding", "rotary_embedding"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

@@ -341,6 +341,7 @@ fn cases() -> Vec<Case> {
     v.extend([
         says("not a multiple", case("Attention", Index, "3 query heads over 2 key/value heads", vec![In(F, &[1, 3, 2, 4]), In(F, &[1, 2, 2, 4]), In(F, &[1, 2, 2, 4])], vec![])),
         says("stash_type", case("RMSNormalization", Attribute, "stash_type INT64", vec![In(F, &[2, 3]), F32(&[3], &[1., 1., 1.])], vec![attr_i("stash_type", 7)])),
+        says("num_heads", case("RotaryEmbedding", Attribute, "3-D input without num_heads", vec![In(F, &[1, 2, 8]), F32(&[1, 2, 2], &[1., 1., 1., 1.]), F32(&[1, 2, 2], &[0., 0., 0., 0.])], vec![])),
     ]);
     v
 }

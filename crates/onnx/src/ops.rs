@@ -59,6 +59,9 @@ mod rms_norm_tests;
 mod rnn;
 #[cfg(test)]
 mod rnn_tests;
+mod rotary;
+#[cfg(test)]
+mod rotary_tests;
 mod scatter;
 #[cfg(test)]
 mod scatter_tests;
@@ -199,6 +202,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Resize",
     "RMSNormalization",
     "RNN",
+    "RotaryEmbedding",
     "Round",
     "Scatter",
     "ScatterElements",
@@ -456,6 +460,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "Shrink" => shrink(e, ins)?,
         "Swish" => swish(e, ins)?,
         "RMSNormalization" => rms_norm::rms_normalization(e, ins)?,
+        "RotaryEmbedding" => rotary::rotary_embedding(e, ins)?,
         _ => {
             return Err(OnnxError::UnsupportedOp {
                 at: e.at(),

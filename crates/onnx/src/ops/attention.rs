@@ -169,8 +169,12 @@ fn four(e: &NodeEmitter<'_>, v: Output) -> Result<[usize; 4], OnnxError> {
         .map_err(|d: Vec<usize>| e.shape_error(format!("expected a 4-D value, got {d:?}")))
 }
 
-/// A head-count attribute: `None` when absent.
-fn head_count(e: &NodeEmitter<'_>, name: &str) -> Result<Option<usize>, OnnxError> {
+/// A head-count attribute (`q_num_heads`, `kv_num_heads`, `RotaryEmbedding`'s
+/// `num_heads`): `None` when absent.
+///
+/// # Errors
+/// [`OnnxError::BadAttribute`] for a value below 1 or a mistyped attribute.
+pub(super) fn head_count(e: &NodeEmitter<'_>, name: &str) -> Result<Option<usize>, OnnxError> {
     match e.attr_i64(name)? {
         None => Ok(None),
         Some(n) if n > 0 => Ok(usize::try_from(n).ok()),
