@@ -120,7 +120,7 @@ pub(super) fn attention(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Outp
     let y = if split.three_d {
         let [_, _, _, dv] = four(e, y)?;
         let merged = e.op(Op::Transpose(SWAP_HEADS.to_vec()), &[y])?;
-        reshape_to(e, merged, vec![batch, q_len, q_heads * dv])?
+        reshape_to(e, merged, vec![batch, q_len, product(e, q_heads, dv)?])?
     } else {
         y
     };
@@ -328,7 +328,13 @@ fn grouped_matmul(
     let [batch, heads, m, k] = four(e, a)?;
     let n = four(e, b)?[3];
     let per_group = heads / groups;
-    let a = reshape_to(e, a, vec![batch, groups, per_group * m, k])?;
+    let a = reshape_to(e, a, vec![batch, groups, product(e, per_group, m)?, k])?;
     let y = e.op(Op::MatMul, &[a, b])?;
     reshape_to(e, y, vec![batch, heads, m, n])
+}
+
+/// `a · b`, an extent (an empty tensor's other extents can be as large as `usize` holds).
+fn product(e: &NodeEmitter<'_>, a: usize, b: usize) -> Result<usize, OnnxError> {
+    a.checked_mul(b)
+        .ok_or_else(|| e.shape_error(format!("the extent {a} x {b} does not fit in usize")))
 }

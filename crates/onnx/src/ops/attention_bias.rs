@@ -53,14 +53,30 @@ pub(super) fn bias(
         1 => true,
         other => return Err(e.attribute_error("is_causal", format!("must be 0 or 1, is {other}"))),
     };
+    let empty = s.shape().dims().contains(&0);
+    if !empty && s.shape().element_count().is_err() {
+        return Err(e.shape_error(format!(
+            "the scores {} have more elements than fit in memory",
+            s.shape()
+        )));
+    }
     let mut terms = Vec::new();
     if let Some(m) = e.optional_input(ins, 3) {
         terms.push(mask(e, m, t, s)?);
     }
+    // No scores, nothing to mask: an empty batch or head may come with long sequences,
+    // whose position constants would be built for nothing.
+    let lengths = e.optional_input(ins, 6);
+    if empty {
+        if let Some(n) = lengths {
+            check_lengths(e, n, s)?;
+        }
+        return Ok(terms.pop());
+    }
     if causal {
         terms.push(causal_bias(e, t, s)?);
     }
-    if let Some(n) = e.optional_input(ins, 6) {
+    if let Some(n) = lengths {
         terms.push(padding(e, n, t, s)?);
     }
     let mut sum: Option<Output> = None;
@@ -150,6 +166,16 @@ fn padding(
     t: ElementType,
     s: &Scores,
 ) -> Result<Output, OnnxError> {
+    check_lengths(e, lengths, s)?;
+    let lengths = reshape_to(e, lengths, vec![s.batch, 1])?;
+    let keys = key_positions(e, s.total)?;
+    let valid = e.compare(CompareOp::Less, keys, lengths)?;
+    let b = attend_or_not(e, valid, t)?;
+    reshape_to(e, b, vec![s.batch, 1, 1, s.total])
+}
+
+/// Checks that `nonpad_kv_seqlen` is INT64 `[B]`.
+fn check_lengths(e: &NodeEmitter<'_>, lengths: Output, s: &Scores) -> Result<(), OnnxError> {
     let lt = e.et(lengths)?;
     if lt != ElementType::I64 {
         return Err(e.type_error(format!("nonpad_kv_seqlen is {lt}; it must be INT64")));
@@ -161,9 +187,5 @@ fn padding(
             s.batch
         )));
     }
-    let lengths = reshape_to(e, lengths, vec![s.batch, 1])?;
-    let keys = key_positions(e, s.total)?;
-    let valid = e.compare(CompareOp::Less, keys, lengths)?;
-    let b = attend_or_not(e, valid, t)?;
-    reshape_to(e, b, vec![s.batch, 1, 1, s.total])
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! query, uniform weights over the keys a query sees) on INTERPRETER and CPU-JIT: the
 //! default scale, grouped-query heads in 3-D and 4-D, causal masking with a KV cache, a
 //! fully masked row, softcap and the four score outputs, opset 24's padding, half inputs
-//! with a FLOAT softmax, and errors naming the node.
+//! with a FLOAT softmax, an empty batch, and errors naming the node.
 
 use graphlift_ir::{ElementType, TensorData};
 use graphlift_runtime::Tensor;
@@ -269,4 +269,24 @@ fn inconsistent_heads_and_bad_attributes_are_errors_naming_the_node() {
         let e = e.to_string();
         assert!(e.contains("Attention `n0`") && e.contains(says), "{e}");
     }
+}
+
+#[test]
+fn an_empty_batch_with_causal_masking_gives_an_empty_output() {
+    let m = attention(
+        [&[0, 2, 3, 4], &[0, 2, 5, 4], &[0, 2, 5, 6]],
+        vec![],
+        &["y"],
+        vec![attr_i("is_causal", 1)],
+    );
+    let empty = |dims: &[usize]| tensor(TensorData::F32(vec![]), dims);
+    let out = run_both(
+        &m,
+        &[
+            empty(&[0, 2, 3, 4]),
+            empty(&[0, 2, 5, 4]),
+            empty(&[0, 2, 5, 6]),
+        ],
+    );
+    assert_eq!(out[0].shape().dims(), &[0, 2, 3, 6]);
 }
