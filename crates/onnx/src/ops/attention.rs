@@ -95,10 +95,10 @@ pub(super) fn attention(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Outp
     let k_t = e.op(Op::Transpose(vec![0, 1, 3, 2]), &[k_scaled])?;
     let scores = grouped_matmul(e, q_scaled, k_t, kv_heads)?;
     let capped = if softcap > 0.0 {
-        let c = f64::from(softcap);
-        let ratio = e.mul_scalar(scores, 1.0 / c)?;
+        let c = e.scalar(t, f64::from(softcap))?;
+        let ratio = e.binary(BinaryOp::Divide, scores, c)?;
         let tanh = e.unary(UnaryOp::Tanh, ratio)?;
-        e.mul_scalar(tanh, c)?
+        e.binary(BinaryOp::Multiply, tanh, c)?
     } else {
         scores
     };
