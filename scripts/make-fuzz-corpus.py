@@ -209,6 +209,14 @@ def corpus():
     # which a plain import refuses (a Session runs such a model in stages).
     yield "NonZero", model("NonZero", [("c", F, [2, 3])], [("y", I64, [2, 3])], {},
                            [("c", np.array([[0, 1.5, 0], [-2, 0, 3]], np.float32))])
+    # NonMaxSuppression over constants too (center form: boxes 0 and 1 overlap, 2 is apart).
+    yield "NonMaxSuppression", model(
+        "NonMaxSuppression", [("boxes", F, [1, 3, 4]), ("scores", F, [1, 1, 3]),
+                              ("max", I64, [1]), ("iou", F, [1])],
+        [("y", I64, [2, 3])], {"center_point_box": 1},
+        [("boxes", np.array([[[0.5, 0.5, 1, 1], [0.55, 0.5, 1, 1], [5, 5, 1, 1]]], np.float32)),
+         ("scores", np.array([[[0.9, 0.8, 0.7]]], np.float32)),
+         ("max", np.array([2], np.int64)), ("iou", np.array([0.5], np.float32))])
     for op in ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh",
                "Atanh"):
         yield op, unary(op)

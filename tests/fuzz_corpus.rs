@@ -61,6 +61,7 @@ const OPERATORS: &[&str] = &[
     "Acosh",
     "Atanh",
     "NonZero",
+    "NonMaxSuppression",
     "If",
     "Loop",
     "Scan",

@@ -222,6 +222,7 @@ const LISTED: &[(&str, &str)] = &[
     ("Attention", "attention"),
     ("RMSNormalization", "rms_normalization"),
     ("RotaryEmbedding", "rotary_embedding"),
+    ("NonMaxSuppression", "nonmaxsuppression"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

@@ -65,6 +65,9 @@ mod rotary_tests;
 mod scatter;
 #[cfg(test)]
 mod scatter_tests;
+mod suppression;
+#[cfg(test)]
+mod suppression_tests;
 #[cfg(test)]
 mod tests;
 mod topk;
@@ -171,6 +174,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Mod",
     "Mul",
     "Neg",
+    "NonMaxSuppression",
     "NonZero",
     "Not",
     "OneHot",
@@ -414,6 +418,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "Trilu" => rearrange::trilu(e, ins)?,
         "Range" => layout::range(e, ins)?,
         "Size" => layout::size(e, ins)?,
+        "NonMaxSuppression" => suppression::non_max_suppression(e, ins)?,
         "NonZero" => layout::non_zero(e, ins)?,
         "IsNaN" => classify::is_nan(e, ins)?,
         "IsInf" => classify::is_inf(e, ins)?,

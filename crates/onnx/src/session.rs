@@ -2,7 +2,7 @@
 //! static shapes, so each call's input shapes (the symbolic dimensions) and the values of the
 //! inputs that shape-like operands are computed from pick a specialisation of the model,
 //! imported and compiled on first use and kept in a bounded least-recently-used cache. A
-//! model with a node whose output shape depends on values (`NonZero`) runs in stages
+//! model with a node whose output shape depends on values (`NonZero`, `NonMaxSuppression`) runs in stages
 //! ([`split`]).
 
 use std::path::Path;
@@ -103,13 +103,13 @@ struct Inner {
 /// `capacity` specialisations are kept ([`Session::DEFAULT_CAPACITY`] unless
 /// [`Session::with_capacity`] says otherwise); the least recently used goes first.
 ///
-/// A node whose output shapes depend on the values it reads (`NonZero` over a value computed
-/// at run time, a `Loop` of run-time length: [`OnnxError::DataDependentShape`]) splits the
-/// model into stages on the first call that meets it: a session for the part that computes
-/// what the node reads, the node run on the host between them (a loop's body a session of
-/// its own, called once per iteration), and a session for the model with the node's outputs
-/// as more inputs, specialised by their shapes. Each stage keeps its own cache of `capacity`
-/// specialisations.
+/// A node whose output shapes depend on the values it reads (`NonZero` or
+/// `NonMaxSuppression` over values computed at run time, a `Loop` of run-time length:
+/// [`OnnxError::DataDependentShape`]) splits the model into stages on the first call that
+/// meets it: a session for the part that computes what the node reads, the node run on the
+/// host between them (a loop's body a session of its own, called once per iteration), and a
+/// session for the model with the node's outputs as more inputs, specialised by their
+/// shapes. Each stage keeps its own cache of `capacity` specialisations.
 pub struct Session {
     /// The model file, or what stands for it in messages.
     name: String,

@@ -1,12 +1,13 @@
 //! A model in stages around a node whose output shape depends on values
-//! ([`OnnxError::DataDependentShape`](crate::OnnxError::DataDependentShape): `NonZero`, a
-//! `Loop` whose length is known only at run time). graphlift compiles static shapes, so the
+//! ([`OnnxError::DataDependentShape`](crate::OnnxError::DataDependentShape): `NonZero`,
+//! `NonMaxSuppression`, a `Loop` whose length is known only at run time). graphlift compiles static shapes, so the
 //! node runs on the host as a dynamic step between two compiled parts, and the part after it
 //! is specialised by the shapes the step gave:
 //!
 //! - the *prefix*: the model cut before the node, its outputs the values the node reads
 //!   (a `Loop`'s operands and the outer-scope values its body reads);
-//! - the *step*: the node on those values ([`reference::non_zero`], or the loop's body
+//! - the *step*: the node on those values ([`reference::non_zero`],
+//!   [`reference::non_max_suppression`], or the loop's body
 //!   called iteration by iteration: [`super::loop_step`]);
 //! - the *suffix*: the model without the node, whose outputs become more graph inputs (the
 //!   last ones), given the step's results.
@@ -17,7 +18,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use graphlift_runtime::{reference, Tensor};
+use graphlift_ir::TensorData;
+use graphlift_runtime::reference::{self, Suppression};
+use graphlift_runtime::Tensor;
 
 use super::loop_step::LoopStep;
 use super::{Session, SessionError, SessionStats};
@@ -29,6 +32,12 @@ use crate::tensor::onnx_data_type;
 enum Step {
     /// `NonZero` of the one value.
     NonZero,
+    /// `NonMaxSuppression` with its `center_point_box`: for each of its five operands, the
+    /// position of its value among the prefix's outputs (`None` for one left out).
+    NonMaxSuppression {
+        center_point_box: i64,
+        slots: [Option<usize>; 5],
+    },
     /// A `Loop`: the prefix gives its operands (the non-empty ones, in order) and then its
     /// body's outer-scope values.
     Loop(Box<LoopStep>),
@@ -106,6 +115,29 @@ impl Stages {
         let node = &graph.node[at];
         let (step, reads) = match node.op_type.as_str() {
             "NonZero" => (Step::NonZero, vec![node.input.first()?.clone()]),
+            "NonMaxSuppression" => {
+                let mut reads: Vec<String> = Vec::new();
+                let mut slots = [None; 5];
+                for (slot, name) in slots.iter_mut().zip(&node.input) {
+                    if name.is_empty() {
+                        continue;
+                    }
+                    *slot = Some(reads.iter().position(|r| r == name).unwrap_or_else(|| {
+                        reads.push(name.clone());
+                        reads.len() - 1
+                    }));
+                }
+                let center_point_box = node
+                    .attribute
+                    .iter()
+                    .find(|a| a.name == "center_point_box")
+                    .map_or(0, |a| a.i);
+                let step = Step::NonMaxSuppression {
+                    center_point_box,
+                    slots,
+                };
+                (step, reads)
+            }
             "Loop" => {
                 let body = body_of(node)?;
                 let operands: Vec<String> = node
@@ -169,6 +201,26 @@ impl Stages {
                 };
                 let (data, shape) =
                     reference::non_zero(value.data(), value.shape()).map_err(step_error)?;
+                vec![Tensor::from_data(data, shape).map_err(|e| step_error(e.to_string()))?]
+            }
+            Step::NonMaxSuppression {
+                center_point_box,
+                slots,
+            } => {
+                let operand = |k: usize| slots[k].and_then(|i| read.get(i));
+                let (Some(boxes), Some(scores)) = (operand(0), operand(1)) else {
+                    return Err(step_error("boxes or scores missing".into()));
+                };
+                let data = |k: usize| operand(k).map(Tensor::data);
+                let s = Suppression::from_operands(data(2), data(3), data(4), *center_point_box)
+                    .map_err(step_error)?;
+                let (TensorData::F32(b), TensorData::F32(sc)) = (boxes.data(), scores.data())
+                else {
+                    return Err(step_error("boxes and scores must be FLOAT".into()));
+                };
+                let (data, shape) =
+                    reference::non_max_suppression((b, boxes.shape()), (sc, scores.shape()), &s)
+                        .map_err(step_error)?;
                 vec![Tensor::from_data(data, shape).map_err(|e| step_error(e.to_string()))?]
             }
             Step::Loop(l) => l.run(&read, &self.parent).map_err(|e| match e {

@@ -11,6 +11,7 @@ mod cum_sum;
 mod elementwise;
 mod layout;
 mod matmul;
+mod non_max_suppression;
 mod non_zero;
 mod normalize;
 mod pad;
@@ -44,6 +45,7 @@ pub use elementwise::{
 };
 pub use layout::{concat, gather, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
+pub use non_max_suppression::{non_max_suppression, BoxEncoding, Suppression};
 pub use non_zero::non_zero;
 pub use normalize::{batch_norm, layer_norm, softmax};
 pub use pad::{pad, source_index};
