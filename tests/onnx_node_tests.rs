@@ -91,11 +91,18 @@ fn expected_unsupported() -> std::collections::BTreeMap<String, String> {
 
 /// Cases whose expected outputs the ONNX test writes rounded, with the absolute tolerance
 /// that rounding needs (instead of [`ATOL`]) and why.
-const ROUNDED: &[(&str, f64, &str)] = &[(
-    "test_averagepool_2d_ceil_last_window_starts_on_pad",
-    1e-4,
-    "the expected averages are written with 4 decimals (0.1511 for 0.151055...)",
-)];
+const ROUNDED: &[(&str, f64, &str)] = &[
+    (
+        "test_averagepool_2d_ceil_last_window_starts_on_pad",
+        1e-4,
+        "the expected averages are written with 4 decimals (0.1511 for 0.151055...)",
+    ),
+    (
+        "test_gridsample_bicubic",
+        1e-4,
+        "the expected samples are written with 4 decimals (-0.1406 for -0.140625)",
+    ),
+];
 
 /// The operators of the conformance contract, with the stem of the ONNX test names for each
 /// (`test_<stem>` and `test_<stem>_*` are selected whatever ops their models use). The
@@ -223,6 +230,8 @@ const LISTED: &[(&str, &str)] = &[
     ("RMSNormalization", "rms_normalization"),
     ("RotaryEmbedding", "rotary_embedding"),
     ("NonMaxSuppression", "nonmaxsuppression"),
+    ("GridSample", "gridsample"),
+    ("AffineGrid", "affine_grid"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

@@ -4,9 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+mod grid_sample;
 mod recurrent;
 mod resize;
 
+pub use grid_sample::{GridMode, GridPadding, GridSample};
 pub use recurrent::{RecurrentActivation, RecurrentCell, RecurrentDirection, RecurrentSequence};
 pub use resize::{CoordinateTransform, NearestMode, Resize, ResizeMode};
 

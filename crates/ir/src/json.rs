@@ -38,7 +38,8 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 ///   writes each `f64` in the shortest form that reads back to the same bits);
 ///   `shape` for `Reshape`, `perm` for `Transpose`, `slice` (a list of
 ///   `{"start", "step", "len"}`) for `Slice`, `axis` for `Concat`, `Gather` and `Softmax`, `axis` and `shape` for `ScatterAdd`,
-///   `cum_sum` (`{"axis", "exclusive", "reverse"}`) for `CumSum`,
+///   `cum_sum` (`{"axis", "exclusive", "reverse"}`) for `CumSum`, `grid_sample`
+///   (`{"mode", "padding", "align_corners"}`) for `GridSample`,
 ///   `axes` and `keep_dims` for `ReduceSum`/`ReduceMean`/`ReduceMax`/`ReduceMin`/
 ///   `ReduceProd`, `axis` and `epsilon` for `LayerNorm`, `epsilon` for
 ///   `BatchNormInference`, `window` (`{"shape", "strides", "dilations", "pads_begin",

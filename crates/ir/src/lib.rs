@@ -26,9 +26,10 @@ pub mod unroll;
 
 pub use attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CoordinateTransform, CumSum,
-    Distribution, LayerNorm, NearestMode, Pad, PadMode, QuantizedMatMul, RandomFill,
-    RecurrentActivation, RecurrentCell, RecurrentDirection, RecurrentSequence, ReduceOp, Reduction,
-    Resize, ResizeMode, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
+    Distribution, GridMode, GridPadding, GridSample, LayerNorm, NearestMode, Pad, PadMode,
+    QuantizedMatMul, RandomFill, RecurrentActivation, RecurrentCell, RecurrentDirection,
+    RecurrentSequence, ReduceOp, Reduction, Resize, ResizeMode, ScatterAdd, ScatterReduction,
+    SliceAxis, TopK, Window,
 };
 pub use builder::{select, FunctionBuilder, Value};
 pub use control_flow::ControlFlow;

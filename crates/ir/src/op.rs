@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::attrs::{
     ArgOp, ArgReduction, Attention, Convolution, ConvolutionBackprop, CumSum, Distribution,
-    LayerNorm, Pad, PadMode, QuantizedMatMul, RandomFill, RecurrentSequence, ReduceOp, Reduction,
-    Resize, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
+    GridSample, LayerNorm, Pad, PadMode, QuantizedMatMul, RandomFill, RecurrentSequence, ReduceOp,
+    Reduction, Resize, ScatterAdd, ScatterReduction, SliceAxis, TopK, Window,
 };
 use crate::{ElementType, Function, Shape, TensorData};
 
@@ -214,6 +214,9 @@ pub enum Op {
     CumSum(CumSum),
     /// Interpolation of an `f32`/`f64` tensor to new extents ([`Resize`]; ONNX `Resize`).
     Resize(Resize),
+    /// Sampling of `x` `[N, C, D..]` at the normalised positions `grid` `[N, O.., r]`,
+    /// giving `[N, C, O..]` ([`GridSample`]; ONNX `GridSample`, PyTorch's `grid_sample`).
+    GridSample(GridSample),
     /// Matrix product of `a` `[..., M, K]` and `b` `[..., K, N]` giving `[..., M, N]`; both
     /// ranks are at least 2 and the batch axes `...` broadcast as numpy's `matmul` does.
     MatMul,
@@ -405,6 +408,7 @@ impl Op {
             Op::TopK(_) => "TopK",
             Op::CumSum(_) => "CumSum",
             Op::Resize(_) => "Resize",
+            Op::GridSample(_) => "GridSample",
             Op::MatMul => "MatMul",
             Op::QuantizedMatMul(_) => "QuantizedMatMul",
             Op::Softmax(_) => "Softmax",

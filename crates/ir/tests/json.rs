@@ -271,6 +271,52 @@ fn cum_sum_round_trip_and_bad_axes() {
     assert!(e.to_string().contains("numeric"), "{e}");
 }
 
+/// `GridSample` keeps its attribute through a round trip; a document without it or with an
+/// unknown mode is refused, as is a node whose grid does not fit.
+#[test]
+fn grid_sample_round_trip_and_bad_grids() {
+    use graphlift_ir::{GridMode, GridPadding, GridSample};
+    let g = GridSample {
+        mode: GridMode::Cubic,
+        padding: GridPadding::Reflection,
+        align_corners: true,
+    };
+    assert_eq!(
+        Op::GridSample(g).to_string(),
+        "GridSample<Cubic, Reflection, align_corners>"
+    );
+    let b = FunctionBuilder::new("transformer");
+    let x = b.parameter("x", F32, [2, 3, 4, 5]);
+    let grid = b.parameter("grid", F32, [2, 6, 7, 2]);
+    let y = b.op(Op::GridSample(g), &[x, grid]).named("sample");
+    let f = b.finish(&[y]).unwrap();
+    let h = Function::from_json(&f.to_json()).unwrap();
+    assert_eq!(f, h);
+    let edits: [(&str, Value); 2] = [
+        ("grid_sample", Value::Null),
+        (
+            "unknown variant `bilinear`",
+            json!({"mode": "bilinear", "padding": "zeros", "align_corners": false}),
+        ),
+    ];
+    for (message, value) in edits {
+        let mut doc = doc_of(&f);
+        let op = node_mut(&mut doc, "sample")["op"].as_object_mut().unwrap();
+        if value.is_null() {
+            op.remove("grid_sample");
+        } else {
+            op.insert("grid_sample".into(), value);
+        }
+        let e = Function::from_json(&doc.to_string()).unwrap_err();
+        assert!(e.to_string().contains(message), "{e}");
+    }
+    let b = FunctionBuilder::new("bad");
+    let x = b.parameter("x", F32, [2, 3, 4, 5]);
+    let grid = b.parameter("grid", F32, [2, 6, 7, 3]);
+    let e = b.finish(&[b.op(Op::GridSample(g), &[x, grid])]).unwrap_err();
+    assert!(e.to_string().contains("[N, O1..Or, r]"), "{e}");
+}
+
 #[test]
 fn round_trip_is_exact_and_keeps_ids() {
     let f = sample();

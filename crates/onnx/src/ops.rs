@@ -25,6 +25,9 @@ mod eye_like_tests;
 mod gather;
 #[cfg(test)]
 mod gather_tests;
+mod grid_sample;
+#[cfg(test)]
+mod grid_sample_tests;
 #[cfg(test)]
 mod half_tests;
 mod integer;
@@ -95,6 +98,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Abs",
     "Acos",
     "Acosh",
+    "AffineGrid",
     "Add",
     "And",
     "ArgMax",
@@ -139,6 +143,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "GatherND",
     "Gelu",
     "Gemm",
+    "GridSample",
     "GRU",
     "GlobalAveragePool",
     "GlobalMaxPool",
@@ -408,6 +413,8 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "RandomNormalLike" => random::random(e, ins, false, true)?,
         "Pad" => pad::pad(e, ins)?,
         "Gemm" => nn::gemm(e, ins)?,
+        "GridSample" => grid_sample::grid_sample(e, ins)?,
+        "AffineGrid" => grid_sample::affine_grid(e, ins)?,
         "LogSoftmax" => nn::log_softmax(e, ins)?,
         "ArgMax" => nn::arg_reduce(e, ins, ArgOp::Max)?,
         "ArgMin" => nn::arg_reduce(e, ins, ArgOp::Min)?,

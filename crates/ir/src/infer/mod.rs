@@ -162,6 +162,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
             Ok(smallvec![x.clone()])
         }
         Op::Resize(r) => sampling::resize(r, inputs),
+        Op::GridSample(_) => sampling::grid_sample(inputs),
         Op::MatMul => tensor_ops::matmul(inputs),
         Op::QuantizedMatMul(q) => quantized::quantized_matmul(q, inputs),
         Op::Softmax(axis) => tensor_ops::softmax(*axis, inputs),

@@ -1,5 +1,5 @@
-//! Inference for the ops that pick or interpolate elements: `ArgMax`/`ArgMin`, `TopK` and
-//! `Resize`.
+//! Inference for the ops that pick or interpolate elements: `ArgMax`/`ArgMin`, `TopK`,
+//! `Resize` and `GridSample`.
 
 use smallvec::smallvec;
 
@@ -84,6 +84,30 @@ pub(super) fn resize(r: &Resize, inputs: &[TensorType]) -> Res {
     let shape = Shape::new(r.shape.clone());
     shape.element_count().map_err(|e| e.to_string())?;
     Ok(smallvec![TensorType::new(x.element_type, shape)])
+}
+
+/// `x` `[N, C, D1..Dr]` (`f32` or `f64`, `r >= 1`) sampled at `grid` `[N, O1..Or, r]` of
+/// the same type gives `[N, C, O1..Or]`.
+pub(super) fn grid_sample(inputs: &[TensorType]) -> Res {
+    let [x, grid] = inputs else {
+        return Err(format!("expects 2 operand(s), got {}", inputs.len()));
+    };
+    if !x.element_type.is_float() || grid.element_type != x.element_type {
+        return Err(format!(
+            "samples f32 or f64 at positions of the same type, got {} at {}",
+            x.element_type, grid.element_type
+        ));
+    }
+    let (xd, gd) = (x.shape.dims(), grid.shape.dims());
+    let r = xd.len().saturating_sub(2);
+    if r == 0 || gd.len() != r + 2 || gd[0] != xd[0] || gd[r + 1] != r {
+        return Err(format!(
+            "x {} and grid {} must be [N, C, D1..Dr] and [N, O1..Or, r] with r >= 1",
+            x.shape, grid.shape
+        ));
+    }
+    let out: Vec<usize> = xd[..2].iter().chain(&gd[1..=r]).copied().collect();
+    Ok(smallvec![TensorType::new(x.element_type, Shape::new(out))])
 }
 
 #[cfg(test)]

@@ -313,6 +313,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         ("recurrent", op.recurrent.is_some()),
         ("top_k", op.top_k.is_some()),
         ("cum_sum", op.cum_sum.is_some()),
+        ("grid_sample", op.grid_sample.is_some()),
         ("reduction", op.reduction.is_some()),
         ("axis", op.axis.is_some()),
         ("axes", op.axes.is_some()),
@@ -345,6 +346,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "Resize" => &["resize"],
         "TopK" => &["top_k"],
         "CumSum" => &["cum_sum"],
+        "GridSample" => &["grid_sample"],
         "ScatterNd" => &["reduction"],
         "LayerNorm" => &["axis", "epsilon"],
         "Attention" => &["heads", "scale"],
@@ -481,6 +483,15 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "CumSum" => match op.cum_sum {
             Some(c) => Op::CumSum(c),
             None => return Err(invalid(loc, "op `CumSum` needs the attribute `cum_sum`")),
+        },
+        "GridSample" => match op.grid_sample {
+            Some(g) => Op::GridSample(g),
+            None => {
+                return Err(invalid(
+                    loc,
+                    "op `GridSample` needs the attribute `grid_sample`",
+                ))
+            }
         },
         "ScatterNd" => Op::ScatterNd(op.reduction.unwrap_or_default()),
         "Concat" => Op::Concat(op.axis.unwrap_or_default()),

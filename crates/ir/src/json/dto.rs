@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::attrs::{
-    CumSum, PadMode, RecurrentSequence, Resize, ScatterReduction, SliceAxis, TopK, Window,
+    CumSum, GridSample, PadMode, RecurrentSequence, Resize, ScatterReduction, SliceAxis, TopK,
+    Window,
 };
 
 /// The whole document: a format tag, a version and one function.
@@ -76,7 +77,7 @@ pub(super) struct NodeDto<N> {
 /// for `Constant`; `body` for `FusedKernel`; `perm` for `Transpose`; `slice` for `Slice`;
 /// `low_pads`, `high_pads` and `interior` for `Pad`, which may take `pad_mode` (absent:
 /// constant); `axis`, `keep_dims` and `select_last_index` for `ArgMax` and `ArgMin`;
-/// `resize` for `Resize`; `top_k` for `TopK`; `cum_sum` for `CumSum`; `reduction` for `ScatterNd`;
+/// `resize` for `Resize`; `top_k` for `TopK`; `cum_sum` for `CumSum`; `grid_sample` for `GridSample`; `reduction` for `ScatterNd`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
 /// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
 /// and `Convolution`, which also takes `groups`; `heads` and `scale` for `Attention`; `recurrent`
@@ -142,6 +143,9 @@ pub(super) struct OpDto<N> {
     /// type).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cum_sum: Option<CumSum>,
+    /// `GridSample`'s attribute (version 2, as `cum_sum`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid_sample: Option<GridSample>,
     /// `ScatterNd`'s reduction (version 2).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reduction: Option<ScatterReduction>,
@@ -192,6 +196,7 @@ impl<N> OpDto<N> {
             recurrent: None,
             top_k: None,
             cum_sum: None,
+            grid_sample: None,
             reduction: None,
             axis: None,
             axes: None,

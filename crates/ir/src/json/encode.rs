@@ -100,6 +100,7 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
         Op::Resize(r) => dto.resize = Some(r.clone()),
         Op::TopK(t) => dto.top_k = Some(*t),
         Op::CumSum(c) => dto.cum_sum = Some(*c),
+        Op::GridSample(g) => dto.grid_sample = Some(*g),
         Op::ScatterNd(r) => dto.reduction = Some(*r),
         Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => dto.axis = Some(*axis),
         Op::ScatterAdd(s) => {

@@ -64,6 +64,17 @@ impl fmt::Display for Op {
                 r.scales,
                 if r.antialias { ", antialias" } else { "" }
             ),
+            Op::GridSample(g) => write!(
+                f,
+                "GridSample<{:?}, {:?}{}>",
+                g.mode,
+                g.padding,
+                if g.align_corners {
+                    ", align_corners"
+                } else {
+                    ""
+                }
+            ),
             Op::Concat(axis) | Op::Gather(axis) | Op::Softmax(axis) => {
                 write!(f, "{}<axis={axis}>", self.type_name())
             }

@@ -9,6 +9,7 @@ mod broadcast;
 mod conv_integer;
 mod cum_sum;
 mod elementwise;
+mod grid_sample;
 mod layout;
 mod matmul;
 mod non_max_suppression;
@@ -43,6 +44,7 @@ pub use cum_sum::cum_sum;
 pub use elementwise::{
     binary, binary_f32, binary_f64, compare, convert, select, unary, unary_f32, unary_f64,
 };
+pub use grid_sample::grid_sample;
 pub use layout::{concat, gather, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
 pub use non_max_suppression::{non_max_suppression, BoxEncoding, Suppression};
@@ -175,6 +177,11 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         Op::TopK(t) => one(top_k(data(0), inputs[0].shape(), t)),
         Op::CumSum(c) => one(cum_sum(data(0), inputs[0].shape(), c)),
         Op::Resize(r) => one(resize(data(0), inputs[0].shape(), r)),
+        Op::GridSample(g) => one(grid_sample(
+            (data(0), inputs[0].shape()),
+            (data(1), inputs[1].shape()),
+            g,
+        )),
         Op::MatMul => one(matmul(
             data(0),
             inputs[0].shape(),
