@@ -223,6 +223,7 @@ def corpus():
     yield from control_flow()
     yield from exported_model_ops()
     yield from language_model_ops()
+    yield from sampling_ops()
 
 
 def exported_model_ops():
@@ -249,6 +250,17 @@ def exported_model_ops():
                            {"k": 1, "dtype": F})
     yield "Swish", model("Swish", [("x", F, [2, 3])], [("y", F, [2, 3])], {"alpha": 1.5},
                          opset=24)
+
+
+def sampling_ops():
+    """GridSample (cubic, reflection) and AffineGrid (opset 20): a spatial transformer's
+    two halves."""
+    yield "GridSample", model(
+        "GridSample", [("x", F, [1, 2, 3, 4]), ("grid", F, [1, 2, 3, 2])],
+        [("y", F, [1, 2, 2, 3])], {"mode": "cubic", "padding_mode": "reflection"}, opset=20)
+    yield "AffineGrid", model(
+        "AffineGrid", [("theta", F, [2, 2, 3]), ("size", I64, [4])], [("grid", F, [2, 3, 4, 2])],
+        {"align_corners": 1}, [("size", np.array([2, 1, 3, 4], np.int64))], opset=20)
 
 
 def language_model_ops():

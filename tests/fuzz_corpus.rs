@@ -82,6 +82,8 @@ const OPERATORS: &[&str] = &[
     "Attention",
     "RMSNormalization",
     "RotaryEmbedding",
+    "GridSample",
+    "AffineGrid",
 ];
 
 fn corpus_dir() -> PathBuf {
