@@ -224,6 +224,7 @@ def corpus():
     yield from exported_model_ops()
     yield from language_model_ops()
     yield from sampling_ops()
+    yield from spectral_ops()
 
 
 def exported_model_ops():
@@ -261,6 +262,26 @@ def sampling_ops():
     yield "AffineGrid", model(
         "AffineGrid", [("theta", F, [2, 2, 3]), ("size", I64, [4])], [("grid", F, [2, 3, 4, 2])],
         {"align_corners": 1}, [("size", np.array([2, 1, 3, 4], np.int64))], opset=20)
+
+
+def spectral_ops():
+    """The audio front end's operators (opset 17): DFT along a middle axis, STFT with a
+    window, the three windows and the mel filter bank (constants of constant sizes)."""
+    scalar = lambda v: np.array(v, np.int64)
+    yield "DFT", model("DFT", [("x", F, [2, 5, 3, 1]), ("n", I64, [])], [("y", F, [2, 4, 3, 2])],
+                       {"axis": 1, "onesided": 1}, [("n", scalar(6))], opset=17)
+    yield "STFT", model("STFT", [("x", F, [1, 16, 1]), ("step", I64, []), ("w", F, [8])],
+                        [("y", F, [1, 3, 5, 2])], {"onesided": 1},
+                        [("step", scalar(4)), ("w", np.hanning(8).astype(np.float32))],
+                        opset=17)
+    for op in ("HannWindow", "HammingWindow", "BlackmanWindow"):
+        yield op, model(op, [("size", I64, [])], [("y", F, [6])], {"periodic": 0},
+                        [("size", scalar(6))], opset=17)
+    yield "MelWeightMatrix", model(
+        "MelWeightMatrix", [("m", I64, []), ("d", I64, []), ("r", I64, []), ("lo", F, []),
+                            ("hi", F, [])], [("y", F, [9, 4])], {},
+        [("m", scalar(4)), ("d", scalar(16)), ("r", scalar(8000)),
+         ("lo", np.array(0, np.float32)), ("hi", np.array(4000, np.float32))], opset=17)
 
 
 def language_model_ops():

@@ -84,6 +84,12 @@ const OPERATORS: &[&str] = &[
     "RotaryEmbedding",
     "GridSample",
     "AffineGrid",
+    "DFT",
+    "STFT",
+    "HannWindow",
+    "HammingWindow",
+    "BlackmanWindow",
+    "MelWeightMatrix",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -232,6 +232,12 @@ const LISTED: &[(&str, &str)] = &[
     ("NonMaxSuppression", "nonmaxsuppression"),
     ("GridSample", "gridsample"),
     ("AffineGrid", "affine_grid"),
+    ("DFT", "dft"),
+    ("STFT", "stft"),
+    ("HannWindow", "hannwindow"),
+    ("HammingWindow", "hammingwindow"),
+    ("BlackmanWindow", "blackmanwindow"),
+    ("MelWeightMatrix", "melweightmatrix"),
 ];
 
 /// At least this many cases must pass on each backend (guards against a selection that

@@ -313,7 +313,9 @@ fn grid_sample_round_trip_and_bad_grids() {
     let b = FunctionBuilder::new("bad");
     let x = b.parameter("x", F32, [2, 3, 4, 5]);
     let grid = b.parameter("grid", F32, [2, 6, 7, 3]);
-    let e = b.finish(&[b.op(Op::GridSample(g), &[x, grid])]).unwrap_err();
+    let e = b
+        .finish(&[b.op(Op::GridSample(g), &[x, grid])])
+        .unwrap_err();
     assert!(e.to_string().contains("[N, O1..Or, r]"), "{e}");
 }
 

@@ -68,6 +68,9 @@ mod rotary_tests;
 mod scatter;
 #[cfg(test)]
 mod scatter_tests;
+mod spectral;
+#[cfg(test)]
+mod spectral_tests;
 mod suppression;
 #[cfg(test)]
 mod suppression_tests;
@@ -143,6 +146,12 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "GatherND",
     "Gelu",
     "Gemm",
+    "DFT",
+    "STFT",
+    "HannWindow",
+    "HammingWindow",
+    "BlackmanWindow",
+    "MelWeightMatrix",
     "GridSample",
     "GRU",
     "GlobalAveragePool",
@@ -413,6 +422,12 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "RandomNormalLike" => random::random(e, ins, false, true)?,
         "Pad" => pad::pad(e, ins)?,
         "Gemm" => nn::gemm(e, ins)?,
+        "DFT" => spectral::dft(e, ins)?,
+        "STFT" => spectral::stft(e, ins)?,
+        "HannWindow" => spectral::window(e, ins, spectral::Window::Hann)?,
+        "HammingWindow" => spectral::window(e, ins, spectral::Window::Hamming)?,
+        "BlackmanWindow" => spectral::window(e, ins, spectral::Window::Blackman)?,
+        "MelWeightMatrix" => spectral::mel_weight_matrix(e, ins)?,
         "GridSample" => grid_sample::grid_sample(e, ins)?,
         "AffineGrid" => grid_sample::affine_grid(e, ins)?,
         "LogSoftmax" => nn::log_softmax(e, ins)?,
