@@ -225,6 +225,7 @@ def corpus():
     yield from language_model_ops()
     yield from sampling_ops()
     yield from spectral_ops()
+    yield from lp_pools()
 
 
 def exported_model_ops():
@@ -262,6 +263,15 @@ def sampling_ops():
     yield "AffineGrid", model(
         "AffineGrid", [("theta", F, [2, 2, 3]), ("size", I64, [4])], [("grid", F, [2, 3, 4, 2])],
         {"align_corners": 1}, [("size", np.array([2, 1, 3, 4], np.int64))], opset=20)
+
+
+def lp_pools():
+    """LpPool (p = 3, padded, strided) and GlobalLpPool (p = 1)."""
+    yield "LpPool", model("LpPool", [("x", F, [1, 2, 4, 4])], [("y", F, [1, 2, 3, 3])],
+                          {"kernel_shape": [2, 2], "pads": [1, 1, 1, 1], "strides": [2, 2],
+                           "p": 3}, opset=18)
+    yield "GlobalLpPool", model("GlobalLpPool", [("x", F, [1, 2, 3, 3])],
+                                [("y", F, [1, 2, 1, 1])], {"p": 1})
 
 
 def spectral_ops():

@@ -90,6 +90,8 @@ const OPERATORS: &[&str] = &[
     "HammingWindow",
     "BlackmanWindow",
     "MelWeightMatrix",
+    "LpPool",
+    "GlobalLpPool",
 ];
 
 fn corpus_dir() -> PathBuf {

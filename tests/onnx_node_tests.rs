@@ -232,6 +232,8 @@ const LISTED: &[(&str, &str)] = &[
     ("NonMaxSuppression", "nonmaxsuppression"),
     ("GridSample", "gridsample"),
     ("AffineGrid", "affine_grid"),
+    ("LpPool", "lppool"),
+    ("GlobalLpPool", "globallppool"),
     ("DFT", "dft"),
     ("STFT", "stft"),
     ("HannWindow", "hannwindow"),

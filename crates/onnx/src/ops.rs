@@ -46,6 +46,8 @@ mod one_node;
 mod pad;
 mod pooling;
 #[cfg(test)]
+mod pooling_tests;
+#[cfg(test)]
 mod qdq_tests;
 mod quantize;
 #[cfg(test)]
@@ -146,6 +148,8 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "GatherND",
     "Gelu",
     "Gemm",
+    "LpPool",
+    "GlobalLpPool",
     "DFT",
     "STFT",
     "HannWindow",
@@ -466,6 +470,8 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "BatchNormalization" => nn::batch_norm(e, ins)?,
         "MaxPool" => pooling::max_pool(e, ins)?,
         "AveragePool" => pooling::average_pool(e, ins)?,
+        "LpPool" => pooling::lp_pool(e, ins)?,
+        "GlobalLpPool" => pooling::global_lp_pool(e, ins)?,
         "GlobalAveragePool" => pooling::global_average_pool(e, ins)?,
         "GlobalMaxPool" => pooling::global_max_pool(e, ins)?,
         "Softmax" => nn::softmax(e, ins)?,

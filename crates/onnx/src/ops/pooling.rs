@@ -1,8 +1,10 @@
 //! Pooling: `MaxPool` (one `MaxPool`), `AveragePool` (a depthwise `Convolution` with ones
-//! divided by the window counts), `GlobalMaxPool` and `GlobalAveragePool` (reductions).
+//! divided by the window counts), `LpPool` (the same window sums of `|x|^p`, then the `p`-th
+//! root), `GlobalMaxPool`, `GlobalAveragePool` and `GlobalLpPool` (reductions).
 
 use graphlift_ir::{
-    BinaryOp, Convolution, ElementType, Op, Output, ReduceOp, Reduction, Shape, TensorData, Window,
+    BinaryOp, Convolution, ElementType, Op, Output, ReduceOp, Reduction, Shape, TensorData,
+    UnaryOp, Window,
 };
 
 use super::conv::window;
@@ -130,17 +132,8 @@ pub(super) fn average_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Outpu
             .flat_map(|&c| per_axis.iter().map(move |&k| c * k))
             .collect();
     }
-    let channels = dx[1];
-    let mut filter_shape = vec![channels, 1];
-    filter_shape.extend(&w.shape);
     let et = e.et(x)?;
-    let ones = e.scalar(et, 1.0)?;
-    let ones = e.broadcast_to(ones, &Shape::new(filter_shape))?;
-    let c = Convolution {
-        window: w,
-        groups: channels,
-    };
-    let sums = e.op(Op::Convolution(c), &[x, ones])?;
+    let sums = window_sums(e, x, dx[1], w)?;
     let mut count_shape = vec![1, 1];
     count_shape.extend(&out);
     let count = match et {
@@ -149,6 +142,91 @@ pub(super) fn average_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Outpu
     };
     let count = e.constant(count, Shape::new(count_shape))?;
     e.binary(BinaryOp::Divide, sums, count)
+}
+
+/// The sum of each window `w` of `x` (`channels` channels), padding adding nothing: a
+/// depthwise `Convolution` with a filter of ones.
+fn window_sums(
+    e: &mut NodeEmitter<'_>,
+    x: Output,
+    channels: usize,
+    w: Window,
+) -> Result<Output, OnnxError> {
+    let mut filter_shape = vec![channels, 1];
+    filter_shape.extend(&w.shape);
+    let ones = e.scalar_like(x, 1.0)?;
+    let ones = e.broadcast_to(ones, &Shape::new(filter_shape))?;
+    let c = Convolution {
+        window: w,
+        groups: channels,
+    };
+    e.op(Op::Convolution(c), &[x, ones])
+}
+
+/// `LpPool` (opsets 11 and 18; `dilations` and `ceil_mode` from 18, accepted earlier as
+/// [`pool_window`] reads them): the window of [`pool_window`], each output
+/// `(Σ |x|^p)^(1/p)` over the input elements under its window (padding adds nothing), `p`
+/// (default 2) a positive integer. `p` = 1 and 2 are computed as `Σ |x|` and `sqrt(Σ x²)`.
+pub(super) fn lp_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    e.require(x, ElementType::is_float, "a float")?;
+    let dx = dims(e, x)?;
+    let p = lp_norm_order(e)?;
+    let (w, _) = pool_window(e, &dx)?;
+    let powered = lp_powers(e, x, p)?;
+    let sums = window_sums(e, powered, dx[1], w)?;
+    lp_root(e, sums, p)
+}
+
+/// `GlobalLpPool` (opsets 2 and 22): `(Σ |x|^p)^(1/p)` over every spatial axis, kept as
+/// extent 1.
+pub(super) fn global_lp_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 1, 1)?;
+    let x = e.input(ins, 0)?;
+    e.require(x, ElementType::is_float, "a float")?;
+    let p = lp_norm_order(e)?;
+    let powered = lp_powers(e, x, p)?;
+    let sums = global_pool(e, &[Some(powered)], ReduceOp::Sum)?;
+    lp_root(e, sums, p)
+}
+
+/// The `p` attribute (default 2): a positive integer.
+fn lp_norm_order(e: &NodeEmitter<'_>) -> Result<i64, OnnxError> {
+    let p = e.attr_i64("p")?.unwrap_or(2);
+    if p < 1 {
+        return Err(e.attribute_error("p", format!("{p} is not a positive order")));
+    }
+    Ok(p)
+}
+
+/// `|x|^p` (`x²` for 2).
+fn lp_powers(e: &mut NodeEmitter<'_>, x: Output, p: i64) -> Result<Output, OnnxError> {
+    match p {
+        2 => e.binary(BinaryOp::Multiply, x, x),
+        _ => {
+            let a = e.unary(UnaryOp::Abs, x)?;
+            if p == 1 {
+                return Ok(a);
+            }
+            let k = e.scalar_like(a, p as f64)?;
+            let k = e.broadcast_to(k, &e.ty(a)?.shape)?;
+            e.binary(BinaryOp::Power, a, k)
+        }
+    }
+}
+
+/// `s^(1/p)` (`sqrt(s)` for 2).
+fn lp_root(e: &mut NodeEmitter<'_>, s: Output, p: i64) -> Result<Output, OnnxError> {
+    match p {
+        1 => Ok(s),
+        2 => e.unary(UnaryOp::Sqrt, s),
+        _ => {
+            let k = e.scalar_like(s, 1.0 / p as f64)?;
+            let k = e.broadcast_to(k, &e.ty(s)?.shape)?;
+            e.binary(BinaryOp::Power, s, k)
+        }
+    }
 }
 
 /// `GlobalMaxPool`: the maximum over every spatial axis, kept as extent 1.

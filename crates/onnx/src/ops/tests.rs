@@ -20,7 +20,7 @@ pub(super) fn floats_init(name: &str, v: &[f32], dims: &[usize]) -> TensorProto 
 }
 
 /// A one-node model on FLOAT `x` of `dims` with initializers, at `opset`.
-fn one_node(
+pub(super) fn one_node(
     op: &str,
     inputs: &[&str],
     attrs: Vec<AttributeProto>,
