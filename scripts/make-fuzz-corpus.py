@@ -270,6 +270,10 @@ def lp_pools():
     yield "LpPool", model("LpPool", [("x", F, [1, 2, 4, 4])], [("y", F, [1, 2, 3, 3])],
                           {"kernel_shape": [2, 2], "pads": [1, 1, 1, 1], "strides": [2, 2],
                            "p": 3}, opset=18)
+    yield "MaxUnpool", model("MaxUnpool", [("x", F, [1, 2, 2, 2]), ("i", I64, [1, 2, 2, 2])],
+                             [("y", F, [1, 2, 4, 4])], {"kernel_shape": [2, 2], "strides": [2, 2]},
+                             [("i", np.array([[[[0, 3], [9, 15]], [[16, 18], [27, 31]]]],
+                                             np.int64))])
     yield "GlobalLpPool", model("GlobalLpPool", [("x", F, [1, 2, 3, 3])],
                                 [("y", F, [1, 2, 1, 1])], {"p": 1})
 

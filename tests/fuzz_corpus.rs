@@ -92,6 +92,7 @@ const OPERATORS: &[&str] = &[
     "MelWeightMatrix",
     "LpPool",
     "GlobalLpPool",
+    "MaxUnpool",
 ];
 
 fn corpus_dir() -> PathBuf {

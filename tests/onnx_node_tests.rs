@@ -12,10 +12,10 @@
 //! [`BACKENDS`] through `graphlift::Backend::create`, and every output is compared with
 //! `|got - want| <= ATOL + RTOL * |want|` (NaN equals NaN; integers and booleans exactly).
 //!
-//! A case whose element types graphlift does not have (UINT8, FLOAT16, STRING, sequences,
-//! ...) or that uses a documented unsupported feature of a supported operator (training-mode
-//! `BatchNormalization` and `Dropout`, `MaxPool`'s `Indices` output, `LayerNormalization`'s statistics
-//! outputs: [`graphlift::onnx::OnnxError::UnsupportedFeature`]) is unsupported; such cases
+//! A case whose element types graphlift does not have (STRING, sequences, optionals, ...)
+//! or that uses a documented unsupported feature of a supported operator (training-mode
+//! `BatchNormalization` and `Dropout`, `LayerNormalization`'s statistics outputs:
+//! [`graphlift::onnx::OnnxError::UnsupportedFeature`]) is unsupported; such cases
 //! are a checked-in list with reasons ([`EXPECTED_UNSUPPORTED`]). A case that is
 //! unsupported and not on the list (or for another reason than its line gives), a listed
 //! case that now runs, and every other failure fail the test, which lists each with its
@@ -233,6 +233,7 @@ const LISTED: &[(&str, &str)] = &[
     ("GridSample", "gridsample"),
     ("AffineGrid", "affine_grid"),
     ("LpPool", "lppool"),
+    ("MaxUnpool", "maxunpool"),
     ("GlobalLpPool", "globallppool"),
     ("DFT", "dft"),
     ("STFT", "stft"),

@@ -43,7 +43,7 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 ///   `axes` and `keep_dims` for `ReduceSum`/`ReduceMean`/`ReduceMax`/`ReduceMin`/
 ///   `ReduceProd`, `axis` and `epsilon` for `LayerNorm`, `epsilon` for
 ///   `BatchNormInference`, `window` (`{"shape", "strides", "dilations", "pads_begin",
-///   "pads_end"}`) for `MaxPool` and `MaxPoolBackprop`, `window` and `groups` for
+///   "pads_end"}`) for `MaxPool`, `MaxPoolBackprop` and `MaxPoolIndices`, `window` and `groups` for
 ///   `Convolution`, `window`, `groups` and `shape` for `ConvolutionBackpropData` and
 ///   `ConvolutionBackpropFilters`, and `heads` and `scale` for `Attention` (builds older than
 ///   that op reject it as an unknown op type, so the version stays 2). An op given an

@@ -343,6 +343,13 @@ pub enum Op {
     /// (a NaN, the maximum it makes, too), and padding never does (nGraph's
     /// `MaxPoolBackprop`).
     MaxPoolBackprop(Window),
+    /// Where each window's maximum of a [`Op::MaxPool`] over the same window is: `x`
+    /// `[N, C, D..]` (float) gives `i64` of the pooled shape, the flat row-major index into
+    /// all of `x` (batch and channel included, as ONNX `MaxPool`'s `Indices` output and
+    /// nGraph's `MaxPool` v8 give it) of the element [`Op::MaxPoolBackprop`] picks: the
+    /// first of equal maxima in row-major window order (a NaN, the maximum it makes, too),
+    /// never padding; `-1` for a window wholly in padding.
+    MaxPoolIndices(Window),
     /// A variable's storage ([`Variable`]): no inputs, one output of the variable's type,
     /// used only by `ReadVariable` and `Assign` (at input 0).
     Variable(Arc<Variable>),
@@ -422,6 +429,7 @@ impl Op {
             Op::ConvolutionBackpropData(_) => "ConvolutionBackpropData",
             Op::ConvolutionBackpropFilters(_) => "ConvolutionBackpropFilters",
             Op::MaxPoolBackprop(_) => "MaxPoolBackprop",
+            Op::MaxPoolIndices(_) => "MaxPoolIndices",
             Op::Variable(_) => "Variable",
             Op::ReadVariable => "ReadVariable",
             Op::Assign => "Assign",

@@ -319,6 +319,27 @@ fn grid_sample_round_trip_and_bad_grids() {
     assert!(e.to_string().contains("[N, O1..Or, r]"), "{e}");
 }
 
+/// `MaxPoolIndices` keeps its window through a round trip and gives `i64` of the pooled
+/// shape.
+#[test]
+fn max_pool_indices_round_trip() {
+    let w = graphlift_ir::Window {
+        shape: vec![2, 2],
+        strides: vec![2, 2],
+        dilations: vec![1, 1],
+        pads_begin: vec![0, 1],
+        pads_end: vec![0, 1],
+    };
+    let b = FunctionBuilder::new("argmax");
+    let x = b.parameter("x", F32, [1, 3, 4, 6]);
+    let i = b.op(Op::MaxPoolIndices(w), &[x]).named("where");
+    let f = b.finish(&[i]).unwrap();
+    assert_eq!(Function::from_json(&f.to_json()).unwrap(), f);
+    let t = f.output_type(graphlift_ir::Output::new(f.results()[0], 0)).unwrap();
+    assert_eq!(t.element_type, graphlift_ir::ElementType::I64);
+    assert_eq!(t.shape.dims(), [1, 3, 2, 4]);
+}
+
 #[test]
 fn round_trip_is_exact_and_keeps_ids() {
     let f = sample();

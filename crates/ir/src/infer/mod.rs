@@ -173,6 +173,11 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
         Op::ConvolutionInteger(c) => quantized::convolution_integer(c, inputs),
         Op::BatchNormInference(eps) => tensor_ops::batch_norm(*eps, inputs),
         Op::MaxPool(w) => tensor_ops::max_pool(w, inputs),
+        Op::MaxPoolIndices(w) => {
+            let mut t = tensor_ops::max_pool(w, inputs)?;
+            t[0].element_type = ElementType::I64;
+            Ok(t)
+        }
         Op::ConvolutionBackpropData(b) => backprop::convolution_backprop_data(b, inputs),
         Op::ConvolutionBackpropFilters(b) => backprop::convolution_backprop_filters(b, inputs),
         Op::MaxPoolBackprop(w) => backprop::max_pool_backprop(w, inputs),

@@ -355,7 +355,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         "BatchNormInference" => &["epsilon"],
         "Convolution" | "ConvolutionInteger" => &["window", "groups"],
         "ConvolutionBackpropData" | "ConvolutionBackpropFilters" => &["window", "groups", "shape"],
-        "MaxPool" | "MaxPoolBackprop" => &["window"],
+        "MaxPool" | "MaxPoolBackprop" | "MaxPoolIndices" => &["window"],
         k if k.starts_with("Reduce") => &["axes", "keep_dims"],
         _ => &[],
     };
@@ -555,6 +555,7 @@ fn decode_op(op: OpDto<Value>, loc: &str) -> Res<Op> {
         }
         "MaxPool" => Op::MaxPool(op.window.unwrap_or_default()),
         "MaxPoolBackprop" => Op::MaxPoolBackprop(op.window.unwrap_or_default()),
+        "MaxPoolIndices" => Op::MaxPoolIndices(op.window.unwrap_or_default()),
         other => {
             if let Some(r) = other.strip_prefix("Reduce").and_then(ReduceOp::from_name) {
                 Op::Reduce(Reduction {

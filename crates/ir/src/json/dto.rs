@@ -79,7 +79,7 @@ pub(super) struct NodeDto<N> {
 /// constant); `axis`, `keep_dims` and `select_last_index` for `ArgMax` and `ArgMin`;
 /// `resize` for `Resize`; `top_k` for `TopK`; `cum_sum` for `CumSum`; `grid_sample` for `GridSample`; `reduction` for `ScatterNd`;
 /// `axis` for `Concat`, `Gather`, `Softmax` and `LayerNorm`; `axes` and `keep_dims` for the
-/// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`
+/// `Reduce*` ops; `epsilon` for `LayerNorm` and `BatchNormInference`; `window` for `MaxPool`, `MaxPoolIndices`
 /// and `Convolution`, which also takes `groups`; `heads` and `scale` for `Attention`; `recurrent`
 /// for `RNNSequence`, `GRUSequence` and `LSTMSequence`.
 #[derive(Debug, Serialize, Deserialize)]

@@ -134,7 +134,9 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
             dto.groups = Some(b.convolution.groups);
             dto.shape = Some(b.shape.dims().to_vec());
         }
-        Op::MaxPool(w) | Op::MaxPoolBackprop(w) => dto.window = Some(w.clone()),
+        Op::MaxPool(w) | Op::MaxPoolBackprop(w) | Op::MaxPoolIndices(w) => {
+            dto.window = Some(w.clone())
+        }
         Op::Parameter
         | Op::Result
         | Op::Unary(_)

@@ -120,7 +120,7 @@ impl fmt::Display for Op {
                 b.convolution.groups,
                 b.shape
             ),
-            Op::MaxPool(w) | Op::MaxPoolBackprop(w) => {
+            Op::MaxPool(w) | Op::MaxPoolBackprop(w) | Op::MaxPoolIndices(w) => {
                 write!(f, "{}<{}>", self.type_name(), WindowText(w))
             }
             Op::ScatterAdd(s) => write!(f, "ScatterAdd<axis={}, shape={}>", s.axis, s.shape),

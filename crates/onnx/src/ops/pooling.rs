@@ -3,8 +3,8 @@
 //! root), `GlobalMaxPool`, `GlobalAveragePool` and `GlobalLpPool` (reductions).
 
 use graphlift_ir::{
-    BinaryOp, Convolution, ElementType, Op, Output, ReduceOp, Reduction, Shape, TensorData,
-    UnaryOp, Window,
+    BinaryOp, CompareOp, Convolution, ElementType, Op, Output, ReduceOp, Reduction, Shape,
+    TensorData, UnaryOp, Window,
 };
 
 use super::conv::window;
@@ -15,34 +15,174 @@ use crate::error::OnnxError;
 
 /// `MaxPool`: `kernel_shape` (required), `strides`, `dilations`, `pads`/`auto_pad` and
 /// `ceil_mode` (rounding the output extent up, by padding the end), on floats and (through
-/// `f32`, exactly) INT8 and UINT8; the `Indices` output and `storage_order` = 1 are not
-/// supported.
-pub(super) fn max_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+/// `f32`, exactly) INT8 and UINT8. The optional `Indices` output (opset 8 on) is
+/// [`Op::MaxPoolIndices`]: the flat index into `X` of each window's maximum, row-major, or
+/// with `storage_order` = 1 column-major over the spatial axes (batch and channel still
+/// leading, as onnxruntime numbers them).
+pub(super) fn max_pool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output>, OnnxError> {
     e.arity(ins, 1, 1)?;
-    if e.node().output.iter().skip(1).any(|o| !o.is_empty()) {
-        return Err(e.unsupported("the Indices output"));
-    }
-    if e.attr_i64("storage_order")?.unwrap_or(0) != 0 {
-        return Err(e.unsupported("storage_order = 1"));
-    }
+    let column_major = e.attr_i64("storage_order")?.unwrap_or(0) != 0;
     let x = e.input(ins, 0)?;
     let et = e.ty(x)?.element_type;
     let dx = dims(e, x)?;
     let (w, _) = pool_window(e, &dx)?;
-    match et {
-        _ if et.is_float() => e.op(Op::MaxPool(w), &[x]),
+    let wide = match et {
+        _ if et.is_float() => x,
         // INT8 and UINT8 (opset 12 on): every value is exact in f32, and so is their
         // maximum, so the float MaxPool between two conversions is the integer one.
-        ElementType::I8 | ElementType::U8 => {
-            let wide = e.convert(x, ElementType::F32)?;
-            let y = e.op(Op::MaxPool(w), &[wide])?;
-            e.convert(y, et)
+        ElementType::I8 | ElementType::U8 => e.convert(x, ElementType::F32)?,
+        _ => {
+            return Err(OnnxError::UnsupportedElementType {
+                at: e.at(),
+                data_type: crate::tensor::data_type_name(crate::tensor::onnx_data_type(et)),
+            })
         }
-        _ => Err(OnnxError::UnsupportedElementType {
-            at: e.at(),
-            data_type: crate::tensor::data_type_name(crate::tensor::onnx_data_type(et)),
-        }),
+    };
+    let y = e.op(Op::MaxPool(w.clone()), &[wide])?;
+    let y = e.convert(y, et)?;
+    if e.node().output.get(1).is_none_or(String::is_empty) {
+        return Ok(vec![y]);
     }
+    let indices = e.op(Op::MaxPoolIndices(w), &[wide])?;
+    let indices = if column_major {
+        column_major_indices(e, indices, &dx)?
+    } else {
+        indices
+    };
+    Ok(vec![y, indices])
+}
+
+/// `MaxUnpool` (opsets 9, 11): the partial inverse of `MaxPool`: zeros of the unpooled
+/// shape (each spatial extent `(D - 1) · stride - pad_begin - pad_end + kernel`) with each
+/// element of `X` `[N, C, D..]` written at its flat index in `I` (`MaxPool`'s `Indices`:
+/// INT64 of `X`'s shape; of repeated indices the last element wins), as a `ScatterND` of
+/// the flattened tensors; a larger `output_shape` (a constant) pads it with zeros at the
+/// end of each axis, as ONNX's reference does.
+///
+/// # Errors
+/// Named errors for a missing `kernel_shape`, an `I` of another shape or type, or an
+/// `output_shape` of the wrong rank or batch and channels; an index outside the output is
+/// a run-time error of the scatter.
+pub(super) fn max_unpool(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, OnnxError> {
+    e.arity(ins, 2, 3)?;
+    let (x, i) = (e.input(ins, 0)?, e.input(ins, 1)?);
+    let dx = dims(e, x)?;
+    if dims(e, i)? != dx || e.et(i)? != ElementType::I64 {
+        return Err(e.shape_error(format!("I must be INT64 of X's shape {dx:?}")));
+    }
+    let k = dx.len().saturating_sub(2);
+    let ints = |name: &str, len: usize, default: usize| -> Result<Vec<usize>, OnnxError> {
+        let Some(v) = e.attr_ints(name)? else {
+            return Ok(vec![default; len]);
+        };
+        let v = v
+            .iter()
+            .map(|&x| usize::try_from(x))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| e.attribute_error(name, format!("{v:?} has a negative entry")))?;
+        if v.len() != len {
+            return Err(e.attribute_error(name, format!("has {} entries, not {len}", v.len())));
+        }
+        Ok(v)
+    };
+    if e.attr_ints("kernel_shape")?.is_none() {
+        return Err(e.attribute_error("kernel_shape", "is required".into()));
+    }
+    let (kernel, strides, pads) = (
+        ints("kernel_shape", k, 1)?,
+        ints("strides", k, 1)?,
+        ints("pads", 2 * k, 0)?,
+    );
+    if k == 0 || strides.contains(&0) {
+        return Err(e.shape_error(format!("X {dx:?} with strides {strides:?}")));
+    }
+    let mut unpooled = dx[..2].to_vec();
+    for a in 0..k {
+        let full = (dx[2 + a].max(1) - 1) * strides[a] + kernel[a];
+        let extent = full
+            .checked_sub(pads[a] + pads[k + a])
+            .filter(|&x| x > 0)
+            .ok_or_else(|| e.shape_error(format!("pads leave no extent on spatial axis {a}")))?;
+        unpooled.push(extent);
+    }
+    let total: usize = unpooled.iter().product();
+    let count: usize = dx.iter().product();
+    let zero = e.scalar_like(x, 0.0)?;
+    let zeros = e.broadcast_to(zero, &Shape::new([total]))?;
+    let at = e.op(Op::Reshape(Shape::new([count, 1])), &[i])?;
+    let values = e.op(Op::Reshape(Shape::new([count])), &[x])?;
+    let y = e.op(
+        Op::ScatterNd(graphlift_ir::ScatterReduction::None),
+        &[zeros, at, values],
+    )?;
+    let y = e.op(Op::Reshape(Shape::new(unpooled.clone())), &[y])?;
+    let Some(asked_shape) = e.optional_input(ins, 2) else {
+        return Ok(y);
+    };
+    // A larger output_shape pads the unpooled tensor at the end of each axis (the indices
+    // stay those of the unpooled shape, as ONNX's reference reads them).
+    let s = e.constant_ints(asked_shape, "input 2 (`output_shape`)")?;
+    let fits = s.len() == unpooled.len()
+        && s.iter()
+            .zip(&unpooled)
+            .all(|(&o, &u)| usize::try_from(o).is_ok_and(|o| o >= u))
+        && s[..2] == [dx[0] as i64, dx[1] as i64];
+    if !fits {
+        return Err(e.shape_error(format!(
+            "output_shape {s:?} must hold the unpooled shape {unpooled:?}"
+        )));
+    }
+    let high: Vec<usize> = s
+        .iter()
+        .zip(&unpooled)
+        .map(|(&o, &u)| o as usize - u)
+        .collect();
+    if high.iter().all(|&h| h == 0) {
+        return Ok(y);
+    }
+    let rank = unpooled.len();
+    let pad = graphlift_ir::Pad {
+        low: vec![0; rank],
+        high,
+        interior: vec![0; rank],
+        mode: graphlift_ir::PadMode::Constant,
+    };
+    let zero = e.scalar_like(x, 0.0)?;
+    e.op(Op::Pad(pad), &[y, zero])
+}
+
+/// Row-major flat indices `i` into `[N, C, D1..Dk]` renumbered column-major over the
+/// spatial axes (`D1` fastest), the leading `N · C` planes unchanged; `-1` stays `-1`.
+fn column_major_indices(
+    e: &mut NodeEmitter<'_>,
+    i: Output,
+    dx: &[usize],
+) -> Result<Output, OnnxError> {
+    let spatial = &dx[2..];
+    let plane: usize = spatial.iter().product();
+    let shape = e.ty(i)?.shape;
+    let k = |e: &mut NodeEmitter<'_>, v: usize| -> Result<Output, OnnxError> {
+        let c = e.scalar(ElementType::I64, v as f64)?;
+        e.broadcast_to(c, &shape)
+    };
+    let size = k(e, plane)?;
+    let planes = e.binary(BinaryOp::Divide, i, size)?;
+    let mut renumbered = e.binary(BinaryOp::Multiply, planes, size)?;
+    let within = e.binary(BinaryOp::Mod, i, size)?;
+    let (mut row_stride, mut column_stride) = (plane, 1);
+    for &d in spatial {
+        row_stride /= d.max(1);
+        let (rs, ds) = (k(e, row_stride)?, k(e, d)?);
+        let at = e.binary(BinaryOp::Divide, within, rs)?;
+        let at = e.binary(BinaryOp::Mod, at, ds)?;
+        let cs = k(e, column_stride)?;
+        let term = e.binary(BinaryOp::Multiply, at, cs)?;
+        renumbered = e.binary(BinaryOp::Add, renumbered, term)?;
+        column_stride *= d;
+    }
+    let zero = k(e, 0)?;
+    let missing = e.compare(CompareOp::Less, i, zero)?;
+    e.select(missing, i, renumbered)
 }
 
 /// The window of `MaxPool` and `AveragePool` over `X` of extents `dx`: `kernel_shape`

@@ -58,7 +58,7 @@ pub use reduce::reduce;
 pub use resize::{axis_taps, resize, AxisTaps};
 pub use scatter::scatter_nd;
 pub use top_k::top_k;
-pub use window::{convolution, max_pool};
+pub use window::{convolution, max_pool, max_pool_indices};
 pub use window_backprop::{
     convolution_backprop_data, convolution_backprop_filters, max_pool_backprop,
 };
@@ -231,6 +231,7 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
             c,
         )),
         Op::MaxPool(w) => one(max_pool(data(0), inputs[0].shape(), w)),
+        Op::MaxPoolIndices(w) => one(max_pool_indices(data(0), inputs[0].shape(), w)),
         Op::ConvolutionBackpropData(b) => one(convolution_backprop_data(
             data(0),
             inputs[0].shape(),

@@ -204,6 +204,47 @@ pub fn max_pool(x: &TensorData, sx: &Shape, window: &Window) -> Result<TensorDat
     }
 }
 
+/// Where the maximum of the window `row` (offsets from `base` into `x`, `None` for
+/// padding) is: of equal maxima the first in row-major window order, a NaN being the
+/// maximum (the first NaN); `None` for a window wholly in padding. `MaxPool`'s adjoint and
+/// its `Indices` both pick this element.
+pub(super) fn window_argmax(x: &[f64], base: usize, row: &[Option<usize>]) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for &off in row.iter().flatten() {
+        let v = x[base + off];
+        let wins = match best {
+            None => true,
+            Some(b) => !x[b].is_nan() && (v > x[b] || v.is_nan()),
+        };
+        if wins {
+            best = Some(base + off);
+        }
+    }
+    best
+}
+
+/// The flat row-major index into `x` `[N, C, D..]` of each window's maximum
+/// ([`window_argmax`]), `i64` of `MaxPool(window)`'s output shape; `-1` for a window
+/// wholly in padding (ONNX `MaxPool`'s `Indices` with `storage_order` 0).
+///
+/// # Errors
+/// A message when the shapes or window do not fit, or `x` is not a float.
+pub fn max_pool_indices(x: &TensorData, sx: &Shape, window: &Window) -> Result<TensorData, String> {
+    let xv = float_input(x, sx, "x")?;
+    let dx = sx.dims();
+    let (_, table) = taps(window, &dx[2..])?;
+    let s_in: usize = dx[2..].iter().product();
+    let planes = dx[0] * dx[1];
+    let mut at = Vec::with_capacity(planes * table.len());
+    for plane in 0..planes {
+        for row in &table {
+            let i = window_argmax(&xv, plane * s_in, row);
+            at.push(i.map_or(-1, |i| i as i64));
+        }
+    }
+    Ok(TensorData::I64(at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

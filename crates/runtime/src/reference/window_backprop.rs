@@ -5,7 +5,7 @@
 use graphlift_ir::{ConvolutionBackprop, Shape, TensorData, Window};
 
 use super::widen::{float_operand, narrow};
-use super::window::{float_input, taps, ConvolutionTaps};
+use super::window::{float_input, taps, window_argmax, ConvolutionTaps};
 
 /// `dy` of `sdy` must have the forward op's output extents: `count` elements, and `[N, C]`
 /// or `[N, M]` leading axes `lead`.
@@ -92,18 +92,7 @@ pub fn max_pool_backprop(
         let base = plane * s_in;
         for row in &table {
             let grad = g.next().copied().unwrap_or(0.0);
-            let mut best: Option<usize> = None;
-            for &off in row.iter().flatten() {
-                let v = xv[base + off];
-                let wins = match best {
-                    None => true,
-                    Some(b) => !xv[b].is_nan() && (v > xv[b] || v.is_nan()),
-                };
-                if wins {
-                    best = Some(base + off);
-                }
-            }
-            if let Some(at) = best {
+            if let Some(at) = window_argmax(&xv, base, row) {
                 dx[at] += grad;
             }
         }
