@@ -335,7 +335,9 @@ fn max_pool_indices_round_trip() {
     let i = b.op(Op::MaxPoolIndices(w), &[x]).named("where");
     let f = b.finish(&[i]).unwrap();
     assert_eq!(Function::from_json(&f.to_json()).unwrap(), f);
-    let t = f.output_type(graphlift_ir::Output::new(f.results()[0], 0)).unwrap();
+    let t = f
+        .output_type(graphlift_ir::Output::new(f.results()[0], 0))
+        .unwrap();
     assert_eq!(t.element_type, graphlift_ir::ElementType::I64);
     assert_eq!(t.shape.dims(), [1, 3, 2, 4]);
 }

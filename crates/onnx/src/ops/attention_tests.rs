@@ -5,25 +5,11 @@
 //! with a FLOAT softmax, an empty batch, and errors naming the node.
 
 use graphlift_ir::{ElementType, TensorData};
-use graphlift_runtime::Tensor;
 
-use super::one_node::{model, run_both, tensor, values, Operand, Operand::*};
+use super::one_node::{close, f32s, model, run_both, tensor, values, Operand, Operand::*};
 use crate::proto::data_type::{BOOL, FLOAT, FLOAT16, INT64};
 use crate::proto::AttributeProto;
 use crate::tests::{attr_f, attr_i};
-
-fn f32s(v: &[f64], dims: &[usize]) -> Tensor {
-    tensor(TensorData::F32(v.iter().map(|&x| x as f32).collect()), dims)
-}
-
-fn close(got: &Tensor, want: &[f64]) {
-    let got = values(got);
-    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
-    for (g, w) in got.iter().zip(want) {
-        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-5 * (1.0 + w.abs());
-        assert!(ok, "{got:?} vs {want:?}");
-    }
-}
 
 /// `Attention` at opset 23 on FLOAT graph inputs `q`, `k`, `v` of the given shapes, then
 /// `extra` operands.

@@ -107,6 +107,22 @@ pub(super) fn values(t: &Tensor) -> Vec<f64> {
         .collect()
 }
 
+/// A FLOAT tensor of `v` (each rounded to `f32`) and `dims`.
+pub(super) fn f32s(v: &[f64], dims: &[usize]) -> Tensor {
+    tensor(TensorData::F32(v.iter().map(|&x| x as f32).collect()), dims)
+}
+
+/// Asserts that the elements of `got` are `want` within `1e-5 · (1 + |want|)`, NaN where
+/// `want` is NaN.
+pub(super) fn close(got: &Tensor, want: &[f64]) {
+    let got = values(got);
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-5 * (1.0 + w.abs());
+        assert!(ok, "{got:?} vs {want:?}");
+    }
+}
+
 /// A FLOATS attribute.
 pub(super) fn attr_floats(name: &str, v: &[f32]) -> AttributeProto {
     AttributeProto {

@@ -3,9 +3,8 @@
 //! default and DOUBLE on request, a half input, and an error naming the node.
 
 use graphlift_ir::{ElementType, TensorData};
-use graphlift_runtime::Tensor;
 
-use super::one_node::{model, run_both, tensor, values, Operand::*};
+use super::one_node::{close, f32s, model, run_both, tensor, values, Operand::*};
 use crate::proto::data_type::{DOUBLE, FLOAT, FLOAT16, INT64};
 use crate::proto::AttributeProto;
 use crate::tests::{attr_f, attr_i};
@@ -20,21 +19,6 @@ fn rms(
 ) -> crate::proto::ModelProto {
     let operands = vec![Input("x", t, dims), Init("scale", scale, scale_dims)];
     model("RMSNormalization", 23, operands, &["y"], attrs)
-}
-
-fn f32s(v: &[f64], dims: &[usize]) -> Tensor {
-    tensor(TensorData::F32(v.iter().map(|&x| x as f32).collect()), dims)
-}
-
-fn close(got: &Tensor, want: &[f64]) {
-    let got = values(got);
-    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
-    for (g, w) in got.iter().zip(want) {
-        assert!(
-            (g - w).abs() <= 1e-6 * (1.0 + w.abs()),
-            "{got:?} vs {want:?}"
-        );
-    }
 }
 
 #[test]

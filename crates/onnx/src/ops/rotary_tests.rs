@@ -6,14 +6,10 @@
 use graphlift_ir::TensorData;
 use graphlift_runtime::Tensor;
 
-use super::one_node::{model, run_both, tensor, values, Operand, Operand::*};
+use super::one_node::{f32s, model, run_both, tensor, values, Operand, Operand::*};
 use crate::proto::data_type::{FLOAT, INT64};
 use crate::proto::AttributeProto;
 use crate::tests::attr_i;
-
-fn f32s(v: &[f64], dims: &[usize]) -> Tensor {
-    tensor(TensorData::F32(v.iter().map(|&x| x as f32).collect()), dims)
-}
 
 fn f32_init(name: &'static str, v: &[f32], dims: &'static [usize]) -> Operand {
     Init(name, TensorData::F32(v.to_vec()), dims)
