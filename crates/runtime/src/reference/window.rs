@@ -223,9 +223,10 @@ pub(super) fn window_argmax(x: &[f64], base: usize, row: &[Option<usize>]) -> Op
     best
 }
 
-/// The flat row-major index into `x` `[N, C, D..]` of each window's maximum
-/// ([`window_argmax`]), `i64` of `MaxPool(window)`'s output shape; `-1` for a window
-/// wholly in padding (ONNX `MaxPool`'s `Indices` with `storage_order` 0).
+/// The flat row-major index into `x` `[N, C, D..]` of each window's maximum (the first of
+/// equal maxima in row-major window order, a NaN being the maximum; padding never), `i64`
+/// of `MaxPool(window)`'s output shape; `-1` for a window wholly in padding (ONNX
+/// `MaxPool`'s `Indices` with `storage_order` 0).
 ///
 /// # Errors
 /// A message when the shapes or window do not fit, or `x` is not a float.
