@@ -11,6 +11,7 @@ use super::conv_geometry::{im2col, is_pointwise, take_every, Geometry};
 use super::gemm_call::{gemm_into, Strided};
 use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
 use super::scratch::Scratch;
+use crate::parallel::{for_each, Pool};
 
 /// An element type of the native convolution (`f32` or `f64`).
 pub(super) trait Float:
@@ -276,27 +277,37 @@ impl<T: Float> Dense<'_, T> {
 
     /// Writes task `k`'s group of channels, zero-padded and split into stride phases, into
     /// `out` ([`Dense::padded_len`] elements: the phases channel by channel (see
-    /// [`Implicit`]), then zeros for the dropped positions of the last row to read).
-    pub(super) fn padded(&self, k: usize, imp: &Implicit, out: &mut [T]) {
+    /// [`Implicit`]), then zeros for the dropped positions of the last row to read). With
+    /// `pool`, the channels are written by its threads (the copy would otherwise run on one
+    /// thread while the others wait for the product).
+    pub(super) fn padded(&self, k: usize, imp: &Implicit, out: &mut [T], pool: Option<&Pool>) {
         let (g, w) = (self.g, &self.conv.window);
         let (sh, sw) = (w.strides[0], w.strides[1]);
         let (b, grp) = (k / g.groups, k % g.groups);
         let (top, left) = (w.pads_begin[0], w.pads_begin[1]);
         let phase = imp.hq * imp.wq;
-        out.fill(T::default());
+        let per_channel = sh * sw * phase;
+        let (body, tail) = out.split_at_mut((self.cg() * per_channel).min(out.len()));
+        tail.fill(T::default());
         let first = (b * g.c + grp * self.cg()) * g.h * g.w;
-        let channels = self.x[first..first + self.cg() * g.h * g.w].chunks(g.h * g.w);
-        for (ci, src) in channels.enumerate() {
+        let src = &self.x[first..first + self.cg() * g.h * g.w];
+        let channel = |(src, out): (&[T], &mut [T])| {
+            out.fill(T::default());
             for (iy, row) in src.chunks(g.w).enumerate() {
                 let y = iy + top;
                 for px in 0..sw {
                     // The first image column in phase column `px`, and where it lands.
                     let ix0 = (px + sw - left % sw) % sw;
-                    let at = ((ci * sh + y % sh) * sw + px) * phase + (y / sh) * imp.wq;
+                    let at = ((y % sh) * sw + px) * phase + (y / sh) * imp.wq;
                     let dst = &mut out[at + (ix0 + left) / sw..at + imp.wq];
                     take_every(row.get(ix0..).unwrap_or_default(), sw, dst);
                 }
             }
+        };
+        let channels = src.chunks(g.h * g.w).zip(body.chunks_mut(per_channel));
+        match pool {
+            Some(pool) if self.cg() > 1 => for_each(pool, channels, channel),
+            _ => channels.for_each(channel),
         }
     }
 

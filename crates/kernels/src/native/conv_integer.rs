@@ -195,9 +195,15 @@ fn convolution_integer_on(
     Some(TensorData::I32(y))
 }
 
-/// Every (image, group) of `p` into `y` (`[N, M, oH · oW]`): over the threads by channel
-/// blocks within each band when there are fewer (image, group) tasks than threads, else by
-/// tasks.
+/// Bands of output rows per thread when fewer (image, group) tasks than threads are split
+/// by bands: a few, so a thread held up by another process leaves bands to the others.
+const BANDS_PER_THREAD: usize = 2;
+
+/// Every (image, group) of `p` into `y` (`[N, M, oH · oW]`): over the threads by tasks, or,
+/// with fewer tasks than threads, by bands of output rows, each unrolled and multiplied by
+/// the thread that takes it (the fields of a band unrolled on one thread for all would
+/// leave the others waiting), or, with too few rows for that (a product lowered to a 1 x N
+/// image), by blocks of channels over each band's shared fields.
 fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
     let g = &p.g;
     let mg = g.m / g.groups;
@@ -205,28 +211,67 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
     if plane == 0 || g.m == 0 {
         return;
     }
-    let band_rows = (FIELD_BUDGET / (p.kp * g.ow).max(1)).clamp(1, g.oh);
-    let bands: Vec<Range<usize>> = (0..g.oh)
-        .step_by(band_rows)
-        .map(|r| r..(r + band_rows).min(g.oh))
-        .collect();
     let threads = parallel.config().threads;
     let tasks = g.n * g.groups;
     let macs = g.n * g.m * plane * p.k;
     let pool = parallel.pool().filter(|_| macs >= 1 << 18);
+    let mut band_rows = (FIELD_BUDGET / (p.kp * g.ow).max(1)).clamp(1, g.oh);
+    if pool.is_some() && tasks < threads {
+        band_rows = band_rows.min(g.oh.div_ceil(BANDS_PER_THREAD * threads).max(1));
+    }
+    let bands: Vec<Range<usize>> = (0..g.oh)
+        .step_by(band_rows)
+        .map(|r| r..(r + band_rows).min(g.oh))
+        .collect();
     let rows = mg.div_ceil(threads).next_multiple_of(MR);
-    let mut fields = Fields::default();
     match pool {
+        Some(pool) if tasks < threads && bands.len() >= threads => {
+            // Work items: (task, band, the band's rows of each of the task's channels).
+            let mut items = Vec::with_capacity(tasks * bands.len());
+            for (t, out) in y.chunks_mut(mg * plane).enumerate() {
+                let mut pieces: Vec<Vec<&mut [i32]>> = bands.iter().map(|_| Vec::new()).collect();
+                for channel in out.chunks_mut(plane) {
+                    let mut rest = channel;
+                    for (band, to) in bands.iter().zip(&mut pieces) {
+                        let (piece, tail) = rest.split_at_mut(band.len() * g.ow);
+                        to.push(piece);
+                        rest = tail;
+                    }
+                }
+                items.extend(pieces.into_iter().enumerate().map(|(b, p)| (t, b, p)));
+            }
+            for_each(pool, items.into_iter(), |(t, b, mut pieces)| {
+                let band = &bands[b];
+                let pixels = band.len() * g.ow;
+                let mut fields = Fields::default();
+                fields.unroll(p, t, band);
+                let mut product_buf = vec![0i32; mg * pixels];
+                product(
+                    p,
+                    t % g.groups,
+                    &fields,
+                    0..mg,
+                    (&mut product_buf, pixels, 0),
+                    vnni,
+                );
+                for (piece, from) in pieces.iter_mut().zip(product_buf.chunks(pixels)) {
+                    piece.copy_from_slice(from);
+                }
+            });
+        }
         Some(pool) if tasks < threads && rows < mg => {
+            let mut fields = Fields::default();
             for (t, out) in y.chunks_mut(mg * plane).enumerate() {
                 for band in &bands {
                     fields.unroll(p, t, band);
+                    let first = band.start * g.ow;
                     for_each(
                         pool,
                         out.chunks_mut(rows * plane).enumerate(),
                         |(b, out)| {
                             let channels = b * rows..b * rows + out.len() / plane;
-                            product(p, t % g.groups, &fields, channels, band, out, vnni);
+                            let grp = t % g.groups;
+                            product(p, grp, &fields, channels, (out, plane, first), vnni);
                         },
                     );
                 }
@@ -237,15 +282,18 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
                 let mut fields = Fields::default();
                 for band in &bands {
                     fields.unroll(p, t, band);
-                    product(p, t % g.groups, &fields, 0..mg, band, out, vnni);
+                    let first = band.start * g.ow;
+                    product(p, t % g.groups, &fields, 0..mg, (out, plane, first), vnni);
                 }
             });
         }
         _ => {
+            let mut fields = Fields::default();
             for (t, out) in y.chunks_mut(mg * plane).enumerate() {
                 for band in &bands {
                     fields.unroll(p, t, band);
-                    product(p, t % g.groups, &fields, 0..mg, band, out, vnni);
+                    let first = band.start * g.ow;
+                    product(p, t % g.groups, &fields, 0..mg, (out, plane, first), vnni);
                 }
             }
         }
@@ -343,19 +391,17 @@ fn interleave(
 }
 
 /// Output channels `channels` (of group `grp`, indices within the group) for the pixels of
-/// `band` into `out` (those channels' planes of `oH · oW`, from the block's first channel).
+/// `fields` into `out`: those channels' planes of `plane` elements (from the block's first
+/// channel), each written from element `first` on.
 fn product(
     p: &Problem<'_>,
     grp: usize,
     fields: &Fields,
     channels: Range<usize>,
-    band: &Range<usize>,
-    out: &mut [i32],
+    (out, plane, first): (&mut [i32], usize, usize),
     vnni: bool,
 ) {
-    let plane = p.g.oh * p.g.ow;
     let f = &p.filters[grp];
-    let first = band.start * p.g.ow;
     for (blk, c) in channels.clone().step_by(CHANNEL_BLOCK).enumerate() {
         let mr = CHANNEL_BLOCK.min(channels.end - c);
         let rows = Rows {

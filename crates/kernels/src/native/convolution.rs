@@ -233,7 +233,7 @@ fn by_bands<T: Float>(
     with_scratch(tasks * per_task, |padded| {
         if let Some(imp) = implicit {
             for (k, out) in padded.chunks_mut(per_task.max(1)).enumerate() {
-                d.padded(k, imp, out);
+                d.padded(k, imp, out, pool);
             }
         }
         // Work items: (task, band, the band's rows of each of the task's output channels).
