@@ -292,3 +292,34 @@ fn write_atomically(path: &Path, data: &[u8]) -> Result<(), CliError> {
     }
     renamed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::qdq_report;
+    use graphlift::passes::QdqReport;
+
+    /// The QDQ section lists each pattern on its own line, integer kernels first, with what
+    /// each became or why it stayed in float; a model without QDQ patterns has no section.
+    #[test]
+    fn the_qdq_section_lists_integer_and_float_patterns() {
+        let mut s = String::new();
+        qdq_report(&mut s, &QdqReport::default());
+        assert!(s.is_empty(), "{s}");
+        let report = QdqReport {
+            lowered: vec![("mm".into(), "QuantizedMatMul 4x24x9".into())],
+            stayed_float: vec![("add".into(), "Add stays in float".into())],
+            round_trips: 2,
+        };
+        qdq_report(&mut s, &report);
+        let lines: Vec<&str> = s.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(
+            lines,
+            [
+                "quantized (QDQ) patterns: 1 on integer kernels, 1 in float, 2 QuantizeLinear \
+                 -> DequantizeLinear round trip(s) made float clamps:",
+                "  integer: mm: QuantizedMatMul 4x24x9",
+                "  float:   add: Add stays in float",
+            ]
+        );
+    }
+}

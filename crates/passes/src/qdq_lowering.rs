@@ -21,8 +21,8 @@ use graphlift_runtime::reference::pack_vnni;
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
 use crate::{Pass, PassError, PassOutcome};
 use pattern::{
-    dequantized, dequantized_filter, quantized_activation, quantized_weight, requantizing_divide,
-    round_trip,
+    dequantized, dequantized_filter, quantized_activation, quantized_value, quantized_weight,
+    requantizing_divide, round_trip,
 };
 
 /// What the QDQ lowering did with each candidate: the products that became integer kernels,
@@ -32,7 +32,8 @@ pub struct QdqReport {
     /// `(node, what)`: each `MatMul` (by name) made a `QuantizedMatMul`, with its `M x K x N`.
     pub lowered: Vec<(String, String)>,
     /// `(node, why)`: each `MatMul` or `Convolution` reading a dequantized value that stayed
-    /// in float, and the reason.
+    /// in float, and each other op whose result is quantized again (an `Add`, an activation,
+    /// a `Softmax` of a QDQ model), with the reason.
     pub stayed_float: Vec<(String, String)>,
     /// The `QuantizeLinear -> DequantizeLinear` round trips left in float, each made the clamp
     /// it computes (no 8-bit value in between).
@@ -151,6 +152,7 @@ fn lower_all(g: &mut Function, report: &mut QdqReport) -> Result<bool, PassError
             continue;
         }
         if let Some(clamped) = round_trip(g, Output::new(id, 0))? {
+            float_producer(g, clamped, &touched, report)?;
             // NaN goes to 0 through the 8-bit type; every other value is unchanged.
             let same = g.add_node(Op::Compare(CompareOp::Equal), &[clamped, clamped])?;
             let zero = g.add_constant(TensorData::F32(vec![0.0]), Shape::scalar())?;
@@ -164,6 +166,47 @@ fn lower_all(g: &mut Function, report: &mut QdqReport) -> Result<bool, PassError
     }
     record_pass_once(g, &touched, QdqLowering::NAME)?;
     Ok(!touched.is_empty())
+}
+
+/// Reports the op whose value the round trip at `clamped` quantizes when it stays in float
+/// (an `Add`, an activation, a `Softmax` between `DequantizeLinear` and `QuantizeLinear`):
+/// products are reported where they are lowered, and ops that only move data (`Reshape`,
+/// `MaxPool`, ...) are exact in float.
+fn float_producer(
+    g: &Function,
+    clamped: Output,
+    touched: &BTreeSet<NodeId>,
+    report: &mut QdqReport,
+) -> Result<(), PassError> {
+    let Some(v) = quantized_value(g, clamped)? else {
+        return Ok(());
+    };
+    let node = g.node(v.node)?;
+    let op = node.op();
+    let skipped = touched.contains(&v.node)
+        || op.moves_data()
+        || matches!(
+            op,
+            Op::MatMul
+                | Op::Convolution(_)
+                | Op::QuantizedMatMul(_)
+                | Op::Convert(_)
+                | Op::Parameter
+                | Op::Constant(_)
+        );
+    let name = node.name().to_string();
+    if skipped || report.stayed_float.iter().any(|(n, _)| *n == name) {
+        return Ok(());
+    }
+    report.stayed_float.push((
+        name,
+        format!(
+            "{} stays in float: there is no integer kernel for it, and the \
+             QuantizeLinear -> DequantizeLinear after it is a float clamp",
+            op.type_name()
+        ),
+    ));
+    Ok(())
 }
 
 /// Replaces the `MatMul` `id` by a `QuantizedMatMul`; returns its `M x K x N`.

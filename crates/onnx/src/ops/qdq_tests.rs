@@ -437,3 +437,45 @@ fn a_convolution_of_quantized_operands_convolves_the_integers() {
         assert!((f - w).abs() <= 1e-5 * w.abs().max(1.0), "{f} vs {w}");
     }
 }
+
+/// An `Add` between `DequantizeLinear` and `QuantizeLinear` after a lowered product stays in
+/// float, and the report says so beside the integer product (what `graphlift explain`
+/// prints).
+#[test]
+fn ops_without_integer_kernels_are_reported_in_float() {
+    let (mut model, x, _) = build(case(4, 24, 9, 7));
+    let g = model.graph.as_mut().unwrap();
+    let half = TensorData::F32(vec![0.5]);
+    g.initializer
+        .push(tensor_to_proto("half", &half, &Shape::scalar()));
+    g.node
+        .push(node("Add", "add", &["out", "half"], &["a"], vec![]));
+    g.node.push(node(
+        "QuantizeLinear",
+        "qa",
+        &["a", "ys", "yz"],
+        &["aq"],
+        vec![],
+    ));
+    g.node.push(node(
+        "DequantizeLinear",
+        "dqa",
+        &["aq", "ys", "yz"],
+        &["last"],
+        vec![],
+    ));
+    g.output = vec![vi("last", 1, &[4, 9])];
+    let imported = import_model_bytes(&model.encode_to_vec()).unwrap();
+    let exe = CpuJitBackend::new()
+        .compile_executable(&imported.function)
+        .unwrap();
+    let report = exe.pass_report().qdq().cloned().unwrap_or_default();
+    assert_eq!(report.lowered.len(), 1, "{report:?}");
+    assert_eq!(report.stayed_float.len(), 1, "{report:?}");
+    assert!(
+        report.stayed_float[0].1.starts_with("Add stays in float"),
+        "{report:?}"
+    );
+    let y = exe.run(&x).unwrap();
+    assert_eq!(y[0].shape().dims(), [4, 9]);
+}

@@ -277,6 +277,24 @@ pub(super) fn round_trip(g: &Function, v: Output) -> Result<Option<Output>, Pass
     Ok((fits && integral(g, c, 8)?).then_some(clamped))
 }
 
+/// The value a round trip's clamp quantizes: `clamped` as `Minimum(Maximum(Round(v / s)
+/// [+ zp], lo), hi)` read back to `v` (or to what the `Round` reads where a lowered product
+/// already applied the scale); `None` for another shape.
+pub(super) fn quantized_value(g: &Function, clamped: Output) -> Result<Option<Output>, PassError> {
+    let Some((mx, _)) = with_scalar(g, clamped, BinaryOp::Minimum)? else {
+        return Ok(None);
+    };
+    let Some((v, _)) = with_scalar(g, mx, BinaryOp::Maximum)? else {
+        return Ok(None);
+    };
+    let r = with_scalar(g, v, BinaryOp::Add)?.map_or(v, |(r, _)| r);
+    let Some((&Op::Unary(UnaryOp::Round), ins)) = op_of(g, r)? else {
+        return Ok(None);
+    };
+    let divided = with_scalar(g, ins[0], BinaryOp::Divide)?;
+    Ok(Some(divided.map_or(ins[0], |(x, _)| x)))
+}
+
 /// `o` as a per-tensor `DequantizeLinear` of any 8-bit value: `(Convert<f32>(q) [- zp]) * s`
 /// with `zp` and `s` splat scalars; the integer-valued difference `Convert<f32>(q) - zp`
 /// and `s`.
