@@ -21,8 +21,8 @@ use graphlift_runtime::reference::pack_vnni;
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy};
 use crate::{Pass, PassError, PassOutcome};
 use pattern::{
-    dequantized, dequantized_filter, quantized_activation, quantized_value, quantized_weight,
-    requantizing_divide, round_trip,
+    dequantized, dequantized_filter, integer_convolution, quantized_activation, quantized_value,
+    quantized_weight, requantizing_divide, round_trip,
 };
 
 /// What the QDQ lowering did with each candidate: the products that became integer kernels,
@@ -49,9 +49,10 @@ pub struct QdqReport {
 /// The integer sum is exact where the float product rounded each term: results agree with
 /// onnxruntime's integer kernels, not bit for bit with the float graph.
 ///
-/// A product of two per-tensor dequantized values (attention's scores) and a convolution of
-/// a quantized activation by a per-channel 8-bit filter become the float product of the
-/// integers, scaled once after (`scale_after`, `conv_scale_after`). Stays float (reported
+/// A product of two per-tensor dequantized values (attention's scores) becomes the float
+/// product of the integers, scaled once after (`scale_after`); a convolution of a quantized
+/// activation by a per-channel 8-bit filter a `ConvolutionInteger` of the 8-bit operands,
+/// scaled once after (`conv_scale_after`). Stays float (reported
 /// with the reason): weights whose zero point leaves `W - zp` outside INT8, per-row or
 /// blocked scales, filters with a scale that is not per output channel. Provenance: the new
 /// nodes take the replaced node's tags by nGraph's rule and record [`QdqLowering::NAME`].
@@ -305,11 +306,13 @@ fn scale_after(
 
 /// `Convolution(DequantizeLinear(qx), DequantizeLinear(W))` with `qx` per tensor and `W` a
 /// constant 8-bit filter with a scale per output channel: rewritten as
-/// `Convolution(qx - zp_x, W - zp_w) * (s_x · s_w[m])` (the scale laid along the output's
-/// channel axis), the convolution of integers in the float kernel (exact while every partial
-/// sum stays below 2²⁴: always for windows of `C / groups · K..` up to 258 values) scaled
-/// once, as onnxruntime's `QLinearConv` scales its accumulator. `None` when the operands do
-/// not fit.
+/// `Convert<f32>(ConvolutionInteger(qx, zp_x, W, zp_w)) * (s_x · s_w[m])` (the scale laid
+/// along the output's channel axis): the INT32 sum exact for any window, scaled once, as
+/// onnxruntime's `QLinearConv` scales its accumulator. Where a zero point is not a value of
+/// its operand's type (or not constant per channel), the convolution of `qx - zp_x` and
+/// `W - zp_w` runs in the float kernel instead (exact while every partial sum stays below
+/// 2²⁴: always for windows of `C / groups · K..` up to 258 values). `None` when the
+/// operands do not fit.
 fn conv_scale_after(
     g: &mut Function,
     id: NodeId,
@@ -325,7 +328,37 @@ fn conv_scale_after(
     if out.dims().len() < 2 || out.dims()[1] != sw.len() {
         return Ok(None);
     }
-    let product = g.add_node(Op::Convolution(conv), &[da, dw])?;
+    let window: usize = g.output_type(dw)?.shape.dims()[1..].iter().product();
+    let (product, what) = match integer_convolution(g, a, b)? {
+        // The 8-bit operands on the integer kernel (exact in INT32, VNNI where the host
+        // has it), converted once.
+        Some(ic) => {
+            let xz = g.add_constant(ic.x_zero_point, Shape::scalar())?;
+            let m = ic.w_zero_point.len();
+            let wz = g.add_constant(ic.w_zero_point, Shape::new([m]))?;
+            let acc = g.add_node(
+                Op::ConvolutionInteger(conv),
+                &[ic.x, xz.into(), ic.w, wz.into()],
+            )?;
+            let wide = g.add_node(Op::Convert(ElementType::F32), &[acc.into()])?;
+            touched.extend([xz, wz, acc]);
+            (
+                wide,
+                format!("ConvolutionInteger, scaled after per channel (window of {window})"),
+            )
+        }
+        None => {
+            let exact = if window <= 258 { ", exact" } else { "" };
+            let product = g.add_node(Op::Convolution(conv), &[da, dw])?;
+            (
+                product,
+                format!(
+                    "Convolution of the integers in float, scaled after per channel (window \
+                     of {window}{exact})"
+                ),
+            )
+        }
+    };
     let mut column = vec![1; out.dims().len()];
     column[1] = sw.len();
     let scale: Vec<f32> = sw.iter().map(|&s| sa as f32 * s as f32).collect();
@@ -337,9 +370,5 @@ fn conv_scale_after(
     )?;
     replace_by_value(g, id, y.into(), &[], QdqLowering::NAME)?;
     touched.extend([product, s, s_wide, y]);
-    let window: usize = g.output_type(dw)?.shape.dims()[1..].iter().product();
-    let exact = if window <= 258 { ", exact" } else { "" };
-    Ok(Some(format!(
-        "Convolution of the integers, scaled after per channel (window of {window}{exact})"
-    )))
+    Ok(Some(what))
 }

@@ -354,13 +354,18 @@ fn weights_that_leave_int8_stay_in_float_and_say_why() {
 }
 
 /// `Conv(DequantizeLinear(QuantizeLinear(x)), DequantizeLinear(W))` with a per-channel INT8
-/// filter: CPU-JIT convolves the integers and scales once per channel, giving
-/// `f32(acc) · (s_x · s_w[m])` exactly (every partial sum of this window is exact in
-/// `f32`); the INTERPRETER's float QDQ agrees to rounding.
+/// filter: CPU-JIT runs `ConvolutionInteger` on the 8-bit operands and scales once per
+/// channel, giving `f32(acc) · (s_x · s_w[m])` exactly, for a small window and for one of
+/// 360 values (where float sums of the integers could round); the INTERPRETER's float QDQ
+/// agrees to rounding.
 #[test]
 fn a_convolution_of_quantized_operands_convolves_the_integers() {
-    let (c, m, l, k) = (3usize, 5usize, 9usize, 3usize);
-    let mut rng = Lcg(11);
+    integer_convolution_case((3, 5, 9, 3), 11);
+    integer_convolution_case((40, 4, 20, 9), 12);
+}
+
+fn integer_convolution_case((c, m, l, k): (usize, usize, usize, usize), seed: u64) {
+    let mut rng = Lcg(seed);
     let x: Vec<f32> = (0..c * l).map(|_| rng.uniform(-2.0, 2.0)).collect();
     let (xs, xz) = (4.0f32 / 255.0, 128);
     let xq: Vec<i32> = x.iter().map(|&v| saturate(v / xs, xz, false)).collect();
@@ -425,7 +430,10 @@ fn a_convolution_of_quantized_operands_convolves_the_integers() {
         .unwrap();
     let report = exe.pass_report().qdq().cloned().unwrap_or_default();
     assert_eq!(report.lowered.len(), 1, "{report:?}");
-    assert!(report.lowered[0].1.contains("Convolution"), "{report:?}");
+    assert!(
+        report.lowered[0].1.starts_with("ConvolutionInteger"),
+        "{report:?}"
+    );
     let got = exe.run(&x).unwrap();
     assert_eq!(got[0].read::<f32>().unwrap(), &want[..]);
     let float = InterpreterBackend
@@ -434,7 +442,7 @@ fn a_convolution_of_quantized_operands_convolves_the_integers() {
         .run(&x)
         .unwrap();
     for (f, w) in float[0].read::<f32>().unwrap().iter().zip(&want) {
-        assert!((f - w).abs() <= 1e-5 * w.abs().max(1.0), "{f} vs {w}");
+        assert!((f - w).abs() <= 1e-4 * w.abs().max(1.0), "{f} vs {w}");
     }
 }
 

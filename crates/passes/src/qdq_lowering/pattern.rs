@@ -331,6 +331,83 @@ pub(super) fn requantizing_divide(
     Ok((v == Output::new(id, 0)).then_some((user, y_scale)))
 }
 
+/// The 8-bit operands of a convolution's dequantized input and filter, as `ConvolutionInteger`
+/// takes them: the input `q` (UINT8 or INT8) and its zero point, the filter `W` (an 8-bit
+/// Constant `[M, C / groups, K..]`) and its zero point per output channel, each zero point
+/// a value of its operand's type.
+pub(super) struct IntegerConvolution {
+    pub x: Output,
+    pub x_zero_point: TensorData,
+    pub w: Output,
+    pub w_zero_point: TensorData,
+}
+
+/// `a` as `(Convert<f32>(q) [- zp]) * s` and `b` as `(Convert<f32>(W) [- zp_w[m]]) * s_w`
+/// (what [`dequantized`] and [`dequantized_filter`] accept), read back to their 8-bit
+/// operands; `None` when a zero point is not a value of its operand's type or the filter's
+/// zero point is not constant within each output channel.
+pub(super) fn integer_convolution(
+    g: &Function,
+    a: Output,
+    b: Output,
+) -> Result<Option<IntegerConvolution>, PassError> {
+    // The 8-bit value under `Convert<f32>`, and the zero point subtracted after it (0 if none).
+    let unshift = |d: Output| -> Result<Option<(Output, Output, Option<Output>)>, PassError> {
+        let (c, zp) = match op_of(g, d)? {
+            Some((&Op::Binary(BinaryOp::Subtract), ins)) => (ins[0], Some(ins[1])),
+            _ => (d, None),
+        };
+        let Some((&Op::Convert(ElementType::F32), ins)) = op_of(g, c)? else {
+            return Ok(None);
+        };
+        Ok(Some((c, ins[0], zp)))
+    };
+    let (Some((da, _)), Some((dw, _))) = (dequantized(g, a)?, dequantized_filter(g, b)?) else {
+        return Ok(None);
+    };
+    let (Some((_, x, xz)), Some((cw, w, wz))) = (unshift(da)?, unshift(dw)?) else {
+        return Ok(None);
+    };
+    let (xt, wt) = (
+        g.output_type(x)?.element_type,
+        g.output_type(w)?.element_type,
+    );
+    let x_zero = match xz {
+        Some(z) => scalar(g, z)?,
+        None => Some(0.0),
+    };
+    let m = g.output_type(w)?.shape.dims()[0];
+    let shape = g.output_type(cw)?.shape.clone();
+    let w_zero: Option<Vec<f64>> = match wz {
+        None => Some(vec![0.0; m]),
+        Some(z) => spread(g, z, &shape)?.and_then(|all| {
+            let per = all.len() / m.max(1);
+            let firsts: Vec<f64> = all.chunks_exact(per.max(1)).map(|c| c[0]).collect();
+            let uniform = all
+                .chunks_exact(per.max(1))
+                .all(|c| c.iter().all(|&v| v == c[0]));
+            (uniform && firsts.len() == m).then_some(firsts)
+        }),
+    };
+    let fits = |t: ElementType, v: f64| match t {
+        ElementType::U8 => (0.0..=255.0).contains(&v) && v.fract() == 0.0,
+        ElementType::I8 => (-128.0..=127.0).contains(&v) && v.fract() == 0.0,
+        _ => false,
+    };
+    let (Some(x_zero), Some(w_zero)) = (x_zero, w_zero) else {
+        return Ok(None);
+    };
+    if !fits(xt, x_zero) || !w_zero.iter().all(|&v| fits(wt, v)) {
+        return Ok(None);
+    }
+    Ok(Some(IntegerConvolution {
+        x,
+        x_zero_point: TensorData::from_f64(xt, &[x_zero]),
+        w,
+        w_zero_point: TensorData::from_f64(wt, &w_zero),
+    }))
+}
+
 /// A dequantized constant convolution filter `(Convert<f32>(W) [- zp]) * s` with `W` an
 /// 8-bit Constant `[M, C / groups, K..]` and `s` constant within each output channel (per
 /// tensor or per channel, axis 0): the integer-valued difference and the scale of each of
