@@ -71,6 +71,7 @@ mod scatter;
 #[cfg(test)]
 mod scatter_tests;
 mod spectral;
+mod spectral_tables;
 #[cfg(test)]
 mod spectral_tests;
 mod suppression;
@@ -81,6 +82,7 @@ mod tests;
 mod topk;
 #[cfg(test)]
 mod topk_tests;
+mod unpool;
 mod upsample;
 #[cfg(test)]
 mod upsample_tests;
@@ -430,10 +432,10 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "Gemm" => nn::gemm(e, ins)?,
         "DFT" => spectral::dft(e, ins)?,
         "STFT" => spectral::stft(e, ins)?,
-        "HannWindow" => spectral::window(e, ins, spectral::Window::Hann)?,
-        "HammingWindow" => spectral::window(e, ins, spectral::Window::Hamming)?,
-        "BlackmanWindow" => spectral::window(e, ins, spectral::Window::Blackman)?,
-        "MelWeightMatrix" => spectral::mel_weight_matrix(e, ins)?,
+        "HannWindow" => spectral_tables::window(e, ins, spectral_tables::Window::Hann)?,
+        "HammingWindow" => spectral_tables::window(e, ins, spectral_tables::Window::Hamming)?,
+        "BlackmanWindow" => spectral_tables::window(e, ins, spectral_tables::Window::Blackman)?,
+        "MelWeightMatrix" => spectral_tables::mel_weight_matrix(e, ins)?,
         "GridSample" => grid_sample::grid_sample(e, ins)?,
         "AffineGrid" => grid_sample::affine_grid(e, ins)?,
         "LogSoftmax" => nn::log_softmax(e, ins)?,
@@ -471,7 +473,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "ConvTranspose" => conv::conv_transpose(e, ins)?,
         "BatchNormalization" => nn::batch_norm(e, ins)?,
         "AveragePool" => pooling::average_pool(e, ins)?,
-        "MaxUnpool" => pooling::max_unpool(e, ins)?,
+        "MaxUnpool" => unpool::max_unpool(e, ins)?,
         "LpPool" => pooling::lp_pool(e, ins)?,
         "GlobalLpPool" => pooling::global_lp_pool(e, ins)?,
         "GlobalAveragePool" => pooling::global_average_pool(e, ins)?,
