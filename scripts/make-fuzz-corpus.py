@@ -274,6 +274,9 @@ def lp_pools():
                              [("y", F, [1, 2, 4, 4])], {"kernel_shape": [2, 2], "strides": [2, 2]},
                              [("i", np.array([[[[0, 3], [9, 15]], [[16, 18], [27, 31]]]],
                                              np.int64))])
+    yield "ReverseSequence", model("ReverseSequence", [("x", F, [4, 3, 2]), ("lens", I64, [3])],
+                                   [("y", F, [4, 3, 2])], {},
+                                   [("lens", np.array([4, 1, 2], np.int64))])
     yield "GlobalLpPool", model("GlobalLpPool", [("x", F, [1, 2, 3, 3])],
                                 [("y", F, [1, 2, 1, 1])], {"p": 1})
 

@@ -93,6 +93,7 @@ const OPERATORS: &[&str] = &[
     "LpPool",
     "GlobalLpPool",
     "MaxUnpool",
+    "ReverseSequence",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -233,6 +233,7 @@ const LISTED: &[(&str, &str)] = &[
     ("GridSample", "gridsample"),
     ("AffineGrid", "affine_grid"),
     ("LpPool", "lppool"),
+    ("ReverseSequence", "reversesequence"),
     ("MaxUnpool", "maxunpool"),
     ("GlobalLpPool", "globallppool"),
     ("DFT", "dft"),

@@ -58,6 +58,9 @@ mod reduce;
 #[cfg(test)]
 mod reduce_tests;
 mod resize;
+mod reverse_sequence;
+#[cfg(test)]
+mod reverse_sequence_tests;
 mod rms_norm;
 #[cfg(test)]
 mod rms_norm_tests;
@@ -151,6 +154,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Gelu",
     "Gemm",
     "LpPool",
+    "ReverseSequence",
     "MaxUnpool",
     "GlobalLpPool",
     "DFT",
@@ -475,6 +479,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "AveragePool" => pooling::average_pool(e, ins)?,
         "MaxUnpool" => unpool::max_unpool(e, ins)?,
         "LpPool" => pooling::lp_pool(e, ins)?,
+        "ReverseSequence" => reverse_sequence::reverse_sequence(e, ins)?,
         "GlobalLpPool" => pooling::global_lp_pool(e, ins)?,
         "GlobalAveragePool" => pooling::global_average_pool(e, ins)?,
         "GlobalMaxPool" => pooling::global_max_pool(e, ins)?,
