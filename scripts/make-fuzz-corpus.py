@@ -277,6 +277,12 @@ def lp_pools():
     yield "ReverseSequence", model("ReverseSequence", [("x", F, [4, 3, 2]), ("lens", I64, [3])],
                                    [("y", F, [4, 3, 2])], {},
                                    [("lens", np.array([4, 1, 2], np.int64))])
+    for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+        yield op, model(op, [("a", I32, [2, 3]), ("b", I32, [3])], [("y", I32, [2, 3])],
+                        opset=18)
+    yield "BitwiseNot", model("BitwiseNot", [("a", U8, [2, 3])], [("y", U8, [2, 3])], opset=18)
+    yield "BitShift", model("BitShift", [("x", U8, [2, 3]), ("y", U8, [2, 3])],
+                            [("z", U8, [2, 3])], {"direction": "LEFT"})
     yield "GlobalLpPool", model("GlobalLpPool", [("x", F, [1, 2, 3, 3])],
                                 [("y", F, [1, 2, 1, 1])], {"p": 1})
 

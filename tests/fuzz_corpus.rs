@@ -94,6 +94,11 @@ const OPERATORS: &[&str] = &[
     "GlobalLpPool",
     "MaxUnpool",
     "ReverseSequence",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "BitwiseNot",
+    "BitShift",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -203,7 +203,12 @@ fn minus_one(e: &mut Emit, t: ElementType) -> Value {
 fn unary(e: &mut Emit, u: UnaryOp, t: ElementType, x: Value) -> Option<Value> {
     let v = match (t, u) {
         (ElementType::Bool, UnaryOp::Not) => e.not(x),
-        (ElementType::Bool, _) | (_, UnaryOp::Not) => return None,
+        (ElementType::Bool, _) | (ElementType::F32 | ElementType::F64, UnaryOp::Not) => {
+            return None
+        }
+        // Bitwise on integers: the complement of a widened narrow integer is the widened
+        // complement in its low bits, which the store keeps.
+        (_, UnaryOp::Not) => e.b.ins().bnot(x),
         (ElementType::F32 | ElementType::F64, _) => match u {
             UnaryOp::Negative => e.b.ins().fneg(x),
             UnaryOp::Abs => e.b.ins().fabs(x),

@@ -68,7 +68,7 @@ pub enum UnaryOp {
     Round,
     /// -1, 0 or 1 by the sign of x (numeric).
     Sign,
-    /// Logical negation (bool).
+    /// Logical negation (bool); bitwise complement on integers (ONNX `BitwiseNot`).
     Not,
 }
 
@@ -99,11 +99,11 @@ pub enum BinaryOp {
     /// remainder plus `b` where the two differ in sign; a zero remainder of floats takes
     /// `b`'s sign (numpy); on integers `x mod 0 = 0`.
     FloorMod,
-    /// Logical and (bool).
+    /// Logical and (bool); bitwise on integers (ONNX `BitwiseAnd`).
     And,
-    /// Logical or (bool).
+    /// Logical or (bool); bitwise on integers (ONNX `BitwiseOr`).
     Or,
-    /// Logical exclusive or (bool).
+    /// Logical exclusive or (bool); bitwise on integers (ONNX `BitwiseXor`).
     Xor,
 }
 
@@ -558,7 +558,7 @@ impl UnaryOp {
     /// Whether the op accepts operands of `t`.
     pub fn accepts(self, t: ElementType) -> bool {
         match self {
-            UnaryOp::Not => t == ElementType::Bool,
+            UnaryOp::Not => t == ElementType::Bool || t.is_integer(),
             UnaryOp::Exp
             | UnaryOp::Log
             | UnaryOp::Sqrt
@@ -621,7 +621,9 @@ impl BinaryOp {
     /// Whether the op accepts operands of `t`.
     pub fn accepts(self, t: ElementType) -> bool {
         match self {
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => t == ElementType::Bool,
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => {
+                t == ElementType::Bool || t.is_integer()
+            }
             _ => t.is_numeric(),
         }
     }

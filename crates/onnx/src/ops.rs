@@ -10,6 +10,9 @@ mod attention;
 mod attention_bias;
 #[cfg(test)]
 mod attention_tests;
+mod bitwise;
+#[cfg(test)]
+mod bitwise_tests;
 mod cast;
 mod classify;
 mod conv;
@@ -111,6 +114,11 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "AffineGrid",
     "Add",
     "And",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseNot",
+    "BitwiseOr",
+    "BitwiseXor",
     "ArgMax",
     "ArgMin",
     "Asin",
@@ -332,6 +340,11 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "Mul" => arithmetic(e, ins, BinaryOp::Multiply)?,
         "Div" => arithmetic(e, ins, BinaryOp::Divide)?,
         "Mod" => modulo(e, ins)?,
+        "BitwiseAnd" => bitwise::bitwise(e, ins, Some(BinaryOp::And))?,
+        "BitwiseOr" => bitwise::bitwise(e, ins, Some(BinaryOp::Or))?,
+        "BitwiseXor" => bitwise::bitwise(e, ins, Some(BinaryOp::Xor))?,
+        "BitwiseNot" => bitwise::bitwise(e, ins, None)?,
+        "BitShift" => bitwise::bit_shift(e, ins)?,
         "And" => logical(e, ins, BinaryOp::And)?,
         "Or" => logical(e, ins, BinaryOp::Or)?,
         "Xor" => logical(e, ins, BinaryOp::Xor)?,

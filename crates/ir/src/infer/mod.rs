@@ -52,7 +52,7 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
             same_type(&inputs[0], &inputs[1])?;
             if !b.accepts(inputs[0].element_type) {
                 let want = if matches!(b, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
-                    "bool"
+                    "bool or an integer type"
                 } else {
                     "a numeric type"
                 };

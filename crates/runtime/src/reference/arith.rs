@@ -11,7 +11,8 @@
 //! - integers, signed and unsigned of every width: two's-complement wrapping (`Abs(MIN) =
 //!   MIN`, `x / 0 = 0`, `MIN / -1 = MIN`); on unsigned types `Abs` and `Relu` are the
 //!   identity, `Sign` is 0 or 1 and `Negative` wraps (`-1u8 = 255`).
-//! - `bool`: `Not`, `And`, `Or`, `Xor` (the only ops that accept it).
+//! - `bool`: `Not`, `And`, `Or`, `Xor` (the only ops that accept it); on integers the same
+//!   four are bitwise.
 //! - the storage-only types (float8, FLOAT4E2M1, INT4, UINT4, INT2, UINT2): no op accepts
 //!   them (ONNX defines no arithmetic on them); the value is the first operand.
 
@@ -88,6 +89,7 @@ macro_rules! int_arith {
                     UnaryOp::Abs => $abs(a),
                     UnaryOp::Relu => a.max(0),
                     UnaryOp::Sign => $sign(a),
+                    UnaryOp::Not => !a,
                     _ => a,
                 }
             }
@@ -123,7 +125,9 @@ macro_rules! int_arith {
                     BinaryOp::Mod | BinaryOp::FloorMod if b == 0 => 0,
                     BinaryOp::Mod => a.wrapping_rem(b),
                     BinaryOp::FloorMod => floor_mod(a.wrapping_rem(b), b, 0),
-                    BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => 0,
+                    BinaryOp::And => a & b,
+                    BinaryOp::Or => a | b,
+                    BinaryOp::Xor => a ^ b,
                 }
             }
         }
