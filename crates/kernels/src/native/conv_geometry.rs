@@ -140,6 +140,33 @@ pub(super) fn valid_columns(
     lo.min(hi)..hi
 }
 
+/// A convolution's output `y` (tasks of `channels` planes of `plane` elements, rows of
+/// `width`) cut for splitting by bands of output rows: for each task and band, the band's
+/// rows of each of the task's channels, as work items `(task, band, pieces)`.
+pub(super) type BandItem<'a, T> = (usize, usize, Vec<&'a mut [T]>);
+
+/// The work items of `y` split by `bands` (see [`BandItem`]).
+pub(super) fn band_items<'a, T>(
+    y: &'a mut [T],
+    (channels, plane, width): (usize, usize, usize),
+    bands: &[std::ops::Range<usize>],
+) -> Vec<BandItem<'a, T>> {
+    let mut items = Vec::new();
+    for (task, out) in y.chunks_mut((channels * plane).max(1)).enumerate() {
+        let mut pieces: Vec<Vec<&mut [T]>> = bands.iter().map(|_| Vec::new()).collect();
+        for channel in out.chunks_mut(plane.max(1)) {
+            let mut rest = channel;
+            for (band, to) in bands.iter().zip(&mut pieces) {
+                let (piece, tail) = rest.split_at_mut(band.len() * width);
+                to.push(piece);
+                rest = tail;
+            }
+        }
+        items.extend(pieces.into_iter().enumerate().map(|(b, p)| (task, b, p)));
+    }
+    items
+}
+
 /// `dst[i] = src[i · step]` for every `i` both hold (`step ≥ 1`): one column phase of a row,
 /// as the stride-phase layouts of the depthwise loop and the implicit fields read them. A
 /// step of 2 (the usual stride) runs over whole pairs, which vectorizes as a deinterleave.

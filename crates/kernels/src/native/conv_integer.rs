@@ -24,7 +24,7 @@ use std::ops::Range;
 use graphlift_ir::{Convolution, TensorData};
 use graphlift_runtime::Tensor;
 
-use super::conv_geometry::{im2col, is_pointwise, lift_1d, Geometry};
+use super::conv_geometry::{band_items, im2col, is_pointwise, lift_1d, Geometry};
 use multiversion::multiversion;
 
 use crate::parallel::{for_each, Parallel};
@@ -226,20 +226,7 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
     let rows = mg.div_ceil(threads).next_multiple_of(MR);
     match pool {
         Some(pool) if tasks < threads && bands.len() >= threads => {
-            // Work items: (task, band, the band's rows of each of the task's channels).
-            let mut items = Vec::with_capacity(tasks * bands.len());
-            for (t, out) in y.chunks_mut(mg * plane).enumerate() {
-                let mut pieces: Vec<Vec<&mut [i32]>> = bands.iter().map(|_| Vec::new()).collect();
-                for channel in out.chunks_mut(plane) {
-                    let mut rest = channel;
-                    for (band, to) in bands.iter().zip(&mut pieces) {
-                        let (piece, tail) = rest.split_at_mut(band.len() * g.ow);
-                        to.push(piece);
-                        rest = tail;
-                    }
-                }
-                items.extend(pieces.into_iter().enumerate().map(|(b, p)| (t, b, p)));
-            }
+            let items = band_items(y, (mg, plane, g.ow), &bands);
             for_each(pool, items.into_iter(), |(t, b, mut pieces)| {
                 let band = &bands[b];
                 let pixels = band.len() * g.ow;

@@ -10,7 +10,7 @@ use graphlift_ir::{Convolution, TensorData};
 use graphlift_runtime::Tensor;
 
 use super::conv_dense::{depth, Dense, Float, Implicit};
-use super::conv_geometry::{lift_1d, Geometry};
+use super::conv_geometry::{band_items, lift_1d, Geometry};
 use super::depthwise::Depthwise;
 use super::matmul::ROW_BLOCK_ALIGN;
 use super::packed::PackedWeights;
@@ -236,20 +236,7 @@ fn by_bands<T: Float>(
                 d.padded(k, imp, out, pool);
             }
         }
-        // Work items: (task, band, the band's rows of each of the task's output channels).
-        let mut items = Vec::with_capacity(tasks * bands.len());
-        for (k, out) in y.chunks_mut(mg * plane).enumerate() {
-            let mut pieces: Vec<Vec<&mut [T]>> = bands.iter().map(|_| Vec::new()).collect();
-            for channel in out.chunks_mut(plane) {
-                let mut rest = channel;
-                for (band, to) in bands.iter().zip(&mut pieces) {
-                    let (piece, tail) = rest.split_at_mut(band.len() * g.ow);
-                    to.push(piece);
-                    rest = tail;
-                }
-            }
-            items.extend(pieces.into_iter().enumerate().map(|(b, p)| (k, b, p)));
-        }
+        let items = band_items(y, (mg, plane, g.ow), &bands);
         let band_task = |(k, b, mut pieces): (usize, usize, Vec<&mut [T]>)| {
             let band = &bands[b];
             let n = band.len() * width;

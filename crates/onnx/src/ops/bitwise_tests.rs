@@ -1,28 +1,17 @@
 //! The bitwise operators on every integer type, and `BitShift` past the type's width, on
 //! both backends (whose outputs must agree exactly); named errors.
 
-use graphlift_ir::{ElementType, TensorData};
+use graphlift_ir::TensorData;
 
-use super::one_node::{model, run_both, tensor, values, Operand::*};
+use super::one_node::{model, run_both, tensor, values, Operand::*, NUMERIC};
 use crate::onnx_data_type;
 use crate::proto::data_type::{FLOAT, INT8, UINT8};
 use crate::tests::{attr_s, err};
 
-const INTEGERS: [ElementType; 8] = [
-    ElementType::I8,
-    ElementType::U8,
-    ElementType::I16,
-    ElementType::U16,
-    ElementType::I32,
-    ElementType::U32,
-    ElementType::I64,
-    ElementType::U64,
-];
-
 #[test]
 fn and_or_xor_not_on_every_integer_type() {
     let (a, b) = ([0x5a, 0x0f, 0x7f, 0x00], [0x33, 0x70, 0x01, 0x7f]);
-    for t in INTEGERS {
+    for t in NUMERIC.into_iter().filter(|t| t.is_integer()) {
         let data = |v: &[i64]| {
             let f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
             tensor(TensorData::from_f64(t, &f), &[4])

@@ -7,6 +7,7 @@ use graphlift_jit::CpuJitBackend;
 use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
 use prost::Message;
 
+use super::one_node::NUMERIC;
 use crate::proto::*;
 use crate::tests::{attr_i, err, model_opset, node, vi};
 use crate::{import_model_bytes, onnx_data_type, tensor_to_proto, OnnxError};
@@ -72,21 +73,6 @@ fn both(m: &ModelProto, x: TensorData, dims: &[usize]) -> Vec<f64> {
         .filter_map(|i| outs[0].get_f64(i))
         .collect()
 }
-
-const NUMERIC: [ElementType; 12] = [
-    ElementType::F32,
-    ElementType::F64,
-    ElementType::F16,
-    ElementType::BF16,
-    ElementType::I8,
-    ElementType::U8,
-    ElementType::I16,
-    ElementType::U16,
-    ElementType::I32,
-    ElementType::U32,
-    ElementType::I64,
-    ElementType::U64,
-];
 
 #[test]
 fn every_numeric_type_along_a_middle_axis() {

@@ -2,12 +2,28 @@
 //! inputs, initializers or omitted optional inputs, at a chosen opset, and running it on the
 //! reference interpreter.
 
-use graphlift_ir::{Shape, TensorData};
+use graphlift_ir::{ElementType, Shape, TensorData};
 use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
 
 use crate::import_model;
 use crate::proto::*;
 use crate::tests::{model_opset, node, vi};
+
+/// Every numeric element type (floats, then the integers signed and unsigned by width).
+pub(super) const NUMERIC: [ElementType; 12] = [
+    ElementType::F32,
+    ElementType::F64,
+    ElementType::F16,
+    ElementType::BF16,
+    ElementType::I8,
+    ElementType::U8,
+    ElementType::I16,
+    ElementType::U16,
+    ElementType::I32,
+    ElementType::U32,
+    ElementType::I64,
+    ElementType::U64,
+];
 
 /// An operand of the node.
 #[derive(Clone)]
