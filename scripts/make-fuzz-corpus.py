@@ -283,6 +283,9 @@ def lp_pools():
     yield "BitwiseNot", model("BitwiseNot", [("a", U8, [2, 3])], [("y", U8, [2, 3])], opset=18)
     yield "BitShift", model("BitShift", [("x", U8, [2, 3]), ("y", U8, [2, 3])],
                             [("z", U8, [2, 3])], {"direction": "LEFT"})
+    yield "CenterCropPad", model("CenterCropPad", [("x", F, [3, 4]), ("shape", I64, [2])],
+                                 [("y", F, [2, 7])], {}, [("shape", np.array([2, 7], np.int64))],
+                                 opset=18)
     yield "GlobalLpPool", model("GlobalLpPool", [("x", F, [1, 2, 3, 3])],
                                 [("y", F, [1, 2, 1, 1])], {"p": 1})
 

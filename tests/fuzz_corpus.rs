@@ -99,6 +99,7 @@ const OPERATORS: &[&str] = &[
     "BitwiseXor",
     "BitwiseNot",
     "BitShift",
+    "CenterCropPad",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -239,6 +239,7 @@ const LISTED: &[(&str, &str)] = &[
     ("BitwiseXor", "bitwise_xor"),
     ("BitwiseNot", "bitwise_not"),
     ("BitShift", "bitshift"),
+    ("CenterCropPad", "center_crop_pad"),
     ("MaxUnpool", "maxunpool"),
     ("GlobalLpPool", "globallppool"),
     ("DFT", "dft"),

@@ -14,6 +14,9 @@ mod bitwise;
 #[cfg(test)]
 mod bitwise_tests;
 mod cast;
+mod center_crop_pad;
+#[cfg(test)]
+mod center_crop_pad_tests;
 mod classify;
 mod conv;
 #[cfg(test)]
@@ -115,6 +118,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Add",
     "And",
     "BitShift",
+    "CenterCropPad",
     "BitwiseAnd",
     "BitwiseNot",
     "BitwiseOr",
@@ -345,6 +349,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "BitwiseXor" => bitwise::bitwise(e, ins, Some(BinaryOp::Xor))?,
         "BitwiseNot" => bitwise::bitwise(e, ins, None)?,
         "BitShift" => bitwise::bit_shift(e, ins)?,
+        "CenterCropPad" => center_crop_pad::center_crop_pad(e, ins)?,
         "And" => logical(e, ins, BinaryOp::And)?,
         "Or" => logical(e, ins, BinaryOp::Or)?,
         "Xor" => logical(e, ins, BinaryOp::Xor)?,
