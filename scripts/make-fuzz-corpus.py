@@ -286,6 +286,8 @@ def lp_pools():
     yield "CenterCropPad", model("CenterCropPad", [("x", F, [3, 4]), ("shape", I64, [2])],
                                  [("y", F, [2, 7])], {}, [("shape", np.array([2, 7], np.int64))],
                                  opset=18)
+    yield "Compress", model("Compress", [("x", F, [3, 2]), ("c", B, [3])], [("y", F, [2, 2])],
+                            {"axis": 0}, [("c", np.array([True, False, True]))])
     yield "GlobalLpPool", model("GlobalLpPool", [("x", F, [1, 2, 3, 3])],
                                 [("y", F, [1, 2, 1, 1])], {"p": 1})
 

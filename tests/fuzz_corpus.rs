@@ -100,6 +100,7 @@ const OPERATORS: &[&str] = &[
     "BitwiseNot",
     "BitShift",
     "CenterCropPad",
+    "Compress",
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -240,6 +240,7 @@ const LISTED: &[(&str, &str)] = &[
     ("BitwiseNot", "bitwise_not"),
     ("BitShift", "bitshift"),
     ("CenterCropPad", "center_crop_pad"),
+    ("Compress", "compress"),
     ("MaxUnpool", "maxunpool"),
     ("GlobalLpPool", "globallppool"),
     ("DFT", "dft"),

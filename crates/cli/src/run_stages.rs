@@ -1,7 +1,7 @@
-//! `graphlift run` of an ONNX model with a node of data-dependent shape (`NonZero` or
-//! `NonMaxSuppression` over values computed at run time): a compiled Function has static
-//! shapes, so the model runs in stages through a [`Session`], which runs such a node on the
-//! host between them.
+//! `graphlift run` of an ONNX model with a node of data-dependent shape (`NonZero`,
+//! `Compress` or `NonMaxSuppression` over values computed at run time): a compiled Function
+//! has static shapes, so the model runs in stages through a [`Session`], which runs such a
+//! node on the host between them.
 
 use std::path::Path;
 

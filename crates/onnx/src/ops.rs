@@ -18,6 +18,9 @@ mod center_crop_pad;
 #[cfg(test)]
 mod center_crop_pad_tests;
 mod classify;
+mod compress;
+#[cfg(test)]
+mod compress_tests;
 mod conv;
 #[cfg(test)]
 mod cum_sum_tests;
@@ -119,6 +122,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "And",
     "BitShift",
     "CenterCropPad",
+    "Compress",
     "BitwiseAnd",
     "BitwiseNot",
     "BitwiseOr",
@@ -350,6 +354,7 @@ pub(crate) fn convert(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Vec<Output
         "BitwiseNot" => bitwise::bitwise(e, ins, None)?,
         "BitShift" => bitwise::bit_shift(e, ins)?,
         "CenterCropPad" => center_crop_pad::center_crop_pad(e, ins)?,
+        "Compress" => compress::compress(e, ins)?,
         "And" => logical(e, ins, BinaryOp::And)?,
         "Or" => logical(e, ins, BinaryOp::Or)?,
         "Xor" => logical(e, ins, BinaryOp::Xor)?,

@@ -2,7 +2,7 @@
 //! static shapes, so each call's input shapes (the symbolic dimensions) and the values of the
 //! inputs that shape-like operands are computed from pick a specialisation of the model,
 //! imported and compiled on first use and kept in a bounded least-recently-used cache. A
-//! model with a node whose output shape depends on values (`NonZero`, `NonMaxSuppression`) runs in stages
+//! model with a node whose output shape depends on values (`NonZero`, `Compress`, `NonMaxSuppression`) runs in stages
 //! ([`split`]).
 
 use std::path::Path;
@@ -103,7 +103,7 @@ struct Inner {
 /// `capacity` specialisations are kept ([`Session::DEFAULT_CAPACITY`] unless
 /// [`Session::with_capacity`] says otherwise); the least recently used goes first.
 ///
-/// A node whose output shapes depend on the values it reads (`NonZero` or
+/// A node whose output shapes depend on the values it reads (`NonZero`, `Compress` or
 /// `NonMaxSuppression` over values computed at run time, a `Loop` of run-time length:
 /// [`OnnxError::DataDependentShape`]) splits the model into stages on the first call that
 /// meets it: a session for the part that computes what the node reads, the node run on the

@@ -1,6 +1,6 @@
 //! A model in stages around a node whose output shape depends on values
 //! ([`OnnxError::DataDependentShape`](crate::OnnxError::DataDependentShape): `NonZero`,
-//! `NonMaxSuppression`, a `Loop` whose length is known only at run time). graphlift compiles static shapes, so the
+//! `Compress`, `NonMaxSuppression`, a `Loop` whose length is known only at run time). graphlift compiles static shapes, so the
 //! node runs on the host as a dynamic step between two compiled parts, and the part after it
 //! is specialised by the shapes the step gave:
 //!
@@ -32,6 +32,9 @@ use crate::tensor::onnx_data_type;
 enum Step {
     /// `NonZero` of the one value.
     NonZero,
+    /// `Compress` of the first value by the second, along the axis (`None`: flattened; a
+    /// negative one counts from the end).
+    Compress { axis: Option<i64> },
     /// `NonMaxSuppression` with its `center_point_box`: for each of its five operands, the
     /// position of its value among the prefix's outputs (`None` for one left out).
     NonMaxSuppression {
@@ -115,6 +118,15 @@ impl Stages {
         let node = &graph.node[at];
         let (step, reads) = match node.op_type.as_str() {
             "NonZero" => (Step::NonZero, vec![node.input.first()?.clone()]),
+            "Compress" => {
+                let axis = node
+                    .attribute
+                    .iter()
+                    .find(|a| a.name == "axis")
+                    .map(|a| a.i);
+                let reads = vec![node.input.first()?.clone(), node.input.get(1)?.clone()];
+                (Step::Compress { axis }, reads)
+            }
             "NonMaxSuppression" => {
                 let mut reads: Vec<String> = Vec::new();
                 let mut slots = [None; 5];
@@ -202,6 +214,21 @@ impl Stages {
                 let (data, shape) =
                     reference::non_zero(value.data(), value.shape()).map_err(step_error)?;
                 vec![Tensor::from_data(data, shape).map_err(|e| step_error(e.to_string()))?]
+            }
+            Step::Compress { axis } => {
+                let [data, condition] = read.as_slice() else {
+                    return Err(step_error(format!("{} operands", read.len())));
+                };
+                let rank = data.shape().rank() as i64;
+                let axis = match axis {
+                    Some(a) if (-rank..rank).contains(a) => Some(a.rem_euclid(rank) as usize),
+                    Some(a) => return Err(step_error(format!("axis {a} of rank {rank}"))),
+                    None => None,
+                };
+                let (y, shape) =
+                    reference::compress(data.data(), data.shape(), condition.data(), axis)
+                        .map_err(step_error)?;
+                vec![Tensor::from_data(y, shape).map_err(|e| step_error(e.to_string()))?]
             }
             Step::NonMaxSuppression {
                 center_point_box,

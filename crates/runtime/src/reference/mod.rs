@@ -6,6 +6,7 @@ mod arg_reduce;
 mod arith;
 mod attention;
 mod broadcast;
+mod compress;
 mod conv_integer;
 mod cum_sum;
 mod elementwise;
@@ -39,6 +40,7 @@ pub use arg_reduce::arg_reduce;
 pub use arith::Arith;
 pub use attention::{attention, Operand};
 pub use broadcast::broadcast;
+pub use compress::{compress, compress_positions};
 pub use conv_integer::convolution_integer;
 pub use cum_sum::cum_sum;
 pub use elementwise::{
