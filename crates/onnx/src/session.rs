@@ -2,8 +2,8 @@
 //! static shapes, so each call's input shapes (the symbolic dimensions) and the values of the
 //! inputs that shape-like operands are computed from pick a specialisation of the model,
 //! imported and compiled on first use and kept in a bounded least-recently-used cache. A
-//! model with a node whose output shape depends on values (`NonZero`, `Compress`, `NonMaxSuppression`) runs in stages
-//! ([`split`]).
+//! model with a node whose output shape depends on values (`NonZero`, `Compress`,
+//! `NonMaxSuppression`) runs in stages ([`split`]).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
