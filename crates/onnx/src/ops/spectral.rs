@@ -5,9 +5,9 @@
 
 use std::f64::consts::PI;
 
-use graphlift_ir::{BinaryOp, ElementType, Op, Output, Shape, SliceAxis, TensorData};
+use graphlift_ir::{BinaryOp, ElementType, Op, Output, Shape, TensorData};
 
-use super::layout::dims;
+use super::layout::{dims, slice_range};
 use super::In;
 use crate::emit::NodeEmitter;
 use crate::error::OnnxError;
@@ -53,15 +53,9 @@ fn transform(
     let m = l.min(read);
     let moved = e.op(Op::Transpose(perm.clone()), &[x])?;
     // Part `p` (0 real, 1 imaginary) as `[rows, m]`.
+    let samples = slice_range(e, moved, r - 2, 0, m)?;
     let part = |e: &mut NodeEmitter<'_>, p: usize| -> Result<Output, OnnxError> {
-        let mut slices: Vec<SliceAxis> = perm.iter().map(|&a| SliceAxis::full(d[a])).collect();
-        slices[r - 2].len = m;
-        slices[r - 1] = SliceAxis {
-            start: p,
-            step: 1,
-            len: 1,
-        };
-        let v = e.op(Op::Slice(slices), &[moved])?;
+        let v = slice_range(e, samples, r - 1, p, 1)?;
         e.op(Op::Reshape(Shape::new([rows, m])), &[v])
     };
     let re = part(e, 0)?;
