@@ -11,7 +11,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 models="${MODELS_DIR:-$repo/target/models}"
 dest="$models/zoo"
-stamp="$dest/.complete-v2"
+stamp="$dest/.complete-v3"
 
 if [[ -f "$stamp" ]]; then
     echo "zoo already present: $dest"
