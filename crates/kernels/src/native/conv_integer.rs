@@ -2,10 +2,11 @@
 //! have their receptive fields unrolled (im2col, padding with the data's zero point) and
 //! interleaved into the VNNI layout `[ceil(K / 4), pixels, 4]` of UINT8, then multiplied by
 //! the group's filters as INT8 rows, accumulating in INT32: on `vpdpbusd` (16 pixels x 4 taps
-//! per instruction) where the host has AVX-512 VNNI, else in a portable loop giving the same
+//! per instruction) where the host has AVX-512 VNNI, on AVX2 by 16-bit pairs
+//! ([`super::int_avx2`]) where it has that, else in a portable loop; all give the same
 //! integers. The zero points enter as per-pixel and per-channel corrections (below), so any
 //! UINT8/INT8 pairing is exact. `graphlift_runtime::reference::convolution_integer` defines
-//! the result; both paths equal it bit for bit.
+//! the result; every path equals it bit for bit.
 //!
 //! With the data in the UINT8 domain (`xu = x + 128` for INT8 data) and the filter in the
 //! INT8 domain (`wi = w - 128` for a UINT8 filter), zero points shifted alike, over the
@@ -25,10 +26,10 @@ use graphlift_ir::{Convolution, TensorData};
 use graphlift_runtime::Tensor;
 
 use super::conv_geometry::{band_items, im2col, is_pointwise, lift_1d, Geometry};
+use super::int_avx2::{self, IntegerPath};
 use multiversion::multiversion;
 
 use crate::parallel::{for_each, Parallel};
-use crate::target::CpuFeatures;
 
 /// The most bytes of unrolled fields held at once (256 KiB, within L2): larger fields are
 /// unrolled and multiplied in bands of output rows.
@@ -50,6 +51,8 @@ const NC: usize = 64;
 struct Filters<'a> {
     /// `[M / groups, kp]` (the filter itself when `kp == K`).
     w: Cow<'a, [i8]>,
+    /// `w` widened to 16 bits for the AVX2 tile (empty on the other paths).
+    w16: Vec<i16>,
     /// `wz[m]`, the filter zero point in the INT8 domain.
     wz: Vec<i32>,
     /// `K · xz · wz[m] - xz · Σ_k wi[m, k]`.
@@ -69,6 +72,8 @@ struct Problem<'a> {
     /// Taps of a window (`C / groups · kH · kW`) and that rounded up to a multiple of 4.
     k: usize,
     kp: usize,
+    /// The product's path (the host runs it).
+    path: IntegerPath,
 }
 
 /// The values of an 8-bit tensor in the UINT8 domain (`x + 128` for INT8), borrowed when
@@ -103,18 +108,16 @@ pub(super) fn convolution_integer(
     out: Option<TensorData>,
     parallel: &Parallel,
 ) -> Option<TensorData> {
-    let vnni = CpuFeatures::host().avx512vnni && CpuFeatures::host().avx512f;
-    convolution_integer_on(conv, operands, out, parallel, vnni)
+    convolution_integer_on(conv, operands, out, parallel, IntegerPath::host())
 }
 
-/// As [`convolution_integer`], on the AVX-512 VNNI path when `vnni` (which the caller has
-/// checked the host has), else the portable one.
+/// As [`convolution_integer`], on `path` (which the caller has checked the host runs).
 fn convolution_integer_on(
     conv: &Convolution,
     [x, xz, w, wz]: [&Tensor; 4],
     out: Option<TensorData>,
     parallel: &Parallel,
-    vnni: bool,
+    path: IntegerPath,
 ) -> Option<TensorData> {
     let lifted = lift_1d(x.shape(), w.shape(), conv);
     let (sx, sw, conv) = match &lifted {
@@ -158,6 +161,10 @@ fn convolution_integer_on(
                 Cow::Owned(w)
             };
             let mut f = Filters {
+                w16: match path {
+                    IntegerPath::Avx2 => w.iter().map(|&v| i16::from(v)).collect(),
+                    _ => Vec::new(),
+                },
                 w,
                 wz: Vec::with_capacity(mg),
                 bias: Vec::with_capacity(mg),
@@ -190,8 +197,9 @@ fn convolution_integer_on(
         k,
         kp,
         g,
+        path,
     };
-    convolve(&p, parallel, &mut y, vnni);
+    convolve(&p, parallel, &mut y);
     Some(TensorData::I32(y))
 }
 
@@ -204,7 +212,7 @@ const BANDS_PER_THREAD: usize = 2;
 /// the thread that takes it (the fields of a band unrolled on one thread for all would
 /// leave the others waiting), or, with too few rows for that (a product lowered to a 1 x N
 /// image), by blocks of channels over each band's shared fields.
-fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
+fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
     let g = &p.g;
     let mg = g.m / g.groups;
     let plane = g.oh * g.ow;
@@ -239,7 +247,6 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
                     &fields,
                     0..mg,
                     (&mut product_buf, pixels, 0),
-                    vnni,
                 );
                 for (piece, from) in pieces.iter_mut().zip(product_buf.chunks(pixels)) {
                     piece.copy_from_slice(from);
@@ -258,7 +265,7 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
                         |(b, out)| {
                             let channels = b * rows..b * rows + out.len() / plane;
                             let grp = t % g.groups;
-                            product(p, grp, &fields, channels, (out, plane, first), vnni);
+                            product(p, grp, &fields, channels, (out, plane, first));
                         },
                     );
                 }
@@ -270,7 +277,7 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
                 for band in &bands {
                     fields.unroll(p, t, band);
                     let first = band.start * g.ow;
-                    product(p, t % g.groups, &fields, 0..mg, (out, plane, first), vnni);
+                    product(p, t % g.groups, &fields, 0..mg, (out, plane, first));
                 }
             });
         }
@@ -280,21 +287,29 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32], vnni: bool) {
                 for band in &bands {
                     fields.unroll(p, t, band);
                     let first = band.start * g.ow;
-                    product(p, t % g.groups, &fields, 0..mg, (out, plane, first), vnni);
+                    product(p, t % g.groups, &fields, 0..mg, (out, plane, first));
                 }
             }
         }
     }
 }
 
-/// The unrolled fields of one band: `[kp / 4, pixels, 4]` UINT8 (pixels padded to a multiple
-/// of [`NC`], taps beyond `K` zero), each pixel's 4 taps of a group one little-endian 32-bit
-/// lane (`vpdpbusd`'s operand), and each pixel's sum over its `K` taps.
+/// The unrolled fields of one band in the VNNI layout: each pixel's 4 taps of a group one
+/// little-endian 32-bit lane (`vpdpbusd`'s operand), UINT8, taps beyond `K` zero, pixels
+/// padded to a multiple of [`NC`]; and each pixel's sum over its `K` taps. The lanes are
+/// stored in panels of `panel` pixels: `[padded / panel, kp / 4, panel]`, so that lane
+/// (tap group `g`, pixel `q`) sits at [`Fields::lane`]. The VNNI tiles take one panel of
+/// the whole band (`[kp / 4, padded]`); the AVX2 tile reads eight pixels at a time, and
+/// panels of eight keep each tile's lanes contiguous.
 #[derive(Default)]
 struct Fields {
     /// Pixels of the band (`rows · oW`) and that padded to a multiple of [`NC`].
     pixels: usize,
     padded: usize,
+    /// Pixels of a panel (a divisor of `padded`).
+    panel: usize,
+    /// Tap groups: `kp / 4`.
+    groups: usize,
     packed: Vec<u32>,
     sums: Vec<i32>,
     /// The row-major unrolled fields `[K, pixels]`, before interleaving.
@@ -303,7 +318,7 @@ struct Fields {
 
 impl Fields {
     /// Unrolls task `t`'s (image `t / groups`, group `t % groups`) fields for output rows
-    /// `band`.
+    /// `band`, in the panels `p`'s path reads.
     fn unroll(&mut self, p: &Problem<'_>, t: usize, band: &Range<usize>) {
         let g = &p.g;
         let (b, grp) = (t / g.groups, t % g.groups);
@@ -311,69 +326,84 @@ impl Fields {
         let image = &p.x[b * g.c * g.h * g.w..(b + 1) * g.c * g.h * g.w];
         self.pixels = band.len() * g.ow;
         self.padded = self.pixels.next_multiple_of(NC);
+        self.panel = match p.path {
+            IntegerPath::Avx2 => int_avx2::COLUMNS,
+            _ => self.padded,
+        };
+        self.groups = p.kp / 4;
         self.sums.clear();
         self.sums.resize(self.padded, 0);
         // Every pixel's lanes are written below; those of the padding pixels are read but
         // never stored, so the buffer is not cleared between bands.
-        self.packed.resize(p.kp / 4 * self.padded, 0);
+        self.packed.resize(self.groups * self.padded, 0);
         if is_pointwise(g, &p.conv) {
             // The fields are the group's channels themselves (`oH · oW == H · W`).
             let plane = g.h * g.w;
             let first = grp * cg * plane + band.start * g.ow;
-            let rows = (&image[first..], plane);
-            let out = (&mut self.packed[..], &mut self.sums[..]);
-            interleave(rows, p.k, self.pixels, self.padded, out);
+            self.interleave((&image[first..], plane), p.k);
             return;
         }
-        self.rows.resize(p.k * self.pixels, 0);
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.resize(p.k * self.pixels, 0);
         im2col(
             image,
             g,
             &p.conv,
             (grp * cg, cg),
             band.clone(),
-            &mut self.rows,
+            &mut rows,
             p.xz,
         );
-        let rows = (&self.rows[..], self.pixels);
-        let out = (&mut self.packed[..], &mut self.sums[..]);
-        interleave(rows, p.k, self.pixels, self.padded, out);
+        self.interleave((&rows, self.pixels), p.k);
+        self.rows = rows;
     }
-}
 
-/// `k` rows of `pixels` bytes (row `kk` at `kk · stride` of `rows`) into `packed`
-/// (`[ceil(k / 4), padded]` lanes): tap `kk` of pixel `p` in byte `kk % 4` (little-endian) of
-/// lane `kk / 4 · padded + p`; each pixel's sum over its `k` taps added into `sums`.
-#[multiversion(targets = "simd")]
-fn interleave(
-    (rows, stride): (&[u8], usize),
-    k: usize,
-    pixels: usize,
-    padded: usize,
-    (packed, sums): (&mut [u32], &mut [i32]),
-) {
-    let zeros = vec![0u8; pixels];
-    for (k4, quad) in packed.chunks_exact_mut(padded).enumerate() {
-        let row = |j: usize| {
-            let kk = 4 * k4 + j;
+    /// The index in `packed` of tap group `g`'s lane of pixel `q`.
+    fn lane(&self, g: usize, q: usize) -> usize {
+        q / self.panel * self.groups * self.panel + g * self.panel + q % self.panel
+    }
+
+    /// `k` rows of `pixels` bytes (row `kk` at `kk · stride` of `rows`) into the lanes:
+    /// tap `kk` of pixel `q` in byte `kk % 4` (little-endian) of lane `(kk / 4, q)`; each
+    /// pixel's sum over its `k` taps added into `sums`.
+    fn interleave(&mut self, (rows, stride): (&[u8], usize), k: usize) {
+        let zeros = vec![0u8; self.pixels];
+        let row = |kk: usize| {
             if kk < k {
-                &rows[kk * stride..kk * stride + pixels]
+                &rows[kk * stride..kk * stride + self.pixels]
             } else {
                 &zeros[..]
             }
         };
-        let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
-        for ((((d, &a), &b), &c), (&e, s)) in quad[..pixels]
-            .iter_mut()
-            .zip(r0)
-            .zip(r1)
-            .zip(r2)
-            .zip(r3.iter().zip(&mut *sums))
-        {
-            let (a, b, c, e) = (u32::from(a), u32::from(b), u32::from(c), u32::from(e));
-            *d = a | b << 8 | c << 16 | e << 24;
-            *s = s.wrapping_add((a + b + c + e) as i32);
+        for g in 0..self.groups {
+            let taps = [row(4 * g), row(4 * g + 1), row(4 * g + 2), row(4 * g + 3)];
+            for q0 in (0..self.pixels).step_by(self.panel) {
+                let n = self.panel.min(self.pixels - q0);
+                let at = self.lane(g, q0);
+                let lanes = &mut self.packed[at..at + n];
+                let sums = &mut self.sums[q0..q0 + n];
+                let taps = taps.map(|t| &t[q0..q0 + n]);
+                interleave_run(taps, lanes, sums);
+            }
         }
+    }
+}
+
+/// Four runs of taps (`taps[j][q]`: tap `j` of pixel `q`) into one run of lanes, each
+/// pixel's four taps added into its sum.
+#[multiversion(targets = "simd")]
+fn interleave_run(taps: [&[u8]; 4], lanes: &mut [u32], sums: &mut [i32]) {
+    let [r0, r1, r2, r3] = taps;
+    for ((((d, &a), &b), &c), (&e, s)) in lanes
+        .iter_mut()
+        .zip(r0)
+        .zip(r1)
+        .zip(r2)
+        .zip(r3.iter().zip(sums))
+    {
+        let (a, b, c, e) = (u32::from(a), u32::from(b), u32::from(c), u32::from(e));
+        *d = a | b << 8 | c << 16 | e << 24;
+        *s = s.wrapping_add((a + b + c + e) as i32);
     }
 }
 
@@ -386,35 +416,83 @@ fn product(
     fields: &Fields,
     channels: Range<usize>,
     (out, plane, first): (&mut [i32], usize, usize),
-    vnni: bool,
 ) {
     let f = &p.filters[grp];
     for (blk, c) in channels.clone().step_by(CHANNEL_BLOCK).enumerate() {
         let mr = CHANNEL_BLOCK.min(channels.end - c);
         let rows = Rows {
             w: &f.w[c * p.kp..(c + mr) * p.kp],
+            w16: f.w16.get(c * p.kp..(c + mr) * p.kp).unwrap_or_default(),
             wz: &f.wz[c..c + mr],
             bias: &f.bias[c..c + mr],
         };
         let out = &mut out[blk * CHANNEL_BLOCK * plane..];
-        #[cfg(target_arch = "x86_64")]
-        if vnni {
-            // SAFETY: the caller checked the host has AVX-512F and VNNI; `rows` holds `mr`
-            // rows of `kp` taps, `fields` `kp / 4 · padded · 4` bytes and `padded` sums, and
-            // `out` has `mr` planes of `plane` elements from pixel `first` on, of which the
-            // tiles write only the band's `fields.pixels`.
-            unsafe { x86::channels(&rows, mr, p.kp, fields, out, plane, first) };
-            continue;
+        match p.path {
+            #[cfg(target_arch = "x86_64")]
+            IntegerPath::Vnni if fields.panel == fields.padded => {
+                // SAFETY: the caller checked the host has AVX-512F and VNNI; `rows` holds
+                // `mr` rows of `kp` taps, `fields` `kp / 4 · padded · 4` bytes in one panel
+                // (`[kp / 4, padded]`) and `padded` sums, and `out` has `mr` planes of `plane` elements from pixel `first` on,
+                // of which the tiles write only the band's `fields.pixels`.
+                unsafe { x86::channels(&rows, mr, p.kp, fields, out, plane, first) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            IntegerPath::Avx2 if rows.w16.len() == mr * p.kp && fields.panel == 8 => {
+                avx2(&rows, mr, p.kp, fields, (out, plane, first))
+            }
+            _ => portable(&rows, mr, p.kp, fields, out, plane, first),
         }
-        portable(&rows, mr, p.kp, fields, out, plane, first);
     }
 }
 
 /// `mr` channels' filter rows (`kp` taps each) and their correction terms.
 struct Rows<'a> {
     w: &'a [i8],
+    /// `w` widened (the AVX2 path's; empty on the others).
+    w16: &'a [i16],
     wz: &'a [i32],
     bias: &'a [i32],
+}
+
+/// The product of `mr` channels by the band's fields into `out` (as [`portable`]) on the
+/// AVX2 tile ([`int_avx2`]): eight pixels by up to six channels at a time, the zero-point
+/// correction applied as each tile is stored. The caller has checked that the host has AVX2
+/// and that `rows.w16` holds `mr` rows of `kp` taps.
+#[cfg(target_arch = "x86_64")]
+fn avx2(
+    rows: &Rows<'_>,
+    mr: usize,
+    kp: usize,
+    fields: &Fields,
+    (out, plane, first): (&mut [i32], usize, usize),
+) {
+    let mut sums = [[0i32; int_avx2::COLUMNS]; int_avx2::ROWS];
+    for q in (0..fields.pixels).step_by(int_avx2::COLUMNS) {
+        let n = (fields.pixels - q).min(int_avx2::COLUMNS);
+        for r0 in (0..mr).step_by(int_avx2::ROWS) {
+            let h = (mr - r0).min(int_avx2::ROWS);
+            let o = int_avx2::Operands {
+                rows: rows.w16[r0 * kp..].as_ptr(),
+                row_stride: kp,
+                columns: fields.packed[fields.lane(0, q)..].as_ptr().cast(),
+                group_stride: fields.panel * 4,
+                groups: fields.groups,
+            };
+            // SAFETY: the host has AVX2 (the caller's check); rows `r0..r0 + h` of `w16`
+            // hold `kp` taps each; the fields are in panels of 8 pixels (this path's) and
+            // `q`, a multiple of 8 below `padded`, starts one: its `kp / 4` groups of 8 lanes
+            // (32 bytes each, `group_stride` apart) lie inside `fields.packed`.
+            unsafe { int_avx2::tile_rows::<false>(&o, h, &mut sums) };
+            for (r, s) in sums.iter().enumerate().take(h) {
+                let c = r0 + r;
+                let (wz, bias) = (rows.wz[c], rows.bias[c]);
+                let line = &mut out[c * plane + first + q..c * plane + first + q + n];
+                for ((y, &acc), &sum) in line.iter_mut().zip(s).zip(&fields.sums[q..]) {
+                    *y = acc.wrapping_sub(wz.wrapping_mul(sum)).wrapping_add(bias);
+                }
+            }
+        }
+    }
 }
 
 /// The portable product of `mr` channels by the band's fields into `out` (channel `r`'s
@@ -428,14 +506,13 @@ fn portable(
     plane: usize,
     first: usize,
 ) {
-    let padded = fields.padded;
     for r in 0..mr {
         let w = &rows.w[r * kp..(r + 1) * kp];
         let line = &mut out[r * plane + first..r * plane + first + fields.pixels];
         for (q, y) in line.iter_mut().enumerate() {
             let mut acc = 0i32;
             for (k4, wq) in w.chunks_exact(4).enumerate() {
-                let x = fields.packed[k4 * padded + q].to_le_bytes();
+                let x = fields.packed[fields.lane(k4, q)].to_le_bytes();
                 let dot: i32 = (0..4).map(|j| i32::from(x[j]) * i32::from(wq[j])).sum();
                 acc = acc.wrapping_add(dot);
             }

@@ -3,13 +3,15 @@
 //! products of a dynamically quantized recurrent op, whose state, less its zero point,
 //! multiplies the 8-bit recurrent weights less theirs at every step. Read as `i8`, a step
 //! of an LSTM of 512 units reads 1 MiB of weights instead of 4 (from L3 either way when its
-//! two directions alternate), and runs on VNNI (`super::narrow_vnni`). One-row products
+//! two directions alternate), and runs on VNNI (`super::narrow_vnni`) or, on AVX2 hosts,
+//! on 16-bit pairs (`super::int_avx2`). One-row products
 //! split their columns over the threads.
 
 use std::ops::Range;
 
 use multiversion::multiversion;
 
+use super::int_avx2;
 use super::matmul::{Problem, MIN_PARALLEL_MACS};
 use super::narrow_vnni;
 use super::packed::{PackedWeights, Side};
@@ -84,7 +86,9 @@ pub(super) fn narrow_matmul(
 
 /// `out[j − cols.start] = Σ_p row[p] · b[p, j]` for `j` in `cols`, in wrapping `i32`, `b`
 /// `[row.len(), n]` as its quads and column sums ([`Side::Narrow`]): on VNNI where the row
-/// allows it ([`narrow_vnni::row`]), else in portable code, one quad of `b`'s rows at a time.
+/// allows it ([`narrow_vnni::row`]), else on the AVX2 tile where the host has it and the
+/// row's values fit 16 bits ([`avx2_row`]), else in portable code, one quad of `b`'s rows
+/// at a time.
 fn row_product(
     row: &[i32],
     (quads, sums, n): (&[i8], &[i32], usize),
@@ -92,9 +96,49 @@ fn row_product(
     out: &mut [i32],
     shifted: &mut Vec<u8>,
 ) {
-    if !narrow_vnni::row(row, (quads, sums, n), cols.clone(), out, shifted) {
-        portable_row(row, (quads, n), cols, out);
+    if narrow_vnni::row(row, (quads, sums, n), cols.clone(), out, shifted) {
+        return;
     }
+    let done = avx2_row(row, (quads, n), cols.clone(), out);
+    let rest = cols.start + done..cols.end;
+    portable_row(row, (quads, n), rest, &mut out[done..]);
+}
+
+/// The first columns of [`row_product`] on the AVX2 tile ([`int_avx2`], one row): the row
+/// widened to 16 bits, eight columns at a time. Returns how many columns (from
+/// `cols.start`) it wrote: a multiple of 8, or 0 when the host lacks AVX2 or a value of
+/// `row` does not fit 16 bits.
+fn avx2_row(row: &[i32], (quads, n): (&[i8], usize), cols: Range<usize>, out: &mut [i32]) -> usize {
+    let k4 = row.len().div_ceil(4);
+    let full = cols.len() - cols.len() % int_avx2::COLUMNS;
+    let fits = int_avx2::available()
+        && full > 0
+        && cols.end <= n
+        && quads.len() >= k4 * 4 * n
+        && out.len() >= full
+        && row.iter().all(|&v| i16::try_from(v).is_ok());
+    if !fits {
+        return 0;
+    }
+    let mut a16: Vec<i16> = row.iter().map(|&v| v as i16).collect();
+    a16.resize(k4 * 4, 0);
+    let mut sums = [[0i32; int_avx2::COLUMNS]; int_avx2::ROWS];
+    #[cfg(target_arch = "x86_64")]
+    for j in (0..full).step_by(int_avx2::COLUMNS) {
+        let o = int_avx2::Operands {
+            rows: a16.as_ptr(),
+            row_stride: k4 * 4,
+            columns: quads[4 * (cols.start + j)..].as_ptr().cast(),
+            group_stride: 4 * n,
+            groups: k4,
+        };
+        // SAFETY: the host has AVX2 (checked above); `a16` is one row of `4 · k4` values;
+        // columns `cols.start + j .. + 8 <= n` of each of the `k4` quad rows (`4 · n` bytes
+        // each, `k4 · 4 · n <= quads.len()`) are 32 bytes inside `quads`.
+        unsafe { int_avx2::tile_rows::<true>(&o, 1, &mut sums) };
+        out[j..j + int_avx2::COLUMNS].copy_from_slice(&sums[0]);
+    }
+    full
 }
 
 /// [`row_product`] in portable code.
@@ -172,5 +216,30 @@ mod tests {
             PackedWeights::narrow(&[1, 200, 3], 1, (1, 1, 3)).is_none(),
             "200 is no i8"
         );
+    }
+
+    /// The AVX2 row product equals the portable one, wrapping included, for rows at the
+    /// ends of the 16-bit range; rows that do not fit 16 bits are left to the portable code.
+    #[test]
+    fn the_avx2_row_equals_the_portable_row() {
+        let (k, n) = (37usize, 29usize);
+        let quads: Vec<i8> = (0..k.div_ceil(4) * 4 * n)
+            .map(|i| ((i * 71 % 256) as i32 - 128) as i8)
+            .collect();
+        let row: Vec<i32> = (0..k)
+            .map(|i| if i % 2 == 0 { 32767 } else { -32768 + i as i32 })
+            .collect();
+        for cols in [0..n, 3..n, 5..21] {
+            let mut want = vec![0; cols.len()];
+            portable_row(&row, (&quads, n), cols.clone(), &mut want);
+            let mut got = vec![0; cols.len()];
+            let done = avx2_row(&row, (&quads, n), cols.clone(), &mut got);
+            if int_avx2::available() {
+                assert_eq!(done, cols.len() / 8 * 8, "{cols:?}");
+            }
+            assert_eq!(got[..done], want[..done], "{cols:?}");
+        }
+        let wide = vec![1 << 16; k];
+        assert_eq!(avx2_row(&wide, (&quads, n), 0..n, &mut vec![0; n]), 0);
     }
 }

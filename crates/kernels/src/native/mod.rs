@@ -17,6 +17,7 @@ mod depthwise_avx512;
 mod depthwise_shift;
 mod epilogue;
 mod gemm_call;
+mod int_avx2;
 mod lanes;
 mod matmul;
 mod matmul_narrow;

@@ -1,19 +1,19 @@
 //! `QuantizedMatMul` natively: each block of rows of the FLOAT activation is quantized to
 //! UINT8, multiplied by the INT8 weights (already in VNNI layout, packed once by the QDQ
 //! pass) with INT32 accumulators, and dequantized in the store. On a host with AVX-512 VNNI
-//! the product runs on `vpdpbusd` (16 columns x 4 `k` values per instruction); elsewhere a
-//! portable loop gives the same integers. The reference
-//! (`graphlift_runtime::reference::quantized_matmul`) defines the result; both paths equal
-//! it bit for bit.
+//! the product runs on `vpdpbusd` (16 columns x 4 `k` values per instruction), on AVX2 by
+//! 16-bit pairs ([`super::int_avx2`]); elsewhere a portable loop gives the same integers.
+//! The reference (`graphlift_runtime::reference::quantized_matmul`) defines the result;
+//! every path equals it bit for bit.
 
 use graphlift_ir::{QuantizedMatMul, TensorData};
 use graphlift_runtime::reference::quantize_u8;
 use graphlift_runtime::Tensor;
 
 use super::epilogue::Epilogue;
+use super::int_avx2::{self, IntegerPath};
 use super::matmul::MIN_PARALLEL_MACS;
 use crate::parallel::{for_each, Parallel};
-use crate::target::CpuFeatures;
 
 /// Rows of one register tile (the AVX-512 tile is `MR` rows x 64 columns: 24 accumulators).
 const MR: usize = 6;
@@ -28,6 +28,10 @@ struct Problem<'a> {
     k: usize,
     n: usize,
     q: QuantizedMatMul,
+    /// For the AVX2 path, the weights of each block of eight columns (the whole blocks)
+    /// together: `[N / 8, ceil(K / 4), 8, 4]`, so that a tile reads them in one run
+    /// (empty on the other paths).
+    panels: Vec<i8>,
 }
 
 /// [`QuantizedMatMul`] of `x` `[..., M, K]`, `w` `[ceil(K / 4), N, 4]`, `offset` `[N]` and
@@ -59,6 +63,7 @@ pub(super) fn quantized_matmul(
     {
         return None;
     }
+    let path = IntegerPath::host();
     let p = Problem {
         x: xd,
         w: wd,
@@ -67,6 +72,10 @@ pub(super) fn quantized_matmul(
         k,
         n,
         q: *q,
+        panels: match path {
+            IntegerPath::Avx2 => panels(wd, k4, n),
+            _ => Vec::new(),
+        },
     };
     let mut y = match out {
         Some(TensorData::F32(v)) if v.len() == rows * n => v,
@@ -79,10 +88,9 @@ pub(super) fn quantized_matmul(
     let pool = (threads > 1 && rows * n * k >= MIN_PARALLEL_MACS)
         .then(|| parallel.pool())
         .flatten();
-    let vnni = CpuFeatures::host().avx512vnni && CpuFeatures::host().avx512f;
     let run = |(blk, c): (usize, &mut [f32]), per: usize| {
         let first = blk * per;
-        rows_block(&p, first, c, vnni);
+        rows_block(&p, first, c, path);
         if let Some(e) = &epilogue {
             e.run(first * n, c);
         }
@@ -97,13 +105,28 @@ pub(super) fn quantized_matmul(
     Some(TensorData::F32(y))
 }
 
+/// The weights `w` (`[k4, n, 4]`) of each whole block of eight columns together:
+/// `[n / 8, k4, 8, 4]`.
+fn panels(w: &[i8], k4: usize, n: usize) -> Vec<i8> {
+    let width = 4 * int_avx2::COLUMNS;
+    let mut out = Vec::with_capacity(n / int_avx2::COLUMNS * k4 * width);
+    for col in (0..n - n % int_avx2::COLUMNS).step_by(int_avx2::COLUMNS) {
+        for g in 0..k4 {
+            let at = (g * n + col) * 4;
+            out.extend_from_slice(&w[at..at + width]);
+        }
+    }
+    out
+}
+
 /// Rows `first..first + c.len() / n` of the result into `c`, `MR` rows at a time: the rows
 /// quantized into a small buffer (padded with zeros to a multiple of 4 `k` values), then
-/// multiplied; on the AVX-512 VNNI path when `vnni` (which the caller has checked the host
-/// has), else the portable one.
-fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], vnni: bool) {
+/// multiplied on `path` (which the caller has checked the host runs).
+fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], path: IntegerPath) {
+    let vnni = path == IntegerPath::Vnni;
     let kp = p.k.div_ceil(4) * 4;
     let mut a = vec![0u8; MR * kp];
+    let mut a16 = Vec::new();
     for (t, c) in c.chunks_mut(MR * p.n).enumerate() {
         let mr = c.len() / p.n;
         let r0 = first + t * MR;
@@ -115,6 +138,13 @@ fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], vnni: bool) {
                 // SAFETY: the host has AVX-512F (the caller checked `vnni`); `x` and `row` are
                 // slices of one length, which is all the function reads and writes.
                 unsafe { x86::quantize_row(x, p.q.x_scale, p.q.x_zero_point, row) };
+                continue;
+            }
+            #[cfg(target_arch = "x86_64")]
+            if path == IntegerPath::Avx2 {
+                // SAFETY: the host has AVX2 (the caller checked `path`); `x` and `row` are
+                // slices of one length, which is all the function reads and writes.
+                unsafe { x86::quantize_row_avx2(x, p.q.x_scale, p.q.x_zero_point, row) };
                 continue;
             }
             for (av, &xv) in row.iter_mut().zip(x) {
@@ -129,32 +159,78 @@ fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], vnni: bool) {
             unsafe { x86::tile_rows(&a, mr, kp, p, c) };
             continue;
         }
-        portable_rows(&a, mr, kp, p, c);
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if path == IntegerPath::Avx2 && p.panels.len() == p.n / 8 * (kp / 4) * 32 {
+            a16.clear();
+            a16.extend(a[..mr * kp].iter().map(|&v| i16::from(v)));
+            done = avx2_rows(&a16, mr, kp, p, c);
+        }
+        portable_rows(&a, mr, kp, p, (done..p.n, c));
     }
 }
 
-/// The portable product of `mr` quantized rows (`kp` bytes each) into `c`, in INT32
-/// wrapping as the reference.
-fn portable_rows(a: &[u8], mr: usize, kp: usize, p: &Problem<'_>, c: &mut [f32]) {
+/// The product of `mr` quantized rows (`a16`: `kp` values each, widened) into `c` on the
+/// AVX2 tile ([`int_avx2`]), eight columns at a time from `p.panels`: the columns below the
+/// last multiple of 8, whose count it returns (the caller has checked that the host has
+/// AVX2 and that the panels hold those columns).
+#[cfg(target_arch = "x86_64")]
+fn avx2_rows(a16: &[i16], mr: usize, kp: usize, p: &Problem<'_>, c: &mut [f32]) -> usize {
     let n = p.n;
-    let mut acc = vec![0i32; n];
+    let full = n - n % int_avx2::COLUMNS;
+    let mut sums = [[0i32; int_avx2::COLUMNS]; int_avx2::ROWS];
+    for col in (0..full).step_by(int_avx2::COLUMNS) {
+        let o = int_avx2::Operands {
+            rows: a16.as_ptr(),
+            row_stride: kp,
+            columns: p.panels[col / 8 * kp * 8..].as_ptr().cast(),
+            group_stride: 32,
+            groups: kp / 4,
+        };
+        // SAFETY: the host has AVX2 (the caller's check); `a16` holds `mr <= MR` rows of
+        // `kp` values; the panel of columns `col..col + 8 <= n` is `kp / 4` runs of 32
+        // bytes inside `p.panels` (the caller checked its length).
+        unsafe { int_avx2::tile_rows::<true>(&o, mr, &mut sums) };
+        let (offset, scale) = (&p.offset[col..col + 8], &p.scale[col..col + 8]);
+        for (i, s) in sums.iter().enumerate().take(mr) {
+            let y = &mut c[i * n + col..i * n + col + 8];
+            for (((y, &s), &off), &sc) in y.iter_mut().zip(s).zip(offset).zip(scale) {
+                *y = s.wrapping_add(off) as f32 * sc;
+            }
+        }
+    }
+    full
+}
+
+/// The portable product of `mr` quantized rows (`kp` bytes each) into columns `cols` of
+/// `c`, in INT32 wrapping as the reference.
+fn portable_rows(
+    a: &[u8],
+    mr: usize,
+    kp: usize,
+    p: &Problem<'_>,
+    (cols, c): (std::ops::Range<usize>, &mut [f32]),
+) {
+    let n = p.n;
+    let mut acc = vec![0i32; cols.len()];
     for i in 0..mr {
-        acc.copy_from_slice(p.offset);
+        acc.copy_from_slice(&p.offset[cols.clone()]);
         let row = &a[i * kp..(i + 1) * kp];
         for (k4, quad) in row.chunks_exact(4).enumerate() {
-            let w = &p.w[k4 * n * 4..(k4 + 1) * n * 4];
+            let w = &p.w[(k4 * n + cols.start) * 4..(k4 * n + cols.end) * 4];
             for (s, wq) in acc.iter_mut().zip(w.chunks_exact(4)) {
                 let dot: i32 = (0..4).map(|j| i32::from(quad[j]) * i32::from(wq[j])).sum();
                 *s = s.wrapping_add(dot);
             }
         }
-        for ((y, &s), &sc) in c[i * n..(i + 1) * n].iter_mut().zip(&acc).zip(p.scale) {
+        let y = &mut c[i * n + cols.start..i * n + cols.end];
+        for ((y, &s), &sc) in y.iter_mut().zip(&acc).zip(&p.scale[cols.clone()]) {
             *y = s as f32 * sc;
         }
     }
 }
 
-/// The AVX-512 VNNI path.
+/// The x86 code: the AVX-512 VNNI path, and the AVX2 path's quantization.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
@@ -196,6 +272,38 @@ mod x86 {
                 _mm_mask_storeu_epi8(row.as_mut_ptr().add(i).cast(), m, b);
             }
             i += 16;
+        }
+    }
+
+    /// [`quantize_row`] on AVX2: eight values at a time (`vroundps` to nearest even, the
+    /// same division, zero point, NaN-to-0 clamp and conversion), the tail in scalar code.
+    ///
+    /// # Safety
+    /// The host must have AVX2; `row.len() == x.len()`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn quantize_row_avx2(x: &[f32], scale: f32, zero_point: u8, row: &mut [u8]) {
+        let (s, z) = (_mm256_set1_ps(scale), _mm256_set1_ps(f32::from(zero_point)));
+        let (lo, hi) = (_mm256_setzero_ps(), _mm256_set1_ps(255.0));
+        let len = x.len().min(row.len());
+        let whole = len - len % 8;
+        for i in (0..whole).step_by(8) {
+            // SAFETY: elements `i..i + 8 <= len` of `x` and `row`.
+            unsafe {
+                let v = _mm256_div_ps(_mm256_loadu_ps(x.as_ptr().add(i)), s);
+                let v = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v);
+                // `vmaxps` returns its second operand (0) for a NaN first.
+                let v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, z), lo), hi);
+                let i32s = _mm256_cvttps_epi32(v);
+                let u16s = _mm_packus_epi32(
+                    _mm256_castsi256_si128(i32s),
+                    _mm256_extracti128_si256::<1>(i32s),
+                );
+                let u8s = _mm_packus_epi16(u16s, u16s);
+                _mm_storel_epi64(row.as_mut_ptr().add(i).cast(), u8s);
+            }
+        }
+        for (r, &v) in row[whole..len].iter_mut().zip(&x[whole..len]) {
+            *r = graphlift_runtime::reference::quantize_u8(v, scale, zero_point);
         }
     }
 
@@ -365,10 +473,18 @@ mod tests {
             k,
             n,
             q,
+            panels: panels(wd, k.div_ceil(4), n),
         };
-        let mut portable = vec![0f32; rows * n];
-        rows_block(&p, 0, &mut portable, false);
-        assert_eq!(portable, want, "portable path");
+        // The other paths this host runs, whatever the dispatch picked.
+        let mut paths = vec![IntegerPath::Portable];
+        if int_avx2::available() {
+            paths.push(IntegerPath::Avx2);
+        }
+        for path in paths {
+            let mut other = vec![0f32; rows * n];
+            rows_block(&p, 0, &mut other, path);
+            assert_eq!(other, want, "{path:?} path");
+        }
         (got, want)
     }
 
@@ -387,6 +503,50 @@ mod tests {
         ) {
             let (got, want) = both(rows, k, n, seed, zp, threads);
             prop_assert_eq!(got, want);
+        }
+    }
+
+    /// The vector quantizations give `quantize_u8`'s bytes for ties, both ends of the
+    /// range, infinities and NaN, at every tail length.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn vector_quantization_equals_the_scalar_one() {
+        let specials = [
+            0.375,
+            1.125,
+            -0.375,
+            2.0,
+            95.999,
+            96.0,
+            200.0,
+            -200.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -0.0,
+            0.1,
+            47.625,
+            -47.625,
+            1e30,
+        ];
+        let features = crate::target::CpuFeatures::host();
+        for len in 0..specials.len() + 1 {
+            let x = &specials[..len];
+            for zp in [0u8, 3, 128, 255] {
+                let want: Vec<u8> = x.iter().map(|&v| quantize_u8(v, 0.75, zp)).collect();
+                if features.avx2 {
+                    let mut got = vec![0u8; len];
+                    // SAFETY: AVX2 checked; `x` and `got` have one length.
+                    unsafe { x86::quantize_row_avx2(x, 0.75, zp, &mut got) };
+                    assert_eq!(got, want, "AVX2, {len} values, zero point {zp}");
+                }
+                if features.avx512f {
+                    let mut got = vec![0u8; len];
+                    // SAFETY: AVX-512F checked; `x` and `got` have one length.
+                    unsafe { x86::quantize_row(x, 0.75, zp, &mut got) };
+                    assert_eq!(got, want, "AVX-512, {len} values, zero point {zp}");
+                }
+            }
         }
     }
 

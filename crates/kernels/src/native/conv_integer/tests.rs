@@ -49,8 +49,8 @@ fn eight_bit(signed: bool, v: Vec<u8>) -> TensorData {
 }
 
 /// The reference's result for `case`, the dispatched native one on `case.threads` threads,
-/// and the portable path's.
-fn run(case: &Case) -> (TensorData, TensorData, TensorData) {
+/// and those of the other paths the host runs (AVX2 where it has it, and the portable loop).
+fn run(case: &Case) -> (TensorData, TensorData, Vec<TensorData>) {
     let (c, m) = (case.groups * case.cg, case.groups * case.mg);
     let mut sx = vec![case.n, c];
     sx.extend(&case.spatial);
@@ -85,8 +85,15 @@ fn run(case: &Case) -> (TensorData, TensorData, TensorData) {
     let parallel = Parallel::new(ThreadConfig::with_threads(case.threads));
     let operands = [&xt, &xzt, &wt, &wzt];
     let got = convolution_integer(&conv, operands, None, &parallel).unwrap();
-    let portable = convolution_integer_on(&conv, operands, None, &parallel, false).unwrap();
-    (want, got, portable)
+    let mut paths = vec![IntegerPath::Portable];
+    if int_avx2::available() {
+        paths.push(IntegerPath::Avx2);
+    }
+    let others = paths
+        .into_iter()
+        .map(|path| convolution_integer_on(&conv, operands, None, &parallel, path).unwrap())
+        .collect();
+    (want, got, others)
 }
 
 /// Cases of rank 1 or 2 whose window fits the padded input.
@@ -136,9 +143,11 @@ proptest! {
     /// paths and on one to three threads.
     #[test]
     fn equals_the_reference(case in cases()) {
-        let (want, got, portable) = run(&case);
+        let (want, got, others) = run(&case);
         prop_assert_eq!(&got, &want);
-        prop_assert_eq!(&portable, &want);
+        for other in &others {
+            prop_assert_eq!(other, &want);
+        }
     }
 }
 
@@ -223,8 +232,10 @@ fn large_and_depthwise_problems_equal_the_reference() {
         pointwise_grouped,
     ];
     for case in cases {
-        let (want, got, portable) = run(&case);
+        let (want, got, others) = run(&case);
         assert_eq!(got, want, "{case:?}");
-        assert_eq!(portable, want, "{case:?}");
+        for other in others {
+            assert_eq!(other, want, "{case:?}");
+        }
     }
 }

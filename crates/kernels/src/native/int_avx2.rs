@@ -1,0 +1,220 @@
+//! The exact 8-bit integer product on AVX2 hosts without VNNI: the one register tile that
+//! `ConvolutionInteger` and `QuantizedMatMul` run where `vpdpbusd` is missing.
+//!
+//! Both kernels keep their operands in the VNNI layout, each "column" a little-endian quad
+//! of four 8-bit values of consecutive `k` (`[ceil(K / 4), columns, 4]`). Here the 8-bit
+//! quads of eight columns are widened to 16 bits (`vpmovzxbw` / `vpmovsxbw`) and multiplied
+//! by a row's quad, also 16-bit, with `vpmaddwd`, which sums adjacent products into `i32`
+//! lanes: two lanes per column, added at the end (`vphaddd`). A product of a UINT8 and an
+//! INT8 value, and the sum of two, fit 16 and 32 bits, so every step is exact and the sums
+//! wrap modulo 2³² exactly as the reference's do. (`vpmaddubsw`, which onnxruntime's AVX2
+//! kernels use, saturates the pair sum to 16 bits and is inexact beyond ±32767.)
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+use crate::target::CpuFeatures;
+
+/// Columns of one tile: eight quads, 32 bytes.
+pub(super) const COLUMNS: usize = 8;
+
+/// Rows of the tallest tile: 12 accumulators, two widened column vectors and a broadcast
+/// fill 15 of the 16 `ymm` registers.
+pub(super) const ROWS: usize = 6;
+
+/// Which 8-bit product the integer kernels run on this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IntegerPath {
+    /// AVX-512 VNNI tiles (`vpdpbusd`).
+    Vnni,
+    /// The AVX2 tile of this module.
+    Avx2,
+    /// A portable loop (other hosts).
+    Portable,
+}
+
+impl IntegerPath {
+    /// The fastest path this host runs: VNNI where it has AVX-512F and AVX-512 VNNI, else
+    /// AVX2 where it has that, else the portable loop.
+    pub(super) fn host() -> IntegerPath {
+        let f = CpuFeatures::host();
+        if cfg!(target_arch = "x86_64") && f.avx512f && f.avx512vnni {
+            IntegerPath::Vnni
+        } else if available() {
+            IntegerPath::Avx2
+        } else {
+            IntegerPath::Portable
+        }
+    }
+}
+
+/// Whether [`tile`] runs on this host (AVX2).
+pub(super) fn available() -> bool {
+    cfg!(target_arch = "x86_64") && CpuFeatures::host().avx2
+}
+
+/// The operands of one tile: `R` rows of 16-bit quads and eight columns of 8-bit quads.
+#[derive(Clone, Copy)]
+pub(super) struct Operands {
+    /// Row `r`'s quads from `rows + r · row_stride` (in `i16`): `4 · groups` values.
+    pub rows: *const i16,
+    pub row_stride: usize,
+    /// Group `g`'s eight column quads at `columns + g · group_stride` (in bytes): 32 bytes,
+    /// read as UINT8 or INT8 as the tile's `SIGNED` says.
+    pub columns: *const u8,
+    pub group_stride: usize,
+    /// Groups of four `k` values.
+    pub groups: usize,
+}
+
+/// `out[r][c] = Σ_g Σ_j rows[r][4g + j] · columns[g][c][j]` in wrapping `i32`, for the `R`
+/// (`1..=ROWS`) rows and eight columns of `o`.
+///
+/// # Safety
+/// The host has AVX2 ([`available`]); `o.rows` has `R` rows of `4 · o.groups` values at
+/// stride `o.row_stride`; `o.columns` has `o.groups` groups of 32 readable bytes at stride
+/// `o.group_stride`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn tile<const R: usize, const SIGNED: bool>(o: &Operands) -> [[i32; COLUMNS]; R] {
+    let mut lo = [_mm256_setzero_si256(); R];
+    let mut hi = [_mm256_setzero_si256(); R];
+    for g in 0..o.groups {
+        let p = o.columns.wrapping_add(g * o.group_stride);
+        // SAFETY: 32 bytes at `p` are readable (this function's contract).
+        let (x0, x1) = unsafe {
+            let (a, b) = (
+                _mm_loadu_si128(p.cast()),
+                _mm_loadu_si128(p.wrapping_add(16).cast()),
+            );
+            if SIGNED {
+                (_mm256_cvtepi8_epi16(a), _mm256_cvtepi8_epi16(b))
+            } else {
+                (_mm256_cvtepu8_epi16(a), _mm256_cvtepu8_epi16(b))
+            }
+        };
+        for (r, (lo, hi)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+            // SAFETY: values `4g..4g + 4` of row `r < R` are within the rows.
+            let quad = unsafe {
+                o.rows
+                    .add(r * o.row_stride + 4 * g)
+                    .cast::<i64>()
+                    .read_unaligned()
+            };
+            let b = _mm256_set1_epi64x(quad);
+            *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(x0, b));
+            *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(x1, b));
+        }
+    }
+    let mut out = [[0i32; COLUMNS]; R];
+    for ((o, &lo), &hi) in out.iter_mut().zip(&lo).zip(&hi) {
+        // Lanes hold column halves [c0 c0 c1 c1 | c2 c2 c3 c3] and [c4 .. | c6 ..]: the
+        // pairwise sums come out as [c0 c1 c4 c5 | c2 c3 c6 c7], put in order by 64-bit
+        // lanes 0, 2, 1, 3.
+        let sums = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_hadd_epi32(lo, hi));
+        // SAFETY: `o` is eight `i32`.
+        unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), sums) };
+    }
+    out
+}
+
+/// [`tile`] for `rows` (`1..=ROWS`) rows, written into the first `rows` entries of `out`.
+///
+/// # Safety
+/// As [`tile`] for `R = rows`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn tile_rows<const SIGNED: bool>(
+    o: &Operands,
+    rows: usize,
+    out: &mut [[i32; COLUMNS]; ROWS],
+) {
+    fn put<const R: usize>(t: [[i32; COLUMNS]; R], out: &mut [[i32; COLUMNS]; ROWS]) {
+        out[..R].copy_from_slice(&t);
+    }
+    // SAFETY: as this function's contract, `R` never above `rows`.
+    unsafe {
+        match rows {
+            6.. => put(tile::<6, SIGNED>(o), out),
+            5 => put(tile::<5, SIGNED>(o), out),
+            4 => put(tile::<4, SIGNED>(o), out),
+            3 => put(tile::<3, SIGNED>(o), out),
+            2 => put(tile::<2, SIGNED>(o), out),
+            _ => put(tile::<1, SIGNED>(o), out),
+        }
+    }
+    const _: () = assert!(ROWS == 6);
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// The tile of every height against the plain sum, for unsigned and signed columns, at
+    /// the extremes (255 · -128 pairs, where a saturating 16-bit pair sum would be wrong)
+    /// and at random.
+    #[test]
+    fn tile_equals_the_plain_sum() {
+        if !available() {
+            return;
+        }
+        let groups = 37;
+        let mut s = 12345u64;
+        let mut next = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (s >> 33) as u32
+        };
+        // (extreme row value, extreme column byte) for unsigned and for signed columns: the
+        // largest magnitudes of a UINT8 x INT8 product either way round.
+        for (signed, (row_max, col_max)) in [(false, (-128i16, 255u8)), (true, (255, 0x80))] {
+            for extreme in [true, false] {
+                let rows: Vec<i16> = (0..ROWS * 4 * groups)
+                    .map(|_| {
+                        if extreme {
+                            row_max
+                        } else {
+                            (next() % 384) as i16 - 128
+                        }
+                    })
+                    .collect();
+                let cols: Vec<u8> = (0..groups * 32)
+                    .map(|_| if extreme { col_max } else { next() as u8 })
+                    .collect();
+                let o = Operands {
+                    rows: rows.as_ptr(),
+                    row_stride: 4 * groups,
+                    columns: cols.as_ptr(),
+                    group_stride: 32,
+                    groups,
+                };
+                for height in 1..=ROWS {
+                    let mut got = [[0; COLUMNS]; ROWS];
+                    // SAFETY: AVX2 checked above; the buffers hold what `o` says.
+                    unsafe {
+                        if signed {
+                            tile_rows::<true>(&o, height, &mut got);
+                        } else {
+                            tile_rows::<false>(&o, height, &mut got);
+                        }
+                    }
+                    for (r, row) in got.iter().enumerate().take(height) {
+                        for (c, &v) in row.iter().enumerate() {
+                            let want: i32 = (0..groups * 4)
+                                .map(|k| {
+                                    let b = cols[(k / 4) * 32 + c * 4 + k % 4];
+                                    let b = if signed {
+                                        i32::from(b as i8)
+                                    } else {
+                                        i32::from(b)
+                                    };
+                                    i32::from(rows[r * 4 * groups + k]) * b
+                                })
+                                .sum();
+                            assert_eq!(v, want, "row {r} column {c} signed {signed}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
