@@ -1,5 +1,7 @@
 //! The exact 8-bit integer product on AVX2 hosts without VNNI: the one register tile that
-//! `ConvolutionInteger` and `QuantizedMatMul` run where `vpdpbusd` is missing.
+//! `ConvolutionInteger`, `QuantizedMatMul` and the narrowed recurrent products run where
+//! `vpdpbusd` is missing, and [`IntegerPath`], the one choice among the integer kernels'
+//! paths (VNNI, this tile, portable loops) for this host.
 //!
 //! Both kernels keep their operands in the VNNI layout, each "column" a little-endian quad
 //! of four 8-bit values of consecutive `k` (`[ceil(K / 4), columns, 4]`). Here the 8-bit

@@ -12,17 +12,17 @@ use std::arch::x86_64::{
     _mm512_set1_epi32, _mm512_setzero_si512,
 };
 
+use super::int_avx2::IntegerPath;
 #[cfg(target_arch = "x86_64")]
 use super::lanes::lane_mask;
-use crate::target::CpuFeatures;
 
 /// Columns of one accumulator (a zmm register of `i32`).
 const LANES: usize = 16;
 
-/// Whether [`row`] runs on this host (AVX-512F and AVX-512 VNNI).
+/// Whether [`row`] runs on this host (AVX-512F and AVX-512 VNNI: the integer kernels'
+/// [`IntegerPath::Vnni`]).
 pub(super) fn available() -> bool {
-    let f = CpuFeatures::host();
-    cfg!(target_arch = "x86_64") && f.avx512f && f.avx512vnni
+    IntegerPath::host() == IntegerPath::Vnni
 }
 
 /// `out[j − cols.start] = Σ_p a[p] · b[p, j]` for `j` in `cols`, in wrapping `i32`, `b`
