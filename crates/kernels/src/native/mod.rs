@@ -105,7 +105,8 @@ pub fn evaluate_with_epilogue(
         }
         (Op::QuantizedMatMul(q), [x, w, offset, scale]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
-            quantized_matmul::quantized_matmul(q, [x, w, offset, scale], out, parallel, epilogue)
+            let operands = [*x, *w, *offset, *scale];
+            quantized_matmul::quantized_matmul(q, operands, out, parallel, (epilogue, packed))
         }
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
         (Op::Softmax(axis), [x]) => {

@@ -6,6 +6,8 @@
 //! The reference (`graphlift_runtime::reference::quantized_matmul`) defines the result;
 //! every path equals it bit for bit.
 
+use std::borrow::Cow;
+
 use graphlift_ir::{QuantizedMatMul, TensorData};
 use graphlift_runtime::reference::quantize_u8;
 use graphlift_runtime::Tensor;
@@ -13,6 +15,7 @@ use graphlift_runtime::Tensor;
 use super::epilogue::Epilogue;
 use super::int_avx2::{self, IntegerPath};
 use super::matmul::MIN_PARALLEL_MACS;
+use super::packed::{self, PackedWeights};
 use crate::parallel::{for_each, Parallel};
 
 /// Rows of one register tile (the AVX-512 tile is `MR` rows x 64 columns: 24 accumulators).
@@ -30,20 +33,23 @@ struct Problem<'a> {
     q: QuantizedMatMul,
     /// For the AVX2 path, the weights of each block of eight columns (the whole blocks)
     /// together: `[N / 8, ceil(K / 4), 8, 4]`, so that a tile reads them in one run
-    /// (empty on the other paths).
-    panels: Vec<i8>,
+    /// ([`packed::quad_panels`]; packed when the executable was compiled, else made here;
+    /// empty on the other paths).
+    panels: Cow<'a, [i8]>,
 }
 
 /// [`QuantizedMatMul`] of `x` `[..., M, K]`, `w` `[ceil(K / 4), N, 4]`, `offset` `[N]` and
 /// `scale` `[N]`, written into `out` when it is an `f32` buffer of the result's size (else a
-/// new one); `epilogue` runs on each finished block of rows. `None` when the operands do
+/// new one); `epilogue` runs on each finished block of rows. `packed`, the weights
+/// [`packed::prepare`] regrouped when the executable was compiled, spares the AVX2 path
+/// doing it on every call. `None` when the operands do
 /// not fit (the caller then runs the reference, whose error names the node).
 pub(super) fn quantized_matmul(
     q: &QuantizedMatMul,
     [x, w, offset, scale]: [&Tensor; 4],
     out: Option<TensorData>,
     parallel: &Parallel,
-    epilogue: Option<Epilogue<'_>>,
+    (epilogue, packed): (Option<Epilogue<'_>>, Option<&PackedWeights>),
 ) -> Option<TensorData> {
     let (TensorData::F32(xd), TensorData::I8(wd), TensorData::I32(od), TensorData::F32(sd)) =
         (x.data(), w.data(), offset.data(), scale.data())
@@ -72,9 +78,10 @@ pub(super) fn quantized_matmul(
         k,
         n,
         q: *q,
-        panels: match path {
-            IntegerPath::Avx2 => panels(wd, k4, n),
-            _ => Vec::new(),
+        panels: match (path, packed.and_then(|w| w.panels_of(k4, n))) {
+            (IntegerPath::Avx2, Some(p)) => Cow::Borrowed(p),
+            (IntegerPath::Avx2, None) => Cow::Owned(packed::quad_panels(wd, k4, n)),
+            _ => Cow::Borrowed(&[]),
         },
     };
     let mut y = match out {
@@ -103,20 +110,6 @@ pub(super) fn quantized_matmul(
         None => run((0, &mut y), rows),
     }
     Some(TensorData::F32(y))
-}
-
-/// The weights `w` (`[k4, n, 4]`) of each whole block of eight columns together:
-/// `[n / 8, k4, 8, 4]`.
-fn panels(w: &[i8], k4: usize, n: usize) -> Vec<i8> {
-    let width = 4 * int_avx2::COLUMNS;
-    let mut out = Vec::with_capacity(n / int_avx2::COLUMNS * k4 * width);
-    for col in (0..n - n % int_avx2::COLUMNS).step_by(int_avx2::COLUMNS) {
-        for g in 0..k4 {
-            let at = (g * n + col) * 4;
-            out.extend_from_slice(&w[at..at + width]);
-        }
-    }
-    out
 }
 
 /// Rows `first..first + c.len() / n` of the result into `c`, `MR` rows at a time: the rows
@@ -455,7 +448,16 @@ mod tests {
         )
         .unwrap();
         let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-        let got = quantized_matmul(&q, [&xt, &wt, &ot, &st], None, &parallel, None).unwrap();
+        let got =
+            quantized_matmul(&q, [&xt, &wt, &ot, &st], None, &parallel, (None, None)).unwrap();
+        // With the weights packed as `packed::prepare` packs them, the same floats.
+        let TensorData::I8(wv) = wt.data() else {
+            panic!("INT8 weights")
+        };
+        let w = PackedWeights::quad_panels(wv, 1, (k.div_ceil(4), n)).unwrap();
+        let again =
+            quantized_matmul(&q, [&xt, &wt, &ot, &st], None, &parallel, (None, Some(&w))).unwrap();
+        assert_eq!(again, got, "packed panels");
         let (TensorData::F32(got), TensorData::F32(want)) = (got, want) else {
             panic!("f32 results")
         };
@@ -473,7 +475,7 @@ mod tests {
             k,
             n,
             q,
-            panels: panels(wd, k.div_ceil(4), n),
+            panels: Cow::Owned(packed::quad_panels(wd, k.div_ceil(4), n)),
         };
         // The other paths this host runs, whatever the dispatch picked.
         let mut paths = vec![IntegerPath::Portable];

@@ -21,6 +21,7 @@ use graphlift_ir::{ElementType, Node, Op, RecurrentSequence, Shape, TensorData};
 use graphlift_runtime::Tensor;
 
 use super::conv_geometry::covers_images;
+use super::int_avx2::IntegerPath;
 use crate::target::Target;
 pub(super) use driver::{product, Lhs, Rhs};
 pub(super) use gemv::gemv;
@@ -76,6 +77,11 @@ pub enum Side {
     /// (`super::matmul_narrow`): in quads of `k` (`vpdpbusd`'s groups of four), `[⌈k/4⌉,
     /// n, 4]` with zeros past `k`, and each column's sum.
     Narrow,
+    /// The INT8 weights `[⌈k/4⌉, n, 4]` of a `QuantizedMatMul` (the VNNI layout its operand
+    /// has) regrouped for the AVX2 integer tile (`super::int_avx2`): the quads of each
+    /// whole block of eight columns together, `[⌊n/8⌋, ⌈k/4⌉, 8, 4]`
+    /// ([`quad_panels`]; the last `n mod 8` columns stay in the operand).
+    QuadPanels,
 }
 
 /// A constant `f32` operand of a node's products packed once into microkernel panels:
@@ -92,7 +98,8 @@ pub struct PackedWeights {
     cols: usize,
     count: usize,
     data: Vec<f32>,
-    /// The matrices of [`Side::Narrow`] weights in quads (empty for the others).
+    /// The `i8` weights: the matrices of [`Side::Narrow`] weights in quads, or the
+    /// [`Side::QuadPanels`] panels (empty for the others).
     narrow: Vec<i8>,
     /// The column sums of each matrix of [`Side::Narrow`] weights, `[count, cols]`.
     column_sums: Vec<i32>,
@@ -102,7 +109,8 @@ impl PackedWeights {
     /// Packs `count` matrices of `rows × cols` from `src`, matrix `t`'s element `(i, j)` at
     /// `t · rows · cols + i · cols + j` (row-major, one after another), for `side`
     /// [`Side::Left`] or [`Side::Right`]. `None` when `src` is shorter than that, a size
-    /// overflows, or `side` is [`Side::Narrow`] (made by [`PackedWeights::narrow`]).
+    /// overflows, or `side` is another (made by [`PackedWeights::narrow`] and
+    /// [`PackedWeights::quad_panels`]).
     pub fn pack(
         src: &[f32],
         side: Side,
@@ -110,7 +118,7 @@ impl PackedWeights {
         (count, rows, cols): (usize, usize, usize),
     ) -> Option<PackedWeights> {
         let matrix = rows.checked_mul(cols)?;
-        if src.len() < count.checked_mul(matrix)? || side == Side::Narrow {
+        if src.len() < count.checked_mul(matrix)? || !matches!(side, Side::Left | Side::Right) {
             return None;
         }
         let per = Self::padded(side, rows, cols)?;
@@ -126,7 +134,7 @@ impl PackedWeights {
                         }
                     }
                 }
-                Side::Right | Side::Narrow => {
+                Side::Right | Side::Narrow | Side::QuadPanels => {
                     for (p, row) in m.chunks_exact(cols.max(1)).enumerate().take(rows) {
                         for (jp, part) in row.chunks(NR).enumerate() {
                             let at = jp * NR * rows + p * NR;
@@ -198,6 +206,29 @@ impl PackedWeights {
         })
     }
 
+    /// The [`Side::QuadPanels`] weights of node input `input`, from `w`, a `QuantizedMatMul`
+    /// operand `[k4, n, 4]`; `None` when `w` is shorter than that.
+    pub fn quad_panels(w: &[i8], input: usize, (k4, n): (usize, usize)) -> Option<PackedWeights> {
+        let w = w.get(..k4.checked_mul(n)?.checked_mul(4)?)?;
+        Some(PackedWeights {
+            side: Side::QuadPanels,
+            input,
+            rows: k4,
+            cols: n,
+            count: 1,
+            data: Vec::new(),
+            narrow: quad_panels(w, k4, n),
+            column_sums: Vec::new(),
+        })
+    }
+
+    /// The panels of [`Side::QuadPanels`] weights of `k4 × n` quads (`None` for other
+    /// weights or other extents).
+    pub(in crate::native) fn panels_of(&self, k4: usize, n: usize) -> Option<&[i8]> {
+        (self.side == Side::QuadPanels && (self.rows, self.cols) == (k4, n))
+            .then_some(&self.narrow[..])
+    }
+
     /// Matrix `t` of [`Side::Narrow`] weights: its quads (`[⌈rows/4⌉, cols, 4]`) and its
     /// column sums (`None` for other weights or `t` out of range).
     pub(in crate::native) fn narrow_matrix(&self, t: usize) -> Option<(&[i8], &[i32])> {
@@ -215,6 +246,7 @@ impl PackedWeights {
             Side::Left => rows.div_ceil(MR).checked_mul(MR)?.checked_mul(cols),
             Side::Right => cols.div_ceil(NR).checked_mul(NR)?.checked_mul(rows),
             Side::Narrow => rows.div_ceil(4).checked_mul(4)?.checked_mul(cols),
+            Side::QuadPanels => (cols - cols % 8).checked_mul(rows)?.checked_mul(4),
         }
     }
 
@@ -253,7 +285,7 @@ impl std::fmt::Display for PackedWeights {
         let (ty, side) = match self.side {
             Side::Left => ("f32", "left"),
             Side::Right => ("f32", "right"),
-            Side::Narrow => ("i8", "right"),
+            Side::Narrow | Side::QuadPanels => ("i8", "right"),
         };
         write!(
             f,
@@ -283,6 +315,9 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///   for the right side; else with a constant `f32` left operand: packed for the left.
 /// - `MatMul` with a constant `i32` right operand whose values all fit in `i8`: narrowed
 ///   ([`Side::Narrow`]; on any target, the product being portable code).
+/// - `QuantizedMatMul` with constant INT8 weights `[k4, n, 4]`, on a host whose integer
+///   kernels run the AVX2 tile (`IntegerPath::Avx2`): the weights in that tile's panels
+///   ([`Side::QuadPanels`]).
 /// - A recurrent op (`Op::Recurrent`) with constant `f32` weights `W` and `R`: per
 ///   direction `Wᵀ` above `Rᵀ`, packed for the right side (`recurrent_weights`).
 /// - `Convolution` (1-D or 2-D) with a constant `f32` filter whose windows cover each
@@ -314,6 +349,15 @@ pub fn prepare(
             };
             return PackedWeights::narrow(v, 1, (count, *rows, *cols));
         }
+    }
+    if let (Op::QuantizedMatMul(_), [_, Some(w), ..]) = (node.op(), constants) {
+        if IntegerPath::host() != IntegerPath::Avx2 {
+            return None;
+        }
+        let (&[k4, n, 4], TensorData::I8(v)) = (w.shape().dims(), w.data()) else {
+            return None;
+        };
+        return PackedWeights::quad_panels(v, 1, (k4, n));
     }
     if !target.avx512() {
         return None;
@@ -352,6 +396,21 @@ pub fn prepare(
         (Op::Recurrent(r), [_, Some(w), Some(rw), ..]) => recurrent_weights(r, w, rw),
         _ => None,
     }
+}
+
+/// The quads `w` (`[k4, n, 4]`, the VNNI layout of a `QuantizedMatMul`'s weights) of each
+/// whole block of eight columns together: `[⌊n/8⌋, k4, 8, 4]`, so that the AVX2 tile
+/// reads a block's `k4` groups of 32 bytes in one run.
+pub(in crate::native) fn quad_panels(w: &[i8], k4: usize, n: usize) -> Vec<i8> {
+    const COLUMNS: usize = super::int_avx2::COLUMNS;
+    let mut out = Vec::with_capacity(n / COLUMNS * k4 * 4 * COLUMNS);
+    for col in (0..n - n % COLUMNS).step_by(COLUMNS) {
+        for g in 0..k4 {
+            let at = (g * n + col) * 4;
+            out.extend_from_slice(&w[at..at + 4 * COLUMNS]);
+        }
+    }
+    out
 }
 
 /// The weights of recurrent op `r`, `W` `[dirs, G·h, input]` and `R` `[dirs, G·h, h]`
