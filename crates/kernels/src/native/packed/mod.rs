@@ -80,7 +80,7 @@ pub enum Side {
     /// The INT8 weights `[⌈k/4⌉, n, 4]` of a `QuantizedMatMul` (the VNNI layout its operand
     /// has) regrouped for the AVX2 integer tile (`super::int_avx2`): the quads of each
     /// whole block of eight columns together, `[⌊n/8⌋, ⌈k/4⌉, 8, 4]`
-    /// ([`quad_panels`]; the last `n mod 8` columns stay in the operand).
+    /// (`quad_panels`; the last `n mod 8` columns stay in the operand).
     QuadPanels,
 }
 
