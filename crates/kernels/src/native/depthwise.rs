@@ -5,7 +5,7 @@ use graphlift_ir::Convolution;
 use multiversion::multiversion;
 
 use super::conv_geometry::{column_runs, take_every, Geometry};
-use super::depthwise_avx512::{self, RowTaps};
+use super::depthwise_tiles::{self, RowTaps, Tiles};
 use super::packed::Element;
 use super::scratch::{with_scratch, Scratch};
 
@@ -20,41 +20,60 @@ const MIN_TAPS: usize = 9;
 /// The most elements of a padded plane [`depthwise_blocked`] builds in portable code (32
 /// KiB of `f32`, in L1 with its output rows): there the PP-OCR classifier's planes (up to 24
 /// x 96) ran 6 % faster blocked, PP-PicoDet's layout model's (up to 160 x 160) 15 % slower.
-/// The AVX-512 tiles are faster on planes of every size (a 5x5 window over 160 x 160: 3x).
+/// The vector tiles (`super::depthwise_tiles`, AVX-512 or AVX2) are faster on planes of
+/// every size (a 5x5 window over 160 x 160: 3x on AVX-512).
 const PADDED_BUDGET: usize = 8192;
 
 /// How one depthwise convolution runs, decided once per call of the convolution and shared
 /// by its blocks of channels: whether it runs [`depthwise_blocked`], and that loop's tap
 /// layout (the same for every channel).
 ///
-/// Windows of at least [`MIN_TAPS`] taps run [`depthwise_blocked`] where its AVX-512 tiles
+/// Windows of at least [`MIN_TAPS`] taps run [`depthwise_blocked`] where its vector tiles
 /// run, and in portable code over output rows of at least one block (four, past 3x3
 /// windows) whose padded plane fits [`PADDED_BUDGET`]. Other shapes run
 /// [`depthwise_runs`], and so does a channel with a tap that is infinite or NaN: that loop
 /// skips the padding instead of multiplying it (`inf · 0` would be NaN where the window
 /// reads padding only).
 pub(super) struct Depthwise {
-    /// The blocked loop's tap runs, `None` where the shape runs [`depthwise_runs`].
-    blocked: Option<(Vec<usize>, RowTaps)>,
+    /// The blocked loop's layout, `None` where the shape runs [`depthwise_runs`].
+    blocked: Option<Blocked>,
+}
+
+/// The layout of [`depthwise_blocked`]: where a filter row's taps start in a padded row, the
+/// taps each output row reads, and the vector tiles that sum them (`None`: portable code).
+struct Blocked {
+    starts: Vec<usize>,
+    row_taps: RowTaps,
+    tiles: Option<Tiles>,
 }
 
 impl Depthwise {
     /// The plan for convolution `conv` over geometry `g` (`groups == C`, one filter each)
-    /// on elements of type `T`.
+    /// on elements of type `T`, on the widest tiles the host runs.
     pub(super) fn new<T: Element>(g: &Geometry, conv: &Convolution) -> Depthwise {
+        let tiles = Tiles::host().filter(|_| T::as_f32(&[]).is_some());
+        Depthwise::with_tiles(g, conv, tiles)
+    }
+
+    /// The plan on `tiles` (`f32` only; `None`: portable code), which the host must run.
+    fn with_tiles(g: &Geometry, conv: &Convolution, tiles: Option<Tiles>) -> Depthwise {
         let taps_n = g.kh * g.kw;
         let padded = g.h * padded_row(g, conv).1;
-        // The AVX-512 tiles take rows of any width (a masked block), two at a time, from a
+        // The vector tiles take rows of any width (a masked block), two at a time, from a
         // padded plane of any size. In portable code a block's sum is one chain of `taps_n`
         // additions: past 3x3 windows, only rows of four blocks (four chains at a time)
         // hide its latency.
         let chains = taps_n <= MIN_TAPS || g.ow >= 4 * BLOCK;
         let portable = g.ow >= BLOCK && chains && padded <= PADDED_BUDGET;
-        let blocked = taps_n >= MIN_TAPS && (depthwise_avx512::available::<T>() || portable);
+        let blocked = taps_n >= MIN_TAPS && (tiles.is_some() || portable);
         let blocked = blocked.then(|| {
             let starts = tap_starts(g, conv);
             let row_taps = RowTaps::of(g, conv, &starts);
-            (starts, row_taps)
+            Blocked {
+                starts,
+                row_taps,
+                tiles,
+            }
         });
         Depthwise { blocked }
     }
@@ -62,7 +81,7 @@ impl Depthwise {
     /// Each output channel of the block `out` (`[channels, oH, oW]`) = the sum over window
     /// positions of its filter taps times the shifted input plane of its channel
     /// (`planes`, `[channels, H, W]`), accumulated in the element type in window order (row
-    /// by row, then column by column; a fused multiply-add on the AVX-512 tiles). Channel
+    /// by row, then column by column; a fused multiply-add on the vector tiles). Channel
     /// `i` of the block is group `(first + i) mod groups`, whose taps are `filters[group]`
     /// (`filters`, `[groups, kH, kW]`). `g` and `conv` are the ones the plan was made for.
     pub(super) fn run<T>(
@@ -114,7 +133,7 @@ pub(super) fn padded_row(g: &Geometry, conv: &Convolution) -> (usize, usize) {
 fn depthwise_blocked<'f, T>(
     planes: &[T],
     taps: &dyn Fn(usize) -> &'f [T],
-    (starts, row_taps): &(Vec<usize>, RowTaps),
+    layout: &Blocked,
     g: &Geometry,
     conv: &Convolution,
     out: &mut [T],
@@ -138,7 +157,7 @@ fn depthwise_blocked<'f, T>(
             for (iy, row) in padded.chunks_exact_mut(row_len).enumerate() {
                 pad_row(&plane[iy * g.w..(iy + 1) * g.w], (sw, pw), row, phase_len);
             }
-            blocked_rows(padded, (taps, starts, row_taps), (g, conv), out, &mut live);
+            blocked_rows(padded, (taps, layout), (g, conv), out, &mut live);
         }
     });
 }
@@ -205,22 +224,23 @@ pub(super) fn live_taps<T: Copy>(
 }
 
 /// The output rows of [`depthwise_blocked`] from the padded phases of the input rows: on the
-/// AVX-512 tiles for `f32` where the host has them, else row by row in portable code.
+/// vector tiles for `f32` where the host has them, else row by row in portable code.
 fn blocked_rows<T>(
     padded: &[T],
-    (taps, starts, row_taps): (&[T], &[usize], &RowTaps),
+    (taps, layout): (&[T], &Blocked),
     (g, conv): (&Geometry, &Convolution),
     out: &mut [T],
     live: &mut Vec<(usize, T)>,
 ) where
     T: Element + Copy + Default + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
 {
-    if let (Some(p), Some(t), Some(o)) = (T::as_f32(padded), T::as_f32(taps), T::as_f32_mut(out)) {
-        if depthwise_avx512::rows(p, (g, conv), (t, row_taps), o) {
+    let f32s = (T::as_f32(padded), T::as_f32(taps), T::as_f32_mut(out));
+    if let (Some(tiles), (Some(p), Some(t), Some(o))) = (layout.tiles, f32s) {
+        if depthwise_tiles::rows(tiles, p, (g, conv), (t, &layout.row_taps), o) {
             return;
         }
     }
-    portable_rows(padded, (g, conv), (taps, starts), out, live);
+    portable_rows(padded, (g, conv), (taps, &layout.starts), out, live);
 }
 
 /// [`blocked_rows`] in portable code: four blocks of a row at a time (four independent
@@ -359,7 +379,8 @@ mod tests {
         }
     }
 
-    /// `Depthwise::run` on one `[h, w]` channel against the reference convolution (`f64` sums).
+    /// `Depthwise::run` on one `[h, w]` channel against the reference convolution (`f64`
+    /// sums), on every kind of tiles the host runs and in portable code.
     fn check(
         h: usize,
         w: usize,
@@ -375,10 +396,8 @@ mod tests {
         let plane: Vec<f32> = (0..h * w)
             .map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0)
             .collect();
-        let mut out = vec![f32::NAN; g.oh * g.ow];
-        Depthwise::new::<f32>(&g, &conv).run(&plane, (taps, 0), &g, &conv, &mut out);
         let want = graphlift_runtime::reference::convolution(
-            &TensorData::F32(plane),
+            &TensorData::F32(plane.clone()),
             &sx,
             &TensorData::F32(taps.to_vec()),
             &sf,
@@ -388,14 +407,19 @@ mod tests {
         let TensorData::F32(want) = want else {
             panic!("f32")
         };
-        assert_eq!(out.len(), want.len());
-        for (i, (a, b)) in out.iter().zip(&want).enumerate() {
-            let close =
-                (a - b).abs() <= 1e-5 * (1.0 + b.abs()) || (a.is_nan() && b.is_nan()) || a == b;
-            assert!(
-                close,
-                "{h}x{w} k{k} s{stride:?} d{dilation:?} p{pads:?}: [{i}] {a} vs {b}"
-            );
+        for tiles in Tiles::on_host().into_iter().map(Some).chain([None]) {
+            let mut out = vec![f32::NAN; g.oh * g.ow];
+            let plan = Depthwise::with_tiles(&g, &conv, tiles);
+            plan.run(&plane, (taps, 0), &g, &conv, &mut out);
+            assert_eq!(out.len(), want.len());
+            for (i, (a, b)) in out.iter().zip(&want).enumerate() {
+                let close =
+                    (a - b).abs() <= 1e-5 * (1.0 + b.abs()) || (a.is_nan() && b.is_nan()) || a == b;
+                assert!(
+                    close,
+                    "{tiles:?} {h}x{w} k{k} s{stride:?} d{dilation:?} p{pads:?}: [{i}] {a} vs {b}"
+                );
+            }
         }
     }
 
@@ -403,8 +427,9 @@ mod tests {
     fn blocks_tails_strides_dilations_and_pads_agree_with_the_reference() {
         let taps3: Vec<f32> = (0..9).map(|i| i as f32 * 0.25 - 1.0).collect();
         let taps5: Vec<f32> = (0..25).map(|i| (i % 7) as f32 * 0.3 - 0.9).collect();
-        // Output widths of several blocks and a tail, one block exactly, under a block.
-        for w in [5, 16, 40, 97] {
+        // Output widths of several blocks and a tail, one block exactly (of either tile
+        // width), under a block, and tiles of every count of blocks, whole and masked.
+        for w in [5, 8, 16, 40, 97, 24, 56, 57, 63] {
             check(6, w, 3, [1, 1], [1, 1], [1, 1, 1, 1], &taps3);
             check(7, w, 3, [2, 2], [1, 1], [1, 1, 0, 1], &taps3);
             check(9, w, 5, [1, 2], [2, 1], [2, 0, 1, 2], &taps5);
@@ -417,7 +442,7 @@ mod tests {
         }
     }
 
-    /// The portable rows (`f64`, which the AVX-512 tiles do not take) give what the tiles
+    /// The portable rows (`f64`, which the vector tiles do not take) give what the tiles
     /// give in `f32`, on shapes the portable loop blocks (rows of at least one block, 3x3
     /// windows) and on the ones it leaves to the run loop (narrow rows, 5x5 windows).
     #[test]

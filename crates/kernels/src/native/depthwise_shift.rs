@@ -3,7 +3,7 @@
 //! row is loaded once per block (plus the next block), and the `kW` shifted runs are made
 //! in registers (`valignd`) instead of loaded unaligned, one per tap. A loaded row also
 //! serves every output row of the tile whose window holds it. Sums run in window order,
-//! one fused multiply-add per tap, as in `super::depthwise_avx512`.
+//! one fused multiply-add per tap, as in `super::depthwise_tiles`.
 
 #[cfg(target_arch = "x86_64")]
 use super::lanes::lane_mask;

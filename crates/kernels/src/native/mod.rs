@@ -13,8 +13,10 @@ mod convolution_backprop;
 #[cfg(test)]
 mod convolution_cases;
 mod depthwise;
+mod depthwise_avx2;
 mod depthwise_avx512;
 mod depthwise_shift;
+mod depthwise_tiles;
 mod epilogue;
 mod gemm_call;
 mod int_avx2;

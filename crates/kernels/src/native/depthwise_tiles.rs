@@ -1,0 +1,186 @@
+//! The blocked depthwise loop's `f32` tiles where the host has vector registers for them:
+//! output rows summed a block of columns at a time in registers over every tap, in window
+//! order (one fused multiply-add per tap: half the instructions of a multiply and an add,
+//! one rounding fewer than the reference per tap). This module walks the rows and picks the
+//! tiles: 16-lane AVX-512 ones (`super::depthwise_avx512`, and `super::depthwise_shift` for
+//! unit strides and 3- or 5-wide windows), else 8-lane AVX2 ones
+//! (`super::depthwise_avx2`). Two output rows whose windows lie wholly inside the input
+//! run together, so a row of four blocks keeps eight independent chains of sums in flight.
+
+use std::ops::Range;
+
+use graphlift_ir::Convolution;
+
+use super::conv_geometry::Geometry;
+use super::depthwise::{live_taps, padded_row};
+#[cfg(target_arch = "x86_64")]
+use super::{depthwise_avx2, depthwise_avx512, depthwise_shift};
+use crate::target::CpuFeatures;
+
+/// A kind of vector tiles.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Tiles {
+    /// AVX-512F: 16 lanes, masked tails, and the register-shifted runs.
+    Avx512,
+    /// AVX2 and FMA: 8 lanes.
+    Avx2,
+}
+
+impl Tiles {
+    /// The widest tiles the host runs, `None` without AVX2 and FMA (or off x86-64).
+    pub(super) fn host() -> Option<Tiles> {
+        [Tiles::Avx512, Tiles::Avx2].into_iter().find(|t| t.runs())
+    }
+
+    /// Every kind of tiles the host runs, widest first.
+    #[cfg(test)]
+    pub(super) fn on_host() -> Vec<Tiles> {
+        [Tiles::Avx512, Tiles::Avx2]
+            .into_iter()
+            .filter(|t| t.runs())
+            .collect()
+    }
+
+    /// Whether the host runs these tiles.
+    fn runs(self) -> bool {
+        let f = CpuFeatures::host();
+        cfg!(target_arch = "x86_64")
+            && match self {
+                Tiles::Avx512 => f.avx512f,
+                Tiles::Avx2 => f.avx2 && f.fma,
+            }
+    }
+}
+
+/// The taps every output row reads inside the input, as (where the tap's run starts in the
+/// padded rows, the tap's index in the window), in window order: the same for every channel
+/// of a depthwise convolution, so made once per block of channels.
+pub(super) struct RowTaps {
+    entries: Vec<(usize, usize)>,
+    /// Per output row: its entries, whether its window is whole (every window row inside
+    /// the input), and the furthest of its runs' starts.
+    rows: Vec<(Range<usize>, bool, usize)>,
+}
+
+impl RowTaps {
+    /// The rows' taps of `conv` over geometry `g`, the runs of a filter row's taps starting
+    /// at `starts` in a padded row.
+    pub(super) fn of(g: &Geometry, conv: &Convolution, starts: &[usize]) -> RowTaps {
+        let row_len = padded_row(g, conv).1;
+        let indices: Vec<usize> = (0..g.kh * g.kw).collect();
+        let (mut entries, mut rows, mut live) = (Vec::new(), Vec::new(), Vec::new());
+        for oy in 0..g.oh {
+            let whole = live_taps(oy, (g, conv), (&indices, starts, row_len), &mut live);
+            let last = live.iter().map(|&(at, _)| at).max().unwrap_or(0);
+            rows.push((entries.len()..entries.len() + live.len(), whole, last));
+            entries.extend_from_slice(&live);
+        }
+        RowTaps { entries, rows }
+    }
+}
+
+/// Every output row of one channel (`out`, `[oH, oW]`) from the padded phases of its input
+/// rows (`padded`, as `super::depthwise` lays them out) and its taps (`taps`, `[kH, kW]`,
+/// read where `row_taps` says), on `tiles`. Returns `false` where the host does not run
+/// `tiles`, or when a slice is shorter than the geometry says (having written some rows or
+/// none: the caller then computes every row).
+pub(super) fn rows(
+    tiles: Tiles,
+    padded: &[f32],
+    (g, conv): (&Geometry, &Convolution),
+    (taps, row_taps): (&[f32], &RowTaps),
+    out: &mut [f32],
+) -> bool {
+    if !tiles.runs()
+        || out.len() < g.oh * g.ow
+        || taps.len() < g.kh * g.kw
+        || row_taps.rows.len() < g.oh
+    {
+        return false;
+    }
+    let step = conv.window.strides[0] * padded_row(g, conv).1;
+    let w = &conv.window;
+    let unit = w.strides.iter().chain(&w.dilations).all(|&v| v == 1);
+    let mut oy = 0;
+    while oy < g.oh {
+        let (span, whole, last) = row_taps.rows[oy].clone();
+        let live = &row_taps.entries[span];
+        // Two rows with whole windows read the same taps `step` elements apart.
+        let pair = whole && oy + 1 < g.oh && row_taps.rows[oy + 1].1;
+        let rows = 1 + usize::from(pair);
+        if live.is_empty() {
+            out[oy * g.ow..(oy + 1) * g.ow].fill(0.0);
+            oy += 1;
+            continue;
+        }
+        // A row outside the slice leaves the whole plane to the portable loop.
+        if last + (rows - 1) * step + g.ow > padded.len() {
+            return false;
+        }
+        let dst = &mut out[oy * g.ow..(oy + rows) * g.ow];
+        // Unit strides and dilations, windows 3 or 5 wide: the rows' runs shifted in
+        // registers (`super::depthwise_shift`). The window rows inside the input are
+        // consecutive, `kh` of them from `ky0` (all of them for a pair), read from the
+        // first live tap's row on.
+        let row_len = padded_row(g, conv).1;
+        let (first, ky0) = (live[0].0, live[0].1 / g.kw.max(1));
+        let kh = live.len() / g.kw.max(1);
+        let shift = tiles == Tiles::Avx512
+            && unit
+            && matches!(g.kw, 3 | 5)
+            && first + (kh + rows - 1) * row_len <= padded.len()
+            && (ky0 + kh) * g.kw <= taps.len();
+        #[cfg(target_arch = "x86_64")]
+        if shift {
+            let (p, o, t) = (
+                padded[first..].as_ptr(),
+                dst.as_mut_ptr(),
+                taps[ky0 * g.kw..].as_ptr(),
+            );
+            let at = (row_len, kh);
+            // SAFETY: the host has AVX-512F (`tiles`); the `kh + rows − 1` rows of
+            // `row_len` from `first` lie inside `padded` and window rows `ky0..ky0 + kh`
+            // inside `taps` (checked just above); `row_len = oW + kW − 1` (unit strides and
+            // dilations); `dst` holds `rows` output rows.
+            unsafe {
+                match (rows, g.kw) {
+                    (2, 3) => depthwise_shift::row_tiles::<2, 3>(p, at, t, g.ow, o),
+                    (2, _) => depthwise_shift::row_tiles::<2, 5>(p, at, t, g.ow, o),
+                    (_, 3) => depthwise_shift::row_tiles::<1, 3>(p, at, t, g.ow, o),
+                    _ => depthwise_shift::row_tiles::<1, 5>(p, at, t, g.ow, o),
+                }
+            }
+            oy += rows;
+            continue;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (p, o) = (padded.as_ptr(), dst.as_mut_ptr());
+            // SAFETY: the host has the `tiles`' features (`Tiles::host`). Every tap run
+            // read is `padded + at + r · step + x` for `x < oW`, `r < rows` and the row's
+            // taps `live` (for two rows with whole windows, the second row's taps are
+            // exactly the first's `step` further on), so it lies at or before `padded +
+            // last + (rows − 1) · step + oW − 1`, checked inside `padded` just above; each
+            // tap index is below `kH · kW ≤ taps.len()` (checked above); every output
+            // written is a column `< oW` of the `rows` rows of `dst`.
+            unsafe {
+                match (tiles, rows) {
+                    (Tiles::Avx512, 2) => {
+                        depthwise_avx512::row_tiles::<2>(p, (live, taps), step, g.ow, o)
+                    }
+                    (Tiles::Avx512, _) => {
+                        depthwise_avx512::row_tiles::<1>(p, (live, taps), step, g.ow, o)
+                    }
+                    (Tiles::Avx2, 2) => {
+                        depthwise_avx2::row_tiles::<2>(p, (live, taps), step, g.ow, o)
+                    }
+                    (Tiles::Avx2, _) => {
+                        depthwise_avx2::row_tiles::<1>(p, (live, taps), step, g.ow, o)
+                    }
+                }
+            }
+        }
+        oy += rows;
+    }
+    true
+}
