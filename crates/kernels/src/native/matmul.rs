@@ -43,6 +43,31 @@ fn problem(sa: &Shape, sb: &Shape) -> Option<Problem> {
     })
 }
 
+impl Problem {
+    /// The products as one when every one of them multiplies the same `b` and the `a`s lie
+    /// one after another (`[B, M, K] · [K, N]`, as a sequence model's classifier head or
+    /// a token-wise projection is written): one `[B · M, K] · [K, N]` product, whose result
+    /// has the same layout, so `b` is read once instead of `B` times.
+    fn folded(self) -> Problem {
+        let batch = self.offsets_a.len();
+        let one_b = self.offsets_b.iter().all(|&o| Some(&o) == self.offsets_b.first());
+        let a_in_order = self
+            .offsets_a
+            .iter()
+            .enumerate()
+            .all(|(i, &o)| o == i * self.m * self.k);
+        match self.m.checked_mul(batch) {
+            Some(m) if batch > 1 && one_b && a_in_order => Problem {
+                offsets_a: vec![0],
+                offsets_b: vec![self.offsets_b[0]],
+                m,
+                ..self
+            },
+            _ => self,
+        }
+    }
+}
+
 /// A matrix operand of a product: its elements and the distance between consecutive rows
 /// and columns, so a transposed matrix or a block of one is read in place.
 #[derive(Clone, Copy)]
@@ -321,6 +346,12 @@ pub fn matmul(
     packed: Option<&PackedWeights>,
 ) -> Option<TensorData> {
     let p = problem(sa, sb)?;
+    // Weights packed for the left side keep their matrices: they are one per `a`.
+    let p = if packed.is_some_and(|w| w.side() == Side::Left) {
+        p
+    } else {
+        p.folded()
+    };
     let need_a = p.offsets_a.iter().max().map_or(0, |&o| o + p.m * p.k);
     let need_b = p.offsets_b.iter().max().map_or(0, |&o| o + p.k * p.n);
     if a.len() < need_a || b.len() < need_b {

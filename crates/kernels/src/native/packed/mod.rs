@@ -1,19 +1,21 @@
 //! `f32` products whose one operand is a constant of the graph, packed once when the
 //! executable is compiled (as onnxruntime's MLAS prepacks constant weights at session
-//! creation) into the panels an AVX-512 microkernel reads, so a call only runs the
-//! register-blocked tiles ([`microkernel`]) over `k` blocks sized to L1 ([`driver`]). The
+//! creation) into the panels a microkernel reads, so a call only runs the
+//! register-blocked tiles ([`microkernel`] on AVX-512, [`microkernel_avx2`] on AVX2 hosts,
+//! over the same panels) over `k` blocks sized to L1 ([`driver`]). The
 //! `gemm` crate packs both operands on every call; for the small `k` (16..1536) of
 //! MiniLM's and PP-OCR's products that packing was most of what was left to gain. A
 //! recurrent op's one-row state products, one per time step, run on [`gemv`] over the
 //! same panels.
 //!
 //! [`prepare`] is the one place that decides whether a node's product takes this path;
-//! everything it does not take (no AVX-512, `f64`, no constant operand, depthwise
+//! everything it does not take (no AVX-512 or AVX2, `f64`, no constant operand, depthwise
 //! convolutions) keeps the `gemm` crate, and so does a call whose operands do not match.
 
 mod driver;
 mod gemv;
 mod microkernel;
+mod microkernel_avx2;
 #[cfg(test)]
 mod tests;
 
@@ -329,9 +331,9 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///   each group's filters `[M / groups, C / groups · kH · kW]` packed for the left side
 ///   (pointwise and im2col products alike).
 ///
-/// `None` (the `gemm` crate runs, as for every other product) when the target has no
-/// AVX-512 code ([`Target::avx512`]: the host lacks AVX-512F or it is switched off), or
-/// the node is anything else.
+/// `None` (the `gemm` crate runs, as for every other product) for the `f32` products when
+/// the target runs no packed microkernel (neither AVX-512, [`Target::avx512`], nor, on a
+/// host without AVX-512F, AVX2 and FMA), or when the node is anything else.
 pub fn prepare(
     node: &Node,
     constants: &[Option<&Tensor>],
@@ -359,7 +361,7 @@ pub fn prepare(
         };
         return PackedWeights::quad_panels(v, 1, (k4, n));
     }
-    if !target.avx512() {
+    if !packs_f32(target) {
         return None;
     }
     match (node.op(), constants) {
@@ -396,6 +398,14 @@ pub fn prepare(
         (Op::Recurrent(r), [_, Some(w), Some(rw), ..]) => recurrent_weights(r, w, rw),
         _ => None,
     }
+}
+
+/// Whether `target` runs the packed `f32` product: its AVX-512 microkernel (on unless
+/// switched off), or on a host without AVX-512F its AVX2 one (AVX2 and FMA). An AVX-512
+/// host with AVX-512 switched off keeps the `gemm` crate.
+fn packs_f32(target: &Target) -> bool {
+    let f = target.features;
+    target.avx512() || (!f.avx512f && f.avx2 && f.fma)
 }
 
 /// The quads `w` (`[k4, n, 4]`, the VNNI layout of a `QuantizedMatMul`'s weights) of each
