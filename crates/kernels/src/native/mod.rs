@@ -58,7 +58,8 @@ pub use packed::{prepare, PackedWeights, Side};
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
 /// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,
-/// `Attention`, `Concat`, `Transpose` and `Resize` write into it instead of allocating.
+/// `Attention`, `Concat`, `Transpose`, `Resize` and `Reshape` write into it instead of
+/// allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -157,6 +158,13 @@ pub fn evaluate_with_epilogue(
             pad::pad(x.data(), x.shape(), value.first().map(|v| v.data()), p)
         }
         (Op::Convert(to), [x]) => convert::convert(x.data(), *to),
+        (Op::Reshape(_), [x]) => {
+            // The same elements: copied into the seeded buffer where it has their type and
+            // count (no allocation, no fresh pages), else cloned.
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            let copied = out.and_then(|mut d| d.copy_from(x.data()).then_some(d));
+            Some(copied.unwrap_or_else(|| x.data().clone()))
+        }
         (Op::ConvolutionBackpropFilters(b), [x, dy]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             convolution_backprop::convolution_backprop_filters(x, dy, b, out, parallel)
