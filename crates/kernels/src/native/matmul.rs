@@ -50,7 +50,10 @@ impl Problem {
     /// has the same layout, so `b` is read once instead of `B` times.
     fn folded(self) -> Problem {
         let batch = self.offsets_a.len();
-        let one_b = self.offsets_b.iter().all(|&o| Some(&o) == self.offsets_b.first());
+        let one_b = self
+            .offsets_b
+            .iter()
+            .all(|&o| Some(&o) == self.offsets_b.first());
         let a_in_order = self
             .offsets_a
             .iter()

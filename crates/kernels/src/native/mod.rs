@@ -2,6 +2,7 @@
 //! kernels. An op without one runs the reference kernel (`graphlift_runtime::reference`), so
 //! every op has one definition of its meaning and at most one faster version, tested against it.
 
+mod arg_reduce;
 mod attention;
 mod concat;
 mod conv_dense;
@@ -53,7 +54,7 @@ pub use packed::{prepare, PackedWeights, Side};
 /// type), `Convert`
 /// between `f32` and the half types, reductions over trailing axes,
 /// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`; the recurrent
-/// sequence ops on `f32`), else with the
+/// sequence ops and last-axis `ArgMax`/`ArgMin` on `f32`), else with the
 /// reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
@@ -112,6 +113,7 @@ pub fn evaluate_with_epilogue(
             quantized_matmul::quantized_matmul(q, operands, out, parallel, (epilogue, packed))
         }
         (Op::Reduce(r), [x]) => reduce::reduce(x.data(), x.shape(), r),
+        (Op::ArgReduce(r), [x]) => arg_reduce::arg_reduce(x.data(), x.shape(), r),
         (Op::Softmax(axis), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             normalize::softmax(x.data(), x.shape(), *axis, parallel, out)
