@@ -5,7 +5,8 @@ use graphlift_ir::Convolution;
 use multiversion::multiversion;
 
 use super::conv_geometry::{column_runs, take_every, Geometry};
-use super::depthwise_tiles::{self, RowTaps, Tiles};
+use super::depthwise_tiles::{self, RowTaps};
+use super::lanes::FloatTiles;
 use super::packed::Element;
 use super::scratch::{with_scratch, Scratch};
 
@@ -44,19 +45,19 @@ pub(super) struct Depthwise {
 struct Blocked {
     starts: Vec<usize>,
     row_taps: RowTaps,
-    tiles: Option<Tiles>,
+    tiles: Option<FloatTiles>,
 }
 
 impl Depthwise {
     /// The plan for convolution `conv` over geometry `g` (`groups == C`, one filter each)
     /// on elements of type `T`, on the widest tiles the host runs.
     pub(super) fn new<T: Element>(g: &Geometry, conv: &Convolution) -> Depthwise {
-        let tiles = Tiles::host().filter(|_| T::as_f32(&[]).is_some());
+        let tiles = FloatTiles::host().filter(|_| T::as_f32(&[]).is_some());
         Depthwise::with_tiles(g, conv, tiles)
     }
 
     /// The plan on `tiles` (`f32` only; `None`: portable code), which the host must run.
-    fn with_tiles(g: &Geometry, conv: &Convolution, tiles: Option<Tiles>) -> Depthwise {
+    fn with_tiles(g: &Geometry, conv: &Convolution, tiles: Option<FloatTiles>) -> Depthwise {
         let taps_n = g.kh * g.kw;
         let padded = g.h * padded_row(g, conv).1;
         // The vector tiles take rows of any width (a masked block), two at a time, from a
@@ -407,7 +408,7 @@ mod tests {
         let TensorData::F32(want) = want else {
             panic!("f32")
         };
-        for tiles in Tiles::on_host().into_iter().map(Some).chain([None]) {
+        for tiles in FloatTiles::on_host().into_iter().map(Some).chain([None]) {
             let mut out = vec![f32::NAN; g.oh * g.ow];
             let plan = Depthwise::with_tiles(&g, &conv, tiles);
             plan.run(&plane, (taps, 0), &g, &conv, &mut out);

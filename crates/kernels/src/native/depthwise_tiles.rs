@@ -13,44 +13,9 @@ use graphlift_ir::Convolution;
 
 use super::conv_geometry::Geometry;
 use super::depthwise::{live_taps, padded_row};
+use super::lanes::FloatTiles;
 #[cfg(target_arch = "x86_64")]
 use super::{depthwise_avx2, depthwise_avx512, depthwise_shift};
-use crate::target::CpuFeatures;
-
-/// A kind of vector tiles.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Tiles {
-    /// AVX-512F: 16 lanes, masked tails, and the register-shifted runs.
-    Avx512,
-    /// AVX2 and FMA: 8 lanes.
-    Avx2,
-}
-
-impl Tiles {
-    /// The widest tiles the host runs, `None` without AVX2 and FMA (or off x86-64).
-    pub(super) fn host() -> Option<Tiles> {
-        [Tiles::Avx512, Tiles::Avx2].into_iter().find(|t| t.runs())
-    }
-
-    /// Every kind of tiles the host runs, widest first.
-    #[cfg(test)]
-    pub(super) fn on_host() -> Vec<Tiles> {
-        [Tiles::Avx512, Tiles::Avx2]
-            .into_iter()
-            .filter(|t| t.runs())
-            .collect()
-    }
-
-    /// Whether the host runs these tiles.
-    fn runs(self) -> bool {
-        let f = CpuFeatures::host();
-        cfg!(target_arch = "x86_64")
-            && match self {
-                Tiles::Avx512 => f.avx512f,
-                Tiles::Avx2 => f.avx2 && f.fma,
-            }
-    }
-}
 
 /// The taps every output row reads inside the input, as (where the tap's run starts in the
 /// padded rows, the tap's index in the window), in window order: the same for every channel
@@ -85,7 +50,7 @@ impl RowTaps {
 /// `tiles`, or when a slice is shorter than the geometry says (having written some rows or
 /// none: the caller then computes every row).
 pub(super) fn rows(
-    tiles: Tiles,
+    tiles: FloatTiles,
     padded: &[f32],
     (g, conv): (&Geometry, &Convolution),
     (taps, row_taps): (&[f32], &RowTaps),
@@ -125,7 +90,7 @@ pub(super) fn rows(
         let row_len = padded_row(g, conv).1;
         let (first, ky0) = (live[0].0, live[0].1 / g.kw.max(1));
         let kh = live.len() / g.kw.max(1);
-        let shift = tiles == Tiles::Avx512
+        let shift = tiles == FloatTiles::Avx512
             && unit
             && matches!(g.kw, 3 | 5)
             && first + (kh + rows - 1) * row_len <= padded.len()
@@ -156,7 +121,7 @@ pub(super) fn rows(
         #[cfg(target_arch = "x86_64")]
         {
             let (p, o) = (padded.as_ptr(), dst.as_mut_ptr());
-            // SAFETY: the host has the `tiles`' features (`Tiles::host`). Every tap run
+            // SAFETY: the host has the `tiles`' features (`FloatTiles::host`). Every tap run
             // read is `padded + at + r · step + x` for `x < oW`, `r < rows` and the row's
             // taps `live` (for two rows with whole windows, the second row's taps are
             // exactly the first's `step` further on), so it lies at or before `padded +
@@ -165,16 +130,16 @@ pub(super) fn rows(
             // written is a column `< oW` of the `rows` rows of `dst`.
             unsafe {
                 match (tiles, rows) {
-                    (Tiles::Avx512, 2) => {
+                    (FloatTiles::Avx512, 2) => {
                         depthwise_avx512::row_tiles::<2>(p, (live, taps), step, g.ow, o)
                     }
-                    (Tiles::Avx512, _) => {
+                    (FloatTiles::Avx512, _) => {
                         depthwise_avx512::row_tiles::<1>(p, (live, taps), step, g.ow, o)
                     }
-                    (Tiles::Avx2, 2) => {
+                    (FloatTiles::Avx2, 2) => {
                         depthwise_avx2::row_tiles::<2>(p, (live, taps), step, g.ow, o)
                     }
-                    (Tiles::Avx2, _) => {
+                    (FloatTiles::Avx2, _) => {
                         depthwise_avx2::row_tiles::<1>(p, (live, taps), step, g.ow, o)
                     }
                 }

@@ -1,6 +1,46 @@
-//! The AVX-512 lane masks of a row's vectors of sixteen 32-bit lanes: the one definition
-//! every native tile with a masked tail (the packed microkernel, the depthwise and integer
-//! tiles) takes its masks from.
+//! The vector widths of the native `f32` tiles: [`FloatTiles`], the one choice between
+//! the 16-lane AVX-512 and 8-lane AVX2 tiles (the packed product's microkernel and gemv,
+//! the depthwise tiles), and the AVX-512 lane masks of a row's vectors of sixteen 32-bit
+//! lanes, the one definition every native tile with a masked tail takes its masks from.
+
+use crate::target::CpuFeatures;
+
+/// Which `f32` tiles the native kernels run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum FloatTiles {
+    /// AVX-512F: sixteen lanes, masked tails.
+    Avx512,
+    /// AVX2 and FMA: eight lanes.
+    Avx2,
+}
+
+impl FloatTiles {
+    /// The widest tiles the host runs, `None` without AVX2 and FMA (or off x86-64).
+    pub(super) fn host() -> Option<FloatTiles> {
+        [FloatTiles::Avx512, FloatTiles::Avx2]
+            .into_iter()
+            .find(|t| t.runs())
+    }
+
+    /// Every kind of tiles the host runs, widest first.
+    #[cfg(test)]
+    pub(super) fn on_host() -> Vec<FloatTiles> {
+        [FloatTiles::Avx512, FloatTiles::Avx2]
+            .into_iter()
+            .filter(|t| t.runs())
+            .collect()
+    }
+
+    /// Whether the host runs these tiles.
+    pub(super) fn runs(self) -> bool {
+        let f = CpuFeatures::host();
+        cfg!(target_arch = "x86_64")
+            && match self {
+                FloatTiles::Avx512 => f.avx512f,
+                FloatTiles::Avx2 => f.avx2 && f.fma,
+            }
+    }
+}
 
 /// Lanes of a 512-bit vector of 32-bit elements (`f32`, `i32`).
 const LANES: usize = 16;

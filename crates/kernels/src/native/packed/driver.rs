@@ -5,7 +5,7 @@
 
 use super::microkernel::{Tile, MR, NR};
 use super::{PackedWeights, Side};
-use crate::target::CpuFeatures;
+use crate::native::lanes::FloatTiles;
 
 /// Steps of `k` per block: a full micro-panel of the loaded operand is `KC · NR` `f32`
 /// (24 KiB), half of a 48 KiB L1.
@@ -102,36 +102,12 @@ fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
     }
 }
 
-/// Which microkernel runs the tiles (and [`super::gemv`]'s passes).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Kernel {
-    /// 16-lane tiles ([`super::microkernel`]): AVX-512F.
-    Avx512,
-    /// 8-lane sub-tiles ([`super::microkernel_avx2`]): AVX2 and FMA.
-    Avx2,
-}
-
-impl Kernel {
-    /// The widest microkernel the host runs.
-    pub(super) fn host() -> Option<Kernel> {
-        let f = CpuFeatures::host();
-        if !cfg!(target_arch = "x86_64") {
-            None
-        } else if f.avx512f {
-            Some(Kernel::Avx512)
-        } else if f.avx2 && f.fma {
-            Some(Kernel::Avx2)
-        } else {
-            None
-        }
-    }
-}
-
 /// `c = a · b` for `a` `m × k`, `b` `k × n`, into `c` with row stride `ldc` (unit column
-/// stride); with `accumulate`, `c += a · b`. Returns `false`, writing nothing, when the host
-/// runs no microkernel (neither AVX-512F nor AVX2 and FMA) or an operand does not hold its extents (the caller then runs the `gemm`
-/// crate). Sums run in `f32` in order of `p` within each [`KC`] block, blocks added in
-/// order: the result differs from another summation order by rounding only.
+/// stride); with `accumulate`, `c += a · b`, on the widest microkernel the host runs
+/// (`FloatTiles::host`). Returns `false`, writing nothing, when it runs none (neither
+/// AVX-512F nor AVX2 and FMA) or an operand does not hold its extents (the caller then runs
+/// the `gemm` crate). Sums run in `f32` in order of `p` within each [`KC`] block, blocks
+/// added in order: the result differs from another summation order by rounding only.
 pub(in crate::native) fn product(
     (c, ldc): (&mut [f32], usize),
     lhs: Lhs<'_>,
@@ -140,7 +116,7 @@ pub(in crate::native) fn product(
     accumulate: bool,
 ) -> bool {
     let c_fits = ldc >= n && extent(m, n, ldc, 1).is_some_and(|e| e <= c.len());
-    let Some(kernel) = Kernel::host() else {
+    let Some(kernel) = FloatTiles::host() else {
         return false;
     };
     if !c_fits || !lhs_fits(&lhs, m, k) || !rhs_fits(&rhs, k, n) {
@@ -235,7 +211,7 @@ pub(in crate::native) fn product(
                     k: kc,
                     accumulate: accumulate || k0 > 0,
                 };
-                // SAFETY: the host runs `kernel` (`Kernel::host`). The tile's addresses are
+                // SAFETY: the host runs `kernel` (`FloatTiles::host`). The tile's addresses are
                 // rows `i0..i0 + rows < m`, columns `j0..j0 + cols < n`, steps
                 // `k0..k0 + kc < k` of operands checked to hold `m × k`, `k × n` and
                 // `m × n` elements in their slices (`lhs_fits`, `rhs_fits`, `c_fits`; a
@@ -246,8 +222,8 @@ pub(in crate::native) fn product(
                 #[cfg(target_arch = "x86_64")]
                 unsafe {
                     match kernel {
-                        Kernel::Avx512 => super::microkernel::run(&tile),
-                        Kernel::Avx2 => super::microkernel_avx2::run(&tile),
+                        FloatTiles::Avx512 => super::microkernel::run(&tile),
+                        FloatTiles::Avx2 => super::microkernel_avx2::run(&tile),
                     }
                 };
                 #[cfg(not(target_arch = "x86_64"))]

@@ -14,9 +14,9 @@ use std::arch::x86_64::{
     _mm512_storeu_ps,
 };
 
-use super::driver::Kernel;
 use super::microkernel::NR;
 use super::{PackedWeights, Side};
+use crate::native::lanes::FloatTiles;
 
 /// Panels of [`NR`] columns run side by side on AVX-512 (twelve zmm accumulators).
 const PANELS: usize = 4;
@@ -54,7 +54,7 @@ pub(in crate::native) fn gemv(
         && cols.start <= cols.end
         && cols.end <= w.cols
         && out.len() == cols.len();
-    let Some(kernel) = Kernel::host().filter(|_| fits) else {
+    let Some(kernel) = FloatTiles::host().filter(|_| fits) else {
         return false;
     };
     if v.is_empty() || cols.is_empty() {
@@ -72,7 +72,7 @@ pub(in crate::native) fn gemv(
     }
     let mut panel = cols.start / NR;
     while panel < end_panel {
-        let most = if kernel == Kernel::Avx512 {
+        let most = if kernel == FloatTiles::Avx512 {
             PANELS
         } else {
             PANELS_AVX2
@@ -80,19 +80,19 @@ pub(in crate::native) fn gemv(
         let group = most.min(end_panel - panel);
         let mut sums = [0f32; PANELS * NR];
         let b = w.data[base + panel * panel_len..].as_ptr();
-        // SAFETY: the host runs `kernel` (`Kernel::host`). A pass of `group` panels reads
+        // SAFETY: the host runs `kernel` (`FloatTiles::host`). A pass of `group` panels reads
         // panel rows `0..v.len()` of panels `panel..panel + group ≤ end_panel` from `b`:
         // elements below `last ≤ w.data.len()` of `w.data` (checked above); it writes
         // `group · NR ≤ sums.len()` elements of `sums`.
         #[cfg(target_arch = "x86_64")]
         unsafe {
             match (kernel, group) {
-                (Kernel::Avx512, 1) => pass::<1>(b, panel_len, v, &mut sums),
-                (Kernel::Avx512, 2) => pass::<2>(b, panel_len, v, &mut sums),
-                (Kernel::Avx512, 3) => pass::<3>(b, panel_len, v, &mut sums),
-                (Kernel::Avx512, _) => pass::<PANELS>(b, panel_len, v, &mut sums),
-                (Kernel::Avx2, 1) => pass_avx2::<1>(b, panel_len, v, &mut sums),
-                (Kernel::Avx2, _) => pass_avx2::<PANELS_AVX2>(b, panel_len, v, &mut sums),
+                (FloatTiles::Avx512, 1) => pass::<1>(b, panel_len, v, &mut sums),
+                (FloatTiles::Avx512, 2) => pass::<2>(b, panel_len, v, &mut sums),
+                (FloatTiles::Avx512, 3) => pass::<3>(b, panel_len, v, &mut sums),
+                (FloatTiles::Avx512, _) => pass::<PANELS>(b, panel_len, v, &mut sums),
+                (FloatTiles::Avx2, 1) => pass_avx2::<1>(b, panel_len, v, &mut sums),
+                (FloatTiles::Avx2, _) => pass_avx2::<PANELS_AVX2>(b, panel_len, v, &mut sums),
             }
         }
         let (g0, g1) = (panel * NR, (panel + group) * NR);

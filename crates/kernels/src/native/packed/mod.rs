@@ -314,7 +314,9 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 /// where the input is computed): the one decision of which path a product takes.
 ///
 /// - `MatMul` with a constant `f32` right operand (rank ≥ 2): each of its matrices packed
-///   for the right side; else with a constant `f32` left operand: packed for the left.
+///   for the right side; else with a constant `f32` left operand: packed for the left. On
+///   the AVX2 tiles only for fewer than [`AVX2_ROWS_LIMIT`] rows of the left operand (all
+///   of `data`'s rows for a right constant).
 /// - `MatMul` with a constant `i32` right operand whose values all fit in `i8`: narrowed
 ///   ([`Side::Narrow`]; on any target, the product being portable code).
 /// - `QuantizedMatMul` with constant INT8 weights `[k4, n, 4]`, on a host whose integer
@@ -329,7 +331,8 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 /// - Any other `Convolution` (1-D or 2-D) with a constant `f32` filter that is not
 ///   depthwise (one input and one output channel per group, which runs a direct loop):
 ///   each group's filters `[M / groups, C / groups · kH · kW]` packed for the left side
-///   (pointwise and im2col products alike).
+///   (pointwise and im2col products alike); on the AVX2 tiles only for fewer than
+///   [`AVX2_ROWS_LIMIT`] filters per group.
 ///
 /// `None` (the `gemm` crate runs, as for every other product) for the `f32` products when
 /// the target runs no packed microkernel (neither AVX-512, [`Target::avx512`], nor, on a
@@ -375,6 +378,15 @@ pub fn prepare(
             let [batch @ .., rows, cols] = dims else {
                 return None;
             };
+            // The broadcast operand's rows: the constant's own, or every row of `a` (the
+            // products folded into one when they share `b`).
+            let broadcast_rows = match side {
+                Side::Left => Some(*rows),
+                _ => data.and_then(|sa| Some(sa.element_count().ok()? / rows.max(&1))),
+            };
+            if !worth_packing(target, broadcast_rows) {
+                return None;
+            }
             let count = batch.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
             PackedWeights::pack(f32_data(t)?, side, input, (count, *rows, *cols))
         }
@@ -390,7 +402,7 @@ pub fn prepare(
             if data.is_some_and(|sx| covers_images(sx, f.shape(), conv)) {
                 return PackedWeights::pack_transposed(f32_data(f)?, 1, (dims[0], depth));
             }
-            if per_group == 1 && dims[1] == 1 {
+            if (per_group == 1 && dims[1] == 1) || !worth_packing(target, Some(per_group)) {
                 return None;
             }
             PackedWeights::pack(f32_data(f)?, Side::Left, 1, (conv.groups, per_group, depth))
@@ -406,6 +418,19 @@ pub fn prepare(
 fn packs_f32(target: &Target) -> bool {
     let f = target.features;
     target.avx512() || (!f.avx512f && f.avx2 && f.fma)
+}
+
+/// The fewest rows of the broadcast operand at which a product on the AVX2 tiles (eight
+/// accumulators, `microkernel_avx2`) is slower than the `gemm` crate's (twelve): from 64
+/// rows on the `gemm` crate was faster, below 32 the tiles (BENCHMARKS.md, the eleventh
+/// session).
+const AVX2_ROWS_LIMIT: usize = 64;
+
+/// Whether a product whose broadcast operand has `rows` rows (`None`: not known) takes the
+/// packed path on `target` (which runs it): always on AVX-512, on AVX2 below
+/// [`AVX2_ROWS_LIMIT`].
+fn worth_packing(target: &Target, rows: Option<usize>) -> bool {
+    target.avx512() || rows.is_some_and(|r| r < AVX2_ROWS_LIMIT)
 }
 
 /// The quads `w` (`[k4, n, 4]`, the VNNI layout of a `QuantizedMatMul`'s weights) of each

@@ -52,7 +52,7 @@ fn assert_close(got: &[f32], ldc: usize, want: &[f32], (m, k, n): (usize, usize,
 
 /// Whether the host runs a packed microkernel (AVX-512F, or AVX2 and FMA).
 fn host_runs_a_kernel() -> bool {
-    driver::Kernel::host().is_some()
+    crate::native::lanes::FloatTiles::host().is_some()
 }
 
 proptest! {
