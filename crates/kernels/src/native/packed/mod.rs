@@ -315,7 +315,7 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///
 /// - `MatMul` with a constant `f32` right operand (rank ≥ 2): each of its matrices packed
 ///   for the right side; else with a constant `f32` left operand: packed for the left. On
-///   the AVX2 tiles only for fewer than [`AVX2_ROWS_LIMIT`] rows of the left operand (all
+///   the AVX2 tiles only for fewer than `AVX2_ROWS_LIMIT` rows of the left operand (all
 ///   of `data`'s rows for a right constant).
 /// - `MatMul` with a constant `i32` right operand whose values all fit in `i8`: narrowed
 ///   ([`Side::Narrow`]; on any target, the product being portable code).
@@ -332,7 +332,7 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///   depthwise (one input and one output channel per group, which runs a direct loop):
 ///   each group's filters `[M / groups, C / groups · kH · kW]` packed for the left side
 ///   (pointwise and im2col products alike); on the AVX2 tiles only for fewer than
-///   [`AVX2_ROWS_LIMIT`] filters per group.
+///   `AVX2_ROWS_LIMIT` filters per group.
 ///
 /// `None` (the `gemm` crate runs, as for every other product) for the `f32` products when
 /// the target runs no packed microkernel (neither AVX-512, [`Target::avx512`], nor, on a
@@ -428,7 +428,7 @@ const AVX2_ROWS_LIMIT: usize = 64;
 
 /// Whether a product whose broadcast operand has `rows` rows (`None`: not known) takes the
 /// packed path on `target` (which runs it): always on AVX-512, on AVX2 below
-/// [`AVX2_ROWS_LIMIT`].
+/// `AVX2_ROWS_LIMIT`.
 fn worth_packing(target: &Target, rows: Option<usize>) -> bool {
     target.avx512() || rows.is_some_and(|r| r < AVX2_ROWS_LIMIT)
 }
