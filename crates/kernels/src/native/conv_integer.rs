@@ -27,6 +27,7 @@ use graphlift_runtime::Tensor;
 
 use super::conv_geometry::{band_items, im2col, is_pointwise, lift_1d, Geometry};
 use super::int_avx2::{self, IntegerPath};
+use super::packed::PackedWeights;
 use multiversion::multiversion;
 
 use crate::parallel::{for_each, Parallel};
@@ -52,7 +53,7 @@ struct Filters<'a> {
     /// `[M / groups, kp]` (the filter itself when `kp == K`).
     w: Cow<'a, [i8]>,
     /// `w` widened to 16 bits for the AVX2 tile (empty on the other paths).
-    w16: Vec<i16>,
+    w16: Cow<'a, [i16]>,
     /// `wz[m]`, the filter zero point in the INT8 domain.
     wz: Vec<i32>,
     /// `K · xz · wz[m] - xz · Σ_k wi[m, k]`.
@@ -101,14 +102,17 @@ fn to_i8(d: &TensorData) -> Option<Cow<'_, [i8]>> {
 /// 8-bit, each zero point of its operand's type: INT32 `[N, M, (oH,) oW]`, written into
 /// `out` when it is an INT32 buffer of the result's size (else a new one). `None` when this
 /// kernel does not apply (other ranks or types, operands that do not fit): the caller then
-/// runs the reference, whose error names the node.
+/// runs the reference, whose error names the node. `packed`, the filters
+/// [`super::packed::prepare`] made from a constant `w` (`Side::IntegerFilters`), spares
+/// each call their padding, widening and row sums.
 pub(super) fn convolution_integer(
     conv: &Convolution,
     operands: [&Tensor; 4],
     out: Option<TensorData>,
     parallel: &Parallel,
+    packed: Option<&PackedWeights>,
 ) -> Option<TensorData> {
-    convolution_integer_on(conv, operands, out, parallel, IntegerPath::host())
+    convolution_integer_on(conv, operands, out, parallel, (IntegerPath::host(), packed))
 }
 
 /// As [`convolution_integer`], on `path` (which the caller has checked the host runs).
@@ -117,7 +121,7 @@ fn convolution_integer_on(
     [x, xz, w, wz]: [&Tensor; 4],
     out: Option<TensorData>,
     parallel: &Parallel,
-    path: IntegerPath,
+    (path, packed): (IntegerPath, Option<&PackedWeights>),
 ) -> Option<TensorData> {
     let lifted = lift_1d(x.shape(), w.shape(), conv);
     let (sx, sw, conv) = match &lifted {
@@ -148,31 +152,34 @@ fn convolution_integer_on(
     }
     let kp = k.div_ceil(4) * 4;
     let xz0 = i32::from(xzu[0]);
+    let prepared = packed.and_then(|p| p.integer_rows(g.m, k));
     let filters = (0..g.groups)
         .map(|grp| {
-            let own = &wi[grp * mg * k..(grp + 1) * mg * k];
-            let w: Cow<'_, [i8]> = if kp == k {
-                Cow::Borrowed(own)
-            } else {
-                let mut w = vec![0; mg * kp];
-                for (row, src) in w.chunks_exact_mut(kp).zip(own.chunks_exact(k)) {
-                    row[..k].copy_from_slice(src);
+            let (rows, taps) = (grp * mg..(grp + 1) * mg, grp * mg * kp..(grp + 1) * mg * kp);
+            let w: Cow<'_, [i8]> = match prepared {
+                Some((w8, ..)) => Cow::Borrowed(&w8[taps.clone()]),
+                None => padded_rows(&wi[grp * mg * k..(grp + 1) * mg * k], k, kp),
+            };
+            let w16: Cow<'_, [i16]> = match (path, prepared) {
+                (IntegerPath::Avx2, Some((_, w16, _))) if !w16.is_empty() => {
+                    Cow::Borrowed(&w16[taps])
                 }
-                Cow::Owned(w)
+                (IntegerPath::Avx2, _) => w.iter().map(|&v| i16::from(v)).collect(),
+                _ => Cow::Borrowed(&[]),
             };
             let mut f = Filters {
-                w16: match path {
-                    IntegerPath::Avx2 => w.iter().map(|&v| i16::from(v)).collect(),
-                    _ => Vec::new(),
-                },
+                w16,
                 w,
                 wz: Vec::with_capacity(mg),
                 bias: Vec::with_capacity(mg),
             };
             for (r, row) in f.w.chunks_exact(kp).enumerate() {
-                let m = grp * mg + r;
+                let m = rows.start + r;
                 let z = i32::from(wzi[if wzi.len() == 1 { 0 } else { m }]);
-                let sum = row.iter().fold(0i32, |s, &v| s.wrapping_add(i32::from(v)));
+                let sum = match prepared {
+                    Some((.., sums)) => sums[m],
+                    None => row.iter().fold(0i32, |s, &v| s.wrapping_add(i32::from(v))),
+                };
                 f.wz.push(z);
                 f.bias.push(
                     (k as i32)
@@ -201,6 +208,19 @@ fn convolution_integer_on(
     };
     convolve(&p, parallel, &mut y);
     Some(TensorData::I32(y))
+}
+
+/// The filter rows `own` (`k` taps each) padded with zeros to `kp` taps (borrowed when `kp
+/// == k`).
+fn padded_rows(own: &[i8], k: usize, kp: usize) -> Cow<'_, [i8]> {
+    if kp == k {
+        return Cow::Borrowed(own);
+    }
+    let mut w = vec![0; own.len() / k * kp];
+    for (row, src) in w.chunks_exact_mut(kp).zip(own.chunks_exact(k)) {
+        row[..k].copy_from_slice(src);
+    }
+    Cow::Owned(w)
 }
 
 /// Bands of output rows per thread when fewer (image, group) tasks than threads are split

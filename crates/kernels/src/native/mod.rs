@@ -133,7 +133,7 @@ pub fn evaluate_with_epilogue(
         }
         (Op::ConvolutionInteger(c), [x, xz, w, wz]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
-            conv_integer::convolution_integer(c, [x, xz, w, wz], out, parallel)
+            conv_integer::convolution_integer(c, [x, xz, w, wz], out, parallel, packed)
         }
         (Op::ConvolutionBackpropData(b), [dy, f]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);

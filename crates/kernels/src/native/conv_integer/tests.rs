@@ -80,18 +80,23 @@ fn run(case: &Case) -> (TensorData, TensorData, Vec<TensorData>) {
     let want = reference::convolution_integer((&x, &sx), &xz, (&w, &sw), &wz, &conv).unwrap();
     let xt = Tensor::from_data(x, sx).unwrap();
     let xzt = Tensor::from_data(xz, Shape::scalar()).unwrap();
+    let k = count(&sw) / m;
     let wt = Tensor::from_data(w, sw).unwrap();
     let wzt = Tensor::from_data(wz, swz).unwrap();
     let parallel = Parallel::new(ThreadConfig::with_threads(case.threads));
     let operands = [&xt, &xzt, &wt, &wzt];
-    let got = convolution_integer(&conv, operands, None, &parallel).unwrap();
+    let got = convolution_integer(&conv, operands, None, &parallel, None).unwrap();
     let mut paths = vec![IntegerPath::Portable];
     if int_avx2::available() {
         paths.push(IntegerPath::Avx2);
     }
+    // Every path with the filters as the call finds them, then as `prepare` packs them
+    // (widened for the AVX2 tile).
+    let prepared = PackedWeights::integer_filters(wt.data(), 2, (m, k), true).unwrap();
     let others = paths
         .into_iter()
-        .map(|path| convolution_integer_on(&conv, operands, None, &parallel, path).unwrap())
+        .flat_map(|path| [(path, None), (path, Some(&prepared))])
+        .map(|on| convolution_integer_on(&conv, operands, None, &parallel, on).unwrap())
         .collect();
     (want, got, others)
 }

@@ -84,6 +84,12 @@ pub enum Side {
     /// whole block of eight columns together, `[⌊n/8⌋, ⌈k/4⌉, 8, 4]`
     /// (`quad_panels`; the last `n mod 8` columns stay in the operand).
     QuadPanels,
+    /// The filters `[M, K]` (`K = C / groups · kH · kW`) of a `ConvolutionInteger`, the
+    /// broadcast operand of its product (`super::conv_integer`): in the INT8 domain (`w −
+    /// 128` for UINT8 filters), each row padded with zeros to `kp = ⌈K/4⌉ · 4` taps, with
+    /// each row's sum, and on a host whose integer kernels run the AVX2 tile widened to
+    /// `i16` as that tile reads them.
+    IntegerFilters,
 }
 
 /// A constant `f32` operand of a node's products packed once into microkernel panels:
@@ -100,10 +106,15 @@ pub struct PackedWeights {
     cols: usize,
     count: usize,
     data: Vec<f32>,
-    /// The `i8` weights: the matrices of [`Side::Narrow`] weights in quads, or the
-    /// [`Side::QuadPanels`] panels (empty for the others).
+    /// The `i8` weights: the matrices of [`Side::Narrow`] weights in quads, the
+    /// [`Side::QuadPanels`] panels or the padded [`Side::IntegerFilters`] (empty for the
+    /// others).
     narrow: Vec<i8>,
-    /// The column sums of each matrix of [`Side::Narrow`] weights, `[count, cols]`.
+    /// The [`Side::IntegerFilters`] widened to `i16` (empty for the others, and where the
+    /// AVX2 tile does not run).
+    wide: Vec<i16>,
+    /// The column sums of each matrix of [`Side::Narrow`] weights, `[count, cols]`, or the
+    /// row sums of [`Side::IntegerFilters`], `[rows]`.
     column_sums: Vec<i32>,
 }
 
@@ -136,7 +147,7 @@ impl PackedWeights {
                         }
                     }
                 }
-                Side::Right | Side::Narrow | Side::QuadPanels => {
+                Side::Right | Side::Narrow | Side::QuadPanels | Side::IntegerFilters => {
                     for (p, row) in m.chunks_exact(cols.max(1)).enumerate().take(rows) {
                         for (jp, part) in row.chunks(NR).enumerate() {
                             let at = jp * NR * rows + p * NR;
@@ -154,6 +165,7 @@ impl PackedWeights {
             count,
             data,
             narrow: Vec::new(),
+            wide: Vec::new(),
             column_sums: Vec::new(),
         })
     }
@@ -204,6 +216,7 @@ impl PackedWeights {
             count,
             data: Vec::new(),
             narrow,
+            wide: Vec::new(),
             column_sums,
         })
     }
@@ -220,6 +233,7 @@ impl PackedWeights {
             count: 1,
             data: Vec::new(),
             narrow: quad_panels(w, k4, n),
+            wide: Vec::new(),
             column_sums: Vec::new(),
         })
     }
@@ -242,6 +256,63 @@ impl PackedWeights {
         Some((q, s))
     }
 
+    /// The filters `w` (`[rows, k]`, 8-bit) of a `ConvolutionInteger`'s node input
+    /// `input` as [`Side::IntegerFilters`], widened to `i16` as well when `widen`; `None`
+    /// when `w` is not 8-bit or not `rows · k` long.
+    pub fn integer_filters(
+        w: &TensorData,
+        input: usize,
+        (rows, k): (usize, usize),
+        widen: bool,
+    ) -> Option<PackedWeights> {
+        let int8: Vec<i8> = match w {
+            TensorData::I8(v) => v.clone(),
+            TensorData::U8(v) => v.iter().map(|&b| (b ^ 0x80) as i8).collect(),
+            _ => return None,
+        };
+        if int8.len() != rows.checked_mul(k)? || k == 0 {
+            return None;
+        }
+        let kp = k.div_ceil(4) * 4;
+        let mut narrow = vec![0i8; rows.checked_mul(kp)?];
+        let mut column_sums = Vec::with_capacity(rows);
+        for (dst, src) in narrow.chunks_exact_mut(kp).zip(int8.chunks_exact(k)) {
+            dst[..k].copy_from_slice(src);
+            column_sums.push(src.iter().fold(0i32, |s, &v| s.wrapping_add(i32::from(v))));
+        }
+        let wide = if widen {
+            narrow.iter().map(|&v| i16::from(v)).collect()
+        } else {
+            Vec::new()
+        };
+        Some(PackedWeights {
+            side: Side::IntegerFilters,
+            input,
+            rows,
+            cols: k,
+            count: 1,
+            data: Vec::new(),
+            narrow,
+            wide,
+            column_sums,
+        })
+    }
+
+    /// [`Side::IntegerFilters`] of `rows` filters of `k` taps: the padded INT8 rows
+    /// (`[rows, kp]`), their `i16` widening (empty where not made) and their sums (`None`
+    /// for other weights or extents).
+    pub(in crate::native) fn integer_rows(
+        &self,
+        rows: usize,
+        k: usize,
+    ) -> Option<(&[i8], &[i16], &[i32])> {
+        (self.side == Side::IntegerFilters && (self.rows, self.cols) == (rows, k)).then_some((
+            &self.narrow[..],
+            &self.wide[..],
+            &self.column_sums[..],
+        ))
+    }
+
     /// Elements of one packed matrix: whole panels.
     fn padded(side: Side, rows: usize, cols: usize) -> Option<usize> {
         match side {
@@ -249,6 +320,7 @@ impl PackedWeights {
             Side::Right => cols.div_ceil(NR).checked_mul(NR)?.checked_mul(rows),
             Side::Narrow => rows.div_ceil(4).checked_mul(4)?.checked_mul(cols),
             Side::QuadPanels => (cols - cols % 8).checked_mul(rows)?.checked_mul(4),
+            Side::IntegerFilters => cols.div_ceil(4).checked_mul(4)?.checked_mul(rows),
         }
     }
 
@@ -276,6 +348,7 @@ impl PackedWeights {
     pub fn bytes(&self) -> usize {
         self.data.len() * std::mem::size_of::<f32>()
             + self.narrow.len()
+            + self.wide.len() * std::mem::size_of::<i16>()
             + self.column_sums.len() * std::mem::size_of::<i32>()
     }
 }
@@ -288,6 +361,7 @@ impl std::fmt::Display for PackedWeights {
             Side::Left => ("f32", "left"),
             Side::Right => ("f32", "right"),
             Side::Narrow | Side::QuadPanels => ("i8", "right"),
+            Side::IntegerFilters => ("i8", "left"),
         };
         write!(
             f,
@@ -319,6 +393,9 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///   of `data`'s rows for a right constant).
 /// - `MatMul` with a constant `i32` right operand whose values all fit in `i8`: narrowed
 ///   ([`Side::Narrow`]; on any target, the product being portable code).
+/// - `ConvolutionInteger` with a constant 8-bit filter `[M, C / groups, (kH,) kW]`: the
+///   filters as [`Side::IntegerFilters`] (widened where the integer kernels run the AVX2
+///   tile), on any target.
 /// - `QuantizedMatMul` with constant INT8 weights `[k4, n, 4]`, on a host whose integer
 ///   kernels run the AVX2 tile (`IntegerPath::Avx2`): the weights in that tile's panels
 ///   ([`Side::QuadPanels`]).
@@ -354,6 +431,14 @@ pub fn prepare(
             };
             return PackedWeights::narrow(v, 1, (count, *rows, *cols));
         }
+    }
+    if let (Op::ConvolutionInteger(_), [_, _, Some(w), _]) = (node.op(), constants) {
+        let [m, rest @ ..] = w.shape().dims() else {
+            return None;
+        };
+        let k = rest.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+        let widen = IntegerPath::host() == IntegerPath::Avx2;
+        return PackedWeights::integer_filters(w.data(), 2, (*m, k), widen);
     }
     if let (Op::QuantizedMatMul(_), [_, Some(w), ..]) = (node.op(), constants) {
         if IntegerPath::host() != IntegerPath::Avx2 {
