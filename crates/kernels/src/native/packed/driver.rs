@@ -133,10 +133,13 @@ pub(in crate::native) fn product(
         }
         return true;
     }
-    // Address of `a(i, p)` and its strides.
-    let a_at = |i: usize, p: usize| -> (*const f32, usize, usize) {
+    // Address of `a(i, p)` (`i` a multiple of `MR`) and its strides: rows, `k`, groups of
+    // `MR` rows.
+    let a_at = |i: usize, p: usize| -> (*const f32, usize, usize, usize) {
         match lhs {
-            Lhs::Strided { data, rs, ks } => (data.as_ptr().wrapping_add(i * rs + p * ks), rs, ks),
+            Lhs::Strided { data, rs, ks } => {
+                (data.as_ptr().wrapping_add(i * rs + p * ks), rs, ks, MR * rs)
+            }
             Lhs::Packed {
                 w,
                 matrix,
@@ -144,9 +147,15 @@ pub(in crate::native) fn product(
             } => {
                 let row = first_row + i;
                 let at = w.matrix_offset(matrix) + (row / MR) * MR * k + p * MR + row % MR;
-                (w.data.as_ptr().wrapping_add(at), 1, MR)
+                (w.data.as_ptr().wrapping_add(at), 1, MR, MR * k)
             }
         }
+    };
+    // Rows of a tile: one group of `MR` on AVX-512; three on AVX2, whose sub-tiles of six
+    // rows cross the groups.
+    let step = match kernel {
+        FloatTiles::Avx512 => MR,
+        FloatTiles::Avx2 => 3 * MR,
     };
     // Address of `b(p, j)` and its `k` stride (for `Rows`, of `b(0, j)` with no stride:
     // the tile adds each row's offset).
@@ -181,18 +190,18 @@ pub(in crate::native) fn product(
             (k1 < k).then(|| (b_at(k1, 0).0, KC.min(k - k1) * NR))
         }
     };
-    let tiles = m.div_ceil(MR);
+    let tiles = m.div_ceil(step);
     let c_ptr = c.as_mut_ptr();
     for k0 in (0..k).step_by(KC) {
         let kc = KC.min(k - k0);
         for j0 in (0..n).step_by(NR) {
             let (b, b_ks) = b_at(k0, j0);
             let next = next_panel(k0, kc, j0);
-            for i0 in (0..m).step_by(MR) {
+            for i0 in (0..m).step_by(step) {
                 if let Some((at, len)) = next {
-                    prefetch_part(at, len, (i0 / MR, tiles));
+                    prefetch_part(at, len, (i0 / step, tiles));
                 }
-                let (a, a_rs, a_ks) = a_at(i0, k0);
+                let (a, a_rs, a_ks, a_panel) = a_at(i0, k0);
                 let b_rows = match rhs {
                     Rhs::Rows { rows, .. } => rows[k0..].as_ptr(),
                     _ => std::ptr::null(),
@@ -201,12 +210,13 @@ pub(in crate::native) fn product(
                     a,
                     a_rs,
                     a_ks,
+                    a_panel,
                     b,
                     b_ks,
                     b_rows,
                     c: c_ptr.wrapping_add(i0 * ldc + j0),
                     ldc,
-                    rows: MR.min(m - i0),
+                    rows: step.min(m - i0),
                     cols: NR.min(n - j0),
                     k: kc,
                     accumulate: accumulate || k0 > 0,

@@ -22,7 +22,9 @@ const VECTORS: usize = 3;
 /// pipes).
 pub(super) const NR: usize = VECTORS * LANES;
 
-/// One tile's operands, as element addresses: `a(i, p)` at `a + i · a_rs + p · a_ks`,
+/// One tile's operands, as element addresses: `a(i, p)` at `a + (i / MR) · a_panel + (i mod
+/// MR) · a_rs + p · a_ks` (`a + i · a_rs + p · a_ks` within a group of `MR` rows, all this
+/// microkernel's tile holds; the AVX2 one's holds several),
 /// `b(p, j)` at `b + p · b_ks + j` (or at `b + b_rows[p] + j` when `b_rows` is not null),
 /// `c(i, j)` at `c + i · ldc + j`, for `i < rows`, `j < cols`, `p < k`. The caller
 /// ([`super::driver`]) checks that every one of these addresses lies in its operand's slice
@@ -31,6 +33,9 @@ pub(super) struct Tile {
     pub a: *const f32,
     pub a_rs: usize,
     pub a_ks: usize,
+    /// The distance from one group of `MR` rows of `a` to the next (`MR · a_rs` for a
+    /// strided operand, a whole panel for a packed one).
+    pub a_panel: usize,
     pub b: *const f32,
     pub b_ks: usize,
     /// Null, or `k` offsets: where each row of `b` starts after `b` (an implicit-GEMM
@@ -39,7 +44,7 @@ pub(super) struct Tile {
     pub b_rows: *const usize,
     pub c: *mut f32,
     pub ldc: usize,
-    /// `1..=MR`.
+    /// `1..=MR` (`1..=3 · MR` for the AVX2 microkernel).
     pub rows: usize,
     /// `1..=NR`.
     pub cols: usize,

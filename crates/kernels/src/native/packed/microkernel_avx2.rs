@@ -1,10 +1,10 @@
 //! The packed `f32` product's microkernel in AVX2 and FMA, for hosts without AVX-512: the
-//! driver's tile (up to `MR` rows by `NR` columns, over the same packed panels as the
-//! AVX-512 microkernel) as sub-tiles of up to [`SUB_ROWS`] rows by [`SUB_COLUMNS`]
-//! columns. A sub-tile's 8 accumulators, its two loaded vectors and one broadcast take 11
-//! of the 16 ymm registers; a sub-tile of 24 columns (12 accumulators) spilled and ran
-//! at two thirds of the speed. Columns past the tile's end are masked (`vmaskmovps`:
-//! masked lanes never touch memory), so tails in `n` are exact.
+//! driver's tile (up to three groups of `MR` rows by `NR` columns, over the same packed
+//! panels as the AVX-512 microkernel) as sub-tiles of up to [`SUB_ROWS`] rows by
+//! [`SUB_COLUMNS`] columns, a sub-tile's rows crossing from one group to the next. Its 12
+//! accumulators, two loaded vectors and one broadcast take 15 of the 16 ymm registers.
+//! Columns past the tile's end are masked (`vmaskmovps`: masked lanes never touch memory),
+//! so tails in `n` are exact.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{
@@ -13,12 +13,12 @@ use std::arch::x86_64::{
     _mm256_setzero_ps, _mm256_storeu_ps,
 };
 
-use super::microkernel::Tile;
+use super::microkernel::{Tile, MR};
 
 /// Eight `f32` lanes in a ymm register.
 const LANES: usize = 8;
-/// Rows of a sub-tile: half a left panel.
-const SUB_ROWS: usize = 4;
+/// Rows of a sub-tile.
+const SUB_ROWS: usize = 6;
 /// Columns of a sub-tile: two vectors, a third of a right panel.
 const SUB_COLUMNS: usize = 2 * LANES;
 
@@ -41,11 +41,15 @@ pub(super) unsafe fn run(t: &Tile) {
                     (1, true) => sub::<1, true>(t, i0, j0),
                     (2, true) => sub::<2, true>(t, i0, j0),
                     (3, true) => sub::<3, true>(t, i0, j0),
-                    (_, true) => sub::<4, true>(t, i0, j0),
+                    (4, true) => sub::<4, true>(t, i0, j0),
+                    (5, true) => sub::<5, true>(t, i0, j0),
+                    (_, true) => sub::<6, true>(t, i0, j0),
                     (1, false) => sub::<1, false>(t, i0, j0),
                     (2, false) => sub::<2, false>(t, i0, j0),
                     (3, false) => sub::<3, false>(t, i0, j0),
-                    (_, false) => sub::<4, false>(t, i0, j0),
+                    (4, false) => sub::<4, false>(t, i0, j0),
+                    (5, false) => sub::<5, false>(t, i0, j0),
+                    (_, false) => sub::<6, false>(t, i0, j0),
                 }
             }
         }
@@ -74,7 +78,9 @@ unsafe fn sub<const R: usize, const FULL: bool>(t: &Tile, i0: usize, j0: usize) 
     // as a pointer one step past the last `p` is never dereferenced.
     let mut rows = [t.a; R];
     for (i, r) in rows.iter_mut().enumerate() {
-        *r = t.a.wrapping_add((i0 + i) * t.a_rs);
+        let row = i0 + i;
+        *r =
+            t.a.wrapping_add((row / MR) * t.a_panel + (row % MR) * t.a_rs);
     }
     let mut b = t.b.wrapping_add(j0);
     for p in 0..t.k {

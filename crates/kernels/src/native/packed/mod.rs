@@ -505,10 +505,10 @@ fn packs_f32(target: &Target) -> bool {
     target.avx512() || (!f.avx512f && f.avx2 && f.fma)
 }
 
-/// The fewest rows of the broadcast operand at which a product on the AVX2 tiles (eight
-/// accumulators, `microkernel_avx2`) is slower than the `gemm` crate's (twelve): from 64
-/// rows on the `gemm` crate was faster, below 32 the tiles (BENCHMARKS.md, the eleventh
-/// session).
+/// The fewest rows of the broadcast operand from which the `gemm` crate is as fast as the
+/// packed product on the AVX2 tiles (`microkernel_avx2`), so that packing gains nothing:
+/// below it the tiles were 1.3-1.5x faster, from 64 rows on the two were within 3 %
+/// (BENCHMARKS.md, the eleventh session).
 const AVX2_ROWS_LIMIT: usize = 64;
 
 /// Whether a product whose broadcast operand has `rows` rows (`None`: not known) takes the
