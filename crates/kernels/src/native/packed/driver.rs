@@ -109,17 +109,25 @@ fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
 /// the `gemm` crate). Sums run in `f32` in order of `p` within each [`KC`] block, blocks
 /// added in order: the result differs from another summation order by rounding only.
 pub(in crate::native) fn product(
-    (c, ldc): (&mut [f32], usize),
+    c: (&mut [f32], usize),
     lhs: Lhs<'_>,
     rhs: Rhs<'_>,
+    extents: (usize, usize, usize),
+    accumulate: bool,
+) -> bool {
+    FloatTiles::host().is_some_and(|kernel| product_on(kernel, c, (lhs, rhs), extents, accumulate))
+}
+
+/// As [`product`], on `kernel`; `false` as well where the host does not run it.
+pub(super) fn product_on(
+    kernel: FloatTiles,
+    (c, ldc): (&mut [f32], usize),
+    (lhs, rhs): (Lhs<'_>, Rhs<'_>),
     (m, k, n): (usize, usize, usize),
     accumulate: bool,
 ) -> bool {
     let c_fits = ldc >= n && extent(m, n, ldc, 1).is_some_and(|e| e <= c.len());
-    let Some(kernel) = FloatTiles::host() else {
-        return false;
-    };
-    if !c_fits || !lhs_fits(&lhs, m, k) || !rhs_fits(&rhs, k, n) {
+    if !kernel.runs() || !c_fits || !lhs_fits(&lhs, m, k) || !rhs_fits(&rhs, k, n) {
         return false;
     }
     if m == 0 || n == 0 {
@@ -221,7 +229,7 @@ pub(in crate::native) fn product(
                     k: kc,
                     accumulate: accumulate || k0 > 0,
                 };
-                // SAFETY: the host runs `kernel` (`FloatTiles::host`). The tile's addresses are
+                // SAFETY: the host runs `kernel` (checked above). The tile's addresses are
                 // rows `i0..i0 + rows < m`, columns `j0..j0 + cols < n`, steps
                 // `k0..k0 + kc < k` of operands checked to hold `m × k`, `k × n` and
                 // `m × n` elements in their slices (`lhs_fits`, `rhs_fits`, `c_fits`; a

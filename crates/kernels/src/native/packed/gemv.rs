@@ -46,6 +46,18 @@ pub(in crate::native) fn gemv(
     cols: Range<usize>,
     out: &mut [f32],
 ) -> bool {
+    FloatTiles::host()
+        .is_some_and(|kernel| gemv_on(kernel, (w, matrix, first_row), v, cols.clone(), out))
+}
+
+/// As [`gemv`], on `kernel`; `false` as well where the host does not run it.
+pub(super) fn gemv_on(
+    kernel: FloatTiles,
+    (w, matrix, first_row): (&PackedWeights, usize, usize),
+    v: &[f32],
+    cols: Range<usize>,
+    out: &mut [f32],
+) -> bool {
     let fits = w.side == Side::Right
         && matrix < w.count
         && first_row
@@ -54,9 +66,9 @@ pub(in crate::native) fn gemv(
         && cols.start <= cols.end
         && cols.end <= w.cols
         && out.len() == cols.len();
-    let Some(kernel) = FloatTiles::host().filter(|_| fits) else {
+    if !kernel.runs() || !fits {
         return false;
-    };
+    }
     if v.is_empty() || cols.is_empty() {
         out.fill(0.0);
         return true;
@@ -80,7 +92,7 @@ pub(in crate::native) fn gemv(
         let group = most.min(end_panel - panel);
         let mut sums = [0f32; PANELS * NR];
         let b = w.data[base + panel * panel_len..].as_ptr();
-        // SAFETY: the host runs `kernel` (`FloatTiles::host`). A pass of `group` panels reads
+        // SAFETY: the host runs `kernel` (checked above). A pass of `group` panels reads
         // panel rows `0..v.len()` of panels `panel..panel + group ≤ end_panel` from `b`:
         // elements below `last ≤ w.data.len()` of `w.data` (checked above); it writes
         // `group · NR ≤ sums.len()` elements of `sums`.

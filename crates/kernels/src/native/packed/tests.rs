@@ -11,6 +11,7 @@ use super::*;
 use crate::native::convolution::convolution;
 use crate::native::convolution_cases::{convolution_of, Case, CASES};
 use crate::native::matmul::matmul;
+use crate::native::lanes::FloatTiles;
 use crate::native::Epilogue;
 use crate::parallel::{Parallel, ThreadConfig};
 use graphlift_testkit::uniform;
@@ -197,6 +198,54 @@ proptest! {
         prop_assert_eq!(got.len(), want.len());
         for (a, b) in got.iter().zip(&want) {
             prop_assert!((a - b).abs() <= 4.0 * depth as f32 * f32::EPSILON, "{:?}: {} vs {}", case, a, b);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Every microkernel the host runs (AVX-512 and AVX2 on an AVX-512 host) gives the same
+    /// bits, within the rounding of the naive product, for left-packed, right-packed and
+    /// row-offset operands, fresh and accumulated, and for `gemv`: each sums in order of
+    /// `p` with one fused multiply-add per step.
+    #[test]
+    fn every_microkernel_gives_the_same_bits(m in 1usize..60, k in 1usize..300, n in 1usize..120, seed in 0usize..1000) {
+        let a = uniform(m * k, 7);
+        let b = uniform(k * n, 8);
+        let left = PackedWeights::pack(&a, Side::Left, 0, (1, m, k)).unwrap();
+        let right = PackedWeights::pack(&b, Side::Right, 1, (1, k, n)).unwrap();
+        let data = uniform(n + 97, 9);
+        let rows: Vec<usize> = (0..k).map(|p| (p * 31 + seed) % 98).collect();
+        let dense: Vec<f32> = rows.iter().flat_map(|&r| data[r..r + n].to_vec()).collect();
+        let operands = [
+            (Lhs::Packed { w: &left, matrix: 0, first_row: 0 }, Rhs::Strided { data: &b, ks: n }, b.as_slice()),
+            (Lhs::Strided { data: &a, rs: k, ks: 1 }, Rhs::Packed { w: &right, matrix: 0 }, b.as_slice()),
+            (Lhs::Packed { w: &left, matrix: 0, first_row: 0 }, Rhs::Rows { data: &data, rows: &rows }, dense.as_slice()),
+        ];
+        for (lhs, rhs, b_dense) in operands {
+            let want = naive(&a, (k, 1), b_dense, (m, k, n));
+            let mut first: Option<Vec<f32>> = None;
+            for kernel in FloatTiles::on_host() {
+                let mut c = vec![f32::NAN; m * n];
+                prop_assert!(driver::product_on(kernel, (&mut c, n), (lhs, rhs), (m, k, n), false));
+                assert_close(&c, n, &want, (m, k, n));
+                prop_assert!(driver::product_on(kernel, (&mut c, n), (lhs, rhs), (m, k, n), true));
+                match &first {
+                    None => first = Some(c),
+                    Some(f) => prop_assert!(f.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{:?}", kernel),
+                }
+            }
+        }
+        let mut first: Option<Vec<f32>> = None;
+        for kernel in FloatTiles::on_host() {
+            let mut out = vec![f32::NAN; n];
+            prop_assert!(gemv::gemv_on(kernel, (&right, 0, 0), &a[..k], 0..n, &mut out));
+            assert_close(&out, n, &naive(&a[..k], (k, 1), &b, (1, k, n)), (1, k, n));
+            match &first {
+                None => first = Some(out),
+                Some(f) => prop_assert!(f.iter().zip(&out).all(|(x, y)| x.to_bits() == y.to_bits()), "gemv {:?}", kernel),
+            }
         }
     }
 }
