@@ -30,42 +30,32 @@ impl<'a> NodeEmitter<'a> {
         Ok(Some(a))
     }
 
-    /// Checks an attribute's declared type ([`check_attribute_type`]).
-    fn check_type(&self, a: &AttributeProto, want: i32, present: bool) -> Result<(), OnnxError> {
-        check_attribute_type(a, want, present, &self.at)
+    /// The attribute `name` when the node has it, its declared type checked to be `want`
+    /// ([`check_attribute_type`]).
+    ///
+    /// # Errors
+    /// As [`NodeEmitter::attr`], and [`OnnxError::BadAttribute`] for another type.
+    fn typed(&self, name: &str, want: i32) -> Result<Option<&'a AttributeProto>, OnnxError> {
+        let a = self.attr(name)?;
+        if let Some(a) = a {
+            check_attribute_type(a, want, true, &self.at)?;
+        }
+        Ok(a)
     }
 
     /// A FLOAT attribute, or `default` when absent.
     pub(crate) fn attr_f32(&self, name: &str, default: f32) -> Result<f32, OnnxError> {
-        match self.attr(name)? {
-            None => Ok(default),
-            Some(a) => {
-                self.check_type(a, attribute_type::FLOAT, true)?;
-                Ok(a.f)
-            }
-        }
+        Ok(self.attr_f32_opt(name)?.unwrap_or(default))
     }
 
     /// An optional FLOAT attribute.
     pub(crate) fn attr_f32_opt(&self, name: &str) -> Result<Option<f32>, OnnxError> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(a) => {
-                self.check_type(a, attribute_type::FLOAT, true)?;
-                Ok(Some(a.f))
-            }
-        }
+        Ok(self.typed(name, attribute_type::FLOAT)?.map(|a| a.f))
     }
 
     /// An optional INT attribute.
     pub(crate) fn attr_i64(&self, name: &str) -> Result<Option<i64>, OnnxError> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(a) => {
-                self.check_type(a, attribute_type::INT, true)?;
-                Ok(Some(a.i))
-            }
-        }
+        Ok(self.typed(name, attribute_type::INT)?.map(|a| a.i))
     }
 
     /// An optional INT attribute that holds an ONNX `data_type` code of a float type
@@ -95,55 +85,44 @@ impl<'a> NodeEmitter<'a> {
 
     /// An optional INTS attribute.
     pub(crate) fn attr_ints(&self, name: &str) -> Result<Option<Vec<i64>>, OnnxError> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(a) => {
-                self.check_type(a, attribute_type::INTS, true)?;
-                Ok(Some(a.ints.clone()))
-            }
-        }
+        Ok(self
+            .typed(name, attribute_type::INTS)?
+            .map(|a| a.ints.clone()))
     }
 
     /// An optional FLOATS attribute.
     pub(crate) fn attr_floats(&self, name: &str) -> Result<Option<Vec<f32>>, OnnxError> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(a) => {
-                self.check_type(a, attribute_type::FLOATS, true)?;
-                Ok(Some(a.floats.clone()))
-            }
-        }
+        Ok(self
+            .typed(name, attribute_type::FLOATS)?
+            .map(|a| a.floats.clone()))
     }
 
     /// An optional STRINGS attribute, each string as UTF-8.
     pub(crate) fn attr_strings(&self, name: &str) -> Result<Option<Vec<String>>, OnnxError> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(a) => {
-                self.check_type(a, attribute_type::STRINGS, true)?;
-                a.strings
-                    .iter()
-                    .map(|s| {
-                        String::from_utf8(s.clone())
-                            .map_err(|_| self.attribute_error(name, "is not valid UTF-8".into()))
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(Some)
-            }
-        }
+        let Some(a) = self.typed(name, attribute_type::STRINGS)? else {
+            return Ok(None);
+        };
+        a.strings
+            .iter()
+            .map(|s| self.utf8(name, s))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
     }
 
     /// An optional STRING attribute, as UTF-8.
     pub(crate) fn attr_string(&self, name: &str) -> Result<Option<String>, OnnxError> {
-        match self.attr(name)? {
-            None => Ok(None),
-            Some(a) => {
-                self.check_type(a, attribute_type::STRING, true)?;
-                String::from_utf8(a.s.clone())
-                    .map(Some)
-                    .map_err(|_| self.attribute_error(name, "is not valid UTF-8".into()))
-            }
-        }
+        self.typed(name, attribute_type::STRING)?
+            .map(|a| self.utf8(name, &a.s))
+            .transpose()
+    }
+
+    /// The bytes of a string of attribute `name` as UTF-8.
+    ///
+    /// # Errors
+    /// [`OnnxError::BadAttribute`] naming the attribute when they are not valid UTF-8.
+    fn utf8(&self, name: &str, bytes: &[u8]) -> Result<String, OnnxError> {
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| self.attribute_error(name, "is not valid UTF-8".into()))
     }
 
     /// A STRING attribute that names one of `options` (`default` when absent).
