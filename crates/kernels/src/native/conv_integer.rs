@@ -452,8 +452,9 @@ fn product(
             IntegerPath::Vnni if fields.panel == fields.padded => {
                 // SAFETY: the caller checked the host has AVX-512F and VNNI; `rows` holds
                 // `mr` rows of `kp` taps, `fields` `kp / 4 · padded · 4` bytes in one panel
-                // (`[kp / 4, padded]`) and `padded` sums, and `out` has `mr` planes of `plane` elements from pixel `first` on,
-                // of which the tiles write only the band's `fields.pixels`.
+                // (`[kp / 4, padded]`) and `padded` sums, and `out` has `mr` planes of
+                // `plane` elements from pixel `first` on, of which the tiles write only the
+                // band's `fields.pixels`.
                 unsafe { x86::channels(&rows, mr, p.kp, fields, out, plane, first) }
             }
             #[cfg(target_arch = "x86_64")]

@@ -67,10 +67,11 @@ pub(super) fn narrow_matmul(
         let oa = p.offsets_a[i];
         let run = |(blk, c): (usize, &mut [i32])| {
             let cols = blk * block..blk * block + c.len().min(block);
-            let mut shifted = Vec::new();
+            let (mut shifted, mut widened) = (Vec::new(), Vec::new());
             for (r, c) in c.chunks_mut(cols.len().max(1)).enumerate() {
                 let row = &a[oa + r * k..oa + (r + 1) * k];
-                row_product(row, (quads, sums, n), cols.clone(), c, &mut shifted);
+                let scratch = (&mut shifted, &mut widened);
+                row_product(row, (quads, sums, n), cols.clone(), c, scratch);
             }
             if let Some(e) = &epilogue {
                 e.run(i * m * n + cols.start, c);
@@ -88,18 +89,18 @@ pub(super) fn narrow_matmul(
 /// `[row.len(), n]` as its quads and column sums ([`Side::Narrow`]): on VNNI where the row
 /// allows it ([`narrow_vnni::row`]), else on the AVX2 tile where the host has it and the
 /// row's values fit 16 bits ([`avx2_row`]), else in portable code, one quad of `b`'s rows
-/// at a time.
+/// at a time. `shifted` and `widened` are those paths' scratch for the row.
 fn row_product(
     row: &[i32],
     (quads, sums, n): (&[i8], &[i32], usize),
     cols: Range<usize>,
     out: &mut [i32],
-    shifted: &mut Vec<u8>,
+    (shifted, widened): (&mut Vec<u8>, &mut Vec<i16>),
 ) {
     if narrow_vnni::row(row, (quads, sums, n), cols.clone(), out, shifted) {
         return;
     }
-    let done = avx2_row(row, (quads, n), cols.clone(), out);
+    let done = avx2_row(row, (quads, n), cols.clone(), out, widened);
     let rest = cols.start + done..cols.end;
     portable_row(row, (quads, n), rest, &mut out[done..]);
 }
@@ -107,8 +108,14 @@ fn row_product(
 /// The first columns of [`row_product`] on the AVX2 tile ([`int_avx2`], one row): the row
 /// widened to 16 bits, eight columns at a time. Returns how many columns (from
 /// `cols.start`) it wrote: a multiple of 8, or 0 when the host lacks AVX2 or a value of
-/// `row` does not fit 16 bits.
-fn avx2_row(row: &[i32], (quads, n): (&[i8], usize), cols: Range<usize>, out: &mut [i32]) -> usize {
+/// `row` does not fit 16 bits. `a16` is scratch for the widened row.
+fn avx2_row(
+    row: &[i32],
+    (quads, n): (&[i8], usize),
+    cols: Range<usize>,
+    out: &mut [i32],
+    a16: &mut Vec<i16>,
+) -> usize {
     let k4 = row.len().div_ceil(4);
     let full = cols.len() - cols.len() % int_avx2::COLUMNS;
     let fits = int_avx2::available()
@@ -120,7 +127,8 @@ fn avx2_row(row: &[i32], (quads, n): (&[i8], usize), cols: Range<usize>, out: &m
     if !fits {
         return 0;
     }
-    let mut a16: Vec<i16> = row.iter().map(|&v| v as i16).collect();
+    a16.clear();
+    a16.extend(row.iter().map(|&v| v as i16));
     a16.resize(k4 * 4, 0);
     let mut sums = [[0i32; int_avx2::COLUMNS]; int_avx2::ROWS];
     #[cfg(target_arch = "x86_64")]
@@ -233,13 +241,14 @@ mod tests {
             let mut want = vec![0; cols.len()];
             portable_row(&row, (&quads, n), cols.clone(), &mut want);
             let mut got = vec![0; cols.len()];
-            let done = avx2_row(&row, (&quads, n), cols.clone(), &mut got);
+            let done = avx2_row(&row, (&quads, n), cols.clone(), &mut got, &mut Vec::new());
             if int_avx2::available() {
                 assert_eq!(done, cols.len() / 8 * 8, "{cols:?}");
             }
             assert_eq!(got[..done], want[..done], "{cols:?}");
         }
         let wide = vec![1 << 16; k];
-        assert_eq!(avx2_row(&wide, (&quads, n), 0..n, &mut vec![0; n]), 0);
+        let declined = avx2_row(&wide, (&quads, n), 0..n, &mut vec![0; n], &mut Vec::new());
+        assert_eq!(declined, 0);
     }
 }

@@ -92,12 +92,15 @@ pub enum Side {
     IntegerFilters,
 }
 
-/// A constant `f32` operand of a node's products packed once into microkernel panels:
-/// `count` matrices of `rows × cols` each (a MatMul constant's batch of matrices, a
-/// convolution filter's groups, each `[M / groups, C / groups · kH · kW]`, or a recurrent
-/// op's directions, each `Wᵀ` above `Rᵀ`, `[input + h, G·h]`), for input
-/// `input` of the node (a recurrent op's: 1, `W`, with `R`, input 2, below it). Made by
-/// [`prepare`], read by the native `MatMul`, `Convolution` and recurrent ops on every call.
+/// A constant operand of a node's products laid out once for its kernel (as [`Side`]
+/// says): `f32` microkernel panels of `count` matrices of `rows × cols` each (a MatMul
+/// constant's batch of matrices, a convolution filter's groups, each `[M / groups, C /
+/// groups · kH · kW]`, or a recurrent op's directions, each `Wᵀ` above `Rᵀ`, `[input + h,
+/// G·h]`), or the 8-bit weights of the integer products (narrowed `i32` weights, a
+/// `QuantizedMatMul`'s panels, a `ConvolutionInteger`'s filters), for input `input` of the
+/// node (a recurrent op's: 1, `W`, with `R`, input 2, below it). Made by [`prepare`], read
+/// by the native `MatMul`, `Convolution`, `ConvolutionInteger`, `QuantizedMatMul` and
+/// recurrent ops on every call.
 #[derive(Debug)]
 pub struct PackedWeights {
     side: Side,
