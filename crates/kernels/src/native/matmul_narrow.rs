@@ -14,7 +14,7 @@ use multiversion::multiversion;
 use super::int_avx2;
 use super::matmul::{Problem, MIN_PARALLEL_MACS};
 use super::narrow_vnni;
-use super::packed::{PackedWeights, Side};
+use super::packed::{NarrowMatrix, PackedWeights, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
@@ -63,7 +63,7 @@ pub(super) fn narrow_matmul(
         Some(_) if m == 1 => n.div_ceil(2 * threads).next_multiple_of(COLUMN_ALIGN),
         _ => n,
     };
-    for (i, (c, &(quads, sums))) in c.chunks_mut(m * n).zip(&matrices).enumerate() {
+    for (i, (c, b)) in c.chunks_mut(m * n).zip(&matrices).enumerate() {
         let oa = p.offsets_a[i];
         let run = |(blk, c): (usize, &mut [i32])| {
             let cols = blk * block..blk * block + c.len().min(block);
@@ -71,7 +71,7 @@ pub(super) fn narrow_matmul(
             for (r, c) in c.chunks_mut(cols.len().max(1)).enumerate() {
                 let row = &a[oa + r * k..oa + (r + 1) * k];
                 let scratch = (&mut shifted, &mut widened);
-                row_product(row, (quads, sums, n), cols.clone(), c, scratch);
+                row_product(row, (b, n), cols.clone(), c, scratch);
             }
             if let Some(e) = &epilogue {
                 e.run(i * m * n + cols.start, c);
@@ -86,65 +86,80 @@ pub(super) fn narrow_matmul(
 }
 
 /// `out[j − cols.start] = Σ_p row[p] · b[p, j]` for `j` in `cols`, in wrapping `i32`, `b`
-/// `[row.len(), n]` as its quads and column sums ([`Side::Narrow`]): on VNNI where the row
-/// allows it ([`narrow_vnni::row`]), else on the AVX2 tile where the host has it and the
-/// row's values fit 16 bits ([`avx2_row`]), else in portable code, one quad of `b`'s rows
-/// at a time. `shifted` and `widened` are those paths' scratch for the row.
+/// `[row.len(), n]` ([`Side::Narrow`]): on VNNI where the row allows it
+/// ([`narrow_vnni::row`]), else on the AVX2 tile where the host has it and the row's values
+/// fit 16 bits ([`avx2_row`]), else in portable code, one quad of `b`'s rows at a time.
+/// `shifted` and `widened` are those paths' scratch for the row.
 fn row_product(
     row: &[i32],
-    (quads, sums, n): (&[i8], &[i32], usize),
+    (b, n): (&NarrowMatrix<'_>, usize),
     cols: Range<usize>,
     out: &mut [i32],
     (shifted, widened): (&mut Vec<u8>, &mut Vec<i16>),
 ) {
-    if narrow_vnni::row(row, (quads, sums, n), cols.clone(), out, shifted) {
+    if narrow_vnni::row(row, (b.quads, b.sums, n), cols.clone(), out, shifted) {
         return;
     }
-    let done = avx2_row(row, (quads, n), cols.clone(), out, widened);
+    let done = avx2_row(row, (b, n), cols.clone(), out, widened);
     let rest = cols.start + done..cols.end;
-    portable_row(row, (quads, n), rest, &mut out[done..]);
+    portable_row(row, (b.quads, n), rest, &mut out[done..]);
 }
 
 /// The first columns of [`row_product`] on the AVX2 tile ([`int_avx2`], one row): the row
-/// widened to 16 bits, eight columns at a time. Returns how many columns (from
-/// `cols.start`) it wrote: a multiple of 8, or 0 when the host lacks AVX2 or a value of
-/// `row` does not fit 16 bits. `a16` is scratch for the widened row.
+/// widened to 16 bits, eight columns at a time, read from `b`'s panels (each block's quads
+/// in one run) when it has them and `cols` starts a block, else from its quads (32 bytes
+/// every `4 · n`). Returns how many columns (from `cols.start`) it wrote: a multiple of 8,
+/// or 0 when the host lacks AVX2 or a value of `row` does not fit 16 bits. `a16` is
+/// scratch for the widened row.
 fn avx2_row(
     row: &[i32],
-    (quads, n): (&[i8], usize),
+    (b, n): (&NarrowMatrix<'_>, usize),
     cols: Range<usize>,
     out: &mut [i32],
     a16: &mut Vec<i16>,
 ) -> usize {
+    const COLUMNS: usize = int_avx2::COLUMNS;
     let k4 = row.len().div_ceil(4);
-    let full = cols.len() - cols.len() % int_avx2::COLUMNS;
+    let full = cols.len() - cols.len() % COLUMNS;
     let fits = int_avx2::available()
         && full > 0
         && cols.end <= n
-        && quads.len() >= k4 * 4 * n
+        && b.quads.len() >= k4 * 4 * n
         && out.len() >= full
         && row.iter().all(|&v| i16::try_from(v).is_ok());
     if !fits {
         return 0;
     }
+    let paneled = cols.start % COLUMNS == 0 && b.panels.len() >= n / COLUMNS * k4 * 4 * COLUMNS;
     a16.clear();
     a16.extend(row.iter().map(|&v| v as i16));
     a16.resize(k4 * 4, 0);
-    let mut sums = [[0i32; int_avx2::COLUMNS]; int_avx2::ROWS];
+    let mut sums = [[0i32; COLUMNS]; int_avx2::ROWS];
     #[cfg(target_arch = "x86_64")]
-    for j in (0..full).step_by(int_avx2::COLUMNS) {
+    for j in (0..full).step_by(COLUMNS) {
+        let col = cols.start + j;
+        let (columns, group_stride) = if paneled {
+            (
+                b.panels[col / COLUMNS * k4 * 4 * COLUMNS..].as_ptr(),
+                4 * COLUMNS,
+            )
+        } else {
+            (b.quads[4 * col..].as_ptr(), 4 * n)
+        };
         let o = int_avx2::Operands {
             rows: a16.as_ptr(),
             row_stride: k4 * 4,
-            columns: quads[4 * (cols.start + j)..].as_ptr().cast(),
-            group_stride: 4 * n,
+            columns: columns.cast(),
+            group_stride,
             groups: k4,
         };
-        // SAFETY: the host has AVX2 (checked above); `a16` is one row of `4 · k4` values;
-        // columns `cols.start + j .. + 8 <= n` of each of the `k4` quad rows (`4 · n` bytes
-        // each, `k4 · 4 · n <= quads.len()`) are 32 bytes inside `quads`.
+        // SAFETY: the host has AVX2 (checked above); `a16` is one row of `4 · k4` values.
+        // Columns `col .. col + 8 <= n`: from the panels (`col` a multiple of 8 and the
+        // panels `⌊n/8⌋` runs of `k4` groups of 32 bytes, checked above), the run of block
+        // `col / 8`; else of each of the `k4` quad rows (`4 · n` bytes each, `k4 · 4 · n <=
+        // quads.len()`), 32 bytes inside `quads`.
         unsafe { int_avx2::tile_rows::<true>(&o, 1, &mut sums) };
-        out[j..j + int_avx2::COLUMNS].copy_from_slice(&sums[0]);
+        out[j..j + COLUMNS].copy_from_slice(&sums[0]);
     }
     full
 }
@@ -204,51 +219,67 @@ mod tests {
                         .map(|i| (i * 37 % 256) as i32 - 128)
                         .collect();
                     let count = b.len() / (k * n);
-                    let w = PackedWeights::narrow(&b, 1, (count, k, n)).unwrap();
-                    let (a, b) = (TensorData::I32(a), TensorData::I32(b));
-                    let got = super::super::matmul::matmul(
-                        (&a, &sa),
-                        (&b, &sb),
-                        None,
-                        &parallel,
-                        None,
-                        Some(&w),
-                    )
-                    .unwrap();
-                    let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
-                    assert_eq!(got, want, "{da:?} x {db:?}, {threads} threads, wide {wide}");
+                    let (a, b32) = (TensorData::I32(a), TensorData::I32(b.clone()));
+                    let want = graphlift_runtime::reference::matmul(&a, &sa, &b32, &sb).unwrap();
+                    for panels in [true, false] {
+                        let w = PackedWeights::narrow(&b, 1, (count, k, n), panels).unwrap();
+                        let got = super::super::matmul::matmul(
+                            (&a, &sa),
+                            (&b32, &sb),
+                            None,
+                            &parallel,
+                            None,
+                            Some(&w),
+                        )
+                        .unwrap();
+                        assert_eq!(
+                            got, want,
+                            "{da:?} x {db:?}, {threads} threads, wide {wide}, panels {panels}"
+                        );
+                    }
                 }
             }
         }
         assert!(
-            PackedWeights::narrow(&[1, 200, 3], 1, (1, 1, 3)).is_none(),
+            PackedWeights::narrow(&[1, 200, 3], 1, (1, 1, 3), false).is_none(),
             "200 is no i8"
         );
     }
 
     /// The AVX2 row product equals the portable one, wrapping included, for rows at the
-    /// ends of the 16-bit range; rows that do not fit 16 bits are left to the portable code.
+    /// ends of the 16-bit range, from the panels and from the quads (blocks that start off
+    /// a panel); rows that do not fit 16 bits are left to the portable code.
     #[test]
     fn the_avx2_row_equals_the_portable_row() {
         let (k, n) = (37usize, 29usize);
-        let quads: Vec<i8> = (0..k.div_ceil(4) * 4 * n)
+        let k4 = k.div_ceil(4);
+        let quads: Vec<i8> = (0..k4 * 4 * n)
             .map(|i| ((i * 71 % 256) as i32 - 128) as i8)
             .collect();
+        let panels = crate::native::packed::quad_panels(&quads, k4, n);
+        let sums = vec![0; n];
         let row: Vec<i32> = (0..k)
             .map(|i| if i % 2 == 0 { 32767 } else { -32768 + i as i32 })
             .collect();
-        for cols in [0..n, 3..n, 5..21] {
-            let mut want = vec![0; cols.len()];
-            portable_row(&row, (&quads, n), cols.clone(), &mut want);
-            let mut got = vec![0; cols.len()];
-            let done = avx2_row(&row, (&quads, n), cols.clone(), &mut got, &mut Vec::new());
-            if int_avx2::available() {
-                assert_eq!(done, cols.len() / 8 * 8, "{cols:?}");
+        for paneled in [true, false] {
+            let b = NarrowMatrix {
+                quads: &quads,
+                panels: if paneled { &panels } else { &[] },
+                sums: &sums,
+            };
+            for cols in [0..n, 3..n, 5..21, 8..24] {
+                let mut want = vec![0; cols.len()];
+                portable_row(&row, (&quads, n), cols.clone(), &mut want);
+                let mut got = vec![0; cols.len()];
+                let done = avx2_row(&row, (&b, n), cols.clone(), &mut got, &mut Vec::new());
+                if int_avx2::available() {
+                    assert_eq!(done, cols.len() / 8 * 8, "{cols:?}");
+                }
+                assert_eq!(got[..done], want[..done], "{cols:?} paneled {paneled}");
             }
-            assert_eq!(got[..done], want[..done], "{cols:?}");
+            let wide = vec![1 << 16; k];
+            let declined = avx2_row(&wide, (&b, n), 0..n, &mut vec![0; n], &mut Vec::new());
+            assert_eq!(declined, 0);
         }
-        let wide = vec![1 << 16; k];
-        let declined = avx2_row(&wide, (&quads, n), 0..n, &mut vec![0; n], &mut Vec::new());
-        assert_eq!(declined, 0);
     }
 }
