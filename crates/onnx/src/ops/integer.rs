@@ -7,6 +7,8 @@
 //! 8-bit `ConvolutionInteger`, whose native kernel multiplies the bytes themselves
 //! (`vpdpbusd`); other products shift the operands to INT32 for the INT32 `MatMul`.
 
+use std::cell::OnceCell;
+
 use graphlift_ir::{BinaryOp, Convolution, ElementType, Op, Output, Shape, TensorData, Window};
 
 use super::conv::{add_bias, convolution_attrs};
@@ -175,6 +177,22 @@ pub(super) struct QuantizedMatrix {
     pub(super) q: Output,
     pub(super) scale: Output,
     pub(super) zero_point: Output,
+    /// `q - zero_point` in INT32, made by the first product that multiplies on the INT32
+    /// `MatMul` and reused by the others (an unrolled recurrence's steps share it, instead
+    /// of folding a copy of the weights per step at import).
+    pub(super) shifted: OnceCell<Output>,
+}
+
+impl QuantizedMatrix {
+    /// The matrix `q` with its `scale` and `zero_point`.
+    pub(super) fn new(q: Output, scale: Output, zero_point: Output) -> QuantizedMatrix {
+        QuantizedMatrix {
+            q,
+            scale,
+            zero_point,
+            shifted: OnceCell::new(),
+        }
+    }
 }
 
 /// `a · w` for a FLOAT `a` `[M, K]` and a quantized `w`, as onnxruntime's dynamically
@@ -199,7 +217,14 @@ pub(super) fn dynamic_quantized_matmul(
         Some(acc) => acc,
         None => {
             let a_shifted = wide(e, aq, a_zp)?;
-            let w_shifted = wide(e, w.q, w.zero_point)?;
+            let w_shifted = match w.shifted.get() {
+                Some(&v) => v,
+                None => {
+                    let v = wide(e, w.q, w.zero_point)?;
+                    w.shifted.get_or_init(|| v);
+                    v
+                }
+            };
             matmul_of(e, a_shifted, w_shifted)?
         }
     };

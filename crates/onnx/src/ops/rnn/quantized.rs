@@ -97,9 +97,9 @@ pub(super) fn quantized(
         let rest = dims(e, sliced)?[1..].to_vec();
         reshape(e, sliced, rest)
     };
-    Ok(QuantizedMatrix {
-        q: one(e, w)?,
-        scale: one(e, scale)?,
-        zero_point: one(e, zp)?,
-    })
+    Ok(QuantizedMatrix::new(
+        one(e, w)?,
+        one(e, scale)?,
+        one(e, zp)?,
+    ))
 }
