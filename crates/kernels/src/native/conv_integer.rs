@@ -504,16 +504,39 @@ fn avx2(
             // `q`, a multiple of 8 below `padded`, starts one: its `kp / 4` groups of 8 lanes
             // (32 bytes each, `group_stride` apart) lie inside `fields.packed`.
             unsafe { int_avx2::tile_rows::<false>(&o, h, &mut sums) };
+            // The fields' sums are padded to a multiple of NC pixels, so eight from `q`.
+            let pixel_sums: &[i32; int_avx2::COLUMNS] = fields.sums[q..q + int_avx2::COLUMNS]
+                .try_into()
+                .expect("eight sums");
             for (r, s) in sums.iter().enumerate().take(h) {
                 let c = r0 + r;
-                let (wz, bias) = (rows.wz[c], rows.bias[c]);
-                let line = &mut out[c * plane + first + q..c * plane + first + q + n];
-                for ((y, &acc), &sum) in line.iter_mut().zip(s).zip(&fields.sums[q..]) {
-                    *y = acc.wrapping_sub(wz.wrapping_mul(sum)).wrapping_add(bias);
-                }
+                let at = c * plane + first + q;
+                // SAFETY: the host has AVX2 (the caller's check).
+                let y = unsafe { corrected(s, pixel_sums, rows.wz[c], rows.bias[c]) };
+                out[at..at + n].copy_from_slice(&y[..n]);
             }
         }
     }
+}
+
+/// `acc - wz · sums + bias` on eight pixels of one channel, in wrapping INT32 (the
+/// zero-point correction of the module's identity), in AVX2 registers.
+///
+/// # Safety
+/// The host has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn corrected(
+    acc: &[i32; int_avx2::COLUMNS],
+    sums: &[i32; int_avx2::COLUMNS],
+    wz: i32,
+    bias: i32,
+) -> [i32; int_avx2::COLUMNS] {
+    std::array::from_fn(|i| {
+        acc[i]
+            .wrapping_sub(wz.wrapping_mul(sums[i]))
+            .wrapping_add(bias)
+    })
 }
 
 /// The portable product of `mr` channels by the band's fields into `out` (channel `r`'s
