@@ -14,9 +14,14 @@ use super::scratch::{with_scratch, Scratch};
 /// over every tap of the window (four zmm registers of `f32`).
 pub(super) const BLOCK: usize = 16;
 
-/// The fewest window taps [`depthwise_blocked`] runs (3x3): with 1x3 windows (DeepFilterNet)
-/// the padded copy cost what the blocks saved.
+/// The fewest window taps [`depthwise_blocked`] runs in portable code (3x3): with 1x3
+/// windows (DeepFilterNet) the padded copy cost what the blocks saved.
 const MIN_TAPS: usize = 9;
+
+/// The fewest window taps [`depthwise_blocked`] runs on the vector tiles: on AVX2 they
+/// halved DeepFilterNet's 1x3 layers, while its 1x1 ones (a scale per channel) ran 1.5x
+/// slower blocked than as runs (BENCHMARKS.md).
+const MIN_TILE_TAPS: usize = 3;
 
 /// The most elements of a padded plane [`depthwise_blocked`] builds in portable code (32
 /// KiB of `f32`, in L1 with its output rows): there the PP-OCR classifier's planes (up to 24
@@ -29,9 +34,9 @@ const PADDED_BUDGET: usize = 8192;
 /// by its blocks of channels: whether it runs [`depthwise_blocked`], and that loop's tap
 /// layout (the same for every channel).
 ///
-/// Windows of at least [`MIN_TAPS`] taps run [`depthwise_blocked`] where its vector tiles
-/// run, and in portable code over output rows of at least one block (four, past 3x3
-/// windows) whose padded plane fits [`PADDED_BUDGET`]. Other shapes run
+/// Windows of at least [`MIN_TILE_TAPS`] taps run [`depthwise_blocked`] where its vector
+/// tiles run; in portable code, windows of at least [`MIN_TAPS`] taps over output rows of
+/// at least one block (four, past 3x3 windows) whose padded plane fits [`PADDED_BUDGET`]. Other shapes run
 /// [`depthwise_runs`], and so does a channel with a tap that is infinite or NaN: that loop
 /// skips the padding instead of multiplying it (`inf · 0` would be NaN where the window
 /// reads padding only).
@@ -66,7 +71,8 @@ impl Depthwise {
         // hide its latency.
         let chains = taps_n <= MIN_TAPS || g.ow >= 4 * BLOCK;
         let portable = g.ow >= BLOCK && chains && padded <= PADDED_BUDGET;
-        let blocked = taps_n >= MIN_TAPS && (tiles.is_some() || portable);
+        let on_tiles = tiles.is_some() && taps_n >= MIN_TILE_TAPS;
+        let blocked = on_tiles || (taps_n >= MIN_TAPS && portable);
         let blocked = blocked.then(|| {
             let starts = tap_starts(g, conv);
             let row_taps = RowTaps::of(g, conv, &starts);
@@ -368,9 +374,18 @@ mod tests {
         (stride, dilation, pads): ([usize; 2], [usize; 2], [usize; 4]),
         groups: usize,
     ) -> Convolution {
+        window([k, k], (stride, dilation, pads), groups)
+    }
+
+    /// A `kh x kw` window, as [`square`].
+    fn window(
+        [kh, kw]: [usize; 2],
+        (stride, dilation, pads): ([usize; 2], [usize; 2], [usize; 4]),
+        groups: usize,
+    ) -> Convolution {
         Convolution {
             window: Window {
-                shape: vec![k, k],
+                shape: vec![kh, kw],
                 strides: stride.to_vec(),
                 dilations: dilation.to_vec(),
                 pads_begin: pads[..2].to_vec(),
@@ -391,8 +406,20 @@ mod tests {
         pads: [usize; 4],
         taps: &[f32],
     ) {
-        let conv = square(k, (stride, dilation, pads), 1);
-        let (sx, sf) = (Shape::new([1, 1, h, w]), Shape::new([1, 1, k, k]));
+        check_window(h, w, [k, k], (stride, dilation, pads), taps);
+    }
+
+    /// [`check`] for a `kh x kw` window.
+    fn check_window(
+        h: usize,
+        w: usize,
+        [kh, kw]: [usize; 2],
+        (stride, dilation, pads): ([usize; 2], [usize; 2], [usize; 4]),
+        taps: &[f32],
+    ) {
+        let k = format!("{kh}x{kw}");
+        let conv = window([kh, kw], (stride, dilation, pads), 1);
+        let (sx, sf) = (Shape::new([1, 1, h, w]), Shape::new([1, 1, kh, kw]));
         let g = Geometry::of(&sx, &sf, &conv).unwrap();
         let plane: Vec<f32> = (0..h * w)
             .map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0)
@@ -440,6 +467,11 @@ mod tests {
             check(9, w, 5, [1, 1], [1, 1], [2, 2, 2, 2], &taps5);
             check(2, w, 5, [1, 1], [1, 1], [2, 2, 2, 2], &taps5);
             check(5, w, 3, [1, 1], [1, 1], [0, 1, 2, 0], &taps3);
+            // Windows one row high (DeepFilterNet's 1x3, frequency strides of 1 and 2, the
+            // right edge padded) and one column wide.
+            check_window(5, w, [1, 3], ([1, 2], [1, 1], [0, 1, 0, 1]), &taps3[..3]);
+            check_window(5, w, [1, 3], ([1, 1], [1, 1], [0, 1, 0, 1]), &taps3[..3]);
+            check_window(6, w, [3, 1], ([2, 1], [1, 1], [1, 0, 1, 0]), &taps3[..3]);
         }
     }
 
