@@ -88,9 +88,16 @@ fn check(f: &Function, inputs: &[Tensor], packed: [usize; 2]) {
 
 #[test]
 fn matmul_with_constant_weights() {
-    // One large product (split by rows on two threads), several products, a small one.
-    // On AVX2 the right weights of the first two (100 and 72 rows) stay with gemm.
-    for (batch, m, k, n, avx2) in [(1, 100, 70, 130, 1), (3, 24, 40, 50, 1), (1, 3, 5, 7, 2)] {
+    // One large product (split by rows on two threads), several products, a small one, one
+    // of 100 rows. On AVX2 the right weights of the first two (140 and 3 x 48 rows: from
+    // 128 on) stay with gemm.
+    let cases = [
+        (1, 140, 70, 130, 1),
+        (3, 48, 40, 50, 1),
+        (1, 3, 5, 7, 2),
+        (1, 100, 30, 40, 2),
+    ];
+    for (batch, m, k, n, avx2) in cases {
         check(
             &dense(batch, m, k, n),
             &[tensor(&[batch, m, k], 1)],
@@ -101,8 +108,15 @@ fn matmul_with_constant_weights() {
 
 #[test]
 fn convolution_with_constant_filters() {
-    // On AVX2 the last pointwise filters (80 per group) stay with gemm.
-    for (n, c, hw, m, avx2) in [(1, 8, 20, 24, 2), (3, 3, 17, 16, 2), (1, 4, 12, 40, 1)] {
+    // On AVX2 the last pointwise filters (140 per group: from 128 on) stay with gemm; the
+    // 80 before them are packed.
+    let cases = [
+        (1, 8, 20, 24, 2),
+        (3, 3, 17, 16, 2),
+        (1, 4, 12, 40, 2),
+        (1, 4, 12, 70, 1),
+    ];
+    for (n, c, hw, m, avx2) in cases {
         check(
             &convs(n, c, hw, m),
             &[tensor(&[n, c, hw, hw], 8)],

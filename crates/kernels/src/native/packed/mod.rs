@@ -553,10 +553,11 @@ fn packs_f32(target: &Target) -> bool {
 }
 
 /// The fewest rows of the broadcast operand from which the `gemm` crate is as fast as the
-/// packed product on the AVX2 tiles (`microkernel_avx2`), so that packing gains nothing:
-/// below it the tiles were 1.3-1.5x faster, from 64 rows on the two were within 3 %
-/// (BENCHMARKS.md, the eleventh session).
-const AVX2_ROWS_LIMIT: usize = 64;
+/// packed product on the AVX2 tiles (`microkernel_avx2`), or faster: below 64 rows the
+/// tiles were 1.3-1.5x faster; from 64 to 127 (96-filter 3x3 convolutions, MatMuls of 64
+/// to 120 rows) 0-10 % faster; from 128 on (128 to 256 filters) 4-7 % slower
+/// (BENCHMARKS.md, the eleventh and twelfth sessions).
+const AVX2_ROWS_LIMIT: usize = 128;
 
 /// Whether a product whose broadcast operand has `rows` rows (`None`: not known) takes the
 /// packed path on `target` (which runs it): always on AVX-512, on AVX2 below
