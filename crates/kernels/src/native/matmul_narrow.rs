@@ -130,7 +130,8 @@ fn avx2_row(
     if !fits {
         return 0;
     }
-    let paneled = cols.start % COLUMNS == 0 && b.panels.len() >= n / COLUMNS * k4 * 4 * COLUMNS;
+    let paneled =
+        cols.start.is_multiple_of(COLUMNS) && b.panels.len() >= n / COLUMNS * k4 * 4 * COLUMNS;
     a16.clear();
     a16.extend(row.iter().map(|&v| v as i16));
     a16.resize(k4 * 4, 0);
