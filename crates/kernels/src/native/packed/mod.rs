@@ -455,7 +455,7 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 ///   depthwise (one input and one output channel per group, which runs a direct loop):
 ///   each group's filters `[M / groups, C / groups · kH · kW]` packed for the left side
 ///   (pointwise and im2col products alike); on the AVX2 tiles only for fewer than
-///   `AVX2_ROWS_LIMIT` filters per group.
+///   `AVX2_ROWS_LIMIT` filters per group (`AVX2_POINTWISE_LIMIT` for a pointwise one).
 ///
 /// `None` (the `gemm` crate runs, as for every other product) for the `f32` products when
 /// the target runs no packed microkernel (neither AVX-512, [`Target::avx512`], nor, on a
@@ -516,7 +516,7 @@ pub fn prepare(
                 Side::Left => Some(*rows),
                 _ => data.and_then(|sa| Some(sa.element_count().ok()? / rows.max(&1))),
             };
-            if !worth_packing(target, broadcast_rows) {
+            if !worth_packing(target, broadcast_rows, AVX2_ROWS_LIMIT) {
                 return None;
             }
             let count = batch.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
@@ -534,7 +534,15 @@ pub fn prepare(
             if data.is_some_and(|sx| covers_images(sx, f.shape(), conv)) {
                 return PackedWeights::pack_transposed(f32_data(f)?, 1, (dims[0], depth));
             }
-            if (per_group == 1 && dims[1] == 1) || !worth_packing(target, Some(per_group)) {
+            let w = &conv.window;
+            let pointwise = dims[2..].iter().all(|&d| d == 1)
+                && w.strides.iter().all(|&s| s == 1)
+                && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0);
+            let limit = match pointwise {
+                true => AVX2_POINTWISE_LIMIT,
+                false => AVX2_ROWS_LIMIT,
+            };
+            if (per_group == 1 && dims[1] == 1) || !worth_packing(target, Some(per_group), limit) {
                 return None;
             }
             PackedWeights::pack(f32_data(f)?, Side::Left, 1, (conv.groups, per_group, depth))
@@ -559,11 +567,17 @@ fn packs_f32(target: &Target) -> bool {
 /// (BENCHMARKS.md, the eleventh and twelfth sessions).
 const AVX2_ROWS_LIMIT: usize = 128;
 
+/// [`AVX2_ROWS_LIMIT`] for a pointwise convolution's filters, whose loaded operand is the
+/// image's channels, each a plane apart: with 64 filters over planes of 200 x 152 the tiles
+/// were 1.15-1.35x slower than the `gemm` crate, which packs them (BENCHMARKS.md, the
+/// twelfth session).
+const AVX2_POINTWISE_LIMIT: usize = 64;
+
 /// Whether a product whose broadcast operand has `rows` rows (`None`: not known) takes the
-/// packed path on `target` (which runs it): always on AVX-512, on AVX2 below
-/// `AVX2_ROWS_LIMIT`.
-fn worth_packing(target: &Target, rows: Option<usize>) -> bool {
-    target.avx512() || rows.is_some_and(|r| r < AVX2_ROWS_LIMIT)
+/// packed path on `target` (which runs it): always on AVX-512, on AVX2 below `limit`
+/// ([`AVX2_ROWS_LIMIT`] or [`AVX2_POINTWISE_LIMIT`]).
+fn worth_packing(target: &Target, rows: Option<usize>, limit: usize) -> bool {
+    target.avx512() || rows.is_some_and(|r| r < limit)
 }
 
 /// The quads `w` (`[k4, n, 4]`, the VNNI layout of a `QuantizedMatMul`'s weights) of each
