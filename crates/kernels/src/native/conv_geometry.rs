@@ -285,9 +285,14 @@ pub(super) fn im2col<T: Copy + Default>(
 /// Whether the unrolled matrix of a group is its input channels as they are: a 1x1 window
 /// with unit strides and no padding.
 pub(super) fn is_pointwise(g: &Geometry, conv: &Convolution) -> bool {
+    pointwise_window(&[g.kh, g.kw], conv)
+}
+
+/// [`is_pointwise`] for a filter window of extents `kernel` (any rank), before the
+/// geometry is known (packing at compile time).
+pub(super) fn pointwise_window(kernel: &[usize], conv: &Convolution) -> bool {
     let w = &conv.window;
-    g.kh == 1
-        && g.kw == 1
+    kernel.iter().all(|&k| k == 1)
         && w.strides.iter().all(|&s| s == 1)
         && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
 }

@@ -36,10 +36,10 @@ const PADDED_BUDGET: usize = 8192;
 ///
 /// Windows of at least [`MIN_TILE_TAPS`] taps run [`depthwise_blocked`] where its vector
 /// tiles run; in portable code, windows of at least [`MIN_TAPS`] taps over output rows of
-/// at least one block (four, past 3x3 windows) whose padded plane fits [`PADDED_BUDGET`]. Other shapes run
-/// [`depthwise_runs`], and so does a channel with a tap that is infinite or NaN: that loop
-/// skips the padding instead of multiplying it (`inf · 0` would be NaN where the window
-/// reads padding only).
+/// at least one block (four, past 3x3 windows) whose padded plane fits [`PADDED_BUDGET`].
+/// Other shapes run [`depthwise_runs`], and so does a channel with a tap that is infinite
+/// or NaN: that loop skips the padding instead of multiplying it (`inf · 0` would be NaN
+/// where the window reads padding only).
 pub(super) struct Depthwise {
     /// The blocked loop's layout, `None` where the shape runs [`depthwise_runs`].
     blocked: Option<Blocked>,

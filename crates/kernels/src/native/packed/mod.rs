@@ -22,7 +22,7 @@ mod tests;
 use graphlift_ir::{ElementType, Node, Op, RecurrentSequence, Shape, TensorData};
 use graphlift_runtime::Tensor;
 
-use super::conv_geometry::covers_images;
+use super::conv_geometry::{covers_images, pointwise_window};
 use super::int_avx2::IntegerPath;
 use crate::target::Target;
 pub(super) use driver::{product, Lhs, Rhs};
@@ -534,11 +534,7 @@ pub fn prepare(
             if data.is_some_and(|sx| covers_images(sx, f.shape(), conv)) {
                 return PackedWeights::pack_transposed(f32_data(f)?, 1, (dims[0], depth));
             }
-            let w = &conv.window;
-            let pointwise = dims[2..].iter().all(|&d| d == 1)
-                && w.strides.iter().all(|&s| s == 1)
-                && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0);
-            let limit = match pointwise {
+            let limit = match pointwise_window(&dims[2..], conv) {
                 true => AVX2_POINTWISE_LIMIT,
                 false => AVX2_ROWS_LIMIT,
             };
