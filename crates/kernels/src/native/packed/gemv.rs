@@ -82,13 +82,12 @@ pub(super) fn gemv_on(
     if last > w.data.len() {
         return false;
     }
+    let most = match kernel {
+        FloatTiles::Avx512 => PANELS,
+        FloatTiles::Avx2 => PANELS_AVX2,
+    };
     let mut panel = cols.start / NR;
     while panel < end_panel {
-        let most = if kernel == FloatTiles::Avx512 {
-            PANELS
-        } else {
-            PANELS_AVX2
-        };
         let group = most.min(end_panel - panel);
         let mut sums = [0f32; PANELS * NR];
         let b = w.data[base + panel * panel_len..].as_ptr();
