@@ -30,14 +30,14 @@ use crate::AccuracyArgs;
 /// compile error.
 pub fn accuracy(args: &AccuracyArgs) -> Result<(), CliError> {
     let ops = functions(&args.functions)?;
-    let kind = match (args.scalar, args.library, args.avx512) {
+    let kind = match (args.scalar, args.library, args.assembled) {
         (true, false, false) => LoopKind::Scalar,
         (false, true, false) => LoopKind::Library,
-        (false, false, true) => LoopKind::Avx512,
+        (false, false, true) => LoopKind::Assembled,
         (false, false, false) => LoopKind::Vector,
         _ => {
             return Err(CliError::Usage(
-                "--scalar, --library and --avx512 are different codes: give one".into(),
+                "--scalar, --library and --assembled are different codes: give one".into(),
             ))
         }
     };

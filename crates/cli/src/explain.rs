@@ -114,17 +114,19 @@ pub fn report(exe: &CpuJitExecutable) -> String {
                  needs no temporary and no copy)"
             );
         }
-        if exe.kernel_is_avx512(&k.name).unwrap_or(false) {
+        if let Some(Some(isa)) = exe.kernel_assembled(&k.name) {
             let _ = writeln!(
                 s,
-                "    AVX-512 code: 16 f32 lanes, assembled without Cranelift"
+                "    {} code: {} f32 lanes, assembled without Cranelift",
+                isa.name(),
+                isa.lanes()
             );
         } else {
             let lanes = exe.kernel_lanes(&k.name).unwrap_or(1);
-            let why = exe.kernel_avx512_refusal(&k.name).unwrap_or_default();
+            let why = exe.kernel_assembler_refusal(&k.name).unwrap_or_default();
             let _ = writeln!(
                 s,
-                "    Cranelift code, {lanes} lane(s) a vector; not AVX-512: {why}"
+                "    Cranelift code, {lanes} lane(s) a vector; not assembled: {why}"
             );
         }
         if exe.kernel_streams(&k.name).unwrap_or(false) {

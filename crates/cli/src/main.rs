@@ -71,10 +71,11 @@ pub struct AccuracyArgs {
     /// fused kernels call on a host with AVX2 and FMA) instead of the inline vector loop.
     #[arg(long)]
     pub library: bool,
-    /// Sweep the AVX-512 code (sixteen lanes, the assembler's translation of the inline
-    /// code; on a host with AVX-512F and BMI2) instead of the inline vector loop.
+    /// Sweep the assembled code (the assembler's translation of the inline code at the
+    /// host's full width: sixteen AVX-512 lanes, or eight AVX2 lanes) instead of the inline
+    /// vector loop.
     #[arg(long)]
-    pub avx512: bool,
+    pub assembled: bool,
     /// Measure the f64 functions instead, against 256-bit references, on a dense sample: `--per-binade`
     /// bit patterns in every binade of both signs, special values and the neighbourhoods
     /// of every threshold.

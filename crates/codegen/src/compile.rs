@@ -18,8 +18,9 @@ use crate::lower::{helper_of, scalar_unary, HelperRefs};
 use crate::module::KernelModule;
 use crate::plan::{KernelPlan, SlotOp};
 use crate::JitError;
-use crate::{avx512, cost, kernel, strip};
+use crate::{asm, cost, kernel, strip};
 use graphlift_kernels::native::Block;
+use graphlift_kernels::target::VectorIsa;
 
 /// The native entry point of a kernel (the range ABI of [`kernel`]).
 pub type KernelFn = unsafe extern "C" fn(
@@ -36,11 +37,11 @@ pub struct KernelCode {
     func: KernelFn,
     /// Machine code size in bytes.
     pub code_size: usize,
-    /// The Cranelift IR it was compiled from (text; for AVX-512 code the assembly listing),
-    /// shared by every kernel that uses the code.
+    /// The Cranelift IR it was compiled from (text; for assembled code the listing), shared
+    /// by every kernel that uses the code.
     pub ir: Arc<str>,
-    /// Whether it is AVX-512 code from [`avx512`] rather than Cranelift's.
-    pub avx512: bool,
+    /// The instruction set of assembled code from [`asm`]; `None` for Cranelift's.
+    pub assembled: Option<VectorIsa>,
     /// Code spans attributed to plan slots (see [`crate::provenance::slot_spans`]).
     spans: Vec<(u32, u32, usize)>,
     /// Owns the code memory; it is freed when the last `KernelCode` of the module (held by
@@ -101,35 +102,34 @@ impl CompiledKernel {
         self.work
     }
 
-    /// Elements per vector body: 16 for AVX-512 code ([`avx512`]), else the plan's lane
-    /// count (4, 2 or 1).
+    /// Elements per vector body: 16 for AVX-512 code, 8 for AVX2 code ([`asm`]), else the
+    /// plan's lane count (4, 2 or 1).
     pub fn lanes(&self) -> usize {
-        if self.code.avx512 {
-            avx512::LANES
-        } else {
-            self.plan.lanes.count()
+        match self.code.assembled {
+            Some(isa) => isa.lanes(),
+            None => self.plan.lanes.count(),
         }
     }
 
-    /// Whether the code is sixteen-lane AVX-512 code from [`avx512`].
-    pub fn is_avx512(&self) -> bool {
-        self.code.avx512
+    /// The instruction set of the code when it is assembled code from [`asm`] (eight-lane
+    /// AVX2 or sixteen-lane AVX-512); `None` for Cranelift's.
+    pub fn assembled(&self) -> Option<VectorIsa> {
+        self.code.assembled
     }
 
-    /// Why the code is not AVX-512 code, or `None` when it is: worked out from the plan
-    /// when a report asks ([`avx512::Layout::of`] decided it the same way at compile time).
-    pub fn avx512_refusal(&self) -> Option<avx512::Refusal> {
-        if self.code.avx512 {
-            None
-        } else {
-            avx512::Layout::of(&self.plan).err()
+    /// Why the code is not assembled code, or `None` when it is: worked out from the plan
+    /// when a report asks ([`asm::Layout::of`] decided it the same way at compile time).
+    pub fn assembler_refusal(&self) -> Option<asm::Refusal> {
+        match self.code.assembled {
+            Some(_) => None,
+            None => asm::Layout::of(&self.plan).err(),
         }
     }
 
-    /// The strip plan the code runs (none for AVX-512 code, which computes every op
-    /// inline: [`avx512`]).
+    /// The strip plan the code runs (none for assembled code, which computes every op
+    /// inline: [`asm`]).
     fn strips(&self) -> Option<strip::StripPlan> {
-        if self.code.avx512 {
+        if self.code.assembled.is_some() {
             return None;
         }
         strip::StripPlan::of(&self.plan)
@@ -225,25 +225,25 @@ pub fn compile_codes(
         let mut fbc = FunctionBuilderContext::new();
         let mut defined = Vec::with_capacity(plans.len());
         for (k, plan) in plans.iter().enumerate() {
-            if let Ok(layout) = avx512::Layout::of(plan) {
-                let asm = avx512::assemble(plan, &layout)?;
-                let entry = module.map_code(&plan.name, &asm.code)?;
+            if let Ok(layout) = asm::Layout::of(plan) {
+                let code = asm::assemble(plan, &layout)?;
+                let entry = module.map_code(&plan.name, &code.code)?;
                 // SAFETY: `entry` is the first byte of a mapped, executable copy of code whose
-                // byte `asm.entry` (after the constant pool, within the code: the function
-                // follows it) is the first instruction of the function that
-                // `avx512::assemble` wrote for the range ABI of `KernelFn` in the System V
-                // convention (arguments in rdi, rsi, rdx, rcx; callee-saved registers pushed
-                // and popped; nothing returned), on a host with the AVX-512F and BMI2 it uses
-                // (`Layout::of` checked). The mapping is owned by `module`, which the
-                // KernelCode built from it holds.
+                // byte `code.entry` (after the constant pool, within the code: the function
+                // follows it) is the first instruction of the function that `asm::assemble`
+                // wrote for the range ABI of `KernelFn` in the System V convention (arguments
+                // in rdi, rsi, rdx, rcx; callee-saved registers pushed and popped; nothing
+                // returned), on a host with the instruction set it uses (`Layout::of` checked
+                // the plan's). The mapping is owned by `module`, which the KernelCode built
+                // from it holds.
                 let func =
-                    unsafe { std::mem::transmute::<*const u8, KernelFn>(entry.add(asm.entry)) };
+                    unsafe { std::mem::transmute::<*const u8, KernelFn>(entry.add(code.entry)) };
                 defined.push(Pending::Ready(KernelCode {
                     func,
-                    code_size: asm.code.len(),
-                    ir: asm.listing.into(),
-                    avx512: true,
-                    spans: asm.spans,
+                    code_size: code.code.len(),
+                    ir: code.listing.into(),
+                    assembled: plan.isa,
+                    spans: code.spans,
                     module: Arc::clone(module),
                 }));
                 continue;
@@ -314,7 +314,7 @@ pub fn compile_codes(
                     func,
                     code_size,
                     ir: ir.into(),
-                    avx512: false,
+                    assembled: None,
                     spans,
                     module: Arc::clone(module),
                 }
@@ -324,7 +324,7 @@ pub fn compile_codes(
 }
 
 /// A kernel of [`compile_codes`] before the module is finalized: defined in Cranelift (its
-/// id, code size, IR text and slot spans), or already assembled ([`avx512`]).
+/// id, code size, IR text and slot spans), or already assembled ([`asm`]).
 enum Pending {
     Cranelift(
         cranelift_module::FuncId,

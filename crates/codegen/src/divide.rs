@@ -27,7 +27,7 @@ pub struct ConstDivisor {
 }
 
 /// How a [`ConstDivisor`] divides (for code generators other than Cranelift's:
-/// [`super::avx512`]).
+/// [`super::asm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// `d = 2^shift`.

@@ -161,17 +161,19 @@ fn remainder_address(op: BinaryOp, t: ElementType) -> *const u8 {
     }
 }
 
-/// The lanes of a sixteen-lane AVX-512 `Sin`, `Cos` or `Tan` (`UnaryOp::TRIG[k]` on
-/// `f32`) outside the range of the inline code: `y[i] = f(x[i])` by the reference's scalar
-/// function wherever `in_range[i]` is 0, the lanes the Cranelift code computes with the same
-/// function one by one ([`crate::lower::lower`]). AVX-512 kernels call it from a save area
-/// of their stack ([`crate::avx512`]); it does nothing for a `k` out of the table.
+/// The lanes of an assembled `Sin`, `Cos` or `Tan` (`UnaryOp::TRIG[k]` on `f32`; eight
+/// lanes of AVX2 code or sixteen of AVX-512) outside the range of the inline code:
+/// `y[i] = f(x[i])` by the reference's scalar function wherever `in_range[i]` is 0, the
+/// lanes the Cranelift code computes with the same function one by one
+/// ([`crate::lower::lower`]). Assembled kernels call it from a save area of their stack
+/// ([`crate::asm`]); it does nothing for a `k` out of the table.
 ///
 /// # Safety
-/// `x` and `in_range` must point at sixteen readable lanes and `y` at sixteen writable ones
+/// `x` and `in_range` must point at `lanes` readable lanes and `y` at `lanes` writable ones
 /// that overlap neither.
 pub unsafe extern "C" fn trig_lanes_f32(
     k: usize,
+    lanes: usize,
     x: *const f32,
     y: *mut f32,
     in_range: *const u32,
@@ -179,15 +181,15 @@ pub unsafe extern "C" fn trig_lanes_f32(
     let Some(&op) = UnaryOp::TRIG.get(k) else {
         return;
     };
-    // SAFETY: the caller's contract: three distinct arrays of sixteen lanes.
+    // SAFETY: the caller's contract: three distinct arrays of `lanes` lanes.
     let (x, y, in_range) = unsafe {
         (
-            std::slice::from_raw_parts(x, 16),
-            std::slice::from_raw_parts_mut(y, 16),
-            std::slice::from_raw_parts(in_range, 16),
+            std::slice::from_raw_parts(x, lanes),
+            std::slice::from_raw_parts_mut(y, lanes),
+            std::slice::from_raw_parts(in_range, lanes),
         )
     };
-    for i in 0..16 {
+    for i in 0..lanes {
         if in_range[i] == 0 {
             y[i] = <f32 as Arith>::unary(op, x[i]);
         }

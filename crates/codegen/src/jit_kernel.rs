@@ -48,8 +48,9 @@ impl JitKernel {
     /// [`JitError::Codegen`], [`JitError::Module`] or [`JitError::Isa`] if Cranelift fails.
     /// `f32` `exp`, `sigmoid`, `tanh`, `erf` and divisions run as calls to the vector math
     /// library when the host and the environment allow it (`Target::from_env`; see
-    /// [`JitKernel::calls_library`]); a kernel of simple `f32` operations is AVX-512 code
-    /// when they allow it (see [`JitKernel::is_avx512`]). Never streams its outputs.
+    /// [`JitKernel::calls_library`]); an `f32` / `i32` kernel the assembler takes is AVX2 or
+    /// AVX-512 code when they allow it (see [`JitKernel::assembled`]). Never streams its
+    /// outputs.
     pub fn compile(body: &Function) -> Result<JitKernel, JitError> {
         JitKernel::compile_for(body, &Target::from_env())
     }
@@ -67,7 +68,7 @@ impl JitKernel {
 
     /// Compiles `body` with every op inline: as [`JitKernel::compile`], without calls to the
     /// vector math library (the Cranelift vector math of [`crate::vmath`] in the loop), and
-    /// always through Cranelift (never as AVX-512 code).
+    /// always through Cranelift (never as assembled code).
     ///
     /// # Errors
     /// As [`JitKernel::compile`].
@@ -115,19 +116,19 @@ impl JitKernel {
         self.kernel.plan.lanes.is_vector()
     }
 
-    /// Elements per vector body of the kernel's loop: 16 for AVX-512 code
-    /// ([`JitKernel::is_avx512`]), 4 (`F32X4`/`I32X4`, or a mixed-width
+    /// Elements per vector body of the kernel's loop: 16 for AVX-512 code and 8 for AVX2
+    /// code ([`JitKernel::assembled`]), 4 (`F32X4`/`I32X4`, or a mixed-width
     /// kernel: each 32-bit value one `F32X4`/`I32X4`, each 64-bit value two
     /// `F64X2`/`I64X2`), 2 (`F64X2`/`I64X2`) or 1 (scalar).
     pub fn lanes(&self) -> usize {
         self.kernel.lanes()
     }
 
-    /// `true` when the kernel is sixteen-lane AVX-512 code assembled without Cranelift (a
-    /// kernel of simple `f32` operations, see `crate::CpuJitBackend::with_avx512`); its
-    /// results are bit-identical to [`JitKernel::compile_inline`]'s.
-    pub fn is_avx512(&self) -> bool {
-        self.kernel.is_avx512()
+    /// The instruction set when the kernel is assembled without Cranelift (eight-lane AVX2 or
+    /// sixteen-lane AVX-512 code: [`crate::asm`]); its results are bit-identical to
+    /// [`JitKernel::compile_inline`]'s. `None` for Cranelift's code.
+    pub fn assembled(&self) -> Option<graphlift_kernels::target::VectorIsa> {
+        self.kernel.assembled()
     }
 
     /// `true` when the kernel mixes 32-bit and 64-bit numbers: its vector body computes

@@ -1,11 +1,11 @@
-//! graphlift-codegen: a fused kernel's body to native code (Cranelift SIMD loops, or AVX-512
-//! code assembled directly) for the CPU-JIT backend to call. Results are the INTERPRETER's
+//! graphlift-codegen: a fused kernel's body to native code (Cranelift SIMD loops, or AVX2 /
+//! AVX-512 code assembled directly) for the CPU-JIT backend to call. Results are the INTERPRETER's
 //! bit for bit, but vector math and float `Power` are within [`graphlift_kernels::vmath`]'s bounds.
 
 #![warn(missing_docs)]
 
 pub mod access;
-pub mod avx512;
+pub mod asm;
 pub mod broadcast;
 pub mod calls;
 pub mod code_path;

@@ -49,7 +49,7 @@ impl MemoryWatch {
 }
 
 /// A JIT module being filled with kernels, then finalized; frees its memory on drop. It also
-/// owns the code of the kernels assembled outside Cranelift ([`crate::avx512`]),
+/// owns the code of the kernels assembled outside Cranelift ([`crate::asm`]),
 /// each in its own executable mapping, unmapped on drop.
 ///
 /// Dropping a `JITModule` leaks its code pages; [`JITModule::free_memory`] releases them, and

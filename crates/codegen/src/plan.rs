@@ -12,6 +12,7 @@ use graphlift_ir::{
 use super::broadcast::{classify, Addressing};
 use super::lanes::Lanes;
 use crate::JitError;
+use graphlift_kernels::target::VectorIsa;
 
 /// Index of a slot in [`KernelPlan::slots`].
 pub type SlotId = usize;
@@ -94,10 +95,11 @@ pub struct KernelPlan {
     /// ([`graphlift_kernels::stream`], [`super::strip`]). `false` from [`plan_kernel`]; the backend sets
     /// it for calls whose traffic exceeds the last-level cache.
     pub stream: bool,
-    /// Whether the kernel is assembled as sixteen-lane AVX-512 code where it qualifies
-    /// ([`super::avx512`]) rather than lowered through Cranelift. `false` from
-    /// [`plan_kernel`]; the backend and [`crate::JitKernel`] set it.
-    pub avx512: bool,
+    /// The instruction set the kernel is assembled for where it qualifies
+    /// ([`super::asm`]: eight-lane AVX2 or sixteen-lane AVX-512 code) rather than lowered
+    /// through Cranelift; `None`: Cranelift's. `None` from [`plan_kernel`]; the backend and
+    /// [`crate::JitKernel`] set it.
+    pub isa: Option<VectorIsa>,
 }
 
 impl KernelPlan {
@@ -270,7 +272,7 @@ pub fn plan_kernel(name: &str, body: &Function) -> Result<KernelPlan, JitError> 
         slots: p.slots,
         outputs,
         veclib: false,
-        avx512: false,
+        isa: None,
         stream: false,
     })
 }

@@ -203,22 +203,39 @@ impl CpuJitBackend {
         self.retargeted(target)
     }
 
-    /// This backend, with AVX-512 kernels on or off for executables compiled from now on.
-    /// On (the default on hosts with AVX-512F and BMI2, unless `GRAPHLIFT_AVX512=0`), a
-    /// fused kernel of simple `f32` operations (`+ - * /`, negation, absolute value, `Relu`,
-    /// square root, rounding, bounds by a constant) over contiguous, scalar, row, column
-    /// and channel inputs is assembled as sixteen-lane AVX-512 code instead of Cranelift's
-    /// four-lane loops (see [`crate::AVX512_ENV`]); results are bit-identical either way. On
-    /// other hosts the setting has no effect.
+    /// This backend, with AVX-512 code on or off for executables compiled from now on.
+    /// On (the default on hosts with AVX-512F and BMI2, unless `GRAPHLIFT_AVX512=0`),
+    /// assembled kernels ([`CpuJitBackend::with_assembler`]) are sixteen-lane AVX-512 code
+    /// and products use their AVX-512 tiles; off, they are AVX2 code (see
+    /// [`crate::AVX512_ENV`]). Results are bit-identical either way. On other hosts the
+    /// setting has no effect.
     pub fn with_avx512(self, on: bool) -> CpuJitBackend {
         let target = self.target.with_avx512(on);
         self.retargeted(target)
     }
 
-    /// Whether qualifying kernels compiled from now on are AVX-512 code
+    /// Whether AVX-512 code is on for executables compiled from now on
     /// ([`CpuJitBackend::with_avx512`]).
     pub fn avx512(&self) -> bool {
         self.target.avx512()
+    }
+
+    /// This backend, with assembled kernels on or off for executables compiled from now on.
+    /// On (the default on hosts with AVX2 and FMA, unless `GRAPHLIFT_ASSEMBLER=0`), a fused
+    /// `f32` / `i32` kernel the assembler takes (every elementwise op with an inline
+    /// lowering, over contiguous, scalar, row, column and channel inputs:
+    /// `graphlift_codegen::asm::Layout::of`) is machine code of the host's full vector
+    /// width (sixteen AVX-512 lanes, or eight AVX2 lanes) instead of Cranelift's four-lane
+    /// loops (see [`crate::ASSEMBLER_ENV`]); results are bit-identical either way.
+    pub fn with_assembler(self, on: bool) -> CpuJitBackend {
+        let target = self.target.with_assembler(on);
+        self.retargeted(target)
+    }
+
+    /// The instruction set qualifying kernels compiled from now on are assembled for
+    /// ([`CpuJitBackend::with_assembler`]); `None` when assembled kernels are off.
+    pub fn vector_isa(&self) -> Option<crate::VectorIsa> {
+        self.target.vector_isa()
     }
 
     /// Whether large kernels compiled from now on write their outputs with non-temporal

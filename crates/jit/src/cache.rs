@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use graphlift_codegen::compile::KernelCode;
 use graphlift_codegen::lanes::Lanes;
 use graphlift_codegen::plan::{KernelPlan, SlotId, SlotOp};
+use graphlift_kernels::target::VectorIsa;
 
 /// The canonical form of a kernel plan.
 ///
@@ -32,7 +33,7 @@ pub(crate) struct KernelKey {
     constants: Vec<ConstBits>,
     veclib: bool,
     stream: bool,
-    avx512: bool,
+    isa: Option<VectorIsa>,
 }
 
 /// A constant buffer by value: element type and the bits of every element.
@@ -56,7 +57,7 @@ impl KernelKey {
             constants: plan.constants.iter().map(|c| bits(c)).collect(),
             veclib: plan.veclib,
             stream: plan.stream,
-            avx512: plan.avx512,
+            isa: plan.isa,
         }
     }
 }

@@ -13,8 +13,9 @@ pub use graphlift_codegen::module::{live_modules, MemoryWatch};
 pub use graphlift_codegen::{vmath, JitError, JitKernel};
 pub use graphlift_kernels::parallel::{self, ThreadConfig};
 pub use graphlift_kernels::target::{
-    CpuFeatures, OffReason, Target, AVX512_ENV, DEFAULT_KERNEL_CACHE_CAPACITY, EPILOGUE_FUSION_ENV,
-    KERNEL_CACHE_ENV, NUM_THREADS_ENV, STREAM_ENV, VECLIB_ENV,
+    CpuFeatures, OffReason, Target, VectorIsa, ASSEMBLER_ENV, AVX512_ENV,
+    DEFAULT_KERNEL_CACHE_CAPACITY, EPILOGUE_FUSION_ENV, KERNEL_CACHE_ENV, NUM_THREADS_ENV,
+    STREAM_ENV, VECLIB_ENV,
 };
 
 use std::sync::{Arc, Once};

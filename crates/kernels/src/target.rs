@@ -8,8 +8,12 @@ use crate::parallel::ThreadConfig;
 
 /// Turns the vector math library off (kernels keep `exp`, `tanh`, … inline) when `0`.
 pub const VECLIB_ENV: &str = "GRAPHLIFT_VECLIB";
-/// Turns AVX-512 kernels off (every kernel goes through Cranelift) when `0`.
+/// Turns AVX-512 code off when `0`: assembled kernels are AVX2 code on a host that has it
+/// ([`ASSEMBLER_ENV`] turns them off), and products use the AVX2 tiles.
 pub const AVX512_ENV: &str = "GRAPHLIFT_AVX512";
+/// Turns assembled kernels off when `0`: every fused kernel goes through Cranelift's
+/// four-lane loops.
+pub const ASSEMBLER_ENV: &str = "GRAPHLIFT_ASSEMBLER";
 /// Turns non-temporal stores off when `0`.
 pub const STREAM_ENV: &str = "GRAPHLIFT_STREAM";
 /// Turns epilogue fusion (kernels run in the output loop of a MatMul or convolution) off
@@ -125,6 +129,56 @@ impl CpuFeatures {
     pub fn has_avx512_kernels(&self) -> bool {
         self.avx512f && self.bmi2
     }
+
+    /// Whether the assembler's AVX2 code runs: AVX2 and FMA.
+    pub fn has_avx2_kernels(&self) -> bool {
+        self.avx2 && self.fma
+    }
+
+    /// Whether the host runs the assembler's code for `isa`.
+    pub fn runs(&self, isa: VectorIsa) -> bool {
+        match isa {
+            VectorIsa::Avx2 => self.has_avx2_kernels(),
+            VectorIsa::Avx512 => self.has_avx512_kernels(),
+        }
+    }
+}
+
+/// The vector instruction set of an assembled kernel (`graphlift_codegen::asm`): the width
+/// of its vectors and how many registers it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VectorIsa {
+    /// AVX2 with FMA3: sixteen 256-bit `ymm` registers, eight `f32` lanes each.
+    Avx2,
+    /// AVX-512F (with BMI2): thirty-two 512-bit `zmm` registers, sixteen `f32` lanes each,
+    /// and mask registers.
+    Avx512,
+}
+
+impl VectorIsa {
+    /// `f32` lanes per vector: 8 or 16.
+    pub fn lanes(self) -> usize {
+        match self {
+            VectorIsa::Avx2 => 8,
+            VectorIsa::Avx512 => 16,
+        }
+    }
+
+    /// Vector registers: 16 or 32.
+    pub fn registers(self) -> usize {
+        match self {
+            VectorIsa::Avx2 => 16,
+            VectorIsa::Avx512 => 32,
+        }
+    }
+
+    /// Its name in reports: `AVX2` or `AVX-512`.
+    pub fn name(self) -> &'static str {
+        match self {
+            VectorIsa::Avx2 => "AVX2",
+            VectorIsa::Avx512 => "AVX-512",
+        }
+    }
 }
 
 /// Why a code path is off: the host cannot run its code, or it was switched off (by a
@@ -158,6 +212,7 @@ pub struct Target {
     pub features: CpuFeatures,
     veclib: bool,
     avx512: bool,
+    assembler: bool,
     stream: bool,
     epilogue_fusion: bool,
     threads: ThreadConfig,
@@ -183,6 +238,7 @@ impl Target {
             features,
             veclib: true,
             avx512: true,
+            assembler: true,
             stream: true,
             epilogue_fusion: true,
             threads: ThreadConfig::default(),
@@ -190,7 +246,7 @@ impl Target {
         }
     }
 
-    /// The host, with [`VECLIB_ENV`], [`AVX512_ENV`], [`STREAM_ENV`] and
+    /// The host, with [`VECLIB_ENV`], [`AVX512_ENV`], [`ASSEMBLER_ENV`], [`STREAM_ENV`] and
     /// [`EPILOGUE_FUSION_ENV`] (each on unless set to `0`), [`NUM_THREADS_ENV`]
     /// ([`ThreadConfig::from_threads_var`]) and [`KERNEL_CACHE_ENV`]
     /// ([`kernel_cache_from`]) read now.
@@ -198,6 +254,7 @@ impl Target {
         Target {
             veclib: switch(VECLIB_ENV),
             avx512: switch(AVX512_ENV),
+            assembler: switch(ASSEMBLER_ENV),
             stream: switch(STREAM_ENV),
             epilogue_fusion: switch(EPILOGUE_FUSION_ENV),
             threads: ThreadConfig::from_threads_var(std::env::var(NUM_THREADS_ENV).ok().as_deref()),
@@ -214,6 +271,14 @@ impl Target {
     /// This target with AVX-512 kernels switched on or off.
     pub fn with_avx512(self, on: bool) -> Target {
         Target { avx512: on, ..self }
+    }
+
+    /// This target with assembled kernels switched on or off.
+    pub fn with_assembler(self, on: bool) -> Target {
+        Target {
+            assembler: on,
+            ..self
+        }
     }
 
     /// This target with non-temporal stores switched on or off.
@@ -265,6 +330,30 @@ impl Target {
         }
     }
 
+    /// Why no kernel is assembled code; `None` when it is on.
+    pub fn assembler_off(&self) -> Option<OffReason> {
+        if !self.features.has_avx2_kernels() && !self.features.has_avx512_kernels() {
+            Some(OffReason::Host("AVX2 and FMA"))
+        } else if !self.assembler {
+            Some(OffReason::Switched(ASSEMBLER_ENV))
+        } else {
+            None
+        }
+    }
+
+    /// The instruction set kernels that qualify are assembled for: AVX-512 where it is on
+    /// ([`Target::avx512`]), else AVX2 where the host has it; `None` when assembled kernels
+    /// are off ([`Target::assembler_off`]).
+    pub fn vector_isa(&self) -> Option<VectorIsa> {
+        if self.assembler_off().is_some() {
+            None
+        } else if self.avx512() {
+            Some(VectorIsa::Avx512)
+        } else {
+            Some(VectorIsa::Avx2).filter(|_| self.features.has_avx2_kernels())
+        }
+    }
+
     /// Why no kernel writes with non-temporal stores; `None` when it is on.
     pub fn stream_off(&self) -> Option<OffReason> {
         if !cfg!(target_arch = "x86_64") {
@@ -282,7 +371,8 @@ impl Target {
         self.veclib_off().is_none()
     }
 
-    /// Whether kernels that qualify are assembled as sixteen-lane AVX-512 code.
+    /// Whether AVX-512 code is on: assembled kernels of sixteen lanes
+    /// ([`Target::vector_isa`]) and the products' AVX-512 tiles.
     pub fn avx512(&self) -> bool {
         self.avx512_off().is_none()
     }
@@ -337,6 +427,24 @@ mod tests {
         assert!(off
             .avx512_off()
             .is_some_and(|why| why.to_string().contains("GRAPHLIFT_AVX512=0")));
+        assert_eq!(t.vector_isa(), Some(VectorIsa::Avx512));
+        assert_eq!(off.vector_isa(), Some(VectorIsa::Avx2));
+        let none = t.with_assembler(false);
+        assert_eq!(none.vector_isa(), None);
+        assert_eq!(
+            none.assembler_off(),
+            Some(OffReason::Switched(ASSEMBLER_ENV))
+        );
+        assert_eq!(bare.vector_isa(), None);
+        let avx2 = CpuFeatures {
+            avx2: true,
+            fma: true,
+            ..CpuFeatures::default()
+        };
+        assert_eq!(
+            Target::for_features(avx2).vector_isa(),
+            Some(VectorIsa::Avx2)
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! the `f32` vector math functions, which are held to their documented ulp bounds.
 
 mod abi;
-mod avx512;
+mod asm;
 mod broadcast;
 mod mixed;
 mod ops;

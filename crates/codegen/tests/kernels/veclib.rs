@@ -71,10 +71,10 @@ fn library_on() -> bool {
     Target::from_env().veclib()
 }
 
-/// The target of the library's code path: Cranelift code in strips, without AVX-512 code
-/// (which computes every function inline, `graphlift_codegen::avx512`).
+/// The target of the library's code path: Cranelift code in strips, without assembled code
+/// (which computes every function inline, `graphlift_codegen::asm`).
 fn strips() -> Target {
-    Target::from_env().with_avx512(false)
+    Target::from_env().with_assembler(false)
 }
 
 #[test]

@@ -51,10 +51,10 @@ pub enum LoopKind {
     Library,
     /// The scalar loop ([`JitKernel::compile_scalar`]).
     Scalar,
-    /// The AVX-512 code (sixteen lanes: `graphlift_codegen::avx512`; [`JitKernel::compile_for`]
-    /// without the library, on a host with AVX-512F and BMI2), which computes the inline
-    /// code's operations lane for lane.
-    Avx512,
+    /// The assembled code of the host's widest instruction set (sixteen AVX-512 lanes, or
+    /// eight AVX2 lanes: `graphlift_codegen::asm`; [`JitKernel::compile_for`] without the
+    /// library), which computes the inline code's operations lane for lane.
+    Assembled,
 }
 
 impl LoopKind {
@@ -63,20 +63,20 @@ impl LoopKind {
     /// # Errors
     /// As [`JitKernel::compile`]; [`JitError::Unsupported`] when the kernel does not get this
     /// code (a scalar element type in a vector loop; for [`LoopKind::Library`], an op the
-    /// library lacks, or a host without its wide code; for [`LoopKind::Avx512`], a host
-    /// without AVX-512 or a kernel the assembler refuses).
+    /// library lacks, or a host without its wide code; for [`LoopKind::Assembled`], a host
+    /// without AVX2 or a kernel the assembler refuses).
     pub fn compile(self, body: &Function) -> Result<JitKernel, JitError> {
         let k = match self {
             LoopKind::Vector => JitKernel::compile_inline(body)?,
             LoopKind::Library => JitKernel::compile(body)?,
             LoopKind::Scalar => JitKernel::compile_scalar(body)?,
-            LoopKind::Avx512 => {
+            LoopKind::Assembled => {
                 let target = graphlift_kernels::target::Target::from_env().with_veclib(false);
                 JitKernel::compile_for(body, &target)?
             }
         };
         if k.is_vectorized() == (self == LoopKind::Scalar)
-            || k.is_avx512() != (self == LoopKind::Avx512)
+            || k.assembled().is_some() != (self == LoopKind::Assembled)
             || k.calls_library() != (self == LoopKind::Library)
         {
             return Err(JitError::Unsupported {
@@ -94,7 +94,7 @@ impl LoopKind {
             (LoopKind::Vector, _) => "F32X4 vector loop",
             (LoopKind::Library, _) => "vector math library",
             (LoopKind::Scalar, _) => "scalar loop",
-            (LoopKind::Avx512, _) => "AVX-512 code",
+            (LoopKind::Assembled, _) => "assembled code",
         }
     }
 }

@@ -465,8 +465,8 @@ impl Lowering {
         for (k, p) in self.plans.iter().enumerate() {
             let _ = writeln!(
                 s,
-                "kernel {k}: {} {:?}, {} elements, library calls {}, AVX-512 {}, streams {}",
-                p.name, p.lanes, p.count, p.veclib, p.avx512, p.stream
+                "kernel {k}: {} {:?}, {} elements, library calls {}, assembler {:?}, streams {}",
+                p.name, p.lanes, p.count, p.veclib, p.isa, p.stream
             );
         }
         if !self.buffer_of.is_empty() {
@@ -477,14 +477,13 @@ impl Lowering {
             );
         }
         for (k, c) in self.compiled.iter().enumerate() {
-            let path = if c.is_avx512() {
-                "AVX-512 code"
-            } else {
-                "Cranelift code"
+            let path = match c.assembled() {
+                Some(isa) => isa.name(),
+                None => "Cranelift",
             };
             let _ = writeln!(
                 s,
-                "kernel {k}: {}: {path}, {} bytes",
+                "kernel {k}: {}: {path} code, {} bytes",
                 c.plan.name, c.code_size
             );
         }

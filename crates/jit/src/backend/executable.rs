@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use graphlift_ir::{Function, Op};
+use graphlift_kernels::target::VectorIsa;
 use graphlift_passes::{ExtractionReport, PassRunReport, ScopeFusionReport};
 use graphlift_runtime::state::VariableStore;
 use graphlift_runtime::trace::CallRecorder;
@@ -16,7 +17,7 @@ use graphlift_codegen::module::MemoryWatch;
 use graphlift_codegen::provenance::BodyNodes;
 use graphlift_kernels::parallel::{Parallel, ThreadConfig};
 
-use graphlift_codegen::avx512::Refusal;
+use graphlift_codegen::asm::Refusal;
 
 use super::*;
 
@@ -142,10 +143,11 @@ impl CpuJitExecutable {
         self.kernel(name).map(|k| k.lanes())
     }
 
-    /// Whether the kernel of the fused node `name` is AVX-512 code assembled without
-    /// Cranelift ([`CpuJitBackend::with_avx512`]). `None` when there is no such kernel.
-    pub fn kernel_is_avx512(&self, name: &str) -> Option<bool> {
-        self.kernel(name).map(|k| k.is_avx512())
+    /// The instruction set of the kernel of the fused node `name` when it is assembled
+    /// without Cranelift ([`CpuJitBackend::with_assembler`]): `Some(None)` for Cranelift's
+    /// code, `None` when there is no such kernel.
+    pub fn kernel_assembled(&self, name: &str) -> Option<Option<VectorIsa>> {
+        self.kernel(name).map(|k| k.assembled())
     }
 
     /// Whether the kernel of the fused node `name` mixes 32-bit and 64-bit numbers (see
@@ -162,17 +164,17 @@ impl CpuJitExecutable {
         self.kernel(name).map(|k| k.calls_library())
     }
 
-    /// Why the kernel of the fused node `name` is not sixteen-lane AVX-512 code, in words
-    /// (`None` for an AVX-512 kernel or an unknown name): the target's reason when AVX-512
-    /// kernels are off (the host, or a switch), else what in the kernel the assembler does
-    /// not take. A kernel that calls the vector math library still computes those calls at
-    /// the library's full width.
-    pub fn kernel_avx512_refusal(&self, name: &str) -> Option<String> {
-        let refusal = self.kernel(name)?.avx512_refusal()?;
+    /// Why the kernel of the fused node `name` is not assembled code of the host's full
+    /// vector width, in words (`None` for an assembled kernel or an unknown name): the
+    /// target's reason when assembled kernels are off (the host, or a switch), else what in
+    /// the kernel the assembler does not take. A kernel that calls the vector math library
+    /// still computes those calls at the library's full width.
+    pub fn kernel_assembler_refusal(&self, name: &str) -> Option<String> {
+        let refusal = self.kernel(name)?.assembler_refusal()?;
         Some(match refusal {
-            Refusal::Off => match self.plan.target.avx512_off() {
-                Some(why) => format!("AVX-512 kernels are off: {why}"),
-                None => "AVX-512 kernels are off".to_string(),
+            Refusal::Off => match self.plan.target.assembler_off() {
+                Some(why) => format!("assembled kernels are off: {why}"),
+                None => "assembled kernels are off".to_string(),
             },
             other => other.to_string(),
         })

@@ -30,8 +30,12 @@ fn halide_subgraph_is_one_kernel_of_four_nodes() {
     assert_eq!(ks[0].fused_nodes.len(), 4, "{:?}", ks[0].fused_nodes);
     assert_eq!((ks[0].live_ins, ks[0].outputs), (4, 1));
     assert!(ks[0].code_size > 0);
-    // Four-lane Cranelift IR, or sixteen-lane AVX-512 code where the host has it.
-    let vector = if backend.avx512() { "zmm" } else { "f32x4" };
+    // Four-lane Cranelift IR, or assembled code of the host's full width where it has one.
+    let vector = match backend.vector_isa() {
+        Some(graphlift_jit::VectorIsa::Avx512) => "zmm",
+        Some(graphlift_jit::VectorIsa::Avx2) => "ymm",
+        None => "f32x4",
+    };
     assert!(exe.kernel_ir(&ks[0].name).unwrap().contains(vector));
     assert_eq!(exe.kernel_is_vectorized(&ks[0].name), Some(true));
 }

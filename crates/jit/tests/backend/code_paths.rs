@@ -1,8 +1,9 @@
 //! The backend gives each kernel the code path its plan qualifies for (two-lane `f64`,
 //! mixed-width, AVX-512, library calls), and its switches change the code, never the bits.
 
-use graphlift_codegen::avx512::host_supported;
+use graphlift_codegen::asm::host_isa;
 use graphlift_ir::{ElementType, ElementType::*, Function, FunctionBuilder, Shape, Value};
+use graphlift_jit::VectorIsa;
 use graphlift_runtime::{Backend, Executable, InterpreterBackend, Tensor};
 
 use super::{bits, data, first_difference};
@@ -57,26 +58,41 @@ fn the_backend_runs_a_mixed_graph_as_a_mixed_kernel() {
 }
 
 #[test]
-fn the_avx512_setting_switches_between_the_two_codes_with_equal_results() {
+fn the_assembler_settings_switch_between_the_codes_with_equal_results() {
     let b = FunctionBuilder::new("bias_relu");
     let x = b.parameter("x", F32, [64, 48]);
     let bias = b.parameter("bias", F32, [48]);
     let s = b.parameter("s", F32, Shape::scalar());
-    let body = b.finish(&[(x + bias).relu(), x * bias - s]).unwrap();
+    let body = b.finish(&[(x + bias).relu(), x * bias - s.exp()]).unwrap();
     let ins = inputs_of(&body, 4);
-    let run = |on: bool| {
-        let backend = CpuJitBackend::new().with_avx512(on);
-        assert_eq!(backend.avx512(), on && host_supported());
+    let host = CpuJitBackend::new().target().features;
+    // (AVX-512 on, assembler on), (AVX-512 off, assembler on), (assembler off).
+    let expect = [
+        host_isa(),
+        host.has_avx2_kernels().then_some(VectorIsa::Avx2),
+        None,
+    ];
+    let mut results = Vec::new();
+    for ((avx512, assembler), isa) in [(true, true), (false, true), (true, false)]
+        .into_iter()
+        .zip(expect)
+    {
+        let backend = CpuJitBackend::new()
+            .with_avx512(avx512)
+            .with_assembler(assembler);
+        assert_eq!(backend.vector_isa(), isa);
         let exe = backend.compile_executable(&body).unwrap();
-        let out = exe.run(&ins).unwrap();
         let name = exe.kernels()[0].name.clone();
-        (bits(&out), exe.kernel_ir(&name).unwrap().contains("zmm"))
-    };
-    let (on, on_zmm) = run(true);
-    let (off, off_zmm) = run(false);
-    assert_eq!(on, off);
-    assert_eq!(on_zmm, host_supported());
-    assert!(!off_zmm);
+        assert_eq!(exe.kernel_assembled(&name), Some(isa));
+        let register = match isa {
+            Some(VectorIsa::Avx512) => "zmm",
+            Some(VectorIsa::Avx2) => "ymm",
+            None => "f32x4",
+        };
+        assert!(exe.kernel_ir(&name).unwrap().contains(register));
+        results.push(bits(&exe.run(&ins).unwrap()));
+    }
+    assert!(results.iter().all(|r| *r == results[0]));
 }
 
 /// GELU (tanh form) as exporters write it.
@@ -156,7 +172,7 @@ fn exporter_spellings_call_the_same_library_form() {
 }
 
 #[test]
-fn each_kernel_says_why_it_is_not_avx512_code() {
+fn each_kernel_says_why_it_is_not_assembled_code() {
     let b = FunctionBuilder::new("halide_f64");
     let [a, c] = ["A", "C"].map(|p| b.parameter(p, F64, [256]));
     let f64_graph = b.finish(&[(a * c).relu() + a]).unwrap();
@@ -166,18 +182,18 @@ fn each_kernel_says_why_it_is_not_avx512_code() {
     let refusal = |backend: CpuJitBackend, f: &Function| {
         let exe = backend.compile_executable(f).unwrap();
         let name = exe.kernels()[0].name.clone();
-        exe.kernel_avx512_refusal(&name)
+        exe.kernel_assembler_refusal(&name)
     };
-    let why_f64 = refusal(CpuJitBackend::new().with_avx512(true), &f64_graph).unwrap();
-    let why_off = refusal(CpuJitBackend::new().with_avx512(false), &f32_graph).unwrap();
-    let on_f32 = refusal(CpuJitBackend::new().with_avx512(true), &f32_graph);
-    if host_supported() {
+    let why_f64 = refusal(CpuJitBackend::new(), &f64_graph).unwrap();
+    let why_off = refusal(CpuJitBackend::new().with_assembler(false), &f32_graph).unwrap();
+    let on_f32 = refusal(CpuJitBackend::new(), &f32_graph);
+    if host_isa().is_some() {
         assert_eq!(why_f64, "its values are not all 32-bit");
-        assert!(why_off.contains("GRAPHLIFT_AVX512=0"), "{why_off}");
+        assert!(why_off.contains("GRAPHLIFT_ASSEMBLER=0"), "{why_off}");
         assert_eq!(on_f32, None);
     } else {
         for why in [why_f64, why_off, on_f32.unwrap()] {
-            assert!(why.contains("the host lacks AVX-512F and BMI2"), "{why}");
+            assert!(why.contains("the host lacks AVX2 and FMA"), "{why}");
         }
     }
 }

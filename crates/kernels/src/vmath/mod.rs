@@ -73,7 +73,7 @@ pub const F32_ONLY: [UnaryOp; 11] = UnaryOp::TRIG;
 ///   halves, `2^24`, large and tiny ones) and, from every base, the exponents `t/ln|x|`
 ///   (rounded to `f32`) and their nearest integers for 16 targets `t` (`POW_TARGETS_F32`)
 ///   on both sides of the overflow and underflow thresholds and across the subnormals
-///   (`--scalar` and `--avx512` sweep the other loops). `accuracy --pow --f64` takes the bases of the
+///   (`--scalar` and `--assembled` sweep the other loops). `accuracy --pow --f64` takes the bases of the
 ///   dense `f64` sample (64 per binade by default), each with 32 fixed exponents
 ///   (`POW_EXPONENTS_F64`: `±0`, `±inf`, NaN, integers of both parities, halves, `2^53 − 1`,
 ///   tiny and huge ones) and, from every base, the exponents `t/ln|x|` and their nearest

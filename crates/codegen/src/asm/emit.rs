@@ -1,13 +1,16 @@
-//! Writing an AVX-512 kernel: the instructions of a [`Layout`], encoded by `iced-x86`'s
+//! Writing an assembled kernel: the instructions of a [`Layout`], encoded by `iced-x86`'s
 //! `CodeAssembler` into position-independent code, with its listing and the code spans of
-//! each slot.
+//! each slot. The instructions themselves, which differ between AVX-512 and AVX2, are
+//! `super::inst`'s.
 
 use iced_x86::code_asm::*;
 use iced_x86::BlockEncoderOptions;
 
 use graphlift_ir::{BinaryOp, ElementType};
+use graphlift_kernels::target::VectorIsa;
 
-use super::{Aux, Layout, Lowering, LANES, POINTERS, UNROLL, ZMM};
+use super::inst::{Src, ZMM};
+use super::{Aux, Layout, Lowering, POINTERS, UNROLL};
 use crate::divide::{ConstDivisor, Method};
 use crate::plan::{KernelPlan, SlotId, SlotOp};
 use crate::JitError;
@@ -33,12 +36,13 @@ pub struct Assembled {
 pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitError> {
     let err = |e: Fail| JitError::Codegen {
         kernel: plan.name.clone(),
-        message: format!("AVX-512 code: {}", e.0),
+        message: format!("{} code: {}", layout.isa.name(), e.0),
     };
     let mut w = Writer {
         a: CodeAssembler::new(64).map_err(|e| err(e.into()))?,
         slot_of: Vec::new(),
         copy: 0,
+        masked: false,
         plan,
         lay: layout,
         pool: Vec::new(),
@@ -63,7 +67,7 @@ pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitErro
     }
     let entry = w.entry;
     Ok(Assembled {
-        listing: super::listing::listing(plan, &code, entry),
+        listing: super::listing::listing(plan, layout, &code, entry),
         code,
         entry,
         spans,
@@ -77,6 +81,8 @@ pub(super) struct Writer<'p> {
     slot_of: Vec<Option<SlotId>>,
     /// The copy of the body being written (see [`Layout::copy_stride`]).
     pub(super) copy: usize,
+    /// Whether the body being written is AVX-512's masked one (the lanes of `k1`).
+    pub(super) masked: bool,
     pub(super) plan: &'p KernelPlan,
     pub(super) lay: &'p Layout,
     /// The constant pool: each constant the programs read (bits, 64-bit) and its label.
@@ -92,34 +98,35 @@ impl Writer<'_> {
         self.slot_of.resize(n, slot);
     }
 
-    /// The register of `slot` in the current copy of the body.
-    pub(super) fn z(&self, slot: SlotId) -> AsmRegisterZmm {
+    /// The vector register of `slot` in the current copy of the body.
+    pub(super) fn v(&self, slot: SlotId) -> usize {
         self.in_copy(slot, self.lay.reg[slot])
     }
 
     /// Scratch register `r` of `slot`'s program in the current copy of the body.
-    pub(super) fn scratch(&self, slot: SlotId, r: usize) -> AsmRegisterZmm {
+    pub(super) fn scratch(&self, slot: SlotId, r: usize) -> usize {
         self.in_copy(slot, self.lay.scratch[slot][r])
     }
 
     /// Register `base` (of copy 0) of a value of `slot` in the current copy.
-    fn in_copy(&self, slot: SlotId, base: usize) -> AsmRegisterZmm {
+    fn in_copy(&self, slot: SlotId, base: usize) -> usize {
         match self.lay.copy_stride {
-            Some(stride) if !self.lay.pinned[slot] => {
-                ZMM[base + (self.copy % self.lay.group) * stride]
-            }
-            _ => ZMM[base],
+            Some(stride) if !self.lay.pinned[slot] => base + (self.copy % self.lay.group) * stride,
+            _ => base,
         }
     }
 
-    fn aux(&self, a: Aux) -> AsmRegisterZmm {
-        let r = self
-            .lay
+    fn aux(&self, a: Aux) -> usize {
+        self.lay
             .aux
             .iter()
             .find(|&&(b, _)| b == a)
-            .map_or(0, |&(_, r)| r);
-        ZMM[r]
+            .map_or(0, |&(_, r)| r)
+    }
+
+    /// Elements per vector.
+    pub(super) fn lanes(&self) -> usize {
+        self.lay.isa.lanes()
     }
 
     /// The whole function. Registers: `r8` the element index, `rcx` the end of the range,
@@ -185,23 +192,18 @@ impl Writer<'_> {
     /// The pinned registers: auxiliary constants and invariant slots.
     fn invariants(&mut self) -> Result<(), Fail> {
         for &(a, r) in &self.lay.aux {
-            if a.bits() == 0 {
-                self.a.vpxord(ZMM[r], ZMM[r], ZMM[r])?;
-            } else {
-                self.a.mov(eax, a.bits())?;
-                self.a.vpbroadcastd(ZMM[r], eax)?;
-            }
+            self.splat(r, a.bits())?;
         }
         self.mark(None);
         for (k, s) in self.plan.slots.iter().enumerate() {
             if !s.invariant {
                 continue;
             }
-            let d = self.z(k);
+            let d = self.v(k);
             match &s.op {
                 SlotOp::Load { arg, .. } => {
                     self.a.mov(rax, qword_ptr(r11 + (8 * arg) as i32))?;
-                    self.a.vbroadcastss(d, dword_ptr(rax))?;
+                    self.broadcast_from(d, ptr(rax))?;
                 }
                 SlotOp::Const(bits) => {
                     // A `bool` is a mask: all ones for true.
@@ -210,9 +212,9 @@ impl Writer<'_> {
                         _ => *bits as u32,
                     };
                     self.a.mov(eax, bits)?;
-                    self.a.vpbroadcastd(d, eax)?;
+                    self.splat_eax(d)?;
                 }
-                _ => self.compute(k, 0, false)?,
+                _ => self.compute(k, 0)?,
             }
             self.mark(Some(k));
         }
@@ -313,8 +315,8 @@ impl Writer<'_> {
                 self.a.mov(rdx, qword_ptr(r11 + (8 * arg) as i32))?;
                 self.a.mov(rax, r15)?;
                 self.multiply(rax, stride)?;
-                let d = self.z(k);
-                self.a.vbroadcastss(d, dword_ptr(rdx + rax * 4))?;
+                let d = self.v(k);
+                self.broadcast_from(d, ptr(rdx + rax * 4))?;
                 self.mark(Some(k));
             }
         }
@@ -341,10 +343,12 @@ impl Writer<'_> {
     /// splits two lines costs two; glibc's allocator aligns large buffers to 16 bytes only),
     /// when every buffer the loops stream through (outputs and contiguous inputs) lies at the
     /// same offset from a 64-byte boundary at `r8`, as buffers from one allocator do: then
-    /// all of them become aligned. Otherwise, or with row vectors or runs, nothing changes.
+    /// all of them become aligned. Otherwise, with row vectors or runs, or on AVX2 (whose
+    /// tail is staged: its 32-byte vectors split a line at every other access of a buffer
+    /// 16 bytes off, not at every one), nothing changes.
     fn align_to_output(&mut self) -> Result<(), Fail> {
         let lay = self.lay;
-        if lay.row.is_some() || lay.run.is_some() {
+        if lay.row.is_some() || lay.run.is_some() || lay.isa != VectorIsa::Avx512 {
             return Ok(());
         }
         let mut aligned = self.a.create_label();
@@ -364,7 +368,7 @@ impl Writer<'_> {
         self.a.je(aligned)?;
         self.lowest_lanes()?;
         self.mark(None);
-        self.bodies(1, true)?;
+        self.masked_body()?;
         // The bodies keep r8 and may use the scratch registers: count again.
         self.elements_to_boundary()?;
         self.a.add(r8, rax)?;
@@ -373,7 +377,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `k1` = the lowest `rax` lanes (`rax < 16`); clobbers `r15`.
+    /// `k1` = the lowest `rax` lanes (`rax < 16`); clobbers `r15`. AVX-512 only.
     fn lowest_lanes(&mut self) -> Result<(), Fail> {
         self.a.mov(r15d, 1u32)?;
         self.a.shlx(r15d, r15d, eax)?;
@@ -390,7 +394,8 @@ impl Writer<'_> {
         let mut single = self.a.create_label();
         let mut tail = self.a.create_label();
         let mut end = self.a.create_label();
-        let trip = (LANES * UNROLL) as i32;
+        let lanes = self.lanes() as i32;
+        let trip = lanes * UNROLL as i32;
         let left = |a: &mut CodeAssembler| -> Result<(), IcedError> {
             a.mov(rax, r9)?;
             a.sub(rax, r8)
@@ -400,27 +405,32 @@ impl Writer<'_> {
         self.a.jb(single_check)?;
         self.a.set_label(&mut main)?;
         self.mark(None);
-        self.bodies(UNROLL, false)?;
+        self.bodies(UNROLL)?;
         self.a.add(r8, trip)?;
         left(&mut self.a)?;
         self.a.cmp(rax, trip)?;
         self.a.jae(main)?;
         self.a.set_label(&mut single_check)?;
-        self.a.cmp(rax, LANES as i32)?;
+        self.a.cmp(rax, lanes)?;
         self.a.jb(tail)?;
         self.a.set_label(&mut single)?;
         self.mark(None);
-        self.bodies(1, false)?;
-        self.a.add(r8, LANES as i32)?;
+        self.bodies(1)?;
+        self.a.add(r8, lanes)?;
         left(&mut self.a)?;
-        self.a.cmp(rax, LANES as i32)?;
+        self.a.cmp(rax, lanes)?;
         self.a.jae(single)?;
         self.a.set_label(&mut tail)?;
         self.a.test(rax, rax)?;
         self.a.je(end)?;
-        self.lowest_lanes()?;
-        self.mark(None);
-        self.bodies(1, true)?;
+        match self.lay.isa {
+            VectorIsa::Avx512 => {
+                self.lowest_lanes()?;
+                self.mark(None);
+                self.masked_body()?;
+            }
+            VectorIsa::Avx2 => self.staged_body()?,
+        }
         self.a.mov(r8, r9)?;
         // On the caller's next instruction (there always is one).
         self.a.set_label(&mut end)?;
@@ -428,16 +438,25 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `copies` bodies at elements `r8`, `r8 + 16`, … (`masked`: one body, the lanes of
-    /// `k1` only). The copies go in groups of [`Layout::group`], interleaved op by op within
-    /// a group, each copy of a group in its own registers (the group's loads first, then
-    /// each op on every copy: what an unrolling compiler emits; a program's operations are
-    /// interleaved too, [`Writer::program`]); one group after the other in the same
-    /// registers.
-    fn bodies(&mut self, copies: usize, masked: bool) -> Result<(), Fail> {
+    /// One AVX-512 body at `r8` under the lane mask `k1`.
+    fn masked_body(&mut self) -> Result<(), Fail> {
+        self.masked = true;
+        let done = self.bodies(1);
+        self.masked = false;
+        done
+    }
+
+    /// `copies` bodies at elements `r8`, `r8 + lanes`, … ([`Writer::masked`]: one body, the
+    /// lanes of `k1` only). The copies go in groups of [`Layout::group`], interleaved op by
+    /// op within a group, each copy of a group in its own registers (the group's loads
+    /// first, then each op on every copy: what an unrolling compiler emits; a program's
+    /// operations are interleaved too, [`Writer::program`]); one group after the other in
+    /// the same registers.
+    pub(super) fn bodies(&mut self, copies: usize) -> Result<(), Fail> {
         let plan = self.plan;
         let lay = self.lay;
         let group = lay.group;
+        let bytes = self.lanes() * 4;
         for start in (0..copies).step_by(group) {
             let end = (start + group).min(copies);
             for k in 0..plan.slots.len() {
@@ -449,14 +468,14 @@ impl Writer<'_> {
                     self.program(k, &lay.programs[*i], &group_copies)?;
                     for u in start..end {
                         self.copy = u;
-                        self.store(k, (u * LANES * 4) as i32, masked)?;
+                        self.store(k, (u * bytes) as i32)?;
                     }
                     self.mark(Some(k));
                     continue;
                 }
                 for u in start..end {
                     self.copy = u;
-                    let disp = (u * LANES * 4) as i32;
+                    let disp = (u * bytes) as i32;
                     match &plan.slots[k].op {
                         // A run load (pinned, not invariant): broadcast when the segment
                         // starts.
@@ -465,17 +484,12 @@ impl Writer<'_> {
                         SlotOp::Load { .. } if lay.folded[k] => {}
                         SlotOp::Load { arg, .. } => {
                             let p = POINTERS[lay.arg_reg[*arg].unwrap_or(0)];
-                            let m = zmmword_ptr(p + r8 * 4 + disp);
-                            let d = self.z(k);
-                            if masked {
-                                self.a.vmovups(d.k1().z(), m)?;
-                            } else {
-                                self.a.vmovups(d, m)?;
-                            }
+                            let d = self.v(k);
+                            self.load(d, ptr(p + r8 * 4 + disp))?;
                         }
-                        _ => self.compute(k, disp, masked)?,
+                        _ => self.compute(k, disp)?,
                     }
-                    self.store(k, disp, masked)?;
+                    self.store(k, disp)?;
                     self.mark(Some(k));
                 }
             }
@@ -484,7 +498,7 @@ impl Writer<'_> {
             self.copy = u;
             for (k, s) in plan.slots.iter().enumerate() {
                 if s.invariant {
-                    self.store(k, (u * LANES * 4) as i32, masked)?;
+                    self.store(k, (u * bytes) as i32)?;
                     self.mark(Some(k));
                 }
             }
@@ -494,18 +508,14 @@ impl Writer<'_> {
     }
 
     /// Stores slot `k` to every output it is.
-    fn store(&mut self, k: SlotId, disp: i32, masked: bool) -> Result<(), Fail> {
+    fn store(&mut self, k: SlotId, disp: i32) -> Result<(), Fail> {
         for (o, &(slot, _)) in self.plan.outputs.iter().enumerate() {
             if slot != k {
                 continue;
             }
-            let m = zmmword_ptr(POINTERS[self.lay.out_reg[o]] + r8 * 4 + disp);
-            let v = self.z(k);
-            if masked {
-                self.a.vmovups(m.k1(), v)?;
-            } else {
-                self.a.vmovups(m, v)?;
-            }
+            let m = ptr(POINTERS[self.lay.out_reg[o]] + r8 * 4 + disp);
+            let v = self.v(k);
+            self.store_vector(m, v)?;
         }
         Ok(())
     }
@@ -516,96 +526,78 @@ impl Writer<'_> {
         match &self.plan.slots[o].op {
             SlotOp::Load { arg, .. } if self.lay.folded[o] => {
                 let p = POINTERS[self.lay.arg_reg[*arg].unwrap_or(0)];
-                Src::Mem(zmmword_ptr(p + r8 * 4 + disp))
+                Src::Mem(ptr(p + r8 * 4 + disp))
             }
-            _ => Src::Reg(self.z(o)),
+            _ => Src::Reg(self.v(o)),
         }
     }
 
-    /// The instructions of computing slot `k` in a body at displacement `disp` (`masked`:
-    /// an op that reads a folded load is masked by `k1`, so masked-out lanes read nothing).
-    fn compute(&mut self, k: SlotId, disp: i32, masked: bool) -> Result<(), Fail> {
-        let d = self.z(k);
+    /// The instructions of computing slot `k` in a body at displacement `disp` (in AVX-512's
+    /// masked body an op that reads a folded load is masked by `k1`, so masked-out lanes
+    /// read nothing).
+    fn compute(&mut self, k: SlotId, disp: i32) -> Result<(), Fail> {
+        let d = self.v(k);
         let Some(l) = self.lay.lowering.get(k).copied().flatten() else {
             return Err(Fail(format!("slot {k} is a load or constant, not an op")));
         };
-        // `op!(method, first, source)`: `d = first op source` (or `d = op source`), the
-        // source a register or the folded load's memory.
-        macro_rules! op {
-            ($m:ident, $first:expr, $src:expr) => {
-                match $src {
-                    Src::Reg(r) => self.a.$m(d, $first, r),
-                    Src::Mem(m) if masked => self.a.$m(d.k1().z(), $first, m),
-                    Src::Mem(m) => self.a.$m(d, $first, m),
-                }
-            };
-            ($m:ident, $src:expr) => {
-                match $src {
-                    Src::Reg(r) => self.a.$m(d, r),
-                    Src::Mem(m) if masked => self.a.$m(d.k1().z(), m),
-                    Src::Mem(m) => self.a.$m(d, m),
-                }
-            };
-        }
-        let done = match l {
+        match l {
             Lowering::Arith(op, x, y) => {
                 // A folded load is the second source; `+` and `*` commute.
                 let (x, y) = if self.lay.folded[x] { (y, x) } else { (x, y) };
-                let (x, y) = (self.z(x), self.source(y, disp));
+                let (x, y) = (self.v(x), self.source(y, disp));
                 match op {
-                    BinaryOp::Add => op!(vaddps, x, y),
-                    BinaryOp::Subtract => op!(vsubps, x, y),
-                    BinaryOp::Multiply => op!(vmulps, x, y),
-                    _ => op!(vdivps, x, y),
+                    BinaryOp::Add => self.vaddps(d, x, y),
+                    BinaryOp::Subtract => self.vsubps(d, x, y),
+                    BinaryOp::Multiply => self.vmulps(d, x, y),
+                    _ => self.vdivps(d, x, y),
                 }
             }
             Lowering::SignBit { x, flip: true } => {
                 let (x, m) = (self.source(x, disp), self.aux(Aux::SignMask));
-                op!(vpxord, m, x)
+                self.vpxord(d, m, x)
             }
             Lowering::SignBit { x, flip: false } => {
                 let (x, m) = (self.source(x, disp), self.aux(Aux::AbsMask));
-                op!(vpandd, m, x)
+                self.vpandd(d, m, x)
             }
             Lowering::Relu(x) => {
                 let (x, zero) = (self.source(x, disp), self.aux(Aux::Zero));
-                op!(vmaxps, zero, x)
+                self.vmaxps(d, zero, x)
             }
             Lowering::Sqrt(x) => {
                 let x = self.source(x, disp);
-                op!(vsqrtps, x)
+                self.vsqrtps(d, x)
             }
-            Lowering::RoundTo(x, imm) => match self.source(x, disp) {
-                Src::Reg(r) => self.a.vrndscaleps(d, r, imm),
-                Src::Mem(m) if masked => self.a.vrndscaleps(d.k1().z(), m, imm),
-                Src::Mem(m) => self.a.vrndscaleps(d, m, imm),
-            },
+            Lowering::RoundTo(x, imm) => {
+                let x = self.source(x, disp);
+                self.vrndscaleps(d, x, imm)
+            }
             Lowering::Program(i) => {
                 let (lay, copy) = (self.lay, self.copy);
-                return self.program(k, &lay.programs[i], &[copy]);
+                self.program(k, &lay.programs[i], &[copy])
             }
             Lowering::Bound { op, x, c, blend } => {
-                let c = self.z(c);
+                let c = self.v(c);
                 match (blend, op) {
                     (Some(pred), _) => {
-                        let x = self.z(x);
+                        // (AVX-512 only: `direct` gives AVX2 a program instead.)
+                        let (x, c, d) = (ZMM[self.v(x)], ZMM[c], ZMM[d]);
                         self.a.vcmpps(k2, x, c, pred)?;
-                        self.a.vblendmps(d.k2(), x, c)
+                        self.a.vblendmps(d.k2(), x, c)?;
+                        Ok(())
                     }
-                    (None, BinaryOp::Maximum) => op!(vmaxps, c, self.source(x, disp)),
-                    (None, _) => op!(vminps, c, self.source(x, disp)),
+                    (None, BinaryOp::Maximum) => {
+                        let x = self.source(x, disp);
+                        self.vmaxps(d, c, x)
+                    }
+                    (None, _) => {
+                        let x = self.source(x, disp);
+                        self.vminps(d, c, x)
+                    }
                 }
             }
-        };
-        Ok(done?)
+        }
     }
-}
-
-/// A source operand: a register, or memory (a folded load).
-#[derive(Clone, Copy)]
-enum Src {
-    Reg(AsmRegisterZmm),
-    Mem(AsmMemoryOperand),
 }
 
 /// A failure while writing a kernel: the encoder's, or a plan the layout should have refused.

@@ -1,17 +1,21 @@
-//! AVX-512 kernels: fused `f32` (and `i32`) kernels assembled straight to sixteen-lane
-//! machine code with `iced-x86`: Cranelift 0.135 lowers 128-bit vectors only, so its loops
-//! do a quarter of the work per instruction that the host's AVX-512 units can. Simple ops
-//! are one or two instructions each; every other op with an inline lowering (the vector
-//! math, `Power`, comparisons and selects) is that lowering translated to sixteen lanes
-//! (`program`), so that no op of such a kernel runs four lanes wide.
+//! The kernel assembler: fused `f32` (and `i32`) kernels assembled straight to machine code
+//! of the host's full vector width with `iced-x86`, sixteen lanes of AVX-512 or eight of
+//! AVX2 ([`VectorIsa`]): Cranelift 0.135 lowers 128-bit vectors only, so its loops do a
+//! quarter (a half) of the work per instruction that the host's units can. Simple ops are
+//! one or two instructions each; every other op with an inline lowering (the vector math,
+//! `Power`, comparisons and selects) is that lowering translated to the full width
+//! (`program`), so that no op of such a kernel runs four lanes wide. One layout and one
+//! writer serve both instruction sets; `inst` is where they differ.
 
 mod emit;
+mod inst;
 mod listing;
 mod pool;
 mod program;
 mod program_emit;
 mod program_order;
 mod refusal;
+mod staged;
 
 use iced_x86::code_asm::*;
 
@@ -24,39 +28,34 @@ use super::lanes::Lanes;
 use super::lower::{constant_bound_test, float_constant};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use crate::plan::operands;
+use graphlift_kernels::target::{CpuFeatures, VectorIsa};
 use graphlift_kernels::veclib::VecFn;
 
 pub use emit::assemble;
 pub use refusal::Refusal;
 
-/// `f32` lanes per vector.
-pub const LANES: usize = 16;
 /// Bodies per trip of the main loop.
 const UNROLL: usize = 4;
-/// Elements per trip of the main loop.
-pub const TRIP: usize = LANES * UNROLL;
 /// Registers that hold buffer pointers, in the order they are handed out (the first two
 /// are caller-saved; the others are saved and restored when used).
 const POINTERS: [AsmRegister64; 7] = [rdi, rsi, rbx, rbp, r12, r13, r14];
-/// The vector registers.
-const ZMM: [AsmRegisterZmm; 32] = [
-    zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
-    zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
-    zmm28, zmm29, zmm30, zmm31,
-];
 /// `vcmpps` predicates (ordered, quiet).
 const CMP_LE_OQ: i32 = 0x12;
 const CMP_GE_OQ: i32 = 0x1D;
-/// `vrndscaleps` immediates: the rounding mode in bits 0–1, bit 3 suppresses the precision
-/// exception.
+/// `vrndscaleps` (AVX-512) and `vroundps` (AVX) immediates: the rounding mode in bits 0–1,
+/// bit 3 suppresses the precision exception.
 const ROUND_NEAREST: i32 = 0x08;
 const ROUND_DOWN: i32 = 0x09;
 const ROUND_UP: i32 = 0x0A;
 const ROUND_TRUNCATE: i32 = 0x0B;
 
-/// Whether the host runs this module's code: AVX-512F and BMI2 (`shlx` for the tail mask).
-pub fn host_supported() -> bool {
-    graphlift_kernels::target::CpuFeatures::host().has_avx512_kernels()
+/// The widest instruction set of this module's code the host runs: AVX-512 (AVX-512F and
+/// BMI2, `shlx` for the tail mask), else AVX2 (AVX2 and FMA), else `None`.
+pub fn host_isa() -> Option<VectorIsa> {
+    let host = CpuFeatures::host();
+    [VectorIsa::Avx512, VectorIsa::Avx2]
+        .into_iter()
+        .find(|&isa| host.runs(isa))
 }
 
 /// How one computing slot is lowered.
@@ -65,20 +64,22 @@ pub fn host_supported() -> bool {
 /// does ([`super::lower`]): `+ - * / sqrt` are single IEEE operations (never contracted);
 /// `Negative` flips the sign bit and `Abs` clears it (integer logic: NaN payloads kept);
 /// `Relu(x)` is `vmaxps(0, x)`, which is `x < 0 ? 0 : x` (NaN and `-0` pass through);
-/// `Floor`, `Ceil`, `Round` are `vrndscaleps` with the rounding in the immediate (ties to
-/// even); `Maximum(x, c)` is `vmaxps(c, x)` = `x < c ? c : x`, and where `c` is the zero that
-/// must win ([`super::lower::constant_bound_test`]) a compare and a blend.
+/// `Floor`, `Ceil`, `Round` are `vrndscaleps` (AVX2: `vroundps`) with the rounding in the
+/// immediate (ties to even); `Maximum(x, c)` is `vmaxps(c, x)` = `x < c ? c : x`, and where
+/// `c` is the zero that must win ([`super::lower::constant_bound_test`]) a compare and a
+/// blend (AVX-512; AVX2 has no mask register to blend by, and runs the op's program).
 #[derive(Debug, Clone, Copy)]
 enum Lowering {
     /// `vaddps` / `vsubps` / `vmulps` / `vdivps` of two registers.
     Arith(BinaryOp, SlotId, SlotId),
-    /// Integer logic with a constant mask: sign flip (`vpxord`) or sign clear (`vpandd`).
+    /// Integer logic with a constant mask: sign flip (`vpxord`) or sign clear (`vpandd`;
+    /// AVX2 `vpxor`, `vpand`).
     SignBit { x: SlotId, flip: bool },
     /// `vmaxps(0, x)`.
     Relu(SlotId),
     /// `vsqrtps`.
     Sqrt(SlotId),
-    /// `vrndscaleps` with an immediate.
+    /// `vrndscaleps` (`vroundps`) with an immediate.
     RoundTo(SlotId, i32),
     /// `Maximum(x, c)` / `Minimum(x, c)` with constant `c`: `vmaxps(c, x)` / `vminps(c, x)`
     /// (`blend: None`) or a compare of `x` against `c` with a `vcmpps` predicate and a blend.
@@ -113,7 +114,8 @@ impl Aux {
 
 /// What an eligible plan's code is made of: the lowering of each slot and the registers.
 ///
-/// The code, in the range ABI of [`super::kernel`], computes elements `begin..end`:
+/// The code, in the range ABI of [`super::kernel`], computes elements `begin..end` (a
+/// vector is [`VectorIsa::lanes`] elements):
 ///
 /// 1. the preheader loads the buffer pointers into registers and every invariant slot into a
 ///    pinned vector register (constants, splat loads and what is computed from them);
@@ -123,21 +125,24 @@ impl Aux {
 ///    on the stack; a segment that starts on it moves the row pointers one row on, so a row
 ///    vector is read contiguously. A segment's run is found the same way and its values
 ///    broadcast into pinned registers. No index arithmetic per vector;
-/// 3. a segment runs a main loop of four unrolled sixteen-lane bodies, then single bodies,
-///    then one body under a lane mask for the last 1 to 15 elements: masked loads read
-///    nothing outside the range (masked-out lanes do not fault) and masked stores write
-///    nothing outside it.
+/// 3. a segment runs a main loop of four unrolled bodies, then single bodies, then one body
+///    for the last elements (fewer than a vector): on AVX-512 under a lane mask (masked
+///    loads read nothing outside the range, masked-out lanes do not fault, and masked
+///    stores write nothing outside it); on AVX2, which has no such masks for every
+///    instruction, over copies of those elements in a stack area (`staged`).
 ///
 /// Values are given registers once for the body; a register is free again after its last
 /// reader. When the four unrolled copies (or pairs of them) fit the registers side by side,
 /// each copy has its own and the copies are interleaved op by op (the loads first), as an
 /// unrolling compiler schedules them; else they follow each other in the same registers
 /// (the core's renaming keeps them independent). A load read once, by an op whose instruction takes
-/// memory in that place, is that op's memory operand (in the masked tail the op is masked,
-/// which suppresses the load's faults on masked-out lanes). The code is not padded to a
+/// memory in that place, is that op's memory operand (in AVX-512's masked tail the op is
+/// masked, which suppresses the load's faults on masked-out lanes). The code is not padded to a
 /// particular alignment, so its speed varies with where the main loop falls relative to
 /// 64-byte lines (figures in `BENCHMARKS.md`).
 pub struct Layout {
+    /// The instruction set.
+    isa: VectorIsa,
     /// The lowering of each computing slot (`None` for loads and constants).
     lowering: Vec<Option<Lowering>>,
     /// The programs of the [`Lowering::Program`] slots.
@@ -194,37 +199,39 @@ impl Layout {
     ///
     /// - every value is `f32`, `i32` or a comparison's mask and every output `f32` or `i32`
     ///   (no `bool` loads), the plan's lanes are [`Lanes::X4`], its iteration space is below
-    ///   2^31 elements, and it asks for this code ([`KernelPlan::avx512`]);
+    ///   2^31 elements, and it asks for this code ([`KernelPlan::isa`]), which the host
+    ///   runs;
     /// - its loads are contiguous, splat, row vectors of one common row length
     ///   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index
     ///   is constant over runs of at least a vector (column vectors `c[M, 1]` over
-    ///   `[M, K ≥ 16]`, channel vectors `[C, 1, 1]` over `[N, C, H, W]` with `H·W ≥ 16`), all
-    ///   with the same run length and period;
+    ///   `[M, K ≥ 16]`, channel vectors `[C, 1, 1]` over `[N, C, H, W]` with `H·W ≥ 16`, for
+    ///   AVX-512; 8 for AVX2), all with the same run length and period;
     /// - its `f32` ops `+ - * /`, `Negative`, `Abs`, `Relu`, `Sqrt`, `Floor`, `Ceil`, `Round`,
-    ///   and `Maximum` / `Minimum` against a constant (not NaN) are each one or two AVX-512F
+    ///   and `Maximum` / `Minimum` against a constant (not NaN) are each one or two
     ///   instructions with the reference interpreter's semantics; every other op is the
     ///   translation of its four-lane Cranelift lowering (`program::translate`: the vector
     ///   math, `Power`, comparisons, selects, `i32` ops, conversions), which refuses what it
-    ///   cannot translate (per-lane helper calls: `Mod`, integer division and `Power`);
+    ///   cannot translate (per-lane helper calls: `Mod`, integer division and `Power`; on
+    ///   AVX2 also the 64-bit lane operations it lacks);
     /// - not all the ops that need such a program are calls of the vector math library
     ///   ([`crate::calls`]), unless one call is an activation form or the kernel computes
     ///   nothing per element besides the calls (the library's strips keep those kernels,
     ///   [`Refusal::Library`]);
     ///   and it does not stream ([`KernelPlan::stream`]) unless it has such a program (then
     ///   it stores as usual);
-    /// - its live values (with the programs' scratch registers) fit the 32 vector registers
-    ///   and its per-element buffers the seven pointer registers.
+    /// - its live values (with the programs' scratch registers) fit the vector registers (32,
+    ///   AVX2 16) and its per-element buffers the seven pointer registers.
     ///
     /// Every other plan is Cranelift's.
     ///
     /// # Errors
     /// The [`Refusal`] when the plan does not qualify or the host cannot run it.
     pub fn of(plan: &KernelPlan) -> Result<Layout, Refusal> {
-        if !plan.avx512 {
+        let Some(isa) = plan.isa else {
             return Err(Refusal::Off);
-        }
-        if !host_supported() {
-            return Err(Refusal::Host);
+        };
+        if !CpuFeatures::host().runs(isa) {
+            return Err(Refusal::Host(isa));
         }
         if plan.lanes != Lanes::X4 {
             return Err(Refusal::NotFourLane);
@@ -287,7 +294,7 @@ impl Layout {
                             }
                         }
                         Addressing::General { terms } => match terms.as_slice() {
-                            [t] if t.div >= LANES => {
+                            [t] if t.div >= isa.lanes() => {
                                 let r = run.get_or_insert_with(|| Run {
                                     div: t.div,
                                     modulo: t.modulo,
@@ -304,10 +311,10 @@ impl Layout {
                     None
                 }
                 SlotOp::Const(_) => None,
-                _ => Some(match direct(plan, k, &mut aux) {
+                _ => Some(match direct(plan, k, isa, &mut aux) {
                     Some(l) => l,
                     None => {
-                        programs.push(program::translate(plan, k)?);
+                        programs.push(program::translate(plan, k, isa)?);
                         Lowering::Program(programs.len() - 1)
                     }
                 }),
@@ -362,8 +369,9 @@ impl Layout {
                 _ => None,
             })
             .collect();
-        let (reg, scratch) =
-            allocate(plan, &pinned, &folded, &scratch_need, &mut aux).ok_or(Refusal::Registers)?;
+        let registers = isa.registers();
+        let (reg, scratch) = allocate(plan, &pinned, &folded, &scratch_need, &mut aux, registers)
+            .ok_or(Refusal::Registers)?;
         let fixed = pinned.iter().filter(|&&p| p).count() + aux.len();
         let body_regs = (0..plan.slots.len())
             .filter(|&k| !pinned[k] && !folded[k])
@@ -375,10 +383,11 @@ impl Layout {
         // vector math function's, is latency-bound one copy at a time).
         let group = [UNROLL, 2]
             .into_iter()
-            .find(|&g| fixed + g * body_regs <= ZMM.len())
+            .find(|&g| fixed + g * body_regs <= registers)
             .unwrap_or(1);
         let copy_stride = (group > 1).then_some(body_regs);
         Ok(Layout {
+            isa,
             lowering,
             programs,
             reg,
@@ -433,10 +442,15 @@ impl Layout {
     }
 }
 
-/// The one- or two-instruction lowering of computing slot `k`, if it has one: the `f32`
-/// ops of [`Lowering`] (others get a [`program::Program`]). Records the auxiliary constants
-/// it needs in `aux`.
-fn direct(plan: &KernelPlan, k: SlotId, aux: &mut Vec<(Aux, usize)>) -> Option<Lowering> {
+/// The one- or two-instruction lowering of computing slot `k` for `isa`, if it has one: the
+/// `f32` ops of [`Lowering`] (others get a [`program::Program`]). Records the auxiliary
+/// constants it needs in `aux`.
+fn direct(
+    plan: &KernelPlan,
+    k: SlotId,
+    isa: VectorIsa,
+    aux: &mut Vec<(Aux, usize)>,
+) -> Option<Lowering> {
     let slot = &plan.slots[k];
     if slot.ty != ElementType::F32 {
         return None;
@@ -464,6 +478,9 @@ fn direct(plan: &KernelPlan, k: SlotId, aux: &mut Vec<(Aux, usize)>) -> Option<L
                 FloatCC::GreaterThanOrEqual => Some(CMP_GE_OQ),
                 _ => None,
             };
+            if blend.is_some() && isa == VectorIsa::Avx2 {
+                return None;
+            }
             Lowering::Bound {
                 op: *op,
                 x,
@@ -535,13 +552,14 @@ fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool])
 /// with a program (`scratch[k]`: how many scratch registers it needs) gets its register
 /// before its operands' are freed, so that it differs from theirs, and its scratch
 /// registers for the time it is computed (a pinned one: the registers after the pinned
-/// ones, free while the preheader computes it). `None` when they do not fit in 32.
+/// ones, free while the preheader computes it). `None` when they do not fit in `registers`.
 fn allocate(
     plan: &KernelPlan,
     pinned: &[bool],
     folded: &[bool],
     scratch: &[Option<usize>],
     aux: &mut [(Aux, usize)],
+    registers: usize,
 ) -> Option<(Vec<usize>, Vec<Vec<usize>>)> {
     let n = plan.slots.len();
     let mut reg = vec![usize::MAX; n];
@@ -557,12 +575,12 @@ fn allocate(
         a.1 = next;
         next += 1;
     }
-    if next > ZMM.len() {
+    if next > registers {
         return None;
     }
     for k in (0..n).filter(|&k| pinned[k]) {
         let t = scratch[k].unwrap_or(0);
-        if next + t > ZMM.len() {
+        if next + t > registers {
             return None;
         }
         scratch_reg[k] = (next..next + t).collect();
@@ -578,7 +596,7 @@ fn allocate(
             }
         }
     }
-    let mut free: Vec<usize> = (next..ZMM.len()).rev().collect();
+    let mut free: Vec<usize> = (next..registers).rev().collect();
     for (k, s) in plan.slots.iter().enumerate() {
         if pinned[k] || folded[k] {
             continue;

@@ -1,15 +1,18 @@
-//! Why a kernel is not AVX-512 code ([`Refusal`]): what `graphlift explain` prints for a
+//! Why a kernel is not assembled code ([`Refusal`]): what `graphlift explain` prints for a
 //! kernel that stays with Cranelift.
+
+use graphlift_kernels::target::VectorIsa;
 
 /// Why a kernel plan is not assembled here ([`super::Layout::of`]): it then goes through
 /// Cranelift's four-lane loops, or calls the vector math library in strips.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// The plan was not marked for AVX-512 code: the target has it off (see
-    /// `graphlift_kernels::target::Target::avx512_off` for why).
+    /// The plan was not marked for assembled code: the target has it off (see
+    /// `graphlift_kernels::target::Target::assembler_off` for why).
     Off,
-    /// The host cannot run the code (AVX-512F and BMI2).
-    Host,
+    /// The host cannot run the plan's instruction set (AVX-512: AVX-512F and BMI2; AVX2:
+    /// AVX2 and FMA).
+    Host(VectorIsa),
     /// The kernel streams its outputs through strip buffers, and all its ops are one or two
     /// instructions (that code is as wide where it counts: the memory traffic).
     Streams,
@@ -37,8 +40,9 @@ pub enum Refusal {
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::Off => write!(f, "AVX-512 kernels are off"),
-            Refusal::Host => write!(f, "the host lacks AVX-512F or BMI2"),
+            Refusal::Off => write!(f, "assembled kernels are off"),
+            Refusal::Host(VectorIsa::Avx512) => write!(f, "the host lacks AVX-512F or BMI2"),
+            Refusal::Host(VectorIsa::Avx2) => write!(f, "the host lacks AVX2 or FMA"),
             Refusal::Streams => write!(f, "it streams its outputs through strip buffers"),
             Refusal::NotFourLane => write!(f, "its values are not all 32-bit"),
             Refusal::TooLarge => write!(f, "it has 2^31 elements or more"),

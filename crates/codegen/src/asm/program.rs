@@ -1,10 +1,10 @@
-//! Sixteen-lane programs for the slots the assembler has no single instruction for (`exp`,
+//! Full-width programs for the slots the assembler has no single instruction for (`exp`,
 //! `log`, `erf`, comparisons, selects, …): the slot's inline Cranelift lowering
 //! ([`crate::lower::lower`] at four lanes, the code every other kernel runs) translated
-//! instruction by instruction into AVX-512 operations on whole `zmm` registers. Each
-//! Cranelift operation on `F32X4` / `I32X4` lanes acts on every lane alike, so the same
-//! operations on sixteen lanes give every lane the same bits: one definition of each
-//! function, and no second copy to keep in step.
+//! instruction by instruction into operations on whole `zmm` (AVX-512) or `ymm` (AVX2)
+//! registers. Each Cranelift operation on `F32X4` / `I32X4` lanes acts on every lane alike,
+//! so the same operations on sixteen or eight lanes give every lane the same bits: one
+//! definition of each function, and no second copy to keep in step.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -14,6 +14,7 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use foldhash::HashMap;
 use graphlift_ir::{ElementType, UnaryOp};
+use graphlift_kernels::target::VectorIsa;
 use smallvec::{smallvec, SmallVec};
 
 use super::Refusal;
@@ -36,10 +37,11 @@ pub enum Arg {
     Const(u64),
 }
 
-/// An operation on sixteen 32-bit lanes, or eight 64-bit ones ([`Inst::wide`]: Cranelift's
-/// `F64X2` / `I64X2` operations, four times as wide), each one AVX-512F instruction or a few
-/// (`super::program_emit` says which). Masks (the results of comparisons, and `bool`
-/// values) are lanes of all ones or all zeros, as in Cranelift's vector code.
+/// An operation on a vector's 32-bit lanes, or its 64-bit ones ([`Inst::wide`]: Cranelift's
+/// `F64X2` / `I64X2` operations, four or two times as wide), each one instruction or a few
+/// (`super::program_emit` says which; AVX-512F names below). Masks (the results of
+/// comparisons, and `bool` values) are lanes of all ones or all zeros, as in Cranelift's
+/// vector code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `vaddps a, b`.
@@ -81,6 +83,8 @@ pub enum Op {
     /// `vpsrad` by the immediate.
     Sshr(u32),
     /// `vpcmpd` (signed) or `vpcmpud` (unsigned) with the predicate, expanded to a mask.
+    /// AVX2 compares for equality (`vpcmpeqd`, predicate 0) and signed greater-than
+    /// (`vpcmpgtd`, predicate 6) only: [`translate`] writes the others with those.
     ICmp { pred: i32, unsigned: bool },
     /// `vpmaxsd`.
     SMax,
@@ -177,13 +181,15 @@ fn lane_type(t: ElementType) -> Option<Type> {
     }
 }
 
-/// The program of computing slot `k` of `plan`: its four-lane lowering, translated.
+/// The program of computing slot `k` of `plan`: its four-lane lowering, translated for
+/// `isa`.
 ///
 /// # Errors
-/// [`Refusal::Op`] naming the op when its lowering uses what has no sixteen-lane
+/// [`Refusal::Op`] naming the op when its lowering uses what has no full-width
 /// translation here: control flow (the scalar fallbacks of `Sin`, `Cos`, `Tan`), calls to
-/// host helpers, shuffles, conversions between lane widths.
-pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
+/// host helpers, shuffles, conversions between lane widths; on AVX2, the 64-bit lane
+/// operations it has no instruction for (`vpmaxsq`, `vpsraq`, unsigned 64-bit compares).
+pub fn translate(plan: &KernelPlan, k: SlotId, isa: VectorIsa) -> Result<Program, Refusal> {
     let slot = &plan.slots[k];
     let name = || Refusal::Op(op_name(&slot.op));
     let ops = operands(&slot.op);
@@ -230,6 +236,7 @@ pub fn translate(plan: &KernelPlan, k: SlotId) -> Result<Program, Refusal> {
         args: HashMap::default(),
         insts: Vec::new(),
         wide: false,
+        isa,
     };
     for (i, &p) in params.iter().enumerate() {
         t.args.insert(p, Arg::Input(i));
@@ -273,6 +280,8 @@ struct Translation<'f> {
     insts: Vec<Inst>,
     /// Whether the instruction being translated works on 64-bit lanes.
     wide: bool,
+    /// The instruction set translated for.
+    isa: VectorIsa,
 }
 
 impl Translation<'_> {
@@ -408,6 +417,11 @@ impl Translation<'_> {
             (Opcode::Fcmp, InstructionData::FloatCompare { cond, .. }) => {
                 (Op::FCmp(float_predicate(*cond)), smallvec![a(0)?, a(1)?])
             }
+            (Opcode::Icmp, InstructionData::IntCompare { cond, .. })
+                if self.isa == VectorIsa::Avx2 =>
+            {
+                return self.avx2_compare(v, *cond, a(0)?, a(1)?);
+            }
             (Opcode::Icmp, InstructionData::IntCompare { cond, .. }) => {
                 let (pred, unsigned) = int_predicate(*cond);
                 (Op::ICmp { pred, unsigned }, smallvec![a(0)?, a(1)?])
@@ -421,6 +435,13 @@ impl Translation<'_> {
             (Opcode::Bor, _) => (Op::Or, smallvec![a(0)?, a(1)?]),
             (Opcode::Bxor, _) => (Op::Xor, smallvec![a(0)?, a(1)?]),
             (Opcode::Bnot, _) => (Op::Xor, smallvec![a(0)?, self.all_ones()]),
+            // (AVX2 has no 64-bit `vpsraq`, `vpmaxsq` and the like.)
+            (Opcode::Sshr | Opcode::Smax | Opcode::Smin | Opcode::Umax | Opcode::Umin, _)
+            | (Opcode::Iabs, _)
+                if self.wide && self.isa == VectorIsa::Avx2 =>
+            {
+                return None
+            }
             (Opcode::Ishl, _) => (Op::Shl(shift(self)?), smallvec![a(0)?]),
             (Opcode::Ushr, _) => (Op::Ushr(shift(self)?), smallvec![a(0)?]),
             (Opcode::Sshr, _) => (Op::Sshr(shift(self)?), smallvec![a(0)?]),
@@ -439,6 +460,46 @@ impl Translation<'_> {
             _ => return None,
         };
         self.push(v, op, ops)
+    }
+
+    /// An integer comparison from AVX2's two, equality and signed greater-than: the others
+    /// by swapping the operands, negating the mask, or (unsigned, 32-bit lanes only)
+    /// comparing `a` with `umax(a, b)` or `umin(a, b)` for equality.
+    fn avx2_compare(&mut self, v: Value, cc: IntCC, a: Arg, b: Arg) -> Option<()> {
+        const EQ: Op = Op::ICmp {
+            pred: 0,
+            unsigned: false,
+        };
+        const GT: Op = Op::ICmp {
+            pred: 6,
+            unsigned: false,
+        };
+        let unsigned_bound = |t: &mut Self, op: Op| -> Option<Arg> {
+            if t.wide {
+                return None;
+            }
+            let m = t.value(op, smallvec![a, b]);
+            Some(t.value(EQ, smallvec![m, a]))
+        };
+        // The mask, and whether it is the negation of the wanted one.
+        let (mask, negate) = match cc {
+            IntCC::Equal => (self.value(EQ, smallvec![a, b]), false),
+            IntCC::NotEqual => (self.value(EQ, smallvec![a, b]), true),
+            IntCC::SignedGreaterThan => (self.value(GT, smallvec![a, b]), false),
+            IntCC::SignedLessThan => (self.value(GT, smallvec![b, a]), false),
+            IntCC::SignedLessThanOrEqual => (self.value(GT, smallvec![a, b]), true),
+            IntCC::SignedGreaterThanOrEqual => (self.value(GT, smallvec![b, a]), true),
+            IntCC::UnsignedGreaterThanOrEqual => (unsigned_bound(self, Op::UMax)?, false),
+            IntCC::UnsignedLessThanOrEqual => (unsigned_bound(self, Op::UMin)?, false),
+            IntCC::UnsignedLessThan => (unsigned_bound(self, Op::UMax)?, true),
+            IntCC::UnsignedGreaterThan => (unsigned_bound(self, Op::UMin)?, true),
+        };
+        if !negate {
+            self.args.insert(v, mask);
+            return Some(());
+        }
+        let ones = self.all_ones();
+        self.push(v, Op::Xor, smallvec![mask, ones])
     }
 
     /// Cranelift's `fmax` / `fmin` (NaN if either is NaN, `-0 < +0`) from x86's: the

@@ -1,0 +1,436 @@
+//! Writing a slot's [`Program`]: each operation as one instruction (two or three where x86
+//! needs them: a register copy before a destructive one, AVX-512's expansion of a mask
+//! register into lanes), constants from the kernel's constant pool (`super::inst` says how
+//! each instruction set reads them).
+
+use iced_x86::code_asm::*;
+
+use graphlift_kernels::target::VectorIsa;
+
+use super::emit::{Fail, Writer};
+use super::inst::{broadcast, Src, YMM, ZMM};
+use super::program::{Arg, Inst, Op, Program};
+use crate::plan::{operands, SlotId};
+
+/// `vpternlog` immediate of a constant all-ones result.
+const ALL_ONES: i32 = 0xFF;
+
+/// The registers of a program in one copy of the body: its inputs', and where each
+/// operation's value goes.
+type Registers = (Vec<usize>, Vec<usize>);
+
+impl Writer<'_> {
+    /// The instructions of slot `k`'s program `p` for each copy of the body in `copies`
+    /// (copies of one group, each in its own registers: [`super::Layout::group`]), each
+    /// copy's value into its slot register.
+    ///
+    /// The copies are interleaved step by step (a step is one operation, or on AVX-512 a
+    /// comparison and the select it feeds), so that the core sees the independent chains of
+    /// every copy within a few instructions: a vector math function is a long dependent
+    /// chain, and one copy after the other leaves the out-of-order window to find the overlap.
+    ///
+    /// Every value goes to its own register ([`Program::reg`]), never one of its operands'
+    /// (but a Horner step's accumulator), so an instruction that writes its destination
+    /// first (a copy, a broadcast) reads its operands intact. A constant operand is read from
+    /// the pool where the instruction takes memory (the last source); where it must be a
+    /// register it is copied into the destination first. On AVX-512 a comparison read once,
+    /// by the select right after it, leaves its lanes in `k2` for that select's blend instead
+    /// of expanding them into a mask.
+    pub(super) fn program(&mut self, k: SlotId, p: &Program, copies: &[usize]) -> Result<(), Fail> {
+        let mut uses = vec![0usize; p.insts.len()];
+        for a in p.insts.iter().flat_map(|i| &i.args).chain([&p.result]) {
+            if let Arg::Value(j) = *a {
+                uses[j] += 1;
+            }
+        }
+        let masks = self.lay.isa == VectorIsa::Avx512;
+        // Steps: (first operation, whether it is a comparison fused with the next).
+        let mut steps = Vec::with_capacity(p.insts.len());
+        let mut i = 0;
+        while i < p.insts.len() {
+            let inst = &p.insts[i];
+            let compare = matches!(inst.op, Op::FCmp(_) | Op::ICmp { .. });
+            let fused = masks
+                && compare
+                && uses[i] == 1
+                && p.insts.get(i + 1).is_some_and(|next| {
+                    next.op == Op::Select && next.args[0] == Arg::Value(i) && next.wide == inst.wide
+                });
+            steps.push((i, fused));
+            i += if fused { 2 } else { 1 };
+        }
+        for &(i, fused) in &steps {
+            for &u in copies {
+                self.copy = u;
+                self.step(k, p, i, fused)?;
+            }
+        }
+        for &u in copies {
+            self.copy = u;
+            self.program_end(k, p)?;
+        }
+        Ok(())
+    }
+
+    /// The registers of slot `k`'s program in the current copy.
+    fn program_registers(&self, k: SlotId, p: &Program) -> Registers {
+        let inputs = operands(&self.plan.slots[k].op)
+            .into_iter()
+            .map(|o| self.v(o))
+            .collect();
+        let dest = p
+            .reg
+            .iter()
+            .map(|r| match *r {
+                Some(r) => self.scratch(k, r),
+                None => self.v(k),
+            })
+            .collect();
+        (inputs, dest)
+    }
+
+    /// Operand `a` of an operation in the current copy.
+    fn program_source(&mut self, regs: &Registers, a: Arg, wide: bool) -> Result<Src, Fail> {
+        Ok(match a {
+            Arg::Input(i) => Src::Reg(regs.0[i]),
+            Arg::Value(j) => Src::Reg(regs.1[j]),
+            Arg::Const(bits) => Src::Const(self.constant(bits, wide)?, wide),
+        })
+    }
+
+    /// One step of slot `k`'s program `p` in the current copy: operation `i`, or (`fused`,
+    /// AVX-512) the comparison `i` into `k2` and the select `i + 1` as a blend.
+    fn step(&mut self, k: SlotId, p: &Program, i: usize, fused: bool) -> Result<(), Fail> {
+        let regs = self.program_registers(k, p);
+        let inst = &p.insts[i];
+        let args: Vec<Src> = inst
+            .args
+            .iter()
+            .map(|&a| self.program_source(&regs, a, inst.wide))
+            .collect::<Result<_, _>>()?;
+        if !fused {
+            return self.operation(regs.1[i], inst, &args);
+        }
+        self.compare_k2(regs.1[i], inst, &args)?;
+        let select = &p.insts[i + 1];
+        let a = self.program_source(&regs, select.args[1], select.wide)?;
+        let b = self.program_source(&regs, select.args[2], select.wide)?;
+        self.blend_k2(regs.1[i + 1], select.wide, a, b)
+    }
+
+    /// The end of slot `k`'s program `p` in the current copy: a result that is an input or a
+    /// constant moved into the slot's register, and the lanes out of range of `Sin`, `Cos`,
+    /// `Tan` computed by the reference.
+    fn program_end(&mut self, k: SlotId, p: &Program) -> Result<(), Fail> {
+        let regs = self.program_registers(k, p);
+        match p.result {
+            Arg::Value(_) => {}
+            a => {
+                let s = self.program_source(&regs, a, false)?;
+                let d = self.v(k);
+                self.copy(d, s)?;
+            }
+        }
+        if let Some((f, in_range)) = p.fallback {
+            let Arg::Value(j) = in_range else {
+                return Err(Fail("the range mask is not a value".into()));
+            };
+            let (ok, y) = (regs.1[j], self.v(k));
+            self.lanes_out_of_range(f, regs.0[0], y, ok)?;
+        }
+        Ok(())
+    }
+
+    /// Where a lane of mask `ok` is clear, `y`'s lane becomes the reference's function
+    /// `UnaryOp::TRIG[f]` of `x`'s ([`crate::helpers::trig_lanes_f32`]), by a call when
+    /// there is such a lane: every vector register, the caller-saved general registers the
+    /// code uses (and AVX-512's `k1`) go to a 64-byte-aligned save area on the stack, the
+    /// helper fixes `y`'s saved lanes in place, and everything comes back.
+    fn lanes_out_of_range(&mut self, f: usize, x: usize, y: usize, ok: usize) -> Result<(), Fail> {
+        const GPRS: [AsmRegister64; 8] = [rcx, rdx, rsi, rdi, r8, r9, r10, r11];
+        let isa = self.lay.isa;
+        let bytes = 4 * isa.lanes() as i32;
+        let vectors = bytes * isa.registers() as i32;
+        let slot = |r: usize| bytes * r as i32;
+        let mut done = self.a.create_label();
+        match isa {
+            VectorIsa::Avx512 => {
+                self.a.vptestmd(k2, ZMM[ok], ZMM[ok])?;
+                self.a.kortestw(k2, k2)?;
+                // Carry: every lane in range.
+                self.a.jb(done)?;
+            }
+            VectorIsa::Avx2 => {
+                self.a.vmovmskps(eax, YMM[ok])?;
+                self.a.cmp(eax, 0xFF)?;
+                self.a.je(done)?;
+            }
+        }
+        self.a.mov(rax, rsp)?;
+        self.a.and(rsp, -64)?;
+        self.a.sub(rsp, vectors + 128)?;
+        self.a.mov(qword_ptr(rsp + vectors), rax)?;
+        for (i, &r) in GPRS.iter().enumerate() {
+            self.a.mov(qword_ptr(rsp + vectors + 8 + 8 * i as i32), r)?;
+        }
+        if isa == VectorIsa::Avx512 {
+            self.a.kmovw(eax, k1)?;
+            self.a.mov(qword_ptr(rsp + vectors + 72), rax)?;
+        }
+        self.save_vectors(true)?;
+        self.a.mov(edi, f as u32)?;
+        self.a.mov(esi, isa.lanes() as u32)?;
+        self.a.lea(rdx, ptr(rsp + slot(x)))?;
+        self.a.lea(rcx, ptr(rsp + slot(y)))?;
+        self.a.lea(r8, ptr(rsp + slot(ok)))?;
+        self.a
+            .mov(rax, crate::helpers::trig_lanes_f32 as *const () as u64)?;
+        self.a.call(rax)?;
+        self.save_vectors(false)?;
+        if isa == VectorIsa::Avx512 {
+            self.a.mov(rax, qword_ptr(rsp + vectors + 72))?;
+            self.a.kmovw(k1, eax)?;
+        }
+        for (i, &r) in GPRS.iter().enumerate() {
+            self.a.mov(r, qword_ptr(rsp + vectors + 8 + 8 * i as i32))?;
+        }
+        self.a.mov(rsp, qword_ptr(rsp + vectors))?;
+        self.a.set_label(&mut done)?;
+        // (No bytes: the label may share its place with the next one.)
+        self.a.zero_bytes()?;
+        Ok(())
+    }
+
+    /// Every vector register to (`save`) or from its slot of the save area at `rsp`.
+    fn save_vectors(&mut self, save: bool) -> Result<(), Fail> {
+        match self.lay.isa {
+            VectorIsa::Avx512 => {
+                for (i, &z) in ZMM.iter().enumerate() {
+                    let m = zmmword_ptr(rsp + 64 * i as i32);
+                    if save {
+                        self.a.vmovups(m, z)?;
+                    } else {
+                        self.a.vmovups(z, m)?;
+                    }
+                }
+            }
+            VectorIsa::Avx2 => {
+                for (i, &y) in YMM.iter().enumerate() {
+                    let m = ymmword_ptr(rsp + 32 * i as i32);
+                    if save {
+                        self.a.vmovups(m, y)?;
+                    } else {
+                        self.a.vmovups(y, m)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `k2` = the comparison of `s[0]` and `s[1]` (`inst` an `FCmp` or `ICmp`; AVX-512);
+    /// returns the register that held `s[0]` (`d` when it was a constant).
+    fn compare_k2(&mut self, d: usize, inst: &Inst, s: &[Src]) -> Result<usize, Fail> {
+        let a = self.register(d, s[0])?;
+        let za = ZMM[a];
+        macro_rules! cmp {
+            ($m:ident, $pred:expr) => {
+                match s[1] {
+                    Src::Reg(b) => self.a.$m(k2, za, ZMM[b], $pred)?,
+                    Src::Mem(m) => self.a.$m(k2, za, zmmword_ptr(m), $pred)?,
+                    Src::Const(c, w) => self.a.$m(k2, za, broadcast(c, w), $pred)?,
+                }
+            };
+        }
+        match (inst.op, inst.wide) {
+            (Op::FCmp(pred), false) => cmp!(vcmpps, pred),
+            (Op::FCmp(pred), true) => cmp!(vcmppd, pred),
+            (Op::ICmp { pred, unsigned }, false) if unsigned => cmp!(vpcmpud, pred),
+            (Op::ICmp { pred, .. }, false) => cmp!(vpcmpd, pred),
+            (Op::ICmp { pred, unsigned }, true) if unsigned => cmp!(vpcmpuq, pred),
+            (Op::ICmp { pred, .. }, true) => cmp!(vpcmpq, pred),
+            (op, _) => return Err(Fail(format!("{op:?} is not a comparison"))),
+        }
+        Ok(a)
+    }
+
+    /// `d` = the comparison of `s[0]` and `s[1]` as a mask (AVX2: `vcmpps` with the
+    /// predicate; `vpcmpeqd` or `vpcmpgtd`, the integer comparisons `translate` leaves).
+    fn compare_avx2(&mut self, d: usize, inst: &Inst, s: &[Src]) -> Result<(), Fail> {
+        let a = YMM[self.register(d, s[0])?];
+        macro_rules! cmp {
+            ($m:ident $(, $pred:expr)?) => {
+                match s[1] {
+                    Src::Reg(b) => self.a.$m(YMM[d], a, YMM[b] $(, $pred)?)?,
+                    Src::Mem(m) => self.a.$m(YMM[d], a, ymmword_ptr(m) $(, $pred)?)?,
+                    Src::Const(c, _) => self.a.$m(YMM[d], a, ymmword_ptr(c) $(, $pred)?)?,
+                }
+            };
+        }
+        match (inst.op, inst.wide) {
+            (Op::FCmp(pred), false) => cmp!(vcmpps, pred),
+            (Op::FCmp(pred), true) => cmp!(vcmppd, pred),
+            (Op::ICmp { pred: 0, .. }, false) => cmp!(vpcmpeqd),
+            (Op::ICmp { pred: 0, .. }, true) => cmp!(vpcmpeqq),
+            (
+                Op::ICmp {
+                    pred: 6,
+                    unsigned: false,
+                },
+                false,
+            ) => cmp!(vpcmpgtd),
+            (
+                Op::ICmp {
+                    pred: 6,
+                    unsigned: false,
+                },
+                true,
+            ) => cmp!(vpcmpgtq),
+            (op, _) => return Err(Fail(format!("{op:?} is not an AVX2 comparison"))),
+        }
+        Ok(())
+    }
+
+    /// One operation into `d` (distinct from every register in `s`, but a fused
+    /// multiply-add's first factor, which it may write over).
+    fn operation(&mut self, d: usize, inst: &Inst, s: &[Src]) -> Result<(), Fail> {
+        let wide = inst.wide;
+        // `d = s0 op s1`, `s0` in a register (`d` after a copy when it is a constant).
+        macro_rules! bin {
+            ($n:ident, $w:ident) => {{
+                let a = self.register(d, s[0])?;
+                if wide {
+                    self.$w(d, a, s[1])?
+                } else {
+                    self.$n(d, a, s[1])?
+                }
+            }};
+        }
+        macro_rules! un {
+            ($n:ident, $w:ident $(, $imm:expr)?) => {
+                if wide {
+                    self.$w(d, s[0] $(, $imm)?)?
+                } else {
+                    self.$n(d, s[0] $(, $imm)?)?
+                }
+            };
+        }
+        let unsupported = || Fail(format!("{:?} on 64-bit lanes", inst.op));
+        match inst.op {
+            Op::FAdd => bin!(vaddps, vaddpd),
+            Op::FSub => bin!(vsubps, vsubpd),
+            Op::FMul => bin!(vmulps, vmulpd),
+            Op::FDiv => bin!(vdivps, vdivpd),
+            Op::XMax => bin!(vmaxps, vmaxpd),
+            Op::XMin => bin!(vminps, vminpd),
+            Op::IAdd => bin!(vpaddd, vpaddq),
+            Op::ISub => bin!(vpsubd, vpsubq),
+            Op::And => bin!(vpandd, vpandq),
+            Op::Or => bin!(vpord, vporq),
+            Op::Xor => bin!(vpxord, vpxorq),
+            Op::SMax => bin!(vpmaxsd, vpmaxsq),
+            Op::SMin => bin!(vpminsd, vpminsq),
+            Op::UMax => bin!(vpmaxud, vpmaxuq),
+            Op::UMin => bin!(vpminud, vpminuq),
+            Op::IMul if !wide => bin!(vpmulld, vpmulld),
+            Op::Sqrt => un!(vsqrtps, vsqrtpd),
+            Op::Round(imm) => un!(vrndscaleps, vrndscalepd, imm),
+            Op::Shl(n) => un!(vpslld, vpsllq, n as i32),
+            Op::Ushr(n) => un!(vpsrld, vpsrlq, n as i32),
+            Op::Sshr(n) => un!(vpsrad, vpsraq, n as i32),
+            Op::FromInt if !wide => un!(vcvtdq2ps, vcvtdq2ps),
+            Op::ToIntTruncate if !wide => un!(vcvttps2dq, vcvttps2dq),
+            Op::IMul | Op::FromInt | Op::ToIntTruncate => return Err(unsupported()),
+            Op::FCmp(_) | Op::ICmp { .. } => match self.lay.isa {
+                VectorIsa::Avx512 => {
+                    let a = ZMM[self.compare_k2(d, inst, s)?];
+                    if wide {
+                        self.a.vpternlogq(ZMM[d].k2().z(), a, a, ALL_ONES)?;
+                    } else {
+                        self.a.vpternlogd(ZMM[d].k2().z(), a, a, ALL_ONES)?;
+                    }
+                }
+                VectorIsa::Avx2 => self.compare_avx2(d, inst, s)?,
+            },
+            Op::Fma => {
+                // d = q·d + c with d holding one factor: the accumulator written over in
+                // place, or a constant factor copied into d so that the other (a register:
+                // `translate` splits two constant factors) is `q`.
+                let (p, q) = match (s[0], s[1]) {
+                    (Src::Reg(a), _) if a == d => (s[0], s[1]),
+                    (Src::Reg(_), Src::Const(..)) => (s[1], s[0]),
+                    _ => (s[0], s[1]),
+                };
+                let Src::Reg(q) = q else {
+                    return Err(Fail("fused multiply-add of two constants".into()));
+                };
+                self.copy(d, p)?;
+                self.fma213(d, q, s[2], wide)?;
+            }
+            Op::Select => self.select(d, wide, s)?,
+            Op::Copy => self.copy(d, s[0])?,
+        }
+        Ok(())
+    }
+
+    /// `d = m ? a : b` for a mask `m` (lanes all ones or zeros): AVX-512 `k2` from `m`, then
+    /// [`Writer::blend_k2`]; AVX2 a `vblendvps` by `m`'s sign bits.
+    fn select(&mut self, d: usize, wide: bool, s: &[Src]) -> Result<(), Fail> {
+        let Src::Reg(m) = s[0] else {
+            return Err(Fail("select on a constant mask".into()));
+        };
+        if self.lay.isa == VectorIsa::Avx2 {
+            // `b` in a register (`d` after a copy), `a` a register or the pool's vector.
+            let b = YMM[self.register(d, s[2])?];
+            let (d, m) = (YMM[d], YMM[m]);
+            match (s[1], wide) {
+                (Src::Reg(a), false) => self.a.vblendvps(d, b, YMM[a], m)?,
+                (Src::Reg(a), true) => self.a.vblendvpd(d, b, YMM[a], m)?,
+                (Src::Mem(x), false) => self.a.vblendvps(d, b, ymmword_ptr(x), m)?,
+                (Src::Mem(x), true) => self.a.vblendvpd(d, b, ymmword_ptr(x), m)?,
+                (Src::Const(c, _), false) => self.a.vblendvps(d, b, ymmword_ptr(c), m)?,
+                (Src::Const(c, _), true) => self.a.vblendvpd(d, b, ymmword_ptr(c), m)?,
+            }
+            return Ok(());
+        }
+        if wide {
+            self.a.vptestmq(k2, ZMM[m], ZMM[m])?;
+        } else {
+            self.a.vptestmd(k2, ZMM[m], ZMM[m])?;
+        }
+        self.blend_k2(d, wide, s[1], s[2])
+    }
+
+    /// `d = k2 ? a : b`, lane by lane (AVX-512).
+    fn blend_k2(&mut self, d: usize, wide: bool, a: Src, b: Src) -> Result<(), Fail> {
+        let zd = ZMM[d];
+        match (a, b) {
+            (Src::Reg(a), Src::Reg(b)) if wide => self.a.vpblendmq(zd.k2(), ZMM[b], ZMM[a])?,
+            (Src::Reg(a), Src::Reg(b)) => self.a.vpblendmd(zd.k2(), ZMM[b], ZMM[a])?,
+            (Src::Const(a, w), Src::Reg(b)) if wide => {
+                self.a.vpblendmq(zd.k2(), ZMM[b], broadcast(a, w))?
+            }
+            (Src::Const(a, w), Src::Reg(b)) => {
+                self.a.vpblendmd(zd.k2(), ZMM[b], broadcast(a, w))?
+            }
+            (Src::Reg(a), _) => {
+                self.copy(d, b)?;
+                if wide {
+                    self.a.vmovapd(zd.k2(), ZMM[a])?;
+                } else {
+                    self.a.vmovaps(zd.k2(), ZMM[a])?;
+                }
+            }
+            (Src::Const(a, _), _) => {
+                self.copy(d, b)?;
+                if wide {
+                    self.a.vbroadcastsd(zd.k2(), qword_ptr(a))?;
+                } else {
+                    self.a.vbroadcastss(zd.k2(), dword_ptr(a))?;
+                }
+            }
+            (Src::Mem(_), _) => return Err(Fail("a blend of a folded load".into())),
+        }
+        Ok(())
+    }
+}
