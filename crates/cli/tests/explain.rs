@@ -173,13 +173,14 @@ fn explain_prints_pipeline_kernels_and_outside_nodes_and_writes_files() {
             "`{needle}` missing from:\n{stdout}"
         );
     }
-    // Every kernel says which code it is: sixteen-lane AVX-512 code, or Cranelift's and why
-    // not AVX-512 (a host without it).
+    // Every kernel says which code it is: assembled code of the host's full width, or
+    // Cranelift's and why not assembled (a host without AVX2).
     let code_lines = stdout
         .lines()
         .filter(|l| {
             l.contains("AVX-512 code: 16 f32 lanes")
-                || l.contains("Cranelift code, 4 lane(s) a vector; not AVX-512: ")
+                || l.contains("AVX2 code: 8 f32 lanes")
+                || l.contains("Cranelift code, 4 lane(s) a vector; not assembled: ")
         })
         .count();
     assert_eq!(code_lines, 2, "{stdout}");
