@@ -7,7 +7,7 @@ use super::lanes::{Emit, Lanes};
 use super::lower::{bool_to_mask_lane, demote_helper, lower, HelperRefs};
 use super::mixed::{convert_across, parts, reform};
 use super::plan::{KernelPlan, SlotId, SlotOp};
-use super::storage::{holds_values, keeps_values, narrow, saturation_bounds};
+use super::storage::to_storage;
 use crate::access::*;
 use crate::helpers::Helper;
 use crate::plan::operands;
@@ -140,11 +140,8 @@ pub fn emit_invariants(b: &mut FunctionBuilder, fr: &mut Frame) -> Result<(), Ji
 }
 
 /// Lowers the computing slot `k` on the values `vals` of earlier slots: part by part at the
-/// slot's form, with `bool` operands moved to that form, or by [`convert_across`]. A
-/// conversion from a float to a narrow integer is clamped to the integer's range after the
-/// (saturating) conversion to the wide one ([`saturation_bounds`]); any other result of a
-/// storage type is brought to that type's values ([`narrow`], unless the op keeps them,
-/// [`keeps_values`], or its operand holds them already, [`holds_values`]).
+/// slot's form, with `bool` operands moved to that form, or by [`convert_across`]; a result
+/// of a storage type is brought to that type's values ([`to_storage`]).
 pub fn lower_slot(
     b: &mut FunctionBuilder,
     fr: &Frame,
@@ -207,29 +204,10 @@ pub fn lower_slot(
             })
             .collect::<Result<Parts, JitError>>()?
     };
-    let (operand_holds, saturate) = match slot.op {
-        SlotOp::Convert(a) => (
-            holds_values(plan, a, slot.storage),
-            saturation_bounds(slot.storage).filter(|_| plan.slots[a].ty.is_float()),
-        ),
-        _ => (false, None),
-    };
-    if let Some(bounds) = saturate {
-        // From a float: saturated to the type's range in the wide integer it was converted
-        // to (which saturates at its own), so nothing is left to wrap.
-        let mut e = Emit::new(b, form);
-        return Ok(out
-            .into_iter()
-            .map(|v| clamp(&mut e, slot.ty, v, bounds))
-            .collect());
-    }
-    if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) || operand_holds {
-        return Ok(out);
-    }
     let mut e = Emit::new(b, form);
     Ok(out
         .into_iter()
-        .map(|v| narrow(&mut e, slot.storage, v))
+        .map(|v| to_storage(&mut e, plan, k, v))
         .collect())
 }
 
@@ -267,14 +245,6 @@ fn call_per_lane(
         v = b.ins().insertlane(v, r, l as u8);
     }
     Ok(v)
-}
-
-/// `x` (lanes of integer type `t`) held to `[lo, hi]`.
-fn clamp(e: &mut Emit, t: ElementType, x: Value, (lo, hi): (i64, i64)) -> Value {
-    let lo = e.constant(t, lo as u64);
-    let hi = e.constant(t, hi as u64);
-    let x = e.b.ins().smax(x, lo);
-    e.b.ins().smin(x, hi)
 }
 
 /// Where part `p` of a value of form `form` is read or written, for a body at `at`.

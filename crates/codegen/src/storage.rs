@@ -139,6 +139,36 @@ fn constant_within(bits: u64, ty: ElementType, t: ElementType) -> bool {
     }
 }
 
+/// The result `x` of computing slot `k` of `plan` (one part, at `e`'s form) brought to the
+/// values of the slot's storage type: a conversion from a float to a narrow integer clamped
+/// to the integer's range after the (saturating) conversion to the wide one
+/// ([`saturation_bounds`]); any other result [`narrow`]ed, unless the op keeps the type's
+/// values ([`keeps_values`]) or its operand holds them already ([`holds_values`]). The
+/// identity for a slot computed in its own type. The one definition for Cranelift's loops
+/// and the assembler's programs.
+pub fn to_storage(e: &mut Emit, plan: &KernelPlan, k: SlotId, x: Value) -> Value {
+    let slot = &plan.slots[k];
+    let (operand_holds, saturate) = match slot.op {
+        SlotOp::Convert(a) => (
+            holds_values(plan, a, slot.storage),
+            saturation_bounds(slot.storage).filter(|_| plan.slots[a].ty.is_float()),
+        ),
+        _ => (false, None),
+    };
+    if let Some((lo, hi)) = saturate {
+        // From a float: saturated to the type's range in the wide integer it was converted
+        // to (which saturates at its own), so nothing is left to wrap.
+        let lo = e.constant(slot.ty, lo as u64);
+        let hi = e.constant(slot.ty, hi as u64);
+        let x = e.b.ins().smax(x, lo);
+        return e.b.ins().smin(x, hi);
+    }
+    if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) || operand_holds {
+        return x;
+    }
+    narrow(e, slot.storage, x)
+}
+
 /// `x` (lanes of [`compute_type`]`(t)`) brought to one of storage type `t`'s values: a
 /// 16-bit float rounded to nearest even ([`round_to_16`]), a narrow integer wrapped to its
 /// width (sign- or zero-extended from it). The identity for other types.

@@ -295,15 +295,27 @@ pub fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
     }
 }
 
-/// The bits of each `f32` tensor's elements.
+/// The bits of each tensor's elements, zero-extended to 32 bits (`f32`, `i32`, `u32` and the
+/// 8- and 16-bit types: floats' raw bits, integers' two's complement).
+///
+/// # Panics
+/// On a tensor of another element type.
 pub fn bits(outs: &[Tensor]) -> Vec<Vec<u32>> {
+    fn each<T: Copy>(v: &[T], f: impl Fn(T) -> u32) -> Vec<u32> {
+        v.iter().map(|&x| f(x)).collect()
+    }
     outs.iter()
-        .map(|t| {
-            t.read::<f32>()
-                .unwrap()
-                .iter()
-                .map(|x| x.to_bits())
-                .collect()
+        .map(|t| match t.data() {
+            TensorData::F32(v) => each(v, f32::to_bits),
+            TensorData::I32(v) => each(v, |x| x as u32),
+            TensorData::U32(v) => each(v, |x| x),
+            TensorData::F16(v) => each(v, |x| u32::from(x.to_bits())),
+            TensorData::BF16(v) => each(v, |x| u32::from(x.to_bits())),
+            TensorData::I8(v) => each(v, |x| u32::from(x as u8)),
+            TensorData::U8(v) => each(v, u32::from),
+            TensorData::I16(v) => each(v, |x| u32::from(x as u16)),
+            TensorData::U16(v) => each(v, u32::from),
+            other => panic!("no 32-bit view of {} elements", other.element_type()),
         })
         .collect()
 }

@@ -203,7 +203,11 @@ impl Writer<'_> {
             match &s.op {
                 SlotOp::Load { arg, .. } => {
                     self.a.mov(rax, qword_ptr(r11 + (8 * arg) as i32))?;
-                    self.broadcast_from(d, ptr(rax))?;
+                    if s.storage == s.ty {
+                        self.broadcast_from(d, ptr(rax))?;
+                    } else {
+                        self.splat_narrow(k, s.storage)?;
+                    }
                 }
                 SlotOp::Const(bits) => {
                     // A `bool` is a mask: all ones for true.
@@ -257,18 +261,27 @@ impl Writer<'_> {
     }
 
     /// Points the row vectors at the row that ends at `rax` (row length `k`): `p = base −
-    /// 4·(rax − k)`, so that `[p + 4·r8]` is the row's element `r8 − (rax − k)`. Clobbers
-    /// `rdx`.
+    /// size·(rax − k)` (`size` the input's bytes per element), so that `[p + size·r8]` is
+    /// the row's element `r8 − (rax − k)`. Clobbers `rdx`, `r10`.
     fn row_pointers(&mut self, k: usize) -> Result<(), Fail> {
+        let lay = self.lay;
         self.a.lea(rdx, ptr(rax - k as i32))?;
-        self.a.shl(rdx, 2)?;
-        for &arg in &self.lay.row_args {
-            let Some(p) = self.lay.arg_reg[arg] else {
+        let all_words = lay.row_args.iter().all(|&arg| lay.arg_size[arg] == 4);
+        if all_words {
+            self.a.shl(rdx, 2)?;
+        }
+        for &arg in &lay.row_args {
+            let Some(p) = lay.arg_reg[arg] else {
                 continue;
             };
             let p = POINTERS[p];
             self.a.mov(p, qword_ptr(r11 + (8 * arg) as i32))?;
-            self.a.sub(p, rdx)?;
+            if all_words {
+                self.a.sub(p, rdx)?;
+            } else {
+                self.a.lea(r10, ptr(rdx * lay.arg_size[arg] as u32))?;
+                self.a.sub(p, r10)?;
+            }
         }
         Ok(())
     }
@@ -468,7 +481,7 @@ impl Writer<'_> {
                     self.program(k, &lay.programs[*i], &group_copies)?;
                     for u in start..end {
                         self.copy = u;
-                        self.store(k, (u * bytes) as i32)?;
+                        self.store(k, u)?;
                     }
                     self.mark(Some(k));
                     continue;
@@ -484,12 +497,18 @@ impl Writer<'_> {
                         SlotOp::Load { .. } if lay.folded[k] => {}
                         SlotOp::Load { arg, .. } => {
                             let p = POINTERS[lay.arg_reg[*arg].unwrap_or(0)];
-                            let d = self.v(k);
-                            self.load(d, ptr(p + r8 * 4 + disp))?;
+                            let m = self.element(p, lay.arg_size[*arg], u);
+                            let s = &plan.slots[k];
+                            if s.storage == s.ty {
+                                let d = self.v(k);
+                                self.load(d, m)?;
+                            } else {
+                                self.load_narrow(k, s.storage, m)?;
+                            }
                         }
                         _ => self.compute(k, disp)?,
                     }
-                    self.store(k, disp)?;
+                    self.store(k, u)?;
                     self.mark(Some(k));
                 }
             }
@@ -498,7 +517,7 @@ impl Writer<'_> {
             self.copy = u;
             for (k, s) in plan.slots.iter().enumerate() {
                 if s.invariant {
-                    self.store(k, (u * bytes) as i32)?;
+                    self.store(k, u)?;
                     self.mark(Some(k));
                 }
             }
@@ -507,15 +526,25 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Stores slot `k` to every output it is.
-    fn store(&mut self, k: SlotId, disp: i32) -> Result<(), Fail> {
-        for (o, &(slot, _)) in self.plan.outputs.iter().enumerate() {
+    /// The vector of body copy `u` at `r8` in the buffer at `p` of `size`-byte elements.
+    pub(super) fn element(&self, p: AsmRegister64, size: usize, u: usize) -> AsmMemoryOperand {
+        ptr(p + r8 * size as u32 + (u * self.lanes() * size) as i32)
+    }
+
+    /// Stores slot `k` of body copy `u` to every output it is.
+    fn store(&mut self, k: SlotId, u: usize) -> Result<(), Fail> {
+        for (o, &(slot, t)) in self.plan.outputs.iter().enumerate() {
             if slot != k {
                 continue;
             }
-            let m = ptr(POINTERS[self.lay.out_reg[o]] + r8 * 4 + disp);
-            let v = self.v(k);
-            self.store_vector(m, v)?;
+            let size = self.lay.out_size[o];
+            let m = self.element(POINTERS[self.lay.out_reg[o]], size, u);
+            if size == 4 {
+                let v = self.v(k);
+                self.store_vector(m, v)?;
+            } else {
+                self.store_narrow(k, t, m)?;
+            }
         }
         Ok(())
     }

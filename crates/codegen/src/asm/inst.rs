@@ -21,8 +21,8 @@ pub(super) const YMM: [AsmRegisterYmm; 16] = [
     ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
     ymm15,
 ];
-/// The low halves of [`YMM`] (for `vmovd`).
-const XMM: [AsmRegisterXmm; 16] = [
+/// The low halves of [`YMM`].
+pub(super) const XMM: [AsmRegisterXmm; 16] = [
     xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14,
     xmm15,
 ];

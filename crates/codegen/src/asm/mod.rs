@@ -7,6 +7,7 @@
 //! (`program`), so that no op of such a kernel runs four lanes wide. One layout and one
 //! writer serve both instruction sets; `inst` is where they differ.
 
+mod conversion;
 mod emit;
 mod inst;
 mod listing;
@@ -143,6 +144,16 @@ impl Aux {
 pub struct Layout {
     /// The instruction set.
     isa: VectorIsa,
+    /// Bytes per element of each input.
+    arg_size: Vec<usize>,
+    /// Bytes per element of each output.
+    out_size: Vec<usize>,
+    /// Per slot: the program that turns the bits of a 16-bit float it loads into its
+    /// value (`conversion`).
+    load_conv: Vec<Option<program::Program>>,
+    /// Per slot: the program that turns its value into the bits of the 16-bit float an
+    /// output stores.
+    store_conv: Vec<Option<program::Program>>,
     /// The lowering of each computing slot (`None` for loads and constants).
     lowering: Vec<Option<Lowering>>,
     /// The programs of the [`Lowering::Program`] slots.
@@ -245,15 +256,26 @@ impl Layout {
                 s.ty,
                 ElementType::F32 | ElementType::I32 | ElementType::Bool
             )
-        }) && plan
-            .outputs
-            .iter()
-            .all(|&(_, t)| matches!(t, ElementType::F32 | ElementType::I32));
+        }) && plan.outputs.iter().all(|&(_, t)| {
+            matches!(t, ElementType::F32 | ElementType::I32) || conversion::takes(isa, t)
+        });
         if !lanes_32 || plan.slots.is_empty() {
             return Err(Refusal::NotF32);
         }
-        if let Some(s) = plan.slots.iter().find(|s| s.storage != s.ty) {
+        let narrow = |t: ElementType| !matches!(t, ElementType::F32 | ElementType::I32);
+        if let Some(s) = plan
+            .slots
+            .iter()
+            .find(|s| s.storage != s.ty && !conversion::takes(isa, s.storage))
+        {
             return Err(Refusal::Storage(s.storage));
+        }
+        let mut load_conv = vec![None; plan.slots.len()];
+        let mut store_conv = vec![None; plan.slots.len()];
+        for &(k, t) in &plan.outputs {
+            if narrow(t) {
+                store_conv[k] = conversion::store_program(t, isa)?;
+            }
         }
         let mut row = None;
         let mut row_args = Vec::new();
@@ -271,6 +293,13 @@ impl Layout {
                     if slot.ty == ElementType::Bool {
                         // Stored as bytes, held as 32-bit masks: no load of that here.
                         return Err(Refusal::NotF32);
+                    }
+                    if slot.storage != slot.ty {
+                        if matches!(addressing, Addressing::General { .. }) {
+                            // (Runs broadcast 32-bit values only.)
+                            return Err(Refusal::Storage(slot.storage));
+                        }
+                        load_conv[k] = conversion::load_program(slot.storage, isa)?;
                     }
                     match addressing {
                         Addressing::Splat => {}
@@ -362,11 +391,25 @@ impl Layout {
             pinned[k] = true;
         }
         let folded = fold_loads(plan, &lowering, &pinned);
-        let scratch_need: Vec<Option<usize>> = lowering
-            .iter()
-            .map(|l| match l {
-                Some(Lowering::Program(i)) => Some(programs[*i].scratch),
-                _ => None,
+        // Scratch registers: a program's, and a conversion's (its own and the register of
+        // the bits it reads or writes, the last); a narrow integer store packs in one.
+        let scratch_need: Vec<Option<usize>> = (0..plan.slots.len())
+            .map(|k| {
+                let mut need = match lowering[k] {
+                    Some(Lowering::Program(i)) => Some(programs[i].scratch),
+                    _ => None,
+                };
+                let stored_narrow = plan.outputs.iter().any(|&(o, t)| o == k && narrow(t));
+                let conversions = [
+                    load_conv[k]
+                        .as_ref()
+                        .map(|p: &program::Program| p.scratch + 1),
+                    stored_narrow.then(|| store_conv[k].as_ref().map_or(1, |p| p.scratch + 1)),
+                ];
+                for n in conversions.into_iter().flatten() {
+                    need = Some(need.map_or(n, |m| m.max(n)));
+                }
+                need
             })
             .collect();
         let registers = isa.registers();
@@ -388,6 +431,10 @@ impl Layout {
         let copy_stride = (group > 1).then_some(body_regs);
         Ok(Layout {
             isa,
+            arg_size: plan.args.iter().map(|a| a.ty.size_bytes()).collect(),
+            out_size: plan.outputs.iter().map(|o| o.1.size_bytes()).collect(),
+            load_conv,
+            store_conv,
             lowering,
             programs,
             reg,
@@ -411,7 +458,8 @@ impl Layout {
     /// use.
     pub(super) fn constants(&self) -> Vec<(u64, bool)> {
         let mut out = Vec::new();
-        for p in &self.programs {
+        let conversions = self.load_conv.iter().chain(&self.store_conv).flatten();
+        for p in self.programs.iter().chain(conversions) {
             let args = p
                 .insts
                 .iter()
@@ -452,7 +500,8 @@ fn direct(
     aux: &mut Vec<(Aux, usize)>,
 ) -> Option<Lowering> {
     let slot = &plan.slots[k];
-    if slot.ty != ElementType::F32 {
+    // (A value of a storage type is brought to that type's values: its op's program.)
+    if slot.ty != ElementType::F32 || slot.storage != slot.ty {
         return None;
     }
     let mut need = |a: Aux| {
@@ -518,8 +567,10 @@ fn direct(
 fn fold_loads(plan: &KernelPlan, lowering: &[Option<Lowering>], pinned: &[bool]) -> Vec<bool> {
     let n = plan.slots.len();
     let uses = plan.use_counts();
-    let foldable =
-        |o: SlotId| uses[o] == 1 && !pinned[o] && matches!(plan.slots[o].op, SlotOp::Load { .. });
+    let foldable = |o: SlotId| {
+        let s = &plan.slots[o];
+        uses[o] == 1 && !pinned[o] && s.storage == s.ty && matches!(s.op, SlotOp::Load { .. })
+    };
     let mut folded = vec![false; n];
     for l in lowering.iter().flatten() {
         let pick = match *l {

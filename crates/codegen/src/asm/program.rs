@@ -21,6 +21,7 @@ use super::Refusal;
 use crate::lanes::{Emit, Lanes};
 use crate::lower::{lower, HelperRefs};
 use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
+use crate::storage::to_storage;
 use crate::vmath;
 
 use super::program_order::{live, registers};
@@ -173,7 +174,7 @@ fn int_predicate(cc: IntCC) -> (i32, bool) {
 
 /// The Cranelift vector type of a slot's element type at four lanes (`bool` as `I32X4`
 /// masks), or `None` for one that sixteen 32-bit lanes do not hold.
-fn lane_type(t: ElementType) -> Option<Type> {
+pub(super) fn lane_type(t: ElementType) -> Option<Type> {
     match t {
         ElementType::F32 => Some(types::F32X4),
         ElementType::I32 | ElementType::Bool => Some(types::I32X4),
@@ -192,18 +193,11 @@ fn lane_type(t: ElementType) -> Option<Type> {
 pub fn translate(plan: &KernelPlan, k: SlotId, isa: VectorIsa) -> Result<Program, Refusal> {
     let slot = &plan.slots[k];
     let name = || Refusal::Op(op_name(&slot.op));
-    let ops = operands(&slot.op);
-    let mut func =
-        Function::with_name_signature(UserFuncName::default(), Signature::new(CallConv::SystemV));
-    let mut fbc = FunctionBuilderContext::new();
-    let mut b = FunctionBuilder::new(&mut func, &mut fbc);
-    let block = b.create_block();
-    let mut params = Vec::with_capacity(ops.len());
-    for &o in &ops {
-        let ty = lane_type(plan.slots[o].ty).ok_or_else(name)?;
-        params.push(b.append_block_param(block, ty));
-    }
-    b.switch_to_block(block);
+    let params = operands(&slot.op)
+        .into_iter()
+        .map(|o| lane_type(plan.slots[o].ty))
+        .collect::<Option<Vec<Type>>>()
+        .ok_or_else(name)?;
     // `Sin`, `Cos`, `Tan`: the inline code and its range test; the lanes outside the range
     // are the reference's, by a call (`program_emit`), as the Cranelift code's are.
     let trig = match slot.op {
@@ -212,24 +206,53 @@ pub fn translate(plan: &KernelPlan, k: SlotId, isa: VectorIsa) -> Result<Program
         }
         _ => None,
     };
-    let (result, in_range) = {
-        let mut e = Emit::new(&mut b, Lanes::X4);
-        match (trig, &slot.op) {
-            (Some(_), &SlotOp::Unary(u, _)) => {
-                let fast = vmath::emit(&mut e, u, slot.ty, params[0]).ok_or_else(name)?;
-                (fast, Some(vmath::trig::in_range(&mut e, params[0])))
-            }
-            _ => (
-                lower(&mut e, &HelperRefs::default(), slot, &plan.slots, &params)
-                    .map_err(|_| name())?,
-                None,
-            ),
+    if trig.is_some() && slot.storage != slot.ty {
+        // (The reference's lanes come after the program: they would not be rounded.)
+        return Err(name());
+    }
+    let mut p = build(&params, isa, name, |e, params| match (trig, &slot.op) {
+        (Some(_), &SlotOp::Unary(u, _)) => {
+            let fast = vmath::emit(e, u, slot.ty, params[0])?;
+            Some((fast, Some(vmath::trig::in_range(e, params[0]))))
         }
-    };
+        _ => {
+            let v = lower(e, &HelperRefs::default(), slot, &plan.slots, params).ok()?;
+            Some((to_storage(e, plan, k, v), None))
+        }
+    })?;
+    p.fallback = trig.zip(p.fallback.map(|(_, in_range)| in_range));
+    Ok(p)
+}
+
+/// The program of a function of four-lane values of types `params`, written by `body` (its
+/// value, and for the trigonometric functions the mask of the lanes in range, kept as
+/// [`Program::fallback`] with function index 0), translated for `isa`.
+///
+/// # Errors
+/// `refusal()` when the body gives no value or its code has no translation.
+pub(super) fn build(
+    params: &[Type],
+    isa: VectorIsa,
+    refusal: impl Fn() -> Refusal,
+    body: impl FnOnce(&mut Emit, &[Value]) -> Option<(Value, Option<Value>)>,
+) -> Result<Program, Refusal> {
+    let mut func =
+        Function::with_name_signature(UserFuncName::default(), Signature::new(CallConv::SystemV));
+    let mut fbc = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut func, &mut fbc);
+    let block = b.create_block();
+    let params: Vec<Value> = params
+        .iter()
+        .map(|&ty| b.append_block_param(block, ty))
+        .collect();
+    b.switch_to_block(block);
+    let (result, in_range) =
+        body(&mut Emit::new(&mut b, Lanes::X4), &params).ok_or_else(&refusal)?;
     let result_ty = b.func.dfg.value_type(result);
     b.func.signature.returns.push(AbiParam::new(result_ty));
-    if func.layout.blocks().count() != 1 {
-        return Err(name());
+    // (No block in the layout when the body emits no instruction: its value is an input.)
+    if func.layout.blocks().count() > 1 {
+        return Err(refusal());
     }
     let mut t = Translation {
         func: &func,
@@ -241,23 +264,27 @@ pub fn translate(plan: &KernelPlan, k: SlotId, isa: VectorIsa) -> Result<Program
     for (i, &p) in params.iter().enumerate() {
         t.args.insert(p, Arg::Input(i));
     }
-    for inst in func.layout.block_insts(block) {
-        t.inst(inst).ok_or_else(name)?;
+    let insts = func
+        .layout
+        .blocks()
+        .flat_map(|b| func.layout.block_insts(b));
+    for inst in insts {
+        t.inst(inst).ok_or_else(&refusal)?;
     }
-    let result = t.arg(result).ok_or_else(name)?;
+    let result = t.arg(result).ok_or_else(&refusal)?;
     let in_range = match in_range {
-        Some(v) => Some(t.arg(v).ok_or_else(name)?),
+        Some(v) => Some(t.arg(v).ok_or_else(&refusal)?),
         None => None,
     };
     let (insts, roots) = live(t.insts, &[Some(result), in_range]);
-    let (result, in_range) = (roots[0].ok_or_else(name)?, roots[1]);
+    let (result, in_range) = (roots[0].ok_or_else(&refusal)?, roots[1]);
     let (reg, scratch) = registers(&insts, result, in_range);
     Ok(Program {
         insts,
         result,
         reg,
         scratch,
-        fallback: trig.zip(in_range),
+        fallback: in_range.map(|m| (0, m)),
     })
 }
 

@@ -15,16 +15,49 @@ use crate::plan::{operands, SlotId};
 /// `vpternlog` immediate of a constant all-ones result.
 const ALL_ONES: i32 = 0xFF;
 
-/// The registers of a program in one copy of the body: its inputs', and where each
-/// operation's value goes.
-type Registers = (Vec<usize>, Vec<usize>);
+/// Where a program runs in one copy of the body: its inputs' registers, its result's, and
+/// its scratch registers ([`Program::reg`]'s `Some(r)` is `scratch[r]`).
+pub(super) struct Frame {
+    pub(super) inputs: Vec<usize>,
+    pub(super) result: usize,
+    pub(super) scratch: Vec<usize>,
+}
+
+impl Frame {
+    /// The register of operation `i`'s value.
+    fn value(&self, p: &Program, i: usize) -> usize {
+        match p.reg[i] {
+            Some(r) => self.scratch[r],
+            None => self.result,
+        }
+    }
+}
 
 impl Writer<'_> {
     /// The instructions of slot `k`'s program `p` for each copy of the body in `copies`
     /// (copies of one group, each in its own registers: [`super::Layout::group`]), each
-    /// copy's value into its slot register.
+    /// copy's value into its slot register ([`Writer::run_program`]).
+    pub(super) fn program(&mut self, k: SlotId, p: &Program, copies: &[usize]) -> Result<(), Fail> {
+        let frames: Vec<Frame> = copies
+            .iter()
+            .map(|&u| {
+                self.copy = u;
+                Frame {
+                    inputs: operands(&self.plan.slots[k].op)
+                        .into_iter()
+                        .map(|o| self.v(o))
+                        .collect(),
+                    result: self.v(k),
+                    scratch: (0..p.scratch).map(|r| self.scratch(k, r)).collect(),
+                }
+            })
+            .collect();
+        self.run_program(p, &frames)
+    }
+
+    /// The instructions of program `p` in each of `frames`.
     ///
-    /// The copies are interleaved step by step (a step is one operation, or on AVX-512 a
+    /// The frames are interleaved step by step (a step is one operation, or on AVX-512 a
     /// comparison and the select it feeds), so that the core sees the independent chains of
     /// every copy within a few instructions: a vector math function is a long dependent
     /// chain, and one copy after the other leaves the out-of-order window to find the overlap.
@@ -36,7 +69,7 @@ impl Writer<'_> {
     /// register it is copied into the destination first. On AVX-512 a comparison read once,
     /// by the select right after it, leaves its lanes in `k2` for that select's blend instead
     /// of expanding them into a mask.
-    pub(super) fn program(&mut self, k: SlotId, p: &Program, copies: &[usize]) -> Result<(), Fail> {
+    pub(super) fn run_program(&mut self, p: &Program, frames: &[Frame]) -> Result<(), Fail> {
         let mut uses = vec![0usize; p.insts.len()];
         for a in p.insts.iter().flat_map(|i| &i.args).chain([&p.result]) {
             if let Arg::Value(j) = *a {
@@ -60,83 +93,60 @@ impl Writer<'_> {
             i += if fused { 2 } else { 1 };
         }
         for &(i, fused) in &steps {
-            for &u in copies {
-                self.copy = u;
-                self.step(k, p, i, fused)?;
+            for f in frames {
+                self.step(f, p, i, fused)?;
             }
         }
-        for &u in copies {
-            self.copy = u;
-            self.program_end(k, p)?;
+        for f in frames {
+            self.program_end(f, p)?;
         }
         Ok(())
     }
 
-    /// The registers of slot `k`'s program in the current copy.
-    fn program_registers(&self, k: SlotId, p: &Program) -> Registers {
-        let inputs = operands(&self.plan.slots[k].op)
-            .into_iter()
-            .map(|o| self.v(o))
-            .collect();
-        let dest = p
-            .reg
-            .iter()
-            .map(|r| match *r {
-                Some(r) => self.scratch(k, r),
-                None => self.v(k),
-            })
-            .collect();
-        (inputs, dest)
-    }
-
-    /// Operand `a` of an operation in the current copy.
-    fn program_source(&mut self, regs: &Registers, a: Arg, wide: bool) -> Result<Src, Fail> {
+    /// Operand `a` of an operation of `p` in frame `f`.
+    fn program_source(&mut self, f: &Frame, p: &Program, a: Arg, wide: bool) -> Result<Src, Fail> {
         Ok(match a {
-            Arg::Input(i) => Src::Reg(regs.0[i]),
-            Arg::Value(j) => Src::Reg(regs.1[j]),
+            Arg::Input(i) => Src::Reg(f.inputs[i]),
+            Arg::Value(j) => Src::Reg(f.value(p, j)),
             Arg::Const(bits) => Src::Const(self.constant(bits, wide)?, wide),
         })
     }
 
-    /// One step of slot `k`'s program `p` in the current copy: operation `i`, or (`fused`,
-    /// AVX-512) the comparison `i` into `k2` and the select `i + 1` as a blend.
-    fn step(&mut self, k: SlotId, p: &Program, i: usize, fused: bool) -> Result<(), Fail> {
-        let regs = self.program_registers(k, p);
+    /// One step of program `p` in frame `f`: operation `i`, or (`fused`, AVX-512) the
+    /// comparison `i` into `k2` and the select `i + 1` as a blend.
+    fn step(&mut self, f: &Frame, p: &Program, i: usize, fused: bool) -> Result<(), Fail> {
         let inst = &p.insts[i];
         let args: Vec<Src> = inst
             .args
             .iter()
-            .map(|&a| self.program_source(&regs, a, inst.wide))
+            .map(|&a| self.program_source(f, p, a, inst.wide))
             .collect::<Result<_, _>>()?;
         if !fused {
-            return self.operation(regs.1[i], inst, &args);
+            return self.operation(f.value(p, i), inst, &args);
         }
-        self.compare_k2(regs.1[i], inst, &args)?;
+        self.compare_k2(f.value(p, i), inst, &args)?;
         let select = &p.insts[i + 1];
-        let a = self.program_source(&regs, select.args[1], select.wide)?;
-        let b = self.program_source(&regs, select.args[2], select.wide)?;
-        self.blend_k2(regs.1[i + 1], select.wide, a, b)
+        let a = self.program_source(f, p, select.args[1], select.wide)?;
+        let b = self.program_source(f, p, select.args[2], select.wide)?;
+        self.blend_k2(f.value(p, i + 1), select.wide, a, b)
     }
 
-    /// The end of slot `k`'s program `p` in the current copy: a result that is an input or a
-    /// constant moved into the slot's register, and the lanes out of range of `Sin`, `Cos`,
-    /// `Tan` computed by the reference.
-    fn program_end(&mut self, k: SlotId, p: &Program) -> Result<(), Fail> {
-        let regs = self.program_registers(k, p);
+    /// The end of program `p` in frame `f`: a result that is an input or a constant moved
+    /// into the result's register, and the lanes out of range of `Sin`, `Cos`, `Tan`
+    /// computed by the reference.
+    fn program_end(&mut self, f: &Frame, p: &Program) -> Result<(), Fail> {
         match p.result {
             Arg::Value(_) => {}
             a => {
-                let s = self.program_source(&regs, a, false)?;
-                let d = self.v(k);
-                self.copy(d, s)?;
+                let s = self.program_source(f, p, a, false)?;
+                self.copy(f.result, s)?;
             }
         }
-        if let Some((f, in_range)) = p.fallback {
+        if let Some((function, in_range)) = p.fallback {
             let Arg::Value(j) = in_range else {
                 return Err(Fail("the range mask is not a value".into()));
             };
-            let (ok, y) = (regs.1[j], self.v(k));
-            self.lanes_out_of_range(f, regs.0[0], y, ok)?;
+            self.lanes_out_of_range(function, f.inputs[0], f.result, f.value(p, j))?;
         }
         Ok(())
     }

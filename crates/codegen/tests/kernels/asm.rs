@@ -63,11 +63,23 @@ fn same_as_cranelift(what: &str, body: &Function) {
 fn same_bits_as_cranelift(what: &str, body: &Function, ins: &[Tensor]) {
     // (Without the library: a kernel whose vector math is all library calls keeps them.)
     let target = graphlift_kernels::target::Target::from_env().with_veclib(false);
-    let wide = JitKernel::compile_for(body, &target).unwrap();
+    same_bits_on(what, body, ins, &target, host_isa());
+}
+
+/// Checks that `body` compiled for `target` is assembled code of `expect` whose every
+/// output bit on `ins` equals the Cranelift code's, as [`same_bits_as_cranelift`].
+pub(super) fn same_bits_on(
+    what: &str,
+    body: &Function,
+    ins: &[Tensor],
+    target: &graphlift_kernels::target::Target,
+    expect: Option<VectorIsa>,
+) {
+    let wide = JitKernel::compile_for(body, target).unwrap();
     let narrow = JitKernel::compile_inline(body).unwrap();
     assert_eq!(
         wide.assembled(),
-        host_isa(),
+        expect,
         "{what}: {:?}\n{}",
         wide.compiled().assembler_refusal(),
         wide.ir()

@@ -1,0 +1,166 @@
+//! Narrow storage types at the memory boundary (AVX2 code; [`crate::storage`] says how a
+//! kernel holds them): a load widens 8- and 16-bit elements to 32-bit lanes (`vpmovzx…`,
+//! `vpmovsx…`), a store packs the lanes back (`vpack…` in each 128-bit half, `vpermq` to
+//! put the halves together). A 16-bit float's bits become its `f32` value, and back, by
+//! programs translated from [`crate::half`], the code Cranelift's loops run.
+
+use iced_x86::code_asm::*;
+
+use cranelift_codegen::ir::types;
+use graphlift_ir::ElementType;
+use graphlift_kernels::target::VectorIsa;
+
+use super::emit::{Fail, Writer};
+use super::inst::{XMM, YMM};
+use super::program::{build, Program};
+use super::program_emit::Frame;
+use super::Refusal;
+use crate::half::{bits16_of_value, bits16_to_f32};
+use crate::plan::SlotId;
+
+/// Whether the assembler's code for `isa` reads and writes storage type `t` (held in 32-bit
+/// lanes): 16-bit floats and 8- and 16-bit integers on AVX2.
+pub(super) fn takes(isa: VectorIsa, t: ElementType) -> bool {
+    use ElementType::{BF16, F16, I16, I8, U16, U8};
+    isa == VectorIsa::Avx2 && matches!(t, F16 | BF16 | I8 | U8 | I16 | U16)
+}
+
+/// The program that turns a 16-bit float's bits (zero-extended `i32` lanes) into its `f32`
+/// value, for a load of storage type `t`; `None` for the integer types, which widen only.
+///
+/// # Errors
+/// [`Refusal::Storage`] if the conversion has no translation.
+pub(super) fn load_program(t: ElementType, isa: VectorIsa) -> Result<Option<Program>, Refusal> {
+    if !t.is_float() {
+        return Ok(None);
+    }
+    build(
+        &[types::I32X4],
+        isa,
+        || Refusal::Storage(t),
+        |e, x| Some((bits16_to_f32(e, t, x[0]), None)),
+    )
+    .map(Some)
+}
+
+/// The program that turns an `f32` holding a value of 16-bit float type `t` into its bits
+/// (in the low half of `i32` lanes), for a store; `None` for the integer types.
+///
+/// # Errors
+/// [`Refusal::Storage`] if the conversion has no translation.
+pub(super) fn store_program(t: ElementType, isa: VectorIsa) -> Result<Option<Program>, Refusal> {
+    if !t.is_float() {
+        return Ok(None);
+    }
+    build(
+        &[types::F32X4],
+        isa,
+        || Refusal::Storage(t),
+        |e, x| Some((bits16_of_value(e, t, x[0]), None)),
+    )
+    .map(Some)
+}
+
+impl Writer<'_> {
+    /// Loads slot `k` (of narrow storage type `t`) from `m`: the vector's elements widened
+    /// into its register, or for a 16-bit float into its last scratch register and then
+    /// converted by its load program.
+    pub(super) fn load_narrow(
+        &mut self,
+        k: SlotId,
+        t: ElementType,
+        m: AsmMemoryOperand,
+    ) -> Result<(), Fail> {
+        let program = self.lay.load_conv[k].as_ref();
+        let bits = match program {
+            Some(p) => self.scratch(k, p.scratch),
+            None => self.v(k),
+        };
+        let d = YMM[bits];
+        match t {
+            ElementType::I8 => self.a.vpmovsxbd(d, qword_ptr(m))?,
+            ElementType::U8 => self.a.vpmovzxbd(d, qword_ptr(m))?,
+            ElementType::I16 => self.a.vpmovsxwd(d, xmmword_ptr(m))?,
+            _ => self.a.vpmovzxwd(d, xmmword_ptr(m))?,
+        }
+        self.convert_loaded(k, bits)
+    }
+
+    /// Splats the element of narrow storage type `t` at `[rax]` into slot `k` (an invariant
+    /// load), converted as [`Writer::load_narrow`] does.
+    pub(super) fn splat_narrow(&mut self, k: SlotId, t: ElementType) -> Result<(), Fail> {
+        let bits = match self.lay.load_conv[k].as_ref() {
+            Some(p) => self.scratch(k, p.scratch),
+            None => self.v(k),
+        };
+        match t {
+            ElementType::I8 => self.a.movsx(eax, byte_ptr(rax))?,
+            ElementType::U8 => self.a.movzx(eax, byte_ptr(rax))?,
+            ElementType::I16 => self.a.movsx(eax, word_ptr(rax))?,
+            _ => self.a.movzx(eax, word_ptr(rax))?,
+        }
+        self.splat_eax(bits)?;
+        self.convert_loaded(k, bits)
+    }
+
+    /// Slot `k`'s load program on the bits in register `bits`, into its register.
+    fn convert_loaded(&mut self, k: SlotId, bits: usize) -> Result<(), Fail> {
+        let lay = self.lay;
+        let Some(p) = lay.load_conv[k].as_ref() else {
+            return Ok(());
+        };
+        let frame = Frame {
+            inputs: vec![bits],
+            result: self.v(k),
+            scratch: (0..p.scratch).map(|r| self.scratch(k, r)).collect(),
+        };
+        self.run_program(p, &[frame])
+    }
+
+    /// Stores slot `k` as narrow storage type `t` to `m`: its lanes (for a 16-bit float,
+    /// the bits its store program gives, in its last scratch register) packed into that
+    /// scratch register, then its low 16 or 8 bytes stored. The slot's register is kept.
+    pub(super) fn store_narrow(
+        &mut self,
+        k: SlotId,
+        t: ElementType,
+        m: AsmMemoryOperand,
+    ) -> Result<(), Fail> {
+        let lay = self.lay;
+        let (src, tmp) = match lay.store_conv[k].as_ref() {
+            Some(p) => {
+                let out = self.scratch(k, p.scratch);
+                let frame = Frame {
+                    inputs: vec![self.v(k)],
+                    result: out,
+                    scratch: (0..p.scratch).map(|r| self.scratch(k, r)).collect(),
+                };
+                self.run_program(p, &[frame])?;
+                (out, out)
+            }
+            None => (self.v(k), self.scratch(k, 0)),
+        };
+        // Every lane holds one of `t`'s values (`crate::storage`), so the saturating packs
+        // only drop the high bytes.
+        let signed = matches!(t, ElementType::I8 | ElementType::I16);
+        if signed {
+            self.a.vpackssdw(YMM[tmp], YMM[src], YMM[src])?;
+        } else {
+            self.a.vpackusdw(YMM[tmp], YMM[src], YMM[src])?;
+        }
+        // Words 0–3 and 8–11 (the lanes' low and high halves) to the low 128 bits.
+        self.a.vpermq(YMM[tmp], YMM[tmp], 0b00_00_10_00)?;
+        match (t.size_bytes(), signed) {
+            (2, _) => self.a.vmovdqu(xmmword_ptr(m), XMM[tmp])?,
+            (_, true) => {
+                self.a.vpacksswb(XMM[tmp], XMM[tmp], XMM[tmp])?;
+                self.a.vmovq(qword_ptr(m), XMM[tmp])?;
+            }
+            (_, false) => {
+                self.a.vpackuswb(XMM[tmp], XMM[tmp], XMM[tmp])?;
+                self.a.vmovq(qword_ptr(m), XMM[tmp])?;
+            }
+        }
+        Ok(())
+    }
+}
