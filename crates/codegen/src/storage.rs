@@ -148,6 +148,35 @@ fn constant_within(bits: u64, ty: ElementType, t: ElementType) -> bool {
 /// and the assembler's programs.
 pub fn to_storage(e: &mut Emit, plan: &KernelPlan, k: SlotId, x: Value) -> Value {
     let slot = &plan.slots[k];
+    match finish(plan, k) {
+        Finish::Keep => x,
+        Finish::Clamp(lo, hi) => {
+            let lo = e.constant(slot.ty, lo as u64);
+            let hi = e.constant(slot.ty, hi as u64);
+            let x = e.b.ins().smax(x, lo);
+            e.b.ins().smin(x, hi)
+        }
+        Finish::Narrow => narrow(e, slot.storage, x),
+    }
+}
+
+/// What [`to_storage`] does to the result of a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// Nothing: the slot is computed in its own type, its op keeps the type's values, or
+    /// its operand holds them already.
+    Keep,
+    /// A conversion from a float to a narrow integer, held to the integer's range (the
+    /// wide conversion saturates at its own, so nothing is left to wrap).
+    Clamp(i64, i64),
+    /// [`narrow`]: rounded (16-bit floats) or wrapped (narrow integers).
+    Narrow,
+}
+
+/// What the result of computing slot `k` of `plan` needs to be one of its storage type's
+/// values ([`to_storage`]).
+pub fn finish(plan: &KernelPlan, k: SlotId) -> Finish {
+    let slot = &plan.slots[k];
     let (operand_holds, saturate) = match slot.op {
         SlotOp::Convert(a) => (
             holds_values(plan, a, slot.storage),
@@ -156,17 +185,12 @@ pub fn to_storage(e: &mut Emit, plan: &KernelPlan, k: SlotId, x: Value) -> Value
         _ => (false, None),
     };
     if let Some((lo, hi)) = saturate {
-        // From a float: saturated to the type's range in the wide integer it was converted
-        // to (which saturates at its own), so nothing is left to wrap.
-        let lo = e.constant(slot.ty, lo as u64);
-        let hi = e.constant(slot.ty, hi as u64);
-        let x = e.b.ins().smax(x, lo);
-        return e.b.ins().smin(x, hi);
+        Finish::Clamp(lo, hi)
+    } else if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) || operand_holds {
+        Finish::Keep
+    } else {
+        Finish::Narrow
     }
-    if slot.storage == slot.ty || keeps_values(&slot.op, slot.storage) || operand_holds {
-        return x;
-    }
-    narrow(e, slot.storage, x)
 }
 
 /// `x` (lanes of [`compute_type`]`(t)`) brought to one of storage type `t`'s values: a

@@ -221,7 +221,7 @@ impl CpuJitBackend {
     }
 
     /// This backend, with assembled kernels on or off for executables compiled from now on.
-    /// On (the default on hosts with AVX2 and FMA, unless `GRAPHLIFT_ASSEMBLER=0`), a fused
+    /// On (the default on hosts with AVX2, FMA and F16C, unless `GRAPHLIFT_ASSEMBLER=0`), a fused
     /// `f32` / `i32` kernel the assembler takes (every elementwise op with an inline
     /// lowering, over contiguous, scalar, row, column and channel inputs:
     /// `graphlift_codegen::asm::Layout::of`) is machine code of the host's full vector

@@ -60,6 +60,8 @@ pub struct CpuFeatures {
     /// AVX-512 VNNI (`vpdpbusd`: UINT8 x INT8 products summed four at a time into INT32,
     /// the integer GEMM of `QuantizedMatMul`).
     pub avx512vnni: bool,
+    /// F16C (`vcvtph2ps`, `vcvtps2ph`: `f16` to `f32` and back, rounded to nearest even).
+    pub f16c: bool,
 }
 
 impl CpuFeatures {
@@ -88,6 +90,7 @@ impl CpuFeatures {
                 avx512f: std::arch::is_x86_feature_detected!("avx512f"),
                 bmi2: std::arch::is_x86_feature_detected!("bmi2"),
                 avx512vnni: std::arch::is_x86_feature_detected!("avx512vnni"),
+                f16c: std::arch::is_x86_feature_detected!("f16c"),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -102,6 +105,7 @@ impl CpuFeatures {
             | u8::from(self.avx512f) << 2
             | u8::from(self.bmi2) << 3
             | u8::from(self.avx512vnni) << 4
+            | u8::from(self.f16c) << 5
     }
 
     fn from_bits(b: u8) -> CpuFeatures {
@@ -111,6 +115,7 @@ impl CpuFeatures {
             avx512f: b & 4 != 0,
             bmi2: b & 8 != 0,
             avx512vnni: b & 16 != 0,
+            f16c: b & 32 != 0,
         }
     }
 
@@ -130,9 +135,10 @@ impl CpuFeatures {
         self.avx512f && self.bmi2
     }
 
-    /// Whether the assembler's AVX2 code runs: AVX2 and FMA.
+    /// Whether the assembler's AVX2 code runs: AVX2, FMA and F16C (every AVX2 processor
+    /// has F16C, which came before it).
     pub fn has_avx2_kernels(&self) -> bool {
-        self.avx2 && self.fma
+        self.avx2 && self.fma && self.f16c
     }
 
     /// Whether the host runs the assembler's code for `isa`.
@@ -333,7 +339,7 @@ impl Target {
     /// Why no kernel is assembled code; `None` when it is on.
     pub fn assembler_off(&self) -> Option<OffReason> {
         if !self.features.has_avx2_kernels() && !self.features.has_avx512_kernels() {
-            Some(OffReason::Host("AVX2 and FMA"))
+            Some(OffReason::Host("AVX2, FMA and F16C"))
         } else if !self.assembler {
             Some(OffReason::Switched(ASSEMBLER_ENV))
         } else {
@@ -418,6 +424,7 @@ mod tests {
             avx512f: true,
             bmi2: true,
             avx512vnni: true,
+            f16c: true,
         };
         let t = Target::for_features(full);
         assert!(t.veclib() && t.avx512() && t.epilogue_fusion());
@@ -439,6 +446,7 @@ mod tests {
         let avx2 = CpuFeatures {
             avx2: true,
             fma: true,
+            f16c: true,
             ..CpuFeatures::default()
         };
         assert_eq!(

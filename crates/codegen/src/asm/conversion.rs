@@ -1,8 +1,9 @@
 //! Narrow storage types at the memory boundary (AVX2 code; [`crate::storage`] says how a
 //! kernel holds them): a load widens 8- and 16-bit elements to 32-bit lanes (`vpmovzx…`,
 //! `vpmovsx…`), a store packs the lanes back (`vpack…` in each 128-bit half, `vpermq` to
-//! put the halves together). A 16-bit float's bits become its `f32` value, and back, by
-//! programs translated from [`crate::half`], the code Cranelift's loops run.
+//! put the halves together). `f16` converts by F16C (`vcvtph2ps`, `vcvtps2ph`: exact, as
+//! every value stored is an `f16` value); `bf16`'s bits become its `f32` value, and back,
+//! by programs translated from [`crate::half`], the code Cranelift's loops run.
 
 use iced_x86::code_asm::*;
 
@@ -25,13 +26,14 @@ pub(super) fn takes(isa: VectorIsa, t: ElementType) -> bool {
     isa == VectorIsa::Avx2 && matches!(t, F16 | BF16 | I8 | U8 | I16 | U16)
 }
 
-/// The program that turns a 16-bit float's bits (zero-extended `i32` lanes) into its `f32`
-/// value, for a load of storage type `t`; `None` for the integer types, which widen only.
+/// The program that turns a `bf16`'s bits (zero-extended `i32` lanes) into its `f32` value,
+/// for a load of storage type `t`; `None` for the integer types, which widen only, and for
+/// `f16` (F16C).
 ///
 /// # Errors
 /// [`Refusal::Storage`] if the conversion has no translation.
 pub(super) fn load_program(t: ElementType, isa: VectorIsa) -> Result<Option<Program>, Refusal> {
-    if !t.is_float() {
+    if t != ElementType::BF16 {
         return Ok(None);
     }
     build(
@@ -43,13 +45,13 @@ pub(super) fn load_program(t: ElementType, isa: VectorIsa) -> Result<Option<Prog
     .map(Some)
 }
 
-/// The program that turns an `f32` holding a value of 16-bit float type `t` into its bits
-/// (in the low half of `i32` lanes), for a store; `None` for the integer types.
+/// The program that turns an `f32` holding a `bf16` value into its bits (in the low half of
+/// `i32` lanes), for a store of storage type `t`; `None` for the other types.
 ///
 /// # Errors
 /// [`Refusal::Storage`] if the conversion has no translation.
 pub(super) fn store_program(t: ElementType, isa: VectorIsa) -> Result<Option<Program>, Refusal> {
-    if !t.is_float() {
+    if t != ElementType::BF16 {
         return Ok(None);
     }
     build(
@@ -61,10 +63,20 @@ pub(super) fn store_program(t: ElementType, isa: VectorIsa) -> Result<Option<Pro
     .map(Some)
 }
 
+/// The scratch registers a store of slot values as storage type `t` needs (with `t`'s store
+/// program `p`): the program's and one for the bits, or one to pack in; `None` for `f16`.
+pub(super) fn store_scratch(t: ElementType, p: Option<&Program>) -> Option<usize> {
+    match (t, p) {
+        (ElementType::F16, _) => None,
+        (_, Some(p)) => Some(p.scratch + 1),
+        (_, None) => Some(1),
+    }
+}
+
 impl Writer<'_> {
     /// Loads slot `k` (of narrow storage type `t`) from `m`: the vector's elements widened
-    /// into its register, or for a 16-bit float into its last scratch register and then
-    /// converted by its load program.
+    /// into its register (`f16`: converted), or for a `bf16` into its last scratch register
+    /// and then converted by its load program.
     pub(super) fn load_narrow(
         &mut self,
         k: SlotId,
@@ -78,6 +90,7 @@ impl Writer<'_> {
         };
         let d = YMM[bits];
         match t {
+            ElementType::F16 => self.a.vcvtph2ps(d, xmmword_ptr(m))?,
             ElementType::I8 => self.a.vpmovsxbd(d, qword_ptr(m))?,
             ElementType::U8 => self.a.vpmovzxbd(d, qword_ptr(m))?,
             ElementType::I16 => self.a.vpmovsxwd(d, xmmword_ptr(m))?,
@@ -99,6 +112,13 @@ impl Writer<'_> {
             ElementType::I16 => self.a.movsx(eax, word_ptr(rax))?,
             _ => self.a.movzx(eax, word_ptr(rax))?,
         }
+        if t == ElementType::F16 {
+            let x = XMM[bits];
+            self.a.vmovd(x, eax)?;
+            self.a.vpbroadcastw(x, x)?;
+            self.a.vcvtph2ps(YMM[bits], x)?;
+            return Ok(());
+        }
         self.splat_eax(bits)?;
         self.convert_loaded(k, bits)
     }
@@ -117,9 +137,10 @@ impl Writer<'_> {
         self.run_program(p, &[frame])
     }
 
-    /// Stores slot `k` as narrow storage type `t` to `m`: its lanes (for a 16-bit float,
-    /// the bits its store program gives, in its last scratch register) packed into that
-    /// scratch register, then its low 16 or 8 bytes stored. The slot's register is kept.
+    /// Stores slot `k` as narrow storage type `t` to `m`: `f16` converted by `vcvtps2ph`;
+    /// else its lanes (for a `bf16`, the bits its store program gives, in its last scratch
+    /// register) packed into that scratch register, then its low 16 or 8 bytes stored. The
+    /// slot's register is kept.
     pub(super) fn store_narrow(
         &mut self,
         k: SlotId,
@@ -127,6 +148,11 @@ impl Writer<'_> {
         m: AsmMemoryOperand,
     ) -> Result<(), Fail> {
         let lay = self.lay;
+        if t == ElementType::F16 {
+            // Rounding control 0 (to nearest even): exact on the `f16` values stored.
+            self.a.vcvtps2ph(xmmword_ptr(m), YMM[self.v(k)], 0)?;
+            return Ok(());
+        }
         let (src, tmp) = match lay.store_conv[k].as_ref() {
             Some(p) => {
                 let out = self.scratch(k, p.scratch);

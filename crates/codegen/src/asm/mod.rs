@@ -51,7 +51,7 @@ const ROUND_UP: i32 = 0x0A;
 const ROUND_TRUNCATE: i32 = 0x0B;
 
 /// The widest instruction set of this module's code the host runs: AVX-512 (AVX-512F and
-/// BMI2, `shlx` for the tail mask), else AVX2 (AVX2 and FMA), else `None`.
+/// BMI2, `shlx` for the tail mask), else AVX2 (AVX2, FMA and F16C), else `None`.
 pub fn host_isa() -> Option<VectorIsa> {
     let host = CpuFeatures::host();
     [VectorIsa::Avx512, VectorIsa::Avx2]
@@ -399,14 +399,13 @@ impl Layout {
                     Some(Lowering::Program(i)) => Some(programs[i].scratch),
                     _ => None,
                 };
-                let stored_narrow = plan.outputs.iter().any(|&(o, t)| o == k && narrow(t));
-                let conversions = [
-                    load_conv[k]
-                        .as_ref()
-                        .map(|p: &program::Program| p.scratch + 1),
-                    stored_narrow.then(|| store_conv[k].as_ref().map_or(1, |p| p.scratch + 1)),
-                ];
-                for n in conversions.into_iter().flatten() {
+                let stores = plan.outputs.iter().filter(|&&(o, t)| o == k && narrow(t));
+                let store_need = stores
+                    .filter_map(|&(_, t)| conversion::store_scratch(t, store_conv[k].as_ref()));
+                let load_need = load_conv[k]
+                    .as_ref()
+                    .map(|p: &program::Program| p.scratch + 1);
+                for n in load_need.into_iter().chain(store_need) {
                     need = Some(need.map_or(n, |m| m.max(n)));
                 }
                 need

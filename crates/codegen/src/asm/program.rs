@@ -21,7 +21,7 @@ use super::Refusal;
 use crate::lanes::{Emit, Lanes};
 use crate::lower::{lower, HelperRefs};
 use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
-use crate::storage::to_storage;
+use crate::storage::{finish, to_storage, Finish};
 use crate::vmath;
 
 use super::program_order::{live, registers};
@@ -103,6 +103,9 @@ pub enum Op {
     Select,
     /// `a` itself (a register copy or a broadcast).
     Copy,
+    /// `f32` lanes rounded to the nearest `f16` value, ties to even (`vcvtps2ph`, then
+    /// `vcvtph2ps`; F16C): [`crate::half::round_to_16`] in two instructions.
+    HalfRound,
 }
 
 /// One operation and its operands.
@@ -210,6 +213,8 @@ pub fn translate(plan: &KernelPlan, k: SlotId, isa: VectorIsa) -> Result<Program
         // (The reference's lanes come after the program: they would not be rounded.)
         return Err(name());
     }
+    // An `f16` result rounded by F16C (AVX2 hosts have it) rather than integer code.
+    let f16c_round = slot.storage == ElementType::F16 && finish(plan, k) == Finish::Narrow;
     let mut p = build(&params, isa, name, |e, params| match (trig, &slot.op) {
         (Some(_), &SlotOp::Unary(u, _)) => {
             let fast = vmath::emit(e, u, slot.ty, params[0])?;
@@ -217,11 +222,40 @@ pub fn translate(plan: &KernelPlan, k: SlotId, isa: VectorIsa) -> Result<Program
         }
         _ => {
             let v = lower(e, &HelperRefs::default(), slot, &plan.slots, params).ok()?;
-            Some((to_storage(e, plan, k, v), None))
+            Some((
+                if f16c_round {
+                    v
+                } else {
+                    to_storage(e, plan, k, v)
+                },
+                None,
+            ))
         }
     })?;
+    if f16c_round {
+        p = then(p, Op::HalfRound);
+    }
     p.fallback = trig.zip(p.fallback.map(|(_, in_range)| in_range));
     Ok(p)
+}
+
+/// `p` with `op` applied to its result.
+fn then(p: Program, op: Op) -> Program {
+    let mut insts = p.insts;
+    insts.push(Inst {
+        op,
+        args: smallvec![p.result],
+        wide: false,
+    });
+    let result = Arg::Value(insts.len() - 1);
+    let (reg, scratch) = registers(&insts, result, None);
+    Program {
+        insts,
+        result,
+        reg,
+        scratch,
+        fallback: None,
+    }
 }
 
 /// The program of a function of four-lane values of types `params`, written by `body` (its

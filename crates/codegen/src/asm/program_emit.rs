@@ -8,7 +8,7 @@ use iced_x86::code_asm::*;
 use graphlift_kernels::target::VectorIsa;
 
 use super::emit::{Fail, Writer};
-use super::inst::{broadcast, Src, YMM, ZMM};
+use super::inst::{broadcast, Src, XMM, YMM, ZMM};
 use super::program::{Arg, Inst, Op, Program};
 use crate::plan::{operands, SlotId};
 
@@ -379,7 +379,21 @@ impl Writer<'_> {
             }
             Op::Select => self.select(d, wide, s)?,
             Op::Copy => self.copy(d, s[0])?,
+            Op::HalfRound => self.half_round(d, s[0])?,
         }
+        Ok(())
+    }
+
+    /// `d` = the `f32` lanes of `s` rounded to `f16` values (AVX2 with F16C; AVX-512 code
+    /// takes no 16-bit floats).
+    fn half_round(&mut self, d: usize, s: Src) -> Result<(), Fail> {
+        if self.lay.isa != VectorIsa::Avx2 {
+            return Err(Fail("f16 rounding outside AVX2 code".into()));
+        }
+        let x = self.register(d, s)?;
+        // Rounding control 0: to nearest, ties to even.
+        self.a.vcvtps2ph(XMM[d], YMM[x], 0)?;
+        self.a.vcvtph2ps(YMM[d], XMM[d])?;
         Ok(())
     }
 

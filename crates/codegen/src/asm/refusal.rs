@@ -11,7 +11,7 @@ pub enum Refusal {
     /// `graphlift_kernels::target::Target::assembler_off` for why).
     Off,
     /// The host cannot run the plan's instruction set (AVX-512: AVX-512F and BMI2; AVX2:
-    /// AVX2 and FMA).
+    /// AVX2, FMA and F16C).
     Host(VectorIsa),
     /// The kernel streams its outputs through strip buffers, and all its ops are one or two
     /// instructions (that code is as wide where it counts: the memory traffic).
@@ -42,7 +42,7 @@ impl std::fmt::Display for Refusal {
         match self {
             Refusal::Off => write!(f, "assembled kernels are off"),
             Refusal::Host(VectorIsa::Avx512) => write!(f, "the host lacks AVX-512F or BMI2"),
-            Refusal::Host(VectorIsa::Avx2) => write!(f, "the host lacks AVX2 or FMA"),
+            Refusal::Host(VectorIsa::Avx2) => write!(f, "the host lacks AVX2, FMA or F16C"),
             Refusal::Streams => write!(f, "it streams its outputs through strip buffers"),
             Refusal::NotFourLane => write!(f, "its values are not all 32-bit"),
             Refusal::TooLarge => write!(f, "it has 2^31 elements or more"),
