@@ -20,8 +20,9 @@ pub enum Refusal {
     NotFourLane,
     /// Its iteration space has 2^31 elements or more.
     TooLarge,
-    /// A value is of a storage type (`f16`, `bf16`, `i8`, `u8`, `i16`, `u16`:
-    /// [`crate::storage`]), whose conversions the assembler has no code for.
+    /// A value is of a storage type ([`crate::storage`]) the plan's instruction set has no
+    /// conversions for here: any in AVX-512 code, `u32` in AVX2 code, or a narrow input read
+    /// as a run (a column or channel vector).
     Storage(graphlift_ir::ElementType),
     /// A value or output is not `f32`.
     NotF32,
@@ -49,7 +50,7 @@ impl std::fmt::Display for Refusal {
             Refusal::NotF32 => write!(f, "a value is not f32"),
             Refusal::Storage(t) => write!(
                 f,
-                "a value is stored as {t}, which the assembler does not convert"
+                "a value is stored as {t}, which the assembler does not convert there"
             ),
             Refusal::Op(op) => write!(f, "the assembler has no code for {op}"),
             Refusal::Addressing => {
