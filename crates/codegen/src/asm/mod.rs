@@ -149,11 +149,11 @@ pub struct Layout {
     arg_size: Vec<usize>,
     /// Bytes per element of each output.
     out_size: Vec<usize>,
-    /// Per slot: the program that turns the bits of a 16-bit float it loads into its
-    /// value (`conversion`).
+    /// Per slot: the program that turns the bits of a `bf16` it loads into its value
+    /// (`conversion`; `f16` converts by F16C).
     load_conv: Vec<Option<program::Program>>,
-    /// Per slot: the program that turns its value into the bits of the 16-bit float an
-    /// output stores.
+    /// Per slot: the program that turns its value into the bits of the `bf16` an output
+    /// stores.
     store_conv: Vec<Option<program::Program>>,
     /// The lowering of each computing slot (`None` for loads and constants).
     lowering: Vec<Option<Lowering>>,
@@ -212,7 +212,9 @@ impl Layout {
     /// - every value is `f32`, `i32` or a comparison's mask and every output `f32` or `i32`
     ///   (no `bool` loads), the plan's lanes are [`Lanes::X4`], its iteration space is below
     ///   2^31 elements, and it asks for this code ([`KernelPlan::isa`]), which the host
-    ///   runs;
+    ///   runs; on AVX2 values and outputs may also be of the storage types `f16`, `bf16`,
+    ///   `i8`, `u8`, `i16`, `u16` (held in `f32` / `i32` lanes, [`crate::storage`]; inputs
+    ///   of those read contiguous, as row vectors or once: `conversion`);
     /// - its loads are contiguous, splat, row vectors of one common row length
     ///   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index
     ///   is constant over runs of at least a vector (column vectors `c[M, 1]` over
