@@ -148,8 +148,7 @@ impl JitKernel {
         self.kernel.code_size
     }
 
-    /// The Cranelift IR the kernel was compiled from (for AVX-512 code, its assembly
-    /// listing).
+    /// The Cranelift IR the kernel was compiled from (for assembled code, its listing).
     pub fn ir(&self) -> &str {
         &self.kernel.ir
     }

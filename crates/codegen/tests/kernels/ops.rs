@@ -282,7 +282,7 @@ fn mixed_type_kernels_vector_and_scalar() {
     use ElementType::{Bool, F32, F64, I32, I64};
     // f32 compare feeding a select and a bool output, i32 <-> f32 conversions, integer
     // division and power inside a vector loop (f32 power, an approximation, is checked
-    // beside other ops by avx512::power_is_avx512_code_with_cranelifts_bits).
+    // beside other ops by asm::power_is_assembled_with_cranelifts_bits).
     let b = FunctionBuilder::new("mixed_vector");
     let x = b.parameter("x", F32, [203]);
     let i = b.parameter("i", I32, [203]);

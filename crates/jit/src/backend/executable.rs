@@ -126,7 +126,8 @@ impl CpuJitExecutable {
         self.plan.compiled.iter().find(|k| k.plan.name == name)
     }
 
-    /// The Cranelift IR of the kernel of the fused node `name`.
+    /// The Cranelift IR of the kernel of the fused node `name` (for assembled code, its
+    /// listing).
     pub fn kernel_ir(&self, name: &str) -> Option<&str> {
         self.kernel(name).map(|k| &*k.ir)
     }
@@ -137,8 +138,8 @@ impl CpuJitExecutable {
     }
 
     /// Elements per vector body of the kernel of the fused node `name`: 16 (AVX-512 code),
-    /// 4 (`F32X4`/`I32X4`, or a mixed-width kernel), 2 (`F64X2`/`I64X2`) or 1 (a scalar
-    /// loop); see [`crate::JitKernel::lanes`].
+    /// 8 (AVX2 code), 4 (`F32X4`/`I32X4`, or a mixed-width kernel), 2 (`F64X2`/`I64X2`) or 1
+    /// (a scalar loop); see [`crate::JitKernel::lanes`].
     pub fn kernel_lanes(&self, name: &str) -> Option<usize> {
         self.kernel(name).map(|k| k.lanes())
     }
