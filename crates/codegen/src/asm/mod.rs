@@ -358,7 +358,9 @@ impl Layout {
         // an activation form (GELU, SiLU: one call for the whole expression) or when nothing
         // is left to compute between the calls; the kernel then keeps them. Otherwise the
         // one-instruction ops between the strips would run on Cranelift's four lanes, and
-        // the whole kernel here is faster (figures in `BENCHMARKS.md`).
+        // the whole kernel here is faster (figures in `BENCHMARKS.md`). On AVX2 the
+        // library's SiLU forms are slower than this code (the other forms and single
+        // functions are not), so a kernel with one is this code.
         if !programs.is_empty() {
             let library = LibraryCalls::of(plan);
             let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
@@ -375,7 +377,13 @@ impl Layout {
                 .iter()
                 .enumerate()
                 .any(|(k, l)| l.is_some() && !by_library(k) && !plan.slots[k].invariant);
-            if all && (form || !between) {
+            let silu = isa == VectorIsa::Avx2
+                && (0..lowering.len()).any(|k| {
+                    library
+                        .get(k)
+                        .is_some_and(|c| matches!(c.function, VecFn::Silu | VecFn::SiluExp))
+                });
+            if all && (form || !between) && !silu {
                 return Err(Refusal::Library);
             }
         }

@@ -34,7 +34,8 @@ pub enum Refusal {
     Registers,
     /// Every op it has no one-instruction code for is a call to the vector math library,
     /// which runs in strips ([`crate::strip`]), and one call is an activation form or
-    /// nothing else is computed per element.
+    /// nothing else is computed per element (on AVX2: and no call is a SiLU form, which
+    /// this code computes faster).
     Library,
 }
 
