@@ -154,7 +154,7 @@ impl CpuFeatures {
 /// of its vectors and how many registers it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VectorIsa {
-    /// AVX2 with FMA3: sixteen 256-bit `ymm` registers, eight `f32` lanes each.
+    /// AVX2 with FMA3 and F16C: sixteen 256-bit `ymm` registers, eight `f32` lanes each.
     Avx2,
     /// AVX-512F (with BMI2): thirty-two 512-bit `zmm` registers, sixteen `f32` lanes each,
     /// and mask registers.
