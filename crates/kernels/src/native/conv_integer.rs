@@ -258,7 +258,7 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
             for_each(pool, items.into_iter(), |(t, b, mut pieces)| {
                 let band = &bands[b];
                 let pixels = band.len() * g.ow;
-                let mut fields = Fields::default();
+                let mut fields = Fields::kept();
                 fields.unroll(p, t, band);
                 let mut product_buf = vec![0i32; mg * pixels];
                 product(
@@ -274,7 +274,7 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
             });
         }
         Some(pool) if tasks < threads && rows < mg => {
-            let mut fields = Fields::default();
+            let mut fields = Fields::kept();
             for (t, out) in y.chunks_mut(mg * plane).enumerate() {
                 for band in &bands {
                     fields.unroll(p, t, band);
@@ -293,7 +293,7 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
         }
         Some(pool) if tasks > 1 => {
             for_each(pool, y.chunks_mut(mg * plane).enumerate(), |(t, out)| {
-                let mut fields = Fields::default();
+                let mut fields = Fields::kept();
                 for band in &bands {
                     fields.unroll(p, t, band);
                     let first = band.start * g.ow;
@@ -302,7 +302,7 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
             });
         }
         _ => {
-            let mut fields = Fields::default();
+            let mut fields = Fields::kept();
             for (t, out) in y.chunks_mut(mg * plane).enumerate() {
                 for band in &bands {
                     fields.unroll(p, t, band);
@@ -321,7 +321,6 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
 /// (tap group `g`, pixel `q`) sits at [`Fields::lane`]. The VNNI tiles take one panel of
 /// the whole band (`[kp / 4, padded]`); the AVX2 tile reads eight pixels at a time, and
 /// panels of eight keep each tile's lanes contiguous.
-#[derive(Default)]
 struct Fields {
     /// Pixels of the band (`rows · oW`) and that padded to a multiple of [`NC`].
     pixels: usize,
@@ -336,7 +335,41 @@ struct Fields {
     rows: Vec<u8>,
 }
 
+/// The buffers of a [`Fields`], kept by a thread between calls.
+#[derive(Default)]
+struct Buffers {
+    packed: Vec<u32>,
+    sums: Vec<i32>,
+    rows: Vec<u8>,
+}
+
+thread_local! {
+    /// The buffers of this thread's last [`Fields`], kept for the next call: fresh fields
+    /// every call cost the allocator's page faults (a fifth of a pointwise convolution's
+    /// time, measured with `perf`).
+    static KEPT: std::cell::Cell<Option<Buffers>> = const { std::cell::Cell::new(None) };
+}
+
 impl Fields {
+    /// Fields on this thread's kept buffers (to be filled by [`Fields::unroll`]), or new
+    /// ones; the buffers go back to the thread when the fields are dropped.
+    fn kept() -> Fields {
+        let b = KEPT
+            .try_with(std::cell::Cell::take)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        Fields {
+            pixels: 0,
+            padded: 0,
+            panel: 0,
+            groups: 0,
+            packed: b.packed,
+            sums: b.sums,
+            rows: b.rows,
+        }
+    }
+
     /// Unrolls task `t`'s (image `t / groups`, group `t % groups`) fields for output rows
     /// `band`, in the panels `p`'s path reads.
     fn unroll(&mut self, p: &Problem<'_>, t: usize, band: &Range<usize>) {
@@ -406,6 +439,18 @@ impl Fields {
                 interleave_run(taps, lanes, sums);
             }
         }
+    }
+}
+
+impl Drop for Fields {
+    fn drop(&mut self) {
+        let b = Buffers {
+            packed: std::mem::take(&mut self.packed),
+            sums: std::mem::take(&mut self.sums),
+            rows: std::mem::take(&mut self.rows),
+        };
+        // (On a thread being torn down they are just freed.)
+        let _ = KEPT.try_with(|k| k.set(Some(b)));
     }
 }
 
