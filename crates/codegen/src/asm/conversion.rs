@@ -83,11 +83,7 @@ impl Writer<'_> {
         t: ElementType,
         m: AsmMemoryOperand,
     ) -> Result<(), Fail> {
-        let program = self.lay.load_conv[k].as_ref();
-        let bits = match program {
-            Some(p) => self.scratch(k, p.scratch),
-            None => self.v(k),
-        };
+        let bits = self.loaded_bits(k);
         let d = YMM[bits];
         match t {
             ElementType::F16 => self.a.vcvtph2ps(d, xmmword_ptr(m))?,
@@ -102,10 +98,7 @@ impl Writer<'_> {
     /// Splats the element of narrow storage type `t` at `[rax]` into slot `k` (an invariant
     /// load), converted as [`Writer::load_narrow`] does.
     pub(super) fn splat_narrow(&mut self, k: SlotId, t: ElementType) -> Result<(), Fail> {
-        let bits = match self.lay.load_conv[k].as_ref() {
-            Some(p) => self.scratch(k, p.scratch),
-            None => self.v(k),
-        };
+        let bits = self.loaded_bits(k);
         match t {
             ElementType::I8 => self.a.movsx(eax, byte_ptr(rax))?,
             ElementType::U8 => self.a.movzx(eax, byte_ptr(rax))?,
@@ -121,6 +114,15 @@ impl Writer<'_> {
         }
         self.splat_eax(bits)?;
         self.convert_loaded(k, bits)
+    }
+
+    /// The register a load of slot `k` widens into: its own, or with a load program the
+    /// last of its scratch registers (the program's input).
+    fn loaded_bits(&self, k: SlotId) -> usize {
+        match self.lay.load_conv[k].as_ref() {
+            Some(p) => self.scratch(k, p.scratch),
+            None => self.v(k),
+        }
     }
 
     /// Slot `k`'s load program on the bits in register `bits`, into its register.

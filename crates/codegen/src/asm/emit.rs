@@ -129,6 +129,11 @@ impl Writer<'_> {
         self.lay.isa.lanes()
     }
 
+    /// Bytes per element of input `arg` (its storage type's).
+    pub(super) fn arg_size(&self, arg: usize) -> usize {
+        self.plan.args[arg].ty.size_bytes()
+    }
+
     /// The whole function. Registers: `r8` the element index, `rcx` the end of the range,
     /// `r9` the end of the segment, `rax`, `rdx`, `r10` scratch, `r11` the input pointer
     /// table, `r15` the lane masks; buffer pointers in [`POINTERS`]; with row vectors, the
@@ -266,7 +271,7 @@ impl Writer<'_> {
     fn row_pointers(&mut self, k: usize) -> Result<(), Fail> {
         let lay = self.lay;
         self.a.lea(rdx, ptr(rax - k as i32))?;
-        let all_words = lay.row_args.iter().all(|&arg| lay.arg_size[arg] == 4);
+        let all_words = lay.row_args.iter().all(|&arg| self.arg_size(arg) == 4);
         if all_words {
             self.a.shl(rdx, 2)?;
         }
@@ -279,7 +284,7 @@ impl Writer<'_> {
             if all_words {
                 self.a.sub(p, rdx)?;
             } else {
-                self.a.lea(r10, ptr(rdx * lay.arg_size[arg] as u32))?;
+                self.a.lea(r10, ptr(rdx * self.arg_size(arg) as u32))?;
                 self.a.sub(p, r10)?;
             }
         }
@@ -497,7 +502,7 @@ impl Writer<'_> {
                         SlotOp::Load { .. } if lay.folded[k] => {}
                         SlotOp::Load { arg, .. } => {
                             let p = POINTERS[lay.arg_reg[*arg].unwrap_or(0)];
-                            let m = self.element(p, lay.arg_size[*arg], u);
+                            let m = self.element(p, self.arg_size(*arg), u);
                             let s = &plan.slots[k];
                             if s.storage == s.ty {
                                 let d = self.v(k);
@@ -537,7 +542,7 @@ impl Writer<'_> {
             if slot != k {
                 continue;
             }
-            let size = self.lay.out_size[o];
+            let size = t.size_bytes();
             let m = self.element(POINTERS[self.lay.out_reg[o]], size, u);
             if size == 4 {
                 let v = self.v(k);

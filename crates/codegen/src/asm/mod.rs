@@ -145,10 +145,6 @@ impl Aux {
 pub struct Layout {
     /// The instruction set.
     isa: VectorIsa,
-    /// Bytes per element of each input.
-    arg_size: Vec<usize>,
-    /// Bytes per element of each output.
-    out_size: Vec<usize>,
     /// Per slot: the program that turns the bits of a `bf16` it loads into its value
     /// (`conversion`; `f16` converts by F16C).
     load_conv: Vec<Option<program::Program>>,
@@ -441,8 +437,6 @@ impl Layout {
         let copy_stride = (group > 1).then_some(body_regs);
         Ok(Layout {
             isa,
-            arg_size: plan.args.iter().map(|a| a.ty.size_bytes()).collect(),
-            out_size: plan.outputs.iter().map(|o| o.1.size_bytes()).collect(),
             load_conv,
             store_conv,
             lowering,

@@ -18,17 +18,14 @@ impl Writer<'_> {
     /// restored after it. Clobbers `rax`, `rdx`, `r10`.
     pub(super) fn staged_body(&mut self) -> Result<(), Fail> {
         let lay = self.lay;
-        let inputs: Vec<(AsmRegister64, usize)> = lay
-            .arg_reg
-            .iter()
-            .zip(&lay.arg_size)
-            .filter_map(|(p, &size)| p.map(|p| (POINTERS[p], size)))
+        let inputs: Vec<(AsmRegister64, usize)> = (lay.arg_reg.iter().enumerate())
+            .filter_map(|(arg, p)| p.map(|p| (POINTERS[p], self.arg_size(arg))))
             .collect();
-        let outputs = lay.out_reg.iter().zip(&lay.out_size);
+        let outputs = lay.out_reg.iter().zip(&self.plan.outputs);
         let streams: Vec<(AsmRegister64, usize)> = inputs
             .iter()
             .copied()
-            .chain(outputs.map(|(&p, &size)| (POINTERS[p], size)))
+            .chain(outputs.map(|(&p, &(_, t))| (POINTERS[p], t.size_bytes())))
             .collect();
         let n = streams.len() as i32;
         let saved = 32 * n;
