@@ -9,7 +9,7 @@ use graphlift_ir::Convolution;
 
 use super::conv_geometry::{im2col, is_pointwise, take_every, Geometry};
 use super::gemm_call::{gemm_into, Strided};
-use super::packed::{self, Element, Lhs, PackedWeights, Rhs, Side};
+use super::packed::{self, Columns, Element, Lhs, Out, PackedWeights, Rhs, Side};
 use super::scratch::Scratch;
 use crate::parallel::{for_each, Pool};
 
@@ -209,6 +209,93 @@ impl<'a, T: Float> Dense<'a, T> {
     }
 }
 
+/// A band's receptive fields as [`Dense::product_into`] reads them.
+pub(super) enum Fields<'f, T> {
+    /// Unrolled: `(matrix, row stride)` as [`Dense::fields`] gives them.
+    Unrolled(&'f [T], usize),
+    /// Read in place ([`Implicit`]): the padded image from the band's first row on, the
+    /// field rows' offsets, and the padded row's length.
+    Implicit(&'f [T], &'f [usize], usize),
+}
+
+/// About as many multiply-adds as copying one output element out of a product's buffer
+/// costs (a pointwise-sized `k` of 9 spent as long copying its output as computing it).
+const COPY_MACS: usize = 12;
+
+impl<T: Float> Dense<'_, T> {
+    /// Whether a band of `imp`'s products is cheaper stored straight into the output rows
+    /// ([`Dense::product_into`], each output row its own run of columns, whose last
+    /// vectors are partly masked) than computed over the padded rows into a buffer and
+    /// copied out (the columns that wrap past each output row computed and dropped): the
+    /// masked columns per row against the wrapped ones plus the copy, in multiply-adds.
+    pub(super) fn stores_in_place(&self, imp: &Implicit) -> bool {
+        let (ow, k) = (self.g.ow, depth(self.g));
+        let masked = ow.next_multiple_of(packed::COLUMN_GRAIN) - ow;
+        masked * k <= (imp.wq - ow) * k + ow * COPY_MACS
+    }
+
+    /// `pieces[m] = filter m of group grp · fields` for every filter of the group, over a
+    /// band of `rows` output rows, stored straight into each channel's rows of the band
+    /// (`pieces[m]`: `rows · oW` elements, its output rows one after another; the columns
+    /// of implicit fields that wrap past an output row are not computed). On the packed
+    /// path only: `false`, writing nothing, where it does not run (the caller then
+    /// multiplies into a buffer and copies).
+    pub(super) fn product_into(
+        &self,
+        grp: usize,
+        fields: Fields<'_, T>,
+        rows: usize,
+        pieces: &mut [&mut [T]],
+    ) -> bool {
+        let ow = self.g.ow;
+        let Some(w) = self.packed else {
+            return false;
+        };
+        let (rhs, columns) = match fields {
+            Fields::Unrolled(cols, ks) => match T::as_f32(cols) {
+                Some(data) => (Rhs::Strided { data, ks }, Columns::flat(rows * ow)),
+                None => return false,
+            },
+            Fields::Implicit(data, offsets, wq) => match T::as_f32(data) {
+                Some(data) => {
+                    let columns = Columns {
+                        runs: rows,
+                        width: ow,
+                        b_stride: wq,
+                        c_stride: ow,
+                    };
+                    (
+                        Rhs::Rows {
+                            data,
+                            rows: offsets,
+                        },
+                        columns,
+                    )
+                }
+                None => return false,
+            },
+        };
+        let Some(mut out) = pieces
+            .iter_mut()
+            .map(|p| T::as_f32_mut(p))
+            .collect::<Option<Vec<&mut [f32]>>>()
+        else {
+            return false;
+        };
+        let lhs = Lhs::Packed {
+            w,
+            matrix: grp,
+            first_row: 0,
+        };
+        packed::product_at(
+            Out::Rows(&mut out),
+            (lhs, rhs),
+            (self.mg(), depth(self.g)),
+            columns,
+        )
+    }
+}
+
 /// The fields of a convolution read in place from its zero-padded image (an implicit GEMM).
 /// The padded image `[hp, wp]` of each channel is split into its `sH · sW` stride phases
 /// (phase `(py, px)` holds the pixels `(i · sH + py, j · sW + px)`, `[hq, wq]`; one phase
@@ -229,34 +316,18 @@ pub(super) struct Implicit {
 
 impl<T: Float> Dense<'_, T> {
     /// The implicit fields of this convolution, when it takes them: `f32` filters packed
-    /// for the AVX-512 product, a window larger than 1x1, output rows of at least 16
-    /// positions of which at most a fifth of the phase row is dropped, and an output plane
+    /// for the packed product, a geometry whose fields can be read in place
+    /// ([`Geometry::phases`](super::conv_geometry::Geometry::phases)), and an output plane
     /// of at least `min_plane` positions (smaller ones keep the unrolled fields, whose
     /// products split by filters).
     pub(super) fn implicit(&self, min_plane: usize) -> Option<Implicit> {
         let (g, w) = (self.g, &self.conv.window);
+        if self.packed.is_none() || T::as_f32(&[]).is_none() || self.plane() < min_plane {
+            return None;
+        }
+        let (hq, wq) = g.phases(self.conv)?;
         let (sh, sw) = (w.strides[0], w.strides[1]);
         let (dh, dw) = (w.dilations[0], w.dilations[1]);
-        let hp = g.h + w.pads_begin[0] + w.pads_end[0];
-        let wp = g.w + w.pads_begin[1] + w.pads_end[1];
-        if self.pointwise
-            || self.packed.is_none()
-            || T::as_f32(&[]).is_none()
-            || sh == 0
-            || sw == 0
-            || g.ow < 16
-            || self.plane() < min_plane
-        {
-            return None;
-        }
-        let (hq, wq) = (hp.div_ceil(sh), wp.div_ceil(sw));
-        // Every output position reads inside its phase: the last output row and column
-        // shifted by the window's last tap stay within the phase.
-        let last_y = g.oh - 1 + g.kh.saturating_sub(1) * dh / sh;
-        let last_x = g.ow - 1 + g.kw.saturating_sub(1) * dw / sw;
-        if last_y >= hq || last_x >= wq || 5 * (wq - g.ow) > wq {
-            return None;
-        }
         let phase = hq * wq;
         let rows = (0..self.cg())
             .flat_map(|ci| (0..g.kh).flat_map(move |ky| (0..g.kw).map(move |kx| (ci, ky, kx))))

@@ -9,7 +9,7 @@ use std::ops::Range;
 use graphlift_ir::{Convolution, TensorData};
 use graphlift_runtime::Tensor;
 
-use super::conv_dense::{depth, Dense, Float, Implicit};
+use super::conv_dense::{depth, Dense, Fields, Float, Implicit};
 use super::conv_geometry::{band_items, lift_1d, Geometry};
 use super::depthwise::Depthwise;
 use super::matmul::ROW_BLOCK_ALIGN;
@@ -237,29 +237,47 @@ fn by_bands<T: Float>(
             }
         }
         let items = band_items(y, (mg, plane, g.ow), &bands);
-        let band_task = |(k, b, mut pieces): (usize, usize, Vec<&mut [T]>)| {
-            let band = &bands[b];
-            let n = band.len() * width;
-            with_scratch(mg * n, |product| {
-                match implicit {
-                    Some(imp) => {
-                        let data = &padded[k * per_task + band.start * imp.wq..(k + 1) * per_task];
-                        d.product_rows(k % g.groups, (data, &imp.rows), n, product);
-                    }
-                    None => with_scratch(d.fields_len(band), |buffer| {
-                        let cols = d.fields(k, band, buffer);
-                        d.product((k % g.groups, 0..mg), cols, n, (product, n));
-                    }),
-                }
-                for (m, (piece, rows)) in pieces.iter_mut().zip(product.chunks(n)).enumerate() {
+        // Where the product does not store into the band's rows (`Dense::product_into`):
+        // into a buffer, each output row then copied out.
+        let through_buffer = |pieces: &mut [&mut [T]], n: usize, product: &dyn Fn(&mut [T])| {
+            with_scratch(mg * n, |buffer| {
+                product(buffer);
+                for (piece, rows) in pieces.iter_mut().zip(buffer.chunks(n)) {
                     for (to, from) in piece.chunks_mut(g.ow).zip(rows.chunks(width)) {
                         to.copy_from_slice(&from[..g.ow]);
                     }
-                    if let Some(e) = &epilogue {
-                        e.run((k * mg + m) * plane + band.start * g.ow, piece);
+                }
+            })
+        };
+        let in_place = implicit.is_some_and(|imp| d.stores_in_place(imp));
+        let band_task = |(k, b, mut pieces): (usize, usize, Vec<&mut [T]>)| {
+            let band = &bands[b];
+            let (grp, n) = (k % g.groups, band.len() * width);
+            match implicit {
+                Some(imp) => {
+                    let data = &padded[k * per_task + band.start * imp.wq..(k + 1) * per_task];
+                    let fields = Fields::Implicit(data, &imp.rows, imp.wq);
+                    if !(in_place && d.product_into(grp, fields, band.len(), &mut pieces)) {
+                        through_buffer(&mut pieces, n, &|out| {
+                            d.product_rows(grp, (data, &imp.rows), n, out)
+                        });
                     }
                 }
-            });
+                None => with_scratch(d.fields_len(band), |buffer| {
+                    let cols = d.fields(k, band, buffer);
+                    let fields = Fields::Unrolled(cols.0, cols.1);
+                    if !d.product_into(grp, fields, band.len(), &mut pieces) {
+                        through_buffer(&mut pieces, n, &|out| {
+                            d.product((grp, 0..mg), cols, n, (out, n))
+                        });
+                    }
+                }),
+            }
+            if let Some(e) = &epilogue {
+                for (m, piece) in pieces.iter_mut().enumerate() {
+                    e.run((k * mg + m) * plane + band.start * g.ow, piece);
+                }
+            }
         };
         match pool {
             Some(pool) => for_each(pool, items.into_iter(), band_task),

@@ -79,8 +79,15 @@ fn lhs_fits(lhs: &Lhs<'_>, m: usize, k: usize) -> bool {
     }
 }
 
-/// Whether `rhs` holds a `k × n` operand.
-fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
+/// Whether `rhs` holds a `k × n` operand read at `columns` (only `Strided` and `Rows`
+/// operands are read in runs).
+fn rhs_fits(rhs: &Rhs<'_>, k: usize, columns: &Columns) -> bool {
+    let Some(n) = columns.span(columns.b_stride) else {
+        return false;
+    };
+    if columns.runs > 1 && matches!(rhs, Rhs::Packed { .. } | Rhs::PackedRows { .. }) {
+        return false;
+    }
     match *rhs {
         Rhs::Strided { data, ks } => extent(k, n, ks, 1).is_some_and(|e| e <= data.len()),
         Rhs::Rows { data, rows } => {
@@ -102,6 +109,49 @@ fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
     }
 }
 
+/// The product's `n` columns as `runs` runs of `width` columns: column `j` of run `r` is
+/// column `r · b_stride + j` of `b` and `r · c_stride + j` of each row of `c`. One run of
+/// all columns for a plain product; a band of a convolution's output rows read from its
+/// padded image (`b_stride` the padded row, `c_stride` the output row) for an implicit one,
+/// so the columns that wrap past an output row's end are neither computed nor stored.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::native) struct Columns {
+    pub runs: usize,
+    pub width: usize,
+    pub b_stride: usize,
+    pub c_stride: usize,
+}
+
+impl Columns {
+    /// `n` columns in one run.
+    pub(in crate::native) fn flat(n: usize) -> Columns {
+        Columns {
+            runs: 1,
+            width: n,
+            b_stride: n,
+            c_stride: n,
+        }
+    }
+
+    /// The columns a row spans at run stride `stride`: one past the last (0 when empty),
+    /// `None` on overflow.
+    fn span(&self, stride: usize) -> Option<usize> {
+        if self.runs == 0 || self.width == 0 {
+            return Some(0);
+        }
+        (self.runs - 1).checked_mul(stride)?.checked_add(self.width)
+    }
+}
+
+/// Where the rows of a product's result go.
+pub(in crate::native) enum Out<'a, 'b> {
+    /// Row `i` at `c[i · ldc..]`: `(c, ldc)`.
+    Strided(&'a mut [f32], usize),
+    /// Row `i` in slice `i` of its own (a band of output rows of each channel of a
+    /// convolution, each in its own plane).
+    Rows(&'a mut [&'b mut [f32]]),
+}
+
 /// `c = a · b` for `a` `m × k`, `b` `k × n`, into `c` with row stride `ldc` (unit column
 /// stride); with `accumulate`, `c += a · b`, on the widest microkernel the host runs
 /// (`FloatTiles::host`). Returns `false`, writing nothing, when it runs none (neither
@@ -109,38 +159,81 @@ fn rhs_fits(rhs: &Rhs<'_>, k: usize, n: usize) -> bool {
 /// the `gemm` crate). Sums run in `f32` in order of `p` within each [`KC`] block, blocks
 /// added in order: the result differs from another summation order by rounding only.
 pub(in crate::native) fn product(
-    c: (&mut [f32], usize),
+    (c, ldc): (&mut [f32], usize),
     lhs: Lhs<'_>,
     rhs: Rhs<'_>,
-    extents: (usize, usize, usize),
-    accumulate: bool,
-) -> bool {
-    FloatTiles::host().is_some_and(|kernel| product_on(kernel, c, (lhs, rhs), extents, accumulate))
-}
-
-/// As [`product`], on `kernel`; `false` as well where the host does not run it.
-pub(super) fn product_on(
-    kernel: FloatTiles,
-    (c, ldc): (&mut [f32], usize),
-    (lhs, rhs): (Lhs<'_>, Rhs<'_>),
     (m, k, n): (usize, usize, usize),
     accumulate: bool,
 ) -> bool {
-    let c_fits = ldc >= n && extent(m, n, ldc, 1).is_some_and(|e| e <= c.len());
-    if !kernel.runs() || !c_fits || !lhs_fits(&lhs, m, k) || !rhs_fits(&rhs, k, n) {
+    let operands = (lhs, rhs);
+    FloatTiles::host().is_some_and(|kernel| {
+        product_on(
+            kernel,
+            Out::Strided(c, ldc),
+            operands,
+            (m, k),
+            Columns::flat(n),
+            accumulate,
+        )
+    })
+}
+
+/// As [`product`], `c = a · b` for `a` `m × k` and the `k × n` operand `b` read at
+/// `columns`, into `out`'s rows at `columns` (`c_stride`); `false`, writing nothing, where
+/// [`product`] would be. Every column is stored by one tile, as in [`product`].
+pub(in crate::native) fn product_at(
+    out: Out<'_, '_>,
+    (lhs, rhs): (Lhs<'_>, Rhs<'_>),
+    (m, k): (usize, usize),
+    columns: Columns,
+) -> bool {
+    FloatTiles::host()
+        .is_some_and(|kernel| product_on(kernel, out, (lhs, rhs), (m, k), columns, false))
+}
+
+/// As [`product_at`], on `kernel`, and with `accumulate`; `false` as well where the host
+/// does not run `kernel`.
+pub(super) fn product_on(
+    kernel: FloatTiles,
+    out: Out<'_, '_>,
+    (lhs, rhs): (Lhs<'_>, Rhs<'_>),
+    (m, k): (usize, usize),
+    columns: Columns,
+    accumulate: bool,
+) -> bool {
+    let Some(c_span) = columns.span(columns.c_stride) else {
+        return false;
+    };
+    let c_fits = match &out {
+        Out::Strided(c, ldc) => {
+            *ldc >= c_span && extent(m, c_span, *ldc, 1).is_some_and(|e| e <= c.len())
+        }
+        Out::Rows(rows) => rows.len() == m && rows.iter().all(|r| r.len() >= c_span),
+    };
+    if !kernel.runs() || !c_fits || !lhs_fits(&lhs, m, k) || !rhs_fits(&rhs, k, &columns) {
         return false;
     }
-    if m == 0 || n == 0 {
+    if m == 0 || c_span == 0 {
         return true;
     }
+    // Each row of `c` from its first column on.
+    let mut c_rows: Vec<&mut [f32]> = match out {
+        Out::Strided(c, ldc) => c.chunks_mut(ldc).take(m).collect(),
+        Out::Rows(rows) => rows.iter_mut().map(|r| &mut **r).collect(),
+    };
     if k == 0 {
         if !accumulate {
-            for row in c.chunks_mut(ldc).take(m) {
-                row[..n].fill(0.0);
+            for row in &mut c_rows {
+                for run in 0..columns.runs {
+                    let at = run * columns.c_stride;
+                    row[at..at + columns.width].fill(0.0);
+                }
             }
         }
         return true;
     }
+    let c_ptrs: Vec<*mut f32> = c_rows.iter_mut().map(|r| r.as_mut_ptr()).collect();
+    let n = columns.width;
     // Address of `a(i, p)` (`i` a multiple of `MR`) and its strides: rows, `k`, groups of
     // `MR` rows.
     let a_at = |i: usize, p: usize| -> (*const f32, usize, usize, usize) {
@@ -199,12 +292,14 @@ pub(super) fn product_on(
         }
     };
     let tiles = m.div_ceil(step);
-    let c_ptr = c.as_mut_ptr();
+    let panels = (0..columns.runs).flat_map(|run| (0..n).step_by(NR).map(move |j0| (run, j0)));
     for k0 in (0..k).step_by(KC) {
         let kc = KC.min(k - k0);
-        for j0 in (0..n).step_by(NR) {
-            let (b, b_ks) = b_at(k0, j0);
+        for (run, j0) in panels.clone() {
+            let (b, b_ks) = b_at(k0, run * columns.b_stride + j0);
+            // A packed operand is read in one run (`rhs_fits`).
             let next = next_panel(k0, kc, j0);
+            let c_col = run * columns.c_stride + j0;
             for i0 in (0..m).step_by(step) {
                 if let Some((at, len)) = next {
                     prefetch_part(at, len, (i0 / step, tiles));
@@ -222,21 +317,22 @@ pub(super) fn product_on(
                     b,
                     b_ks,
                     b_rows,
-                    c: c_ptr.wrapping_add(i0 * ldc + j0),
-                    ldc,
+                    c_rows: c_ptrs[i0..].as_ptr(),
+                    c_col,
                     rows: step.min(m - i0),
                     cols: NR.min(n - j0),
                     k: kc,
                     accumulate: accumulate || k0 > 0,
                 };
                 // SAFETY: the host runs `kernel` (checked above). The tile's addresses are
-                // rows `i0..i0 + rows < m`, columns `j0..j0 + cols < n`, steps
-                // `k0..k0 + kc < k` of operands checked to hold `m × k`, `k × n` and
-                // `m × n` elements in their slices (`lhs_fits`, `rhs_fits`, `c_fits`; a
-                // packed panel holds whole panels of `MR` rows or `NR` columns for every
-                // `p < k`, for `PackedRows` every row `first + p < w.rows`, zero-padded;
-                // `Rows` has `k` offsets, each followed by `n` elements of its slice). `c`
-                // is borrowed exclusively for this call.
+                // rows `i0..i0 + rows < m`, columns `j0..j0 + cols < width` of run `run <
+                // runs`, steps `k0..k0 + kc < k` of operands checked to hold `m × k`, `k ×
+                // n` (read at `columns`) and `m` rows of `columns` in their slices
+                // (`lhs_fits`, `rhs_fits`, `c_fits`; a packed panel holds whole panels of
+                // `MR` rows or `NR` columns for every `p < k`, for `PackedRows` every row
+                // `first + p < w.rows`, zero-padded; `Rows` has `k` offsets, each followed
+                // by the columns' span of its slice). `c_ptrs` holds the `m` rows' starts,
+                // each row borrowed exclusively (from `out`) for this call.
                 #[cfg(target_arch = "x86_64")]
                 unsafe {
                     match kernel {

@@ -26,9 +26,8 @@ pub(super) const NR: usize = VECTORS * LANES;
 /// MR) · a_rs + p · a_ks` (`a + i · a_rs + p · a_ks` within a group of `MR` rows, all this
 /// microkernel's tile holds; the AVX2 one's holds several),
 /// `b(p, j)` at `b + p · b_ks + j` (or at `b + b_rows[p] + j` when `b_rows` is not null),
-/// `c(i, j)` at `c + i · ldc + j`, for `i < rows`, `j < cols`, `p < k`. The caller
-/// ([`super::driver`]) checks that every one of these addresses lies in its operand's slice
-/// before making a `Tile`.
+/// `c(i, j)` at `c_rows[i] + c_col + j`, for `i < rows`, `j < cols`, `p < k`. The caller ([`super::driver`]) checks that
+/// every one of these addresses lies in its operand's slice before making a `Tile`.
 pub(super) struct Tile {
     pub a: *const f32,
     pub a_rs: usize,
@@ -42,8 +41,12 @@ pub(super) struct Tile {
     /// operand whose rows are shifted windows of one buffer, as a convolution's unrolled
     /// fields are of its padded image).
     pub b_rows: *const usize,
-    pub c: *mut f32,
-    pub ldc: usize,
+    /// `rows` pointers: where each row of `c` starts (before `c_col`). Rows of one matrix
+    /// and rows in slices of their own (the output channels of a band of a convolution's
+    /// rows, each in its own plane) are addressed alike.
+    pub c_rows: *const *mut f32,
+    /// The tile's first column in each row of `c`.
+    pub c_col: usize,
     /// `1..=MR` (`1..=3 · MR` for the AVX2 microkernel).
     pub rows: usize,
     /// `1..=NR`.
@@ -51,6 +54,18 @@ pub(super) struct Tile {
     pub k: usize,
     /// `c += a · b` when set, else `c = a · b`.
     pub accumulate: bool,
+}
+
+impl Tile {
+    /// The address of `c(i, 0)`.
+    ///
+    /// # Safety
+    /// `i < self.rows` (`c_rows` holds `rows` pointers).
+    #[inline(always)]
+    pub(super) unsafe fn c_row(&self, i: usize) -> *mut f32 {
+        // SAFETY: pointer `i < rows` is readable (caller).
+        unsafe { self.c_rows.add(i).read() }.wrapping_add(self.c_col)
+    }
 }
 
 /// Runs `t` on the AVX-512 microkernel.
@@ -134,7 +149,8 @@ unsafe fn tile<const R: usize, const OFFSETS: bool>(t: &Tile) {
         b = b.wrapping_add(t.b_ks);
     }
     for (i, acc) in acc.iter().enumerate() {
-        let c = t.c.wrapping_add(i * t.ldc);
+        // SAFETY: `i < R == rows`.
+        let c = unsafe { t.c_row(i) };
         for (v, &sum) in acc.iter().enumerate() {
             let at = c.wrapping_add(v * LANES);
             // SAFETY: enabled lanes are columns `< cols` of row `i < rows` of `c`, which

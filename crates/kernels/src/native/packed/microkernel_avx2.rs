@@ -107,7 +107,8 @@ unsafe fn sub<const R: usize, const FULL: bool>(t: &Tile, i0: usize, j0: usize) 
         }
     }
     for (i, acc) in acc.iter().enumerate() {
-        let c = t.c.wrapping_add((i0 + i) * t.ldc + j0);
+        // SAFETY: `i0 + i < i0 + R ≤ rows`.
+        let c = unsafe { t.c_row(i0 + i) }.wrapping_add(j0);
         for (v, &sum) in acc.iter().enumerate() {
             let at = c.wrapping_add(v * LANES);
             // SAFETY: enabled lanes are columns `< cols` of row `i0 + i < rows` of `c`,

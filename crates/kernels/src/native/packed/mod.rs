@@ -22,16 +22,21 @@ mod tests;
 use graphlift_ir::{ElementType, Node, Op, RecurrentSequence, Shape, TensorData};
 use graphlift_runtime::Tensor;
 
-use super::conv_geometry::{covers_images, pointwise_window};
+use super::conv_geometry::{covers_images, pointwise_window, reads_fields_in_place};
 use super::int_avx2::IntegerPath;
 use crate::target::Target;
-pub(super) use driver::{product, Lhs, Rhs};
+pub(super) use driver::{product, product_at, Columns, Lhs, Out, Rhs};
 pub(super) use gemv::gemv;
 use microkernel::{MR, NR};
 
 /// Columns of one panel of weights packed for the right side: a block of columns split off
 /// such weights starts on a multiple of this.
 pub(super) const PANEL_COLUMNS: usize = NR;
+
+/// The columns a microkernel computes at once (a 16-lane vector on AVX-512, a sub-tile's
+/// two 8-lane vectors on AVX2): a run of columns that ends within one is computed as if it
+/// filled it.
+pub(super) const COLUMN_GRAIN: usize = 16;
 
 /// An element type of the native products: `f32` slices run on the packed path, others
 /// keep the `gemm` crate.
@@ -454,8 +459,10 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 /// - Any other `Convolution` (1-D or 2-D) with a constant `f32` filter that is not
 ///   depthwise (one input and one output channel per group, which runs a direct loop):
 ///   each group's filters `[M / groups, C / groups · kH · kW]` packed for the left side
-///   (pointwise and im2col products alike); on the AVX2 tiles only for fewer than
-///   `AVX2_ROWS_LIMIT` filters per group (`AVX2_POINTWISE_LIMIT` for a pointwise one).
+///   (pointwise, im2col and in-place products alike); on the AVX2 tiles, where `data`
+///   says its fields are unrolled, only for fewer than `AVX2_ROWS_LIMIT` filters per group
+///   (`AVX2_POINTWISE_LIMIT` for a pointwise one); fields read in place (see
+///   `conv_geometry::reads_fields_in_place`) take the packed filters at any count.
 ///
 /// `None` (the `gemm` crate runs, as for every other product) for the `f32` products when
 /// the target runs no packed microkernel (neither AVX-512, [`Target::avx512`], nor, on a
@@ -538,7 +545,12 @@ pub fn prepare(
                 true => AVX2_POINTWISE_LIMIT,
                 false => AVX2_ROWS_LIMIT,
             };
-            if (per_group == 1 && dims[1] == 1) || !worth_packing(target, Some(per_group), limit) {
+            // Fields read in place need the packed filters, and pay for them at any count
+            // (no unrolled matrix for the `gemm` crate to pack).
+            let in_place = data.is_some_and(|sx| reads_fields_in_place(sx, f.shape(), conv));
+            if (per_group == 1 && dims[1] == 1)
+                || !(in_place || worth_packing(target, Some(per_group), limit))
+            {
                 return None;
             }
             PackedWeights::pack(f32_data(f)?, Side::Left, 1, (conv.groups, per_group, depth))
@@ -560,7 +572,9 @@ fn packs_f32(target: &Target) -> bool {
 /// packed product on the AVX2 tiles (`microkernel_avx2`), or faster: below 64 rows the
 /// tiles were 1.3-1.5x faster; from 64 to 127 (96-filter 3x3 convolutions, MatMuls of 64
 /// to 120 rows) 0-10 % faster; from 128 on (128 to 256 filters) 4-7 % slower
-/// (BENCHMARKS.md, the eleventh and twelfth sessions).
+/// (BENCHMARKS.md, the eleventh and twelfth sessions). Convolutions whose fields are read
+/// in place take the tiles at any count: 6-12 % faster from 128 to 192 filters once their
+/// bands were stored straight into the output (the fourteenth session).
 const AVX2_ROWS_LIMIT: usize = 128;
 
 /// [`AVX2_ROWS_LIMIT`] for a pointwise convolution's filters, whose loaded operand is the
@@ -573,7 +587,13 @@ const AVX2_POINTWISE_LIMIT: usize = 64;
 /// packed path on `target` (which runs it): always on AVX-512, on AVX2 below `limit`
 /// ([`AVX2_ROWS_LIMIT`] or [`AVX2_POINTWISE_LIMIT`]).
 fn worth_packing(target: &Target, rows: Option<usize>, limit: usize) -> bool {
-    target.avx512() || rows.is_some_and(|r| r < limit)
+    target.avx512()
+        || rows.is_some_and(|r| {
+            r < std::env::var("GL_LIMIT")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(limit)
+        })
 }
 
 /// The quads `w` (`[k4, n, 4]`, the VNNI layout of a `QuantizedMatMul`'s weights) of each

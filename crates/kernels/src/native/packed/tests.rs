@@ -205,6 +205,51 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
+    /// A product over runs of columns (an implicit convolution's band of output rows: `b`
+    /// read every `b_stride`, `c` written every `c_stride`) into rows of their own agrees
+    /// with the naive product of the gathered columns, on every microkernel the host runs,
+    /// and leaves every element of `c` outside the runs as it was.
+    #[test]
+    fn runs_of_columns_into_rows_of_their_own(
+        m in 1usize..60, k in 1usize..200, runs in 1usize..5, width in 1usize..70,
+        wrap in 0usize..5, gap in 0usize..3,
+    ) {
+        let (b_stride, c_stride) = (width + wrap, width + gap);
+        let a = uniform(m * k, 11);
+        let left = PackedWeights::pack(&a, Side::Left, 0, (1, m, k)).unwrap();
+        let span = (runs - 1) * b_stride + width;
+        let data = uniform(span + 40, 12);
+        let offsets: Vec<usize> = (0..k).map(|p| (p * 13) % 41).collect();
+        // The gathered `k × (runs · width)` operand.
+        let n = runs * width;
+        let dense: Vec<f32> = offsets
+            .iter()
+            .flat_map(|&o| (0..runs).flat_map(move |r| (0..width).map(move |j| o + r * b_stride + j)))
+            .map(|at| data[at])
+            .collect();
+        let want = naive(&a, (k, 1), &dense, (m, k, n));
+        let columns = driver::Columns { runs, width, b_stride, c_stride };
+        let c_len = (runs - 1) * c_stride + width + 3;
+        for kernel in FloatTiles::on_host() {
+            let mut rows: Vec<Vec<f32>> = vec![vec![f32::NAN; c_len]; m];
+            let mut out: Vec<&mut [f32]> = rows.iter_mut().map(|r| r.as_mut_slice()).collect();
+            let lhs = Lhs::Packed { w: &left, matrix: 0, first_row: 0 };
+            let rhs = Rhs::Rows { data: &data, rows: &offsets };
+            prop_assert!(driver::product_on(kernel, Out::Rows(&mut out), (lhs, rhs), (m, k), columns, false));
+            let got: Vec<f32> = rows
+                .iter()
+                .flat_map(|row| (0..runs).flat_map(move |r| row[r * c_stride..r * c_stride + width].to_vec()))
+                .collect();
+            assert_close(&got, n, &want, (m, k, n));
+            for row in &rows {
+                for (j, v) in row.iter().enumerate() {
+                    let inside = j / c_stride < runs && j % c_stride < width;
+                    prop_assert!(inside || v.is_nan(), "{:?}: column {} written", kernel, j);
+                }
+            }
+        }
+    }
+
     /// Every microkernel the host runs (AVX-512 and AVX2 on an AVX-512 host) gives the same
     /// bits, within the rounding of the naive product, for left-packed, right-packed and
     /// row-offset operands, fresh and accumulated, and for `gemv`: each sums in order of
@@ -228,9 +273,10 @@ proptest! {
             let mut first: Option<Vec<f32>> = None;
             for kernel in FloatTiles::on_host() {
                 let mut c = vec![f32::NAN; m * n];
-                prop_assert!(driver::product_on(kernel, (&mut c, n), (lhs, rhs), (m, k, n), false));
+                let flat = driver::Columns::flat(n);
+                prop_assert!(driver::product_on(kernel, Out::Strided(&mut c, n), (lhs, rhs), (m, k), flat, false));
                 assert_close(&c, n, &want, (m, k, n));
-                prop_assert!(driver::product_on(kernel, (&mut c, n), (lhs, rhs), (m, k, n), true));
+                prop_assert!(driver::product_on(kernel, Out::Strided(&mut c, n), (lhs, rhs), (m, k), flat, true));
                 match &first {
                     None => first = Some(c),
                     Some(f) => prop_assert!(f.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{:?}", kernel),
