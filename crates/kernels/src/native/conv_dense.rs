@@ -261,6 +261,7 @@ impl<T: Float> Dense<'_, T> {
                     let columns = Columns {
                         runs: rows,
                         width: ow,
+                        b_first: 0,
                         b_stride: wq,
                         c_stride: ow,
                     };

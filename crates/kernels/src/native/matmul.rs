@@ -7,7 +7,7 @@ use graphlift_runtime::reference::batch_offsets;
 
 use super::gemm_call::{gemm_into, Strided};
 use super::matmul_narrow::narrow_matmul;
-use super::packed::{self, Lhs, PackedWeights, Rhs, Side};
+use super::packed::{self, Lhs, Out, PackedWeights, Rhs, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
@@ -202,6 +202,92 @@ fn batched<T: Copy + Send + Sync>(
     }
 }
 
+/// Whether the products of `p`, whose `b` is packed for the right side, split over the
+/// threads by blocks of columns ([`column_blocks`]) rather than by rows ([`batched`]): fewer
+/// products than two per thread, large enough to split, and `a` smaller than `b` (`m < n`),
+/// so each thread reads all of `a` and its own columns of `b` instead of all of `b` (a
+/// classifier head over a sequence: `[40, 80] · [80, 6906]` gave row blocks of 24 and 16,
+/// both reading the whole 2.2 MB of weights).
+fn splits_by_columns(p: &Problem, threads: usize) -> bool {
+    let count = p.offsets_a.len();
+    threads > 1
+        && count < 2 * threads
+        && p.m < p.n
+        && count * p.m * p.n * p.k >= MIN_PARALLEL_MACS
+        && p.n >= 2 * packed::PANEL_COLUMNS
+}
+
+/// Every product of `p` (`a` row-major, `b` packed for the right side as `w`) into `c`,
+/// each product's columns split in blocks of whole panels, two per thread (so a thread held
+/// up leaves one to the others), spread over the pool: each block the product of all of
+/// `a` with its columns of `b`, stored into its piece of every row of `c`, which the
+/// epilogue then sees row by row. `false`, writing nothing, when the packed path does not
+/// take a block of the first product (the caller then splits by rows).
+fn column_blocks(
+    c: &mut [f32],
+    a: &[f32],
+    p: &Problem,
+    w: &PackedWeights,
+    parallel: &Parallel,
+    epilogue: Option<Epilogue<'_>>,
+) -> bool {
+    let (m, k, n) = (p.m, p.k, p.n);
+    let threads = parallel.config().threads;
+    let Some(pool) = parallel.pool() else {
+        return false;
+    };
+    if w.extents().1 != k || w.extents().2 != n || c.len() != p.offsets_a.len() * m * n {
+        return false;
+    }
+    let block = n
+        .div_ceil(2 * threads)
+        .next_multiple_of(packed::PANEL_COLUMNS);
+    for (i, c) in c.chunks_mut(m * n).enumerate() {
+        let (oa, ob) = (p.offsets_a[i], p.offsets_b[i]);
+        let Some(a) = a.get(oa..oa + m * k) else {
+            return false;
+        };
+        let matrix = ob.checked_div(k * n).unwrap_or(0);
+        // Block `b`'s piece of each row of `c`.
+        let mut blocks: Vec<Vec<&mut [f32]>> = Vec::new();
+        for row in c.chunks_mut(n) {
+            for (b, piece) in row.chunks_mut(block).enumerate() {
+                if b == blocks.len() {
+                    blocks.push(Vec::with_capacity(m));
+                }
+                blocks[b].push(piece);
+            }
+        }
+        let ran = std::sync::atomic::AtomicBool::new(true);
+        for_each(pool, blocks.into_iter().enumerate(), |(b, mut pieces)| {
+            let first = b * block;
+            let width = pieces.first().map_or(0, |piece| piece.len());
+            let operands = (
+                Lhs::Strided {
+                    data: a,
+                    rs: k,
+                    ks: 1,
+                },
+                Rhs::Packed { w, matrix },
+            );
+            let columns = packed::Columns::block(first, width);
+            if !packed::product_at(Out::Rows(&mut pieces), operands, (m, k), columns) {
+                ran.store(false, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            if let Some(e) = &epilogue {
+                for (r, piece) in pieces.iter().enumerate() {
+                    e.run(i * m * n + r * n + first, piece);
+                }
+            }
+        });
+        if !ran.into_inner() {
+            return false;
+        }
+    }
+    true
+}
+
 /// Rows `row0..row0 + c.len() / n` of product `i` of `p` through the packed path with the
 /// weights `w` (packed from `a` or `b`, as [`PackedWeights::side`] says); `false`, writing
 /// nothing, when `w` does not hold that operand's matrices or the packed path declines.
@@ -373,13 +459,19 @@ pub fn matmul(
             row_vectors(z, (x, y), &p, w, parallel, epilogue);
         }
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
-            batched(z, &p, parallel, epilogue, |i, row0, c| {
-                let on_packed =
-                    packed.is_some_and(|w| packed_rows(w, (x, y), (sa, sb), &p, (i, row0), c));
-                if !on_packed {
-                    gemm_rows(x, y, &p, (i, row0), c, 1.0);
-                }
-            })
+            let by_columns = splits_by_columns(&p, parallel.config().threads)
+                && packed.is_some_and(|w| {
+                    w.side() == Side::Right && column_blocks(z, x, &p, w, parallel, epilogue)
+                });
+            if !by_columns {
+                batched(z, &p, parallel, epilogue, |i, row0, c| {
+                    let on_packed =
+                        packed.is_some_and(|w| packed_rows(w, (x, y), (sa, sb), &p, (i, row0), c));
+                    if !on_packed {
+                        gemm_rows(x, y, &p, (i, row0), c, 1.0);
+                    }
+                })
+            }
         }
         (TensorData::I32(x), TensorData::I32(_), TensorData::I32(z)) => {
             let w = packed.filter(|w| w.side() == Side::Narrow)?;

@@ -80,13 +80,18 @@ fn lhs_fits(lhs: &Lhs<'_>, m: usize, k: usize) -> bool {
 }
 
 /// Whether `rhs` holds a `k × n` operand read at `columns` (only `Strided` and `Rows`
-/// operands are read in runs).
+/// operands are read in runs; a packed one from a whole panel on).
 fn rhs_fits(rhs: &Rhs<'_>, k: usize, columns: &Columns) -> bool {
-    let Some(n) = columns.span(columns.b_stride) else {
+    let Some(n) = columns
+        .span(columns.b_stride)
+        .and_then(|span| span.checked_add(columns.b_first))
+    else {
         return false;
     };
-    if columns.runs > 1 && matches!(rhs, Rhs::Packed { .. } | Rhs::PackedRows { .. }) {
-        return false;
+    if let Rhs::Packed { .. } | Rhs::PackedRows { .. } = rhs {
+        if columns.runs > 1 || !columns.b_first.is_multiple_of(NR) {
+            return false;
+        }
     }
     match *rhs {
         Rhs::Strided { data, ks } => extent(k, n, ks, 1).is_some_and(|e| e <= data.len()),
@@ -98,26 +103,29 @@ fn rhs_fits(rhs: &Rhs<'_>, k: usize, columns: &Columns) -> bool {
                         .all(|&r| r.checked_add(n).is_some_and(|e| e <= data.len())))
         }
         Rhs::Packed { w, matrix } => {
-            w.side == Side::Right && matrix < w.count && (w.rows, w.cols) == (k, n)
+            w.side == Side::Right && matrix < w.count && w.rows == k && n <= w.cols
         }
         Rhs::PackedRows { w, matrix, first } => {
             w.side == Side::Right
                 && matrix < w.count
-                && w.cols == n
+                && n <= w.cols
                 && first.checked_add(k).is_some_and(|end| end <= w.rows)
         }
     }
 }
 
 /// The product's `n` columns as `runs` runs of `width` columns: column `j` of run `r` is
-/// column `r · b_stride + j` of `b` and `r · c_stride + j` of each row of `c`. One run of
-/// all columns for a plain product; a band of a convolution's output rows read from its
-/// padded image (`b_stride` the padded row, `c_stride` the output row) for an implicit one,
-/// so the columns that wrap past an output row's end are neither computed nor stored.
+/// column `b_first + r · b_stride + j` of `b` and `r · c_stride + j` of each row of `c`.
+/// One run of all columns for a plain product (from `b_first`, a multiple of the panel
+/// width for packed weights: a block of a product's columns); a band of a convolution's
+/// output rows read from its padded image (`b_stride` the padded row, `c_stride` the output
+/// row) for an implicit one, so the columns that wrap past an output row's end are neither
+/// computed nor stored.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::native) struct Columns {
     pub runs: usize,
     pub width: usize,
+    pub b_first: usize,
     pub b_stride: usize,
     pub c_stride: usize,
 }
@@ -125,11 +133,17 @@ pub(in crate::native) struct Columns {
 impl Columns {
     /// `n` columns in one run.
     pub(in crate::native) fn flat(n: usize) -> Columns {
+        Columns::block(0, n)
+    }
+
+    /// `width` columns of `b` from column `first` on, in one run.
+    pub(in crate::native) fn block(first: usize, width: usize) -> Columns {
         Columns {
             runs: 1,
-            width: n,
-            b_stride: n,
-            c_stride: n,
+            width,
+            b_first: first,
+            b_stride: width,
+            c_stride: width,
         }
     }
 
@@ -279,16 +293,17 @@ pub(super) fn product_on(
     // towards L2 a slice per row tile while the current one runs: a packed constant is
     // usually in L3 or memory, and the first row tile over a panel would otherwise wait for
     // it line by line.
+    let b_first = columns.b_first;
     let next_panel = |k0: usize, kc: usize, j0: usize| -> Option<(*const f32, usize)> {
         if let Rhs::Strided { .. } | Rhs::Rows { .. } = rhs {
             return None;
         }
         if j0 + NR < n {
-            Some((b_at(k0, j0 + NR).0, kc * NR))
+            Some((b_at(k0, b_first + j0 + NR).0, kc * NR))
         } else {
             // The first panel of the next block of `k`.
             let k1 = k0 + kc;
-            (k1 < k).then(|| (b_at(k1, 0).0, KC.min(k - k1) * NR))
+            (k1 < k).then(|| (b_at(k1, b_first).0, KC.min(k - k1) * NR))
         }
     };
     let tiles = m.div_ceil(step);
@@ -296,7 +311,7 @@ pub(super) fn product_on(
     for k0 in (0..k).step_by(KC) {
         let kc = KC.min(k - k0);
         for (run, j0) in panels.clone() {
-            let (b, b_ks) = b_at(k0, run * columns.b_stride + j0);
+            let (b, b_ks) = b_at(k0, b_first + run * columns.b_stride + j0);
             // A packed operand is read in one run (`rhs_fits`).
             let next = next_panel(k0, kc, j0);
             let c_col = run * columns.c_stride + j0;

@@ -228,7 +228,7 @@ proptest! {
             .map(|at| data[at])
             .collect();
         let want = naive(&a, (k, 1), &dense, (m, k, n));
-        let columns = driver::Columns { runs, width, b_stride, c_stride };
+        let columns = driver::Columns { runs, width, b_first: 0, b_stride, c_stride };
         let c_len = (runs - 1) * c_stride + width + 3;
         for kernel in FloatTiles::on_host() {
             let mut rows: Vec<Vec<f32>> = vec![vec![f32::NAN; c_len]; m];
@@ -454,6 +454,10 @@ fn matmul_on_packed_weights_agrees_with_the_reference() {
         (&[30, 1, 20], &[1, 20, 50], Side::Right),
         (&[2, 1, 9, 33], &[3, 33, 49], Side::Right),
         (&[130, 70], &[70, 97], Side::Right),
+        // Fewer rows than columns: on more than one thread, split by blocks of columns
+        // (the last one part of a panel), one product and two with their own weights.
+        (&[40, 80], &[80, 700], Side::Right),
+        (&[2, 24, 64], &[2, 64, 300], Side::Right),
         (&[2, 17, 40], &[2, 40, 8], Side::Left),
         (&[1, 100, 64], &[3, 64, 30], Side::Left),
         (&[70, 128], &[128, 60], Side::Left),
