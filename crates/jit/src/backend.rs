@@ -15,7 +15,7 @@ mod steps;
 
 use std::sync::Arc;
 
-use buffers::{assign_buffers, peak_bytes, plan_lifetimes, MAX_RECYCLE_BINS};
+use buffers::{assign_buffers, peak_bytes, plan_forwarding, plan_lifetimes, MAX_RECYCLE_BINS};
 pub use executable::CpuJitExecutable;
 use executable::ExecutablePlan;
 use executable_cache::ExecutableCache;

@@ -1,7 +1,7 @@
 //! Buffers by liveness: temporaries assigned to recycled buffers after their last use,
 //! and the peak bytes live at once.
 
-use graphlift_ir::{Function, TensorType};
+use graphlift_ir::{Function, Op, TensorType};
 use graphlift_runtime::RuntimeError;
 
 use super::*;
@@ -89,4 +89,29 @@ pub(super) fn plan_lifetimes(steps: &mut [Step], results: &[Loc], temps: usize) 
             steps[s].free_after.push(t);
         }
     }
+}
+
+/// Marks each `Reshape` step that forwards its input ([`Step::forwards`]): a native step
+/// with no epilogue whose one input is a temporary of the output's element type dying at
+/// that step. Its buffer then holds the output (the same elements in the same order), and
+/// no copy runs.
+pub(super) fn plan_forwarding(steps: &mut [Step], g: &Function) -> Result<(), RuntimeError> {
+    for step in steps.iter_mut() {
+        let node = g.node(step.node)?;
+        let (Op::Reshape(_), StepKind::Native, None, [Loc::Temp(t)], [out]) = (
+            node.op(),
+            &step.kind,
+            &step.epilogue,
+            step.inputs.as_slice(),
+            node.outputs(),
+        ) else {
+            continue;
+        };
+        let input = g.output_type(node.inputs()[0])?;
+        let dies = step.free_after.contains(t);
+        if dies && step.in_place.is_empty() && input.element_type == out.element_type {
+            step.forwards = Some(*t);
+        }
+    }
+    Ok(())
 }

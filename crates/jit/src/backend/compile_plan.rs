@@ -294,6 +294,7 @@ impl Lowering {
                         epilogue: None,
                         in_place: Vec::new(),
                         packed: None,
+                        forwards: None,
                     });
                     continue;
                 }
@@ -318,6 +319,7 @@ impl Lowering {
                 epilogue: None,
                 in_place: Vec::new(),
                 packed: None,
+                forwards: None,
             });
         }
         self.result_locs = g
@@ -407,6 +409,7 @@ impl Lowering {
     /// Stage `liveness`: the temporaries that die after each step.
     fn liveness(&mut self, _: &CpuJitBackend) -> Result<(), RuntimeError> {
         plan_lifetimes(&mut self.steps, &self.result_locs, self.temps);
+        plan_forwarding(&mut self.steps, &self.g)?;
         self.peak_intermediate_bytes = peak_bytes(&self.steps, &self.g)?;
         Ok(())
     }

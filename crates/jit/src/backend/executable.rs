@@ -223,6 +223,16 @@ impl CpuJitExecutable {
         self.plan.buffers
     }
 
+    /// How many `Reshape` steps take over their input's buffer (a temporary that dies at
+    /// the step) instead of copying the elements into one of their own.
+    pub fn forwarded_reshapes(&self) -> usize {
+        self.plan
+            .steps
+            .iter()
+            .filter(|s| s.forwards.is_some())
+            .count()
+    }
+
     /// The thread configuration kernel calls use.
     pub fn thread_config(&self) -> ThreadConfig {
         self.parallel.config()

@@ -74,16 +74,21 @@ impl CpuJitExecutable {
             if self.run_state_step(step, inputs, temps, vars, recorder, started)? {
                 continue;
             }
-            let seeded = step
-                .outputs
-                .iter()
-                .map(|&t| {
-                    temps[t]
-                        .take()
-                        .or_else(|| bin.get_mut(self.plan.buffer_of[t]).and_then(Option::take))
-                })
-                .collect();
-            let outs = self.run_step(step, inputs, temps, seeded, vars)?;
+            let outs = match step.forwards {
+                Some(input) => self.forward(step, input, temps, &mut bin)?,
+                None => {
+                    let seeded = step
+                        .outputs
+                        .iter()
+                        .map(|&t| {
+                            temps[t].take().or_else(|| {
+                                bin.get_mut(self.plan.buffer_of[t]).and_then(Option::take)
+                            })
+                        })
+                        .collect();
+                    self.run_step(step, inputs, temps, seeded, vars)?
+                }
+            };
             if let (Some(r), Some(start)) = (recorder.as_mut(), started) {
                 if step.in_place.is_empty() {
                     self.record(r, step, start, &outs)?;
@@ -115,6 +120,38 @@ impl CpuJitExecutable {
             }
         }
         Ok(())
+    }
+
+    /// Runs a `Reshape` step that forwards its dying input (`Step::forwards`): the input's
+    /// buffer becomes the output, under the output's shape, and the output's own buffer
+    /// (where the bin has one) takes the input's slot in the bin under the input's shape,
+    /// so that every slot keeps a buffer of its type for the next call.
+    fn forward(
+        &self,
+        step: &Step,
+        input: usize,
+        temps: &mut [Option<Tensor>],
+        bin: &mut [Option<Tensor>],
+    ) -> Result<Vec<Tensor>, RuntimeError> {
+        let node = self.plan.function.node(step.node)?;
+        let (Some(&out), Some(ty)) = (step.outputs.first(), node.outputs().first()) else {
+            return Err(Self::execution_error(
+                node,
+                "a reshape without output".into(),
+            ));
+        };
+        let value = temps[input]
+            .take()
+            .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
+        let spare = temps[out]
+            .take()
+            .or_else(|| bin.get_mut(self.plan.buffer_of[out]).and_then(Option::take));
+        if let (Some(spare), Some(slot)) = (spare, bin.get_mut(self.plan.buffer_of[input])) {
+            *slot = Tensor::from_data(spare.into_data(), value.shape().clone()).ok();
+        }
+        let moved = Tensor::from_data(value.into_data(), ty.shape.clone())
+            .map_err(|e| Self::execution_error(node, e.to_string()))?;
+        Ok(vec![moved])
     }
 
     /// Records `step` in the trace: its node, and an epilogue's kernel as a step of its own

@@ -118,6 +118,9 @@ pub(super) struct Step {
     /// For a native `MatMul` or `Convolution` step: its constant operand packed once for
     /// the packed `f32` product ([`graphlift_kernels::native::prepare`], stage `packing`).
     pub(super) packed: Option<Arc<PackedWeights>>,
+    /// For a `Reshape` step whose input is a temporary that dies here: that temporary,
+    /// whose buffer becomes the output's instead of being copied (`plan_forwarding`).
+    pub(super) forwards: Option<usize>,
 }
 
 impl Step {

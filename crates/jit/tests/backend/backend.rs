@@ -454,6 +454,64 @@ fn recycled_buffers_are_fully_rewritten_every_call() {
     }
 }
 
+/// A `Reshape` whose input dies at it takes over that input's buffer (no copy), and the
+/// buffers it swaps stay right across calls: each of several calls matches the interpreter
+/// bit for bit. A reshape of a parameter, and one whose input is read again later, copy.
+#[test]
+fn reshapes_forward_dying_inputs_across_calls() {
+    let mut f = graphlift_ir::Function::new("forward");
+    use graphlift_ir::Shape;
+    let x = f.add_parameter("x", F32, Shape::new([6, 8])).unwrap();
+    // A reshape of the parameter: not a temporary, copied.
+    let r0 = f
+        .add_node(Op::Reshape(Shape::new([8, 6])), &[x.into()])
+        .unwrap();
+    let t0 = f.add_node(Op::Transpose(vec![1, 0]), &[r0.into()]).unwrap();
+    // Dies here: forwarded.
+    let r1 = f
+        .add_node(Op::Reshape(Shape::new([4, 12])), &[t0.into()])
+        .unwrap();
+    let t1 = f.add_node(Op::Transpose(vec![1, 0]), &[r1.into()]).unwrap();
+    // `t1` is read again below: copied.
+    let r2 = f
+        .add_node(Op::Reshape(Shape::new([48])), &[t1.into()])
+        .unwrap();
+    let t2 = f
+        .add_node(Op::Reshape(Shape::new([6, 8])), &[t1.into()])
+        .unwrap();
+    let t3 = f.add_node(Op::Transpose(vec![1, 0]), &[t2.into()]).unwrap();
+    // Dies here: forwarded.
+    let r3 = f
+        .add_node(Op::Reshape(Shape::new([2, 24])), &[t3.into()])
+        .unwrap();
+    f.add_result(r2.into(), None).unwrap();
+    f.add_result(r3.into(), None).unwrap();
+    let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+    assert_eq!(
+        exe.forwarded_reshapes(),
+        3,
+        "r1, t2 (t1's last reader) and r3"
+    );
+    let interp = InterpreterBackend.compile(&f).unwrap();
+    for call in 0..4 {
+        let x = Tensor::from_vec(
+            (0..48).map(|i| (i * 5 + call * 11) as f32).collect(),
+            [6, 8],
+        )
+        .unwrap();
+        let got = exe.run(std::slice::from_ref(&x)).unwrap();
+        let want = interp.run(&[x]).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.shape(), w.shape(), "call {call}");
+            assert_eq!(
+                g.read::<f32>().unwrap(),
+                w.read::<f32>().unwrap(),
+                "call {call}"
+            );
+        }
+    }
+}
+
 #[test]
 fn single_kernel_plans_run_on_the_callers_buffers_with_the_same_results() {
     // One kernel reading inputs and a constant, its two outputs the results in the other
