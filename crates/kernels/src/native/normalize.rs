@@ -73,16 +73,20 @@ const EXP_STAGE: usize = 256;
 pub(super) fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
     let max = row_max(x);
     let mut stage = [0f32; EXP_STAGE];
+    // Each stage's exponentials summed while they are in L1.
+    let mut sum = 0f64;
     for (xs, os) in x.chunks(EXP_STAGE).zip(out.chunks_mut(EXP_STAGE)) {
         let stage = &mut stage[..xs.len()];
         for (s, &v) in stage.iter_mut().zip(xs) {
             *s = v - max;
         }
         VecFn::Exp.map(stage, os, [0.0; MAX_PARAMS]);
+        sum += sum_wide(os, f64::from);
     }
-    let sum = sum_wide(out, f64::from) as f32;
+    // One multiplication by the reciprocal rather than a division per element.
+    let scale = (1.0 / sum) as f32;
     for o in out.iter_mut() {
-        *o /= sum;
+        *o *= scale;
     }
 }
 
@@ -112,7 +116,8 @@ fn layer_norm_row_f32(x: &[f32], g: &[f32], b: &[f32], epsilon: f64, out: &mut [
 /// On `f64` it follows the reference's arithmetic (`f64`, same order, one rounding), so
 /// results are bit-identical. On `f32` it computes in `f32` as ONNX runtimes do: the row
 /// maximum, `e = exp(x − max)` with the vector math library's `exp` ([`crate::veclib`],
-/// ≤ 1 ulp), the sum of `e` in `f64`, then `e / sum`. Each result is within a relative
+/// ≤ 1 ulp), the sum of `e` in `f64`, then `e · (1 / sum)` (the reciprocal rounded to
+/// `f32` once). Each result is within a relative
 /// `2^-21 · (1 + |x − max|)` of the reference's (the rounding of `x − max` in `f32` is the
 /// `|x − max|` term); special values give the reference's: a NaN in a row, or `+inf` in it,
 /// makes the row NaN, `-inf` entries give 0.
