@@ -12,6 +12,7 @@
 //! everything it does not take (no AVX-512 or AVX2, `f64`, no constant operand, depthwise
 //! convolutions) keeps the `gemm` crate, and so does a call whose operands do not match.
 
+mod aligned;
 mod driver;
 mod gemv;
 mod microkernel;
@@ -21,6 +22,8 @@ mod tests;
 
 use graphlift_ir::{ElementType, Node, Op, RecurrentSequence, Shape, TensorData};
 use graphlift_runtime::Tensor;
+
+use aligned::AlignedF32;
 
 use super::conv_geometry::{covers_images, pointwise_window, reads_fields_in_place};
 use super::int_avx2::IntegerPath;
@@ -116,7 +119,8 @@ pub struct PackedWeights {
     rows: usize,
     cols: usize,
     count: usize,
-    data: Vec<f32>,
+    /// The `f32` panels, from a cache-line boundary.
+    data: AlignedF32,
     /// The `i8` weights: the matrices of [`Side::Narrow`] weights in quads, the
     /// [`Side::QuadPanels`] panels or the padded [`Side::IntegerFilters`] (empty for the
     /// others).
@@ -149,7 +153,7 @@ impl PackedWeights {
             return None;
         }
         let per = Self::padded(side, rows, cols)?;
-        let mut data = vec![0f32; count.checked_mul(per)?];
+        let mut data = AlignedF32::zeros(count.checked_mul(per)?)?;
         for (t, dst) in data.chunks_exact_mut(per.max(1)).enumerate().take(count) {
             let m = &src[t * matrix..(t + 1) * matrix];
             match side {
@@ -239,7 +243,7 @@ impl PackedWeights {
             rows,
             cols,
             count,
-            data: Vec::new(),
+            data: AlignedF32::default(),
             narrow,
             wide: Vec::new(),
             panels,
@@ -257,7 +261,7 @@ impl PackedWeights {
             rows: k4,
             cols: n,
             count: 1,
-            data: Vec::new(),
+            data: AlignedF32::default(),
             narrow: quad_panels(w, k4, n),
             wide: Vec::new(),
             panels: Vec::new(),
@@ -327,7 +331,7 @@ impl PackedWeights {
             rows,
             cols: k,
             count: 1,
-            data: Vec::new(),
+            data: AlignedF32::default(),
             narrow,
             wide,
             panels: Vec::new(),
