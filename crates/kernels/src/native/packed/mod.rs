@@ -442,9 +442,9 @@ fn f32_data(t: &Tensor) -> Option<&[f32]> {
 /// where the input is computed): the one decision of which path a product takes.
 ///
 /// - `MatMul` with a constant `f32` right operand (rank ≥ 2): each of its matrices packed
-///   for the right side; else with a constant `f32` left operand: packed for the left. On
-///   the AVX2 tiles only for fewer than `AVX2_ROWS_LIMIT` rows of the left operand (all
-///   of `data`'s rows for a right constant).
+///   for the right side; else with a constant `f32` left operand: packed for the left.
+///   On the AVX2 tiles only for fewer than `AVX2_MATMUL_ROWS_LIMIT` rows of the left
+///   operand (all of `data`'s rows for a right constant).
 /// - `MatMul` with a constant `i32` right operand whose values all fit in `i8`: narrowed
 ///   ([`Side::Narrow`]; on any target, the product being portable code), with the AVX2
 ///   tile's panels on a host whose integer kernels run it.
@@ -527,7 +527,7 @@ pub fn prepare(
                 Side::Left => Some(*rows),
                 _ => data.and_then(|sa| Some(sa.element_count().ok()? / rows.max(&1))),
             };
-            if !worth_packing(target, broadcast_rows, AVX2_ROWS_LIMIT) {
+            if !worth_packing(target, broadcast_rows, AVX2_MATMUL_ROWS_LIMIT) {
                 return None;
             }
             let count = batch.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
@@ -581,6 +581,13 @@ fn packs_f32(target: &Target) -> bool {
 /// bands were stored straight into the output (the fourteenth session).
 const AVX2_ROWS_LIMIT: usize = 128;
 
+/// [`AVX2_ROWS_LIMIT`] for a `MatMul` with constant weights, once the packed panels were
+/// aligned to cache lines and split over threads by columns: at 128 and 256 rows ([128,
+/// 384] x [384, 1536], [256, 384] x [384, 1536]) the tiles were 2-5 % faster than the
+/// `gemm` crate at 1 thread and 2-8 % at 2; at 512 and 1024 rows 4-12 % slower (their
+/// results outgrow the caches between blocks of `k`; the fourteenth session).
+const AVX2_MATMUL_ROWS_LIMIT: usize = 512;
+
 /// [`AVX2_ROWS_LIMIT`] for a pointwise convolution's filters, whose loaded operand is the
 /// image's channels, each a plane apart: with 64 filters over planes of 200 x 152 the tiles
 /// were 1.15-1.35x slower than the `gemm` crate, which packs them (BENCHMARKS.md, the
@@ -589,15 +596,9 @@ const AVX2_POINTWISE_LIMIT: usize = 64;
 
 /// Whether a product whose broadcast operand has `rows` rows (`None`: not known) takes the
 /// packed path on `target` (which runs it): always on AVX-512, on AVX2 below `limit`
-/// ([`AVX2_ROWS_LIMIT`] or [`AVX2_POINTWISE_LIMIT`]).
+/// ([`AVX2_ROWS_LIMIT`], [`AVX2_MATMUL_ROWS_LIMIT`] or [`AVX2_POINTWISE_LIMIT`]).
 fn worth_packing(target: &Target, rows: Option<usize>, limit: usize) -> bool {
-    target.avx512()
-        || rows.is_some_and(|r| {
-            r < std::env::var("GL_LIMIT")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(limit)
-        })
+    target.avx512() || rows.is_some_and(|r| r < limit)
 }
 
 /// The quads `w` (`[k4, n, 4]`, the VNNI layout of a `QuantizedMatMul`'s weights) of each
