@@ -88,14 +88,15 @@ fn check(f: &Function, inputs: &[Tensor], packed: [usize; 2]) {
 
 #[test]
 fn matmul_with_constant_weights() {
-    // One large product (split by rows on two threads), several products, a small one, one
-    // of 100 rows. On AVX2 the right weights of the first two (140 and 3 x 48 rows: from
-    // 128 on) stay with gemm.
+    // One large product (split by columns on two threads), several products, a small one,
+    // one of 100 rows, one of 520. On AVX2 the right weights of the last (from 512 rows on)
+    // stay with gemm.
     let cases = [
-        (1, 140, 70, 130, 1),
-        (3, 48, 40, 50, 1),
+        (1, 140, 70, 130, 2),
+        (3, 48, 40, 50, 2),
         (1, 3, 5, 7, 2),
         (1, 100, 30, 40, 2),
+        (1, 520, 30, 40, 1),
     ];
     for (batch, m, k, n, avx2) in cases {
         check(
