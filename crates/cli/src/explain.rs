@@ -211,6 +211,17 @@ pub fn report(exe: &CpuJitExecutable) -> String {
             let _ = writeln!(s, "  - {node} ({op}): {w}");
         }
     }
+    let forwards: Vec<_> = exe
+        .steps()
+        .into_iter()
+        .filter_map(|st| st.forwards.map(|f| (st.node, f)))
+        .collect();
+    if !forwards.is_empty() {
+        let _ = writeln!(s, "\nreshapes without a copy ({}):", forwards.len());
+        for (node, how) in forwards {
+            let _ = writeln!(s, "  - {node}: {how}");
+        }
+    }
     let state: Vec<_> = exe
         .steps()
         .into_iter()

@@ -84,6 +84,10 @@ pub struct StepInfo {
     /// packed once at compile time: those weights, in words; `None` for other steps (their
     /// products, if any, pack both operands on every call).
     pub packed: Option<String>,
+    /// For a data-movement step that takes over its input's buffer instead of copying the
+    /// elements (a `Reshape` whose input dies there): which, in words; `None` for other
+    /// steps.
+    pub forwards: Option<String>,
 }
 
 /// A backend: makes tensors and compiles Functions into Executables.

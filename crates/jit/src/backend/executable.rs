@@ -405,6 +405,11 @@ impl Executable for CpuJitExecutable {
                     _ => None,
                 },
                 packed: s.packed.as_ref().map(|w| w.to_string()),
+                forwards: s.forwards.and_then(|_| {
+                    let input = n.inputs().first()?;
+                    let from = self.plan.function.get(input.node)?;
+                    Some(format!("takes over the buffer of `{}`", from.name()))
+                }),
             })
             .collect()
     }
