@@ -89,7 +89,7 @@ fn check(f: &Function, inputs: &[Tensor], packed: [usize; 2]) {
 #[test]
 fn matmul_with_constant_weights() {
     // One large product (split by columns on two threads), several products, a small one,
-    // one of 100 rows, one of 520. On AVX2 the right weights of the last (from 512 rows on)
+    // one of 100 rows, one of 520. On AVX2 the right weights of the last (from 256 rows on)
     // stay with gemm.
     let cases = [
         (1, 140, 70, 130, 2),

@@ -221,8 +221,8 @@ fn splits_by_columns(p: &Problem, threads: usize) -> bool {
 /// each product's columns split in blocks of whole panels, two per thread (so a thread held
 /// up leaves one to the others), spread over the pool: each block the product of all of
 /// `a` with its columns of `b`, stored into its piece of every row of `c`, which the
-/// epilogue then sees row by row. `false`, writing nothing, when the packed path does not
-/// take a block of the first product (the caller then splits by rows).
+/// epilogue then sees row by row. `false` when the packed path declines a block (the
+/// caller then computes every product by rows, writing every element again).
 fn column_blocks(
     c: &mut [f32],
     a: &[f32],

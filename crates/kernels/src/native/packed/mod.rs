@@ -582,11 +582,13 @@ fn packs_f32(target: &Target) -> bool {
 const AVX2_ROWS_LIMIT: usize = 128;
 
 /// [`AVX2_ROWS_LIMIT`] for a `MatMul` with constant weights, once the packed panels were
-/// aligned to cache lines and split over threads by columns: at 128 and 256 rows ([128,
-/// 384] x [384, 1536], [256, 384] x [384, 1536]) the tiles were 2-5 % faster than the
-/// `gemm` crate at 1 thread and 2-8 % at 2; at 512 and 1024 rows 4-12 % slower (their
-/// results outgrow the caches between blocks of `k`; the fourteenth session).
-const AVX2_MATMUL_ROWS_LIMIT: usize = 512;
+/// aligned to cache lines and split over threads by columns: at 128 rows ([128, 384] x
+/// [384, 1536] and MiniLM's other products) the tiles were 2-5 % faster than the `gemm`
+/// crate at 1 thread and 2-8 % at 2; at 256 rows level alone but 3 % (1 thread) and 10 %
+/// (2 threads) slower in an ALBERT model (unidic_lite_imitator); from 512 rows on 4-12 %
+/// slower (their results outgrow the caches between blocks of `k`; the fourteenth
+/// session).
+const AVX2_MATMUL_ROWS_LIMIT: usize = 256;
 
 /// [`AVX2_ROWS_LIMIT`] for a pointwise convolution's filters, whose loaded operand is the
 /// image's channels, each a plane apart: with 64 filters over planes of 200 x 152 the tiles
