@@ -198,8 +198,10 @@ fn by_filter_rows<T: Float>(
 }
 
 /// Bands of output rows (of every task) computed one by one or spread over `pool`, each
-/// product of all of the group's filters written to a buffer and copied into the band's
-/// rows of each output channel (which the epilogue then sees, channel by channel). Taken by
+/// product of all of the group's filters stored into the band's rows of each output
+/// channel, on the packed path directly (`Dense::product_into`, where
+/// `Dense::stores_in_place` says so for implicit fields), else through a buffer and a copy;
+/// the epilogue then sees them channel by channel. Taken by
 /// a convolution of fewer tasks than threads (few filters or a large image: the unrolling
 /// runs in parallel too, as MLAS splits a convolution's output positions over threads), and
 /// by every convolution with `implicit` fields, whose bands read the padded image in place.
