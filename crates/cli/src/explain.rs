@@ -189,57 +189,41 @@ pub fn report(exe: &CpuJitExecutable) -> String {
             .unwrap_or_default();
         let _ = writeln!(s, "  - {} ({}) [{tags}]: {}", o.name, o.op, o.reason);
     }
-    let control: Vec<_> = exe
-        .steps()
-        .into_iter()
-        .filter_map(|st| st.control_flow.map(|c| (st.node, c)))
-        .collect();
-    if !control.is_empty() {
-        let _ = writeln!(s, "\ncontrol-flow steps ({}):", control.len());
-        for (node, how) in control {
-            let _ = writeln!(s, "  - {node}: {how}");
-        }
-    }
-    let packed: Vec<_> = exe
-        .steps()
-        .into_iter()
-        .filter_map(|st| st.packed.map(|w| (st.node, st.op, w)))
-        .collect();
-    if !packed.is_empty() {
-        let _ = writeln!(s, "\nproducts on packed weights ({}):", packed.len());
-        for (node, op, w) in packed {
-            let _ = writeln!(s, "  - {node} ({op}): {w}");
-        }
-    }
-    let forwards: Vec<_> = exe
-        .steps()
-        .into_iter()
-        .filter_map(|st| st.forwards.map(|f| (st.node, f)))
-        .collect();
-    if !forwards.is_empty() {
-        let _ = writeln!(s, "\nreshapes without a copy ({}):", forwards.len());
-        for (node, how) in forwards {
-            let _ = writeln!(s, "  - {node}: {how}");
-        }
-    }
-    let state: Vec<_> = exe
-        .steps()
-        .into_iter()
-        .filter(|st| st.state.is_some())
-        .collect();
-    if !state.is_empty() {
-        let _ = writeln!(
-            s,
-            "
-reads and assigns of variables ({}):",
-            state.len()
-        );
-        for st in state {
-            let how = st.state.unwrap_or_default();
-            let _ = writeln!(s, "  - {} ({}): {how}", st.node, st.op);
-        }
-    }
+    // The steps' reports, one section each where any step has one.
+    let steps = exe.steps();
+    let control = steps.iter().filter_map(|st| {
+        let how = st.control_flow.as_ref()?;
+        Some(format!("{}: {how}", st.node))
+    });
+    section(&mut s, "control-flow steps", control.collect());
+    let packed = steps.iter().filter_map(|st| {
+        let w = st.packed.as_ref()?;
+        Some(format!("{} ({}): {w}", st.node, st.op))
+    });
+    section(&mut s, "products on packed weights", packed.collect());
+    let forwards = steps.iter().filter_map(|st| {
+        let how = st.forwards.as_ref()?;
+        Some(format!("{}: {how}", st.node))
+    });
+    section(&mut s, "reshapes without a copy", forwards.collect());
+    let state = steps.iter().filter_map(|st| {
+        let how = st.state.as_ref()?;
+        Some(format!("{} ({}): {how}", st.node, st.op))
+    });
+    section(&mut s, "reads and assigns of variables", state.collect());
     s
+}
+
+/// Appends the section `title` listing `lines`, one `  - ` item each; nothing when there
+/// are none.
+fn section(s: &mut String, title: &str, lines: Vec<String>) {
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n{title} ({}):", lines.len());
+    for line in lines {
+        let _ = writeln!(s, "  - {line}");
+    }
 }
 
 fn join(v: &[String]) -> String {
