@@ -197,6 +197,20 @@ pub enum OffReason {
     Switched(&'static str),
 }
 
+impl OffReason {
+    /// Why a path is off: the host cannot run it (`runs` false: it lacks `needs`), or it is
+    /// switched off (`on` false, by `env` or the builder); `None` when it is on.
+    fn of(runs: bool, needs: &'static str, on: bool, env: &'static str) -> Option<OffReason> {
+        if !runs {
+            Some(OffReason::Host(needs))
+        } else if !on {
+            Some(OffReason::Switched(env))
+        } else {
+            None
+        }
+    }
+}
+
 impl std::fmt::Display for OffReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -316,35 +330,21 @@ impl Target {
 
     /// Why kernels do not call the vector math library; `None` when it is on.
     pub fn veclib_off(&self) -> Option<OffReason> {
-        if !self.features.has_wide_library() {
-            Some(OffReason::Host("AVX2 and FMA"))
-        } else if !self.veclib {
-            Some(OffReason::Switched(VECLIB_ENV))
-        } else {
-            None
-        }
+        let runs = self.features.has_wide_library();
+        OffReason::of(runs, "AVX2 and FMA", self.veclib, VECLIB_ENV)
     }
 
     /// Why no kernel is AVX-512 code; `None` when it is on.
     pub fn avx512_off(&self) -> Option<OffReason> {
-        if !self.features.has_avx512_kernels() {
-            Some(OffReason::Host("AVX-512F and BMI2"))
-        } else if !self.avx512 {
-            Some(OffReason::Switched(AVX512_ENV))
-        } else {
-            None
-        }
+        let runs = self.features.has_avx512_kernels();
+        OffReason::of(runs, "AVX-512F and BMI2", self.avx512, AVX512_ENV)
     }
 
     /// Why no kernel is assembled code; `None` when it is on.
     pub fn assembler_off(&self) -> Option<OffReason> {
-        if !self.features.has_avx2_kernels() && !self.features.has_avx512_kernels() {
-            Some(OffReason::Host("AVX2, FMA and F16C"))
-        } else if !self.assembler {
-            Some(OffReason::Switched(ASSEMBLER_ENV))
-        } else {
-            None
-        }
+        let f = &self.features;
+        let runs = f.has_avx2_kernels() || f.has_avx512_kernels();
+        OffReason::of(runs, "AVX2, FMA and F16C", self.assembler, ASSEMBLER_ENV)
     }
 
     /// The instruction set kernels that qualify are assembled for: AVX-512 where it is on
@@ -362,13 +362,8 @@ impl Target {
 
     /// Why no kernel writes with non-temporal stores; `None` when it is on.
     pub fn stream_off(&self) -> Option<OffReason> {
-        if !cfg!(target_arch = "x86_64") {
-            Some(OffReason::Host("x86-64 non-temporal stores"))
-        } else if !self.stream {
-            Some(OffReason::Switched(STREAM_ENV))
-        } else {
-            None
-        }
+        let runs = cfg!(target_arch = "x86_64");
+        OffReason::of(runs, "x86-64 non-temporal stores", self.stream, STREAM_ENV)
     }
 
     /// Whether `f32` `exp`, `sigmoid`, `tanh`, `erf`, divisions and the GELU and SiLU forms

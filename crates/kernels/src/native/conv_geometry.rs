@@ -23,6 +23,10 @@ pub(super) struct Geometry {
     pub groups: usize,
 }
 
+/// The least output row, in positions, whose fields are read in place from the padded
+/// image ([`Geometry::phases`]).
+const IMPLICIT_MIN_ROW: usize = 16;
+
 impl Geometry {
     /// The geometry of `conv` on data of shape `sx` and a filter of shape `sf`, or `None`
     /// when they are not 4-D or do not fit.
@@ -61,13 +65,7 @@ impl Geometry {
             && (self.kh, self.kw) == (self.h, self.w)
             && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
     }
-}
 
-/// The least output row, in positions, whose fields are read in place from the padded
-/// image ([`Geometry::phases`]).
-const IMPLICIT_MIN_ROW: usize = 16;
-
-impl Geometry {
     /// The shape `(hq, wq)` of the stride phases of the padded image when the receptive
     /// fields are read from them in place (`conv_dense::Implicit`): a window larger than
     /// 1x1 (or with padding or strides), output rows of at least [`IMPLICIT_MIN_ROW`]
