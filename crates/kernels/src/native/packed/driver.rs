@@ -246,7 +246,7 @@ pub(super) fn product_on(
         }
         return true;
     }
-    let c_ptrs: Vec<*mut f32> = c_rows.iter_mut().map(|r| r.as_mut_ptr()).collect();
+    let c_ptrs: Vec<*mut f32> = c_rows.into_iter().map(<[f32]>::as_mut_ptr).collect();
     let n = columns.width;
     // Address of `a(i, p)` (`i` a multiple of `MR`) and its strides: rows, `k`, groups of
     // `MR` rows.
