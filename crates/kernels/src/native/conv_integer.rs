@@ -548,7 +548,7 @@ fn avx2(
             // hold `kp` taps each; the fields are in panels of 8 pixels (this path's) and
             // `q`, a multiple of 8 below `padded`, starts one: its `kp / 4` groups of 8 lanes
             // (32 bytes each, `group_stride` apart) lie inside `fields.packed`.
-            unsafe { int_avx2::tile_rows::<false>(&o, h, &mut sums) };
+            unsafe { int_avx2::tile_rows::<int_avx2::Unsigned8>(&o, h, &mut sums) };
             // The fields' sums are padded to a multiple of NC pixels, so eight from `q`.
             let pixel_sums: &[i32; int_avx2::COLUMNS] = fields.sums[q..q + int_avx2::COLUMNS]
                 .try_into()

@@ -3,14 +3,15 @@
 //! `vpdpbusd` is missing, and [`IntegerPath`], the one choice among the integer kernels'
 //! paths (VNNI, this tile, portable loops) for this host.
 //!
-//! Both kernels keep their operands in the VNNI layout, each "column" a little-endian quad
-//! of four 8-bit values of consecutive `k` (`[ceil(K / 4), columns, 4]`). Here the 8-bit
-//! quads of eight columns are widened to 16 bits (`vpmovzxbw` / `vpmovsxbw`) and multiplied
-//! by a row's quad, also 16-bit, with `vpmaddwd`, which sums adjacent products into `i32`
-//! lanes: two lanes per column, added at the end (`vphaddd`). A product of a UINT8 and an
-//! INT8 value, and the sum of two, fit 16 and 32 bits, so every step is exact and the sums
-//! wrap modulo 2³² exactly as the reference's do. (`vpmaddubsw`, which onnxruntime's AVX2
-//! kernels use, saturates the pair sum to 16 bits and is inexact beyond ±32767.)
+//! The kernels keep their operands in the VNNI layout, each "column" a little-endian quad
+//! of four values of consecutive `k` (`[ceil(K / 4), columns, 4]`). Here the quads of eight
+//! columns, 8-bit ones widened to 16 bits in the tile (`vpmovzxbw` / `vpmovsxbw`) or
+//! widened when the weights were packed ([`ColumnQuads`]), are multiplied by a row's quad,
+//! also 16-bit, with `vpmaddwd`, which sums adjacent products into `i32` lanes: two lanes
+//! per column, added at the end (`vphaddd`). A product of a UINT8 and an INT8 value, and
+//! the sum of two, fit 16 and 32 bits, so every step is exact and the sums wrap modulo 2³²
+//! exactly as the reference's do. (`vpmaddubsw`, which onnxruntime's AVX2 kernels use,
+//! saturates the pair sum to 16 bits and is inexact beyond ±32767.)
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -55,14 +56,77 @@ pub(super) fn available() -> bool {
     cfg!(target_arch = "x86_64") && CpuFeatures::host().avx2
 }
 
-/// The operands of one tile: `R` rows of 16-bit quads and eight columns of 8-bit quads.
+/// How a tile reads a group of eight column quads.
+pub(super) trait ColumnQuads {
+    /// Bytes of one group: eight quads of this kind.
+    const BYTES: usize;
+    /// The group at `p` as two vectors of 16-bit values: columns 0-3 and 4-7, each a quad
+    /// of `k` values.
+    ///
+    /// # Safety
+    /// The host has AVX2; `Self::BYTES` bytes at `p` are readable.
+    unsafe fn load(p: *const u8) -> (__m256i, __m256i);
+}
+
+/// Quads of UINT8 values (a `ConvolutionInteger`'s fields), widened in the tile.
+pub(super) struct Unsigned8;
+
+/// Quads of INT8 values (narrowed recurrent weights), widened in the tile.
+pub(super) struct Signed8;
+
+/// Quads already widened to `i16` when the weights were packed (a `QuantizedMatMul`'s
+/// panels): twice the bytes, two instructions fewer per group.
+pub(super) struct Wide16;
+
+#[cfg(target_arch = "x86_64")]
+impl ColumnQuads for Unsigned8 {
+    const BYTES: usize = 4 * COLUMNS;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> (__m256i, __m256i) {
+        // SAFETY: 32 readable bytes at `p`, on an AVX2 host (the contract).
+        unsafe {
+            let (a, b) = (_mm_loadu_si128(p.cast()), _mm_loadu_si128(p.add(16).cast()));
+            (_mm256_cvtepu8_epi16(a), _mm256_cvtepu8_epi16(b))
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl ColumnQuads for Signed8 {
+    const BYTES: usize = 4 * COLUMNS;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> (__m256i, __m256i) {
+        // SAFETY: 32 readable bytes at `p`, on an AVX2 host (the contract).
+        unsafe {
+            let (a, b) = (_mm_loadu_si128(p.cast()), _mm_loadu_si128(p.add(16).cast()));
+            (_mm256_cvtepi8_epi16(a), _mm256_cvtepi8_epi16(b))
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl ColumnQuads for Wide16 {
+    const BYTES: usize = 8 * COLUMNS;
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> (__m256i, __m256i) {
+        // SAFETY: 64 readable bytes at `p`, on an AVX2 host (the contract).
+        unsafe {
+            (
+                _mm256_loadu_si256(p.cast()),
+                _mm256_loadu_si256(p.add(32).cast()),
+            )
+        }
+    }
+}
+
+/// The operands of one tile: `R` rows of 16-bit quads and eight columns of quads.
 #[derive(Clone, Copy)]
 pub(super) struct Operands {
     /// Row `r`'s quads from `rows + r · row_stride` (in `i16`): `4 · groups` values.
     pub rows: *const i16,
     pub row_stride: usize,
-    /// Group `g`'s eight column quads at `columns + g · group_stride` (in bytes): 32 bytes,
-    /// read as UINT8 or INT8 as the tile's `SIGNED` says.
+    /// Group `g`'s eight column quads at `columns + g · group_stride` (in bytes):
+    /// [`ColumnQuads::BYTES`] bytes, read as the tile's column kind says.
     pub columns: *const u8,
     pub group_stride: usize,
     /// Groups of four `k` values.
@@ -70,31 +134,20 @@ pub(super) struct Operands {
 }
 
 /// `out[r][c] = Σ_g Σ_j rows[r][4g + j] · columns[g][c][j]` in wrapping `i32`, for the `R`
-/// (`1..=ROWS`) rows and eight columns of `o`.
+/// (`1..=ROWS`) rows and eight columns of `o`, the columns read as `C` says.
 ///
 /// # Safety
 /// The host has AVX2 ([`available`]); `o.rows` has `R` rows of `4 · o.groups` values at
-/// stride `o.row_stride`; `o.columns` has `o.groups` groups of 32 readable bytes at stride
-/// `o.group_stride`.
+/// stride `o.row_stride`; `o.columns` has `o.groups` groups of `C::BYTES` readable bytes at
+/// stride `o.group_stride`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn tile<const R: usize, const SIGNED: bool>(o: &Operands) -> [[i32; COLUMNS]; R] {
+pub(super) unsafe fn tile<const R: usize, C: ColumnQuads>(o: &Operands) -> [[i32; COLUMNS]; R] {
     let mut lo = [_mm256_setzero_si256(); R];
     let mut hi = [_mm256_setzero_si256(); R];
     for g in 0..o.groups {
-        let p = o.columns.wrapping_add(g * o.group_stride);
-        // SAFETY: 32 bytes at `p` are readable (this function's contract).
-        let (x0, x1) = unsafe {
-            let (a, b) = (
-                _mm_loadu_si128(p.cast()),
-                _mm_loadu_si128(p.wrapping_add(16).cast()),
-            );
-            if SIGNED {
-                (_mm256_cvtepi8_epi16(a), _mm256_cvtepi8_epi16(b))
-            } else {
-                (_mm256_cvtepu8_epi16(a), _mm256_cvtepu8_epi16(b))
-            }
-        };
+        // SAFETY: the group's bytes are readable (this function's contract).
+        let (x0, x1) = unsafe { C::load(o.columns.wrapping_add(g * o.group_stride)) };
         for (r, (lo, hi)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
             // SAFETY: values `4g..4g + 4` of row `r < R` are within the rows.
             let quad = unsafe {
@@ -126,7 +179,7 @@ pub(super) unsafe fn tile<const R: usize, const SIGNED: bool>(o: &Operands) -> [
 /// As [`tile`] for `R = rows`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn tile_rows<const SIGNED: bool>(
+pub(super) unsafe fn tile_rows<C: ColumnQuads>(
     o: &Operands,
     rows: usize,
     out: &mut [[i32; COLUMNS]; ROWS],
@@ -137,12 +190,12 @@ pub(super) unsafe fn tile_rows<const SIGNED: bool>(
     // SAFETY: as this function's contract, `R` never above `rows`.
     unsafe {
         match rows {
-            6.. => put(tile::<6, SIGNED>(o), out),
-            5 => put(tile::<5, SIGNED>(o), out),
-            4 => put(tile::<4, SIGNED>(o), out),
-            3 => put(tile::<3, SIGNED>(o), out),
-            2 => put(tile::<2, SIGNED>(o), out),
-            _ => put(tile::<1, SIGNED>(o), out),
+            6.. => put(tile::<6, C>(o), out),
+            5 => put(tile::<5, C>(o), out),
+            4 => put(tile::<4, C>(o), out),
+            3 => put(tile::<3, C>(o), out),
+            2 => put(tile::<2, C>(o), out),
+            _ => put(tile::<1, C>(o), out),
         }
     }
     const _: () = assert!(ROWS == 6);
@@ -152,8 +205,8 @@ pub(super) unsafe fn tile_rows<const SIGNED: bool>(
 mod tests {
     use super::*;
 
-    /// The tile of every height against the plain sum, for unsigned and signed columns, at
-    /// the extremes (255 · -128 pairs, where a saturating 16-bit pair sum would be wrong)
+    /// The tile of every height against the plain sum, for unsigned and signed columns (and
+    /// the same widened beforehand), at the extremes (255 · -128 pairs, where a saturating 16-bit pair sum would be wrong)
     /// and at random.
     #[test]
     fn tile_equals_the_plain_sum() {
@@ -191,14 +244,32 @@ mod tests {
                 };
                 for height in 1..=ROWS {
                     let mut got = [[0; COLUMNS]; ROWS];
-                    // SAFETY: AVX2 checked above; the buffers hold what `o` says.
+                    let mut wide = [[0; COLUMNS]; ROWS];
+                    let widened: Vec<i16> = cols
+                        .iter()
+                        .map(|&b| {
+                            if signed {
+                                i16::from(b as i8)
+                            } else {
+                                i16::from(b)
+                            }
+                        })
+                        .collect();
+                    let w = Operands {
+                        columns: widened.as_ptr().cast(),
+                        group_stride: Wide16::BYTES,
+                        ..o
+                    };
+                    // SAFETY: AVX2 checked above; the buffers hold what `o` and `w` say.
                     unsafe {
                         if signed {
-                            tile_rows::<true>(&o, height, &mut got);
+                            tile_rows::<Signed8>(&o, height, &mut got);
                         } else {
-                            tile_rows::<false>(&o, height, &mut got);
+                            tile_rows::<Unsigned8>(&o, height, &mut got);
                         }
+                        tile_rows::<Wide16>(&w, height, &mut wide);
                     }
+                    assert_eq!(wide, got, "widened columns, signed {signed}");
                     for (r, row) in got.iter().enumerate().take(height) {
                         for (c, &v) in row.iter().enumerate() {
                             let want: i32 = (0..groups * 4)

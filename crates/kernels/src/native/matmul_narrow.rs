@@ -159,7 +159,7 @@ fn avx2_row(
         // panels `⌊n/8⌋` runs of `k4` groups of 32 bytes, checked above), the run of block
         // `col / 8`; else of each of the `k4` quad rows (`4 · n` bytes each, `k4 · 4 · n <=
         // quads.len()`), 32 bytes inside `quads`.
-        unsafe { int_avx2::tile_rows::<true>(&o, 1, &mut sums) };
+        unsafe { int_avx2::tile_rows::<int_avx2::Signed8>(&o, 1, &mut sums) };
         out[j..j + COLUMNS].copy_from_slice(&sums[0]);
     }
     full

@@ -13,10 +13,13 @@ use graphlift_runtime::reference::quantize_u8;
 use graphlift_runtime::Tensor;
 
 use super::epilogue::Epilogue;
-use super::int_avx2::{self, IntegerPath};
+use super::int_avx2::IntegerPath;
 use super::matmul::MIN_PARALLEL_MACS;
 use super::packed::{self, PackedWeights};
 use crate::parallel::{for_each, Parallel};
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 
 /// Rows of one register tile (the AVX-512 tile is `MR` rows x 64 columns: 24 accumulators).
 const MR: usize = 6;
@@ -32,10 +35,10 @@ struct Problem<'a> {
     n: usize,
     q: QuantizedMatMul,
     /// For the AVX2 path, the weights of each block of eight columns (the whole blocks)
-    /// together: `[N / 8, ceil(K / 4), 8, 4]`, so that a tile reads them in one run
-    /// ([`packed::quad_panels`]; packed when the executable was compiled, else made here;
-    /// empty on the other paths).
-    panels: Cow<'a, [i8]>,
+    /// together and widened to `i16`: `[N / 8, ceil(K / 4), 8, 4]`, so that a tile reads
+    /// them in one run as it multiplies them ([`packed::wide_quad_panels`]; packed when the
+    /// executable was compiled, else made here; empty on the other paths).
+    panels: Cow<'a, [i16]>,
 }
 
 /// [`QuantizedMatMul`] of `x` `[..., M, K]`, `w` `[ceil(K / 4), N, 4]`, `offset` `[N]` and
@@ -80,7 +83,7 @@ pub(super) fn quantized_matmul(
         q: *q,
         panels: match (path, packed.and_then(|w| w.panels_of(k4, n))) {
             (IntegerPath::Avx2, Some(p)) => Cow::Borrowed(p),
-            (IntegerPath::Avx2, None) => Cow::Owned(packed::quad_panels(wd, k4, n)),
+            (IntegerPath::Avx2, None) => Cow::Owned(packed::wide_quad_panels(wd, k4, n)),
             _ => Cow::Borrowed(&[]),
         },
     };
@@ -112,14 +115,22 @@ pub(super) fn quantized_matmul(
     Some(TensorData::F32(y))
 }
 
-/// Rows `first..first + c.len() / n` of the result into `c`, `MR` rows at a time: the rows
-/// quantized into a small buffer (padded with zeros to a multiple of 4 `k` values), then
-/// multiplied on `path` (which the caller has checked the host runs).
+/// Rows `first..first + c.len() / n` of the result into `c` on `path` (which the caller
+/// has checked the host runs): on AVX2 by [`avx2::rows`]; else `MR` rows at a time, the
+/// rows quantized into a small buffer (padded with zeros to a multiple of 4 `k` values),
+/// then multiplied on VNNI or in portable code.
 fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], path: IntegerPath) {
-    let vnni = path == IntegerPath::Vnni;
     let kp = p.k.div_ceil(4) * 4;
+    #[cfg(target_arch = "x86_64")]
+    if path == IntegerPath::Avx2 && p.panels.len() == p.n / 8 * (kp / 4) * 32 {
+        // SAFETY: the host has AVX2 (the caller checked `path`); the panels hold the whole
+        // blocks of eight columns (checked above), and `c` rows of `n` from row `first` of
+        // `x` (checked in `quantized_matmul`).
+        unsafe { avx2::rows(p, first, c) };
+        return;
+    }
+    let vnni = path == IntegerPath::Vnni;
     let mut a = vec![0u8; MR * kp];
-    let mut a16 = Vec::new();
     for (t, c) in c.chunks_mut(MR * p.n).enumerate() {
         let mr = c.len() / p.n;
         let r0 = first + t * MR;
@@ -131,13 +142,6 @@ fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], path: IntegerPath) {
                 // SAFETY: the host has AVX-512F (the caller checked `vnni`); `x` and `row` are
                 // slices of one length, which is all the function reads and writes.
                 unsafe { x86::quantize_row(x, p.q.x_scale, p.q.x_zero_point, row) };
-                continue;
-            }
-            #[cfg(target_arch = "x86_64")]
-            if path == IntegerPath::Avx2 {
-                // SAFETY: the host has AVX2 (the caller checked `path`); `x` and `row` are
-                // slices of one length, which is all the function reads and writes.
-                unsafe { x86::quantize_row_avx2(x, p.q.x_scale, p.q.x_zero_point, row) };
                 continue;
             }
             for (av, &xv) in row.iter_mut().zip(x) {
@@ -152,47 +156,8 @@ fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], path: IntegerPath) {
             unsafe { x86::tile_rows(&a, mr, kp, p, c) };
             continue;
         }
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if path == IntegerPath::Avx2 && p.panels.len() == p.n / 8 * (kp / 4) * 32 {
-            a16.clear();
-            a16.extend(a[..mr * kp].iter().map(|&v| i16::from(v)));
-            done = avx2_rows(&a16, mr, kp, p, c);
-        }
-        portable_rows(&a, mr, kp, p, (done..p.n, c));
+        portable_rows(&a, mr, kp, p, (0..p.n, c));
     }
-}
-
-/// The product of `mr` quantized rows (`a16`: `kp` values each, widened) into `c` on the
-/// AVX2 tile ([`int_avx2`]), eight columns at a time from `p.panels`: the columns below the
-/// last multiple of 8, whose count it returns (the caller has checked that the host has
-/// AVX2 and that the panels hold those columns).
-#[cfg(target_arch = "x86_64")]
-fn avx2_rows(a16: &[i16], mr: usize, kp: usize, p: &Problem<'_>, c: &mut [f32]) -> usize {
-    let n = p.n;
-    let full = n - n % int_avx2::COLUMNS;
-    let mut sums = [[0i32; int_avx2::COLUMNS]; int_avx2::ROWS];
-    for col in (0..full).step_by(int_avx2::COLUMNS) {
-        let o = int_avx2::Operands {
-            rows: a16.as_ptr(),
-            row_stride: kp,
-            columns: p.panels[col / 8 * kp * 8..].as_ptr().cast(),
-            group_stride: 32,
-            groups: kp / 4,
-        };
-        // SAFETY: the host has AVX2 (the caller's check); `a16` holds `mr <= MR` rows of
-        // `kp` values; the panel of columns `col..col + 8 <= n` is `kp / 4` runs of 32
-        // bytes inside `p.panels` (the caller checked its length).
-        unsafe { int_avx2::tile_rows::<true>(&o, mr, &mut sums) };
-        let (offset, scale) = (&p.offset[col..col + 8], &p.scale[col..col + 8]);
-        for (i, s) in sums.iter().enumerate().take(mr) {
-            let y = &mut c[i * n + col..i * n + col + 8];
-            for (((y, &s), &off), &sc) in y.iter_mut().zip(s).zip(offset).zip(scale) {
-                *y = s.wrapping_add(off) as f32 * sc;
-            }
-        }
-    }
-    full
 }
 
 /// The portable product of `mr` quantized rows (`kp` bytes each) into columns `cols` of
@@ -475,11 +440,11 @@ mod tests {
             k,
             n,
             q,
-            panels: Cow::Owned(packed::quad_panels(wd, k.div_ceil(4), n)),
+            panels: Cow::Owned(packed::wide_quad_panels(wd, k.div_ceil(4), n)),
         };
         // The other paths this host runs, whatever the dispatch picked.
         let mut paths = vec![IntegerPath::Portable];
-        if int_avx2::available() {
+        if super::super::int_avx2::available() {
             paths.push(IntegerPath::Avx2);
         }
         for path in paths {
@@ -556,5 +521,15 @@ mod tests {
     fn a_large_product_split_over_threads_equals_the_reference() {
         let (got, want) = both(61, 384, 200, 7, 128, 3);
         assert_eq!(got, want);
+    }
+
+    /// A deep product whose rows span several chunks and whose columns span several blocks
+    /// of the AVX2 path (with a short last chunk, tile and block, and a column tail).
+    #[test]
+    fn chunks_and_column_blocks_equal_the_reference() {
+        for threads in [1, 2] {
+            let (got, want) = both(150, 1536, 90, 11, 3, threads);
+            assert_eq!(got, want, "{threads} threads");
+        }
     }
 }

@@ -91,9 +91,10 @@ pub enum Side {
     /// `4 · n`.
     Narrow,
     /// The INT8 weights `[⌈k/4⌉, n, 4]` of a `QuantizedMatMul` (the VNNI layout its operand
-    /// has) regrouped for the AVX2 integer tile (`super::int_avx2`): the quads of each
-    /// whole block of eight columns together, `[⌊n/8⌋, ⌈k/4⌉, 8, 4]`
-    /// (`quad_panels`; the last `n mod 8` columns stay in the operand).
+    /// has) regrouped for the AVX2 integer tile (`super::int_avx2`) and widened to `i16`
+    /// as it reads them: the quads of each whole block of eight columns together,
+    /// `[⌊n/8⌋, ⌈k/4⌉, 8, 4]` (`wide_quad_panels`; the last `n mod 8` columns stay in
+    /// the operand).
     QuadPanels,
     /// The filters `[M, K]` (`K = C / groups · kH · kW`) of a `ConvolutionInteger`, the
     /// broadcast operand of its product (`super::conv_integer`): in the INT8 domain (`w −
@@ -121,12 +122,11 @@ pub struct PackedWeights {
     count: usize,
     /// The `f32` panels, from a cache-line boundary.
     data: AlignedF32,
-    /// The `i8` weights: the matrices of [`Side::Narrow`] weights in quads, the
-    /// [`Side::QuadPanels`] panels or the padded [`Side::IntegerFilters`] (empty for the
-    /// others).
+    /// The `i8` weights: the matrices of [`Side::Narrow`] weights in quads or the padded
+    /// [`Side::IntegerFilters`] (empty for the others).
     narrow: Vec<i8>,
-    /// The [`Side::IntegerFilters`] widened to `i16` (empty for the others, and where the
-    /// AVX2 tile does not run).
+    /// The [`Side::QuadPanels`] panels, or the [`Side::IntegerFilters`] widened to `i16`
+    /// (empty for the others, and where the AVX2 tile does not run).
     wide: Vec<i16>,
     /// The matrices of [`Side::Narrow`] weights in the AVX2 tile's panels (`quad_panels`,
     /// one after another; empty for the others, and where the AVX2 tile does not run).
@@ -262,8 +262,8 @@ impl PackedWeights {
             cols: n,
             count: 1,
             data: AlignedF32::default(),
-            narrow: quad_panels(w, k4, n),
-            wide: Vec::new(),
+            narrow: Vec::new(),
+            wide: wide_quad_panels(w, k4, n),
             panels: Vec::new(),
             column_sums: Vec::new(),
         })
@@ -271,9 +271,9 @@ impl PackedWeights {
 
     /// The panels of [`Side::QuadPanels`] weights of `k4 × n` quads (`None` for other
     /// weights or other extents).
-    pub(in crate::native) fn panels_of(&self, k4: usize, n: usize) -> Option<&[i8]> {
+    pub(in crate::native) fn panels_of(&self, k4: usize, n: usize) -> Option<&[i16]> {
         (self.side == Side::QuadPanels && (self.rows, self.cols) == (k4, n))
-            .then_some(&self.narrow[..])
+            .then_some(&self.wide[..])
     }
 
     /// Matrix `t` of [`Side::Narrow`] weights (`None` for other weights or `t` out of
@@ -616,6 +616,12 @@ pub(in crate::native) fn quad_panels(w: &[i8], k4: usize, n: usize) -> Vec<i8> {
         }
     }
     out
+}
+
+/// [`quad_panels`] widened to `i16`, as the AVX2 tile reads a `QuantizedMatMul`'s weights
+/// (`int_avx2::Wide16`).
+pub(in crate::native) fn wide_quad_panels(w: &[i8], k4: usize, n: usize) -> Vec<i16> {
+    quad_panels(w, k4, n).into_iter().map(i16::from).collect()
 }
 
 /// The weights of recurrent op `r`, `W` `[dirs, G·h, input]` and `R` `[dirs, G·h, h]`
