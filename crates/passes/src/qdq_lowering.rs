@@ -267,10 +267,11 @@ fn lower_matmul(
 
 /// `MatMul(DequantizeLinear(qa), DequantizeLinear(qb))` with both per tensor and not a
 /// constant weight (attention's `Q·Kᵀ` and `P·V`): rewritten as
-/// `MatMul(qa - zp_a, qb - zp_b) * (s_a · s_b)`, the product of integers in the float GEMM
-/// (exact while every partial sum stays below 2²⁴: always for `K ≤ 258`, since each term is
-/// at most 255² in magnitude) scaled once, as onnxruntime's `MatMulIntegerToFloat` does.
-/// Returns what it made, or `None` when the operands are not both dequantized.
+/// `Convert<f32>(MatMul(qa - zp_a, qb - zp_b)) * (s_a · s_b)`, the product of the integers
+/// in INT32 (exact: each term is at most 255² in magnitude, so no sum of fewer than 2¹⁵
+/// terms wraps; the native kernel multiplies them as 16-bit values) scaled once, as
+/// onnxruntime's `MatMulIntegerToFloat` does. Returns what it made, or `None` when the
+/// operands are not both dequantized.
 fn scale_after(
     g: &mut Function,
     id: NodeId,
@@ -283,8 +284,11 @@ fn scale_after(
     };
     let requantized = requantizing_divide(g, id)?;
     let y_scale = requantized.map_or(1.0, |(_, y)| y as f32);
-    let product = g.add_node(Op::MatMul, &[da, db])?;
-    let shape = g.output_type(product.into())?.shape.clone();
+    let ia = g.add_node(Op::Convert(ElementType::I32), &[da])?;
+    let ib = g.add_node(Op::Convert(ElementType::I32), &[db])?;
+    let product = g.add_node(Op::MatMul, &[ia.into(), ib.into()])?;
+    let float = g.add_node(Op::Convert(ElementType::F32), &[product.into()])?;
+    let shape = g.output_type(float.into())?.shape.clone();
     let s = g.add_constant(
         TensorData::F32(vec![sa as f32 * sb as f32 / y_scale]),
         Shape::scalar(),
@@ -292,15 +296,14 @@ fn scale_after(
     let s_wide = g.add_node(Op::Broadcast(shape), &[s.into()])?;
     let y = g.add_node(
         Op::Binary(BinaryOp::Multiply),
-        &[product.into(), s_wide.into()],
+        &[float.into(), s_wide.into()],
     )?;
     let replaced = requantized.map_or(id, |(divide, _)| divide);
     replace_by_value(g, replaced, y.into(), &[], QdqLowering::NAME)?;
-    touched.extend([product, s, s_wide, y]);
+    touched.extend([ia, ib, product, float, s, s_wide, y]);
     let k = g.output_type(da)?.shape.dims().last().copied().unwrap_or(0);
-    let exact = if k <= 258 { ", exact" } else { "" };
     Ok(Some(format!(
-        "MatMul of the integers, scaled after (K = {k}{exact})"
+        "MatMul of the integers in INT32, scaled after (K = {k})"
     )))
 }
 

@@ -25,7 +25,7 @@ fn is_producer(op: &Op) -> bool {
 /// Moves each kernel step that can run as the epilogue of an earlier `MatMul` or
 /// `Convolution` step into it. A kernel qualifies for the producer's result `t` when
 /// - its iteration space is `t`'s elements, and every live-in that is `t` has `t`'s element
-///   type (`f32` or `f64`, the types of the native producers) and is read contiguously, so
+///   type (`f32`, `f64` or `i32`, the types of the native producers) and is read contiguously, so
 ///   a block of `t` is all the kernel needs of `t` to compute the same block of its outputs;
 /// - every other input exists before the producer runs (a Parameter, a Constant, or the
 ///   result of an earlier step), so moving the kernel up changes no value.
@@ -67,7 +67,10 @@ pub(super) fn fuse_epilogues(
         };
         let ty = node.output_type();
         if !is_producer(node.op())
-            || !matches!(ty.element_type, ElementType::F32 | ElementType::F64)
+            || !matches!(
+                ty.element_type,
+                ElementType::F32 | ElementType::F64 | ElementType::I32
+            )
         {
             continue;
         }

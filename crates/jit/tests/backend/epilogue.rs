@@ -152,22 +152,35 @@ fn a_kernel_that_reads_the_product_broadcast_is_not_an_epilogue() {
 }
 
 #[test]
-fn an_integer_product_keeps_its_kernel_as_a_step() {
-    // Integer MatMul runs the reference kernel: no native output loop to fuse into.
-    let b = FunctionBuilder::new("int");
-    let a = b.parameter("a", ElementType::I32, [4, 3]);
-    let w = b.parameter("w", ElementType::I32, [3, 5]);
-    let y = b.op(Op::MatMul, &[a, w]);
-    let out = (y + y.scalar_like(1.0)) * y;
-    let f = b.finish(&[out]).unwrap();
-    let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
-    assert!(exe.kernels().iter().all(|k| k.epilogue_of.is_none()));
-    let ins = [
-        Tensor::from_vec((0..12).collect::<Vec<i32>>(), [4, 3]).unwrap(),
-        Tensor::from_vec((0..15).map(|i| i - 7).collect::<Vec<i32>>(), [3, 5]).unwrap(),
-    ];
-    let want = InterpreterBackend.compile(&f).unwrap().run(&ins).unwrap();
-    assert_eq!(exe.run(&ins).unwrap(), want);
+fn an_integer_product_runs_its_kernel_in_the_output_loop() {
+    // The i32 MatMul runs natively (on the 16-bit tile where the values fit, else in
+    // portable code) and its consumer in its output loop, bit for bit as the reference,
+    // wrapping included.
+    for (scale, wraps) in [(255, false), (1 << 20, true)] {
+        let b = FunctionBuilder::new("int");
+        let a = b.parameter("a", ElementType::I32, [13, 37]);
+        let w = b.parameter("w", ElementType::I32, [37, 20]);
+        let y = b.op(Op::MatMul, &[a, w]);
+        let out = (y + y.scalar_like(1.0)) * y;
+        let f = b.finish(&[out]).unwrap();
+        let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+        assert!(exe.kernels().iter().any(|k| k.epilogue_of.is_some()));
+        let value = |i: i32| (i * 7919) % (2 * scale + 1) - scale;
+        let ins = [
+            Tensor::from_vec((0..13 * 37).map(value).collect::<Vec<i32>>(), [13, 37]).unwrap(),
+            Tensor::from_vec(
+                (0..37 * 20).map(|i| value(i + 5)).collect::<Vec<i32>>(),
+                [37, 20],
+            )
+            .unwrap(),
+        ];
+        let want = InterpreterBackend.compile(&f).unwrap().run(&ins).unwrap();
+        assert_eq!(
+            exe.run(&ins).unwrap(),
+            want,
+            "values to {scale}, wrapping {wraps}"
+        );
+    }
 }
 
 #[test]

@@ -134,7 +134,8 @@ pub(super) struct Operands {
 }
 
 /// `out[r][c] = Σ_g Σ_j rows[r][4g + j] · columns[g][c][j]` in wrapping `i32`, for the `R`
-/// (`1..=ROWS`) rows and eight columns of `o`, the columns read as `C` says.
+/// (`1..=ROWS`) rows and eight columns of `o`, the columns read as `C` says: row `r`'s
+/// eight sums in order in vector `r`.
 ///
 /// # Safety
 /// The host has AVX2 ([`available`]); `o.rows` has `R` rows of `4 · o.groups` values at
@@ -142,7 +143,8 @@ pub(super) struct Operands {
 /// stride `o.group_stride`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn tile<const R: usize, C: ColumnQuads>(o: &Operands) -> [[i32; COLUMNS]; R] {
+#[inline]
+pub(super) unsafe fn tile<const R: usize, C: ColumnQuads>(o: &Operands) -> [__m256i; R] {
     let mut lo = [_mm256_setzero_si256(); R];
     let mut hi = [_mm256_setzero_si256(); R];
     for g in 0..o.groups {
@@ -161,16 +163,11 @@ pub(super) unsafe fn tile<const R: usize, C: ColumnQuads>(o: &Operands) -> [[i32
             *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(x1, b));
         }
     }
-    let mut out = [[0i32; COLUMNS]; R];
-    for ((o, &lo), &hi) in out.iter_mut().zip(&lo).zip(&hi) {
-        // Lanes hold column halves [c0 c0 c1 c1 | c2 c2 c3 c3] and [c4 .. | c6 ..]: the
-        // pairwise sums come out as [c0 c1 c4 c5 | c2 c3 c6 c7], put in order by 64-bit
-        // lanes 0, 2, 1, 3.
-        let sums = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_hadd_epi32(lo, hi));
-        // SAFETY: `o` is eight `i32`.
-        unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), sums) };
-    }
-    out
+    // Lanes hold column halves [c0 c0 c1 c1 | c2 c2 c3 c3] and [c4 .. | c6 ..]: the pairwise
+    // sums come out as [c0 c1 c4 c5 | c2 c3 c6 c7], put in order by 64-bit lanes 0, 2, 1, 3.
+    std::array::from_fn(|r| {
+        _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_hadd_epi32(lo[r], hi[r]))
+    })
 }
 
 /// [`tile`] for `rows` (`1..=ROWS`) rows, written into the first `rows` entries of `out`.
@@ -184,8 +181,12 @@ pub(super) unsafe fn tile_rows<C: ColumnQuads>(
     rows: usize,
     out: &mut [[i32; COLUMNS]; ROWS],
 ) {
-    fn put<const R: usize>(t: [[i32; COLUMNS]; R], out: &mut [[i32; COLUMNS]; ROWS]) {
-        out[..R].copy_from_slice(&t);
+    #[target_feature(enable = "avx2")]
+    fn put<const R: usize>(t: [__m256i; R], out: &mut [[i32; COLUMNS]; ROWS]) {
+        for (o, v) in out.iter_mut().zip(t) {
+            // SAFETY: `o` is eight `i32`.
+            unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), v) };
+        }
     }
     // SAFETY: as this function's contract, `R` never above `rows`.
     unsafe {
@@ -199,6 +200,109 @@ pub(super) unsafe fn tile_rows<C: ColumnQuads>(
         }
     }
     const _: () = assert!(ROWS == 6);
+}
+
+/// Bytes of widened weights in one block of columns of [`wide_product`], read again by
+/// every row tile (from L2).
+const BLOCK_BYTES: usize = 128 << 10;
+
+/// The product of `mr` rows of `a16` (`kp` values each, a multiple of 4, zero past `k`) by
+/// the first `full` columns (a multiple of 8) of [`Wide16`] panels (`[full / 8, kp / 4, 8,
+/// 4]`), each row of each tile handed to `store(row, col, sums)` (columns `col..col + 8`,
+/// in order): by blocks of columns whose panels stay in L2, every row tile passing over a
+/// block while it stays in L1.
+///
+/// # Panics
+/// If `kp` is no multiple of 4, or `a16` or `panels` is shorter than that says.
+///
+/// # Safety
+/// The host has AVX2 ([`available`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn wide_product(
+    a16: &[i16],
+    (mr, kp): (usize, usize),
+    (panels, full): (&[i16], usize),
+    mut store: impl FnMut(usize, usize, __m256i),
+) {
+    /// One tile of `R` rows from row `r`, column `col`, stored.
+    ///
+    /// # Safety
+    /// As [`tile`] for `o`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn run<const R: usize>(
+        o: &Operands,
+        (r, col): (usize, usize),
+        store: &mut impl FnMut(usize, usize, __m256i),
+    ) {
+        // SAFETY: as this function's contract.
+        let sums = unsafe { tile::<R, Wide16>(o) };
+        for (i, v) in sums.into_iter().enumerate() {
+            store(r + i, col, v);
+        }
+    }
+    assert!(kp % 4 == 0 && full % COLUMNS == 0);
+    assert!(a16.len() >= mr * kp && panels.len() >= full * kp);
+    let block = (BLOCK_BYTES / (2 * kp).max(1)).max(COLUMNS) / COLUMNS * COLUMNS;
+    for cols in (0..full).step_by(block) {
+        for r in (0..mr).step_by(ROWS) {
+            for col in (cols..(cols + block).min(full)).step_by(COLUMNS) {
+                let o = Operands {
+                    rows: a16[r * kp..].as_ptr(),
+                    row_stride: kp,
+                    columns: panels[col * kp..].as_ptr().cast(),
+                    group_stride: Wide16::BYTES,
+                    groups: kp / 4,
+                };
+                let at = (r, col);
+                // SAFETY: AVX2 (this function's contract); `a16` holds rows `r..r + R <= mr`
+                // of `kp` values, and the panel of columns `col..col + 8 <= full` is `kp /
+                // 4` groups of 64 bytes from `panels[col · kp]` (both checked above).
+                unsafe {
+                    match mr - r {
+                        6.. => run::<6>(&o, at, &mut store),
+                        5 => run::<5>(&o, at, &mut store),
+                        4 => run::<4>(&o, at, &mut store),
+                        3 => run::<3>(&o, at, &mut store),
+                        2 => run::<2>(&o, at, &mut store),
+                        _ => run::<1>(&o, at, &mut store),
+                    }
+                }
+            }
+        }
+    }
+    const _: () = assert!(ROWS == 6);
+}
+
+/// `b` (`[k, n]`, row-major) as the [`Wide16`] panels of its whole blocks of eight columns,
+/// `[⌊n/8⌋, ⌈k/4⌉, 8, 4]` with zeros past `k`, written into every element of `out` (which
+/// must be that long); `false` when a value does not fit 16 bits (`out` then half written)
+/// or the lengths disagree.
+pub(super) fn wide_panels(b: &[i32], (k, n): (usize, usize), out: &mut [i16]) -> bool {
+    let kp = k.div_ceil(4) * 4;
+    let full = n - n % COLUMNS;
+    if out.len() != full * kp || b.len() < k * n {
+        return false;
+    }
+    for (j, panel) in out.chunks_exact_mut(kp * COLUMNS).enumerate() {
+        for (g, group) in panel.chunks_exact_mut(4 * COLUMNS).enumerate() {
+            for (c, quad) in group.chunks_exact_mut(4).enumerate() {
+                for (t, v) in quad.iter_mut().enumerate() {
+                    let p = 4 * g + t;
+                    *v = if p < k {
+                        match i16::try_from(b[p * n + j * COLUMNS + c]) {
+                            Ok(v) => v,
+                            Err(_) => return false,
+                        }
+                    } else {
+                        0
+                    };
+                }
+            }
+        }
+    }
+    true
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]

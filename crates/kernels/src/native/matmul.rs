@@ -1,11 +1,13 @@
 //! `MatMul` on `f32` and `f64` through the `gemm` crate (blocked, SIMD microkernels for the
-//! host CPU, multi-threaded on the backend's rayon pool).
+//! host CPU, multi-threaded on the backend's rayon pool) or the packed microkernels, and on
+//! `i32` through the integer tiles (`matmul_narrow`, `matmul_integer`).
 
 use gemm::Parallelism;
 use graphlift_ir::{Shape, TensorData};
 use graphlift_runtime::reference::batch_offsets;
 
 use super::gemm_call::{gemm_into, Strided};
+use super::matmul_integer::integer_matmul;
 use super::matmul_narrow::narrow_matmul;
 use super::packed::{self, Lhs, Out, PackedWeights, Rhs, Side};
 use super::Epilogue;
@@ -154,7 +156,7 @@ pub(super) fn product_strided<T: Copy + Default + 'static>(
 /// `rows(i, row0, block)`, which writes rows `row0..row0 + block.len() / n` of product `i`
 /// into `block`; each block of `c` is handed to `epilogue` as soon as it is written (a whole
 /// product, or a block of its rows when a product is split over threads).
-fn batched<T: Copy + Send + Sync>(
+pub(super) fn batched<T: Copy + Send + Sync>(
     c: &mut [T],
     p: &Problem,
     parallel: &Parallel,
@@ -419,13 +421,16 @@ fn gemm_rows<T: Copy + Default + 'static>(
 /// `a` `[..., M, K]` times `b` `[..., K, N]` with numpy batch broadcasting, written into
 /// `out` when it is given with the result's element type and size (a caller's output
 /// tensor: no allocation), else into a new buffer. `None` when this kernel does not apply
-/// (integer types, shapes the IR would not accept); the caller then runs the reference.
+/// (`i64`, `i32` products of depth 0 ([`integer_matmul`]) or whose narrowed weights do
+/// not fit ([`narrow_matmul`]), shapes the IR would not accept); the caller then runs the
+/// reference.
 /// `epilogue` runs on each block of the result as it is finished (see [`batched`]).
 /// `packed`, the weights [`super::packed::prepare`] made from the constant operand, runs
 /// the `f32` products on the packed AVX-512 path (the `gemm` crate where it declines).
 ///
-/// Results differ from the reference (which accumulates in `f64` and rounds once) by the
-/// rounding of an `f32`/`f64` dot product of length `K`: at most about `K · ε · Σ|a·b|`.
+/// Floating-point results differ from the reference (which accumulates in `f64` and rounds
+/// once) by the rounding of an `f32`/`f64` dot product of length `K`: at most about `K · ε ·
+/// Σ|a·b|`; `i32` results equal it.
 pub fn matmul(
     (a, sa): (&TensorData, &Shape),
     (b, sb): (&TensorData, &Shape),
@@ -473,9 +478,12 @@ pub fn matmul(
                 })
             }
         }
-        (TensorData::I32(x), TensorData::I32(_), TensorData::I32(z)) => {
-            let w = packed.filter(|w| w.side() == Side::Narrow)?;
-            if !narrow_matmul(z, x, &p, w, parallel, epilogue) {
+        (TensorData::I32(x), TensorData::I32(y), TensorData::I32(z)) => {
+            let done = match packed.filter(|w| w.side() == Side::Narrow) {
+                Some(w) => narrow_matmul(z, x, &p, w, parallel, epilogue),
+                None => integer_matmul(z, (x, y), &p, parallel, epilogue),
+            };
+            if !done {
                 return None;
             }
         }
@@ -567,9 +575,15 @@ mod tests {
         let i = TensorData::I32(vec![1, 2, 3, 4]);
         let s = Shape::new([2, 2]);
         let parallel = Parallel::new(ThreadConfig::with_threads(1));
+        assert_eq!(
+            matmul((&i, &s), (&i, &s), None, &parallel, None, None),
+            Some(TensorData::I32(vec![7, 10, 15, 22])),
+            "i32 products run natively"
+        );
+        let l = TensorData::I64(vec![1, 2, 3, 4]);
         assert!(
-            matmul((&i, &s), (&i, &s), None, &parallel, None, None).is_none(),
-            "integers use the reference"
+            matmul((&l, &s), (&l, &s), None, &parallel, None, None).is_none(),
+            "i64 products use the reference"
         );
     }
 }

@@ -23,6 +23,7 @@ mod gemm_call;
 mod int_avx2;
 mod lanes;
 mod matmul;
+mod matmul_integer;
 mod matmul_narrow;
 mod narrow_vnni;
 mod normalize;

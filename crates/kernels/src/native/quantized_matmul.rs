@@ -99,11 +99,7 @@ pub(super) fn quantized_matmul(
         .then(|| parallel.pool())
         .flatten();
     let run = |(blk, c): (usize, &mut [f32]), per: usize| {
-        let first = blk * per;
-        rows_block(&p, first, c, path);
-        if let Some(e) = &epilogue {
-            e.run(first * n, c);
-        }
+        rows_block(&p, blk * per, c, path, epilogue.as_ref());
     };
     match pool {
         Some(pool) => {
@@ -116,17 +112,24 @@ pub(super) fn quantized_matmul(
 }
 
 /// Rows `first..first + c.len() / n` of the result into `c` on `path` (which the caller
-/// has checked the host runs): on AVX2 by [`avx2::rows`]; else `MR` rows at a time, the
-/// rows quantized into a small buffer (padded with zeros to a multiple of 4 `k` values),
-/// then multiplied on VNNI or in portable code.
-fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], path: IntegerPath) {
+/// has checked the host runs), handed to `epilogue` once written: on AVX2 by
+/// [`avx2::rows`], a chunk at a time; else `MR` rows at a time, the rows quantized into a
+/// small buffer (padded with zeros to a multiple of 4 `k` values), then multiplied on VNNI
+/// or in portable code, and the epilogue run on the whole block.
+fn rows_block(
+    p: &Problem<'_>,
+    first: usize,
+    c: &mut [f32],
+    path: IntegerPath,
+    epilogue: Option<&Epilogue<'_>>,
+) {
     let kp = p.k.div_ceil(4) * 4;
     #[cfg(target_arch = "x86_64")]
     if path == IntegerPath::Avx2 && p.panels.len() == p.n / 8 * (kp / 4) * 32 {
         // SAFETY: the host has AVX2 (the caller checked `path`); the panels hold the whole
         // blocks of eight columns (checked above), and `c` rows of `n` from row `first` of
         // `x` (checked in `quantized_matmul`).
-        unsafe { avx2::rows(p, first, c) };
+        unsafe { avx2::rows(p, first, c, epilogue) };
         return;
     }
     let vnni = path == IntegerPath::Vnni;
@@ -157,6 +160,9 @@ fn rows_block(p: &Problem<'_>, first: usize, c: &mut [f32], path: IntegerPath) {
             continue;
         }
         portable_rows(&a, mr, kp, p, (0..p.n, c));
+    }
+    if let Some(e) = epilogue {
+        e.run(first * p.n, c);
     }
 }
 
@@ -449,7 +455,7 @@ mod tests {
         }
         for path in paths {
             let mut other = vec![0f32; rows * n];
-            rows_block(&p, 0, &mut other, path);
+            rows_block(&p, 0, &mut other, path, None);
             assert_eq!(other, want, "{path:?} path");
         }
         (got, want)

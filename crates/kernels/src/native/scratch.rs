@@ -24,6 +24,7 @@ pub(super) trait Scratch: Copy + Default + 'static {
 thread_local! {
     static F32: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };
     static F64: RefCell<Vec<Vec<f64>>> = const { RefCell::new(Vec::new()) };
+    static I16: RefCell<Vec<Vec<i16>>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Scratch for f32 {
@@ -35,6 +36,12 @@ impl Scratch for f32 {
 impl Scratch for f64 {
     fn kept() -> &'static LocalKey<RefCell<Vec<Vec<f64>>>> {
         &F64
+    }
+}
+
+impl Scratch for i16 {
+    fn kept() -> &'static LocalKey<RefCell<Vec<Vec<i16>>>> {
+        &I16
     }
 }
 
