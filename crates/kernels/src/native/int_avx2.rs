@@ -18,6 +18,9 @@ use std::arch::x86_64::*;
 
 use crate::target::CpuFeatures;
 
+mod layout;
+pub(super) use layout::{narrow_rows, wide_panels};
+
 /// Columns of one tile: eight quads, 32 bytes.
 pub(super) const COLUMNS: usize = 8;
 
@@ -273,36 +276,6 @@ pub(super) unsafe fn wide_product(
         }
     }
     const _: () = assert!(ROWS == 6);
-}
-
-/// `b` (`[k, n]`, row-major) as the [`Wide16`] panels of its whole blocks of eight columns,
-/// `[⌊n/8⌋, ⌈k/4⌉, 8, 4]` with zeros past `k`, written into every element of `out` (which
-/// must be that long); `false` when a value does not fit 16 bits (`out` then half written)
-/// or the lengths disagree.
-pub(super) fn wide_panels(b: &[i32], (k, n): (usize, usize), out: &mut [i16]) -> bool {
-    let kp = k.div_ceil(4) * 4;
-    let full = n - n % COLUMNS;
-    if out.len() != full * kp || b.len() < k * n {
-        return false;
-    }
-    for (j, panel) in out.chunks_exact_mut(kp * COLUMNS).enumerate() {
-        for (g, group) in panel.chunks_exact_mut(4 * COLUMNS).enumerate() {
-            for (c, quad) in group.chunks_exact_mut(4).enumerate() {
-                for (t, v) in quad.iter_mut().enumerate() {
-                    let p = 4 * g + t;
-                    *v = if p < k {
-                        match i16::try_from(b[p * n + j * COLUMNS + c]) {
-                            Ok(v) => v,
-                            Err(_) => return false,
-                        }
-                    } else {
-                        0
-                    };
-                }
-            }
-        }
-    }
-    true
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]

@@ -63,7 +63,7 @@ fn wide_rows(a: &[i32], b: &[i32], (k, n): (usize, usize), c: &mut [i32]) -> usi
             return 0;
         }
         with_scratch(rows * kp, |a16: &mut [i16]| {
-            if !narrow_rows(a, k, a16) {
+            if !int_avx2::narrow_rows(a, k, a16) {
                 return 0;
             }
             #[cfg(target_arch = "x86_64")]
@@ -116,18 +116,92 @@ fn portable_rows(a: &[i32], b: &[i32], (k, n): (usize, usize), cols: Range<usize
     }
 }
 
-/// `a` (rows of `k`) into `a16` (rows of `kp ≥ k`, zero past `k`) as `i16`; `false` when a
-/// value does not fit (`a16` then half written).
-fn narrow_rows(a: &[i32], k: usize, a16: &mut [i16]) -> bool {
-    let kp = a16.len() / (a.len() / k).max(1);
-    let mut outside = 0u32;
-    for (row, src) in a16.chunks_exact_mut(kp).zip(a.chunks_exact(k)) {
-        let (head, pad) = row.split_at_mut(k);
-        for (d, &v) in head.iter_mut().zip(src) {
-            *d = v as i16;
-            outside |= (v.wrapping_add(1 << 15) as u32) >> 16;
-        }
-        pad.fill(0);
+#[cfg(test)]
+mod tests {
+    use graphlift_ir::{Shape, TensorData};
+    use proptest::prelude::*;
+
+    use crate::native::matmul::matmul;
+    use crate::parallel::{Parallel, ThreadConfig};
+
+    /// The native product of `a` `[da]` and `b` `[db]` and the reference's.
+    fn both(
+        (a, da): (Vec<i32>, &[usize]),
+        (b, db): (Vec<i32>, &[usize]),
+        threads: usize,
+    ) -> (TensorData, TensorData) {
+        let (sa, sb) = (Shape::new(da), Shape::new(db));
+        let (a, b) = (TensorData::I32(a), TensorData::I32(b));
+        let want = graphlift_runtime::reference::matmul(&a, &sa, &b, &sb).unwrap();
+        let parallel = Parallel::new(ThreadConfig::with_threads(threads));
+        let got = matmul((&a, &sa), (&b, &sb), None, &parallel, None, None).unwrap();
+        (got, want)
     }
-    outside == 0
+
+    /// Values at the ends of the 16-bit range (every pair sum `2 · 32768²` wraps), values
+    /// just beyond it and far beyond it (the portable path), batches with a broadcast `b`,
+    /// row, column and depth tails (depths past 16 and not, for the vector narrowing), on
+    /// one thread and two.
+    #[test]
+    fn products_equal_the_reference_bit_for_bit() {
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[2, 3, 37, 70], &[2, 3, 70, 45]),
+            (&[6, 400, 64], &[6, 64, 19]),
+            (&[1, 9], &[9, 16]),
+            (&[4, 13, 5], &[5, 8]),
+        ];
+        for threads in [1, 2] {
+            for &(da, db) in cases {
+                let (la, lb) = (da.iter().product::<usize>(), db.iter().product::<usize>());
+                let ranges = [
+                    (-32768i64, 65536i64),
+                    (-32768, 2),
+                    (-32769, 65538),
+                    (-(1 << 40), 1 << 41),
+                ];
+                for (lo, span) in ranges {
+                    let value = |i: usize| (lo + (i as i64 * 7919) % span) as i32;
+                    let a = (0..la).map(value).collect();
+                    let b = (0..lb).map(|i| value(i + 13)).collect();
+                    let (got, want) = both((a, da), (b, db), threads);
+                    assert_eq!(got, want, "{da:?} x {db:?}, from {lo}, {threads} threads");
+                }
+            }
+        }
+    }
+
+    /// A single value out of the 16-bit range, in `a` or in `b`, at a vector lane or in a
+    /// scalar tail, sends the product to the exact portable path.
+    #[test]
+    fn one_value_out_of_range_is_still_exact() {
+        let (da, db): (&[usize], &[usize]) = (&[5, 37], &[37, 24]);
+        for (in_a, at) in [(true, 3), (true, 36), (false, 5), (false, 36 * 24 + 17)] {
+            let mut a: Vec<i32> = (0..5 * 37).map(|i| i % 511 - 255).collect();
+            let mut b: Vec<i32> = (0..37 * 24).map(|i| (i * 3) % 511 - 255).collect();
+            let v = if in_a { &mut a[at] } else { &mut b[at] };
+            *v = 40000;
+            let (got, want) = both((a, da), (b, db), 1);
+            assert_eq!(got, want, "in a {in_a}, at {at}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        /// Random shapes of quantized values less their zero points equal the reference.
+        #[test]
+        fn quantized_differences_equal_the_reference(
+            m in 1usize..20,
+            k in 1usize..40,
+            n in 1usize..40,
+            batch in 1usize..4,
+            seed in any::<u32>(),
+        ) {
+            let value = |i: usize| ((i as u32).wrapping_mul(2654435761) ^ seed) as i32 % 256;
+            let a = (0..batch * m * k).map(value).collect();
+            let b = (0..batch * k * n).map(|i| value(i + 1)).collect();
+            let threads = 1 + (seed % 2) as usize;
+            let (got, want) = both((a, &[batch, m, k]), (b, &[batch, k, n]), threads);
+            prop_assert_eq!(got, want);
+        }
+    }
 }
