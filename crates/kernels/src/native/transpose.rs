@@ -68,9 +68,31 @@ fn rows<T: Element + Send + Sync>(
         return Some(());
     }
     let rows_per_task = MIN_TASK.div_ceil(width).max(1);
+    // Where the output's next-to-last axis is the input's last (a transpose of the last two
+    // axes, attention's `Kᵀ`), rows go in blocks of `BLOCK`: each output element's input
+    // and the next `BLOCK - 1` rows' are adjacent, so each read is one run of the input
+    // and the block's rows stay in L1 as they are written, instead of every element
+    // gathered `step` apart.
+    let rank = layout.dims.len();
+    let blocks = (rank >= 2 && layout.strides[rank - 2] == 1 && layout.strides[rank - 1] != 1)
+        .then(|| layout.dims[rank - 2]);
     let task = |(t, out): (usize, &mut [T])| {
-        for (k, row) in out.chunks_exact_mut(width).enumerate() {
-            fill_row(x, row, t * rows_per_task + k, layout);
+        let first = t * rows_per_task;
+        let mut k = 0;
+        let rows = out.len() / width;
+        while k < rows {
+            let r = first + k;
+            let run = match blocks {
+                Some(d) => BLOCK.min(d - r % d).min(rows - k),
+                None => 1,
+            };
+            let block = &mut out[k * width..(k + run) * width];
+            if run == 1 {
+                fill_row(x, block, r, layout);
+            } else {
+                fill_block(x, block, (r, run), layout);
+            }
+            k += run;
         }
     };
     let pool = parallel.pool().filter(|_| y.len() >= 2 * MIN_TASK);
@@ -82,14 +104,114 @@ fn rows<T: Element + Send + Sync>(
     Some(())
 }
 
-/// Output row `r` (an index over every output axis but the last) into `row`.
-fn fill_row<T: Copy>(x: &[T], row: &mut [T], r: usize, layout: &Layout) {
+/// Output rows a block of [`rows`] fills together.
+const BLOCK: usize = 8;
+
+/// The input index of output row `r`'s first element (`r` an index over every output axis
+/// but the last).
+fn row_base(r: usize, layout: &Layout) -> usize {
     let rank = layout.dims.len();
     let (mut rest, mut base) = (r, 0);
     for a in (0..rank - 1).rev() {
         base += (rest % layout.dims[a]) * layout.strides[a];
         rest /= layout.dims[a];
     }
+    base
+}
+
+/// Output rows `r..r + run` into `rows` (`run` rows of the output's width), where row
+/// `r + i` starts at input element `row_base(r) + i`: column `j` of the block is the run of
+/// `run` input elements from `row_base(r) + j · step`.
+fn fill_block<T: Copy>(x: &[T], rows: &mut [T], (r, run): (usize, usize), layout: &Layout) {
+    let base = row_base(r, layout);
+    let step = layout.strides[layout.dims.len() - 1];
+    let width = rows.len() / run;
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if std::mem::size_of::<T>() == 4 && run == BLOCK && crate::target::CpuFeatures::host().avx2 {
+        let last = base + (width - 1) * step + BLOCK;
+        assert!(x.len() >= last && rows.len() == BLOCK * width);
+        done = width - width % BLOCK;
+        for j in (0..done).step_by(BLOCK) {
+            // SAFETY: AVX2 (checked above); `T` is four bytes of plain data (an element
+            // type), moved as such; the tile reads the runs of `BLOCK` elements at `base +
+            // (j + c) · step` (`j + c < width`, all below `last <= x.len()`) and writes
+            // columns `j..j + BLOCK` of the block's `BLOCK` rows of `width`.
+            unsafe {
+                x86::transpose_8x8(
+                    x.as_ptr().add(base + j * step).cast(),
+                    step,
+                    rows.as_mut_ptr().add(j).cast(),
+                    width,
+                )
+            };
+        }
+    }
+    for j in done..width {
+        let column = &x[base + j * step..base + j * step + run];
+        for (i, &v) in column.iter().enumerate() {
+            rows[i * width + j] = v;
+        }
+    }
+}
+
+/// The AVX2 tile of [`fill_block`] for four-byte elements.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// The 8 x 8 block of four-byte values whose row `c` is the 8 values at `src + c ·
+    /// src_stride` written transposed: row `i` at `dst + i · dst_stride` (strides in
+    /// elements).
+    ///
+    /// # Safety
+    /// AVX2; those 64 values are readable and writable.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn transpose_8x8(
+        src: *const f32,
+        src_stride: usize,
+        dst: *mut f32,
+        dst_stride: usize,
+    ) {
+        // SAFETY: as this function's contract.
+        unsafe {
+            let r: [__m256; 8] = std::array::from_fn(|c| _mm256_loadu_ps(src.add(c * src_stride)));
+            let t: [__m256; 8] = std::array::from_fn(|p| {
+                let (a, b) = (r[2 * (p / 2)], r[2 * (p / 2) + 1]);
+                if p % 2 == 0 {
+                    _mm256_unpacklo_ps(a, b)
+                } else {
+                    _mm256_unpackhi_ps(a, b)
+                }
+            });
+            let u: [__m256; 8] = std::array::from_fn(|p| {
+                // Pairs (t0, t2), (t1, t3) for rows 0-3, (t4, t6), (t5, t7) for 4-7.
+                let q = 4 * (p / 4) + (p % 4) / 2;
+                let (a, b) = (t[q], t[q + 2]);
+                if p % 2 == 0 {
+                    _mm256_shuffle_ps::<0x44>(a, b)
+                } else {
+                    _mm256_shuffle_ps::<0xEE>(a, b)
+                }
+            });
+            for i in 0..4 {
+                _mm256_storeu_ps(
+                    dst.add(i * dst_stride),
+                    _mm256_permute2f128_ps::<0x20>(u[i], u[i + 4]),
+                );
+                _mm256_storeu_ps(
+                    dst.add((i + 4) * dst_stride),
+                    _mm256_permute2f128_ps::<0x31>(u[i], u[i + 4]),
+                );
+            }
+        }
+    }
+}
+
+/// Output row `r` (an index over every output axis but the last) into `row`.
+fn fill_row<T: Copy>(x: &[T], row: &mut [T], r: usize, layout: &Layout) {
+    let rank = layout.dims.len();
+    let base = row_base(r, layout);
     let step = layout.strides[rank - 1];
     if step == 1 {
         row.copy_from_slice(&x[base..base + row.len()]);
@@ -118,10 +240,12 @@ mod tests {
             &[3, 2, 1, 0],
             &[1, 0, 3, 2],
             &[2, 0, 3, 1],
+            &[0, 1, 3, 2],
+            &[2, 1, 3, 0],
         ];
         for threads in [1, 2] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));
-            for dims in [[2usize, 3, 4, 5], [2, 64, 33, 17]] {
+            for dims in [[2usize, 3, 4, 5], [2, 64, 33, 17], [3, 2, 19, 37]] {
                 let n: usize = dims.iter().product();
                 for integer in [false, true] {
                     let data = if integer {
