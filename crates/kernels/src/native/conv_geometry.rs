@@ -312,8 +312,8 @@ pub(super) fn im2col<T: Copy + Default>(
                     if sw == 1 {
                         dst.copy_from_slice(&src[first..first + dst.len()]);
                     } else {
-                        for (k, v) in dst.iter_mut().enumerate() {
-                            *v = src[first + k * sw];
+                        for (v, &s) in dst.iter_mut().zip(src[first..].iter().step_by(sw)) {
+                            *v = s;
                         }
                     }
                 }
