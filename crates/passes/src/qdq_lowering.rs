@@ -49,8 +49,8 @@ pub struct QdqReport {
 /// The integer sum is exact where the float product rounded each term: results agree with
 /// onnxruntime's integer kernels, not bit for bit with the float graph.
 ///
-/// A product of two per-tensor dequantized values (attention's scores) becomes the float
-/// product of the integers, scaled once after (`scale_after`); a convolution of a quantized
+/// A product of two per-tensor dequantized values (attention's scores) becomes the INT32
+/// product of the integers, converted and scaled once after (`scale_after`); a convolution of a quantized
 /// activation by a per-channel 8-bit filter a `ConvolutionInteger` of the 8-bit operands,
 /// scaled once after (`conv_scale_after`). Stays float (reported
 /// with the reason): weights whose zero point leaves `W - zp` outside INT8, per-row or

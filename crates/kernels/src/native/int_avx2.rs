@@ -60,6 +60,7 @@ pub(super) fn available() -> bool {
 }
 
 /// How a tile reads a group of eight column quads.
+#[cfg(target_arch = "x86_64")]
 pub(super) trait ColumnQuads {
     /// Bytes of one group: eight quads of this kind.
     const BYTES: usize;
@@ -72,13 +73,16 @@ pub(super) trait ColumnQuads {
 }
 
 /// Quads of UINT8 values (a `ConvolutionInteger`'s fields), widened in the tile.
+#[cfg(target_arch = "x86_64")]
 pub(super) struct Unsigned8;
 
 /// Quads of INT8 values (narrowed recurrent weights), widened in the tile.
+#[cfg(target_arch = "x86_64")]
 pub(super) struct Signed8;
 
 /// Quads already widened to `i16` when the weights were packed (a `QuantizedMatMul`'s
 /// panels): twice the bytes, two instructions fewer per group.
+#[cfg(target_arch = "x86_64")]
 pub(super) struct Wide16;
 
 #[cfg(target_arch = "x86_64")]

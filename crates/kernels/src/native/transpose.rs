@@ -122,7 +122,7 @@ fn row_base(r: usize, layout: &Layout) -> usize {
 /// Output rows `r..r + run` into `rows` (`run` rows of the output's width), where row
 /// `r + i` starts at input element `row_base(r) + i`: column `j` of the block is the run of
 /// `run` input elements from `row_base(r) + j · step`.
-fn fill_block<T: Copy>(x: &[T], rows: &mut [T], (r, run): (usize, usize), layout: &Layout) {
+fn fill_block<T: Element>(x: &[T], rows: &mut [T], (r, run): (usize, usize), layout: &Layout) {
     let base = row_base(r, layout);
     let step = layout.strides[layout.dims.len() - 1];
     let width = rows.len() / run;

@@ -1,12 +1,13 @@
 //! `QuantizedMatMul` on the AVX2 integer tile (`int_avx2`, weights widened to `i16` when
 //! the executable was compiled). The rows are quantized and widened a chunk at a time,
-//! then multiplied by blocks of columns (`int_avx2::wide_product`). The sums are dequantized in vector code as each tile is stored, and the epilogue runs on
-//! each chunk's rows while they are still in L2.
+//! then multiplied by blocks of columns (`int_avx2::wide_product`). The sums are
+//! dequantized in vector code as each tile row is stored, and the epilogue runs on each
+//! chunk's rows while they are still in L2.
+
+use std::arch::x86_64::*;
 
 use super::{portable_rows, x86::quantize_row_avx2, Problem};
 use crate::native::epilogue::Epilogue;
-use std::arch::x86_64::*;
-
 use crate::native::int_avx2::{self, COLUMNS, ROWS};
 
 /// Bytes of widened rows in one chunk, read again for every block of columns.
