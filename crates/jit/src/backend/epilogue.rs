@@ -22,11 +22,13 @@ fn is_producer(op: &Op) -> bool {
     matches!(op, Op::MatMul | Op::Convolution(_) | Op::QuantizedMatMul(_))
 }
 
-/// Moves each kernel step that can run as the epilogue of an earlier `MatMul` or
-/// `Convolution` step into it. A kernel qualifies for the producer's result `t` when
+/// Moves each kernel step that can run as the epilogue of an earlier `MatMul`,
+/// `QuantizedMatMul` or `Convolution` step into it. A kernel qualifies for the producer's
+/// result `t` when
 /// - its iteration space is `t`'s elements, and every live-in that is `t` has `t`'s element
-///   type (`f32`, `f64` or `i32`, the types of the native producers) and is read contiguously, so
-///   a block of `t` is all the kernel needs of `t` to compute the same block of its outputs;
+///   type (`f32`, `f64` or `i32`, the types of the native producers) and is read
+///   contiguously, so a block of `t` is all the kernel needs of `t` to compute the same
+///   block of its outputs;
 /// - every other input exists before the producer runs (a Parameter, a Constant, or the
 ///   result of an earlier step), so moving the kernel up changes no value.
 ///

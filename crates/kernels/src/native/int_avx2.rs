@@ -72,13 +72,17 @@ pub(super) trait ColumnQuads {
     unsafe fn load(p: *const u8) -> (__m256i, __m256i);
 }
 
-/// Quads of UINT8 values (a `ConvolutionInteger`'s fields), widened in the tile.
+/// Quads of 8-bit values, widened in the tile: INT8 where `SIGNED`, else UINT8.
 #[cfg(target_arch = "x86_64")]
-pub(super) struct Unsigned8;
+pub(super) struct Quads8<const SIGNED: bool>;
 
-/// Quads of INT8 values (narrowed recurrent weights), widened in the tile.
+/// Quads of UINT8 values (a `ConvolutionInteger`'s fields).
 #[cfg(target_arch = "x86_64")]
-pub(super) struct Signed8;
+pub(super) type Unsigned8 = Quads8<false>;
+
+/// Quads of INT8 values (narrowed recurrent weights).
+#[cfg(target_arch = "x86_64")]
+pub(super) type Signed8 = Quads8<true>;
 
 /// Quads already widened to `i16` when the weights were packed (a `QuantizedMatMul`'s
 /// panels): twice the bytes, two instructions fewer per group.
@@ -86,27 +90,18 @@ pub(super) struct Signed8;
 pub(super) struct Wide16;
 
 #[cfg(target_arch = "x86_64")]
-impl ColumnQuads for Unsigned8 {
+impl<const SIGNED: bool> ColumnQuads for Quads8<SIGNED> {
     const BYTES: usize = 4 * COLUMNS;
     #[inline(always)]
     unsafe fn load(p: *const u8) -> (__m256i, __m256i) {
         // SAFETY: 32 readable bytes at `p`, on an AVX2 host (the contract).
         unsafe {
             let (a, b) = (_mm_loadu_si128(p.cast()), _mm_loadu_si128(p.add(16).cast()));
-            (_mm256_cvtepu8_epi16(a), _mm256_cvtepu8_epi16(b))
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-impl ColumnQuads for Signed8 {
-    const BYTES: usize = 4 * COLUMNS;
-    #[inline(always)]
-    unsafe fn load(p: *const u8) -> (__m256i, __m256i) {
-        // SAFETY: 32 readable bytes at `p`, on an AVX2 host (the contract).
-        unsafe {
-            let (a, b) = (_mm_loadu_si128(p.cast()), _mm_loadu_si128(p.add(16).cast()));
-            (_mm256_cvtepi8_epi16(a), _mm256_cvtepi8_epi16(b))
+            if SIGNED {
+                (_mm256_cvtepi8_epi16(a), _mm256_cvtepi8_epi16(b))
+            } else {
+                (_mm256_cvtepu8_epi16(a), _mm256_cvtepu8_epi16(b))
+            }
         }
     }
 }

@@ -238,7 +238,8 @@ fn column_blocks(
     let Some(pool) = parallel.pool() else {
         return false;
     };
-    if w.extents().1 != k || w.extents().2 != n || c.len() != p.offsets_a.len() * m * n {
+    let (_, rows, cols) = w.extents();
+    if (rows, cols) != (k, n) || c.len() != p.offsets_a.len() * m * n {
         return false;
     }
     let block = n

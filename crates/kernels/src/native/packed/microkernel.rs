@@ -26,8 +26,9 @@ pub(super) const NR: usize = VECTORS * LANES;
 /// MR) · a_rs + p · a_ks` (`a + i · a_rs + p · a_ks` within a group of `MR` rows, all this
 /// microkernel's tile holds; the AVX2 one's holds several),
 /// `b(p, j)` at `b + p · b_ks + j` (or at `b + b_rows[p] + j` when `b_rows` is not null),
-/// `c(i, j)` at `c_rows[i] + c_col + j`, for `i < rows`, `j < cols`, `p < k`. The caller ([`super::driver`]) checks that
-/// every one of these addresses lies in its operand's slice before making a `Tile`.
+/// `c(i, j)` at `c_rows[i] + c_col + j`, for `i < rows`, `j < cols`, `p < k`. The caller
+/// ([`super::driver`]) checks that every one of these addresses lies in its operand's slice
+/// before making a `Tile`.
 pub(super) struct Tile {
     pub a: *const f32,
     pub a_rs: usize,
