@@ -13,7 +13,9 @@ use graphlift::onnx::prost::Message;
 use graphlift::onnx::proto::*;
 use graphlift::onnx::{import_model_bytes, import_model_bytes_with, ImportOptions};
 use graphlift::{
-    Backend, ElementType::*, Function, FunctionBuilder, Op, Shape, Tensor, TensorData,
+    Backend,
+    ElementType::{Bool, F32, I64},
+    Function, FunctionBuilder, Op, Shape, Tensor, TensorData,
 };
 
 const BACKENDS: [&str; 2] = ["INTERPRETER", "CPU-JIT"];

@@ -54,7 +54,7 @@ fn element_type() -> impl Strategy<Value = usize> {
 /// lower (`u64`), else one of `f32`, `i32`, `f64`, `i64`, `bool` to mix with: random graphs
 /// mostly over the narrow types, with conversions between them and the others.
 fn narrow_element_type() -> impl Strategy<Value = usize> {
-    use ElementType::*;
+    use ElementType::{Bool, BF16, F16, F32, F64, I16, I32, I64, I8, U16, U32, U64, U8};
     let index = |t: ElementType| ElementType::ALL.iter().position(|&x| x == t).unwrap_or(0);
     let narrow = [I8, U8, I16, U16, U32, U64, F16, BF16].map(index).to_vec();
     let core = [F32, I32, F64, I64, Bool].map(index).to_vec();

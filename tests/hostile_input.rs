@@ -16,8 +16,9 @@ use std::sync::Arc;
 use graphlift::ir::{FusedKernel, Output, UnaryOp};
 use graphlift::jit::{JitError, JitKernel};
 use graphlift::{
-    select, Backend, ElementType::*, Executable, Function, FunctionBuilder, IrError, Op,
-    RuntimeError, Shape, Tensor, TensorData,
+    select, Backend,
+    ElementType::{Bool, F32, F64, I32, I64},
+    Executable, Function, FunctionBuilder, IrError, Op, RuntimeError, Shape, Tensor, TensorData,
 };
 
 const BACKENDS: [&str; 2] = ["INTERPRETER", "CPU-JIT"];

@@ -12,7 +12,7 @@
 //! [`BACKENDS`] through `graphlift::Backend::create`, and every output is compared with
 //! `|got - want| <= ATOL + RTOL * |want|` (NaN equals NaN; integers and booleans exactly).
 //!
-//! A case whose element types graphlift does not have (STRING, sequences, optionals, ...)
+//! A case whose types graphlift does not have (sequences, optionals, ...)
 //! or that uses a documented unsupported feature of a supported operator (training-mode
 //! `BatchNormalization` and `Dropout`, `LayerNormalization`'s statistics outputs:
 //! [`graphlift::onnx::OnnxError::UnsupportedFeature`]) is unsupported; such cases
@@ -358,10 +358,18 @@ fn read_tensors(dir: &Path, prefix: &str) -> Result<Vec<NamedTensor>, Outcome> {
 
 /// Compares one output: floats with the shared allclose rule of
 /// [`graphlift::runtime::compare`] and absolute tolerance `atol` (NaN equals NaN,
-/// infinities must be equal), integers and booleans exactly.
+/// infinities must be equal), integers, booleans and strings exactly.
 fn compare(got: &Tensor, want: &NamedTensor, atol: f64) -> Result<(), String> {
     let want = Tensor::from_data(want.data.clone(), want.shape.clone())
         .map_err(|e| format!("expected output: {e}"))?;
+    if want.element_type() == graphlift::ElementType::String {
+        let c = graphlift::runtime::compare(got, &want, 0.0, 0.0);
+        return if c.passed() {
+            Ok(())
+        } else {
+            Err(c.to_string())
+        };
+    }
     if want.element_type().is_float() {
         // A 16-bit float result is rounded once per op: a chain of ops (the expanded
         // attention tests) ends a few units in the last place from the reference's.

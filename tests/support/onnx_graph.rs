@@ -1,5 +1,5 @@
 //! Small ONNX graphs written in tests: value infos, initializers, attributes, nodes named
-//! as exporters name them, and the model around them (opset 13).
+//! as exporters name them, and the model around them (opset 13 unless given).
 
 #![allow(dead_code)]
 
@@ -7,6 +7,11 @@ use graphlift::onnx::proto::*;
 
 /// A float tensor value of extents `dims`.
 pub fn vi(name: &str, dims: &[i64]) -> ValueInfoProto {
+    vi_of(name, data_type::FLOAT, dims)
+}
+
+/// A tensor value of ONNX data type `elem_type` and extents `dims`.
+pub fn vi_of(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
     let dim = |d: &i64| TensorShapeDimension {
         dim_value: Some(*d),
         ..Default::default()
@@ -15,7 +20,7 @@ pub fn vi(name: &str, dims: &[i64]) -> ValueInfoProto {
         name: name.into(),
         r#type: Some(TypeProto {
             tensor_type: Some(TypeProtoTensor {
-                elem_type: data_type::FLOAT,
+                elem_type,
                 shape: Some(TensorShapeProto {
                     dim: dims.iter().map(dim).collect(),
                 }),
@@ -111,11 +116,22 @@ impl Nodes {
         outputs: Vec<ValueInfoProto>,
         initializer: Vec<TensorProto>,
     ) -> ModelProto {
+        self.model_at(13, inputs, outputs, initializer)
+    }
+
+    /// The model of these nodes at `opset`.
+    pub fn model_at(
+        self,
+        opset: i64,
+        inputs: Vec<ValueInfoProto>,
+        outputs: Vec<ValueInfoProto>,
+        initializer: Vec<TensorProto>,
+    ) -> ModelProto {
         ModelProto {
             ir_version: 8,
             opset_import: vec![OperatorSetIdProto {
                 domain: String::new(),
-                version: 13,
+                version: opset,
             }],
             graph: Some(GraphProto {
                 name: "g".into(),

@@ -139,11 +139,11 @@ fn generated(
         ElementType::I32 => TensorData::I32(vec![1; n]),
         ElementType::I64 => TensorData::I64(vec![1; n]),
         ElementType::Bool => TensorData::Bool(vec![true; n]),
-        // The other floats: N(0, 1) rounded; the other integers: 1.
-        other if other.is_float() => graphlift::runtime::reference::convert(
-            &TensorData::F32((0..n).map(|_| StandardNormal.sample(rng)).collect()),
-            other,
-        ),
+        // The other floats: N(0, 1) rounded; the other integers: 1; strings: "1".
+        other if other.is_float() => {
+            let normal: Vec<f64> = (0..n).map(|_| StandardNormal.sample(rng)).collect();
+            TensorData::from_f64(other, &normal)
+        }
         other => TensorData::from_f64(other, &vec![1.0; n]),
     };
     Ok(Tensor::from_data(data, shape.clone())?)

@@ -303,13 +303,14 @@ fn check_counts(model: &Program, inputs: &[Tensor], expected: &[Tensor]) -> Resu
 }
 
 /// The first few values of a tensor, e.g. `[1, 36, 6, ...]`, each in its own type's
-/// shortest round-trip form.
+/// shortest round-trip form; strings quoted and escaped (`["a b", "\n"]`).
 pub(crate) fn preview(t: &Tensor) -> String {
     let n = t.len().min(SHOWN_VALUES);
     fn show<T: ToString>(v: &[T], n: usize) -> Vec<String> {
         v[..n].iter().map(ToString::to_string).collect()
     }
-    let shown = graphlift::ir::match_data!(t.data(), v => show(v, n));
+    let shown = graphlift::ir::match_data!(t.data(), v => show(v, n),
+        String(v) => v[..n].iter().map(|s| format!("{s:?}")).collect());
     let more = if t.len() > SHOWN_VALUES { ", ..." } else { "" };
     format!("[{}{more}]", shown.join(", "))
 }

@@ -15,7 +15,7 @@ use crate::error::CliError;
 /// # Errors
 /// [`CliError::Io`] if the file cannot be read; [`CliError::TensorFile`] for a format or
 /// element type graphlift does not read (npy, C order: `f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8
-/// b1`; numpy has no bfloat16).
+/// b1`, and `U` (numpy's fixed-width `str`) as STRING; numpy has no bfloat16).
 pub fn read_tensor(path: &Path) -> Result<Tensor, CliError> {
     let bytes = fs::read(path).map_err(|source| CliError::Io {
         path: path.to_path_buf(),
@@ -68,10 +68,12 @@ fn read_npy(bytes: &[u8]) -> Result<Tensor, String> {
         "u4" => TensorData::U32(npy.into_vec().map_err(io)?),
         "u8" => TensorData::U64(npy.into_vec().map_err(io)?),
         "b1" => TensorData::Bool(npy.into_vec().map_err(io)?),
+        // numpy's `str`: fixed-width UTF-32, trailing NULs dropped.
+        u if u.starts_with('U') => TensorData::String(npy.into_vec().map_err(io)?),
         _ => {
             return Err(format!(
                 "numpy dtype {descr} is not supported (f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, \
-                 u8, b1 are)"
+                 u8, b1, U are)"
             ))
         }
     };
@@ -179,11 +181,35 @@ fn write_data<W: Write>(w: W, shape: &[u64], data: &TensorData) -> std::io::Resu
         TensorData::U32(v) => put(w, shape, v),
         TensorData::U64(v) => put(w, shape, v),
         TensorData::Bool(v) => put(w, shape, v),
+        TensorData::String(v) => put_strings(w, shape, v),
         other => Err(std::io::Error::other(format!(
             "numpy has no {} dtype",
             other.element_type()
         ))),
     }
+}
+
+/// Strings as numpy's `str` (`<U` as wide as the longest, in characters; at least 1, as
+/// numpy makes it). numpy drops trailing NULs when it reads them back, as it does its own.
+fn put_strings<W: Write>(w: W, shape: &[u64], v: &[String]) -> std::io::Result<()> {
+    let width = v
+        .iter()
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let type_str: npyz::TypeStr = format!("<U{width}")
+        .parse()
+        .map_err(std::io::Error::other)?;
+    let mut writer = npyz::WriteOptions::<str>::new()
+        .dtype(npyz::DType::Plain(type_str))
+        .shape(shape)
+        .writer(w)
+        .begin_nd()?;
+    for s in v {
+        writer.push(s.as_str())?;
+    }
+    writer.finish()
 }
 
 #[cfg(test)]
@@ -209,6 +235,15 @@ mod tests {
             Tensor::from_vec(
                 vec![graphlift::f16::from_f32(1.5), graphlift::f16::INFINITY],
                 [2],
+            )
+            .unwrap(),
+            Tensor::from_data(
+                TensorData::String(
+                    ["", "a b", "\u{fc}ber", "\u{1d11e}"]
+                        .map(String::from)
+                        .to_vec(),
+                ),
+                [2, 2],
             )
             .unwrap(),
         ];

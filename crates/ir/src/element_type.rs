@@ -63,11 +63,15 @@ pub enum ElementType {
     I2,
     /// ONNX `UINT2` (storage only; one element per byte in memory).
     U2,
+    /// ONNX `STRING`: UTF-8 text of any length per element, held as a Rust [`String`].
+    /// Neither numeric nor storage-only: the layout ops move it, `Equal` compares it and
+    /// `Convert` converts to and from it (as ONNX `Cast` does); no fused kernel lowers it.
+    String,
 }
 
 impl ElementType {
     /// Every element type, in declaration order.
-    pub const ALL: [ElementType; 23] = [
+    pub const ALL: [ElementType; 24] = [
         ElementType::F32,
         ElementType::F64,
         ElementType::I32,
@@ -91,11 +95,14 @@ impl ElementType {
         ElementType::U4,
         ElementType::I2,
         ElementType::U2,
+        ElementType::String,
     ];
 
-    /// Size of one element in memory, in bytes (the sub-byte storage types take a byte).
+    /// Size of one element in memory, in bytes (the sub-byte storage types take a byte;
+    /// `String` the size of a Rust `String`, its text not counted).
     pub fn size_bytes(self) -> usize {
         match self {
+            ElementType::String => std::mem::size_of::<String>(),
             ElementType::I16 | ElementType::U16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::F32 | ElementType::I32 | ElementType::U32 => 4,
             ElementType::F64 | ElementType::I64 | ElementType::U64 => 8,
@@ -125,10 +132,16 @@ impl ElementType {
         )
     }
 
-    /// `true` for every type that arithmetic accepts (all but `Bool` and the storage-only
-    /// types).
+    /// `true` for every type that arithmetic accepts (all but `Bool`, `String` and the
+    /// storage-only types).
     pub fn is_numeric(self) -> bool {
-        self != ElementType::Bool && !self.is_storage_only()
+        !matches!(self, ElementType::Bool | ElementType::String) && !self.is_storage_only()
+    }
+
+    /// `true` for the types whose elements are fixed-width bit patterns in memory: every
+    /// type but `String`. Only these cross into JIT code or raw byte buffers.
+    pub fn is_fixed_width(self) -> bool {
+        self != ElementType::String
     }
 
     /// `true` for the ONNX types that only store values: the 8-bit floats, FLOAT4E2M1 and
@@ -184,6 +197,7 @@ impl ElementType {
             ElementType::U4 => "u4",
             ElementType::I2 => "i2",
             ElementType::U2 => "u2",
+            ElementType::String => "string",
         }
     }
 
@@ -212,6 +226,7 @@ mod tests {
                 t.is_integer(),
                 t == ElementType::Bool,
                 t.is_storage_only(),
+                t == ElementType::String,
             ];
             assert_eq!(classes.iter().filter(|&&c| c).count(), 1, "{t}");
         }

@@ -61,7 +61,8 @@ pub const JSON_FORMAT: &str = "graphlift-function";
 ///   - `i8`, `u8`, `i16`, `u16`, `i32`, `u32`: a JSON integer,
 ///   - `i64`, `u64`: a decimal string (`"-9007199254740993"`), since JSON readers that hold
 ///     numbers as doubles lose integers beyond 2^53,
-///   - `bool`: `true` / `false`.
+///   - `bool`: `true` / `false`,
+///   - `string`: a JSON string (any Unicode text, escaped as JSON escapes it).
 ///
 ///   JSON numbers cannot hold NaN or infinities, and a decimal rendering would lose NaN
 ///   payloads; bit patterns keep NaN payloads, signed zeros, infinities and subnormals bit

@@ -49,4 +49,4 @@ pub use storage_type::{
     storage_from_int, StorageElement, F4E2M1, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F8E8M0, I2,
     I4, U2, U4,
 };
-pub use tensor_data::{Element, TensorData};
+pub use tensor_data::{float_text, Element, TensorData};

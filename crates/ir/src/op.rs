@@ -630,6 +630,15 @@ impl BinaryOp {
 }
 
 impl CompareOp {
+    /// Whether the comparison takes operands of type `t`: every type but the storage-only
+    /// ones, and only `Equal` and `NotEqual` for `String` (ONNX orders no strings).
+    pub fn accepts(self, t: ElementType) -> bool {
+        match t {
+            ElementType::String => matches!(self, CompareOp::Equal | CompareOp::NotEqual),
+            t => !t.is_storage_only(),
+        }
+    }
+
     /// Every comparison.
     pub const ALL: [CompareOp; 6] = [
         CompareOp::Equal,

@@ -7,8 +7,11 @@ use crate::ElementType;
 /// `F16`/`BF16` hold [`half::f16`]/[`half::bf16`] (re-exported as [`crate::f16`] and
 /// [`crate::bf16`]). Code that does the same for every variant matches through
 /// [`match_data!`](crate::match_data) or [`map_data!`](crate::map_data) rather than
-/// spelling twenty-three arms. The storage-only types ([`ElementType::is_storage_only`]) hold
-/// one element per byte, as the newtypes [`crate::F8E4M3FN`], ..., [`crate::U2`].
+/// spelling twenty-four arms. The storage-only types ([`ElementType::is_storage_only`]) hold
+/// one element per byte, as the newtypes [`crate::F8E4M3FN`], ..., [`crate::U2`]. `String`
+/// holds Rust [`String`]s: it is the one variant whose elements are not [`Element`]s (not
+/// `Copy`, no fixed width), so the macros take a separate arm for it where the generic body
+/// needs `Copy`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TensorData {
     /// `f32` elements.
@@ -57,37 +60,56 @@ pub enum TensorData {
     I2(Vec<crate::I2>),
     /// UINT2 elements (one per byte).
     U2(Vec<crate::U2>),
+    /// ONNX STRING elements: UTF-8 text, one [`String`] each. Not an [`Element`] (not
+    /// `Copy`, no fixed width): it never reaches JIT code or a raw byte buffer.
+    String(Vec<String>),
 }
 
 /// `match` on a [`TensorData`] with one arm per variant, binding the variant's vector to
 /// `$v` (a `Vec<T>` or a reference to one, following the scrutinee) and evaluating the same
 /// `$body` for each: generic code written once for every element type.
 ///
+/// Two forms: `match_data!(d, v => body)` evaluates `body` for every variant, `String`
+/// included (the body must then hold for `T = String`, e.g. generic over `T: Clone`);
+/// `match_data!(d, v => body, String(s) => string_body)` evaluates `body` for the
+/// fixed-width variants ([`Element`] types) and `string_body` for [`TensorData::String`].
+///
 /// ```
-/// use graphlift_ir::{match_data, TensorData};
+/// use graphlift_ir::{match_data, Element, TensorData};
 /// let d = TensorData::U8(vec![1, 2, 3]);
 /// assert_eq!(match_data!(&d, v => v.len()), 3);
+/// let sum = |d: &TensorData| match_data!(d, v => v.iter().map(|&x| x.to_f64()).sum(),
+///     String(_) => f64::NAN);
+/// assert_eq!(sum(&d), 6.0);
+/// assert!(sum(&TensorData::String(vec!["a".into()])).is_nan());
 /// ```
 #[macro_export]
 macro_rules! match_data {
+    ($data:expr, $v:ident => $body:expr, String($s:pat) => $sbody:expr) => {
+        $crate::__data_arms!(@fixed $data, $v => $body, plain, $s => $sbody)
+    };
     ($data:expr, $v:ident => $body:expr) => {
-        $crate::__data_arms!($data, $v => $body, plain)
+        $crate::__data_arms!(@fixed $data, $v => $body, plain, $v => $body)
     };
 }
 
 /// Like [`match_data!`], wrapping each arm's result (a `Vec` of the same element type) back
-/// into the variant it came from.
+/// into the variant it came from. The same two forms; a separate `String` arm's result is a
+/// `Vec<String>`.
 ///
 /// ```
 /// use graphlift_ir::{map_data, TensorData};
 /// let d = TensorData::I8(vec![1, 2, 3]);
-/// let r = map_data!(&d, v => v.iter().rev().copied().collect());
+/// let r = map_data!(&d, v => v.iter().rev().cloned().collect());
 /// assert_eq!(r, TensorData::I8(vec![3, 2, 1]));
 /// ```
 #[macro_export]
 macro_rules! map_data {
+    ($data:expr, $v:ident => $body:expr, String($s:pat) => $sbody:expr) => {
+        $crate::__data_arms!(@fixed $data, $v => $body, wrap, $s => $sbody)
+    };
     ($data:expr, $v:ident => $body:expr) => {
-        $crate::__data_arms!($data, $v => $body, wrap)
+        $crate::__data_arms!(@fixed $data, $v => $body, wrap, $v => $body)
     };
 }
 
@@ -95,33 +117,46 @@ macro_rules! map_data {
 /// names the type's storage (an [`Element`](crate::Element): `f32`, `u8`, `f16`, `bool`,
 /// ...) and the same `$body` is evaluated: generic code instantiated for every type.
 ///
+/// As [`match_data!`], two forms: `with_element_type!(t, T => body)` also evaluates `body`
+/// with `T = String` for [`ElementType::String`](crate::ElementType::String);
+/// `with_element_type!(t, T => body, String => string_body)` evaluates `string_body` there.
+///
 /// ```
 /// use graphlift_ir::{with_element_type, Element, ElementType, TensorData};
-/// let d = with_element_type!(ElementType::U16, T => T::into_data(vec![T::default(); 2]));
-/// assert_eq!(d, TensorData::U16(vec![0, 0]));
+/// let zeros = |t| with_element_type!(t, T => T::into_data(vec![T::default(); 2]),
+///     String => TensorData::String(vec![String::new(); 2]));
+/// assert_eq!(zeros(ElementType::U16), TensorData::U16(vec![0, 0]));
 /// ```
 #[macro_export]
 macro_rules! with_element_type {
-    ($t:expr, $T:ident => $body:expr) => {
-        $crate::__type_arms!($t, $T => $body;
+    ($t:expr, $T:ident => $body:expr, String => $sbody:expr) => {
+        $crate::__type_arms!($t, $T => $body, $sbody;
             F32 f32, F64 f64, I32 i32, I64 i64, Bool bool, I8 i8, U8 u8, I16 i16, U16 u16,
             U32 u32, U64 u64, F16 $crate::f16, BF16 $crate::bf16,
             F8E4M3FN $crate::F8E4M3FN, F8E4M3FNUZ $crate::F8E4M3FNUZ, F8E5M2 $crate::F8E5M2,
             F8E5M2FNUZ $crate::F8E5M2FNUZ, F8E8M0 $crate::F8E8M0, F4E2M1 $crate::F4E2M1,
             I4 $crate::I4, U4 $crate::U4, I2 $crate::I2, U2 $crate::U2)
     };
+    ($t:expr, $T:ident => $body:expr) => {
+        $crate::with_element_type!($t, $T => $body, String => {
+            #[allow(dead_code)]
+            type $T = ::std::string::String;
+            $body
+        })
+    };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __type_arms {
-    ($t:expr, $T:ident => $body:expr; $($variant:ident $ty:ty),*) => {
+    ($t:expr, $T:ident => $body:expr, $sbody:expr; $($variant:ident $ty:ty),*) => {
         match $t {
             $($crate::ElementType::$variant => {
                 #[allow(dead_code)]
                 type $T = $ty;
                 $body
             })*
+            $crate::ElementType::String => $sbody,
         }
     };
 }
@@ -129,27 +164,30 @@ macro_rules! __type_arms {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __data_arms {
-    ($data:expr, $v:ident => $body:expr, $how:ident) => {
-        $crate::__data_arms!(@arms $data, $v, $body, $how;
+    (@fixed $data:expr, $v:ident => $body:expr, $how:ident, $s:pat => $sbody:expr) => {
+        $crate::__data_arms!(@arms $data, $v, $body, $how, $s, $sbody;
             F32 F64 I32 I64 Bool I8 U8 I16 U16 U32 U64 F16 BF16
             F8E4M3FN F8E4M3FNUZ F8E5M2 F8E5M2FNUZ F8E8M0 F4E2M1 I4 U4 I2 U2)
     };
-    (@arms $data:expr, $v:ident, $body:expr, wrap; $($variant:ident)*) => {
+    (@arms $data:expr, $v:ident, $body:expr, wrap, $s:pat, $sbody:expr; $($variant:ident)*) => {
         match $data {
             $($crate::TensorData::$variant($v) => $crate::TensorData::$variant($body),)*
+            $crate::TensorData::String($s) => $crate::TensorData::String($sbody),
         }
     };
-    (@arms $data:expr, $v:ident, $body:expr, plain; $($variant:ident)*) => {
+    (@arms $data:expr, $v:ident, $body:expr, plain, $s:pat, $sbody:expr; $($variant:ident)*) => {
         match $data {
             $($crate::TensorData::$variant($v) => $body,)*
+            $crate::TensorData::String($s) => $sbody,
         }
     };
 }
 
 impl TensorData {
-    /// `len` zero elements (`false` for `Bool`).
+    /// `len` zero elements (`false` for `Bool`, empty strings for `String`).
     pub fn zeros(element_type: ElementType, len: usize) -> TensorData {
-        with_element_type!(element_type, T => T::into_data(vec![T::default(); len]))
+        with_element_type!(element_type, T => T::into_data(vec![T::default(); len]),
+            String => TensorData::String(vec![String::new(); len]))
     }
 
     /// Copies `src` into `self` in place (no allocation). Returns `false`, copying nothing,
@@ -164,7 +202,13 @@ impl TensorData {
                 _ => false,
             }
         }
-        match_data!(self, d => copy(d, src))
+        match_data!(self, d => copy(d, src), String(d) => match src {
+            TensorData::String(s) if s.len() == d.len() => {
+                d.clone_from_slice(s);
+                true
+            }
+            _ => false,
+        })
     }
 
     /// The element type of the stored values.
@@ -172,7 +216,7 @@ impl TensorData {
         fn t<T: Element>(_: &[T]) -> ElementType {
             T::ELEMENT_TYPE
         }
-        match_data!(self, v => t(v))
+        match_data!(self, v => t(v), String(_) => ElementType::String)
     }
 
     /// Number of elements.
@@ -183,7 +227,7 @@ impl TensorData {
     /// `values` converted to `element_type` as Rust's `as` does (to integers: truncation
     /// toward zero, saturation, NaN to 0; to `f16`/`bf16`: round to nearest even, overflow
     /// to infinity; to `bool`: `x != 0`); to a storage-only type as ONNX `Cast` does,
-    /// saturating ([`crate::StorageElement::from_f64`]).
+    /// saturating ([`crate::StorageElement::from_f64`]); to `String` as [`float_text`].
     pub fn from_f64(element_type: ElementType, values: &[f64]) -> TensorData {
         use num_traits::AsPrimitive;
         fn cast<T: Element>(values: &[f64]) -> TensorData
@@ -206,6 +250,9 @@ impl TensorData {
             ElementType::U64 => cast::<u64>(values),
             ElementType::F16 => cast::<half::f16>(values),
             ElementType::BF16 => cast::<half::bf16>(values),
+            ElementType::String => {
+                TensorData::String(values.iter().map(|&x| float_text(x, x)).collect())
+            }
             t => crate::storage_type::from_f64_data(t, values, true),
         }
     }
@@ -241,27 +288,52 @@ impl TensorData {
         T::slice_mut(self)
     }
 
+    /// The strings of a `String` tensor, or `None` for every other element type.
+    pub fn as_strings(&self) -> Option<&[String]> {
+        match self {
+            TensorData::String(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// The elements as a vector of `T` (no copy), or `None` if `T` is not the stored element
     /// type.
     pub fn into_vec<T: Element>(self) -> Option<Vec<T>> {
         T::from_data(self)
     }
 
-    /// Pointer to the first element's bytes (dangling but non-null when empty).
+    /// Pointer to the first element's bytes (dangling but non-null when empty). For
+    /// `String` it points at the `String` handles, which no JIT code or byte copy may read:
+    /// callers that pass it on check [`ElementType::is_fixed_width`] first.
     pub fn as_ptr(&self) -> *const u8 {
         match_data!(self, v => v.as_ptr().cast())
     }
 
-    /// Mutable pointer to the first element's bytes (dangling but non-null when empty).
+    /// Mutable pointer to the first element's bytes (dangling but non-null when empty); see
+    /// [`TensorData::as_ptr`] for `String`.
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         match_data!(self, v => v.as_mut_ptr().cast())
     }
 
     /// Element `i` widened to `f64` (`bool` as 0/1), for printing and comparisons.
     ///
-    /// `i64`/`u64` values beyond 2^53 lose precision. Returns `None` when `i` is out of range.
+    /// `i64`/`u64` values beyond 2^53 lose precision. Returns `None` when `i` is out of range
+    /// and for `String` elements.
     pub fn get_f64(&self, i: usize) -> Option<f64> {
-        match_data!(self, v => v.get(i).map(|x| x.to_f64()))
+        match_data!(self, v => v.get(i).map(|x| x.to_f64()), String(_) => None)
+    }
+}
+
+/// A float written as ONNX `Cast` writes it to STRING: `"NaN"`, `"INF"` and `"-INF"` for
+/// the special values, otherwise `digits` (the caller's shortest plain decimal that reads
+/// back to the same value of its type, e.g. an `f32`'s `Display`: `"0.1"`, `"-2.5"`).
+pub fn float_text(value: f64, digits: impl std::fmt::Display) -> String {
+    if value.is_nan() {
+        "NaN".to_string()
+    } else if value.is_infinite() {
+        if value > 0.0 { "INF" } else { "-INF" }.to_string()
+    } else {
+        digits.to_string()
     }
 }
 

@@ -172,6 +172,8 @@ fn write_constant(d: &TensorData, out: &mut impl Write) -> fmt::Result {
         TensorData::F64(v) => v[..shown].iter().map(|x| format!("{x:?}")).collect(),
         TensorData::F16(v) => v[..shown].iter().map(|x| format!("{x:?}")).collect(),
         TensorData::BF16(v) => v[..shown].iter().map(|x| format!("{x:?}")).collect(),
+        // Quoted and escaped, so that commas and spaces in a string stay readable.
+        TensorData::String(v) => v[..shown].iter().map(|x| format!("{x:?}")).collect(),
         other => {
             crate::match_data!(other, v => v[..shown].iter().map(ToString::to_string).collect())
         }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use graphlift_ir::control_flow::{Body, ControlFlow, If, Loop, Scan, Specialized, Specializer};
 use graphlift_ir::{
-    BinaryOp, ElementType::*, Function, IrError, Op, Output, Shape, TensorData, TensorType,
+    BinaryOp,
+    ElementType::{Bool, F32, I64},
+    Function, IrError, Op, Output, Shape, TensorData, TensorType,
 };
 
 /// `(i, cond, acc, x) -> (cond, acc + x, acc + x)`: a running-sum loop body with one carried

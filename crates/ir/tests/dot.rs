@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use graphlift_ir::{ElementType::*, Function, FunctionBuilder, FusedKernel, Op, Output};
+use graphlift_ir::{ElementType::F32, Function, FunctionBuilder, FusedKernel, Op, Output};
 use proptest::prelude::*;
 
 /// A kernel body computing (exp(p0) + p1, -p0), optionally with a nested kernel inside.

@@ -1,8 +1,9 @@
 //! Function, builder and provenance behaviour through the public API.
 
 use graphlift_ir::{
-    BinaryOp, ElementType::*, Function, FunctionBuilder, IrError, Op, Output, Shape, TensorData,
-    UnaryOp,
+    BinaryOp,
+    ElementType::{F32, F64, I32},
+    Function, FunctionBuilder, IrError, Op, Output, Shape, TensorData, UnaryOp,
 };
 
 #[test]

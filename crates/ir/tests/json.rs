@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 use common::same_structure;
 use graphlift_ir::{
-    Attention, CreationSite, ElementType::*, Function, FunctionBuilder, FusedKernel, IrError, Op,
-    Output, SerializationError, SerializationErrorKind, Shape, TensorData, UnaryOp,
+    Attention, CreationSite,
+    ElementType::{Bool, F32, F64, I16, I32, I64},
+    Function, FunctionBuilder, FusedKernel, IrError, Op, Output, SerializationError,
+    SerializationErrorKind, Shape, TensorData, UnaryOp,
 };
 use serde_json::{json, Value};
 

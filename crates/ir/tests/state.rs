@@ -9,8 +9,9 @@ use std::collections::BTreeSet;
 use common::random::{stateful, Stateful};
 use common::same_structure;
 use graphlift_ir::{
-    ElementType::*, Function, FunctionBuilder, IrError, NodeId, Op, SerializationErrorKind, Shape,
-    TensorData, UnaryOp, Value,
+    ElementType::{F32, F64},
+    Function, FunctionBuilder, IrError, NodeId, Op, SerializationErrorKind, Shape, TensorData,
+    UnaryOp, Value,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value as Json};

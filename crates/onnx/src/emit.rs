@@ -222,7 +222,8 @@ impl<'a> NodeEmitter<'a> {
             Some(TensorData::I32(d)) => Ok(d.iter().map(|&x| i64::from(x)).collect()),
             // The other integer types widen exactly (u64 beyond i64::MAX wraps, as a cast).
             Some(d) if d.element_type().is_integer() => {
-                let ints = reference::convert(d, ElementType::I64);
+                let ints =
+                    reference::convert(d, ElementType::I64).map_err(|m| self.type_error(m))?;
                 Ok(ints.into_vec::<i64>().unwrap_or_default())
             }
             Some(d) => Err(self.type_error(format!(

@@ -25,15 +25,16 @@ pub struct NamedTensor {
 /// backend tests).
 ///
 /// Data may be in `raw_data` (little-endian) or in the typed field of its data type; every
-/// numeric type but COMPLEX is supported (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64,
-/// UINT8/16/32/64, BOOL, and the FLOAT8, FLOAT4E2M1, INT4, UINT4, INT2 and UINT2 types,
-/// unpacked to one element per byte; the 4- and 2-bit ones packed as the spec lays them out).
+/// type but COMPLEX is supported (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64,
+/// UINT8/16/32/64, BOOL, the FLOAT8, FLOAT4E2M1, INT4, UINT4, INT2 and UINT2 types,
+/// unpacked to one element per byte (the 4- and 2-bit ones packed as the spec lays them
+/// out), and STRING, whose elements are UTF-8 byte strings in `string_data`).
 ///
 /// # Errors
 /// [`OnnxError::Protobuf`] for bytes that are not a `TensorProto`;
 /// [`OnnxError::UnsupportedElementType`] naming the ONNX data type (e.g. `UINT8`) for other
 /// types; [`OnnxError::InvalidModel`] for negative dims, data that does not fill the shape,
-/// external or segmented data.
+/// external or segmented data, and a STRING element that is not UTF-8.
 pub fn read_tensor_proto(bytes: &[u8]) -> Result<NamedTensor, OnnxError> {
     let t = TensorProto::decode(bytes).map_err(|e| OnnxError::Protobuf {
         path: None,
@@ -51,8 +52,8 @@ pub fn read_tensor_proto(bytes: &[u8]) -> Result<NamedTensor, OnnxError> {
 
 /// Serializes a tensor as an ONNX `TensorProto` with `dims`, `data_type`, `name` (omitted when
 /// empty) and little-endian `raw_data` (BOOL as one byte per element, FLOAT16 and BFLOAT16
-/// as their bit patterns, the 4- and 2-bit types packed), as ONNX's own tools
-/// write it. [`read_tensor_proto`] reads it back.
+/// as their bit patterns, the 4- and 2-bit types packed; STRING in `string_data`, which
+/// ONNX requires for it), as ONNX's own tools write it. [`read_tensor_proto`] reads it back.
 ///
 /// `data` should hold `shape.element_count()` elements; the function does not check it.
 pub fn encode_tensor_proto(name: &str, data: &TensorData, shape: &Shape) -> Vec<u8> {
@@ -61,11 +62,20 @@ pub fn encode_tensor_proto(name: &str, data: &TensorData, shape: &Shape) -> Vec<
 
 /// The `TensorProto` message for a tensor (see [`encode_tensor_proto`]).
 pub fn tensor_to_proto(name: &str, data: &TensorData, shape: &Shape) -> TensorProto {
-    let raw = crate::packing::pack(data).unwrap_or_else(|| {
-        let mut raw = Vec::with_capacity(data.len() * data.element_type().size_bytes());
-        match_data!(data, v => v.iter().for_each(|&x| x.put(&mut raw)));
-        raw
-    });
+    let (raw, strings) = match data {
+        TensorData::String(v) => (
+            Vec::new(),
+            v.iter().map(|s| s.as_bytes().to_vec()).collect(),
+        ),
+        _ => (
+            crate::packing::pack(data).unwrap_or_else(|| {
+                let mut raw = Vec::with_capacity(data.len() * data.element_type().size_bytes());
+                match_data!(data, v => v.iter().for_each(|&x| x.put(&mut raw)), String(_) => ());
+                raw
+            }),
+            Vec::new(),
+        ),
+    };
     TensorProto {
         // Extents beyond i64::MAX cannot be allocated; saturate rather than wrap.
         dims: shape
@@ -76,6 +86,7 @@ pub fn tensor_to_proto(name: &str, data: &TensorData, shape: &Shape) -> TensorPr
         data_type: onnx_data_type(data.element_type()),
         name: name.to_string(),
         raw_data: raw,
+        string_data: strings,
         ..Default::default()
     }
 }
@@ -106,6 +117,7 @@ pub fn onnx_data_type(t: ElementType) -> i32 {
         ElementType::U4 => data_type::UINT4,
         ElementType::I2 => data_type::INT2,
         ElementType::U2 => data_type::UINT2,
+        ElementType::String => data_type::STRING,
     }
 }
 
@@ -118,7 +130,7 @@ pub(crate) fn data_type_name(code: i32) -> String {
 ///
 /// # Errors
 /// [`OnnxError::UnsupportedElementType`] at `at` for a type graphlift has no element type
-/// for (STRING, COMPLEX*).
+/// for (COMPLEX64, COMPLEX128, UNDEFINED).
 pub(crate) fn element_type(code: i32, at: &NodeRef) -> Result<ElementType, OnnxError> {
     ElementType::ALL
         .into_iter()
@@ -179,6 +191,9 @@ pub(crate) fn tensor_from_proto(
             "{what} holds {len} elements; shape {shape} of {type_name} needs {n}"
         ))
     };
+    if et == ElementType::String {
+        return strings_from_proto(t, n, &invalid, &length_error).map(|data| (data, shape));
+    }
     if let Some(bytes) = crate::packing::packed_len(et, n) {
         return crate::packing::from_proto(t, et, n, bytes, &invalid).map(|data| (data, shape));
     }
@@ -197,6 +212,27 @@ pub(crate) fn tensor_from_proto(
         typed_data(t, et, n, &length_error)?
     };
     Ok((data, shape))
+}
+
+/// A STRING tensor's `n` elements from `string_data`, each checked to be UTF-8 (ONNX
+/// forbids `raw_data` for STRING).
+fn strings_from_proto(
+    t: &TensorProto,
+    n: usize,
+    invalid: &dyn Fn(String) -> OnnxError,
+    length_error: &dyn Fn(&str, usize) -> OnnxError,
+) -> Result<TensorData, OnnxError> {
+    if !t.raw_data.is_empty() {
+        return Err(invalid(
+            "a STRING tensor keeps its elements in string_data, not raw_data".into(),
+        ));
+    }
+    let bytes = check_len(&t.string_data, n, "string_data", length_error)?;
+    let strings = bytes.iter().enumerate().map(|(k, b)| {
+        String::from_utf8(b.clone())
+            .map_err(|e| invalid(format!("string_data element {k} is not UTF-8: {e}")))
+    });
+    strings.collect::<Result<_, _>>().map(TensorData::String)
 }
 
 fn check_len<'a, T>(
@@ -253,7 +289,8 @@ fn typed_data(
         ElementType::BF16 => {
             TensorData::BF16(halves(ints()?).into_iter().map(bf16::from_bits).collect())
         }
-        // The storage-only types are read packed (`crate::packing::from_proto`).
+        // The storage-only types are read packed (`crate::packing::from_proto`), STRING from
+        // `string_data` (`strings_from_proto`).
         other => TensorData::zeros(other, 0),
     })
 }
@@ -307,11 +344,12 @@ impl Raw for bool {
     }
 }
 
-/// Little-endian raw bytes (length already checked to be a multiple of the element size).
+/// Little-endian raw bytes (length already checked to be a multiple of the element size;
+/// STRING never comes here: `strings_from_proto`).
 fn decode_raw(et: ElementType, raw: &[u8]) -> TensorData {
     with_element_type!(et, T => {
         T::into_data(raw.chunks_exact(et.size_bytes()).map(T::get).collect())
-    })
+    }, String => TensorData::String(Vec::new()))
 }
 
 #[cfg(test)]

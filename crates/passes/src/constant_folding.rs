@@ -268,7 +268,7 @@ fn elementwise(op: &Op, d: &[&TensorData]) -> Result<TensorData, String> {
         Op::Binary(b) => arity(2).and_then(|()| reference::binary(*b, d[0], d[1])),
         Op::Compare(c) => arity(2).and_then(|()| reference::compare(*c, d[0], d[1])),
         Op::Select => arity(3).and_then(|()| reference::select(d[0], d[1], d[2])),
-        Op::Convert(t) => arity(1).map(|()| reference::convert(d[0], *t)),
+        Op::Convert(t) => arity(1).and_then(|()| reference::convert(d[0], *t)),
         other => Err(format!("{other} is not elementwise")),
     }
 }

@@ -9,8 +9,9 @@
 use std::sync::Arc;
 
 use graphlift_ir::{
-    BinaryOp, ElementType::*, Function, FunctionBuilder, FusedKernel, Node, NodeId, Op, Output,
-    Shape, TensorData,
+    BinaryOp,
+    ElementType::{F32, I32},
+    Function, FunctionBuilder, FusedKernel, Node, NodeId, Op, Output, Shape, TensorData,
 };
 
 use crate::testing::{assert_same_values, by_name, count_op, id, run_checked, same_function, tags};

@@ -57,11 +57,13 @@ pub(crate) fn edge_inputs(f: &Function, seed: usize) -> Vec<Tensor> {
                 other if other.is_float() => graphlift_runtime::reference::convert(
                     &TensorData::F64((0..len).map(|i| FLOATS[at(i) % 12]).collect()),
                     other,
-                ),
+                )
+                .expect("numbers convert"),
                 other => graphlift_runtime::reference::convert(
                     &TensorData::I64((0..len).map(|i| INTS[at(i) % 9]).collect()),
                     other,
-                ),
+                )
+                .expect("numbers convert"),
             };
             Tensor::from_data(data, t.shape.clone()).expect("fits")
         })

@@ -1,6 +1,10 @@
 //! INTERPRETER backend and registry behaviour.
 
-use graphlift_ir::{select, ElementType::*, FunctionBuilder, Shape};
+use graphlift_ir::{
+    select,
+    ElementType::{F32, F64, I32, I64},
+    FunctionBuilder, Shape,
+};
 use graphlift_runtime::{Backend, RuntimeError, Tensor};
 
 fn backend() -> std::sync::Arc<dyn Backend> {

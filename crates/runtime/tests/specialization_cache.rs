@@ -9,7 +9,11 @@ use std::sync::Arc;
 use graphlift_ir::control_flow::{
     Body, ControlFlow, Loop, Specialized, Specializer, DEFAULT_SPECIALIZATION_CAPACITY,
 };
-use graphlift_ir::{BinaryOp, ElementType::*, Function, Op, Shape, TensorData};
+use graphlift_ir::{
+    BinaryOp,
+    ElementType::{Bool, F32, I64},
+    Function, Op, Shape, TensorData,
+};
 use graphlift_runtime::control_flow::{Bodies, CompileFn, CompiledBodies};
 use graphlift_runtime::{Backend, InterpreterBackend, Tensor};
 

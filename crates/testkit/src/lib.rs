@@ -4,9 +4,14 @@
 
 pub mod reference;
 
-use graphlift_ir::{match_data, ElementType, Function, TensorData};
-use graphlift_runtime::reference::convert;
+use graphlift_ir::{map_data, match_data, ElementType, Function, TensorData};
 use graphlift_runtime::Tensor;
+
+/// The reference conversion ([`graphlift_runtime::reference::convert`]) of test data, which
+/// never holds strings that are not numbers.
+fn convert(x: &TensorData, to: ElementType) -> TensorData {
+    graphlift_runtime::reference::convert(x, to).expect("test data converts")
+}
 
 /// `n` deterministic `f32` values in `[-1, 1)` from a small LCG (Numerical Recipes'
 /// constants) seeded with `seed`.
@@ -159,6 +164,24 @@ pub fn specials(t: ElementType) -> TensorData {
             i64::MAX - 1,
         ]),
         ElementType::Bool => TensorData::Bool(vec![false, true]),
+        // Empty, case, digits and number spellings, multi-byte UTF-8, an interior NUL.
+        ElementType::String => TensorData::String(
+            [
+                "",
+                "a",
+                "A",
+                "0",
+                "-1.5",
+                "NaN",
+                "INF",
+                "\u{fc}",
+                "\u{65e5}\u{672c}",
+                "a b",
+                "a\0b",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
         // The narrower integers: the `i64` specials wrapped into the type, then its bounds.
         t if t.is_integer() => {
             let mut v: Vec<i64> = match specials(ElementType::I64) {
@@ -255,13 +278,17 @@ pub fn data(t: ElementType, n: usize, phase: usize) -> TensorData {
             };
             let mut out = convert(&data(wide, n, phase), t);
             let k = n.min(3 * m);
-            let specials: TensorData = match_data!(other, v => {
-                let prefix: Vec<_> = (0..k).map(|i| v[pick(i)]).collect();
-                prefix.into()
-            });
+            fn prefix<T: Clone>(v: &[T], k: usize, pick: impl Fn(usize) -> usize) -> Vec<T> {
+                (0..k).map(|i| v[pick(i)].clone()).collect()
+            }
+            let specials: TensorData = map_data!(other, v => prefix(v, k, pick));
             match_data!(&mut out, o => {
                 if let Some(p) = specials.as_slice() {
                     o[..k].copy_from_slice(p);
+                }
+            }, String(o) => {
+                if let Some(p) = specials.as_strings() {
+                    o[..k].clone_from_slice(p);
                 }
             });
             out
@@ -274,8 +301,8 @@ pub fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
     if got.element_type() != want.element_type() || got.len() != want.len() {
         return Some(0);
     }
-    fn pos<T: Copy>(a: &[T], b: &[T], same: impl Fn(T, T) -> bool) -> Option<usize> {
-        a.iter().zip(b).position(|(&x, &y)| !same(x, y))
+    fn pos<T>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> Option<usize> {
+        a.iter().zip(b).position(|(x, y)| !same(x, y))
     }
     match (got, want) {
         (TensorData::F32(a), TensorData::F32(b)) => pos(a, b, |x, y| {
@@ -291,7 +318,8 @@ pub fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
             x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
         }),
         // Equal types (checked above): the rest compare by value.
-        _ => match_data!(got, a => pos(a, want.as_slice().unwrap_or_default(), |x, y| x == y)),
+        _ => match_data!(got, a => pos(a, want.as_slice().unwrap_or_default(), |x, y| x == y),
+            String(a) => pos(a, want.as_strings().unwrap_or_default(), |x, y| x == y)),
     }
 }
 

@@ -34,7 +34,8 @@ pub fn all_pairs(t: ElementType) -> (TensorData, TensorData) {
 }
 
 pub fn gather(d: &TensorData, idx: &[usize]) -> TensorData {
-    graphlift_ir::map_data!(d, v => idx.iter().map(|&i| v[i]).collect())
+    graphlift_ir::map_data!(d, v => idx.iter().map(|&i| v[i]).collect(),
+        String(v) => idx.iter().map(|&i| v[i].clone()).collect())
 }
 
 /// Output tensors for a body, zero-filled.

@@ -177,8 +177,9 @@ impl<'b> Values<'b> {
             }
             2 => {
                 let cmp = CompareOp::ALL[op.sub % CompareOp::ALL.len()];
-                // The storage-only types are compared through a numeric type.
-                let a = if ty_of(&a).is_storage_only() {
+                // The storage-only types (and strings, for an ordering) are compared through
+                // a numeric type.
+                let a = if !cmp.accepts(ty_of(&a)) {
                     to(a, numeric(op.ty))
                 } else {
                     a

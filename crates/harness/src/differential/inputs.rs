@@ -84,15 +84,17 @@ pub fn input(t: ElementType, n: usize, seed: u64) -> TensorData {
         // The other integers: the `i64` values wrapped into the type (the specials give 0,
         // ±1, 2 and the all-ones pattern: -1 signed, MAX unsigned). The storage-only floats
         // (float8, FLOAT4E2M1): the `f32` values rounded and saturated; the storage-only
-        // integers (INT4, ...): the `i64` values wrapped.
+        // integers (INT4, ...): the `i64` values wrapped. Strings: the `f32` values' text.
         other => {
-            let float_like = other.is_storage_only() && !graphlift_ir::is_storage_integer(other);
+            let float_like = (other.is_storage_only() && !graphlift_ir::is_storage_integer(other))
+                || other == ElementType::String;
             let wide = if other.is_float() || float_like {
                 ElementType::F32
             } else {
                 ElementType::I64
             };
-            convert(&input(wide, n, seed), other)
+            // Only a conversion from strings can fail.
+            convert(&input(wide, n, seed), other).unwrap_or_else(|_| TensorData::zeros(other, n))
         }
     }
 }

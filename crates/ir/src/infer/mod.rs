@@ -63,15 +63,18 @@ pub fn infer_output_types(op: &Op, inputs: &[TensorType]) -> Result<OutputTypes,
             }
             Ok(smallvec![inputs[0].clone()])
         }
-        Op::Compare(_) => {
+        Op::Compare(c) => {
             arity(2)?;
             same_shape(&inputs[0], &inputs[1])?;
             same_type(&inputs[0], &inputs[1])?;
-            if inputs[0].element_type.is_storage_only() {
-                return Err(format!(
-                    "does not accept element type {} (storage only: convert it first)",
-                    inputs[0].element_type
-                ));
+            let t = inputs[0].element_type;
+            if !c.accepts(t) {
+                let why = if t == ElementType::String {
+                    "strings are only compared for equality"
+                } else {
+                    "storage only: convert it first"
+                };
+                return Err(format!("does not accept element type {t} ({why})"));
             }
             Ok(smallvec![TensorType::new(
                 ElementType::Bool,

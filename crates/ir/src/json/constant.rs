@@ -68,6 +68,17 @@ pub(super) fn decode_constant(et: ElementType, values: Vec<Value>, loc: &str) ->
         ElementType::I64 => each(v, loc, "an i64 as a decimal string", decimal::<i64>),
         ElementType::U64 => each(v, loc, "a u64 as a decimal string", decimal::<u64>),
         ElementType::Bool => each(v, loc, "true or false", Value::as_bool),
+        ElementType::String => {
+            let strings = v.iter().enumerate().map(|(k, v)| {
+                v.as_str().map(str::to_string).ok_or_else(|| {
+                    invalid(
+                        loc,
+                        format!("constant element {k} is {v}, expected a JSON string"),
+                    )
+                })
+            });
+            strings.collect::<Res<_>>().map(TensorData::String)
+        }
         // The storage-only types: their bit patterns as JSON integers.
         t => {
             let width = crate::storage_bit_width(t).unwrap_or(8);

@@ -152,7 +152,7 @@ fn op_dto(op: &Op) -> OpDto<WrittenNode> {
 
 /// Constant elements in the format's encoding: floats as hex bit patterns (4 digits for
 /// `f16`/`bf16`), 64-bit integers as decimal strings, narrower integers as JSON numbers,
-/// `bool` as JSON booleans.
+/// `bool` as JSON booleans, strings as JSON strings.
 fn constant_values(d: &TensorData) -> Vec<Value> {
     fn hex(bits: u64, digits: usize) -> Value {
         Value::String(format!("0x{bits:0digits$x}"))
@@ -174,6 +174,7 @@ fn constant_values(d: &TensorData) -> Vec<Value> {
         TensorData::U16(v) => numbers(v),
         TensorData::U32(v) => numbers(v),
         TensorData::Bool(v) => numbers(v),
+        TensorData::String(v) => v.iter().map(|s| Value::String(s.clone())).collect(),
         // The storage-only types: their bit patterns as JSON integers.
         other => crate::storage_bits(other)
             .unwrap_or_default()

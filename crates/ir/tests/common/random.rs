@@ -237,6 +237,13 @@ fn constant_data(t: ElementType, n: usize, offset: usize, p: &Pools) -> TensorDa
                 .map(|i| graphlift_ir::bf16::from_bits(p.i64s[i] as u16))
                 .collect(),
         ),
+        // Numbers' text (NaN and the infinities as "NaN", "INF", "-INF"), so that a
+        // conversion to a number reads them.
+        ElementType::String => TensorData::String(
+            take(24)
+                .map(|i| graphlift_ir::float_text(p.f64s[i], p.f64s[i]))
+                .collect(),
+        ),
         // The storage-only types: every bit pattern (NaNs, infinities, -0 of the float8s).
         t => graphlift_ir::storage_from_bits(t, take(24).map(|i| p.i64s[i] as u8))
             .unwrap_or_else(|| TensorData::zeros(t, n)),
@@ -255,9 +262,10 @@ fn apply<'b>(
     let same_type = |t: ElementType| -> Vec<Value<'b>> {
         pool.iter().copied().filter(|v| ty(*v).0 == t).collect()
     };
-    // The storage-only types accept no arithmetic and no comparison: read through f32.
+    // The storage-only types and strings accept no arithmetic and no (ordered) comparison:
+    // read through f32.
     let numeric = |v: Value<'b>| -> Value<'b> {
-        if ty(v).0.is_storage_only() {
+        if ty(v).0.is_storage_only() || ty(v).0 == ElementType::String {
             v.convert(ElementType::F32)
         } else {
             v

@@ -2,7 +2,11 @@
 //! mixed-width, AVX-512, library calls), and its switches change the code, never the bits.
 
 use graphlift_codegen::asm::host_isa;
-use graphlift_ir::{ElementType, ElementType::*, Function, FunctionBuilder, Shape, Value};
+use graphlift_ir::{
+    ElementType,
+    ElementType::{BF16, F16, F32, F64, I64},
+    Function, FunctionBuilder, Shape, Value,
+};
 use graphlift_jit::VectorIsa;
 use graphlift_runtime::{Backend, Executable, InterpreterBackend, Tensor};
 

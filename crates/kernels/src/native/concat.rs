@@ -55,7 +55,7 @@ pub(super) fn concat(
         starts: &starts,
         row,
     };
-    match_data!(&mut y, v => join(v, parts, &layout, parallel))?;
+    match_data!(&mut y, v => join(v, parts, &layout, parallel), String(_) => None)?;
     Some(y)
 }
 

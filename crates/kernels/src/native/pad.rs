@@ -4,7 +4,7 @@
 //! row whose leading indices fall in constant padding is all fill. The reference builds one
 //! index per output element; this copies runs.
 
-use graphlift_ir::{map_data, Element, Pad, PadMode, Shape, TensorData};
+use graphlift_ir::{match_data, Element, Pad, PadMode, Shape, TensorData};
 use graphlift_runtime::reference::source_index;
 
 /// `x` (shape `from`) padded as `p` says, as the reference's `pad` defines it, or `None`
@@ -27,7 +27,7 @@ pub(super) fn pad(
         return None;
     }
     let to = p.output_extents(from.dims()).ok()?;
-    Some(map_data!(x, v => {
+    match_data!(x, v => {
         let fill = match (p.mode, value) {
             (PadMode::Constant, Some(value)) => match value.as_slice()? {
                 [f] => *f,
@@ -36,8 +36,8 @@ pub(super) fn pad(
             (PadMode::Constant, None) => return None,
             _ => Default::default(),
         };
-        pad_rows(v, from.dims(), &to, p, fill)
-    }))
+        Some(pad_rows(v, from.dims(), &to, p, fill).into())
+    }, String(_) => None)
 }
 
 /// The padded rows of `x` (`dims`) into a tensor of extents `to`.

@@ -44,7 +44,7 @@ pub(super) fn transpose(
         Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
         _ => TensorData::zeros(x.element_type(), len),
     };
-    match_data!(&mut y, v => rows(x.data(), v, &layout, parallel))?;
+    match_data!(&mut y, v => rows(x.data(), v, &layout, parallel), String(_) => None)?;
     Some(y)
 }
 

@@ -182,6 +182,7 @@ pub(super) fn range(e: &mut NodeEmitter<'_>, ins: In<'_>) -> Result<Output, Onnx
             .map(|i| s.wrapping_add(i.wrapping_mul(d)))
             .collect();
         graphlift_runtime::reference::convert(&TensorData::I64(v), et)
+            .map_err(|m| e.type_error(m))?
     };
     e.constant(data, Shape::new([n]))
 }

@@ -1,7 +1,9 @@
 //! Constant folding: what folds (and with which provenance), what must not.
 
 use graphlift_ir::{
-    select, BinaryOp, ElementType::*, Function, FunctionBuilder, Op, Output, TensorData, UnaryOp,
+    select, BinaryOp,
+    ElementType::{F32, I32},
+    Function, FunctionBuilder, Op, Output, TensorData, UnaryOp,
 };
 
 use super::*;

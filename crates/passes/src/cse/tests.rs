@@ -1,7 +1,10 @@
 //! Common subexpression elimination: what merges (and which node survives, with which
 //! provenance), what must not.
 
-use graphlift_ir::{ElementType::*, Function, FunctionBuilder, Op, Output, TensorData};
+use graphlift_ir::{
+    ElementType::{F32, F64, I32},
+    Function, FunctionBuilder, Op, Output, TensorData,
+};
 
 use super::*;
 use crate::testing::{by_name, count_op, id, result_node, run_checked, tags};

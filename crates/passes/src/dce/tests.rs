@@ -1,7 +1,7 @@
 //! Dead code elimination: unreachable nodes go; parameters, results and nodes reached
 //! through control dependencies stay.
 
-use graphlift_ir::{ElementType::*, FunctionBuilder};
+use graphlift_ir::{ElementType::F32, FunctionBuilder};
 
 use super::*;
 use crate::testing::{by_name, id, run_checked};

@@ -98,7 +98,7 @@ pub(super) fn sample_inputs(f: &Function) -> Vec<Tensor> {
             let v: Vec<f32> = (0..len)
                 .map(|i| ((i * 7 + p * 13) % 11) as f32 * 0.37 - 1.5)
                 .collect();
-            let data = convert(&TensorData::F32(v), t.element_type);
+            let data = convert(&TensorData::F32(v), t.element_type).expect("numbers convert");
             Tensor::from_data(data, t.shape.clone()).expect("fits")
         })
         .collect()

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use graphlift_ir::{ElementType::*, Function, FunctionBuilder, FusedKernel, Op, Output};
+use graphlift_ir::{ElementType::F32, Function, FunctionBuilder, FusedKernel, Op, Output};
 
 use super::*;
 use crate::testing::{assert_same_values, by_name, count_op, id, run_checked, tags};

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use graphlift_ir::{ElementType::*, Function, FunctionBuilder, IrError, Output};
+use graphlift_ir::{ElementType::F32, Function, FunctionBuilder, IrError, Output};
 
 use super::*;
 use crate::testing::{assert_same_values, count_op};

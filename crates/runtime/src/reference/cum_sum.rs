@@ -1,6 +1,6 @@
 //! `CumSum`: the running sum of each lane along one axis, one sequential scan.
 
-use graphlift_ir::{map_data, BinaryOp, CumSum, Shape, TensorData};
+use graphlift_ir::{match_data, BinaryOp, CumSum, Shape, TensorData};
 
 use super::arith::Arith;
 
@@ -30,7 +30,8 @@ pub fn cum_sum(data: &TensorData, from: &Shape, c: &CumSum) -> Result<TensorData
         return Err(format!("axis {} is out of range for {from}", c.axis));
     };
     let inner: usize = from.dims()[c.axis + 1..].iter().product();
-    Ok(map_data!(data, x => scan(x, extent, inner, c)))
+    match_data!(data, x => Ok(scan(x, extent, inner, c).into()),
+        String(_) => Err("needs a numeric tensor, got string".into()))
 }
 
 /// The scan of `x`, laid out `[outer, extent, inner]`: for each outer block, the rows along

@@ -20,7 +20,8 @@ pub fn unary(op: UnaryOp, x: &TensorData) -> Result<TensorData, String> {
             x.element_type()
         ));
     }
-    Ok(map_data!(x, v => v.iter().map(|&a| Arith::unary(op, a)).collect()))
+    match_data!(x, v => Ok(v.iter().map(|&a| Arith::unary(op, a)).collect::<Vec<_>>().into()),
+        String(_) => Err(format!("{} does not accept string", op.name())))
 }
 
 /// `f32` unary ops; transcendental ones are computed in `f64` and rounded once.
@@ -112,10 +113,10 @@ pub fn binary(op: BinaryOp, a: &TensorData, b: &TensorData) -> Result<TensorData
             a.element_type()
         ));
     }
-    Ok(map_data!(a, x => {
+    match_data!(a, x => {
         let y = b.as_slice().unwrap_or_default();
-        zip(x, y, |p, q| Arith::binary(op, p, q))
-    }))
+        Ok(zip(x, y, |p, q| Arith::binary(op, p, q)).into())
+    }, String(_) => Err(format!("{} does not accept string", op.name())))
 }
 
 fn check_pair(a: &TensorData, b: &TensorData) -> Result<(), String> {
@@ -265,24 +266,39 @@ macro_rules! int_floor_mod_zero {
 }
 int_floor_mod_zero!(i8, i16, i32, i64, u8, u16, u32, u64);
 
-/// Compares elementwise; the result is `Bool`.
+/// Compares elementwise; the result is `Bool`. Strings compare for equality byte for byte
+/// (no Unicode normalization), as ONNX `Equal` does.
 ///
 /// # Errors
-/// A message when the operand types or lengths differ.
+/// A message when the operand types or lengths differ, or the comparison does not accept
+/// the type ([`CompareOp::accepts`]: strings have no order).
 pub fn compare(op: CompareOp, a: &TensorData, b: &TensorData) -> Result<TensorData, String> {
     check_pair(a, b)?;
-    fn cmp<T: PartialOrd + Copy>(op: CompareOp, x: &[T], y: &[T]) -> Vec<bool> {
-        zip(x, y, |p, q| match op {
-            CompareOp::Equal => p == q,
-            CompareOp::NotEqual => p != q,
-            CompareOp::Less => p < q,
-            CompareOp::LessEq => p <= q,
-            CompareOp::Greater => p > q,
-            CompareOp::GreaterEq => p >= q,
-        })
+    if !op.accepts(a.element_type()) {
+        return Err(format!(
+            "{} does not accept {}",
+            op.name(),
+            a.element_type()
+        ));
+    }
+    fn cmp<T: PartialOrd>(op: CompareOp, x: &[T], y: &[T]) -> Vec<bool> {
+        x.iter()
+            .zip(y)
+            .map(|(p, q)| match op {
+                CompareOp::Equal => p == q,
+                CompareOp::NotEqual => p != q,
+                CompareOp::Less => p < q,
+                CompareOp::LessEq => p <= q,
+                CompareOp::Greater => p > q,
+                CompareOp::GreaterEq => p >= q,
+            })
+            .collect()
     }
     Ok(TensorData::Bool(match_data!(a, x => {
         cmp(op, x, b.as_slice().unwrap_or_default())
+    }, String(x) => match b {
+        TensorData::String(y) => cmp(op, x, y),
+        _ => Vec::new(),
     })))
 }
 
@@ -305,13 +321,20 @@ pub fn select(cond: &TensorData, a: &TensorData, b: &TensorData) -> Result<Tenso
             a.len()
         ));
     }
-    fn pick<T: Copy>(c: &[bool], x: &[T], y: &[T]) -> Vec<T> {
+    fn pick<T: Clone>(c: &[bool], x: &[T], y: &[T]) -> Vec<T> {
         c.iter()
             .zip(x.iter().zip(y))
-            .map(|(&k, (&p, &q))| if k { p } else { q })
+            .map(|(&k, (p, q))| if k { p.clone() } else { q.clone() })
             .collect()
     }
-    Ok(map_data!(a, x => pick(c, x, b.as_slice().unwrap_or_default())))
+    Ok(
+        map_data!(a, x => pick(c, x, b.as_slice().unwrap_or_default()), String(x) => {
+            let TensorData::String(y) = b else {
+                return Err("operand types differ".to_string());
+            };
+            pick(c, x, y)
+        }),
+    )
 }
 
 /// Converts elementwise with Rust's `as` semantics (see the table; ONNX `Cast`): float to
@@ -322,9 +345,17 @@ pub fn select(cond: &TensorData, a: &TensorData, b: &TensorData) -> Result<Tenso
 /// defaults (`saturate = 1`, FLOAT8E8M0 rounded up; [`graphlift_ir::StorageElement`]): from
 /// them through their exact value (an `i8`/`u8` or an `f32`), to the floats among them by
 /// rounding the value widened to `f64`, to the integers among them by keeping the low bits
-/// of an integer (a float truncated toward zero first).
-pub fn convert(x: &TensorData, to: ElementType) -> TensorData {
-    match_data!(x, v => Convert::convert(v, to))
+/// of an integer (a float truncated toward zero first). To and from `String` as ONNX `Cast`
+/// defines it (`strings.rs`: decimal and scientific spellings, `INF` and `NaN`).
+///
+/// # Errors
+/// Only from `String`: a message naming the first element that is not a number.
+pub fn convert(x: &TensorData, to: ElementType) -> Result<TensorData, String> {
+    if to == ElementType::String {
+        return Ok(TensorData::String(super::strings::to_strings(x)));
+    }
+    match_data!(x, v => Ok(Convert::convert(v, to)),
+        String(v) => super::strings::from_strings(v, to))
 }
 
 /// Conversion of a slice of one element type to every element type.
@@ -451,12 +482,14 @@ mod tests {
         let c = convert(
             &TensorData::F32(vec![f32::NAN, 3e10, -2.7]),
             ElementType::I32,
-        );
+        )
+        .unwrap();
         assert_eq!(c, TensorData::I32(vec![0, i32::MAX, -2]));
         let b = convert(
             &TensorData::F32(vec![f32::NAN, 0.0, -0.0]),
             ElementType::Bool,
-        );
+        )
+        .unwrap();
         assert_eq!(b, TensorData::Bool(vec![true, false, false]));
     }
 

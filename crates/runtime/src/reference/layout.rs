@@ -1,7 +1,7 @@
 //! Data-movement reference kernels: reshape, transpose, slice, concat, gather and scatter. None of
 //! them computes; each output element is a copy of one input element.
 
-use graphlift_ir::{map_data, BinaryOp, Element, ElementType, Shape, SliceAxis, TensorData};
+use graphlift_ir::{map_data, match_data, BinaryOp, Shape, SliceAxis, TensorData};
 
 use super::arith::Arith;
 
@@ -9,8 +9,8 @@ use super::arith::Arith;
 /// strided walk [`take_strided`] is tested against, and the gather of the padding modes that
 /// copy elements.
 pub(crate) fn take(data: &TensorData, index: &[usize]) -> TensorData {
-    fn pick<T: Copy>(v: &[T], index: &[usize]) -> Vec<T> {
-        index.iter().map(|&i| v[i]).collect()
+    fn pick<T: Clone>(v: &[T], index: &[usize]) -> Vec<T> {
+        index.iter().map(|&i| v[i].clone()).collect()
     }
     map_data!(data, v => pick(v, index))
 }
@@ -70,9 +70,9 @@ pub(crate) fn take_strided(
             _ => axes.push((d, s)),
         }
     }
-    fn copy<T: Copy>(v: &[T], axes: &[(usize, isize)], base: usize) -> Vec<T> {
+    fn copy<T: Clone>(v: &[T], axes: &[(usize, isize)], base: usize) -> Vec<T> {
         let Some((&(inner, step), outer)) = axes.split_last() else {
-            return vec![v[base]];
+            return vec![v[base].clone()];
         };
         let n = inner * outer.iter().map(|a| a.0).product::<usize>();
         let mut out = Vec::with_capacity(n);
@@ -83,7 +83,7 @@ pub(crate) fn take_strided(
             if step == 1 {
                 out.extend_from_slice(&v[start..start + inner]);
             } else {
-                out.extend((0..inner).map(|k| v[(src + k as isize * step) as usize]));
+                out.extend((0..inner).map(|k| v[(src + k as isize * step) as usize].clone()));
             }
             // Odometer over the outer axes.
             let mut a = outer.len();
@@ -187,7 +187,7 @@ pub fn concat(parts: &[(&TensorData, &Shape)], axis: usize) -> Result<TensorData
     }
     let total = chunks.iter().sum::<usize>() * outer;
     // Per outer index, each part's run of `chunk` elements in turn.
-    fn join<T: Copy>(parts: &[&[T]], chunks: &[usize], outer: usize, total: usize) -> Vec<T> {
+    fn join<T: Clone>(parts: &[&[T]], chunks: &[usize], outer: usize, total: usize) -> Vec<T> {
         let mut out = Vec::with_capacity(total);
         for o in 0..outer {
             for (v, &c) in parts.iter().zip(chunks) {
@@ -196,12 +196,20 @@ pub fn concat(parts: &[(&TensorData, &Shape)], axis: usize) -> Result<TensorData
         }
         out
     }
-    /// Every part's elements as `T`, or `None` when a part is of another element type.
-    fn slices<'a, T: Element>(parts: &[(&'a TensorData, &Shape)]) -> Option<Vec<&'a [T]>> {
-        parts.iter().map(|&(d, _)| d.as_slice::<T>()).collect()
+    /// Every part's elements as `T` (through `get`), or `None` when a part is of another
+    /// element type.
+    fn slices<'a, T: 'a>(
+        parts: &[(&'a TensorData, &Shape)],
+        get: impl Fn(&'a TensorData) -> Option<&'a [T]>,
+    ) -> Option<Vec<&'a [T]>> {
+        parts.iter().map(|&(d, _)| get(d)).collect()
     }
     let mismatch = || "parts of different element types".to_string();
-    Ok(map_data!(first, _v => join(&slices(parts).ok_or_else(mismatch)?, &chunks, outer, total)))
+    Ok(map_data!(first, _v => {
+        join(&slices(parts, TensorData::as_slice).ok_or_else(mismatch)?, &chunks, outer, total)
+    }, String(_) => {
+        join(&slices(parts, TensorData::as_strings).ok_or_else(mismatch)?, &chunks, outer, total)
+    }))
 }
 
 /// Gathers slices of `data` (shape `from`) along `axis` at `indices` (`i32` or `i64`; a
@@ -309,11 +317,15 @@ pub fn scatter_add(
         }
         out
     }
-    if updates.element_type() == ElementType::Bool {
-        return Err("updates are bool, not numeric".into());
+    if !updates.element_type().is_numeric() {
+        return Err(format!(
+            "updates are {}, not numeric",
+            updates.element_type()
+        ));
     }
     let dims = (outer, d, inner);
-    Ok(map_data!(updates, u => add(u, &rows, dims)))
+    match_data!(updates, u => Ok(add(u, &rows, dims).into()),
+        String(_) => Err("updates are string, not numeric".into()))
 }
 
 /// The runs `(start, len)` of `data`, in order, as one tensor of `total` elements.
@@ -322,7 +334,7 @@ fn take_runs(
     total: usize,
     runs: impl Iterator<Item = (usize, usize)>,
 ) -> TensorData {
-    fn copy<T: Copy>(v: &[T], total: usize, runs: impl Iterator<Item = (usize, usize)>) -> Vec<T> {
+    fn copy<T: Clone>(v: &[T], total: usize, runs: impl Iterator<Item = (usize, usize)>) -> Vec<T> {
         let mut out = Vec::with_capacity(total);
         for (start, len) in runs {
             out.extend_from_slice(&v[start..start + len]);

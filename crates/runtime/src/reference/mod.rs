@@ -23,6 +23,7 @@ mod recurrent;
 mod reduce;
 mod resize;
 mod scatter;
+mod strings;
 mod top_k;
 mod widen;
 mod window;
@@ -149,7 +150,7 @@ pub fn evaluate_node(node: &Node, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Run
         Op::Binary(b) => one(binary(*b, data(0), data(1))),
         Op::Compare(c) => one(compare(*c, data(0), data(1))),
         Op::Select => one(select(data(0), data(1), data(2))),
-        Op::Convert(to) => one(Ok(convert(data(0), *to))),
+        Op::Convert(to) => one(convert(data(0), *to)),
         Op::Broadcast(target) => one(broadcast(data(0), inputs[0].shape(), target)),
         Op::Reshape(_) => one(Ok(data(0).clone())),
         Op::Transpose(perm) => one(transpose(data(0), inputs[0].shape(), perm)),

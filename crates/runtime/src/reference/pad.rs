@@ -50,16 +50,16 @@ pub fn pad(
         .collect();
     let base = (0..from.rank()).map(|a| p.low[a] * out_strides[a]).sum();
     let landing = strided_indices(from.dims(), &strides, base);
-    fn fill<T: Copy>(x: &[T], value: &[T], n: usize, landing: &[usize]) -> Result<Vec<T>, String> {
+    fn fill<T: Clone>(x: &[T], value: &[T], n: usize, landing: &[usize]) -> Result<Vec<T>, String> {
         let [v] = value else {
             return Err(format!(
                 "the padding value has {} elements, not 1",
                 value.len()
             ));
         };
-        let mut out = vec![*v; n];
-        for (&at, &e) in landing.iter().zip(x) {
-            out[at] = e;
+        let mut out = vec![v.clone(); n];
+        for (&at, e) in landing.iter().zip(x) {
+            out[at] = e.clone();
         }
         Ok(out)
     }
@@ -72,7 +72,7 @@ pub fn pad(
     };
     Ok(map_data!(data, x => {
         fill(x, value.as_slice().ok_or_else(mismatch)?, n, &landing)?
-    }))
+    }, String(x) => fill(x, value.as_strings().ok_or_else(mismatch)?, n, &landing)?))
 }
 
 /// The input index along an axis of extent `d >= 1` that padding `mode` copies to position

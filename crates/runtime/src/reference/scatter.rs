@@ -63,7 +63,7 @@ pub fn scatter_nd(
         ScatterReduction::Max => Some(BinaryOp::Maximum),
         ScatterReduction::Min => Some(BinaryOp::Minimum),
     };
-    fn apply<T: Copy>(
+    fn apply<T: Clone>(
         out: &mut [T],
         updates: &[T],
         offsets: &[usize],
@@ -76,8 +76,11 @@ pub fn scatter_nd(
                 &updates[t * inner..(t + 1) * inner],
             );
             match &combine {
-                None => dst.copy_from_slice(src),
-                Some(f) => dst.iter_mut().zip(src).for_each(|(o, &u)| *o = f(*o, u)),
+                None => dst.clone_from_slice(src),
+                Some(f) => dst
+                    .iter_mut()
+                    .zip(src)
+                    .for_each(|(o, u)| *o = f(o.clone(), u.clone())),
             }
         }
     }
@@ -88,16 +91,23 @@ pub fn scatter_nd(
             data.element_type()
         ));
     }
-    if data.element_type() == graphlift_ir::ElementType::Bool && op.is_some() {
+    if !data.element_type().is_numeric() && op.is_some() {
         return Err(format!(
-            "reduction `{}` needs a numeric type, got bool",
-            reduction.name()
+            "reduction `{}` needs a numeric type, got {}",
+            reduction.name(),
+            data.element_type()
         ));
     }
     let out = map_data!(data, d => {
         let mut o = d.to_vec();
         let u = updates.as_slice().unwrap_or_default();
         apply(&mut o, u, &offsets, inner, op.map(|b| move |x, y| Arith::binary(b, x, y)));
+        o
+    }, String(d) => {
+        // Strings only move (no reduction: checked above).
+        let mut o = d.to_vec();
+        let u = updates.as_strings().unwrap_or_default();
+        apply(&mut o, u, &offsets, inner, None::<fn(String, String) -> String>);
         o
     });
     Ok(out)

@@ -9,9 +9,9 @@ use num_traits::AsPrimitive;
 
 /// `data`'s elements as `f64` (exact), or `None` for a non-float tensor.
 pub(crate) fn floats(data: &TensorData) -> Option<Vec<f64>> {
-    data.element_type()
-        .is_float()
-        .then(|| match_data!(data, v => v.iter().map(|&x| x.to_f64()).collect()))
+    data.element_type().is_float().then(
+        || match_data!(data, v => v.iter().map(|&x| x.to_f64()).collect(), String(_) => Vec::new()),
+    )
 }
 
 /// `values` rounded once to `element_type` (to nearest even; a non-float type is given
