@@ -123,7 +123,7 @@ mod tests {
     #[test]
     fn numbers_read_in_every_spelling_the_spec_names() {
         let v = strings(&[
-            "3.14", "1e-5", "1E8", "-7", "INF", "+inf", "-INF", "NaN", " 2 ",
+            "2.75", "1e-5", "1E8", "-7", "INF", "+inf", "-INF", "NaN", " 2 ",
         ]);
         let TensorData::F64(got) = from_strings(&v, ElementType::F64).unwrap() else {
             panic!("not f64");
