@@ -68,8 +68,14 @@ fn forward_is_the_reference() {
         window([1, 3], [1, 3], [1, 1], [0, 0], [0, 0]),
         window([1, 2], [1, 2], [1, 1], [0, 0], [0, 0]),
     ];
-    // The last shape's rows tile under the [1, 4], [1, 3] and [1, 2] windows (one long row).
-    let shapes = [[2, 3, 41, 37], [1, 1, 90, 67], [2, 3, 20, 36]];
+    // The third shape's rows tile under the [1, 4], [1, 3] and [1, 2] windows (one long row);
+    // the last, a batch of small planes, pools its output rows (under 8 wide) directly.
+    let shapes = [
+        [2, 3, 41, 37],
+        [1, 1, 90, 67],
+        [2, 3, 20, 36],
+        [3, 40, 3, 12],
+    ];
     for sx in shapes.map(Shape::new) {
         let xs = tied_input(&sx, 9);
         for w in &windows {
