@@ -15,9 +15,13 @@ use std::arch::x86_64::{
 #[cfg(target_arch = "x86_64")]
 const BLOCK: usize = 8;
 
-/// `R` output rows of `ow` columns at `out` (row stride `ow`): tiles of four blocks while
-/// more than six are left, then the rest in one tile of up to six (12 accumulators for two
-/// rows, within the 16 ymm registers), its last block masked when the row ends inside it.
+/// `R` output rows of `ow` columns at `out` (row stride `ow`): tiles of `8 / R` blocks
+/// (eight independent chains of fused multiply-adds, which cover their latency of four
+/// cycles at two a cycle) while more than `12 / R` blocks are left, then the rest in one tile
+/// of up to `12 / R` (12 accumulators beside the tap and a load, within the 16 ymm
+/// registers), its last block masked when the row ends inside it. (One row in tiles of four
+/// blocks kept half the multiply-adds waiting: PP-OCR's 5x5 windows over two-row planes ran
+/// at half the speed of these.)
 ///
 /// # Safety
 /// AVX2 and FMA; for every `(at, tap)` of `live`, `tap` indexes the taps and, for `r < R`
@@ -35,21 +39,33 @@ pub(super) unsafe fn row_tiles<const R: usize>(
     let mut x0 = 0;
     // SAFETY (each call): columns `x0..x0 + B · 8`, the last block cut at `ow`, as the
     // caller guarantees.
-    while (ow - x0).div_ceil(BLOCK) > 6 {
-        unsafe { tile::<R, 4, false>(padded, live, step, (x0, ow), out, 0) };
-        x0 += 4 * BLOCK;
+    while (ow - x0).div_ceil(BLOCK) > 12 / R {
+        unsafe {
+            match R {
+                1 => tile::<R, 8, false>(padded, live, step, (x0, ow), out, 0),
+                _ => tile::<R, 4, false>(padded, live, step, (x0, ow), out, 0),
+            }
+        }
+        x0 += 8 / R * BLOCK;
     }
     let left = ow - x0;
     let tail = left % BLOCK;
     let at = (x0, ow);
     unsafe {
-        match left.div_ceil(BLOCK) {
-            0 => {}
-            1 => rest::<R, 1>(padded, live, step, at, out, tail),
-            2 => rest::<R, 2>(padded, live, step, at, out, tail),
-            3 => rest::<R, 3>(padded, live, step, at, out, tail),
-            4 => rest::<R, 4>(padded, live, step, at, out, tail),
-            5 => rest::<R, 5>(padded, live, step, at, out, tail),
+        match (R, left.div_ceil(BLOCK)) {
+            (_, 0) => {}
+            (_, 1) => rest::<R, 1>(padded, live, step, at, out, tail),
+            (_, 2) => rest::<R, 2>(padded, live, step, at, out, tail),
+            (_, 3) => rest::<R, 3>(padded, live, step, at, out, tail),
+            (_, 4) => rest::<R, 4>(padded, live, step, at, out, tail),
+            (_, 5) => rest::<R, 5>(padded, live, step, at, out, tail),
+            (1, 7) => rest::<1, 7>(padded, live, step, at, out, tail),
+            (1, 8) => rest::<1, 8>(padded, live, step, at, out, tail),
+            (1, 9) => rest::<1, 9>(padded, live, step, at, out, tail),
+            (1, 10) => rest::<1, 10>(padded, live, step, at, out, tail),
+            (1, 11) => rest::<1, 11>(padded, live, step, at, out, tail),
+            (1, 12) => rest::<1, 12>(padded, live, step, at, out, tail),
+            // Six blocks (or more for two rows: never, by the loop above).
             _ => rest::<R, 6>(padded, live, step, at, out, tail),
         }
     }

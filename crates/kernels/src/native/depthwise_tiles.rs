@@ -63,9 +63,13 @@ pub(super) fn rows(
     {
         return false;
     }
-    let step = conv.window.strides[0] * padded_row(g, conv).1;
+    let row_len = padded_row(g, conv).1;
+    let step = conv.window.strides[0] * row_len;
     let w = &conv.window;
-    let unit = w.strides.iter().chain(&w.dilations).all(|&v| v == 1);
+    // The shifted runs' tiles: AVX-512, unit strides and dilations, windows 3 or 5 wide.
+    let shifts = tiles == FloatTiles::Avx512
+        && w.strides.iter().chain(&w.dilations).all(|&v| v == 1)
+        && matches!(g.kw, 3 | 5);
     let mut oy = 0;
     while oy < g.oh {
         let (span, whole, last) = row_taps.rows[oy].clone();
@@ -86,13 +90,13 @@ pub(super) fn rows(
         // Unit strides and dilations, windows 3 or 5 wide: the rows' runs shifted in
         // registers (`super::depthwise_shift`). The window rows inside the input are
         // consecutive, `kh` of them from `ky0` (all of them for a pair), read from the
-        // first live tap's row on.
-        let row_len = padded_row(g, conv).1;
-        let (first, ky0) = (live[0].0, live[0].1 / g.kw.max(1));
-        let kh = live.len() / g.kw.max(1);
-        let shift = tiles == FloatTiles::Avx512
-            && unit
-            && matches!(g.kw, 3 | 5)
+        // first live tap's row on. (Worked out only there: their divisions showed in the
+        // profile of two-row planes.)
+        let (first, ky0, kh) = match shifts {
+            true => (live[0].0, live[0].1 / g.kw, live.len() / g.kw),
+            false => (0, 0, 0),
+        };
+        let shift = shifts
             && first + (kh + rows - 1) * row_len <= padded.len()
             && (ky0 + kh) * g.kw <= taps.len();
         #[cfg(target_arch = "x86_64")]
