@@ -151,9 +151,9 @@ impl RowPool {
     pub(super) fn interior<T: Float>(&self, src: &[T], dst: &mut [T], scratch: &mut Vec<T>) {
         let (k, s, d) = (self.kernel, self.stride, self.dilation);
         match (s, k, d) {
-            (2, 2, 1) => fold_windows::<T, 2>(dst, src),
-            (3, 3, 1) => fold_windows::<T, 3>(dst, src),
-            (4, 4, 1) => fold_windows::<T, 4>(dst, src),
+            (2, 2, 1) => fold_windows::<T, 2, false>(dst, src),
+            (3, 3, 1) => fold_windows::<T, 3, false>(dst, src),
+            (4, 4, 1) => fold_windows::<T, 4, false>(dst, src),
             (2..=4, _, _) => {
                 // Tap t of output o reads src[o·s + t·d]: phase (t·d) mod s, element
                 // o + (t·d) / s of it.
@@ -277,9 +277,10 @@ fn pieces(n: usize, mut f: impl FnMut(usize, usize)) {
 }
 
 /// `dst[i]` = the fold of `src[i·K..(i+1)·K]` from `-inf`: non-overlapping windows of `K`
-/// adjacent taps, each read as one fixed-size chunk.
+/// adjacent taps, each read as one fixed-size chunk; with `ONTO`, that fold folded onto
+/// `dst[i]` (the window's next row: the first maximum in row-major order still wins).
 #[multiversion(targets = "simd")]
-fn fold_windows<T: Float, const K: usize>(dst: &mut [T], src: &[T]) {
+fn fold_windows<T: Float, const K: usize, const ONTO: bool>(dst: &mut [T], src: &[T]) {
     let (windows, _) = src.as_chunks::<K>();
     let n = dst.len().min(windows.len());
     pieces(n, |i, len| {
@@ -288,9 +289,27 @@ fn fold_windows<T: Float, const K: usize>(dst: &mut [T], src: &[T]) {
             for &v in w {
                 fold_step(&mut a, v);
             }
-            *m = a;
+            if ONTO {
+                fold_step(m, a);
+            } else {
+                *m = a;
+            }
         }
     });
+}
+
+/// One input row of `k x k` windows at stride `k` (`k` from 2 to 4; `src` holds the row's
+/// `dst.len() · k` columns they read) folded into an output row `dst`: its first row
+/// (`first`: from `-inf`), or onto the rows before.
+pub(super) fn fold_row_windows<T: Float>(dst: &mut [T], src: &[T], k: usize, first: bool) {
+    match (k, first) {
+        (2, true) => fold_windows::<T, 2, false>(dst, src),
+        (2, false) => fold_windows::<T, 2, true>(dst, src),
+        (3, true) => fold_windows::<T, 3, false>(dst, src),
+        (3, false) => fold_windows::<T, 3, true>(dst, src),
+        (4, true) => fold_windows::<T, 4, false>(dst, src),
+        _ => fold_windows::<T, 4, true>(dst, src),
+    }
 }
 
 /// `m[i] = fold(m[i], row[i · stride])` over the outputs `row` reaches (with `first`,

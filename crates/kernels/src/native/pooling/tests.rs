@@ -67,6 +67,10 @@ fn forward_is_the_reference() {
         window([2, 5], [1, 1], [1, 2], [1, 3], [0, 4]),
         window([1, 3], [1, 3], [1, 1], [0, 0], [0, 0]),
         window([1, 2], [1, 2], [1, 1], [0, 0], [0, 0]),
+        // Tiled: k x k windows at stride k, wholly inside (the rest of a row or column
+        // that no window reaches is left out).
+        window([2, 2], [2, 2], [1, 1], [0, 0], [0, 0]),
+        window([3, 3], [3, 3], [1, 1], [0, 0], [0, 0]),
     ];
     // The third shape's rows tile under the [1, 4], [1, 3] and [1, 2] windows (one long row);
     // the last, a batch of small planes, pools its output rows (under 8 wide) directly.
