@@ -39,6 +39,10 @@ fn tiled(win: &Window, (h, w): (usize, usize), (oh, ow): (usize, usize)) -> Opti
     (square && plain && (2..=4).contains(&k) && oh * k <= h && ow * k <= w).then_some(k)
 }
 
+/// Per output position along one axis, its taps inside the input and where tap 0 reads
+/// ([`taps_per_output`]).
+type AxisTaps = [(usize, usize, usize)];
+
 /// The pool of one plane (`[H, W]`, rows `w` long) into `y`, each output folded from its
 /// own taps in row-major window order ([`fold_step`], from `-inf`): the reference's fold,
 /// for rows too narrow for the separable loops' vector blocks ([`DIRECT_WIDTH`]). `taps`
@@ -47,7 +51,7 @@ fn direct<T: Float>(
     plane: &[T],
     y: &mut [T],
     w: usize,
-    (rows, cols): (&[(usize, usize, usize)], &[(usize, usize, usize)]),
+    (rows, cols): (&AxisTaps, &AxisTaps),
     win: &Window,
 ) {
     let (dh, dw) = (win.dilations[0], win.dilations[1]);
