@@ -304,7 +304,8 @@ impl TensorData {
 
     /// Pointer to the first element's bytes (dangling but non-null when empty). For
     /// `String` it points at the `String` handles, which no JIT code or byte copy may read:
-    /// callers that pass it on check [`ElementType::is_fixed_width`] first.
+    /// code that hands it on checks the element type first (a fused kernel's buffers
+    /// against its plan's types, which are never `String`).
     pub fn as_ptr(&self) -> *const u8 {
         match_data!(self, v => v.as_ptr().cast())
     }
