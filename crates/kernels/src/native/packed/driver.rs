@@ -1,7 +1,9 @@
 //! The packed product's loops: `c = a · b` (or `c += a · b`) tile by tile over the
 //! microkernel, `k` blocked to [`KC`] so that the loaded operand's micro-panel stays in L1
-//! while every row tile of `a` passes over it (BLIS's loop order, with `nc = NR`). Every
-//! extent and slice length is checked here before the first tile runs.
+//! while every row tile of `a` passes over it (BLIS's loop order, with `nc = NR`; for a `c`
+//! too large for L2 and a small `a`, each micro-panel's blocks of `k` run in turn instead:
+//! [`column_outer`]). Every extent and slice length is checked here before the first tile
+//! runs.
 
 use super::microkernel::{Tile, MR, NR};
 use super::{PackedWeights, Side};
@@ -308,59 +310,100 @@ pub(super) fn product_on(
     };
     let tiles = m.div_ceil(step);
     let panels = (0..columns.runs).flat_map(|run| (0..n).step_by(NR).map(move |j0| (run, j0)));
-    for k0 in (0..k).step_by(KC) {
+    // Every row tile of `a` over micro-panel `j0` of run `run` for the block of `k` from
+    // `k0`, fetching `next` meanwhile.
+    let block = |k0: usize, (run, j0): (usize, usize), next: Option<(*const f32, usize)>| {
         let kc = KC.min(k - k0);
-        for (run, j0) in panels.clone() {
-            let (b, b_ks) = b_at(k0, b_first + run * columns.b_stride + j0);
-            // A packed operand is read in one run (`rhs_fits`).
-            let next = next_panel(k0, kc, j0);
-            let c_col = run * columns.c_stride + j0;
-            for i0 in (0..m).step_by(step) {
-                if let Some((at, len)) = next {
-                    prefetch_part(at, len, (i0 / step, tiles));
+        let (b, b_ks) = b_at(k0, b_first + run * columns.b_stride + j0);
+        let c_col = run * columns.c_stride + j0;
+        for i0 in (0..m).step_by(step) {
+            if let Some((at, len)) = next {
+                prefetch_part(at, len, (i0 / step, tiles));
+            }
+            let (a, a_rs, a_ks, a_panel) = a_at(i0, k0);
+            let b_rows = match rhs {
+                Rhs::Rows { rows, .. } => rows[k0..].as_ptr(),
+                _ => std::ptr::null(),
+            };
+            let tile = Tile {
+                a,
+                a_rs,
+                a_ks,
+                a_panel,
+                b,
+                b_ks,
+                b_rows,
+                c_rows: c_ptrs[i0..].as_ptr(),
+                c_col,
+                rows: step.min(m - i0),
+                cols: NR.min(n - j0),
+                k: kc,
+                accumulate: accumulate || k0 > 0,
+            };
+            // SAFETY: the host runs `kernel` (checked above). The tile's addresses are
+            // rows `i0..i0 + rows < m`, columns `j0..j0 + cols < width` of run `run <
+            // runs`, steps `k0..k0 + kc < k` of operands checked to hold `m × k`, `k ×
+            // n` (read at `columns`) and `m` rows of `columns` in their slices
+            // (`lhs_fits`, `rhs_fits`, `c_fits`; a packed panel holds whole panels of
+            // `MR` rows or `NR` columns for every `p < k`, for `PackedRows` every row
+            // `first + p < w.rows`, zero-padded; `Rows` has `k` offsets, each followed
+            // by the columns' span of its slice). `c_ptrs` holds the `m` rows' starts,
+            // each row borrowed exclusively (from `out`) for this call.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                match kernel {
+                    FloatTiles::Avx512 => super::microkernel::run(&tile),
+                    FloatTiles::Avx2 => super::microkernel_avx2::run(&tile),
                 }
-                let (a, a_rs, a_ks, a_panel) = a_at(i0, k0);
-                let b_rows = match rhs {
-                    Rhs::Rows { rows, .. } => rows[k0..].as_ptr(),
-                    _ => std::ptr::null(),
-                };
-                let tile = Tile {
-                    a,
-                    a_rs,
-                    a_ks,
-                    a_panel,
-                    b,
-                    b_ks,
-                    b_rows,
-                    c_rows: c_ptrs[i0..].as_ptr(),
-                    c_col,
-                    rows: step.min(m - i0),
-                    cols: NR.min(n - j0),
-                    k: kc,
-                    accumulate: accumulate || k0 > 0,
-                };
-                // SAFETY: the host runs `kernel` (checked above). The tile's addresses are
-                // rows `i0..i0 + rows < m`, columns `j0..j0 + cols < width` of run `run <
-                // runs`, steps `k0..k0 + kc < k` of operands checked to hold `m × k`, `k ×
-                // n` (read at `columns`) and `m` rows of `columns` in their slices
-                // (`lhs_fits`, `rhs_fits`, `c_fits`; a packed panel holds whole panels of
-                // `MR` rows or `NR` columns for every `p < k`, for `PackedRows` every row
-                // `first + p < w.rows`, zero-padded; `Rows` has `k` offsets, each followed
-                // by the columns' span of its slice). `c_ptrs` holds the `m` rows' starts,
-                // each row borrowed exclusively (from `out`) for this call.
-                #[cfg(target_arch = "x86_64")]
-                unsafe {
-                    match kernel {
-                        FloatTiles::Avx512 => super::microkernel::run(&tile),
-                        FloatTiles::Avx2 => super::microkernel_avx2::run(&tile),
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = tile;
+        }
+    };
+    if column_outer(m, k, n * columns.runs) {
+        // Each micro-panel's blocks of `k` in turn, its tiles of `c` staying in L1 between
+        // them; the next panel fetched is the next block of `k`, or the next panel's first.
+        for (run, j0) in panels {
+            for k0 in (0..k).step_by(KC) {
+                let next = match rhs {
+                    Rhs::Strided { .. } | Rhs::Rows { .. } => None,
+                    _ if k0 + KC < k => {
+                        let at = b_at(k0 + KC, b_first + run * columns.b_stride + j0).0;
+                        Some((at, KC.min(k - k0 - KC) * NR))
                     }
+                    _ => next_panel(0, KC.min(k), j0),
                 };
-                #[cfg(not(target_arch = "x86_64"))]
-                let _ = tile;
+                block(k0, (run, j0), next);
+            }
+        }
+    } else {
+        for k0 in (0..k).step_by(KC) {
+            let kc = KC.min(k - k0);
+            for (run, j0) in panels.clone() {
+                // A packed operand is read in one run (`rhs_fits`).
+                block(k0, (run, j0), next_panel(k0, kc, j0));
             }
         }
     }
     true
+}
+
+/// Bytes of `c` from which the packed product runs each micro-panel of `b` through all its
+/// blocks of `k` before the next ([`product_on`]): BLIS's order writes all of `c` once per
+/// block of `k`, which from this size on no longer stays in L2 between blocks (a
+/// vocabulary's projection, `[32, 1024] x [1024, 8210]`, read and wrote its 1 MiB `c` eight
+/// times from L3).
+const C_IN_L2: usize = 512 << 10;
+
+/// Bytes of `a` up to which every micro-panel may read it all again from L2.
+const A_IN_L2: usize = 256 << 10;
+
+/// Whether a product of `m × k` by `k × n` runs each micro-panel through all of `k` first
+/// (see [`C_IN_L2`]): several blocks of `k`, a large `c` and an `a` small enough to be read
+/// again per panel.
+pub(super) fn column_outer(m: usize, k: usize, n: usize) -> bool {
+    let f32s = std::mem::size_of::<f32>();
+    k > KC && m * n * f32s >= C_IN_L2 && m * k * f32s <= A_IN_L2
 }
 
 /// Prefetches part `part` of `parts` of the `len` elements at `at` towards L2 (a hint:

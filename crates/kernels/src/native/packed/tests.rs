@@ -298,6 +298,40 @@ proptest! {
 
 /// Operands that do not hold their extents, a misaligned block of packed rows and weights
 /// of the wrong side are declined, writing nothing.
+/// A product whose `c` outgrows L2 runs each micro-panel through every block of `k`
+/// (`driver::column_outer`): packed and strided `b`, three blocks of `k` (the last short), a
+/// wider row stride of `c`, then accumulating into it.
+#[test]
+fn large_outputs_take_each_panel_through_every_block_of_k() {
+    let (m, k, n) = (32, 300, 4105);
+    assert!(super::driver::column_outer(m, k, n));
+    let a = uniform(m * k, 11);
+    let b = uniform(k * n, 12);
+    let w = PackedWeights::pack(&b, Side::Right, 1, (1, k, n)).unwrap();
+    let want = naive(&a, (k, 1), &b, (m, k, n));
+    let twice: Vec<f32> = want.iter().map(|v| 2.0 * v).collect();
+    let lhs = Lhs::Strided {
+        data: &a,
+        rs: k,
+        ks: 1,
+    };
+    for rhs in [
+        Rhs::Packed { w: &w, matrix: 0 },
+        Rhs::Strided { data: &b, ks: n },
+    ] {
+        let ldc = n + 3;
+        let mut c = vec![f32::NAN; m * ldc];
+        if !product((&mut c, ldc), lhs, rhs, (m, k, n), false) {
+            assert!(!host_runs_a_kernel());
+            return;
+        }
+        assert_close(&c, ldc, &want, (m, k, n));
+        assert!((0..m).all(|i| c[i * ldc + n..(i + 1) * ldc].iter().all(|v| v.is_nan())));
+        assert!(product((&mut c, ldc), lhs, rhs, (m, k, n), true));
+        assert_close(&c, ldc, &twice, (m, 2 * k, n));
+    }
+}
+
 #[test]
 fn declines_what_does_not_fit() {
     let (m, k, n) = (9, 5, 17);
