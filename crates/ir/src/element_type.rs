@@ -138,12 +138,6 @@ impl ElementType {
         !matches!(self, ElementType::Bool | ElementType::String) && !self.is_storage_only()
     }
 
-    /// `true` for the types whose elements are fixed-width bit patterns in memory: every
-    /// type but `String`. Only these cross into JIT code or raw byte buffers.
-    pub fn is_fixed_width(self) -> bool {
-        self != ElementType::String
-    }
-
     /// `true` for the ONNX types that only store values: the 8-bit floats, FLOAT4E2M1 and
     /// the 4-bit and 2-bit integers. ONNX defines no arithmetic on them (no op computes in
     /// them: [`ElementType::is_numeric`] is `false`); `Convert` converts to and from them

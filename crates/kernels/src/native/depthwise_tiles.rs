@@ -92,9 +92,10 @@ pub(super) fn rows(
         // consecutive, `kh` of them from `ky0` (all of them for a pair), read from the
         // first live tap's row on. (Worked out only there: their divisions showed in the
         // profile of two-row planes.)
-        let (first, ky0, kh) = match shifts {
-            true => (live[0].0, live[0].1 / g.kw, live.len() / g.kw),
-            false => (0, 0, 0),
+        let (first, ky0, kh) = if shifts {
+            (live[0].0, live[0].1 / g.kw, live.len() / g.kw)
+        } else {
+            (0, 0, 0)
         };
         let shift = shifts
             && first + (kh + rows - 1) * row_len <= padded.len()

@@ -70,6 +70,10 @@ fn direct<T: Float>(
     }
 }
 
+/// The pool of plane `p` of the input into its plane of the output, with a unit's work
+/// buffers.
+type PlaneFn<'a, T> = dyn Fn(usize, &mut [T], &mut Buffers<T>) + Sync + 'a;
+
 /// A pooling unit's work buffers: the phases of a strided row, the long row of a block's
 /// rows, the block's rows pooled along the width.
 struct Buffers<T> {
@@ -113,12 +117,14 @@ fn pool<T: Float + Send + Sync>(
     let pool = parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS);
     // Units wanted over the threads.
     let wanted = UNITS_PER_THREAD * parallel.config().threads;
-    // Each plane on its own: units of whole planes, a few per thread.
-    let each_plane = |y: &mut [T], one: &(dyn Fn(&[T], &mut [T]) + Sync)| {
+    // Each plane on its own (`one(p, plane p of y, work buffers)`): units of whole planes,
+    // a few per thread, not one per plane (each unit is handed out under a lock); each unit
+    // keeps its work buffers from one plane to the next.
+    let each_plane = |y: &mut [T], one: &PlaneFn<'_, T>| {
         let planes_of = |(u, yu): (usize, &mut [T]), per_unit: usize| {
+            let mut buffers = Buffers::default();
             for (i, yp) in yu.chunks_mut(plane_out).enumerate() {
-                let p = u * per_unit + i;
-                one(&x[p * h * w..(p + 1) * h * w], yp);
+                one(u * per_unit + i, yp, &mut buffers);
             }
         };
         match pool {
@@ -132,7 +138,8 @@ fn pool<T: Float + Send + Sync>(
     };
     if let Some(k) = tiled(win, (h, w), (oh, ow)) {
         // Each output row folds its `k` input rows' windows in turn, from the top.
-        each_plane(y, &|plane, yp| {
+        each_plane(y, &|p, yp, _| {
+            let plane = &x[p * h * w..(p + 1) * h * w];
             for (oy, m) in yp.chunks_mut(ow).enumerate() {
                 for ky in 0..k {
                     let at = (oy * k + ky) * w;
@@ -144,7 +151,9 @@ fn pool<T: Float + Send + Sync>(
     }
     if ow < DIRECT_WIDTH {
         let cols = taps_per_output(w, ow, win, 1);
-        each_plane(y, &|plane, yp| direct(plane, yp, w, (&rows, &cols), win));
+        each_plane(y, &|p, yp, _| {
+            direct(&x[p * h * w..(p + 1) * h * w], yp, w, (&rows, &cols), win)
+        });
         return;
     }
     let cols = RowPool::new(w, ow, win, 1);
@@ -152,11 +161,6 @@ fn pool<T: Float + Send + Sync>(
     // One input row per window, output row `oy` reading input row `oy`, whose windows tile
     // it: the block's rows pool as one long row.
     let flat = win.shape[0] == 1 && win.strides[0] == 1 && ph == 0 && oh == h && cols.tiles_rows(w);
-    let blocks_per_plane = match pool {
-        Some(_) => wanted.div_ceil(planes.max(1)).clamp(1, oh),
-        None => 1,
-    };
-    let block = oh.div_ceil(blocks_per_plane);
     // A unit's work buffers, kept from one unit to the next by each caller: a batch of small
     // planes (`[6, 200, 3, 12]`) otherwise allocates three times per plane.
     let one_unit = |(p, oy0, ys): (usize, usize, &mut [T]), buffers: &mut Buffers<T>| {
@@ -242,33 +246,19 @@ fn pool<T: Float + Send + Sync>(
         }
     };
     match pool {
-        // Many planes (a batch of feature maps): units of whole planes, a few per thread,
-        // not one per plane (each unit is handed out under a lock).
-        Some(pool) if planes >= wanted => {
-            let per_unit = planes.div_ceil(wanted);
-            let groups = y.chunks_mut(per_unit * plane_out).enumerate();
-            for_each(pool, groups, |(u, yu)| {
-                let mut buffers = Buffers::default();
-                for (i, yp) in yu.chunks_mut(plane_out).enumerate() {
-                    one_unit((u * per_unit + i, 0, yp), &mut buffers);
-                }
-            });
-        }
-        _ => {
+        // Few planes over several threads: blocks of output rows.
+        Some(pool) if planes < wanted => {
+            let block = oh.div_ceil(wanted.div_ceil(planes.max(1)).clamp(1, oh));
             // (plane, first output row, those rows of `y`).
             let units = y.chunks_mut(plane_out).enumerate().flat_map(|(p, yp)| {
                 yp.chunks_mut(block * ow)
                     .enumerate()
                     .map(move |(b, ys)| (p, b * block, ys))
             });
-            match pool {
-                Some(pool) => for_each(pool, units, |u| one_unit(u, &mut Buffers::default())),
-                None => {
-                    let mut buffers = Buffers::default();
-                    units.for_each(|u| one_unit(u, &mut buffers));
-                }
-            }
+            for_each(pool, units, |u| one_unit(u, &mut Buffers::default()));
         }
+        // Many planes (a batch of feature maps), or one thread: whole planes.
+        _ => each_plane(y, &|p, yp, b| one_unit((p, 0, yp), b)),
     }
 }
 

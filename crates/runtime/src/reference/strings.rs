@@ -181,7 +181,10 @@ mod tests {
             -7e300,
         ];
         let convert = |x: &TensorData, t| super::super::convert(x, t).unwrap();
-        for t in ElementType::ALL.into_iter().filter(|t| t.is_fixed_width()) {
+        for t in ElementType::ALL
+            .into_iter()
+            .filter(|&t| t != ElementType::String)
+        {
             let x = convert(&TensorData::F64(values.to_vec()), t);
             let text = to_strings(&x);
             let back = from_strings(&text, t).unwrap();
