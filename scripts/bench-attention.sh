@@ -11,6 +11,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
+source scripts/bench-lib.sh
 ROUNDS="${ROUNDS:-5}"
 RUNS="${RUNS:-40}"
 bash scripts/fetch-models.sh >/dev/null
@@ -22,11 +23,8 @@ py="$repo/target/models/venv/bin/python"
 median_ms() { # batch threads [extra flags...]
     local b="$1" t="$2"
     shift 2
-    "$graphlift" bench "$model" --threads "$t" --shape "input_ids=${b}x128" --runs "$RUNS" "$@" 2>/dev/null |
-        sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p'
+    gl_median "$graphlift" "$model" "$t" "input_ids=${b}x128" "$RUNS" "$@"
 }
-
-median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 declare -A on off ort
 configs=("1 1" "1 2" "8 1" "8 2")

@@ -14,6 +14,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
+source scripts/bench-lib.sh
 ROUNDS="${ROUNDS:-3}"
 RUNS="${RUNS:-50}"
 OPENVINO_VERSION="2026.4.1"
@@ -33,12 +34,6 @@ ov_median() { # model threads dims
     "$py" "$repo/scripts/ov_median.py" "$1" "$2" "$RUNS" "$3"
 }
 
-gl_median() { # model threads shape [binary]
-    "${4:-$graphlift}" bench "$1" --threads "$2" --shape "$3" --runs "$RUNS" 2>/dev/null |
-        sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p'
-}
-
-median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 printf "%-28s %7s %7s %13s %15s %12s %8s %8s" model shape threads graphlift_ms \
     onnxruntime_ms openvino_ms vs_ort vs_ov
@@ -52,8 +47,8 @@ for spec in "paraphrase-MiniLM-L3-v2.onnx input_ids=1x128" \
     for threads in 1 2; do
         g=(); o=(); v=(); b=()
         for _ in $(seq "$ROUNDS"); do
-            g+=("$(gl_median "$models/$1" "$threads" "$2")")
-            [ -n "${BASE:-}" ] && b+=("$(gl_median "$models/$1" "$threads" "$2" "$BASE")")
+            g+=("$(gl_median "$graphlift" "$models/$1" "$threads" "$2" "$RUNS")")
+            [ -n "${BASE:-}" ] && b+=("$(gl_median "$BASE" "$models/$1" "$threads" "$2" "$RUNS")")
             o+=("$(ort_median "$models/$1" "$threads" "${2#*=}")")
             v+=("$(ov_median "$models/$1" "$threads" "${2#*=}")")
         done

@@ -396,7 +396,7 @@ impl CompiledKernel {
             // pointers across (see its SAFETY note); and `for_each` returns once every chunk has
             // finished, while the `&`/`&mut` borrows of the buffers are still held, so no
             // buffer is freed or touched by the caller while a chunk runs.
-            Some((pool, chunks)) => for_each(pool, chunks.into_iter(), |(b, e)| {
+            Some((team, chunks)) => for_each(team, chunks.into_iter(), |(b, e)| {
                 let (ins, outs) = buffers.pointers();
                 unsafe { self.call_unchecked(ins, outs, b, e) }
             }),

@@ -91,7 +91,7 @@ impl CompiledKernel {
         // only when all are done, while every borrow is still held.
         match parallel.and_then(|p| p.split(0, count, self.work(), count)) {
             None => unsafe { self.call_unchecked(&buffers.ins, &buffers.outs, 0, count) },
-            Some((pool, chunks)) => for_each(pool, chunks.into_iter(), |(b, e)| {
+            Some((team, chunks)) => for_each(team, chunks.into_iter(), |(b, e)| {
                 let (ins, outs) = buffers.pointers();
                 unsafe { self.call_unchecked(ins, outs, b, e) }
             }),

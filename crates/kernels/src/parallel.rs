@@ -18,6 +18,13 @@ pub const CHUNK_ALIGN: usize = 64;
 /// another process) leaves chunks for the others to claim.
 const TASKS_PER_THREAD: usize = 4;
 
+/// The multiply-accumulates (or their equivalent: taps of a pooling window, elements of a
+/// normalised row) each thread of a native kernel's call must get: a call of `w` of them
+/// uses at most `w / MIN_MACS_PER_THREAD` threads (so one under twice this runs on the
+/// calling thread). About 3 µs of one core's vector work: a helper costs a few µs to reach
+/// and to wait for, so a call shared more thinly than this gets slower with more threads.
+pub const MIN_MACS_PER_THREAD: usize = 1 << 17;
+
 /// How a `graphlift_jit::CpuJitBackend` runs kernels over threads.
 ///
 /// Every kernel has the range ABI `(inputs, outputs, begin, end)` and computes any sub-range
@@ -97,6 +104,22 @@ impl std::fmt::Debug for Parallel {
 /// Chunk ranges of one call, each `(begin, end)`.
 pub type Chunks = Vec<(usize, usize)>;
 
+/// One call's share of the pool: the pool and how many threads the call runs on (the
+/// calling thread included, so at least 2). [`for_each`] offers the call's tasks to at most
+/// `threads − 1` helpers, however many tasks there are.
+#[derive(Debug, Clone, Copy)]
+pub struct Team<'a> {
+    pool: &'a Pool,
+    threads: usize,
+}
+
+impl Team<'_> {
+    /// The threads of the call, the calling thread included (≥ 2).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+}
+
 impl Parallel {
     /// A configuration whose pool is not started yet.
     pub fn new(config: ThreadConfig) -> Parallel {
@@ -127,18 +150,47 @@ impl Parallel {
 
     /// The chunks for a call over `begin..end` of a kernel whose call over its whole
     /// iteration space of `count` elements carries `work` (bytes and byte-equivalents),
-    /// with the pool to run them on; `None` when the call should run on the calling thread
-    /// (one thread configured, fewer than two tasks' worth of work, or no pool could be
-    /// started).
+    /// with the team to run them on (as many threads as chunks, up to the configured
+    /// count); `None` when the call should run on the calling thread (one thread
+    /// configured, fewer than two tasks' worth of work, or no pool could be started).
     pub fn split(
         &self,
         begin: usize,
         end: usize,
         work: usize,
         count: usize,
-    ) -> Option<(&Pool, Chunks)> {
+    ) -> Option<(Team<'_>, Chunks)> {
         let chunks = chunk_ranges(self.config, begin, end, work, count)?;
-        Some((self.pool()?, chunks))
+        let team = self.team_of(chunks.len(), 1)?;
+        Some((team, chunks))
+    }
+
+    /// The threads a native kernel's call of `macs` multiply-accumulates (or equivalents)
+    /// should use: one per [`MIN_MACS_PER_THREAD`] of them, at least 1, at most the
+    /// configured count.
+    pub fn threads_for(&self, macs: usize) -> usize {
+        (macs / MIN_MACS_PER_THREAD).clamp(1, self.config.threads)
+    }
+
+    /// The team for a native kernel's call of `macs` multiply-accumulates (or equivalents):
+    /// [`Parallel::threads_for`] threads; `None` when that is one, or no pool could be
+    /// started.
+    pub fn team(&self, macs: usize) -> Option<Team<'_>> {
+        self.team_of(macs, MIN_MACS_PER_THREAD)
+    }
+
+    /// The team for a call of `work` units of which each thread must get at least
+    /// `per_thread` (≥ 1): `work / per_thread` threads, at most the configured count;
+    /// `None` when that is under two, or no pool could be started.
+    pub fn team_of(&self, work: usize, per_thread: usize) -> Option<Team<'_>> {
+        let threads = (work / per_thread.max(1)).min(self.config.threads);
+        if threads < 2 {
+            return None;
+        }
+        Some(Team {
+            pool: self.pool()?,
+            threads,
+        })
     }
 }
 

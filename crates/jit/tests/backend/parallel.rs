@@ -158,9 +158,11 @@ fn for_each_runs_every_task_once_on_the_caller_and_the_workers() {
         let pool = parallel.pool().expect("a pool for two or more threads");
         // The caller is one of the threads: the pool holds the others.
         assert_eq!(pool.current_num_threads(), threads - 1);
+        let team = parallel.team_of(usize::MAX, 1).unwrap();
+        assert_eq!(team.threads(), threads);
         for tasks in [0usize, 1, 2, 3, 17, 200] {
             let runs: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
-            for_each(pool, 0..tasks, |k| {
+            for_each(team, 0..tasks, |k| {
                 // Long enough that a worker has time to wake and take some.
                 std::thread::sleep(std::time::Duration::from_micros(50));
                 runs[k].fetch_add(1, Ordering::Relaxed);
@@ -173,7 +175,7 @@ fn for_each_runs_every_task_once_on_the_caller_and_the_workers() {
         }
         // Disjoint `&mut` chunks, as the native kernels hand them out.
         let mut out = vec![0usize; 1000];
-        for_each(pool, out.chunks_mut(64).enumerate(), |(k, chunk)| {
+        for_each(team, out.chunks_mut(64).enumerate(), |(k, chunk)| {
             chunk.iter_mut().for_each(|v| *v = k)
         });
         assert!(out.iter().enumerate().all(|(i, &v)| v == i / 64));
@@ -186,6 +188,7 @@ fn for_each_does_not_wait_for_a_helper_that_never_starts() {
     // task itself and return without waiting for its helper job to start.
     let parallel = Parallel::new(eager(2));
     let pool = parallel.pool().unwrap();
+    let team = parallel.team_of(usize::MAX, 1).unwrap();
     let (release, blocked) = std::sync::mpsc::channel::<()>();
     let (started, worker_busy) = std::sync::mpsc::channel::<()>();
     pool.spawn(move || {
@@ -197,7 +200,7 @@ fn for_each_does_not_wait_for_a_helper_that_never_starts() {
     std::thread::scope(|s| {
         s.spawn(|| {
             let runs = AtomicUsize::new(0);
-            for_each(pool, 0..6, |_| {
+            for_each(team, 0..6, |_| {
                 runs.fetch_add(1, Ordering::Relaxed);
             });
             finished.send(runs.into_inner()).unwrap();
@@ -217,11 +220,11 @@ fn a_panic_on_a_helper_reaches_the_caller_after_the_running_tasks() {
     // Two tasks; a task on the caller waits until one has started on a helper, so a helper
     // surely runs one (whichever it claims first), and a task on a helper panics.
     let parallel = Parallel::new(eager(2));
-    let pool = parallel.pool().unwrap();
+    let team = parallel.team_of(usize::MAX, 1).unwrap();
     let caller = std::thread::current().id();
     let helper_started = std::sync::atomic::AtomicBool::new(false);
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        for_each(pool, 0..2, |_| {
+        for_each(team, 0..2, |_| {
             if std::thread::current().id() == caller {
                 let start = std::time::Instant::now();
                 while !helper_started.load(Ordering::SeqCst) {
@@ -241,13 +244,13 @@ fn a_panic_on_a_helper_reaches_the_caller_after_the_running_tasks() {
 #[test]
 fn a_panicking_task_reaches_the_caller_and_the_pool_stays_usable() {
     let parallel = Parallel::new(eager(2));
-    let pool = parallel.pool().unwrap();
+    let team = parallel.team_of(usize::MAX, 1).unwrap();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        for_each(pool, 0..8, |k| assert!(k != 5, "task {k} fails"))
+        for_each(team, 0..8, |k| assert!(k != 5, "task {k} fails"))
     }));
     assert!(caught.is_err());
     let done = AtomicUsize::new(0);
-    for_each(pool, 0..8, |_| {
+    for_each(team, 0..8, |_| {
         done.fetch_add(1, Ordering::Relaxed);
     });
     assert_eq!(done.load(Ordering::Relaxed), 8);

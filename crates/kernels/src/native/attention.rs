@@ -12,7 +12,7 @@ use graphlift_ir::{Attention, Element, Shape, TensorData};
 use graphlift_runtime::reference::{batch_offsets, Operand};
 
 use super::gemm_call::{gemm_into, Strided};
-use super::matmul::{MIN_PARALLEL_MACS, ROW_BLOCK_ALIGN};
+use super::matmul::ROW_BLOCK_ALIGN;
 use super::normalize::{softmax_row_f32, softmax_row_f64};
 use crate::parallel::{for_each, Parallel};
 
@@ -211,17 +211,13 @@ fn run<T: Float>(x: Inputs<'_, T>, out: &mut [T], scale: T, n: Dims, parallel: &
     if out.is_empty() {
         return;
     }
-    let threads = parallel.config().threads;
-    let macs = n.batch * n.heads * n.sq * n.sk * (n.d + n.dv);
-    let pool = (threads > 1 && macs >= MIN_PARALLEL_MACS)
-        .then(|| parallel.pool())
-        .flatten();
+    let team = parallel.team(n.batch * n.heads * n.sq * n.sk * (n.d + n.dv));
     // Rows per task: few enough that each task's scores stay small, and enough tasks to
     // keep every thread busy.
     let cap = (SCORE_BLOCK / n.sk.max(1)).max(ROW_BLOCK_ALIGN);
-    let want = match pool {
-        Some(_) => {
-            n.sq.div_ceil((threads * TASKS_PER_THREAD).div_ceil(n.batch))
+    let want = match team {
+        Some(team) => {
+            n.sq.div_ceil((team.threads() * TASKS_PER_THREAD).div_ceil(n.batch))
         }
         None => n.sq,
     };
@@ -239,8 +235,8 @@ fn run<T: Float>(x: Inputs<'_, T>, out: &mut [T], scale: T, n: Dims, parallel: &
                 .map(move |(blk, o)| (b, blk * rows, o))
         });
     let task = |(b, r0, o): (usize, usize, &mut [T])| block(&x, (b, r0), o, scale, n);
-    match pool {
-        Some(pool) => for_each(pool, tasks, task),
+    match team {
+        Some(team) => for_each(team, tasks, task),
         None => tasks.for_each(task),
     }
 }

@@ -79,7 +79,7 @@ fn join<T: Element + Send + Sync>(
         .collect::<Option<_>>()?;
     let bytes = 2 * std::mem::size_of_val(y);
     match parallel.split(0, y.len(), bytes, y.len()) {
-        Some((pool, chunks)) => {
+        Some((team, chunks)) => {
             let mut pieces = Vec::with_capacity(chunks.len());
             let mut rest = &mut *y;
             for &(begin, end) in &chunks {
@@ -87,7 +87,7 @@ fn join<T: Element + Send + Sync>(
                 pieces.push((begin, piece));
                 rest = tail;
             }
-            for_each(pool, pieces.into_iter(), |(begin, piece)| {
+            for_each(team, pieces.into_iter(), |(begin, piece)| {
                 copy_range(piece, begin, &sources, layout)
             });
         }

@@ -11,7 +11,7 @@ use super::conv_geometry::{im2col, is_pointwise, take_every, Geometry};
 use super::gemm_call::{gemm_into, Strided};
 use super::packed::{self, Columns, Element, Lhs, Out, PackedWeights, Rhs, Side};
 use super::scratch::Scratch;
-use crate::parallel::{for_each, Pool};
+use crate::parallel::{for_each, Team};
 
 /// An element type of the native convolution (`f32` or `f64`).
 pub(super) trait Float:
@@ -350,9 +350,9 @@ impl<T: Float> Dense<'_, T> {
     /// Writes task `k`'s group of channels, zero-padded and split into stride phases, into
     /// `out` ([`Dense::padded_len`] elements: the phases channel by channel (see
     /// [`Implicit`]), then zeros for the dropped positions of the last row to read). With
-    /// `pool`, the channels are written by its threads (the copy would otherwise run on one
+    /// `team`, the channels are written by its threads (the copy would otherwise run on one
     /// thread while the others wait for the product).
-    pub(super) fn padded(&self, k: usize, imp: &Implicit, out: &mut [T], pool: Option<&Pool>) {
+    pub(super) fn padded(&self, k: usize, imp: &Implicit, out: &mut [T], team: Option<Team<'_>>) {
         let (g, w) = (self.g, &self.conv.window);
         let (sh, sw) = (w.strides[0], w.strides[1]);
         let (b, grp) = (k / g.groups, k % g.groups);
@@ -377,8 +377,8 @@ impl<T: Float> Dense<'_, T> {
             }
         };
         let channels = src.chunks(g.h * g.w).zip(body.chunks_mut(per_channel));
-        match pool {
-            Some(pool) if self.cg() > 1 => for_each(pool, channels, channel),
+        match team {
+            Some(team) if self.cg() > 1 => for_each(team, channels, channel),
             _ => channels.for_each(channel),
         }
     }

@@ -239,12 +239,11 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
     if plane == 0 || g.m == 0 {
         return;
     }
-    let threads = parallel.config().threads;
     let tasks = g.n * g.groups;
-    let macs = g.n * g.m * plane * p.k;
-    let pool = parallel.pool().filter(|_| macs >= 1 << 18);
+    let team = parallel.team(g.n * g.m * plane * p.k);
+    let threads = team.map_or(1, |t| t.threads());
     let mut band_rows = (FIELD_BUDGET / (p.kp * g.ow).max(1)).clamp(1, g.oh);
-    if pool.is_some() && tasks < threads {
+    if team.is_some() && tasks < threads {
         band_rows = band_rows.min(g.oh.div_ceil(BANDS_PER_THREAD * threads).max(1));
     }
     let bands: Vec<Range<usize>> = (0..g.oh)
@@ -252,10 +251,10 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
         .map(|r| r..(r + band_rows).min(g.oh))
         .collect();
     let rows = mg.div_ceil(threads).next_multiple_of(MR);
-    match pool {
-        Some(pool) if tasks < threads && bands.len() >= threads => {
+    match team {
+        Some(team) if tasks < threads && bands.len() >= threads => {
             let items = band_items(y, (mg, plane, g.ow), &bands);
-            for_each(pool, items.into_iter(), |(t, b, mut pieces)| {
+            for_each(team, items.into_iter(), |(t, b, mut pieces)| {
                 let band = &bands[b];
                 let pixels = band.len() * g.ow;
                 let mut fields = Fields::kept();
@@ -273,14 +272,14 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
                 }
             });
         }
-        Some(pool) if tasks < threads && rows < mg => {
+        Some(team) if tasks < threads && rows < mg => {
             let mut fields = Fields::kept();
             for (t, out) in y.chunks_mut(mg * plane).enumerate() {
                 for band in &bands {
                     fields.unroll(p, t, band);
                     let first = band.start * g.ow;
                     for_each(
-                        pool,
+                        team,
                         out.chunks_mut(rows * plane).enumerate(),
                         |(b, out)| {
                             let channels = b * rows..b * rows + out.len() / plane;
@@ -291,8 +290,8 @@ fn convolve(p: &Problem<'_>, parallel: &Parallel, y: &mut [i32]) {
                 }
             }
         }
-        Some(pool) if tasks > 1 => {
-            for_each(pool, y.chunks_mut(mg * plane).enumerate(), |(t, out)| {
+        Some(team) if tasks > 1 => {
+            for_each(team, y.chunks_mut(mg * plane).enumerate(), |(t, out)| {
                 let mut fields = Fields::kept();
                 for band in &bands {
                     fields.unroll(p, t, band);

@@ -17,7 +17,7 @@ use super::packed::PackedWeights;
 use super::scratch::with_scratch;
 use super::whole_image;
 use super::Epilogue;
-use crate::parallel::{for_each, Parallel, Pool};
+use crate::parallel::{for_each, Parallel, Team};
 
 /// The most elements an unrolled field matrix holds at once (1 MiB of `f32`, within L2): a
 /// larger one (many channels times a wide window, over a large image) is unrolled and
@@ -50,9 +50,8 @@ fn convolve<T: Float>(
     if plane == 0 || g.m == 0 || y.len() != g.n * g.m * plane {
         return;
     }
-    let threads = parallel.config().threads;
-    let macs = g.n * g.m * plane * depth(g);
-    let pool = parallel.pool().filter(|_| macs >= 1 << 18);
+    let team = parallel.team(g.n * g.m * plane * depth(g));
+    let threads = team.map_or(1, |t| t.threads());
     let min_plane = threads * BAND_MIN_COLUMNS;
     if g.covers_images(conv) && whole_image::convolve((x, f), g, packed, y) {
         if let Some(e) = &epilogue {
@@ -60,21 +59,21 @@ fn convolve<T: Float>(
         }
         return;
     }
-    match pool {
-        Some(pool) if d.tasks() < threads && !d.depthwise_groups() => {
+    match team {
+        Some(team) if d.tasks() < threads && !d.depthwise_groups() => {
             let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
             // Bands need output rows to share out (a 1-D convolution has one).
             let few_rows = g.oh < threads;
             if rows < mg && (d.pointwise || plane < min_plane || few_rows) {
-                by_filter_rows(&d, pool, rows, y, epilogue);
+                by_filter_rows(&d, team, rows, y, epilogue);
             } else {
                 let implicit = d.implicit(min_plane);
-                by_bands(&d, implicit.as_ref(), Some(pool), threads, y, epilogue);
+                by_bands(&d, implicit.as_ref(), Some(team), threads, y, epilogue);
             }
         }
         _ => match d.implicit(min_plane) {
-            Some(imp) => by_bands(&d, Some(&imp), pool, threads, y, epilogue),
-            None => by_tasks(&d, pool.filter(|_| d.tasks() > 1), threads, y, epilogue),
+            Some(imp) => by_bands(&d, Some(&imp), team, threads, y, epilogue),
+            None => by_tasks(&d, team.filter(|_| d.tasks() > 1), threads, y, epilogue),
         },
     }
 }
@@ -97,11 +96,11 @@ fn bands(oh: usize, rows: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// One task (image, group) after another, on the calling thread or spread over `pool`:
+/// One task (image, group) after another, on the calling thread or spread over `team`:
 /// the tasks' output planes are contiguous, so the epilogue sees blocks of whole planes.
 fn by_tasks<T: Float>(
     d: &Dense<'_, T>,
-    pool: Option<&Pool>,
+    team: Option<Team<'_>>,
     threads: usize,
     y: &mut [T],
     epilogue: Option<Epilogue<'_>>,
@@ -134,7 +133,7 @@ fn by_tasks<T: Float>(
     } else {
         1
     };
-    if pool.is_some() {
+    if team.is_some() {
         per_block = per_block.min(tasks.div_ceil(threads).max(1));
     }
     let depthwise = d.depthwise_groups().then(|| Depthwise::new::<T>(g, d.conv));
@@ -155,8 +154,8 @@ fn by_tasks<T: Float>(
         }
     };
     let blocks = y.chunks_mut(per_block * per_task).enumerate();
-    match pool {
-        Some(pool) => for_each(pool, blocks, block),
+    match team {
+        Some(team) => for_each(team, blocks, block),
         None => blocks.for_each(block),
     }
 }
@@ -166,7 +165,7 @@ fn by_tasks<T: Float>(
 /// native MatMul splits few large products.
 fn by_filter_rows<T: Float>(
     d: &Dense<'_, T>,
-    pool: &Pool,
+    team: Team<'_>,
     rows: usize,
     y: &mut [T],
     epilogue: Option<Epilogue<'_>>,
@@ -181,7 +180,7 @@ fn by_filter_rows<T: Float>(
             with_scratch(d.fields_len(band), |buffer| {
                 let cols = d.fields(k, band, buffer);
                 for_each(
-                    pool,
+                    team,
                     out.chunks_mut(rows * plane).enumerate(),
                     |(blk, out)| {
                         let filters = blk * rows..blk * rows + out.len() / plane;
@@ -197,7 +196,7 @@ fn by_filter_rows<T: Float>(
     }
 }
 
-/// Bands of output rows (of every task) computed one by one or spread over `pool`, each
+/// Bands of output rows (of every task) computed one by one or spread over `team`, each
 /// product of all of the group's filters stored into the band's rows of each output
 /// channel, on the packed path directly (`Dense::product_into`, where
 /// `Dense::stores_in_place` says so for implicit fields), else through a buffer and a copy;
@@ -208,7 +207,7 @@ fn by_filter_rows<T: Float>(
 fn by_bands<T: Float>(
     d: &Dense<'_, T>,
     implicit: Option<&Implicit>,
-    pool: Option<&Pool>,
+    team: Option<Team<'_>>,
     threads: usize,
     y: &mut [T],
     epilogue: Option<Epilogue<'_>>,
@@ -226,7 +225,7 @@ fn by_bands<T: Float>(
         depth(g)
     };
     let mut rows = FIELD_BUDGET / ((unrolled + mg) * width).max(1);
-    if pool.is_some() {
+    if team.is_some() {
         rows = rows.min(g.oh.div_ceil((BANDS_PER_THREAD * threads).div_ceil(tasks.max(1))));
     }
     let bands = bands(g.oh, rows.max(1));
@@ -235,7 +234,7 @@ fn by_bands<T: Float>(
     with_scratch(tasks * per_task, |padded| {
         if let Some(imp) = implicit {
             for (k, out) in padded.chunks_mut(per_task.max(1)).enumerate() {
-                d.padded(k, imp, out, pool);
+                d.padded(k, imp, out, team);
             }
         }
         let items = band_items(y, (mg, plane, g.ow), &bands);
@@ -281,8 +280,8 @@ fn by_bands<T: Float>(
                 }
             }
         };
-        match pool {
-            Some(pool) => for_each(pool, items.into_iter(), band_task),
+        match team {
+            Some(team) => for_each(team, items.into_iter(), band_task),
             None => items.into_iter().for_each(band_task),
         }
     });

@@ -15,9 +15,6 @@ use super::matmul::{product_strided, Operand, ROW_BLOCK_ALIGN};
 use super::scratch::{with_scratch, Scratch};
 use crate::parallel::{for_each, Parallel};
 
-/// Below this many multiply-adds an adjoint runs on the calling thread (as the forward).
-const MIN_PARALLEL_MACS: usize = 1 << 18;
-
 /// Adds into `image` (`channels` planes `[H, W]`), for every channel `ci` and window
 /// position `(ky, kx)`, the plane `scale · src` (`[oH, oW]`) that `source(row)` gives for
 /// the row `row = (ci · kH + ky) · kW + kx` of the unrolled matrix, at the input positions
@@ -98,13 +95,11 @@ fn backprop_data<T>(
     let depthwise = cg == 1 && mg == 1;
     let pointwise = is_pointwise(g, conv);
     let pairs = g.n * g.groups;
-    let threads = parallel.config().threads;
-    let pool = parallel
-        .pool()
-        .filter(|_| g.n * g.m * plane * depth >= MIN_PARALLEL_MACS);
+    let team = parallel.team(g.n * g.m * plane * depth);
+    let threads = team.map_or(1, |t| t.threads());
     // Channels per task: a group's, or a share of them when the pairs cannot fill the
     // threads (a dense convolution at batch 1).
-    let per_task = match pool {
+    let per_task = match team {
         Some(_) if pairs < threads => cg.div_ceil(threads.div_ceil(pairs)),
         _ => cg,
     };
@@ -141,8 +136,8 @@ fn backprop_data<T>(
             .enumerate()
             .map(move |(j, out)| (k, j * per_task, out))
     });
-    match pool {
-        Some(pool) => for_each(pool, tasks, run),
+    match team {
+        Some(team) => for_each(team, tasks, run),
         None => tasks.for_each(run),
     }
 }
@@ -168,10 +163,8 @@ fn backprop_filters<T>(
         return;
     }
     let pointwise = is_pointwise(g, conv);
-    let threads = parallel.config().threads;
-    let pool = parallel
-        .pool()
-        .filter(|_| g.n * g.m * plane * depth >= MIN_PARALLEL_MACS);
+    let team = parallel.team(g.n * g.m * plane * depth);
+    let threads = team.map_or(1, |t| t.threads());
     let one = T::from(1.0);
     // The unrolled fields of image `b`, group `grp`: `[C/g · kH · kW, oH · oW]`.
     let fields = |b: usize, grp: usize| {
@@ -201,15 +194,15 @@ fn backprop_filters<T>(
         product_strided(lhs, rhs, out, dims, (one, b > 0), gemm::Parallelism::None);
     };
     let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
-    match pool {
+    match team {
         // Few groups (a dense convolution): each image's fields unrolled once and shared by
         // blocks of filters, one per thread.
-        Some(pool) if g.groups < threads && rows < mg => {
+        Some(team) if g.groups < threads && rows < mg => {
             for (grp, out) in df.chunks_mut(mg * depth).enumerate() {
                 for b in 0..g.n {
                     let cols = fields(b, grp);
                     let blocks = out.chunks_mut(rows * depth).enumerate();
-                    for_each(pool, blocks, |(blk, out)| {
+                    for_each(team, blocks, |(blk, out)| {
                         accumulate(b, grp, blk * rows, &cols, out)
                     });
                 }
@@ -222,8 +215,8 @@ fn backprop_filters<T>(
                 }
             };
             let tasks = df.chunks_mut(mg * depth).enumerate();
-            match pool {
-                Some(pool) => for_each(pool, tasks, group),
+            match team {
+                Some(team) => for_each(team, tasks, group),
                 None => tasks.for_each(group),
             }
         }

@@ -12,9 +12,6 @@ use super::matmul_narrow::narrow_matmul;
 use super::packed::{self, Lhs, Out, PackedWeights, Rhs, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
-
-/// Below this many multiply-adds a product runs on the calling thread.
-pub(super) const MIN_PARALLEL_MACS: usize = 1 << 18;
 /// Row blocks of a product split over threads are multiples of this (whole microkernel
 /// tiles).
 pub(super) const ROW_BLOCK_ALIGN: usize = 8;
@@ -168,11 +165,8 @@ pub(super) fn batched<T: Copy + Send + Sync>(
     if m * n == 0 || c.len() != count * m * n {
         return;
     }
-    let threads = parallel.config().threads;
-    let macs = count * m * n * k;
-    let pool = (threads > 1 && macs >= MIN_PARALLEL_MACS)
-        .then(|| parallel.pool())
-        .flatten();
+    let team = parallel.team(count * m * n * k);
+    let threads = team.map_or(1, |t| t.threads());
     let finish = |begin: usize, c: &[T]| {
         if let Some(e) = &epilogue {
             e.run(begin, c);
@@ -183,18 +177,18 @@ pub(super) fn batched<T: Copy + Send + Sync>(
         rows(i, 0, c);
         finish(i * m * n, c);
     };
-    match pool {
+    match team {
         // Many small products (attention heads): one product per task.
-        Some(pool) if count >= 2 * threads => {
-            for_each(pool, c.chunks_mut(m * n).enumerate(), run);
+        Some(team) if count >= 2 * threads => {
+            for_each(team, c.chunks_mut(m * n).enumerate(), run);
         }
         // Few large products: each is split by rows of `a` and `c`, one block per thread
         // (every block reads all of `b`; gemm's own split did not divide MiniLM's
         // [128, 384] x [384, 384] over two threads).
-        Some(pool) => {
+        Some(team) => {
             let block = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
             for (i, c) in c.chunks_mut(m * n).enumerate() {
-                for_each(pool, c.chunks_mut(block * n).enumerate(), |(blk, c)| {
+                for_each(team, c.chunks_mut(block * n).enumerate(), |(blk, c)| {
                     rows(i, blk * block, c);
                     finish(i * m * n + blk * block * n, c);
                 });
@@ -210,20 +204,42 @@ pub(super) fn batched<T: Copy + Send + Sync>(
 /// so each thread reads all of `a` and its own columns of `b` instead of all of `b` (a
 /// classifier head over a sequence: `[40, 80] · [80, 6906]` gave row blocks of 24 and 16,
 /// both reading the whole 2.2 MB of weights).
-fn splits_by_columns(p: &Problem, threads: usize) -> bool {
+fn splits_by_columns(p: &Problem, parallel: &Parallel) -> bool {
     let count = p.offsets_a.len();
-    threads > 1
-        && count < 2 * threads
-        && p.m < p.n
-        && count * p.m * p.n * p.k >= MIN_PARALLEL_MACS
-        && p.n >= 2 * packed::PANEL_COLUMNS
+    let threads = parallel.threads_for(count * p.m * p.n * p.k);
+    threads > 1 && count < 2 * threads && p.m < p.n && p.n >= 2 * packed::PANEL_COLUMNS
+}
+
+/// The tiles of one product of `m` rows and `panels` column panels split over `threads`:
+/// `(rows, panels)` per tile, rows a multiple of [`ROW_BLOCK_ALIGN`] (or all `m`). Of the
+/// grids of up to `threads` row blocks and `2 · threads` column blocks, the one whose
+/// busiest thread gets the least work (tiles handed out in turn, each counted at the full
+/// tile's size), then the one of fewest tiles. Columns alone left half of 16 threads idle
+/// on MiniLM's `[128, 1536] · [1536, 384]` (eight panels of 48); rows alone give tiles of
+/// eight rows, which a tile of the microkernel covers once per panel.
+fn grid(m: usize, panels: usize, threads: usize) -> (usize, usize) {
+    let mut best = (usize::MAX, usize::MAX, m, panels);
+    for row_blocks in 1..=threads.min(m.div_ceil(ROW_BLOCK_ALIGN)).max(1) {
+        let rows = m
+            .div_ceil(row_blocks)
+            .next_multiple_of(ROW_BLOCK_ALIGN)
+            .min(m);
+        for column_blocks in 1..=panels.min(2 * threads).max(1) {
+            let cols = panels.div_ceil(column_blocks);
+            let tiles = m.div_ceil(rows) * panels.div_ceil(cols);
+            let busiest = tiles.div_ceil(threads) * rows * cols;
+            if (busiest, tiles) < (best.0, best.1) {
+                best = (busiest, tiles, rows, cols);
+            }
+        }
+    }
+    (best.2, best.3)
 }
 
 /// Every product of `p` (`a` row-major, `b` packed for the right side as `w`) into `c`,
-/// each product's columns split in blocks of whole panels, two per thread (so a thread held
-/// up leaves one to the others), spread over the pool: each block the product of all of
-/// `a` with its columns of `b`, stored into its piece of every row of `c`, which the
-/// epilogue then sees row by row. `false` when the packed path declines a block (the
+/// each product split into tiles of rows and whole column panels ([`grid`]) spread over
+/// the threads: each tile the product of its rows of `a` with its columns of `b`, stored
+/// into its piece of each of its rows of `c`, which the epilogue then sees row by row. `false` when the packed path declines a block (the
 /// caller then computes every product by rows, writing every element again).
 fn column_blocks(
     c: &mut [f32],
@@ -234,53 +250,54 @@ fn column_blocks(
     epilogue: Option<Epilogue<'_>>,
 ) -> bool {
     let (m, k, n) = (p.m, p.k, p.n);
-    let threads = parallel.config().threads;
-    let Some(pool) = parallel.pool() else {
+    let Some(team) = parallel.team(p.offsets_a.len() * m * n * k) else {
         return false;
     };
     let (_, rows, cols) = w.extents();
     if (rows, cols) != (k, n) || c.len() != p.offsets_a.len() * m * n {
         return false;
     }
-    let block = n
-        .div_ceil(2 * threads)
-        .next_multiple_of(packed::PANEL_COLUMNS);
+    let (rows, panels) = grid(m, n.div_ceil(packed::PANEL_COLUMNS), team.threads());
+    let width = panels * packed::PANEL_COLUMNS;
     for (i, c) in c.chunks_mut(m * n).enumerate() {
         let (oa, ob) = (p.offsets_a[i], p.offsets_b[i]);
         let Some(a) = a.get(oa..oa + m * k) else {
             return false;
         };
         let matrix = ob.checked_div(k * n).unwrap_or(0);
-        // Block `b`'s piece of each row of `c`.
-        let mut blocks: Vec<Vec<&mut [f32]>> = Vec::new();
-        for row in c.chunks_mut(n) {
-            for (b, piece) in row.chunks_mut(block).enumerate() {
-                if b == blocks.len() {
-                    blocks.push(Vec::with_capacity(m));
+        // Tile (first row, first column, its piece of each of its rows of `c`).
+        let mut tiles: Vec<(usize, usize, Vec<&mut [f32]>)> = Vec::new();
+        for (r, band) in c.chunks_mut(rows * n).enumerate() {
+            let first = tiles.len();
+            for row in band.chunks_mut(n) {
+                for (b, piece) in row.chunks_mut(width).enumerate() {
+                    if first + b == tiles.len() {
+                        tiles.push((r * rows, b * width, Vec::with_capacity(rows)));
+                    }
+                    tiles[first + b].2.push(piece);
                 }
-                blocks[b].push(piece);
             }
         }
         let ran = std::sync::atomic::AtomicBool::new(true);
-        for_each(pool, blocks.into_iter().enumerate(), |(b, mut pieces)| {
-            let first = b * block;
-            let width = pieces.first().map_or(0, |piece| piece.len());
+        for_each(team, tiles.into_iter(), |(row0, col0, mut pieces)| {
+            let height = pieces.len();
+            let tile_width = pieces.first().map_or(0, |piece| piece.len());
             let operands = (
                 Lhs::Strided {
-                    data: a,
+                    data: &a[row0 * k..],
                     rs: k,
                     ks: 1,
                 },
                 Rhs::Packed { w, matrix },
             );
-            let columns = packed::Columns::block(first, width);
-            if !packed::product_at(Out::Rows(&mut pieces), operands, (m, k), columns) {
+            let columns = packed::Columns::block(col0, tile_width);
+            if !packed::product_at(Out::Rows(&mut pieces), operands, (height, k), columns) {
                 ran.store(false, std::sync::atomic::Ordering::Relaxed);
                 return;
             }
             if let Some(e) = &epilogue {
                 for (r, piece) in pieces.iter().enumerate() {
-                    e.run(i * m * n + r * n + first, piece);
+                    e.run(i * m * n + (row0 + r) * n + col0, piece);
                 }
             }
         });
@@ -353,14 +370,11 @@ fn row_vectors(
     if n == 0 || c.len() != p.offsets_a.len() * n {
         return;
     }
-    let threads = parallel.config().threads;
-    let pool = (threads > 1 && k * n >= MIN_PARALLEL_MACS)
-        .then(|| parallel.pool())
-        .flatten();
+    let team = parallel.team(k * n);
     // Two blocks per thread, so a thread held up leaves one to the others.
-    let block = match pool {
-        Some(_) => n
-            .div_ceil(2 * threads)
+    let block = match team {
+        Some(team) => n
+            .div_ceil(2 * team.threads())
             .next_multiple_of(packed::PANEL_COLUMNS),
         None => n,
     };
@@ -395,8 +409,8 @@ fn row_vectors(
                 e.run(i * n + cols.start, c);
             }
         };
-        match pool {
-            Some(pool) => for_each(pool, c.chunks_mut(block).enumerate(), run),
+        match team {
+            Some(team) => for_each(team, c.chunks_mut(block).enumerate(), run),
             None => c.chunks_mut(block).enumerate().for_each(run),
         }
     }
@@ -465,7 +479,7 @@ pub fn matmul(
             row_vectors(z, (x, y), &p, w, parallel, epilogue);
         }
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
-            let by_columns = splits_by_columns(&p, parallel.config().threads)
+            let by_columns = splits_by_columns(&p, parallel)
                 && packed.is_some_and(|w| {
                     w.side() == Side::Right && column_blocks(z, x, &p, w, parallel, epilogue)
                 });
@@ -542,14 +556,17 @@ mod tests {
                 }
             }
         }
-        // One-row products on weights packed for the right side: a single product, a
-        // batch of them, and widths of part of a panel, several panels and a tail.
+        // Products on weights packed for the right side: one-row products (a single one, a
+        // batch of them, widths of part of a panel, several panels and a tail), and
+        // products split over up to 16 threads in tiles of rows and panels (`grid`).
         let rows: &[(&[usize], &[usize])] = &[
             (&[1, 512], &[512, 2048]),
             (&[3, 1, 40], &[3, 40, 100]),
             (&[1, 7], &[7, 5]),
+            (&[40, 96], &[96, 400]),
+            (&[2, 128, 64], &[64, 384]),
         ];
-        for threads in [1, 2] {
+        for threads in [1, 2, 5, 16] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));
             for &(da, db) in rows {
                 let (sa, sb) = (Shape::new(da), Shape::new(db));
@@ -586,5 +603,32 @@ mod tests {
             matmul((&l, &s), (&l, &s), None, &parallel, None, None).is_none(),
             "i64 products use the reference"
         );
+    }
+
+    /// The tiles cover the product with rows in whole microkernel tiles, and the busiest
+    /// thread gets no more than under columns alone or rows alone; MiniLM's eight panels
+    /// over 16 threads come out as 16 tiles of equal work.
+    #[test]
+    fn grids_balance_the_threads() {
+        assert_eq!(grid(128, 8, 16), (64, 1));
+        for m in [1, 7, 8, 40, 128, 300] {
+            for panels in [1, 2, 3, 8, 13, 32] {
+                for threads in [2, 3, 4, 8, 16] {
+                    let (rows, cols) = grid(m, panels, threads);
+                    assert!(
+                        rows == m || rows % ROW_BLOCK_ALIGN == 0,
+                        "{m} {panels} {threads}"
+                    );
+                    assert!((1..=m).contains(&rows) && (1..=panels).contains(&cols));
+                    let busiest = |rows: usize, cols: usize| {
+                        (m.div_ceil(rows) * panels.div_ceil(cols)).div_ceil(threads) * rows * cols
+                    };
+                    let by_columns = panels.div_ceil((2 * threads).min(panels));
+                    let by_rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
+                    assert!(busiest(rows, cols) <= busiest(m, by_columns));
+                    assert!(busiest(rows, cols) <= busiest(by_rows, panels));
+                }
+            }
+        }
     }
 }

@@ -12,7 +12,7 @@ use std::ops::Range;
 use multiversion::multiversion;
 
 use super::int_avx2;
-use super::matmul::{Problem, MIN_PARALLEL_MACS};
+use super::matmul::Problem;
 use super::narrow_vnni;
 use super::packed::{NarrowMatrix, PackedWeights, Side};
 use super::Epilogue;
@@ -54,13 +54,12 @@ pub(super) fn narrow_matmul(
     if c.is_empty() {
         return true;
     }
-    let threads = parallel.config().threads;
-    let pool = (threads > 1 && m * k * n >= MIN_PARALLEL_MACS)
-        .then(|| parallel.pool())
-        .flatten();
+    let team = parallel.team(m * k * n);
     // One-row products by blocks of columns (two per thread), others whole.
-    let block = match pool {
-        Some(_) if m == 1 => n.div_ceil(2 * threads).next_multiple_of(COLUMN_ALIGN),
+    let block = match team {
+        Some(team) if m == 1 => n
+            .div_ceil(2 * team.threads())
+            .next_multiple_of(COLUMN_ALIGN),
         _ => n,
     };
     for (i, (c, b)) in c.chunks_mut(m * n).zip(&matrices).enumerate() {
@@ -77,8 +76,8 @@ pub(super) fn narrow_matmul(
                 e.run(i * m * n + cols.start, c);
             }
         };
-        match pool {
-            Some(pool) if m == 1 => for_each(pool, c.chunks_mut(block).enumerate(), run),
+        match team {
+            Some(team) if m == 1 => for_each(team, c.chunks_mut(block).enumerate(), run),
             _ => run((0, c)),
         }
     }

@@ -8,11 +8,11 @@ use crate::veclib::{VecFn, MAX_PARAMS};
 use graphlift_ir::{LayerNorm, Shape, TensorData};
 use multiversion::multiversion;
 
-/// Elements from which softmax rows run in parallel (an `exp` per element).
-const SOFTMAX_PARALLEL: usize = 1 << 15;
-/// Elements from which LayerNorm rows run in parallel: a few operations per element, so a
+/// Elements each thread of a split softmax must get (an `exp` per element).
+const SOFTMAX_PER_THREAD: usize = 1 << 14;
+/// Elements each thread of a split LayerNorm must get: a few operations per element, so a
 /// fork pays only for larger tensors.
-const LAYER_NORM_PARALLEL: usize = 1 << 17;
+const LAYER_NORM_PER_THREAD: usize = 1 << 16;
 
 /// An `f32` or `f64` element, widened and narrowed as the reference does.
 trait Float: Copy {
@@ -137,14 +137,14 @@ pub fn softmax(
             v,
             len,
             parallel,
-            (SOFTMAX_PARALLEL, out.and_then(TensorData::into_vec)),
+            (SOFTMAX_PER_THREAD, out.and_then(TensorData::into_vec)),
             softmax_row_f32,
         ))),
         TensorData::F64(v) => Some(TensorData::F64(map_rows(
             v,
             len,
             parallel,
-            (SOFTMAX_PARALLEL, out.and_then(TensorData::into_vec)),
+            (SOFTMAX_PER_THREAD, out.and_then(TensorData::into_vec)),
             softmax_row_f64,
         ))),
         _ => None,
@@ -176,7 +176,7 @@ pub fn layer_norm(
         (TensorData::F32(v), TensorData::F32(g), TensorData::F32(b))
             if g.len() == len && b.len() == len =>
         {
-            let out = (LAYER_NORM_PARALLEL, out.and_then(TensorData::into_vec));
+            let out = (LAYER_NORM_PER_THREAD, out.and_then(TensorData::into_vec));
             Some(TensorData::F32(map_rows(v, len, parallel, out, |x, o| {
                 layer_norm_row_f32(x, g, b, l.epsilon, o)
             })))
@@ -184,7 +184,7 @@ pub fn layer_norm(
         (TensorData::F64(v), TensorData::F64(g), TensorData::F64(b))
             if g.len() == len && b.len() == len =>
         {
-            let out = (LAYER_NORM_PARALLEL, out.and_then(TensorData::into_vec));
+            let out = (LAYER_NORM_PER_THREAD, out.and_then(TensorData::into_vec));
             Some(TensorData::F64(map_rows(v, len, parallel, out, |x, o| {
                 layer_norm_row(x, g, b, l.epsilon, o)
             })))

@@ -15,8 +15,10 @@ use num_traits::Float;
 use crate::parallel::{for_each, Parallel};
 use fold::{fold_row_windows, fold_rows, fold_step, taps_per_output, RowPool};
 
-/// Below this many window taps a pooling runs on the calling thread.
-const MIN_PARALLEL_TAPS: usize = 1 << 16;
+/// Window taps each thread of a split pooling must get (so one of under twice this runs
+/// on the calling thread): a tap is a compare or add, cheaper than a multiply-accumulate
+/// of [`crate::parallel::MIN_MACS_PER_THREAD`] by the loads around it.
+const MIN_TAPS_PER_THREAD: usize = 1 << 15;
 
 /// Output rows narrower than this pool each output directly from its taps: the separable
 /// loops' vector blocks are half this wide, so a narrower row runs them one output at a time
@@ -114,9 +116,9 @@ fn pool<T: Float + Send + Sync>(
     let planes = y.len() / plane_out;
     let rows = taps_per_output(h, oh, win, 0);
     let taps = y.len() * win.shape.iter().product::<usize>();
-    let pool = parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS);
+    let team = parallel.team_of(taps, MIN_TAPS_PER_THREAD);
     // Units wanted over the threads.
-    let wanted = UNITS_PER_THREAD * parallel.config().threads;
+    let wanted = UNITS_PER_THREAD * team.map_or(1, |t| t.threads());
     // Each plane on its own (`one(p, plane p of y, work buffers)`): units of whole planes,
     // a few per thread, not one per plane (each unit is handed out under a lock); each unit
     // keeps its work buffers from one plane to the next.
@@ -127,11 +129,11 @@ fn pool<T: Float + Send + Sync>(
                 one(u * per_unit + i, yp, &mut buffers);
             }
         };
-        match pool {
-            Some(pool) => {
+        match team {
+            Some(team) => {
                 let per_unit = planes.div_ceil(wanted);
                 let groups = y.chunks_mut(per_unit * plane_out).enumerate();
-                for_each(pool, groups, |g| planes_of(g, per_unit));
+                for_each(team, groups, |g| planes_of(g, per_unit));
             }
             None => planes_of((0, y), planes),
         }
@@ -245,9 +247,9 @@ fn pool<T: Float + Send + Sync>(
             }
         }
     };
-    match pool {
+    match team {
         // Few planes over several threads: blocks of output rows.
-        Some(pool) if planes < wanted => {
+        Some(team) if planes < wanted => {
             let block = oh.div_ceil(wanted.div_ceil(planes.max(1)).clamp(1, oh));
             // (plane, first output row, those rows of `y`).
             let units = y.chunks_mut(plane_out).enumerate().flat_map(|(p, yp)| {
@@ -255,7 +257,7 @@ fn pool<T: Float + Send + Sync>(
                     .enumerate()
                     .map(move |(b, ys)| (p, b * block, ys))
             });
-            for_each(pool, units, |u| one_unit(u, &mut Buffers::default()));
+            for_each(team, units, |u| one_unit(u, &mut Buffers::default()));
         }
         // Many planes (a batch of feature maps), or one thread: whole planes.
         _ => each_plane(y, &|p, yp, b| one_unit((p, 0, yp), b)),
@@ -362,8 +364,8 @@ fn backprop<T: Float + Send + Sync>(
         }
     };
     let planes = x.chunks(h * w).zip(dx.chunks_mut(h * w)).enumerate();
-    match parallel.pool().filter(|_| taps >= MIN_PARALLEL_TAPS) {
-        Some(pool) => for_each(pool, planes, one_plane),
+    match parallel.team_of(taps, MIN_TAPS_PER_THREAD) {
+        Some(team) => for_each(team, planes, one_plane),
         None => planes.for_each(one_plane),
     }
     dx

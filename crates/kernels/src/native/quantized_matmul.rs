@@ -14,7 +14,6 @@ use graphlift_runtime::Tensor;
 
 use super::epilogue::Epilogue;
 use super::int_avx2::IntegerPath;
-use super::matmul::MIN_PARALLEL_MACS;
 use super::packed::{self, PackedWeights};
 use crate::parallel::{for_each, Parallel};
 
@@ -94,17 +93,14 @@ pub(super) fn quantized_matmul(
     if n == 0 || rows == 0 {
         return Some(TensorData::F32(y));
     }
-    let threads = parallel.config().threads;
-    let pool = (threads > 1 && rows * n * k >= MIN_PARALLEL_MACS)
-        .then(|| parallel.pool())
-        .flatten();
+    let team = parallel.team(rows * n * k);
     let run = |(blk, c): (usize, &mut [f32]), per: usize| {
         rows_block(&p, blk * per, c, path, epilogue.as_ref());
     };
-    match pool {
-        Some(pool) => {
-            let per = rows.div_ceil(threads).next_multiple_of(MR).min(rows);
-            for_each(pool, y.chunks_mut(per * n).enumerate(), |t| run(t, per));
+    match team {
+        Some(team) => {
+            let per = rows.div_ceil(team.threads()).next_multiple_of(MR).min(rows);
+            for_each(team, y.chunks_mut(per * n).enumerate(), |t| run(t, per));
         }
         None => run((0, &mut y), rows),
     }

@@ -73,9 +73,9 @@ pub(super) fn recurrent(
     // one: splitting each step's product in two (DeepFilterNet's h = 256) cost as much in
     // fork-joins as it saved.
     let mut runs: Vec<Option<Run>> = (0..layout.dirs).map(|_| None).collect();
-    match parallel.pool() {
-        Some(pool) if layout.dirs == 2 => {
-            for_each(pool, runs.iter_mut().enumerate(), |(d, slot)| {
+    match parallel.team_of(2, 1) {
+        Some(team) if layout.dirs == 2 => {
+            for_each(team, runs.iter_mut().enumerate(), |(d, slot)| {
                 *slot = Some(op.direction(d));
             });
         }

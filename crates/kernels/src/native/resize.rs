@@ -113,10 +113,10 @@ fn gather<T: Copy + Send + Sync>(
             previous = Some(source);
         }
     };
-    let pool = parallel.pool().filter(|_| y.len() >= 2 * MIN_TASK);
+    let team = parallel.team_of(y.len(), MIN_TASK);
     let chunks = y.chunks_mut(rows_per_task * width.max(1)).enumerate();
-    match pool {
-        Some(pool) => for_each(pool, chunks, task),
+    match team {
+        Some(team) => for_each(team, chunks, task),
         None => chunks.for_each(task),
     }
 }

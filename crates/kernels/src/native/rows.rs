@@ -22,13 +22,13 @@ pub(super) fn sum_wide<T: Copy>(row: &[T], f: impl Fn(T) -> f64) -> f64 {
 
 /// `f(x_row, out_row)` for every row of `len` elements of `x`, into `out` when it holds as
 /// many elements as `x` (a recycled buffer: `f` must write every element of its row), else
-/// into a new buffer; rows in parallel on `parallel`'s pool when `x` has at least
-/// `min_parallel` elements (below it, forking costs more than the rows).
+/// into a new buffer; rows in parallel on `parallel`'s pool, each thread getting at least
+/// `per_thread` elements (fewer would cost more in forking than the rows).
 pub(super) fn map_rows<T: Copy + Default + Send + Sync>(
     x: &[T],
     len: usize,
     parallel: &Parallel,
-    (min_parallel, out): (usize, Option<Vec<T>>),
+    (per_thread, out): (usize, Option<Vec<T>>),
     f: impl Fn(&[T], &mut [T]) + Sync,
 ) -> Vec<T> {
     let mut out = match out {
@@ -41,14 +41,11 @@ pub(super) fn map_rows<T: Copy + Default + Send + Sync>(
             .zip(x.chunks(len))
             .for_each(|(o, x)| f(x, o))
     };
-    match parallel
-        .pool()
-        .filter(|_| x.len() >= min_parallel && rows > 1)
-    {
-        Some(pool) => {
-            let per_task = rows.div_ceil(parallel.config().threads) * len;
+    match parallel.team_of(x.len(), per_thread).filter(|_| rows > 1) {
+        Some(team) => {
+            let per_task = rows.div_ceil(team.threads()) * len;
             let tasks = out.chunks_mut(per_task).zip(x.chunks(per_task));
-            for_each(pool, tasks, |(o, x)| all(o, x));
+            for_each(team, tasks, |(o, x)| all(o, x));
         }
         None => all(&mut out, x),
     }

@@ -95,10 +95,10 @@ fn rows<T: Element + Send + Sync>(
             k += run;
         }
     };
-    let pool = parallel.pool().filter(|_| y.len() >= 2 * MIN_TASK);
+    let team = parallel.team_of(y.len(), MIN_TASK);
     let tasks = y.chunks_mut(rows_per_task * width).enumerate();
-    match pool {
-        Some(pool) => for_each(pool, tasks, task),
+    match team {
+        Some(team) => for_each(team, tasks, task),
         None => tasks.for_each(task),
     }
     Some(())

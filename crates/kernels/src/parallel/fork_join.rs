@@ -8,15 +8,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use super::pool::{Offer, Pool};
+use super::pool::Offer;
+use super::Team;
 
 /// How long the caller spins for running tasks before it sleeps until the last one ends.
 const JOIN_SPIN: Duration = Duration::from_micros(50);
 
-/// Runs `f` on every item of `tasks`, on the calling thread and on `pool`'s helpers (one
-/// per worker, at most one fewer than the tasks: those still spinning after the previous
-/// call, and new ones spawned for the rest: see [`Pool`]), and returns when all have
-/// run.
+/// Runs `f` on every item of `tasks`, on the calling thread and on helpers from `team`'s
+/// pool (at most `team.threads() − 1` of them, and one fewer than the tasks: those still
+/// spinning after the previous call, and new ones spawned for the rest: see
+/// [`super::Pool`]), and returns when all have run.
 /// A panic in `f` stops further tasks from starting and is resumed here once the running
 /// ones have finished.
 ///
@@ -31,7 +32,7 @@ const JOIN_SPIN: Duration = Duration::from_micros(50);
 /// are running, as the thread pools of Eigen and onnxruntime do when they take back work
 /// items no worker has started: a helper that starts after the last task was claimed finds
 /// nothing to do and never touches the caller's data.
-pub fn for_each<I>(pool: &Pool, tasks: I, f: impl Fn(I::Item) + Sync)
+pub fn for_each<I>(team: Team<'_>, tasks: I, f: impl Fn(I::Item) + Sync)
 where
     I: Iterator,
     I::Item: Send,
@@ -69,10 +70,11 @@ where
         sleeping: AtomicBool::new(false),
     });
     let offer: Arc<dyn Offer> = Arc::clone(&shared) as Arc<dyn Offer>;
-    pool.offer(
-        Arc::clone(&offer),
-        pool.current_num_threads().min(total - 1),
-    );
+    let pool = team.pool;
+    let helpers = (team.threads - 1)
+        .min(total - 1)
+        .min(pool.current_num_threads());
+    pool.offer(Arc::clone(&offer), helpers);
     shared.work();
     shared.wait();
     pool.withdraw(&offer);

@@ -35,6 +35,10 @@ struct Handoff {
     /// Raised by every offer (after `offer` is set).
     epoch: AtomicUsize,
     offer: Mutex<Option<Arc<dyn Offer>>>,
+    /// How many more spinning helpers may take the latest offer: set to its helper count
+    /// by every offer (before `epoch` is raised). A call of two tasks takes one helper, not
+    /// every one that spins; the rest spin on for the next offer.
+    seats: AtomicUsize,
     /// Helpers spinning for an offer now.
     spinning: AtomicUsize,
     /// How long a helper spins ([`HELPER_SPIN`]).
@@ -63,6 +67,7 @@ impl Pool {
             handoff: Arc::new(Handoff {
                 epoch: AtomicUsize::new(0),
                 offer: Mutex::new(None),
+                seats: AtomicUsize::new(0),
                 spinning: AtomicUsize::new(0),
                 spin,
                 spawned: AtomicUsize::new(0),
@@ -80,12 +85,14 @@ impl Pool {
         self.rayon.spawn(job);
     }
 
-    /// Offers `work` to up to `helpers` workers: the spinning ones take it from the handoff,
-    /// and as many more as are missing are spawned. A helper that comes after the work is
-    /// done finds nothing left in it (the caller of [`super::for_each`] makes sure of that).
+    /// Offers `work` to up to `helpers` workers: as many spinning ones take it from the
+    /// handoff, and as many more as are missing are spawned. A helper that comes after the
+    /// work is done finds nothing left in it (the caller of [`super::for_each`] makes sure
+    /// of that).
     pub(super) fn offer(&self, work: Arc<dyn Offer>, helpers: usize) {
         let h = &self.handoff;
         *h.offer.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&work));
+        h.seats.store(helpers, SeqCst);
         let seen = h.epoch.fetch_add(1, SeqCst) + 1;
         // Counted after the epoch was raised: a helper that stops spinning after this read
         // reads the new epoch first (see `Handoff::next`) and takes the offer.
@@ -132,10 +139,11 @@ impl Handoff {
         }
     }
 
-    /// Spins until an offer newer than epoch `seen` is made (returned, `seen` raised to its
-    /// epoch) or the spin time ([`HELPER_SPIN`]) has passed (`None`). The helper counts in `spinning`
-    /// meanwhile, and reads the epoch once more after it stops counting, so an offer whose
-    /// caller counted it is never missed.
+    /// Spins until an offer newer than epoch `seen` is made with a seat left for this
+    /// helper (returned, `seen` raised to its epoch) or the spin time ([`HELPER_SPIN`]) has
+    /// passed (`None`). The helper counts in `spinning` meanwhile, and reads the epoch once
+    /// more after it stops counting, so an offer whose caller counted it is never missed:
+    /// the offer's seats are at least the spinning helpers it counted on.
     fn next(&self, seen: &mut usize) -> Option<Arc<dyn Offer>> {
         self.spinning.fetch_add(1, SeqCst);
         let start = Instant::now();
@@ -144,14 +152,20 @@ impl Handoff {
             let epoch = self.epoch.load(SeqCst);
             if epoch != *seen {
                 *seen = epoch;
-                if counted {
-                    self.spinning.fetch_sub(1, SeqCst);
+                let seated = self
+                    .seats
+                    .fetch_update(SeqCst, SeqCst, |s| s.checked_sub(1))
+                    .is_ok();
+                if seated {
+                    if counted {
+                        self.spinning.fetch_sub(1, SeqCst);
+                    }
+                    return self
+                        .offer
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
                 }
-                return self
-                    .offer
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
             }
             if !counted {
                 return None;
@@ -203,5 +217,36 @@ mod tests {
         let second = rx.recv_timeout(Duration::from_secs(30)).unwrap();
         assert_eq!(first, second);
         assert_eq!(pool.handoff.spawned.load(SeqCst), 1);
+    }
+
+    /// An offer of one helper is taken by one of the helpers that spin; the others spin on
+    /// and take the next offer of three.
+    #[test]
+    fn an_offer_takes_only_the_helpers_it_asks_for() {
+        let pool = Pool::with_spin(3, Duration::from_secs(30)).unwrap();
+        let (tx, rx) = channel();
+        pool.offer(Arc::new(Report(Mutex::new(tx.clone()))), 3);
+        for _ in 0..3 {
+            rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        }
+        let start = Instant::now();
+        while pool.handoff.spinning.load(SeqCst) < 3 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the helpers never spun"
+            );
+            std::thread::yield_now();
+        }
+        pool.offer(Arc::new(Report(Mutex::new(tx.clone()))), 1);
+        rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert!(
+            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "a second helper took an offer of one"
+        );
+        pool.offer(Arc::new(Report(Mutex::new(tx))), 3);
+        for _ in 0..3 {
+            rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        }
+        assert_eq!(pool.handoff.spawned.load(SeqCst), 3);
     }
 }
