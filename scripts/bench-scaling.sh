@@ -6,7 +6,9 @@
 # round medians, the ratio graphlift / onnxruntime, and each one's speed-up over its own
 # time at the first thread count. With PROFILE set to thread counts, each model then gets
 # both runtimes' time per op type at those counts (`graphlift bench --profile`,
-# scripts/ort_profile.py), to show which steps stop scaling.
+# scripts/ort_profile.py), to show which steps stop scaling. With BASE set to another
+# graphlift binary (main's build copied aside before a change), it runs in the same rounds
+# too, and the table adds its time and the ratio graphlift / base.
 #
 # Made for a machine with more cores than the development one: it builds nothing when
 # GRAPHLIFT names a binary and fetches nothing when MODELS holds the two models.
@@ -35,22 +37,30 @@ specs=("paraphrase-MiniLM-L3-v2.onnx input_ids=1x128"
        "ch_ppocr_mobile_v2.0_cls_infer.onnx x=1x3x48x192"
        "ch_ppocr_mobile_v2.0_cls_infer.onnx x=6x3x48x192")
 
-printf "%-28s %7s %7s %13s %15s %7s %11s %11s\n" model shape threads graphlift_ms \
+printf "%-28s %7s %7s %13s %15s %7s %11s %11s" model shape threads graphlift_ms \
     onnxruntime_ms vs_ort gl_speedup ort_speedup
+[ -n "${BASE:-}" ] && printf " %9s %8s" base_ms vs_base
+echo
 for spec in "${specs[@]}"; do
     set -- $spec
     g1=""; o1=""
     for threads in $THREADS; do
-        g=(); o=()
+        g=(); o=(); b=()
         for _ in $(seq "$ROUNDS"); do
             g+=("$(gl_median "$GRAPHLIFT" "$MODELS/$1" "$threads" "$2" "$RUNS")")
+            [ -n "${BASE:-}" ] && b+=("$(gl_median "$BASE" "$MODELS/$1" "$threads" "$2" "$RUNS")")
             o+=("$("$PY" "$repo/scripts/ort_median.py" "$MODELS/$1" "$threads" "$RUNS" "${2#*=}")")
         done
         gm=$(echo "${g[*]}" | median); om=$(echo "${o[*]}" | median)
         g1="${g1:-$gm}"; o1="${o1:-$om}"
         awk -v m="${1%.onnx}" -v s="${2#*=}" -v t="$threads" -v g="$gm" -v o="$om" \
-            -v g1="$g1" -v o1="$o1" 'BEGIN { printf "%-28s %7s %7s %13s %15s %7.2f %11.2f %11.2f\n",
+            -v g1="$g1" -v o1="$o1" 'BEGIN { printf "%-28s %7s %7s %13s %15s %7.2f %11.2f %11.2f",
                 m, s, t, g, o, g / o, g1 / g, o1 / o }'
+        if [ -n "${BASE:-}" ]; then
+            bm=$(echo "${b[*]}" | median)
+            awk -v b="$bm" -v g="$gm" 'BEGIN { printf " %9s %8.2f", b, g / b }'
+        fi
+        echo
     done
 done
 for threads in ${PROFILE:-}; do

@@ -217,6 +217,17 @@ pub(super) const CASES: &[Case] = &[
         [0, 0],
         [0, 0],
     ),
+    // A pointwise layer over a batch of three images, split over more threads than images
+    // (every image's filters in blocks).
+    (
+        [3, 40, 9, 11],
+        [52, 40, 1, 1],
+        1,
+        [1, 1],
+        [1, 1],
+        [0, 0],
+        [0, 0],
+    ),
 ];
 
 /// The convolution attribute of a case.
