@@ -199,26 +199,28 @@ pub(super) fn batched<T: Copy + Send + Sync>(
 }
 
 /// Whether the products of `p`, whose `b` is packed for the right side, split over the
-/// threads by blocks of columns ([`column_blocks`]) rather than by rows ([`batched`]): fewer
-/// products than two per thread, large enough to split, and `a` smaller than `b` (`m < n`),
-/// so each thread reads all of `a` and its own columns of `b` instead of all of `b` (a
-/// classifier head over a sequence: `[40, 80] · [80, 6906]` gave row blocks of 24 and 16,
-/// both reading the whole 2.2 MB of weights).
-fn splits_by_columns(p: &Problem, parallel: &Parallel) -> bool {
+/// threads in tiles of rows and columns ([`tiles`]) rather than by rows ([`batched`]):
+/// fewer products than two per thread, large enough to split, at least two panels wide. So
+/// each thread reads its own rows of `a` and columns of `b`, not all of `b` (a classifier
+/// head over a sequence, `[40, 80] · [80, 6906]`, gave row blocks of 24 and 16, both
+/// reading the whole 2.2 MB of weights).
+fn splits_in_tiles(p: &Problem, parallel: &Parallel) -> bool {
     let count = p.offsets_a.len();
     let threads = parallel.threads_for(count * p.m * p.n * p.k);
-    threads > 1 && count < 2 * threads && p.m < p.n && p.n >= 2 * packed::PANEL_COLUMNS
+    threads > 1 && count < 2 * threads && p.n >= 2 * packed::PANEL_COLUMNS
 }
 
 /// The tiles of one product of `m` rows and `panels` column panels split over `threads`:
 /// `(rows, panels)` per tile, rows a multiple of [`ROW_BLOCK_ALIGN`] (or all `m`). Of the
 /// grids of up to `threads` row blocks and `2 · threads` column blocks, the one whose
 /// busiest thread gets the least work (tiles handed out in turn, each counted at the full
-/// tile's size), then the one of fewest tiles. Columns alone left half of 16 threads idle
-/// on MiniLM's `[128, 1536] · [1536, 384]` (eight panels of 48); rows alone give tiles of
-/// eight rows, which a tile of the microkernel covers once per panel.
+/// tile's size), then the one whose busiest thread reads the fewest rows of `a` and
+/// columns of `b` (its tiles' rows plus columns: squarer tiles keep a thread's operands in
+/// its L2), then the one of fewest tiles. Columns alone left half of 16 threads idle on
+/// MiniLM's `[128, 1536] · [1536, 384]` (eight panels of 48); rows alone make every thread
+/// read all of `b`.
 fn grid(m: usize, panels: usize, threads: usize) -> (usize, usize) {
-    let mut best = (usize::MAX, usize::MAX, m, panels);
+    let mut best = ((usize::MAX, usize::MAX, usize::MAX), m, panels);
     for row_blocks in 1..=threads.min(m.div_ceil(ROW_BLOCK_ALIGN)).max(1) {
         let rows = m
             .div_ceil(row_blocks)
@@ -227,13 +229,15 @@ fn grid(m: usize, panels: usize, threads: usize) -> (usize, usize) {
         for column_blocks in 1..=panels.min(2 * threads).max(1) {
             let cols = panels.div_ceil(column_blocks);
             let tiles = m.div_ceil(rows) * panels.div_ceil(cols);
-            let busiest = tiles.div_ceil(threads) * rows * cols;
-            if (busiest, tiles) < (best.0, best.1) {
-                best = (busiest, tiles, rows, cols);
+            let per_thread = tiles.div_ceil(threads);
+            let busiest = per_thread * rows * cols;
+            let reads = per_thread * (rows + cols * packed::PANEL_COLUMNS);
+            if (busiest, reads, tiles) < best.0 {
+                best = ((busiest, reads, tiles), rows, cols);
             }
         }
     }
-    (best.2, best.3)
+    (best.1, best.2)
 }
 
 /// Every product of `p` (`a` row-major, `b` packed for the right side as `w`) into `c`,
@@ -241,7 +245,7 @@ fn grid(m: usize, panels: usize, threads: usize) -> (usize, usize) {
 /// the threads: each tile the product of its rows of `a` with its columns of `b`, stored
 /// into its piece of each of its rows of `c`, which the epilogue then sees row by row. `false` when the packed path declines a block (the
 /// caller then computes every product by rows, writing every element again).
-fn column_blocks(
+fn tiles(
     c: &mut [f32],
     a: &[f32],
     p: &Problem,
@@ -479,11 +483,11 @@ pub fn matmul(
             row_vectors(z, (x, y), &p, w, parallel, epilogue);
         }
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
-            let by_columns = splits_by_columns(&p, parallel)
+            let in_tiles = splits_in_tiles(&p, parallel)
                 && packed.is_some_and(|w| {
-                    w.side() == Side::Right && column_blocks(z, x, &p, w, parallel, epilogue)
+                    w.side() == Side::Right && tiles(z, x, &p, w, parallel, epilogue)
                 });
-            if !by_columns {
+            if !in_tiles {
                 batched(z, &p, parallel, epilogue, |i, row0, c| {
                     let on_packed =
                         packed.is_some_and(|w| packed_rows(w, (x, y), (sa, sb), &p, (i, row0), c));
@@ -611,6 +615,9 @@ mod tests {
     #[test]
     fn grids_balance_the_threads() {
         assert_eq!(grid(128, 8, 16), (64, 1));
+        // MiniLM at batch 8: 4 x 4 tiles of 256 rows and 384 columns, not 16 row blocks
+        // each reading all 2.4 MB of `b`.
+        assert_eq!(grid(1024, 32, 16), (256, 8));
         for m in [1, 7, 8, 40, 128, 300] {
             for panels in [1, 2, 3, 8, 13, 32] {
                 for threads in [2, 3, 4, 8, 16] {
