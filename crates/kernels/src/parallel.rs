@@ -18,11 +18,12 @@ pub const CHUNK_ALIGN: usize = 64;
 /// another process) leaves chunks for the others to claim.
 const TASKS_PER_THREAD: usize = 4;
 
-/// The multiply-accumulates (or their equivalent: taps of a pooling window, elements of a
-/// normalised row) each thread of a native kernel's call must get: a call of `w` of them
-/// uses at most `w / MIN_MACS_PER_THREAD` threads (so one under twice this runs on the
-/// calling thread). About 3 µs of one core's vector work: a helper costs a few µs to reach
-/// and to wait for, so a call shared more thinly than this gets slower with more threads.
+/// The multiply-accumulates each thread of a native kernel's call must get: a call of `w`
+/// of them uses at most `w / MIN_MACS_PER_THREAD` threads, so one under twice this runs on
+/// the calling thread. That is about 3 µs of one core's vector work. A call shared more
+/// thinly pays more in reaching and waiting for its helpers than it saves: the PP-OCR
+/// classifier got slower from 4 threads up on 16 cores. Kernels that count other units
+/// (pooling taps, moved elements) set their own minimum through [`Parallel::team_of`].
 pub const MIN_MACS_PER_THREAD: usize = 1 << 17;
 
 /// How a `graphlift_jit::CpuJitBackend` runs kernels over threads.
