@@ -110,7 +110,8 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
             exe.run(&inputs)?;
         }
         let trace = tracer.finish();
-        print!("{}", profile::report(&profile::by_op(&trace), calls));
+        let (rows, gaps) = (profile::by_op(&trace), profile::gaps(&trace));
+        print!("{}", profile::report(&rows, calls, &gaps));
         println!("  slowest steps:");
         for (name, op, ms) in profile::slowest_steps(&trace, args.slowest) {
             println!("  {ms:>10.4} ms  {op:<16} {name}");

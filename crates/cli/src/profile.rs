@@ -1,5 +1,6 @@
 //! `graphlift bench --profile N`: where a call's time goes, by op type, from the execution
-//! trace of `N` calls (each step's wall time as the tracer records it).
+//! trace of `N` calls (each step's wall time as the tracer records it), and the time
+//! between steps.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -80,8 +81,45 @@ pub fn slowest_steps(trace: &Trace, n: usize) -> Vec<(String, String, f64)> {
     steps
 }
 
-/// The table as text: one line per op type, then the total.
-pub fn report(rows: &[OpTime], calls: usize) -> String {
+/// The time a call spends between its steps: from the end of one step to the start of the
+/// next (buffers, dispatch, and a little of the tracer's own bookkeeping), so serial gaps
+/// between parallel steps show beside the steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gaps {
+    /// Mean time between steps per call, in ms.
+    pub ms_per_call: f64,
+    /// The longest single gap of any call, in ms, and the step it followed.
+    pub longest: Option<(f64, String)>,
+}
+
+/// The gaps between the steps of `trace`'s calls (see [`Gaps`]); zero for an empty trace.
+pub fn gaps(trace: &Trace) -> Gaps {
+    let mut total = 0u64;
+    let mut longest: Option<(u64, &str)> = None;
+    for call in &trace.calls {
+        let timed: Vec<_> = call
+            .records
+            .iter()
+            .filter_map(|r| r.timing.as_ref().map(|t| (r.name.as_str(), t)))
+            .collect();
+        for pair in timed.windows(2) {
+            let ((name, a), (_, b)) = (pair[0], pair[1]);
+            let gap = b.start_ns.saturating_sub(a.start_ns + a.duration_ns);
+            total += gap;
+            if longest.is_none_or(|(g, _)| gap > g) {
+                longest = Some((gap, name));
+            }
+        }
+    }
+    Gaps {
+        ms_per_call: total as f64 / trace.calls.len().max(1) as f64 / 1e6,
+        longest: longest.map(|(g, name)| (g as f64 / 1e6, name.to_string())),
+    }
+}
+
+/// The table as text: one line per op type, then the total, then the time between steps
+/// (`gaps`).
+pub fn report(rows: &[OpTime], calls: usize, gaps: &Gaps) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "profile: step time by op over {calls} traced call(s)");
     let _ = writeln!(
@@ -98,6 +136,14 @@ pub fn report(rows: &[OpTime], calls: usize) -> String {
     }
     let total: f64 = rows.iter().map(|r| r.ms_per_call).sum();
     let _ = writeln!(s, "  {:<24} {:>6} {:>12.4}", "total", "", total);
+    let longest = gaps.longest.as_ref().map_or(String::new(), |(ms, after)| {
+        format!(" (longest {ms:.4} ms, after {after})")
+    });
+    let _ = writeln!(
+        s,
+        "  {:<24} {:>6} {:>12.4}{longest}",
+        "between steps", "", gaps.ms_per_call
+    );
     s
 }
 
@@ -138,8 +184,23 @@ mod tests {
         let slow = slowest_steps(&trace, 1);
         assert_eq!(slow.len(), 1);
         assert!(slow[0].2 >= slowest_steps(&trace, 5).last().unwrap().2);
-        let text = report(&rows, 3);
+        let g = gaps(&trace);
+        let text = report(&rows, 3, &g);
         assert!(text.contains("MatMul") && text.contains("total"), "{text}");
+        assert!(text.contains("between steps"), "{text}");
         assert!(by_op(&Trace::default()).is_empty());
+        // Two steps a call: one gap each, from the recorded starts and ends.
+        let mut want = 0u64;
+        for call in &trace.calls {
+            let t: Vec<_> = call.records.iter().filter_map(|r| r.timing).collect();
+            assert_eq!(t.len(), 2);
+            want += t[1].start_ns - (t[0].start_ns + t[0].duration_ns);
+        }
+        assert!(
+            (g.ms_per_call - want as f64 / 3.0 / 1e6).abs() < 1e-12,
+            "{g:?}"
+        );
+        assert!(g.longest.is_some());
+        assert_eq!(gaps(&Trace::default()).ms_per_call, 0.0);
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use graphlift_ir::{Function, Node, Op, Output, TensorType};
+use graphlift_ir::{Function, Node, NodeId, Op, Output, TensorType};
 
 use super::inner;
 use super::record::{
@@ -25,6 +25,8 @@ use crate::{RuntimeError, Tensor, TensorSpec};
 pub struct CallRecorder {
     call: CallTrace,
     started: Instant,
+    /// The steps so far, made into records by [`CallRecorder::finish`].
+    steps: Vec<Step>,
     values: HashMap<Output, (ValueSource, TensorType)>,
     /// The executed function's variables in node id order, each with its value at the
     /// start of the call once [`CallRecorder::record_variables`] has given it.
@@ -83,6 +85,7 @@ impl CallRecorder {
                 timing: Timing::default(),
             },
             started: Instant::now(),
+            steps: Vec::new(),
             values,
             variables,
         }
@@ -110,17 +113,40 @@ impl CallRecorder {
         Instant::now()
     }
 
-    /// Records that `node` ran from `start` until now as a step of `kind`, producing
-    /// `outputs` (for a `ReadVariable`, the value it read; for an `Assign`, the value it
-    /// wrote). Parameters, Variables and Results are not steps and are ignored.
+    /// Records that `node` (of the function the call runs) ran from `start` until now as a
+    /// step of `kind`, producing `outputs` (for a `ReadVariable`, the value it read; for an
+    /// `Assign`, the value it wrote). Parameters, Variables and Results are not steps and
+    /// are ignored. Only the step's node, times and output types are kept here; its record
+    /// is made by [`CallRecorder::finish`], so the time between two steps holds little of
+    /// the tracer's own work.
     pub fn record(&mut self, node: &Node, kind: StepKind, start: Instant, outputs: &[Tensor]) {
         let end = Instant::now();
         if matches!(node.op(), Op::Parameter | Op::Variable(_) | Op::Result) {
             return;
         }
+        let timing = Timing {
+            start_ns: scope::since_epoch(start),
+            duration_ns: u64::try_from(end.saturating_duration_since(start).as_nanos())
+                .unwrap_or(u64::MAX),
+        };
+        self.steps.push(Step {
+            node: node.id(),
+            kind,
+            timing,
+            outputs: outputs.iter().map(Tensor::tensor_type).collect(),
+        });
+    }
+
+    /// The record of `step`, whose node is `node`, wired to the records before it.
+    fn add_record(&mut self, node: &Node, step: Step) {
+        let Step {
+            kind,
+            timing,
+            outputs,
+            ..
+        } = step;
         let index = self.call.records.len();
         let inputs = node.inputs().iter().map(|o| self.traced_input(o)).collect();
-        let outputs: Vec<TensorType> = outputs.iter().map(Tensor::tensor_type).collect();
         for (i, t) in outputs.iter().enumerate() {
             let source = ValueSource::Record {
                 record: index,
@@ -130,11 +156,7 @@ impl CallRecorder {
                 .insert(Output::new(node.id(), i), (source, t.clone()));
         }
         let mut record = op_record(node, kind, inputs, outputs);
-        record.timing = Some(Timing {
-            start_ns: scope::since_epoch(start),
-            duration_ns: u64::try_from(end.saturating_duration_since(start).as_nanos())
-                .unwrap_or(u64::MAX),
-        });
+        record.timing = Some(timing);
         if let Op::FusedKernel(k) = node.op() {
             record.children = body_records(&k.body);
         } else if kind == StepKind::Native {
@@ -164,15 +186,20 @@ impl CallRecorder {
         }
     }
 
-    /// Resolves the results of `function` and commits the call to the innermost tracer of
-    /// this thread.
+    /// Makes the steps' records, resolves the results of `function` and commits the call to
+    /// the innermost tracer of this thread.
     ///
     /// # Errors
     /// [`RuntimeError::Trace`] if a result's value was not recorded, or a variable's value
     /// at the start of the call was not ([`CallRecorder::record_variables`]) or has another
-    /// type than its node (the call is dropped).
+    /// type than its node; the graph's error if a recorded step's node is not in `function`
+    /// (the call is dropped either way).
     pub fn finish(mut self, function: &Function) -> Result<(), RuntimeError> {
         let end = Instant::now();
+        for step in std::mem::take(&mut self.steps) {
+            let node = function.node(step.node)?;
+            self.add_record(node, step);
+        }
         self.call.variables = std::mem::take(&mut self.variables)
             .into_iter()
             .map(traced_variable)
@@ -197,6 +224,15 @@ impl CallRecorder {
         scope::commit(self.call);
         Ok(())
     }
+}
+
+/// A step as [`CallRecorder::record`] keeps it.
+#[derive(Debug)]
+struct Step {
+    node: NodeId,
+    kind: StepKind,
+    timing: Timing,
+    outputs: Vec<TensorType>,
 }
 
 /// A variable's record from its node's spec and the value handed to
