@@ -12,6 +12,7 @@ use super::matmul_narrow::narrow_matmul;
 use super::packed::{self, Lhs, Out, PackedWeights, Rhs, Side};
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
+
 /// Row blocks of a product split over threads are multiples of this (whole microkernel
 /// tiles).
 pub(super) const ROW_BLOCK_ALIGN: usize = 8;
@@ -243,8 +244,9 @@ fn grid(m: usize, panels: usize, threads: usize) -> (usize, usize) {
 /// Every product of `p` (`a` row-major, `b` packed for the right side as `w`) into `c`,
 /// each product split into tiles of rows and whole column panels ([`grid`]) spread over
 /// the threads: each tile the product of its rows of `a` with its columns of `b`, stored
-/// into its piece of each of its rows of `c`, which the epilogue then sees row by row. `false` when the packed path declines a block (the
-/// caller then computes every product by rows, writing every element again).
+/// into its piece of each of its rows of `c`, which the epilogue then sees row by row.
+/// `false` when the packed path declines a tile (the caller then computes every product
+/// by rows, writing every element again).
 fn tiles(
     c: &mut [f32],
     a: &[f32],

@@ -15,9 +15,9 @@ use num_traits::Float;
 use crate::parallel::{for_each, Parallel};
 use fold::{fold_row_windows, fold_rows, fold_step, taps_per_output, RowPool};
 
-/// Window taps each thread of a split pooling must get (so one of under twice this runs
-/// on the calling thread): a tap is a compare or add, cheaper than a multiply-accumulate
-/// of [`crate::parallel::MIN_MACS_PER_THREAD`] by the loads around it.
+/// Window taps each thread of a split pooling must get, so one of under twice this runs on
+/// the calling thread (on two threads, the split point it had before threads were chosen
+/// by work: 2^16 taps).
 const MIN_TAPS_PER_THREAD: usize = 1 << 15;
 
 /// Output rows narrower than this pool each output directly from its taps: the separable
