@@ -13,3 +13,15 @@ gl_median() { # binary model threads shape runs [bench flags...]
 # The median of the whitespace-separated numbers on standard input (the lower middle one of
 # an even count).
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# With BASE set (another graphlift binary timed in the same rounds), the two columns it adds
+# to a table: their header, and their cells for graphlift's median GM and BASE's round
+# times: BASE's median and the ratio graphlift / BASE. Nothing without BASE.
+base_header() { [ -z "${BASE:-}" ] || printf " %9s %8s" base_ms vs_base; }
+base_columns() { # graphlift-median base-round-times...
+    [ -n "${BASE:-}" ] || return 0
+    local gm="$1" bm
+    shift
+    bm=$(echo "$*" | median)
+    awk -v b="$bm" -v g="$gm" 'BEGIN { printf " %9s %8.2f", b, g / b }'
+}

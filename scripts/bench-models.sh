@@ -37,7 +37,7 @@ ov_median() { # model threads dims
 
 printf "%-28s %7s %7s %13s %15s %12s %8s %8s" model shape threads graphlift_ms \
     onnxruntime_ms openvino_ms vs_ort vs_ov
-[ -n "${BASE:-}" ] && printf " %9s %8s" base_ms vs_base
+base_header
 echo
 for spec in "paraphrase-MiniLM-L3-v2.onnx input_ids=1x128" \
             "paraphrase-MiniLM-L3-v2.onnx input_ids=8x128" \
@@ -56,10 +56,7 @@ for spec in "paraphrase-MiniLM-L3-v2.onnx input_ids=1x128" \
         vm=$(echo "${v[*]}" | median)
         awk -v m="${1%.onnx}" -v s="${2#*=}" -v t="$threads" -v g="$gm" -v o="$om" -v v="$vm" \
             'BEGIN { printf "%-28s %7s %7s %13s %15s %12s %8.2f %8.2f", m, s, t, g, o, v, g / o, g / v }'
-        if [ -n "${BASE:-}" ]; then
-            bm=$(echo "${b[*]}" | median)
-            awk -v b="$bm" -v g="$gm" 'BEGIN { printf " %9s %8.2f", b, g / b }'
-        fi
+        base_columns "$gm" "${b[@]}"
         echo
     done
 done

@@ -39,7 +39,7 @@ specs=("paraphrase-MiniLM-L3-v2.onnx input_ids=1x128"
 
 printf "%-28s %7s %7s %13s %15s %7s %11s %11s" model shape threads graphlift_ms \
     onnxruntime_ms vs_ort gl_speedup ort_speedup
-[ -n "${BASE:-}" ] && printf " %9s %8s" base_ms vs_base
+base_header
 echo
 for spec in "${specs[@]}"; do
     set -- $spec
@@ -56,10 +56,7 @@ for spec in "${specs[@]}"; do
         awk -v m="${1%.onnx}" -v s="${2#*=}" -v t="$threads" -v g="$gm" -v o="$om" \
             -v g1="$g1" -v o1="$o1" 'BEGIN { printf "%-28s %7s %7s %13s %15s %7.2f %11.2f %11.2f",
                 m, s, t, g, o, g / o, g1 / g, o1 / o }'
-        if [ -n "${BASE:-}" ]; then
-            bm=$(echo "${b[*]}" | median)
-            awk -v b="$bm" -v g="$gm" 'BEGIN { printf " %9s %8.2f", b, g / b }'
-        fi
+        base_columns "$gm" "${b[@]}"
         echo
     done
 done

@@ -5,7 +5,7 @@
 Token inputs (input_ids, attention_mask, token_type_ids) get int64 ones of DIMS (what
 `graphlift bench` generates); any other input gets seeded float32 normals of DIMS. Used by
 scripts/bench-models.sh, bench-attention.sh and bench-scaling.sh; `session` and `feed` by
-scripts/ort_profile.py.
+scripts/ort_profile.py, `median_ms` by scripts/zoo.py.
 """
 import sys
 import time
@@ -39,19 +39,24 @@ def feed(s, dims):
     return out
 
 
-def main():
-    model, threads, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    dims = tuple(int(d) for d in sys.argv[4].split("x"))
-    s = session(model, threads)
-    f = feed(s, dims)
-    for _ in range(5):
+def median_ms(s, f, runs, warmup=5):
+    """The median latency in ms of `runs` runs of session `s` on feed `f`, after `warmup`
+    untimed ones."""
+    for _ in range(warmup):
         s.run(None, f)
     t = []
     for _ in range(runs):
         a = time.perf_counter()
         s.run(None, f)
         t.append(time.perf_counter() - a)
-    print(f"{np.median(t) * 1e3:.4f}")
+    return float(np.median(t)) * 1e3
+
+
+def main():
+    model, threads, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    dims = tuple(int(d) for d in sys.argv[4].split("x"))
+    s = session(model, threads)
+    print(f"{median_ms(s, feed(s, dims), runs):.4f}")
 
 
 if __name__ == "__main__":

@@ -291,16 +291,9 @@ def check(dest, binary, only):
 
 
 def ort_median(session, feed, runs):
-    import time
+    from ort_median import median_ms
 
-    for _ in range(3):
-        session.run(None, feed)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        session.run(None, feed)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
+    return median_ms(session, feed, runs, warmup=3)
 
 
 def graphlift_median(binary, model, inputs, threads, runs):
