@@ -1,5 +1,8 @@
 //! Multi-core kernel calls: a kernel's index range split into chunks over a thread pool, with
-//! an XLA-style cost threshold so that small calls stay on the calling thread.
+//! an XLA-style cost threshold so that small calls stay on the calling thread; a native
+//! kernel's call takes a [`Team`] of as many threads as its work pays for
+//! ([`Parallel::team`]), so a small call on a many-core machine does not wait on helpers
+//! it cannot keep busy.
 
 use std::sync::OnceLock;
 
