@@ -11,8 +11,8 @@ gl_median() { # binary model threads shape runs [bench flags...]
 }
 
 # The median of the whitespace-separated numbers on standard input (the lower middle one of
-# an even count).
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# an even count; empty fields, as a trailing space leaves, are not counted).
+median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # With BASE set (another graphlift binary timed in the same rounds), the two columns it adds
 # to a table: their header, and their cells for graphlift's median GM and BASE's round
