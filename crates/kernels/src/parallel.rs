@@ -173,7 +173,13 @@ impl Parallel {
     /// should use: one per [`MIN_MACS_PER_THREAD`] of them, at least 1, at most the
     /// configured count.
     pub fn threads_for(&self, macs: usize) -> usize {
-        (macs / MIN_MACS_PER_THREAD).clamp(1, self.config.threads)
+        self.threads_of(macs, MIN_MACS_PER_THREAD)
+    }
+
+    /// `work / per_thread` threads (`per_thread` at least 1), at least 1, at most the
+    /// configured count.
+    fn threads_of(&self, work: usize, per_thread: usize) -> usize {
+        (work / per_thread.max(1)).clamp(1, self.config.threads)
     }
 
     /// The team for a native kernel's call of `macs` multiply-accumulates (or equivalents):
@@ -187,7 +193,7 @@ impl Parallel {
     /// `per_thread` (≥ 1): `work / per_thread` threads, at most the configured count;
     /// `None` when that is under two, or no pool could be started.
     pub fn team_of(&self, work: usize, per_thread: usize) -> Option<Team<'_>> {
-        let threads = (work / per_thread.max(1)).min(self.config.threads);
+        let threads = self.threads_of(work, per_thread);
         if threads < 2 {
             return None;
         }

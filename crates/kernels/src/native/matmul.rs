@@ -259,8 +259,8 @@ fn tiles(
     let Some(team) = parallel.team(p.offsets_a.len() * m * n * k) else {
         return false;
     };
-    let (_, rows, cols) = w.extents();
-    if (rows, cols) != (k, n) || c.len() != p.offsets_a.len() * m * n {
+    let (_, w_rows, w_cols) = w.extents();
+    if (w_rows, w_cols) != (k, n) || c.len() != p.offsets_a.len() * m * n {
         return false;
     }
     let (rows, panels) = grid(m, n.div_ceil(packed::PANEL_COLUMNS), team.threads());

@@ -124,15 +124,10 @@ impl CallRecorder {
         if matches!(node.op(), Op::Parameter | Op::Variable(_) | Op::Result) {
             return;
         }
-        let timing = Timing {
-            start_ns: scope::since_epoch(start),
-            duration_ns: u64::try_from(end.saturating_duration_since(start).as_nanos())
-                .unwrap_or(u64::MAX),
-        };
         self.steps.push(Step {
             node: node.id(),
             kind,
-            timing,
+            timing: timing(start, end),
             outputs: outputs.iter().map(Tensor::tensor_type).collect(),
         });
     }
@@ -216,13 +211,19 @@ impl CallRecorder {
                 tensor_type,
             });
         }
-        self.call.timing = Timing {
-            start_ns: scope::since_epoch(self.started),
-            duration_ns: u64::try_from(end.saturating_duration_since(self.started).as_nanos())
-                .unwrap_or(u64::MAX),
-        };
+        self.call.timing = timing(self.started, end);
         scope::commit(self.call);
         Ok(())
+    }
+}
+
+/// The timing of what ran from `start` to `end`: its start in ns since the trace epoch,
+/// its duration in ns (saturating).
+fn timing(start: Instant, end: Instant) -> Timing {
+    Timing {
+        start_ns: scope::since_epoch(start),
+        duration_ns: u64::try_from(end.saturating_duration_since(start).as_nanos())
+            .unwrap_or(u64::MAX),
     }
 }
 
