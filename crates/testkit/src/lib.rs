@@ -317,6 +317,14 @@ pub fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
         (TensorData::BF16(a), TensorData::BF16(b)) => pos(a, b, |x, y| {
             x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
         }),
+        // The storage-only types (8- and 4-bit floats, 4- and 2-bit integers): their values
+        // widened to f64 (exactly), bit for bit, any NaN matching any NaN.
+        _ if got.element_type().is_storage_only() => {
+            (0..got.len()).position(|i| match (got.get_f64(i), want.get_f64(i)) {
+                (Some(x), Some(y)) => !(x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())),
+                _ => true,
+            })
+        }
         // Equal types (checked above): the rest compare by value.
         _ => match_data!(got, a => pos(a, want.as_slice().unwrap_or_default(), |x, y| x == y),
             String(a) => pos(a, want.as_strings().unwrap_or_default(), |x, y| x == y)),
@@ -363,4 +371,24 @@ pub fn inputs_of(f: &Function, phase: usize) -> Vec<Tensor> {
             Tensor::from_data(data(t.element_type, n, phase + 7 * k), t.shape).unwrap()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphlift_ir::ElementType;
+
+    /// An 8-bit float NaN matches a NaN of the other sign; a zero of the other sign and a
+    /// different value do not match.
+    #[test]
+    fn storage_floats_match_any_nan_and_nothing_else() {
+        let t = ElementType::F8E4M3FN;
+        let got = TensorData::from_f64(t, &[f64::NAN, 1.0, 0.0, 2.0]);
+        let want = TensorData::from_f64(t, &[-f64::NAN, 1.0, 0.0, 2.0]);
+        assert_eq!(first_difference(&got, &want), None);
+        let zero = TensorData::from_f64(t, &[f64::NAN, 1.0, -0.0, 2.0]);
+        assert_eq!(first_difference(&got, &zero), Some(2));
+        let other = TensorData::from_f64(t, &[f64::NAN, 1.0, 0.0, 3.0]);
+        assert_eq!(first_difference(&got, &other), Some(3));
+    }
 }
