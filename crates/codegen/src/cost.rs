@@ -24,7 +24,7 @@ fn library_weight(f: VecFn) -> usize {
         VecFn::GeluTanh => 12,
         VecFn::GeluErf | VecFn::GeluErfDivide => 38,
         VecFn::Silu => 25,
-        VecFn::SiluExp => 10,
+        VecFn::SiluExp | VecFn::Swish => 10,
         VecFn::Tanh => 34,
         VecFn::Sigmoid => 50,
         VecFn::Erf => 61,

@@ -26,6 +26,7 @@ mod tests;
 /// | `Pow(x, 3)`, `Pow(x, 4)`, `Pow(x, -2)` | `(x·x)·x`, `(x·x)·(x·x)`, `1 / (x·x)` | two roundings: within about 1 ulp of `pow`'s |
 /// | `Pow(x, 0.5)`, `Pow(x, -0.5)` | `√(x + 0)`, `1 / √(x + 0)`, with `x = -∞` selected to `+∞` (`+0`) | exact (IEEE `sqrt` is correctly rounded; `+ 0` makes `pow(-0, 0.5) = +0`, the select `pow(-∞, 0.5) = +∞`) |
 /// | `x · Sigmoid(x)`, `Sigmoid(x) · x` (PyTorch's SiLU) | `x / (e^-x + 1)` (the library's SiLU form, the peers' E3) | a few ulp (`f32`: the form's roundings against the reference's one rounding of `sigmoid`) |
+/// | `x · Sigmoid(x·β)`, with either product's operands either way round and `β` a constant (Swish; CLIP's QuickGELU, `β = 1.702`) | `x / (e^-(x·β) + 1)`, the product `x·β` kept (the library's Swish form) | as SiLU |
 /// | GELU-erf: the product of `x`, `0.5` and `erf(x·c) + 1` or `erf(x / c) + 1` grouped in any order | `(x·0.5)·(erf(x·c) + 1)`, `(x·(erf(x / c) + 1))·0.5` (the library's two GELU-erf forms) | exact (scaling by 0.5 commutes with rounding) except where a product overflows or is subnormal |
 ///
 /// The exponent must be a Constant (or Broadcasts of one) whose elements all equal one of
@@ -66,8 +67,8 @@ const EXPONENTS: [f64; 8] = [1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 0.5, -0.5];
 enum Form {
     /// `Pow(x, exponent)`; the exponent's Broadcasts and Constant.
     Power(Output, f64, Path),
-    /// `x · Sigmoid(x)`; the `Sigmoid`.
-    Silu(Output, NodeId),
+    /// `x · Sigmoid(z)`, `z` being `x` or `x·β`: `x`, `z` and the `Sigmoid`.
+    Silu(Output, Output, NodeId),
     /// A GELU-erf product to regroup.
     GeluErf(gelu::GeluErf),
 }
@@ -102,21 +103,37 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Form>, PassError> {
             if let Some(m) = gelu::find(g, id)? {
                 return Ok(Some(Form::GeluErf(m)));
             }
-            let mut found = None;
             for (x, s) in [(ins[0], ins[1]), (ins[1], ins[0])] {
                 let n = g.node(s.node)?;
                 if matches!(n.op(), Op::Unary(UnaryOp::Sigmoid))
-                    && n.inputs()[0] == x
                     && n.other_deps().is_empty()
+                    && (n.inputs()[0] == x || scales(g, n.inputs()[0], x)?)
                 {
-                    found = Some(Form::Silu(x, n.id()));
-                    break;
+                    return Ok(Some(Form::Silu(x, n.inputs()[0], n.id())));
                 }
             }
-            found
+            None
         }
         _ => None,
     })
+}
+
+/// Whether `z` is `x·β` or `β·x` for a constant `β` (one value in every element), with no
+/// control dependencies.
+fn scales(g: &Function, z: Output, x: Output) -> Result<bool, PassError> {
+    let n = g.node(z.node)?;
+    if !matches!(n.op(), Op::Binary(BinaryOp::Multiply)) || !n.other_deps().is_empty() {
+        return Ok(false);
+    }
+    let ins = n.inputs();
+    for (a, b) in [(ins[0], ins[1]), (ins[1], ins[0])] {
+        if a == x {
+            if let Some((d, _)) = splat(g, b)? {
+                return Ok(uniform(d).is_some());
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// The one value every element of `d` has (floats), if any.
@@ -134,7 +151,7 @@ fn canonicalize(g: &mut Function) -> Result<bool, PassError> {
         let mut e = Emitter::new(g, id)?;
         let (value, bypassed) = match form {
             Form::Power(x, c, path) => (e.power(x, c)?, path),
-            Form::Silu(x, sigmoid) => (e.silu(x)?, std::iter::once(sigmoid).collect()),
+            Form::Silu(x, z, sigmoid) => (e.silu(x, z)?, std::iter::once(sigmoid).collect()),
             Form::GeluErf(m) => {
                 let (first, second) = if m.half_with_x {
                     (m.half, m.erf_plus_one)
@@ -246,9 +263,10 @@ impl<'g> Emitter<'g> {
         self.node(Op::Select, &[at_minus_inf, inf, root])
     }
 
-    /// SiLU as the library's form `x / (e^-x + 1)`.
-    fn silu(&mut self, x: Output) -> Result<Output, PassError> {
-        let minus = self.unary(UnaryOp::Negative, x)?;
+    /// `x · sigmoid(z)` as the library's form `x / (e^-z + 1)` (SiLU for `z = x`, Swish for
+    /// `z = x·β`).
+    fn silu(&mut self, x: Output, z: Output) -> Result<Output, PassError> {
+        let minus = self.unary(UnaryOp::Negative, z)?;
         let e = self.unary(UnaryOp::Exp, minus)?;
         let one = self.splat(1.0)?;
         let denominator = self.binary(BinaryOp::Add, e, one)?;

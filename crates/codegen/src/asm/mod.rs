@@ -375,9 +375,9 @@ impl Layout {
                 .any(|(k, l)| l.is_some() && !by_library(k) && !plan.slots[k].invariant);
             let silu = isa == VectorIsa::Avx2
                 && (0..lowering.len()).any(|k| {
-                    library
-                        .get(k)
-                        .is_some_and(|c| matches!(c.function, VecFn::Silu | VecFn::SiluExp))
+                    library.get(k).is_some_and(|c| {
+                        matches!(c.function, VecFn::Silu | VecFn::SiluExp | VecFn::Swish)
+                    })
                 });
             if all && (form || !between) && !silu {
                 return Err(Refusal::Library);

@@ -252,7 +252,7 @@ type OfX = for<'b> fn(Value<'b>) -> Value<'b>;
 /// The forms as written by the peers' expressions, the ONNX importer and PyTorch's
 /// exporters, with operands in both orders, each with its form; and near misses that are
 /// no form, with the single function they call.
-const FORMS: [(OfX, VecFn); 11] = [
+const FORMS: [(OfX, VecFn); 13] = [
     (gelu, VecFn::GeluTanh),
     // Operands the other way round, other constants.
     (
@@ -271,6 +271,8 @@ const FORMS: [(OfX, VecFn); 11] = [
     (|x| x.sigmoid() * x, VecFn::Silu),
     (|x| x / ((-x).exp() + 1.0), VecFn::SiluExp),
     (|x| x / (1.0 + (-x).exp()), VecFn::SiluExp),
+    (|x| x / ((-(x * 1.702)).exp() + 1.0), VecFn::Swish),
+    (|x| x / (1.0 + (-(0.5 * x)).exp()), VecFn::Swish),
     // No forms: the cube used twice, a different op, a different argument.
     (
         |x| {

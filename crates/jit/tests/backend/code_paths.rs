@@ -140,7 +140,7 @@ fn exporter_spellings_call_the_same_library_form() {
         b.finish(&[spell(x)]).unwrap()
     };
     type Spelling = fn(Value<'_>) -> Value<'_>;
-    let cases: [(&str, Spelling, &str); 5] = [
+    let cases: [(&str, Spelling, &str); 7] = [
         (
             "gelu_erf_keras",
             |x| (0.5 * x) * ((x / std::f64::consts::SQRT_2).erf() + 1.0),
@@ -153,6 +153,8 @@ fn exporter_spellings_call_the_same_library_form() {
         ),
         ("silu", |x| x * x.sigmoid(), "silu_exp"),
         ("silu_commuted", |x| x.sigmoid() * x, "silu_exp"),
+        ("quick_gelu", |x| x * (x * 1.702).sigmoid(), "swish"),
+        ("swish_commuted", |x| (0.5 * x).sigmoid() * x, "swish"),
         (
             "gelu_new",
             |x| {

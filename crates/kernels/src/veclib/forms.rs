@@ -95,6 +95,18 @@ pub const SILU_EXP: Pattern = Binary(
     ),
 );
 
+/// Swish with a slope, written with `exp`: `x / (e^−(x·c1) + c0)` (`c0 = 1`, `c1 = β`):
+/// `x·sigmoid(β·x)` (Ramachandran et al.'s Swish; CLIP's QuickGELU has `β = 1.702`) in the
+/// normal form of the `canonical_forms` pass.
+pub const SWISH: Pattern = Binary(
+    BinaryOp::Divide,
+    &X,
+    &add(
+        &Unary(UnaryOp::Exp, &Unary(UnaryOp::Negative, &mul(&X, &Param(1)))),
+        &Param(0),
+    ),
+);
+
 /// [`GELU_TANH`], one element.
 #[inline(always)]
 pub fn gelu_tanh(x: f32, c: [f32; MAX_PARAMS]) -> f32 {
@@ -123,4 +135,10 @@ pub fn silu(x: f32, _: [f32; MAX_PARAMS]) -> f32 {
 #[inline(always)]
 pub fn silu_exp(x: f32, c: [f32; MAX_PARAMS]) -> f32 {
     f::silu_exp_tail(f::silu_exp_head(x), c[0])
+}
+
+/// [`SWISH`], one element.
+#[inline(always)]
+pub fn swish(x: f32, c: [f32; MAX_PARAMS]) -> f32 {
+    f::silu_exp_tail(f::swish_head(x, c[1]), c[0])
 }

@@ -170,6 +170,12 @@ pub(super) fn silu_exp_head<V: F32x>(x: V) -> (V, (V, V, V)) {
     (x, exp_head::<V, true>(x))
 }
 
+/// Swish with a slope, head: `(x, e^−(x·c1)'s head)` (its tail is [`silu_exp_tail`]).
+#[inline(always)]
+pub(super) fn swish_head<V: F32x>(x: V, c1: V) -> (V, (V, V, V)) {
+    (x, exp_head::<V, true>(x.mul(c1)))
+}
+
 /// SiLU with `exp`, tail: `x / (e^-x + c0)`.
 #[inline(always)]
 pub(super) fn silu_exp_tail<V: F32x>((x, e): (V, (V, V, V)), c0: V) -> V {

@@ -70,11 +70,13 @@ pub enum VecFn {
     Silu,
     /// SiLU written with `exp` (`forms::SILU_EXP`).
     SiluExp,
+    /// Swish with a slope, written with `exp` (`forms::SWISH`).
+    Swish,
 }
 
 impl VecFn {
     /// Every function of the library.
-    pub const ALL: [VecFn; 10] = [
+    pub const ALL: [VecFn; 11] = [
         VecFn::Exp,
         VecFn::Sigmoid,
         VecFn::Tanh,
@@ -85,16 +87,18 @@ impl VecFn {
         VecFn::GeluErfDivide,
         VecFn::Silu,
         VecFn::SiluExp,
+        VecFn::Swish,
     ];
 
     /// The activation forms, in the order a kernel's slots are matched against them (a
     /// form before the forms it contains; none of these contains another).
-    pub const FORMS: [VecFn; 5] = [
+    pub const FORMS: [VecFn; 6] = [
         VecFn::GeluTanh,
         VecFn::GeluErf,
         VecFn::GeluErfDivide,
         VecFn::Silu,
         VecFn::SiluExp,
+        VecFn::Swish,
     ];
 
     /// The expression a form computes, or `None` for a single function.
@@ -105,6 +109,7 @@ impl VecFn {
             VecFn::GeluErfDivide => Some(&forms::GELU_ERF_DIVIDE),
             VecFn::Silu => Some(&forms::SILU),
             VecFn::SiluExp => Some(&forms::SILU_EXP),
+            VecFn::Swish => Some(&forms::SWISH),
             _ => None,
         }
     }
@@ -157,6 +162,7 @@ impl VecFn {
             VecFn::GeluErfDivide => "gelu_erf_divide",
             VecFn::Silu => "silu",
             VecFn::SiluExp => "silu_exp",
+            VecFn::Swish => "swish",
         }
     }
 
@@ -173,6 +179,7 @@ impl VecFn {
             VecFn::GeluErfDivide => "graphlift_veclib_gelu_erf_divide_f32",
             VecFn::Silu => "graphlift_veclib_silu_f32",
             VecFn::SiluExp => "graphlift_veclib_silu_exp_f32",
+            VecFn::Swish => "graphlift_veclib_swish_f32",
         }
     }
 
@@ -203,6 +210,7 @@ impl VecFn {
             VecFn::GeluErfDivide => entry!(gelu_erf_divide_strip),
             VecFn::Silu => entry!(silu_strip),
             VecFn::SiluExp => entry!(silu_exp_strip),
+            VecFn::Swish => entry!(swish_strip),
         }
     }
 
@@ -232,6 +240,7 @@ impl VecFn {
             VecFn::GeluErfDivide => map_gelu_erf_divide::<false>(src, dst, &c),
             VecFn::Silu => map_silu::<false>(src, dst, &c),
             VecFn::SiluExp => map_silu_exp::<false>(src, dst, &c),
+            VecFn::Swish => map_swish::<false>(src, dst, &c),
         }
     }
 }
@@ -362,6 +371,7 @@ form_function!(
     forms::silu_exp,
     wide = silu_exp
 );
+form_function!(map_swish, swish_strip, forms::swish, wide = swish);
 
 #[multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",

@@ -241,6 +241,14 @@ mod x86 {
             h, c0
         ))
     }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn swish<const NT: bool>(src: &[f32], dst: &mut [f32], c: &[f32; 4]) -> usize {
+        let (c0, c1) = (Zmm(_mm512_set1_ps(c[0])), Zmm(_mm512_set1_ps(c[1])));
+        map16_pipelined!(src, dst, |x| f::swish_head(x, c1), |h| f::silu_exp_tail(
+            h, c0
+        ))
+    }
 }
 
 /// Whether the host runs this module's code.
@@ -326,6 +334,10 @@ avx512_entry!(
 avx512_entry!(
     /// SiLU `x / (e^-x + c0)`.
     silu_exp, |src, dst, c| x86::silu_exp::<NT>(src, dst, c[0])
+);
+avx512_entry!(
+    /// Swish `x / (e^-(x·c1) + c0)`.
+    swish, |src, dst, c| x86::swish::<NT>(src, dst, c)
 );
 
 #[cfg(test)]

@@ -157,6 +157,58 @@ fn both_silu_spellings_become_the_library_form() {
     }
 }
 
+/// Swish (`x · sigmoid(β·x)`, CLIP's QuickGELU at `β = 1.702`) with each product's operands
+/// either way round becomes `x / (e^-(x·β) + 1)`, keeping the product `x·β`; a slope that is
+/// not a constant, or a sigmoid of another value, is left alone.
+#[test]
+fn swish_spellings_become_the_library_form_and_others_stay() {
+    let n = specials().len();
+    for spelling in 0..4 {
+        let b = FunctionBuilder::new("swish");
+        let x = b.parameter("x", ElementType::F32, [n]);
+        let z = if spelling % 2 == 0 {
+            x * 1.702
+        } else {
+            1.702 * x
+        };
+        let s = z.sigmoid();
+        let y = if spelling < 2 { x * s } else { s * x };
+        let before = b.finish(&[y]).unwrap();
+        let mut after = before.clone();
+        assert!(CanonicalForms.run(&mut after).unwrap(), "{spelling}");
+        assert_eq!(ops(&after, &Op::Unary(UnaryOp::Sigmoid)), 0, "{after}");
+        assert_eq!(ops(&after, &Op::Unary(UnaryOp::Exp)), 1, "{after}");
+        assert_eq!(ops(&after, &Op::Binary(BinaryOp::Multiply)), 1, "{after}");
+        let out = after.result_source(after.results()[0]).unwrap();
+        assert_eq!(
+            after.node(out.node).unwrap().op(),
+            &Op::Binary(BinaryOp::Divide)
+        );
+        let xs = Tensor::from_vec(specials(), [n]).unwrap();
+        let (want, got) = (
+            eval(&before, std::slice::from_ref(&xs)),
+            eval(&after, &[xs]),
+        );
+        let (w, g) = (
+            want[0].read::<f32>().unwrap(),
+            got[0].read::<f32>().unwrap(),
+        );
+        for (a, b) in w.iter().zip(g) {
+            let close = (a - b).abs() <= 4.0 * f32::EPSILON * a.abs() + 1e-38;
+            assert!(close || (a.is_nan() && b.is_nan()) || a == b, "{a} vs {b}");
+        }
+    }
+    // The slope a parameter; the sigmoid of another value scaled.
+    let b = FunctionBuilder::new("not_swish");
+    let x = b.parameter("x", ElementType::F32, [n]);
+    let w = b.parameter("w", ElementType::F32, [n]);
+    let y = x * (x * w).sigmoid() + x * (w * 1.702).sigmoid();
+    let mut f = b.finish(&[y]).unwrap();
+    let before = f.clone();
+    assert!(!CanonicalForms.run(&mut f).unwrap());
+    assert_eq!(f, before);
+}
+
 /// GELU-erf's three factors in every grouping exporters write become the library form of
 /// their argument, with the same values bit for bit on ordinary inputs.
 #[test]

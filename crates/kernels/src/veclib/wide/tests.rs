@@ -32,7 +32,7 @@ const NONE: [f32; MAX_PARAMS] = [0.0; MAX_PARAMS];
 const GELU: [f32; MAX_PARAMS] = [0.5, 0.044715, 0.797_884_6, 1.0];
 const GELU_ERF: [f32; MAX_PARAMS] = [0.5, std::f32::consts::FRAC_1_SQRT_2, 1.0, 0.0];
 const GELU_ERF_DIVIDE: [f32; MAX_PARAMS] = [std::f32::consts::SQRT_2, 1.0, 0.5, 0.0];
-const CASES: [Case; 9] = [
+const CASES: [Case; 10] = [
     case!(erf, |x, _| functions::erf(x), NONE),
     case!(gelu_erf, forms::gelu_erf, GELU_ERF),
     case!(gelu_erf_divide, forms::gelu_erf_divide, GELU_ERF_DIVIDE),
@@ -41,6 +41,7 @@ const CASES: [Case; 9] = [
     case!(tanh, |x, _| functions::tanh(x), NONE),
     case!(silu, forms::silu, NONE),
     case!(silu_exp, forms::silu_exp, [1.0, 0.0, 0.0, 0.0]),
+    case!(swish, forms::swish, [1.0, 1.702, 0.0, 0.0]),
     case!(gelu_tanh, forms::gelu_tanh, GELU),
 ];
 
