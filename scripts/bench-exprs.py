@@ -6,7 +6,7 @@
                    [--peers ../shared/peers]
 
 `spellings`: the graphs PyTorch, TensorFlow/Keras (tf2onnx) and PaddlePaddle (paddle2onnx)
-export for one activation (SiLU, GELU-erf, GELU-tanh, HardSigmoid, HardSwish, Softplus,
+export for one activation (SiLU, Swish, GELU-erf, GELU-tanh, HardSigmoid, HardSwish, Softplus,
 Mish), each timed on x: f32[N]; the table gives ns per element and the ratio to the
 fastest spelling of the same function (issue 27: every spelling within 1.1x of the best).
 
@@ -85,6 +85,12 @@ SPELLINGS = [
      lambda g, x: g.op("Mul", g.op("Sigmoid", x), x), 18),
     ("SiLU", "Div(x, 1 + Exp(-x))", "written out",
      lambda g, x: g.op("Div", x, g.op("Add", g.op("Exp", g.op("Neg", x)), 1.0)), 18),
+    ("Swish", "Mul(x, Sigmoid(Mul(x, 1.702)))", "PyTorch (CLIP's QuickGELU), tf2onnx (swish β)",
+     lambda g, x: g.op("Mul", x, g.op("Sigmoid", g.op("Mul", x, 1.702))), 18),
+    ("Swish", "Mul(Sigmoid(Mul(1.702, x)), x)", "commuted",
+     lambda g, x: g.op("Mul", g.op("Sigmoid", g.op("Mul", 1.702, x)), x), 18),
+    ("Swish", "Div(x, 1 + Exp(-(x·1.702)))", "written out",
+     lambda g, x: g.op("Div", x, g.op("Add", 1.0, g.op("Exp", g.op("Neg", g.op("Mul", x, 1.702))))), 18),
     ("GELU-erf", "x*0.5*(1+erf(x/√2))", "PyTorch",
      lambda g, x: g.op("Mul", g.op("Mul", x, g.op("Add", g.op("Erf", g.op("Div", x, 1.4142135623730951)), 1.0)), 0.5), 18),
     ("GELU-erf", "(0.5*x)*(1+erf(x/√2))", "tf2onnx (tf.nn.gelu)",
