@@ -121,6 +121,23 @@ fn other_powers_are_left_alone() {
     }
 }
 
+/// `x / (e^-z + 1)` (`after`) against `x · sigmoid(z)` (`before`) on the specials: a few
+/// ulp, and the same specials (the tiny negative inputs' products are subnormal or zero
+/// either way).
+fn assert_within_a_few_ulp(before: &Function, after: &Function) {
+    let n = specials().len();
+    let xs = Tensor::from_vec(specials(), [n]).unwrap();
+    let (want, got) = (eval(before, std::slice::from_ref(&xs)), eval(after, &[xs]));
+    let (w, g) = (
+        want[0].read::<f32>().unwrap(),
+        got[0].read::<f32>().unwrap(),
+    );
+    for (a, b) in w.iter().zip(g) {
+        let close = (a - b).abs() <= 4.0 * f32::EPSILON * a.abs() + 1e-38;
+        assert!(close || (a.is_nan() && b.is_nan()) || a == b, "{a} vs {b}");
+    }
+}
+
 #[test]
 fn both_silu_spellings_become_the_library_form() {
     for sigmoid_first in [false, true] {
@@ -138,22 +155,7 @@ fn both_silu_spellings_become_the_library_form() {
             after.node(out.node).unwrap().op(),
             &Op::Binary(BinaryOp::Divide)
         );
-        // x / (e^-x + 1) against x · sigmoid(x): a few ulp, and the same specials (the
-        // tiny negative inputs' products are subnormal or zero either way).
-        let n = specials().len();
-        let xs = Tensor::from_vec(specials(), [n]).unwrap();
-        let (want, got) = (
-            eval(&before, std::slice::from_ref(&xs)),
-            eval(&after, &[xs]),
-        );
-        let (w, g) = (
-            want[0].read::<f32>().unwrap(),
-            got[0].read::<f32>().unwrap(),
-        );
-        for (a, b) in w.iter().zip(g) {
-            let close = (a - b).abs() <= 4.0 * f32::EPSILON * a.abs() + 1e-38;
-            assert!(close || (a.is_nan() && b.is_nan()) || a == b, "{a} vs {b}");
-        }
+        assert_within_a_few_ulp(&before, &after);
     }
 }
 
@@ -184,19 +186,7 @@ fn swish_spellings_become_the_library_form_and_others_stay() {
             after.node(out.node).unwrap().op(),
             &Op::Binary(BinaryOp::Divide)
         );
-        let xs = Tensor::from_vec(specials(), [n]).unwrap();
-        let (want, got) = (
-            eval(&before, std::slice::from_ref(&xs)),
-            eval(&after, &[xs]),
-        );
-        let (w, g) = (
-            want[0].read::<f32>().unwrap(),
-            got[0].read::<f32>().unwrap(),
-        );
-        for (a, b) in w.iter().zip(g) {
-            let close = (a - b).abs() <= 4.0 * f32::EPSILON * a.abs() + 1e-38;
-            assert!(close || (a.is_nan() && b.is_nan()) || a == b, "{a} vs {b}");
-        }
+        assert_within_a_few_ulp(&before, &after);
     }
     // The slope a parameter; the sigmoid of another value scaled.
     let b = FunctionBuilder::new("not_swish");
