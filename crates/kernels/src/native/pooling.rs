@@ -13,7 +13,7 @@ use graphlift_runtime::Tensor;
 use num_traits::Float;
 
 use crate::parallel::{for_each, Parallel};
-use fold::{fold_row_windows, fold_rows, fold_step, taps_per_output, RowPool};
+use fold::{fold_row_windows, fold_rows, fold_rows_strided, fold_step, taps_per_output, RowPool};
 
 /// Window taps each thread of a split pooling must get, so one of under twice this runs on
 /// the calling thread (on two threads, the split point it had before threads were chosen
@@ -216,25 +216,30 @@ fn pool<T: Float + Send + Sync>(
         let first = inside.clone().map(|&(lo, _, y0)| y0 + lo * dh - ph).min();
         let end = inside.map(|&(_, hi, y0)| y0 + (hi - 1) * dh - ph + 1).max();
         let (first, end) = (first.unwrap_or(0), end.unwrap_or(0));
-        pooled.clear();
+        // Every element is written below (each pooled row whole: interior and edges), so
+        // the buffer kept from the unit before is only resized, not filled again.
         pooled.resize((end - first) * ow, T::neg_infinity());
         let src = &plane[first * w..end * w];
         cols.run_rows(src, (end - first, w), pooled, scratch);
         let pooled_row = |r: usize| &pooled[(r - first) * ow..];
-        // At unit stride the output rows whose windows are whole (every tap inside) read
-        // pooled rows at a fixed offset from one another: they fold as one long row.
-        let kh = win.shape[0];
+        // The output rows whose windows are whole (every tap inside) read pooled rows
+        // `stride` apart: at unit stride they fold as one long row, at others a block of
+        // rows in one call.
+        let (kh, sh) = (win.shape[0], win.strides[0]);
         let whole = |&(lo, hi, _): &(usize, usize, usize)| lo == 0 && hi == kh;
         let (wa, wb) = match windows.iter().position(whole) {
-            Some(i) if win.strides[0] == 1 => {
-                (i, i + windows[i..].iter().take_while(|w| whole(w)).count())
-            }
-            _ => (0, 0),
+            Some(i) => (i, i + windows[i..].iter().take_while(|w| whole(w)).count()),
+            None => (0, 0),
         };
         if wa < wb {
             let (m, y0) = (&mut ys[wa * ow..wb * ow], windows[wa].2);
             for ky in 0..kh {
-                fold_rows(m, pooled_row(y0 + ky * dh - ph), ky == 0);
+                let src = pooled_row(y0 + ky * dh - ph);
+                if sh == 1 {
+                    fold_rows(m, src, ky == 0);
+                } else {
+                    fold_rows_strided(m, src, (ow, sh * ow), ky == 0);
+                }
             }
         }
         for (oy, m) in ys.chunks_mut(ow).enumerate() {

@@ -113,7 +113,7 @@ impl RowPool {
         // row r's output o.
         let per = width / s;
         let total = (rows - 1) * per + inner.len();
-        long.clear();
+        // `interior` writes every element: the buffer is only resized, not filled again.
         long.resize(total, T::neg_infinity());
         self.interior(&src[inner.start * s - p..], long, scratch);
         for r in 0..rows {
@@ -154,6 +154,7 @@ impl RowPool {
             (2, 2, 1) => fold_windows::<T, 2, false>(dst, src),
             (3, 3, 1) => fold_windows::<T, 3, false>(dst, src),
             (4, 4, 1) => fold_windows::<T, 4, false>(dst, src),
+            (2, 3, 1) => fold_overlapping::<T, 2, 3>(dst, src),
             (2..=4, _, _) => {
                 // Tap t of output o reads src[o·s + t·d]: phase (t·d) mod s, element
                 // o + (t·d) / s of it.
@@ -217,6 +218,44 @@ fn deinterleave<T: Float, const S: usize>(src: &[T], phases: &mut [T], n: usize)
 /// an output row; with `first`, the fold starts here (`m[i] = fold(-inf, src[i])`).
 pub(super) fn fold_rows<T: Float>(m: &mut [T], src: &[T], first: bool) {
     fold_tap(m, src, 1, first);
+}
+
+/// [`fold_rows`] for each output row `r` of `m` (rows of `width`) from `src[r · stride..]`:
+/// the same pooled row of every window of a block of output rows whose windows step
+/// `stride / width` pooled rows apart, in one call rather than one per row.
+pub(super) fn fold_rows_strided<T: Float>(
+    m: &mut [T],
+    src: &[T],
+    (width, stride): (usize, usize),
+    first: bool,
+) {
+    if first {
+        fold_strided::<T, true>(m, src, (width, stride));
+    } else {
+        fold_strided::<T, false>(m, src, (width, stride));
+    }
+}
+
+/// [`fold_rows_strided`], `FIRST` its `first`.
+#[multiversion(targets = "simd")]
+fn fold_strided<T: Float, const FIRST: bool>(
+    m: &mut [T],
+    src: &[T],
+    (width, stride): (usize, usize),
+) {
+    for (r, m) in m.chunks_exact_mut(width.max(1)).enumerate() {
+        let Some(row) = src.get(r * stride..) else {
+            break;
+        };
+        let n = width.min(row.len());
+        pieces(n, |i, len| {
+            for (m, &v) in m[i..i + len].iter_mut().zip(&row[i..i + len]) {
+                let mut a = if FIRST { T::neg_infinity() } else { *m };
+                fold_step(&mut a, v);
+                *m = a;
+            }
+        });
+    }
 }
 
 /// One step of the reference's fold: `m.max(v)`, NaN when either is NaN, with no branch.
@@ -294,6 +333,24 @@ fn fold_windows<T: Float, const K: usize, const ONTO: bool>(dst: &mut [T], src: 
             } else {
                 *m = a;
             }
+        }
+    });
+}
+
+/// `dst[i]` = the fold of `src[i·S..i·S + K]` from `-inf`: windows of `K` adjacent taps at
+/// stride `S < K` (overlapping: ResNet's 3x3 stride-2 pool), each tap read straight from
+/// the row (the vectoriser deinterleaves the stride), with no phases written out.
+#[multiversion(targets = "simd")]
+fn fold_overlapping<T: Float, const S: usize, const K: usize>(dst: &mut [T], src: &[T]) {
+    let n = dst.len().min((src.len() + S).saturating_sub(K) / S);
+    pieces(n, |i, len| {
+        for (o, m) in dst[i..i + len].iter_mut().enumerate() {
+            let w = &src[(i + o) * S..(i + o) * S + K];
+            let mut a = T::neg_infinity();
+            for &v in w {
+                fold_step(&mut a, v);
+            }
+            *m = a;
         }
     });
 }
