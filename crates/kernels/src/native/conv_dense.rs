@@ -363,16 +363,29 @@ impl<T: Float> Dense<'_, T> {
         tail.fill(T::default());
         let first = (b * g.c + grp * self.cg()) * g.h * g.w;
         let src = &self.x[first..first + self.cg() * g.h * g.w];
+        // Each phase row once: the image row it holds between zeros for the padding, or
+        // zeros (the channel's buffer is not cleared first: that was a second pass over it).
         let channel = |(src, out): (&[T], &mut [T])| {
-            out.fill(T::default());
-            for (iy, row) in src.chunks(g.w).enumerate() {
-                let y = iy + top;
+            for y in 0..sh * imp.hq {
+                let image_row = y.checked_sub(top).filter(|&iy| iy < g.h);
                 for px in 0..sw {
-                    // The first image column in phase column `px`, and where it lands.
-                    let ix0 = (px + sw - left % sw) % sw;
                     let at = ((y % sh) * sw + px) * phase + (y / sh) * imp.wq;
-                    let dst = &mut out[at + (ix0 + left) / sw..at + imp.wq];
-                    take_every(row.get(ix0..).unwrap_or_default(), sw, dst);
+                    let segment = &mut out[at..at + imp.wq];
+                    let Some(iy) = image_row else {
+                        segment.fill(T::default());
+                        continue;
+                    };
+                    // The first image column in phase column `px`, where it lands, and how
+                    // many of the row's columns the phase row holds.
+                    let row = &src[iy * g.w..(iy + 1) * g.w];
+                    let ix0 = (px + sw - left % sw) % sw;
+                    let start = ((ix0 + left) / sw).min(imp.wq);
+                    let taken = g.w.saturating_sub(ix0).div_ceil(sw).min(imp.wq - start);
+                    let (before, rest) = segment.split_at_mut(start);
+                    let (image, after) = rest.split_at_mut(taken);
+                    before.fill(T::default());
+                    take_every(row.get(ix0..).unwrap_or_default(), sw, image);
+                    after.fill(T::default());
                 }
             }
         };
