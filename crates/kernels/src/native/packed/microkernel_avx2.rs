@@ -32,8 +32,9 @@ const SUB_COLUMNS: usize = 2 * LANES;
 pub(super) unsafe fn run(t: &Tile) {
     for j0 in (0..t.cols).step_by(SUB_COLUMNS) {
         let full = t.cols - j0 >= SUB_COLUMNS;
-        for i0 in (0..t.rows).step_by(SUB_ROWS) {
-            let rows = (t.rows - i0).min(SUB_ROWS);
+        let mut i0 = 0;
+        while i0 < t.rows {
+            let rows = sub_rows(t.rows - i0);
             // SAFETY: rows `i0..i0 + rows` and columns `j0..min(j0 + 16, cols)` of the
             // tile, whose addresses the caller guarantees; `rows` is the arm's `R`.
             unsafe {
@@ -52,7 +53,20 @@ pub(super) unsafe fn run(t: &Tile) {
                     (_, false) => sub::<6, false>(t, i0, j0),
                 }
             }
+            i0 += rows;
         }
+    }
+}
+
+/// The rows of the next sub-tile when `left` rows of the tile remain: [`SUB_ROWS`], but the
+/// last seven or eight as four and three or four. A sub-tile of one or two rows has two or
+/// four accumulators, too few to cover the FMA latency of two pipes (eight), so it runs at
+/// half speed or less; four rows have eight. (A 128-row product's last tile, eight rows,
+/// took ten FMA cycles a step of `k` as six and two, and takes eight as four and four.)
+fn sub_rows(left: usize) -> usize {
+    match left {
+        7 | 8 => 4,
+        _ => left.min(SUB_ROWS),
     }
 }
 
