@@ -34,12 +34,13 @@ mod quantized_matmul;
 mod recurrent;
 mod reduce;
 mod resize;
+mod resize_taps;
 mod rows;
 mod scratch;
 mod transpose;
 mod whole_image;
 
-use graphlift_ir::{Node, Op};
+use graphlift_ir::{Node, Op, ResizeMode};
 use graphlift_runtime::reference::evaluate_node;
 use graphlift_runtime::{RuntimeError, Tensor};
 
@@ -147,7 +148,10 @@ pub fn evaluate_with_epilogue(
         }
         (Op::Resize(r), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
-            resize::resize_nearest(x, r, out, parallel)
+            match r.mode {
+                ResizeMode::Nearest(_) => resize::resize_nearest(x, r, out, parallel),
+                _ => resize_taps::resize_taps(x, r, out, parallel),
+            }
         }
         (Op::Transpose(perm), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
