@@ -4,6 +4,7 @@
 
 mod arg_reduce;
 mod attention;
+mod batch_norm;
 mod concat;
 mod conv_dense;
 mod conv_geometry;
@@ -119,6 +120,11 @@ pub fn evaluate_with_epilogue(
         (Op::Softmax(axis), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             normalize::softmax(x.data(), x.shape(), *axis, parallel, out)
+        }
+        (Op::BatchNormInference(epsilon), [x, scale, bias, mean, var]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            let params = [*scale, *bias, *mean, *var];
+            batch_norm::batch_norm(x, params, *epsilon, out, parallel)
         }
         (Op::LayerNorm(l), [x, g, b]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
