@@ -151,8 +151,10 @@ pub fn softmax(
     }
 }
 
-/// Layer normalisation over the last axis, or `None` for other axes or mismatched data;
-/// written into `out` when it is a buffer of the result's type and size.
+/// Layer normalisation over the axes `l.axis..` (each row the flattened trailing axes: the
+/// last axis for a transformer's LayerNorm, an image's planes for InstanceNormalization
+/// as the importer writes it), or `None` for mismatched data; written into `out` when it is
+/// a buffer of the result's type and size.
 ///
 /// It computes in `f64` and rounds once, as the reference does, but sums each row's mean and
 /// variance in [`W`] interleaved partial sums (so the sums vectorize and are not bound by the
@@ -168,8 +170,8 @@ pub fn layer_norm(
     parallel: &Parallel,
     out: Option<TensorData>,
 ) -> Option<TensorData> {
-    let len = *from.dims().last()?;
-    if l.axis + 1 != from.rank() || len == 0 || x.len() != from.element_count().ok()? {
+    let len: usize = from.dims().get(l.axis..)?.iter().product();
+    if l.axis >= from.rank() || len == 0 || x.len() != from.element_count().ok()? {
         return None;
     }
     match (x, scale, bias) {
@@ -313,9 +315,18 @@ mod tests {
 
     #[test]
     fn layer_norm_is_within_one_ulp_of_the_reference() {
-        // A small case and one large enough for the pool (rows of MiniLM's width).
-        for (rows, len) in [(12, 10), (96, 384)] {
-            let s = Shape::new([rows, len]);
+        // A small case and one large enough for the pool (rows of MiniLM's width), and
+        // rows over several trailing axes (InstanceNormalization as imported: planes).
+        let cases: [(&[usize], usize); 4] = [
+            (&[12, 10], 1),
+            (&[96, 384], 1),
+            (&[2, 3, 5, 7], 2),
+            (&[2, 6, 48, 40], 2),
+        ];
+        for (dims, axis) in cases {
+            let s = Shape::new(dims);
+            let len: usize = dims[axis..].iter().product();
+            let rows = s.element_count().unwrap() / len;
             let x = TensorData::F32(
                 (0..rows * len)
                     .map(|i| ((i * 53) % 37) as f32 / 3.0 - 6.0 + (i / len) as f32 * 1e3)
@@ -324,7 +335,7 @@ mod tests {
             let g = TensorData::F32((0..len).map(|i| i as f32 / 4.0 - 7.0).collect());
             let b = TensorData::F32((0..len).map(|i| 1.0 - i as f32).collect());
             let l = LayerNorm {
-                axis: 1,
+                axis,
                 epsilon: 1e-12,
             };
             let want = reference::layer_norm(&x, &s, &g, &b, &l).unwrap();
