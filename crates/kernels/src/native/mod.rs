@@ -62,9 +62,8 @@ pub use packed::{prepare, PackedWeights, Side};
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
 /// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,
-/// `BatchNormInference`,
-/// `Attention`, `Concat`, `Transpose`, `Resize` and `Reshape` write into it instead of
-/// allocating.
+/// `BatchNormInference`, `Attention`, `Concat`, `Transpose`, `Resize` and `Reshape` write
+/// into it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
