@@ -53,10 +53,10 @@ pub use packed::{prepare, PackedWeights, Side};
 /// `Convolution` (and 1-D, as 2-D over a unit height), 1-D/2-D `ConvolutionInteger`,
 /// `QuantizedMatMul` and the convolution's 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
-/// `MaxPoolBackprop`, nearest-neighbour `Resize`, `Concat` and `Transpose` (every element
-/// type), `Convert`
-/// between `f32` and the half types, reductions over trailing axes,
-/// last-axis `Softmax` and `LayerNorm`, `Attention`, on `f32`/`f64`; the recurrent
+/// `MaxPoolBackprop`, `Resize` (nearest-neighbour, linear and cubic), `Concat` and
+/// `Transpose` (every element type), `Convert` between `f32` and the half types, reductions
+/// over trailing axes, last-axis `Softmax`, `LayerNorm` over trailing axes,
+/// `BatchNormInference`, `Attention`, on `f32`/`f64`; the recurrent
 /// sequence ops and last-axis `ArgMax`/`ArgMin` on `f32`), else with the
 /// reference kernel.
 ///
