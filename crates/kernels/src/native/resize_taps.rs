@@ -1,12 +1,12 @@
 //! `Resize` in `Linear` and `Cubic` mode (every mode whose outputs weigh several inputs) as
 //! the reference computes it: axis by axis from the last, each output position the sum of
-//! its [`axis_taps`] in order, in `f64` as `Iterator::sum` adds them, rounded once to the element type at the
-//! end, so the result is the reference's bit for bit. What the reference does per element
-//! (its taps looked up per output, its operand indexed over every axis, whole-tensor
-//! intermediates) is done here once: each axis's taps flattened into index and weight
-//! arrays, and the work done block by block, a block being everything from the first resized
-//! axis on (an image's plane for a 2-D resize), in this thread's scratch buffers, the
-//! blocks split over threads.
+//! its [`axis_taps`] in order, in `f64` as `Iterator::sum` adds them, rounded once to the
+//! element type at the end, so the result is the reference's bit for bit. What the
+//! reference does per element (its taps looked up per output, its operand indexed over
+//! every axis, whole-tensor intermediates) is done here once: each axis's taps flattened
+//! into index and weight arrays, and the work done block by block (a block being every axis
+//! from the first resized one on: an image's plane for a 2-D resize) in this thread's
+//! scratch buffers, the blocks split over threads.
 
 use graphlift_ir::{Resize, ResizeMode, TensorData};
 use graphlift_runtime::reference::{axis_taps, AxisTaps};
