@@ -10,34 +10,11 @@ use multiversion::multiversion;
 
 use graphlift_ir::TensorData;
 
+use super::normalize::Float;
 use crate::parallel::{for_each, Parallel};
 
 /// The fewest elements per parallel task.
 const MIN_TASK: usize = 1 << 15;
-
-/// An `f32` or `f64` element, widened and narrowed as the reference does.
-trait Float: Copy + Send + Sync {
-    fn wide(self) -> f64;
-    fn narrow(x: f64) -> Self;
-}
-
-impl Float for f32 {
-    fn wide(self) -> f64 {
-        f64::from(self)
-    }
-    fn narrow(x: f64) -> f32 {
-        x as f32
-    }
-}
-
-impl Float for f64 {
-    fn wide(self) -> f64 {
-        self
-    }
-    fn narrow(x: f64) -> f64 {
-        x
-    }
-}
 
 /// One channel's block: `y = (x − mean) · inv · scale + bias` per element.
 #[multiversion(targets = "simd")]
@@ -97,7 +74,7 @@ pub fn batch_norm(
     };
     let per_task = MIN_TASK.div_ceil(inner);
     let team = parallel.team_of(len, MIN_TASK);
-    fn run<T: Float>(
+    fn run<T: Float + Send + Sync>(
         x: &[T],
         y: &mut [T],
         (inner, per_task): (usize, usize),

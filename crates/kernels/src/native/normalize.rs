@@ -14,8 +14,9 @@ const SOFTMAX_PER_THREAD: usize = 1 << 14;
 /// fork pays only for larger tensors (MiniLM's `[128, 384]` runs on three threads).
 const LAYER_NORM_PER_THREAD: usize = 1 << 14;
 
-/// An `f32` or `f64` element, widened and narrowed as the reference does.
-trait Float: Copy {
+/// An `f32` or `f64` element, widened and narrowed as the reference does (also
+/// [`super::batch_norm`]'s).
+pub(super) trait Float: Copy {
     fn wide(self) -> f64;
     fn narrow(x: f64) -> Self;
 }
