@@ -5,10 +5,9 @@
 //! The reference widens the whole tensor to `f64` and back, which cost more than the
 //! arithmetic.
 
+use graphlift_ir::TensorData;
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
-
-use graphlift_ir::TensorData;
 
 use super::normalize::Float;
 use crate::parallel::{for_each, Parallel};
