@@ -14,6 +14,7 @@ use graphlift_runtime::reference::{batch_offsets, Operand};
 use super::gemm_call::{gemm_into, Strided};
 use super::matmul::ROW_BLOCK_ALIGN;
 use super::normalize::{softmax_row_f32, softmax_row_f64};
+use super::result_buffer;
 use crate::parallel::{for_each, Parallel};
 
 /// Most score elements one task holds at a time (a block of query rows × `Sk`, for one
@@ -156,10 +157,7 @@ pub fn attention(
     let n = Dims::new(q.1, k.1, v.1, a.heads)?;
     let et = q.0.element_type();
     let len = n.batch * n.sq * n.ev();
-    let mut o = match out {
-        Some(d) if d.element_type() == et && d.len() == len => d,
-        _ => TensorData::zeros(et, len),
-    };
+    let mut o = result_buffer(out, et, len);
     let ran = match et {
         graphlift_ir::ElementType::F32 => typed::<f32>(q, k, v, mask, a, &mut o, parallel, n),
         graphlift_ir::ElementType::F64 => typed::<f64>(q, k, v, mask, a, &mut o, parallel, n),

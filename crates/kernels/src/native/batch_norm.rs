@@ -10,6 +10,7 @@ use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
 use super::normalize::Float;
+use super::result_buffer;
 use crate::parallel::{for_each, Parallel};
 
 /// The fewest elements per parallel task.
@@ -67,10 +68,7 @@ pub fn batch_norm(
     }
     let p = parameters(params, c, epsilon)?;
     let len = x.data().len();
-    let mut y = match out {
-        Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
-        _ => TensorData::zeros(x.element_type(), len),
-    };
+    let mut y = result_buffer(out, x.element_type(), len);
     let per_task = MIN_TASK.div_ceil(inner);
     let team = parallel.team_of(len, MIN_TASK);
     fn run<T: Float + Send + Sync>(

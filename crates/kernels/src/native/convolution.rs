@@ -14,6 +14,7 @@ use super::conv_geometry::{band_items, lift_1d, Geometry};
 use super::depthwise::Depthwise;
 use super::matmul::ROW_BLOCK_ALIGN;
 use super::packed::PackedWeights;
+use super::result_buffer;
 use super::scratch::with_scratch;
 use super::whole_image;
 use super::Epilogue;
@@ -358,10 +359,7 @@ pub fn convolution(
         return None;
     }
     let len = g.n * g.m * g.oh * g.ow;
-    let mut y = match out {
-        Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
-        _ => TensorData::zeros(x.element_type(), len),
-    };
+    let mut y = result_buffer(out, x.element_type(), len);
     match (x, filter, &mut y) {
         (TensorData::F32(a), TensorData::F32(b), TensorData::F32(y)) => {
             convolve((a, b), &g, conv, parallel, y, (epilogue, packed))

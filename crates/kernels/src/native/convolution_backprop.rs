@@ -12,6 +12,7 @@ use multiversion::multiversion;
 
 use super::conv_geometry::{add_phases, column_runs, im2col, is_pointwise, Geometry};
 use super::matmul::{product_strided, Operand, ROW_BLOCK_ALIGN};
+use super::result_buffer;
 use super::scratch::{with_scratch, Scratch};
 use crate::parallel::{for_each, Parallel};
 
@@ -223,14 +224,6 @@ fn backprop_filters<T>(
     }
 }
 
-/// A buffer of `len` elements of `like`'s type: `out` when it fits, else zeros.
-fn buffer(out: Option<TensorData>, like: &TensorData, len: usize) -> TensorData {
-    match out {
-        Some(d) if d.element_type() == like.element_type() && d.len() == len => d,
-        _ => TensorData::zeros(like.element_type(), len),
-    }
-}
-
 /// The adjoint of a 2-D convolution with respect to its data ([`ConvolutionBackprop`]):
 /// `dy` `[N, M, oH, oW]` and `filter` `[M, C/g, kH, kW]` give `dx` of `b.shape`
 /// `[N, C, H, W]`, written into `out` when it fits. `None` when this kernel does not apply
@@ -248,7 +241,7 @@ pub fn convolution_backprop_data(
         return None;
     }
     let (dy, filter) = (dy.data(), filter.data());
-    let mut dx = buffer(out, dy, g.n * g.c * g.h * g.w);
+    let mut dx = result_buffer(out, dy.element_type(), g.n * g.c * g.h * g.w);
     match (dy, filter, &mut dx) {
         (TensorData::F32(a), TensorData::F32(f), TensorData::F32(d)) => {
             backprop_data(a, f, &g, &b.convolution, parallel, d)
@@ -277,7 +270,7 @@ pub fn convolution_backprop_filters(
         return None;
     }
     let (x, dy) = (x.data(), dy.data());
-    let mut df = buffer(out, x, g.m * (g.c / g.groups) * g.kh * g.kw);
+    let mut df = result_buffer(out, x.element_type(), g.m * (g.c / g.groups) * g.kh * g.kw);
     match (x, dy, &mut df) {
         (TensorData::F32(a), TensorData::F32(d), TensorData::F32(o)) => {
             backprop_filters(a, d, &g, &b.convolution, parallel, o)

@@ -10,6 +10,7 @@ use super::gemm_call::{gemm_into, Strided};
 use super::matmul_integer::integer_matmul;
 use super::matmul_narrow::narrow_matmul;
 use super::packed::{self, Lhs, Out, PackedWeights, Rhs, Side};
+use super::result_buffer;
 use super::Epilogue;
 use crate::parallel::{for_each, Parallel};
 
@@ -473,10 +474,7 @@ pub fn matmul(
         return None;
     }
     let len = p.offsets_a.len() * p.m * p.n;
-    let mut c = match out {
-        Some(d) if d.element_type() == a.element_type() && d.len() == len => d,
-        _ => TensorData::zeros(a.element_type(), len),
-    };
+    let mut c = result_buffer(out, a.element_type(), len);
     match (a, b, &mut c) {
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z))
             if p.m == 1 && packed.is_some_and(|w| w.side() == Side::Right) =>

@@ -41,7 +41,7 @@ mod scratch;
 mod transpose;
 mod whole_image;
 
-use graphlift_ir::{Node, Op, ResizeMode};
+use graphlift_ir::{ElementType, Node, Op, ResizeMode, TensorData};
 use graphlift_runtime::reference::evaluate_node;
 use graphlift_runtime::{RuntimeError, Tensor};
 
@@ -195,6 +195,16 @@ pub fn evaluate_with_epilogue(
             ran && epilogue.is_some(),
         )),
         None => Ok((evaluate_node(node, inputs)?, false)),
+    }
+}
+
+/// The buffer a native kernel writes its result into: `seeded` (the caller's output tensor
+/// or a recycled intermediate, see [`evaluate`]) when it holds `len` elements of
+/// `element_type`, else `len` new zeros.
+fn result_buffer(seeded: Option<TensorData>, element_type: ElementType, len: usize) -> TensorData {
+    match seeded {
+        Some(d) if d.element_type() == element_type && d.len() == len => d,
+        _ => TensorData::zeros(element_type, len),
     }
 }
 

@@ -12,6 +12,7 @@ use graphlift_ir::{Shape, TensorData, Window};
 use graphlift_runtime::Tensor;
 use num_traits::Float;
 
+use super::result_buffer;
 use crate::parallel::{for_each, Parallel};
 use fold::{fold_row_windows, fold_rows, fold_rows_strided, fold_step, taps_per_output, RowPool};
 
@@ -294,10 +295,7 @@ pub fn max_pool(
         .checked_mul(sx[1])?
         .checked_mul(extents[0])?
         .checked_mul(extents[1])?;
-    let mut y = match out {
-        Some(d) if d.element_type() == x.data().element_type() && d.len() == len => d,
-        _ => TensorData::zeros(x.data().element_type(), len),
-    };
+    let mut y = result_buffer(out, x.data().element_type(), len);
     match (x.data(), &mut y) {
         (TensorData::F32(a), TensorData::F32(b)) => pool(a, b, hw, &extents, &window, parallel),
         (TensorData::F64(a), TensorData::F64(b)) => pool(a, b, hw, &extents, &window, parallel),

@@ -9,6 +9,7 @@ use graphlift_ir::{Resize, ResizeMode, TensorData};
 use graphlift_runtime::reference::{axis_taps, AxisTaps};
 use graphlift_runtime::Tensor;
 
+use super::result_buffer;
 use crate::parallel::{for_each, Parallel};
 
 /// The fewest output elements per parallel task.
@@ -147,10 +148,7 @@ pub fn resize_nearest(
     if len == 0 {
         return Some(TensorData::zeros(x.data().element_type(), 0));
     }
-    let mut y = match out {
-        Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
-        _ => TensorData::zeros(x.element_type(), len),
-    };
+    let mut y = result_buffer(out, x.element_type(), len);
     match (x.data(), &mut y) {
         (TensorData::F32(v), TensorData::F32(y)) => {
             let fill = r.extrapolation_value as f32;

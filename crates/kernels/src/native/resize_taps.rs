@@ -14,6 +14,7 @@ use graphlift_runtime::Tensor;
 
 use multiversion::multiversion;
 
+use super::result_buffer;
 use super::scratch::with_scratch;
 use crate::parallel::{for_each, Parallel};
 
@@ -180,10 +181,7 @@ pub fn resize_taps(
             y(&cur[..size]);
         })
     };
-    let mut y = match out {
-        Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
-        _ => TensorData::zeros(x.element_type(), len),
-    };
+    let mut y = result_buffer(out, x.element_type(), len);
     let per_task = MIN_TASK.div_ceil(block_out.max(1));
     let team = parallel.team_of(len, MIN_TASK);
     macro_rules! run {

@@ -6,6 +6,7 @@
 use graphlift_ir::{match_data, Element, TensorData};
 use graphlift_runtime::Tensor;
 
+use super::result_buffer;
 use crate::parallel::{for_each, Parallel};
 
 /// The fewest elements a parallel task copies.
@@ -40,10 +41,7 @@ pub(super) fn transpose(
         strides: perm.iter().map(|&p| strides[p]).collect(),
     };
     let len = x.data().len();
-    let mut y = match out {
-        Some(d) if d.element_type() == x.element_type() && d.len() == len => d,
-        _ => TensorData::zeros(x.element_type(), len),
-    };
+    let mut y = result_buffer(out, x.element_type(), len);
     match_data!(&mut y, v => rows(x.data(), v, &layout, parallel), String(_) => None)?;
     Some(y)
 }
