@@ -9,7 +9,7 @@
 //! scratch buffers, the blocks split over threads.
 
 use graphlift_ir::{Resize, ResizeMode, TensorData};
-use graphlift_runtime::reference::{axis_taps, AxisTaps};
+use graphlift_runtime::reference::{axis_taps, is_identity_axis, AxisTaps};
 use graphlift_runtime::Tensor;
 
 use multiversion::multiversion;
@@ -55,15 +55,6 @@ impl Taps {
     fn len(&self) -> usize {
         self.outside.len()
     }
-}
-
-/// Whether `taps` map an axis of `extent` onto itself (the reference skips such an axis).
-fn identity(taps: &[AxisTaps], extent: usize) -> bool {
-    taps.len() == extent
-        && taps
-            .iter()
-            .enumerate()
-            .all(|(o, t)| matches!(t, AxisTaps::Taps(v) if v.as_slice() == [(o, 1.0)]))
 }
 
 /// One axis pass over `x` (`[outer, d, inner]`, row-major) into `y` (`[outer, taps.len(),
@@ -135,7 +126,7 @@ pub fn resize_taps(
     // The resized axes, from the last; the block is every axis from the first of them on.
     let resized: Vec<(usize, Taps)> = (0..in_dims.len())
         .rev()
-        .filter(|&a| !identity(&taps[a], in_dims[a]))
+        .filter(|&a| !is_identity_axis(&taps[a], in_dims[a]))
         .map(|a| (a, Taps::new(&taps[a])))
         .collect();
     let first = resized.last().map_or(in_dims.len(), |&(a, _)| a);

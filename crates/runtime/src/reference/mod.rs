@@ -58,7 +58,7 @@ pub use quantized::{pack_vnni, quantize_u8, quantized_matmul};
 pub use random::random;
 pub use recurrent::{recurrent, recurrent_operands, RecurrentLayout};
 pub use reduce::reduce;
-pub use resize::{axis_taps, resize, AxisTaps};
+pub use resize::{axis_taps, is_identity_axis, resize, AxisTaps};
 pub use scatter::scatter_nd;
 pub use top_k::top_k;
 pub use window::{convolution, max_pool, max_pool_indices};

@@ -158,6 +158,17 @@ fn keys(x: f64, a: f64) -> f64 {
     }
 }
 
+/// Whether the [`axis_taps`] `taps` of an axis of `extent` inputs map it onto itself (every
+/// output position reads its own input with weight 1): [`resize`] leaves such an axis as
+/// it is, and so must a kernel that gives its results bit for bit.
+pub fn is_identity_axis(taps: &[AxisTaps], extent: usize) -> bool {
+    taps.len() == extent
+        && taps
+            .iter()
+            .enumerate()
+            .all(|(o, t)| matches!(t, AxisTaps::Taps(v) if v.as_slice() == [(o, 1.0)]))
+}
+
 fn normalised(mut w: Vec<f64>) -> Vec<f64> {
     let sum: f64 = w.iter().sum();
     w.iter_mut().for_each(|c| *c /= sum);
@@ -177,12 +188,7 @@ pub fn resize(data: &TensorData, from: &Shape, r: &Resize) -> Result<TensorData,
     let mut dims = from.dims().to_vec();
     for axis in (0..dims.len()).rev() {
         let taps = axis_taps(r, axis, dims[axis])?;
-        let identity = taps.len() == dims[axis]
-            && taps
-                .iter()
-                .enumerate()
-                .all(|(o, t)| *t == AxisTaps::Taps(vec![(o, 1.0)]));
-        if identity {
+        if is_identity_axis(&taps, dims[axis]) {
             continue;
         }
         let outer: usize = dims[..axis].iter().product();
