@@ -224,8 +224,7 @@ fn pool<T: Float + Send + Sync>(
         cols.run_rows(src, (end - first, w), pooled, scratch);
         let pooled_row = |r: usize| &pooled[(r - first) * ow..];
         // The output rows whose windows are whole (every tap inside) read pooled rows
-        // `stride` apart: at unit stride they fold as one long row, at others a block of
-        // rows in one call.
+        // `stride` apart: they fold as a block of rows in one call.
         let (kh, sh) = (win.shape[0], win.strides[0]);
         let whole = |&(lo, hi, _): &(usize, usize, usize)| lo == 0 && hi == kh;
         let (wa, wb) = match windows.iter().position(whole) {
@@ -235,12 +234,7 @@ fn pool<T: Float + Send + Sync>(
         if wa < wb {
             let (m, y0) = (&mut ys[wa * ow..wb * ow], windows[wa].2);
             for ky in 0..kh {
-                let src = pooled_row(y0 + ky * dh - ph);
-                if sh == 1 {
-                    fold_rows(m, src, ky == 0);
-                } else {
-                    fold_rows_strided(m, src, (ow, sh * ow), ky == 0);
-                }
+                fold_rows_strided(m, pooled_row(y0 + ky * dh - ph), (ow, sh * ow), ky == 0);
             }
         }
         for (oy, m) in ys.chunks_mut(ow).enumerate() {

@@ -222,14 +222,17 @@ pub(super) fn fold_rows<T: Float>(m: &mut [T], src: &[T], first: bool) {
 
 /// [`fold_rows`] for each output row `r` of `m` (rows of `width`) from `src[r · stride..]`:
 /// the same pooled row of every window of a block of output rows whose windows step
-/// `stride / width` pooled rows apart, in one call rather than one per row.
+/// `stride / width` pooled rows apart, in one call rather than one per row (at unit stride,
+/// `stride == width`, as one long row).
 pub(super) fn fold_rows_strided<T: Float>(
     m: &mut [T],
     src: &[T],
     (width, stride): (usize, usize),
     first: bool,
 ) {
-    if first {
+    if stride == width {
+        fold_rows(m, src, first);
+    } else if first {
         fold_strided::<T, true>(m, src, (width, stride));
     } else {
         fold_strided::<T, false>(m, src, (width, stride));
