@@ -16,7 +16,7 @@ use multiversion::multiversion;
 
 use super::result_buffer;
 use super::scratch::with_scratch;
-use crate::parallel::{for_each, Parallel};
+use crate::parallel::{for_each, Parallel, Team};
 
 /// The fewest output elements per parallel task.
 const MIN_TASK: usize = 1 << 14;
@@ -124,27 +124,35 @@ pub fn resize_taps(
     let out_dims: Vec<usize> = taps.iter().map(Vec::len).collect();
     let len: usize = out_dims.iter().product();
     // The resized axes, from the last; the block is every axis from the first of them on.
-    let resized: Vec<(usize, Taps)> = (0..in_dims.len())
+    let resized: Vec<usize> = (0..in_dims.len())
         .rev()
         .filter(|&a| !is_identity_axis(&taps[a], in_dims[a]))
-        .map(|a| (a, Taps::new(&taps[a])))
         .collect();
-    let first = resized.last().map_or(in_dims.len(), |&(a, _)| a);
+    let first = resized.last().copied().unwrap_or(in_dims.len());
     let block_in: usize = in_dims[first..].iter().product();
     let block_out: usize = out_dims[first..].iter().product();
-    let blocks = len.checked_div(block_out).unwrap_or(0);
-    // The largest intermediate of a block (each pass's output).
-    let most = {
-        let mut dims = in_dims.to_vec();
-        let mut most = block_in;
-        for (a, t) in &resized {
-            dims[*a] = t.len();
-            most = most.max(dims[first..].iter().product());
-        }
-        most
-    };
+    // Each resized axis's pass over a block, its extents worked out once for all blocks.
+    let mut dims = in_dims[first..].to_vec();
+    let passes: Vec<Pass> = resized
+        .iter()
+        .map(|&axis| {
+            let a = axis - first;
+            let (d, inner) = (dims[a], dims[a + 1..].iter().product::<usize>());
+            let outer: usize = dims[..a].iter().product();
+            dims[a] = taps[axis].len();
+            Pass {
+                taps: Taps::new(&taps[axis]),
+                d,
+                inner,
+                out: outer * dims[a] * inner,
+            }
+        })
+        .collect();
+    // The largest intermediate of a block: its input or a pass's output.
+    let most = passes.iter().map(|p| p.out).fold(block_in, usize::max);
     let ev = r.extrapolation_value;
-    // Block `b` of `x` resized into `y` (block_out elements), through two scratch buffers.
+    // Block `b` of `x` resized, handed to `y` (block_out elements), through two scratch
+    // buffers.
     let one_block = |b: usize, y: &mut dyn FnMut(&[f64])| {
         with_scratch::<f64, _>(2 * most, |buf| {
             let (mut cur, mut next) = buf.split_at_mut(most);
@@ -157,47 +165,69 @@ pub fn resize_taps(
                 TensorData::F64(v) => src.copy_from_slice(&v[b * block_in..(b + 1) * block_in]),
                 _ => {}
             }
-            let mut dims = in_dims[first..].to_vec();
             let mut size = block_in;
-            for (a, t) in &resized {
-                let a = a - first;
-                let inner: usize = dims[a + 1..].iter().product();
-                let outer: usize = dims[..a].iter().product();
-                let out = outer * t.len() * inner;
-                resize_axis(&cur[..size], &mut next[..out], (dims[a], inner), t, ev);
+            for p in &passes {
+                resize_axis(
+                    &cur[..size],
+                    &mut next[..p.out],
+                    (p.d, p.inner),
+                    &p.taps,
+                    ev,
+                );
                 std::mem::swap(&mut cur, &mut next);
-                dims[a] = t.len();
-                size = out;
+                size = p.out;
             }
             y(&cur[..size]);
         })
     };
     let mut y = result_buffer(out, x.element_type(), len);
-    let per_task = MIN_TASK.div_ceil(block_out.max(1));
     let team = parallel.team_of(len, MIN_TASK);
-    macro_rules! run {
-        ($y:expr, $narrow:expr) => {{
-            let task = |(k, part): (usize, &mut [_])| {
-                for (i, yb) in part.chunks_mut(block_out).enumerate() {
-                    one_block(k * per_task + i, &mut |v: &[f64]| {
-                        yb.iter_mut().zip(v).for_each(|(y, &e)| *y = $narrow(e));
-                    });
-                }
-            };
-            let chunks = $y.chunks_mut(per_task * block_out).enumerate();
-            match team {
-                Some(team) => for_each(team, chunks, task),
-                None => chunks.for_each(task),
-            }
-        }};
-    }
     match (&mut y, x.data()) {
-        _ if blocks == 0 => {}
-        (TensorData::F32(y), TensorData::F32(_)) => run!(y, |e: f64| e as f32),
-        (TensorData::F64(y), TensorData::F64(_)) => run!(y, |e: f64| e),
+        _ if len == 0 || block_out == 0 => {}
+        (TensorData::F32(y), TensorData::F32(_)) => {
+            narrow_blocks(y, block_out, team, &one_block, |e| e as f32)
+        }
+        (TensorData::F64(y), TensorData::F64(_)) => {
+            narrow_blocks(y, block_out, team, &one_block, |e| e)
+        }
         _ => return None,
     }
     Some(y)
+}
+
+/// One resized axis's pass over a block: its taps, the axis's input extent `d`, the
+/// elements `inner` of the axes after it, and the pass's output elements per block.
+struct Pass {
+    taps: Taps,
+    d: usize,
+    inner: usize,
+    out: usize,
+}
+
+/// The blocks of `y` (`block_out` elements each), each from `one_block(b, …)` narrowed to
+/// `T` by `narrow`; tasks of at least [`MIN_TASK`] outputs over `team`.
+fn narrow_blocks<T: Send, B>(
+    y: &mut [T],
+    block_out: usize,
+    team: Option<Team<'_>>,
+    one_block: &B,
+    narrow: fn(f64) -> T,
+) where
+    B: Fn(usize, &mut dyn FnMut(&[f64])) + Sync,
+{
+    let per_task = MIN_TASK.div_ceil(block_out);
+    let task = |(k, part): (usize, &mut [T])| {
+        for (i, yb) in part.chunks_mut(block_out).enumerate() {
+            one_block(k * per_task + i, &mut |v: &[f64]| {
+                yb.iter_mut().zip(v).for_each(|(y, &e)| *y = narrow(e));
+            });
+        }
+    };
+    let chunks = y.chunks_mut(per_task * block_out).enumerate();
+    match team {
+        Some(team) => for_each(team, chunks, task),
+        None => chunks.for_each(task),
+    }
 }
 
 #[cfg(test)]
