@@ -304,13 +304,14 @@ pub fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
     fn pos<T>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> Option<usize> {
         a.iter().zip(b).position(|(x, y)| !same(x, y))
     }
+    fn same_f64(x: f64, y: f64) -> bool {
+        x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+    }
     match (got, want) {
         (TensorData::F32(a), TensorData::F32(b)) => pos(a, b, |x, y| {
             x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
         }),
-        (TensorData::F64(a), TensorData::F64(b)) => pos(a, b, |x, y| {
-            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
-        }),
+        (TensorData::F64(a), TensorData::F64(b)) => pos(a, b, |&x, &y| same_f64(x, y)),
         (TensorData::F16(a), TensorData::F16(b)) => pos(a, b, |x, y| {
             x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
         }),
@@ -321,7 +322,7 @@ pub fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
         // widened to f64 (exactly), bit for bit, any NaN matching any NaN.
         _ if got.element_type().is_storage_only() => {
             (0..got.len()).position(|i| match (got.get_f64(i), want.get_f64(i)) {
-                (Some(x), Some(y)) => !(x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())),
+                (Some(x), Some(y)) => !same_f64(x, y),
                 _ => true,
             })
         }
