@@ -67,8 +67,8 @@ const EXPONENTS: [f64; 8] = [1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 0.5, -0.5];
 enum Form {
     /// `Pow(x, exponent)`; the exponent's Broadcasts and Constant.
     Power(Output, f64, Path),
-    /// `x · Sigmoid(z)`, `z` being `x` or `x·β`: `x`, `z` and the `Sigmoid`.
-    Silu(Output, Output, NodeId),
+    /// Swish `x · Sigmoid(z)`, `z` being `x` (SiLU) or `x·β`: `x`, `z` and the `Sigmoid`.
+    Swish(Output, Output, NodeId),
     /// A GELU-erf product to regroup.
     GeluErf(gelu::GeluErf),
 }
@@ -109,7 +109,7 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Form>, PassError> {
                     && n.other_deps().is_empty()
                     && (n.inputs()[0] == x || scales(g, n.inputs()[0], x)?)
                 {
-                    return Ok(Some(Form::Silu(x, n.inputs()[0], n.id())));
+                    return Ok(Some(Form::Swish(x, n.inputs()[0], n.id())));
                 }
             }
             None
@@ -151,7 +151,7 @@ fn canonicalize(g: &mut Function) -> Result<bool, PassError> {
         let mut e = Emitter::new(g, id)?;
         let (value, bypassed) = match form {
             Form::Power(x, c, path) => (e.power(x, c)?, path),
-            Form::Silu(x, z, sigmoid) => (e.silu(x, z)?, std::iter::once(sigmoid).collect()),
+            Form::Swish(x, z, sigmoid) => (e.swish(x, z)?, std::iter::once(sigmoid).collect()),
             Form::GeluErf(m) => {
                 let (first, second) = if m.half_with_x {
                     (m.half, m.erf_plus_one)
@@ -265,7 +265,7 @@ impl<'g> Emitter<'g> {
 
     /// `x · sigmoid(z)` as the library's form `x / (e^-z + 1)` (SiLU for `z = x`, Swish for
     /// `z = x·β`).
-    fn silu(&mut self, x: Output, z: Output) -> Result<Output, PassError> {
+    fn swish(&mut self, x: Output, z: Output) -> Result<Output, PassError> {
         let minus = self.unary(UnaryOp::Negative, z)?;
         let e = self.unary(UnaryOp::Exp, minus)?;
         let one = self.splat(1.0)?;
