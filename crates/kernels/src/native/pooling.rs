@@ -24,7 +24,8 @@ const MIN_TAPS_PER_THREAD: usize = 1 << 15;
 /// Output rows narrower than this pool each output directly from its taps: the separable
 /// loops' vector blocks are half this wide, so a narrower row runs them one output at a time
 /// and pays their setup per plane (a batch of small planes, `[6, 200, 3, 12]`, spent 90 %
-/// of its time there).
+/// of its time there). Rows whose windows tile them (`1 x k` at stride `k`) are exempt: a
+/// plane of them pools as one long row.
 const DIRECT_WIDTH: usize = 8;
 
 /// Work units per thread of a split forward pool: a few, so a thread whose core is taken
@@ -152,18 +153,18 @@ fn pool<T: Float + Send + Sync>(
         });
         return;
     }
-    if ow < DIRECT_WIDTH {
+    let cols = RowPool::new(w, ow, win, 1);
+    let (dh, ph) = (win.dilations[0], win.pads_begin[0]);
+    // One input row per window, output row `oy` reading input row `oy`, whose windows tile
+    // it: the block's rows pool as one long row, however narrow each output row is.
+    let flat = win.shape[0] == 1 && win.strides[0] == 1 && ph == 0 && oh == h && cols.tiles_rows(w);
+    if ow < DIRECT_WIDTH && !flat {
         let cols = taps_per_output(w, ow, win, 1);
         each_plane(y, &|p, yp, _| {
             direct(&x[p * h * w..(p + 1) * h * w], yp, w, (&rows, &cols), win)
         });
         return;
     }
-    let cols = RowPool::new(w, ow, win, 1);
-    let (dh, ph) = (win.dilations[0], win.pads_begin[0]);
-    // One input row per window, output row `oy` reading input row `oy`, whose windows tile
-    // it: the block's rows pool as one long row.
-    let flat = win.shape[0] == 1 && win.strides[0] == 1 && ph == 0 && oh == h && cols.tiles_rows(w);
     // A unit's work buffers, kept from one unit to the next by each caller: a batch of small
     // planes (`[6, 200, 3, 12]`) otherwise allocates three times per plane.
     let one_unit = |(p, oy0, ys): (usize, usize, &mut [T]), buffers: &mut Buffers<T>| {

@@ -73,7 +73,8 @@ fn forward_is_the_reference() {
         window([3, 3], [3, 3], [1, 1], [0, 0], [0, 0]),
     ];
     // The third shape's rows tile under the [1, 4], [1, 3] and [1, 2] windows (one long row);
-    // the last, a batch of small planes, pools its output rows (under 8 wide) directly.
+    // the last, a batch of small planes, pools its output rows (under 8 wide) directly, but
+    // as one long row under those three windows.
     let shapes = [
         [2, 3, 41, 37],
         [1, 1, 90, 67],
