@@ -195,6 +195,8 @@ pub enum OffReason {
     Host(&'static str),
     /// Switched off by the named environment variable or the builder.
     Switched(&'static str),
+    /// Not taken: the host runs the named path, which is faster there.
+    Superseded(&'static str),
 }
 
 impl OffReason {
@@ -218,6 +220,7 @@ impl std::fmt::Display for OffReason {
             OffReason::Switched(var) => {
                 write!(f, "switched off ({var}=0 or the backend's setting)")
             }
+            OffReason::Superseded(by) => write!(f, "the host runs {by}, which is faster"),
         }
     }
 }
@@ -360,10 +363,19 @@ impl Target {
         }
     }
 
-    /// Why no kernel writes with non-temporal stores; `None` when it is on.
+    /// Why no kernel writes with non-temporal stores; `None` when it is on. A streaming
+    /// kernel is strip-mined and its strips copied out (`codegen::strip`), which the AVX2
+    /// assembler refuses: where AVX2 kernels are assembled, their plain stores are used
+    /// instead, being at least as fast there (BENCHMARKS.md, the nineteenth session).
     pub fn stream_off(&self) -> Option<OffReason> {
         let runs = cfg!(target_arch = "x86_64");
-        OffReason::of(runs, "x86-64 non-temporal stores", self.stream, STREAM_ENV)
+        let off = OffReason::of(runs, "x86-64 non-temporal stores", self.stream, STREAM_ENV);
+        match self.vector_isa() {
+            Some(VectorIsa::Avx2) if off.is_none() => Some(OffReason::Superseded(
+                "assembled AVX2 kernels with plain stores",
+            )),
+            _ => off,
+        }
     }
 
     /// Whether `f32` `exp`, `sigmoid`, `tanh`, `erf`, divisions and the GELU and SiLU forms
@@ -447,6 +459,44 @@ mod tests {
         assert_eq!(
             Target::for_features(avx2).vector_isa(),
             Some(VectorIsa::Avx2)
+        );
+    }
+
+    /// Non-temporal stores go with the AVX-512 code, or with no assembled code at all: the
+    /// AVX2 assembler's plain stores supersede them.
+    #[test]
+    fn streaming_stores_are_off_where_avx2_kernels_are_assembled() {
+        let avx2 = CpuFeatures {
+            avx2: true,
+            fma: true,
+            f16c: true,
+            ..CpuFeatures::default()
+        };
+        let full = CpuFeatures {
+            avx512f: true,
+            bmi2: true,
+            ..avx2
+        };
+        let on = |t: Target| t.with_streaming_stores(true).streaming_stores();
+        let x86 = cfg!(target_arch = "x86_64");
+        assert_eq!(on(Target::for_features(full)), x86);
+        assert_eq!(on(Target::for_features(CpuFeatures::default())), x86);
+        assert_eq!(on(Target::for_features(avx2).with_assembler(false)), x86);
+        let t = Target::for_features(avx2).with_streaming_stores(true);
+        if x86 {
+            assert!(!t.streaming_stores());
+            let why = t.stream_off().unwrap();
+            assert!(matches!(why, OffReason::Superseded(_)));
+            assert!(why.to_string().contains("AVX2"), "{why}");
+        }
+        assert!(!Target::for_features(full)
+            .with_avx512(false)
+            .streaming_stores());
+        assert_eq!(
+            Target::for_features(full)
+                .with_streaming_stores(false)
+                .stream_off(),
+            Some(OffReason::Switched(STREAM_ENV))
         );
     }
 

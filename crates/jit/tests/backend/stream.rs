@@ -20,9 +20,14 @@ fn the_backend_streams_large_standalone_kernels_only() {
         assert_eq!(exe.kernel_calls_library(&kernels[0].name), Some(false));
         exe.kernel_streams(&kernels[0].name).unwrap()
     };
-    let on = CpuJitBackend::new().with_streaming_stores(true);
+    // Without assembled kernels: where AVX2 kernels are assembled, their plain stores
+    // supersede streaming (`Target::stream_off`).
+    let on = CpuJitBackend::new()
+        .with_assembler(false)
+        .with_streaming_stores(true);
     let off = CpuJitBackend::new().with_streaming_stores(false);
     assert!(!off.streaming_stores());
+    assert_eq!(on.streaming_stores(), cfg!(target_arch = "x86_64"));
     // 20 bytes per element: in cache, no streaming.
     assert!(!streams(&on, &e1(1 << 12)));
     // Above twice the last-level cache (on hosts whose cache keeps the test small).
