@@ -308,12 +308,22 @@ impl CpuJitExecutable {
             // disjoint ranges of the outputs.
             unsafe { kernel.call_on_block(&buffers, &e.reads, block) }
         };
+        // The epilogue alone reads the result when the result dies with this step (it is
+        // no graph result and no later step reads it): the producer may leave it unwritten.
+        let sole_reader = step
+            .outputs
+            .first()
+            .is_some_and(|t| step.free_after.contains(t));
+        let epilogue = match sole_reader {
+            true => Epilogue::sole_reader(&run),
+            false => Epilogue::new(&run),
+        };
         let (mut outs, ran) = native::evaluate_with_epilogue(
             node,
             ins,
             vec![Some(product)],
             &self.parallel,
-            Some(Epilogue::new(&run)),
+            Some(epilogue),
             step.packed.as_deref(),
         )?;
         if !ran {

@@ -295,7 +295,10 @@ fn by_bands<T: Float>(
             })
         };
         let in_place = implicit.is_some_and(|imp| d.stores_in_place(imp));
-        let band_task = |(k, b, mut pieces): (usize, usize, Vec<&mut [T]>)| {
+        // An epilogue that alone reads the result gets each band from a scratch buffer,
+        // and the result is not written.
+        let sole_reader = epilogue.as_ref().is_some_and(Epilogue::is_sole_reader);
+        let band_product = |k: usize, b: usize, mut pieces: Vec<&mut [T]>| {
             let band = &bands[b];
             let (grp, n) = (k % g.groups, band.len() * width);
             match implicit {
@@ -324,6 +327,15 @@ fn by_bands<T: Float>(
                 }
             }
         };
+        let band_task = |(k, b, pieces): (usize, usize, Vec<&mut [T]>)| {
+            let band_len = bands[b].len() * g.ow;
+            if !sole_reader || band_len == 0 {
+                return band_product(k, b, pieces);
+            }
+            with_scratch(mg * band_len, |scratch| {
+                band_product(k, b, scratch.chunks_mut(band_len.max(1)).take(mg).collect())
+            })
+        };
         match team {
             Some(team) => for_each(team, items.into_iter(), band_task),
             None => items.into_iter().for_each(band_task),
@@ -339,7 +351,9 @@ fn by_bands<T: Float>(
 /// filter as [`super::packed::prepare`] packed it), on the packed AVX-512 path, read in
 /// place from the padded image where `Dense::implicit` takes them. `epilogue` runs on each
 /// block of the output as soon as it is written (whole planes, blocks of filters' planes, or
-/// a band's rows of each channel, by how the call is split over threads).
+/// a band's rows of each channel, by how the call is split over threads); a
+/// [sole reader](Epilogue::sole_reader) gets a band's rows from a scratch buffer, and those
+/// elements of the result are left unwritten.
 pub fn convolution(
     x: &Tensor,
     filter: &Tensor,

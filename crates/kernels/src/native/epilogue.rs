@@ -13,6 +13,7 @@
 #[derive(Clone, Copy)]
 pub struct Epilogue<'a> {
     f: &'a (dyn Fn(Block) + Sync),
+    sole_reader: bool,
 }
 
 /// One finished block, as [`Epilogue::run`] hands it to the epilogue's function.
@@ -31,9 +32,30 @@ pub struct Block {
 }
 
 impl<'a> Epilogue<'a> {
-    /// An epilogue that calls `f` on each block.
+    /// An epilogue that calls `f` on each block; the producer writes its whole result as
+    /// well (others read it).
     pub fn new(f: &'a (dyn Fn(Block) + Sync)) -> Epilogue<'a> {
-        Epilogue { f }
+        Epilogue {
+            f,
+            sole_reader: false,
+        }
+    }
+
+    /// An epilogue that calls `f` on each block and is the only reader of the producer's
+    /// result: the producer may hand it blocks from scratch buffers of its own and leave
+    /// the result's elements as they were (unspecified), so that a result larger than the
+    /// caches is neither written to memory nor read back. (Producers that do:
+    /// the convolutions split by bands of output rows.)
+    pub fn sole_reader(f: &'a (dyn Fn(Block) + Sync)) -> Epilogue<'a> {
+        Epilogue {
+            f,
+            sole_reader: true,
+        }
+    }
+
+    /// Whether the producer may leave its result unwritten ([`Epilogue::sole_reader`]).
+    pub fn is_sole_reader(&self) -> bool {
+        self.sole_reader
     }
 
     /// Hands `block`, elements `begin..begin + block.len()` of the producer's output, to the

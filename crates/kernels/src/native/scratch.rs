@@ -50,6 +50,10 @@ impl Scratch for i16 {
 /// an earlier user left, so `f` must write every element it reads. Calls may nest (each
 /// takes its own buffer).
 pub(super) fn with_scratch<T: Scratch, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    if len == 0 {
+        // No buffer is taken: a nested call keeps the kept ones.
+        return f(&mut []);
+    }
     let taken = T::kept()
         .try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.pop()))
         .ok()

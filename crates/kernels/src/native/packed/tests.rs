@@ -194,7 +194,7 @@ proptest! {
             [pads.0, pads.1],
             [pads.2, pads.3],
         );
-        let (got, want, depth) = convolve_packed(&case, threads, 1.0);
+        let (got, want, depth) = convolve_packed(&case, threads, 1.0, false);
         prop_assert_eq!(got.len(), want.len());
         for (a, b) in got.iter().zip(&want) {
             prop_assert!((a - b).abs() <= 4.0 * depth as f32 * f32::EPSILON, "{:?}: {} vs {}", case, a, b);
@@ -448,10 +448,35 @@ fn assert_tiles(seen: Mutex<Vec<(usize, Vec<f32>)>>, got: &[f32], what: &str) {
     assert_eq!(next, got.len(), "{what}: blocks cover the result");
 }
 
+/// The result the epilogue's recorded blocks make up, asserting that they cover `len`
+/// elements exactly once.
+fn assemble(seen: Mutex<Vec<(usize, Vec<f32>)>>, len: usize, what: &str) -> Vec<f32> {
+    let mut out = vec![f32::NAN; len];
+    let mut covered = vec![false; len];
+    for (begin, v) in seen.into_inner().unwrap() {
+        for (i, x) in v.into_iter().enumerate() {
+            assert!(!covered[begin + i], "{what}: element {} twice", begin + i);
+            (covered[begin + i], out[begin + i]) = (true, x);
+        }
+    }
+    assert!(
+        covered.iter().all(|&c| c),
+        "{what}: blocks cover the result"
+    );
+    out
+}
+
 /// Convolves seeded data of `case` with its filter packed from `scale` times the filter, on
 /// `threads` threads, recording the epilogue's blocks (checked to tile the result): the
-/// result, the reference's result for the unscaled filter, and the window's depth.
-fn convolve_packed(case: &Case, threads: usize, scale: f32) -> (Vec<f32>, Vec<f32>, usize) {
+/// result, the reference's result for the unscaled filter, and the window's depth. With
+/// `sole`, the epilogue is the result's [sole reader](Epilogue::sole_reader), and the result
+/// returned is the one its blocks make up (the producer may leave its own unwritten).
+fn convolve_packed(
+    case: &Case,
+    threads: usize,
+    scale: f32,
+    sole: bool,
+) -> (Vec<f32>, Vec<f32>, usize) {
     let (dx, df) = (case.0, case.1);
     let parallel = Parallel::new(ThreadConfig::with_threads(threads));
     let conv = convolution_of(case);
@@ -466,11 +491,18 @@ fn convolve_packed(case: &Case, threads: usize, scale: f32) -> (Vec<f32>, Vec<f3
     let ft = Tensor::from_data(f.clone(), sf.clone()).unwrap();
     let seen = Mutex::new(Vec::new());
     let record = |block: crate::native::Block| record_block(&seen, block);
-    let epilogue = Some(Epilogue::new(&record));
-    let got = convolution(&xt, &ft, &conv, None, &parallel, (epilogue, Some(&w))).unwrap();
+    let epilogue = match sole {
+        true => Epilogue::sole_reader(&record),
+        false => Epilogue::new(&record),
+    };
+    let got = convolution(&xt, &ft, &conv, None, &parallel, (Some(epilogue), Some(&w))).unwrap();
     let want = graphlift_runtime::reference::convolution(&x, &sx, &f, &sf, &conv).unwrap();
     let (got, want) = (f32s(&got).to_vec(), f32s(&want).to_vec());
-    assert_tiles(seen, &got, &format!("{dx:?} {df:?}, {threads} threads"));
+    let what = format!("{dx:?} {df:?}, {threads} threads, sole reader: {sole}");
+    if sole {
+        return (assemble(seen, got.len(), &what), want, depth);
+    }
+    assert_tiles(seen, &got, &what);
     (got, want, depth)
 }
 
@@ -545,14 +577,15 @@ fn matmul_on_packed_weights_agrees_with_the_reference() {
 /// threads by tasks, filters or bands of output rows) with their filters packed per group
 /// agree with the reference, and the epilogue sees every output element once, as written;
 /// as above, the filters are packed doubled, so on a host with a packed microkernel every
-/// non-depthwise result doubles.
+/// non-depthwise result doubles. A sole-reading epilogue sees the same result, from the
+/// producer's scratch where it runs by bands.
 #[test]
 fn convolution_on_packed_filters_agrees_with_the_reference() {
     let on_packed = host_runs_a_kernel();
-    for threads in 1..=3 {
+    for (threads, sole) in (1..=3).flat_map(|t| [(t, false), (t, true)]) {
         for case in CASES {
             let (dx, df) = (case.0, case.1);
-            let (got, want, depth) = convolve_packed(case, threads, 2.0);
+            let (got, want, depth) = convolve_packed(case, threads, 2.0, sole);
             assert_eq!(got.len(), want.len());
             let per_group = df[0] / case.2;
             let depthwise = per_group == 1 && df[1] == 1;
@@ -560,7 +593,7 @@ fn convolution_on_packed_filters_agrees_with_the_reference() {
             for (a, b) in got.iter().zip(&want) {
                 assert!(
                     (a - scale * b).abs() <= 4.0 * depth as f32 * f32::EPSILON,
-                    "{dx:?} {df:?}, {threads} threads: {a} vs {scale} * {b}"
+                    "{dx:?} {df:?}, {threads} threads, sole {sole}: {a} vs {scale} * {b}"
                 );
             }
         }
