@@ -193,12 +193,12 @@ impl CpuJitBackend {
 
     /// This backend, with non-temporal stores on or off for executables compiled from now
     /// on. On (the default on x86-64, unless `GRAPHLIFT_STREAM=0`, and not where AVX2
-    /// kernels are assembled, whose plain stores are faster: `Target::stream_off`), a fused kernel whose
-    /// call reads and writes more than twice the bytes the host's last-level cache holds
-    /// writes its `f32` and `i32` outputs with non-temporal stores, which skip reading each
-    /// output line before writing it (E1 at 2^24 elements moves 20 bytes per element
-    /// instead of 24); kernels that run as epilogues never do. Results are bit-identical
-    /// either way.
+    /// kernels are assembled, whose plain stores are faster: `Target::stream_off`), a fused
+    /// kernel whose call reads and writes more than twice the bytes the host's last-level
+    /// cache holds writes its `f32` and `i32` outputs with non-temporal stores, which skip
+    /// reading each output line before writing it (E1 at 2^24 elements moves 20 bytes per
+    /// element instead of 24); kernels that run as epilogues never do. Results are
+    /// bit-identical either way.
     pub fn with_streaming_stores(self, on: bool) -> CpuJitBackend {
         let target = self.target.with_streaming_stores(on);
         self.retargeted(target)
