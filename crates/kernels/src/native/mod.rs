@@ -38,6 +38,7 @@ mod resize;
 mod resize_taps;
 mod rows;
 mod scratch;
+mod slice;
 mod transpose;
 mod whole_image;
 
@@ -53,8 +54,9 @@ pub use packed::{prepare, PackedWeights, Side};
 /// `Convolution` (and 1-D, as 2-D over a unit height), 1-D/2-D `ConvolutionInteger`,
 /// `QuantizedMatMul` and the convolution's 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
-/// `MaxPoolBackprop`, `Resize` (nearest-neighbour, linear and cubic), `Concat` and
-/// `Transpose` (every element type), `Convert` between `f32` and the half types, reductions
+/// `MaxPoolBackprop`, `Resize` (nearest-neighbour, linear and cubic), `Concat`, `Transpose`
+/// and `Slice` with positive steps (every element type), `Convert` between `f32` and the
+/// half types, reductions
 /// over trailing axes, last-axis `Softmax`, `LayerNorm` over trailing axes,
 /// `BatchNormInference`, `Attention`, on `f32`/`f64`; the recurrent
 /// sequence ops and last-axis `ArgMax`/`ArgMin` on `f32`), else with the
@@ -62,8 +64,8 @@ pub use packed::{prepare, PackedWeights, Side};
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
 /// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,
-/// `BatchNormInference`, `Attention`, `Concat`, `Transpose`, `Resize` and `Reshape` write
-/// into it instead of allocating.
+/// `BatchNormInference`, `Attention`, `Concat`, `Transpose`, `Slice`, `Resize` and `Reshape`
+/// write into it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -162,6 +164,10 @@ pub fn evaluate_with_epilogue(
         (Op::Transpose(perm), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             transpose::transpose(x, perm, out, parallel)
+        }
+        (Op::Slice(axes), [x]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            slice::slice(x, axes, out, parallel)
         }
         (Op::Concat(axis), parts) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);

@@ -1,7 +1,8 @@
 //! `Transpose` of any element type into the buffer the executor hands over, output row by
 //! output row (a row is the last output axis): a copy where that axis is the input's last
 //! too, else a strided gather; rows split over the threads for large tensors. The reference
-//! walks every element through a general strided view and allocates its result.
+//! walks every element through a general strided view and allocates its result. `Slice`
+//! (`super::slice`) copies its strided view with the same rows ([`Layout`], [`rows`]).
 
 use graphlift_ir::{match_data, Element, TensorData};
 use graphlift_runtime::Tensor;
@@ -39,6 +40,7 @@ pub(super) fn transpose(
     let layout = Layout {
         dims: perm.iter().map(|&p| dims[p]).collect(),
         strides: perm.iter().map(|&p| strides[p]).collect(),
+        base: 0,
     };
     let len = x.data().len();
     let mut y = result_buffer(out, x.element_type(), len);
@@ -46,15 +48,21 @@ pub(super) fn transpose(
     Some(y)
 }
 
-/// The output's extents and, per output axis, the input stride it steps by.
-struct Layout {
-    dims: Vec<usize>,
-    strides: Vec<usize>,
+/// A strided view of the input as the output reads it: element `[i₀, i₁, ...]` of the
+/// output is input element `base + Σ iₐ · strides[a]`.
+pub(super) struct Layout {
+    /// The output's extents.
+    pub dims: Vec<usize>,
+    /// Per output axis, the input stride it steps by.
+    pub strides: Vec<usize>,
+    /// The input index of the output's first element.
+    pub base: usize,
 }
 
-/// Fills every output row of `y` from `x`, in tasks of whole rows over the threads when
+/// Fills every output row of `y` from `x` (its elements of type `T`, every index `layout`
+/// names inside it; `None` for another type), in tasks of whole rows over the threads when
 /// there are enough elements.
-fn rows<T: Element + Send + Sync>(
+pub(super) fn rows<T: Element + Send + Sync>(
     x: &TensorData,
     y: &mut [T],
     layout: &Layout,
@@ -109,7 +117,7 @@ const BLOCK: usize = 8;
 /// but the last).
 fn row_base(r: usize, layout: &Layout) -> usize {
     let rank = layout.dims.len();
-    let (mut rest, mut base) = (r, 0);
+    let (mut rest, mut base) = (r, layout.base);
     for a in (0..rank - 1).rev() {
         base += (rest % layout.dims[a]) * layout.strides[a];
         rest /= layout.dims[a];
@@ -214,8 +222,8 @@ fn fill_row<T: Copy>(x: &[T], row: &mut [T], r: usize, layout: &Layout) {
     if step == 1 {
         row.copy_from_slice(&x[base..base + row.len()]);
     } else {
-        for (j, o) in row.iter_mut().enumerate() {
-            *o = x[base + j * step];
+        for (o, &v) in row.iter_mut().zip(x[base..].iter().step_by(step)) {
+            *o = v;
         }
     }
 }
