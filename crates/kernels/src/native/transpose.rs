@@ -73,7 +73,6 @@ pub(super) fn rows<T: Element + Send + Sync>(
     if width == 0 || y.is_empty() {
         return Some(());
     }
-    let rows_per_task = MIN_TASK.div_ceil(width).max(1);
     // Where the output's next-to-last axis is the input's last (a transpose of the last two
     // axes, attention's `Kᵀ`), rows go in blocks of `BLOCK`: each output element's input
     // and the next `BLOCK - 1` rows' are adjacent, so each read is one run of the input
@@ -82,6 +81,12 @@ pub(super) fn rows<T: Element + Send + Sync>(
     let rank = layout.dims.len();
     let blocks = (rank >= 2 && layout.strides[rank - 2] == 1 && layout.strides[rank - 1] != 1)
         .then(|| layout.dims[rank - 2]);
+    // Tasks of whole blocks (rows of 8,210 made tasks of four rows, each gathered element
+    // by element).
+    let mut rows_per_task = MIN_TASK.div_ceil(width).max(1);
+    if blocks.is_some() {
+        rows_per_task = rows_per_task.next_multiple_of(BLOCK);
+    }
     let task = |(t, out): (usize, &mut [T])| {
         let first = t * rows_per_task;
         let mut k = 0;
@@ -235,8 +240,9 @@ mod tests {
     use graphlift_ir::Shape;
 
     /// Every permutation of a 4-D tensor, one large enough to split over threads, a last
-    /// axis kept in place, an integer type and a recycled buffer agree with the reference
-    /// exactly; a wrong permutation is left to the reference.
+    /// axis kept in place, an integer type, a recycled buffer and output rows wider than a
+    /// task's share agree with the reference exactly; a wrong permutation is left to the
+    /// reference.
     #[test]
     fn agrees_with_the_reference() {
         let perms: &[&[usize]] = &[
@@ -271,6 +277,18 @@ mod tests {
                         }
                     }
                 }
+            }
+            // Output rows wider than a task's share (tasks of whole blocks of rows): a
+            // vocabulary's scores transposed, as `i32`.
+            for (dims, perm) in [
+                (&[8210usize, 32][..], &[1usize, 0][..]),
+                (&[2, 5000, 24], &[0, 2, 1]),
+            ] {
+                let n: usize = dims.iter().product();
+                let data = TensorData::I32((0..n as i32).collect());
+                let x = Tensor::from_data(data.clone(), Shape::new(dims)).unwrap();
+                let want = graphlift_runtime::reference::transpose(&data, &Shape::new(dims), perm);
+                assert_eq!(transpose(&x, perm, None, &parallel), want.ok(), "{dims:?}");
             }
             let x = Tensor::from_data(TensorData::F32(vec![0.0; 6]), Shape::new([2, 3])).unwrap();
             assert!(transpose(&x, &[0, 0], None, &parallel).is_none());
