@@ -207,8 +207,8 @@ fn phase_runs(w: usize, (sw, pw): (usize, usize), phase_len: usize) -> Vec<(usiz
         .collect()
 }
 
-/// Where the runs of the taps of one row of a filter start in a padded input row ([`pad_row`]'s
-/// phases), in column order.
+/// Where the runs of the taps of one row of a filter start in a padded input row (its
+/// column phases: [`phase_runs`]), in column order.
 fn tap_starts(g: &Geometry, conv: &Convolution) -> Vec<usize> {
     let (sw, dw) = (conv.window.strides[1], conv.window.dilations[1]);
     let phase_len = padded_row(g, conv).0;
@@ -521,10 +521,9 @@ mod tests {
 
     /// A block of channels in one call: each channel `i` takes group `(first + i) mod
     /// groups`'s taps (wrapping past the last group, as a block spanning two images does),
-    /// and one channel's infinite tap sends only that channel to the run loop.
-    /// Each channel of a block is convolved with its group's taps, at unit and at column
-    /// stride 2 (whose padded rows, like unit stride's, share their zeroed padding from
-    /// plane to plane).
+    /// and one channel's infinite tap sends only that channel to the run loop; at unit and
+    /// at column stride 2 (whose padded rows share their zeroed padding from plane to
+    /// plane).
     #[test]
     fn a_block_of_channels_takes_each_channel_its_group() {
         let (h, w, groups, first, channels) = (6, 40, 3, 2, 4);

@@ -80,11 +80,7 @@ mod tests {
         for threads in [1, 2] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));
             for integer in [false, true] {
-                let data = if integer {
-                    TensorData::I64((0..n as i64).collect())
-                } else {
-                    TensorData::F32((0..n).map(|i| i as f32 * 0.5).collect())
-                };
+                let data = super::super::transpose::ramp(n, integer);
                 let x = Tensor::from_data(data.clone(), Shape::new(dims)).unwrap();
                 for axes in slices {
                     let want = graphlift_runtime::reference::slice(&data, &Shape::new(dims), axes)

@@ -233,6 +233,16 @@ fn fill_row<T: Copy>(x: &[T], row: &mut [T], r: usize, layout: &Layout) {
     }
 }
 
+/// `n` test elements `0, 1, 2, ...`: `i64`, or `f32` halved.
+#[cfg(test)]
+pub(super) fn ramp(n: usize, integer: bool) -> TensorData {
+    if integer {
+        TensorData::I64((0..n as i64).collect())
+    } else {
+        TensorData::F32((0..n).map(|i| i as f32 * 0.5).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,11 +270,7 @@ mod tests {
             for dims in [[2usize, 3, 4, 5], [2, 64, 33, 17], [3, 2, 19, 37]] {
                 let n: usize = dims.iter().product();
                 for integer in [false, true] {
-                    let data = if integer {
-                        TensorData::I64((0..n as i64).collect())
-                    } else {
-                        TensorData::F32((0..n).map(|i| i as f32 * 0.5).collect())
-                    };
+                    let data = ramp(n, integer);
                     let x = Tensor::from_data(data.clone(), Shape::new(dims)).unwrap();
                     for &perm in perms {
                         let want =
