@@ -56,11 +56,9 @@ pub use packed::{prepare, PackedWeights, Side};
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
 /// `MaxPoolBackprop`, `Resize` (nearest-neighbour, linear and cubic), `Concat`, `Transpose`
 /// and `Slice` with positive steps (every element type), `Convert` between `f32` and the
-/// half types, reductions
-/// over trailing axes, last-axis `Softmax`, `LayerNorm` over trailing axes,
-/// `BatchNormInference`, `Attention`, on `f32`/`f64`; the recurrent
-/// sequence ops and last-axis `ArgMax`/`ArgMin` on `f32`), else with the
-/// reference kernel.
+/// half types, reductions over trailing axes, last-axis `Softmax`, `LayerNorm` over
+/// trailing axes, `BatchNormInference`, `Attention`, on `f32`/`f64`; the recurrent sequence
+/// ops and last-axis `ArgMax`/`ArgMin` on `f32`), else with the reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
 /// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,

@@ -194,24 +194,38 @@ pub fn resize_nearest(
     Some(y)
 }
 
+/// The test attribute of a resize of `dims` by `scales` (the output extents their floored
+/// products) in `mode` under transformation `t`: no region of interest, no extrapolation,
+/// no antialiasing. Shared by this module's tests and `resize_taps`'s.
+#[cfg(test)]
+pub(super) fn test_resize(
+    mode: ResizeMode,
+    t: graphlift_ir::CoordinateTransform,
+    dims: &[usize],
+    scales: &[f64],
+) -> Resize {
+    let out: Vec<usize> = dims
+        .iter()
+        .zip(scales)
+        .map(|(&d, s)| (d as f64 * s).floor() as usize)
+        .collect();
+    Resize {
+        mode,
+        coordinate_transform: t,
+        scales: scales.to_vec(),
+        roi: vec![[0.0, 1.0]; out.len()],
+        shape: out,
+        exclude_outside: false,
+        extrapolation_value: 0.0,
+        antialias: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::parallel::ThreadConfig;
     use graphlift_ir::{CoordinateTransform, NearestMode, Shape};
-
-    fn attr(t: CoordinateTransform, n: NearestMode, scales: &[f64], out: &[usize]) -> Resize {
-        Resize {
-            mode: ResizeMode::Nearest(n),
-            coordinate_transform: t,
-            scales: scales.to_vec(),
-            shape: out.to_vec(),
-            roi: vec![[0.0, 1.0]; out.len()],
-            exclude_outside: false,
-            extrapolation_value: 0.0,
-            antialias: false,
-        }
-    }
 
     #[test]
     fn agrees_with_the_reference_bit_for_bit() {
@@ -260,12 +274,7 @@ mod tests {
         for threads in [1, 2] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));
             for (t, m, scales) in cases {
-                let out: Vec<usize> = dims
-                    .iter()
-                    .zip(scales)
-                    .map(|(&d, s)| (d as f64 * s).floor() as usize)
-                    .collect();
-                let r = attr(t, m, &scales, &out);
+                let r = test_resize(ResizeMode::Nearest(m), t, &dims, &scales);
                 let want = graphlift_runtime::reference::resize(
                     &TensorData::F32(x.clone()),
                     &Shape::new(dims),
@@ -298,13 +307,8 @@ mod tests {
                 let n: usize = dims.iter().product();
                 let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
                 let xt = Tensor::from_vec(x.clone(), dims.to_vec()).unwrap();
-                let out: Vec<usize> = dims
-                    .iter()
-                    .zip(scales)
-                    .map(|(&d, s)| (d as f64 * s).floor() as usize)
-                    .collect();
-                let (t, m) = (CoordinateTransform::Asymmetric, NearestMode::Floor);
-                let r = attr(t, m, scales, &out);
+                let nearest = ResizeMode::Nearest(NearestMode::Floor);
+                let r = test_resize(nearest, CoordinateTransform::Asymmetric, dims, scales);
                 let want = graphlift_runtime::reference::resize(
                     &TensorData::F32(x),
                     &Shape::new(dims),

@@ -233,21 +233,9 @@ fn narrow_blocks<T: Send, B>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::native::resize::test_resize;
     use crate::parallel::ThreadConfig;
     use graphlift_ir::{CoordinateTransform, Shape};
-
-    fn attr(mode: ResizeMode, t: CoordinateTransform, scales: &[f64], out: &[usize]) -> Resize {
-        Resize {
-            mode,
-            coordinate_transform: t,
-            scales: scales.to_vec(),
-            shape: out.to_vec(),
-            roi: vec![[0.0, 1.0]; out.len()],
-            exclude_outside: false,
-            extrapolation_value: 0.0,
-            antialias: false,
-        }
-    }
 
     /// Linear and cubic resizes, up and down, of every coordinate transformation the models
     /// use, `f32` and `f64`, on one and two threads (planes split), give the reference's
@@ -293,12 +281,7 @@ mod tests {
             ),
         ];
         for (mode, t, scales) in cases {
-            let out: Vec<usize> = dims
-                .iter()
-                .zip(scales)
-                .map(|(&d, s)| (d as f64 * s).floor() as usize)
-                .collect();
-            let r = attr(mode, t, &scales, &out);
+            let r = test_resize(mode, t, &dims, &scales);
             for data in [
                 TensorData::F32(x.clone()),
                 TensorData::F64(x.iter().map(|&v| f64::from(v)).collect()),
@@ -325,11 +308,11 @@ mod tests {
 
     #[test]
     fn leaves_nearest_and_other_types_to_others() {
-        let r = attr(
+        let r = test_resize(
             ResizeMode::Nearest(graphlift_ir::NearestMode::Floor),
             CoordinateTransform::Asymmetric,
+            &[2],
             &[2.0],
-            &[4],
         );
         let x = Tensor::from_vec(vec![1.0f32, 2.0], [2]).unwrap();
         let parallel = Parallel::new(ThreadConfig::with_threads(1));
