@@ -5,7 +5,7 @@
 //! [`column_outer`]). Every extent and slice length is checked here before the first tile
 //! runs.
 
-use super::microkernel::{Tile, MR, NR};
+use super::microkernel::{Tile, Vectors, MR, NR};
 use super::{PackedWeights, Side};
 use crate::native::lanes::FloatTiles;
 
@@ -309,13 +309,36 @@ pub(super) fn product_on(
         }
     };
     let tiles = m.div_ceil(step);
-    let panels = (0..columns.runs).flat_map(|run| (0..n).step_by(NR).map(move |j0| (run, j0)));
-    // Every row tile of `a` over micro-panel `j0` of run `run` for the block of `k` from
-    // `k0`, fetching `next` meanwhile.
-    let block = |k0: usize, (run, j0): (usize, usize), next: Option<(*const f32, usize)>| {
+    // The tiles' columns: micro-panels of each run; on AVX-512, runs that do not fill
+    // whole panels (a band of narrow output rows) in tiles of three vectors from any runs.
+    let placed = kernel == FloatTiles::Avx512 && columns.runs > 1 && !n.is_multiple_of(NR);
+    let groups: Vec<Group> = if placed {
+        Vectors::of_runs(columns.runs, n, (columns.b_stride, columns.c_stride))
+            .into_iter()
+            .map(|v| Group {
+                b_col: b_first,
+                c_col: 0,
+                cols: NR,
+                vectors: Some(v),
+            })
+            .collect()
+    } else {
+        (0..columns.runs)
+            .flat_map(|run| {
+                (0..n).step_by(NR).map(move |j0| Group {
+                    b_col: b_first + run * columns.b_stride + j0,
+                    c_col: run * columns.c_stride + j0,
+                    cols: NR.min(n - j0),
+                    vectors: None,
+                })
+            })
+            .collect()
+    };
+    // Every row tile of `a` over the columns of `group` for the block of `k` from `k0`,
+    // fetching `next` meanwhile.
+    let block = |k0: usize, group: &Group, next: Option<(*const f32, usize)>| {
         let kc = KC.min(k - k0);
-        let (b, b_ks) = b_at(k0, b_first + run * columns.b_stride + j0);
-        let c_col = run * columns.c_stride + j0;
+        let (b, b_ks) = b_at(k0, group.b_col);
         for i0 in (0..m).step_by(step) {
             if let Some((at, len)) = next {
                 prefetch_part(at, len, (i0 / step, tiles));
@@ -334,21 +357,23 @@ pub(super) fn product_on(
                 b_ks,
                 b_rows,
                 c_rows: c_ptrs[i0..].as_ptr(),
-                c_col,
+                c_col: group.c_col,
                 rows: step.min(m - i0),
-                cols: NR.min(n - j0),
+                cols: group.cols,
                 k: kc,
                 accumulate: accumulate || k0 > 0,
+                vectors: group.vectors,
             };
             // SAFETY: the host runs `kernel` (checked above). The tile's addresses are
-            // rows `i0..i0 + rows < m`, columns `j0..j0 + cols < width` of run `run <
-            // runs`, steps `k0..k0 + kc < k` of operands checked to hold `m × k`, `k ×
-            // n` (read at `columns`) and `m` rows of `columns` in their slices
-            // (`lhs_fits`, `rhs_fits`, `c_fits`; a packed panel holds whole panels of
-            // `MR` rows or `NR` columns for every `p < k`, for `PackedRows` every row
-            // `first + p < w.rows`, zero-padded; `Rows` has `k` offsets, each followed
-            // by the columns' span of its slice). `c_ptrs` holds the `m` rows' starts,
-            // each row borrowed exclusively (from `out`) for this call.
+            // rows `i0..i0 + rows < m`, the columns of `group` (each inside a run `<
+            // runs` of `width` columns, `Vectors::of_runs` placing them so), steps `k0..k0
+            // + kc < k` of operands checked to hold `m × k`, `k × n` (read at `columns`)
+            // and `m` rows of `columns` in their slices (`lhs_fits`, `rhs_fits`,
+            // `c_fits`; a packed panel holds whole panels of `MR` rows or `NR` columns for
+            // every `p < k`, for `PackedRows` every row `first + p < w.rows`,
+            // zero-padded; `Rows` has `k` offsets, each followed by the columns' span of
+            // its slice). `c_ptrs` holds the `m` rows' starts, each row borrowed
+            // exclusively (from `out`) for this call. Only AVX-512 tiles have `vectors`.
             #[cfg(target_arch = "x86_64")]
             unsafe {
                 match kernel {
@@ -363,29 +388,38 @@ pub(super) fn product_on(
     if column_outer(m, k, n * columns.runs) {
         // Each micro-panel's blocks of `k` in turn, its tiles of `c` staying in L1 between
         // them; the next panel fetched is the next block of `k`, or the next panel's first.
-        for (run, j0) in panels {
+        for group in &groups {
             for k0 in (0..k).step_by(KC) {
                 let next = match rhs {
                     Rhs::Strided { .. } | Rhs::Rows { .. } => None,
                     _ if k0 + KC < k => {
-                        let at = b_at(k0 + KC, b_first + run * columns.b_stride + j0).0;
+                        let at = b_at(k0 + KC, group.b_col).0;
                         Some((at, KC.min(k - k0 - KC) * NR))
                     }
-                    _ => next_panel(0, KC.min(k), j0),
+                    _ => next_panel(0, KC.min(k), group.b_col - b_first),
                 };
-                block(k0, (run, j0), next);
+                block(k0, group, next);
             }
         }
     } else {
         for k0 in (0..k).step_by(KC) {
             let kc = KC.min(k - k0);
-            for (run, j0) in panels.clone() {
-                // A packed operand is read in one run (`rhs_fits`).
-                block(k0, (run, j0), next_panel(k0, kc, j0));
+            for group in &groups {
+                // A packed operand is read in one run from `b_first` (`rhs_fits`).
+                block(k0, group, next_panel(k0, kc, group.b_col - b_first));
             }
         }
     }
     true
+}
+
+/// The columns of one tile: `cols` columns from column `b_col` of `b` and `c_col` of
+/// `c`'s rows, or the vectors `vectors` places.
+struct Group {
+    b_col: usize,
+    c_col: usize,
+    cols: usize,
+    vectors: Option<Vectors>,
 }
 
 /// Bytes of `c` from which the packed product runs each micro-panel of `b` through all its

@@ -30,6 +30,10 @@ const SUB_COLUMNS: usize = 2 * LANES;
 /// anyone else during the call) for `c`.
 #[cfg(target_arch = "x86_64")]
 pub(super) unsafe fn run(t: &Tile) {
+    debug_assert!(
+        t.vectors.is_none(),
+        "the AVX2 tiles read one run of columns"
+    );
     for j0 in (0..t.cols).step_by(SUB_COLUMNS) {
         let full = t.cols - j0 >= SUB_COLUMNS;
         let mut i0 = 0;
