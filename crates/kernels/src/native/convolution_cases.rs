@@ -148,6 +148,18 @@ pub(super) const CASES: &[Case] = &[
         [0, 1],
         [0, 1],
     ),
+    // A window over more input channels than one block of `k` holds, on rows of twenty
+    // columns (each tile's vectors from several rows), dilated down the image as
+    // plcmos_v2's layers are.
+    (
+        [1, 64, 11, 20],
+        [24, 64, 3, 3],
+        1,
+        [1, 1],
+        [2, 1],
+        [1, 1],
+        [1, 1],
+    ),
     // Dense at batch 1, strided over a large image (unrolled fields split by bands).
     (
         [1, 8, 30, 40],

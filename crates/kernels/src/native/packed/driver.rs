@@ -1,17 +1,27 @@
 //! The packed product's loops: `c = a · b` (or `c += a · b`) tile by tile over the
-//! microkernel, `k` blocked to [`KC`] so that the loaded operand's micro-panel stays in L1
-//! while every row tile of `a` passes over it (BLIS's loop order, with `nc = NR`; for a `c`
-//! too large for L2 and a small `a`, each micro-panel's blocks of `k` run in turn instead:
-//! [`column_outer`]). Every extent and slice length is checked here before the first tile
+//! microkernel, `k` in blocks of at most [`KC`] steps, every row tile of `a`
+//! passing over one micro-panel of the loaded operand before the next (BLIS's loop order,
+//! with `nc = NR`; for a `c` too large for L2 and a small `a`, each micro-panel's blocks of
+//! `k` run in turn instead: [`column_outer`]). Every extent and slice length is checked here before the first tile
 //! runs.
 
 use super::microkernel::{Tile, Vectors, MR, NR};
 use super::{PackedWeights, Side};
 use crate::native::lanes::FloatTiles;
 
-/// Steps of `k` per block: a full micro-panel of the loaded operand is `KC · NR` `f32`
-/// (24 KiB), half of a 48 KiB L1.
-const KC: usize = 128;
+/// The most steps of `k` in one block. Each block reads and writes every tile of `c` once
+/// more, and `c` is usually in L3 by then, so deep blocks pay; a micro-panel of the loaded
+/// operand, up to `KC · NR` `f32` (96 KiB), then streams from L2 rather than staying in
+/// L1, which costs less (BENCHMARKS.md, the twentieth session). Every microkernel blocks
+/// `k` alike, so all give the same bits.
+pub(super) const KC: usize = 512;
+
+/// Steps of `k` per block for a product over `k` in blocks of at most `depth`: as many
+/// blocks as `depth` requires, of equal depth (the last shorter by less than one step per
+/// block), so that none is a short remainder.
+pub(super) fn block_len(k: usize, depth: usize) -> usize {
+    k.div_ceil(k.div_ceil(depth).max(1)).max(1)
+}
 
 /// The broadcast operand `a` (`m × k`) of a packed product.
 #[derive(Clone, Copy)]
@@ -172,7 +182,7 @@ pub(in crate::native) enum Out<'a, 'b> {
 /// stride); with `accumulate`, `c += a · b`, on the widest microkernel the host runs
 /// (`FloatTiles::host`). Returns `false`, writing nothing, when it runs none (neither
 /// AVX-512F nor AVX2 and FMA) or an operand does not hold its extents (the caller then runs
-/// the `gemm` crate). Sums run in `f32` in order of `p` within each [`KC`] block, blocks
+/// the `gemm` crate). Sums run in `f32` in order of `p` within each block of `k` ([`block_len`]), blocks
 /// added in order: the result differs from another summation order by rounding only.
 pub(in crate::native) fn product(
     (c, ldc): (&mut [f32], usize),
@@ -250,6 +260,7 @@ pub(super) fn product_on(
     }
     let c_ptrs: Vec<*mut f32> = c_rows.into_iter().map(<[f32]>::as_mut_ptr).collect();
     let n = columns.width;
+    let kc_full = block_len(k, KC);
     // Address of `a(i, p)` (`i` a multiple of `MR`) and its strides: rows, `k`, groups of
     // `MR` rows.
     let a_at = |i: usize, p: usize| -> (*const f32, usize, usize, usize) {
@@ -305,7 +316,7 @@ pub(super) fn product_on(
         } else {
             // The first panel of the next block of `k`.
             let k1 = k0 + kc;
-            (k1 < k).then(|| (b_at(k1, b_first).0, KC.min(k - k1) * NR))
+            (k1 < k).then(|| (b_at(k1, b_first).0, kc_full.min(k - k1) * NR))
         }
     };
     let tiles = m.div_ceil(step);
@@ -337,7 +348,7 @@ pub(super) fn product_on(
     // Every row tile of `a` over the columns of `group` for the block of `k` from `k0`,
     // fetching `next` meanwhile.
     let block = |k0: usize, group: &Group, next: Option<(*const f32, usize)>| {
-        let kc = KC.min(k - k0);
+        let kc = kc_full.min(k - k0);
         let (b, b_ks) = b_at(k0, group.b_col);
         for i0 in (0..m).step_by(step) {
             if let Some((at, len)) = next {
@@ -385,25 +396,25 @@ pub(super) fn product_on(
             let _ = tile;
         }
     };
-    if column_outer(m, k, n * columns.runs) {
+    if column_outer((m, k, n * columns.runs), kc_full) {
         // Each micro-panel's blocks of `k` in turn, its tiles of `c` staying in L1 between
         // them; the next panel fetched is the next block of `k`, or the next panel's first.
         for group in &groups {
-            for k0 in (0..k).step_by(KC) {
+            for k0 in (0..k).step_by(kc_full) {
                 let next = match rhs {
                     Rhs::Strided { .. } | Rhs::Rows { .. } => None,
-                    _ if k0 + KC < k => {
-                        let at = b_at(k0 + KC, group.b_col).0;
-                        Some((at, KC.min(k - k0 - KC) * NR))
+                    _ if k0 + kc_full < k => {
+                        let at = b_at(k0 + kc_full, group.b_col).0;
+                        Some((at, kc_full.min(k - k0 - kc_full) * NR))
                     }
-                    _ => next_panel(0, KC.min(k), group.b_col - b_first),
+                    _ => next_panel(0, kc_full.min(k), group.b_col - b_first),
                 };
                 block(k0, group, next);
             }
         }
     } else {
-        for k0 in (0..k).step_by(KC) {
-            let kc = KC.min(k - k0);
+        for k0 in (0..k).step_by(kc_full) {
+            let kc = kc_full.min(k - k0);
             for group in &groups {
                 // A packed operand is read in one run from `b_first` (`rhs_fits`).
                 block(k0, group, next_panel(k0, kc, group.b_col - b_first));
@@ -432,12 +443,12 @@ const C_IN_L2: usize = 512 << 10;
 /// Bytes of `a` up to which every micro-panel may read it all again from L2.
 const A_IN_L2: usize = 256 << 10;
 
-/// Whether a product of `m × k` by `k × n` runs each micro-panel through all of `k` first
-/// (see [`C_IN_L2`]): several blocks of `k`, a large `c` and an `a` small enough to be read
-/// again per panel.
-pub(super) fn column_outer(m: usize, k: usize, n: usize) -> bool {
+/// Whether a product of `m × k` by `k × n` in blocks of `kc` steps of `k` runs each
+/// micro-panel through all of `k` first (see [`C_IN_L2`]): several blocks of `k`, a large
+/// `c` and an `a` small enough to be read again per panel.
+pub(super) fn column_outer((m, k, n): (usize, usize, usize), kc: usize) -> bool {
     let f32s = std::mem::size_of::<f32>();
-    k > KC && m * n * f32s >= C_IN_L2 && m * k * f32s <= A_IN_L2
+    k > kc && m * n * f32s >= C_IN_L2 && m * k * f32s <= A_IN_L2
 }
 
 /// Prefetches part `part` of `parts` of the `len` elements at `at` towards L2 (a hint:

@@ -10,7 +10,7 @@
 use std::arch::x86_64::{
     __m256, __m256i, _mm256_add_ps, _mm256_broadcast_ss, _mm256_cmpgt_epi32, _mm256_fmadd_ps,
     _mm256_loadu_ps, _mm256_maskload_ps, _mm256_maskstore_ps, _mm256_set1_epi32, _mm256_setr_epi32,
-    _mm256_setzero_ps, _mm256_storeu_ps,
+    _mm256_setzero_ps, _mm256_storeu_ps, _mm_prefetch, _MM_HINT_T0,
 };
 
 use super::microkernel::{Tile, MR};
@@ -91,6 +91,13 @@ unsafe fn sub<const R: usize, const FULL: bool>(t: &Tile, i0: usize, j0: usize) 
         _mm256_cmpgt_epi32(_mm256_set1_epi32(live as i32), lanes),
         _mm256_cmpgt_epi32(_mm256_set1_epi32(live as i32 - LANES as i32), lanes),
     ];
+    // The sub-tile's rows of `c`, fetched into L1 while the sums run.
+    for i in 0..R {
+        // SAFETY: `i0 + i < i0 + R ≤ rows`.
+        let c = unsafe { t.c_row(i0 + i) }.wrapping_add(j0);
+        _mm_prefetch::<_MM_HINT_T0>(c.cast());
+        _mm_prefetch::<_MM_HINT_T0>(c.wrapping_add(2 * LANES - 1).cast());
+    }
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     // Row pointers of `a`, advanced by `a_ks` per step of `p`; `wrapping_add` throughout,
     // as a pointer one step past the last `p` is never dereferenced.

@@ -299,12 +299,14 @@ proptest! {
 /// Operands that do not hold their extents, a misaligned block of packed rows and weights
 /// of the wrong side are declined, writing nothing.
 /// A product whose `c` outgrows L2 runs each micro-panel through every block of `k`
-/// (`driver::column_outer`): packed and strided `b`, three blocks of `k` (the last short), a
-/// wider row stride of `c`, then accumulating into it.
+/// (`driver::column_outer`): packed and strided `b`, three blocks of `k` (the last a step
+/// shorter), a wider row stride of `c`, then accumulating into it.
 #[test]
 fn large_outputs_take_each_panel_through_every_block_of_k() {
-    let (m, k, n) = (32, 300, 4105);
-    assert!(super::driver::column_outer(m, k, n));
+    let (m, k, n) = (32, 1100, 4105);
+    let depth = super::driver::block_len(k, super::driver::KC);
+    assert_eq!(depth, 367);
+    assert!(super::driver::column_outer((m, k, n), depth));
     let a = uniform(m * k, 11);
     let b = uniform(k * n, 12);
     let w = PackedWeights::pack(&b, Side::Right, 1, (1, k, n)).unwrap();
@@ -520,6 +522,9 @@ fn matmul_on_packed_weights_agrees_with_the_reference() {
         (&[30, 1, 20], &[1, 20, 50], Side::Right),
         (&[2, 1, 9, 33], &[3, 33, 49], Side::Right),
         (&[130, 70], &[70, 97], Side::Right),
+        // Deeper than one block of `k`: three blocks, and two.
+        (&[20, 1100], &[1100, 70], Side::Right),
+        (&[2, 30, 600], &[600, 20], Side::Left),
         // Fewer rows than columns: on more than one thread, split by blocks of columns
         // (the last one part of a panel), one product and two with their own weights.
         (&[40, 80], &[80, 700], Side::Right),
