@@ -476,9 +476,11 @@ mod tests {
             check(7, w, 3, [2, 2], [1, 1], [1, 1, 0, 1], &taps3);
             check(9, w, 5, [1, 2], [2, 1], [2, 0, 1, 2], &taps5);
             check(4, w, 3, [1, 3], [1, 2], [0, 3, 0, 0], &taps3);
-            // Unit strides (runs shifted in registers): whole and partial windows, planes
-            // of two rows, asymmetric padding.
+            // Unit strides (runs shifted in registers): whole and partial windows, tiles of
+            // one to four rows, planes of two rows, asymmetric padding.
             check(9, w, 5, [1, 1], [1, 1], [2, 2, 2, 2], &taps5);
+            check(7, w, 5, [1, 1], [1, 1], [2, 2, 2, 2], &taps5);
+            check(12, w, 3, [1, 1], [1, 1], [1, 1, 1, 1], &taps3);
             check(2, w, 5, [1, 1], [1, 1], [2, 2, 2, 2], &taps5);
             check(5, w, 3, [1, 1], [1, 1], [0, 1, 2, 0], &taps3);
             // Windows one row high (DeepFilterNet's 1x3, frequency strides of 1 and 2, the

@@ -36,9 +36,13 @@ pub(super) unsafe fn row_tiles<const R: usize, const KW: usize>(
     ow: usize,
     out: *mut f32,
 ) {
+    // Tiles of equal blocks (a row of five blocks as three and two, not four and one: a
+    // tile of one block has too few accumulators to cover the FMA latency).
+    let total = ow.div_ceil(BLOCK);
+    let per_tile = total.div_ceil(total.div_ceil(MAX_BLOCKS).max(1)).max(1);
     let mut x0 = 0;
     while x0 < ow {
-        let blocks = (ow - x0).div_ceil(BLOCK).min(MAX_BLOCKS);
+        let blocks = (ow - x0).div_ceil(BLOCK).min(per_tile);
         let at = (x0, ow);
         // SAFETY: columns `x0..` of the rows and outputs, as the caller guarantees.
         unsafe {

@@ -4,8 +4,9 @@
 //! one rounding fewer than the reference per tap). This module walks the rows and picks the
 //! tiles: 16-lane AVX-512 ones (`super::depthwise_avx512`, and `super::depthwise_shift` for
 //! unit strides and 3- or 5-wide windows), else 8-lane AVX2 ones
-//! (`super::depthwise_avx2`). Two output rows whose windows lie wholly inside the input
-//! run together, so a row of four blocks keeps eight independent chains of sums in flight.
+//! (`super::depthwise_avx2`). Output rows whose windows lie wholly inside the input run
+//! together, two at a time (four in the shifted tiles, whose shifts then serve four rows),
+//! so a row of four blocks keeps eight or more independent chains of sums in flight.
 
 use std::ops::Range;
 
@@ -74,9 +75,16 @@ pub(super) fn rows(
     while oy < g.oh {
         let (span, whole, last) = row_taps.rows[oy].clone();
         let live = &row_taps.entries[span];
-        // Two rows with whole windows read the same taps `step` elements apart.
-        let pair = whole && oy + 1 < g.oh && row_taps.rows[oy + 1].1;
-        let rows = 1 + usize::from(pair);
+        // Rows with whole windows read the same taps `step` elements apart: the shifted
+        // runs' tiles take up to four such rows at once, the others two.
+        let most = if shifts { 4 } else { 2 };
+        let rows = if whole {
+            (oy..g.oh.min(oy + most))
+                .take_while(|&y| row_taps.rows[y].1)
+                .count()
+        } else {
+            1
+        };
         if live.is_empty() {
             out[oy * g.ow..(oy + 1) * g.ow].fill(0.0);
             oy += 1;
@@ -89,7 +97,7 @@ pub(super) fn rows(
         let dst = &mut out[oy * g.ow..(oy + rows) * g.ow];
         // Unit strides and dilations, windows 3 or 5 wide: the rows' runs shifted in
         // registers (`super::depthwise_shift`). The window rows inside the input are
-        // consecutive, `kh` of them from `ky0` (all of them for a pair), read from the
+        // consecutive, `kh` of them from `ky0` (all of them for several rows), read from the
         // first live tap's row on. (Worked out only there: their divisions showed in the
         // profile of two-row planes.)
         let (first, ky0, kh) = if shifts {
@@ -114,6 +122,10 @@ pub(super) fn rows(
             // dilations); `dst` holds `rows` output rows.
             unsafe {
                 match (rows, g.kw) {
+                    (4, 3) => depthwise_shift::row_tiles::<4, 3>(p, at, t, g.ow, o),
+                    (4, _) => depthwise_shift::row_tiles::<4, 5>(p, at, t, g.ow, o),
+                    (3, 3) => depthwise_shift::row_tiles::<3, 3>(p, at, t, g.ow, o),
+                    (3, _) => depthwise_shift::row_tiles::<3, 5>(p, at, t, g.ow, o),
                     (2, 3) => depthwise_shift::row_tiles::<2, 3>(p, at, t, g.ow, o),
                     (2, _) => depthwise_shift::row_tiles::<2, 5>(p, at, t, g.ow, o),
                     (_, 3) => depthwise_shift::row_tiles::<1, 3>(p, at, t, g.ow, o),
