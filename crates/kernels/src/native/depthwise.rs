@@ -5,7 +5,7 @@ use graphlift_ir::Convolution;
 use multiversion::multiversion;
 
 use super::conv_geometry::{column_runs, take_every, Geometry};
-use super::depthwise_tiles::{self, RowTaps};
+use super::depthwise_tiles::{self, Input, RowTaps};
 use super::lanes::FloatTiles;
 use super::packed::Element;
 use super::scratch::{with_scratch, Scratch};
@@ -136,7 +136,9 @@ pub(super) fn padded_row(g: &Geometry, conv: &Convolution) -> (usize, usize) {
 /// input row is first zero-padded as far as any tap reads and split into its `sw` column
 /// phases (phase `p` holds padded columns `p, p + sw, ...`): tap `kx` of output column `ox`
 /// reads padded column `ox · sw + kx · dw`, which is phase `(kx · dw) mod sw` at
-/// `ox + (kx · dw) div sw`, so each tap is one contiguous run of every output row.
+/// `ox + (kx · dw) div sw`, so each tap is one contiguous run of every output row. The
+/// AVX-512 shifted tiles (`depthwise_tiles::shifts`) read the input rows themselves and
+/// take no padded copy.
 fn depthwise_blocked<'f, T>(
     planes: &[T],
     taps: &dyn Fn(usize) -> &'f [T],
@@ -159,14 +161,38 @@ fn depthwise_blocked<'f, T>(
     // a fifth to two fifths of their time padding row by row).
     let unit = sw == 1 && pw + g.w <= row_len;
     let runs = phase_runs(g.w, (sw, pw), phase_len);
+    let direct = layout
+        .tiles
+        .is_some_and(|tiles| depthwise_tiles::shifts(tiles, g, conv));
     with_scratch(g.h * row_len, |padded| {
-        padded.fill(zero);
+        // Zeroed when a plane is first padded (planes the shifted tiles take are not).
+        let mut zeroed = false;
         for (i, (plane, out)) in planes.chunks(hw).zip(out.chunks_mut(ohw)).enumerate() {
             let taps = taps(i);
             // Folded without a short cut, so the check vectorizes.
             if !taps.iter().fold(true, |all, &t| all & (t * zero == zero)) {
                 depthwise_runs(plane, taps, g, conv, out);
                 continue;
+            }
+            // The shifted tiles read the plane itself, its padding as masked lanes.
+            if let (true, Some(tiles), (Some(p), Some(t), Some(o))) = (
+                direct,
+                layout.tiles,
+                (T::as_f32(plane), T::as_f32(taps), T::as_f32_mut(out)),
+            ) {
+                if depthwise_tiles::rows(
+                    tiles,
+                    Input::Plane(p),
+                    (g, conv),
+                    (t, &layout.row_taps),
+                    o,
+                ) {
+                    continue;
+                }
+            }
+            if !zeroed {
+                padded.fill(zero);
+                zeroed = true;
             }
             for (src, row) in plane
                 .chunks_exact(g.w)
@@ -257,7 +283,7 @@ fn blocked_rows<T>(
 {
     let f32s = (T::as_f32(padded), T::as_f32(taps), T::as_f32_mut(out));
     if let (Some(tiles), (Some(p), Some(t), Some(o))) = (layout.tiles, f32s) {
-        if depthwise_tiles::rows(tiles, p, (g, conv), (t, &layout.row_taps), o) {
+        if depthwise_tiles::rows(tiles, Input::Padded(p), (g, conv), (t, &layout.row_taps), o) {
             return;
         }
     }

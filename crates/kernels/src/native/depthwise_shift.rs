@@ -3,7 +3,9 @@
 //! row is loaded once per block (plus the next block), and the `kW` shifted runs are made
 //! in registers (`valignd`) instead of loaded unaligned, one per tap. A loaded row also
 //! serves every output row of the tile whose window holds it. Sums run in window order,
-//! one fused multiply-add per tap, as in `super::depthwise_tiles`.
+//! one fused multiply-add per tap, as in `super::depthwise_tiles`. The rows are padded rows
+//! or the input's own: masked loads read the columns outside a row as the zeros of its
+//! padding, so no padded copy is needed.
 
 #[cfg(target_arch = "x86_64")]
 use super::lanes::lane_mask;
@@ -20,18 +22,30 @@ const BLOCK: usize = 16;
 /// The most blocks of one tile (accumulators per output row).
 const MAX_BLOCKS: usize = 4;
 
-/// Output rows `R` of `ow` columns into `out` (row stride `ow`) from `kh + R − 1` padded
-/// input rows of `row_len` elements starting at `rows` (one after another), with the taps
-/// `[kh, KW]` at `taps`: tiles of up to [`MAX_BLOCKS`] blocks along the row.
+/// Where a tile's input rows lie: row `i` from `rows + i · stride`, holding `width`
+/// elements; column `c` of the padded row (what tap `kx` of output column `ox` reads at `c =
+/// ox + kx`) is element `c − left` of the row, and a zero where that is outside `0..width`.
+/// A padded plane is `left` 0 and `width` its padded row's length.
+#[derive(Clone, Copy)]
+pub(super) struct RowsAt {
+    pub stride: usize,
+    pub left: usize,
+    pub width: usize,
+}
+
+/// Output rows `R` of `ow` columns into `out` (row stride `ow`) from `kh + R − 1` input rows
+/// laid out as `at` says from `rows`, with the taps `[kh, KW]` at `taps`: tiles of up to
+/// [`MAX_BLOCKS`] blocks along the row.
 ///
 /// # Safety
-/// AVX-512F; `rows` is readable for `(kh + R − 1) · row_len` elements, `row_len ≥ ow + KW −
-/// 1`, `taps` for `kh · KW`, `out` writable for `R · ow` and not otherwise borrowed.
+/// AVX-512F; for each `i < kh + R − 1`, elements `i · at.stride..i · at.stride + at.width`
+/// from `rows` are readable; `taps` for `kh · KW`, `out` writable for `R · ow` and not
+/// otherwise borrowed.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 pub(super) unsafe fn row_tiles<const R: usize, const KW: usize>(
     rows: *const f32,
-    (row_len, kh): (usize, usize),
+    (at, kh): (RowsAt, usize),
     taps: *const f32,
     ow: usize,
     out: *mut f32,
@@ -43,14 +57,14 @@ pub(super) unsafe fn row_tiles<const R: usize, const KW: usize>(
     let mut x0 = 0;
     while x0 < ow {
         let blocks = (ow - x0).div_ceil(BLOCK).min(per_tile);
-        let at = (x0, ow);
+        let cols = (x0, ow);
         // SAFETY: columns `x0..` of the rows and outputs, as the caller guarantees.
         unsafe {
             match blocks {
-                1 => tile::<R, 1, KW>(rows, (row_len, kh), taps, at, out),
-                2 => tile::<R, 2, KW>(rows, (row_len, kh), taps, at, out),
-                3 => tile::<R, 3, KW>(rows, (row_len, kh), taps, at, out),
-                _ => tile::<R, 4, KW>(rows, (row_len, kh), taps, at, out),
+                1 => tile::<R, 1, KW>(rows, (at, kh), taps, cols, out),
+                2 => tile::<R, 2, KW>(rows, (at, kh), taps, cols, out),
+                3 => tile::<R, 3, KW>(rows, (at, kh), taps, cols, out),
+                _ => tile::<R, 4, KW>(rows, (at, kh), taps, cols, out),
             }
         }
         x0 += blocks * BLOCK;
@@ -81,19 +95,25 @@ fn shifted(v: __m512, next: __m512, k: usize) -> __m512 {
 #[target_feature(enable = "avx512f")]
 unsafe fn tile<const R: usize, const B: usize, const KW: usize>(
     rows: *const f32,
-    (row_len, kh): (usize, usize),
+    (at, kh): (RowsAt, usize),
     taps: *const f32,
     (x0, ow): (usize, usize),
     out: *mut f32,
 ) {
-    // Loads stay inside the input row; stores inside the output row.
-    let loads: [__mmask16; MAX_BLOCKS + 1] =
-        std::array::from_fn(|b| lane_mask(row_len.saturating_sub(x0), b));
+    // Loads stay inside the input row (padded columns `left..left + width`); stores inside
+    // the output row.
+    let loads: [__mmask16; MAX_BLOCKS + 1] = std::array::from_fn(|b| {
+        lane_mask((at.left + at.width).saturating_sub(x0), b)
+            & !lane_mask(at.left.saturating_sub(x0), b)
+    });
     let stores: [__mmask16; B] = std::array::from_fn(|b| lane_mask(ow.saturating_sub(x0), b));
     let mut acc = [[_mm512_setzero_ps(); B]; R];
     for i in 0..kh + R - 1 {
-        let row = rows.wrapping_add(i * row_len + x0);
-        // SAFETY: enabled lanes are columns below `row_len` of input row `i` (caller).
+        // Padded column `x0` of row `i`: before the row's start where `x0 < left`, but only
+        // the lanes of columns inside it are read.
+        let row = rows.wrapping_add(i * at.stride + x0).wrapping_sub(at.left);
+        // SAFETY: enabled lanes are padded columns `left..left + width`, elements
+        // `0..width` of input row `i` (caller); masked lanes are not accessed.
         let v: [__m512; MAX_BLOCKS + 1] = std::array::from_fn(|b| {
             if b > B {
                 return _mm512_setzero_ps();

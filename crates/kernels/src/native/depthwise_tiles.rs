@@ -14,6 +14,7 @@ use graphlift_ir::Convolution;
 
 use super::conv_geometry::Geometry;
 use super::depthwise::{live_taps, padded_row};
+use super::depthwise_shift::RowsAt;
 use super::lanes::FloatTiles;
 #[cfg(target_arch = "x86_64")]
 use super::{depthwise_avx2, depthwise_avx512, depthwise_shift};
@@ -45,32 +46,60 @@ impl RowTaps {
     }
 }
 
-/// Every output row of one channel (`out`, `[oH, oW]`) from the padded phases of its input
-/// rows (`padded`, as `super::depthwise` lays them out) and its taps (`taps`, `[kH, kW]`,
-/// read where `row_taps` says), on `tiles`. Returns `false` where the host does not run
-/// `tiles`, or when a slice is shorter than the geometry says (having written some rows or
-/// none: the caller then computes every row).
+/// Whether every output row of `conv` over `g` runs on the shifted runs' tiles
+/// (`super::depthwise_shift`) on `tiles`: AVX-512, unit strides and dilations, windows 3 or 5
+/// wide. Those read the input plane itself ([`Input::Plane`]).
+pub(super) fn shifts(tiles: FloatTiles, g: &Geometry, conv: &Convolution) -> bool {
+    let w = &conv.window;
+    tiles == FloatTiles::Avx512
+        && w.strides.iter().chain(&w.dilations).all(|&v| v == 1)
+        && matches!(g.kw, 3 | 5)
+}
+
+/// The input rows [`rows`] reads.
+#[derive(Clone, Copy)]
+pub(super) enum Input<'a> {
+    /// The padded phases of the input rows, as `super::depthwise` lays them out.
+    Padded(&'a [f32]),
+    /// The input plane itself (`[H, W]`), where [`shifts`] holds: its tiles read the
+    /// columns left and right of a row as padding.
+    Plane(&'a [f32]),
+}
+
+/// Every output row of one channel (`out`, `[oH, oW]`) from its input rows (`input`) and its
+/// taps (`taps`, `[kH, kW]`, read where `row_taps` says), on `tiles`. Returns `false` where
+/// the host does not run `tiles`, where the input is the plane but [`shifts`] does not hold,
+/// or when a slice is shorter than the geometry says (having written some rows or none:
+/// the caller then computes every row).
 pub(super) fn rows(
     tiles: FloatTiles,
-    padded: &[f32],
+    input: Input<'_>,
     (g, conv): (&Geometry, &Convolution),
     (taps, row_taps): (&[f32], &RowTaps),
     out: &mut [f32],
 ) -> bool {
+    let shifts = shifts(tiles, g, conv);
     if !tiles.runs()
         || out.len() < g.oh * g.ow
         || taps.len() < g.kh * g.kw
         || row_taps.rows.len() < g.oh
+        || matches!(input, Input::Plane(_)) && !shifts
     {
         return false;
     }
     let row_len = padded_row(g, conv).1;
     let step = conv.window.strides[0] * row_len;
-    let w = &conv.window;
-    // The shifted runs' tiles: AVX-512, unit strides and dilations, windows 3 or 5 wide.
-    let shifts = tiles == FloatTiles::Avx512
-        && w.strides.iter().chain(&w.dilations).all(|&v| v == 1)
-        && matches!(g.kw, 3 | 5);
+    // Where the shifted tiles' rows lie: every padded row, or every input row with its
+    // padding left of it.
+    let (padded, at) = match input {
+        Input::Padded(p) => (p, (row_len, 0, row_len)),
+        Input::Plane(p) => (p, (g.w, conv.window.pads_begin[1], g.w)),
+    };
+    let at = RowsAt {
+        stride: at.0,
+        left: at.1,
+        width: at.2,
+    };
     let mut oy = 0;
     while oy < g.oh {
         let (span, whole, last) = row_taps.rows[oy].clone();
@@ -90,23 +119,24 @@ pub(super) fn rows(
             oy += 1;
             continue;
         }
-        // A row outside the slice leaves the whole plane to the portable loop.
-        if last + (rows - 1) * step + g.ow > padded.len() {
-            return false;
-        }
         let dst = &mut out[oy * g.ow..(oy + rows) * g.ow];
         // Unit strides and dilations, windows 3 or 5 wide: the rows' runs shifted in
         // registers (`super::depthwise_shift`). The window rows inside the input are
         // consecutive, `kh` of them from `ky0` (all of them for several rows), read from the
-        // first live tap's row on. (Worked out only there: their divisions showed in the
+        // first live tap's row on (its run starts at column 0 of a padded row, so that row
+        // is `live[0].0 / row_len`). (Worked out only there: their divisions showed in the
         // profile of two-row planes.)
         let (first, ky0, kh) = if shifts {
-            (live[0].0, live[0].1 / g.kw, live.len() / g.kw)
+            (
+                live[0].0 / row_len * at.stride,
+                live[0].1 / g.kw,
+                live.len() / g.kw,
+            )
         } else {
             (0, 0, 0)
         };
         let shift = shifts
-            && first + (kh + rows - 1) * row_len <= padded.len()
+            && first + (kh + rows - 1) * at.stride <= padded.len()
             && (ky0 + kh) * g.kw <= taps.len();
         #[cfg(target_arch = "x86_64")]
         if shift {
@@ -115,11 +145,11 @@ pub(super) fn rows(
                 dst.as_mut_ptr(),
                 taps[ky0 * g.kw..].as_ptr(),
             );
-            let at = (row_len, kh);
+            let at = (at, kh);
             // SAFETY: the host has AVX-512F (`tiles`); the `kh + rows − 1` rows of
-            // `row_len` from `first` lie inside `padded` and window rows `ky0..ky0 + kh`
-            // inside `taps` (checked just above); `row_len = oW + kW − 1` (unit strides and
-            // dilations); `dst` holds `rows` output rows.
+            // `at.stride` (each of `at.width ≤ at.stride` elements) from `first` lie inside
+            // `padded` and window rows `ky0..ky0 + kh` inside `taps` (checked just above);
+            // `dst` holds `rows` output rows.
             unsafe {
                 match (rows, g.kw) {
                     (4, 3) => depthwise_shift::row_tiles::<4, 3>(p, at, t, g.ow, o),
@@ -134,6 +164,11 @@ pub(super) fn rows(
             }
             oy += rows;
             continue;
+        }
+        // The other tiles read padded rows only. A row outside the slice leaves the whole
+        // plane to the portable loop.
+        if matches!(input, Input::Plane(_)) || last + (rows - 1) * step + g.ow > padded.len() {
+            return false;
         }
         #[cfg(target_arch = "x86_64")]
         {
