@@ -92,13 +92,22 @@ pub(super) fn rows(
     // Where the shifted tiles' rows lie: every padded row, or every input row with its
     // padding left of it.
     let (padded, at) = match input {
-        Input::Padded(p) => (p, (row_len, 0, row_len)),
-        Input::Plane(p) => (p, (g.w, conv.window.pads_begin[1], g.w)),
-    };
-    let at = RowsAt {
-        stride: at.0,
-        left: at.1,
-        width: at.2,
+        Input::Padded(p) => (
+            p,
+            RowsAt {
+                stride: row_len,
+                left: 0,
+                width: row_len,
+            },
+        ),
+        Input::Plane(p) => (
+            p,
+            RowsAt {
+                stride: g.w,
+                left: conv.window.pads_begin[1],
+                width: g.w,
+            },
+        ),
     };
     let mut oy = 0;
     while oy < g.oh {

@@ -1,9 +1,9 @@
 //! The packed product's loops: `c = a · b` (or `c += a · b`) tile by tile over the
-//! microkernel, `k` in blocks of at most [`KC`] steps, every row tile of `a`
-//! passing over one micro-panel of the loaded operand before the next (BLIS's loop order,
-//! with `nc = NR`; for a `c` too large for L2 and a small `a`, each micro-panel's blocks of
-//! `k` run in turn instead: [`column_outer`]). Every extent and slice length is checked here before the first tile
-//! runs.
+//! microkernel, `k` in blocks of at most [`KC`] steps, every row tile of `a` passing over
+//! one micro-panel of the loaded operand before the next (BLIS's loop order, with `nc =
+//! NR`; for a `c` too large for L2 and a small `a`, each micro-panel's blocks of `k` run in
+//! turn instead: [`column_outer`]). Every extent and slice length is checked here before
+//! the first tile runs.
 
 use super::microkernel::{Tile, Vectors, MR, NR};
 use super::{PackedWeights, Side};
@@ -182,8 +182,9 @@ pub(in crate::native) enum Out<'a, 'b> {
 /// stride); with `accumulate`, `c += a · b`, on the widest microkernel the host runs
 /// (`FloatTiles::host`). Returns `false`, writing nothing, when it runs none (neither
 /// AVX-512F nor AVX2 and FMA) or an operand does not hold its extents (the caller then runs
-/// the `gemm` crate). Sums run in `f32` in order of `p` within each block of `k` ([`block_len`]), blocks
-/// added in order: the result differs from another summation order by rounding only.
+/// the `gemm` crate). Sums run in `f32` in order of `p` within each block of `k`
+/// ([`block_len`]), blocks added in order: the result differs from another summation order
+/// by rounding only.
 pub(in crate::native) fn product(
     (c, ldc): (&mut [f32], usize),
     lhs: Lhs<'_>,
