@@ -314,9 +314,10 @@ impl CpuJitExecutable {
             .outputs
             .first()
             .is_some_and(|t| step.free_after.contains(t));
-        let epilogue = match sole_reader {
-            true => Epilogue::sole_reader(&run),
-            false => Epilogue::new(&run),
+        let epilogue = if sole_reader {
+            Epilogue::sole_reader(&run)
+        } else {
+            Epilogue::new(&run)
         };
         let (mut outs, ran) = native::evaluate_with_epilogue(
             node,

@@ -5,7 +5,7 @@
 //! source row is the previous output row's (upsampling along the outer axes) is a copy of
 //! it; planes are split over threads.
 
-use graphlift_ir::{Resize, ResizeMode, TensorData};
+use graphlift_ir::{Resize, ResizeMode, Shape, TensorData};
 use graphlift_runtime::reference::{axis_taps, AxisTaps};
 use graphlift_runtime::Tensor;
 
@@ -109,10 +109,7 @@ fn gather<T: Copy + Send + Sync>(
     let row_map = RowMap::of(last, in_width);
     // Input strides; the next-to-last axis (a plane's rows) apart from the planes' axes, so
     // that a row's source is its plane's (worked out once a plane) plus its own.
-    let mut strides = vec![1; rank];
-    for a in (0..rank - 1).rev() {
-        strides[a] = strides[a + 1] * in_dims[a + 1];
-    }
+    let strides = Shape::new(in_dims).strides();
     let one_row = [Some(0)];
     let (rows_map, row_stride, planes) = match rank {
         1 => (&one_row[..], 0, 0),

@@ -33,10 +33,7 @@ pub(super) fn slice(
     {
         return None;
     }
-    let mut strides = vec![1usize; dims.len()];
-    for a in (0..dims.len() - 1).rev() {
-        strides[a] = strides[a + 1] * dims[a + 1];
-    }
+    let strides = x.shape().strides();
     let layout = Layout {
         dims: axes.iter().map(|ax| ax.len).collect(),
         strides: axes

@@ -33,10 +33,7 @@ pub(super) fn transpose(
         return None;
     }
     // The input strides in elements, then the output's extents and their input strides.
-    let mut strides = vec![1usize; rank];
-    for a in (0..rank - 1).rev() {
-        strides[a] = strides[a + 1] * dims[a + 1];
-    }
+    let strides = x.shape().strides();
     let layout = Layout {
         dims: perm.iter().map(|&p| dims[p]).collect(),
         strides: perm.iter().map(|&p| strides[p]).collect(),
