@@ -62,6 +62,23 @@ pub struct CpuFeatures {
     pub avx512vnni: bool,
     /// F16C (`vcvtph2ps`, `vcvtps2ph`: `f16` to `f32` and back, rounded to nearest even).
     pub f16c: bool,
+    /// The vendor is Intel (`cpuid` leaf 0 reads `GenuineIntel`): a tuning fact, not a
+    /// feature. The packed product prefetches its next weight panel only there, where the
+    /// hardware prefetchers left the first row tile over a panel waiting on L3; on AMD Zen 4
+    /// the same prefetch made products slower (BENCHMARKS.md, the twenty-first session).
+    pub intel: bool,
+}
+
+/// Whether `cpuid` leaf 0 names the vendor `GenuineIntel` (its vendor string in `ebx`,
+/// `edx`, `ecx`, in that order).
+#[cfg(target_arch = "x86_64")]
+fn is_intel() -> bool {
+    let id = std::arch::x86_64::__cpuid(0);
+    let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx]
+        .iter()
+        .flat_map(|r| r.to_le_bytes())
+        .collect();
+    vendor == b"GenuineIntel"
 }
 
 impl CpuFeatures {
@@ -91,6 +108,7 @@ impl CpuFeatures {
                 bmi2: std::arch::is_x86_feature_detected!("bmi2"),
                 avx512vnni: std::arch::is_x86_feature_detected!("avx512vnni"),
                 f16c: std::arch::is_x86_feature_detected!("f16c"),
+                intel: is_intel(),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -106,6 +124,7 @@ impl CpuFeatures {
             | u8::from(self.bmi2) << 3
             | u8::from(self.avx512vnni) << 4
             | u8::from(self.f16c) << 5
+            | u8::from(self.intel) << 6
     }
 
     fn from_bits(b: u8) -> CpuFeatures {
@@ -116,6 +135,7 @@ impl CpuFeatures {
             bmi2: b & 8 != 0,
             avx512vnni: b & 16 != 0,
             f16c: b & 32 != 0,
+            intel: b & 64 != 0,
         }
     }
 
@@ -432,6 +452,7 @@ mod tests {
             bmi2: true,
             avx512vnni: true,
             f16c: true,
+            intel: false,
         };
         let t = Target::for_features(full);
         assert!(t.veclib() && t.avx512() && t.epilogue_fusion());

@@ -72,6 +72,9 @@ const EXP_STAGE: usize = 256;
 /// Softmax of the `f32` row `x` into `out` (same length), as [`softmax`] documents.
 #[multiversion(targets = "simd")]
 pub(super) fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
+    if crate::veclib::softmax_row(x, out) {
+        return;
+    }
     let max = row_max(x);
     let mut stage = [0f32; EXP_STAGE];
     // Each stage's exponentials summed while they are in L1.

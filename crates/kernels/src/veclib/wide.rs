@@ -249,6 +249,56 @@ mod x86 {
             h, c0
         ))
     }
+
+    /// The lanes of the vector at element `i` of a row of `n`: those below `n`.
+    #[inline(always)]
+    fn row_mask(n: usize, i: usize) -> __mmask16 {
+        let live = (n - i).min(16);
+        ((1u32 << live) - 1) as __mmask16
+    }
+
+    /// Softmax of the row `src` into `dst` (its first `src.len()` elements): three passes,
+    /// sixteen lanes wide, the tail masked. The maximum (NaNs skipped), `e = exp(x − max)`
+    /// with the library's `exp` (as [`exp`] gives it) stored and summed in `f64`, then
+    /// `e · (1 / sum)`, the reciprocal rounded to `f32` once. Returns the elements done.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn softmax_row(src: &[f32], dst: &mut [f32]) -> usize {
+        let n = src.len();
+        if dst.len() < n {
+            return 0;
+        }
+        let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+        // SAFETY (every load and store below): the lanes of `row_mask(n, i)` are elements
+        // `i..min(i + 16, n)`, within both slices; masked-off lanes are not accessed.
+        let neg_inf = _mm512_set1_ps(f32::NEG_INFINITY);
+        let mut top = neg_inf;
+        for i in (0..n).step_by(16) {
+            let x = unsafe { _mm512_mask_loadu_ps(neg_inf, row_mask(n, i), s.add(i)) };
+            // `vmaxps` returns its second operand where either is NaN: NaNs are skipped.
+            top = _mm512_max_ps(x, top);
+        }
+        let max = Zmm(_mm512_set1_ps(_mm512_reduce_max_ps(top)));
+        let (mut low, mut high) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+        for i in (0..n).step_by(16) {
+            let k = row_mask(n, i);
+            let x = Zmm(unsafe { _mm512_maskz_loadu_ps(k, s.add(i)) });
+            let e = _mm512_maskz_mov_ps(k, f::exp_tail(f::exp_head::<Zmm, false>(x.sub(max))).0 .0);
+            unsafe { _mm512_mask_storeu_ps(d.add(i), k, e) };
+            let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(e));
+            low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+            high = _mm512_add_pd(high, _mm512_cvtps_pd(_mm256_castpd_ps(upper)));
+        }
+        let sum = _mm512_reduce_add_pd(_mm512_add_pd(low, high));
+        let scale = _mm512_set1_ps((1.0 / sum) as f32);
+        for i in (0..n).step_by(16) {
+            let k = row_mask(n, i);
+            unsafe {
+                let e = _mm512_maskz_loadu_ps(k, d.add(i));
+                _mm512_mask_storeu_ps(d.add(i), k, _mm512_mul_ps(e, scale));
+            }
+        }
+        n
+    }
 }
 
 /// Whether the host runs this module's code.
@@ -339,6 +389,15 @@ avx512_entry!(
     /// Swish `x / (e^-(x·c1) + c0)`.
     swish, |src, dst, c| x86::swish::<NT>(src, dst, c)
 );
+
+/// Softmax of the `f32` row `src` into `dst` (its first `src.len()` elements) on sixteen
+/// lanes: the maximum (NaNs skipped), `exp(x − max)` with the library's `exp`, their sum in
+/// `f64`, then each times the reciprocal of the sum rounded to `f32` once (the arithmetic of
+/// `native::normalize::softmax`). Returns `false`, writing nothing, on a host without
+/// AVX-512 or for a `dst` shorter than `src` (the caller runs its portable code).
+pub(crate) fn softmax_row(src: &[f32], dst: &mut [f32]) -> bool {
+    src.is_empty() || on_avx512!(x86::softmax_row(src, dst)) == src.len()
+}
 
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@
 use super::microkernel::{Tile, Vectors, MR, NR};
 use super::{PackedWeights, Side};
 use crate::native::lanes::FloatTiles;
+use crate::target::CpuFeatures;
 
 /// The most steps of `k` in one block. Each block reads and writes every tile of `c` once
 /// more, and `c` is usually in L3 by then, so deep blocks pay; a micro-panel of the loaded
@@ -304,12 +305,14 @@ pub(super) fn product_on(
         }
     };
     // The next micro-panel of packed `b` (`kc · NR` elements from `b(k0, j0 + NR)`), fetched
-    // towards L2 a slice per row tile while the current one runs: a packed constant is
-    // usually in L3 or memory, and the first row tile over a panel would otherwise wait for
-    // it line by line.
+    // towards L2 a slice per row tile while the current one runs, on Intel hosts: a packed
+    // constant is usually in L3 or memory, and there the first row tile over a panel
+    // would otherwise wait for it line by line (on AMD the hardware prefetchers keep up,
+    // and the extra traffic made products slower: `CpuFeatures::intel`).
     let b_first = columns.b_first;
+    let prefetch = CpuFeatures::host().intel;
     let next_panel = |k0: usize, kc: usize, j0: usize| -> Option<(*const f32, usize)> {
-        if let Rhs::Strided { .. } | Rhs::Rows { .. } = rhs {
+        if !prefetch || matches!(rhs, Rhs::Strided { .. } | Rhs::Rows { .. }) {
             return None;
         }
         if j0 + NR < n {
@@ -403,6 +406,7 @@ pub(super) fn product_on(
         for group in &groups {
             for k0 in (0..k).step_by(kc_full) {
                 let next = match rhs {
+                    _ if !prefetch => None,
                     Rhs::Strided { .. } | Rhs::Rows { .. } => None,
                     _ if k0 + kc_full < k => {
                         let at = b_at(k0 + kc_full, group.b_col).0;

@@ -164,3 +164,63 @@ fn the_sixteen_lanes_give_the_one_lane_bits_on_every_f32() {
         check(&xs, &mut out);
     }
 }
+
+/// The sixteen-lane softmax against the `f64` softmax, within the bound
+/// `native::normalize::softmax` documents (a relative `2^-21 · (1 + |x − max|)`), on every
+/// length up to 70 (tails of each width), rows with NaN, `±inf` and `-inf` only, and no
+/// element written past the row.
+#[test]
+fn the_sixteen_lane_softmax_is_within_its_bound_and_its_row() {
+    let reference = |x: &[f32]| -> Vec<f64> {
+        let max = x
+            .iter()
+            .map(|&v| f64::from(v))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = x.iter().map(|&v| (f64::from(v) - max).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        e.iter().map(|v| v / sum).collect()
+    };
+    let mut rows: Vec<Vec<f32>> = (0..=70)
+        .map(|n| (0..n).map(|i| (i as f32 * 0.73).sin() * 9.0).collect())
+        .collect();
+    rows.push(vec![1.0, f32::NEG_INFINITY, 3.0, f32::NEG_INFINITY, -2.0]);
+    rows.push(vec![f32::NEG_INFINITY; 20]);
+    rows.push(
+        (0..40)
+            .map(|i| if i == 17 { f32::NAN } else { i as f32 })
+            .collect(),
+    );
+    rows.push(
+        (0..33)
+            .map(|i| if i == 32 { f32::INFINITY } else { -(i as f32) })
+            .collect(),
+    );
+    for x in &rows {
+        let n = x.len();
+        let mut out = vec![-7.0f32; n + 16];
+        if !super::softmax_row(x, &mut out) {
+            assert!(
+                !super::host_has_avx512(),
+                "length {n}: not run on an AVX-512 host"
+            );
+            continue;
+        }
+        assert!(
+            out[n..].iter().all(|&y| y == -7.0),
+            "length {n}: wrote past the row"
+        );
+        let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        for (i, (&y, w)) in out.iter().zip(reference(x)).enumerate() {
+            if w.is_nan() {
+                assert!(y.is_nan(), "length {n}, element {i}: {y} for NaN");
+                continue;
+            }
+            let bound = 2f64.powi(-21) * (1.0 + f64::from((x[i] - max).abs()));
+            let err = (f64::from(y) - w).abs();
+            assert!(
+                err == 0.0 || err <= bound * w,
+                "length {n}, element {i}: {y} against {w}"
+            );
+        }
+    }
+}
