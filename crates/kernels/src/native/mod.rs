@@ -20,6 +20,7 @@ mod depthwise_avx512;
 mod depthwise_shift;
 mod depthwise_tiles;
 mod epilogue;
+mod gather;
 mod gemm_call;
 mod int_avx2;
 mod lanes;
@@ -54,16 +55,16 @@ pub use packed::{prepare, PackedWeights, Side};
 /// `Convolution` (and 1-D, as 2-D over a unit height), 1-D/2-D `ConvolutionInteger`,
 /// `QuantizedMatMul` and the convolution's 2-D adjoints
 /// `ConvolutionBackpropData` and `ConvolutionBackpropFilters`, 2-D `MaxPool` and
-/// `MaxPoolBackprop`, `Resize` (nearest-neighbour, linear and cubic), `Concat`, `Transpose`
-/// and `Slice` with positive steps (every element type), `Convert` between `f32` and the
+/// `MaxPoolBackprop`, `Resize` (nearest-neighbour, linear and cubic), `Concat`, `Transpose`,
+/// `Gather` and `Slice` with positive steps (every element type), `Convert` between `f32` and the
 /// half types, reductions over trailing axes, last-axis `Softmax`, `LayerNorm` over
 /// trailing axes, `BatchNormInference`, `Attention`, on `f32`/`f64`; the recurrent sequence
 /// ops and last-axis `ArgMax`/`ArgMin` on `f32`), else with the reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
 /// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,
-/// `BatchNormInference`, `Attention`, `Concat`, `Transpose`, `Slice`, `Resize` and `Reshape`
-/// write into it instead of allocating.
+/// `BatchNormInference`, `Attention`, `Concat`, `Transpose`, `Slice`, `Gather`, `Resize` and
+/// `Reshape` write into it instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -166,6 +167,10 @@ pub fn evaluate_with_epilogue(
         (Op::Slice(axes), [x]) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
             slice::slice(x, axes, out, parallel)
+        }
+        (Op::Gather(axis), [x, indices]) => {
+            let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
+            gather::gather(x, indices, *axis, out)
         }
         (Op::Concat(axis), parts) => {
             let out = seeded.into_iter().next().flatten().map(Tensor::into_data);
