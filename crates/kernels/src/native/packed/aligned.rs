@@ -2,29 +2,88 @@
 //! AVX-512 vector): packed panels laid out in it start their rows on lines, so that no
 //! vector load of a microkernel straddles two lines. (The allocator aligns a `Vec<f32>` to
 //! 16 bytes at best; the packed weights of one model were found at every offset modulo 64.)
+//!
+//! On Linux a buffer of a huge page or more is an anonymous mapping that starts on a 2 MiB
+//! boundary, its whole huge pages advised for transparent huge pages (`MADV_HUGEPAGE`):
+//! a model's weights are read once per call from L3 or memory, and on 4 KiB pages each
+//! panel crossed a page (a TLB miss, and a restart of the hardware prefetcher's stream)
+//! every 4 KiB.
 
 use std::ops::{Deref, DerefMut};
 
 /// `f32` elements per 64-byte line.
 const LINE: usize = 64 / std::mem::size_of::<f32>();
 
-/// `len` elements from a line boundary of a vector allocated with room to align them.
-#[derive(Debug, Default)]
+/// Bytes of an x86-64 transparent huge page.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+const HUGE_PAGE: usize = 2 << 20;
+
+/// `len` elements from a line boundary (a huge page's, for a mapping) of a buffer allocated
+/// with room to align them.
+#[derive(Debug)]
 pub(super) struct AlignedF32 {
-    buf: Vec<f32>,
+    storage: Storage,
     start: usize,
     len: usize,
 }
 
+/// Where an [`AlignedF32`]'s elements live.
+#[derive(Debug)]
+enum Storage {
+    Heap(Vec<f32>),
+    /// An anonymous mapping (zeroed by the kernel), its length a multiple of 4 bytes and
+    /// its start page-aligned, so it reads as `f32`s.
+    #[cfg(target_os = "linux")]
+    Mapped(memmap2::MmapMut),
+}
+
+impl Default for AlignedF32 {
+    fn default() -> AlignedF32 {
+        AlignedF32 {
+            storage: Storage::Heap(Vec::new()),
+            start: 0,
+            len: 0,
+        }
+    }
+}
+
 impl AlignedF32 {
-    /// `len` zeros from a 64-byte boundary; `None` when the length overflows.
+    /// `len` zeros from a 64-byte boundary (a 2 MiB one on Linux from a huge page of data
+    /// on, where the mapping can be made); `None` when the length overflows.
     pub(super) fn zeros(len: usize) -> Option<AlignedF32> {
+        #[cfg(target_os = "linux")]
+        if let Some(mapped) = AlignedF32::huge(len) {
+            return Some(mapped);
+        }
         let buf = vec![0f32; len.checked_add(LINE - 1)?];
         // The vector's first element, in elements past the line it lies in.
         let past = (buf.as_ptr() as usize / std::mem::size_of::<f32>()) % LINE;
         Some(AlignedF32 {
-            buf,
+            storage: Storage::Heap(buf),
             start: (LINE - past) % LINE,
+            len,
+        })
+    }
+
+    /// `len` zeros in a mapping from its first 2 MiB boundary, the whole huge pages from
+    /// there advised as such; `None` below a huge page or where the mapping fails (the
+    /// heap then serves). The advice is a hint: without transparent huge pages the
+    /// mapping keeps 4 KiB pages.
+    #[cfg(target_os = "linux")]
+    fn huge(len: usize) -> Option<AlignedF32> {
+        const F32: usize = std::mem::size_of::<f32>();
+        let bytes = len.checked_mul(F32)?;
+        if bytes < HUGE_PAGE {
+            return None;
+        }
+        let map = memmap2::MmapMut::map_anon(bytes.checked_add(HUGE_PAGE)?).ok()?;
+        let offset = (HUGE_PAGE - map.as_ptr() as usize % HUGE_PAGE) % HUGE_PAGE;
+        let whole = bytes / HUGE_PAGE * HUGE_PAGE;
+        // Advice that fails (a kernel without transparent huge pages) changes nothing.
+        let _ = map.advise_range(memmap2::Advice::HugePage, offset, whole);
+        Some(AlignedF32 {
+            storage: Storage::Mapped(map),
+            start: offset / F32,
             len,
         })
     }
@@ -34,13 +93,24 @@ impl Deref for AlignedF32 {
     type Target = [f32];
 
     fn deref(&self) -> &[f32] {
-        &self.buf[self.start..self.start + self.len]
+        let all: &[f32] = match &self.storage {
+            Storage::Heap(v) => v,
+            // A page-aligned mapping of a multiple of 4 bytes (`huge`): the cast holds.
+            #[cfg(target_os = "linux")]
+            Storage::Mapped(m) => bytemuck::cast_slice(m),
+        };
+        &all[self.start..self.start + self.len]
     }
 }
 
 impl DerefMut for AlignedF32 {
     fn deref_mut(&mut self) -> &mut [f32] {
-        &mut self.buf[self.start..self.start + self.len]
+        let all: &mut [f32] = match &mut self.storage {
+            Storage::Heap(v) => v,
+            #[cfg(target_os = "linux")]
+            Storage::Mapped(m) => bytemuck::cast_slice_mut(m),
+        };
+        &mut all[self.start..self.start + self.len]
     }
 }
 
@@ -48,14 +118,22 @@ impl DerefMut for AlignedF32 {
 mod tests {
     use super::*;
 
+    /// Short buffers start on a line, those of a huge page or more (on Linux) on a huge
+    /// page; all hold zeros and keep what is written.
     #[test]
     fn starts_on_a_line_and_holds_zeros() {
-        for len in [0, 1, 15, 16, 17, 1000, 1 << 18] {
-            let a = AlignedF32::zeros(len).unwrap();
+        let huge = HUGE_PAGE / std::mem::size_of::<f32>();
+        for len in [0, 1, 15, 16, 17, 1000, 1 << 18, huge - 1, huge, huge + 1000] {
+            let mut a = AlignedF32::zeros(len).unwrap();
             assert_eq!(a.len(), len);
             assert!(a.iter().all(|&v| v == 0.0));
             if len > 0 {
                 assert_eq!(a.as_ptr() as usize % 64, 0, "{len}");
+                a[len - 1] = 3.0;
+                assert_eq!(a[len - 1], 3.0);
+            }
+            if cfg!(target_os = "linux") && len >= huge {
+                assert_eq!(a.as_ptr() as usize % HUGE_PAGE, 0, "{len}");
             }
         }
         assert!(AlignedF32::zeros(usize::MAX).is_none());
