@@ -74,11 +74,8 @@ pub struct CpuFeatures {
 #[cfg(target_arch = "x86_64")]
 fn is_intel() -> bool {
     let id = std::arch::x86_64::__cpuid(0);
-    let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx]
-        .iter()
-        .flat_map(|r| r.to_le_bytes())
-        .collect();
-    vendor == b"GenuineIntel"
+    let word = |w: &[u8; 4]| u32::from_le_bytes(*w);
+    [id.ebx, id.edx, id.ecx] == [word(b"Genu"), word(b"ineI"), word(b"ntel")]
 }
 
 impl CpuFeatures {

@@ -1,6 +1,7 @@
 //! The library's functions (`exp`, `sigmoid`, `tanh`, `erf`, SiLU and GELU) on sixteen AVX-512
 //! lanes: the one source of `functions` instantiated with intrinsics, for what LLVM does not
-//! do for portable code (`vscalefps`, a software-pipelined loop, non-temporal stores).
+//! do for portable code (`vscalefps`, a software-pipelined loop, non-temporal stores); and
+//! softmax rows, whose passes use the same `exp`.
 
 /// The AVX-512 side of the library: [`F32x`](super::simd::F32x) on sixteen lanes, and
 /// each function of [`super::functions`] mapped over slices as a software pipeline.
@@ -282,7 +283,8 @@ mod x86 {
         for i in (0..n).step_by(16) {
             let k = row_mask(n, i);
             let x = Zmm(unsafe { _mm512_maskz_loadu_ps(k, s.add(i)) });
-            let e = _mm512_maskz_mov_ps(k, f::exp_tail(f::exp_head::<Zmm, false>(x.sub(max))).0 .0);
+            let (e, _) = f::exp_tail(f::exp_head::<Zmm, false>(x.sub(max)));
+            let e = _mm512_maskz_mov_ps(k, e.0);
             unsafe { _mm512_mask_storeu_ps(d.add(i), k, e) };
             let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(e));
             low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
