@@ -4,6 +4,7 @@
 //! cost more than its copies.
 
 use graphlift_ir::{match_data, Element, TensorData};
+use graphlift_runtime::reference::gathered_rows;
 use graphlift_runtime::Tensor;
 
 use super::result_buffer;
@@ -23,22 +24,7 @@ pub(super) fn gather(
     if x.shape().element_count().ok()? != x.data().len() {
         return None;
     }
-    let wrap = |i: i64| {
-        let j = if i < 0 {
-            i.checked_add(i64::try_from(d).ok()?)?
-        } else {
-            i
-        };
-        usize::try_from(j).ok().filter(|&j| j < d)
-    };
-    let rows: Vec<usize> = match indices.data() {
-        TensorData::I64(v) => v.iter().map(|&i| wrap(i)).collect::<Option<_>>()?,
-        TensorData::I32(v) => v
-            .iter()
-            .map(|&i| wrap(i64::from(i)))
-            .collect::<Option<_>>()?,
-        _ => return None,
-    };
+    let rows = gathered_rows(indices.data(), d, axis).ok()?;
     let outer: usize = dims[..axis].iter().product();
     let inner: usize = dims[axis + 1..].iter().product();
     let mut y = result_buffer(out, x.element_type(), outer * rows.len() * inner);

@@ -238,11 +238,12 @@ pub fn gather(
 }
 
 /// The rows along an axis of extent `d` that `Gather` indices (`i32` or `i64`) select, a
-/// negative index counting from the end: shared by [`gather`] and [`scatter_add`].
+/// negative index counting from the end: shared by [`gather`], [`scatter_add`] and the
+/// native `Gather` kernel.
 ///
 /// # Errors
 /// Indices that are not integers, or one outside `[-d, d)` (naming it and its position).
-fn gathered_rows(indices: &TensorData, d: usize, axis: usize) -> Result<Vec<usize>, String> {
+pub fn gathered_rows(indices: &TensorData, d: usize, axis: usize) -> Result<Vec<usize>, String> {
     index_values(indices)?
         .iter()
         .enumerate()

@@ -48,7 +48,7 @@ pub use elementwise::{
     binary, binary_f32, binary_f64, compare, convert, select, unary, unary_f32, unary_f64,
 };
 pub use grid_sample::grid_sample;
-pub use layout::{concat, gather, scatter_add, slice, transpose};
+pub use layout::{concat, gather, gathered_rows, scatter_add, slice, transpose};
 pub use matmul::{batch_offsets, matmul};
 pub use non_max_suppression::{non_max_suppression, BoxEncoding, Suppression};
 pub use non_zero::non_zero;

@@ -305,14 +305,14 @@ pub(super) fn product_on(
         }
     };
     // The next micro-panel of packed `b` (`kc · NR` elements from `b(k0, j0 + NR)`), fetched
-    // towards L2 a slice per row tile while the current one runs, on Intel hosts: a packed
-    // constant is usually in L3 or memory, and there the first row tile over a panel
-    // would otherwise wait for it line by line (on AMD the hardware prefetchers keep up,
-    // and the extra traffic made products slower: `CpuFeatures::intel`).
+    // towards L2 a slice per row tile while the current one runs: a packed constant is
+    // usually in L3 or memory, and the first row tile over a panel would otherwise wait for
+    // it line by line. Only on Intel hosts: on AMD the hardware prefetchers keep up, and
+    // the extra traffic made products slower (`CpuFeatures::intel`).
     let b_first = columns.b_first;
     let prefetch = CpuFeatures::host().intel;
     let next_panel = |k0: usize, kc: usize, j0: usize| -> Option<(*const f32, usize)> {
-        if !prefetch || matches!(rhs, Rhs::Strided { .. } | Rhs::Rows { .. }) {
+        if let Rhs::Strided { .. } | Rhs::Rows { .. } = rhs {
             return None;
         }
         if j0 + NR < n {
@@ -355,7 +355,7 @@ pub(super) fn product_on(
         let kc = kc_full.min(k - k0);
         let (b, b_ks) = b_at(k0, group.b_col);
         for i0 in (0..m).step_by(step) {
-            if let Some((at, len)) = next {
+            if let Some((at, len)) = next.filter(|_| prefetch) {
                 prefetch_part(at, len, (i0 / step, tiles));
             }
             let (a, a_rs, a_ks, a_panel) = a_at(i0, k0);
@@ -406,7 +406,6 @@ pub(super) fn product_on(
         for group in &groups {
             for k0 in (0..k).step_by(kc_full) {
                 let next = match rhs {
-                    _ if !prefetch => None,
                     Rhs::Strided { .. } | Rhs::Rows { .. } => None,
                     _ if k0 + kc_full < k => {
                         let at = b_at(k0 + kc_full, group.b_col).0;
