@@ -152,6 +152,23 @@ impl Parallel {
             .as_ref()
     }
 
+    /// Wakes the pool's helpers ([`Pool::wake`]) when the pool has been started: a call
+    /// that will split its steps gets them spinning while its first steps run.
+    pub fn wake(&self) {
+        if let Some(Some(pool)) = self.pool.get() {
+            pool.wake();
+        }
+    }
+
+    /// How many times work has been offered to the pool's helpers (0 before the pool is
+    /// started): a call that sees this grow split some of its work.
+    pub fn offers(&self) -> usize {
+        match self.pool.get() {
+            Some(Some(pool)) => pool.offers(),
+            _ => 0,
+        }
+    }
+
     /// The chunks for a call over `begin..end` of a kernel whose call over its whole
     /// iteration space of `count` elements carries `work` (bytes and byte-equivalents),
     /// with the team to run them on (as many threads as chunks, up to the configured

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::epilogue::fuse_epilogues;
@@ -90,6 +91,7 @@ impl CpuJitBackend {
             recycled: Mutex::new(Vec::new()),
             recycle_buffers: self.recycle_buffers,
             parallel: Arc::clone(&self.parallel),
+            wakes_helpers: AtomicBool::new(false),
             variables: VariableStore::new(Variables::of(function)?),
         })
     }

@@ -1,6 +1,7 @@
 //! [`CpuJitExecutable`]: the compiled plan, its reports, and the `Executable` interface.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use graphlift_ir::{Function, Op};
@@ -41,6 +42,10 @@ pub struct CpuJitExecutable {
     /// Whether a call leaves its bin in `recycled` ([`CpuJitBackend::with_buffer_recycling`]).
     pub(super) recycle_buffers: bool,
     pub(super) parallel: Arc<Parallel>,
+    /// Whether the last call offered work to the pool's helpers: the next call then wakes
+    /// them before its first step ([`Parallel::wake`]), so that its first split step does
+    /// not wait for a sleeping helper.
+    pub(super) wakes_helpers: AtomicBool,
     /// The variables' storage, this executable's own (`None` without variables); a call
     /// holds its lock throughout, so calls are serialized.
     pub(super) variables: Option<VariableStore>,

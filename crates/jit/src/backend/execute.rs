@@ -1,6 +1,8 @@
 //! Running an executable's steps: kernel calls over planned buffers, epilogues in their
 //! producer's output loop, and trace records.
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use super::epilogue::EpilogueStep;
 use graphlift_ir::{Node, TensorData, TensorType};
 use graphlift_kernels::native::{self, Block, Epilogue};
@@ -69,6 +71,10 @@ impl CpuJitExecutable {
             .ok()
             .and_then(|mut bins| bins.pop())
             .unwrap_or_else(|| vec![None; self.plan.buffers]);
+        if self.wakes_helpers.load(Relaxed) {
+            self.parallel.wake();
+        }
+        let offers = self.parallel.offers();
         for step in &self.plan.steps {
             let started = recorder.as_ref().map(CallRecorder::step_start);
             if self.run_state_step(step, inputs, temps, vars, recorder, started)? {
@@ -114,6 +120,11 @@ impl CpuJitExecutable {
                 }
             }
         }
+        // Only this call's offers, unless another thread's call on the same pool made some
+        // meanwhile: then the next call wakes helpers it may not need, which costs only
+        // their spinning.
+        self.wakes_helpers
+            .store(self.parallel.offers() != offers, Relaxed);
         if let (true, Ok(mut bins)) = (self.recycle_buffers, self.recycled.lock()) {
             if bins.len() < MAX_RECYCLE_BINS {
                 bins.push(bin);

@@ -200,28 +200,44 @@ pub(super) fn batched<T: Copy + Send + Sync>(
     }
 }
 
-/// Whether the products of `p`, whose `b` is packed for the right side, split over the
-/// threads in tiles of rows and columns ([`tiles`]) rather than by rows ([`batched`]):
-/// fewer products than two per thread, large enough to split, at least two panels wide. So
-/// each thread reads its own rows of `a` and columns of `b`, not all of `b` (a classifier
-/// head over a sequence, `[40, 80] · [80, 6906]`, gave row blocks of 24 and 16, both
-/// reading the whole 2.2 MB of weights).
-fn splits_in_tiles(p: &Problem, parallel: &Parallel) -> bool {
+/// The tiles ([`grid`]: rows, panels) the products of `p`, whose `b` is packed for the
+/// right side, split over the threads in ([`tiles`]), when they split by columns as well
+/// as rows rather than by rows alone ([`batched`]): fewer products than two per thread,
+/// large enough to split, at least two panels wide, and a grid narrower than the product.
+/// So each thread reads its own rows of `a` and columns of `b`, not all of `b` (a
+/// classifier head over a sequence, `[40, 80] · [80, 6906]`, gave row blocks of 24 and 16,
+/// both reading the whole 2.2 MB of weights).
+fn tile_grid(p: &Problem, parallel: &Parallel, epilogue: bool) -> Option<(usize, usize)> {
     let count = p.offsets_a.len();
     let threads = parallel.threads_for(count * p.m * p.n * p.k);
-    threads > 1 && count < 2 * threads && p.n >= 2 * packed::PANEL_COLUMNS
+    if threads < 2 || count >= 2 * threads || p.n < 2 * packed::PANEL_COLUMNS {
+        return None;
+    }
+    let panels = p.n.div_ceil(packed::PANEL_COLUMNS);
+    let (rows, cols) = grid(p.m, (p.k, panels), threads, epilogue);
+    (cols < panels).then_some((rows, cols))
 }
 
-/// The tiles of one product of `m` rows and `panels` column panels split over `threads`:
-/// `(rows, panels)` per tile, rows a multiple of [`ROW_BLOCK_ALIGN`] (or all `m`). Of the
-/// grids of up to `threads` row blocks and `2 · threads` column blocks, the one whose
-/// busiest thread gets the least work (tiles handed out in turn, each counted at the full
-/// tile's size), then the one whose busiest thread reads the fewest rows of `a` and
-/// columns of `b` (its tiles' rows plus columns: squarer tiles keep a thread's operands in
-/// its L2), then the one of fewest tiles. Columns alone left half of 16 threads idle on
-/// MiniLM's `[128, 1536] · [1536, 384]` (eight panels of 48); rows alone make every thread
-/// read all of `b`.
-fn grid(m: usize, panels: usize, threads: usize) -> (usize, usize) {
+/// Multiply-accumulates' worth of time an epilogue takes per element beyond a whole block's
+/// pass when a tile narrower than the product hands it one row piece at a time: at two
+/// threads a bias `Add` cost 12 to 35 per element on pieces of 192 and 768 columns, a row
+/// block's pass next to nothing (BENCHMARKS.md, the twenty-second session).
+const NARROW_EPILOGUE_MACS: usize = 24;
+
+/// The tiles of one product of `m` rows, depth `k` and `panels` column panels split over
+/// `threads`: `(rows, panels)` per tile, rows a multiple of [`ROW_BLOCK_ALIGN`] (or all
+/// `m`). Of the grids of up to `threads` row blocks and `2 · threads` column blocks, the one
+/// whose busiest thread (tiles handed out in turn, each counted at the full tile's size)
+/// has the least work, then the one whose busiest thread reads the fewest bytes of `a` and
+/// `b` (squarer tiles keep a thread's operands in its L2), then the one of fewest tiles.
+/// With an `epilogue`, a thread's work is its tiles' multiply-accumulates plus half one per
+/// byte they read plus [`NARROW_EPILOGUE_MACS`] per element of tiles narrower than the
+/// product, weighed together: whole rows where the products are even, but not rows so few
+/// that each thread streams all of `b` for little work. Columns alone left half of 16
+/// threads idle on MiniLM's `[128, 1536] · [1536, 384]` (eight panels of 48); rows alone
+/// make every thread read all of `b`.
+fn grid(m: usize, (k, panels): (usize, usize), threads: usize, epilogue: bool) -> (usize, usize) {
+    let f32s = std::mem::size_of::<f32>();
     let mut best = ((usize::MAX, usize::MAX, usize::MAX), m, panels);
     for row_blocks in 1..=threads.min(m.div_ceil(ROW_BLOCK_ALIGN)).max(1) {
         let rows = m
@@ -232,10 +248,20 @@ fn grid(m: usize, panels: usize, threads: usize) -> (usize, usize) {
             let cols = panels.div_ceil(column_blocks);
             let tiles = m.div_ceil(rows) * panels.div_ceil(cols);
             let per_thread = tiles.div_ceil(threads);
-            let busiest = per_thread * rows * cols;
-            let reads = per_thread * (rows + cols * packed::PANEL_COLUMNS);
-            if (busiest, reads, tiles) < best.0 {
-                best = ((busiest, reads, tiles), rows, cols);
+            let elements = per_thread * rows * cols * packed::PANEL_COLUMNS;
+            let bytes = per_thread * (rows + cols * packed::PANEL_COLUMNS) * k * f32s;
+            let narrow = if epilogue && cols < panels {
+                elements * NARROW_EPILOGUE_MACS
+            } else {
+                0
+            };
+            let work = if epilogue {
+                elements * k + bytes / 2 + narrow
+            } else {
+                elements * k
+            };
+            if (work, bytes, tiles) < best.0 {
+                best = ((work, bytes, tiles), rows, cols);
             }
         }
     }
@@ -243,8 +269,8 @@ fn grid(m: usize, panels: usize, threads: usize) -> (usize, usize) {
 }
 
 /// Every product of `p` (`a` row-major, `b` packed for the right side as `w`) into `c`,
-/// each product split into tiles of rows and whole column panels ([`grid`]) spread over
-/// the threads: each tile the product of its rows of `a` with its columns of `b`, stored
+/// each product split into tiles of `rows` rows and `panels` whole column panels
+/// ([`tile_grid`]) spread over the threads: each tile the product of its rows of `a` with its columns of `b`, stored
 /// into its piece of each of its rows of `c`, which the epilogue then sees row by row.
 /// `false` when the packed path declines a tile (the caller then computes every product
 /// by rows, writing every element again).
@@ -255,6 +281,7 @@ fn tiles(
     w: &PackedWeights,
     parallel: &Parallel,
     epilogue: Option<Epilogue<'_>>,
+    (rows, panels): (usize, usize),
 ) -> bool {
     let (m, k, n) = (p.m, p.k, p.n);
     let Some(team) = parallel.team(p.offsets_a.len() * m * n * k) else {
@@ -264,7 +291,6 @@ fn tiles(
     if (w_rows, w_cols) != (k, n) || c.len() != p.offsets_a.len() * m * n {
         return false;
     }
-    let (rows, panels) = grid(m, n.div_ceil(packed::PANEL_COLUMNS), team.threads());
     let width = panels * packed::PANEL_COLUMNS;
     for (i, c) in c.chunks_mut(m * n).enumerate() {
         let (oa, ob) = (p.offsets_a[i], p.offsets_b[i]);
@@ -483,10 +509,11 @@ pub fn matmul(
             row_vectors(z, (x, y), &p, w, parallel, epilogue);
         }
         (TensorData::F32(x), TensorData::F32(y), TensorData::F32(z)) => {
-            let in_tiles = splits_in_tiles(&p, parallel)
-                && packed.is_some_and(|w| {
-                    w.side() == Side::Right && tiles(z, x, &p, w, parallel, epilogue)
-                });
+            let in_tiles = tile_grid(&p, parallel, epilogue.is_some()).is_some_and(|grid| {
+                packed.is_some_and(|w| {
+                    w.side() == Side::Right && tiles(z, x, &p, w, parallel, epilogue, grid)
+                })
+            });
             if !in_tiles {
                 batched(z, &p, parallel, epilogue, |i, row0, c| {
                     let on_packed =
@@ -609,33 +636,49 @@ mod tests {
         );
     }
 
-    /// The tiles cover the product with rows in whole microkernel tiles, and the busiest
-    /// thread gets no more than under columns alone or rows alone; MiniLM's eight panels
-    /// over 16 threads come out as 16 tiles of equal work.
+    /// The tiles cover the product with rows in whole microkernel tiles, and without an
+    /// epilogue the busiest thread gets no more work than under columns alone or rows
+    /// alone; MiniLM's eight panels over 16 threads come out as 16 tiles of equal work.
     #[test]
     fn grids_balance_the_threads() {
-        assert_eq!(grid(128, 8, 16), (64, 1));
+        assert_eq!(grid(128, (384, 8), 16, false), (64, 1));
         // MiniLM at batch 8: 4 x 4 tiles of 256 rows and 384 columns, not 16 row blocks
         // each reading all 2.4 MB of `b`.
-        assert_eq!(grid(1024, 32, 16), (256, 8));
+        assert_eq!(grid(1024, (384, 32), 16, false), (256, 8));
         for m in [1, 7, 8, 40, 128, 300] {
             for panels in [1, 2, 3, 8, 13, 32] {
                 for threads in [2, 3, 4, 8, 16] {
-                    let (rows, cols) = grid(m, panels, threads);
-                    assert!(
-                        rows == m || rows % ROW_BLOCK_ALIGN == 0,
-                        "{m} {panels} {threads}"
-                    );
-                    assert!((1..=m).contains(&rows) && (1..=panels).contains(&cols));
-                    let busiest = |rows: usize, cols: usize| {
-                        (m.div_ceil(rows) * panels.div_ceil(cols)).div_ceil(threads) * rows * cols
-                    };
-                    let by_columns = panels.div_ceil((2 * threads).min(panels));
-                    let by_rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
-                    assert!(busiest(rows, cols) <= busiest(m, by_columns));
-                    assert!(busiest(rows, cols) <= busiest(by_rows, panels));
+                    for epilogue in [false, true] {
+                        let (rows, cols) = grid(m, (384, panels), threads, epilogue);
+                        let case = format!("{m} {panels} {threads} {epilogue}");
+                        assert!(rows == m || rows % ROW_BLOCK_ALIGN == 0, "{case}");
+                        assert!((1..=m).contains(&rows) && (1..=panels).contains(&cols));
+                        let busiest = |rows: usize, cols: usize| {
+                            let tiles = m.div_ceil(rows) * panels.div_ceil(cols);
+                            tiles.div_ceil(threads) * rows * cols
+                        };
+                        let by_columns = panels.div_ceil((2 * threads).min(panels));
+                        let by_rows = m.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN).min(m);
+                        if !epilogue {
+                            assert!(busiest(rows, cols) <= busiest(m, by_columns), "{case}");
+                            assert!(busiest(rows, cols) <= busiest(by_rows, panels), "{case}");
+                        }
+                    }
                 }
             }
         }
+    }
+
+    /// With an epilogue, which a tile narrower than the product runs one row at a time,
+    /// MiniLM's products at two threads split by rows alone; at 16 threads the tiles stay
+    /// narrow, so that no thread streams all of `b`.
+    #[test]
+    fn an_epilogue_prefers_whole_rows_where_the_work_is_even() {
+        assert_eq!(grid(128, (384, 8), 2, false), (128, 4));
+        assert_eq!(grid(128, (384, 8), 2, true), (64, 8));
+        assert_eq!(grid(128, (1536, 8), 2, true), (64, 8));
+        assert_eq!(grid(128, (384, 32), 2, true), (64, 32));
+        assert_eq!(grid(128, (384, 8), 16, true), (64, 1));
+        assert_eq!(grid(128, (1536, 8), 16, true), (64, 1));
     }
 }
