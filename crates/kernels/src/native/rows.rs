@@ -7,7 +7,9 @@ use crate::parallel::{for_each, Parallel};
 /// Partial results kept side by side, so that loops over them vectorize.
 pub(super) const W: usize = 8;
 
-/// The sum of `f(v)` over `row`, in `W` interleaved `f64` partial sums.
+/// The sum of `f(v)` over `row`, in `W` interleaved `f64` partial sums. Inlined, so that
+/// it runs at the width its caller was compiled for (a multiversioned row function's).
+#[inline(always)]
 pub(super) fn sum_wide<T: Copy>(row: &[T], f: impl Fn(T) -> f64) -> f64 {
     let mut s = [0f64; W];
     let chunks = row.chunks_exact(W);
