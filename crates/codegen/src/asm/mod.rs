@@ -224,9 +224,8 @@ impl Layout {
     ///   cannot translate (per-lane helper calls: `Mod`, integer division and `Power`; on
     ///   AVX2 also the 64-bit lane operations it lacks);
     /// - not all the ops that need such a program are calls of the vector math library
-    ///   ([`crate::calls`]), unless one call is an activation form or the kernel computes
-    ///   nothing per element besides the calls (the library's strips keep those kernels,
-    ///   [`Refusal::Library`]);
+    ///   ([`crate::calls`]), unless the kernel computes something per element besides the
+    ///   calls (the library's strips keep those that do not, [`Refusal::Library`]);
     ///   and it does not stream ([`KernelPlan::stream`]) unless it has such a program (then
     ///   it stores as usual);
     /// - its live values (with the programs' scratch registers) fit the vector registers (32,
@@ -349,14 +348,15 @@ impl Layout {
             };
             lowering.push(l);
         }
-        // Where the vector math library computes every op that needs a program, its
-        // software-pipelined strips are as wide, and faster than this code when a call is
-        // an activation form (GELU, SiLU: one call for the whole expression) or when nothing
-        // is left to compute between the calls; the kernel then keeps them. Otherwise the
-        // one-instruction ops between the strips would run on Cranelift's four lanes, and
-        // the whole kernel here is faster (figures in `BENCHMARKS.md`). On AVX2 the
-        // library's SiLU forms are slower than this code (the other forms and single
-        // functions are not), so a kernel with one is this code.
+        // Where the vector math library computes every op that needs a program and
+        // nothing is left to compute between the calls (an activation form alone, GELU or
+        // SiLU as one call), its software-pipelined strips are as wide as this code and
+        // faster; the kernel then keeps them. Otherwise the one-instruction ops between the
+        // strips (a bias added before the activation, as a product's epilogue has it) would
+        // run on Cranelift's four lanes, and the whole kernel here is faster, forms
+        // included (figures in `BENCHMARKS.md`). On AVX2 the library's SiLU forms are
+        // slower than this code (the other forms and single functions are not), so a
+        // kernel with one is this code.
         if !programs.is_empty() {
             let library = LibraryCalls::of(plan);
             let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
@@ -364,11 +364,6 @@ impl Layout {
                 .iter()
                 .enumerate()
                 .all(|(k, l)| !matches!(l, Some(Lowering::Program(_))) || by_library(k));
-            let form = (0..lowering.len()).any(|k| {
-                library
-                    .get(k)
-                    .is_some_and(|c| VecFn::FORMS.contains(&c.function))
-            });
             let between = lowering
                 .iter()
                 .enumerate()
@@ -379,7 +374,7 @@ impl Layout {
                         matches!(c.function, VecFn::Silu | VecFn::SiluExp | VecFn::Swish)
                     })
                 });
-            if all && (form || !between) && !silu {
+            if all && !between && !silu {
                 return Err(Refusal::Library);
             }
         }
