@@ -225,7 +225,8 @@ impl Layout {
     ///   AVX2 also the 64-bit lane operations it lacks);
     /// - not all the ops that need such a program are calls of the vector math library
     ///   ([`crate::calls`]), unless the kernel computes something per element besides the
-    ///   calls (the library's strips keep those that do not, [`Refusal::Library`]);
+    ///   calls (the library's strips keep those that do not, and on AVX2 those with an
+    ///   activation form, [`Refusal::Library`]);
     ///   and it does not stream ([`KernelPlan::stream`]) unless it has such a program (then
     ///   it stores as usual);
     /// - its live values (with the programs' scratch registers) fit the vector registers (32,
@@ -353,10 +354,10 @@ impl Layout {
         // SiLU as one call), its software-pipelined strips are as wide as this code and
         // faster; the kernel then keeps them. Otherwise the one-instruction ops between the
         // strips (a bias added before the activation, as a product's epilogue has it) would
-        // run on Cranelift's four lanes, and the whole kernel here is faster, forms
-        // included (figures in `BENCHMARKS.md`). On AVX2 the library's SiLU forms are
-        // slower than this code (the other forms and single functions are not), so a
-        // kernel with one is this code.
+        // run on Cranelift's four lanes, and the whole kernel here is faster on AVX-512,
+        // forms included; on AVX2 a kernel with a form other than SiLU keeps the strips
+        // all the same, and one with a SiLU form is this code, which computes SiLU faster
+        // than the library's eight lanes (figures in `BENCHMARKS.md`).
         if !programs.is_empty() {
             let library = LibraryCalls::of(plan);
             let by_library = |k: SlotId| library.get(k).is_some() || library.inside(k);
@@ -368,13 +369,19 @@ impl Layout {
                 .iter()
                 .enumerate()
                 .any(|(k, l)| l.is_some() && !by_library(k) && !plan.slots[k].invariant);
+            let form = isa == VectorIsa::Avx2
+                && (0..lowering.len()).any(|k| {
+                    library
+                        .get(k)
+                        .is_some_and(|c| VecFn::FORMS.contains(&c.function))
+                });
             let silu = isa == VectorIsa::Avx2
                 && (0..lowering.len()).any(|k| {
                     library.get(k).is_some_and(|c| {
                         matches!(c.function, VecFn::Silu | VecFn::SiluExp | VecFn::Swish)
                     })
                 });
-            if all && !between && !silu {
+            if all && (form || !between) && !silu {
                 return Err(Refusal::Library);
             }
         }

@@ -34,7 +34,8 @@ pub enum Refusal {
     Registers,
     /// Every op it has no one-instruction code for is a call to the vector math library,
     /// which runs in strips ([`crate::strip`]), and nothing else is computed per element
-    /// (on AVX2: and no call is a SiLU form, which this code computes faster).
+    /// or, on AVX2, one call is an activation form (on AVX2: and no call is a SiLU form,
+    /// which this code computes faster).
     Library,
 }
 
@@ -62,8 +63,8 @@ impl std::fmt::Display for Refusal {
             Refusal::Registers => write!(f, "it needs more registers than x86-64 has"),
             Refusal::Library => write!(
                 f,
-                "its vector math is library calls with nothing to compute between them, \
-                 which run at the host's width"
+                "its vector math is library calls (with nothing to compute between them, \
+                 or an activation form on AVX2), which run at the host's width"
             ),
         }
     }
