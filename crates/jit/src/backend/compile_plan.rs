@@ -356,9 +356,12 @@ impl Lowering {
     /// op's step products) share one packing.
     fn packing(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
         type Key = (String, Vec<Option<usize>>, Option<Vec<usize>>);
-        let mut made: HashMap<Key, Option<Arc<native::PackedWeights>>> = HashMap::new();
-        for step in &mut self.steps {
+        let mut made: HashMap<Key, Option<usize>> = HashMap::new();
+        let mut packed: Vec<native::PackedWeights> = Vec::new();
+        let mut of_step: Vec<Option<usize>> = Vec::with_capacity(self.steps.len());
+        for step in &self.steps {
             if step.kind != StepKind::Native {
+                of_step.push(None);
                 continue;
             }
             let node = self.g.node(step.node)?;
@@ -385,12 +388,18 @@ impl Lowering {
                     .collect(),
                 data.map(|s| s.dims().to_vec()),
             );
-            step.packed = made
-                .entry(key)
-                .or_insert_with(|| {
-                    native::prepare(node, &constants, data, &backend.target).map(Arc::new)
-                })
-                .clone();
+            let made = made.entry(key).or_insert_with(|| {
+                let w = native::prepare(node, &constants, data, &backend.target)?;
+                packed.push(w);
+                Some(packed.len() - 1)
+            });
+            of_step.push(*made);
+        }
+        // All of them in one mapping on huge pages: read once per call, from L3 or memory.
+        native::PackedWeights::share_pages(&mut packed);
+        let packed: Vec<Arc<native::PackedWeights>> = packed.into_iter().map(Arc::new).collect();
+        for (step, w) in self.steps.iter_mut().zip(of_step) {
+            step.packed = w.and_then(|w| packed.get(w)).cloned();
         }
         Ok(())
     }

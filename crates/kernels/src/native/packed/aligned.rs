@@ -7,9 +7,12 @@
 //! boundary, its whole huge pages advised for transparent huge pages (`MADV_HUGEPAGE`):
 //! a model's weights are read once per call from L3 or memory, and on 4 KiB pages each
 //! panel crossed a page (a TLB miss, and a restart of the hardware prefetcher's stream)
-//! every 4 KiB.
+//! every 4 KiB. [`AlignedF32::gather`] moves the buffers of one executable, most of them
+//! smaller than a huge page, into one such mapping, shared and read-only.
 
 use std::ops::{Deref, DerefMut};
+#[cfg(target_os = "linux")]
+use std::sync::Arc;
 
 /// `f32` elements per 64-byte line.
 const LINE: usize = 64 / std::mem::size_of::<f32>();
@@ -35,6 +38,10 @@ enum Storage {
     /// its start page-aligned, so it reads as `f32`s.
     #[cfg(target_os = "linux")]
     Mapped(memmap2::MmapMut),
+    /// Part of a read-only mapping that holds several buffers ([`AlignedF32::gather`]),
+    /// with the same properties as `Mapped`.
+    #[cfg(target_os = "linux")]
+    Shared(Arc<memmap2::Mmap>),
 }
 
 impl Default for AlignedF32 {
@@ -89,6 +96,60 @@ impl AlignedF32 {
     }
 }
 
+impl AlignedF32 {
+    /// Moves the elements of `buffers` into one mapping from a 2 MiB boundary, advised for
+    /// transparent huge pages as [`AlignedF32::zeros`] advises one buffer's, each buffer
+    /// from a line boundary: the packed weights of one executable, of which few fill a
+    /// huge page alone. Each keeps its elements; the mapping is read-only, and a buffer
+    /// written afterwards is first copied out of it. Nothing moves when the buffers hold
+    /// less than a huge page together, when the mapping cannot be made, or off Linux.
+    pub(super) fn gather(buffers: &mut [&mut AlignedF32]) {
+        #[cfg(target_os = "linux")]
+        {
+            let starts: Vec<usize> = buffers
+                .iter()
+                .scan(0usize, |at, b| {
+                    let start = *at;
+                    *at = at.checked_add(b.len.checked_next_multiple_of(LINE)?)?;
+                    Some(start)
+                })
+                .collect();
+            let total = match (buffers.last(), starts.last()) {
+                (Some(b), Some(&at)) if starts.len() == buffers.len() => at + b.len,
+                _ => return,
+            };
+            let Some(map) = AlignedF32::huge(total) else {
+                return;
+            };
+            let AlignedF32 {
+                storage: Storage::Mapped(mut map),
+                start,
+                ..
+            } = map
+            else {
+                return;
+            };
+            let all: &mut [f32] = bytemuck::cast_slice_mut(&mut map);
+            for (b, &at) in buffers.iter().zip(&starts) {
+                all[start + at..start + at + b.len].copy_from_slice(b);
+            }
+            let Ok(map) = map.make_read_only() else {
+                return;
+            };
+            let map = Arc::new(map);
+            for (b, &at) in buffers.iter_mut().zip(&starts) {
+                **b = AlignedF32 {
+                    storage: Storage::Shared(Arc::clone(&map)),
+                    start: start + at,
+                    len: b.len,
+                };
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = buffers;
+    }
+}
+
 impl Deref for AlignedF32 {
     type Target = [f32];
 
@@ -98,6 +159,8 @@ impl Deref for AlignedF32 {
             // A page-aligned mapping of a multiple of 4 bytes (`huge`): the cast holds.
             #[cfg(target_os = "linux")]
             Storage::Mapped(m) => bytemuck::cast_slice(m),
+            #[cfg(target_os = "linux")]
+            Storage::Shared(m) => bytemuck::cast_slice(m),
         };
         &all[self.start..self.start + self.len]
     }
@@ -105,10 +168,23 @@ impl Deref for AlignedF32 {
 
 impl DerefMut for AlignedF32 {
     fn deref_mut(&mut self) -> &mut [f32] {
+        #[cfg(target_os = "linux")]
+        if let Storage::Shared(_) = self.storage {
+            // Copied out of the shared mapping first (the packed weights are written only
+            // before they are gathered, so this does not happen on a call's path).
+            let own = AlignedF32::zeros(self.len).map(|mut own| {
+                own.copy_from_slice(self);
+                own
+            });
+            *self = own.unwrap_or_default();
+        }
         let all: &mut [f32] = match &mut self.storage {
             Storage::Heap(v) => v,
             #[cfg(target_os = "linux")]
             Storage::Mapped(m) => bytemuck::cast_slice_mut(m),
+            // Copied out above.
+            #[cfg(target_os = "linux")]
+            Storage::Shared(_) => &mut [],
         };
         &mut all[self.start..self.start + self.len]
     }
@@ -137,5 +213,49 @@ mod tests {
             }
         }
         assert!(AlignedF32::zeros(usize::MAX).is_none());
+    }
+
+    /// Gathered buffers keep their elements, each from a line, in one mapping from a huge
+    /// page on Linux; one written afterwards is copied out and leaves the others as they
+    /// were. Buffers smaller than a huge page together stay where they are.
+    #[test]
+    fn gathered_buffers_keep_their_elements() {
+        let filled = |len: usize, seed: f32| {
+            let mut a = AlignedF32::zeros(len).unwrap();
+            a.iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v = seed + i as f32);
+            a
+        };
+        let lens = [1000, 17, 0, HUGE_PAGE / 4, 3];
+        let mut bufs: Vec<AlignedF32> = lens
+            .iter()
+            .enumerate()
+            .map(|(k, &len)| filled(len, k as f32 * 1e6))
+            .collect();
+        let want: Vec<Vec<f32>> = bufs.iter().map(|b| b.to_vec()).collect();
+        AlignedF32::gather(&mut bufs.iter_mut().collect::<Vec<_>>());
+        for (b, w) in bufs.iter().zip(&want) {
+            assert_eq!(&b[..], &w[..]);
+            assert!(b.is_empty() || b.as_ptr() as usize % 64 == 0);
+        }
+        if cfg!(target_os = "linux") {
+            assert_eq!(bufs[0].as_ptr() as usize % HUGE_PAGE, 0);
+            assert_eq!(
+                bufs[1].as_ptr() as usize - bufs[0].as_ptr() as usize,
+                1008 * 4
+            );
+        }
+        bufs[1][16] = -1.0;
+        assert_eq!(bufs[1][16], -1.0);
+        assert_eq!(&bufs[1][..16], &want[1][..16]);
+        for (b, w) in bufs.iter().zip(&want).skip(2) {
+            assert_eq!(&b[..], &w[..]);
+        }
+        // Too small together to move.
+        let mut small = [filled(10, 0.0), filled(20, 1.0)];
+        let at = small[0].as_ptr();
+        AlignedF32::gather(&mut small.iter_mut().collect::<Vec<_>>());
+        assert_eq!(small[0].as_ptr(), at);
     }
 }

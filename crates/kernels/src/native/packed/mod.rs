@@ -137,6 +137,20 @@ pub struct PackedWeights {
 }
 
 impl PackedWeights {
+    /// Moves the `f32` panels of `all` (the packed weights of one executable) into one
+    /// read-only mapping on transparent huge pages where the platform has them (Linux),
+    /// when together they fill one: most of a model's matrices are smaller than a huge page
+    /// alone, and on 4 KiB pages a panel read from L3 or memory crossed a page every 4 KiB.
+    /// The weights keep their values.
+    pub fn share_pages(all: &mut [PackedWeights]) {
+        let mut data: Vec<&mut AlignedF32> = all
+            .iter_mut()
+            .map(|w| &mut w.data)
+            .filter(|d| !d.is_empty())
+            .collect();
+        AlignedF32::gather(&mut data);
+    }
+
     /// Packs `count` matrices of `rows × cols` from `src`, matrix `t`'s element `(i, j)` at
     /// `t · rows · cols + i · cols + j` (row-major, one after another), for `side`
     /// [`Side::Left`] or [`Side::Right`]. `None` when `src` is shorter than that, a size
