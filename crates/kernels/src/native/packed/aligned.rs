@@ -237,7 +237,7 @@ mod tests {
         AlignedF32::gather(&mut bufs.iter_mut().collect::<Vec<_>>());
         for (b, w) in bufs.iter().zip(&want) {
             assert_eq!(&b[..], &w[..]);
-            assert!(b.is_empty() || b.as_ptr() as usize % 64 == 0);
+            assert!(b.is_empty() || (b.as_ptr() as usize).is_multiple_of(64));
         }
         if cfg!(target_os = "linux") {
             assert_eq!(bufs[0].as_ptr() as usize % HUGE_PAGE, 0);
