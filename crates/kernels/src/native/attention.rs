@@ -13,7 +13,7 @@ use graphlift_runtime::reference::{batch_offsets, Operand};
 
 use super::gemm_call::{gemm_into, Strided};
 use super::matmul::ROW_BLOCK_ALIGN;
-use super::normalize::{softmax_row_f32, softmax_row_f64};
+use super::normalize::{softmax_row_f64, softmax_rows_f32};
 use super::result_buffer;
 use crate::parallel::{for_each, Parallel};
 
@@ -112,8 +112,8 @@ impl<'a, T> Mask<'a, T> {
 trait Float: Element + AddAssign + Send + Sync {
     const ONE: Self;
     fn from_f64(x: f64) -> Self;
-    /// A numerically stable softmax of `x` into `out`.
-    fn softmax_row(x: &[Self], out: &mut [Self]);
+    /// A numerically stable softmax of each row of `len` elements of `x` into `out`.
+    fn softmax_rows(x: &[Self], out: &mut [Self], len: usize);
 }
 
 impl Float for f32 {
@@ -121,8 +121,8 @@ impl Float for f32 {
     fn from_f64(x: f64) -> f32 {
         x as f32
     }
-    fn softmax_row(x: &[f32], out: &mut [f32]) {
-        softmax_row_f32(x, out)
+    fn softmax_rows(x: &[f32], out: &mut [f32], len: usize) {
+        softmax_rows_f32(x, out, len)
     }
 }
 
@@ -131,8 +131,10 @@ impl Float for f64 {
     fn from_f64(x: f64) -> f64 {
         x
     }
-    fn softmax_row(x: &[f64], out: &mut [f64]) {
-        softmax_row_f64(x, out)
+    fn softmax_rows(x: &[f64], out: &mut [f64], len: usize) {
+        for (x, out) in x.chunks(len.max(1)).zip(out.chunks_mut(len.max(1))) {
+            softmax_row_f64(x, out);
+        }
     }
 }
 
@@ -271,16 +273,12 @@ fn block<T: Float>(x: &Inputs<'_, T>, (b, r0): (usize, usize), out: &mut [T], sc
         if !gemm_into((&mut scores, block_view), qa, kb, scale, None, none) {
             return;
         }
-        for (i, (s, p)) in scores
-            .chunks_mut(n.sk)
-            .zip(probs.chunks_mut(n.sk))
-            .enumerate()
-        {
-            if let Some(mask) = &x.mask {
+        if let Some(mask) = &x.mask {
+            for (i, s) in scores.chunks_mut(n.sk.max(1)).enumerate() {
                 mask.add_to((b * n.heads + h) * n.sq + r0 + i, s);
             }
-            T::softmax_row(s, p);
         }
+        T::softmax_rows(&scores, &mut probs, n.sk);
         // out[b, r0.., h·Dv..] = P · v[b, :, h·Dv..], written in place among the heads.
         let v_h = Strided {
             rows: n.sk,

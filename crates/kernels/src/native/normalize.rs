@@ -2,7 +2,7 @@
 //! backend's pool when the tensor is large enough, without the reference's whole-tensor copies
 //! and index arithmetic.
 
-use super::rows::{map_rows, sum_wide, W};
+use super::rows::{map_row_blocks, map_rows, sum_wide, W};
 use crate::parallel::Parallel;
 use crate::veclib::{VecFn, MAX_PARAMS};
 use graphlift_ir::{LayerNorm, Shape, TensorData};
@@ -69,12 +69,21 @@ fn row_max(row: &[f32]) -> f32 {
 /// Elements of `x − max` staged on the stack for one call of the library's `exp`.
 const EXP_STAGE: usize = 256;
 
-/// Softmax of the `f32` row `x` into `out` (same length), as [`softmax`] documents.
-#[multiversion(targets = "simd")]
-pub(super) fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
-    if crate::veclib::softmax_row(x, out) {
-        return;
+/// Softmax of each row of `len` elements of the `f32` rows `x` into `out` (same length),
+/// as [`softmax`] documents: several rows at a time on AVX-512 hosts
+/// ([`crate::veclib::softmax_rows`]), else row by row (nothing for rows of no elements).
+pub(super) fn softmax_rows_f32(x: &[f32], out: &mut [f32], len: usize) {
+    if len > 0 && !crate::veclib::softmax_rows(x, out, len) {
+        for (x, out) in x.chunks(len).zip(out.chunks_mut(len)) {
+            softmax_row_f32(x, out);
+        }
     }
+}
+
+/// Softmax of the `f32` row `x` into `out` (same length) without AVX-512, as [`softmax`]
+/// documents.
+#[multiversion(targets = "simd")]
+fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
     let max = row_max(x);
     let mut stage = [0f32; EXP_STAGE];
     // Each stage's exponentials summed while they are in L1.
@@ -137,12 +146,12 @@ pub fn softmax(
         return None;
     }
     match x {
-        TensorData::F32(v) => Some(TensorData::F32(map_rows(
+        TensorData::F32(v) => Some(TensorData::F32(map_row_blocks(
             v,
             len,
             parallel,
             (SOFTMAX_PER_THREAD, out.and_then(TensorData::into_vec)),
-            softmax_row_f32,
+            |x, o| softmax_rows_f32(x, o, len),
         ))),
         TensorData::F64(v) => Some(TensorData::F64(map_rows(
             v,

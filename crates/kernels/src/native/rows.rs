@@ -30,6 +30,22 @@ pub(super) fn map_rows<T: Copy + Default + Send + Sync>(
     x: &[T],
     len: usize,
     parallel: &Parallel,
+    po: (usize, Option<Vec<T>>),
+    f: impl Fn(&[T], &mut [T]) + Sync,
+) -> Vec<T> {
+    map_row_blocks(x, len, parallel, po, |x, out| {
+        out.chunks_mut(len)
+            .zip(x.chunks(len))
+            .for_each(|(o, x)| f(x, o))
+    })
+}
+
+/// As [`map_rows`], with `f(x_rows, out_rows)` called on blocks of whole rows (each
+/// thread's share, or all of `x`), for row functions that interleave several rows.
+pub(super) fn map_row_blocks<T: Copy + Default + Send + Sync>(
+    x: &[T],
+    len: usize,
+    parallel: &Parallel,
     (per_thread, out): (usize, Option<Vec<T>>),
     f: impl Fn(&[T], &mut [T]) + Sync,
 ) -> Vec<T> {
@@ -38,18 +54,13 @@ pub(super) fn map_rows<T: Copy + Default + Send + Sync>(
         _ => vec![T::default(); x.len()],
     };
     let rows = x.len() / len;
-    let all = |out: &mut [T], x: &[T]| {
-        out.chunks_mut(len)
-            .zip(x.chunks(len))
-            .for_each(|(o, x)| f(x, o))
-    };
     match parallel.team_of(x.len(), per_thread).filter(|_| rows > 1) {
         Some(team) => {
             let per_task = rows.div_ceil(team.threads()) * len;
             let tasks = out.chunks_mut(per_task).zip(x.chunks(per_task));
-            for_each(team, tasks, |(o, x)| all(o, x));
+            for_each(team, tasks, |(o, x)| f(x, o));
         }
-        None => all(&mut out, x),
+        None => f(x, &mut out),
     }
     out
 }

@@ -258,48 +258,83 @@ mod x86 {
         ((1u32 << live) - 1) as __mmask16
     }
 
-    /// Softmax of the row `src` into `dst` (its first `src.len()` elements): three passes,
-    /// sixteen lanes wide, the tail masked. The maximum (NaNs skipped), `e = exp(x − max)`
-    /// with the library's `exp` (as [`exp`] gives it) stored and summed in `f64`, then
-    /// `e · (1 / sum)`, the reciprocal rounded to `f32` once. Returns the elements done.
+    /// Softmax of each row of `n` elements of `src` into the same place in `dst`, `R` rows
+    /// at a time (four, then one by one): three passes, sixteen lanes wide, the tail
+    /// masked, each pass over the rows in turn, so that their chains of dependent
+    /// operations (an `exp`, a row's reductions) overlap. Per row: the maximum (NaNs
+    /// skipped), `e = exp(x − max)` with the library's `exp` (as [`exp`] gives it) stored
+    /// and summed in `f64`, then `e · (1 / sum)`, the reciprocal rounded to `f32` once.
+    /// Returns the elements done (all of `src`'s whole rows, or none when `dst` is
+    /// shorter).
     #[target_feature(enable = "avx512f")]
-    pub(super) fn softmax_row(src: &[f32], dst: &mut [f32]) -> usize {
-        let n = src.len();
-        if dst.len() < n {
+    pub(super) fn softmax_rows(src: &[f32], dst: &mut [f32], n: usize) -> usize {
+        let rows = src.len().checked_div(n).unwrap_or(0);
+        if dst.len() < rows * n {
             return 0;
         }
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+        let mut r = 0;
+        while r + 4 <= rows {
+            // SAFETY: rows `r..r + 4` of `n` elements lie within both slices.
+            unsafe { softmax_group::<4>(s.add(r * n), d.add(r * n), n) };
+            r += 4;
+        }
+        while r < rows {
+            // SAFETY: row `r` lies within both slices.
+            unsafe { softmax_group::<1>(s.add(r * n), d.add(r * n), n) };
+            r += 1;
+        }
+        rows * n
+    }
+
+    /// [`softmax_rows`] of the `R` rows of `n` elements from `s` into `d`.
+    ///
+    /// # Safety
+    /// `R · n` elements are readable from `s` and writable from `d`; the host has AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn softmax_group<const R: usize>(s: *const f32, d: *mut f32, n: usize) {
         // SAFETY (every load and store below): the lanes of `row_mask(n, i)` are elements
-        // `i..min(i + 16, n)`, within both slices; masked-off lanes are not accessed.
+        // `i..min(i + 16, n)` of row `r < R`, within both buffers (caller); masked-off
+        // lanes are not accessed.
         let neg_inf = _mm512_set1_ps(f32::NEG_INFINITY);
-        let mut top = neg_inf;
-        for i in (0..n).step_by(16) {
-            let x = unsafe { _mm512_mask_loadu_ps(neg_inf, row_mask(n, i), s.add(i)) };
-            // `vmaxps` returns its second operand where either is NaN: NaNs are skipped.
-            top = _mm512_max_ps(x, top);
-        }
-        let max = Zmm(_mm512_set1_ps(_mm512_reduce_max_ps(top)));
-        let (mut low, mut high) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+        let mut top = [neg_inf; R];
         for i in (0..n).step_by(16) {
             let k = row_mask(n, i);
-            let x = Zmm(unsafe { _mm512_maskz_loadu_ps(k, s.add(i)) });
-            let (e, _) = f::exp_tail(f::exp_head::<Zmm, false>(x.sub(max)));
-            let e = _mm512_maskz_mov_ps(k, e.0);
-            unsafe { _mm512_mask_storeu_ps(d.add(i), k, e) };
-            let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(e));
-            low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-            high = _mm512_add_pd(high, _mm512_cvtps_pd(_mm256_castpd_ps(upper)));
-        }
-        let sum = _mm512_reduce_add_pd(_mm512_add_pd(low, high));
-        let scale = _mm512_set1_ps((1.0 / sum) as f32);
-        for i in (0..n).step_by(16) {
-            let k = row_mask(n, i);
-            unsafe {
-                let e = _mm512_maskz_loadu_ps(k, d.add(i));
-                _mm512_mask_storeu_ps(d.add(i), k, _mm512_mul_ps(e, scale));
+            for (r, top) in top.iter_mut().enumerate() {
+                let x = unsafe { _mm512_mask_loadu_ps(neg_inf, k, s.add(r * n + i)) };
+                // `vmaxps` returns its second operand where either is NaN: NaNs are skipped.
+                *top = _mm512_max_ps(x, *top);
             }
         }
-        n
+        let max = top.map(|t| Zmm(_mm512_set1_ps(_mm512_reduce_max_ps(t))));
+        let (mut low, mut high) = ([_mm512_setzero_pd(); R], [_mm512_setzero_pd(); R]);
+        for i in (0..n).step_by(16) {
+            let k = row_mask(n, i);
+            for r in 0..R {
+                let x = Zmm(unsafe { _mm512_maskz_loadu_ps(k, s.add(r * n + i)) });
+                let (e, _) = f::exp_tail(f::exp_head::<Zmm, false>(x.sub(max[r])));
+                let e = _mm512_maskz_mov_ps(k, e.0);
+                unsafe { _mm512_mask_storeu_ps(d.add(r * n + i), k, e) };
+                let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(e));
+                low[r] = _mm512_add_pd(low[r], _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+                high[r] = _mm512_add_pd(high[r], _mm512_cvtps_pd(_mm256_castpd_ps(upper)));
+            }
+        }
+        let scale: [__m512; R] = std::array::from_fn(|r| {
+            let sum = _mm512_reduce_add_pd(_mm512_add_pd(low[r], high[r]));
+            _mm512_set1_ps((1.0 / sum) as f32)
+        });
+        for i in (0..n).step_by(16) {
+            let k = row_mask(n, i);
+            for (r, &scale) in scale.iter().enumerate() {
+                unsafe {
+                    let at = d.add(r * n + i);
+                    let e = _mm512_maskz_loadu_ps(k, at);
+                    _mm512_mask_storeu_ps(at, k, _mm512_mul_ps(e, scale));
+                }
+            }
+        }
     }
 }
 
@@ -392,13 +427,16 @@ avx512_entry!(
     swish, |src, dst, c| x86::swish::<NT>(src, dst, c)
 );
 
-/// Softmax of the `f32` row `src` into `dst` (its first `src.len()` elements) on sixteen
-/// lanes: the maximum (NaNs skipped), `exp(x − max)` with the library's `exp`, their sum in
-/// `f64`, then each times the reciprocal of the sum rounded to `f32` once (the arithmetic of
+/// Softmax of each row of `len` elements of `src` (its length a multiple of `len`) into the
+/// same place in `dst`, on sixteen lanes and several rows at a time: the maximum (NaNs
+/// skipped), `exp(x − max)` with the library's `exp`, their sum in `f64`, then each times
+/// the reciprocal of the sum rounded to `f32` once (the arithmetic of
 /// `native::normalize::softmax`). Returns `false`, writing nothing, on a host without
-/// AVX-512 or for a `dst` shorter than `src` (the caller runs its portable code).
-pub(crate) fn softmax_row(src: &[f32], dst: &mut [f32]) -> bool {
-    src.is_empty() || on_avx512!(x86::softmax_row(src, dst)) == src.len()
+/// AVX-512, for a `len` of 0 or one that does not divide `src`'s length, or for a `dst`
+/// shorter than `src` (the caller runs its portable code).
+pub(crate) fn softmax_rows(src: &[f32], dst: &mut [f32], len: usize) -> bool {
+    let whole = len > 0 && src.len().is_multiple_of(len);
+    src.is_empty() || (whole && on_avx512!(x86::softmax_rows(src, dst, len)) == src.len())
 }
 
 #[cfg(test)]
