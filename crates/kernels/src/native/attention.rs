@@ -10,6 +10,7 @@ use std::ops::AddAssign;
 use gemm::Parallelism;
 use graphlift_ir::{Attention, Element, Shape, TensorData};
 use graphlift_runtime::reference::{batch_offsets, Operand};
+use multiversion::multiversion;
 
 use super::gemm_call::{gemm_into, Strided};
 use super::matmul::ROW_BLOCK_ALIGN;
@@ -62,12 +63,13 @@ impl Dims {
     }
 }
 
-/// The additive mask as the kernel reads it: for score row `(b, h, i)` (index
-/// `(b·H + h)·Sq + i`), the offset of its values in `data`; `row_len` is `Sk` (a row of
-/// values) or 1 (one value for the whole row).
+/// The additive mask as the kernel reads it: score row `(b, h, i)` (query row `i` of head
+/// `h` of batch `b`) adds the values at `heads[b·H + h] + i · row_step` in `data`; `row_len`
+/// is `Sk` (a row of values) or 1 (one value for the whole row).
 struct Mask<'a, T> {
     data: &'a [T],
-    rows: Vec<usize>,
+    heads: Vec<usize>,
+    row_step: usize,
     row_len: usize,
 }
 
@@ -86,24 +88,21 @@ impl<'a, T> Mask<'a, T> {
         }
         Some(Mask {
             data,
-            rows: batch_offsets(&dims[..3], &scores[..3], dims[3]),
+            heads: batch_offsets(&dims[..2], &scores[..2], dims[2] * dims[3]),
+            row_step: if dims[2] == 1 { 0 } else { dims[3] },
             row_len: dims[3],
         })
     }
+}
 
-    /// Adds score row `r`'s mask values to `row`.
-    fn add_to(&self, r: usize, row: &mut [T])
-    where
-        T: Copy + AddAssign,
-    {
-        let at = self.rows[r];
-        if self.row_len == 1 {
-            let m = self.data[at];
-            row.iter_mut().for_each(|x| *x += m);
-        } else {
-            row.iter_mut()
-                .zip(&self.data[at..at + self.row_len])
-                .for_each(|(x, &m)| *x += m);
+impl<T: Float> Mask<'_, T> {
+    /// Adds the mask to the score rows `i0..` of head `h` of batch `b` (`scores`, rows of
+    /// `Sk`).
+    fn add_to(&self, (b, h, i0): (usize, usize, usize), scores: &mut [T], n: &Dims) {
+        let head = self.heads[b * n.heads + h];
+        for (i, row) in scores.chunks_mut(n.sk.max(1)).enumerate() {
+            let at = head + (i0 + i) * self.row_step;
+            T::add_mask(row, &self.data[at..at + self.row_len]);
         }
     }
 }
@@ -112,6 +111,8 @@ impl<'a, T> Mask<'a, T> {
 trait Float: Element + AddAssign + Send + Sync {
     const ONE: Self;
     fn from_f64(x: f64) -> Self;
+    /// Adds `mask` to `row`: element by element, or its one value to every element.
+    fn add_mask(row: &mut [Self], mask: &[Self]);
     /// A numerically stable softmax of each row of `len` elements of `x` into `out`.
     fn softmax_rows(x: &[Self], out: &mut [Self], len: usize);
 }
@@ -120,6 +121,9 @@ impl Float for f32 {
     const ONE: f32 = 1.0;
     fn from_f64(x: f64) -> f32 {
         x as f32
+    }
+    fn add_mask(row: &mut [f32], mask: &[f32]) {
+        add_mask_f32(row, mask)
     }
     fn softmax_rows(x: &[f32], out: &mut [f32], len: usize) {
         softmax_rows_f32(x, out, len)
@@ -131,11 +135,29 @@ impl Float for f64 {
     fn from_f64(x: f64) -> f64 {
         x
     }
+    fn add_mask(row: &mut [f64], mask: &[f64]) {
+        add_mask_row(row, mask)
+    }
     fn softmax_rows(x: &[f64], out: &mut [f64], len: usize) {
         for (x, out) in x.chunks(len.max(1)).zip(out.chunks_mut(len.max(1))) {
             softmax_row_f64(x, out);
         }
     }
+}
+
+/// Adds `mask` to `row`: element by element, or its one value to every element.
+#[inline(always)]
+fn add_mask_row<T: Copy + AddAssign>(row: &mut [T], mask: &[T]) {
+    match mask {
+        &[m] => row.iter_mut().for_each(|x| *x += m),
+        _ => row.iter_mut().zip(mask).for_each(|(x, &m)| *x += m),
+    }
+}
+
+/// [`add_mask_row`] on `f32`, compiled for the host's SIMD extensions.
+#[multiversion(targets = "simd")]
+fn add_mask_f32(row: &mut [f32], mask: &[f32]) {
+    add_mask_row(row, mask)
 }
 
 /// `Op::Attention` `a` of `q`, `k`, `v` and the optional `mask` (see the op), written into
@@ -274,9 +296,7 @@ fn block<T: Float>(x: &Inputs<'_, T>, (b, r0): (usize, usize), out: &mut [T], sc
             return;
         }
         if let Some(mask) = &x.mask {
-            for (i, s) in scores.chunks_mut(n.sk.max(1)).enumerate() {
-                mask.add_to((b * n.heads + h) * n.sq + r0 + i, s);
-            }
+            mask.add_to((b, h, r0), &mut scores, &n);
         }
         T::softmax_rows(&scores, &mut probs, n.sk);
         // out[b, r0.., h·Dv..] = P · v[b, :, h·Dv..], written in place among the heads.
