@@ -152,8 +152,9 @@ impl Parallel {
             .as_ref()
     }
 
-    /// Wakes the pool's helpers ([`Pool::wake`]) when the pool has been started: a call
-    /// that will split its steps gets them spinning while its first steps run.
+    /// Wakes the pool's helpers when the pool has been started (an offer of no work, after
+    /// which they spin for the next): a call that will split its steps gets them spinning
+    /// while its first steps run.
     pub fn wake(&self) {
         if let Some(Some(pool)) = self.pool.get() {
             pool.wake();
