@@ -270,8 +270,9 @@ fn grid(m: usize, (k, panels): (usize, usize), threads: usize, epilogue: bool) -
 
 /// Every product of `p` (`a` row-major, `b` packed for the right side as `w`) into `c`,
 /// each product split into tiles of `rows` rows and `panels` whole column panels
-/// ([`tile_grid`]) spread over the threads: each tile the product of its rows of `a` with its columns of `b`, stored
-/// into its piece of each of its rows of `c`, which the epilogue then sees row by row.
+/// ([`tile_grid`]) spread over the threads: each tile the product of its rows of `a` with
+/// its columns of `b`, stored into its piece of each of its rows of `c`, which the
+/// epilogue then sees row by row.
 /// `false` when the packed path declines a tile (the caller then computes every product
 /// by rows, writing every element again).
 fn tiles(
