@@ -89,9 +89,9 @@ pub(super) fn rows(
     }
     let row_len = padded_row(g, conv).1;
     let step = conv.window.strides[0] * row_len;
-    // Where the shifted tiles' rows lie: every padded row, or every input row with its
-    // padding left of it.
-    let (padded, at) = match input {
+    // The rows read (`data`), and where the shifted tiles' rows lie in them: every padded
+    // row, or every input row with its padding left of it.
+    let (data, at) = match input {
         Input::Padded(p) => (
             p,
             RowsAt {
@@ -145,19 +145,19 @@ pub(super) fn rows(
             (0, 0, 0)
         };
         let shift = shifts
-            && first + (kh + rows - 1) * at.stride <= padded.len()
+            && first + (kh + rows - 1) * at.stride <= data.len()
             && (ky0 + kh) * g.kw <= taps.len();
         #[cfg(target_arch = "x86_64")]
         if shift {
             let (p, o, t) = (
-                padded[first..].as_ptr(),
+                data[first..].as_ptr(),
                 dst.as_mut_ptr(),
                 taps[ky0 * g.kw..].as_ptr(),
             );
             let at = (at, kh);
             // SAFETY: the host has AVX-512F (`tiles`); the `kh + rows − 1` rows of
             // `at.stride` (each of `at.width ≤ at.stride` elements) from `first` lie inside
-            // `padded` and window rows `ky0..ky0 + kh` inside `taps` (checked just above);
+            // `data` and window rows `ky0..ky0 + kh` inside `taps` (checked just above);
             // `dst` holds `rows` output rows.
             unsafe {
                 match (rows, g.kw) {
@@ -176,17 +176,17 @@ pub(super) fn rows(
         }
         // The other tiles read padded rows only. A row outside the slice leaves the whole
         // plane to the portable loop.
-        if matches!(input, Input::Plane(_)) || last + (rows - 1) * step + g.ow > padded.len() {
+        if matches!(input, Input::Plane(_)) || last + (rows - 1) * step + g.ow > data.len() {
             return false;
         }
         #[cfg(target_arch = "x86_64")]
         {
-            let (p, o) = (padded.as_ptr(), dst.as_mut_ptr());
+            let (p, o) = (data.as_ptr(), dst.as_mut_ptr());
             // SAFETY: the host has the `tiles`' features (`FloatTiles::host`). Every tap run
-            // read is `padded + at + r · step + x` for `x < oW`, `r < rows` and the row's
+            // read is `data + at + r · step + x` for `x < oW`, `r < rows` and the row's
             // taps `live` (for two rows with whole windows, the second row's taps are
-            // exactly the first's `step` further on), so it lies at or before `padded +
-            // last + (rows − 1) · step + oW − 1`, checked inside `padded` just above; each
+            // exactly the first's `step` further on), so it lies at or before `data +
+            // last + (rows − 1) · step + oW − 1`, checked inside `data` just above; each
             // tap index is below `kH · kW ≤ taps.len()` (checked above); every output
             // written is a column `< oW` of the `rows` rows of `dst`.
             unsafe {

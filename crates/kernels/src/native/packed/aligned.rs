@@ -7,7 +7,7 @@
 //! boundary, its whole huge pages advised for transparent huge pages (`MADV_HUGEPAGE`):
 //! a model's weights are read once per call from L3 or memory, and on 4 KiB pages each
 //! panel crossed a page (a TLB miss, and a restart of the hardware prefetcher's stream)
-//! every 4 KiB. [`AlignedF32::gather`] moves the buffers of one executable, most of them
+//! every 4 KiB. [`AlignedF32::share`] moves the buffers of one executable, most of them
 //! smaller than a huge page, into one such mapping, shared and read-only.
 
 use std::ops::{Deref, DerefMut};
@@ -38,7 +38,7 @@ enum Storage {
     /// its start page-aligned, so it reads as `f32`s.
     #[cfg(target_os = "linux")]
     Mapped(memmap2::MmapMut),
-    /// Part of a read-only mapping that holds several buffers ([`AlignedF32::gather`]),
+    /// Part of a read-only mapping that holds several buffers ([`AlignedF32::share`]),
     /// with the same properties as `Mapped`.
     #[cfg(target_os = "linux")]
     Shared(Arc<memmap2::Mmap>),
@@ -94,16 +94,14 @@ impl AlignedF32 {
             len,
         })
     }
-}
 
-impl AlignedF32 {
     /// Moves the elements of `buffers` into one mapping from a 2 MiB boundary, advised for
     /// transparent huge pages as [`AlignedF32::zeros`] advises one buffer's, each buffer
     /// from a line boundary: the packed weights of one executable, of which few fill a
     /// huge page alone. Each keeps its elements; the mapping is read-only, and a buffer
     /// written afterwards is first copied out of it. Nothing moves when the buffers hold
     /// less than a huge page together, when the mapping cannot be made, or off Linux.
-    pub(super) fn gather(buffers: &mut [&mut AlignedF32]) {
+    pub(super) fn share(buffers: &mut [&mut AlignedF32]) {
         #[cfg(target_os = "linux")]
         {
             let starts: Vec<usize> = buffers
@@ -171,7 +169,7 @@ impl DerefMut for AlignedF32 {
         #[cfg(target_os = "linux")]
         if let Storage::Shared(_) = self.storage {
             // Copied out of the shared mapping first (the packed weights are written only
-            // before they are gathered, so this does not happen on a call's path).
+            // before they are shared, so this does not happen on a call's path).
             let own = AlignedF32::zeros(self.len).map(|mut own| {
                 own.copy_from_slice(self);
                 own
@@ -215,11 +213,11 @@ mod tests {
         assert!(AlignedF32::zeros(usize::MAX).is_none());
     }
 
-    /// Gathered buffers keep their elements, each from a line, in one mapping from a huge
+    /// Shared buffers keep their elements, each from a line, in one mapping from a huge
     /// page on Linux; one written afterwards is copied out and leaves the others as they
     /// were. Buffers smaller than a huge page together stay where they are.
     #[test]
-    fn gathered_buffers_keep_their_elements() {
+    fn shared_buffers_keep_their_elements() {
         let filled = |len: usize, seed: f32| {
             let mut a = AlignedF32::zeros(len).unwrap();
             a.iter_mut()
@@ -234,7 +232,7 @@ mod tests {
             .map(|(k, &len)| filled(len, k as f32 * 1e6))
             .collect();
         let want: Vec<Vec<f32>> = bufs.iter().map(|b| b.to_vec()).collect();
-        AlignedF32::gather(&mut bufs.iter_mut().collect::<Vec<_>>());
+        AlignedF32::share(&mut bufs.iter_mut().collect::<Vec<_>>());
         for (b, w) in bufs.iter().zip(&want) {
             assert_eq!(&b[..], &w[..]);
             assert!(b.is_empty() || (b.as_ptr() as usize).is_multiple_of(64));
@@ -255,7 +253,7 @@ mod tests {
         // Too small together to move.
         let mut small = [filled(10, 0.0), filled(20, 1.0)];
         let at = small[0].as_ptr();
-        AlignedF32::gather(&mut small.iter_mut().collect::<Vec<_>>());
+        AlignedF32::share(&mut small.iter_mut().collect::<Vec<_>>());
         assert_eq!(small[0].as_ptr(), at);
     }
 }

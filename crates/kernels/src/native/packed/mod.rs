@@ -148,7 +148,7 @@ impl PackedWeights {
             .map(|w| &mut w.data)
             .filter(|d| !d.is_empty())
             .collect();
-        AlignedF32::gather(&mut data);
+        AlignedF32::share(&mut data);
     }
 
     /// Packs `count` matrices of `rows × cols` from `src`, matrix `t`'s element `(i, j)` at
