@@ -586,6 +586,10 @@ impl Writer<'_> {
                     _ => self.vdivps(d, x, y),
                 }
             }
+            Lowering::DivideExact { x, r } => {
+                let x = self.v(x);
+                self.divide_exact(d, x, &r)
+            }
             Lowering::SignBit { x, flip: true } => {
                 let (x, m) = (self.source(x, disp), self.aux(Aux::SignMask));
                 self.vpxord(d, m, x)

@@ -15,6 +15,7 @@ mod pool;
 mod program;
 mod program_emit;
 mod program_order;
+mod reciprocal;
 mod refusal;
 mod registers;
 mod staged;
@@ -28,7 +29,9 @@ use super::broadcast::Addressing;
 use super::calls::LibraryCalls;
 use super::lanes::Lanes;
 use super::lower::{constant_bound_test, float_constant};
+use super::magnitude::least_magnitudes;
 use super::plan::{KernelPlan, SlotId, SlotOp};
+use super::reciprocal::ExactReciprocal;
 use graphlift_kernels::target::{CpuFeatures, VectorIsa};
 use graphlift_kernels::veclib::VecFn;
 use registers::{allocate, fold_loads};
@@ -64,7 +67,9 @@ pub fn host_isa() -> Option<VectorIsa> {
 ///
 /// The instructions give the interpreter's results bit for bit, as the Cranelift lowering
 /// does ([`super::lower`]): `+ - * / sqrt` are single IEEE operations (never contracted);
-/// `Negative` flips the sign bit and `Abs` clears it (integer logic: NaN payloads kept);
+/// a division by a constant is a product and an FMA (the same bits) where its
+/// [`ExactReciprocal`] needs no division for any value the dividend can take
+/// ([`crate::magnitude`]); `Negative` flips the sign bit and `Abs` clears it (integer logic: NaN payloads kept);
 /// `Relu(x)` is `vmaxps(0, x)`, which is `x < 0 ? 0 : x` (NaN and `-0` pass through);
 /// `Floor`, `Ceil`, `Round` are `vrndscaleps` (AVX2: `vroundps`) with the rounding in the
 /// immediate (ties to even); `Maximum(x, c)` is `vmaxps(c, x)` = `x < c ? c : x`, and where
@@ -74,6 +79,8 @@ pub fn host_isa() -> Option<VectorIsa> {
 enum Lowering {
     /// `vaddps` / `vsubps` / `vmulps` / `vdivps` of two registers.
     Arith(BinaryOp, SlotId, SlotId),
+    /// `x / c` for a constant `c` as a product and an FMA, or a product (`reciprocal`).
+    DivideExact { x: SlotId, r: ExactReciprocal },
     /// Integer logic with a constant mask: sign flip (`vpxord`) or sign clear (`vpandd`;
     /// AVX2 `vpxor`, `vpand`).
     SignBit { x: SlotId, flip: bool },
@@ -286,6 +293,7 @@ impl Layout {
         let mut lowering = Vec::with_capacity(plan.slots.len());
         let mut aux: Vec<(Aux, usize)> = Vec::new();
         let mut programs = Vec::new();
+        let least = least_magnitudes(plan);
         for (k, slot) in plan.slots.iter().enumerate() {
             let l = match &slot.op {
                 SlotOp::Load { arg, addressing } => {
@@ -339,7 +347,7 @@ impl Layout {
                     None
                 }
                 SlotOp::Const(_) => None,
-                _ => Some(match direct(plan, k, isa, &mut aux) {
+                _ => Some(match direct(plan, k, isa, &least, &mut aux) {
                     Some(l) => l,
                     None => {
                         programs.push(program::translate(plan, k, isa)?);
@@ -406,6 +414,8 @@ impl Layout {
             .map(|k| {
                 let mut need = match lowering[k] {
                     Some(Lowering::Program(i)) => Some(programs[i].scratch),
+                    // (A register of its own: `x` is read after the result is written.)
+                    Some(Lowering::DivideExact { .. }) => Some(0),
                     _ => None,
                 };
                 let stores = plan.outputs.iter().filter(|&&(o, t)| o == k && narrow(t));
@@ -483,6 +493,15 @@ impl Layout {
                 }
             }
         }
+        for l in self.lowering.iter().flatten() {
+            if let Lowering::DivideExact { r, .. } = l {
+                for bits in reciprocal::constants(r) {
+                    if !out.contains(&(u64::from(bits), false)) {
+                        out.push((u64::from(bits), false));
+                    }
+                }
+            }
+        }
         out.sort_by_key(|&(_, wide)| !wide);
         out
     }
@@ -503,6 +522,7 @@ fn direct(
     plan: &KernelPlan,
     k: SlotId,
     isa: VectorIsa,
+    least: &[f64],
     aux: &mut Vec<(Aux, usize)>,
 ) -> Option<Lowering> {
     let slot = &plan.slots[k];
@@ -515,6 +535,13 @@ fn direct(
             aux.push((a, 0));
         }
     };
+    if let SlotOp::Binary(BinaryOp::Divide, x, c) = slot.op {
+        let by = float_constant(&plan.slots[c], ElementType::F32);
+        let exact = by.and_then(|v| ExactReciprocal::of(v as f32));
+        if let Some(r) = exact.filter(|r| r.lo == 0.0 || least[x] >= f64::from(r.tiny)) {
+            return Some(Lowering::DivideExact { x, r });
+        }
+    }
     Some(match &slot.op {
         SlotOp::Binary(
             op @ (BinaryOp::Add | BinaryOp::Subtract | BinaryOp::Multiply | BinaryOp::Divide),

@@ -39,7 +39,7 @@ pub(super) fn fold_loads(
             | Lowering::Sqrt(x)
             | Lowering::RoundTo(x, _)
             | Lowering::Bound { x, blend: None, .. } => foldable(x).then_some(x),
-            Lowering::Bound { .. } | Lowering::Program(_) => None,
+            Lowering::Bound { .. } | Lowering::Program(_) | Lowering::DivideExact { .. } => None,
         };
         if let Some(o) = pick {
             folded[o] = true;
