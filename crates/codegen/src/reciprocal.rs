@@ -46,6 +46,17 @@ const MIN_NORMAL: f64 = f32::MIN_POSITIVE as f64;
 const TINY_LIMIT: f64 = 1.0 / (1u64 << 60) as f64;
 
 impl ExactReciprocal {
+    /// The form of dividing by `c` that needs no division for any dividend that is zero,
+    /// infinite, NaN or of magnitude at least `least` ([`crate::magnitude`]): a power of
+    /// two's for any `least`; otherwise [`ExactReciprocal::of`]`(c)` if its `tiny` is at
+    /// most `least` (`c` is not checked when `least` is 0).
+    pub fn for_dividends(c: f32, least: f64) -> Option<ExactReciprocal> {
+        if !power_of_two(c) && least <= 0.0 {
+            return None;
+        }
+        ExactReciprocal::of(c).filter(|r| r.lo == 0.0 || f64::from(r.tiny) <= least)
+    }
+
     /// The exact product form of dividing by `c`, or `None` when `c` has none: zero,
     /// infinite, NaN or subnormal, a power of two whose reciprocal is not a float, or a
     /// divisor for which neither rounding of `1 / c` gives the correctly rounded quotient of
@@ -63,13 +74,18 @@ impl ExactReciprocal {
     }
 }
 
+/// Whether the normal `c` is `±2^e` (no significand bits).
+fn power_of_two(c: f32) -> bool {
+    c.is_normal() && c.to_bits() & 0x007F_FFFF == 0
+}
+
 /// [`ExactReciprocal::of`], uncached.
 fn find(c: f32) -> Option<ExactReciprocal> {
     if !c.is_normal() {
         return None;
     }
     let exact = 1.0 / f64::from(c);
-    if c.to_bits() & 0x007F_FFFF == 0 {
+    if power_of_two(c) {
         let hi = exact as f32;
         return (f64::from(hi) == exact).then_some(ExactReciprocal {
             hi,
@@ -205,6 +221,16 @@ mod tests {
             ExactReciprocal::of(2f32.powi(-126)).map(|r| r.hi),
             Some(2f32.powi(126))
         );
+    }
+
+    #[test]
+    fn dividends_below_tiny_keep_the_division() {
+        let r = ExactReciprocal::of(6.0).unwrap();
+        let least = f64::from(r.tiny);
+        assert_eq!(ExactReciprocal::for_dividends(6.0, least), Some(r));
+        assert_eq!(ExactReciprocal::for_dividends(6.0, least * 0.5), None);
+        assert_eq!(ExactReciprocal::for_dividends(6.0, 0.0), None);
+        assert!(ExactReciprocal::for_dividends(0.25, 0.0).is_some());
     }
 
     #[test]

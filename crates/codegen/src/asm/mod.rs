@@ -537,8 +537,7 @@ fn direct(
     };
     if let SlotOp::Binary(BinaryOp::Divide, x, c) = slot.op {
         let by = float_constant(&plan.slots[c], ElementType::F32);
-        let exact = by.and_then(|v| ExactReciprocal::of(v as f32));
-        if let Some(r) = exact.filter(|r| r.lo == 0.0 || least[x] >= f64::from(r.tiny)) {
+        if let Some(r) = by.and_then(|v| ExactReciprocal::for_dividends(v as f32, least[x])) {
             return Some(Lowering::DivideExact { x, r });
         }
     }
