@@ -68,9 +68,22 @@ fn operands(
 }
 
 /// Checks the native kernel against the reference, with the weights as plain operands and
-/// packed as `prepare` packs constant weights.
+/// packed as `prepare` packs constant weights: within `2e-5`, or `1e-4` where an activation
+/// is unbounded (`Relu` as a gate lets the state grow step by step, and the `f32` roundings
+/// with it: an LSTM of `Relu` and `LeakyRelu` over three steps drifts `2.1e-5`).
 fn check(r: &RecurrentSequence, e: Extents, lengths: &[i64], threads: usize) {
-    check_within(r, e, lengths, threads, 2e-5);
+    let unbounded = r.activations.iter().any(|a| {
+        matches!(
+            a,
+            A::Relu
+                | A::LeakyRelu(_)
+                | A::ThresholdedRelu(_)
+                | A::Affine(..)
+                | A::Elu(_)
+                | A::Softplus
+        )
+    });
+    check_within(r, e, lengths, threads, if unbounded { 1e-4 } else { 2e-5 });
 }
 
 /// As [`check`], within `tol` relative to `1 + |reference|`.
