@@ -260,8 +260,16 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `d = q·d + c` rounded once (`vfmadd213ps`, `…pd` for `wide`).
-    pub(super) fn fma213(&mut self, d: usize, q: usize, c: Src, wide: bool) -> Result<(), Fail> {
+    /// `d = q·d + c` rounded once (`vfmadd213ps`, `…pd` for `wide`), or with `negate`
+    /// `d = −(q·d) + c` (`vfnmadd213…`).
+    pub(super) fn fma213(
+        &mut self,
+        d: usize,
+        q: usize,
+        c: Src,
+        wide: bool,
+        negate: bool,
+    ) -> Result<(), Fail> {
         macro_rules! fma {
             ($m:ident) => {
                 match (self.lay.isa, c) {
@@ -282,10 +290,11 @@ impl Writer<'_> {
                 }
             };
         }
-        if wide {
-            fma!(vfmadd213pd)
-        } else {
-            fma!(vfmadd213ps)
+        match (wide, negate) {
+            (true, false) => fma!(vfmadd213pd),
+            (false, false) => fma!(vfmadd213ps),
+            (true, true) => fma!(vfnmadd213pd),
+            (false, true) => fma!(vfnmadd213ps),
         }
         Ok(())
     }

@@ -11,6 +11,7 @@ mod conversion;
 mod emit;
 mod inst;
 mod listing;
+mod peephole;
 mod pool;
 mod program;
 mod program_emit;

@@ -55,6 +55,8 @@ pub enum Op {
     FDiv,
     /// `a·b + c` rounded once (`vfmadd…ps`).
     Fma,
+    /// `−(a·b) + c` rounded once (`vfnmadd…ps`; [`super::peephole`]).
+    Fnma,
     /// `vmaxps a, b`: `b` where either is NaN or both are zero (x86's rule).
     XMax,
     /// `vminps a, b`: as [`Op::XMax`].
@@ -101,6 +103,9 @@ pub enum Op {
     ToIntTruncate,
     /// `a ? b : c` for a mask `a` (`vptestmd`, then a blend).
     Select,
+    /// The bits of `b` where the constant `c` has ones, of `a` elsewhere (`vpternlogd`;
+    /// AVX-512 only, [`super::peephole`]).
+    BitSelect,
     /// `a` itself (a register copy or a broadcast).
     Copy,
     /// `f32` lanes rounded to the nearest `f16` value, ties to even (`vcvtps2ph`, then
@@ -310,7 +315,8 @@ pub(super) fn build(
         Some(v) => Some(t.arg(v).ok_or_else(&refusal)?),
         None => None,
     };
-    let (insts, roots) = live(t.insts, &[Some(result), in_range]);
+    let insts = super::peephole::simplify(t.insts, isa);
+    let (insts, roots) = live(insts, &[Some(result), in_range]);
     let (result, in_range) = (roots[0].ok_or_else(&refusal)?, roots[1]);
     let (reg, scratch) = registers(&insts, result, in_range);
     Ok(Program {

@@ -362,8 +362,8 @@ impl Writer<'_> {
                 }
                 VectorIsa::Avx2 => self.compare_avx2(d, inst, s)?,
             },
-            Op::Fma => {
-                // d = q·d + c with d holding one factor: the accumulator written over in
+            Op::Fma | Op::Fnma => {
+                // d = ±q·d + c with d holding one factor: the accumulator written over in
                 // place, or a constant factor copied into d so that the other (a register:
                 // `translate` splits two constant factors) is `q`.
                 let (p, q) = match (s[0], s[1]) {
@@ -375,8 +375,9 @@ impl Writer<'_> {
                     return Err(Fail("fused multiply-add of two constants".into()));
                 };
                 self.copy(d, p)?;
-                self.fma213(d, q, s[2], wide)?;
+                self.fma213(d, q, s[2], wide, inst.op == Op::Fnma)?;
             }
+            Op::BitSelect => self.bit_select(d, wide, s)?,
             Op::Select => self.select(d, wide, s)?,
             Op::Copy => self.copy(d, s[0])?,
             Op::HalfRound => self.half_round(d, s[0])?,
@@ -394,6 +395,27 @@ impl Writer<'_> {
         // Rounding control 0: to nearest, ties to even.
         self.a.vcvtps2ph(XMM[d], YMM[x], 0)?;
         self.a.vcvtph2ps(YMM[d], XMM[d])?;
+        Ok(())
+    }
+
+    /// `d` = the bits of `s[1]` where the constant `s[2]` has ones, of `s[0]` elsewhere
+    /// (AVX-512: a copy of `s[0]`, then `vpternlogd` with table `0xD8`, `c ? b : a` for
+    /// the destination `a`, the register `b` and the constant `c`).
+    fn bit_select(&mut self, d: usize, wide: bool, s: &[Src]) -> Result<(), Fail> {
+        const C_B_ELSE_A: i32 = 0xD8;
+        let (VectorIsa::Avx512, Src::Reg(b), Src::Const(c, w)) = (self.lay.isa, s[1], s[2]) else {
+            return Err(Fail(
+                "a bitwise select outside AVX-512 or of other operands".into(),
+            ));
+        };
+        self.copy(d, s[0])?;
+        if wide {
+            self.a
+                .vpternlogq(ZMM[d], ZMM[b], broadcast(c, w), C_B_ELSE_A)?;
+        } else {
+            self.a
+                .vpternlogd(ZMM[d], ZMM[b], broadcast(c, w), C_B_ELSE_A)?;
+        }
         Ok(())
     }
 

@@ -81,7 +81,7 @@ pub(super) fn registers(
         // operands are registers of other values writes over that factor (`vfmadd213ps`:
         // no copy first), as a Horner chain's accumulator.
         let reuse = match (inst.op, inst.args.as_slice()) {
-            (Op::Fma, &[Arg::Value(j), b, c])
+            (Op::Fma | Op::Fnma, &[Arg::Value(j), b, c])
                 if last[j] == Some(i)
                     && reg[j].is_some()
                     && !matches!(b, Arg::Const(_))

@@ -409,3 +409,21 @@ fn power_is_assembled_with_cranelifts_bits() {
         same_bits_as_cranelift(&what, &body, &ins);
     }
 }
+
+/// `erf` spells a negated factor of a fused multiply-add and a `copysign` in four-lane
+/// operations; the assembled AVX-512 code fuses them (`vfnmadd`, `vpternlogd`), with the
+/// Cranelift code's bits (`vector_math_is_assembled_with_cranelifts_bits`).
+#[test]
+fn negated_factors_and_copysign_are_fused() {
+    if host_isa() != Some(VectorIsa::Avx512) {
+        return;
+    }
+    let target = graphlift_kernels::target::Target::from_env().with_veclib(false);
+    let b = FunctionBuilder::new("erf");
+    let x = b.parameter("x", F32, [1000]);
+    let body = b.finish(&[x.erf()]).unwrap();
+    let k = JitKernel::compile_for(&body, &target).unwrap();
+    let listing = k.ir();
+    assert!(listing.contains("vfnmadd213ps zmm"), "{listing}");
+    assert!(listing.contains("vpternlogd zmm"), "{listing}");
+}
