@@ -3,13 +3,13 @@
 //! ([`graphlift_codegen::magnitude`]), else the division, bit for bit the Cranelift code's
 //! `fdiv` and the interpreter's on both instruction sets; the listing shows which code ran.
 
-use super::asm::same_bits_on;
+use super::asm::{avx2_beside_avx512, same_bits_on};
 use super::{check, Expect, F32_SPECIALS};
 use graphlift_codegen::asm::host_isa;
 use graphlift_codegen::reciprocal::ExactReciprocal;
 use graphlift_codegen::JitKernel;
 use graphlift_ir::{ElementType, Function, FunctionBuilder};
-use graphlift_kernels::target::{CpuFeatures, Target, VectorIsa};
+use graphlift_kernels::target::{Target, VectorIsa};
 use graphlift_runtime::Tensor;
 
 const F32: ElementType = ElementType::F32;
@@ -58,11 +58,8 @@ fn quotients(c: f32, n: usize) -> Function {
 /// has AVX-512 too.
 fn targets() -> Vec<(Target, Option<VectorIsa>)> {
     let host = Target::from_env().with_veclib(false);
-    let mut out = vec![(host, host_isa())];
-    if host_isa() == Some(VectorIsa::Avx512) && CpuFeatures::host().has_avx2_kernels() {
-        out.push((host.with_avx512(false), Some(VectorIsa::Avx2)));
-    }
-    out
+    let avx2 = avx2_beside_avx512().map(|t| (t, Some(VectorIsa::Avx2)));
+    std::iter::once((host, host_isa())).chain(avx2).collect()
 }
 
 #[test]
