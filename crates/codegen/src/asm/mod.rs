@@ -70,12 +70,13 @@ pub fn host_isa() -> Option<VectorIsa> {
 /// does ([`super::lower`]): `+ - * / sqrt` are single IEEE operations (never contracted);
 /// a division by a constant is a product and an FMA (the same bits) where its
 /// [`ExactReciprocal`] needs no division for any value the dividend can take
-/// ([`crate::magnitude`]); `Negative` flips the sign bit and `Abs` clears it (integer logic: NaN payloads kept);
-/// `Relu(x)` is `vmaxps(0, x)`, which is `x < 0 ? 0 : x` (NaN and `-0` pass through);
-/// `Floor`, `Ceil`, `Round` are `vrndscaleps` (AVX2: `vroundps`) with the rounding in the
-/// immediate (ties to even); `Maximum(x, c)` is `vmaxps(c, x)` = `x < c ? c : x`, and where
-/// `c` is the zero that must win ([`super::lower::constant_bound_test`]) a compare and a
-/// blend (AVX-512; AVX2 has no mask register to blend by, and runs the op's program).
+/// ([`crate::magnitude`]); `Negative` flips the sign bit and `Abs` clears it (integer
+/// logic: NaN payloads kept); `Relu(x)` is `vmaxps(0, x)`, which is `x < 0 ? 0 : x` (NaN
+/// and `-0` pass through); `Floor`, `Ceil`, `Round` are `vrndscaleps` (AVX2: `vroundps`)
+/// with the rounding in the immediate (ties to even); `Maximum(x, c)` is `vmaxps(c, x)` =
+/// `x < c ? c : x`, and where `c` is the zero that must win
+/// ([`super::lower::constant_bound_test`]) a compare and a blend (AVX-512; AVX2 has no mask
+/// register to blend by, and runs the op's program).
 #[derive(Debug, Clone, Copy)]
 enum Lowering {
     /// `vaddps` / `vsubps` / `vmulps` / `vdivps` of two registers.

@@ -279,10 +279,10 @@ fn math_inputs(n: usize, phase: usize) -> Vec<f32> {
 
 /// Every `f32` function with an inline approximation ([`vmath::inline`]), alone over `[n]`,
 /// and applied to `x + row` with a row vector over `[m, k]` (segments per row): AVX-512 code
-/// (and AVX2 code alone, on such a host) with the Cranelift code's bits on every range shape, and within the function's
-/// documented bound of the interpreter's exact value. The inputs reach `2^30`, past the
-/// range of `Sin`, `Cos` and `Tan`'s inline code, whose lanes beyond it are the
-/// reference's (by a call from the AVX-512 code).
+/// (and, alone, AVX2 code on such a host) with the Cranelift code's bits on every range
+/// shape, and within the function's documented bound of the interpreter's exact value. The
+/// inputs reach `2^30`, past the range of `Sin`, `Cos` and `Tan`'s inline code, whose lanes
+/// beyond it are the reference's (by a call from the assembled code).
 #[test]
 fn vector_math_is_assembled_with_cranelifts_bits() {
     let functions = UnaryOp::ALL
