@@ -17,7 +17,7 @@ const HALF_SUBNORMAL: f64 = f32::from_bits(1) as f64 / 2.0;
 /// For each slot of `plan`, `m ≥ 0` such that every finite nonzero value `v` it takes has
 /// `|v| ≥ m` (`∞`: none but zeros; `0`: nothing known). Infinities and NaN are not bounded.
 ///
-/// The rules (`f32` slots; every other type gets `0`):
+/// The rules (`f32` slots held as `f32`; every other gets `0`):
 /// - a constant `c`: `|c|` (zero: `∞`);
 /// - `x ± c` for a constant normal `c` with `2^e ≤ |c| < 2^(e+1)`: `2^(e−24)`. An `x` below
 ///   `2^(e−1)` leaves more than `2^(e−1)`; any other `x` and `c` are multiples of
@@ -38,7 +38,8 @@ pub fn least_magnitudes(plan: &KernelPlan) -> Vec<f64> {
         };
         let rounded = |exact: f64| (exact * ROUNDING - HALF_SUBNORMAL).max(0.0);
         let least = match (&slot.op, slot.ty) {
-            (_, t) if t != ElementType::F32 => 0.0,
+            // (A value of a storage type is rounded to it: no bound kept.)
+            (_, t) if t != ElementType::F32 || slot.storage != t => 0.0,
             (SlotOp::Const(bits), _) => match f64::from(f32::from_bits(*bits as u32)).abs() {
                 0.0 => f64::INFINITY,
                 c if c.is_finite() => c,

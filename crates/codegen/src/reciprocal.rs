@@ -19,12 +19,11 @@ use multiversion::multiversion;
 ///
 /// One binade stands for all of them because each operation scales exactly by a power of
 /// two while its operands, its result and the product `x · lo` are normal. So the method is
-/// exact for every `x` except:
-/// - `0 < |x| < tiny`, where `x · lo` or the quotient is subnormal: these lanes take the
-///   division (code that uses this tests for them, and they are rare in any data);
-/// - nothing else: `±0`, infinities (`lo` has `hi`'s sign, so `x · hi` and `x · lo` never
-///   cancel to NaN) and NaN (propagated, quieted, from `x`) come out as from the division,
-///   and so does overflow (the unbounded-exponent results agree, so both overflow alike).
+/// exact for every `x` but those with `0 < |x| < tiny`, where `x · lo` or the quotient is
+/// subnormal; [`ExactReciprocal::for_dividends`] gives the form only for dividends that
+/// cannot lie there. The rest comes out as from the division: `±0`, infinities (`lo` has
+/// `hi`'s sign, so `x · hi` and `x · lo` never cancel to NaN), NaN (propagated, quieted,
+/// from `x`), and overflow (the unbounded-exponent results agree, so both overflow alike).
 ///
 /// A power of two `c` whose reciprocal is a float needs no `lo` and no test: `x · (1/c)` is
 /// `x / c` for every `x`, subnormals included (`lo = 0`, `tiny = 0`).
