@@ -134,50 +134,76 @@ impl Tile {
 /// else during the call) for `c`.
 #[cfg(target_arch = "x86_64")]
 pub(super) unsafe fn run(t: &Tile) {
-    // SAFETY: as the caller guarantees; each arm's row count equals `t.rows`.
+    // SAFETY: as the caller guarantees; each arm's flags match `t`.
     unsafe {
         match (t.b_rows.is_null(), t.vectors.is_some()) {
-            (true, false) => rows::<false, false>(t),
-            (false, false) => rows::<true, false>(t),
-            (true, true) => rows::<false, true>(t),
-            (false, true) => rows::<true, true>(t),
+            (true, false) => live::<false, false>(t),
+            (false, false) => live::<true, false>(t),
+            (true, true) => live::<false, true>(t),
+            (false, true) => live::<true, true>(t),
         }
     }
 }
 
-/// [`run`] for `b` addressed by row offsets (`OFFSETS`) or by its `k` stride, its columns
-/// one run or placed by [`Vectors`] (`PLACED`).
+/// The vectors of columns `t` computes: up to the last with lanes (a tile of 32 columns, or
+/// 16, leaves the others out of its loop rather than multiplying masked-off zeros).
+fn live_vectors(t: &Tile) -> usize {
+    match t.vectors {
+        Some(v) => v.masks.iter().rposition(|&m| m != 0).map_or(0, |i| i + 1),
+        None => t.cols.div_ceil(LANES).min(VECTORS),
+    }
+}
+
+/// [`run`] with `OFFSETS` and `PLACED` known: the tile's number of live vectors.
 ///
 /// # Safety
 /// As [`run`], with `OFFSETS` telling whether `t.b_rows` is not null and `PLACED` whether
 /// `t.vectors` is set.
 #[cfg(target_arch = "x86_64")]
-unsafe fn rows<const OFFSETS: bool, const PLACED: bool>(t: &Tile) {
-    // SAFETY: as the caller guarantees; each arm's row count equals `t.rows`.
+unsafe fn live<const OFFSETS: bool, const PLACED: bool>(t: &Tile) {
+    // SAFETY: as the caller guarantees; each arm's vector count is `live_vectors(t)`.
     unsafe {
-        match t.rows {
-            1 => tile::<1, OFFSETS, PLACED>(t),
-            2 => tile::<2, OFFSETS, PLACED>(t),
-            3 => tile::<3, OFFSETS, PLACED>(t),
-            4 => tile::<4, OFFSETS, PLACED>(t),
-            5 => tile::<5, OFFSETS, PLACED>(t),
-            6 => tile::<6, OFFSETS, PLACED>(t),
-            7 => tile::<7, OFFSETS, PLACED>(t),
-            _ => tile::<MR, OFFSETS, PLACED>(t),
+        match live_vectors(t) {
+            0 => {}
+            1 => rows::<1, OFFSETS, PLACED>(t),
+            2 => rows::<2, OFFSETS, PLACED>(t),
+            _ => rows::<VECTORS, OFFSETS, PLACED>(t),
         }
     }
 }
 
-/// The tile of `R` rows. Columns past `t.cols` (or outside each vector's mask) are masked
-/// off in every load and store (AVX-512 masked accesses do not touch masked lanes), so
-/// tails in `n` are exact.
+/// [`run`] for `b` addressed by row offsets (`OFFSETS`) or by its `k` stride, its columns
+/// one run or placed by [`Vectors`] (`PLACED`), `V` of them live.
 ///
 /// # Safety
-/// As [`run`], with `R == t.rows`, `OFFSETS` telling whether `t.b_rows` is not null and
-/// `PLACED` whether `t.vectors` is set.
+/// As [`live`], with `V == live_vectors(t)`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn rows<const V: usize, const OFFSETS: bool, const PLACED: bool>(t: &Tile) {
+    // SAFETY: as the caller guarantees; each arm's row count equals `t.rows`.
+    unsafe {
+        match t.rows {
+            1 => tile::<1, V, OFFSETS, PLACED>(t),
+            2 => tile::<2, V, OFFSETS, PLACED>(t),
+            3 => tile::<3, V, OFFSETS, PLACED>(t),
+            4 => tile::<4, V, OFFSETS, PLACED>(t),
+            5 => tile::<5, V, OFFSETS, PLACED>(t),
+            6 => tile::<6, V, OFFSETS, PLACED>(t),
+            7 => tile::<7, V, OFFSETS, PLACED>(t),
+            _ => tile::<MR, V, OFFSETS, PLACED>(t),
+        }
+    }
+}
+
+/// The tile of `R` rows and its first `V` vectors of columns. Columns past `t.cols` (or
+/// outside each vector's mask) are masked off in every load and store (AVX-512 masked
+/// accesses do not touch masked lanes), so tails in `n` are exact; vectors from `V` on have
+/// no lanes.
+///
+/// # Safety
+/// As [`rows`], with `R == t.rows`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn tile<const R: usize, const OFFSETS: bool, const PLACED: bool>(t: &Tile) {
+unsafe fn tile<const R: usize, const V: usize, const OFFSETS: bool, const PLACED: bool>(t: &Tile) {
     // Each vector's columns in `b` and `c` and its lanes: constants for one run.
     let (b_cols, c_cols, masks) = match t.vectors {
         Some(v) if PLACED => (v.b_cols, v.c_cols, v.masks),
@@ -191,13 +217,13 @@ unsafe fn tile<const R: usize, const OFFSETS: bool, const PLACED: bool>(t: &Tile
     for i in 0..R {
         // SAFETY: `i < R == rows`.
         let c = unsafe { t.c_row(i) };
-        for (&col, &mask) in c_cols.iter().zip(&masks) {
+        for (&col, &mask) in c_cols[..V].iter().zip(&masks) {
             if mask != 0 {
                 _mm_prefetch::<_MM_HINT_T0>(c.wrapping_add(col).cast());
             }
         }
     }
-    let mut acc = [[_mm512_setzero_ps(); VECTORS]; R];
+    let mut acc = [[_mm512_setzero_ps(); V]; R];
     // Row pointers of `a`; advanced by `a_ks` per step of `p`. `wrapping_add` throughout:
     // a pointer to a masked-off lane or one step past the last `p` is never dereferenced.
     let mut rows = [t.a; R];
@@ -212,13 +238,9 @@ unsafe fn tile<const R: usize, const OFFSETS: bool, const PLACED: bool>(t: &Tile
         }
         // SAFETY: lanes enabled by `masks` are columns of row `p` of `b` the tile reads,
         // which the caller guarantees readable; disabled lanes are not accessed.
-        let bv: [__m512; VECTORS] = unsafe {
-            [
-                _mm512_maskz_loadu_ps(masks[0], b.wrapping_add(b_cols[0])),
-                _mm512_maskz_loadu_ps(masks[1], b.wrapping_add(b_cols[1])),
-                _mm512_maskz_loadu_ps(masks[2], b.wrapping_add(b_cols[2])),
-            ]
-        };
+        let bv: [__m512; V] = std::array::from_fn(|v| unsafe {
+            _mm512_maskz_loadu_ps(masks[v], b.wrapping_add(b_cols[v]))
+        });
         for (row, acc) in rows.iter_mut().zip(acc.iter_mut()) {
             // SAFETY: `a(i, p)` for `i < R == rows`, `p < k`: readable (caller).
             let av = _mm512_set1_ps(unsafe { row.read() });
