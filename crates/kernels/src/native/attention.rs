@@ -1,9 +1,11 @@
 //! Fused multi-head attention (`Op::Attention`) on `f32` and `f64`: for each batch and block
 //! of query rows, head by head, the scores `q_h · k_hᵀ · scale` of those rows only (never
 //! the whole `[B, H, Sq, Sk]` tensor), the mask added, a numerically stable softmax per
-//! row, then `P · v_h` written straight into the heads-merged output. Both products go
-//! through gemm with strided operands that read each head's columns of `q`, `k` and `v`
-//! in place (no head split or merge copies); tasks run on the backend's pool.
+//! row, then `P · v_h` written straight into the heads-merged output. Both products read
+//! each head's columns of `q`, `k` and `v` in place (no head split or merge copies): the
+//! scores through gemm with strided operands, `P · v_h` on `f32` through the packed
+//! product's microkernel (no packing of `P`; gemm elsewhere). Tasks run on the backend's
+//! pool.
 
 use std::ops::AddAssign;
 
@@ -15,6 +17,7 @@ use multiversion::multiversion;
 use super::gemm_call::{gemm_into, Strided};
 use super::matmul::ROW_BLOCK_ALIGN;
 use super::normalize::{softmax_row_f64, softmax_rows_f32};
+use super::packed::{self, Lhs, Rhs};
 use super::result_buffer;
 use crate::parallel::{for_each, Parallel};
 
@@ -115,6 +118,16 @@ trait Float: Element + AddAssign + Send + Sync {
     fn add_mask(row: &mut [Self], mask: &[Self]);
     /// A numerically stable softmax of each row of `len` elements of `x` into `out`.
     fn softmax_rows(x: &[Self], out: &mut [Self], len: usize);
+    /// `c = a · b` for `a` `m × k` and `b` `k × n` (rows `lda`, `ldb` apart, unit column
+    /// strides) into `c`'s rows `ldc` apart, on the packed product's microkernel reading
+    /// both operands in place; `false`, writing nothing, where that does not run (the
+    /// caller then uses gemm).
+    fn packed_product(
+        c: (&mut [Self], usize),
+        a: (&[Self], usize),
+        b: (&[Self], usize),
+        mkn: (usize, usize, usize),
+    ) -> bool;
 }
 
 impl Float for f32 {
@@ -127,6 +140,19 @@ impl Float for f32 {
     }
     fn softmax_rows(x: &[f32], out: &mut [f32], len: usize) {
         softmax_rows_f32(x, out, len)
+    }
+    fn packed_product(
+        c: (&mut [f32], usize),
+        (a, lda): (&[f32], usize),
+        (b, ldb): (&[f32], usize),
+        mkn: (usize, usize, usize),
+    ) -> bool {
+        let a = Lhs::Strided {
+            data: a,
+            rs: lda,
+            ks: 1,
+        };
+        packed::product(c, a, Rhs::Strided { data: b, ks: ldb }, mkn, false)
     }
 }
 
@@ -142,6 +168,14 @@ impl Float for f64 {
         for (x, out) in x.chunks(len.max(1)).zip(out.chunks_mut(len.max(1))) {
             softmax_row_f64(x, out);
         }
+    }
+    fn packed_product(
+        _: (&mut [f64], usize),
+        _: (&[f64], usize),
+        _: (&[f64], usize),
+        _: (usize, usize, usize),
+    ) -> bool {
+        false
     }
 }
 
@@ -318,7 +352,10 @@ fn block<T: Float>(x: &Inputs<'_, T>, (b, r0): (usize, usize), out: &mut [T], sc
         let Some(o) = out.get_mut(h * n.dv..) else {
             return;
         };
-        gemm_into((o, o_h), (&probs, block_view), (v, v_h), T::ONE, None, none);
+        let pv = (m, n.sk, n.dv);
+        if !T::packed_product((&mut *o, ev), (&probs, n.sk), (v, ev), pv) {
+            gemm_into((o, o_h), (&probs, block_view), (v, v_h), T::ONE, None, none);
+        }
     }
 }
 
