@@ -134,15 +134,8 @@ mod tests {
     /// Dividends across the range: every binade's edges and middles, subnormals, zeros,
     /// infinities, NaN, and a pseudo-random sample.
     fn dividends() -> Vec<f32> {
-        let mut xs = vec![
-            0.0,
-            -0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-            f32::MAX,
-        ];
-        xs.extend([f32::MIN_POSITIVE, 1e-45, 3e-39, 1e-40, 7.0e-30, 1.0e-38]);
+        let mut xs = graphlift_testkit::F32_SPECIALS.to_vec();
+        xs.extend([3e-39, 7.0e-30, 1.0e-38]);
         for e in 1..255u32 {
             for m in [0, 1, 0x2A_AAAA, 0x55_5555, 0x7F_FFFF] {
                 xs.push(f32::from_bits(e << 23 | m));
@@ -160,8 +153,9 @@ mod tests {
         xs
     }
 
-    /// The form as the assembled code computes it: a product by a power of two's
-    /// reciprocal, the division where `0 < |x| < tiny`.
+    /// The quotient as the assembled code computes it: a product by a power of two's
+    /// reciprocal, the form, and the division for `0 < |x| < tiny` (where
+    /// [`ExactReciprocal::for_dividends`] keeps it).
     fn quotient(x: f32, r: &ExactReciprocal, c: f32) -> f32 {
         if r.lo == 0.0 {
             x * r.hi

@@ -475,33 +475,27 @@ impl Layout {
     /// first (so that every constant is aligned in the pool), each group in order of first
     /// use.
     pub(super) fn constants(&self) -> Vec<(u64, bool)> {
-        let mut out = Vec::new();
         let conversions = self.load_conv.iter().chain(&self.store_conv).flatten();
-        for p in self.programs.iter().chain(conversions) {
+        let programs = self.programs.iter().chain(conversions).flat_map(|p| {
             let args = p
                 .insts
                 .iter()
                 .flat_map(|i| i.args.iter().map(|&a| (a, i.wide)));
-            for (a, wide) in args.chain([(p.result, false)]) {
-                if let program::Arg::Const(bits) = a {
-                    let bits = if wide {
-                        bits
-                    } else {
-                        bits & u64::from(u32::MAX)
-                    };
-                    if !out.contains(&(bits, wide)) {
-                        out.push((bits, wide));
-                    }
-                }
-            }
-        }
-        for l in self.lowering.iter().flatten() {
-            if let Lowering::DivideExact { r, .. } = l {
-                for bits in reciprocal::constants(r) {
-                    if !out.contains(&(u64::from(bits), false)) {
-                        out.push((u64::from(bits), false));
-                    }
-                }
+            args.chain([(p.result, false)])
+                .filter_map(|(a, wide)| match a {
+                    program::Arg::Const(bits) if wide => Some((bits, true)),
+                    program::Arg::Const(bits) => Some((bits & u64::from(u32::MAX), false)),
+                    _ => None,
+                })
+        });
+        let divisions = self.lowering.iter().flatten().flat_map(|l| match l {
+            Lowering::DivideExact { r, .. } => reciprocal::constants(r),
+            _ => Vec::new(),
+        });
+        let mut out = Vec::new();
+        for c in programs.chain(divisions.map(|bits| (u64::from(bits), false))) {
+            if !out.contains(&c) {
+                out.push(c);
             }
         }
         out.sort_by_key(|&(_, wide)| !wide);

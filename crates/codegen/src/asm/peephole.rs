@@ -16,51 +16,36 @@ use smallvec::smallvec;
 
 use super::program::{Arg, Inst, Op};
 
-/// The sign bit of a lane of `inst`'s width.
-fn sign(inst: &Inst) -> u64 {
-    if inst.wide {
+/// The sign bit of a lane, 64-bit with `wide`.
+fn sign(wide: bool) -> u64 {
+    if wide {
         1 << 63
     } else {
         1 << 31
     }
 }
 
-/// All but the sign bit of a lane of `inst`'s width.
-fn magnitude(inst: &Inst) -> u64 {
-    if inst.wide {
+/// All but the sign bit of a lane, 64-bit with `wide`.
+fn magnitude(wide: bool) -> u64 {
+    if wide {
         u64::MAX >> 1
     } else {
         u64::from(u32::MAX >> 1)
     }
 }
 
-/// The operand `x` where `a` is the value of `xor(x, sign)` (either order) at `inst`'s
-/// width.
-fn negated(insts: &[Inst], a: Arg, wide: bool) -> Option<Arg> {
+/// The operand `v` where `a` is the value of `op(v, Const(c))` (either order) at width
+/// `wide`: `Xor` with the sign bit is a negation, `And` with a mask keeps those bits.
+fn with_constant(insts: &[Inst], a: Arg, op: Op, c: u64, wide: bool) -> Option<Arg> {
     let Arg::Value(j) = a else {
         return None;
     };
     let x = &insts[j];
-    if x.op != Op::Xor || x.wide != wide {
+    if x.op != op || x.wide != wide {
         return None;
     }
     match *x.args.as_slice() {
-        [v, Arg::Const(c)] | [Arg::Const(c), v] if c == sign(x) => Some(v),
-        _ => None,
-    }
-}
-
-/// `v` where `a` is the value of `and(v, Const(mask))` (either order) at width `wide`.
-fn masked(insts: &[Inst], a: Arg, mask: impl Fn(&Inst) -> u64, wide: bool) -> Option<Arg> {
-    let Arg::Value(j) = a else {
-        return None;
-    };
-    let x = &insts[j];
-    if x.op != Op::And || x.wide != wide {
-        return None;
-    }
-    match *x.args.as_slice() {
-        [v, Arg::Const(c)] | [Arg::Const(c), v] if c == mask(x) => Some(v),
+        [v, Arg::Const(k)] | [Arg::Const(k), v] if k == c => Some(v),
         _ => None,
     }
 }
@@ -72,7 +57,8 @@ pub(super) fn simplify(mut insts: Vec<Inst>, isa: VectorIsa) -> Vec<Inst> {
         let wide = inst.wide;
         let rewritten = match (inst.op, inst.args.as_slice()) {
             (Op::Fma, &[x, y, c]) => {
-                match (negated(&insts, x, wide), negated(&insts, y, wide)) {
+                let negated = |a| with_constant(&insts, a, Op::Xor, sign(wide), wide);
+                match (negated(x), negated(y)) {
                     // (Both negated: the product's sign is unchanged; left alone.)
                     (Some(x), None) => Some((Op::Fnma, smallvec![x, y, c])),
                     (None, Some(y)) => Some((Op::Fnma, smallvec![x, y, c])),
@@ -81,14 +67,14 @@ pub(super) fn simplify(mut insts: Vec<Inst>, isa: VectorIsa) -> Vec<Inst> {
             }
             (Op::Or, &[p, q]) if isa == VectorIsa::Avx512 => {
                 let pick = |m, s| {
-                    let m = masked(&insts, m, magnitude, wide)?;
-                    let s = masked(&insts, s, sign, wide)?;
+                    let m = with_constant(&insts, m, Op::And, magnitude(wide), wide)?;
+                    let s = with_constant(&insts, s, Op::And, sign(wide), wide)?;
                     // (`vpternlogd` reads its second operand from a register.)
                     (!matches!(s, Arg::Const(_))).then_some((m, s))
                 };
                 pick(p, q)
                     .or_else(|| pick(q, p))
-                    .map(|(m, s)| (Op::BitSelect, smallvec![m, s, Arg::Const(sign(inst))]))
+                    .map(|(m, s)| (Op::BitSelect, smallvec![m, s, Arg::Const(sign(wide))]))
             }
             _ => None,
         };

@@ -33,9 +33,9 @@ pub enum Refusal {
     /// More buffers than pointer registers, or more live values than vector registers.
     Registers,
     /// Every op it has no one-instruction code for is a call to the vector math library,
-    /// which runs in strips ([`crate::strip`]), and nothing else is computed per element
-    /// or, on AVX2, one call is an activation form (on AVX2: and no call is a SiLU form,
-    /// which this code computes faster).
+    /// which runs in strips ([`crate::strip`]), and either nothing else is computed per
+    /// element or (AVX2) one call is an activation form; on AVX2 never a kernel with a
+    /// SiLU form, which this code computes faster.
     Library,
 }
 

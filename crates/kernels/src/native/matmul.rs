@@ -250,15 +250,10 @@ fn grid(m: usize, (k, panels): (usize, usize), threads: usize, epilogue: bool) -
             let per_thread = tiles.div_ceil(threads);
             let elements = per_thread * rows * cols * packed::PANEL_COLUMNS;
             let bytes = per_thread * (rows + cols * packed::PANEL_COLUMNS) * k * f32s;
-            let narrow = if epilogue && cols < panels {
-                elements * NARROW_EPILOGUE_MACS
-            } else {
-                0
-            };
-            let work = if epilogue {
-                elements * k + bytes / 2 + narrow
-            } else {
-                elements * k
+            let work = match (epilogue, cols < panels) {
+                (false, _) => elements * k,
+                (true, false) => elements * k + bytes / 2,
+                (true, true) => elements * (k + NARROW_EPILOGUE_MACS) + bytes / 2,
             };
             if (work, bytes, tiles) < best.0 {
                 best = ((work, bytes, tiles), rows, cols);

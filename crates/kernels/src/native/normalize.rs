@@ -103,14 +103,21 @@ fn softmax_row_f32(x: &[f32], out: &mut [f32]) {
     }
 }
 
+/// The mean of the row `x` and `1 / √(variance + epsilon)`, in `f64` (the variance about
+/// the mean, a second pass). Inlined into its callers' SIMD widths.
+#[inline(always)]
+fn moments<T: Float>(x: &[T], epsilon: f64) -> (f64, f64) {
+    let n = x.len() as f64;
+    let mean = sum_wide(x, T::wide) / n;
+    let var = sum_wide(x, |v| (v.wide() - mean) * (v.wide() - mean)) / n;
+    (mean, 1.0 / (var + epsilon).sqrt())
+}
+
 /// Layer normalisation of the row `x` with scale `g` and bias `b` (all one length) into
 /// `out`.
 #[inline(always)]
 fn layer_norm_row<T: Float>(x: &[T], g: &[T], b: &[T], epsilon: f64, out: &mut [T]) {
-    let n = x.len() as f64;
-    let mean = sum_wide(x, T::wide) / n;
-    let var = sum_wide(x, |v| (v.wide() - mean) * (v.wide() - mean)) / n;
-    let inv = 1.0 / (var + epsilon).sqrt();
+    let (mean, inv) = moments(x, epsilon);
     for (o, (v, (g, b))) in out.iter_mut().zip(x.iter().zip(g.iter().zip(b))) {
         *o = T::narrow((v.wide() - mean) * inv * g.wide() + b.wide());
     }
@@ -121,10 +128,7 @@ fn layer_norm_row<T: Float>(x: &[T], g: &[T], b: &[T], epsilon: f64, out: &mut [
 /// extensions: per element one conversion in and one out.
 #[multiversion(targets = "simd")]
 fn layer_norm_row_f32(x: &[f32], g: &[f64], b: &[f64], epsilon: f64, out: &mut [f32]) {
-    let n = x.len() as f64;
-    let mean = sum_wide(x, f64::from) / n;
-    let var = sum_wide(x, |v| (f64::from(v) - mean) * (f64::from(v) - mean)) / n;
-    let inv = 1.0 / (var + epsilon).sqrt();
+    let (mean, inv) = moments(x, epsilon);
     for (o, (&v, (&g, &b))) in out.iter_mut().zip(x.iter().zip(g.iter().zip(b))) {
         *o = ((f64::from(v) - mean) * inv).mul_add(g, b) as f32;
     }
