@@ -1,13 +1,14 @@
 //! Fused multi-head attention (`Op::Attention`) on `f32` and `f64`: for each batch and block
 //! of query rows, head by head, the scores `q_h · k_hᵀ · scale` of those rows only (never
 //! the whole `[B, H, Sq, Sk]` tensor), the mask added, a numerically stable softmax per
-//! row, then `P · v_h` written straight into the heads-merged output. Both products read
-//! each head's columns of `q`, `k` and `v` in place (no head split or merge copies): the
-//! scores through gemm with strided operands, `P · v_h` on `f32` through the packed
-//! product's microkernel (no packing of `P`; gemm elsewhere). Tasks run on the backend's
-//! pool.
+//! row, then `P · v_h` written straight into the heads-merged output (no head split or
+//! merge copies). On `f32` both products run on the packed product's microkernel, which
+//! loads its right operand's rows: the scores from `q`'s head read in place and `scale ·
+//! k_hᵀ` staged per head (`D × Sk`, a few KiB), `P · v_h` from `P` and `v`'s head in place.
+//! On `f64`, gemm reads all three heads in place. Tasks run on the backend's pool.
 
-use std::ops::AddAssign;
+use std::ops::{AddAssign, Mul};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use gemm::Parallelism;
 use graphlift_ir::{Attention, Element, Shape, TensorData};
@@ -19,7 +20,9 @@ use super::matmul::ROW_BLOCK_ALIGN;
 use super::normalize::{softmax_row_f64, softmax_rows_f32};
 use super::packed::{self, Lhs, Rhs};
 use super::result_buffer;
-use crate::parallel::{for_each, Parallel};
+use super::scratch::{with_scratch, Scratch};
+use super::transpose::transpose_into;
+use crate::parallel::{for_each, Parallel, Team};
 
 /// Most score elements one task holds at a time (a block of query rows × `Sk`, for one
 /// head; a second buffer of the same size holds the probabilities).
@@ -111,8 +114,10 @@ impl<T: Float> Mask<'_, T> {
 }
 
 /// The element types the kernel runs on.
-trait Float: Element + AddAssign + Send + Sync {
+trait Float: Element + AddAssign + Mul<Output = Self> + Scratch + Send + Sync {
     const ONE: Self;
+    /// Whether [`Float::packed_product`] runs (else it declines every product).
+    const PACKED: bool;
     fn from_f64(x: f64) -> Self;
     /// Adds `mask` to `row`: element by element, or its one value to every element.
     fn add_mask(row: &mut [Self], mask: &[Self]);
@@ -132,6 +137,7 @@ trait Float: Element + AddAssign + Send + Sync {
 
 impl Float for f32 {
     const ONE: f32 = 1.0;
+    const PACKED: bool = true;
     fn from_f64(x: f64) -> f32 {
         x as f32
     }
@@ -158,6 +164,7 @@ impl Float for f32 {
 
 impl Float for f64 {
     const ONE: f64 = 1.0;
+    const PACKED: bool = false;
     fn from_f64(x: f64) -> f64 {
         x
     }
@@ -202,7 +209,7 @@ fn add_mask_f32(row: &mut [f32], mask: &[f32]) {
 ///
 /// Results differ from the reference (`f64` throughout, one rounding) by the rounding of
 /// the two products in the element type (dot products of length `D` and `Sk`), of the
-/// scale and mask additions, and of the `f32` softmax (see [`super::normalize::softmax`]).
+/// scale (of each product on `f64`, of each element of `k` on `f32`) and mask additions, and of the `f32` softmax (see [`super::normalize::softmax`]).
 pub fn attention(
     q: Operand<'_>,
     k: Operand<'_>,
@@ -262,6 +269,38 @@ struct Inputs<'a, T> {
     mask: Option<Mask<'a, T>>,
 }
 
+/// Each (batch, head)'s `scale · k_hᵀ` (`D × Sk`, in that order) written into `k_t` (of
+/// that length) once for every task, as the packed product's right operand; `false` where
+/// a head does not lie in `k` (the tasks then use gemm).
+fn stage_keys<T: Float>(
+    k: &[T],
+    scale: T,
+    n: &Dims,
+    team: Option<Team<'_>>,
+    k_t: &mut [T],
+) -> bool {
+    let head = n.d * n.sk;
+    if head == 0 || k_t.len() != n.batch * n.heads * head {
+        return false;
+    }
+    let staged = AtomicBool::new(true);
+    let stage = |(i, out): (usize, &mut [T])| {
+        let at = (i / n.heads) * n.sk * n.e() + (i % n.heads) * n.d;
+        let block = (n.sk, n.d, n.e());
+        if k.get(at..).is_some_and(|k| transpose_into(k, block, out)) {
+            out.iter_mut().for_each(|v| *v = scale * *v);
+        } else {
+            staged.store(false, Relaxed);
+        }
+    };
+    let heads = k_t.chunks_mut(head).enumerate();
+    match team {
+        Some(team) => for_each(team, heads, stage),
+        None => heads.for_each(stage),
+    }
+    staged.into_inner()
+}
+
 /// Every (batch, block of query rows) task, in parallel when there is work enough.
 fn run<T: Float>(x: Inputs<'_, T>, out: &mut [T], scale: T, n: Dims, parallel: &Parallel) {
     if out.is_empty() {
@@ -290,49 +329,96 @@ fn run<T: Float>(x: Inputs<'_, T>, out: &mut [T], scale: T, n: Dims, parallel: &
                 .enumerate()
                 .map(move |(blk, o)| (b, blk * rows, o))
         });
-    let task = |(b, r0, o): (usize, usize, &mut [T])| block(&x, (b, r0), o, scale, n);
-    match team {
-        Some(team) => for_each(team, tasks, task),
-        None => tasks.for_each(task),
-    }
+    let staged = if T::PACKED {
+        n.batch * n.heads * n.d * n.sk
+    } else {
+        0
+    };
+    with_scratch(staged, |k_t: &mut [T]| {
+        let k_t: &[T] = match stage_keys(x.k, scale, &n, team, k_t) {
+            true => k_t,
+            false => &[],
+        };
+        let task = |(b, r0, o): (usize, usize, &mut [T])| block(&x, k_t, (b, r0), o, scale, n);
+        match team {
+            Some(team) => for_each(team, tasks, task),
+            None => tasks.for_each(task),
+        }
+    })
 }
 
-/// Output rows `r0..` of batch `b` (`out` holds them, all heads), head by head.
-fn block<T: Float>(x: &Inputs<'_, T>, (b, r0): (usize, usize), out: &mut [T], scale: T, n: Dims) {
+/// Output rows `r0..` of batch `b` (`out` holds them, all heads), head by head; `k_t` is
+/// [`stage_keys`], or empty.
+fn block<T: Float>(
+    x: &Inputs<'_, T>,
+    k_t: &[T],
+    (b, r0): (usize, usize),
+    out: &mut [T],
+    scale: T,
+    n: Dims,
+) {
+    let m = out.len() / n.ev();
+    with_scratch(2 * m * n.sk, |buffers: &mut [T]| {
+        let (scores, probs) = buffers.split_at_mut(m * n.sk);
+        heads(x, k_t, (b, r0), out, (scores, probs), scale, n)
+    })
+}
+
+/// [`block`] with its buffers of scores and probabilities (`m · Sk` each, every element
+/// written before it is read).
+fn heads<T: Float>(
+    x: &Inputs<'_, T>,
+    k_t: &[T],
+    (b, r0): (usize, usize),
+    out: &mut [T],
+    (scores, probs): (&mut [T], &mut [T]),
+    scale: T,
+    n: Dims,
+) {
     let (e, ev) = (n.e(), n.ev());
     let m = out.len() / ev;
-    let mut scores = vec![T::default(); m * n.sk];
-    let mut probs = vec![T::default(); m * n.sk];
     let block_view = Strided::row_major(m, n.sk);
     let none = Parallelism::None;
     for h in 0..n.heads {
-        // scores = scale · q[b, r0.., h·D..] · k[b, :, h·D..]ᵀ: k's head read transposed.
-        let q_h = Strided {
-            rows: m,
-            cols: n.d,
-            row_stride: e,
-            col_stride: 1,
-        };
-        let k_t = Strided {
-            rows: n.d,
-            cols: n.sk,
-            row_stride: 1,
-            col_stride: e,
-        };
         let q_at = (b * n.sq + r0) * e + h * n.d;
         let k_at = b * n.sk * e + h * n.d;
-        let q_ok = x.q.get(q_at..).map(|q| (q, q_h));
-        let k_ok = x.k.get(k_at..).map(|k| (k, k_t));
-        let (Some(qa), Some(kb)) = (q_ok, k_ok) else {
+        let (Some(q), Some(k)) = (x.q.get(q_at..), x.k.get(k_at..)) else {
             return;
         };
-        if !gemm_into((&mut scores, block_view), qa, kb, scale, None, none) {
-            return;
+        // scores = q[b, r0.., h·D..] · (scale · k[b, :, h·D..]ᵀ) on the microkernel, or
+        // scale · (q_h · k_hᵀ) through gemm reading k's head transposed.
+        let head = n.d * n.sk;
+        let packed = k_t.get((b * n.heads + h) * head..).is_some_and(|k_t| {
+            T::packed_product((&mut *scores, n.sk), (q, e), (k_t, n.sk), (m, n.d, n.sk))
+        });
+        if !packed {
+            let q_h = Strided {
+                rows: m,
+                cols: n.d,
+                row_stride: e,
+                col_stride: 1,
+            };
+            let k_h = Strided {
+                rows: n.d,
+                cols: n.sk,
+                row_stride: 1,
+                col_stride: e,
+            };
+            if !gemm_into(
+                (&mut *scores, block_view),
+                (q, q_h),
+                (k, k_h),
+                scale,
+                None,
+                none,
+            ) {
+                return;
+            }
         }
         if let Some(mask) = &x.mask {
-            mask.add_to((b, h, r0), &mut scores, &n);
+            mask.add_to((b, h, r0), scores, &n);
         }
-        T::softmax_rows(&scores, &mut probs, n.sk);
+        T::softmax_rows(scores, probs, n.sk);
         // out[b, r0.., h·Dv..] = P · v[b, :, h·Dv..], written in place among the heads.
         let v_h = Strided {
             rows: n.sk,
@@ -353,8 +439,8 @@ fn block<T: Float>(x: &Inputs<'_, T>, (b, r0): (usize, usize), out: &mut [T], sc
             return;
         };
         let pv = (m, n.sk, n.dv);
-        if !T::packed_product((&mut *o, ev), (&probs, n.sk), (v, ev), pv) {
-            gemm_into((o, o_h), (&probs, block_view), (v, v_h), T::ONE, None, none);
+        if !T::packed_product((&mut *o, ev), (probs, n.sk), (v, ev), pv) {
+            gemm_into((o, o_h), (probs, block_view), (v, v_h), T::ONE, None, none);
         }
     }
 }

@@ -84,25 +84,7 @@ pub(super) fn rows<T: Element + Send + Sync>(
     if blocks.is_some() {
         rows_per_task = rows_per_task.next_multiple_of(BLOCK);
     }
-    let task = |(t, out): (usize, &mut [T])| {
-        let first = t * rows_per_task;
-        let mut k = 0;
-        let rows = out.len() / width;
-        while k < rows {
-            let r = first + k;
-            let run = match blocks {
-                Some(d) => BLOCK.min(d - r % d).min(rows - k),
-                None => 1,
-            };
-            let block = &mut out[k * width..(k + run) * width];
-            if run == 1 {
-                fill_row(x, block, r, layout);
-            } else {
-                fill_block(x, block, (r, run), layout);
-            }
-            k += run;
-        }
-    };
+    let task = |(t, out): (usize, &mut [T])| fill(x, out, t * rows_per_task, layout, blocks);
     let team = parallel.team_of(y.len(), MIN_TASK);
     let tasks = y.chunks_mut(rows_per_task * width).enumerate();
     match team {
@@ -110,6 +92,57 @@ pub(super) fn rows<T: Element + Send + Sync>(
         None => tasks.for_each(task),
     }
     Some(())
+}
+
+/// Output rows `first..` into `out` (whole rows of the output's width), in blocks of
+/// [`BLOCK`] rows that do not cross a multiple of `blocks` where that is set (see [`rows`]).
+fn fill<T: Element>(x: &[T], out: &mut [T], first: usize, layout: &Layout, blocks: Option<usize>) {
+    let width = layout.dims.last().copied().unwrap_or(0).max(1);
+    let rows = out.len() / width;
+    let mut k = 0;
+    while k < rows {
+        let r = first + k;
+        let run = match blocks {
+            Some(d) => BLOCK.min(d - r % d).min(rows - k),
+            None => 1,
+        };
+        let block = &mut out[k * width..(k + run) * width];
+        if run == 1 {
+            fill_row(x, block, r, layout);
+        } else {
+            fill_block(x, block, (r, run), layout);
+        }
+        k += run;
+    }
+}
+
+/// The transpose of the `rows × cols` block of `x` whose rows lie `stride` apart into the
+/// first `cols · rows` elements of `out` (row-major): `out[p · rows + j] = x[j · stride +
+/// p]`, eight rows of `out` at a time as [`rows`] writes attention's `Kᵀ`. `false`, writing
+/// nothing, where the block does not lie in `x` (or `stride < cols`) or `out` is shorter.
+pub(super) fn transpose_into<T: Element>(
+    x: &[T],
+    (rows, cols, stride): (usize, usize, usize),
+    out: &mut [T],
+) -> bool {
+    // One past the block's last element of `x` (none for no rows).
+    let end = match rows.checked_sub(1) {
+        Some(last) => last.checked_mul(stride).and_then(|at| at.checked_add(cols)),
+        None => Some(0),
+    };
+    let fits = stride >= cols && end.is_some_and(|end| end <= x.len());
+    let Some(out) = out.get_mut(..rows * cols).filter(|_| fits) else {
+        return false;
+    };
+    if rows > 0 && cols > 0 {
+        let layout = Layout {
+            dims: vec![cols, rows],
+            strides: vec![1, stride],
+            base: 0,
+        };
+        fill(x, out, 0, &layout, Some(cols));
+    }
+    true
 }
 
 /// Output rows a block of [`rows`] fills together.
@@ -297,6 +330,46 @@ mod tests {
             assert!(transpose(&x, &[0, 0], None, &parallel).is_none());
             assert!(transpose(&x, &[0, 2], None, &parallel).is_none());
             assert!(transpose(&x, &[1], None, &parallel).is_none());
+        }
+    }
+
+    /// A block of a strided matrix transposed into a buffer (attention's `k_hᵀ`): every
+    /// element in place for blocks of whole and partial tiles of eight, wider strides than
+    /// the block and a buffer longer than it; a block outside `x`, a stride below the
+    /// width or a short buffer is refused and leaves the buffer as it was.
+    #[test]
+    fn transpose_into_a_buffer() {
+        for (rows, cols, stride) in [
+            (128, 32, 384),
+            (19, 37, 37),
+            (8, 8, 8),
+            (5, 3, 11),
+            (0, 4, 4),
+        ] {
+            let x: Vec<f32> = (0..rows * stride + 7).map(|i| i as f32).collect();
+            let mut out = vec![-1.0f32; rows * cols + 3];
+            assert!(transpose_into(&x, (rows, cols, stride), &mut out));
+            for p in 0..cols {
+                for j in 0..rows {
+                    assert_eq!(
+                        out[p * rows + j],
+                        x[j * stride + p],
+                        "{rows}x{cols}/{stride}"
+                    );
+                }
+            }
+            assert!(out[rows * cols..].iter().all(|&v| v == -1.0));
+        }
+        let x = vec![1.0f32; 100];
+        for (block, len) in [
+            ((10, 10, 11), 100),
+            ((11, 10, 10), 110),
+            ((4, 5, 4), 20),
+            ((10, 10, 10), 99),
+        ] {
+            let mut out = vec![-1.0f32; len];
+            assert!(!transpose_into(&x, block, &mut out), "{block:?} into {len}");
+            assert!(out.iter().all(|&v| v == -1.0));
         }
     }
 }
