@@ -1,11 +1,13 @@
 //! The least nonzero magnitude of each `f32` slot's values, a value-range analysis for the
 //! division by a constant ([`crate::reciprocal`]): its product form is exact for every
 //! dividend but those of magnitude below a threshold, and a dividend that is `0` or at
-//! least that (a `relu6(x + 3)` is `0` or at least `2^-23`) needs no test for them.
+//! least that (a `relu6(x + 3)` is `0` or at least `2^-23`) needs no test for them. And the
+//! magnitudes below which a value's uses cannot tell it from another (`x / 6 + 0.5` is
+//! `0.5` for every tiny `x / 6`), so that its last bits there need not be exact.
 
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 
-use crate::plan::{KernelPlan, SlotOp};
+use crate::plan::{operands, KernelPlan, SlotOp};
 
 /// Relative rounding of one `f32` operation, `2^-24`, with room: a bound `m` on the exact
 /// result bounds the rounded one by `m · (1 − 2^-23)` (rounding is monotonic and moves a
@@ -73,6 +75,52 @@ pub fn least_magnitudes(plan: &KernelPlan) -> Vec<f64> {
     m
 }
 
+/// For each slot of `plan`, `a ≥ 0` such that replacing any of its values of magnitude
+/// below `a` by any other value below `a` changes no result of the kernel (`0`: no such
+/// `a` is known). That holds where every use adds the value to a constant `k`, or
+/// subtracts one from the other: a nonzero `k` with `2^e ≤ |k|` has floats `2^(e−24)` apart
+/// or more around it, so `k ± v` rounds to `k` for every `|v| < 2^(e−25)`. A slot that is a
+/// kernel output, held in another storage type or read by anything else gets `0`.
+pub fn absorbed_below(plan: &KernelPlan) -> Vec<f64> {
+    let mut a = vec![f64::INFINITY; plan.slots.len()];
+    for &(out, _) in &plan.outputs {
+        a[out] = 0.0;
+    }
+    let constant = |k: usize| match plan.slots[k].op {
+        SlotOp::Const(bits) if plan.slots[k].ty == ElementType::F32 => {
+            Some(f32::from_bits(bits as u32)).filter(|c| c.is_normal())
+        }
+        _ => None,
+    };
+    for (k, slot) in plan.slots.iter().enumerate() {
+        if slot.ty != ElementType::F32 || slot.storage != slot.ty {
+            a[k] = 0.0;
+        }
+        let sum_with = match slot.op {
+            SlotOp::Binary(BinaryOp::Add | BinaryOp::Subtract, x, y) if slot.storage == slot.ty => {
+                match (constant(x), constant(y)) {
+                    (None, Some(c)) => Some((x, c)),
+                    (Some(c), None) => Some((y, c)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        for used in operands(&slot.op) {
+            a[used] = match sum_with {
+                Some((v, c)) if v == used && slot.ty == ElementType::F32 => {
+                    let e = ((c.to_bits() >> 23) & 0xFF) as i32 - 127;
+                    a[used].min(2f64.powi(e - 25))
+                }
+                _ => 0.0,
+            };
+        }
+    }
+    a.iter()
+        .map(|&v| if v.is_finite() { v } else { 0.0 })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +175,52 @@ mod tests {
         let b = FunctionBuilder::new("call");
         let x = b.parameter("x", F32, [4]);
         assert_eq!(least_of(&b.finish(&[x.exp() + x]).unwrap()), 0.0);
+    }
+
+    /// The bound `absorbed_below` gives the value of `body`'s slot made by node `name`.
+    fn absorbed_at(body: &Function, name: &str) -> f64 {
+        let plan = plan_kernel("t", body).unwrap();
+        let k = plan.slots.iter().position(|s| &*s.node == name).unwrap();
+        absorbed_below(&plan)[k]
+    }
+
+    #[test]
+    fn sums_with_a_constant_absorb_tiny_values() {
+        // `x / 6 + 0.5`: values below 2^-26 leave 0.5, and the bound is tight.
+        let b = FunctionBuilder::new("hard_sigmoid");
+        let x = b.parameter("x", F32, [4]);
+        let q = (x / 6.0).named("q");
+        let body = b.finish(&[(q + 0.5).max(x.scalar_like(0.0))]).unwrap();
+        let a = absorbed_at(&body, "q");
+        assert_eq!(a, 2f64.powi(-26));
+        for v in [a * 0.999, -a * 0.999, 1e-30, -1e-45] {
+            assert_eq!(0.5f32 + v as f32, 0.5, "{v}");
+            assert_eq!(0.5f32 - v as f32, 0.5, "{v}");
+        }
+        assert_ne!(0.5f32 - (a * 1.01) as f32, 0.5);
+        // Two sums: the smaller constant's bound; `k − x` as well.
+        let b = FunctionBuilder::new("two");
+        let x = b.parameter("x", F32, [4]);
+        let q = (x / 6.0).named("q");
+        let body = b.finish(&[q + 1024.0, x.scalar_like(3.0) - q]).unwrap();
+        assert_eq!(absorbed_at(&body, "q"), 2f64.powi(1 - 25));
+        // A product reads it too, or it is an output: nothing.
+        let b = FunctionBuilder::new("read");
+        let x = b.parameter("x", F32, [4]);
+        let q = (x / 6.0).named("q");
+        let body = b.finish(&[(q + 0.5) * q]).unwrap();
+        assert_eq!(absorbed_at(&body, "q"), 0.0);
+        let b = FunctionBuilder::new("output");
+        let x = b.parameter("x", F32, [4]);
+        let q = (x / 6.0).named("q");
+        let body = b.finish(&[q + 0.5, q]).unwrap();
+        assert_eq!(absorbed_at(&body, "q"), 0.0);
+        // A sum with a value that may be zero: nothing.
+        let b = FunctionBuilder::new("variable");
+        let x = b.parameter("x", F32, [4]);
+        let y = b.parameter("y", F32, [4]);
+        let q = (x / 6.0).named("q");
+        let body = b.finish(&[q + y]).unwrap();
+        assert_eq!(absorbed_at(&body, "q"), 0.0);
     }
 }

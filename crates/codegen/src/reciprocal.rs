@@ -46,14 +46,25 @@ const TINY_LIMIT: f64 = 1.0 / (1u64 << 60) as f64;
 
 impl ExactReciprocal {
     /// The form of dividing by `c` that needs no division for any dividend that is zero,
-    /// infinite, NaN or of magnitude at least `least` ([`crate::magnitude`]): a power of
-    /// two's for any `least`; otherwise [`ExactReciprocal::of`]`(c)` if its `tiny` is at
-    /// most `least` (`c` is not checked when `least` is 0).
-    pub fn for_dividends(c: f32, least: f64) -> Option<ExactReciprocal> {
-        if !power_of_two(c) && least <= 0.0 {
+    /// infinite, NaN or of magnitude at least `least` ([`crate::magnitude::least_magnitudes`]),
+    /// or whose quotients below `absorbed` no use can tell apart
+    /// ([`crate::magnitude::absorbed_below`]): a power of two's for any bounds; otherwise
+    /// [`ExactReciprocal::of`]`(c)` if its `tiny` is at most `least`, or if every quotient
+    /// of a dividend below `tiny`, exact or not, lies below `absorbed` (`c` is not checked
+    /// when both bounds are 0).
+    pub fn for_dividends(c: f32, least: f64, absorbed: f64) -> Option<ExactReciprocal> {
+        if !power_of_two(c) && least <= 0.0 && absorbed <= 0.0 {
             return None;
         }
-        ExactReciprocal::of(c).filter(|r| r.lo == 0.0 || f64::from(r.tiny) <= least)
+        ExactReciprocal::of(c)
+            .filter(|r| r.lo == 0.0 || f64::from(r.tiny) <= least || r.tiny_quotients(c) < absorbed)
+    }
+
+    /// A bound on `|x / c|` and on the form's result for `0 < |x| < tiny`: the quotient is
+    /// below `tiny / |c|`, and the form's two roundings (the second possibly subnormal) move
+    /// it by less than that again plus the smallest subnormal.
+    fn tiny_quotients(&self, c: f32) -> f64 {
+        2.0 * f64::from(self.tiny) / f64::from(c).abs() + f64::from(f32::from_bits(1))
     }
 
     /// The exact product form of dividing by `c`, or `None` when `c` has none: zero,
@@ -220,10 +231,36 @@ mod tests {
     fn dividends_below_tiny_keep_the_division() {
         let r = ExactReciprocal::of(6.0).unwrap();
         let least = f64::from(r.tiny);
-        assert_eq!(ExactReciprocal::for_dividends(6.0, least), Some(r));
-        assert_eq!(ExactReciprocal::for_dividends(6.0, least * 0.5), None);
-        assert_eq!(ExactReciprocal::for_dividends(6.0, 0.0), None);
-        assert!(ExactReciprocal::for_dividends(0.25, 0.0).is_some());
+        assert_eq!(ExactReciprocal::for_dividends(6.0, least, 0.0), Some(r));
+        assert_eq!(ExactReciprocal::for_dividends(6.0, least * 0.5, 0.0), None);
+        assert_eq!(ExactReciprocal::for_dividends(6.0, 0.0, 0.0), None);
+        assert!(ExactReciprocal::for_dividends(0.25, 0.0, 0.0).is_some());
+        // Quotients added to 0.5 (`x / 6 + 0.5`): those below 2^-26 leave 0.5.
+        let absorbed = 2f64.powi(-26);
+        assert_eq!(ExactReciprocal::for_dividends(6.0, 0.0, absorbed), Some(r));
+        let just_under = r.tiny_quotients(6.0);
+        assert_eq!(ExactReciprocal::for_dividends(6.0, 0.0, just_under), None);
+    }
+
+    /// Where the form is inexact (dividends below `tiny`), its results and the quotients
+    /// stay below the bound `for_dividends` compares with what their uses absorb.
+    #[test]
+    fn inexact_quotients_stay_below_their_bound() {
+        for c in [6.0f32, 3.0, -7.0, 1.4142135, 255.0, 1e-20, 3e25] {
+            let Some(r) = ExactReciprocal::of(c) else {
+                continue;
+            };
+            let bound = r.tiny_quotients(c);
+            let below = (0..1 << 16).map(|i: u32| r.tiny * (i as f32 / 65536.0));
+            let subnormals = (1..1 << 12).map(f32::from_bits);
+            for x in below.chain(subnormals).filter(|x| x.abs() < r.tiny) {
+                for x in [x, -x] {
+                    let form = x.mul_add(r.hi, x * r.lo);
+                    assert!(f64::from(form.abs()) < bound, "{x} / {c}: {form}");
+                    assert!(f64::from((x / c).abs()) < bound, "{x} / {c}");
+                }
+            }
+        }
     }
 
     #[test]

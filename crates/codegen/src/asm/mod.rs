@@ -30,7 +30,7 @@ use super::broadcast::Addressing;
 use super::calls::LibraryCalls;
 use super::lanes::Lanes;
 use super::lower::{constant_bound_test, float_constant};
-use super::magnitude::least_magnitudes;
+use super::magnitude::{absorbed_below, least_magnitudes};
 use super::plan::{KernelPlan, SlotId, SlotOp};
 use super::reciprocal::ExactReciprocal;
 use graphlift_kernels::target::{CpuFeatures, VectorIsa};
@@ -295,7 +295,7 @@ impl Layout {
         let mut lowering = Vec::with_capacity(plan.slots.len());
         let mut aux: Vec<(Aux, usize)> = Vec::new();
         let mut programs = Vec::new();
-        let least = least_magnitudes(plan);
+        let bounds = (least_magnitudes(plan), absorbed_below(plan));
         for (k, slot) in plan.slots.iter().enumerate() {
             let l = match &slot.op {
                 SlotOp::Load { arg, addressing } => {
@@ -349,13 +349,15 @@ impl Layout {
                     None
                 }
                 SlotOp::Const(_) => None,
-                _ => Some(match direct(plan, k, isa, &least, &mut aux) {
-                    Some(l) => l,
-                    None => {
-                        programs.push(program::translate(plan, k, isa)?);
-                        Lowering::Program(programs.len() - 1)
-                    }
-                }),
+                _ => Some(
+                    match direct(plan, k, isa, (&bounds.0, &bounds.1), &mut aux) {
+                        Some(l) => l,
+                        None => {
+                            programs.push(program::translate(plan, k, isa)?);
+                            Lowering::Program(programs.len() - 1)
+                        }
+                    },
+                ),
             };
             lowering.push(l);
         }
@@ -518,7 +520,7 @@ fn direct(
     plan: &KernelPlan,
     k: SlotId,
     isa: VectorIsa,
-    least: &[f64],
+    (least, absorbed): (&[f64], &[f64]),
     aux: &mut Vec<(Aux, usize)>,
 ) -> Option<Lowering> {
     let slot = &plan.slots[k];
@@ -533,7 +535,8 @@ fn direct(
     };
     if let SlotOp::Binary(BinaryOp::Divide, x, c) = slot.op {
         let by = float_constant(&plan.slots[c], ElementType::F32);
-        if let Some(r) = by.and_then(|v| ExactReciprocal::for_dividends(v as f32, least[x])) {
+        let exact = |v: f64| ExactReciprocal::for_dividends(v as f32, least[x], absorbed[k]);
+        if let Some(r) = by.and_then(exact) {
             return Some(Lowering::DivideExact { x, r });
         }
     }

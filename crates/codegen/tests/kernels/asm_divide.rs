@@ -54,6 +54,25 @@ fn quotients(c: f32, n: usize) -> Function {
         .unwrap()
 }
 
+/// Quotients of any `x` added to constants: `clip(x / c + 0.5, 0, 1)` (a hard sigmoid
+/// written out; the sum absorbs tiny quotients), `1e-3 − x / c`, and `(x / c + 0.5) · (x /
+/// c)` (a quotient read by a product as well) over `[n]`.
+fn absorbed(c: f32, n: usize) -> Function {
+    let b = FunctionBuilder::new(format!("absorb_{c}"));
+    let x = b.parameter("x", F32, [n]);
+    let c = f64::from(c);
+    let sigmoid = (x / c + 0.5)
+        .max(x.scalar_like(0.0))
+        .min(x.scalar_like(1.0));
+    let shared = x / c;
+    b.finish(&[
+        sigmoid,
+        x.scalar_like(1e-3) - x / c,
+        (shared + 0.5) * shared,
+    ])
+    .unwrap()
+}
+
 /// The targets to check and the code each gives: the host's widest, and AVX2 where the host
 /// has AVX-512 too.
 fn targets() -> Vec<(Target, Option<VectorIsa>)> {
@@ -78,13 +97,14 @@ fn division_by_a_constant_has_the_divisions_bits() {
     ];
     for c in divisors {
         for n in [1, 17, 1000] {
-            let what = format!("x / {c} [{n}]");
-            let body = quotients(c, n);
             let ins = vec![Tensor::from_vec(dividends(n), [n]).unwrap()];
-            for (target, isa) in targets() {
-                same_bits_on(&what, &body, &ins, &target, isa);
+            for (what, body) in [("x", quotients(c, n)), ("sums of x", absorbed(c, n))] {
+                let what = format!("{what} / {c} [{n}]");
+                for (target, isa) in targets() {
+                    same_bits_on(&what, &body, &ins, &target, isa);
+                }
+                check(&what, &body, &ins, Expect::Exact);
             }
-            check(&what, &body, &ins, Expect::Exact);
         }
     }
 }
@@ -94,16 +114,26 @@ fn the_listing_shows_the_product_form_or_the_division() {
     let Some(isa) = host_isa() else {
         return;
     };
-    let listing = |shifted: bool, c: f64| {
+    let listing_of = |body: &Function| {
         let target = Target::from_env().with_veclib(false);
-        let b = FunctionBuilder::new("divide");
-        let x = b.parameter("x", F32, [1000]);
-        let dividend = if shifted { x + 3.0 } else { x };
-        let body = b.finish(&[dividend / c]).unwrap();
-        JitKernel::compile_for(&body, &target)
+        JitKernel::compile_for(body, &target)
             .unwrap()
             .ir()
             .to_string()
+    };
+    let listing = |shifted: bool, c: f64| {
+        let b = FunctionBuilder::new("divide");
+        let x = b.parameter("x", F32, [1000]);
+        let dividend = if shifted { x + 3.0 } else { x };
+        listing_of(&b.finish(&[dividend / c]).unwrap())
+    };
+    let absorbed = |also_output: bool| {
+        let b = FunctionBuilder::new("absorbed");
+        let x = b.parameter("x", F32, [1000]);
+        let q = x / 6.0;
+        let sum = q + 0.5;
+        let outs = if also_output { vec![sum, q] } else { vec![sum] };
+        listing_of(&b.finish(&outs).unwrap())
     };
     let width = match isa {
         VectorIsa::Avx512 => "zmm",
@@ -125,6 +155,13 @@ fn the_listing_shows_the_product_form_or_the_division() {
         "{quarter}"
     );
     assert!(quarter.contains(&format!("vmulps {width}")), "{quarter}");
+    // Any `x`, but the quotient only added to 0.5: the product form; the quotient an output
+    // as well: the division.
+    let sum = absorbed(false);
+    assert!(sum.contains(&format!("vfmadd231ps {width}")), "{sum}");
+    assert!(!sum.contains("vdivps"), "{sum}");
+    let both = absorbed(true);
+    assert!(both.contains(&format!("vdivps {width}")), "{both}");
     assert_eq!(ExactReciprocal::of(3e30), None);
     let huge = listing(true, 3e30);
     assert!(
