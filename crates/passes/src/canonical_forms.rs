@@ -12,6 +12,7 @@ use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy, splat,
 use crate::{Pass, PassError};
 
 mod gelu;
+mod hard_swish;
 #[cfg(test)]
 mod tests;
 
@@ -28,6 +29,7 @@ mod tests;
 /// | `x · Sigmoid(x)`, `Sigmoid(x) · x` (PyTorch's SiLU) | `x / (e^-x + 1)` (the library's SiLU form, the peers' E3) | a few ulp (`f32`: the form's roundings against the reference's one rounding of `sigmoid`) |
 /// | `x · Sigmoid(x·β)`, with either product's operands either way round and `β` a constant (Swish; CLIP's QuickGELU, `β = 1.702`) | `x / (e^-(x·β) + 1)`, the product `x·β` kept (the library's Swish form) | as SiLU |
 /// | GELU-erf: the product of `x`, `0.5` and `erf(x·c) + 1` or `erf(x / c) + 1` grouped in any order | `(x·0.5)·(erf(x·c) + 1)`, `(x·(erf(x / c) + 1))·0.5` (the library's two GELU-erf forms) | exact (scaling by 0.5 commutes with rounding) except where a product overflows or is subnormal |
+/// | HardSwish `(x · relu6(x + 3)) / 6`, `relu6` a clip to `[0, 6]`, the product either way round (PyTorch before opset 14, paddle2onnx) | `x · (relu6(x + 3) / 6)` (Keras' spelling; its division is exact as a product in assembled code) | two roundings either way: within 2 ulp (subnormal results: within the least subnormal); `x` instead of `+∞` where `x · 6` overflows |
 ///
 /// The exponent must be a Constant (or Broadcasts of one) whose elements all equal one of
 /// the values above; `(x·x)·x` is the tree the library's GELU-tanh form matches, so
@@ -71,6 +73,8 @@ enum Form {
     Swish(Output, Output, NodeId),
     /// A GELU-erf product to regroup.
     GeluErf(gelu::GeluErf),
+    /// A HardSwish quotient to regroup.
+    HardSwish(hard_swish::HardSwish),
 }
 
 fn any_rule(g: &Function) -> Result<bool, PassError> {
@@ -99,6 +103,7 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Form>, PassError> {
                 .map(|c| Form::Power(ins[0], c, path)),
             None => None,
         },
+        Op::Binary(BinaryOp::Divide) => hard_swish::find(g, id)?.map(Form::HardSwish),
         Op::Binary(BinaryOp::Multiply) => {
             if let Some(m) = gelu::find(g, id)? {
                 return Ok(Some(Form::GeluErf(m)));
@@ -136,6 +141,13 @@ fn scales(g: &Function, z: Output, x: Output) -> Result<bool, PassError> {
     Ok(false)
 }
 
+/// Whether `o` is a splat constant (a Constant, or Broadcasts of one) every element of
+/// which is `v`.
+fn is_splat(g: &Function, o: Output, v: f64) -> Result<bool, PassError> {
+    Ok(splat(g, o)?
+        .is_some_and(|(d, _)| !d.is_empty() && (0..d.len()).all(|i| d.get_f64(i) == Some(v))))
+}
+
 /// The one value every element of `d` has (floats), if any.
 fn uniform(d: &TensorData) -> Option<f64> {
     let first = d.get_f64(0)?;
@@ -161,6 +173,11 @@ fn canonicalize(g: &mut Function) -> Result<bool, PassError> {
                 let t = e.binary(BinaryOp::Multiply, m.x, first)?;
                 let root = e.binary(BinaryOp::Multiply, t, second)?;
                 (root, m.bypassed.into_iter().collect())
+            }
+            Form::HardSwish(h) => {
+                let sigmoid = e.binary(BinaryOp::Divide, h.relu6, h.six)?;
+                let root = e.binary(BinaryOp::Multiply, h.x, sigmoid)?;
+                (root, std::iter::once(h.product).collect())
             }
         };
         created.extend(e.created);

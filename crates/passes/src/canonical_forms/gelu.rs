@@ -4,6 +4,7 @@
 
 use graphlift_ir::{BinaryOp, Function, NodeId, Op, Output, UnaryOp};
 
+use super::is_splat;
 use crate::rewrite::splat;
 use crate::PassError;
 
@@ -99,11 +100,6 @@ fn index_of(
         }
     }
     Ok(None)
-}
-
-fn is_splat(g: &Function, o: Output, v: f64) -> Result<bool, PassError> {
-    Ok(splat(g, o)?
-        .is_some_and(|(d, _)| !d.is_empty() && (0..d.len()).all(|i| d.get_f64(i) == Some(v))))
 }
 
 /// Whether `a` is `erf(x·c) + 1` (`Some(true)`) or `erf(x / c) + 1` (`Some(false)`), `c` a

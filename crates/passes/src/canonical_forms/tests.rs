@@ -255,3 +255,64 @@ fn gelu_erf_products_are_regrouped_into_the_library_forms() {
         assert!(same_bits(&want, &got), "spelling {k}: {want:?} {got:?}");
     }
 }
+
+/// HardSwish as `(x · relu6(x + 3)) / 6` with the product and the sum either way round and
+/// the clip's bounds in either order becomes `x · (relu6(x + 3) / 6)`: within 2 ulp of the
+/// spelled form (the least subnormal apart where the results are subnormal) over a sweep of
+/// magnitudes, `x` where `x · 6` overflows; the same NaN, infinities and zeros. Another
+/// divisor, another clip, or a product read elsewhere is left alone.
+#[test]
+fn hard_swish_quotients_become_the_keras_product() {
+    type Spelling = fn(graphlift_ir::Value<'_>) -> graphlift_ir::Value<'_>;
+    let spellings: [Spelling; 4] = [
+        |x| (x * (x + 3.0).max(x.scalar_like(0.0)).min(x.scalar_like(6.0))) / 6.0,
+        |x| ((x + 3.0).max(x.scalar_like(0.0)).min(x.scalar_like(6.0)) * x) / 6.0,
+        |x| (x * (3.0 + x).min(x.scalar_like(6.0)).max(x.scalar_like(0.0))) / 6.0,
+        |x| (x * x.scalar_like(0.0).max(x + 3.0).min(x.scalar_like(6.0))) / 6.0,
+    ];
+    let mut xs = specials();
+    xs.extend((0..4000).map(|i| (i as f32 - 2000.0) * 0.004_173));
+    xs.extend((0..3000).flat_map(|i| {
+        let v = 2f32.powf(i as f32 * 0.085 - 140.0);
+        [v, -v]
+    }));
+    let n = xs.len();
+    for (k, spell) in spellings.into_iter().enumerate() {
+        let b = FunctionBuilder::new("hard_swish");
+        let x = b.parameter("x", ElementType::F32, [n]);
+        let before = b.finish(&[spell(x)]).unwrap();
+        let mut after = before.clone();
+        assert!(CanonicalForms.run(&mut after).unwrap(), "spelling {k}");
+        let out = after.result_source(after.results()[0]).unwrap();
+        let root = after.node(out.node).unwrap();
+        assert_eq!(root.op(), &Op::Binary(BinaryOp::Multiply), "{after}");
+        let quotient = after.node(root.inputs()[1].node).unwrap();
+        assert_eq!(quotient.op(), &Op::Binary(BinaryOp::Divide), "{after}");
+        let t = Tensor::from_vec(xs.clone(), [n]).unwrap();
+        let (want, got) = (eval(&before, std::slice::from_ref(&t)), eval(&after, &[t]));
+        let (w, g) = (want[0].read::<f32>().unwrap(), got[0].read::<f32>().unwrap());
+        for ((&a, &b), &x) in w.iter().zip(g.iter()).zip(&xs) {
+            let ulps = a.to_bits().abs_diff(b.to_bits());
+            let fine = (a.is_nan() && b.is_nan())
+                || a == b
+                || (a.is_finite() && a.signum() == b.signum() && ulps <= 2)
+                || (a.abs() < f32::MIN_POSITIVE && (a - b).abs() <= f32::from_bits(1))
+                || (a == f32::INFINITY && b == x);
+            assert!(fine, "spelling {k}: x = {x:e}: {a:e} vs {b:e}");
+        }
+    }
+    // Not HardSwish: a divisor of 5, a clip to [0, 5], `x - 3`, a product read elsewhere.
+    let n = 8;
+    let b = FunctionBuilder::new("others");
+    let x = b.parameter("x", ElementType::F32, [n]);
+    let (zero, five, six) = (x.scalar_like(0.0), x.scalar_like(5.0), x.scalar_like(6.0));
+    let relu6 = (x + 3.0).max(zero).min(six);
+    let relu5 = (x + 3.0).max(zero).min(five);
+    let shifted_down = (x - 3.0).max(zero).min(six);
+    let shared = x * relu6;
+    let y = (x * relu6) / 5.0 + (x * relu5) / 6.0 + (x * shifted_down) / 6.0;
+    let mut f = b.finish(&[y, shared / 6.0, shared]).unwrap();
+    let before = f.clone();
+    assert!(!CanonicalForms.run(&mut f).unwrap(), "{f}");
+    assert_eq!(f, before);
+}
