@@ -290,7 +290,10 @@ fn hard_swish_quotients_become_the_keras_product() {
         assert_eq!(quotient.op(), &Op::Binary(BinaryOp::Divide), "{after}");
         let t = Tensor::from_vec(xs.clone(), [n]).unwrap();
         let (want, got) = (eval(&before, std::slice::from_ref(&t)), eval(&after, &[t]));
-        let (w, g) = (want[0].read::<f32>().unwrap(), got[0].read::<f32>().unwrap());
+        let (w, g) = (
+            want[0].read::<f32>().unwrap(),
+            got[0].read::<f32>().unwrap(),
+        );
         for ((&a, &b), &x) in w.iter().zip(g.iter()).zip(&xs) {
             let ulps = a.to_bits().abs_diff(b.to_bits());
             let fine = (a.is_nan() && b.is_nan())
@@ -312,6 +315,62 @@ fn hard_swish_quotients_become_the_keras_product() {
     let shared = x * relu6;
     let y = (x * relu6) / 5.0 + (x * relu5) / 6.0 + (x * shifted_down) / 6.0;
     let mut f = b.finish(&[y, shared / 6.0, shared]).unwrap();
+    let before = f.clone();
+    assert!(!CanonicalForms.run(&mut f).unwrap(), "{f}");
+    assert_eq!(f, before);
+}
+
+/// `ln(e^x + 1)` and `ln(1 + e^x)` become `relu(x) + log1p(e^-|x|)`: within a few ulp of
+/// the function (computed in `f64`) over the whole range, where the spelled form is not,
+/// and equal to the spelled form within a few ulp for `x ≥ 0` but where `e^x` overflows.
+/// A sum or `Exp` read elsewhere, or `e^x + 2`, is left alone.
+#[test]
+fn softplus_written_out_becomes_the_stable_form() {
+    let mut xs = specials();
+    xs.extend((0..4000).map(|i| (i as f32 - 2000.0) * 0.051));
+    let n = xs.len();
+    for one_first in [false, true] {
+        let b = FunctionBuilder::new("softplus");
+        let x = b.parameter("x", ElementType::F32, [n]);
+        let e = x.exp();
+        let sum = if one_first { 1.0 + e } else { e + 1.0 };
+        let before = b.finish(&[sum.log()]).unwrap();
+        let mut after = before.clone();
+        assert!(CanonicalForms.run(&mut after).unwrap(), "{after}");
+        assert_eq!(ops(&after, &Op::Unary(UnaryOp::Log)), 0, "{after}");
+        assert_eq!(ops(&after, &Op::Unary(UnaryOp::Log1p)), 1, "{after}");
+        let t = Tensor::from_vec(xs.clone(), [n]).unwrap();
+        let (spelled, got) = (eval(&before, std::slice::from_ref(&t)), eval(&after, &[t]));
+        let (s, g) = (
+            spelled[0].read::<f32>().unwrap(),
+            got[0].read::<f32>().unwrap(),
+        );
+        for ((&s, &g), &x) in s.iter().zip(g.iter()).zip(&xs) {
+            if x.is_nan() {
+                assert!(g.is_nan() && s.is_nan());
+                continue;
+            }
+            let x64 = f64::from(x);
+            let exact = (x64.max(0.0) + (-x64.abs()).exp().ln_1p()) as f32;
+            let ulps = |v: f32| v.to_bits().abs_diff(exact.to_bits());
+            assert!(g == exact || ulps(g) <= 4, "x = {x}: {g} against {exact}");
+            if x >= 0.0 && x < 88.0 {
+                assert!(
+                    ulps(s) <= 4 && s.to_bits().abs_diff(g.to_bits()) <= 4,
+                    "x = {x}"
+                );
+            }
+            if x > 89.0 {
+                assert_eq!((s, g), (f32::INFINITY, x));
+            }
+        }
+    }
+    let b = FunctionBuilder::new("others");
+    let x = b.parameter("x", ElementType::F32, [4]);
+    let shared = x.exp() + 1.0;
+    let e = x.exp();
+    let y = (x.exp() + 2.0).log() + shared.log() + (e + 1.0).log();
+    let mut f = b.finish(&[y, shared, e]).unwrap();
     let before = f.clone();
     assert!(!CanonicalForms.run(&mut f).unwrap(), "{f}");
     assert_eq!(f, before);
