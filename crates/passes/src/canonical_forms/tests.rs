@@ -333,7 +333,11 @@ fn softplus_written_out_becomes_the_stable_form() {
         let b = FunctionBuilder::new("softplus");
         let x = b.parameter("x", ElementType::F32, [n]);
         let e = x.exp();
-        let sum = if one_first { 1.0 + e } else { e + 1.0 };
+        let sum = if one_first {
+            x.scalar_like(1.0) + e
+        } else {
+            e + 1.0
+        };
         let before = b.finish(&[sum.log()]).unwrap();
         let mut after = before.clone();
         assert!(CanonicalForms.run(&mut after).unwrap(), "{after}");
@@ -354,7 +358,7 @@ fn softplus_written_out_becomes_the_stable_form() {
             let exact = (x64.max(0.0) + (-x64.abs()).exp().ln_1p()) as f32;
             let ulps = |v: f32| v.to_bits().abs_diff(exact.to_bits());
             assert!(g == exact || ulps(g) <= 4, "x = {x}: {g} against {exact}");
-            if x >= 0.0 && x < 88.0 {
+            if (0.0..88.0).contains(&x) {
                 assert!(
                     ulps(s) <= 4 && s.to_bits().abs_diff(g.to_bits()) <= 4,
                     "x = {x}"
