@@ -4,7 +4,8 @@
 //! row, then `P · v_h` written straight into the heads-merged output (no head split or
 //! merge copies). On `f32` both products run on the packed product's microkernel, which
 //! loads its right operand's rows: the scores from `q`'s head read in place and `scale ·
-//! k_hᵀ` staged per head (`D × Sk`, a few KiB), `P · v_h` from `P` and `v`'s head in place.
+//! k_hᵀ` staged (`D × Sk`, a few KiB a head: by the task that has a batch alone, else once
+//! for the tasks that share it), `P · v_h` from `P` and `v`'s head in place.
 //! On `f64`, gemm reads all three heads in place. Tasks run on the backend's pool.
 
 use std::ops::{AddAssign, Mul};
@@ -269,9 +270,43 @@ struct Inputs<'a, T> {
     mask: Option<Mask<'a, T>>,
 }
 
-/// Each (batch, head)'s `scale · k_hᵀ` (`D × Sk`, in that order) written into `k_t` (of
-/// that length) once for every task, as the packed product's right operand; `false` where
-/// a head does not lie in `k` (the tasks then use gemm).
+/// Where the tasks find each head's `scale · k_hᵀ` (`D × Sk`), the packed product's right
+/// operand.
+#[derive(Clone, Copy)]
+enum Keys<'a, T> {
+    /// Staged for every (batch, head), in that order, before the tasks ([`stage_keys`]):
+    /// several tasks share each batch.
+    Staged(&'a [T]),
+    /// Staged by each task head by head into a buffer of its own, which stays in L1: a task
+    /// that has its batch's query rows alone stages each head once anyway (staging all of
+    /// a large batch first left them in L3).
+    PerHead,
+    /// None: gemm reads `k`'s heads in place (no packed product for the type, or a head
+    /// outside `k`).
+    Gemm,
+}
+
+/// `scale · k_hᵀ` of head `h` of batch `b` into `out` (`D × Sk`); `false` where the head
+/// does not lie in `k` or `out` is shorter.
+fn stage_head<T: Float>(
+    k: &[T],
+    (b, h): (usize, usize),
+    scale: T,
+    n: &Dims,
+    out: &mut [T],
+) -> bool {
+    let at = b * n.sk * n.e() + h * n.d;
+    let staged = k
+        .get(at..)
+        .is_some_and(|k| transpose_into(k, (n.sk, n.d, n.e()), out));
+    if staged {
+        out[..n.d * n.sk].iter_mut().for_each(|v| *v = scale * *v);
+    }
+    staged
+}
+
+/// [`stage_head`] of every (batch, head) into `k_t` (of that length, in that order), over
+/// the team; `false` where one does not stage.
 fn stage_keys<T: Float>(
     k: &[T],
     scale: T,
@@ -285,11 +320,7 @@ fn stage_keys<T: Float>(
     }
     let staged = AtomicBool::new(true);
     let stage = |(i, out): (usize, &mut [T])| {
-        let at = (i / n.heads) * n.sk * n.e() + (i % n.heads) * n.d;
-        let block = (n.sk, n.d, n.e());
-        if k.get(at..).is_some_and(|k| transpose_into(k, block, out)) {
-            out.iter_mut().for_each(|v| *v = scale * *v);
-        } else {
+        if !stage_head(k, (i / n.heads, i % n.heads), scale, n, out) {
             staged.store(false, Relaxed);
         }
     };
@@ -329,17 +360,21 @@ fn run<T: Float>(x: Inputs<'_, T>, out: &mut [T], scale: T, n: Dims, parallel: &
                 .enumerate()
                 .map(move |(blk, o)| (b, blk * rows, o))
         });
-    let staged = if T::PACKED {
+    // Several tasks to a batch: its keys staged once for all of them.
+    let shared = T::PACKED && rows < n.sq;
+    let staged = if shared {
         n.batch * n.heads * n.d * n.sk
     } else {
         0
     };
     with_scratch(staged, |k_t: &mut [T]| {
-        let k_t: &[T] = match stage_keys(x.k, scale, &n, team, k_t) {
-            true => k_t,
-            false => &[],
+        let keys = match (T::PACKED, shared) {
+            (false, _) => Keys::Gemm,
+            (true, false) => Keys::PerHead,
+            (true, true) if stage_keys(x.k, scale, &n, team, k_t) => Keys::Staged(k_t),
+            (true, true) => Keys::Gemm,
         };
-        let task = |(b, r0, o): (usize, usize, &mut [T])| block(&x, k_t, (b, r0), o, scale, n);
+        let task = |(b, r0, o): (usize, usize, &mut [T])| block(&x, keys, (b, r0), o, scale, n);
         match team {
             Some(team) => for_each(team, tasks, task),
             None => tasks.for_each(task),
@@ -347,28 +382,32 @@ fn run<T: Float>(x: Inputs<'_, T>, out: &mut [T], scale: T, n: Dims, parallel: &
     })
 }
 
-/// Output rows `r0..` of batch `b` (`out` holds them, all heads), head by head; `k_t` is
-/// [`stage_keys`], or empty.
+/// Output rows `r0..` of batch `b` (`out` holds them, all heads), head by head.
 fn block<T: Float>(
     x: &Inputs<'_, T>,
-    k_t: &[T],
+    keys: Keys<'_, T>,
     (b, r0): (usize, usize),
     out: &mut [T],
     scale: T,
     n: Dims,
 ) {
     let m = out.len() / n.ev();
-    with_scratch(2 * m * n.sk, |buffers: &mut [T]| {
-        let (scores, probs) = buffers.split_at_mut(m * n.sk);
-        heads(x, k_t, (b, r0), out, (scores, probs), scale, n)
+    let own = match keys {
+        Keys::PerHead => n.d * n.sk,
+        _ => 0,
+    };
+    with_scratch(2 * m * n.sk + own, |buffers: &mut [T]| {
+        let (scores, rest) = buffers.split_at_mut(m * n.sk);
+        let (probs, k_t) = rest.split_at_mut(m * n.sk);
+        heads(x, (keys, k_t), (b, r0), out, (scores, probs), scale, n)
     })
 }
 
 /// [`block`] with its buffers of scores and probabilities (`m · Sk` each, every element
-/// written before it is read).
+/// written before it is read) and, for [`Keys::PerHead`], of a head's keys.
 fn heads<T: Float>(
     x: &Inputs<'_, T>,
-    k_t: &[T],
+    (keys, own): (Keys<'_, T>, &mut [T]),
     (b, r0): (usize, usize),
     out: &mut [T],
     (scores, probs): (&mut [T], &mut [T]),
@@ -387,8 +426,12 @@ fn heads<T: Float>(
         };
         // scores = q[b, r0.., h·D..] · (scale · k[b, :, h·D..]ᵀ) on the microkernel, or
         // scale · (q_h · k_hᵀ) through gemm reading k's head transposed.
-        let head = n.d * n.sk;
-        let packed = k_t.get((b * n.heads + h) * head..).is_some_and(|k_t| {
+        let k_t = match keys {
+            Keys::Staged(all) => all.get((b * n.heads + h) * n.d * n.sk..),
+            Keys::PerHead => stage_head(x.k, (b, h), scale, &n, own).then_some(&*own),
+            Keys::Gemm => None,
+        };
+        let packed = k_t.is_some_and(|k_t| {
             T::packed_product((&mut *scores, n.sk), (q, e), (k_t, n.sk), (m, n.d, n.sk))
         });
         if !packed {
