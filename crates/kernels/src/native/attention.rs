@@ -210,7 +210,8 @@ fn add_mask_f32(row: &mut [f32], mask: &[f32]) {
 ///
 /// Results differ from the reference (`f64` throughout, one rounding) by the rounding of
 /// the two products in the element type (dot products of length `D` and `Sk`), of the
-/// scale (of each product on `f64`, of each element of `k` on `f32`) and mask additions, and of the `f32` softmax (see [`super::normalize::softmax`]).
+/// scale (of each product on `f64`, of each element of `k` on `f32`) and mask additions,
+/// and of the `f32` softmax (see [`super::normalize::softmax`]).
 pub fn attention(
     q: Operand<'_>,
     k: Operand<'_>,
@@ -368,11 +369,14 @@ fn run<T: Float>(x: Inputs<'_, T>, out: &mut [T], scale: T, n: Dims, parallel: &
         0
     };
     with_scratch(staged, |k_t: &mut [T]| {
-        let keys = match (T::PACKED, shared) {
-            (false, _) => Keys::Gemm,
-            (true, false) => Keys::PerHead,
-            (true, true) if stage_keys(x.k, scale, &n, team, k_t) => Keys::Staged(k_t),
-            (true, true) => Keys::Gemm,
+        let keys = if !T::PACKED {
+            Keys::Gemm
+        } else if !shared {
+            Keys::PerHead
+        } else if stage_keys(x.k, scale, &n, team, k_t) {
+            Keys::Staged(k_t)
+        } else {
+            Keys::Gemm
         };
         let task = |(b, r0, o): (usize, usize, &mut [T])| block(&x, keys, (b, r0), o, scale, n);
         match team {

@@ -130,8 +130,11 @@ pub(super) fn transpose_into<T: Element>(
         Some(last) => last.checked_mul(stride).and_then(|at| at.checked_add(cols)),
         None => Some(0),
     };
-    let fits = stride >= cols && end.is_some_and(|end| end <= x.len());
-    let Some(out) = out.get_mut(..rows * cols).filter(|_| fits) else {
+    // (Then `rows · cols` is at most that end: no overflow.)
+    if stride < cols || !end.is_some_and(|end| end <= x.len()) {
+        return false;
+    }
+    let Some(out) = out.get_mut(..rows * cols) else {
         return false;
     };
     if rows > 0 && cols > 0 {
