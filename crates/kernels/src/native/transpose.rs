@@ -131,7 +131,7 @@ pub(super) fn transpose_into<T: Element>(
         None => Some(0),
     };
     // (Then `rows · cols` is at most that end: no overflow.)
-    if stride < cols || !end.is_some_and(|end| end <= x.len()) {
+    if stride < cols || end.is_none_or(|end| end > x.len()) {
         return false;
     }
     let Some(out) = out.get_mut(..rows * cols) else {
