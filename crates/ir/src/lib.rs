@@ -10,6 +10,7 @@ pub mod control_flow;
 pub mod dot;
 mod element_type;
 mod error;
+pub mod expansion;
 mod function;
 mod infer;
 pub mod json;

@@ -574,3 +574,13 @@ pub(crate) fn parameter_source(function: &Function, v: Output) -> Option<String>
     }
     None
 }
+
+impl graphlift_ir::expansion::ElementwiseEmitter for NodeEmitter<'_> {
+    type Error = OnnxError;
+    fn unary(&mut self, op: UnaryOp, x: Output) -> Result<Output, OnnxError> {
+        NodeEmitter::unary(self, op, x)
+    }
+    fn binary(&mut self, op: BinaryOp, a: Output, b: Output) -> Result<Output, OnnxError> {
+        NodeEmitter::binary(self, op, a, b)
+    }
+}

@@ -8,6 +8,8 @@ use graphlift_ir::{
     BinaryOp, CompareOp, ElementType, Function, NodeId, Op, Output, Shape, TensorData, UnaryOp,
 };
 
+use graphlift_ir::expansion::softplus;
+
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy, splat, Path};
 use crate::{Pass, PassError};
 
@@ -29,7 +31,7 @@ mod tests;
 /// | `x · Sigmoid(x)`, `Sigmoid(x) · x` (PyTorch's SiLU) | `x / (e^-x + 1)` (the library's SiLU form, the peers' E3) | a few ulp (`f32`: the form's roundings against the reference's one rounding of `sigmoid`) |
 /// | `x · Sigmoid(x·β)`, with either product's operands either way round and `β` a constant (Swish; CLIP's QuickGELU, `β = 1.702`) | `x / (e^-(x·β) + 1)`, the product `x·β` kept (the library's Swish form) | as SiLU |
 /// | GELU-erf: the product of `x`, `0.5` and `erf(x·c) + 1` or `erf(x / c) + 1` grouped in any order | `(x·0.5)·(erf(x·c) + 1)`, `(x·(erf(x / c) + 1))·0.5` (the library's two GELU-erf forms) | exact (scaling by 0.5 commutes with rounding) except where a product overflows or is subnormal |
-/// | `ln(e^x + 1)`, `ln(1 + e^x)` (softplus written out) | `relu(x) + log1p(e^-|x|)` (`Softplus` as the ONNX importer expands it) | the function to a few ulp, which the spelled form is not: it differs by that form's rounding of `1 + e^x` (a few ulp for `x ≥ 0`, about 75 at `x = −5`; `e^x` against its `0` below `x ≈ −16.6`) and gives `x` where `e^x` overflows to `+∞` (`x > 88.7`) |
+/// | `ln(e^x + 1)`, `ln(1 + e^x)` (softplus written out) | `relu(x) + log1p(e^-|x|)` (`Softplus` as the ONNX importer expands it, [`graphlift_ir::expansion::softplus`]) | the function to a few ulp, which the spelled form is not: it differs by that form's rounding of `1 + e^x` (a few ulp for `x ≥ 0`, about 75 at `x = −5`; `e^x` against its `0` below `x ≈ −16.6`) and gives `x` where `e^x` overflows to `+∞` (`x > 88.7`) |
 /// | HardSwish `(x · relu6(x + 3)) / 6`, `relu6` a clip to `[0, 6]`, the product either way round (PyTorch before opset 14, paddle2onnx) | `x · (relu6(x + 3) / 6)` (Keras' spelling; its division is exact as a product in assembled code) | two roundings either way: within 2 ulp (subnormal results: within the least subnormal); `x` instead of `+∞` where `x · 6` overflows |
 ///
 /// The exponent must be a Constant (or Broadcasts of one) whose elements all equal one of
@@ -196,7 +198,7 @@ fn canonicalize(g: &mut Function) -> Result<bool, PassError> {
                 let root = e.binary(BinaryOp::Multiply, t, second)?;
                 (root, m.bypassed.into_iter().collect())
             }
-            Form::Softplus(x, bypassed) => (e.softplus(x)?, bypassed.into_iter().collect()),
+            Form::Softplus(x, bypassed) => (softplus(&mut e, x)?, bypassed.into_iter().collect()),
             Form::HardSwish(h) => {
                 let sigmoid = e.binary(BinaryOp::Divide, h.relu6, h.six)?;
                 let root = e.binary(BinaryOp::Multiply, h.x, sigmoid)?;
@@ -218,6 +220,16 @@ struct Emitter<'g> {
     element_type: ElementType,
     shape: Shape,
     created: Vec<NodeId>,
+}
+
+impl graphlift_ir::expansion::ElementwiseEmitter for Emitter<'_> {
+    type Error = PassError;
+    fn unary(&mut self, op: UnaryOp, x: Output) -> Result<Output, PassError> {
+        Emitter::unary(self, op, x)
+    }
+    fn binary(&mut self, op: BinaryOp, a: Output, b: Output) -> Result<Output, PassError> {
+        Emitter::binary(self, op, a, b)
+    }
 }
 
 impl<'g> Emitter<'g> {
@@ -301,18 +313,6 @@ impl<'g> Emitter<'g> {
         let (minus_inf, inf) = (self.splat(f64::NEG_INFINITY)?, self.splat(f64::INFINITY)?);
         let at_minus_inf = self.node(Op::Compare(CompareOp::Equal), &[x, minus_inf])?;
         self.node(Op::Select, &[at_minus_inf, inf, root])
-    }
-
-    /// `ln(1 + e^x)` as the ONNX importer expands `Softplus`
-    /// (`graphlift_onnx`'s `ops::activation::softplus`): `relu(x) + log1p(e^-|x|)`, which
-    /// neither overflows nor loses the result `e^x` far below zero.
-    fn softplus(&mut self, x: Output) -> Result<Output, PassError> {
-        let relu = self.unary(UnaryOp::Relu, x)?;
-        let magnitude = self.unary(UnaryOp::Abs, x)?;
-        let minus = self.unary(UnaryOp::Negative, magnitude)?;
-        let e = self.unary(UnaryOp::Exp, minus)?;
-        let tail = self.unary(UnaryOp::Log1p, e)?;
-        self.binary(BinaryOp::Add, relu, tail)
     }
 
     /// `x · sigmoid(z)` as the library's form `x / (e^-z + 1)` (SiLU for `z = x`, Swish for

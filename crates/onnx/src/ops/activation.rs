@@ -145,16 +145,9 @@ pub(super) fn hard_sigmoid(
     e.binary(BinaryOp::Maximum, upper, zero)
 }
 
-/// `Softplus`: `log(1 + exp(x))`, computed as `relu(x) + log1p(exp(-|x|))`: it does not
-/// overflow for large `x`, and keeps relative accuracy for `x ≪ 0`, where the result is
-/// `e^x` and `log(1 + tiny)` would round to 0.
+/// `Softplus`: `log(1 + exp(x))`, as [`graphlift_ir::expansion::softplus`] computes it.
 pub(super) fn softplus(e: &mut NodeEmitter<'_>, x: Output) -> Result<Output, OnnxError> {
-    let r = e.unary(UnaryOp::Relu, x)?;
-    let a = e.unary(UnaryOp::Abs, x)?;
-    let na = e.unary(UnaryOp::Negative, a)?;
-    let ex = e.unary(UnaryOp::Exp, na)?;
-    let l = e.unary(UnaryOp::Log1p, ex)?;
-    e.binary(BinaryOp::Add, r, l)
+    graphlift_ir::expansion::softplus(e, x)
 }
 
 /// `Gelu` (opset 20): `approximate="none"`: `0.5 x (1 + erf(x / sqrt 2))`;
