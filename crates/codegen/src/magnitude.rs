@@ -7,7 +7,8 @@
 
 use graphlift_ir::{BinaryOp, ElementType, UnaryOp};
 
-use crate::plan::{operands, KernelPlan, SlotOp};
+use crate::lower::float_constant;
+use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
 
 /// Relative rounding of one `f32` operation, `2^-24`, with room: a bound `m` on the exact
 /// result bounds the rounded one by `m · (1 − 2^-23)` (rounding is monotonic and moves a
@@ -32,12 +33,7 @@ const HALF_SUBNORMAL: f64 = f32::from_bits(1) as f64 / 2.0;
 pub fn least_magnitudes(plan: &KernelPlan) -> Vec<f64> {
     let mut m: Vec<f64> = Vec::with_capacity(plan.slots.len());
     for slot in &plan.slots {
-        let constant = |k: usize| match plan.slots[k].op {
-            SlotOp::Const(bits) if plan.slots[k].ty == ElementType::F32 => {
-                Some(f32::from_bits(bits as u32))
-            }
-            _ => None,
-        };
+        let constant = |k: SlotId| f32_constant(plan, k);
         let rounded = |exact: f64| (exact * ROUNDING - HALF_SUBNORMAL).max(0.0);
         let least = match (&slot.op, slot.ty) {
             // (A value of a storage type is rounded to it: no bound kept.)
@@ -49,10 +45,7 @@ pub fn least_magnitudes(plan: &KernelPlan) -> Vec<f64> {
             },
             (SlotOp::Binary(BinaryOp::Add | BinaryOp::Subtract, a, b), _) => {
                 match constant(*b).or_else(|| constant(*a)) {
-                    Some(c) if c.is_normal() => {
-                        let e = ((c.to_bits() >> 23) & 0xFF) as i32 - 127;
-                        2f64.powi(e - 24)
-                    }
+                    Some(c) if c.is_normal() => 2f64.powi(exponent(c) - 24),
                     _ => 0.0,
                 }
             }
@@ -86,12 +79,7 @@ pub fn absorbed_below(plan: &KernelPlan) -> Vec<f64> {
     for &(out, _) in &plan.outputs {
         a[out] = 0.0;
     }
-    let constant = |k: usize| match plan.slots[k].op {
-        SlotOp::Const(bits) if plan.slots[k].ty == ElementType::F32 => {
-            Some(f32::from_bits(bits as u32)).filter(|c| c.is_normal())
-        }
-        _ => None,
-    };
+    let constant = |k: SlotId| f32_constant(plan, k).filter(|c| c.is_normal());
     for (k, slot) in plan.slots.iter().enumerate() {
         if slot.ty != ElementType::F32 || slot.storage != slot.ty {
             a[k] = 0.0;
@@ -109,8 +97,7 @@ pub fn absorbed_below(plan: &KernelPlan) -> Vec<f64> {
         for used in operands(&slot.op) {
             a[used] = match sum_with {
                 Some((v, c)) if v == used && slot.ty == ElementType::F32 => {
-                    let e = ((c.to_bits() >> 23) & 0xFF) as i32 - 127;
-                    a[used].min(2f64.powi(e - 25))
+                    a[used].min(2f64.powi(exponent(c) - 25))
                 }
                 _ => 0.0,
             };
@@ -119,6 +106,20 @@ pub fn absorbed_below(plan: &KernelPlan) -> Vec<f64> {
     a.iter()
         .map(|&v| if v.is_finite() { v } else { 0.0 })
         .collect()
+}
+
+/// The value of slot `k` when it is an `f32` constant (not NaN).
+fn f32_constant(plan: &KernelPlan, k: SlotId) -> Option<f32> {
+    let slot = &plan.slots[k];
+    (slot.ty == ElementType::F32)
+        .then(|| float_constant(slot, ElementType::F32))
+        .flatten()
+        .map(|c| c as f32)
+}
+
+/// `e` with `2^e ≤ |c| < 2^(e+1)`, for a normal `c`.
+fn exponent(c: f32) -> i32 {
+    ((c.to_bits() >> 23) & 0xFF) as i32 - 127
 }
 
 #[cfg(test)]

@@ -4,11 +4,10 @@
 
 use std::collections::BTreeSet;
 
+use graphlift_ir::expansion::{softplus, ElementwiseEmitter};
 use graphlift_ir::{
     BinaryOp, CompareOp, ElementType, Function, NodeId, Op, Output, Shape, TensorData, UnaryOp,
 };
-
-use graphlift_ir::expansion::softplus;
 
 use crate::rewrite::{record_pass_once, replace_by_value, rewrite_on_copy, splat, Path};
 use crate::{Pass, PassError};
@@ -165,11 +164,10 @@ fn scales(g: &Function, z: Output, x: Output) -> Result<bool, PassError> {
     Ok(false)
 }
 
-/// Whether `o` is a splat constant (a Constant, or Broadcasts of one) every element of
-/// which is `v`.
+/// Whether `o` is a float splat constant (a Constant, or Broadcasts of one) every element
+/// of which is `v`.
 fn is_splat(g: &Function, o: Output, v: f64) -> Result<bool, PassError> {
-    Ok(splat(g, o)?
-        .is_some_and(|(d, _)| !d.is_empty() && (0..d.len()).all(|i| d.get_f64(i) == Some(v))))
+    Ok(splat(g, o)?.is_some_and(|(d, _)| uniform(d) == Some(v)))
 }
 
 /// The one value every element of `d` has (floats), if any.
@@ -222,7 +220,7 @@ struct Emitter<'g> {
     created: Vec<NodeId>,
 }
 
-impl graphlift_ir::expansion::ElementwiseEmitter for Emitter<'_> {
+impl ElementwiseEmitter for Emitter<'_> {
     type Error = PassError;
     fn unary(&mut self, op: UnaryOp, x: Output) -> Result<Output, PassError> {
         Emitter::unary(self, op, x)

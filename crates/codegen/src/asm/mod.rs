@@ -295,7 +295,7 @@ impl Layout {
         let mut lowering = Vec::with_capacity(plan.slots.len());
         let mut aux: Vec<(Aux, usize)> = Vec::new();
         let mut programs = Vec::new();
-        let bounds = (least_magnitudes(plan), absorbed_below(plan));
+        let (least, absorbed) = (least_magnitudes(plan), absorbed_below(plan));
         for (k, slot) in plan.slots.iter().enumerate() {
             let l = match &slot.op {
                 SlotOp::Load { arg, addressing } => {
@@ -349,15 +349,13 @@ impl Layout {
                     None
                 }
                 SlotOp::Const(_) => None,
-                _ => Some(
-                    match direct(plan, k, isa, (&bounds.0, &bounds.1), &mut aux) {
-                        Some(l) => l,
-                        None => {
-                            programs.push(program::translate(plan, k, isa)?);
-                            Lowering::Program(programs.len() - 1)
-                        }
-                    },
-                ),
+                _ => Some(match direct(plan, k, isa, (&least, &absorbed), &mut aux) {
+                    Some(l) => l,
+                    None => {
+                        programs.push(program::translate(plan, k, isa)?);
+                        Lowering::Program(programs.len() - 1)
+                    }
+                }),
             };
             lowering.push(l);
         }

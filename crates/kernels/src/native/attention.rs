@@ -68,6 +68,11 @@ impl Dims {
     fn ev(&self) -> usize {
         self.heads * self.dv
     }
+
+    /// The index in `k` of head `h` of batch `b`'s first element.
+    fn k_head(&self, (b, h): (usize, usize)) -> usize {
+        b * self.sk * self.e() + h * self.d
+    }
 }
 
 /// The additive mask as the kernel reads it: score row `(b, h, i)` (query row `i` of head
@@ -296,9 +301,8 @@ fn stage_head<T: Float>(
     n: &Dims,
     out: &mut [T],
 ) -> bool {
-    let at = b * n.sk * n.e() + h * n.d;
     let staged = k
-        .get(at..)
+        .get(n.k_head((b, h))..)
         .is_some_and(|k| transpose_into(k, (n.sk, n.d, n.e()), out));
     if staged {
         out[..n.d * n.sk].iter_mut().for_each(|v| *v = scale * *v);
@@ -424,8 +428,7 @@ fn heads<T: Float>(
     let none = Parallelism::None;
     for h in 0..n.heads {
         let q_at = (b * n.sq + r0) * e + h * n.d;
-        let k_at = b * n.sk * e + h * n.d;
-        let (Some(q), Some(k)) = (x.q.get(q_at..), x.k.get(k_at..)) else {
+        let (Some(q), Some(k)) = (x.q.get(q_at..), x.k.get(n.k_head((b, h))..)) else {
             return;
         };
         // scores = q[b, r0.., h·D..] · (scale · k[b, :, h·D..]ᵀ) on the microkernel, or

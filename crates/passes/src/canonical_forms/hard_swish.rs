@@ -54,10 +54,10 @@ pub(super) fn find(g: &Function, root: NodeId) -> Result<Option<HardSwish>, Pass
 
 /// Whether `r` is `x + 3` clipped to `[0, 6]`, either bound first.
 fn is_relu6_of_shifted(g: &Function, r: Output, x: Output) -> Result<bool, PassError> {
-    let bounds = [(BinaryOp::Minimum, 6.0, BinaryOp::Maximum, 0.0)];
-    let orders = bounds
-        .iter()
-        .flat_map(|&(o1, v1, o2, v2)| [(o1, v1, o2, v2), (o2, v2, o1, v1)]);
+    let orders = [
+        (BinaryOp::Minimum, 6.0, BinaryOp::Maximum, 0.0),
+        (BinaryOp::Maximum, 0.0, BinaryOp::Minimum, 6.0),
+    ];
     for (outer, outer_bound, inner, inner_bound) in orders {
         let Some(clipped) = operand_beside(g, r, outer, outer_bound)? else {
             continue;

@@ -121,18 +121,21 @@ fn other_powers_are_left_alone() {
     }
 }
 
+/// The first output of `before` and of `after`, each evaluated by the reference on the
+/// `f32` vector `xs`.
+fn first_outputs(before: &Function, after: &Function, xs: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let t = Tensor::from_vec(xs.to_vec(), [xs.len()]).unwrap();
+    let (want, got) = (eval(before, std::slice::from_ref(&t)), eval(after, &[t]));
+    let first = |out: &[Tensor]| out[0].read::<f32>().unwrap().to_vec();
+    (first(&want), first(&got))
+}
+
 /// `x / (e^-z + 1)` (`after`) against `x · sigmoid(z)` (`before`) on the specials: a few
 /// ulp, and the same specials (the tiny negative inputs' products are subnormal or zero
 /// either way).
 fn assert_within_a_few_ulp(before: &Function, after: &Function) {
-    let n = specials().len();
-    let xs = Tensor::from_vec(specials(), [n]).unwrap();
-    let (want, got) = (eval(before, std::slice::from_ref(&xs)), eval(after, &[xs]));
-    let (w, g) = (
-        want[0].read::<f32>().unwrap(),
-        got[0].read::<f32>().unwrap(),
-    );
-    for (a, b) in w.iter().zip(g) {
+    let (w, g) = first_outputs(before, after, &specials());
+    for (a, b) in w.iter().zip(&g) {
         let close = (a - b).abs() <= 4.0 * f32::EPSILON * a.abs() + 1e-38;
         assert!(close || (a.is_nan() && b.is_nan()) || a == b, "{a} vs {b}");
     }
@@ -288,13 +291,8 @@ fn hard_swish_quotients_become_the_keras_product() {
         assert_eq!(root.op(), &Op::Binary(BinaryOp::Multiply), "{after}");
         let quotient = after.node(root.inputs()[1].node).unwrap();
         assert_eq!(quotient.op(), &Op::Binary(BinaryOp::Divide), "{after}");
-        let t = Tensor::from_vec(xs.clone(), [n]).unwrap();
-        let (want, got) = (eval(&before, std::slice::from_ref(&t)), eval(&after, &[t]));
-        let (w, g) = (
-            want[0].read::<f32>().unwrap(),
-            got[0].read::<f32>().unwrap(),
-        );
-        for ((&a, &b), &x) in w.iter().zip(g.iter()).zip(&xs) {
+        let (w, g) = first_outputs(&before, &after, &xs);
+        for ((&a, &b), &x) in w.iter().zip(&g).zip(&xs) {
             let ulps = a.to_bits().abs_diff(b.to_bits());
             let fine = (a.is_nan() && b.is_nan())
                 || a == b
@@ -343,13 +341,8 @@ fn softplus_written_out_becomes_the_stable_form() {
         assert!(CanonicalForms.run(&mut after).unwrap(), "{after}");
         assert_eq!(ops(&after, &Op::Unary(UnaryOp::Log)), 0, "{after}");
         assert_eq!(ops(&after, &Op::Unary(UnaryOp::Log1p)), 1, "{after}");
-        let t = Tensor::from_vec(xs.clone(), [n]).unwrap();
-        let (spelled, got) = (eval(&before, std::slice::from_ref(&t)), eval(&after, &[t]));
-        let (s, g) = (
-            spelled[0].read::<f32>().unwrap(),
-            got[0].read::<f32>().unwrap(),
-        );
-        for ((&s, &g), &x) in s.iter().zip(g.iter()).zip(&xs) {
+        let (s, g) = first_outputs(&before, &after, &xs);
+        for ((&s, &g), &x) in s.iter().zip(&g).zip(&xs) {
             if x.is_nan() {
                 assert!(g.is_nan() && s.is_nan());
                 continue;
