@@ -37,7 +37,7 @@ pub(super) fn load_program(t: ElementType, isa: VectorIsa) -> Result<Option<Prog
         return Ok(None);
     }
     build(
-        &[types::I32X4],
+        &[(types::I32X4, None)],
         isa,
         || Refusal::Storage(t),
         |e, x| Some((bits16_to_f32(e, t, x[0]), None)),
@@ -55,7 +55,7 @@ pub(super) fn store_program(t: ElementType, isa: VectorIsa) -> Result<Option<Pro
         return Ok(None);
     }
     build(
-        &[types::F32X4],
+        &[(types::F32X4, None)],
         isa,
         || Refusal::Storage(t),
         |e, x| Some((bits16_of_value(e, t, x[0]), None)),

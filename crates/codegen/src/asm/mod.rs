@@ -9,6 +9,7 @@
 
 mod conversion;
 mod emit;
+mod fold;
 mod inst;
 mod listing;
 mod peephole;

@@ -201,10 +201,21 @@ pub(super) fn lane_type(t: ElementType) -> Option<Type> {
 pub fn translate(plan: &KernelPlan, k: SlotId, isa: VectorIsa) -> Result<Program, Refusal> {
     let slot = &plan.slots[k];
     let name = || Refusal::Op(op_name(&slot.op));
+    // A constant operand goes in as the constant it is, so that the program is folded over
+    // it (`super::fold`): `Pow(10, x)` computes no logarithm per element.
     let params = operands(&slot.op)
         .into_iter()
-        .map(|o| lane_type(plan.slots[o].ty))
-        .collect::<Option<Vec<Type>>>()
+        .map(|o| {
+            let s = &plan.slots[o];
+            let known = match s.op {
+                SlotOp::Const(bits) if matches!(s.ty, ElementType::F32 | ElementType::I32) => {
+                    Some(bits & u64::from(u32::MAX))
+                }
+                _ => None,
+            };
+            Some((lane_type(s.ty)?, known))
+        })
+        .collect::<Option<Vec<(Type, Option<u64>)>>>()
         .ok_or_else(name)?;
     // `Sin`, `Cos`, `Tan`: the inline code and its range test; the lanes outside the range
     // are the reference's, by a call (`program_emit`), as the Cranelift code's are.
@@ -263,14 +274,17 @@ fn then(p: Program, op: Op) -> Program {
     }
 }
 
-/// The program of a function of four-lane values of types `params`, written by `body` (its
-/// value, and for the trigonometric functions the mask of the lanes in range, kept as
-/// [`Program::fallback`] with function index 0), translated for `isa`.
+/// The program of a function of four-lane values, written by `body` (its value, and for the
+/// trigonometric functions the mask of the lanes in range, kept as [`Program::fallback`]
+/// with function index 0), translated for `isa` and folded ([`super::fold`]). `params`
+/// gives each operand's type (`F32X4` or `I32X4` where it is known) and, for an operand
+/// known when the kernel is compiled, its lane bits: that operand is the constant, not
+/// [`Arg::Input`].
 ///
 /// # Errors
 /// `refusal()` when the body gives no value or its code has no translation.
 pub(super) fn build(
-    params: &[Type],
+    params: &[(Type, Option<u64>)],
     isa: VectorIsa,
     refusal: impl Fn() -> Refusal,
     body: impl FnOnce(&mut Emit, &[Value]) -> Option<(Value, Option<Value>)>,
@@ -280,13 +294,22 @@ pub(super) fn build(
     let mut fbc = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(&mut func, &mut fbc);
     let block = b.create_block();
-    let params: Vec<Value> = params
+    let inputs: Vec<Option<Value>> = params
         .iter()
-        .map(|&ty| b.append_block_param(block, ty))
+        .map(|&(ty, known)| known.is_none().then(|| b.append_block_param(block, ty)))
         .collect();
     b.switch_to_block(block);
-    let (result, in_range) =
-        body(&mut Emit::new(&mut b, Lanes::X4), &params).ok_or_else(&refusal)?;
+    let mut e = Emit::new(&mut b, Lanes::X4);
+    let mut values = Vec::with_capacity(params.len());
+    for (&(ty, known), input) in params.iter().zip(&inputs) {
+        values.push(match (input, known) {
+            (Some(v), _) => *v,
+            (None, Some(bits)) if ty == types::F32X4 => e.constant(ElementType::F32, bits),
+            (None, Some(bits)) if ty == types::I32X4 => e.constant(ElementType::I32, bits),
+            _ => return Err(refusal()),
+        });
+    }
+    let (result, in_range) = body(&mut e, &values).ok_or_else(&refusal)?;
     let result_ty = b.func.dfg.value_type(result);
     b.func.signature.returns.push(AbiParam::new(result_ty));
     // (No block in the layout when the body emits no instruction: its value is an input.)
@@ -300,8 +323,10 @@ pub(super) fn build(
         wide: false,
         isa,
     };
-    for (i, &p) in params.iter().enumerate() {
-        t.args.insert(p, Arg::Input(i));
+    for (i, p) in inputs.iter().enumerate() {
+        if let Some(p) = *p {
+            t.args.insert(p, Arg::Input(i));
+        }
     }
     let insts = func
         .layout
@@ -315,8 +340,10 @@ pub(super) fn build(
         Some(v) => Some(t.arg(v).ok_or_else(&refusal)?),
         None => None,
     };
-    let insts = super::peephole::simplify(t.insts, isa);
-    let (insts, roots) = live(insts, &[Some(result), in_range]);
+    let mut roots = [Some(result), in_range];
+    let insts = super::fold::fold(t.insts, &mut roots);
+    let insts = super::peephole::simplify(insts, isa);
+    let (insts, roots) = live(insts, &roots);
     let (result, in_range) = (roots[0].ok_or_else(&refusal)?, roots[1]);
     let (reg, scratch) = registers(&insts, result, in_range);
     Ok(Program {

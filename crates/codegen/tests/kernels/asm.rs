@@ -260,7 +260,7 @@ pub(super) fn avx2_beside_avx512() -> Option<graphlift_kernels::target::Target> 
 /// `f32` inputs for the vector math: every special value, then values spread over the
 /// functions' ranges (a sweep of magnitudes from 2^-30 to 2^30 of both signs, and a dense
 /// part around 0), `n` in all.
-fn math_inputs(n: usize, phase: usize) -> Vec<f32> {
+pub(super) fn math_inputs(n: usize, phase: usize) -> Vec<f32> {
     let mut xs: Vec<f32> = super::F32_SPECIALS.to_vec();
     let mut i = phase;
     while xs.len() < n {

@@ -7,6 +7,7 @@
 mod abi;
 mod asm;
 mod asm_divide;
+mod asm_fold;
 mod asm_narrow;
 mod broadcast;
 mod mixed;
