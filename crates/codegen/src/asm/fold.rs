@@ -112,7 +112,7 @@ fn evaluate(op: Op, c: [u32; 3]) -> Option<u32> {
         Op::XMin if floats(2) => (if a < b { a } else { b }).to_bits(),
         Op::Sqrt if floats(1) => float(a.sqrt())?,
         Op::Round(imm) if floats(1) => float(round(a, imm)?)?,
-        Op::FCmp(pred) => mask(float_compare(pred, a, b)?),
+        Op::FCmp(pred) => mask(float_compare(pred, a, b)),
         Op::ICmp { pred, unsigned } => mask(int_compare(pred, unsigned, c[0], c[1])?),
         Op::IAdd => c[0].wrapping_add(c[1]),
         Op::ISub => c[0].wrapping_sub(c[1]),
@@ -151,26 +151,28 @@ fn round(x: f32, imm: i32) -> Option<f32> {
 
 /// `vcmpps` predicate `pred` (its low four bits: the relation; the fifth only chooses
 /// whether a quiet NaN signals) of `a` and `b`.
-fn float_compare(pred: i32, a: f32, b: f32) -> Option<bool> {
-    let unordered = a.is_nan() || b.is_nan();
-    Some(match pred & 0xF {
-        0x0 => a == b,
-        0x1 => a < b,
-        0x2 => a <= b,
-        0x3 => unordered,
-        0x4 => a != b,
-        0x5 => !(a < b),
-        0x6 => !(a <= b),
-        0x7 => !unordered,
-        0x8 => unordered || a == b,
-        0x9 => !(a >= b),
-        0xA => !(a > b),
+fn float_compare(pred: i32, a: f32, b: f32) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    // `None`: unordered (a NaN operand).
+    let order = a.partial_cmp(&b);
+    match pred & 0xF {
+        0x0 => order == Some(Equal),
+        0x1 => order == Some(Less),
+        0x2 => matches!(order, Some(Less | Equal)),
+        0x3 => order.is_none(),
+        0x4 => order != Some(Equal),
+        0x5 => order != Some(Less),
+        0x6 => !matches!(order, Some(Less | Equal)),
+        0x7 => order.is_some(),
+        0x8 => matches!(order, None | Some(Equal)),
+        0x9 => !matches!(order, Some(Greater | Equal)),
+        0xA => order != Some(Greater),
         0xB => false,
-        0xC => !unordered && a != b,
-        0xD => a >= b,
-        0xE => a > b,
+        0xC => matches!(order, Some(Less | Greater)),
+        0xD => matches!(order, Some(Greater | Equal)),
+        0xE => order == Some(Greater),
         _ => true,
-    })
+    }
 }
 
 /// `vpcmpd` (`vpcmpud` when `unsigned`) predicate `pred` of `a` and `b`.
