@@ -32,7 +32,7 @@ use super::calls::LibraryCalls;
 use super::lanes::Lanes;
 use super::lower::{constant_bound_test, float_constant};
 use super::magnitude::{absorbed_below, least_magnitudes};
-use super::plan::{KernelPlan, SlotId, SlotOp};
+use super::plan::{operands, KernelPlan, SlotId, SlotOp};
 use super::reciprocal::ExactReciprocal;
 use graphlift_kernels::target::{CpuFeatures, VectorIsa};
 use graphlift_kernels::veclib::VecFn;
@@ -397,9 +397,12 @@ impl Layout {
             }
         }
         // A streaming kernel of one-instruction ops keeps its non-temporal stores (strips
-        // of Cranelift code: as fast, and half the traffic); one with ops that only this
-        // code runs at sixteen lanes is this code, with ordinary stores.
-        if plan.stream && programs.is_empty() {
+        // of Cranelift code: as fast, and half the traffic), unless it divides by or into a
+        // broadcast value: the strips' division is the library's, which would take a buffer
+        // of the broadcast's copies, and this code is then the faster (`BENCHMARKS.md`).
+        // One with ops that only this code runs at sixteen lanes is this code, with
+        // ordinary stores.
+        if plan.stream && programs.is_empty() && !divides_broadcast(plan, &lowering) {
             return Err(Refusal::Streams);
         }
         let out_reg: Vec<usize> = (pointers..pointers + plan.outputs.len()).collect();
@@ -587,5 +590,23 @@ fn direct(
             _ => return None,
         },
         _ => return None,
+    })
+}
+
+/// Whether a per-element division of `lowering` reads a broadcast value: a row, column or
+/// channel vector (a load neither contiguous nor a splat), or a value computed from one.
+fn divides_broadcast(plan: &KernelPlan, lowering: &[Option<Lowering>]) -> bool {
+    let mut broadcast = vec![false; plan.slots.len()];
+    for (k, s) in plan.slots.iter().enumerate() {
+        broadcast[k] = !s.invariant
+            && match &s.op {
+                SlotOp::Load { addressing, .. } => {
+                    !matches!(addressing, Addressing::Contiguous | Addressing::Splat)
+                }
+                op => operands(op).iter().any(|&o| broadcast[o]),
+            };
+    }
+    lowering.iter().any(|l| {
+        matches!(l, Some(Lowering::Arith(BinaryOp::Divide, a, b)) if broadcast[*a] || broadcast[*b])
     })
 }

@@ -7,12 +7,22 @@ use graphlift_codegen::JitKernel;
 use graphlift_ir::{ElementType, Function, FunctionBuilder, TensorData};
 use graphlift_runtime::Tensor;
 
-/// `body` compiled with streaming stores on.
-fn streaming(body: &Function) -> JitKernel {
+/// `body` compiled with streaming stores on, and the host's assembled code where `assemble`
+/// (the library as the environment has it).
+fn streaming_with(body: &Function, assemble: bool) -> JitKernel {
+    let target = graphlift_kernels::target::Target::from_env();
     let mut plan = plan_kernel(body.name(), body).unwrap();
-    plan.veclib = graphlift_kernels::target::Target::from_env().veclib();
+    plan.veclib = target.veclib();
+    if assemble {
+        plan.isa = target.vector_isa();
+    }
     plan.stream = true;
     JitKernel::from_plan(body, plan).unwrap()
+}
+
+/// `body` compiled with streaming stores on (Cranelift code).
+fn streaming(body: &Function) -> JitKernel {
+    streaming_with(body, false)
 }
 
 /// The outputs (inputs are finite and so are the results: `PartialEq` on the data is exact).
@@ -70,6 +80,62 @@ fn streaming_kernels_write_what_plain_kernels_write() {
                 run(&stream, &ins, range),
                 run(&plain, &ins, range),
                 "n = {n}, range {range:?}"
+            );
+        }
+    }
+}
+
+/// A streaming kernel of one-instruction ops keeps its strips (non-temporal stores), but one
+/// that divides by a broadcast row or column, or into one, or by a value computed from one,
+/// is assembled code (the strips' division would copy the broadcast); it writes the plain
+/// kernel's bits.
+#[test]
+fn a_streaming_division_by_a_broadcast_is_assembled() {
+    use graphlift_codegen::asm::{host_isa, Refusal};
+    let Some(isa) = host_isa() else {
+        return;
+    };
+    let (m, k) = (37, 100);
+    // Body `i` and whether it is assembled.
+    let body = |i: usize| {
+        let b = FunctionBuilder::new("divide");
+        let x = b.parameter("x", ElementType::F32, [m, k]);
+        let y = b.parameter("y", ElementType::F32, [m, k]);
+        let row = b
+            .parameter("row", ElementType::F32, [k])
+            .broadcast_to([m, k]);
+        let col = b
+            .parameter("col", ElementType::F32, [m, 1])
+            .broadcast_to([m, k]);
+        let out = [x / row, x / (col + 1.0), col / x, x / y + x][i];
+        (b.finish(&[out]).unwrap(), i < 3)
+    };
+    let ins = [
+        Tensor::from_vec(super::uniform(m * k, 3), [m, k]).unwrap(),
+        Tensor::from_vec(super::uniform(m * k, 4), [m, k]).unwrap(),
+        Tensor::from_vec(super::uniform(k, 5), [k]).unwrap(),
+        Tensor::from_vec(super::uniform(m, 6), [m, 1]).unwrap(),
+    ];
+    let refs: Vec<&Tensor> = ins.iter().collect();
+    for i in 0..4 {
+        let (body, assembled) = body(i);
+        let stream = streaming_with(&body, true);
+        let plain = JitKernel::compile(&body).unwrap();
+        if assembled {
+            assert_eq!(stream.assembled(), Some(isa), "body {i}");
+        } else {
+            assert_eq!(stream.assembled(), None, "body {i}");
+            assert_eq!(
+                stream.compiled().assembler_refusal(),
+                Some(Refusal::Streams)
+            );
+        }
+        let n = m * k;
+        for range in [(0, n), (5, n - 7)] {
+            assert_eq!(
+                run(&stream, &refs, range),
+                run(&plain, &refs, range),
+                "body {i}"
             );
         }
     }
