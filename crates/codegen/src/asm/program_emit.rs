@@ -305,6 +305,32 @@ impl Writer<'_> {
     /// multiply-add's first factor, which it may write over).
     fn operation(&mut self, d: usize, inst: &Inst, s: &[Src]) -> Result<(), Fail> {
         let wide = inst.wide;
+        // A constant first operand of an operation that commutes (bit for bit: IEEE 754
+        // addition and multiplication, integer and bitwise operations; not x86's `max` and
+        // `min`) goes second, where the instruction reads it from the pool, rather than
+        // into `d` first.
+        let commutes = matches!(
+            inst.op,
+            Op::FAdd
+                | Op::FMul
+                | Op::IAdd
+                | Op::IMul
+                | Op::And
+                | Op::Or
+                | Op::Xor
+                | Op::SMax
+                | Op::SMin
+                | Op::UMax
+                | Op::UMin
+        );
+        let swapped;
+        let s = match s {
+            &[c @ Src::Const(..), r @ Src::Reg(_)] if commutes => {
+                swapped = [r, c];
+                &swapped[..]
+            }
+            _ => s,
+        };
         // `d = s0 op s1`, `s0` in a register (`d` after a copy when it is a constant).
         macro_rules! bin {
             ($n:ident, $w:ident) => {{
