@@ -110,12 +110,30 @@ pub struct Emit<'a, 'f> {
     pub b: &'a mut FunctionBuilder<'f>,
     /// Lane width of the code being emitted.
     pub lanes: Lanes,
+    /// For code only translated into an AVX-512 program ([`Emit::allow_native`]): the
+    /// values that stand for a [`Native`] operation, in order.
+    natives: Option<Vec<(Value, Native)>>,
+}
+
+/// An AVX-512 operation with no Cranelift counterpart, which code translated into an
+/// assembled program (never compiled by Cranelift) may use where it gives the same bits as
+/// the Cranelift code it replaces ([`crate::vmath::log::reduce`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Native {
+    /// `vgetexpps`: `floor(log2 |x|)` as an `f32`, subnormal `x` included.
+    GetExp,
+    /// `vgetmantps` into `[1, 2)`, the sign of `x`: `|x| / 2^floor(log2 |x|)`, signed.
+    GetMant,
 }
 
 impl<'a, 'f> Emit<'a, 'f> {
     /// A view of `b` at `lanes`.
     pub fn new(b: &'a mut FunctionBuilder<'f>, lanes: Lanes) -> Emit<'a, 'f> {
-        Emit { b, lanes }
+        Emit {
+            b,
+            lanes,
+            natives: None,
+        }
     }
 
     /// The same builder at another lane width (for per-lane fallbacks).
@@ -123,8 +141,29 @@ impl<'a, 'f> Emit<'a, 'f> {
         let mut e = Emit {
             b: &mut *self.b,
             lanes,
+            natives: None,
         };
         f(&mut e)
+    }
+
+    /// Lets the code use [`Native`] operations: it is only translated into an AVX-512
+    /// program, never compiled.
+    pub fn allow_native(&mut self) {
+        self.natives.get_or_insert_with(Vec::new);
+    }
+
+    /// `op` of the `F32X4` value `x` where [`Emit::allow_native`] was called, else `None`.
+    /// The value is a placeholder instruction, which the translation replaces by `op`.
+    pub fn native(&mut self, op: Native, x: Value) -> Option<Value> {
+        self.natives.as_ref()?;
+        let v = self.b.ins().fadd(x, x);
+        self.natives.as_mut()?.push((v, op));
+        Some(v)
+    }
+
+    /// The values that stand for [`Native`] operations, in order (none unless allowed).
+    pub fn take_natives(&mut self) -> Vec<(Value, Native)> {
+        self.natives.take().unwrap_or_default()
     }
 
     /// Cranelift type of an element type at this width (`bool` is a mask / `I8`).

@@ -134,7 +134,28 @@ fn evaluate(op: Op, c: [u32; 3]) -> Option<u32> {
             (if inside { a as i32 } else { i32::MIN }) as u32
         }
         Op::Copy => c[0],
+        Op::GetExp => {
+            let (bits, shift) = normalized(a)?;
+            (((bits >> 23) & 0xFF) as i32 - 127 - shift) as f32
+        }
+        .to_bits(),
+        // The exponent field of `[1, 2)`, the sign and fraction of `x`.
+        Op::GetMant => (normalized(a)?.0 & 0x807F_FFFF) | 0x3F80_0000,
         _ => return None,
+    })
+}
+
+/// The bits of a finite non-zero `x` scaled into the normal range (subnormals by `2^23`,
+/// exactly), and the power of two it was scaled by; `None` for zeros, infinities and NaN,
+/// which `vgetexpps` and `vgetmantps` are left to.
+fn normalized(x: f32) -> Option<(u32, i32)> {
+    if !x.is_finite() || x == 0.0 {
+        return None;
+    }
+    Some(if x.is_normal() {
+        (x.to_bits(), 0)
+    } else {
+        ((x * 8_388_608.0).to_bits(), 23)
     })
 }
 

@@ -171,6 +171,8 @@ two! {
     vpsrlq / (reg vpsrlq), imm;
     vpsrad / (reg vpsrad), imm;
     vpsraq / -, imm;
+    vgetexpps / -;
+    vgetmantps / -, imm;
 }
 
 impl Writer<'_> {

@@ -18,13 +18,13 @@ use graphlift_kernels::target::VectorIsa;
 use smallvec::{smallvec, SmallVec};
 
 use super::Refusal;
-use crate::lanes::{Emit, Lanes};
+use crate::lanes::{Emit, Lanes, Native};
 use crate::lower::{lower, HelperRefs};
 use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
 use crate::storage::{finish, to_storage, Finish};
 use crate::vmath;
 
-use super::program_order::{live, registers};
+use super::program_order::{live, registers, sink_compares};
 
 /// An operand of a program's operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +111,10 @@ pub enum Op {
     /// `f32` lanes rounded to the nearest `f16` value, ties to even (`vcvtps2ph`, then
     /// `vcvtph2ps`; F16C): [`crate::half::round_to_16`] in two instructions.
     HalfRound,
+    /// `vgetexpps` ([`Native::GetExp`]; AVX-512 only).
+    GetExp,
+    /// `vgetmantps` into `[1, 2)` with the source's sign ([`Native::GetMant`]; AVX-512 only).
+    GetMant,
 }
 
 /// One operation and its operands.
@@ -300,6 +304,9 @@ pub(super) fn build(
         .collect();
     b.switch_to_block(block);
     let mut e = Emit::new(&mut b, Lanes::X4);
+    if isa == VectorIsa::Avx512 {
+        e.allow_native();
+    }
     let mut values = Vec::with_capacity(params.len());
     for (&(ty, known), input) in params.iter().zip(&inputs) {
         values.push(match (input, known) {
@@ -310,6 +317,7 @@ pub(super) fn build(
         });
     }
     let (result, in_range) = body(&mut e, &values).ok_or_else(&refusal)?;
+    let natives: HashMap<Value, Native> = e.take_natives().into_iter().collect();
     let result_ty = b.func.dfg.value_type(result);
     b.func.signature.returns.push(AbiParam::new(result_ty));
     // (No block in the layout when the body emits no instruction: its value is an input.)
@@ -318,6 +326,7 @@ pub(super) fn build(
     }
     let mut t = Translation {
         func: &func,
+        natives,
         args: HashMap::default(),
         insts: Vec::new(),
         wide: false,
@@ -344,6 +353,7 @@ pub(super) fn build(
     let insts = super::fold::fold(t.insts, &mut roots);
     let insts = super::peephole::simplify(insts, isa);
     let (insts, roots) = live(insts, &roots);
+    let (insts, roots) = sink_compares(insts, &roots);
     let (result, in_range) = (roots[0].ok_or_else(&refusal)?, roots[1]);
     let (reg, scratch) = registers(&insts, result, in_range);
     Ok(Program {
@@ -370,6 +380,8 @@ fn op_name(op: &SlotOp) -> String {
 /// The state of one translation: what each Cranelift value is.
 struct Translation<'f> {
     func: &'f Function,
+    /// The placeholders of [`Native`] operations.
+    natives: HashMap<Value, Native>,
     args: HashMap<Value, Arg>,
     insts: Vec<Inst>,
     /// Whether the instruction being translated works on 64-bit lanes.
@@ -427,6 +439,16 @@ impl Translation<'_> {
         };
         let ty = dfg.value_type(v);
         let args: SmallVec<[Value; 3]> = dfg.inst_args(inst).iter().copied().collect();
+        if let Some(&native) = self.natives.get(&v) {
+            // The placeholder's first operand is the native operation's.
+            self.wide = false;
+            let op = match native {
+                Native::GetExp => Op::GetExp,
+                Native::GetMant => Op::GetMant,
+            };
+            let x = self.arg(args[0])?;
+            return self.push(v, op, smallvec![x]);
+        }
         // A scalar `iconst` is a shift amount (`ishl_imm` and the like build one).
         if let InstructionData::UnaryImm {
             opcode: Opcode::Iconst,

@@ -376,7 +376,12 @@ impl Writer<'_> {
             Op::Sshr(n) => un!(vpsrad, vpsraq, n as i32),
             Op::FromInt if !wide => un!(vcvtdq2ps, vcvtdq2ps),
             Op::ToIntTruncate if !wide => un!(vcvttps2dq, vcvttps2dq),
-            Op::IMul | Op::FromInt | Op::ToIntTruncate => return Err(unsupported()),
+            Op::GetExp if !wide => self.vgetexpps(d, s[0])?,
+            // Interval `[1, 2)`, the source's sign (immediate 0).
+            Op::GetMant if !wide => self.vgetmantps(d, s[0], 0)?,
+            Op::IMul | Op::FromInt | Op::ToIntTruncate | Op::GetExp | Op::GetMant => {
+                return Err(unsupported())
+            }
             Op::FCmp(_) | Op::ICmp { .. } => match self.lay.isa {
                 VectorIsa::Avx512 => {
                     let a = ZMM[self.compare_k2(d, inst, s)?];

@@ -43,6 +43,62 @@ pub(super) fn live(insts: Vec<Inst>, roots: &[Option<Arg>]) -> (Vec<Inst>, Vec<O
     (out, roots)
 }
 
+/// `insts` with each comparison that is read once, by a select's mask, moved to right before
+/// that select, so that AVX-512 code fuses the two (a compare into `k2` and a blend,
+/// `super::program_emit`) instead of expanding the mask into a register and testing it
+/// again. Its operands all come before it, so nothing else moves; `roots` are renumbered.
+pub(super) fn sink_compares(
+    insts: Vec<Inst>,
+    roots: &[Option<Arg>],
+) -> (Vec<Inst>, Vec<Option<Arg>>) {
+    let n = insts.len();
+    let mut uses = vec![0usize; n];
+    for a in insts
+        .iter()
+        .flat_map(|i| &i.args)
+        .chain(roots.iter().flatten())
+    {
+        if let Arg::Value(j) = *a {
+            uses[j] += 1;
+        }
+    }
+    // The comparison each select takes from further back.
+    let mut sunk: Vec<Option<usize>> = vec![None; n];
+    let mut moved = vec![false; n];
+    for (k, inst) in insts.iter().enumerate() {
+        if let (Op::Select, Some(&Arg::Value(i))) = (inst.op, inst.args.first()) {
+            let compare = matches!(insts[i].op, Op::FCmp(_) | Op::ICmp { .. });
+            if compare && uses[i] == 1 && i + 1 < k && insts[i].wide == inst.wide {
+                sunk[k] = Some(i);
+                moved[i] = true;
+            }
+        }
+    }
+    let order: Vec<usize> = (0..n)
+        .filter(|&k| !moved[k])
+        .flat_map(|k| sunk[k].into_iter().chain([k]))
+        .collect();
+    let mut index = vec![0; n];
+    for (new, &old) in order.iter().enumerate() {
+        index[old] = new;
+    }
+    let renumber = |a: Arg| match a {
+        Arg::Value(j) => Arg::Value(index[j]),
+        a => a,
+    };
+    let out = order
+        .iter()
+        .map(|&old| {
+            let mut inst = insts[old].clone();
+            for a in inst.args.iter_mut() {
+                *a = renumber(*a);
+            }
+            inst
+        })
+        .collect();
+    (out, roots.iter().map(|r| r.map(renumber)).collect())
+}
+
 /// The first operand of `inst` (a value: checked by the caller).
 fn j_of(inst: &Inst) -> usize {
     match inst.args[0] {
@@ -120,4 +176,52 @@ pub(super) fn registers(
         }
     }
     (reg, busy.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst(op: Op, args: &[Arg]) -> Inst {
+        Inst {
+            op,
+            args: args.iter().copied().collect(),
+            wide: false,
+        }
+    }
+
+    #[test]
+    fn a_comparison_read_by_one_select_moves_to_it() {
+        let insts = vec![
+            inst(Op::FCmp(0x11), &[Arg::Input(0), Arg::Const(0)]),
+            inst(Op::FMul, &[Arg::Input(0), Arg::Input(0)]),
+            // Read twice: stays.
+            inst(Op::FCmp(0x1E), &[Arg::Input(0), Arg::Const(0)]),
+            inst(Op::Select, &[Arg::Value(0), Arg::Value(1), Arg::Input(0)]),
+            inst(Op::Select, &[Arg::Value(2), Arg::Value(3), Arg::Input(0)]),
+            inst(Op::Select, &[Arg::Value(2), Arg::Value(4), Arg::Value(1)]),
+        ];
+        let (out, roots) = sink_compares(insts, &[Some(Arg::Value(5))]);
+        let ops: Vec<Op> = out.iter().map(|i| i.op).collect();
+        assert_eq!(
+            ops,
+            [
+                Op::FMul,
+                Op::FCmp(0x1E),
+                Op::FCmp(0x11),
+                Op::Select,
+                Op::Select,
+                Op::Select
+            ]
+        );
+        assert_eq!(
+            out[3].args.as_slice(),
+            &[Arg::Value(2), Arg::Value(0), Arg::Input(0)]
+        );
+        assert_eq!(
+            out[5].args.as_slice(),
+            &[Arg::Value(1), Arg::Value(4), Arg::Value(0)]
+        );
+        assert_eq!(roots, [Some(Arg::Value(5))]);
+    }
 }

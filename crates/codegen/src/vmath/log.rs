@@ -1,7 +1,7 @@
 //! Emits the inline (Cranelift IR) code of [`graphlift_kernels::vmath::log`]: its constants,
 //! range reduction and error bounds live there.
 
-use crate::lanes::Emit;
+use crate::lanes::{Emit, Native};
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use graphlift_ir::ElementType;
@@ -52,6 +52,9 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
 /// `f32`. Subnormal `x` are scaled by `2^23` first (and `k` corrected). The values for `0`,
 /// `inf`, NaN and negative `x` are meaningless: callers select their special cases.
 pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
+    if let Some(reduced) = reduce_native(e, x) {
+        return reduced;
+    }
     // Subnormals: scale into the normal range, remember the exponent shift.
     let min_normal = e.f32(f32::MIN_POSITIVE);
     let tiny = e.fcmp(FloatCC::LessThan, x, min_normal);
@@ -163,4 +166,24 @@ pub fn reduce_f64(e: &mut Emit, x: Value) -> (Value, Value) {
     let one = e.f64(1.0);
     let f = e.b.ins().fsub(m, one);
     (dk, f)
+}
+
+/// [`reduce`] in code only translated into an AVX-512 program: the same `(k, f)` for every
+/// positive `x` from `vgetmantps` and `vgetexpps`, which take subnormals as they are: `x =
+/// 2^e·m1`, `m1 ∈ [1, 2)`; `m = m1/2` from the bits of `√2` on (where the integer code's
+/// carry moves the mantissa down a binade), else `m1`; `k = e − getexp(m)`, all exact.
+/// `None` where the code is compiled by Cranelift.
+fn reduce_native(e: &mut Emit, x: Value) -> Option<(Value, Value)> {
+    let m1 = e.native(Native::GetMant, x)?;
+    let ex = e.native(Native::GetExp, x)?;
+    let sqrt2 = e.f32(f32::from_bits((SQRT_HALF_BITS + (1 << 23)) as u32));
+    let upper = e.fcmp(FloatCC::GreaterThanOrEqual, m1, sqrt2);
+    let half = e.f32(0.5);
+    let halved = e.b.ins().fmul(m1, half);
+    let m = e.select(upper, halved, m1);
+    let em = e.native(Native::GetExp, m)?;
+    let dk = e.b.ins().fsub(ex, em);
+    let one = e.f32(1.0);
+    let f = e.b.ins().fsub(m, one);
+    Some((dk, f))
 }

@@ -136,3 +136,24 @@ fn lanes_follow_the_x86_rules() {
     let fma = evaluate(Op::Fma, [a.to_bits(), b.to_bits(), (-1.0f32).to_bits()]);
     assert_eq!(fma, Some((-f32::EPSILON * f32::EPSILON).to_bits()));
 }
+
+#[test]
+fn exponents_and_mantissas_of_constants() {
+    let eval = |op, x: f32| evaluate(op, [x.to_bits(), 0, 0]).map(f32::from_bits);
+    for (x, e, m) in [
+        (10.0f32, 3.0, 1.25),
+        (-0.75, -1.0, -1.5),
+        (1.0, 0.0, 1.0),
+        (f32::MAX, 127.0, f32::MAX / 2f32.powi(127)),
+        // Subnormals: the exponent of the value, the mantissa normalized.
+        (f32::from_bits(1), -149.0, 1.0),
+        (f32::from_bits(0x0060_0000), -127.0, 1.5),
+    ] {
+        assert_eq!(eval(Op::GetExp, x), Some(e), "{x:e}");
+        assert_eq!(eval(Op::GetMant, x), Some(m), "{x:e}");
+    }
+    for x in [0.0f32, -0.0, f32::INFINITY, f32::NAN] {
+        assert_eq!(eval(Op::GetExp, x), None);
+        assert_eq!(eval(Op::GetMant, x), None);
+    }
+}
