@@ -3,12 +3,16 @@
 
     bench-exprs.py spellings GRAPHLIFT [--n 16384,1048576] [--rounds 3]
     bench-exprs.py vs-c GRAPHLIFT [--base BASE] [--n 16384,16777216] [--rounds 3]
+    bench-exprs.py functions GRAPHLIFT [--base BASE] [--n 16384,16777216] [--rounds 3]
                    [--peers ../shared/peers]
 
 `spellings`: the graphs PyTorch, TensorFlow/Keras (tf2onnx) and PaddlePaddle (paddle2onnx)
 export for one activation (SiLU, Swish, GELU-erf, GELU-tanh, HardSigmoid, HardSwish, Softplus,
 Mish), each timed on x: f32[N]; the table gives ns per element and the ratio to the
 fastest spelling of the same function (issue 27: every spelling within 1.1x of the best).
+
+`functions`: each function of issue 27's list alone (exp, log, log1p, expm1, tanh, erf, sigmoid,
+softplus, pow; and √ and a division), beside its C loop built as `vs-c` builds its expressions.
 
 `vs-c`: E1-E4 (`bench-expr E1 N` beside the peers' own C program `cexternal`) and the
 expressions of EXPRESSIONS below, outside the library's forms (transcendental functions and
@@ -156,6 +160,27 @@ EXPRESSIONS = [
      "(F(exp)(X) - 1) * F(log)(F(fabs)(B) + 1) / (1 + X * X)"),
 ]
 
+# Each function of issue 27's list alone (and the square root and a division), in the same
+# form as EXPRESSIONS: its arguments kept in its domain, `b` a row where it takes one.
+FUNCTIONS = [
+    ("exp", "e^x", "row", lambda g: g.op("Exp", "x"), "F(exp)(X)"),
+    ("log", "log(1 + x²)", "row",
+     lambda g: g.op("Log", g.op("Add", g.op("Mul", "x", "x"), 1.0)), "F(log)(X * X + 1)"),
+    ("log1p", "log(1 + |x|)", "row",
+     lambda g: g.op("Log", g.op("Add", g.op("Abs", "x"), 1.0)), "F(log1p)(F(fabs)(X))"),
+    ("expm1", "e^x − 1", "row", lambda g: g.op("Sub", g.op("Exp", "x"), 1.0), "F(expm1)(X)"),
+    ("tanh", "tanh(x)", "row", lambda g: g.op("Tanh", "x"), "F(tanh)(X)"),
+    ("erf", "erf(x)", "row", lambda g: g.op("Erf", "x"), "F(erf)(X)"),
+    ("sigmoid", "sigmoid(x)", "row", lambda g: g.op("Sigmoid", "x"), "(1 / (1 + F(exp)(-X)))"),
+    ("softplus", "Softplus(x)", "row", lambda g: g.op("Softplus", "x"),
+     "(F(log1p)(F(exp)(-F(fabs)(X))) + (X > 0 ? X : 0))"),
+    ("pow", "(|x| + 0.5)^b_row", "row",
+     lambda g: g.op("Pow", g.op("Add", g.op("Abs", "x"), 0.5), "b"), "F(pow)(F(fabs)(X) + 0.5f, B)"),
+    ("sqrt", "√|x|", "row", lambda g: g.op("Sqrt", g.op("Abs", "x")), "F(sqrt)(F(fabs)(X))"),
+    ("div", "x / (|b_row| + 1)", "row",
+     lambda g: g.op("Div", "x", g.op("Add", g.op("Abs", "b"), 1.0)), "X / (F(fabs)(B) + 1)"),
+]
+
 # ---------------------------------------------------------------------------- running
 
 
@@ -288,16 +313,19 @@ def peers_cexternal(tmp, peers):
 
 
 def vs_c(args, tmp):
+    """`vs-c`: E1-E4 and EXPRESSIONS; `functions`: FUNCTIONS."""
     programs = {}
-    cext = peers_cexternal(tmp, args.peers)
+    peers = ["E1", "E2", "E3", "E4"] if args.mode == "vs-c" else []
+    exprs = EXPRESSIONS if args.mode == "vs-c" else FUNCTIONS
+    cext = peers_cexternal(tmp, args.peers) if peers else None
     builds = [("graphlift", args.graphlift)] + ([("base", args.base)] if args.base else [])
     for n in args.n:
         rows = n // COLS
-        for e in ["E1", "E2", "E3", "E4"]:
+        for e in peers:
             for build, binary in builds:
                 programs[(n, e, build)] = [binary, "bench-expr", e, str(n)]
             programs[(n, e, "C")] = [cext, e, str(n)]
-        for name, _, kind, build, expr in EXPRESSIONS:
+        for name, _, kind, build, expr in exprs:
             g = Graph()
             b_shape = [COLS] if kind == "row" else [rows, 1]
             path = os.path.join(tmp, f"{name}_{n}.onnx")
@@ -309,7 +337,7 @@ def vs_c(args, tmp):
     base = " (base)" if args.base else ""
     print("| expr | what | " + " | ".join(f"2^{n.bit_length() - 1}: graphlift{base} / C ns/el (ratio)" for n in args.n) + " |")
     print("|---|---|" + "---|" * len(args.n))
-    table = [(e, "peers' " + e) for e in ["E1", "E2", "E3", "E4"]] + [(e[0], e[1]) for e in EXPRESSIONS]
+    table = [(e, "peers' " + e) for e in peers] + [(e[0], e[1]) for e in exprs]
     for name, what in table:
         cells = []
         for n in args.n:
@@ -321,11 +349,11 @@ def vs_c(args, tmp):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["spellings", "vs-c"])
+    p.add_argument("mode", choices=["spellings", "vs-c", "functions"])
     p.add_argument("graphlift")
     p.add_argument("--n", type=lambda s: [int(v) for v in s.split(",")])
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--base", help="a second graphlift binary timed in the same rounds (vs-c)")
+    p.add_argument("--base", help="a second graphlift binary timed in the same rounds (vs-c, functions)")
     p.add_argument("--peers", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "peers"))
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

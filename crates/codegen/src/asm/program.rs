@@ -4,7 +4,10 @@
 //! instruction by instruction into operations on whole `zmm` (AVX-512) or `ymm` (AVX2)
 //! registers. Each Cranelift operation on `F32X4` / `I32X4` lanes acts on every lane alike,
 //! so the same operations on sixteen or eight lanes give every lane the same bits: one
-//! definition of each function, and no second copy to keep in step.
+//! definition of each function, and no second copy to keep in step. For AVX-512 the
+//! lowering may mark a few values as AVX-512 operations of the same bits
+//! ([`crate::lanes::Native`]: log's reduction); the program is then folded over its constant
+//! operands ([`super::fold`]) and its comparisons placed beside their selects.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
