@@ -124,6 +124,8 @@ pub enum Native {
     GetExp,
     /// `vgetmantps` into `[1, 2)`, the sign of `x`: `|x| / 2^floor(log2 |x|)`, signed.
     GetMant,
+    /// `vfixupimmps` of a result by the class of `x`, with this table ([`Emit::fixup`]).
+    Fixup(u32),
 }
 
 impl<'a, 'f> Emit<'a, 'f> {
@@ -158,6 +160,18 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.natives.as_ref()?;
         let v = self.b.ins().fadd(x, x);
         self.natives.as_mut()?.push((v, op));
+        Some(v)
+    }
+
+    /// `result` with the lanes where `x` is of a class that `table` (`vfixupimmps`'s: four
+    /// bits a class, from QNaN, SNaN, zero, +1, −inf, +inf, negative to positive, in bits
+    /// 0–3 to 28–31) gives a response (a special value) replaced by it, where
+    /// [`Emit::allow_native`] was called, else `None`. Both are `F32X4`; `x` is classified
+    /// as it is (subnormals are positive or negative values).
+    pub fn fixup(&mut self, result: Value, x: Value, table: u32) -> Option<Value> {
+        self.natives.as_ref()?;
+        let v = self.b.ins().fadd(result, x);
+        self.natives.as_mut()?.push((v, Native::Fixup(table)));
         Some(v)
     }
 

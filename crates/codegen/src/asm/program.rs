@@ -118,6 +118,10 @@ pub enum Op {
     GetExp,
     /// `vgetmantps` into `[1, 2)` with the source's sign ([`Native::GetMant`]; AVX-512 only).
     GetMant,
+    /// `vfixupimmps`: the first operand, with the lanes where the second is of a class that
+    /// the third (a constant table) answers replaced by that answer ([`Native::Fixup`];
+    /// AVX-512 only).
+    Fixup,
 }
 
 /// One operation and its operands.
@@ -443,14 +447,18 @@ impl Translation<'_> {
         let ty = dfg.value_type(v);
         let args: SmallVec<[Value; 3]> = dfg.inst_args(inst).iter().copied().collect();
         if let Some(&native) = self.natives.get(&v) {
-            // The placeholder's first operand is the native operation's.
+            // The placeholder's operands are the native operation's.
             self.wide = false;
-            let op = match native {
-                Native::GetExp => Op::GetExp,
-                Native::GetMant => Op::GetMant,
-            };
             let x = self.arg(args[0])?;
-            return self.push(v, op, smallvec![x]);
+            return match native {
+                Native::GetExp => self.push(v, Op::GetExp, smallvec![x]),
+                Native::GetMant => self.push(v, Op::GetMant, smallvec![x]),
+                Native::Fixup(table) => {
+                    let of = self.arg(args[1])?;
+                    let table = Arg::Const(u64::from(table));
+                    self.push(v, Op::Fixup, smallvec![x, of, table])
+                }
+            };
         }
         // A scalar `iconst` is a shift amount (`ishl_imm` and the like build one).
         if let InstructionData::UnaryImm {

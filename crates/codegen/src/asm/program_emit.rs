@@ -379,7 +379,8 @@ impl Writer<'_> {
             Op::GetExp if !wide => self.vgetexpps(d, s[0])?,
             // Interval `[1, 2)`, the source's sign (immediate 0).
             Op::GetMant if !wide => self.vgetmantps(d, s[0], 0)?,
-            Op::IMul | Op::FromInt | Op::ToIntTruncate | Op::GetExp | Op::GetMant => {
+            Op::Fixup if !wide => self.fixup(d, s)?,
+            Op::IMul | Op::FromInt | Op::ToIntTruncate | Op::GetExp | Op::GetMant | Op::Fixup => {
                 return Err(unsupported())
             }
             Op::FCmp(_) | Op::ICmp { .. } => match self.lay.isa {
@@ -413,6 +414,19 @@ impl Writer<'_> {
             Op::Copy => self.copy(d, s[0])?,
             Op::HalfRound => self.half_round(d, s[0])?,
         }
+        Ok(())
+    }
+
+    /// `d` = `s[0]` fixed up by the class of each lane of `s[1]` (a register) with the
+    /// constant table `s[2]` (AVX-512: a copy, then `vfixupimmps`, no exceptions reported).
+    fn fixup(&mut self, d: usize, s: &[Src]) -> Result<(), Fail> {
+        let (VectorIsa::Avx512, Src::Reg(x), Src::Const(table, _)) = (self.lay.isa, s[1], s[2])
+        else {
+            return Err(Fail("a fixup outside AVX-512 or of other operands".into()));
+        };
+        self.copy(d, s[0])?;
+        self.a
+            .vfixupimmps(ZMM[d], ZMM[x], broadcast(table, false), 0)?;
         Ok(())
     }
 

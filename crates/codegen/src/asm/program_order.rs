@@ -110,8 +110,8 @@ fn j_of(inst: &Inst) -> usize {
 /// The register plan of a program ([`Program::reg`]): the result's operation goes to the
 /// slot's register; every other value gets the lowest free scratch register, taken before
 /// its operands' are freed (so it differs from theirs: a destructive instruction may write
-/// it first) and freed after its last reader, but a Horner step's accumulator is written
-/// over in place.
+/// it first) and freed after its last reader, but a Horner step's accumulator, and a
+/// fixup's result, are written over in place.
 pub(super) fn registers(
     insts: &[Inst],
     result: Arg,
@@ -143,6 +143,12 @@ pub(super) fn registers(
                     && !matches!(b, Arg::Const(_))
                     && b != Arg::Value(j)
                     && c != Arg::Value(j) =>
+            {
+                reg[j]
+            }
+            // Likewise a fixup's result, read last here, is fixed up in place.
+            (Op::Fixup, &[Arg::Value(j), x, _])
+                if last[j] == Some(i) && reg[j].is_some() && x != Arg::Value(j) =>
             {
                 reg[j]
             }

@@ -32,7 +32,12 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
     let res = e.b.ins().fsub(khi, t);
 
     // Special values: `special` where x is not in (0, inf). Each comparison feeds one
-    // select, right after it (an AVX-512 compare into a mask register and a blend).
+    // select, right after it (an AVX-512 compare into a mask register and a blend); in
+    // AVX-512 programs one `vfixupimmps` by x's class: NaN stays NaN, ±0 gives −inf, +inf
+    // gives +inf, −inf and negative values NaN, +1 and positive values keep `res`.
+    if let Some(fixed) = e.fixup(res, x, LOG_SPECIALS) {
+        return fixed;
+    }
     let zero = e.f32(0.0);
     let inf = e.f32(f32::INFINITY);
     let neg_inf = e.f32(f32::NEG_INFINITY);
@@ -167,6 +172,11 @@ pub fn reduce_f64(e: &mut Emit, x: Value) -> (Value, Value) {
     let f = e.b.ins().fsub(m, one);
     (dk, f)
 }
+
+/// `vfixupimmps`'s table of log's special values, four bits a class of `x` (responses: 0 keep
+/// the result, 2 `x` quieted, 3 the default NaN, 4 −inf, 5 +inf): QNaN 2, SNaN 2, zero 4,
+/// +1 0, −inf 3, +inf 5, negative 3, positive 0.
+const LOG_SPECIALS: u32 = 0x0353_0422;
 
 /// [`reduce`] in code only translated into an AVX-512 program: the same `(k, f)` for every
 /// positive `x` from `vgetmantps` and `vgetexpps`, which take subnormals as they are: `x =
