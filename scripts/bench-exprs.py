@@ -344,6 +344,8 @@ def vs_c(args, tmp):
             gl, c = got[(n, name, "graphlift")], got[(n, name, "C")]
             was = f" ({got[(n, name, 'base')]:.3f})" if args.base else ""
             cells.append(f"{gl:.3f}{was} / {c:.3f} ({gl / c:.2f})")
+        # (A pipe inside a cell is escaped: Markdown would split the cell there.)
+        what = what.replace("|", "\\|")
         print(f"| {name} | {what} | " + " | ".join(cells) + " |")
 
 
