@@ -55,7 +55,9 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
 /// The argument reduction of [`emit`] (and of [`super::pow`]): for a positive `x`, `(k, f)`
 /// with `x = 2^k·(1 + f)`, `1 + f ∈ [√½, √2)` (so `f ∈ [−0.293, 0.415)`, exact), `k` as an
 /// `f32`. Subnormal `x` are scaled by `2^23` first (and `k` corrected). The values for `0`,
-/// `inf`, NaN and negative `x` are meaningless: callers select their special cases.
+/// `inf`, NaN and negative `x` are meaningless: callers select their special cases. Where
+/// the code is only translated into an AVX-512 program ([`Emit::allow_native`]), the same
+/// `(k, f)` come from `vgetmantps` and `vgetexpps`.
 pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
     if let Some(reduced) = reduce_native(e, x) {
         return reduced;
