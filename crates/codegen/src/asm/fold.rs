@@ -76,6 +76,9 @@ fn value(inst: &Inst) -> Option<Arg> {
             return Some(Arg::Const(ones));
         }
         (Op::Copy, &[c @ Arg::Const(_)]) => return Some(c),
+        (Op::Fixup, &[r, Arg::Const(x), Arg::Const(table)]) if !inst.wide => {
+            return fixed_up(r, x as u32, table as u32);
+        }
         _ => {}
     }
     if inst.wide {
@@ -143,6 +146,38 @@ fn evaluate(op: Op, c: [u32; 3]) -> Option<u32> {
         Op::GetMant => (normalized(a)?.0 & 0x807F_FFFF) | 0x3F80_0000,
         _ => return None,
     })
+}
+
+/// `vfixupimmps` of `r` by the class of the constant `x` with `table`: `r` itself, or the
+/// special value the table answers for that class (`None` for a response not evaluated).
+fn fixed_up(r: Arg, x: u32, table: u32) -> Option<Arg> {
+    let v = f32::from_bits(x);
+    let class = match v {
+        _ if v.is_nan() && x & 0x0040_0000 != 0 => 0,
+        _ if v.is_nan() => 1,
+        0.0 => 2,
+        1.0 => 3,
+        f32::NEG_INFINITY => 4,
+        f32::INFINITY => 5,
+        _ if v < 0.0 => 6,
+        _ => 7,
+    };
+    let special = |v: f32| Some(Arg::Const(u64::from(v.to_bits())));
+    match (table >> (4 * class)) & 0xF {
+        0 => Some(r),
+        1 => Some(Arg::Const(u64::from(x))),
+        2 => Some(Arg::Const(u64::from(x | 0x0040_0000))),
+        // x86's default NaN.
+        3 => Some(Arg::Const(0xFFC0_0000)),
+        4 => special(f32::NEG_INFINITY),
+        5 => special(f32::INFINITY),
+        7 => special(-0.0),
+        8 => special(0.0),
+        9 => special(-1.0),
+        10 => special(1.0),
+        11 => special(0.5),
+        _ => None,
+    }
 }
 
 /// The bits of a finite non-zero `x` scaled into the normal range (subnormals by `2^23`,

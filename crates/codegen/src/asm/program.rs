@@ -357,7 +357,17 @@ pub(super) fn build(
         None => None,
     };
     let mut roots = [Some(result), in_range];
-    let insts = super::fold::fold(t.insts, &mut roots);
+    let mut insts = super::fold::fold(t.insts, &mut roots);
+    // The range mask is read from a register (`program_emit`): a folded one is copied into
+    // one.
+    if let Some(c @ Arg::Const(_)) = roots[1] {
+        insts.push(Inst {
+            op: Op::Copy,
+            args: smallvec![c],
+            wide: false,
+        });
+        roots[1] = Some(Arg::Value(insts.len() - 1));
+    }
     let insts = super::peephole::simplify(insts, isa);
     let (insts, roots) = live(insts, &roots);
     let (insts, roots) = sink_compares(insts, &roots);

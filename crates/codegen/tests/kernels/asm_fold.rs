@@ -104,6 +104,58 @@ fn power_with_a_constant_operand_has_the_bits_of_the_unfolded_program() {
     }
 }
 
+/// `sin(c) + x`, `sin(c · x)`, `cos(c) · x`, `log(c) + x` and `log(c · x)` over `[n]`, with
+/// `c` the constant `c` or a 0-d parameter after `x`.
+fn functions_of(c: Option<f32>, n: usize) -> Function {
+    let b = FunctionBuilder::new("functions");
+    let x = b.parameter("x", F32, [n]);
+    let k = match c {
+        Some(c) => x.scalar_like(f64::from(c)),
+        None => b.parameter("c", F32, Shape::scalar()),
+    }
+    .broadcast_to([n]);
+    let outputs = [
+        k.sin() + x,
+        (k * x).sin(),
+        k.cos() * x,
+        k.log() + x,
+        (k * x).log(),
+    ];
+    b.finish(&outputs).unwrap()
+}
+
+/// `Sin`, `Cos` and `Log` of a constant fold to constants (a constant range mask for the
+/// first two, within the inline code's range and beyond it, where the lanes are the
+/// reference's; log's special values by the constant's class): the bits of the unfolded
+/// program and of the Cranelift code.
+#[test]
+fn functions_of_a_constant_have_the_bits_of_the_unfolded_program() {
+    let n = 100;
+    let x = Tensor::from_vec(math_inputs(n, 3), [n]).unwrap();
+    for c in [2.0f32, -0.5, 1e30, 0.0, 1.0, f32::INFINITY, f32::NAN, 1e-40] {
+        let with_c = [
+            x.clone(),
+            Tensor::from_vec(vec![c], Shape::scalar()).unwrap(),
+        ];
+        for (target, isa) in targets() {
+            let what = format!("functions of {c:e} on {isa:?}");
+            let folded = functions_of(Some(c), n);
+            same_bits_on(&what, &folded, std::slice::from_ref(&x), &target, isa);
+            let f = JitKernel::compile_for(&folded, &target).unwrap();
+            let u = JitKernel::compile_for(&functions_of(None, n), &target).unwrap();
+            let run = |k: &JitKernel, ins: &[Tensor]| {
+                let refs: Vec<&Tensor> = ins.iter().collect();
+                nan_blind(&outputs_of_range(k, &refs, n, (0, n)))
+            };
+            assert_eq!(
+                run(&f, std::slice::from_ref(&x)),
+                run(&u, &with_c),
+                "{what}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_listing_leaves_out_what_the_constant_decides() {
     let Some(isa) = host_isa() else {

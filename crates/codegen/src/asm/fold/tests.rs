@@ -157,3 +157,26 @@ fn exponents_and_mantissas_of_constants() {
         assert_eq!(eval(Op::GetMant, x), None);
     }
 }
+
+#[test]
+fn a_fixup_by_a_constant_is_the_result_or_the_special_value() {
+    // log's table: NaN stays NaN, zeros −inf, +1 keeps, −inf NaN, +inf +inf, negative NaN,
+    // positive keeps.
+    let table = Arg::Const(0x0353_0422);
+    let fixed = |x: f32| {
+        let (kept, root) = folded(vec![inst(Op::Fixup, &[Arg::Input(0), c(x), table])]);
+        assert!(kept.is_empty(), "{x}");
+        root
+    };
+    assert_eq!(fixed(2.5), Arg::Input(0));
+    assert_eq!(fixed(1.0), Arg::Input(0));
+    assert_eq!(fixed(-0.0), c(f32::NEG_INFINITY));
+    assert_eq!(fixed(f32::INFINITY), c(f32::INFINITY));
+    assert_eq!(fixed(-3.0), Arg::Const(0xFFC0_0000));
+    assert_eq!(fixed(f32::NEG_INFINITY), Arg::Const(0xFFC0_0000));
+    assert_eq!(fixed(f32::NAN), c(f32::NAN));
+    // A signalling NaN comes out quieted.
+    assert_eq!(fixed(f32::from_bits(0x7F80_0001)), Arg::Const(0x7FC0_0001));
+    // A subnormal is a positive value.
+    assert_eq!(fixed(f32::from_bits(1)), Arg::Input(0));
+}
