@@ -126,6 +126,8 @@ pub enum Native {
     GetMant,
     /// `vfixupimmps` of a result by the class of `x`, with this table ([`Emit::fixup`]).
     Fixup(u32),
+    /// `vscalefps`: `x·2^floor(n)` rounded once ([`Emit::scale`]).
+    Scale,
 }
 
 impl<'a, 'f> Emit<'a, 'f> {
@@ -154,6 +156,11 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.natives.get_or_insert_with(Vec::new);
     }
 
+    /// Whether [`Emit::allow_native`] was called.
+    pub fn allows_native(&self) -> bool {
+        self.natives.is_some()
+    }
+
     /// `op` of the `F32X4` value `x` where [`Emit::allow_native`] was called, else `None`.
     /// The value is a placeholder instruction, which the translation replaces by `op`.
     pub fn native(&mut self, op: Native, x: Value) -> Option<Value> {
@@ -172,6 +179,15 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.natives.as_ref()?;
         let v = self.b.ins().fadd(result, x);
         self.natives.as_mut()?.push((v, Native::Fixup(table)));
+        Some(v)
+    }
+
+    /// `x·2^floor(n)` for `F32X4` values `x`, `n`, rounded once (into the subnormals, or to
+    /// infinity), where [`Emit::allow_native`] was called, else `None`.
+    pub fn scale(&mut self, x: Value, n: Value) -> Option<Value> {
+        self.natives.as_ref()?;
+        let v = self.b.ins().fadd(x, n);
+        self.natives.as_mut()?.push((v, Native::Scale));
         Some(v)
     }
 

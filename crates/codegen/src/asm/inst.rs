@@ -115,6 +115,7 @@ three! {
     vpminsq / -;
     vpmaxuq / -;
     vpminuq / -;
+    vscalefps / -;
 }
 
 /// `d = op s` methods (`op s, imm` for those given an immediate), named after the AVX-512

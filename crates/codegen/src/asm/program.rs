@@ -122,6 +122,9 @@ pub enum Op {
     /// the third (a constant table) answers replaced by that answer ([`Native::Fixup`];
     /// AVX-512 only).
     Fixup,
+    /// `vscalefps`: the first operand times two to the floor of the second, rounded once
+    /// ([`Native::Scale`]; AVX-512 only).
+    Scale,
 }
 
 /// One operation and its operands.
@@ -463,6 +466,10 @@ impl Translation<'_> {
             return match native {
                 Native::GetExp => self.push(v, Op::GetExp, smallvec![x]),
                 Native::GetMant => self.push(v, Op::GetMant, smallvec![x]),
+                Native::Scale => {
+                    let n = self.arg(args[1])?;
+                    self.push(v, Op::Scale, smallvec![x, n])
+                }
                 Native::Fixup(table) => {
                     let of = self.arg(args[1])?;
                     let table = Arg::Const(u64::from(table));

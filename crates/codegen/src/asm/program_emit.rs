@@ -380,9 +380,14 @@ impl Writer<'_> {
             // Interval `[1, 2)`, the source's sign (immediate 0).
             Op::GetMant if !wide => self.vgetmantps(d, s[0], 0)?,
             Op::Fixup if !wide => self.fixup(d, s)?,
-            Op::IMul | Op::FromInt | Op::ToIntTruncate | Op::GetExp | Op::GetMant | Op::Fixup => {
-                return Err(unsupported())
-            }
+            Op::Scale if !wide => bin!(vscalefps, vscalefps),
+            Op::IMul
+            | Op::FromInt
+            | Op::ToIntTruncate
+            | Op::GetExp
+            | Op::GetMant
+            | Op::Fixup
+            | Op::Scale => return Err(unsupported()),
             Op::FCmp(_) | Op::ICmp { .. } => match self.lay.isa {
                 VectorIsa::Avx512 => {
                     let a = ZMM[self.compare_k2(d, inst, s)?];

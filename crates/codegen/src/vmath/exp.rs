@@ -35,6 +35,9 @@ pub fn scale_reduced(e: &mut Emit, n: Value, r: Value) -> (Value, Value) {
     let one = e.f32(1.0);
     // Fast2Sum (|y| < 1): p + p_lo = 1 + y exactly.
     let (p, p_lo) = super::fast_two_sum(e, one, y);
+    if let Some(scaled) = scale_native(e, n, (p, p_lo)) {
+        return scaled;
+    }
 
     let n1 = e.b.ins().sshr_imm_u(n, 1);
     let n2 = e.b.ins().isub(n, n1);
@@ -45,6 +48,21 @@ pub fn scale_reduced(e: &mut Emit, n: Value, r: Value) -> (Value, Value) {
     let lo = e.b.ins().fmul(p_lo, s1);
     let lo = e.b.ins().fmul(lo, s2);
     (hi, lo)
+}
+
+/// [`scale_reduced`]'s scale in code only translated into an AVX-512 program
+/// ([`Emit::allow_native`]): `vscalefps` by `n` (as an `f32`), which rounds a subnormal
+/// result once and overflows to `+inf` as the two steps do, the same bits; `None` where the
+/// code is compiled by Cranelift.
+fn scale_native(e: &mut Emit, n: Value, (p, p_lo): (Value, Value)) -> Option<(Value, Value)> {
+    if !e.allows_native() {
+        return None;
+    }
+    let fty = e.f32_ty();
+    let nf = e.b.ins().fcvt_from_sint(fty, n);
+    let hi = e.scale(p, nf)?;
+    let lo = e.scale(p_lo, nf)?;
+    Some((hi, lo))
 }
 
 /// `n = round(x/ln2)` (ties to even) for a finite (clamped) `x`, as `f32` and as `i32`

@@ -441,3 +441,29 @@ fn negated_factors_and_copysign_are_fused() {
     assert!(listing.contains("vfnmadd213ps zmm"), "{listing}");
     assert!(listing.contains("vpternlogd zmm"), "{listing}");
 }
+
+/// `exp`, `expm1` and `sigmoid` where `e^x` is subnormal, underflows, or overflows (the
+/// scaling by `2^n`: in AVX-512 code one `vscalefps`, in the Cranelift code two exact-or-
+/// rounding-once products): the Cranelift code's bits, input by input.
+#[test]
+fn exponentials_near_underflow_and_overflow_have_cranelifts_bits() {
+    let n = 4000;
+    let xs: Vec<f32> = (0..n)
+        .map(|i| {
+            let t = i as f32 / n as f32;
+            match i % 4 {
+                0 => -104.5 + 18.0 * t,
+                1 => 87.0 + 2.5 * t,
+                2 => -(87.0 + 2.5 * t),
+                _ => f32::from_bits((-103.97f32).to_bits() + i as u32),
+            }
+        })
+        .collect();
+    let b = FunctionBuilder::new("exponentials");
+    let x = b.parameter("x", F32, [n]);
+    let body = b
+        .finish(&[x.exp(), x.exp() - 1.0, x.sigmoid(), (-x).sigmoid() * x])
+        .unwrap();
+    let ins = vec![Tensor::from_vec(xs, [n]).unwrap()];
+    same_bits_as_cranelift("exponentials", &body, &ins);
+}
