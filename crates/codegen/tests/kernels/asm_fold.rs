@@ -37,17 +37,42 @@ const CONSTANTS: [f32; 19] = [
     1e30,
 ];
 
-/// `c^x`, `x^c` and `|x|^c + x` over `[n]`, with `c` the constant `c` (`Some`) or a 0-d
-/// parameter after `x` (`None`).
-fn powers(c: Option<f32>, n: usize) -> Function {
-    let b = FunctionBuilder::new("powers");
+/// The parameter `x: [n]` of `b`, and `k`: the constant `c` (`Some`) or a 0-d parameter
+/// after `x` (`None`), broadcast to `[n]`.
+fn of_constant<'b>(
+    b: &'b FunctionBuilder,
+    c: Option<f32>,
+    n: usize,
+) -> (graphlift_ir::Value<'b>, graphlift_ir::Value<'b>) {
     let x = b.parameter("x", F32, [n]);
     let k = match c {
         Some(c) => x.scalar_like(f64::from(c)),
         None => b.parameter("c", F32, Shape::scalar()),
     }
     .broadcast_to([n]);
+    (x, k)
+}
+
+/// `c^x`, `x^c` and `|x|^c + x` over `[n]` ([`of_constant`]).
+fn powers(c: Option<f32>, n: usize) -> Function {
+    let b = FunctionBuilder::new("powers");
+    let (x, k) = of_constant(&b, c, n);
     b.finish(&[k.pow(x), x.pow(k), x.abs().pow(k) + x]).unwrap()
+}
+
+/// `sin(c) + x`, `sin(c · x)`, `cos(c) · x`, `log(c) + x` and `log(c · x)` over `[n]`
+/// ([`of_constant`]).
+fn functions_of(c: Option<f32>, n: usize) -> Function {
+    let b = FunctionBuilder::new("functions");
+    let (x, k) = of_constant(&b, c, n);
+    let outputs = [
+        k.sin() + x,
+        (k * x).sin(),
+        k.cos() * x,
+        k.log() + x,
+        (k * x).log(),
+    ];
+    b.finish(&outputs).unwrap()
 }
 
 /// The targets: the host's widest (the library off), and AVX2 beside AVX-512.
@@ -72,20 +97,26 @@ fn nan_blind(outs: &[Tensor]) -> Vec<Vec<u32>> {
         .collect()
 }
 
-#[test]
-fn power_with_a_constant_operand_has_the_bits_of_the_unfolded_program() {
-    let n = 1000;
-    let x = Tensor::from_vec(math_inputs(n, 7), [n]).unwrap();
-    for c in CONSTANTS {
-        let folded = powers(Some(c), n);
-        let unfolded = powers(None, n);
+/// Checks, for each of `constants` on every target, that `build(Some(c))` over `x` is the
+/// expected code with the Cranelift code's bits, and that it gives the bits (NaNs alike) of
+/// `build(None)`, which reads `c` from a register (nothing folded).
+fn same_bits_folded_and_unfolded(
+    what: &str,
+    build: impl Fn(Option<f32>, usize) -> Function,
+    constants: &[f32],
+    x: &Tensor,
+) {
+    let n = x.len();
+    let unfolded = build(None, n);
+    for &c in constants {
+        let folded = build(Some(c), n);
         let with_c = [
             x.clone(),
             Tensor::from_vec(vec![c], Shape::scalar()).unwrap(),
         ];
         for (target, isa) in targets() {
-            let what = format!("powers of {c:e} on {isa:?}");
-            same_bits_on(&what, &folded, std::slice::from_ref(&x), &target, isa);
+            let what = format!("{what} of {c:e} on {isa:?}");
+            same_bits_on(&what, &folded, std::slice::from_ref(x), &target, isa);
             let (f, u) = (
                 JitKernel::compile_for(&folded, &target).unwrap(),
                 JitKernel::compile_for(&unfolded, &target).unwrap(),
@@ -95,33 +126,15 @@ fn power_with_a_constant_operand_has_the_bits_of_the_unfolded_program() {
                 let refs: Vec<&Tensor> = ins.iter().collect();
                 nan_blind(&outputs_of_range(k, &refs, n, (0, n)))
             };
-            assert_eq!(
-                run(&f, std::slice::from_ref(&x)),
-                run(&u, &with_c),
-                "{what}"
-            );
+            assert_eq!(run(&f, std::slice::from_ref(x)), run(&u, &with_c), "{what}");
         }
     }
 }
 
-/// `sin(c) + x`, `sin(c · x)`, `cos(c) · x`, `log(c) + x` and `log(c · x)` over `[n]`, with
-/// `c` the constant `c` or a 0-d parameter after `x`.
-fn functions_of(c: Option<f32>, n: usize) -> Function {
-    let b = FunctionBuilder::new("functions");
-    let x = b.parameter("x", F32, [n]);
-    let k = match c {
-        Some(c) => x.scalar_like(f64::from(c)),
-        None => b.parameter("c", F32, Shape::scalar()),
-    }
-    .broadcast_to([n]);
-    let outputs = [
-        k.sin() + x,
-        (k * x).sin(),
-        k.cos() * x,
-        k.log() + x,
-        (k * x).log(),
-    ];
-    b.finish(&outputs).unwrap()
+#[test]
+fn power_with_a_constant_operand_has_the_bits_of_the_unfolded_program() {
+    let x = Tensor::from_vec(math_inputs(1000, 7), [1000]).unwrap();
+    same_bits_folded_and_unfolded("powers", powers, &CONSTANTS, &x);
 }
 
 /// `Sin`, `Cos` and `Log` of a constant fold to constants (a constant range mask for the
@@ -130,30 +143,9 @@ fn functions_of(c: Option<f32>, n: usize) -> Function {
 /// program and of the Cranelift code.
 #[test]
 fn functions_of_a_constant_have_the_bits_of_the_unfolded_program() {
-    let n = 100;
-    let x = Tensor::from_vec(math_inputs(n, 3), [n]).unwrap();
-    for c in [2.0f32, -0.5, 1e30, 0.0, 1.0, f32::INFINITY, f32::NAN, 1e-40] {
-        let with_c = [
-            x.clone(),
-            Tensor::from_vec(vec![c], Shape::scalar()).unwrap(),
-        ];
-        for (target, isa) in targets() {
-            let what = format!("functions of {c:e} on {isa:?}");
-            let folded = functions_of(Some(c), n);
-            same_bits_on(&what, &folded, std::slice::from_ref(&x), &target, isa);
-            let f = JitKernel::compile_for(&folded, &target).unwrap();
-            let u = JitKernel::compile_for(&functions_of(None, n), &target).unwrap();
-            let run = |k: &JitKernel, ins: &[Tensor]| {
-                let refs: Vec<&Tensor> = ins.iter().collect();
-                nan_blind(&outputs_of_range(k, &refs, n, (0, n)))
-            };
-            assert_eq!(
-                run(&f, std::slice::from_ref(&x)),
-                run(&u, &with_c),
-                "{what}"
-            );
-        }
-    }
+    let x = Tensor::from_vec(math_inputs(100, 3), [100]).unwrap();
+    let constants = [2.0f32, -0.5, 1e30, 0.0, 1.0, f32::INFINITY, f32::NAN, 1e-40];
+    same_bits_folded_and_unfolded("functions", functions_of, &constants, &x);
 }
 
 #[test]
@@ -174,12 +166,7 @@ fn the_listing_leaves_out_what_the_constant_decides() {
     let instructions = |l: &str| l.lines().filter(|line| line.contains(width)).count();
     let power = |base: bool, c: Option<f32>| {
         let b = FunctionBuilder::new("power");
-        let x = b.parameter("x", F32, [1000]);
-        let k = match c {
-            Some(c) => x.scalar_like(f64::from(c)),
-            None => b.parameter("c", F32, Shape::scalar()),
-        }
-        .broadcast_to([1000]);
+        let (x, k) = of_constant(&b, c, 1000);
         listing(&b.finish(&[if base { k.pow(x) } else { x.pow(k) }]).unwrap())
     };
     // `10^x`: the logarithm of 10 is known, and with it its one division.
