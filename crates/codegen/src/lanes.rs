@@ -120,9 +120,10 @@ pub struct Emit<'a, 'f> {
 /// the Cranelift code it replaces ([`crate::vmath::log::reduce`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Native {
-    /// `vgetexpps`: `floor(log2 |x|)` as an `f32`, subnormal `x` included.
+    /// `vgetexpps`: `floor(log2 |x|)` as an `f32`, subnormal `x` included ([`Emit::get_exp`]).
     GetExp,
-    /// `vgetmantps` into `[1, 2)`, the sign of `x`: `|x| / 2^floor(log2 |x|)`, signed.
+    /// `vgetmantps` into `[1, 2)`, the sign of `x`: `|x| / 2^floor(log2 |x|)`, signed
+    /// ([`Emit::get_mant`]).
     GetMant,
     /// `vfixupimmps` of a result by the class of `x`, with this table ([`Emit::fixup`]).
     Fixup(u32),
@@ -161,13 +162,26 @@ impl<'a, 'f> Emit<'a, 'f> {
         self.natives.is_some()
     }
 
-    /// `op` of the `F32X4` value `x` where [`Emit::allow_native`] was called, else `None`.
-    /// The value is a placeholder instruction, which the translation replaces by `op`.
-    pub fn native(&mut self, op: Native, x: Value) -> Option<Value> {
+    /// A placeholder for `op` of the `F32X4` values `a` and `b` (the same value for a unary
+    /// one), which the translation replaces by `op`, where [`Emit::allow_native`] was
+    /// called; else `None`.
+    fn placeholder(&mut self, op: Native, a: Value, b: Value) -> Option<Value> {
         self.natives.as_ref()?;
-        let v = self.b.ins().fadd(x, x);
+        let v = self.b.ins().fadd(a, b);
         self.natives.as_mut()?.push((v, op));
         Some(v)
+    }
+
+    /// [`Native::GetExp`] of the `F32X4` value `x`, where [`Emit::allow_native`] was called,
+    /// else `None`.
+    pub fn get_exp(&mut self, x: Value) -> Option<Value> {
+        self.placeholder(Native::GetExp, x, x)
+    }
+
+    /// [`Native::GetMant`] of the `F32X4` value `x`, where [`Emit::allow_native`] was
+    /// called, else `None`.
+    pub fn get_mant(&mut self, x: Value) -> Option<Value> {
+        self.placeholder(Native::GetMant, x, x)
     }
 
     /// `result` with the lanes where `x` is of a class that `table` (`vfixupimmps`'s: four
@@ -176,19 +190,13 @@ impl<'a, 'f> Emit<'a, 'f> {
     /// [`Emit::allow_native`] was called, else `None`. Both are `F32X4`; `x` is classified
     /// as it is (subnormals are positive or negative values).
     pub fn fixup(&mut self, result: Value, x: Value, table: u32) -> Option<Value> {
-        self.natives.as_ref()?;
-        let v = self.b.ins().fadd(result, x);
-        self.natives.as_mut()?.push((v, Native::Fixup(table)));
-        Some(v)
+        self.placeholder(Native::Fixup(table), result, x)
     }
 
     /// `x·2^floor(n)` for `F32X4` values `x`, `n`, rounded once (into the subnormals, or to
     /// infinity), where [`Emit::allow_native`] was called, else `None`.
     pub fn scale(&mut self, x: Value, n: Value) -> Option<Value> {
-        self.natives.as_ref()?;
-        let v = self.b.ins().fadd(x, n);
-        self.natives.as_mut()?.push((v, Native::Scale));
-        Some(v)
+        self.placeholder(Native::Scale, x, n)
     }
 
     /// The values that stand for [`Native`] operations, in order (none unless allowed).

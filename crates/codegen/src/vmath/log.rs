@@ -1,7 +1,7 @@
 //! Emits the inline (Cranelift IR) code of [`graphlift_kernels::vmath::log`]: its constants,
 //! range reduction and error bounds live there.
 
-use crate::lanes::{Emit, Native};
+use crate::lanes::Emit;
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use graphlift_ir::ElementType;
@@ -186,14 +186,14 @@ const LOG_SPECIALS: u32 = 0x0353_0422;
 /// carry moves the mantissa down a binade), else `m1`; `k = e − getexp(m)`, all exact.
 /// `None` where the code is compiled by Cranelift.
 fn reduce_native(e: &mut Emit, x: Value) -> Option<(Value, Value)> {
-    let m1 = e.native(Native::GetMant, x)?;
-    let ex = e.native(Native::GetExp, x)?;
+    let m1 = e.get_mant(x)?;
+    let ex = e.get_exp(x)?;
     let sqrt2 = e.f32(f32::from_bits((SQRT_HALF_BITS + (1 << 23)) as u32));
     let upper = e.fcmp(FloatCC::GreaterThanOrEqual, m1, sqrt2);
     let half = e.f32(0.5);
     let halved = e.b.ins().fmul(m1, half);
     let m = e.select(upper, halved, m1);
-    let em = e.native(Native::GetExp, m)?;
+    let em = e.get_exp(m)?;
     let dk = e.b.ins().fsub(ex, em);
     let one = e.f32(1.0);
     let f = e.b.ins().fsub(m, one);
