@@ -2,11 +2,14 @@
 //! of query rows, head by head, the scores `q_h · k_hᵀ · scale` of those rows only (never
 //! the whole `[B, H, Sq, Sk]` tensor), the mask added, a numerically stable softmax per
 //! row, then `P · v_h` written straight into the heads-merged output (no head split or
-//! merge copies). On `f32` both products run on the packed product's microkernel, which
-//! loads its right operand's rows: the scores from `q`'s head read in place and `scale ·
-//! k_hᵀ` staged (`D × Sk`, a few KiB a head: by the task that has a batch alone, else once
-//! for the tasks that share it), `P · v_h` from `P` and `v`'s head in place.
-//! On `f64`, gemm reads all three heads in place. Tasks run on the backend's pool.
+//! merge copies). On an AVX-512 host the softmax stops at its numerators, the mask added
+//! on the way, and each output row is scaled by the reciprocal of its sum instead: `Dv`
+//! products a row rather than `Sk`, and two passes over the scores fewer. On `f32` both
+//! products run on the packed product's microkernel, which loads its right operand's rows:
+//! the scores from `q`'s head read in place and `scale · k_hᵀ` staged (`D × Sk`, a few KiB
+//! a head: by the task that has a batch alone, else once for the tasks that share it),
+//! `P · v_h` from `P` and `v`'s head in place. On `f64`, gemm reads all three heads in
+//! place. Tasks run on the backend's pool.
 
 use std::ops::{AddAssign, Mul};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -107,6 +110,19 @@ impl<'a, T> Mask<'a, T> {
     }
 }
 
+impl<'a, T> Mask<'a, T> {
+    /// The mask of score rows `i0..` of head `h` of batch `b` as
+    /// [`Float::softmax_numerators`] adds it: its values from row `i0`'s on and the step
+    /// between rows; `None` for a mask of one value a row, which is added beforehand.
+    fn rows(&self, (b, h, i0): (usize, usize, usize), n: &Dims) -> Option<(&'a [T], usize)> {
+        let at = self.heads[b * n.heads + h] + i0 * self.row_step;
+        (self.row_len == n.sk)
+            .then(|| self.data.get(at..))
+            .flatten()
+            .map(|values| (values, self.row_step))
+    }
+}
+
 impl<T: Float> Mask<'_, T> {
     /// Adds the mask to the score rows `i0..` of head `h` of batch `b` (`scores`, rows of
     /// `Sk`).
@@ -129,6 +145,18 @@ trait Float: Element + AddAssign + Mul<Output = Self> + Scratch + Send + Sync {
     fn add_mask(row: &mut [Self], mask: &[Self]);
     /// A numerically stable softmax of each row of `len` elements of `x` into `out`.
     fn softmax_rows(x: &[Self], out: &mut [Self], len: usize);
+    /// The softmax numerators of each row of `len` elements of `x` in place, `mask`'s rows
+    /// added first, and their sums into `sums` ([`crate::veclib::softmax_numerators`]);
+    /// `false`, writing nothing, where that does not run (the caller then adds the mask
+    /// and runs [`Float::softmax_rows`]).
+    fn softmax_numerators(
+        x: &mut [Self],
+        len: usize,
+        mask: Option<(&[Self], usize)>,
+        sums: &mut [f64],
+    ) -> bool;
+    /// `row · by`, element by element.
+    fn scale_row(row: &mut [Self], by: Self);
     /// `c = a · b` for `a` `m × k` and `b` `k × n` (rows `lda`, `ldb` apart, unit column
     /// strides) into `c`'s rows `ldc` apart, on the packed product's microkernel reading
     /// both operands in place; `false`, writing nothing, where that does not run (the
@@ -152,6 +180,17 @@ impl Float for f32 {
     }
     fn softmax_rows(x: &[f32], out: &mut [f32], len: usize) {
         softmax_rows_f32(x, out, len)
+    }
+    fn softmax_numerators(
+        x: &mut [f32],
+        len: usize,
+        mask: Option<(&[f32], usize)>,
+        sums: &mut [f64],
+    ) -> bool {
+        crate::veclib::softmax_numerators(x, len, mask, sums)
+    }
+    fn scale_row(row: &mut [f32], by: f32) {
+        scale_row_f32(row, by)
     }
     fn packed_product(
         c: (&mut [f32], usize),
@@ -182,6 +221,17 @@ impl Float for f64 {
             softmax_row_f64(x, out);
         }
     }
+    fn softmax_numerators(
+        _: &mut [f64],
+        _: usize,
+        _: Option<(&[f64], usize)>,
+        _: &mut [f64],
+    ) -> bool {
+        false
+    }
+    fn scale_row(row: &mut [f64], by: f64) {
+        row.iter_mut().for_each(|v| *v *= by)
+    }
     fn packed_product(
         _: (&mut [f64], usize),
         _: (&[f64], usize),
@@ -207,6 +257,12 @@ fn add_mask_f32(row: &mut [f32], mask: &[f32]) {
     add_mask_row(row, mask)
 }
 
+/// `row · by` on `f32`, compiled for the host's SIMD extensions.
+#[multiversion(targets = "simd")]
+fn scale_row_f32(row: &mut [f32], by: f32) {
+    row.iter_mut().for_each(|v| *v *= by)
+}
+
 /// `Op::Attention` `a` of `q`, `k`, `v` and the optional `mask` (see the op), written into
 /// `out` when it is a buffer of the result's type and size, else into a new one; `None`
 /// when the kernel does not apply (element types other than one of `f32`/`f64` throughout,
@@ -216,7 +272,10 @@ fn add_mask_f32(row: &mut [f32], mask: &[f32]) {
 /// Results differ from the reference (`f64` throughout, one rounding) by the rounding of
 /// the two products in the element type (dot products of length `D` and `Sk`), of the
 /// scale (of each product on `f64`, of each element of `k` on `f32`) and mask additions,
-/// and of the `f32` softmax (see [`super::normalize::softmax`]).
+/// and of the `f32` softmax: on an AVX-512 host its numerators `e` unrounded by a division
+/// (see [`crate::veclib::softmax_numerators`]) and each context row `(Σ e · v) · (1 / Σ e)`,
+/// the reciprocal rounded once; elsewhere the probabilities of
+/// [`super::normalize::softmax`].
 pub fn attention(
     q: Operand<'_>,
     k: Operand<'_>,
@@ -407,21 +466,41 @@ fn block<T: Float>(
     with_scratch(2 * m * n.sk + own, |buffers: &mut [T]| {
         let (scores, rest) = buffers.split_at_mut(m * n.sk);
         let (probs, k_t) = rest.split_at_mut(m * n.sk);
-        heads(x, (keys, k_t), (b, r0), out, (scores, probs), scale, n)
+        with_scratch(m, |sums: &mut [f64]| {
+            let buffers = Buffers {
+                scores,
+                probs,
+                sums,
+            };
+            heads(x, (keys, k_t), (b, r0), out, buffers, scale, n)
+        })
     })
 }
 
-/// [`block`] with its buffers of scores and probabilities (`m · Sk` each, every element
-/// written before it is read) and, for [`Keys::PerHead`], of a head's keys.
+/// A task's buffers for one head at a time: `m` rows of scores and of probabilities (`m ·
+/// Sk` each) and the rows' sums of softmax numerators, every element written before it is
+/// read.
+struct Buffers<'a, T> {
+    scores: &'a mut [T],
+    probs: &'a mut [T],
+    sums: &'a mut [f64],
+}
+
+/// [`block`] with its [`Buffers`] and, for [`Keys::PerHead`], a buffer for a head's keys.
 fn heads<T: Float>(
     x: &Inputs<'_, T>,
     (keys, own): (Keys<'_, T>, &mut [T]),
     (b, r0): (usize, usize),
     out: &mut [T],
-    (scores, probs): (&mut [T], &mut [T]),
+    buffers: Buffers<'_, T>,
     scale: T,
     n: Dims,
 ) {
+    let Buffers {
+        scores,
+        probs,
+        sums,
+    } = buffers;
     let (e, ev) = (n.e(), n.ev());
     let m = out.len() / ev;
     let block_view = Strided::row_major(m, n.sk);
@@ -465,10 +544,22 @@ fn heads<T: Float>(
                 return;
             }
         }
-        if let Some(mask) = &x.mask {
-            mask.add_to((b, h, r0), scores, &n);
+        // The softmax's numerators in place, the mask added on the way, and the context rows
+        // divided by their sums below; where that does not run, the mask added and the
+        // probabilities written to `probs`.
+        let mask_rows = match &x.mask {
+            Some(mask) => mask.rows((b, h, r0), &n).map(Some),
+            None => Some(None),
+        };
+        let numerators =
+            mask_rows.is_some_and(|rows| T::softmax_numerators(scores, n.sk, rows, sums));
+        if !numerators {
+            if let Some(mask) = &x.mask {
+                mask.add_to((b, h, r0), scores, &n);
+            }
+            T::softmax_rows(scores, probs, n.sk);
         }
-        T::softmax_rows(scores, probs, n.sk);
+        let probs = if numerators { &*scores } else { &*probs };
         // out[b, r0.., h·Dv..] = P · v[b, :, h·Dv..], written in place among the heads.
         let v_h = Strided {
             rows: n.sk,
@@ -490,7 +581,19 @@ fn heads<T: Float>(
         };
         let pv = (m, n.sk, n.dv);
         if !T::packed_product((&mut *o, ev), (probs, n.sk), (v, ev), pv) {
-            gemm_into((o, o_h), (probs, block_view), (v, v_h), T::ONE, None, none);
+            gemm_into(
+                (&mut *o, o_h),
+                (probs, block_view),
+                (v, v_h),
+                T::ONE,
+                None,
+                none,
+            );
+        }
+        if numerators {
+            for (row, &sum) in o.chunks_mut(ev).zip(&*sums) {
+                T::scale_row(&mut row[..n.dv], T::from_f64(1.0 / sum));
+            }
         }
     }
 }

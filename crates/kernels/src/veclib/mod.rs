@@ -12,7 +12,7 @@ use multiversion::multiversion;
 
 pub use forms::{Pattern, MAX_PARAMS};
 pub use functions::{erf, exp, sigmoid, tanh};
-pub(crate) use wide::softmax_rows;
+pub(crate) use wide::{softmax_numerators, softmax_rows};
 
 /// A function of the library: `dst[i] = f(src[i])` (or `f(a[i], b[i])`) for the `f32`
 /// elements of a strip.

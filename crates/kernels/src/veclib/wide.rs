@@ -251,91 +251,8 @@ mod x86 {
         ))
     }
 
-    /// The lanes of the vector at element `i` of a row of `n`: those below `n`.
-    #[inline(always)]
-    fn row_mask(n: usize, i: usize) -> __mmask16 {
-        let live = (n - i).min(16);
-        ((1u32 << live) - 1) as __mmask16
-    }
-
-    /// Softmax of each row of `n` elements of `src` into the same place in `dst`, `R` rows
-    /// at a time (four, then one by one): three passes, sixteen lanes wide, the tail
-    /// masked, each pass over the rows in turn, so that their chains of dependent
-    /// operations (an `exp`, a row's reductions) overlap. Per row: the maximum (NaNs
-    /// skipped), `e = exp(x − max)` with the library's `exp` (as [`exp`] gives it) stored
-    /// and summed in `f64`, then `e · (1 / sum)`, the reciprocal rounded to `f32` once.
-    /// Returns the elements done (all of `src`'s whole rows, or none when `dst` is
-    /// shorter).
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn softmax_rows(src: &[f32], dst: &mut [f32], n: usize) -> usize {
-        let rows = src.len().checked_div(n).unwrap_or(0);
-        if dst.len() < rows * n {
-            return 0;
-        }
-        let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut r = 0;
-        while r + 4 <= rows {
-            // SAFETY: rows `r..r + 4` of `n` elements lie within both slices.
-            unsafe { softmax_group::<4>(s.add(r * n), d.add(r * n), n) };
-            r += 4;
-        }
-        while r < rows {
-            // SAFETY: row `r` lies within both slices.
-            unsafe { softmax_group::<1>(s.add(r * n), d.add(r * n), n) };
-            r += 1;
-        }
-        rows * n
-    }
-
-    /// [`softmax_rows`] of the `R` rows of `n` elements from `s` into `d`.
-    ///
-    /// # Safety
-    /// `R · n` elements are readable from `s` and writable from `d`; the host has AVX-512F.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn softmax_group<const R: usize>(s: *const f32, d: *mut f32, n: usize) {
-        // SAFETY (every load and store below): the lanes of `row_mask(n, i)` are elements
-        // `i..min(i + 16, n)` of row `r < R`, within both buffers (caller); masked-off
-        // lanes are not accessed.
-        let neg_inf = _mm512_set1_ps(f32::NEG_INFINITY);
-        let mut top = [neg_inf; R];
-        for i in (0..n).step_by(16) {
-            let k = row_mask(n, i);
-            for (r, top) in top.iter_mut().enumerate() {
-                let x = unsafe { _mm512_mask_loadu_ps(neg_inf, k, s.add(r * n + i)) };
-                // `vmaxps` returns its second operand where either is NaN: NaNs are skipped.
-                *top = _mm512_max_ps(x, *top);
-            }
-        }
-        let max = top.map(|t| Zmm(_mm512_set1_ps(_mm512_reduce_max_ps(t))));
-        let (mut low, mut high) = ([_mm512_setzero_pd(); R], [_mm512_setzero_pd(); R]);
-        for i in (0..n).step_by(16) {
-            let k = row_mask(n, i);
-            for r in 0..R {
-                let x = Zmm(unsafe { _mm512_maskz_loadu_ps(k, s.add(r * n + i)) });
-                let (e, _) = f::exp_tail(f::exp_head::<Zmm, false>(x.sub(max[r])));
-                let e = _mm512_maskz_mov_ps(k, e.0);
-                unsafe { _mm512_mask_storeu_ps(d.add(r * n + i), k, e) };
-                let upper = _mm512_extractf64x4_pd::<1>(_mm512_castps_pd(e));
-                low[r] = _mm512_add_pd(low[r], _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-                high[r] = _mm512_add_pd(high[r], _mm512_cvtps_pd(_mm256_castpd_ps(upper)));
-            }
-        }
-        let scale: [__m512; R] = std::array::from_fn(|r| {
-            let sum = _mm512_reduce_add_pd(_mm512_add_pd(low[r], high[r]));
-            _mm512_set1_ps((1.0 / sum) as f32)
-        });
-        for i in (0..n).step_by(16) {
-            let k = row_mask(n, i);
-            for (r, &scale) in scale.iter().enumerate() {
-                unsafe {
-                    let at = d.add(r * n + i);
-                    let e = _mm512_maskz_loadu_ps(k, at);
-                    _mm512_mask_storeu_ps(at, k, _mm512_mul_ps(e, scale));
-                }
-            }
-        }
-    }
+    mod softmax;
+    pub(super) use softmax::{softmax_numerators, softmax_rows};
 }
 
 /// Whether the host runs this module's code.
@@ -437,6 +354,39 @@ avx512_entry!(
 pub(crate) fn softmax_rows(src: &[f32], dst: &mut [f32], len: usize) -> bool {
     let whole = len > 0 && src.len().is_multiple_of(len);
     src.is_empty() || (whole && on_avx512!(x86::softmax_rows(src, dst, len)) == src.len())
+}
+
+/// Attention's softmax numerators, in place: for each row `r` of `len` elements of
+/// `scores`, `x = scores_r + mask_r` (with `mask` = `(values, step)`, `mask_r` the `len`
+/// values from `r · step`; `step` 0 for one row of values shared by every row), then `e =
+/// exp(x − max x)` with the library's `exp` (NaNs skipped by the maximum: a row with a NaN
+/// or `+inf` gives NaNs, `-inf` entries 0) stored over the row, and `sums[r] = Σ e`, summed
+/// in `f32` by pairs within groups of four vectors (relative error at most 2^-23) and in
+/// `f64` across them. The caller divides by the sums (attention scales its context rows by
+/// `1 / sum`). Returns `false`, writing nothing, on a host without AVX-512, for a `len` of 0
+/// or one that does not divide `scores`' length, for fewer `sums` than rows, or for a mask
+/// that does not hold every row's values (the caller runs `softmax_rows`).
+pub(crate) fn softmax_numerators(
+    scores: &mut [f32],
+    len: usize,
+    mask: Option<(&[f32], usize)>,
+    sums: &mut [f64],
+) -> bool {
+    let Some(rows) = scores.len().checked_div(len) else {
+        return false;
+    };
+    let mask_fits = mask.is_none_or(|(m, step)| {
+        rows == 0
+            || (rows - 1)
+                .checked_mul(step)
+                .and_then(|at| at.checked_add(len))
+                .is_some_and(|end| end <= m.len())
+    });
+    let fits = scores.len().is_multiple_of(len) && sums.len() >= rows && mask_fits;
+    let mask = mask.map_or((std::ptr::null(), 0), |(m, step)| (m.as_ptr(), step));
+    // SAFETY (inside `on_avx512!`, with the host's AVX-512F): `sums` holds a value per row
+    // and the mask each row's `len` values (checked above).
+    fits && (rows == 0 || on_avx512!(x86::softmax_numerators(scores, len, mask, sums)) == rows)
 }
 
 #[cfg(test)]

@@ -230,3 +230,116 @@ fn the_sixteen_lane_softmax_is_within_its_bound_and_its_row() {
         }
     }
 }
+
+/// Attention's numerators against `f64`: `x = s + m` in `f32` as documented, each `e`
+/// within a relative `2^-22 · (1 + |x − max|)` of `exp(x − max)` (its `exp` within an ulp,
+/// `x − max` rounded once), each row's sum within `2^-21` of the sum of those; a mask row
+/// shared by every row (step 0) and one per row, on every length up to 70 and 100 and 128,
+/// rows with NaN, `+inf` and masked `-inf`, six rows (a group of four, then two alone), and
+/// nothing written past the rows or the sums; a mask that does not cover the rows is
+/// refused with nothing written.
+#[test]
+fn attention_numerators_are_within_their_bounds() {
+    let mut lengths: Vec<usize> = (1..=70).collect();
+    lengths.extend([100, 128]);
+    let mut rows: Vec<Vec<f32>> = lengths
+        .iter()
+        .map(|&n| (0..n).map(|i| (i as f32 * 0.73).sin() * 9.0).collect())
+        .collect();
+    rows.push(
+        (0..40)
+            .map(|i| if i == 17 { f32::NAN } else { i as f32 })
+            .collect(),
+    );
+    rows.push(
+        (0..33)
+            .map(|i| if i == 32 { f32::INFINITY } else { -(i as f32) })
+            .collect(),
+    );
+    for x in &rows {
+        let n = x.len();
+        let block: Vec<f32> = (0..6)
+            .flat_map(|r| (0..n).map(move |i| x[(i + r) % n]))
+            .collect();
+        // Per-row masks with a `-inf` every seventh element; the shared mask is row 0's.
+        let masks: Vec<f32> = (0..6 * n)
+            .map(|i| {
+                if i % 7 == 3 {
+                    f32::NEG_INFINITY
+                } else {
+                    (i as f32 * 0.37).cos()
+                }
+            })
+            .collect();
+        for step in [0, n] {
+            let mut s = block.clone();
+            s.extend([-7.0; 16]);
+            let mut sums = vec![-7.0f64; 7];
+            let rows_of = |s: &mut [f32], sums: &mut [f64]| {
+                super::softmax_numerators(s, n, Some((&masks, step)), sums)
+            };
+            if !rows_of(&mut s[..6 * n], &mut sums) {
+                assert!(
+                    !super::host_has_avx512(),
+                    "length {n}: not run on an AVX-512 host"
+                );
+                continue;
+            }
+            assert!(
+                s[6 * n..].iter().all(|&y| y == -7.0),
+                "length {n}: wrote past the rows"
+            );
+            assert_eq!(sums[6], -7.0, "length {n}: wrote past the sums");
+            for r in 0..6 {
+                let xs: Vec<f32> = (0..n)
+                    .map(|i| block[r * n + i] + masks[r * step + i])
+                    .collect();
+                let max = xs
+                    .iter()
+                    .copied()
+                    .filter(|v| !v.is_nan())
+                    .fold(f32::NEG_INFINITY, f32::max);
+                let mut want_sum = 0.0;
+                for (i, &xv) in xs.iter().enumerate() {
+                    let want = (f64::from(xv) - f64::from(max)).exp();
+                    want_sum += want;
+                    let got = f64::from(s[r * n + i]);
+                    if want.is_nan() {
+                        assert!(got.is_nan(), "length {n}, row {r}, element {i}: {got}");
+                        continue;
+                    }
+                    let bound = 2f64.powi(-22) * (1.0 + f64::from((xv - max).abs()));
+                    let err = (got - want).abs();
+                    assert!(
+                        err == 0.0 || err <= bound * want,
+                        "length {n}, step {step}, row {r}, element {i}: {got} against {want}"
+                    );
+                }
+                let sum = sums[r];
+                assert!(
+                    (want_sum.is_nan() && sum.is_nan())
+                        || (sum - want_sum).abs() <= 2f64.powi(-21) * want_sum,
+                    "length {n}, step {step}, row {r}: sum {sum} against {want_sum}"
+                );
+            }
+        }
+        // A per-row mask one value short, and too few sums: refused, nothing written.
+        let mut s = block.clone();
+        let mut sums = vec![-7.0f64; 6];
+        assert!(!super::softmax_numerators(
+            &mut s,
+            n,
+            Some((&masks[..6 * n - 1], n)),
+            &mut sums
+        ));
+        assert!(!super::softmax_numerators(&mut s, n, None, &mut sums[..5]));
+        let same = s
+            .iter()
+            .zip(&block)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(
+            same && sums.iter().all(|&v| v == -7.0),
+            "length {n}: written"
+        );
+    }
+}
