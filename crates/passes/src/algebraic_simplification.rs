@@ -26,6 +26,8 @@ mod tests;
 /// | `x - (+0.0) -> x` | floats | `x - +0 = x + -0` |
 /// | `x - x -> 0` | integers | wrapping subtraction; the 0 is a scalar Constant broadcast to x's shape |
 /// | `-(-x) -> x` | numeric | negation flips the sign bit (floats) or wraps (`-(-MIN) = MIN`) |
+/// | `Max(x, x) -> x`, `Min(x, x) -> x` | numeric | either operand is `x` (a NaN `x` gives NaN, `-0` gives `-0`) |
+/// | `Abs(Abs(x)) -> Abs(x)` | numeric | the sign is already clear (integers: `Abs(MIN) = MIN` either way) |
 /// | `Not(Not(x)) -> x` | bool | |
 ///
 /// Deliberately **not** rewritten: `x + (+0.0)` on floats (`-0 + +0 = +0`, not `-0`),
@@ -168,6 +170,16 @@ fn rule(g: &Function, id: NodeId) -> Result<Option<Rewrite>, PassError> {
             }
             None => None,
         },
+        Op::Binary(BinaryOp::Maximum | BinaryOp::Minimum)
+            if ins[0] == ins[1] && (t.is_float() || t.is_integer()) =>
+        {
+            Some(Rewrite::Value(ins[0], Path::new()))
+        }
+        Op::Unary(UnaryOp::Abs) => {
+            let inner = g.node(ins[0].node)?;
+            let abs = matches!(inner.op(), Op::Unary(UnaryOp::Abs));
+            (abs && inner.outputs().len() == 1).then(|| Rewrite::Value(ins[0], Path::new()))
+        }
         Op::Unary(u @ (UnaryOp::Negative | UnaryOp::Not)) => {
             let inner = g.node(ins[0].node)?;
             match inner.op() {

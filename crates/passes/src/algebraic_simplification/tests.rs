@@ -270,3 +270,33 @@ fn an_output_of_a_multi_output_kernel_can_take_the_place() {
     assert!(kernel.tags().contains("mul"));
     assert_eq!(kernel.pass_history(), ["subgraph_extraction", NAME]);
 }
+
+#[test]
+fn max_or_min_of_a_value_with_itself_and_abs_of_abs_are_the_value() {
+    for t in [F32, F64, I32, I64] {
+        let b = FunctionBuilder::new("same");
+        let p = b.parameter("p", t, [12]);
+        let q = b.parameter("q", t, [12]);
+        let x = (-p).named("x").tagged("x");
+        let hi = x.max(x).named("hi").tagged("op");
+        let lo = x.min(x).named("lo");
+        let both = x.max(q).named("both");
+        let a = p.abs().named("a");
+        let aa = a.abs().named("aa").tagged("outer");
+        let mut f = b.finish(&[hi, lo, both, aa]).unwrap();
+        // (`run_checked` compares the values on NaN, signed zeros and infinities.)
+        assert!(run_checked(&AlgebraicSimplification, &mut f));
+        let x = result_node(&f, 0);
+        assert_eq!((x.name(), tags(x)), ("x", vec!["x", "op"]));
+        assert_eq!(x.pass_history(), [NAME]);
+        assert_eq!(result_node(&f, 1).name(), "x");
+        assert_eq!(
+            result_node(&f, 2).name(),
+            "both",
+            "Max of two values is kept"
+        );
+        let a = result_node(&f, 3);
+        assert_eq!((a.name(), tags(a)), ("a", vec!["outer"]));
+        assert_eq!(count_op(&f, "Abs"), 1);
+    }
+}
