@@ -6,6 +6,10 @@
 //!   rounded once ([`Op::Fnma`], `vfnmadd…`), which is the same value (negation is exact).
 //! - `(m & abs) | (s & sign)` for the constant sign-bit mask `sign` and `abs = !sign`
 //!   (`copysign`): the bitwise select [`Op::BitSelect`] (`vpternlogd`, AVX-512 only).
+//! - `a < b ? b : a` and `a > b ? b : a` (ordered, quiet compares; a clamp as the inline
+//!   math writes it): `vmaxps b, a` and `vminps b, a` ([`Op::XMax`], [`Op::XMin`]), which
+//!   return their second operand `a` where either is NaN or both are zero, as the select
+//!   does, and the larger (smaller) value elsewhere.
 //!
 //! The rewritten operations keep their places (operands come before their readers, and a
 //! comparison stays right before the select it feeds); operations no longer read are
@@ -50,6 +54,26 @@ fn with_constant(insts: &[Inst], a: Arg, op: Op, c: u64, wide: bool) -> Option<A
     }
 }
 
+/// `vcmpps` predicates: ordered, quiet less-than and greater-than.
+const LESS: i32 = 0x11;
+const GREATER: i32 = 0x1E;
+
+/// The operation that selects as `select(mask, t, f)` does, where the mask is `a < b` or
+/// `a > b` ([`LESS`], [`GREATER`]) with `(t, f) = (b, a)`: [`Op::XMax`] or [`Op::XMin`] of
+/// `b, a`.
+fn clamp(insts: &[Inst], (mask, t, f): (Arg, Arg, Arg), wide: bool) -> Option<(Op, Arg, Arg)> {
+    let Arg::Value(j) = mask else {
+        return None;
+    };
+    let cmp = &insts[j];
+    let op = match (cmp.op, cmp.wide == wide) {
+        (Op::FCmp(LESS), true) => Op::XMax,
+        (Op::FCmp(GREATER), true) => Op::XMin,
+        _ => return None,
+    };
+    (cmp.args.as_slice() == [f, t]).then_some((op, t, f))
+}
+
 /// `insts` with the rewrites of the module's list applied for `isa`.
 pub(super) fn simplify(mut insts: Vec<Inst>, isa: VectorIsa) -> Vec<Inst> {
     for i in 0..insts.len() {
@@ -75,6 +99,9 @@ pub(super) fn simplify(mut insts: Vec<Inst>, isa: VectorIsa) -> Vec<Inst> {
                 pick(p, q)
                     .or_else(|| pick(q, p))
                     .map(|(m, s)| (Op::BitSelect, smallvec![m, s, Arg::Const(sign(wide))]))
+            }
+            (Op::Select, &[mask, t, f]) => {
+                clamp(&insts, (mask, t, f), wide).map(|(op, b, a)| (op, smallvec![b, a]))
             }
             _ => None,
         };

@@ -22,20 +22,20 @@ pub fn emit_parts(e: &mut Emit, x: Value) -> (Value, Value) {
     let above = e.fcmp(FloatCC::GreaterThan, x, hi);
     let x = e.select(above, hi, x);
 
-    let (n, r) = reduce(e, x);
-    scale_reduced(e, n, r)
+    let (n, nf, r) = reduce(e, x);
+    scale_reduced(e, (n, nf), r)
 }
 
-/// `e^(n·ln2 + r) = 2^n·(1 + (e^r − 1))` for `i32` lanes `n` in `[-150, 129]` and a reduced
-/// `|r| ≤ ln2/2`, as an unevaluated sum `hi + lo` (see [`emit_parts`]): the polynomial of
+/// `e^(n·ln2 + r) = 2^n·(1 + (e^r − 1))` for `i32` lanes `n` in `[-150, 129]` (and `nf`,
+/// the same integers as `f32` lanes) and a reduced `|r| ≤ ln2/2`, as an unevaluated sum `hi + lo` (see [`emit_parts`]): the polynomial of
 /// [`expm1_reduced`], then the scale by `2^n` in two steps `2^(n/2)·2^(n − n/2)` so that
 /// results in the subnormal range round once and overflow gives `+inf`.
-pub fn scale_reduced(e: &mut Emit, n: Value, r: Value) -> (Value, Value) {
+pub fn scale_reduced(e: &mut Emit, (n, nf): (Value, Value), r: Value) -> (Value, Value) {
     let y = expm1_reduced(e, r);
     let one = e.f32(1.0);
     // Fast2Sum (|y| < 1): p + p_lo = 1 + y exactly.
     let (p, p_lo) = super::fast_two_sum(e, one, y);
-    if let Some(scaled) = scale_native(e, n, (p, p_lo)) {
+    if let Some(scaled) = scale_native(e, nf, (p, p_lo)) {
         return scaled;
     }
 
@@ -51,15 +51,13 @@ pub fn scale_reduced(e: &mut Emit, n: Value, r: Value) -> (Value, Value) {
 }
 
 /// [`scale_reduced`]'s scale in code only translated into an AVX-512 program
-/// ([`Emit::allow_native`]): `vscalefps` by `n` (as an `f32`), which rounds a subnormal
-/// result once and overflows to `+inf` as the two steps do, the same bits; `None` where the
-/// code is compiled by Cranelift.
-fn scale_native(e: &mut Emit, n: Value, (p, p_lo): (Value, Value)) -> Option<(Value, Value)> {
+/// ([`Emit::allow_native`]): `vscalefps` by `nf` (`n` as an `f32`, as the reduction has
+/// it), which rounds a subnormal result once and overflows to `+inf` as the two steps do,
+/// the same bits; `None` where the code is compiled by Cranelift.
+fn scale_native(e: &mut Emit, nf: Value, (p, p_lo): (Value, Value)) -> Option<(Value, Value)> {
     if !e.allows_native() {
         return None;
     }
-    let fty = e.f32_ty();
-    let nf = e.b.ins().fcvt_from_sint(fty, n);
     let hi = e.scale(p, nf)?;
     let lo = e.scale(p_lo, nf)?;
     Some((hi, lo))
@@ -78,16 +76,17 @@ pub fn round_to_ln2_multiple(e: &mut Emit, x: Value) -> (Value, Value) {
     (nf, n)
 }
 
-/// Cody–Waite reduction of a finite (clamped) `x`: `(n, r)` with `x = n·ln2 + r`,
-/// `|r| ≤ ln2/2`, `n` as `i32` lanes (ties to even). NaN gives a NaN `r`.
-pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value) {
+/// Cody–Waite reduction of a finite (clamped) `x`: `(n, nf, r)` with `x = n·ln2 + r`,
+/// `|r| ≤ ln2/2`, `n` as `i32` lanes (ties to even) and `nf` the same as `f32` lanes. NaN
+/// gives a NaN `r`.
+pub fn reduce(e: &mut Emit, x: Value) -> (Value, Value, Value) {
     let (nf, n) = round_to_ln2_multiple(e, x);
 
     let neg_ln2_hi = e.f32(-LN2_HI);
     let neg_ln2_lo = e.f32(-LN2_LO);
     let r = e.b.ins().fma(nf, neg_ln2_hi, x);
     let r = e.b.ins().fma(nf, neg_ln2_lo, r);
-    (n, r)
+    (n, nf, r)
 }
 
 /// `e^r − 1 = r + r²·Q(r)` for a reduced `|r| ≤ ln2/2`, with relative accuracy near 0.

@@ -19,7 +19,7 @@ pub fn emit(e: &mut Emit, x: Value) -> Value {
     let hi = e.f32(20.0);
     let above = e.fcmp(FloatCC::GreaterThan, xc, hi);
     let xc = e.select(above, hi, xc);
-    let (n, r) = super::exp::reduce(e, xc);
+    let (n, _, r) = super::exp::reduce(e, xc);
     let y = super::exp::expm1_reduced(e, r);
     let s = super::exp::pow2(e, n);
     let t = e.b.ins().fsub(s, one);

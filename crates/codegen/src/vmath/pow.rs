@@ -47,7 +47,7 @@ pub fn emit(e: &mut Emit, x: Value, y: Value) -> Value {
     let r1 = e.b.ins().fma(nf, neg_ln2_hi, w2);
     let corr = e.b.ins().fma(nf, neg_ln2_lo, w_lo);
     let r = e.b.ins().fadd(r1, corr);
-    let (p, _) = super::exp::scale_reduced(e, n, r);
+    let (p, _) = super::exp::scale_reduced(e, (n, nf), r);
     ieee_cases(e, t, x, y, p)
 }
 

@@ -467,3 +467,53 @@ fn exponentials_near_underflow_and_overflow_have_cranelifts_bits() {
     let ins = vec![Tensor::from_vec(xs, [n]).unwrap()];
     same_bits_as_cranelift("exponentials", &body, &ins);
 }
+
+/// A clamp that the inline math writes as a compare and a select (`x < c ? c : x`, `x > c ?
+/// c : x`: `exp`'s of its argument, `tanh`'s, `erf`'s) is one `vmaxps` or `vminps` in AVX-512
+/// code, with the Cranelift code's bits on NaN, signed zeros, infinities, the bounds
+/// themselves and values beyond them.
+#[test]
+fn clamps_by_select_are_one_max_or_min() {
+    let specials = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -104.0,
+        89.0,
+        -104.5,
+        89.5,
+        1e-40,
+    ];
+    let n = 400;
+    let xs: Vec<f32> = (0..n)
+        .map(|i| match i % 3 {
+            0 => specials[i / 3 % 10],
+            _ => (i as f32 - 200.0) * 0.75,
+        })
+        .collect();
+    let b = FunctionBuilder::new("clamps");
+    let x = b.parameter("x", F32, [n]);
+    let body = b.finish(&[x.exp(), x.tanh(), x.erf()]).unwrap();
+    let ins = vec![Tensor::from_vec(xs, [n]).unwrap()];
+    same_bits_as_cranelift("clamps", &body, &ins);
+    if host_isa() == Some(VectorIsa::Avx512) {
+        let target = graphlift_kernels::target::Target::from_env().with_veclib(false);
+        let b = FunctionBuilder::new("exp");
+        let x = b.parameter("x", F32, [n]);
+        let exp = b.finish(&[x.exp()]).unwrap();
+        let listing = JitKernel::compile_for(&exp, &target)
+            .unwrap()
+            .ir()
+            .to_string();
+        assert!(
+            listing.contains("vmaxps zmm") && listing.contains("vminps zmm"),
+            "{listing}"
+        );
+        assert!(
+            !listing.contains("vcmplt_oqps") && !listing.contains("vcmpgt_oqps"),
+            "{listing}"
+        );
+    }
+}
