@@ -46,6 +46,7 @@ pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitErro
         plan,
         lay: layout,
         pool: Vec::new(),
+        holding: false,
         entry: 0,
     };
     w.function().map_err(err)?;
@@ -89,6 +90,9 @@ pub(super) struct Writer<'p> {
     pub(super) pool: Vec<(u64, bool, CodeLabel)>,
     /// The offset of the function's first instruction (after the constant pool).
     pub(super) entry: usize,
+    /// Whether the [`Layout`]'s held constants are in their registers (from the end of the
+    /// preheader on).
+    pub(super) holding: bool,
 }
 
 impl Writer<'_> {
@@ -227,6 +231,13 @@ impl Writer<'_> {
             }
             self.mark(Some(k));
         }
+        // After the invariants, whose programs may use the registers as scratch.
+        for &(bits, wide, r) in &self.lay.held {
+            let c = self.constant(bits, wide)?;
+            self.copy(r, Src::Const(c, wide))?;
+        }
+        self.holding = true;
+        self.mark(None);
         Ok(())
     }
 

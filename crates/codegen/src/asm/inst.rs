@@ -47,6 +47,22 @@ pub(super) fn broadcast(c: CodeLabel, wide: bool) -> AsmMemoryOperand {
     }
 }
 
+/// The fused multiply-add `$m` of the registers `$d`, `$q` and the source `$c` on `zmm`
+/// registers (AVX-512: a constant as the broadcast operand) or `ymm` ones (AVX2: the
+/// constant read whole).
+macro_rules! fused {
+    ($w:ident, $m:ident, $d:expr, $q:expr, $c:expr) => {
+        match ($w.lay.isa, $c) {
+            (VectorIsa::Avx512, Src::Reg(c)) => $w.a.$m(ZMM[$d], ZMM[$q], ZMM[c])?,
+            (VectorIsa::Avx512, Src::Mem(m)) => $w.a.$m(ZMM[$d], ZMM[$q], zmmword_ptr(m))?,
+            (VectorIsa::Avx512, Src::Const(c, w)) => $w.a.$m(ZMM[$d], ZMM[$q], broadcast(c, w))?,
+            (VectorIsa::Avx2, Src::Reg(c)) => $w.a.$m(YMM[$d], YMM[$q], YMM[c])?,
+            (VectorIsa::Avx2, Src::Mem(m)) => $w.a.$m(YMM[$d], YMM[$q], ymmword_ptr(m))?,
+            (VectorIsa::Avx2, Src::Const(c, _)) => $w.a.$m(YMM[$d], YMM[$q], ymmword_ptr(c))?,
+        }
+    };
+}
+
 /// `d = a op b` methods, named after the AVX-512 instruction, with the AVX2 one (`-`: none;
 /// the translation refuses what would need it).
 macro_rules! three {
@@ -180,6 +196,10 @@ impl Writer<'_> {
     /// `d = s`: a register copy, or a constant's lanes (AVX-512: a broadcast of the pool's
     /// value; AVX2: the pool's whole vector).
     pub(super) fn copy(&mut self, d: usize, s: Src) -> Result<(), Fail> {
+        let s = match s {
+            Src::Const(c, _) if self.holding => self.held(c).map_or(s, Src::Reg),
+            _ => s,
+        };
         match (self.lay.isa, s) {
             (_, Src::Reg(r)) if r == d => {}
             (VectorIsa::Avx512, Src::Reg(r)) => self.a.vmovaps(ZMM[d], ZMM[r])?,
@@ -195,6 +215,17 @@ impl Writer<'_> {
             (VectorIsa::Avx2, Src::Const(c, _)) => self.a.vmovaps(YMM[d], ymmword_ptr(c))?,
         }
         Ok(())
+    }
+
+    /// The register that holds the pool constant `c` for the call, if one does.
+    fn held(&self, c: CodeLabel) -> Option<usize> {
+        let &(bits, wide, _) = self.pool.iter().find(|&&(_, _, l)| l == c)?;
+        let held = self
+            .lay
+            .held
+            .iter()
+            .find(|&&(b, w, _)| (b, w) == (bits, wide));
+        held.map(|&(_, _, r)| r)
     }
 
     /// `s` as a register: its own, or `d` after [`Writer::copy`] into it.
@@ -273,31 +304,31 @@ impl Writer<'_> {
         wide: bool,
         negate: bool,
     ) -> Result<(), Fail> {
-        macro_rules! fma {
-            ($m:ident) => {
-                match (self.lay.isa, c) {
-                    (VectorIsa::Avx512, Src::Reg(c)) => self.a.$m(ZMM[d], ZMM[q], ZMM[c])?,
-                    (VectorIsa::Avx512, Src::Mem(m)) => {
-                        self.a.$m(ZMM[d], ZMM[q], zmmword_ptr(m))?
-                    }
-                    (VectorIsa::Avx512, Src::Const(c, w)) => {
-                        self.a.$m(ZMM[d], ZMM[q], broadcast(c, w))?
-                    }
-                    (VectorIsa::Avx2, Src::Reg(c)) => self.a.$m(YMM[d], YMM[q], YMM[c])?,
-                    (VectorIsa::Avx2, Src::Mem(m)) => {
-                        self.a.$m(YMM[d], YMM[q], ymmword_ptr(m))?
-                    }
-                    (VectorIsa::Avx2, Src::Const(c, _)) => {
-                        self.a.$m(YMM[d], YMM[q], ymmword_ptr(c))?
-                    }
-                }
-            };
-        }
         match (wide, negate) {
-            (true, false) => fma!(vfmadd213pd),
-            (false, false) => fma!(vfmadd213ps),
-            (true, true) => fma!(vfnmadd213pd),
-            (false, true) => fma!(vfnmadd213ps),
+            (true, false) => fused!(self, vfmadd213pd, d, q, c),
+            (false, false) => fused!(self, vfmadd213ps, d, q, c),
+            (true, true) => fused!(self, vfnmadd213pd, d, q, c),
+            (false, true) => fused!(self, vfnmadd213ps, d, q, c),
+        }
+        Ok(())
+    }
+
+    /// `d = q·c + d` rounded once (`vfmadd231ps`, `…pd` for `wide`), or with `negate`
+    /// `d = −(q·c) + d` (`vfnmadd231…`): a constant factor `c` is the instruction's
+    /// broadcast operand rather than a register it is first copied into.
+    pub(super) fn fma231(
+        &mut self,
+        d: usize,
+        q: usize,
+        c: Src,
+        wide: bool,
+        negate: bool,
+    ) -> Result<(), Fail> {
+        match (wide, negate) {
+            (true, false) => fused!(self, vfmadd231pd, d, q, c),
+            (false, false) => fused!(self, vfmadd231ps, d, q, c),
+            (true, true) => fused!(self, vfnmadd231pd, d, q, c),
+            (false, true) => fused!(self, vfnmadd231ps, d, q, c),
         }
         Ok(())
     }

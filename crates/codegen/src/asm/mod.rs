@@ -10,6 +10,7 @@
 mod conversion;
 mod emit;
 mod fold;
+mod held;
 mod inst;
 mod listing;
 mod peephole;
@@ -130,7 +131,9 @@ impl Aux {
 /// vector is [`VectorIsa::lanes`] elements):
 ///
 /// 1. the preheader loads the buffer pointers into registers and every invariant slot into a
-///    pinned vector register (constants, splat loads and what is computed from them);
+///    pinned vector register (constants, splat loads and what is computed from them), then
+///    (AVX-512) the pool constants that programs copy into registers of their own into the
+///    registers the body leaves free ([`held`]);
 /// 2. the range runs in *segments*: the whole range, or with row vectors and runs the pieces
 ///    that stay within one row and one run. The row's end is found once per call by division
 ///    by a constant ([`super::divide::ConstDivisor`]: a multiplication and a shift) and kept
@@ -194,6 +197,9 @@ pub struct Layout {
     copy_stride: Option<usize>,
     /// How many copies of the body are interleaved side by side (4, 2 or 1).
     group: usize,
+    /// Pool constants `(bits, 64-bit)` held for the call in the registers the body leaves
+    /// free, and their registers ([`held`]; AVX-512 only).
+    held: Vec<(u64, bool, usize)>,
     /// Elements in the iteration space (the bound of the index divisions).
     count: usize,
 }
@@ -453,6 +459,18 @@ impl Layout {
             .find(|&g| fixed + g * body_regs <= registers)
             .unwrap_or(1);
         let copy_stride = (group > 1).then_some(body_regs);
+        let used = fixed + group * body_regs;
+        let held = match isa {
+            VectorIsa::Avx512 => {
+                let conversions = load_conv.iter().chain(&store_conv).flatten();
+                held::materialized(programs.iter().chain(conversions))
+                    .into_iter()
+                    .zip(used..registers)
+                    .map(|((bits, wide), r)| (bits, wide, r))
+                    .collect()
+            }
+            VectorIsa::Avx2 => Vec::new(),
+        };
         Ok(Layout {
             isa,
             load_conv,
@@ -470,6 +488,7 @@ impl Layout {
             folded,
             copy_stride,
             group,
+            held,
             pinned,
             count: plan.count,
         })

@@ -400,6 +400,20 @@ impl Writer<'_> {
                 VectorIsa::Avx2 => self.compare_avx2(d, inst, s)?,
             },
             Op::Fma | Op::Fnma => {
+                let negate = inst.op == Op::Fnma;
+                // A constant factor and an addend in a register other than `d`: `d = ±q·c +
+                // d` after the addend's copy into `d` (a register move, which the core
+                // renames away), the constant the instruction's broadcast operand rather
+                // than broadcast into `d` by an instruction of its own.
+                if let &[Src::Reg(q), c @ Src::Const(..), Src::Reg(a)]
+                | &[c @ Src::Const(..), Src::Reg(q), Src::Reg(a)] = s
+                {
+                    if q != d {
+                        self.copy(d, Src::Reg(a))?;
+                        self.fma231(d, q, c, wide, negate)?;
+                        return Ok(());
+                    }
+                }
                 // d = ±q·d + c with d holding one factor: the accumulator written over in
                 // place, or a constant factor copied into d so that the other (a register:
                 // `translate` splits two constant factors) is `q`.
@@ -412,7 +426,7 @@ impl Writer<'_> {
                     return Err(Fail("fused multiply-add of two constants".into()));
                 };
                 self.copy(d, p)?;
-                self.fma213(d, q, s[2], wide, inst.op == Op::Fnma)?;
+                self.fma213(d, q, s[2], wide, negate)?;
             }
             Op::BitSelect => self.bit_select(d, wide, s)?,
             Op::Select => self.select(d, wide, s)?,

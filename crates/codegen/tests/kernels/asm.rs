@@ -517,3 +517,28 @@ fn clamps_by_select_are_one_max_or_min() {
         );
     }
 }
+
+/// The constants that `exp`'s program puts in registers of their own (its clamps' bounds,
+/// its polynomial's first coefficient) are loaded once, before the loop, into registers
+/// the body leaves free: every `vbroadcastss` of the listing comes before its first
+/// arithmetic, and the bits are the Cranelift code's.
+#[test]
+fn constants_a_program_copies_are_held_in_registers() {
+    let n = 1000;
+    let b = FunctionBuilder::new("scaled exp");
+    let x = b.parameter("x", F32, [n]);
+    let body = b.finish(&[x.exp() * 1.5]).unwrap();
+    let ins = vec![Tensor::from_vec(math_inputs(n, 11), [n]).unwrap()];
+    same_bits_as_cranelift("scaled exp", &body, &ins);
+    if host_isa() != Some(VectorIsa::Avx512) {
+        return;
+    }
+    let target = graphlift_kernels::target::Target::from_env().with_veclib(false);
+    let listing = JitKernel::compile_for(&body, &target)
+        .unwrap()
+        .ir()
+        .to_string();
+    let last_broadcast = listing.rfind("vbroadcastss zmm").expect("held constants");
+    let first_arithmetic = listing.find("vfmadd").unwrap();
+    assert!(last_broadcast < first_arithmetic, "{listing}");
+}
