@@ -47,6 +47,7 @@ pub fn assemble(plan: &KernelPlan, layout: &Layout) -> Result<Assembled, JitErro
         lay: layout,
         pool: Vec::new(),
         holding: false,
+        nt: false,
         entry: 0,
     };
     w.function().map_err(err)?;
@@ -93,6 +94,9 @@ pub(super) struct Writer<'p> {
     /// Whether the [`Layout`]'s held constants are in their registers (from the end of the
     /// preheader on).
     pub(super) holding: bool,
+    /// Whether whole-vector stores go past the caches (`vmovntps`): in a streaming kernel's
+    /// main loop, where every output is 64-byte aligned.
+    pub(super) nt: bool,
 }
 
 impl Writer<'_> {
@@ -187,6 +191,10 @@ impl Writer<'_> {
         }
         if lay.row.is_some() {
             self.a.pop(rax)?;
+        }
+        if self.streams() {
+            // The non-temporal stores ordered before whatever the caller does next.
+            self.a.sfence()?;
         }
         for &r in saved.iter().rev() {
             self.a.pop(r)?;
@@ -352,10 +360,10 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `rax` = the elements from `r8` to the first output's next 64-byte boundary (at most
-    /// 15), but no more than the segment's `r9 - r8`; clobbers `rdx`.
-    fn elements_to_boundary(&mut self) -> Result<(), Fail> {
-        let out = POINTERS[self.lay.out_reg[0]];
+    /// `rax` = the elements from `r8` to output `o`'s next 64-byte boundary (at most 15),
+    /// but no more than the segment's `r9 - r8`; clobbers `rdx`.
+    fn elements_to_boundary(&mut self, o: usize) -> Result<(), Fail> {
+        let out = POINTERS[self.lay.out_reg[o]];
         self.a.lea(rax, qword_ptr(out + r8 * 4))?;
         self.a.neg(rax)?;
         self.a.and(rax, 63)?;
@@ -372,38 +380,62 @@ impl Writer<'_> {
     /// splits two lines costs two; glibc's allocator aligns large buffers to 16 bytes only),
     /// when every buffer the loops stream through (outputs and contiguous inputs) lies at the
     /// same offset from a 64-byte boundary at `r8`, as buffers from one allocator do: then
-    /// all of them become aligned. Otherwise, with row vectors or runs, or on AVX2 (whose
-    /// tail is staged: its 32-byte vectors split a line at every other access of a buffer
-    /// 16 bytes off, not at every one), nothing changes.
+    /// all of them become aligned. A streaming kernel aligns its first output of 32-bit
+    /// elements whatever the others' offsets (row vectors and runs included), so that its
+    /// main loop can write whole lines past the caches. Otherwise, with row vectors or runs,
+    /// or on AVX2 (whose tail is staged: its 32-byte vectors split a line at every other
+    /// access of a buffer 16 bytes off, not at every one), nothing changes.
     fn align_to_output(&mut self) -> Result<(), Fail> {
         let lay = self.lay;
-        if lay.row.is_some() || lay.run.is_some() || lay.isa != VectorIsa::Avx512 {
+        let streams = self.streams();
+        if lay.isa != VectorIsa::Avx512 || (!streams && (lay.row.is_some() || lay.run.is_some())) {
             return Ok(());
         }
+        let first = if streams {
+            let whole = self
+                .plan
+                .outputs
+                .iter()
+                .position(|(_, t)| t.size_bytes() == 4);
+            let Some(o) = whole else {
+                return Ok(());
+            };
+            o
+        } else {
+            0
+        };
         let mut aligned = self.a.create_label();
-        // r15 = the first output's offset; any other stream at another offset: no peel.
-        let out = POINTERS[lay.out_reg[0]];
-        self.a.lea(r15, qword_ptr(out + r8 * 4))?;
-        self.a.and(r15, 63)?;
-        let others = lay.out_reg[1..].iter().chain(lay.arg_reg.iter().flatten());
-        for &p in others {
-            self.a.lea(rdx, qword_ptr(POINTERS[p] + r8 * 4))?;
-            self.a.and(rdx, 63)?;
-            self.a.cmp(rdx, r15)?;
-            self.a.jne(aligned)?;
+        if !streams {
+            // r15 = the first output's offset; any other stream at another offset: no peel.
+            let out = POINTERS[lay.out_reg[0]];
+            self.a.lea(r15, qword_ptr(out + r8 * 4))?;
+            self.a.and(r15, 63)?;
+            let others = lay.out_reg[1..].iter().chain(lay.arg_reg.iter().flatten());
+            for &p in others {
+                self.a.lea(rdx, qword_ptr(POINTERS[p] + r8 * 4))?;
+                self.a.and(rdx, 63)?;
+                self.a.cmp(rdx, r15)?;
+                self.a.jne(aligned)?;
+            }
         }
-        self.elements_to_boundary()?;
+        self.elements_to_boundary(first)?;
         self.a.test(rax, rax)?;
         self.a.je(aligned)?;
         self.lowest_lanes()?;
         self.mark(None);
         self.masked_body()?;
         // The bodies keep r8 and may use the scratch registers: count again.
-        self.elements_to_boundary()?;
+        self.elements_to_boundary(first)?;
         self.a.add(r8, rax)?;
         self.a.set_label(&mut aligned)?;
         self.mark(None);
         Ok(())
+    }
+
+    /// Whether the kernel streams its outputs (far larger than the caches) in AVX-512 code,
+    /// whose main loop then writes them with non-temporal stores where they are aligned.
+    fn streams(&self) -> bool {
+        self.plan.stream && self.lay.isa == VectorIsa::Avx512
     }
 
     /// `k1` = the lowest `rax` lanes (`rax < 16`); clobbers `r15`. AVX-512 only.
@@ -432,6 +464,28 @@ impl Writer<'_> {
         left(&mut self.a)?;
         self.a.cmp(rax, trip)?;
         self.a.jb(single_check)?;
+        if self.streams() {
+            // Whole lines written past the caches where every output of 32-bit elements
+            // (those stored whole) is 64-byte aligned here, and stays so (a trip is four
+            // lines); else the ordinary loop.
+            let mut streaming = self.a.create_label();
+            let whole = self.plan.outputs.iter().zip(&self.lay.out_reg);
+            for (_, &p) in whole.filter(|((_, t), _)| t.size_bytes() == 4) {
+                self.a.lea(rdx, qword_ptr(POINTERS[p] + r8 * 4))?;
+                self.a.test(edx, 63)?;
+                self.a.jne(main)?;
+            }
+            self.a.set_label(&mut streaming)?;
+            self.mark(None);
+            self.nt = true;
+            self.bodies(UNROLL)?;
+            self.nt = false;
+            self.a.add(r8, trip)?;
+            left(&mut self.a)?;
+            self.a.cmp(rax, trip)?;
+            self.a.jae(streaming)?;
+            self.a.jmp(single_check)?;
+        }
         self.a.set_label(&mut main)?;
         self.mark(None);
         self.bodies(UNROLL)?;

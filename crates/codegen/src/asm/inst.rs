@@ -250,10 +250,12 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// The vector at `m` = register `v` (AVX-512's masked tail: `k1`'s lanes only).
+    /// The vector at `m` = register `v` (AVX-512's masked tail: `k1`'s lanes only; in a
+    /// streaming main loop, [`Writer::nt`], past the caches: `m` is 64-byte aligned there).
     pub(super) fn store_vector(&mut self, m: AsmMemoryOperand, v: usize) -> Result<(), Fail> {
         match self.lay.isa {
             VectorIsa::Avx512 if self.masked => self.a.vmovups(zmmword_ptr(m).k1(), ZMM[v])?,
+            VectorIsa::Avx512 if self.nt => self.a.vmovntps(zmmword_ptr(m), ZMM[v])?,
             VectorIsa::Avx512 => self.a.vmovups(zmmword_ptr(m), ZMM[v])?,
             VectorIsa::Avx2 => self.a.vmovups(ymmword_ptr(m), YMM[v])?,
         }

@@ -402,13 +402,17 @@ impl Layout {
                 return Err(Refusal::Library);
             }
         }
-        // A streaming kernel of one-instruction ops keeps its non-temporal stores (strips
-        // of Cranelift code: as fast, and half the traffic), unless it divides by or into a
-        // broadcast value: the strips' division is the library's, which would take a buffer
-        // of the broadcast's copies, and this code is then the faster (`BENCHMARKS.md`).
-        // One with ops that only this code runs at sixteen lanes is this code, with
-        // ordinary stores.
-        if plan.stream && programs.is_empty() && !divides_broadcast(plan, &lowering) {
+        // A streaming kernel is AVX-512 code whose main loop writes whole lines past the
+        // caches (`vmovntps`), which measured faster than the strips of Cranelift code and
+        // their copies (`BENCHMARKS.md`, the twenty-sixth session). In AVX2 code, which
+        // stores through the caches, one of one-instruction ops keeps the strips and their
+        // non-temporal stores, unless it divides by or into a broadcast value: the strips'
+        // division is the library's, which would take a buffer of the broadcast's copies.
+        if plan.stream
+            && isa == VectorIsa::Avx2
+            && programs.is_empty()
+            && !divides_broadcast(plan, &lowering)
+        {
             return Err(Refusal::Streams);
         }
         let out_reg: Vec<usize> = (pointers..pointers + plan.outputs.len()).collect();

@@ -13,9 +13,9 @@ pub enum Refusal {
     /// The host cannot run the plan's instruction set (AVX-512: AVX-512F and BMI2; AVX2:
     /// AVX2, FMA and F16C).
     Host(VectorIsa),
-    /// The kernel streams its outputs through strip buffers, all its ops are one or two
-    /// instructions, and no division reads a broadcast value (that code is as wide where it
-    /// counts: the memory traffic).
+    /// The kernel streams its outputs through strip buffers on an AVX2 host, all its ops
+    /// are one or two instructions, and no division reads a broadcast value (that code is
+    /// as wide where it counts: the memory traffic; AVX2 code stores through the caches).
     Streams,
     /// The kernel is not a four-lane one (`f64`, `i64` or mixed widths).
     NotFourLane,

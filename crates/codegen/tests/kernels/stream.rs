@@ -61,6 +61,8 @@ fn streaming_kernels_write_what_plain_kernels_write() {
         let is = Tensor::from_vec((0..n as i32).map(|v| v * 7 - 50).collect(), [n]).unwrap();
         let ins = [&xs, &ys, &is];
         let stream = streaming(&body);
+        // The host's assembled code (AVX-512: `vmovntps` in its main loop).
+        let assembled = streaming_with(&body, true);
         let plain = JitKernel::compile(&body).unwrap();
         assert!(stream.compiled().streams() || n == 1, "n = {n}");
         assert!(!plain.compiled().streams());
@@ -76,22 +78,26 @@ fn streaming_kernels_write_what_plain_kernels_write() {
             if range.0 >= range.1 {
                 continue;
             }
+            let want = run(&plain, &ins, range);
+            assert_eq!(run(&stream, &ins, range), want, "n = {n}, range {range:?}");
             assert_eq!(
-                run(&stream, &ins, range),
-                run(&plain, &ins, range),
+                run(&assembled, &ins, range),
+                want,
                 "n = {n}, range {range:?}"
             );
         }
     }
 }
 
-/// A streaming kernel of one-instruction ops keeps its strips (non-temporal stores), but one
-/// that divides by a broadcast row or column, or into one, or by a value computed from one,
-/// is assembled code (the strips' division would copy the broadcast); it writes the plain
-/// kernel's bits.
+/// A streaming kernel is assembled AVX-512 code (with non-temporal stores). On an AVX2 host
+/// one of one-instruction ops keeps its strips (non-temporal stores), but one that divides
+/// by a broadcast row or column, or into one, or by a value computed from one, is assembled
+/// code (the strips' division would copy the broadcast). Either writes the plain kernel's
+/// bits.
 #[test]
 fn a_streaming_division_by_a_broadcast_is_assembled() {
     use graphlift_codegen::asm::{host_isa, Refusal};
+    use graphlift_kernels::target::VectorIsa;
     let Some(isa) = host_isa() else {
         return;
     };
@@ -108,7 +114,7 @@ fn a_streaming_division_by_a_broadcast_is_assembled() {
             .parameter("col", ElementType::F32, [m, 1])
             .broadcast_to([m, k]);
         let out = [x / row, x / (col + 1.0), col / x, x / y + x][i];
-        (b.finish(&[out]).unwrap(), i < 3)
+        (b.finish(&[out]).unwrap(), i < 3 || isa == VectorIsa::Avx512)
     };
     let ins = [
         Tensor::from_vec(super::uniform(m * k, 3), [m, k]).unwrap(),
@@ -136,6 +142,57 @@ fn a_streaming_division_by_a_broadcast_is_assembled() {
                 run(&stream, &refs, range),
                 run(&plain, &refs, range),
                 "body {i}"
+            );
+        }
+    }
+}
+
+/// A streaming AVX-512 kernel aligns its output and writes whole lines past the caches
+/// there (`vmovntps`, then `sfence`), and writes what the plain kernel writes from every
+/// offset from a 64-byte boundary on (ranges starting at each of sixteen elements: whatever
+/// the input's offset), also with a row vector (whose rows are segments of their own).
+#[test]
+fn assembled_streaming_stores_are_exact_at_every_alignment() {
+    use graphlift_codegen::asm::host_isa;
+    use graphlift_kernels::target::VectorIsa;
+    if host_isa() != Some(VectorIsa::Avx512) {
+        return;
+    }
+    let (m, k) = (7, 300);
+    let n = m * k;
+    let b = FunctionBuilder::new("stream");
+    let x = b.parameter("x", ElementType::F32, [n]);
+    let flat = b
+        .finish(&[(x * 3.0 + 1.0).relu(), x / (x.abs() + 1.0), x.exp()])
+        .unwrap();
+    let b = FunctionBuilder::new("rows");
+    let x = b.parameter("x", ElementType::F32, [m, k]);
+    let row = b
+        .parameter("row", ElementType::F32, [k])
+        .broadcast_to([m, k]);
+    let rows = b.finish(&[(x + row).relu()]).unwrap();
+    let input = |shape: &[usize]| Tensor::from_vec(super::uniform(n, 9), shape).unwrap();
+    let row = Tensor::from_vec(super::uniform(k, 10), [k]).unwrap();
+    for (body, with_row) in [(flat, false), (rows, true)] {
+        let kernel = streaming_with(&body, true);
+        let listing = kernel.ir();
+        assert!(
+            listing.contains("vmovntps") && listing.contains("sfence"),
+            "{listing}"
+        );
+        let plain = JitKernel::compile(&body).unwrap();
+        let x = if with_row {
+            input(&[m, k])
+        } else {
+            input(&[n])
+        };
+        let ins: Vec<&Tensor> = if with_row { vec![&x, &row] } else { vec![&x] };
+        for start in 0..16 {
+            let range = (start, n - start / 2);
+            assert_eq!(
+                run(&kernel, &ins, range),
+                run(&plain, &ins, range),
+                "{range:?}"
             );
         }
     }
