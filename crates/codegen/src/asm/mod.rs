@@ -133,7 +133,7 @@ impl Aux {
 /// 1. the preheader loads the buffer pointers into registers and every invariant slot into a
 ///    pinned vector register (constants, splat loads and what is computed from them), then
 ///    (AVX-512) the pool constants that programs copy into registers of their own into the
-///    registers the body leaves free ([`held`]);
+///    registers the body leaves free (module `held`);
 /// 2. the range runs in *segments*: the whole range, or with row vectors and runs the pieces
 ///    that stay within one row and one run. The row's end is found once per call by division
 ///    by a constant ([`super::divide::ConstDivisor`]: a multiplication and a shift) and kept
@@ -198,7 +198,7 @@ pub struct Layout {
     /// How many copies of the body are interleaved side by side (4, 2 or 1).
     group: usize,
     /// Pool constants `(bits, 64-bit)` held for the call in the registers the body leaves
-    /// free, and their registers ([`held`]; AVX-512 only).
+    /// free, and their registers (module `held`; AVX-512 only).
     held: Vec<(u64, bool, usize)>,
     /// Elements in the iteration space (the bound of the index divisions).
     count: usize,
