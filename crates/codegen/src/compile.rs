@@ -44,6 +44,9 @@ pub struct KernelCode {
     pub assembled: Option<VectorIsa>,
     /// Code spans attributed to plan slots (see [`crate::provenance::slot_spans`]).
     spans: Vec<(u32, u32, usize)>,
+    /// Why the assembler, which took the plan, failed to write its code (a bug there: the
+    /// Cranelift code runs instead, and `explain` says why).
+    assembler_failure: Option<String>,
     /// Owns the code memory; it is freed when the last `KernelCode` of the module (held by
     /// kernels of executables and by the cache) is dropped.
     module: Arc<KernelModule>,
@@ -120,9 +123,10 @@ impl CompiledKernel {
     /// Why the code is not assembled code, or `None` when it is: worked out from the plan
     /// when a report asks ([`asm::Layout::of`] decided it the same way at compile time).
     pub fn assembler_refusal(&self) -> Option<asm::Refusal> {
-        match self.code.assembled {
-            Some(_) => None,
-            None => asm::Layout::of(&self.plan).err(),
+        match (self.code.assembled, &self.code.assembler_failure) {
+            (Some(_), _) => None,
+            (None, Some(failure)) => Some(asm::Refusal::Failed(failure.clone())),
+            (None, None) => asm::Layout::of(&self.plan).err(),
         }
     }
 
@@ -225,8 +229,15 @@ pub fn compile_codes(
         let mut fbc = FunctionBuilderContext::new();
         let mut defined = Vec::with_capacity(plans.len());
         for (k, plan) in plans.iter().enumerate() {
-            if let Ok(layout) = asm::Layout::of(plan) {
-                let code = asm::assemble(plan, &layout)?;
+            // A plan the assembler takes but fails to write (a bug there) falls back to the
+            // Cranelift code, with the reason kept for `explain`: it costs speed, not the
+            // model.
+            let mut failure = None;
+            let assembled = asm::Layout::of(plan).map(|layout| asm::assemble(plan, &layout));
+            if let Ok(Err(e)) = &assembled {
+                failure = Some(e.to_string());
+            }
+            if let Ok(Ok(code)) = assembled {
                 let entry = module.map_code(&plan.name, &code.code)?;
                 // SAFETY: `entry` is the first byte of a mapped, executable copy of code whose
                 // byte `code.entry` (after the constant pool, within the code: the function
@@ -244,6 +255,7 @@ pub fn compile_codes(
                     ir: code.listing.into(),
                     assembled: plan.isa,
                     spans: code.spans,
+                    assembler_failure: None,
                     module: Arc::clone(module),
                 }));
                 continue;
@@ -292,16 +304,18 @@ pub fn compile_codes(
                 })
                 .unwrap_or_default();
             m.clear_context(&mut ctx);
-            defined.push(Pending::Cranelift(id, code_size, ir, spans));
+            defined.push(Pending::Cranelift(id, code_size, ir, spans, failure));
         }
         m.finalize_definitions()
             .map_err(|e| JitError::Module(e.to_string()))?;
         Ok(defined
             .into_iter()
             .map(|pending| {
-                let (id, code_size, ir, spans) = match pending {
+                let (id, code_size, ir, spans, assembler_failure) = match pending {
                     Pending::Ready(code) => return code,
-                    Pending::Cranelift(id, code_size, ir, spans) => (id, code_size, ir, spans),
+                    Pending::Cranelift(id, code_size, ir, spans, failure) => {
+                        (id, code_size, ir, spans, failure)
+                    }
                 };
                 let code = m.get_finalized_function(id);
                 // SAFETY: `code` is the finalized entry of a function built with
@@ -316,6 +330,7 @@ pub fn compile_codes(
                     ir: ir.into(),
                     assembled: None,
                     spans,
+                    assembler_failure,
                     module: Arc::clone(module),
                 }
             })
@@ -324,13 +339,15 @@ pub fn compile_codes(
 }
 
 /// A kernel of [`compile_codes`] before the module is finalized: defined in Cranelift (its
-/// id, code size, IR text and slot spans), or already assembled ([`asm`]).
+/// id, code size, IR text, slot spans, and why the assembler failed where it took the plan),
+/// or already assembled ([`asm`]).
 enum Pending {
     Cranelift(
         cranelift_module::FuncId,
         usize,
         String,
         Vec<(u32, u32, usize)>,
+        Option<String>,
     ),
     Ready(KernelCode),
 }

@@ -38,6 +38,9 @@ pub enum Refusal {
     /// element or (AVX2) one call is an activation form; on AVX2 never a kernel with a
     /// SiLU form, which this code computes faster.
     Library,
+    /// The assembler took the plan but failed to write its code (a bug in it; the message
+    /// says where): the Cranelift code runs instead.
+    Failed(String),
 }
 
 impl std::fmt::Display for Refusal {
@@ -55,6 +58,7 @@ impl std::fmt::Display for Refusal {
                 "a value is stored as {t}, which the assembler does not convert there"
             ),
             Refusal::Op(op) => write!(f, "the assembler has no code for {op}"),
+            Refusal::Failed(why) => write!(f, "the assembler failed ({why})"),
             Refusal::Addressing => {
                 write!(
                     f,
