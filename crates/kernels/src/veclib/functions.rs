@@ -68,7 +68,10 @@ pub(super) fn sigmoid_head<V: F32x>(x: V) -> (V, (V, V, V)) {
 
 /// `1 / (1 + e^-x)` without overflow: with `E = e^-|x|` as `E_hi + E_lo`, `1 + E` as
 /// `d + d_lo` exactly, and `num = 1` (`x ≥ 0`) or `E` (`x < 0`), the quotient `q = num/d`
-/// corrected once with its exact residual.
+/// corrected once with its exact residual, times `1/d` taken as `q` or `1 − q` rather than
+/// divided by `d` (the inline code, [`crate::vmath::sigmoid`], divides: its second division
+/// runs beside the assembled code's other instructions, where here it held the loop up).
+/// The maximum error is the inline code's (`graphlift accuracy --library sigmoid`).
 #[inline(always)]
 pub(super) fn sigmoid_tail<V: F32x>((x, e): (V, (V, V, V))) -> V {
     let (eh, el) = exp_tail(e);
@@ -81,7 +84,10 @@ pub(super) fn sigmoid_tail<V: F32x>((x, e): (V, (V, V, V))) -> V {
     let q = num.div(d);
     let residual = q.neg_mul_add(d, num);
     let extra = q.neg_mul_add(d_lo, num_lo);
-    q.add(residual.add(extra).div(d))
+    // `1/d`: `q` itself where `num = 1`, `1 − q` (`= 1/(1 + E)`) elsewhere, each within an
+    // ulp, far below what the correction needs.
+    let recip = x.select_ge(zero, q, one.sub(q));
+    residual.add(extra).mul_add(recip, q)
 }
 
 /// `tanh`'s head: `x_c = x` clamped to `[-CLAMP, CLAMP]` (selects: NaN kept) and `x_c²`.
