@@ -296,42 +296,36 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `d = q·d + c` rounded once (`vfmadd213ps`, `…pd` for `wide`), or with `negate`
-    /// `d = −(q·d) + c` (`vfnmadd213…`).
-    pub(super) fn fma213(
+    /// A fused multiply-add, rounded once, in `form` (`…ps`, or `…pd` for `wide`; with
+    /// `negate` the product negated, `vfnmadd…`): [`Fma::Into`] `d = ±q·d + c`
+    /// (`vfmadd213`), [`Fma::Onto`] `d = ±q·c + d` (`vfmadd231`, where a constant factor `c`
+    /// is the instruction's broadcast operand rather than a register it is copied into).
+    pub(super) fn fma(
         &mut self,
-        d: usize,
-        q: usize,
-        c: Src,
+        form: Fma,
+        (d, q, c): (usize, usize, Src),
         wide: bool,
         negate: bool,
     ) -> Result<(), Fail> {
-        match (wide, negate) {
-            (true, false) => fused!(self, vfmadd213pd, d, q, c),
-            (false, false) => fused!(self, vfmadd213ps, d, q, c),
-            (true, true) => fused!(self, vfnmadd213pd, d, q, c),
-            (false, true) => fused!(self, vfnmadd213ps, d, q, c),
+        match (form, wide, negate) {
+            (Fma::Into, true, false) => fused!(self, vfmadd213pd, d, q, c),
+            (Fma::Into, false, false) => fused!(self, vfmadd213ps, d, q, c),
+            (Fma::Into, true, true) => fused!(self, vfnmadd213pd, d, q, c),
+            (Fma::Into, false, true) => fused!(self, vfnmadd213ps, d, q, c),
+            (Fma::Onto, true, false) => fused!(self, vfmadd231pd, d, q, c),
+            (Fma::Onto, false, false) => fused!(self, vfmadd231ps, d, q, c),
+            (Fma::Onto, true, true) => fused!(self, vfnmadd231pd, d, q, c),
+            (Fma::Onto, false, true) => fused!(self, vfnmadd231ps, d, q, c),
         }
         Ok(())
     }
+}
 
-    /// `d = q·c + d` rounded once (`vfmadd231ps`, `…pd` for `wide`), or with `negate`
-    /// `d = −(q·c) + d` (`vfnmadd231…`): a constant factor `c` is the instruction's
-    /// broadcast operand rather than a register it is first copied into.
-    pub(super) fn fma231(
-        &mut self,
-        d: usize,
-        q: usize,
-        c: Src,
-        wide: bool,
-        negate: bool,
-    ) -> Result<(), Fail> {
-        match (wide, negate) {
-            (true, false) => fused!(self, vfmadd231pd, d, q, c),
-            (false, false) => fused!(self, vfmadd231ps, d, q, c),
-            (true, true) => fused!(self, vfnmadd231pd, d, q, c),
-            (false, true) => fused!(self, vfnmadd231ps, d, q, c),
-        }
-        Ok(())
-    }
+/// Which of its operands a fused multiply-add writes over ([`Writer::fma`]).
+#[derive(Clone, Copy)]
+pub(super) enum Fma {
+    /// A factor: `d = ±q·d + c` (the `213` forms).
+    Into,
+    /// The addend: `d = ±q·c + d` (the `231` forms).
+    Onto,
 }

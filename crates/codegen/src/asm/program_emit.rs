@@ -8,7 +8,7 @@ use iced_x86::code_asm::*;
 use graphlift_kernels::target::VectorIsa;
 
 use super::emit::{Fail, Writer};
-use super::inst::{broadcast, Src, XMM, YMM, ZMM};
+use super::inst::{broadcast, Fma, Src, XMM, YMM, ZMM};
 use super::program::{Arg, Inst, Op, Program};
 use crate::plan::{operands, SlotId};
 
@@ -410,7 +410,7 @@ impl Writer<'_> {
                 {
                     if q != d {
                         self.copy(d, Src::Reg(a))?;
-                        self.fma231(d, q, c, wide, negate)?;
+                        self.fma(Fma::Onto, (d, q, c), wide, negate)?;
                         return Ok(());
                     }
                 }
@@ -426,7 +426,7 @@ impl Writer<'_> {
                     return Err(Fail("fused multiply-add of two constants".into()));
                 };
                 self.copy(d, p)?;
-                self.fma213(d, q, s[2], wide, negate)?;
+                self.fma(Fma::Into, (d, q, s[2]), wide, negate)?;
             }
             Op::BitSelect => self.bit_select(d, wide, s)?,
             Op::Select => self.select(d, wide, s)?,

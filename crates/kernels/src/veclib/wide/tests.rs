@@ -165,6 +165,18 @@ fn the_sixteen_lanes_give_the_one_lane_bits_on_every_f32() {
     }
 }
 
+/// Softmax rows with a NaN (40 elements) and with `+inf` (33).
+fn nan_and_infinity_rows() -> [Vec<f32>; 2] {
+    [
+        (0..40)
+            .map(|i| if i == 17 { f32::NAN } else { i as f32 })
+            .collect(),
+        (0..33)
+            .map(|i| if i == 32 { f32::INFINITY } else { -(i as f32) })
+            .collect(),
+    ]
+}
+
 /// The sixteen-lane softmax against the `f64` softmax, within the bound
 /// `native::normalize::softmax` documents (a relative `2^-21 · (1 + |x − max|)`), on every
 /// length up to 70 (tails of each width), rows with NaN, `±inf` and `-inf` only, in blocks
@@ -185,16 +197,7 @@ fn the_sixteen_lane_softmax_is_within_its_bound_and_its_row() {
         .collect();
     rows.push(vec![1.0, f32::NEG_INFINITY, 3.0, f32::NEG_INFINITY, -2.0]);
     rows.push(vec![f32::NEG_INFINITY; 20]);
-    rows.push(
-        (0..40)
-            .map(|i| if i == 17 { f32::NAN } else { i as f32 })
-            .collect(),
-    );
-    rows.push(
-        (0..33)
-            .map(|i| if i == 32 { f32::INFINITY } else { -(i as f32) })
-            .collect(),
-    );
+    rows.extend(nan_and_infinity_rows());
     for x in rows.iter().filter(|x| !x.is_empty()) {
         let n = x.len();
         // Six rows (a group of four, then two alone), each the row turned by its index.
@@ -246,16 +249,7 @@ fn attention_numerators_are_within_their_bounds() {
         .iter()
         .map(|&n| (0..n).map(|i| (i as f32 * 0.73).sin() * 9.0).collect())
         .collect();
-    rows.push(
-        (0..40)
-            .map(|i| if i == 17 { f32::NAN } else { i as f32 })
-            .collect(),
-    );
-    rows.push(
-        (0..33)
-            .map(|i| if i == 32 { f32::INFINITY } else { -(i as f32) })
-            .collect(),
-    );
+    rows.extend(nan_and_infinity_rows());
     for x in &rows {
         let n = x.len();
         let block: Vec<f32> = (0..6)
