@@ -108,9 +108,7 @@ impl<'a, T> Mask<'a, T> {
             row_len: dims[3],
         })
     }
-}
 
-impl<'a, T> Mask<'a, T> {
     /// The mask of score rows `i0..` of head `h` of batch `b` as
     /// [`Float::softmax_numerators`] adds it: its values from row `i0`'s on and the step
     /// between rows; `None` for a mask of one value a row, which is added beforehand.
