@@ -232,34 +232,34 @@ pub fn compile_codes(
             // A plan the assembler takes but fails to write (a bug there) falls back to the
             // Cranelift code, with the reason kept for `explain`: it costs speed, not the
             // model.
-            let mut failure = None;
-            let assembled = asm::Layout::of(plan).map(|layout| asm::assemble(plan, &layout));
-            if let Ok(Err(e)) = &assembled {
-                failure = Some(e.to_string());
-            }
-            if let Ok(Ok(code)) = assembled {
-                let entry = module.map_code(&plan.name, &code.code)?;
-                // SAFETY: `entry` is the first byte of a mapped, executable copy of code whose
-                // byte `code.entry` (after the constant pool, within the code: the function
-                // follows it) is the first instruction of the function that `asm::assemble`
-                // wrote for the range ABI of `KernelFn` in the System V convention (arguments
-                // in rdi, rsi, rdx, rcx; callee-saved registers pushed and popped; nothing
-                // returned), on a host with the instruction set it uses (`Layout::of` checked
-                // the plan's). The mapping is owned by `module`, which the KernelCode built
-                // from it holds.
-                let func =
-                    unsafe { std::mem::transmute::<*const u8, KernelFn>(entry.add(code.entry)) };
-                defined.push(Pending::Ready(KernelCode {
-                    func,
-                    code_size: code.code.len(),
-                    ir: code.listing.into(),
-                    assembled: plan.isa,
-                    spans: code.spans,
-                    assembler_failure: None,
-                    module: Arc::clone(module),
-                }));
-                continue;
-            }
+            let failure = match asm::Layout::of(plan).map(|layout| asm::assemble(plan, &layout)) {
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => None,
+                Ok(Ok(code)) => {
+                    let entry = module.map_code(&plan.name, &code.code)?;
+                    // SAFETY: `entry` is the first byte of a mapped, executable copy of code whose
+                    // byte `code.entry` (after the constant pool, within the code: the function
+                    // follows it) is the first instruction of the function that `asm::assemble`
+                    // wrote for the range ABI of `KernelFn` in the System V convention (arguments
+                    // in rdi, rsi, rdx, rcx; callee-saved registers pushed and popped; nothing
+                    // returned), on a host with the instruction set it uses (`Layout::of` checked
+                    // the plan's). The mapping is owned by `module`, which the KernelCode built
+                    // from it holds.
+                    let func = unsafe {
+                        std::mem::transmute::<*const u8, KernelFn>(entry.add(code.entry))
+                    };
+                    defined.push(Pending::Ready(KernelCode {
+                        func,
+                        code_size: code.code.len(),
+                        ir: code.listing.into(),
+                        assembled: plan.isa,
+                        spans: code.spans,
+                        assembler_failure: None,
+                        module: Arc::clone(module),
+                    }));
+                    continue;
+                }
+            };
             let codegen = |message: String| JitError::Codegen {
                 kernel: plan.name.clone(),
                 message,

@@ -16,11 +16,7 @@ pub(super) fn materialized<'a>(programs: impl Iterator<Item = &'a Program>) -> V
     let mut counts: Vec<((u64, bool), usize)> = Vec::new();
     for p in programs {
         for inst in &p.insts {
-            let constant = |a: Arg| match a {
-                Arg::Const(bits) if inst.wide => Some((bits, true)),
-                Arg::Const(bits) => Some((bits & u64::from(u32::MAX), false)),
-                _ => None,
-            };
+            let constant = |a: Arg| a.pool_constant(inst.wide);
             let copied = match (inst.op, inst.args.as_slice()) {
                 // A constant factor beside a constant addend (a polynomial's first step):
                 // the factor goes into the destination. Beside an addend in a register it

@@ -509,11 +509,7 @@ impl Layout {
                 .iter()
                 .flat_map(|i| i.args.iter().map(|&a| (a, i.wide)));
             args.chain([(p.result, false)])
-                .filter_map(|(a, wide)| match a {
-                    program::Arg::Const(bits) if wide => Some((bits, true)),
-                    program::Arg::Const(bits) => Some((bits & u64::from(u32::MAX), false)),
-                    _ => None,
-                })
+                .filter_map(|(a, wide)| a.pool_constant(wide))
         });
         let divisions = self.lowering.iter().flatten().flat_map(|l| match l {
             Lowering::DivideExact { r, .. } => reciprocal::constants(r),

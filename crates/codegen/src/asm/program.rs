@@ -41,6 +41,19 @@ pub enum Arg {
     Const(u64),
 }
 
+impl Arg {
+    /// The pool constant this operand reads in an operation on 64-bit lanes (`wide`) or on
+    /// 32-bit ones: `(bits, wide)` as the pool keys it (the low 32 bits for the latter), or
+    /// `None` for a register.
+    pub fn pool_constant(self, wide: bool) -> Option<(u64, bool)> {
+        match self {
+            Arg::Const(bits) if wide => Some((bits, true)),
+            Arg::Const(bits) => Some((bits & u64::from(u32::MAX), false)),
+            _ => None,
+        }
+    }
+}
+
 /// An operation on a vector's 32-bit lanes, or its 64-bit ones ([`Inst::wide`]: Cranelift's
 /// `F64X2` / `I64X2` operations, four or two times as wide), each one instruction or a few
 /// (`super::program_emit` says which; AVX-512F names below). Masks (the results of
