@@ -580,3 +580,6 @@ impl Buffers {
 unsafe impl Send for Buffers {}
 // SAFETY: as for `Send`: shared access only reads the pointer values.
 unsafe impl Sync for Buffers {}
+
+#[cfg(test)]
+mod tests;

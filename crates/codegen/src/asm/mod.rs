@@ -21,7 +21,11 @@ mod program_order;
 mod reciprocal;
 mod refusal;
 mod registers;
+mod segment;
 mod staged;
+
+#[cfg(test)]
+pub(crate) use emit::FAIL;
 
 use iced_x86::code_asm::*;
 
