@@ -211,6 +211,21 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// A loop at `top` of `copies` bodies a trip while at least that many vectors are left
+    /// (`rax` = the elements left after it).
+    fn loop_of(&mut self, top: &mut CodeLabel, copies: usize) -> Result<(), Fail> {
+        let step = (self.lanes() * copies) as i32;
+        self.a.set_label(top)?;
+        self.mark(None);
+        self.bodies(copies)?;
+        self.a.add(r8, step)?;
+        self.a.mov(rax, r9)?;
+        self.a.sub(rax, r8)?;
+        self.a.cmp(rax, step)?;
+        self.a.jae(*top)?;
+        Ok(())
+    }
+
     /// The loops over one segment, elements `r8..r9`; leaves `r8 = r9`.
     pub(super) fn segment(&mut self) -> Result<(), Fail> {
         self.align_to_output()?;
@@ -221,11 +236,8 @@ impl Writer<'_> {
         let mut end = self.a.create_label();
         let lanes = self.lanes() as i32;
         let trip = lanes * UNROLL as i32;
-        let left = |a: &mut CodeAssembler| -> Result<(), IcedError> {
-            a.mov(rax, r9)?;
-            a.sub(rax, r8)
-        };
-        left(&mut self.a)?;
+        self.a.mov(rax, r9)?;
+        self.a.sub(rax, r8)?;
         self.a.cmp(rax, trip)?;
         self.a.jb(single_check)?;
         if self.streams() {
@@ -239,34 +251,16 @@ impl Writer<'_> {
                 self.a.test(edx, 63)?;
                 self.a.jne(main)?;
             }
-            self.a.set_label(&mut streaming)?;
-            self.mark(None);
             self.nt = true;
-            self.bodies(UNROLL)?;
+            self.loop_of(&mut streaming, UNROLL)?;
             self.nt = false;
-            self.a.add(r8, trip)?;
-            left(&mut self.a)?;
-            self.a.cmp(rax, trip)?;
-            self.a.jae(streaming)?;
             self.a.jmp(single_check)?;
         }
-        self.a.set_label(&mut main)?;
-        self.mark(None);
-        self.bodies(UNROLL)?;
-        self.a.add(r8, trip)?;
-        left(&mut self.a)?;
-        self.a.cmp(rax, trip)?;
-        self.a.jae(main)?;
+        self.loop_of(&mut main, UNROLL)?;
         self.a.set_label(&mut single_check)?;
         self.a.cmp(rax, lanes)?;
         self.a.jb(tail)?;
-        self.a.set_label(&mut single)?;
-        self.mark(None);
-        self.bodies(1)?;
-        self.a.add(r8, lanes)?;
-        left(&mut self.a)?;
-        self.a.cmp(rax, lanes)?;
-        self.a.jae(single)?;
+        self.loop_of(&mut single, 1)?;
         self.a.set_label(&mut tail)?;
         self.a.test(rax, rax)?;
         self.a.je(end)?;
