@@ -145,16 +145,20 @@ trait Float: Element + AddAssign + Mul<Output = Self> + Scratch + Send + Sync {
     fn softmax_rows(x: &[Self], out: &mut [Self], len: usize);
     /// The softmax numerators of each row of `len` elements of `x` in place, `mask`'s rows
     /// added first, and their sums into `sums` ([`crate::veclib::softmax_numerators`]);
-    /// `false`, writing nothing, where that does not run (the caller then adds the mask
-    /// and runs [`Float::softmax_rows`]).
+    /// `false`, writing nothing, where that does not run (by default; the caller then adds
+    /// the mask and runs [`Float::softmax_rows`]).
     fn softmax_numerators(
-        x: &mut [Self],
-        len: usize,
-        mask: Option<(&[Self], usize)>,
-        sums: &mut [f64],
-    ) -> bool;
+        _x: &mut [Self],
+        _len: usize,
+        _mask: Option<(&[Self], usize)>,
+        _sums: &mut [f64],
+    ) -> bool {
+        false
+    }
     /// `row · by`, element by element.
-    fn scale_row(row: &mut [Self], by: Self);
+    fn scale_row(row: &mut [Self], by: Self) {
+        row.iter_mut().for_each(|v| *v = *v * by)
+    }
     /// `c = a · b` for `a` `m × k` and `b` `k × n` (rows `lda`, `ldb` apart, unit column
     /// strides) into `c`'s rows `ldc` apart, on the packed product's microkernel reading
     /// both operands in place; `false`, writing nothing, where that does not run (the
@@ -218,17 +222,6 @@ impl Float for f64 {
         for (x, out) in x.chunks(len.max(1)).zip(out.chunks_mut(len.max(1))) {
             softmax_row_f64(x, out);
         }
-    }
-    fn softmax_numerators(
-        _: &mut [f64],
-        _: usize,
-        _: Option<(&[f64], usize)>,
-        _: &mut [f64],
-    ) -> bool {
-        false
-    }
-    fn scale_row(row: &mut [f64], by: f64) {
-        row.iter_mut().for_each(|v| *v *= by)
     }
     fn packed_product(
         _: (&mut [f64], usize),
