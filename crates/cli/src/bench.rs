@@ -110,10 +110,10 @@ pub fn bench(args: &BenchArgs) -> Result<(), CliError> {
             exe.run(&inputs)?;
         }
         let trace = tracer.finish();
-        let (rows, gaps) = (profile::by_op(&trace), profile::gaps(&trace));
+        let (rows, gaps) = (profile::by_op(&trace, calls), profile::gaps(&trace, calls));
         print!("{}", profile::report(&rows, calls, &gaps));
         println!("  slowest steps:");
-        for (name, op, ms) in profile::slowest_steps(&trace, args.slowest) {
+        for (name, op, ms) in profile::slowest_steps(&trace, calls, args.slowest) {
             println!("  {ms:>10.4} ms  {op:<16} {name}");
         }
     }

@@ -80,6 +80,14 @@ fn qdq_report(s: &mut String, q: &graphlift::passes::QdqReport) {
 /// of a variable runs.
 pub fn report(exe: &CpuJitExecutable) -> String {
     let mut s = String::new();
+    let _ = match exe.batch_split() {
+        Ok(n) => writeln!(
+            s,
+            "\nbatch: split into {n} samples, each run through every step on one thread \
+             (what follows is one sample's plan)"
+        ),
+        Err(why) => writeln!(s, "\nbatch: every step runs on the whole batch ({why})"),
+    };
     let passes = exe.pass_report();
     let _ = writeln!(
         s,

@@ -122,7 +122,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 50)]
     pub runs: usize,
     /// After the timed runs, trace this many more calls and print the time of their steps
-    /// by op type (parallel steps split over the threads as in untraced calls).
+    /// by op type, per call (parallel steps split over the threads as in untraced calls; a
+    /// model run sample by sample runs its samples one after another while traced).
     #[arg(long, value_name = "CALLS")]
     pub profile: Option<usize>,
     /// With --profile: how many of the slowest steps to list (by their mean time over

@@ -20,11 +20,11 @@ pub struct OpTime {
     pub share: f64,
 }
 
-/// The per-op-type table of `trace`, largest first; steps of every call are summed and
-/// divided by the number of calls. Empty for an empty trace.
-pub fn by_op(trace: &Trace) -> Vec<OpTime> {
-    let calls = trace.calls.len();
-    if calls == 0 {
+/// The per-op-type table of `trace`, largest first; steps of every recorded call are summed
+/// and divided by `calls`, the model calls traced (an executable that runs its batch sample
+/// by sample records a call per sample). Empty for an empty trace.
+pub fn by_op(trace: &Trace, calls: usize) -> Vec<OpTime> {
+    if calls == 0 || trace.calls.is_empty() {
         return Vec::new();
     }
     let mut sums: HashMap<String, (usize, u64)> = HashMap::new();
@@ -58,10 +58,9 @@ pub fn by_op(trace: &Trace) -> Vec<OpTime> {
     rows
 }
 
-/// The `n` steps that took longest, as (node name, op type, mean ms per call), longest
-/// first.
-pub fn slowest_steps(trace: &Trace, n: usize) -> Vec<(String, String, f64)> {
-    let calls = trace.calls.len();
+/// The `n` steps that took longest, as (node name, op type, mean ms per model call of the
+/// `calls` traced), longest first.
+pub fn slowest_steps(trace: &Trace, calls: usize, n: usize) -> Vec<(String, String, f64)> {
     let mut sums: HashMap<(String, String), u64> = HashMap::new();
     for call in &trace.calls {
         for r in &call.records {
@@ -92,8 +91,9 @@ pub struct Gaps {
     pub longest: Option<(f64, String)>,
 }
 
-/// The gaps between the steps of `trace`'s calls (see [`Gaps`]); zero for an empty trace.
-pub fn gaps(trace: &Trace) -> Gaps {
+/// The gaps between the steps of `trace`'s calls (see [`Gaps`]), per model call of the
+/// `calls` traced; zero for an empty trace.
+pub fn gaps(trace: &Trace, calls: usize) -> Gaps {
     let mut total = 0u64;
     let mut longest: Option<(u64, &str)> = None;
     for call in &trace.calls {
@@ -112,7 +112,7 @@ pub fn gaps(trace: &Trace) -> Gaps {
         }
     }
     Gaps {
-        ms_per_call: total as f64 / trace.calls.len().max(1) as f64 / 1e6,
+        ms_per_call: total as f64 / calls.max(1) as f64 / 1e6,
         longest: longest.map(|(g, name)| (g as f64 / 1e6, name.to_string())),
     }
 }
@@ -171,7 +171,7 @@ mod tests {
             exe.run(&ins).unwrap();
         }
         let trace = tracer.finish();
-        let rows = by_op(&trace);
+        let rows = by_op(&trace, 3);
         let ops: Vec<&str> = rows.iter().map(|r| r.op.as_str()).collect();
         assert!(ops.contains(&"MatMul"), "{ops:?}");
         assert!(ops.contains(&"FusedKernel (JIT)"), "{ops:?}");
@@ -181,14 +181,14 @@ mod tests {
         assert!(rows
             .windows(2)
             .all(|w| w[0].ms_per_call >= w[1].ms_per_call));
-        let slow = slowest_steps(&trace, 1);
+        let slow = slowest_steps(&trace, 3, 1);
         assert_eq!(slow.len(), 1);
-        assert!(slow[0].2 >= slowest_steps(&trace, 5).last().unwrap().2);
-        let g = gaps(&trace);
+        assert!(slow[0].2 >= slowest_steps(&trace, 3, 5).last().unwrap().2);
+        let g = gaps(&trace, 3);
         let text = report(&rows, 3, &g);
         assert!(text.contains("MatMul") && text.contains("total"), "{text}");
         assert!(text.contains("between steps"), "{text}");
-        assert!(by_op(&Trace::default()).is_empty());
+        assert!(by_op(&Trace::default(), 3).is_empty());
         // Two steps a call: one gap each, from the recorded starts and ends.
         let mut want = 0u64;
         for call in &trace.calls {
@@ -201,6 +201,6 @@ mod tests {
             "{g:?}"
         );
         assert!(g.longest.is_some());
-        assert_eq!(gaps(&Trace::default()).ms_per_call, 0.0);
+        assert_eq!(gaps(&Trace::default(), 3).ms_per_call, 0.0);
     }
 }

@@ -211,6 +211,37 @@ impl TensorData {
         })
     }
 
+    /// Elements `start..start + len` as data of their own (a sample of a batch), or `None`
+    /// when they run past the end.
+    pub fn range(&self, start: usize, len: usize) -> Option<TensorData> {
+        let end = start.checked_add(len).filter(|&end| end <= self.len())?;
+        Some(map_data!(self, v => v[start..end].to_vec()))
+    }
+
+    /// Copies `src` over elements `start..start + src.len()` in place. Returns `false`,
+    /// copying nothing, when the element types differ or `src` runs past the end.
+    pub fn write_range(&mut self, start: usize, src: &TensorData) -> bool {
+        let Some(end) = start
+            .checked_add(src.len())
+            .filter(|&end| end <= self.len())
+        else {
+            return false;
+        };
+        fn write<T: Element>(d: &mut [T], src: &TensorData) -> bool {
+            src.as_slice::<T>().is_some_and(|s| {
+                d.copy_from_slice(s);
+                true
+            })
+        }
+        match_data!(self, d => write(&mut d[start..end], src), String(d) => match src {
+            TensorData::String(s) => {
+                d[start..end].clone_from_slice(s);
+                true
+            }
+            _ => false,
+        })
+    }
+
     /// The element type of the stored values.
     pub fn element_type(&self) -> ElementType {
         fn t<T: Element>(_: &[T]) -> ElementType {

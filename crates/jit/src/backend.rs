@@ -2,6 +2,7 @@
 //! [`CpuJitBackend`] holds the settings and caches; the submodules plan an executable's steps
 //! and buffers, hold it and run it.
 
+mod batch_split;
 mod buffers;
 mod compile_plan;
 mod control_flow;
@@ -188,6 +189,19 @@ impl CpuJitBackend {
     /// without AVX2 and FMA the setting has no effect.
     pub fn with_veclib(self, on: bool) -> CpuJitBackend {
         let target = self.target.with_veclib(on);
+        self.retargeted(target)
+    }
+
+    /// This backend, with batch splitting on or off for executables compiled from now on.
+    /// On (the default, unless `GRAPHLIFT_BATCH_SPLIT=0`), a Function whose parameters and
+    /// results share a batch (axis 0) and whose samples are independent
+    /// ([`graphlift_passes::per_sample`]) is compiled for one sample, and a call runs it
+    /// once per sample, whole samples spread over the threads, when the batch shares evenly
+    /// over them and no product then reads large weights for a few rows per sample
+    /// ([`CpuJitExecutable::batch_split`] says whether, or why not). The kernels, steps and
+    /// traces an executable reports are then one sample's.
+    pub fn with_batch_split(self, on: bool) -> CpuJitBackend {
+        let target = self.target.with_batch_split(on);
         self.retargeted(target)
     }
 

@@ -19,6 +19,9 @@ pub const STREAM_ENV: &str = "GRAPHLIFT_STREAM";
 /// Turns epilogue fusion (kernels run in the output loop of a MatMul or convolution) off
 /// when `0`.
 pub const EPILOGUE_FUSION_ENV: &str = "GRAPHLIFT_EPILOGUE_FUSION";
+/// Turns batch splitting (a batched model run sample by sample, whole samples spread over
+/// the threads) off when `0`.
+pub const BATCH_SPLIT_ENV: &str = "GRAPHLIFT_BATCH_SPLIT";
 /// The number of threads kernel calls are split over (default: the available cores).
 pub const NUM_THREADS_ENV: &str = "GRAPHLIFT_NUM_THREADS";
 /// The most compiled kernels a backend's kernel cache keeps (least recently used evicted
@@ -255,6 +258,7 @@ pub struct Target {
     assembler: bool,
     stream: bool,
     epilogue_fusion: bool,
+    batch_split: bool,
     threads: ThreadConfig,
     kernel_cache: usize,
 }
@@ -281,13 +285,14 @@ impl Target {
             assembler: true,
             stream: true,
             epilogue_fusion: true,
+            batch_split: true,
             threads: ThreadConfig::default(),
             kernel_cache: DEFAULT_KERNEL_CACHE_CAPACITY,
         }
     }
 
-    /// The host, with [`VECLIB_ENV`], [`AVX512_ENV`], [`ASSEMBLER_ENV`], [`STREAM_ENV`] and
-    /// [`EPILOGUE_FUSION_ENV`] (each on unless set to `0`), [`NUM_THREADS_ENV`]
+    /// The host, with [`VECLIB_ENV`], [`AVX512_ENV`], [`ASSEMBLER_ENV`], [`STREAM_ENV`],
+    /// [`EPILOGUE_FUSION_ENV`] and [`BATCH_SPLIT_ENV`] (each on unless set to `0`), [`NUM_THREADS_ENV`]
     /// ([`ThreadConfig::from_threads_var`]) and [`KERNEL_CACHE_ENV`]
     /// ([`kernel_cache_from`]) read now.
     pub fn from_env() -> Target {
@@ -297,6 +302,7 @@ impl Target {
             assembler: switch(ASSEMBLER_ENV),
             stream: switch(STREAM_ENV),
             epilogue_fusion: switch(EPILOGUE_FUSION_ENV),
+            batch_split: switch(BATCH_SPLIT_ENV),
             threads: ThreadConfig::from_threads_var(std::env::var(NUM_THREADS_ENV).ok().as_deref()),
             kernel_cache: kernel_cache_from(std::env::var(KERNEL_CACHE_ENV).ok().as_deref()),
             ..Target::host()
@@ -330,6 +336,14 @@ impl Target {
     pub fn with_epilogue_fusion(self, on: bool) -> Target {
         Target {
             epilogue_fusion: on,
+            ..self
+        }
+    }
+
+    /// This target with batch splitting switched on or off.
+    pub fn with_batch_split(self, on: bool) -> Target {
+        Target {
+            batch_split: on,
             ..self
         }
     }
@@ -416,6 +430,11 @@ impl Target {
     /// Whether kernels that consume a MatMul or convolution result run in its output loop.
     pub fn epilogue_fusion(&self) -> bool {
         self.epilogue_fusion
+    }
+
+    /// Whether a batched Function whose samples are independent may run sample by sample.
+    pub fn batch_split(&self) -> bool {
+        self.batch_split
     }
 
     /// How kernel calls are split over threads.

@@ -6,6 +6,7 @@
 
 mod algebraic_simplification;
 mod batch_norm_folding;
+mod batch_split;
 mod canonical_forms;
 mod constant_folding;
 mod cse;
@@ -29,6 +30,7 @@ mod testing;
 
 pub use algebraic_simplification::AlgebraicSimplification;
 pub use batch_norm_folding::BatchNormFolding;
+pub use batch_split::{per_sample, PerSample};
 pub use canonical_forms::CanonicalForms;
 pub use constant_folding::ConstantFolding;
 pub use cse::CommonSubexpressionElimination;

@@ -21,6 +21,7 @@ use graphlift_kernels::native;
 
 use graphlift_codegen::code_path::choose_code_path;
 
+use super::batch_split::Schedule;
 use super::*;
 
 impl CpuJitBackend {
@@ -79,32 +80,39 @@ impl CpuJitBackend {
         let plan = match cache.and_then(|c| c.get(function)) {
             Some(plan) => plan,
             None => {
-                let plan = Arc::new(self.compile_plan(function, cache.is_some())?);
+                let plan = Arc::new(self.scheduled_plan(function, cache.is_some())?);
                 if let Some(c) = cache {
                     c.insert(&plan);
                 }
                 plan
             }
         };
+        // One sample's steps run on one thread; the samples share the backend's.
+        let parallel = match plan.schedule {
+            Schedule::Samples(_) => Arc::new(Parallel::new(ThreadConfig::with_threads(1))),
+            Schedule::Whole(_) => Arc::clone(&self.parallel),
+        };
         Ok(CpuJitExecutable {
             plan,
             recycled: Mutex::new(Vec::new()),
             recycle_buffers: self.recycle_buffers,
-            parallel: Arc::clone(&self.parallel),
+            parallel,
+            batch_pool: Arc::clone(&self.parallel),
             wakes_helpers: AtomicBool::new(false),
             variables: VariableStore::new(Variables::of(function)?),
         })
     }
 
     /// Runs the pass pipeline on a copy of `function`, then plans its steps, buffers and
-    /// kernels through the stages of [`STAGES`]; keeps a copy of `function` as the plan's
-    /// source when `keep_source`. With a dump directory (`GRAPHLIFT_DUMP`) the passes write
+    /// kernels through the stages of [`STAGES`], to run on `schedule`; `source` is the
+    /// Function the executable cache knows the plan by. With a dump directory (`GRAPHLIFT_DUMP`) the passes write
     /// their dumps and each later stage writes the plan as it left it to
     /// `cpu-jit-NN-<stage>.txt` ([`Lowering::describe`]).
     pub(super) fn compile_plan(
         &self,
         function: &Function,
-        keep_source: bool,
+        source: Option<Function>,
+        schedule: Schedule,
     ) -> Result<ExecutablePlan, RuntimeError> {
         function.validate()?;
         let (parameters, results) = function_signature(function)?;
@@ -132,7 +140,8 @@ impl CpuJitBackend {
         let direct = DirectCall::of(&l.steps, &l.result_locs);
         Ok(ExecutablePlan {
             target: self.target,
-            source: keep_source.then(|| function.clone()),
+            source,
+            schedule,
             function: l.g,
             parameters,
             results,

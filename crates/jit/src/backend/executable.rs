@@ -20,6 +20,7 @@ use graphlift_kernels::parallel::{Parallel, ThreadConfig};
 
 use graphlift_codegen::asm::Refusal;
 
+use super::batch_split::Schedule;
 use super::*;
 
 /// A Function compiled by the CPU-JIT backend: an ordered plan of JIT kernel calls and
@@ -42,6 +43,9 @@ pub struct CpuJitExecutable {
     /// Whether a call leaves its bin in `recycled` ([`CpuJitBackend::with_buffer_recycling`]).
     pub(super) recycle_buffers: bool,
     pub(super) parallel: Arc<Parallel>,
+    /// The backend's threads, which a plan run sample by sample spreads its samples over
+    /// ([`Schedule::Samples`]; `parallel` then has one thread).
+    pub(super) batch_pool: Arc<Parallel>,
     /// Whether the last call offered work to the pool's helpers: the next call then wakes
     /// them before its first step ([`Parallel::wake`]), so that its first split step does
     /// not wait for a sleeping helper.
@@ -58,6 +62,8 @@ pub(super) struct ExecutablePlan {
     /// The Function as given to `compile`, when the executable cache holds the plan (its
     /// key).
     pub(super) source: Option<Function>,
+    /// Whether a call runs the plan once over the whole batch or once per sample.
+    pub(super) schedule: Schedule,
     pub(super) function: Function,
     pub(super) parameters: Vec<TensorSpec>,
     pub(super) results: Vec<TensorSpec>,
@@ -238,73 +244,12 @@ impl CpuJitExecutable {
             .count()
     }
 
-    /// The thread configuration kernel calls use.
-    pub fn thread_config(&self) -> ThreadConfig {
-        self.parallel.config()
-    }
-}
-
-impl ExecutablePlan {
-    /// The report of every kernel, in plan order: the body's computing nodes with their
-    /// tags and pass histories, the fused node's tags followed by any other body tags, the
-    /// code's size, IR and ranges, and the producer whose epilogue it is.
-    pub(super) fn kernel_infos(&self) -> Vec<KernelInfo> {
-        let mut epilogue_of: HashMap<usize, &str> = HashMap::new();
-        let mut in_place: HashMap<usize, Vec<(usize, String)>> = HashMap::new();
-        for step in &self.steps {
-            if let StepKind::Kernel(k) = step.kind {
-                let names = step.in_place.iter();
-                let names = names.map(|&(j, v)| (j, self.variables[v].clone()));
-                in_place.insert(k, names.collect());
-            }
-            if let Some(StepKind::Kernel(k)) = step.epilogue.as_ref().map(|e| e.step.kind) {
-                if let Some(producer) = self.function.get(step.node) {
-                    epilogue_of.insert(k, producer.name());
-                }
-            }
-        }
-        let mut infos = Vec::with_capacity(self.compiled.len());
-        for (k, kernel) in self.compiled.iter().enumerate() {
-            // Always present: a kernel is named after its fused node.
-            let Some(node) = self.function.node_by_name(&kernel.plan.name) else {
-                continue;
-            };
-            let Op::FusedKernel(fused) = node.op() else {
-                continue;
-            };
-            let nodes = BodyNodes::of(&fused.body);
-            let tags = nodes.union_tags(node.tags().iter().map(str::to_string).collect());
-            infos.push(KernelInfo {
-                live_ins: kernel.plan.live_ins,
-                outputs: kernel.plan.outputs.len(),
-                code_size: kernel.code_size,
-                ir: Arc::clone(&kernel.ir),
-                code_ranges: kernel.code_ranges().into(),
-                epilogue_of: epilogue_of.get(&k).map(|p| p.to_string()),
-                writes_in_place: in_place.remove(&k).unwrap_or_default(),
-                ..nodes.info(node.name(), tags)
-            });
-        }
-        infos
-    }
-}
-
-impl Executable for CpuJitExecutable {
-    fn parameters(&self) -> &[TensorSpec] {
-        &self.plan.parameters
-    }
-
-    fn results(&self) -> &[TensorSpec] {
-        &self.plan.results
-    }
-
-    fn variable_store(&self) -> Option<&VariableStore> {
-        self.variables.as_ref()
-    }
-
-    fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
-        validate_arguments(&self.plan.parameters, inputs.iter(), "input")?;
-        validate_arguments(&self.plan.results, outputs.iter(), "output")?;
+    /// Runs the plan once on arguments validated against it.
+    pub(super) fn call_whole(
+        &self,
+        outputs: &mut [Tensor],
+        inputs: &[Tensor],
+    ) -> Result<(), RuntimeError> {
         if let Some(d) = &self.plan.direct {
             if !CallRecorder::tracing() {
                 return self.call_direct(d, outputs, inputs);
@@ -369,6 +314,96 @@ impl Executable for CpuJitExecutable {
             r.finish(&self.plan.function)?;
         }
         Ok(())
+    }
+
+    /// The thread configuration kernel calls use.
+    pub fn thread_config(&self) -> ThreadConfig {
+        self.parallel.config()
+    }
+
+    /// The samples a call runs one by one, whole samples spread over the backend's
+    /// threads and each sample's steps on one (the plan, kernels and steps reported are
+    /// one sample's: batch splitting, `backend/batch_split.rs`); else why a call runs
+    /// every step over the whole batch, in words.
+    pub fn batch_split(&self) -> Result<usize, &str> {
+        match &self.plan.schedule {
+            Schedule::Samples(s) => Ok(s.batch),
+            Schedule::Whole(why) => Err(why),
+        }
+    }
+}
+
+impl ExecutablePlan {
+    /// The report of every kernel, in plan order: the body's computing nodes with their
+    /// tags and pass histories, the fused node's tags followed by any other body tags, the
+    /// code's size, IR and ranges, and the producer whose epilogue it is.
+    pub(super) fn kernel_infos(&self) -> Vec<KernelInfo> {
+        let mut epilogue_of: HashMap<usize, &str> = HashMap::new();
+        let mut in_place: HashMap<usize, Vec<(usize, String)>> = HashMap::new();
+        for step in &self.steps {
+            if let StepKind::Kernel(k) = step.kind {
+                let names = step.in_place.iter();
+                let names = names.map(|&(j, v)| (j, self.variables[v].clone()));
+                in_place.insert(k, names.collect());
+            }
+            if let Some(StepKind::Kernel(k)) = step.epilogue.as_ref().map(|e| e.step.kind) {
+                if let Some(producer) = self.function.get(step.node) {
+                    epilogue_of.insert(k, producer.name());
+                }
+            }
+        }
+        let mut infos = Vec::with_capacity(self.compiled.len());
+        for (k, kernel) in self.compiled.iter().enumerate() {
+            // Always present: a kernel is named after its fused node.
+            let Some(node) = self.function.node_by_name(&kernel.plan.name) else {
+                continue;
+            };
+            let Op::FusedKernel(fused) = node.op() else {
+                continue;
+            };
+            let nodes = BodyNodes::of(&fused.body);
+            let tags = nodes.union_tags(node.tags().iter().map(str::to_string).collect());
+            infos.push(KernelInfo {
+                live_ins: kernel.plan.live_ins,
+                outputs: kernel.plan.outputs.len(),
+                code_size: kernel.code_size,
+                ir: Arc::clone(&kernel.ir),
+                code_ranges: kernel.code_ranges().into(),
+                epilogue_of: epilogue_of.get(&k).map(|p| p.to_string()),
+                writes_in_place: in_place.remove(&k).unwrap_or_default(),
+                ..nodes.info(node.name(), tags)
+            });
+        }
+        infos
+    }
+}
+
+impl Executable for CpuJitExecutable {
+    fn parameters(&self) -> &[TensorSpec] {
+        match &self.plan.schedule {
+            Schedule::Samples(s) => &s.parameters,
+            Schedule::Whole(_) => &self.plan.parameters,
+        }
+    }
+
+    fn results(&self) -> &[TensorSpec] {
+        match &self.plan.schedule {
+            Schedule::Samples(s) => &s.results,
+            Schedule::Whole(_) => &self.plan.results,
+        }
+    }
+
+    fn variable_store(&self) -> Option<&VariableStore> {
+        self.variables.as_ref()
+    }
+
+    fn call(&self, outputs: &mut [Tensor], inputs: &[Tensor]) -> Result<(), RuntimeError> {
+        validate_arguments(self.parameters(), inputs.iter(), "input")?;
+        validate_arguments(self.results(), outputs.iter(), "output")?;
+        match &self.plan.schedule {
+            Schedule::Samples(s) => self.call_samples(s, outputs, inputs),
+            Schedule::Whole(_) => self.call_whole(outputs, inputs),
+        }
     }
 
     fn peak_intermediate_bytes(&self) -> Option<usize> {

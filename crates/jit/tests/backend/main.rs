@@ -3,6 +3,7 @@
 //! execution traces.
 
 mod backend;
+mod batch_split;
 mod code_paths;
 mod epilogue;
 mod kernel_cache;

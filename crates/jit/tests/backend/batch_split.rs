@@ -1,0 +1,114 @@
+//! Batch splitting: a batched network of independent samples runs sample by sample, with
+//! the interpreter's results, on every thread count that shares its batch evenly; other
+//! functions run whole and say why.
+
+use super::uniform;
+use graphlift_ir::{
+    Convolution, ElementType::F32, Function, FunctionBuilder, Op, ReduceOp, Reduction, Window,
+};
+use graphlift_jit::{CpuJitBackend, ThreadConfig};
+use graphlift_runtime::trace::Tracer;
+use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, RuntimeError, Tensor};
+
+/// `softmax(mean_hw(relu(conv3x3(x) + bias)) · fc)` over `[batch, 3, 24, 24]` images with
+/// constant weights: 8 filters, so one image's convolution computes 4,608 elements.
+fn network(batch: usize) -> Function {
+    let b = FunctionBuilder::new("cnn");
+    let x = b.parameter("x", F32, [batch, 3, 24, 24]);
+    let f = b.constant(uniform(8 * 3 * 9, 1), [8, 3, 3, 3]);
+    let bias = b.constant(uniform(8, 2), [1, 8, 1, 1]);
+    let fc = b.constant(uniform(8 * 5, 3), [8, 5]);
+    let window = Window {
+        shape: vec![3, 3],
+        strides: vec![1, 1],
+        dilations: vec![1, 1],
+        pads_begin: vec![1, 1],
+        pads_end: vec![1, 1],
+    };
+    let conv = Op::Convolution(Convolution { window, groups: 1 });
+    let y = b.op(conv, &[x, f]).named("conv");
+    let y = b.broadcasting_op(Op::Binary(graphlift_ir::BinaryOp::Add), &[y, bias]);
+    let mean = Reduction {
+        op: ReduceOp::Mean,
+        axes: vec![2, 3],
+        keep_dims: false,
+    };
+    let pooled = b.op(Op::Reduce(mean), &[y.relu()]);
+    let logits = b.op(Op::MatMul, &[pooled, fc]);
+    let p = b.op(Op::Softmax(1), &[logits]).named("p");
+    b.finish(&[p]).unwrap()
+}
+
+fn images(batch: usize) -> Tensor {
+    Tensor::from_vec(uniform(batch * 3 * 24 * 24, 4), vec![batch, 3, 24, 24]).unwrap()
+}
+
+#[test]
+fn a_batch_of_images_runs_sample_by_sample_with_the_interpreters_results() {
+    let f = network(4);
+    let x = [images(4)];
+    let want = InterpreterBackend.compile(&f).unwrap().run(&x).unwrap();
+    for threads in [1, 2, 4] {
+        let config = ThreadConfig {
+            threads,
+            min_bytes_per_task: 1,
+        };
+        for on in [true, false] {
+            let backend = CpuJitBackend::new()
+                .with_thread_config(config)
+                .with_batch_split(on);
+            let exe = backend.compile_executable(&f).unwrap();
+            match exe.batch_split() {
+                Ok(n) => assert!(on && n == 4),
+                Err(why) => assert!(!on && why.contains("off"), "{why}"),
+            }
+            assert_eq!(exe.parameters()[0].tensor_type.shape.dims(), [4, 3, 24, 24]);
+            assert_eq!(exe.results()[0].tensor_type.shape.dims(), [4, 5]);
+            // Twice: the second call reuses the samples' recycled buffers.
+            for _ in 0..2 {
+                let got = exe.run(&x).unwrap();
+                let c = compare(&got[0], &want[0], 1e-5, 1e-6);
+                assert!(c.passed(), "threads {threads}, split {on}: {c}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_batch_that_does_not_share_evenly_runs_whole() {
+    let exe = CpuJitBackend::new()
+        .with_threads(3)
+        .compile_executable(&network(4))
+        .unwrap();
+    let why = exe.batch_split().unwrap_err();
+    assert!(
+        why.contains("4 samples do not share evenly over 3 threads"),
+        "{why}"
+    );
+    let exe = CpuJitBackend::new()
+        .with_threads(1)
+        .compile_executable(&network(1))
+        .unwrap();
+    assert!(exe.batch_split().unwrap_err().contains("the batch is 1"));
+}
+
+#[test]
+fn a_split_call_checks_the_batched_shapes_and_traces_one_call_per_sample() {
+    let exe = CpuJitBackend::new()
+        .with_threads(2)
+        .compile_executable(&network(2))
+        .unwrap();
+    assert_eq!(exe.batch_split(), Ok(2));
+    let err = exe.run(&[images(1)]).unwrap_err();
+    assert!(matches!(err, RuntimeError::ArgumentType { .. }), "{err}");
+    let tracer = Tracer::start();
+    let got = exe.run(&[images(2)]).unwrap();
+    let trace = tracer.finish();
+    assert_eq!(trace.calls.len(), 2);
+    let want = InterpreterBackend
+        .compile(&network(2))
+        .unwrap()
+        .run(&[images(2)])
+        .unwrap();
+    assert!(compare(&got[0], &want[0], 1e-5, 1e-6).passed());
+}

@@ -1,0 +1,267 @@
+use super::*;
+use graphlift_ir::{
+    BinaryOp, Convolution, ElementType, LayerNorm, ReduceOp, Reduction, TensorData, UnaryOp, Window,
+};
+use graphlift_runtime::reference::evaluate_function;
+use graphlift_runtime::Tensor;
+
+fn param(f: &mut Function, name: &str, t: ElementType, dims: &[usize]) -> Output {
+    f.add_parameter(name, t, Shape::new(dims)).unwrap().into()
+}
+
+fn constant(f: &mut Function, dims: &[usize], seed: usize) -> Output {
+    let n: usize = dims.iter().product();
+    let v = (0..n)
+        .map(|i| ((i * 7 + seed * 13) % 23) as f32 / 11.0 - 1.0)
+        .collect();
+    f.add_constant(TensorData::F32(v), Shape::new(dims))
+        .unwrap()
+        .into()
+}
+
+fn node(f: &mut Function, op: Op, ins: &[Output]) -> Output {
+    f.add_node(op, ins).unwrap().into()
+}
+
+fn binary(f: &mut Function, op: BinaryOp, a: Output, b: Output) -> Output {
+    node(f, Op::Binary(op), &[a, b])
+}
+
+fn broadcast(f: &mut Function, x: Output, dims: &[usize]) -> Output {
+    node(f, Op::Broadcast(Shape::new(dims)), &[x])
+}
+
+fn reshape(f: &mut Function, x: Output, dims: &[usize]) -> Output {
+    node(f, Op::Reshape(Shape::new(dims)), &[x])
+}
+
+/// Inputs for `f`: token ids in `0..10` for integer parameters, varied floats otherwise.
+fn inputs(f: &Function) -> Vec<Tensor> {
+    f.parameter_types()
+        .iter()
+        .enumerate()
+        .map(|(p, t)| {
+            let n = t.shape.element_count().unwrap();
+            let data = match t.element_type {
+                ElementType::I64 => {
+                    TensorData::I64((0..n).map(|i| ((i * 3 + p) % 10) as i64).collect())
+                }
+                _ => TensorData::F32(
+                    (0..n)
+                        .map(|i| ((i * 37 + p * 11) % 41) as f32 / 9.0 - 2.0)
+                        .collect(),
+                ),
+            };
+            Tensor::from_data(data, t.shape.clone()).unwrap()
+        })
+        .collect()
+}
+
+/// Splits `f`, then checks that each sample of its results, as the reference interpreter
+/// computes them, is bit for bit what the per-sample Function gives on that sample.
+fn check_split(f: &Function, batch: usize) {
+    let split = per_sample(f).unwrap_or_else(|why| panic!("not split: {why}"));
+    assert_eq!(split.batch, batch);
+    let g = &split.function;
+    assert_eq!(g.parameters().len(), f.parameters().len());
+    assert_eq!(g.results().len(), f.results().len());
+    for (t, u) in f.parameter_types().iter().zip(g.parameter_types()) {
+        assert_eq!(u.shape.dims()[0], 1);
+        assert_eq!(u.shape.dims()[1..], t.shape.dims()[1..]);
+    }
+    let ins = inputs(f);
+    let whole = evaluate_function(f, &ins).unwrap();
+    for b in 0..batch {
+        let sample: Vec<Tensor> = ins
+            .iter()
+            .zip(g.parameter_types())
+            .map(|(t, u)| {
+                let len = t.len() / batch;
+                Tensor::from_data(t.data().range(b * len, len).unwrap(), u.shape).unwrap()
+            })
+            .collect();
+        let got = evaluate_function(g, &sample).unwrap();
+        for (w, s) in whole.iter().zip(&got) {
+            let len = w.len() / batch;
+            let want = w.data().range(b * len, len).unwrap();
+            assert!(
+                want.same_bits(s.data()),
+                "sample {b}: {want:?} vs {:?}",
+                s.data()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_convolutional_network_is_split_into_its_images() {
+    let mut f = Function::new("cnn");
+    let x = param(&mut f, "x", ElementType::F32, &[3, 2, 6, 6]);
+    let w = constant(&mut f, &[4, 2, 3, 3], 1);
+    let window = Window {
+        shape: vec![3, 3],
+        strides: vec![1, 1],
+        dilations: vec![1, 1],
+        pads_begin: vec![1, 1],
+        pads_end: vec![1, 1],
+    };
+    let conv = Op::Convolution(Convolution { window, groups: 1 });
+    let c = node(&mut f, conv, &[x, w]);
+    let bias = constant(&mut f, &[1, 4, 1, 1], 2);
+    let bias = broadcast(&mut f, bias, &[3, 4, 6, 6]);
+    let c = binary(&mut f, BinaryOp::Add, c, bias);
+    let c = node(&mut f, Op::Unary(UnaryOp::Relu), &[c]);
+    let mean = Reduction {
+        op: ReduceOp::Mean,
+        axes: vec![2, 3],
+        keep_dims: false,
+    };
+    let pooled = node(&mut f, Op::Reduce(mean), &[c]);
+    let fc = constant(&mut f, &[4, 5], 3);
+    let logits = node(&mut f, Op::MatMul, &[pooled, fc]);
+    let p = node(&mut f, Op::Softmax(1), &[logits]);
+    f.add_result(p, Some("p".into())).unwrap();
+    check_split(&f, 3);
+}
+
+#[test]
+fn an_encoder_with_a_mask_and_position_embeddings_is_split_into_its_sequences() {
+    let (b, s, e, h) = (2, 5, 8, 2);
+    let mut f = Function::new("encoder");
+    let ids = param(&mut f, "ids", ElementType::I64, &[b, s]);
+    let mask = param(&mut f, "mask", ElementType::F32, &[b, s]);
+    // Word and position embeddings; the positions are one row broadcast over the batch.
+    let table = constant(&mut f, &[10, e], 4);
+    let words = node(&mut f, Op::Gather(0), &[table, ids]);
+    let row: Output = f
+        .add_constant(TensorData::I64((0..s as i64).collect()), Shape::new([1, s]))
+        .unwrap()
+        .into();
+    let positions = broadcast(&mut f, row, &[b, s]);
+    let ptable = constant(&mut f, &[s, e], 5);
+    let pos = node(&mut f, Op::Gather(0), &[ptable, positions]);
+    let x = binary(&mut f, BinaryOp::Add, words, pos);
+    // The additive mask, (1 - mask) · -1e4, from scalars broadcast to [b, 1, 1, s].
+    let m = reshape(&mut f, mask, &[b, 1, 1, s]);
+    let one = constant(&mut f, &[], 6);
+    let one = broadcast(&mut f, one, &[b, 1, 1, s]);
+    let m = binary(&mut f, BinaryOp::Subtract, one, m);
+    let big = constant(&mut f, &[], 7);
+    let big = broadcast(&mut f, big, &[b, 1, 1, s]);
+    let m = binary(&mut f, BinaryOp::Multiply, m, big);
+    // One head split, scores, softmax, context, merge.
+    let heads = |f: &mut Function, seed| {
+        let w = constant(f, &[e, e], seed);
+        let y = node(f, Op::MatMul, &[x, w]);
+        let y = reshape(f, y, &[b, s, h, e / h]);
+        node(f, Op::Transpose(vec![0, 2, 1, 3]), &[y])
+    };
+    let (q, k, v) = (heads(&mut f, 8), heads(&mut f, 9), heads(&mut f, 10));
+    let kt = node(&mut f, Op::Transpose(vec![0, 1, 3, 2]), &[k]);
+    let scores = node(&mut f, Op::MatMul, &[q, kt]);
+    let m = broadcast(&mut f, m, &[b, h, s, s]);
+    let scores = binary(&mut f, BinaryOp::Add, scores, m);
+    let p = node(&mut f, Op::Softmax(3), &[scores]);
+    let ctx = node(&mut f, Op::MatMul, &[p, v]);
+    let ctx = node(&mut f, Op::Transpose(vec![0, 2, 1, 3]), &[ctx]);
+    let ctx = reshape(&mut f, ctx, &[b, s, e]);
+    let (g, beta) = (constant(&mut f, &[e], 11), constant(&mut f, &[e], 12));
+    let ln = LayerNorm {
+        axis: 2,
+        epsilon: 1e-5,
+    };
+    let y = node(&mut f, Op::LayerNorm(ln), &[ctx, g, beta]);
+    let sum = Reduction {
+        op: ReduceOp::Sum,
+        axes: vec![1],
+        keep_dims: false,
+    };
+    let pooled = node(&mut f, Op::Reduce(sum), &[y]);
+    f.add_result(pooled, Some("pooled".into())).unwrap();
+    f.add_result(ids, Some("ids_out".into())).unwrap();
+    check_split(&f, b);
+}
+
+#[test]
+fn a_scalar_spread_over_square_axes_shrinks_along_the_batch_axis() {
+    // [2, 2]: the broadcast scalar is uniform along both axes; the batch decides which.
+    let mut f = Function::new("square");
+    let x = param(&mut f, "x", ElementType::F32, &[2, 2]);
+    let c = constant(&mut f, &[], 1);
+    let c = broadcast(&mut f, c, &[2, 2]);
+    let y = binary(&mut f, BinaryOp::Multiply, x, c);
+    f.add_result(y, None).unwrap();
+    check_split(&f, 2);
+}
+
+/// `per_sample`'s refusal of the Function `build` makes from `x: f32[2, 3]`.
+fn refusal(build: impl Fn(&mut Function, Output) -> Output) -> String {
+    let mut f = Function::new("f");
+    let x = param(&mut f, "x", ElementType::F32, &[2, 3]);
+    let y = build(&mut f, x);
+    f.add_result(y, None).unwrap();
+    per_sample(&f).expect_err("mixes samples")
+}
+
+#[test]
+fn functions_that_mix_samples_are_refused_with_the_node_and_why() {
+    let reduce = |f: &mut Function, x| {
+        let r = Reduction {
+            op: ReduceOp::Sum,
+            axes: vec![0],
+            keep_dims: true,
+        };
+        let s = node(f, Op::Reduce(r), &[x]);
+        broadcast(f, s, &[2, 3])
+    };
+    assert!(refusal(reduce).contains("reduces over the batch axis"));
+    let rows = |f: &mut Function, x| {
+        let c = constant(f, &[2, 3], 1);
+        binary(f, BinaryOp::Add, x, c)
+    };
+    assert!(refusal(rows).contains("not uniform along the batch axis"));
+    let flat = |f: &mut Function, x| {
+        let y = reshape(f, x, &[6]);
+        reshape(f, y, &[2, 3])
+    };
+    assert!(refusal(flat).contains("merges or splits the batch axis"));
+    let gram = |f: &mut Function, x| {
+        let t = node(f, Op::Transpose(vec![1, 0]), &[x]);
+        let g = node(f, Op::MatMul, &[t, x]);
+        node(f, Op::MatMul, &[x, g])
+    };
+    let why = refusal(gram);
+    assert!(why.contains("(MatMul): its operands' batch axes"), "{why}");
+    // A spread constant added to the batch and also summed whole.
+    let both = |f: &mut Function, x| {
+        let c = constant(f, &[], 1);
+        let c = broadcast(f, c, &[2, 3]);
+        let r = Reduction {
+            op: ReduceOp::Sum,
+            axes: vec![0, 1],
+            keep_dims: false,
+        };
+        let total = node(f, Op::Reduce(r), &[c]);
+        let total = broadcast(f, total, &[2, 3]);
+        let y = binary(f, BinaryOp::Add, x, c);
+        binary(f, BinaryOp::Add, y, total)
+    };
+    let why = refusal(both);
+    assert!(
+        why.contains("read along the batch by some nodes and whole by"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_function_without_a_batch_is_not_split() {
+    let mut f = Function::new("one");
+    let x = param(&mut f, "x", ElementType::F32, &[1, 3]);
+    f.add_result(x, None).unwrap();
+    assert!(per_sample(&f).unwrap_err().contains("the batch is 1"));
+    let mut f = Function::new("two");
+    let x = param(&mut f, "x", ElementType::F32, &[2, 3]);
+    let _ = param(&mut f, "y", ElementType::F32, &[3, 3]);
+    f.add_result(x, None).unwrap();
+    assert!(per_sample(&f).unwrap_err().contains("lead with 2 and 3"));
+}
