@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use graphlift_ir::{Function, NodeId, Op, Output, Shape};
+use graphlift_ir::{Function, NodeId, Op, Output, Shape, TensorData};
 
 #[cfg(test)]
 mod tests;
@@ -131,7 +131,9 @@ fn transfer(
             Err("state, random draws and control flow run once per call, not per sample".into())
         }
         Op::Parameter => one(Batch::Axis(0)),
-        Op::Constant(_) => one(INVARIANT),
+        Op::Constant(data) => one(Batch::Invariant {
+            spread: uniform_axes(data, out.dims(), batch),
+        }),
         Op::Result => one(ins[0]),
         Op::Unary(_) | Op::Convert(_) | Op::Binary(_) | Op::Compare(_) | Op::Select => {
             one(elementwise(ins)?)
@@ -273,6 +275,46 @@ fn elementwise(ins: &[Batch]) -> Result<Batch, String> {
         Some(_) => Err("an operand without the batch is not uniform along the batch axis".into()),
         None => Ok(Batch::Invariant { spread }),
     }
+}
+
+/// Constants of more elements than this are not searched for uniform axes.
+const MAX_SEARCHED: usize = 1 << 22;
+
+/// The axes (a bit each) of extent `batch` along which the constant `data` of extents
+/// `dims` repeats one slice (a constant the importer folded from a broadcast, such as
+/// token type ids of zeros, embedded): slices compared bit for bit.
+fn uniform_axes(data: &TensorData, dims: &[usize], batch: usize) -> u64 {
+    if data.len() > MAX_SEARCHED {
+        return 0;
+    }
+    let uniform = |j: usize| {
+        let inner: usize = dims[j + 1..].iter().product();
+        let outer: usize = dims[..j].iter().product();
+        let slice = |o: usize, i: usize| data.range((o * batch + i) * inner, inner);
+        (0..outer).all(|o| {
+            (1..batch).all(|i| match (slice(o, 0), slice(o, i)) {
+                (Some(a), Some(b)) => a.same_bits(&b),
+                _ => false,
+            })
+        })
+    };
+    (0..dims.len().min(64))
+        .filter(|&j| dims[j] == batch && uniform(j))
+        .fold(0u64, |m, j| m | 1 << j)
+}
+
+/// Slice 0 along axis `a` of the constant `data` of extents `dims` (uniform along it).
+fn first_slice(data: &TensorData, dims: &[usize], a: usize) -> Option<TensorData> {
+    let inner: usize = dims[a + 1..].iter().product();
+    let outer: usize = dims[..a].iter().product();
+    let mut out = TensorData::zeros(data.element_type(), outer * inner);
+    for o in 0..outer {
+        let block = data.range(o * dims[a] * inner, inner)?;
+        if !out.write_range(o * inner, &block) {
+            return None;
+        }
+    }
+    Some(out)
 }
 
 /// An invariant value's batch: a `Broadcast` is uniform along the axes of extent `batch`
@@ -466,8 +508,19 @@ fn rebuild(
             Batch::Invariant { .. } => shrink.get(&me).copied(),
         };
         let inputs: Vec<Output> = node.inputs().iter().map(|o| mapped(&map, o)).collect();
-        let new = if let Op::Constant(_) = node.op() {
-            g.import_node(node, &inputs).map_err(err)?
+        let new = if let Op::Constant(data) = node.op() {
+            match axis {
+                None => g.import_node(node, &inputs).map_err(err)?,
+                Some(a) => {
+                    let shape = &node.output_type().shape;
+                    let data = first_slice(data, shape.dims(), a)
+                        .ok_or_else(|| format!("constant `{}` does not slice", node.name()))?;
+                    let new = g.add_constant(data, one(shape, a)).map_err(err)?;
+                    g.set_name(new, node.name()).map_err(err)?;
+                    annotate(&mut g, new, node).map_err(err)?;
+                    new
+                }
+            }
         } else {
             let op = match (node.op(), axis) {
                 (Op::Reshape(s), Some(a)) => Op::Reshape(one(s, a)),

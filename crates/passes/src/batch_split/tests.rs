@@ -141,6 +141,11 @@ fn an_encoder_with_a_mask_and_position_embeddings_is_split_into_its_sequences() 
     let ptable = constant(&mut f, &[s, e], 5);
     let pos = node(&mut f, Op::Gather(0), &[ptable, positions]);
     let x = binary(&mut f, BinaryOp::Add, words, pos);
+    // Token type embeddings as an importer folds them: one constant row per sequence.
+    let row: Vec<f32> = (0..s * e).map(|i| (i % 7) as f32 / 8.0).collect();
+    let types = TensorData::F32(row.repeat(b));
+    let types: Output = f.add_constant(types, Shape::new([b, s, e])).unwrap().into();
+    let x = binary(&mut f, BinaryOp::Add, x, types);
     // The additive mask, (1 - mask) · -1e4, from scalars broadcast to [b, 1, 1, s].
     let m = reshape(&mut f, mask, &[b, 1, 1, s]);
     let one = constant(&mut f, &[], 6);
