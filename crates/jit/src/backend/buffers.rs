@@ -30,8 +30,9 @@ pub(super) fn peak_bytes(steps: &[Step], g: &Function) -> Result<usize, RuntimeE
     Ok(peak)
 }
 
-/// Bins of recycled temporaries kept between calls, at most this many (one per call running
-/// at once; more concurrent calls allocate afresh).
+/// Bins of recycled temporaries kept between calls, at most this many or one per thread of
+/// the backend (one per call running at once, as a plan run sample by sample runs one on
+/// each thread; more concurrent calls allocate afresh).
 pub(super) const MAX_RECYCLE_BINS: usize = 4;
 
 /// Assigns every temporary a buffer: temporaries of one tensor type whose lifetimes do not

@@ -126,7 +126,8 @@ impl CpuJitExecutable {
         self.wakes_helpers
             .store(self.parallel.offers() != offers, Relaxed);
         if let (true, Ok(mut bins)) = (self.recycle_buffers, self.recycled.lock()) {
-            if bins.len() < MAX_RECYCLE_BINS {
+            // A plan run sample by sample has a call running on each of the pool's threads.
+            if bins.len() < MAX_RECYCLE_BINS.max(self.batch_pool.config().threads) {
                 bins.push(bin);
             }
         }
