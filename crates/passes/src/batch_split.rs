@@ -9,10 +9,11 @@
 //! (Alwani et al., 2016), at the granularity of whole samples).
 //!
 //! [`per_sample`] proves the property by tracking, for each value, the axis that carries
-//! the batch ([`Batch`]), op by op; it refuses (saying which node, and why) anything it
-//! cannot follow: state, control flow, a constant with one row per sample, a reduction or
-//! product over the batch axis. The proof is a dataflow one, on shapes and ops alone: it
-//! holds for every value of the parameters.
+//! the batch and in groups of how many ([`Batch`]; exporters merge the batch with the heads
+//! or the rows), op by op (`transfer.rs`); it refuses (saying which node, and why) anything
+//! it cannot follow: state, control flow, a constant with one row per sample, a reduction or
+//! product over the batch axis. The proof is a dataflow one, on shapes, ops and constants'
+//! values alone: it holds for every value of the parameters.
 
 use std::collections::HashMap;
 
@@ -20,6 +21,7 @@ use graphlift_ir::{Function, NodeId, Op, Output, Shape, TensorData};
 
 #[cfg(test)]
 mod tests;
+mod transfer;
 
 /// A batched Function and the Function of one of its samples.
 #[derive(Debug, Clone)]
@@ -35,12 +37,14 @@ pub struct PerSample {
 /// Where the batch is in one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Batch {
-    /// Depends on the parameters; its slice at index `b` of this axis depends only on
-    /// sample `b` of every parameter.
-    Axis(usize),
-    /// Depends on no parameter. `spread`: the axes (a bit each) of extent `batch` along
-    /// which it is uniform (a `Broadcast` of a value without them), which it can be
-    /// combined with a batched value along.
+    /// Depends on the parameters: extent `batch · group` on `axis`, its slices
+    /// `b · group..(b + 1) · group` there depending only on sample `b` of every parameter
+    /// (`group` above 1 where an exporter merged the batch with the next axis, as
+    /// attention's `[B, H, S, D] -> [B·H, S, D]`).
+    Axis { axis: usize, group: usize },
+    /// Depends on no parameter. `spread`: the axes (a bit each) along which it is uniform
+    /// (a `Broadcast` of a value without them), which it can be combined with a batched
+    /// value along.
     Invariant { spread: u64 },
 }
 
@@ -72,14 +76,14 @@ pub fn per_sample(f: &Function) -> Result<PerSample, String> {
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
         let out = &node.output_type().shape;
-        let b = transfer(node.op(), &ins, &shapes, out, batch)
+        let b = transfer::transfer(node.op(), &ins, &shapes, out, batch)
             .map_err(|why| format!("node `{}` ({}): {why}", node.name(), node.op().type_name()))?;
         for k in 0..node.outputs().len() {
             of.insert(Output::new(id, k), b);
         }
     }
     for &r in f.results() {
-        if of[&Output::new(r, 0)] != Batch::Axis(0) {
+        if of[&Output::new(r, 0)] != (Batch::Axis { axis: 0, group: 1 }) {
             let name = f.node(r).map_or("?", |n| n.name());
             return Err(format!("result `{name}` is not batched on its axis 0"));
         }
@@ -111,311 +115,26 @@ fn batch_extent(f: &Function) -> Result<usize, String> {
     }
 }
 
-/// The batch of each output of one node, from its inputs' (`shapes` their shapes, `out`
-/// its first output's shape), or why it mixes samples.
-fn transfer(
-    op: &Op,
-    ins: &[Batch],
-    shapes: &[&Shape],
-    out: &Shape,
-    batch: usize,
-) -> Result<Batch, String> {
-    let axis_of = |k: usize| match ins.get(k) {
-        Some(Batch::Axis(a)) => Some(*a),
-        _ => None,
-    };
-    let all_invariant = ins.iter().all(|b| matches!(b, Batch::Invariant { .. }));
-    let one = Ok;
-    match op {
-        Op::Variable(_) | Op::ReadVariable | Op::Assign | Op::Random(_) | Op::ControlFlow(_) => {
-            Err("state, random draws and control flow run once per call, not per sample".into())
-        }
-        Op::Parameter => one(Batch::Axis(0)),
-        Op::Constant(data) => one(Batch::Invariant {
-            spread: uniform_axes(data, out.dims(), batch),
-        }),
-        Op::Result => one(ins[0]),
-        Op::Unary(_) | Op::Convert(_) | Op::Binary(_) | Op::Compare(_) | Op::Select => {
-            one(elementwise(ins)?)
-        }
-        Op::Concat(axis) => match elementwise(ins)? {
-            Batch::Axis(a) if a == *axis => Err("it joins along the batch axis".into()),
-            b => one(b),
-        },
-        _ if all_invariant => one(invariant_spread(op, ins, shapes, out, batch)),
-        Op::Broadcast(target) => {
-            let a = axis_of(0).unwrap_or(0) + target.rank() - shapes[0].rank();
-            one(Batch::Axis(a))
-        }
-        Op::Reshape(target) => {
-            let a = axis_of(0).unwrap_or(0);
-            let dims = shapes[0].dims();
-            let before: usize = dims[..a].iter().product();
-            let after: usize = dims[a + 1..].iter().product();
-            let t = target.dims();
-            (0..t.len())
-                .find(|&j| {
-                    t[j] == batch
-                        && t[..j].iter().product::<usize>() == before
-                        && t[j + 1..].iter().product::<usize>() == after
-                })
-                .map(Batch::Axis)
-                .ok_or_else(|| format!("its new shape {target} merges or splits the batch axis"))
-        }
-        Op::Transpose(perm) => {
-            let a = axis_of(0).unwrap_or(0);
-            one(Batch::Axis(perm.iter().position(|&p| p == a).unwrap_or(a)))
-        }
-        Op::Slice(axes) => {
-            let a = axis_of(0).unwrap_or(0);
-            let s = &axes[a];
-            if s.start == 0 && s.step == 1 && s.len == batch {
-                one(Batch::Axis(a))
-            } else {
-                Err("it slices the batch axis".into())
-            }
-        }
-        Op::Pad(p) => {
-            let a = axis_of(0).ok_or("its padding value depends on the samples")?;
-            let pads = [&p.low, &p.high, &p.interior];
-            if pads.iter().any(|v| v.get(a).is_some_and(|&n| n != 0)) {
-                Err("it pads the batch axis".into())
-            } else {
-                one(Batch::Axis(a))
-            }
-        }
-        Op::Gather(axis) => match (ins[0], ins[1]) {
-            (Batch::Invariant { .. }, Batch::Axis(a)) => one(Batch::Axis(axis + a)),
-            (Batch::Axis(a), Batch::Invariant { .. }) if a != *axis => {
-                let at = if a < *axis {
-                    a
-                } else {
-                    a - 1 + shapes[1].rank()
-                };
-                one(Batch::Axis(at))
-            }
-            _ => Err("its indices select across samples".into()),
-        },
-        Op::Reduce(r) => {
-            let a = axis_of(0).unwrap_or(0);
-            if r.axes.contains(&a) {
-                return Err("it reduces over the batch axis".into());
-            }
-            let removed = if r.keep_dims {
-                0
-            } else {
-                r.axes.iter().filter(|&&x| x < a).count()
-            };
-            one(Batch::Axis(a - removed))
-        }
-        Op::ArgReduce(r) => {
-            let a = axis_of(0).unwrap_or(0);
-            match a.cmp(&r.axis) {
-                std::cmp::Ordering::Equal => Err("it reduces over the batch axis".into()),
-                std::cmp::Ordering::Greater if !r.keep_dims => one(Batch::Axis(a - 1)),
-                _ => one(Batch::Axis(a)),
-            }
-        }
-        Op::TopK(t) => along_other_axis(axis_of(0), t.axis),
-        Op::CumSum(c) => along_other_axis(axis_of(0), c.axis),
-        Op::Softmax(axis) => along_other_axis(axis_of(0), *axis),
-        Op::LayerNorm(l) => match (axis_of(0), axis_of(1), axis_of(2)) {
-            (Some(a), None, None) if a < l.axis => one(Batch::Axis(a)),
-            _ => Err("it normalises over the batch axis, or its scale or bias is batched".into()),
-        },
-        Op::MatMul => matmul(ins, shapes),
-        Op::QuantizedMatMul(_) => match (axis_of(0), ins[1..].iter().all(|b| b.is_invariant())) {
-            (Some(a), true) if a + 1 < shapes[0].rank() => one(Batch::Axis(a)),
-            _ => Err("it contracts the batch axis, or its weights are batched".into()),
-        },
-        Op::Attention(_) => attention(ins, shapes, batch),
-        Op::Convolution(_)
-        | Op::ConvolutionInteger(_)
-        | Op::BatchNormInference(_)
-        | Op::MaxPool(_)
-        | Op::MaxPoolIndices(_) => {
-            if axis_of(0) == Some(0)
-                && ins[1..]
-                    .iter()
-                    .all(|b| matches!(b, Batch::Invariant { .. }))
-            {
-                one(Batch::Axis(0))
-            } else {
-                Err("its filter or statistics are batched".into())
-            }
-        }
-        _ => Err("batch splitting does not follow this op".into()),
-    }
-}
-
-/// An op along `axis` of a batched value: the batch stays where it is unless it is that axis.
-fn along_other_axis(a: Option<usize>, axis: usize) -> Result<Batch, String> {
-    match a {
-        Some(a) if a != axis => Ok(Batch::Axis(a)),
-        _ => Err("it runs along the batch axis".into()),
-    }
-}
-
-/// The batch of an elementwise op's result: its batched operands' common axis, along which
-/// each invariant operand must be uniform; else invariant, uniform along the axes all are.
-fn elementwise(ins: &[Batch]) -> Result<Batch, String> {
-    let mut axis = None;
-    let mut spread = u64::MAX;
-    for b in ins {
-        match *b {
-            Batch::Axis(a) if axis.is_some_and(|x| x != a) => {
-                return Err("its operands are batched on different axes".into())
-            }
-            Batch::Axis(a) => axis = Some(a),
-            Batch::Invariant { spread: s } => spread &= s,
-        }
-    }
-    match axis {
-        Some(a) if a < 64 && spread & (1 << a) != 0 => Ok(Batch::Axis(a)),
-        Some(_) => Err("an operand without the batch is not uniform along the batch axis".into()),
-        None => Ok(Batch::Invariant { spread }),
-    }
-}
-
-/// Constants of more elements than this are not searched for uniform axes.
-const MAX_SEARCHED: usize = 1 << 22;
-
-/// The axes (a bit each) of extent `batch` along which the constant `data` of extents
-/// `dims` repeats one slice (a constant the importer folded from a broadcast, such as
-/// token type ids of zeros, embedded): slices compared bit for bit.
-fn uniform_axes(data: &TensorData, dims: &[usize], batch: usize) -> u64 {
-    if data.len() > MAX_SEARCHED {
-        return 0;
-    }
-    let uniform = |j: usize| {
-        let inner: usize = dims[j + 1..].iter().product();
-        let outer: usize = dims[..j].iter().product();
-        let slice = |o: usize, i: usize| data.range((o * batch + i) * inner, inner);
-        (0..outer).all(|o| {
-            (1..batch).all(|i| match (slice(o, 0), slice(o, i)) {
-                (Some(a), Some(b)) => a.same_bits(&b),
-                _ => false,
-            })
-        })
-    };
-    (0..dims.len().min(64))
-        .filter(|&j| dims[j] == batch && uniform(j))
-        .fold(0u64, |m, j| m | 1 << j)
-}
-
-/// Slice 0 along axis `a` of the constant `data` of extents `dims` (uniform along it).
-fn first_slice(data: &TensorData, dims: &[usize], a: usize) -> Option<TensorData> {
-    let inner: usize = dims[a + 1..].iter().product();
-    let outer: usize = dims[..a].iter().product();
-    let mut out = TensorData::zeros(data.element_type(), outer * inner);
-    for o in 0..outer {
-        let block = data.range(o * dims[a] * inner, inner)?;
-        if !out.write_range(o * inner, &block) {
-            return None;
-        }
-    }
-    Some(out)
-}
-
-/// An invariant value's batch: a `Broadcast` is uniform along the axes of extent `batch`
-/// it adds or stretches from 1; a `Gather` along the axes its indices are uniform along;
-/// anything else along none (as far as this analysis knows).
-fn invariant_spread(op: &Op, ins: &[Batch], shapes: &[&Shape], out: &Shape, batch: usize) -> Batch {
-    let spread = match (op, ins.get(1)) {
-        (Op::Broadcast(_), _) => {
-            let (dims, from) = (out.dims(), shapes[0].dims());
-            let off = dims.len() - from.len();
-            (0..dims.len().min(64))
-                .filter(|&j| dims[j] == batch && (j < off || from[j - off] == 1))
-                .fold(0u64, |m, j| m | 1 << j)
-        }
-        (Op::Gather(axis), Some(Batch::Invariant { spread })) => {
-            spread.checked_shl(*axis as u32).unwrap_or(0)
-        }
-        _ => 0,
-    };
-    Batch::Invariant { spread }
-}
-
-/// `MatMul`'s result batch: a batched row operand (`a`'s rows or batch axes) or column
-/// operand (`b`'s columns or batch axes) beside an invariant one without those samples.
-fn matmul(ins: &[Batch], shapes: &[&Shape]) -> Result<Batch, String> {
-    let (ra, rb) = (shapes[0].rank(), shapes[1].rank());
-    let ro = ra.max(rb);
-    // The result axis of operand axis `x` of rank `r`, when it is not contracted.
-    let place = |x: usize, r: usize, rows: bool| {
-        if x + 2 < r {
-            Some(x + ro - r)
-        } else if (rows && x + 2 == r) || (!rows && x + 1 == r) {
-            Some(if rows { ro - 2 } else { ro - 1 })
-        } else {
-            None
-        }
-    };
-    // Whether the other operand has extent 1 (or no axis) at result axis `o`.
-    let single = |o: usize, shape: &Shape| {
-        let r = shape.rank();
-        o + 2 >= ro || o + r < ro || shape.dims()[o + r - ro] == 1
-    };
-    let contracted = || "it contracts the batch axis".to_string();
-    match (ins[0], ins[1]) {
-        (Batch::Axis(x), Batch::Invariant { .. }) => {
-            let o = place(x, ra, true).ok_or_else(contracted)?;
-            single(o, shapes[1])
-                .then_some(Batch::Axis(o))
-                .ok_or_else(|| "its other operand has one matrix per sample".to_string())
-        }
-        (Batch::Invariant { .. }, Batch::Axis(y)) => {
-            let o = place(y, rb, false).ok_or_else(contracted)?;
-            single(o, shapes[0])
-                .then_some(Batch::Axis(o))
-                .ok_or_else(|| "its other operand has one matrix per sample".to_string())
-        }
-        (Batch::Axis(x), Batch::Axis(y)) => match (x + 2 < ra, y + 2 < rb) {
-            (true, true) if x + ro - ra == y + ro - rb => Ok(Batch::Axis(x + ro - ra)),
-            _ => Err("its operands' batch axes do not meet in one axis of its result".into()),
-        },
-        _ => Ok(INVARIANT),
-    }
-}
-
-/// `Attention`'s result batch: `q`, `k`, `v` batched on axis 0, the mask too or the same
-/// for every sample.
-fn attention(ins: &[Batch], shapes: &[&Shape], batch: usize) -> Result<Batch, String> {
-    if ins[..3].iter().any(|b| *b != Batch::Axis(0)) {
-        return Err("its q, k and v are not all batched on axis 0".into());
-    }
-    match ins.get(3) {
-        None => Ok(Batch::Axis(0)),
-        Some(Batch::Axis(0)) if shapes[3].rank() == 4 => Ok(Batch::Axis(0)),
-        Some(Batch::Invariant { spread }) => {
-            let m = shapes[3].dims();
-            let leading = m.len() == 4 && m[0] == batch;
-            if !leading || m[0] == 1 || spread & 1 != 0 {
-                Ok(Batch::Axis(0))
-            } else {
-                Err("its mask has one block per sample but does not depend on them".into())
-            }
-        }
-        _ => Err("its mask is batched on another axis".into()),
-    }
-}
-
-/// The axis each invariant value is shrunk to extent 1 along in the per-sample Function:
-/// the batch axis of the batched op that reads it ([`demand`]), carried back through the
-/// invariant ops it came through to the `Broadcast` that spread it.
+/// Where each value is shrunk in the per-sample Function, as (axis, new extent): a batched
+/// value to its group on its batch axis; an invariant one where the batched op that reads
+/// it needs ([`demand`]), carried back through the invariant ops it came through to the
+/// `Broadcast` or constant it was spread by. Every reader of a shrunk value must read it so.
 fn demands(
     f: &Function,
     order: &[NodeId],
     of: &HashMap<Output, Batch>,
-) -> Result<HashMap<Output, usize>, String> {
-    let mut shrink: HashMap<Output, usize> = HashMap::new();
+) -> Result<HashMap<Output, (usize, usize)>, String> {
+    let err = |e: graphlift_ir::IrError| e.to_string();
+    let key = |shrink: &HashMap<Output, (usize, usize)>, o: &Output| match of.get(o) {
+        Some(&Batch::Axis { axis, group }) => Some((axis, group)),
+        Some(Batch::Invariant { .. }) => shrink.get(o).copied(),
+        None => None,
+    };
+    let mut shrink: HashMap<Output, (usize, usize)> = HashMap::new();
     for &id in order.iter().rev() {
-        let node = f.node(id).map_err(|e| e.to_string())?;
-        let me = Output::new(id, 0);
-        let axis = match (of[&me], shrink.get(&me)) {
-            (Batch::Axis(a), _) | (Batch::Invariant { .. }, Some(&a)) => a,
-            _ => continue,
+        let node = f.node(id).map_err(err)?;
+        let Some((axis, extent)) = key(&shrink, &Output::new(id, 0)) else {
+            continue;
         };
         for (k, &input) in node.inputs().iter().enumerate() {
             let Batch::Invariant { spread } = of[&input] else {
@@ -425,25 +144,29 @@ fn demands(
             else {
                 continue;
             };
-            if shrink.insert(input, a).is_some_and(|old| old != a) {
+            if shrink
+                .insert(input, (a, extent))
+                .is_some_and(|old| old != (a, extent))
+            {
                 let name = f.node(input.node).map_or("?", |n| n.name());
                 return Err(format!("`{name}` meets the batch on two different axes"));
             }
         }
     }
     // A shrunk value must shrink for every reader: one that needs it whole (a reduction
-    // over it, a product with it) would read one row of it instead.
-    for (&v, &a) in &shrink {
-        let node = f.node(v.node).map_err(|e| e.to_string())?;
+    // over it, a product with it) would read part of it instead.
+    for (&v, &(a, extent)) in &shrink {
+        let node = f.node(v.node).map_err(err)?;
         for &(user, k) in node.users(v.index) {
             let Ok(u) = f.node(user) else { continue };
             let out = Output::new(user, 0);
-            let axis = match of.get(&out) {
-                None => continue, // dead
-                Some(Batch::Axis(x)) => Some(*x),
-                Some(Batch::Invariant { .. }) => shrink.get(&out).copied(),
-            };
-            if axis.and_then(|x| demand(u.op(), k, x)) != Some(a) {
+            if !of.contains_key(&out) {
+                continue; // dead
+            }
+            let reads = key(&shrink, &out)
+                .filter(|&(_, e)| e == extent)
+                .and_then(|(x, _)| demand(u.op(), k, x));
+            if reads != Some(a) {
                 return Err(format!(
                     "`{}` is read along the batch by some nodes and whole by `{}`",
                     node.name(),
@@ -468,20 +191,35 @@ fn demand(op: &Op, k: usize, axis: usize) -> Option<usize> {
     }
 }
 
+/// The first `extent` slices along axis `a` of the constant `data` of extents `dims`
+/// (uniform along it, so any `extent` of them).
+fn first_slices(data: &TensorData, dims: &[usize], a: usize, extent: usize) -> Option<TensorData> {
+    let inner: usize = dims[a + 1..].iter().product::<usize>() * extent;
+    let outer: usize = dims[..a].iter().product();
+    let mut out = TensorData::zeros(data.element_type(), outer * inner);
+    for o in 0..outer {
+        let block = data.range(o * dims[a] * inner / extent, inner)?;
+        if !out.write_range(o * inner, &block) {
+            return None;
+        }
+    }
+    Some(out)
+}
+
 /// The per-sample Function: `f`'s parameters in their order, its other nodes in `order`,
-/// its results in their order, with extent 1 on the batch axis of each parameter,
-/// `Reshape`, `Broadcast` and `Slice`, and on the axis each invariant `Broadcast` is shrunk
-/// along; other shapes follow by inference.
+/// its results in their order, with the extents of `shrink` on the batch axes of each
+/// parameter, `Reshape`, `Broadcast` and `Slice` and of each shrunk invariant `Broadcast`
+/// and constant; other shapes follow by inference.
 fn rebuild(
     f: &Function,
     order: &[NodeId],
     of: &HashMap<Output, Batch>,
-    shrink: &HashMap<Output, usize>,
+    shrink: &HashMap<Output, (usize, usize)>,
 ) -> Result<Function, String> {
     let err = |e: graphlift_ir::IrError| e.to_string();
-    let one = |s: &Shape, a: usize| {
+    let shrunk = |s: &Shape, (a, extent): (usize, usize)| {
         let mut d = s.dims().to_vec();
-        d[a] = 1;
+        d[a] = extent;
         Shape::new(d)
     };
     let mut g = Function::new(f.name());
@@ -491,7 +229,7 @@ fn rebuild(
         let node = f.node(id).map_err(err)?;
         let t = node.output_type();
         let new = g
-            .add_parameter(node.name(), t.element_type, one(&t.shape, 0))
+            .add_parameter(node.name(), t.element_type, shrunk(&t.shape, (0, 1)))
             .map_err(err)?;
         annotate(&mut g, new, node).map_err(err)?;
         map.insert(id, new);
@@ -504,18 +242,20 @@ fn rebuild(
         }
         let me = Output::new(id, 0);
         let axis = match of[&me] {
-            Batch::Axis(a) => Some(a),
+            Batch::Axis { axis, group } => Some((axis, group)),
             Batch::Invariant { .. } => shrink.get(&me).copied(),
         };
         let inputs: Vec<Output> = node.inputs().iter().map(|o| mapped(&map, o)).collect();
         let new = if let Op::Constant(data) = node.op() {
             match axis {
                 None => g.import_node(node, &inputs).map_err(err)?,
-                Some(a) => {
+                Some((a, extent)) => {
                     let shape = &node.output_type().shape;
-                    let data = first_slice(data, shape.dims(), a)
+                    let data = first_slices(data, shape.dims(), a, extent)
                         .ok_or_else(|| format!("constant `{}` does not slice", node.name()))?;
-                    let new = g.add_constant(data, one(shape, a)).map_err(err)?;
+                    let new = g
+                        .add_constant(data, shrunk(shape, (a, extent)))
+                        .map_err(err)?;
                     g.set_name(new, node.name()).map_err(err)?;
                     annotate(&mut g, new, node).map_err(err)?;
                     new
@@ -523,11 +263,11 @@ fn rebuild(
             }
         } else {
             let op = match (node.op(), axis) {
-                (Op::Reshape(s), Some(a)) => Op::Reshape(one(s, a)),
-                (Op::Broadcast(s), Some(a)) => Op::Broadcast(one(s, a)),
-                (Op::Slice(axes), Some(a)) => {
+                (Op::Reshape(s), Some(to)) => Op::Reshape(shrunk(s, to)),
+                (Op::Broadcast(s), Some(to)) => Op::Broadcast(shrunk(s, to)),
+                (Op::Slice(axes), Some((a, extent))) => {
                     let mut axes = axes.clone();
-                    axes[a].len = 1;
+                    axes[a].len = extent;
                     Op::Slice(axes)
                 }
                 (op, _) => op.clone(),

@@ -188,6 +188,50 @@ fn an_encoder_with_a_mask_and_position_embeddings_is_split_into_its_sequences() 
 }
 
 #[test]
+fn attention_with_the_batch_merged_into_the_heads_is_split() {
+    // PyTorch's exports of attention: [B, S, E] -> [B, S, H, D] -> [B, H, S, D] ->
+    // [B·H, S, D], a causal mask broadcast over B·H, and back to [B, S, E].
+    let (b, s, e, h) = (3, 4, 6, 2);
+    let mut f = Function::new("merged");
+    let x = param(&mut f, "x", ElementType::F32, &[b, s, e]);
+    let heads = |f: &mut Function, seed| {
+        let w = constant(f, &[e, e], seed);
+        let y = node(f, Op::MatMul, &[x, w]);
+        let y = reshape(f, y, &[b, s, h, e / h]);
+        let y = node(f, Op::Transpose(vec![0, 2, 1, 3]), &[y]);
+        reshape(f, y, &[b * h, s, e / h])
+    };
+    let (q, k, v) = (heads(&mut f, 1), heads(&mut f, 2), heads(&mut f, 3));
+    let kt = node(&mut f, Op::Transpose(vec![0, 2, 1]), &[k]);
+    let scores = node(&mut f, Op::MatMul, &[q, kt]);
+    let causal = constant(&mut f, &[1, s, s], 4);
+    let causal = broadcast(&mut f, causal, &[b * h, s, s]);
+    let scores = binary(&mut f, BinaryOp::Add, scores, causal);
+    let p = node(&mut f, Op::Softmax(2), &[scores]);
+    let ctx = node(&mut f, Op::MatMul, &[p, v]);
+    let ctx = reshape(&mut f, ctx, &[b, h, s, e / h]);
+    let ctx = node(&mut f, Op::Transpose(vec![0, 2, 1, 3]), &[ctx]);
+    let y = reshape(&mut f, ctx, &[b, s, e]);
+    f.add_result(y, None).unwrap();
+    check_split(&f, b);
+    // Merged with the sequence instead, the batch cannot come back apart from its rows.
+    let mut f = Function::new("rows");
+    let x = param(&mut f, "x", ElementType::F32, &[b, s, e]);
+    let rows = reshape(&mut f, x, &[b * s, e]);
+    let r = Reduction {
+        op: ReduceOp::Sum,
+        axes: vec![0],
+        keep_dims: false,
+    };
+    let total = node(&mut f, Op::Reduce(r), &[rows]);
+    let total = broadcast(&mut f, total, &[b, s, e]);
+    let y = binary(&mut f, BinaryOp::Add, x, total);
+    f.add_result(y, None).unwrap();
+    let why = per_sample(&f).unwrap_err();
+    assert!(why.contains("reduces over the batch axis"), "{why}");
+}
+
+#[test]
 fn a_scalar_spread_over_square_axes_shrinks_along_the_batch_axis() {
     // [2, 2]: the broadcast scalar is uniform along both axes; the batch decides which.
     let mut f = Function::new("square");
@@ -225,11 +269,12 @@ fn functions_that_mix_samples_are_refused_with_the_node_and_why() {
         binary(f, BinaryOp::Add, x, c)
     };
     assert!(refusal(rows).contains("not uniform along the batch axis"));
+    // [2, 3] as [3, 2]: the second row holds the end of sample 0 and the start of sample 1.
     let flat = |f: &mut Function, x| {
-        let y = reshape(f, x, &[6]);
+        let y = reshape(f, x, &[3, 2]);
         reshape(f, y, &[2, 3])
     };
-    assert!(refusal(flat).contains("merges or splits the batch axis"));
+    assert!(refusal(flat).contains("splits a sample"));
     let gram = |f: &mut Function, x| {
         let t = node(f, Op::Transpose(vec![1, 0]), &[x]);
         let g = node(f, Op::MatMul, &[t, x]);
@@ -269,4 +314,16 @@ fn a_function_without_a_batch_is_not_split() {
     let _ = param(&mut f, "y", ElementType::F32, &[3, 3]);
     f.add_result(x, None).unwrap();
     assert!(per_sample(&f).unwrap_err().contains("lead with 2 and 3"));
+}
+
+#[test]
+fn a_batch_flattened_with_its_rows_keeps_each_sample_in_one_run() {
+    // [2, 3] -> [6]: sample b is elements 3b..3b + 3, a group of three along the one axis.
+    let mut f = Function::new("flat");
+    let x = param(&mut f, "x", ElementType::F32, &[2, 3]);
+    let y = reshape(&mut f, x, &[6]);
+    let y = node(&mut f, Op::Unary(UnaryOp::Relu), &[y]);
+    let y = reshape(&mut f, y, &[2, 3]);
+    f.add_result(y, None).unwrap();
+    check_split(&f, 2);
 }
