@@ -208,8 +208,9 @@ fn first_slices(data: &TensorData, dims: &[usize], a: usize, extent: usize) -> O
 
 /// The per-sample Function: `f`'s parameters in their order, its other nodes in `order`,
 /// its results in their order, with the extents of `shrink` on the batch axes of each
-/// parameter, `Reshape`, `Broadcast` and `Slice` and of each shrunk invariant `Broadcast`
-/// and constant; other shapes follow by inference.
+/// parameter, `Reshape`, `Broadcast`, `Slice`, `Resize` and transposed convolution and of
+/// each shrunk invariant
+/// `Broadcast` and constant; other shapes follow by inference.
 fn rebuild(
     f: &Function,
     order: &[NodeId],
@@ -265,6 +266,18 @@ fn rebuild(
             let op = match (node.op(), axis) {
                 (Op::Reshape(s), Some(to)) => Op::Reshape(shrunk(s, to)),
                 (Op::Broadcast(s), Some(to)) => Op::Broadcast(shrunk(s, to)),
+                (Op::ConvolutionBackpropData(c), Some((a, extent))) => {
+                    let mut c = c.clone();
+                    let mut d = c.shape.dims().to_vec();
+                    d[a] = extent;
+                    c.shape = Shape::new(d);
+                    Op::ConvolutionBackpropData(c)
+                }
+                (Op::Resize(r), Some((a, extent))) => {
+                    let mut r = r.clone();
+                    r.shape[a] = extent;
+                    Op::Resize(r)
+                }
                 (Op::Slice(axes), Some((a, extent))) => {
                     let mut axes = axes.clone();
                     axes[a].len = extent;

@@ -327,3 +327,33 @@ fn a_batch_flattened_with_its_rows_keeps_each_sample_in_one_run() {
     f.add_result(y, None).unwrap();
     check_split(&f, 2);
 }
+
+/// A nearest (or linear) upsampling by 2 of `[b, 2, 3, 3]` images, concatenated with
+/// itself, under coordinate transform `t`.
+fn upsampling(b: usize, t: graphlift_ir::CoordinateTransform) -> Function {
+    let mut f = Function::new("upsample");
+    let x = param(&mut f, "x", ElementType::F32, &[b, 2, 3, 3]);
+    let resize = graphlift_ir::Resize {
+        mode: graphlift_ir::ResizeMode::Linear,
+        coordinate_transform: t,
+        scales: vec![1.0, 1.0, 2.0, 2.0],
+        shape: vec![b, 2, 6, 6],
+        roi: vec![[0.0, 1.0]; 4],
+        exclude_outside: false,
+        extrapolation_value: 0.0,
+        antialias: false,
+    };
+    let y = node(&mut f, Op::Resize(resize), &[x]);
+    let y = node(&mut f, Op::Concat(1), &[y, y]);
+    f.add_result(y, None).unwrap();
+    f
+}
+
+#[test]
+fn a_resize_that_keeps_the_batch_axis_is_split_and_one_that_shifts_it_is_not() {
+    use graphlift_ir::CoordinateTransform::{HalfPixel, TfHalfPixelForNn};
+    check_split(&upsampling(3, HalfPixel), 3);
+    // (x + 0.5) / 1 on the batch axis: linear interpolation between neighbouring samples.
+    let why = per_sample(&upsampling(3, TfHalfPixelForNn)).unwrap_err();
+    assert!(why.contains("resizes the batch axis"), "{why}");
+}

@@ -1,7 +1,7 @@
 //! Where the batch goes through each op: the transfer function of batch splitting's
 //! dataflow analysis, from the [`Batch`] of a node's inputs to its result's.
 
-use graphlift_ir::{Op, Shape, TensorData};
+use graphlift_ir::{CoordinateTransform, Op, Shape, TensorData};
 
 use super::{Batch, INVARIANT};
 
@@ -112,8 +112,26 @@ fn along(
         Op::QuantizedMatMul(_) if rest_invariant && a + 1 < shapes[0].rank() => at(a, m),
         Op::MatMul => matmul(ins, shapes),
         Op::Attention(_) => attention(ins, shapes, batch),
+        Op::Resize(r) => {
+            // Along an axis it keeps (scale 1), every transform but TensorFlow's two maps an
+            // output index to the same source index, and every mode copies that element.
+            let keeps = r.scales.get(a) == Some(&1.0)
+                && r.shape.get(a) == shapes[0].dims().get(a)
+                && !matches!(
+                    r.coordinate_transform,
+                    CoordinateTransform::TfHalfPixelForNn | CoordinateTransform::TfCropAndResize
+                );
+            if keeps {
+                at(a, m)
+            } else {
+                Err("it resizes the batch axis".into())
+            }
+        }
+        Op::GridSample(_) if a == 0 && ins[1] == ins[0] => at(0, m),
+        Op::GridSample(_) => Err("its grid does not follow the data's batch".into()),
         Op::Convolution(_)
         | Op::ConvolutionInteger(_)
+        | Op::ConvolutionBackpropData(_)
         | Op::BatchNormInference(_)
         | Op::MaxPool(_)
         | Op::MaxPoolIndices(_)
@@ -126,6 +144,7 @@ fn along(
         }
         Op::Convolution(_)
         | Op::ConvolutionInteger(_)
+        | Op::ConvolutionBackpropData(_)
         | Op::BatchNormInference(_)
         | Op::MaxPool(_)
         | Op::MaxPoolIndices(_) => Err("its filter or statistics are batched".into()),
