@@ -3,18 +3,15 @@
 //! once per sample, whole samples spread over the backend's threads and each sample's
 //! steps on one thread. A sample's activations then stay in its core's caches from one step
 //! to the next, where the whole batch streams each step's through memory, and no step pays
-//! a fork for work too small to split (the PP-OCR classifier at batch 6: 4.3 ms
-//! layer by layer, 6 × 0.54 ms sample by sample). [`decide`] is the one place that says
-//! when a Function is split.
+//! a fork for work too small to split (BENCHMARKS.md, "Batch splitting"). [`decide`] is the
+//! one place that says when a Function is split.
 
 use graphlift_ir::{Function, Op, Output};
 use graphlift_kernels::parallel::for_each;
 use graphlift_kernels::target::{Target, BATCH_SPLIT_ENV};
 use graphlift_passes::{per_sample, PerSample};
 use graphlift_runtime::trace::CallRecorder;
-use graphlift_runtime::{RuntimeError, Tensor, TensorSpec};
-
-use graphlift_runtime::function_signature;
+use graphlift_runtime::{function_signature, RuntimeError, Tensor, TensorSpec};
 
 use super::{CpuJitBackend, CpuJitExecutable, ExecutablePlan};
 
@@ -44,8 +41,8 @@ pub(super) struct Samples {
 const MIN_WEIGHTS: usize = 1 << 14;
 /// Rows (output positions, for a convolution) a product of [`MIN_WEIGHTS`] weights or more
 /// must compute per sample: enough for the packed product's row tiles to pay for streaming
-/// its weights from L3 once per sample (MiniLM at 4 sequences of 32 tokens ran no faster
-/// split).
+/// its weights from L3 once per sample (BENCHMARKS.md: MiniLM at 4 sequences of 32 tokens
+/// did not gain).
 const MIN_REUSE: usize = 64;
 
 /// Elements one sample's largest product (or convolution, or attention) must compute for a
@@ -89,29 +86,33 @@ pub(super) fn decide(function: &Function, target: &Target) -> Result<PerSample, 
              sample would gain nothing"
         ));
     }
-    for node in split.function.nodes() {
+    reuses_weights(&split.function)?;
+    Ok(split)
+}
+
+/// Refuses a per-sample Function `f` with a product of [`MIN_WEIGHTS`] constant weights or
+/// more that computes fewer than [`MIN_REUSE`] rows (output positions) with them.
+fn reuses_weights(f: &Function) -> Result<(), String> {
+    for node in f.nodes() {
         let dims = |k: usize| {
-            let t = node
-                .inputs()
-                .get(k)
-                .and_then(|&o| split.function.output_type(o).ok());
+            let t = node.inputs().get(k).and_then(|&o| f.output_type(o).ok());
             t.map_or(&[][..], |t| t.shape.dims())
         };
         let count = |d: &[usize]| d.iter().product::<usize>();
         let (weights, uses) = match node.op() {
-            Op::MatMul if is_constant(&split.function, node.inputs()[1]) => {
+            Op::MatMul if is_constant(f, node.inputs()[1]) => {
                 let a = dims(0);
                 (
                     count(dims(1)),
                     count(a) / a.last().copied().unwrap_or(1).max(1),
                 )
             }
-            Op::MatMul if is_constant(&split.function, node.inputs()[0]) => {
+            Op::MatMul if is_constant(f, node.inputs()[0]) => {
                 let b = dims(1);
                 let k = b.len().checked_sub(2).map_or(1, |i| b[i]).max(1);
                 (count(dims(0)), count(b) / k)
             }
-            Op::Convolution(_) if is_constant(&split.function, node.inputs()[1]) => {
+            Op::Convolution(_) if is_constant(f, node.inputs()[1]) => {
                 let out = node.output_type().shape.dims();
                 (count(dims(1)), count(out.get(2..).unwrap_or(&[])))
             }
@@ -124,7 +125,7 @@ pub(super) fn decide(function: &Function, target: &Target) -> Result<PerSample, 
             ));
         }
     }
-    Ok(split)
+    Ok(())
 }
 
 /// Whether `value` is a constant, possibly reshaped, transposed, converted or broadcast.
