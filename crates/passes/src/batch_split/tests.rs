@@ -357,3 +357,118 @@ fn a_resize_that_keeps_the_batch_axis_is_split_and_one_that_shifts_it_is_not() {
     let why = per_sample(&upsampling(3, TfHalfPixelForNn)).unwrap_err();
     assert!(why.contains("resizes the batch axis"), "{why}");
 }
+
+/// A small xorshift generator for the random programs below.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// A random program of six steps over `x: f32[b, 2, 3]`: elementwise ops, reshapes
+/// (some merging the batch with its neighbour, some mixing samples), transposes, sums,
+/// broadcast constants (some with one row per sample), softmax, products with a constant
+/// and joins; its result is its last value, reshaped to lead with `b` when it does not.
+fn random_program(rng: &mut Rng, b: usize) -> Option<Function> {
+    let mut f = Function::new("random");
+    let mut values = vec![param(&mut f, "x", ElementType::F32, &[b, 2, 3])];
+    let dims = |f: &Function, v: Output| f.output_type(v).unwrap().shape.dims().to_vec();
+    for step in 0..6 {
+        let v = values[rng.below(values.len())];
+        let d = dims(&f, v);
+        let n: usize = d.iter().product();
+        let op = match rng.below(9) {
+            0 => Some((Op::Unary(UnaryOp::Relu), vec![v])),
+            1 => {
+                let w = values[rng.below(values.len())];
+                (dims(&f, w) == d).then(|| (Op::Binary(BinaryOp::Subtract), vec![v, w]))
+            }
+            2 => {
+                let shapes = [
+                    vec![n],
+                    vec![b, n / b],
+                    vec![b * 2, n / (2 * b)],
+                    vec![2, n / 2],
+                ];
+                let to = &shapes[rng.below(shapes.len())];
+                (to.iter().product::<usize>() == n).then(|| (Op::Reshape(Shape::new(to)), vec![v]))
+            }
+            3 if d.len() >= 2 => {
+                let mut perm: Vec<usize> = (0..d.len()).collect();
+                let (i, j) = (rng.below(d.len()), rng.below(d.len()));
+                perm.swap(i, j);
+                Some((Op::Transpose(perm), vec![v]))
+            }
+            4 => {
+                let r = Reduction {
+                    op: ReduceOp::Sum,
+                    axes: vec![rng.below(d.len())],
+                    keep_dims: true,
+                };
+                Some((Op::Reduce(r), vec![v]))
+            }
+            5 => {
+                // A constant of one row broadcast over axis 0, or one row per index there.
+                let mut cd = d.clone();
+                if rng.below(4) > 0 {
+                    cd[0] = 1;
+                }
+                let c = constant(&mut f, &cd, step);
+                let c = broadcast(&mut f, c, &d);
+                Some((Op::Binary(BinaryOp::Add), vec![v, c]))
+            }
+            6 => Some((Op::Softmax(rng.below(d.len())), vec![v])),
+            7 if d.len() >= 2 => {
+                let w = constant(&mut f, &[d[d.len() - 1], 2], step);
+                Some((Op::MatMul, vec![v, w]))
+            }
+            _ => Some((Op::Concat(rng.below(d.len())), vec![v, v])),
+        };
+        if let Some((op, ins)) = op {
+            if let Ok(id) = f.add_node(op, &ins) {
+                values.push(id.into());
+            }
+        }
+    }
+    let last = *values.last()?;
+    let n: usize = dims(&f, last).iter().product();
+    let last = if dims(&f, last)[0] == b {
+        last
+    } else if n.is_multiple_of(b) {
+        reshape(&mut f, last, &[b, n / b])
+    } else {
+        return None;
+    };
+    f.add_result(last, None).ok()?;
+    Some(f)
+}
+
+#[test]
+fn random_programs_split_only_where_every_sample_stays_apart() {
+    // Every program the analysis splits must give, sample by sample, the bits of the
+    // whole batch (`check_split`); a good share of them must split for that to say much.
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut split, mut refused) = (0, 0);
+    for case in 0..600 {
+        let b = 2 + case % 3;
+        let Some(f) = random_program(&mut rng, b) else {
+            continue;
+        };
+        match per_sample(&f) {
+            Ok(_) => {
+                check_split(&f, b);
+                split += 1;
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(
+        split >= 40 && refused >= 40,
+        "{split} split, {refused} refused"
+    );
+}
