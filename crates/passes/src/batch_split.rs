@@ -26,8 +26,9 @@ mod transfer;
 /// A batched Function and the Function of one of its samples.
 #[derive(Debug, Clone)]
 pub struct PerSample {
-    /// The Function of one sample: the source with extent 1 on every batch axis (each
-    /// parameter and result has shape `[1, ..]` where the source's has `[batch, ..]`). Node
+    /// The Function of one sample: the source with every batch axis shrunk to one sample's
+    /// extent (1, or the group where an exporter merged the batch with the next axis); each
+    /// parameter and result has shape `[1, ..]` where the source's has `[batch, ..]`. Node
     /// names, tags, metadata and creation sites are the source's.
     pub function: Function,
     /// The batch: the source's extent on axis 0 of every parameter and result.
@@ -149,7 +150,9 @@ fn demands(
                 .is_some_and(|old| old != (a, extent))
             {
                 let name = f.node(input.node).map_or("?", |n| n.name());
-                return Err(format!("`{name}` meets the batch on two different axes"));
+                return Err(format!(
+                    "`{name}` meets the batch on two different axes or groups"
+                ));
             }
         }
     }
@@ -208,9 +211,8 @@ fn first_slices(data: &TensorData, dims: &[usize], a: usize, extent: usize) -> O
 
 /// The per-sample Function: `f`'s parameters in their order, its other nodes in `order`,
 /// its results in their order, with the extents of `shrink` on the batch axes of each
-/// parameter, `Reshape`, `Broadcast`, `Slice`, `Resize` and transposed convolution and of
-/// each shrunk invariant
-/// `Broadcast` and constant; other shapes follow by inference.
+/// parameter, `Reshape`, `Broadcast`, `Slice`, `Resize` and transposed convolution, and of
+/// each shrunk invariant `Broadcast` and constant; other shapes follow by inference.
 fn rebuild(
     f: &Function,
     order: &[NodeId],

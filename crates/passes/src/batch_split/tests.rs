@@ -317,6 +317,17 @@ fn a_function_without_a_batch_is_not_split() {
 }
 
 #[test]
+fn a_constant_matrix_times_a_batch_of_matrices_is_split() {
+    // [2, 3] · [B, 3, 4]: the batch is the right operand's batch axis.
+    let mut f = Function::new("left");
+    let x = param(&mut f, "x", ElementType::F32, &[3, 3, 4]);
+    let c = constant(&mut f, &[2, 3], 1);
+    let y = node(&mut f, Op::MatMul, &[c, x]);
+    f.add_result(y, None).unwrap();
+    check_split(&f, 3);
+}
+
+#[test]
 fn a_batch_flattened_with_its_rows_keeps_each_sample_in_one_run() {
     // [2, 3] -> [6]: sample b is elements 3b..3b + 3, a group of three along the one axis.
     let mut f = Function::new("flat");

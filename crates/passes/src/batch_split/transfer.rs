@@ -37,6 +37,8 @@ pub(super) fn transfer(
             b => Ok(b),
         },
         _ if all_invariant => Ok(invariant_spread(op, ins, shapes, out)),
+        Op::MatMul => matmul(ins, shapes),
+        Op::Attention(_) => attention(ins, shapes, batch),
         Op::Gather(g) => match (ins[0], batched(1)) {
             (Batch::Invariant { .. }, Some((a, m))) => at(g + a, m),
             (Batch::Axis { axis, group }, None) => along(op, (axis, group), ins, shapes, batch),
@@ -110,8 +112,6 @@ fn along(
         Op::Softmax(axis) => unless(*axis, "it runs along the batch axis"),
         Op::LayerNorm(l) if rest_invariant && a < l.axis => at(a, m),
         Op::QuantizedMatMul(_) if rest_invariant && a + 1 < shapes[0].rank() => at(a, m),
-        Op::MatMul => matmul(ins, shapes),
-        Op::Attention(_) => attention(ins, shapes, batch),
         Op::Resize(r) => {
             // Along an axis it keeps (scale 1), every transform but TensorFlow's two maps an
             // output index to the same source index, and every mode copies that element.
