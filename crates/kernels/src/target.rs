@@ -292,8 +292,8 @@ impl Target {
     }
 
     /// The host, with [`VECLIB_ENV`], [`AVX512_ENV`], [`ASSEMBLER_ENV`], [`STREAM_ENV`],
-    /// [`EPILOGUE_FUSION_ENV`] and [`BATCH_SPLIT_ENV`] (each on unless set to `0`), [`NUM_THREADS_ENV`]
-    /// ([`ThreadConfig::from_threads_var`]) and [`KERNEL_CACHE_ENV`]
+    /// [`EPILOGUE_FUSION_ENV`] and [`BATCH_SPLIT_ENV`] (each on unless set to `0`),
+    /// [`NUM_THREADS_ENV`] ([`ThreadConfig::from_threads_var`]) and [`KERNEL_CACHE_ENV`]
     /// ([`kernel_cache_from`]) read now.
     pub fn from_env() -> Target {
         Target {

@@ -105,9 +105,9 @@ impl CpuJitBackend {
 
     /// Runs the pass pipeline on a copy of `function`, then plans its steps, buffers and
     /// kernels through the stages of [`STAGES`], to run on `schedule`; `source` is the
-    /// Function the executable cache knows the plan by. With a dump directory (`GRAPHLIFT_DUMP`) the passes write
-    /// their dumps and each later stage writes the plan as it left it to
-    /// `cpu-jit-NN-<stage>.txt` ([`Lowering::describe`]).
+    /// Function the executable cache knows the plan by. With a dump directory
+    /// (`GRAPHLIFT_DUMP`) the passes write their dumps and each later stage writes the plan
+    /// as it left it to `cpu-jit-NN-<stage>.txt` ([`Lowering::describe`]).
     pub(super) fn compile_plan(
         &self,
         function: &Function,
