@@ -112,3 +112,34 @@ fn a_split_call_checks_the_batched_shapes_and_traces_one_call_per_sample() {
         .unwrap();
     assert!(compare(&got[0], &want[0], 1e-5, 1e-6).passed());
 }
+
+#[test]
+fn a_sample_that_fails_fails_the_call_with_its_node() {
+    // Token ids through an embedding and a dense layer: 4,096 products a sample.
+    let b = FunctionBuilder::new("embed");
+    let ids = b.parameter("ids", graphlift_ir::ElementType::I64, [2, 64]);
+    let table = b.constant(uniform(10 * 64, 5), [10, 64]);
+    let w = b.constant(uniform(64 * 64, 6), [64, 64]);
+    let x = b.op(Op::Gather(0), &[table, ids]).named("embedding");
+    let y = b.op(Op::MatMul, &[x, w]).named("dense");
+    let f = b.finish(&[y]).unwrap();
+    let exe = CpuJitBackend::new()
+        .with_threads(2)
+        .compile_executable(&f)
+        .unwrap();
+    assert_eq!(exe.batch_split(), Ok(2));
+    let mut ids: Vec<i64> = (0..128).map(|i| i % 10).collect();
+    let good = Tensor::from_vec(ids.clone(), vec![2, 64]).unwrap();
+    let want = InterpreterBackend
+        .compile(&f)
+        .unwrap()
+        .run(&[good.clone()])
+        .unwrap();
+    let got = exe.run(&[good]).unwrap();
+    assert!(compare(&got[0], &want[0], 1e-5, 1e-6).passed());
+    // An id out of the table in the second sample.
+    ids[100] = 99;
+    let bad = Tensor::from_vec(ids, vec![2, 64]).unwrap();
+    let err = exe.run(&[bad]).unwrap_err().to_string();
+    assert!(err.contains("embedding"), "{err}");
+}
