@@ -133,7 +133,7 @@ fn a_sample_that_fails_fails_the_call_with_its_node() {
     let want = InterpreterBackend
         .compile(&f)
         .unwrap()
-        .run(&[good.clone()])
+        .run(std::slice::from_ref(&good))
         .unwrap();
     let got = exe.run(&[good]).unwrap();
     assert!(compare(&got[0], &want[0], 1e-5, 1e-6).passed());
