@@ -27,9 +27,10 @@ pub fn emit_parts(e: &mut Emit, x: Value) -> (Value, Value) {
 }
 
 /// `e^(n·ln2 + r) = 2^n·(1 + (e^r − 1))` for `i32` lanes `n` in `[-150, 129]` (and `nf`,
-/// the same integers as `f32` lanes) and a reduced `|r| ≤ ln2/2`, as an unevaluated sum `hi + lo` (see [`emit_parts`]): the polynomial of
-/// [`expm1_reduced`], then the scale by `2^n` in two steps `2^(n/2)·2^(n − n/2)` so that
-/// results in the subnormal range round once and overflow gives `+inf`.
+/// the same integers as `f32` lanes) and a reduced `|r| ≤ ln2/2`, as an unevaluated sum
+/// `hi + lo` (see [`emit_parts`]): the polynomial of [`expm1_reduced`], then the scale by
+/// `2^n` in two steps `2^(n/2)·2^(n − n/2)` so that results in the subnormal range round
+/// once and overflow gives `+inf`.
 pub fn scale_reduced(e: &mut Emit, (n, nf): (Value, Value), r: Value) -> (Value, Value) {
     let y = expm1_reduced(e, r);
     let one = e.f32(1.0);

@@ -65,7 +65,7 @@ pub(super) fn decide(function: &Function, target: &Target) -> Result<PerSample, 
     if t > 1 && (n < t || (!n.is_multiple_of(t) && n < 4 * t)) {
         return Err(format!("{n} samples do not share evenly over {t} threads"));
     }
-    let products = split.function.nodes().filter(|n| {
+    let has_product = split.function.nodes().any(|n| {
         let product = matches!(
             n.op(),
             Op::MatMul
@@ -80,7 +80,7 @@ pub(super) fn decide(function: &Function, target: &Target) -> Result<PerSample, 
                 .element_count()
                 .is_ok_and(|c| c >= MIN_PRODUCT)
     });
-    if products.count() == 0 {
+    if !has_product {
         return Err(format!(
             "no product computes {MIN_PRODUCT} elements or more per sample, so a call per \
              sample would gain nothing"
