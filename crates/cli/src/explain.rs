@@ -81,10 +81,9 @@ fn qdq_report(s: &mut String, q: &graphlift::passes::QdqReport) {
 pub fn report(exe: &CpuJitExecutable) -> String {
     let mut s = String::new();
     let _ = match exe.batch_split() {
-        Ok(n) => writeln!(
+        Ok(spread) => writeln!(
             s,
-            "\nbatch: split into {n} samples, each run through every step on one thread \
-             (what follows is one sample's plan)"
+            "\nbatch: split sample by sample, {spread} (what follows is one sample's plan)"
         ),
         Err(why) => writeln!(s, "\nbatch: every step runs on the whole batch ({why})"),
     };

@@ -16,6 +16,7 @@ mod steps;
 
 use std::sync::Arc;
 
+pub use batch_split::SampleSpread;
 use buffers::{assign_buffers, peak_bytes, plan_forwarding, plan_lifetimes, MAX_RECYCLE_BINS};
 pub use executable::CpuJitExecutable;
 use executable::ExecutablePlan;
@@ -196,10 +197,10 @@ impl CpuJitBackend {
     /// On (the default, unless `GRAPHLIFT_BATCH_SPLIT=0`), a Function whose parameters and
     /// results share a batch (axis 0) and whose samples are independent
     /// ([`graphlift_passes::per_sample`]) is compiled for one sample, and a call runs it
-    /// once per sample, whole samples spread over the threads, when the batch shares evenly
-    /// over them and no product then reads large weights for a few rows per sample
-    /// ([`CpuJitExecutable::batch_split`] says whether, or why not). The kernels, steps and
-    /// traces an executable reports are then one sample's.
+    /// once per sample, the samples spread over the threads ([`SampleSpread`]), when one
+    /// sample computes a large enough product and none then reads large weights for a few
+    /// rows ([`CpuJitExecutable::batch_split`] says whether, or why not). The kernels, steps
+    /// and traces an executable reports are then one sample's.
     pub fn with_batch_split(self, on: bool) -> CpuJitBackend {
         let target = self.target.with_batch_split(on);
         self.retargeted(target)

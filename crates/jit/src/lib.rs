@@ -7,7 +7,9 @@
 mod backend;
 mod cache;
 
-pub use backend::{CpuJitBackend, CpuJitExecutable, ExecutableCacheStats, BACKEND_NAME};
+pub use backend::{
+    CpuJitBackend, CpuJitExecutable, ExecutableCacheStats, SampleSpread, BACKEND_NAME,
+};
 pub use cache::KernelCacheStats;
 pub use graphlift_codegen::module::{live_modules, MemoryWatch};
 pub use graphlift_codegen::{vmath, JitError, JitKernel};

@@ -1,13 +1,19 @@
 //! Batch splitting: a batched Function whose samples are independent
 //! ([`graphlift_passes::per_sample`]) compiles to the plan of one sample, which a call runs
-//! once per sample, whole samples spread over the backend's threads and each sample's
-//! steps on one thread. A sample's activations then stay in its core's caches from one step
-//! to the next, where the whole batch streams each step's through memory, and no step pays
-//! a fork for work too small to split (BENCHMARKS.md, "Batch splitting"). [`decide`] is the
-//! one place that says when a Function is split.
+//! once per sample. Whole rounds of samples run one per thread, each sample's steps on its
+//! thread: a sample's activations then stay in its core's caches from one step to the
+//! next, where the whole batch streams each step's through memory, and no step pays a fork
+//! for work too small to split (BENCHMARKS.md, "Batch splitting"). The samples left over
+//! (fewer than the threads) run at once, each on a group of threads ([`SampleSpread`]), so
+//! no thread idles while the last round runs. [`decide`] is the one place that says when
+//! a Function is split.
+
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use graphlift_ir::{Function, Op, Output};
-use graphlift_kernels::parallel::for_each;
+use graphlift_kernels::parallel::{for_each, Parallel, ThreadConfig};
 use graphlift_kernels::target::{Target, BATCH_SPLIT_ENV};
 use graphlift_passes::{per_sample, PerSample};
 use graphlift_runtime::trace::CallRecorder;
@@ -34,6 +40,63 @@ pub(super) struct Samples {
     pub results: Vec<TensorSpec>,
 }
 
+/// How a call of a split Function spreads its `batch` samples over `threads` threads:
+/// first rounds of one sample per thread, as many as fill every thread
+/// ([`SampleSpread::in_rounds`]); then the rest, `batch mod threads` samples, at once,
+/// each on a group of the threads ([`SampleSpread::groups`]), its steps split over its
+/// group as a whole batch's are over all threads. With fewer samples than threads there
+/// are no rounds, only groups. The groups share the threads as evenly as they can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleSpread {
+    /// Samples per call (at least 2).
+    pub batch: usize,
+    /// The backend's threads (at least 1).
+    pub threads: usize,
+}
+
+impl SampleSpread {
+    /// The samples that run in rounds, one per thread: the largest multiple of `threads`
+    /// not above `batch`.
+    pub fn in_rounds(&self) -> usize {
+        self.batch - self.batch % self.threads.max(1)
+    }
+
+    /// The threads of each group that one of the samples after the rounds runs on: `batch
+    /// mod threads` groups (none when the threads share the batch evenly), the first
+    /// `threads mod groups` of them one thread larger than the rest.
+    pub fn groups(&self) -> Vec<usize> {
+        let t = self.threads.max(1);
+        let r = self.batch % t;
+        (0..r).map(|i| t / r + usize::from(i < t % r)).collect()
+    }
+}
+
+impl fmt::Display for SampleSpread {
+    /// For example "3 samples over 2 threads: 2 in rounds of one per thread, then the last on
+    /// all 2 threads".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (rounds, groups) = (self.in_rounds(), self.groups());
+        if self.threads <= 1 {
+            return write!(f, "{} samples, one after another on one thread", self.batch);
+        }
+        write!(f, "{} samples over {} threads: ", self.batch, self.threads)?;
+        if rounds > 0 {
+            write!(f, "{rounds} in rounds of one per thread")?;
+        }
+        let Some(&last) = groups.last() else {
+            return Ok(());
+        };
+        if rounds > 0 {
+            write!(f, ", then ")?;
+        }
+        match (groups.len(), groups[0]) {
+            (1, g) => write!(f, "the last on all {g} threads"),
+            (r, g) if g == last => write!(f, "{r} at once on {g} threads each"),
+            (r, g) => write!(f, "{r} at once on {g} or {last} threads each"),
+        }
+    }
+}
+
 /// Weights (elements) from which a product must reuse each weight [`MIN_REUSE`] times per
 /// sample for the Function to be split: below, one sample's product reads weights it used
 /// to read once per batch once per sample (a batch of vectors through a dense layer is a
@@ -52,19 +115,14 @@ const MIN_PRODUCT: usize = 1 << 12;
 
 /// Whether `function` runs sample by sample on `target`, and its per-sample Function when it
 /// does; else why not, in words. It does when batch splitting is on, its samples are
-/// independent, its batch shares evenly over the threads (all of them busy, and none with
-/// more than a quarter of a sample more than another), one sample computes a product of
-/// [`MIN_PRODUCT`] elements or more, and no product reads large weights for a few rows per
-/// sample.
+/// independent, one sample computes a product of [`MIN_PRODUCT`] elements or more, and no
+/// product reads large weights for a few rows per sample. (How many samples there are
+/// against the threads does not matter: [`SampleSpread`] keeps every thread busy.)
 pub(super) fn decide(function: &Function, target: &Target) -> Result<PerSample, String> {
     if !target.batch_split() {
         return Err(format!("batch splitting is off ({BATCH_SPLIT_ENV}=0)"));
     }
     let split = per_sample(function)?;
-    let (n, t) = (split.batch, target.threads().threads);
-    if t > 1 && (n < t || (!n.is_multiple_of(t) && n < 4 * t)) {
-        return Err(format!("{n} samples do not share evenly over {t} threads"));
-    }
     let has_product = split.function.nodes().any(|n| {
         let product = matches!(
             n.op(),
@@ -169,10 +227,45 @@ impl CpuJitBackend {
     }
 }
 
+impl CpuJitBackend {
+    /// The executables the samples after the rounds of a split `plan` run on, one per group
+    /// of [`SampleSpread::groups`]: the same plan, each with its group's threads (all the
+    /// backend's for one group, else a pool of its own). None for a whole-batch plan.
+    pub(super) fn group_executables(&self, plan: &Arc<ExecutablePlan>) -> Vec<CpuJitExecutable> {
+        let Schedule::Samples(s) = &plan.schedule else {
+            return Vec::new();
+        };
+        let config = self.parallel.config();
+        let spread = SampleSpread {
+            batch: s.batch,
+            threads: config.threads,
+        };
+        let group = |threads: usize| {
+            let parallel = if threads == config.threads {
+                Arc::clone(&self.parallel)
+            } else {
+                Arc::new(Parallel::new(ThreadConfig { threads, ..config }))
+            };
+            CpuJitExecutable {
+                plan: Arc::clone(plan),
+                recycled: Mutex::new(Vec::new()),
+                recycle_buffers: self.recycle_buffers,
+                parallel: Arc::clone(&parallel),
+                batch_pool: parallel,
+                wakes_helpers: AtomicBool::new(false),
+                variables: None,
+                groups: Vec::new(),
+            }
+        };
+        spread.groups().into_iter().map(group).collect()
+    }
+}
+
 impl CpuJitExecutable {
     /// Runs the plan once per sample of `s.batch` (arguments validated against the batched
-    /// Function), samples spread over the backend's threads; on the calling thread alone
-    /// while a tracer records, so that every sample's call is in the trace.
+    /// Function) as [`SampleSpread`] says: rounds of one sample per thread of the backend's,
+    /// then the rest at once on the group executables; on the calling thread alone while a
+    /// tracer records, so that every sample's call is in the trace.
     pub(super) fn call_samples(
         &self,
         s: &Samples,
@@ -180,7 +273,7 @@ impl CpuJitExecutable {
         inputs: &[Tensor],
     ) -> Result<(), RuntimeError> {
         let n = s.batch;
-        let sample = |b: usize| -> Result<Vec<Tensor>, RuntimeError> {
+        let sample = |exe: &CpuJitExecutable, b: usize| -> Result<Vec<Tensor>, RuntimeError> {
             let ins = inputs.iter().zip(&self.plan.parameters).map(|(t, p)| {
                 let len = t.len() / n;
                 let data = t.data().range(b * len, len).ok_or_else(|| {
@@ -194,17 +287,31 @@ impl CpuJitExecutable {
                     Tensor::zeros(r.tensor_type.element_type, r.tensor_type.shape.clone())
                 });
             let mut outs = outs.collect::<Result<Vec<_>, _>>()?;
-            self.call_whole(&mut outs, &ins)?;
+            exe.call_whole(&mut outs, &ins)?;
             Ok(outs)
         };
         let mut done: Vec<Option<Result<Vec<Tensor>, RuntimeError>>> =
             (0..n).map(|_| None).collect();
-        let run = |(b, slot): (usize, &mut Option<_>)| *slot = Some(sample(b));
-        match self.batch_pool.team_of(n, 1) {
-            Some(team) if !CallRecorder::tracing() => {
-                for_each(team, done.iter_mut().enumerate(), run)
+        if CallRecorder::tracing() {
+            for (b, slot) in done.iter_mut().enumerate() {
+                *slot = Some(sample(self, b));
             }
-            _ => done.iter_mut().enumerate().for_each(run),
+        } else {
+            let head = n - self.groups.len().min(n);
+            let (rounds, rest) = done.split_at_mut(head);
+            let run = |(b, slot): (usize, &mut Option<_>)| *slot = Some(sample(self, b));
+            match self.batch_pool.team_of(head, 1) {
+                Some(team) => for_each(team, rounds.iter_mut().enumerate(), run),
+                None => rounds.iter_mut().enumerate().for_each(run),
+            }
+            let tasks = self.groups.iter().zip(head..).zip(rest.iter_mut());
+            let run = |((exe, b), slot): ((&CpuJitExecutable, usize), &mut Option<_>)| {
+                *slot = Some(sample(exe, b))
+            };
+            match self.batch_pool.team_of(self.groups.len(), 1) {
+                Some(team) => for_each(team, tasks, run),
+                None => tasks.for_each(run),
+            }
         }
         for (b, outs) in done.into_iter().enumerate() {
             let outs =

@@ -93,6 +93,7 @@ impl CpuJitBackend {
             Schedule::Whole(_) => Arc::clone(&self.parallel),
         };
         Ok(CpuJitExecutable {
+            groups: self.group_executables(&plan),
             plan,
             recycled: Mutex::new(Vec::new()),
             recycle_buffers: self.recycle_buffers,

@@ -20,7 +20,7 @@ use graphlift_kernels::parallel::{Parallel, ThreadConfig};
 
 use graphlift_codegen::asm::Refusal;
 
-use super::batch_split::Schedule;
+use super::batch_split::{SampleSpread, Schedule};
 use super::*;
 
 /// A Function compiled by the CPU-JIT backend: an ordered plan of JIT kernel calls and
@@ -53,6 +53,9 @@ pub struct CpuJitExecutable {
     /// The variables' storage, this executable's own (`None` without variables); a call
     /// holds its lock throughout, so calls are serialized.
     pub(super) variables: Option<VariableStore>,
+    /// For a plan run sample by sample, the executables the samples after the rounds run
+    /// on, one per group of threads ([`SampleSpread::groups`]); else empty.
+    pub(super) groups: Vec<CpuJitExecutable>,
 }
 
 /// Everything an executable runs and reports that a call does not change: the compiled
@@ -321,13 +324,17 @@ impl CpuJitExecutable {
         self.parallel.config()
     }
 
-    /// The samples a call runs one by one, whole samples spread over the backend's
-    /// threads and each sample's steps on one (the plan, kernels and steps reported are
-    /// one sample's: batch splitting, `backend/batch_split.rs`); else why a call runs
-    /// every step over the whole batch, in words.
-    pub fn batch_split(&self) -> Result<usize, &str> {
+    /// How a call spreads the samples over the backend's threads, when it runs the plan once
+    /// per sample, each sample's steps on one thread or on a group of threads (the plan,
+    /// kernels and steps reported are one sample's: batch splitting,
+    /// `backend/batch_split.rs`); else why a call runs every step over the whole batch, in
+    /// words.
+    pub fn batch_split(&self) -> Result<SampleSpread, &str> {
         match &self.plan.schedule {
-            Schedule::Samples(s) => Ok(s.batch),
+            Schedule::Samples(s) => Ok(SampleSpread {
+                batch: s.batch,
+                threads: self.batch_pool.config().threads,
+            }),
             Schedule::Whole(why) => Err(why),
         }
     }

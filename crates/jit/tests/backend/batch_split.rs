@@ -1,12 +1,12 @@
 //! Batch splitting: a batched network of independent samples runs sample by sample, with
-//! the interpreter's results, on every thread count that shares its batch evenly; other
-//! functions run whole and say why.
+//! the interpreter's results, on every thread count, rounds of one sample per thread and
+//! the rest on groups of threads; other functions run whole and say why.
 
 use super::uniform;
 use graphlift_ir::{
     Convolution, ElementType::F32, Function, FunctionBuilder, Op, ReduceOp, Reduction, Window,
 };
-use graphlift_jit::{CpuJitBackend, ThreadConfig};
+use graphlift_jit::{CpuJitBackend, SampleSpread, ThreadConfig};
 use graphlift_runtime::trace::Tracer;
 use graphlift_runtime::{compare, Backend, Executable, InterpreterBackend, RuntimeError, Tensor};
 
@@ -59,7 +59,7 @@ fn a_batch_of_images_runs_sample_by_sample_with_the_interpreters_results() {
                 .with_batch_split(on);
             let exe = backend.compile_executable(&f).unwrap();
             match exe.batch_split() {
-                Ok(n) => assert!(on && n == 4),
+                Ok(s) => assert!(on && s.batch == 4 && s.threads == threads),
                 Err(why) => assert!(!on && why.contains("off"), "{why}"),
             }
             assert_eq!(exe.parameters()[0].tensor_type.shape.dims(), [4, 3, 24, 24]);
@@ -74,17 +74,43 @@ fn a_batch_of_images_runs_sample_by_sample_with_the_interpreters_results() {
     }
 }
 
+/// Batches that the threads do not share evenly, and batches smaller than the threads:
+/// the samples after the rounds run at once on groups of threads (more threads than this
+/// host has cores, so the groups' pools interleave), with the interpreter's results.
 #[test]
-fn a_batch_that_does_not_share_evenly_runs_whole() {
-    let exe = CpuJitBackend::new()
-        .with_threads(3)
-        .compile_executable(&network(4))
-        .unwrap();
-    let why = exe.batch_split().unwrap_err();
-    assert!(
-        why.contains("4 samples do not share evenly over 3 threads"),
-        "{why}"
-    );
+fn samples_after_the_rounds_run_on_groups_of_threads() {
+    for (batch, threads, rounds, groups) in [
+        (3, 2, 2, vec![2]),
+        (5, 4, 4, vec![4]),
+        (6, 4, 4, vec![2, 2]),
+        (3, 8, 0, vec![3, 3, 2]),
+        (7, 3, 6, vec![3]),
+        (2, 5, 0, vec![3, 2]),
+    ] {
+        let f = network(batch);
+        let x = [images(batch)];
+        let want = InterpreterBackend.compile(&f).unwrap().run(&x).unwrap();
+        let config = ThreadConfig {
+            threads,
+            min_bytes_per_task: 1,
+        };
+        let exe = CpuJitBackend::new()
+            .with_thread_config(config)
+            .compile_executable(&f)
+            .unwrap();
+        let spread = exe.batch_split().unwrap();
+        assert_eq!(spread, SampleSpread { batch, threads });
+        assert_eq!((spread.in_rounds(), spread.groups()), (rounds, groups));
+        for _ in 0..2 {
+            let got = exe.run(&x).unwrap();
+            let c = compare(&got[0], &want[0], 1e-5, 1e-6);
+            assert!(c.passed(), "{spread}: {c}");
+        }
+    }
+}
+
+#[test]
+fn a_batch_of_one_runs_whole() {
     let exe = CpuJitBackend::new()
         .with_threads(1)
         .compile_executable(&network(1))
@@ -94,21 +120,26 @@ fn a_batch_that_does_not_share_evenly_runs_whole() {
 
 #[test]
 fn a_split_call_checks_the_batched_shapes_and_traces_one_call_per_sample() {
+    // Three samples on two threads: two in a round, the third on both threads.
     let exe = CpuJitBackend::new()
         .with_threads(2)
-        .compile_executable(&network(2))
+        .compile_executable(&network(3))
         .unwrap();
-    assert_eq!(exe.batch_split(), Ok(2));
-    let err = exe.run(&[images(1)]).unwrap_err();
+    let spread = exe.batch_split().unwrap();
+    assert_eq!(
+        spread.to_string(),
+        "3 samples over 2 threads: 2 in rounds of one per thread, then the last on all 2 threads"
+    );
+    let err = exe.run(&[images(2)]).unwrap_err();
     assert!(matches!(err, RuntimeError::ArgumentType { .. }), "{err}");
     let tracer = Tracer::start();
-    let got = exe.run(&[images(2)]).unwrap();
+    let got = exe.run(&[images(3)]).unwrap();
     let trace = tracer.finish();
-    assert_eq!(trace.calls.len(), 2);
+    assert_eq!(trace.calls.len(), 3);
     let want = InterpreterBackend
-        .compile(&network(2))
+        .compile(&network(3))
         .unwrap()
-        .run(&[images(2)])
+        .run(&[images(3)])
         .unwrap();
     assert!(compare(&got[0], &want[0], 1e-5, 1e-6).passed());
 }
@@ -127,7 +158,7 @@ fn a_sample_that_fails_fails_the_call_with_its_node() {
         .with_threads(2)
         .compile_executable(&f)
         .unwrap();
-    assert_eq!(exe.batch_split(), Ok(2));
+    assert_eq!(exe.batch_split().map(|s| s.batch), Ok(2));
     let mut ids: Vec<i64> = (0..128).map(|i| i % 10).collect();
     let good = Tensor::from_vec(ids.clone(), vec![2, 64]).unwrap();
     let want = InterpreterBackend
