@@ -4,7 +4,7 @@
 //! ([`Parallel::team`]), so a small call on a many-core machine does not wait on helpers
 //! it cannot keep busy.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 mod fork_join;
 mod pool;
@@ -94,6 +94,9 @@ pub fn threads_from(value: Option<&str>) -> usize {
 pub struct Parallel {
     config: ThreadConfig,
     pool: OnceLock<Option<Pool>>,
+    /// Set for a group of another configuration's threads ([`Parallel::group`]): its pool
+    /// is that one's.
+    parent: Option<Arc<Parallel>>,
 }
 
 impl std::fmt::Debug for Parallel {
@@ -101,6 +104,7 @@ impl std::fmt::Debug for Parallel {
         f.debug_struct("Parallel")
             .field("config", &self.config)
             .field("pool_started", &self.pool.get().is_some())
+            .field("group", &self.parent.is_some())
             .finish()
     }
 }
@@ -133,6 +137,22 @@ impl Parallel {
                 min_bytes_per_task: config.min_bytes_per_task,
             },
             pool: OnceLock::new(),
+            parent: None,
+        }
+    }
+
+    /// A group of `threads` of `parent`'s threads (at least 1, at most all of them): calls
+    /// split over at most `threads` threads, on `parent`'s pool. Several groups run calls at
+    /// once on one pool, each taking helpers from it (batch splitting runs one sample on
+    /// each group), so together they use no more threads than the pool has.
+    pub fn group(parent: &Arc<Parallel>, threads: usize) -> Parallel {
+        Parallel {
+            config: ThreadConfig {
+                threads: threads.clamp(1, parent.config.threads),
+                ..parent.config
+            },
+            pool: OnceLock::new(),
+            parent: Some(Arc::clone(parent)),
         }
     }
 
@@ -147,6 +167,9 @@ impl Parallel {
         if self.config.threads <= 1 {
             return None;
         }
+        if let Some(parent) = &self.parent {
+            return parent.pool();
+        }
         self.pool
             .get_or_init(|| Pool::new(self.config.threads - 1))
             .as_ref()
@@ -156,16 +179,22 @@ impl Parallel {
     /// which they spin for the next): a call that will split its steps gets them spinning
     /// while its first steps run.
     pub fn wake(&self) {
-        if let Some(Some(pool)) = self.pool.get() {
-            pool.wake();
+        match &self.parent {
+            Some(parent) => parent.wake(),
+            None => {
+                if let Some(Some(pool)) = self.pool.get() {
+                    pool.wake();
+                }
+            }
         }
     }
 
     /// How many times work has been offered to the pool's helpers (0 before the pool is
     /// started): a call that sees this grow split some of its work.
     pub fn offers(&self) -> usize {
-        match self.pool.get() {
-            Some(Some(pool)) => pool.offers(),
+        match (&self.parent, self.pool.get()) {
+            (Some(parent), _) => parent.offers(),
+            (None, Some(Some(pool))) => pool.offers(),
             _ => 0,
         }
     }

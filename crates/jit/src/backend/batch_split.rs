@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use graphlift_ir::{Function, Op, Output};
-use graphlift_kernels::parallel::{for_each, Parallel, ThreadConfig};
+use graphlift_kernels::parallel::{for_each, Parallel};
 use graphlift_kernels::target::{Target, BATCH_SPLIT_ENV};
 use graphlift_passes::{per_sample, PerSample};
 use graphlift_runtime::trace::CallRecorder;
@@ -229,8 +229,8 @@ impl CpuJitBackend {
 
 impl CpuJitBackend {
     /// The executables the samples after the rounds of a split `plan` run on, one per group
-    /// of [`SampleSpread::groups`]: the same plan, each with its group's threads (all the
-    /// backend's for one group, else a pool of its own). None for a whole-batch plan.
+    /// of [`SampleSpread::groups`]: the same plan, each with its group's threads, all on
+    /// the backend's pool ([`Parallel::group`]). None for a whole-batch plan.
     pub(super) fn group_executables(&self, plan: &Arc<ExecutablePlan>) -> Vec<CpuJitExecutable> {
         let Schedule::Samples(s) = &plan.schedule else {
             return Vec::new();
@@ -244,7 +244,7 @@ impl CpuJitBackend {
             let parallel = if threads == config.threads {
                 Arc::clone(&self.parallel)
             } else {
-                Arc::new(Parallel::new(ThreadConfig { threads, ..config }))
+                Arc::new(Parallel::group(&self.parallel, threads))
             };
             CpuJitExecutable {
                 plan: Arc::clone(plan),

@@ -180,3 +180,42 @@ impl Shared {
         self.sleeping.store(false, SeqCst);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::{Parallel, ThreadConfig};
+
+    /// Groups of one pool's threads run fork-join calls at once, each inside a task of a
+    /// call on the whole pool (as batch splitting runs one sample on each group): every
+    /// item of every group's calls runs exactly once.
+    #[test]
+    fn groups_of_one_pool_run_calls_at_once() {
+        let all = Arc::new(Parallel::new(ThreadConfig {
+            threads: 4,
+            min_bytes_per_task: 1,
+        }));
+        let groups: Vec<Parallel> = (0..3)
+            .map(|g| Parallel::group(&all, 1 + g % 2 + 1))
+            .collect();
+        let counts: Vec<Vec<AtomicUsize>> = (0..3)
+            .map(|_| (0..100).map(|_| AtomicUsize::new(0)).collect())
+            .collect();
+        for _ in 0..20 {
+            let team = all.team_of(3, 1).unwrap();
+            for_each(team, groups.iter().zip(&counts), |(group, counts)| {
+                for _ in 0..5 {
+                    let team = group.team_of(100, 1).expect("a group of two or three");
+                    for_each(team, counts.iter(), |c| {
+                        c.fetch_add(1, SeqCst);
+                    });
+                }
+            });
+        }
+        for c in counts.iter().flatten() {
+            assert_eq!(c.load(SeqCst), 100);
+        }
+        assert_eq!(groups[0].config().threads, 2);
+        assert_eq!(Parallel::group(&all, 9).config().threads, 4);
+    }
+}

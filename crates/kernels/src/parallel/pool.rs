@@ -24,20 +24,23 @@ pub(super) trait Offer: Send + Sync + 'static {
     fn work(&self);
 }
 
-/// A pool of `threads − 1` workers for fork-join calls ([`super::for_each`]).
+/// A pool of `threads − 1` workers for fork-join calls ([`super::for_each`]). Several calls
+/// may be open at once (groups of threads that each run a sample: `super::Parallel::group`);
+/// a helper takes a seat of whichever open call has one.
 pub struct Pool {
     rayon: ThreadPool,
     handoff: Arc<Handoff>,
 }
 
-/// The offer of the latest call, seen by the helpers that spin.
+/// The calls open for helpers, seen by the helpers that spin.
 struct Handoff {
-    /// Raised by every offer (after `offer` is set).
+    /// Raised by every offer: how many there have been.
     epoch: AtomicUsize,
-    offer: Mutex<Option<Arc<dyn Offer>>>,
-    /// How many more spinning helpers may take the latest offer: set to its helper count
-    /// by every offer (before `epoch` is raised). A call of two tasks takes one helper, not
-    /// every one that spins; the rest spin on for the next offer.
+    /// The open calls, newest last, each with how many more spinning helpers may take it: a
+    /// call of two tasks takes one helper, not every one that spins; the rest spin on for
+    /// the next offer.
+    open: Mutex<Vec<(Arc<dyn Offer>, usize)>>,
+    /// The seats left in `open`, summed: what a spinning helper watches.
     seats: AtomicUsize,
     /// Helpers spinning for an offer now.
     spinning: AtomicUsize,
@@ -66,7 +69,7 @@ impl Pool {
             rayon,
             handoff: Arc::new(Handoff {
                 epoch: AtomicUsize::new(0),
-                offer: Mutex::new(None),
+                open: Mutex::new(Vec::new()),
                 seats: AtomicUsize::new(0),
                 spinning: AtomicUsize::new(0),
                 spin,
@@ -85,34 +88,48 @@ impl Pool {
         self.rayon.spawn(job);
     }
 
-    /// Offers `work` to up to `helpers` workers: as many spinning ones take it from the
-    /// handoff, and as many more as are missing are spawned. A helper that comes after the
-    /// work is done finds nothing left in it (the caller of [`super::for_each`] makes sure
-    /// of that).
+    /// Offers `work` to up to `helpers` workers: as many spinning ones take a seat of it,
+    /// and as many more as are missing are spawned. A helper that comes after the work is
+    /// done finds nothing left in it (the caller of [`super::for_each`] makes sure of that,
+    /// and withdraws the offer when its call is done).
     pub(super) fn offer(&self, work: Arc<dyn Offer>, helpers: usize) {
         let h = &self.handoff;
-        *h.offer.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&work));
-        h.seats.store(helpers, SeqCst);
-        let seen = h.epoch.fetch_add(1, SeqCst) + 1;
-        // Counted after the epoch was raised: a helper that stops spinning after this read
-        // reads the new epoch first (see `Handoff::next`) and takes the offer.
-        let spinning = h.spinning.load(SeqCst);
-        for _ in 0..helpers.saturating_sub(spinning) {
+        h.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((Arc::clone(&work), helpers));
+        h.seats.fetch_add(helpers, SeqCst);
+        h.epoch.fetch_add(1, SeqCst);
+        // Counted after the seats were raised: a helper that stops spinning after this read
+        // looks at the seats once more first (see `Handoff::next`) and takes one.
+        let spawn = helpers.saturating_sub(h.spinning.load(SeqCst));
+        // The spawned helpers go straight to the work: their seats are closed.
+        h.take_seats(&work, spawn);
+        self.spawn_helpers(&work, spawn);
+    }
+
+    /// Spawns `count` helpers that run `work`, then spin for the next offer.
+    fn spawn_helpers(&self, work: &Arc<dyn Offer>, count: usize) {
+        let h = &self.handoff;
+        for _ in 0..count {
             h.spawned.fetch_add(1, SeqCst);
-            let (work, handoff) = (Arc::clone(&work), Arc::clone(h));
-            self.rayon.spawn(move || handoff.help(work, seen));
+            let (work, handoff) = (Arc::clone(work), Arc::clone(h));
+            self.rayon.spawn(move || handoff.help(work));
         }
     }
 
-    /// Gets every worker that is not spinning for an offer to start doing so (an offer of
+    /// Gets every worker that is not spinning for an offer to start doing so (helpers with
     /// no work), so that the next offer finds them spinning: a call that will split its
     /// steps wakes them before its first steps, which hides a sleeping worker's wake-up
     /// (tens of microseconds) behind those steps instead of adding it to the first split
     /// one.
     pub(super) fn wake(&self) {
         let helpers = self.current_num_threads();
-        if self.handoff.spinning.load(SeqCst) < helpers {
-            self.offer(Arc::new(Nothing), helpers);
+        let spinning = self.handoff.spinning.load(SeqCst);
+        if spinning < helpers {
+            self.handoff.epoch.fetch_add(1, SeqCst);
+            let nothing: Arc<dyn Offer> = Arc::new(Nothing);
+            self.spawn_helpers(&nothing, helpers - spinning);
         }
     }
 
@@ -121,16 +138,14 @@ impl Pool {
         self.handoff.epoch.load(SeqCst)
     }
 
-    /// Drops the handoff's reference to `work` if it is still the latest offer (so a
-    /// finished call's state is not kept until the next one).
+    /// Closes the offer of `work`: its seats left are taken back, so no helper joins the
+    /// finished call (and its state is not kept until the next one).
     pub(super) fn withdraw(&self, work: &Arc<dyn Offer>) {
-        let mut slot = self
-            .handoff
-            .offer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if slot.as_ref().is_some_and(|o| Arc::ptr_eq(o, work)) {
-            *slot = None;
+        let h = &self.handoff;
+        let mut open = h.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(k) = open.iter().position(|(o, _)| Arc::ptr_eq(o, work)) {
+            let (_, left) = open.remove(k);
+            h.seats.fetch_sub(left, SeqCst);
         }
     }
 }
@@ -152,43 +167,52 @@ impl std::fmt::Debug for Pool {
 }
 
 impl Handoff {
-    /// A helper's life: `work`, then every offer made while it spins, until none comes
-    /// within the spin time. `seen` is the epoch of `work`'s offer.
-    fn help(&self, work: Arc<dyn Offer>, mut seen: usize) {
+    /// A helper's life: `work`, then every offer it takes a seat of while it spins, until
+    /// none comes within the spin time.
+    fn help(&self, work: Arc<dyn Offer>) {
         let mut work = Some(work);
         while let Some(w) = work.take() {
             w.work();
             drop(w);
-            work = self.next(&mut seen);
+            work = self.next();
         }
     }
 
-    /// Spins until an offer newer than epoch `seen` is made with a seat left for this
-    /// helper (returned, `seen` raised to its epoch) or the spin time ([`HELPER_SPIN`]) has
-    /// passed (`None`). The helper counts in `spinning` meanwhile, and reads the epoch once
-    /// more after it stops counting, so an offer whose caller counted it is never missed:
-    /// the offer's seats are at least the spinning helpers it counted on.
-    fn next(&self, seen: &mut usize) -> Option<Arc<dyn Offer>> {
+    /// Closes up to `count` seats of the offer of `work`.
+    fn take_seats(&self, work: &Arc<dyn Offer>, count: usize) {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, left)) = open.iter_mut().find(|(o, _)| Arc::ptr_eq(o, work)) {
+            let closed = count.min(*left);
+            *left -= closed;
+            self.seats.fetch_sub(closed, SeqCst);
+        }
+    }
+
+    /// A seat of the newest open offer that has one, taken; `None` when none has.
+    fn take_seat(&self) -> Option<Arc<dyn Offer>> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let (work, left) = open.iter_mut().rev().find(|(_, left)| *left > 0)?;
+        *left -= 1;
+        self.seats.fetch_sub(1, SeqCst);
+        Some(Arc::clone(work))
+    }
+
+    /// Spins until an open offer has a seat left for this helper (returned, the seat
+    /// taken) or the spin time ([`HELPER_SPIN`]) has passed (`None`). The helper counts in
+    /// `spinning` meanwhile, and looks at the seats once more after it stops counting, so
+    /// an offer whose caller counted it is never missed: the offer's seats are at least
+    /// the spinning helpers it counted on.
+    fn next(&self) -> Option<Arc<dyn Offer>> {
         self.spinning.fetch_add(1, SeqCst);
         let start = Instant::now();
         let mut counted = true;
         loop {
-            let epoch = self.epoch.load(SeqCst);
-            if epoch != *seen {
-                *seen = epoch;
-                let seated = self
-                    .seats
-                    .fetch_update(SeqCst, SeqCst, |s| s.checked_sub(1))
-                    .is_ok();
-                if seated {
+            if self.seats.load(SeqCst) > 0 {
+                if let Some(work) = self.take_seat() {
                     if counted {
                         self.spinning.fetch_sub(1, SeqCst);
                     }
-                    return self
-                        .offer
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .clone();
+                    return Some(work);
                 }
             }
             if !counted {
@@ -295,5 +319,50 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(30)).unwrap();
         }
         assert_eq!(pool.handoff.spawned.load(SeqCst), 3);
+    }
+
+    /// Two calls open at once (two groups of threads) each get a spinning helper: a helper
+    /// takes a seat of whichever open offer has one, not only of the newest. (Each offer's
+    /// work waits for the other's: one helper could not run both.)
+    #[test]
+    fn open_offers_share_the_spinning_helpers() {
+        let pool = Pool::with_spin(2, Duration::from_secs(30)).unwrap();
+        pool.wake();
+        let start = Instant::now();
+        while pool.handoff.spinning.load(SeqCst) < 2 {
+            assert!(start.elapsed() < Duration::from_secs(30), "never spun");
+            std::thread::yield_now();
+        }
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let (tx, rx) = channel();
+        let meet = |tx: Sender<_>| -> Arc<dyn Offer> {
+            Arc::new(Meet(Arc::clone(&barrier), Mutex::new(tx)))
+        };
+        let a = meet(tx.clone());
+        pool.offer(Arc::clone(&a), 1);
+        pool.offer(meet(tx), 1);
+        let (first, second) = (
+            rx.recv_timeout(Duration::from_secs(30)).unwrap(),
+            rx.recv_timeout(Duration::from_secs(30)).unwrap(),
+        );
+        assert_ne!(first, second);
+        assert_eq!(pool.handoff.spawned.load(SeqCst), 2);
+        pool.withdraw(&a);
+        assert_eq!(pool.handoff.seats.load(SeqCst), 0);
+        assert_eq!(pool.handoff.open.lock().unwrap().len(), 1);
+    }
+
+    /// Waits at a barrier shared with other offers, then sends the thread it ran on.
+    struct Meet(
+        Arc<std::sync::Barrier>,
+        Mutex<Sender<std::thread::ThreadId>>,
+    );
+
+    impl Offer for Meet {
+        fn work(&self) {
+            self.0.wait();
+            let tx = self.1.lock().unwrap();
+            tx.send(std::thread::current().id()).unwrap();
+        }
     }
 }
