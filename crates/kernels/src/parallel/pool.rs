@@ -44,6 +44,10 @@ struct Handoff {
     seats: AtomicUsize,
     /// Helpers spinning for an offer now.
     spinning: AtomicUsize,
+    /// Helpers spawned by [`Pool::wake`] that have not started yet: with `spinning`, what
+    /// a wake counts as ready, so that groups of threads waking the pool at once do not
+    /// queue a spin each on every worker.
+    waking: AtomicUsize,
     /// How long a helper spins ([`HELPER_SPIN`]).
     spin: Duration,
     /// Helpers spawned so far (the rest of the offers were taken by spinning helpers):
@@ -72,6 +76,7 @@ impl Pool {
                 open: Mutex::new(Vec::new()),
                 seats: AtomicUsize::new(0),
                 spinning: AtomicUsize::new(0),
+                waking: AtomicUsize::new(0),
                 spin,
                 spawned: AtomicUsize::new(0),
             }),
@@ -124,12 +129,21 @@ impl Pool {
     /// (tens of microseconds) behind those steps instead of adding it to the first split
     /// one.
     pub(super) fn wake(&self) {
-        let helpers = self.current_num_threads();
-        let spinning = self.handoff.spinning.load(SeqCst);
-        if spinning < helpers {
-            self.handoff.epoch.fetch_add(1, SeqCst);
-            let nothing: Arc<dyn Offer> = Arc::new(Nothing);
-            self.spawn_helpers(&nothing, helpers - spinning);
+        let h = &self.handoff;
+        let ready = h.spinning.load(SeqCst) + h.waking.load(SeqCst);
+        let missing = self.current_num_threads().saturating_sub(ready);
+        if missing == 0 {
+            return;
+        }
+        h.waking.fetch_add(missing, SeqCst);
+        h.epoch.fetch_add(1, SeqCst);
+        for _ in 0..missing {
+            h.spawned.fetch_add(1, SeqCst);
+            let handoff = Arc::clone(h);
+            self.rayon.spawn(move || {
+                handoff.waking.fetch_sub(1, SeqCst);
+                handoff.help(Arc::new(Nothing));
+            });
         }
     }
 
