@@ -1,9 +1,12 @@
-//! Narrow storage types at the memory boundary (AVX2 code; [`crate::storage`] says how a
-//! kernel holds them): a load widens 8- and 16-bit elements to 32-bit lanes (`vpmovzx…`,
+//! Narrow storage types at the memory boundary ([`crate::storage`] says how a kernel holds
+//! them). AVX2 code: a load widens 8- and 16-bit elements to 32-bit lanes (`vpmovzx…`,
 //! `vpmovsx…`), a store packs the lanes back (`vpack…` in each 128-bit half, `vpermq` to
 //! put the halves together). `f16` converts by F16C (`vcvtph2ps`, `vcvtps2ph`: exact, as
 //! every value stored is an `f16` value); `bf16`'s bits become its `f32` value, and back,
-//! by programs translated from [`crate::half`], the code Cranelift's loops run.
+//! by programs translated from [`crate::half`], the code Cranelift's loops run. AVX-512
+//! code takes `f16` only, sixteen at a time by the same two instructions on `zmm`
+//! registers, masked by `k1` in the tail body (masked-off elements are neither read nor
+//! written, and do not fault: a tail that ends at an unmapped page runs).
 
 use iced_x86::code_asm::*;
 
@@ -12,7 +15,7 @@ use graphlift_ir::ElementType;
 use graphlift_kernels::target::VectorIsa;
 
 use super::emit::{Fail, Writer};
-use super::inst::{XMM, YMM};
+use super::inst::{XMM, YMM, ZMM, ZMM_LOW, ZMM_XMM};
 use super::program::{build, Program};
 use super::program_emit::Frame;
 use super::Refusal;
@@ -20,10 +23,13 @@ use crate::half::{bits16_of_value, bits16_to_f32};
 use crate::plan::SlotId;
 
 /// Whether the assembler's code for `isa` reads and writes storage type `t` (held in 32-bit
-/// lanes): 16-bit floats and 8- and 16-bit integers on AVX2.
+/// lanes): 16-bit floats and 8- and 16-bit integers on AVX2, `f16` on AVX-512.
 pub(super) fn takes(isa: VectorIsa, t: ElementType) -> bool {
     use ElementType::{BF16, F16, I16, I8, U16, U8};
-    isa == VectorIsa::Avx2 && matches!(t, F16 | BF16 | I8 | U8 | I16 | U16)
+    match isa {
+        VectorIsa::Avx2 => matches!(t, F16 | BF16 | I8 | U8 | I16 | U16),
+        VectorIsa::Avx512 => t == F16,
+    }
 }
 
 /// The program that turns a `bf16`'s bits (zero-extended `i32` lanes) into its `f32` value,
@@ -84,6 +90,16 @@ impl Writer<'_> {
         m: AsmMemoryOperand,
     ) -> Result<(), Fail> {
         let bits = self.loaded_bits(k);
+        if self.lay.isa == VectorIsa::Avx512 {
+            // (Only `f16`: `takes`.)
+            let m = ymmword_ptr(m);
+            if self.masked {
+                self.a.vcvtph2ps(ZMM[bits].k1().z(), m)?;
+            } else {
+                self.a.vcvtph2ps(ZMM[bits], m)?;
+            }
+            return Ok(());
+        }
         let d = YMM[bits];
         match t {
             ElementType::F16 => self.a.vcvtph2ps(d, xmmword_ptr(m))?,
@@ -104,6 +120,14 @@ impl Writer<'_> {
             ElementType::U8 => self.a.movzx(eax, byte_ptr(rax))?,
             ElementType::I16 => self.a.movsx(eax, word_ptr(rax))?,
             _ => self.a.movzx(eax, word_ptr(rax))?,
+        }
+        if t == ElementType::F16 && self.lay.isa == VectorIsa::Avx512 {
+            // The half widened in lane 0 (the other lanes' halves are zeros), then that
+            // lane broadcast: no word broadcast (AVX-512BW) needed, any register.
+            self.a.vmovd(ZMM_XMM[bits], eax)?;
+            self.a.vcvtph2ps(ZMM[bits], ZMM_LOW[bits])?;
+            self.a.vbroadcastss(ZMM[bits], ZMM_XMM[bits])?;
+            return Ok(());
         }
         if t == ElementType::F16 {
             let x = XMM[bits];
@@ -152,7 +176,15 @@ impl Writer<'_> {
         let lay = self.lay;
         if t == ElementType::F16 {
             // Rounding control 0 (to nearest even): exact on the `f16` values stored.
-            self.a.vcvtps2ph(xmmword_ptr(m), YMM[self.v(k)], 0)?;
+            match (self.lay.isa, self.masked) {
+                (VectorIsa::Avx512, true) => {
+                    self.a.vcvtps2ph(ymmword_ptr(m).k1(), ZMM[self.v(k)], 0)?
+                }
+                (VectorIsa::Avx512, false) => {
+                    self.a.vcvtps2ph(ymmword_ptr(m), ZMM[self.v(k)], 0)?
+                }
+                (VectorIsa::Avx2, _) => self.a.vcvtps2ph(xmmword_ptr(m), YMM[self.v(k)], 0)?,
+            }
             return Ok(());
         }
         let (src, tmp) = match lay.store_conv[k].as_ref() {

@@ -228,9 +228,9 @@ impl Layout {
     /// - every value is `f32`, `i32` or a comparison's mask and every output `f32` or `i32`
     ///   (no `bool` loads), the plan's lanes are [`Lanes::X4`], its iteration space is below
     ///   2^31 elements, and it asks for this code ([`KernelPlan::isa`]), which the host
-    ///   runs; on AVX2 values and outputs may also be of the storage types `f16`, `bf16`,
-    ///   `i8`, `u8`, `i16`, `u16` (held in `f32` / `i32` lanes, [`crate::storage`]; inputs
-    ///   of those read contiguous, as row vectors or once: `conversion`);
+    ///   runs; values and outputs may also be of the storage types `f16`, and on AVX2
+    ///   `bf16`, `i8`, `u8`, `i16`, `u16` (held in `f32` / `i32` lanes, [`crate::storage`];
+    ///   inputs of those read contiguous, as row vectors or once: `conversion`);
     /// - its loads are contiguous, splat, row vectors of one common row length
     ///   ([`Addressing::Row`]), or *runs*: general addressings of one axis group whose index
     ///   is constant over runs of at least a vector (column vectors `c[M, 1]` over

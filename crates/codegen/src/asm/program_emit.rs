@@ -8,7 +8,7 @@ use iced_x86::code_asm::*;
 use graphlift_kernels::target::VectorIsa;
 
 use super::emit::{Fail, Writer};
-use super::inst::{broadcast, Fma, Src, XMM, YMM, ZMM};
+use super::inst::{broadcast, Fma, Src, XMM, YMM, ZMM, ZMM_LOW};
 use super::program::{Arg, Inst, Op, Program};
 use crate::plan::{operands, SlotId};
 
@@ -449,16 +449,21 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `d` = the `f32` lanes of `s` rounded to `f16` values (AVX2 with F16C; AVX-512 code
-    /// takes no 16-bit floats).
+    /// `d` = the `f32` lanes of `s` rounded to `f16` values (F16C's two conversions, on
+    /// `ymm` / `xmm` in AVX2 code, `zmm` / its low `ymm` in AVX-512 code).
     fn half_round(&mut self, d: usize, s: Src) -> Result<(), Fail> {
-        if self.lay.isa != VectorIsa::Avx2 {
-            return Err(Fail("f16 rounding outside AVX2 code".into()));
-        }
         let x = self.register(d, s)?;
         // Rounding control 0: to nearest, ties to even.
-        self.a.vcvtps2ph(XMM[d], YMM[x], 0)?;
-        self.a.vcvtph2ps(YMM[d], XMM[d])?;
+        match self.lay.isa {
+            VectorIsa::Avx512 => {
+                self.a.vcvtps2ph(ZMM_LOW[d], ZMM[x], 0)?;
+                self.a.vcvtph2ps(ZMM[d], ZMM_LOW[d])?;
+            }
+            VectorIsa::Avx2 => {
+                self.a.vcvtps2ph(XMM[d], YMM[x], 0)?;
+                self.a.vcvtph2ps(YMM[d], XMM[d])?;
+            }
+        }
         Ok(())
     }
 

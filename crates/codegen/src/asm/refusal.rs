@@ -22,8 +22,8 @@ pub enum Refusal {
     /// Its iteration space has 2^31 elements or more.
     TooLarge,
     /// A value is of a storage type ([`crate::storage`]) the plan's instruction set has no
-    /// conversions for here: any in AVX-512 code, `u32` in AVX2 code, or a narrow input read
-    /// as a run (a column or channel vector).
+    /// conversions for here: any but `f16` in AVX-512 code, `u32` in AVX2 code, or a narrow
+    /// input read as a run (a column or channel vector).
     Storage(graphlift_ir::ElementType),
     /// A value or output is not `f32`.
     NotF32,

@@ -1,7 +1,7 @@
-//! Narrow storage types in assembled AVX2 code ([`graphlift_codegen::asm`]): 16-bit floats
-//! and 8- and 16-bit integers loaded (contiguous, as row vectors and as invariants), computed
-//! with their rounding or wrapping, and stored, bit for bit the Cranelift code's on every
-//! range shape and the interpreter's.
+//! Narrow storage types in assembled code ([`graphlift_codegen::asm`]): 16-bit floats and 8-
+//! and 16-bit integers in AVX2 code, `f16` in AVX-512 code, loaded (contiguous, as row
+//! vectors and as invariants), computed with their rounding or wrapping, and stored, bit for
+//! bit the Cranelift code's on every range shape and the interpreter's.
 
 use super::asm::same_bits_on;
 use super::{check, Expect};
@@ -10,8 +10,7 @@ use graphlift_ir::{Function, FunctionBuilder};
 use graphlift_kernels::target::{CpuFeatures, Target, VectorIsa};
 use graphlift_testkit::inputs_of;
 
-/// AVX2 code where the host runs it (on an AVX-512 host too: AVX-512 code takes no narrow
-/// types), the library off.
+/// AVX2 code where the host runs it (on an AVX-512 host too), the library off.
 fn avx2() -> (Target, Option<VectorIsa>) {
     let target = Target::from_env().with_avx512(false).with_veclib(false);
     let isa = CpuFeatures::host()
@@ -69,4 +68,30 @@ fn narrow_types_are_assembled_with_cranelifts_bits() {
             check(&what, &body, &ins, Expect::Exact);
         }
     }
+}
+
+/// AVX-512 code takes `f16`: sixteen halves converted at a time, the tail masked (ranges of
+/// every length and start, from the helper), with Cranelift's bits.
+#[test]
+fn f16_is_assembled_in_avx512_code_with_cranelifts_bits() {
+    let target = Target::from_env().with_veclib(false);
+    let isa = CpuFeatures::host()
+        .has_avx512_kernels()
+        .then_some(VectorIsa::Avx512);
+    if isa.is_none() {
+        return;
+    }
+    for (m, k) in [(2, 3), (3, 7), (5, 17), (4, 100), (3, 64), (40, 33)] {
+        let body = float_chain(F16, m, k);
+        let ins = inputs_of(&body, 4);
+        let what = format!("f16 chain [{m}, {k}] on AVX-512");
+        same_bits_on(&what, &body, &ins, &target, isa);
+        check(&what, &body, &ins, Expect::Exact);
+    }
+    // `bf16` stays with Cranelift there (its output is neither `f32` nor `f16`).
+    let body = float_chain(BF16, 4, 100);
+    let k = graphlift_codegen::JitKernel::compile_for(&body, &target).unwrap();
+    assert_eq!(k.assembled(), None);
+    let why = k.compiled().assembler_refusal().map(|r| r.to_string());
+    assert_eq!(why.as_deref(), Some("a value is not f32"));
 }

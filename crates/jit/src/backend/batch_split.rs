@@ -225,9 +225,7 @@ impl CpuJitBackend {
             Err(why) => self.compile_plan(function, source, Schedule::Whole(why)),
         }
     }
-}
 
-impl CpuJitBackend {
     /// The executables the samples after the rounds of a split `plan` run on, one per group
     /// of [`SampleSpread::groups`]: the same plan, each with its group's threads, all on
     /// the backend's pool ([`Parallel::group`]). None for a whole-batch plan.

@@ -99,11 +99,13 @@ impl Pool {
     /// and withdraws the offer when its call is done).
     pub(super) fn offer(&self, work: Arc<dyn Offer>, helpers: usize) {
         let h = &self.handoff;
-        h.open
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((Arc::clone(&work), helpers));
-        h.seats.fetch_add(helpers, SeqCst);
+        {
+            let mut open = h.open.lock().unwrap_or_else(PoisonError::into_inner);
+            open.push((Arc::clone(&work), helpers));
+            // Under the lock, as every change of a count of seats: `seats` never runs below
+            // the seats a helper may take.
+            h.seats.fetch_add(helpers, SeqCst);
+        }
         h.epoch.fetch_add(1, SeqCst);
         // Counted after the seats were raised: a helper that stops spinning after this read
         // looks at the seats once more first (see `Handoff::next`) and takes one.
