@@ -97,18 +97,50 @@ fn join<T: Element + Send + Sync>(
 }
 
 /// Writes output elements `begin..begin + dst.len()` into `dst`: each output row is the
-/// parts' runs for its outer index, one after another.
+/// parts' runs for its outer index, one after another. The part and row are found once,
+/// then followed run by run; runs of a few elements (a join along a last axis of one
+/// element, as harmonic stacking interleaves eight `[1, T, F, 1]` maps) are copied element
+/// by element rather than by `memcpy`.
 fn copy_range<T: Copy>(dst: &mut [T], begin: usize, sources: &[&[T]], layout: &Layout<'_>) {
+    if dst.is_empty() || layout.row == 0 {
+        return;
+    }
+    let (mut o, r) = (begin / layout.row, begin % layout.row);
+    // The part whose run holds column `r` (the last of any empty runs starting there).
+    let mut p = layout.starts.partition_point(|&s| s <= r) - 1;
+    let mut within = r - layout.starts[p];
+    // Parts of one element a row (a stack along a new last axis): whole rows gathered
+    // element by element, one from each part.
+    let singles = layout.runs.iter().all(|&n| n == 1);
     let mut i = 0;
     while i < dst.len() {
-        let (o, r) = ((begin + i) / layout.row, (begin + i) % layout.row);
-        // The part whose run holds column `r` (the last of any empty runs starting there).
-        let p = layout.starts.partition_point(|&s| s <= r) - 1;
-        let within = r - layout.starts[p];
+        if singles && p == 0 && dst.len() - i >= layout.row {
+            let rows = (dst.len() - i) / layout.row;
+            for (k, row) in dst[i..i + rows * layout.row]
+                .chunks_exact_mut(layout.row)
+                .enumerate()
+            {
+                for (d, src) in row.iter_mut().zip(sources) {
+                    *d = src[o + k];
+                }
+            }
+            (i, o) = (i + rows * layout.row, o + rows);
+            continue;
+        }
         let n = (layout.runs[p] - within).min(dst.len() - i);
         let from = o * layout.runs[p] + within;
-        dst[i..i + n].copy_from_slice(&sources[p][from..from + n]);
+        let (to, src) = (&mut dst[i..i + n], &sources[p][from..from + n]);
+        if n <= 4 {
+            to.iter_mut().zip(src).for_each(|(t, &s)| *t = s);
+        } else {
+            to.copy_from_slice(src);
+        }
         i += n;
+        within = 0;
+        p += 1;
+        if p == layout.runs.len() {
+            (p, o) = (0, o + 1);
+        }
     }
 }
 
@@ -118,10 +150,12 @@ mod tests {
     use crate::parallel::ThreadConfig;
     use graphlift_ir::Shape;
 
-    /// Joins along every axis (empty parts, one part, a large join split over threads, an
-    /// integer type) agree with the reference exactly, into a recycled buffer and a new one.
+    /// Joins along every axis (empty parts, one part, a large join split over threads, parts
+    /// of one element a row, an integer type) agree with the reference exactly, into a
+    /// recycled buffer and a new one.
     #[test]
     fn agrees_with_the_reference() {
+        const MAP: &[usize] = &[1, 300, 33, 1];
         let cases: &[(&[&[usize]], usize)] = &[
             (&[&[2, 3, 4], &[2, 5, 4]], 1),
             (&[&[2, 3, 4], &[2, 3, 1], &[2, 3, 0], &[2, 3, 7]], 2),
@@ -132,6 +166,11 @@ mod tests {
                 1,
             ),
             (&[&[3, 70, 33], &[3, 70, 1]], 2),
+            // Stacks along a last axis of one element (rows of 8 and of 7, so that the
+            // threads' chunks start inside rows).
+            (&[MAP; 8], 3),
+            (&[MAP; 7], 3),
+            (&[&[2, 9, 1], &[2, 9, 1], &[2, 9, 0], &[2, 9, 1]], 2),
         ];
         for threads in [1, 3] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));

@@ -26,7 +26,8 @@ pub(super) fn pad(
     if !fits {
         return None;
     }
-    let to = p.output_extents(from.dims()).ok()?;
+    let (dims, p, block) = merge_unpadded_tail(from.dims(), p);
+    let to = p.output_extents(&dims).ok()?;
     match_data!(x, v => {
         let fill = match (p.mode, value) {
             (PadMode::Constant, Some(value)) => match value.as_slice()? {
@@ -36,18 +37,57 @@ pub(super) fn pad(
             (PadMode::Constant, None) => return None,
             _ => Default::default(),
         };
-        Some(pad_rows(v, from.dims(), &to, p, fill).into())
+        Some(pad_rows(v, &dims, &to, (&p, block), fill).into())
     }, String(_) => None)
 }
 
-/// The padded rows of `x` (`dims`) into a tensor of extents `to`.
-fn pad_rows<T: Element>(x: &[T], dims: &[usize], to: &[usize], p: &Pad, fill: T) -> Vec<T> {
+/// The same padding with the axes after the last padded one merged into it: extents
+/// `dims[j] · B` and pads `low[j] · B`, `high[j] · B` for the block `B` of the merged axes'
+/// elements (returned; 1 where the last axis is padded). The output rows are then the runs
+/// between fills, not the last axis's (one element a row for `[1, T, F, 1]` padded along
+/// `F`).
+fn merge_unpadded_tail(dims: &[usize], p: &Pad) -> (Vec<usize>, Pad, usize) {
+    let j = (0..dims.len())
+        .rev()
+        .find(|&a| p.low[a] != 0 || p.high[a] != 0)
+        .unwrap_or(0);
+    let block: usize = dims[j + 1..].iter().product();
+    let mut merged = dims[..=j].to_vec();
+    merged[j] *= block;
+    let q = Pad {
+        low: (0..=j)
+            .map(|a| p.low[a] * if a == j { block } else { 1 })
+            .collect(),
+        high: (0..=j)
+            .map(|a| p.high[a] * if a == j { block } else { 1 })
+            .collect(),
+        interior: vec![0; j + 1],
+        mode: p.mode,
+    };
+    (merged, q, block)
+}
+
+/// The padded rows of `x` (`dims`) into a tensor of extents `to`, the last axis of `dims`
+/// being whole blocks of `block` elements (its pads too: [`merge_unpadded_tail`]).
+fn pad_rows<T: Element>(
+    x: &[T],
+    dims: &[usize],
+    to: &[usize],
+    (p, block): (&Pad, usize),
+    fill: T,
+) -> Vec<T> {
     let r = dims.len();
     let (d, o) = (dims[r - 1], to[r - 1]);
     let constant = p.mode == PadMode::Constant;
-    // The source column of each output column (the modes other than constant).
+    // The source column of each output column (the modes other than constant), block by
+    // block.
+    let block = block.max(1);
     let columns: Vec<usize> = (0..if constant { 0 } else { o })
-        .map(|c| source_index(p.mode, c as i64 - p.low[r - 1] as i64, d))
+        .map(|c| {
+            let (b, within) = ((c / block) as i64, c % block);
+            let lo = (p.low[r - 1] / block) as i64;
+            source_index(p.mode, b - lo, d / block) * block + within
+        })
         .collect();
     let rows: usize = to[..r - 1].iter().product();
     let mut out = Vec::with_capacity(rows * o);
@@ -131,6 +171,44 @@ mod tests {
                     let got = pad(&x, &from, v, &p).expect("the native kernel applies");
                     assert_eq!(got, want, "{dims:?} {p:?}");
                 }
+            }
+        }
+    }
+
+    /// Pads on an axis followed by unpadded ones (merged into runs:
+    /// `merge_unpadded_tail`), in every mode, against the reference: a map `[1, T, F, 1]`
+    /// padded along `F` as harmonic stacking does, and `[2, 3, 4, 5]` padded along axis 1.
+    #[test]
+    fn pads_before_unpadded_axes_agree_with_the_reference() {
+        let cases: [(&[usize], usize, (usize, usize)); 4] = [
+            (&[1, 6, 9, 1], 2, (0, 5)),
+            (&[1, 6, 9, 1], 2, (3, 0)),
+            (&[2, 3, 4, 5], 1, (2, 1)),
+            (&[2, 3, 4, 5], 0, (1, 1)),
+        ];
+        for (dims, axis, (lo, hi)) in cases {
+            let n: usize = dims.iter().product();
+            let x = TensorData::F32((0..n).map(|i| i as f32 * 0.5 - 3.0).collect());
+            let from = Shape::new(dims);
+            for mode in [
+                PadMode::Constant,
+                PadMode::Edge,
+                PadMode::Reflect,
+                PadMode::Wrap,
+            ] {
+                let r = dims.len();
+                let mut p = Pad {
+                    low: vec![0; r],
+                    high: vec![0; r],
+                    interior: vec![0; r],
+                    mode,
+                };
+                (p.low[axis], p.high[axis]) = (lo, hi);
+                let value = TensorData::F32(vec![9.5]);
+                let v = (mode == PadMode::Constant).then_some(&value);
+                let want = reference::pad(&x, &from, v, &p).unwrap();
+                let got = pad(&x, &from, v, &p).expect("the native kernel applies");
+                assert_eq!(got, want, "{dims:?} {p:?}");
             }
         }
     }

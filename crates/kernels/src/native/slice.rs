@@ -60,8 +60,8 @@ mod tests {
     }
 
     /// Strided rows and columns (YOLOv5's space-to-depth), unit steps, a last axis of one
-    /// element, an empty slice, one large enough to split over threads, an integer type and
-    /// a recycled buffer agree with the reference exactly; a backward step, one leaving the
+    /// element, axes merged into longer rows, an empty slice, one large enough to split over
+    /// threads, an integer type and a recycled buffer agree with the reference exactly; a backward step, one leaving the
     /// extent and too few axes are left to the reference.
     #[test]
     fn agrees_with_the_reference() {
@@ -73,6 +73,10 @@ mod tests {
             [axis(1, 1, 1), axis(1, 1, 2), axis(3, 3, 12), axis(5, 4, 8)],
             [axis(0, 1, 2), axis(2, 1, 1), axis(0, 1, 40), axis(36, 1, 1)],
             [axis(0, 1, 2), axis(0, 1, 3), axis(7, 1, 0), axis(0, 1, 37)],
+            // Whole trailing axes (merged into rows of 1,480) and a run along axis 2 of
+            // rows of one element (`[.., F, 1]`-like: merged with the last).
+            [axis(1, 1, 1), axis(1, 1, 2), axis(0, 1, 40), axis(0, 1, 37)],
+            [axis(0, 1, 2), axis(0, 1, 3), axis(5, 1, 30), axis(4, 1, 1)],
         ];
         for threads in [1, 2] {
             let parallel = Parallel::new(ThreadConfig::with_threads(threads));

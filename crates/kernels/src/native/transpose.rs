@@ -56,6 +56,44 @@ pub(super) struct Layout {
     pub base: usize,
 }
 
+impl Layout {
+    /// The same view with the fewest axes: axes of extent 1 dropped (they add nothing to an
+    /// index), and each axis merged into the one before it where the two step through the
+    /// input as one (`strides[a] = dims[a + 1] · strides[a + 1]`). A slice or transpose
+    /// whose last axes are such (a last axis of one element, `[1, T, F, 1]` sliced along
+    /// `F`) then copies runs of many elements, not one element a row.
+    fn coalesced(&self) -> Layout {
+        let mut dims: Vec<usize> = Vec::with_capacity(self.dims.len());
+        let mut strides: Vec<usize> = Vec::with_capacity(self.dims.len());
+        for (&d, &s) in self.dims.iter().zip(&self.strides) {
+            if d == 1 {
+                continue;
+            }
+            match (dims.last_mut(), strides.last_mut()) {
+                (Some(pd), Some(ps)) if *ps == d * s => {
+                    *pd *= d;
+                    *ps = s;
+                }
+                _ => {
+                    dims.push(d);
+                    strides.push(s);
+                }
+            }
+        }
+        if dims.is_empty() {
+            // Every extent 1 (or none): one element, or none when an extent is 0.
+            let n = self.dims.iter().product();
+            dims.push(n);
+            strides.push(1);
+        }
+        Layout {
+            dims,
+            strides,
+            base: self.base,
+        }
+    }
+}
+
 /// Fills every output row of `y` from `x` (its elements of type `T`, every index `layout`
 /// names inside it; `None` for another type), in tasks of whole rows over the threads when
 /// there are enough elements.
@@ -65,6 +103,7 @@ pub(super) fn rows<T: Element + Send + Sync>(
     layout: &Layout,
     parallel: &Parallel,
 ) -> Option<()> {
+    let layout = &layout.coalesced();
     let x = x.as_slice::<T>()?;
     let width = *layout.dims.last()?;
     if width == 0 || y.is_empty() {
