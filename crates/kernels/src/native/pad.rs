@@ -79,16 +79,22 @@ fn pad_rows<T: Element>(
     let r = dims.len();
     let (d, o) = (dims[r - 1], to[r - 1]);
     let constant = p.mode == PadMode::Constant;
-    // The source column of each output column (the modes other than constant), block by
-    // block.
+    // The source column of each output column in the low and high pads (the modes other
+    // than constant), block by block; the columns between are the row itself.
     let block = block.max(1);
-    let columns: Vec<usize> = (0..if constant { 0 } else { o })
-        .map(|c| {
-            let (b, within) = ((c / block) as i64, c % block);
-            let lo = (p.low[r - 1] / block) as i64;
-            source_index(p.mode, b - lo, d / block) * block + within
-        })
-        .collect();
+    let lo = p.low[r - 1];
+    let source = |c: usize| {
+        let (b, within) = ((c / block) as i64, c % block);
+        source_index(p.mode, b - (lo / block) as i64, d / block) * block + within
+    };
+    let (low_cols, high_cols): (Vec<usize>, Vec<usize>) = if constant {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            (0..lo).map(source).collect(),
+            (lo + d..o).map(source).collect(),
+        )
+    };
     let rows: usize = to[..r - 1].iter().product();
     let mut out = Vec::with_capacity(rows * o);
     // The output row's index along each leading axis (an odometer, last axis fastest).
@@ -108,15 +114,16 @@ fn pad_rows<T: Element>(
         match src {
             None => out.resize(out.len() + o, fill),
             Some(s) => {
+                // `o = low + d + high`.
                 let row = &x[s * d..(s + 1) * d];
                 if constant {
-                    // `o = low + d + high`.
-                    let lo = p.low[r - 1];
                     out.resize(out.len() + lo, fill);
                     out.extend_from_slice(row);
                     out.resize(out.len() + (o - lo - d), fill);
                 } else {
-                    out.extend(columns.iter().map(|&c| row[c]));
+                    out.extend(low_cols.iter().map(|&c| row[c]));
+                    out.extend_from_slice(row);
+                    out.extend(high_cols.iter().map(|&c| row[c]));
                 }
             }
         }
