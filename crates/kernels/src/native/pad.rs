@@ -143,6 +143,13 @@ mod tests {
     use super::*;
     use graphlift_runtime::reference;
 
+    const MODES: [PadMode; 4] = [
+        PadMode::Constant,
+        PadMode::Edge,
+        PadMode::Reflect,
+        PadMode::Wrap,
+    ];
+
     /// Every mode over ranks 1-4, pads on every axis (zero, small, past the extent for the
     /// copying modes' periodic cases), against the reference element for element.
     #[test]
@@ -153,12 +160,7 @@ mod tests {
             let n: usize = dims.iter().product();
             let x = TensorData::F32((0..n).map(|i| i as f32 * 1.5 - 2.0).collect());
             let from = Shape::new(dims);
-            for mode in [
-                PadMode::Constant,
-                PadMode::Edge,
-                PadMode::Reflect,
-                PadMode::Wrap,
-            ] {
+            for mode in MODES {
                 for (k, &(lo, hi)) in pads.iter().enumerate() {
                     let r = dims.len();
                     // Vary the pads by axis so axes differ.
@@ -197,12 +199,7 @@ mod tests {
             let n: usize = dims.iter().product();
             let x = TensorData::F32((0..n).map(|i| i as f32 * 0.5 - 3.0).collect());
             let from = Shape::new(dims);
-            for mode in [
-                PadMode::Constant,
-                PadMode::Edge,
-                PadMode::Reflect,
-                PadMode::Wrap,
-            ] {
+            for mode in MODES {
                 let r = dims.len();
                 let mut p = Pad {
                     low: vec![0; r],

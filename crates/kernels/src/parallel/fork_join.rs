@@ -195,9 +195,7 @@ mod tests {
             threads: 4,
             min_bytes_per_task: 1,
         }));
-        let groups: Vec<Parallel> = (0..3)
-            .map(|g| Parallel::group(&all, 1 + g % 2 + 1))
-            .collect();
+        let groups: Vec<Parallel> = [2, 3, 2].map(|t| Parallel::group(&all, t)).into();
         let counts: Vec<Vec<AtomicUsize>> = (0..3)
             .map(|_| (0..100).map(|_| AtomicUsize::new(0)).collect())
             .collect();

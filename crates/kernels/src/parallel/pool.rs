@@ -261,6 +261,18 @@ mod tests {
         }
     }
 
+    /// Waits (at most 30 s, else fails) until `helpers` of `pool`'s helpers spin.
+    fn wait_for_spinning(pool: &Pool, helpers: usize) {
+        let start = Instant::now();
+        while pool.handoff.spinning.load(SeqCst) < helpers {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the helpers never spun"
+            );
+            std::thread::yield_now();
+        }
+    }
+
     /// A helper that finished one call's work takes the next call's from the handoff while
     /// it spins: no second helper is spawned for it.
     #[test]
@@ -269,14 +281,7 @@ mod tests {
         let (tx, rx) = channel();
         pool.offer(Arc::new(Report(Mutex::new(tx.clone()))), 1);
         let first = rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        let start = Instant::now();
-        while pool.handoff.spinning.load(SeqCst) == 0 {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the helper never spun"
-            );
-            std::thread::yield_now();
-        }
+        wait_for_spinning(&pool, 1);
         pool.offer(Arc::new(Report(Mutex::new(tx))), 1);
         let second = rx.recv_timeout(Duration::from_secs(30)).unwrap();
         assert_eq!(first, second);
@@ -289,11 +294,7 @@ mod tests {
     fn a_woken_pool_takes_the_first_offer_with_spinning_helpers() {
         let pool = Pool::with_spin(2, Duration::from_secs(30)).unwrap();
         pool.wake();
-        let start = Instant::now();
-        while pool.handoff.spinning.load(SeqCst) < 2 {
-            assert!(start.elapsed() < Duration::from_secs(30), "never spun");
-            std::thread::yield_now();
-        }
+        wait_for_spinning(&pool, 2);
         // Both spin now: waking again offers nothing.
         let offers = pool.offers();
         pool.wake();
@@ -316,14 +317,7 @@ mod tests {
         for _ in 0..3 {
             rx.recv_timeout(Duration::from_secs(30)).unwrap();
         }
-        let start = Instant::now();
-        while pool.handoff.spinning.load(SeqCst) < 3 {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the helpers never spun"
-            );
-            std::thread::yield_now();
-        }
+        wait_for_spinning(&pool, 3);
         pool.offer(Arc::new(Report(Mutex::new(tx.clone()))), 1);
         rx.recv_timeout(Duration::from_secs(30)).unwrap();
         assert!(
@@ -344,11 +338,7 @@ mod tests {
     fn open_offers_share_the_spinning_helpers() {
         let pool = Pool::with_spin(2, Duration::from_secs(30)).unwrap();
         pool.wake();
-        let start = Instant::now();
-        while pool.handoff.spinning.load(SeqCst) < 2 {
-            assert!(start.elapsed() < Duration::from_secs(30), "never spun");
-            std::thread::yield_now();
-        }
+        wait_for_spinning(&pool, 2);
         let barrier = Arc::new(std::sync::Barrier::new(2));
         let (tx, rx) = channel();
         let meet = |tx: Sender<_>| -> Arc<dyn Offer> {
