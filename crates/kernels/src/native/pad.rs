@@ -1,8 +1,8 @@
-//! `Pad` without interior padding (ONNX `Pad` in every mode), output row by output row of
-//! the last axis: a row is the input row between `low` and `high` fills (constant mode), or
-//! the input row read through the last axis's source positions (edge, reflect, wrap), and a
-//! row whose leading indices fall in constant padding is all fill. The reference builds one
-//! index per output element; this copies runs.
+//! `Pad` without interior padding (ONNX `Pad` in every mode), output row by output row, a
+//! row being the last padded axis with every unpadded axis after it: the input row between
+//! `low` and `high` fills (constant mode), or between the pads' source elements (edge,
+//! reflect, wrap); a row whose leading indices fall in constant padding is all fill. The
+//! reference builds one index per output element; this copies runs.
 
 use graphlift_ir::{match_data, Element, Pad, PadMode, Shape, TensorData};
 use graphlift_runtime::reference::source_index;

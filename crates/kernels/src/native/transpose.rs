@@ -81,7 +81,7 @@ impl Layout {
             }
         }
         if dims.is_empty() {
-            // Every extent 1 (or none): one element, or none when an extent is 0.
+            // Every extent 1, or no axes: one element.
             let n = self.dims.iter().product();
             dims.push(n);
             strides.push(1);
