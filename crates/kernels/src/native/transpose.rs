@@ -137,6 +137,10 @@ pub(super) fn rows<T: Element + Send + Sync>(
 /// [`BLOCK`] rows that do not cross a multiple of `blocks` where that is set (see [`rows`]).
 fn fill<T: Element>(x: &[T], out: &mut [T], first: usize, layout: &Layout, blocks: Option<usize>) {
     let width = layout.dims.last().copied().unwrap_or(0).max(1);
+    if blocks.is_none() && width < NARROW {
+        fill_narrow(x, out, first, layout);
+        return;
+    }
     let rows = out.len() / width;
     let mut k = 0;
     while k < rows {
@@ -189,6 +193,41 @@ pub(super) fn transpose_into<T: Element>(
 
 /// Output rows a block of [`rows`] fills together.
 const BLOCK: usize = 8;
+
+/// Rows narrower than this ([`fill_narrow`]) follow their input index from row to row.
+const NARROW: usize = 16;
+
+/// [`fill`] for rows of fewer than [`NARROW`] elements (a transpose to channels last, with
+/// three or two channels): each row's input index is the last one's moved along the output
+/// axes (an odometer), not recomputed by a division per axis as [`row_base`] does.
+fn fill_narrow<T: Copy>(x: &[T], out: &mut [T], first: usize, layout: &Layout) {
+    let lead = layout.dims.len() - 1;
+    let (dims, strides) = (&layout.dims[..lead], &layout.strides[..lead]);
+    let step = layout.strides[lead];
+    let width = layout.dims[lead].max(1);
+    // Row `first`'s index along each leading axis, and its input index.
+    let mut at = vec![0usize; lead];
+    let mut rest = first;
+    for a in (0..lead).rev() {
+        at[a] = rest % dims[a];
+        rest /= dims[a];
+    }
+    let mut base = row_base(first, layout);
+    for row in out.chunks_exact_mut(width) {
+        for (j, o) in row.iter_mut().enumerate() {
+            *o = x[base + j * step];
+        }
+        for a in (0..lead).rev() {
+            at[a] += 1;
+            base += strides[a];
+            if at[a] < dims[a] {
+                break;
+            }
+            base -= dims[a] * strides[a];
+            at[a] = 0;
+        }
+    }
+}
 
 /// The input index of output row `r`'s first element (`r` an index over every output axis
 /// but the last).
