@@ -177,8 +177,12 @@ impl Parallel {
 
     /// Wakes the pool's helpers when the pool has been started (an offer of no work, after
     /// which they spin for the next): a call that will split its steps gets them spinning
-    /// while its first steps run.
+    /// while its first steps run. Nothing with one thread configured (a group of one
+    /// included: its steps never split).
     pub fn wake(&self) {
+        if self.config.threads <= 1 {
+            return;
+        }
         match &self.parent {
             Some(parent) => parent.wake(),
             None => {
@@ -190,8 +194,12 @@ impl Parallel {
     }
 
     /// How many times work has been offered to the pool's helpers (0 before the pool is
-    /// started): a call that sees this grow split some of its work.
+    /// started, and with one thread configured): a call that sees this grow split some of
+    /// its work.
     pub fn offers(&self) -> usize {
+        if self.config.threads <= 1 {
+            return 0;
+        }
         match (&self.parent, self.pool.get()) {
             (Some(parent), _) => parent.offers(),
             (None, Some(Some(pool))) => pool.offers(),

@@ -9,8 +9,7 @@
 //! a Function is split.
 
 use std::fmt;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use graphlift_ir::{Function, Op, Output};
 use graphlift_kernels::parallel::{for_each, Parallel};
@@ -38,6 +37,16 @@ pub(super) struct Samples {
     /// The batched Function's parameters and results (the plan's are one sample's).
     pub parameters: Vec<TensorSpec>,
     pub results: Vec<TensorSpec>,
+}
+
+impl Samples {
+    /// How a call spreads these samples over `threads` threads.
+    pub(super) fn spread(&self, threads: usize) -> SampleSpread {
+        SampleSpread {
+            batch: self.batch,
+            threads,
+        }
+    }
 }
 
 /// How a call of a split Function spreads its `batch` samples over `threads` threads:
@@ -233,29 +242,16 @@ impl CpuJitBackend {
         let Schedule::Samples(s) = &plan.schedule else {
             return Vec::new();
         };
-        let config = self.parallel.config();
-        let spread = SampleSpread {
-            batch: s.batch,
-            threads: config.threads,
-        };
+        let all = self.parallel.config().threads;
         let group = |threads: usize| {
-            let parallel = if threads == config.threads {
+            let parallel = if threads == all {
                 Arc::clone(&self.parallel)
             } else {
                 Arc::new(Parallel::group(&self.parallel, threads))
             };
-            CpuJitExecutable {
-                plan: Arc::clone(plan),
-                recycled: Mutex::new(Vec::new()),
-                recycle_buffers: self.recycle_buffers,
-                parallel: Arc::clone(&parallel),
-                batch_pool: parallel,
-                wakes_helpers: AtomicBool::new(false),
-                variables: None,
-                groups: Vec::new(),
-            }
+            self.executable_on(Arc::clone(plan), (Arc::clone(&parallel), parallel), None)
         };
-        spread.groups().into_iter().map(group).collect()
+        s.spread(all).groups().into_iter().map(group).collect()
     }
 }
 

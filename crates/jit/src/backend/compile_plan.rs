@@ -87,21 +87,39 @@ impl CpuJitBackend {
                 plan
             }
         };
-        // One sample's steps run on one thread; the samples share the backend's.
+        // One sample's steps run on one thread (a group of one of the backend's); the
+        // samples share the backend's.
         let parallel = match plan.schedule {
-            Schedule::Samples(_) => Arc::new(Parallel::new(ThreadConfig::with_threads(1))),
+            Schedule::Samples(_) => Arc::new(Parallel::group(&self.parallel, 1)),
             Schedule::Whole(_) => Arc::clone(&self.parallel),
         };
+        let groups = self.group_executables(&plan);
+        let variables = VariableStore::new(Variables::of(function)?);
+        let pools = (parallel, Arc::clone(&self.parallel));
         Ok(CpuJitExecutable {
-            groups: self.group_executables(&plan),
+            groups,
+            ..self.executable_on(plan, pools, variables)
+        })
+    }
+
+    /// An executable of `plan` with no groups, its steps split over `parallel` and, for a
+    /// plan run sample by sample, its samples over `batch_pool`.
+    pub(super) fn executable_on(
+        &self,
+        plan: Arc<ExecutablePlan>,
+        (parallel, batch_pool): (Arc<Parallel>, Arc<Parallel>),
+        variables: Option<VariableStore>,
+    ) -> CpuJitExecutable {
+        CpuJitExecutable {
             plan,
             recycled: Mutex::new(Vec::new()),
             recycle_buffers: self.recycle_buffers,
             parallel,
-            batch_pool: Arc::clone(&self.parallel),
+            batch_pool,
             wakes_helpers: AtomicBool::new(false),
-            variables: VariableStore::new(Variables::of(function)?),
-        })
+            variables,
+            groups: Vec::new(),
+        }
     }
 
     /// Runs the pass pipeline on a copy of `function`, then plans its steps, buffers and

@@ -331,10 +331,7 @@ impl CpuJitExecutable {
     /// words.
     pub fn batch_split(&self) -> Result<SampleSpread, &str> {
         match &self.plan.schedule {
-            Schedule::Samples(s) => Ok(SampleSpread {
-                batch: s.batch,
-                threads: self.batch_pool.config().threads,
-            }),
+            Schedule::Samples(s) => Ok(s.spread(self.batch_pool.config().threads)),
             Schedule::Whole(why) => Err(why),
         }
     }
