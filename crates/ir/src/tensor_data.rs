@@ -193,22 +193,7 @@ impl TensorData {
     /// Copies `src` into `self` in place (no allocation). Returns `false`, copying nothing,
     /// when the element types or lengths differ.
     pub fn copy_from(&mut self, src: &TensorData) -> bool {
-        fn copy<T: Element>(d: &mut [T], src: &TensorData) -> bool {
-            match src.as_slice::<T>() {
-                Some(s) if s.len() == d.len() => {
-                    d.copy_from_slice(s);
-                    true
-                }
-                _ => false,
-            }
-        }
-        match_data!(self, d => copy(d, src), String(d) => match src {
-            TensorData::String(s) if s.len() == d.len() => {
-                d.clone_from_slice(s);
-                true
-            }
-            _ => false,
-        })
+        self.len() == src.len() && self.write_range(0, src)
     }
 
     /// Elements `start..start + len` as data of their own (a sample of a batch), or `None`
