@@ -322,21 +322,12 @@ impl<T: Float> Dense<'_, T> {
     /// of at least `min_plane` positions (smaller ones keep the unrolled fields, whose
     /// products split by filters).
     pub(super) fn implicit(&self, min_plane: usize) -> Option<Implicit> {
-        let (g, w) = (self.g, &self.conv.window);
+        let g = self.g;
         if self.packed.is_none() || T::as_f32(&[]).is_none() || self.plane() < min_plane {
             return None;
         }
         let (hq, wq) = g.phases(self.conv)?;
-        let (sh, sw) = (w.strides[0], w.strides[1]);
-        let (dh, dw) = (w.dilations[0], w.dilations[1]);
-        let phase = hq * wq;
-        let rows = (0..self.cg())
-            .flat_map(|ci| (0..g.kh).flat_map(move |ky| (0..g.kw).map(move |kx| (ci, ky, kx))))
-            .map(|(ci, ky, kx)| {
-                let (y, x) = (ky * dh, kx * dw);
-                ((ci * sh + y % sh) * sw + x % sw) * phase + (y / sh) * wq + x / sw
-            })
-            .collect();
+        let rows = field_offsets(g, self.conv, (hq, wq));
         Some(Implicit { hq, wq, rows })
     }
 
@@ -428,6 +419,26 @@ impl<T: Float> Dense<'_, T> {
             self.product((grp, 0..self.mg()), (&fields, n), n, (out, n));
         }
     }
+}
+
+/// Where each field row `(ci, ky, kx)` of a group starts in a task's stride phases of
+/// extents `(hq, wq)` (see [`Implicit`]).
+pub(super) fn field_offsets(
+    g: &Geometry,
+    conv: &Convolution,
+    (hq, wq): (usize, usize),
+) -> Vec<usize> {
+    let w = &conv.window;
+    let (sh, sw) = (w.strides[0], w.strides[1]);
+    let (dh, dw) = (w.dilations[0], w.dilations[1]);
+    let phase = hq * wq;
+    (0..g.c / g.groups.max(1))
+        .flat_map(|ci| (0..g.kh).flat_map(move |ky| (0..g.kw).map(move |kx| (ci, ky, kx))))
+        .map(|(ci, ky, kx)| {
+            let (y, x) = (ky * dh, kx * dw);
+            ((ci * sh + y % sh) * sw + x % sw) * phase + (y / sh) * wq + x / sw
+        })
+        .collect()
 }
 
 /// Rows of a group's unrolled fields: `C/g · kH · kW`.

@@ -67,35 +67,48 @@ impl Geometry {
     }
 
     /// The shape `(hq, wq)` of the stride phases of the padded image when the receptive
-    /// fields are read from them in place (`conv_dense::Implicit`): a window larger than
-    /// 1x1 (or with padding or strides), output rows of at least [`IMPLICIT_MIN_ROW`]
-    /// positions, every tap inside its phase, and at most a fifth of each phase row past
-    /// the output row (computed and dropped). `None` where the fields are unrolled.
+    /// fields are read from them in place by the row-wise tiles (`conv_dense::Implicit`):
+    /// [`Geometry::phase_extents`] for a window larger than 1x1 (or with padding or
+    /// strides), output rows of at least [`IMPLICIT_MIN_ROW`] positions and at most a fifth
+    /// of each phase row past the output row (computed and dropped). `None` where the
+    /// fields are unrolled.
     pub(super) fn phases(&self, conv: &Convolution) -> Option<(usize, usize)> {
+        if is_pointwise(self, conv) || self.ow < IMPLICIT_MIN_ROW {
+            return None;
+        }
+        let (hq, wq) = self.phase_extents(conv)?;
+        (5 * (wq - self.ow) <= wq).then_some((hq, wq))
+    }
+
+    /// The shape `(hq, wq)` of the stride phases of the padded image (phase `(py, px)`
+    /// holds the padded pixels `(i · sH + py, j · sW + px)`), when every output position's
+    /// window reads inside its phases: the last output row and column shifted by the
+    /// window's last tap stay within the phase. `None` otherwise, or for a zero stride or
+    /// an empty output.
+    pub(super) fn phase_extents(&self, conv: &Convolution) -> Option<(usize, usize)> {
         let w = &conv.window;
         let (sh, sw) = (w.strides[0], w.strides[1]);
         let (dh, dw) = (w.dilations[0], w.dilations[1]);
-        if is_pointwise(self, conv) || sh == 0 || sw == 0 || self.ow < IMPLICIT_MIN_ROW {
+        if sh == 0 || sw == 0 {
             return None;
         }
         let hp = self.h + w.pads_begin[0] + w.pads_end[0];
         let wp = self.w + w.pads_begin[1] + w.pads_end[1];
         let (hq, wq) = (hp.div_ceil(sh), wp.div_ceil(sw));
-        // Every output position reads inside its phase: the last output row and column
-        // shifted by the window's last tap stay within the phase.
         let last_y = self.oh.checked_sub(1)? + self.kh.saturating_sub(1) * dh / sh;
-        let last_x = self.ow - 1 + self.kw.saturating_sub(1) * dw / sw;
-        if last_y >= hq || last_x >= wq || 5 * (wq - self.ow) > wq {
-            return None;
-        }
-        Some((hq, wq))
+        let last_x = self.ow.checked_sub(1)? + self.kw.saturating_sub(1) * dw / sw;
+        (last_y < hq && last_x < wq).then_some((hq, wq))
     }
 }
 
 /// [`Geometry::of`] for data of shape `sx` and a filter of shape `sf`, 1-D (lifted to 2-D:
 /// [`lift_1d`]) or 2-D, with the convolution it then describes; `None` for any other rank or
 /// shapes that do not fit.
-fn geometry_of(sx: &Shape, sf: &Shape, conv: &Convolution) -> Option<(Geometry, Convolution)> {
+pub(super) fn geometry_of(
+    sx: &Shape,
+    sf: &Shape,
+    conv: &Convolution,
+) -> Option<(Geometry, Convolution)> {
     match lift_1d(sx, sf, conv) {
         Some((sx, sf, c)) => Geometry::of(&sx, &sf, &c).map(|g| (g, c)),
         None => Geometry::of(sx, sf, conv).map(|g| (g, conv.clone())),

@@ -9,6 +9,7 @@ use std::ops::Range;
 use graphlift_ir::{Convolution, TensorData};
 use graphlift_runtime::Tensor;
 
+use super::conv_channels;
 use super::conv_dense::{depth, Dense, Fields, Float, Implicit};
 use super::conv_geometry::{band_items, lift_1d, Geometry};
 use super::depthwise::Depthwise;
@@ -60,6 +61,11 @@ fn convolve<T: Float>(
         }
         return;
     }
+    if packed.is_some_and(|w| conv_channels::holds(w, g))
+        && channel_lanes((x, f), g, conv, parallel, y, (epilogue, packed))
+    {
+        return;
+    }
     match team {
         Some(team) if d.tasks() < threads && !d.depthwise_groups() => {
             let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
@@ -79,6 +85,23 @@ fn convolve<T: Float>(
             None => by_tasks(&d, team.filter(|_| d.tasks() > 1), threads, y, epilogue),
         },
     }
+}
+
+/// [`conv_channels::convolve`] on `f32` operands; `false` where it does not run.
+fn channel_lanes<T: Float>(
+    (x, f): (&[T], &[T]),
+    g: &Geometry,
+    conv: &Convolution,
+    parallel: &Parallel,
+    y: &mut [T],
+    (epilogue, packed): (Option<Epilogue<'_>>, Option<&PackedWeights>),
+) -> bool {
+    let (Some(x), Some(f), Some(y), Some(w)) =
+        (T::as_f32(x), T::as_f32(f), T::as_f32_mut(y), packed)
+    else {
+        return false;
+    };
+    conv_channels::convolve(&Dense::new((x, f), g, conv, None), w, parallel, y, epilogue)
 }
 
 /// Output rows per band of unrolled fields, at most `FIELD_BUDGET` elements of them (all

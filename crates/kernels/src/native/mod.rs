@@ -6,6 +6,7 @@ mod arg_reduce;
 mod attention;
 mod batch_norm;
 mod concat;
+mod conv_channels;
 mod conv_dense;
 mod conv_geometry;
 mod conv_integer;

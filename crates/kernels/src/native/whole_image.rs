@@ -86,7 +86,7 @@ mod tests {
             let f: Vec<f32> = (0..m * depth)
                 .map(|i| ((i * 13 % 89) as f32) / 40.0 - 1.0)
                 .collect();
-            let packed = PackedWeights::pack_transposed(&f, 1, (m, depth));
+            let packed = PackedWeights::pack_transposed(&f, 1, (1, m, depth));
             for packed in [packed.as_ref(), None] {
                 let mut y = vec![f32::NAN; n * m];
                 assert!(convolve((&x, &f), &g, packed, &mut y));

@@ -13,6 +13,7 @@
 //! convolutions) keeps the `gemm` crate, and so does a call whose operands do not match.
 
 mod aligned;
+mod channel_tile;
 mod driver;
 mod gemv;
 mod microkernel;
@@ -25,9 +26,11 @@ use graphlift_runtime::Tensor;
 
 use aligned::AlignedF32;
 
+use super::conv_channels as channel_lanes;
 use super::conv_geometry::{covers_images, pointwise_window, reads_fields_in_place};
 use super::int_avx2::IntegerPath;
 use crate::target::Target;
+pub(super) use channel_tile::{channel_product, ChannelOut};
 pub(super) use driver::{product, product_at, Columns, Lhs, Out, Rhs};
 pub(super) use gemv::gemv;
 use microkernel::{MR, NR};
@@ -203,20 +206,26 @@ impl PackedWeights {
         })
     }
 
-    /// The transpose of the `rows × cols` row-major matrix `src` (`cols × rows`) packed for
-    /// the right side, from node input `input`: a whole-image convolution's filters `[M, C ·
-    /// kH · kW]` as the loaded operand of the product of the images with them
-    /// (`super::whole_image`). `None` when `src` is shorter or a size overflows.
+    /// The transposes of `count` `rows × cols` row-major matrices of `src` (one after
+    /// another; each `cols × rows`) packed for the right side, from node input `input`: a
+    /// convolution's filters `[M, C · kH · kW]` as the loaded operand, one matrix per
+    /// group: of the product of the images with them where a window covers each image
+    /// (`super::whole_image`), or of the channel-lane tiles (`super::conv_channels`).
+    /// `None` when `src` is shorter or a size overflows.
     pub fn pack_transposed(
         src: &[f32],
         input: usize,
-        (rows, cols): (usize, usize),
+        (count, rows, cols): (usize, usize, usize),
     ) -> Option<PackedWeights> {
-        let src = src.get(..rows.checked_mul(cols)?)?;
-        let transposed: Vec<f32> = (0..cols)
-            .flat_map(|p| src.iter().skip(p).step_by(cols.max(1)).copied())
+        let matrix = rows.checked_mul(cols)?;
+        let src = src.get(..count.checked_mul(matrix)?)?;
+        let transposed: Vec<f32> = src
+            .chunks_exact(matrix.max(1))
+            .flat_map(|m| {
+                (0..cols).flat_map(move |p| m.iter().skip(p).step_by(cols.max(1)).copied())
+            })
             .collect();
-        PackedWeights::pack(&transposed, Side::Right, input, (1, cols, rows))
+        PackedWeights::pack(&transposed, Side::Right, input, (count, cols, rows))
     }
 
     /// `count` `i32` matrices of `rows × cols` from `src` (row-major, one after another) as
@@ -557,7 +566,13 @@ pub fn prepare(
                 .iter()
                 .try_fold(1usize, |n, &d| n.checked_mul(d))?;
             if data.is_some_and(|sx| covers_images(sx, f.shape(), conv)) {
-                return PackedWeights::pack_transposed(f32_data(f)?, 1, (dims[0], depth));
+                return PackedWeights::pack_transposed(f32_data(f)?, 1, (1, dims[0], depth));
+            }
+            let avx512 = target.avx512();
+            let lanes =
+                data.and_then(|sx| channel_lanes::pack(f32_data(f)?, sx, f.shape(), conv, avx512));
+            if lanes.is_some() {
+                return lanes;
             }
             let limit = match pointwise_window(&dims[2..], conv) {
                 true => AVX2_POINTWISE_LIMIT,
