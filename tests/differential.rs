@@ -322,3 +322,59 @@ fn regression_integer_x_minus_x_assigned_after_a_live_read() {
         panic!("{e}");
     }
 }
+
+/// Found by the stateful property: `r = read v2; s = r + p0; assign(v2, p0) after r;
+/// assign(v0, s)`, on `f32[1, 1, 7]`. CPU-JIT gave `s = p0 + p0` (the read saw the
+/// assign that is ordered after it), the INTERPRETER `v2 + p0`.
+#[test]
+fn regression_read_before_an_assign_of_a_parameter() {
+    let c = StateCase {
+        dims: vec![1, 1, 7],
+        params: vec![ParamSpec {
+            ty: 0,
+            keep: 65,
+            drop: 1,
+        }],
+        variables: vec![
+            VariableSpec {
+                ty: 0,
+                keep: 255,
+                drop: 0,
+                init: vec![],
+            };
+            3
+        ],
+        steps: vec![
+            StepSpec::Op(OpSpec {
+                kind: 1,
+                sub: 12,
+                operands: [19, 12, 0],
+                ty: 0,
+            }),
+            StepSpec::Assign {
+                variable: 2,
+                value: 14,
+                guarded: false,
+            },
+            StepSpec::Op(OpSpec {
+                kind: 1,
+                sub: 0,
+                operands: [0, 0, 0],
+                ty: 0,
+            }),
+            StepSpec::Assign {
+                variable: 0,
+                value: 23,
+                guarded: false,
+            },
+        ],
+        results: 0,
+        calls: 1,
+        seed: 0,
+    };
+    let jit = Backend::create("CPU-JIT").unwrap();
+    let interp = Backend::create("INTERPRETER").unwrap();
+    if let Err(e) = check_state(&*jit, &*interp, &c) {
+        panic!("{e}");
+    }
+}

@@ -12,18 +12,22 @@ use crate::JitError;
 
 /// Whether the kernel of `plan` may write output `output` into the buffer of live-in
 /// `input`: it reads that live-in only at the element it computes
-/// ([`KernelPlan::reads_contiguously`]), with the output's element type, and writes the
-/// output only in the loop that also loads the live-in (not from a library call or a
-/// streamed strip copy, which run after a strip's loads of other stages: [`StripPlan`]).
-/// Every element is then loaded before it is stored, by the same thread. Decided on the
-/// final plan (after its code path is chosen).
+/// ([`KernelPlan::reads_contiguously`]), with the output's element type; the output is
+/// computed from that load ([`KernelPlan::computed_from`]: an output that is not, such as a
+/// broadcast parameter, may be stored before the loop loads the live-in, and an element
+/// would then be read after it is overwritten); and it writes the output only in the loop
+/// that also loads the live-in (not from a library call or a streamed strip copy, which run
+/// after a strip's loads of other stages: [`StripPlan`]). Every element is then loaded
+/// before it is stored, by the same thread. Decided on the final plan (after its code path
+/// is chosen).
 pub fn writes_in_place(plan: &KernelPlan, input: usize, output: usize) -> bool {
-    let (Some(arg), Some(&(_, ty))) = (plan.args.get(input), plan.outputs.get(output)) else {
+    let (Some(arg), Some(&(slot, ty))) = (plan.args.get(input), plan.outputs.get(output)) else {
         return false;
     };
     input < plan.live_ins
         && arg.ty == ty
         && plan.reads_contiguously(input)
+        && plan.computed_from(slot, input)
         && StripPlan::of(plan).is_none_or(|s| !s.writes_output(output))
 }
 

@@ -134,6 +134,22 @@ impl KernelPlan {
                 )
             })
     }
+
+    /// Whether the value of slot `slot` is computed from a load of argument `arg`: a chain
+    /// of operands leads from it to such a load (so the code loads that element of `arg`
+    /// before it has the value to store).
+    pub fn computed_from(&self, slot: SlotId, arg: usize) -> bool {
+        let mut from = vec![false; self.slots.len()];
+        for (s, sl) in self.slots.iter().enumerate().take(slot.saturating_add(1)) {
+            from[s] = match &sl.op {
+                SlotOp::Load { arg: a, .. } => *a == arg,
+                op => operands(op)
+                    .iter()
+                    .any(|&o| from.get(o).copied().unwrap_or(false)),
+            };
+        }
+        from.get(slot).copied().unwrap_or(false)
+    }
 }
 
 /// A view of a value: `None` at the iteration space itself, `Some(T)` broadcast onto `T`.
