@@ -72,7 +72,7 @@ pub(in crate::native) fn channel_product(
     let planes: Vec<*mut f32> = out.planes.iter_mut().map(|p| p.as_mut_ptr()).collect();
     for i0 in positions.clone().step_by(MR) {
         let rows = MR.min(positions.end - i0);
-        // A tile's missing rows repeat its last position (computed, not stored).
+        // A tile's missing rows repeat its last position (not read).
         let bases: [*const f32; MR] =
             std::array::from_fn(|i| image.as_ptr().wrapping_add(bases[i0 + i.min(rows - 1)]));
         let tile = Tile {
@@ -103,7 +103,7 @@ pub(in crate::native) fn channel_product(
 
 /// One tile's operands as addresses (see [`channel_product`]): `a(i, p)` at `bases[i] +
 /// offsets[p]`, `b(p, j)` at `b + p · NR + j`, `c(j, i)` at `planes[j] + col + i`, for
-/// `i < rows` stored (all `MR` computed), `j < channels`, `p < k`.
+/// `i < rows`, `j < channels`, `p < k`.
 struct Tile {
     bases: [*const f32; MR],
     offsets: *const usize,
@@ -126,20 +126,43 @@ unsafe fn run(t: &Tile) {
     unsafe {
         match t.channels.div_ceil(LANES) {
             0 => {}
-            1 => tile::<1>(t),
-            2 => tile::<2>(t),
-            _ => tile::<3>(t),
+            1 => rows::<1>(t),
+            2 => rows::<2>(t),
+            _ => rows::<3>(t),
         }
     }
 }
 
-/// The tile with `V` vectors of channels.
+/// [`run`] with `V` vectors of channels and its number of rows known: a plane's last tile
+/// (one position of a 7x7 plane's 49) computes only its own rows.
 ///
 /// # Safety
 /// As [`run`], with `V == ⌈channels / 16⌉ ≤ 3`.
 #[cfg(target_arch = "x86_64")]
+unsafe fn rows<const V: usize>(t: &Tile) {
+    // SAFETY: as the caller guarantees; each arm's row count is `t.rows`.
+    unsafe {
+        match t.rows {
+            1 => tile::<V, 1>(t),
+            2 => tile::<V, 2>(t),
+            3 => tile::<V, 3>(t),
+            4 => tile::<V, 4>(t),
+            5 => tile::<V, 5>(t),
+            6 => tile::<V, 6>(t),
+            7 => tile::<V, 7>(t),
+            _ => tile::<V, MR>(t),
+        }
+    }
+}
+
+/// The tile with `V` vectors of channels and `R` rows (the rows past `R` transposed as
+/// zeros and not stored).
+///
+/// # Safety
+/// As [`run`], with `V == ⌈channels / 16⌉ ≤ 3` and `R == rows`.
+#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn tile<const V: usize>(t: &Tile) {
+unsafe fn tile<const V: usize, const R: usize>(t: &Tile) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm512_setzero_ps(); V]; MR];
     for p in 0..t.k {
@@ -149,7 +172,7 @@ unsafe fn tile<const V: usize>(t: &Tile) {
             let off = t.offsets.add(p).read();
             let row = t.b.add(p * NR);
             let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(row.add(v * LANES)));
-            for (base, acc) in t.bases.iter().zip(acc.iter_mut()) {
+            for (base, acc) in t.bases.iter().zip(acc.iter_mut()).take(R) {
                 let av = _mm512_set1_ps(base.add(off).read());
                 for (acc, &bv) in acc.iter_mut().zip(&bv) {
                     *acc = _mm512_fmadd_ps(av, bv, *acc);
