@@ -1,7 +1,7 @@
 //! The 2-D convolution shapes the native convolution kernels are tested on (forward and
 //! both backprops): dense, grouped, depthwise, pointwise, strided, dilated, unevenly padded,
-//! windows reading only padding, layers large enough to split over threads, and fields
-//! unrolled in bands.
+//! windows reading only padding, windows that tile the image, layers large enough to split
+//! over threads, and fields unrolled in bands.
 
 use graphlift_ir::{Convolution, Window};
 
@@ -17,6 +17,26 @@ pub(super) type Case = (
 );
 
 pub(super) const CASES: &[Case] = &[
+    // Windows that tile the image (stride = window, no padding): the transposed
+    // convolution's col2im writes each position once; two wide and three wide.
+    (
+        [1, 3, 8, 6],
+        [4, 3, 2, 2],
+        1,
+        [2, 2],
+        [1, 1],
+        [0, 0],
+        [0, 0],
+    ),
+    (
+        [2, 4, 9, 6],
+        [6, 2, 3, 3],
+        2,
+        [3, 3],
+        [1, 1],
+        [0, 0],
+        [0, 0],
+    ),
     // A dilated window wider than the row's inside: its first tap reads only padding for
     // every output column (found by the packed convolution's property test).
     (
