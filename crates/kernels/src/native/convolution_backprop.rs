@@ -147,13 +147,14 @@ fn backprop_data<T>(
         _ => cg,
     };
     let one = T::from(1.0);
-    // Channels `c0..` of (image, group) `k`, the block `out` of `dx`.
+    let tiled = mg > 0 && !depthwise && !pointwise && windows_tile(g, conv);
     // Each task clears its own block of `dx` before adding into it, on its own thread (a
     // clear of all of `dx` first ran alone while the other threads waited); a pointwise
-    // product, and windows that tile the image, overwrite it.
-    let tiled = !depthwise && !pointwise && windows_tile(g, conv);
+    // product of some depth, and windows that tile the image, overwrite it.
+    let overwrites = tiled || (pointwise && mg > 0);
+    // Channels `c0..` of (image, group) `k`, the block `out` of `dx`.
     let run = |(k, c0, out): (usize, usize, &mut [T])| {
-        if !pointwise && !tiled {
+        if !overwrites {
             out.fill(T::default());
         }
         let (b, grp) = (k / g.groups, k % g.groups);

@@ -60,8 +60,16 @@ pub(in crate::native) fn channel_product(
             .planes
             .iter()
             .all(|p| p.len() >= positions.end - out.first);
-    if !fits || k == 0 {
-        return fits;
+    if !fits {
+        return false;
+    }
+    if k == 0 {
+        // Empty sums: zeros.
+        let span = positions.start - out.first..positions.end - out.first;
+        out.planes
+            .iter_mut()
+            .for_each(|p| p[span.clone()].fill(0.0));
+        return true;
     }
     // The panel's `k × 48` values, zero-padded past `cols` (`PackedWeights::pack`).
     let panel_at = w.matrix_offset(matrix) + panel * NR * k;
