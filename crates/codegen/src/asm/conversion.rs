@@ -15,7 +15,7 @@ use graphlift_ir::ElementType;
 use graphlift_kernels::target::VectorIsa;
 
 use super::emit::{Fail, Writer};
-use super::inst::{XMM, YMM, ZMM, ZMM_LOW, ZMM_XMM};
+use super::inst::{XMM, YMM, ZMM};
 use super::program::{build, Program};
 use super::program_emit::Frame;
 use super::Refusal;
@@ -124,9 +124,9 @@ impl Writer<'_> {
         if t == ElementType::F16 && self.lay.isa == VectorIsa::Avx512 {
             // The half widened in lane 0 (the other lanes' halves are zeros), then that
             // lane broadcast: no word broadcast (AVX-512BW) needed, any register.
-            self.a.vmovd(ZMM_XMM[bits], eax)?;
-            self.a.vcvtph2ps(ZMM[bits], ZMM_LOW[bits])?;
-            self.a.vbroadcastss(ZMM[bits], ZMM_XMM[bits])?;
+            self.a.vmovd(XMM[bits], eax)?;
+            self.a.vcvtph2ps(ZMM[bits], YMM[bits])?;
+            self.a.vbroadcastss(ZMM[bits], XMM[bits])?;
             return Ok(());
         }
         if t == ElementType::F16 {

@@ -16,28 +16,19 @@ pub(super) const ZMM: [AsmRegisterZmm; 32] = [
     zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
     zmm28, zmm29, zmm30, zmm31,
 ];
-/// The AVX2 vector registers.
-pub(super) const YMM: [AsmRegisterYmm; 16] = [
-    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
-    ymm15,
-];
-/// The low halves of [`ZMM`]: where AVX-512 code keeps a vector of sixteen `f16`
-/// ([`super::conversion`]).
-pub(super) const ZMM_LOW: [AsmRegisterYmm; 32] = [
+/// The `ymm` registers by number: the AVX2 vector registers (AVX2 code names the first
+/// 16, [`VectorIsa::registers`]), and the low halves of [`ZMM`], where AVX-512 code keeps a
+/// vector of sixteen `f16` ([`super::conversion`]).
+pub(super) const YMM: [AsmRegisterYmm; 32] = [
     ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
     ymm15, ymm16, ymm17, ymm18, ymm19, ymm20, ymm21, ymm22, ymm23, ymm24, ymm25, ymm26, ymm27,
     ymm28, ymm29, ymm30, ymm31,
 ];
-/// The low 128 bits of [`ZMM`].
-pub(super) const ZMM_XMM: [AsmRegisterXmm; 32] = [
+/// The `xmm` registers by number: the low 128 bits of [`YMM`] and [`ZMM`].
+pub(super) const XMM: [AsmRegisterXmm; 32] = [
     xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14,
     xmm15, xmm16, xmm17, xmm18, xmm19, xmm20, xmm21, xmm22, xmm23, xmm24, xmm25, xmm26, xmm27,
     xmm28, xmm29, xmm30, xmm31,
-];
-/// The low halves of [`YMM`].
-pub(super) const XMM: [AsmRegisterXmm; 16] = [
-    xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14,
-    xmm15,
 ];
 
 /// A source operand.

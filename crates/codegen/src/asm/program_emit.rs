@@ -8,7 +8,7 @@ use iced_x86::code_asm::*;
 use graphlift_kernels::target::VectorIsa;
 
 use super::emit::{Fail, Writer};
-use super::inst::{broadcast, Fma, Src, XMM, YMM, ZMM, ZMM_LOW};
+use super::inst::{broadcast, Fma, Src, XMM, YMM, ZMM};
 use super::program::{Arg, Inst, Op, Program};
 use crate::plan::{operands, SlotId};
 
@@ -225,7 +225,7 @@ impl Writer<'_> {
                 }
             }
             VectorIsa::Avx2 => {
-                for (i, &y) in YMM.iter().enumerate() {
+                for (i, &y) in YMM[..VectorIsa::Avx2.registers()].iter().enumerate() {
                     let m = ymmword_ptr(rsp + 32 * i as i32);
                     if save {
                         self.a.vmovups(m, y)?;
@@ -456,8 +456,8 @@ impl Writer<'_> {
         // Rounding control 0: to nearest, ties to even.
         match self.lay.isa {
             VectorIsa::Avx512 => {
-                self.a.vcvtps2ph(ZMM_LOW[d], ZMM[x], 0)?;
-                self.a.vcvtph2ps(ZMM[d], ZMM_LOW[d])?;
+                self.a.vcvtps2ph(YMM[d], ZMM[x], 0)?;
+                self.a.vcvtph2ps(ZMM[d], YMM[d])?;
             }
             VectorIsa::Avx2 => {
                 self.a.vcvtps2ph(XMM[d], YMM[x], 0)?;
