@@ -47,6 +47,7 @@ use crate::proto::{GraphProto, NodeProto, ValueInfoProto};
 
 mod branch;
 mod checks;
+mod hoist;
 mod iterate;
 
 use checks::{graph_attr, int_attr, ints_attr};
@@ -389,65 +390,6 @@ fn import_binding(
             Err(e) => return Err(e),
         }
     }
-}
-
-/// The nodes of a loop body that read only loop-invariant values (outer-scope values, the
-/// `invariant` body inputs, and the outputs of such nodes), in order: deterministic
-/// default-domain nodes without subgraphs, and the `Constant`s they read. Hoisting them
-/// out of the loop computes them once per run instead of once per iteration (SLANet's
-/// decoder transposes two weight matrices in its body).
-fn hoistable<'a>(body: &GraphProto, invariant: impl Iterator<Item = &'a str>) -> Vec<usize> {
-    const IMPURE: [&str; 9] = [
-        "If",
-        "Loop",
-        "Scan",
-        "RandomNormal",
-        "RandomUniform",
-        "RandomNormalLike",
-        "RandomUniformLike",
-        "Bernoulli",
-        "Multinomial",
-    ];
-    let mut local: HashSet<&str> = body.input.iter().map(|v| v.name.as_str()).collect();
-    local.extend(body.initializer.iter().map(|t| t.name.as_str()));
-    for nd in &body.node {
-        local.extend(nd.output.iter().map(String::as_str));
-    }
-    let mut available: HashSet<&str> = invariant.collect();
-    let mut candidates = Vec::new();
-    for (k, nd) in body.node.iter().enumerate() {
-        let pure = super::is_default_domain(&nd.domain)
-            && !IMPURE.contains(&nd.op_type.as_str())
-            && nd
-                .attribute
-                .iter()
-                .all(|a| a.g.is_none() && a.graphs.is_empty());
-        let ready = nd
-            .input
-            .iter()
-            .all(|i| i.is_empty() || available.contains(i.as_str()) || !local.contains(i.as_str()));
-        if pure && ready {
-            available.extend(nd.output.iter().map(String::as_str));
-            candidates.push(k);
-        }
-    }
-    // Constants move only with a node that reads them.
-    let moving: Vec<usize> = candidates
-        .iter()
-        .copied()
-        .filter(|&k| body.node[k].op_type != "Constant")
-        .collect();
-    let read: HashSet<&str> = moving
-        .iter()
-        .flat_map(|&k| body.node[k].input.iter().map(String::as_str))
-        .collect();
-    candidates
-        .into_iter()
-        .filter(|&k| {
-            let nd = &body.node[k];
-            nd.op_type != "Constant" || nd.output.iter().any(|o| read.contains(o.as_str()))
-        })
-        .collect()
 }
 
 /// The [`Specializer`] of an ONNX loop body: imports the subgraph again with the bound

@@ -1,5 +1,6 @@
 //! `Loop` and `Scan` (see the parent module's doc).
 
+use super::hoist::{Carried, Settling};
 use super::*;
 
 impl<'m> Importer<'m> {
@@ -70,10 +71,16 @@ impl<'m> Importer<'m> {
         for (k, v) in inputs[2..].iter().enumerate() {
             initial.push(v.ok_or_else(|| arity(format!("loop-carried input {} is empty", k + 2)))?);
         }
-        // Carried values the body passes through unchanged are captured instead.
-        let invariant: Vec<bool> = (0..n)
-            .map(|k| body_g.output[1 + k].name == body_g.input[2 + k].name)
+        // How each carried value changes: one the body passes through is captured instead
+        // of carried; one that settles after the first iteration stays carried, but the
+        // hoisted nodes read both its values.
+        let carried: Vec<Carried> = (0..n)
+            .map(|k| {
+                let (from, to) = (&body_g.input[2 + k].name, &body_g.output[1 + k].name);
+                self.carried(body_g, (from, to), initial[k])
+            })
             .collect();
+        let invariant: Vec<bool> = carried.iter().map(|c| matches!(c, Carried::Same)).collect();
         let variant: Vec<usize> = (0..n).filter(|&k| !invariant[k]).collect();
         let ty = |f: &Function, o: Output| f.output_type(o).cloned().map_err(ir);
         let iter_t = declared_or(
@@ -94,46 +101,35 @@ impl<'m> Importer<'m> {
                 ty(&self.function, initial[k])?,
             ));
         }
-        // Loop-invariant code motion: the body's nodes that read only invariant values run
-        // once, before the loop, in this graph (the invariant carried values are their
-        // initial values here while they are imported).
+        // Loop-invariant code motion (`hoist.rs`): the body's nodes that read only invariant
+        // values run once, before the loop, in this graph.
         let invariant_names: Vec<(String, Output)> = (0..n)
             .filter(|&k| invariant[k])
             .map(|k| (body_g.input[2 + k].name.clone(), initial[k]))
             .collect();
-        let hoisted = if invariant_names
-            .iter()
-            .any(|(name, _)| self.values.contains_key(name))
-        {
-            Vec::new()
-        } else {
-            hoistable(body_g, invariant_names.iter().map(|(n, _)| n.as_str()))
-        };
+        let settling: Vec<Settling> = carried
+            .into_iter()
+            .enumerate()
+            .filter_map(|(k, c)| match c {
+                Carried::Settles { settled, chain } => Some(Settling {
+                    name: body_g.input[2 + k].name.clone(),
+                    first: initial[k],
+                    settled,
+                    chain,
+                }),
+                _ => None,
+            })
+            .collect();
+        let iteration = body_g.input[0].name.clone();
         let body_owned: GraphProto;
-        let body_g: &GraphProto = if hoisted.is_empty() {
-            body_g
-        } else {
-            for (name, v) in &invariant_names {
-                self.values.insert(name.clone(), *v);
-            }
-            let imported: Result<(), OnnxError> = hoisted
-                .iter()
-                .try_for_each(|&h| self.node(h, &body_g.node[h]));
-            for (name, _) in &invariant_names {
-                self.values.remove(name);
-            }
-            imported?;
-            let mut b = body_g.clone();
-            b.node = body_g
-                .node
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| !hoisted.contains(k))
-                .map(|(_, n)| n.clone())
-                .collect();
-            body_owned = b;
-            &body_owned
-        };
+        let body_g: &GraphProto =
+            match self.hoist(body_g, &invariant_names, &settling, &iteration)? {
+                Some(b) => {
+                    body_owned = b;
+                    &body_owned
+                }
+                None => body_g,
+            };
         let mut results = vec![body_g.output[0].name.clone()];
         results.extend(variant.iter().map(|&k| body_g.output[1 + k].name.clone()));
         results.extend(body_g.output[1 + n..].iter().map(|o| o.name.clone()));
