@@ -17,7 +17,9 @@ mod steps;
 use std::sync::Arc;
 
 pub use batch_split::SampleSpread;
-use buffers::{assign_buffers, peak_bytes, plan_forwarding, plan_lifetimes, MAX_RECYCLE_BINS};
+use buffers::{
+    assign_buffers, peak_bytes, plan_forwarding, plan_lifetimes, Bins, Recycling, MAX_RECYCLE_BINS,
+};
 pub use executable::CpuJitExecutable;
 use executable::ExecutablePlan;
 use executable_cache::ExecutableCache;
@@ -98,9 +100,9 @@ pub struct CpuJitBackend {
     target: Target,
     /// Plans of live executables, by Function ([`executable_cache`]); `None` when off.
     executables: Option<Arc<ExecutableCache>>,
-    /// Whether executables keep their dead temporaries between calls (the default) or free
-    /// them at the end of each call ([`CpuJitBackend::with_buffer_recycling`]).
-    recycle_buffers: bool,
+    /// Where executables keep their dead temporaries between calls
+    /// ([`CpuJitBackend::with_buffer_recycling`], [`CpuJitBackend::with_shared_buffers`]).
+    recycling: Recycling,
 }
 
 impl Default for CpuJitBackend {
@@ -135,7 +137,7 @@ impl CpuJitBackend {
             cache: Arc::new(KernelCache::new(target.kernel_cache_capacity())),
             target,
             executables: Some(Arc::default()),
-            recycle_buffers: true,
+            recycling: Recycling::Own,
         }
     }
 
@@ -285,7 +287,20 @@ impl CpuJitBackend {
     /// each run once per call of the model, whose kept buffers would only hold memory).
     pub fn with_buffer_recycling(self, on: bool) -> CpuJitBackend {
         CpuJitBackend {
-            recycle_buffers: on,
+            recycling: if on { Recycling::Own } else { Recycling::Off },
+            ..self
+        }
+    }
+
+    /// This backend with executables that keep their dead temporaries between calls in
+    /// bins shared by every executable compiled from now on by it and its clones (a few
+    /// bins, each one call's buffers): for executables that run one after another with
+    /// buffers of the same types, as the per-iteration specialisations of one loop body
+    /// do, which would each hold a set of buffers of their own, or allocate and free them
+    /// at every call. A buffer of another type than a step's output is not used.
+    pub fn with_shared_buffers(self) -> CpuJitBackend {
+        CpuJitBackend {
+            recycling: Recycling::Shared(Arc::default()),
             ..self
         }
     }

@@ -35,6 +35,35 @@ pub(super) fn peak_bytes(steps: &[Step], g: &Function) -> Result<usize, RuntimeE
 /// each thread; more concurrent calls allocate afresh).
 pub(super) const MAX_RECYCLE_BINS: usize = 4;
 
+/// Bins of dead temporaries from earlier calls, each indexed by buffer: a step's output
+/// takes its buffer's tensor from the bin of its call (kernels and MatMul write into it)
+/// when it has the output's type, instead of allocating and page-faulting a new one.
+pub(super) type Bins = std::sync::Mutex<Vec<Vec<Option<graphlift_runtime::Tensor>>>>;
+
+/// Where an executable keeps its dead temporaries when a call ends
+/// ([`CpuJitBackend::with_buffer_recycling`], [`CpuJitBackend::with_shared_buffers`]).
+#[derive(Debug, Clone)]
+pub(super) enum Recycling {
+    /// In bins of its own (the default).
+    Own,
+    /// Nowhere: they are freed.
+    Off,
+    /// In bins shared by every executable compiled by the backends cloned from the one
+    /// that made them.
+    Shared(std::sync::Arc<Bins>),
+}
+
+impl Recycling {
+    /// The bins of a new executable, and whether its calls leave their bins there.
+    pub(super) fn bins(&self) -> (std::sync::Arc<Bins>, bool) {
+        match self {
+            Recycling::Own => (std::sync::Arc::default(), true),
+            Recycling::Off => (std::sync::Arc::default(), false),
+            Recycling::Shared(bins) => (std::sync::Arc::clone(bins), true),
+        }
+    }
+}
+
 /// Assigns every temporary a buffer: temporaries of one tensor type whose lifetimes do not
 /// overlap share one (greedy interval colouring in step order; a step's outputs never take
 /// the buffer of a value that dies at that step, which it may still be reading). Returns the

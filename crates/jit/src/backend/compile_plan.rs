@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::epilogue::fuse_epilogues;
 use graphlift_ir::{Function, Op, Output};
@@ -110,10 +110,11 @@ impl CpuJitBackend {
         (parallel, batch_pool): (Arc<Parallel>, Arc<Parallel>),
         variables: Option<VariableStore>,
     ) -> CpuJitExecutable {
+        let (recycled, recycle_buffers) = self.recycling.bins();
         CpuJitExecutable {
             plan,
-            recycled: Mutex::new(Vec::new()),
-            recycle_buffers: self.recycle_buffers,
+            recycled,
+            recycle_buffers,
             parallel,
             batch_pool,
             wakes_helpers: AtomicBool::new(false),

@@ -16,15 +16,17 @@ use super::{CpuJitBackend, CpuJitExecutable};
 /// pool); specialisations compile on first use. The bodies bypass the executable cache:
 /// [`CompiledBodies`] keeps each compiled body itself, and the specialisations of one body
 /// differ only in constants, so they share a fingerprint and every lookup would compare a
-/// new one with all before it (quadratic in the iteration count: SLANet's 501). A
-/// specialisation runs once per call of the loop, so it keeps no temporaries between calls
-/// ([`CpuJitBackend::with_buffer_recycling`]): SLANet's 501 kept about 0.7 GB.
+/// new one with all before it (quadratic in the iteration count: SLANet's 501). The
+/// specialisations of a body share one set of recycled temporaries
+/// ([`CpuJitBackend::with_shared_buffers`]): each runs once per call of the loop, so
+/// buffers of its own would be held between calls (SLANet's 501 kept about 0.7 GB) or
+/// allocated and freed at every iteration.
 pub(super) fn compile_bodies(
     backend: &CpuJitBackend,
     cf: &ControlFlow,
 ) -> Result<CompiledBodies, RuntimeError> {
     let be = backend.clone().with_executable_cache(false);
-    let once = be.clone().with_buffer_recycling(false);
+    let once = be.clone().with_shared_buffers();
     let compile: CompileFn = Arc::new(move |f| be.compile(f));
     let specialize: CompileFn = Arc::new(move |f| once.compile(f));
     CompiledBodies::new(cf, &compile, specialize)

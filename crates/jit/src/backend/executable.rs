@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use graphlift_ir::{Function, Op};
 use graphlift_kernels::target::VectorIsa;
@@ -36,10 +36,9 @@ pub struct CpuJitExecutable {
     /// What the compiler made of the Function; shared with every executable of the same
     /// Function from the backend's executable cache.
     pub(super) plan: Arc<ExecutablePlan>,
-    /// Bins of dead temporaries from earlier calls, indexed by buffer: a step's output takes
-    /// its buffer's tensor from the bin (kernels and MatMul write into it) instead of
-    /// allocating and page-faulting a new one.
-    pub(super) recycled: Mutex<Vec<Vec<Option<Tensor>>>>,
+    /// Bins of dead temporaries from earlier calls ([`Bins`]), this executable's own or
+    /// shared ([`super::buffers::Recycling`]).
+    pub(super) recycled: Arc<Bins>,
     /// Whether a call leaves its bin in `recycled` ([`CpuJitBackend::with_buffer_recycling`]).
     pub(super) recycle_buffers: bool,
     pub(super) parallel: Arc<Parallel>,

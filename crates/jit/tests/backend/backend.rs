@@ -386,21 +386,19 @@ fn matmul_results_write_into_the_callers_output() {
     }
 }
 
-/// Intermediates share buffers by liveness and are recycled across calls: each of several
-/// calls with different inputs, through JIT kernels and native steps writing into buffers
-/// an earlier call filled, matches the interpreter.
-#[test]
-fn recycled_buffers_are_fully_rewritten_every_call() {
+/// `n × n` `x` through three rounds of `MatMul(op(xᵀ) + xᵀ, x)`, `op` alternating Relu and
+/// Negative (`flip` starts with Negative): JIT kernels between native steps.
+fn recycle_chain(n: usize, flip: bool) -> graphlift_ir::Function {
     let mut f = graphlift_ir::Function::new("recycle");
     let x = f
-        .add_parameter("x", F32, graphlift_ir::Shape::new([16, 16]))
+        .add_parameter("x", F32, graphlift_ir::Shape::new([n, n]))
         .unwrap();
     let mut v: graphlift_ir::Output = x.into();
     for k in 0..3 {
         let t = f.add_node(Op::Transpose(vec![1, 0]), &[v]).unwrap();
         let e = f
             .add_node(
-                Op::Unary(if k % 2 == 0 {
+                Op::Unary(if (k % 2 == 0) != flip {
                     graphlift_ir::UnaryOp::Relu
                 } else {
                     graphlift_ir::UnaryOp::Negative
@@ -421,6 +419,39 @@ fn recycled_buffers_are_fully_rewritten_every_call() {
             .into();
     }
     f.add_result(v, None).unwrap();
+    f
+}
+
+/// Checks call `call` of `exe` (of [`recycle_chain`] `f`, `n × n`) against the interpreter.
+fn check_recycled_call(exe: &dyn Executable, f: &graphlift_ir::Function, n: usize, call: usize) {
+    let x = Tensor::from_vec(
+        (0..n * n)
+            .map(|i| ((i * 7 + call * 13) % 19) as f32 / 9.0 - 1.0)
+            .collect(),
+        [n, n],
+    )
+    .unwrap();
+    let got = exe.run(std::slice::from_ref(&x)).unwrap();
+    let want = InterpreterBackend.compile(f).unwrap().run(&[x]).unwrap();
+    for (g, w) in got[0]
+        .read::<f32>()
+        .unwrap()
+        .iter()
+        .zip(want[0].read::<f32>().unwrap())
+    {
+        assert!(
+            (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+            "{n} x {n}, call {call}: {g} vs {w}"
+        );
+    }
+}
+
+/// Intermediates share buffers by liveness and are recycled across calls: each of several
+/// calls with different inputs, through JIT kernels and native steps writing into buffers
+/// an earlier call filled, matches the interpreter.
+#[test]
+fn recycled_buffers_are_fully_rewritten_every_call() {
+    let f = recycle_chain(16, false);
     let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
     assert_eq!(exe.kernels().len(), 3);
     // Eight [16, 16] f32 temporaries before the result, at most two alive at once.
@@ -429,27 +460,29 @@ fn recycled_buffers_are_fully_rewritten_every_call() {
         "{}",
         exe.intermediate_buffers()
     );
-    let interp = InterpreterBackend.compile(&f).unwrap();
     for call in 0..3 {
-        let x = Tensor::from_vec(
-            (0..256)
-                .map(|i| ((i * 7 + call * 13) % 19) as f32 / 9.0 - 1.0)
-                .collect(),
-            [16, 16],
-        )
-        .unwrap();
-        let got = exe.run(std::slice::from_ref(&x)).unwrap();
-        let want = interp.run(&[x]).unwrap();
-        for (g, w) in got[0]
-            .read::<f32>()
-            .unwrap()
-            .iter()
-            .zip(want[0].read::<f32>().unwrap())
-        {
-            assert!(
-                (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                "call {call}: {g} vs {w}"
-            );
+        check_recycled_call(&exe, &f, 16, call);
+    }
+}
+
+/// Executables of one backend with shared buffers (as a loop body's specialisations are)
+/// take each other's dead temporaries: called in turn, those of the same types (other ops)
+/// and of other sizes each match the interpreter every call.
+#[test]
+fn executables_sharing_buffers_rewrite_each_others() {
+    let be = CpuJitBackend::new().with_shared_buffers();
+    let cases = [(16, false), (16, true), (12, false)];
+    let fs: Vec<_> = cases
+        .iter()
+        .map(|&(n, flip)| recycle_chain(n, flip))
+        .collect();
+    let exes: Vec<_> = fs
+        .iter()
+        .map(|f| be.compile_executable(f).unwrap())
+        .collect();
+    for call in 0..3 {
+        for ((exe, f), &(n, _)) in exes.iter().zip(&fs).zip(&cases) {
+            check_recycled_call(exe, f, n, call);
         }
     }
 }
