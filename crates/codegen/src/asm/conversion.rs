@@ -111,6 +111,39 @@ impl Writer<'_> {
         self.convert_loaded(k, bits)
     }
 
+    /// Loads `bool` slot `k` from `m`: its bytes (0 or 1) widened to 32-bit lanes, then each
+    /// lane's low bit copied over the lane (`vpslld` and `vpsrad` by 31): the mask the
+    /// kernel holds for a `bool`, all ones for true, as in Cranelift's code.
+    pub(super) fn load_bool(&mut self, k: SlotId, m: AsmMemoryOperand) -> Result<(), Fail> {
+        let d = self.v(k);
+        match self.lay.isa {
+            VectorIsa::Avx512 => {
+                let (m, z) = (xmmword_ptr(m), ZMM[d]);
+                if self.masked {
+                    self.a.vpmovzxbd(z.k1().z(), m)?;
+                } else {
+                    self.a.vpmovzxbd(z, m)?;
+                }
+                self.a.vpslld(z, z, 31)?;
+                self.a.vpsrad(z, z, 31)?;
+            }
+            VectorIsa::Avx2 => {
+                let y = YMM[d];
+                self.a.vpmovzxbd(y, qword_ptr(m))?;
+                self.a.vpslld(y, y, 31)?;
+                self.a.vpsrad(y, y, 31)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Splats the `bool` at `[rax]` into slot `k` as its mask (an invariant load).
+    pub(super) fn splat_bool(&mut self, k: SlotId) -> Result<(), Fail> {
+        self.a.movzx(eax, byte_ptr(rax))?;
+        self.a.neg(eax)?;
+        self.splat_eax(self.v(k))
+    }
+
     /// Splats the element of narrow storage type `t` at `[rax]` into slot `k` (an invariant
     /// load), converted as [`Writer::load_narrow`] does.
     pub(super) fn splat_narrow(&mut self, k: SlotId, t: ElementType) -> Result<(), Fail> {

@@ -223,7 +223,9 @@ impl Writer<'_> {
             match &s.op {
                 SlotOp::Load { arg, .. } => {
                     self.a.mov(rax, qword_ptr(r11 + (8 * arg) as i32))?;
-                    if s.storage == s.ty {
+                    if s.ty == ElementType::Bool {
+                        self.splat_bool(k)?;
+                    } else if s.storage == s.ty {
                         self.broadcast_from(d, ptr(rax))?;
                     } else {
                         self.splat_narrow(k, s.storage)?;
@@ -292,7 +294,9 @@ impl Writer<'_> {
                             let p = POINTERS[lay.arg_reg[*arg].unwrap_or(0)];
                             let m = self.element(p, self.arg_size(*arg), u);
                             let s = &plan.slots[k];
-                            if s.storage == s.ty {
+                            if s.ty == ElementType::Bool {
+                                self.load_bool(k, m)?;
+                            } else if s.storage == s.ty {
                                 let d = self.v(k);
                                 self.load(d, m)?;
                             } else {

@@ -310,9 +310,12 @@ impl Layout {
         for (k, slot) in plan.slots.iter().enumerate() {
             let l = match &slot.op {
                 SlotOp::Load { arg, addressing } => {
-                    if slot.ty == ElementType::Bool {
-                        // Stored as bytes, held as 32-bit masks: no load of that here.
-                        return Err(Refusal::NotF32);
+                    // A `bool` is stored as a byte and held as a 32-bit mask, widened as it is
+                    // loaded ([`Writer::load_bool`]); a run broadcasts 32-bit values only.
+                    if slot.ty == ElementType::Bool
+                        && matches!(addressing, Addressing::General { .. })
+                    {
+                        return Err(Refusal::Storage(ElementType::Bool));
                     }
                     if slot.storage != slot.ty {
                         if matches!(addressing, Addressing::General { .. }) {

@@ -4,7 +4,7 @@
 
 use super::{Aux, Lowering};
 use crate::plan::{operands, KernelPlan, SlotId, SlotOp};
-use graphlift_ir::BinaryOp;
+use graphlift_ir::{BinaryOp, ElementType};
 
 /// The per-element loads that can be the memory operand of their reader: read once, by an
 /// op whose instruction takes memory in that place (the second source; either source of
@@ -19,7 +19,11 @@ pub(super) fn fold_loads(
     let uses = plan.use_counts();
     let foldable = |o: SlotId| {
         let s = &plan.slots[o];
-        uses[o] == 1 && !pinned[o] && s.storage == s.ty && matches!(s.op, SlotOp::Load { .. })
+        uses[o] == 1
+            && !pinned[o]
+            && s.storage == s.ty
+            && s.ty != ElementType::Bool
+            && matches!(s.op, SlotOp::Load { .. })
     };
     let mut folded = vec![false; n];
     for l in lowering.iter().flatten() {
