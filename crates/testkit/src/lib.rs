@@ -333,7 +333,7 @@ pub fn first_difference(got: &TensorData, want: &TensorData) -> Option<usize> {
 }
 
 /// The bits of each tensor's elements, zero-extended to 32 bits (`f32`, `i32`, `u32` and the
-/// 8- and 16-bit types: floats' raw bits, integers' two's complement).
+/// 8- and 16-bit types: floats' raw bits, integers' two's complement; `bool` as 0 or 1).
 ///
 /// # Panics
 /// On a tensor of another element type.
@@ -352,6 +352,7 @@ pub fn bits(outs: &[Tensor]) -> Vec<Vec<u32>> {
             TensorData::U8(v) => each(v, u32::from),
             TensorData::I16(v) => each(v, |x| u32::from(x as u16)),
             TensorData::U16(v) => each(v, u32::from),
+            TensorData::Bool(v) => each(v, u32::from),
             other => panic!("no 32-bit view of {} elements", other.element_type()),
         })
         .collect()

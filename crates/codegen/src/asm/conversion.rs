@@ -6,7 +6,10 @@
 //! by programs translated from [`crate::half`], the code Cranelift's loops run. AVX-512
 //! code takes `f16` only, sixteen at a time by the same two instructions on `zmm`
 //! registers, masked by `k1` in the tail body (masked-off elements are neither read nor
-//! written, and do not fault: a tail that ends at an unmapped page runs).
+//! written, and do not fault: a tail that ends at an unmapped page runs). Both read and
+//! write `bool` (bytes 0 or 1, held as masks of all ones or zeros): widened by `vpmovzxbd`
+//! and the low bit spread over the lane; stored as each lane's top bit, by `vpmovdb` on
+//! AVX-512 and the packs on AVX2.
 
 use iced_x86::code_asm::*;
 
@@ -197,9 +200,11 @@ impl Writer<'_> {
     }
 
     /// Stores slot `k` as narrow storage type `t` to `m`: `f16` converted by `vcvtps2ph`;
-    /// else its lanes (for a `bf16`, the bits its store program gives, in its last scratch
-    /// register) packed into that scratch register, then its low 16 or 8 bytes stored. The
-    /// slot's register is kept.
+    /// a `bool` (a mask) as bytes 0 or 1 (each lane's top bit shifted down into its scratch
+    /// register, then `vpmovdb` on AVX-512, the integer packs on AVX2); else its lanes (for
+    /// a `bf16`, the bits its store program gives, in its last scratch register) packed
+    /// into that scratch register, then its low 16 or 8 bytes stored. The slot's register
+    /// is kept.
     pub(super) fn store_narrow(
         &mut self,
         k: SlotId,
@@ -220,6 +225,20 @@ impl Writer<'_> {
             }
             return Ok(());
         }
+        if t == ElementType::Bool {
+            let tmp = self.scratch(k, 0);
+            if lay.isa == VectorIsa::Avx512 {
+                self.a.vpsrld(ZMM[tmp], ZMM[self.v(k)], 31)?;
+                if self.masked {
+                    self.a.vpmovdb(xmmword_ptr(m).k1(), ZMM[tmp])?;
+                } else {
+                    self.a.vpmovdb(xmmword_ptr(m), ZMM[tmp])?;
+                }
+                return Ok(());
+            }
+            self.a.vpsrld(YMM[tmp], YMM[self.v(k)], 31)?;
+            return self.pack_store(tmp, tmp, ElementType::U8, m);
+        }
         let (src, tmp) = match lay.store_conv[k].as_ref() {
             Some(p) => {
                 let out = self.scratch(k, p.scratch);
@@ -233,6 +252,18 @@ impl Writer<'_> {
             }
             None => (self.v(k), self.scratch(k, 0)),
         };
+        self.pack_store(src, tmp, t, m)
+    }
+
+    /// AVX2: the lanes of `src`, each one of `t`'s values (8- or 16-bit integers, or bits),
+    /// packed into `tmp` and its low 16 or 8 bytes stored to `m`.
+    fn pack_store(
+        &mut self,
+        src: usize,
+        tmp: usize,
+        t: ElementType,
+        m: AsmMemoryOperand,
+    ) -> Result<(), Fail> {
         // Every lane holds one of `t`'s values (`crate::storage`), so the saturating packs
         // only drop the high bytes.
         let signed = matches!(t, ElementType::I8 | ElementType::I16);

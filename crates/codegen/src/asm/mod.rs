@@ -276,7 +276,8 @@ impl Layout {
                 ElementType::F32 | ElementType::I32 | ElementType::Bool
             )
         }) && plan.outputs.iter().all(|&(_, t)| {
-            matches!(t, ElementType::F32 | ElementType::I32) || conversion::takes(isa, t)
+            matches!(t, ElementType::F32 | ElementType::I32 | ElementType::Bool)
+                || conversion::takes(isa, t)
         });
         if !lanes_32 || plan.slots.is_empty() {
             return Err(Refusal::NotF32);

@@ -25,7 +25,8 @@ pub enum Refusal {
     /// conversions for here: any but `f16` in AVX-512 code, `u32` in AVX2 code, or a narrow
     /// input read as a run (a column or channel vector).
     Storage(graphlift_ir::ElementType),
-    /// A value or output is not `f32`.
+    /// A value or output is of none of the types the assembler holds in 32-bit lanes
+    /// (`f32`, `i32`, `bool`; narrow storage types are [`Refusal::Storage`]).
     NotF32,
     /// An operation the assembler has no code for (its name).
     Op(String),
