@@ -3,12 +3,13 @@
 //! the enclosing graph.
 //!
 //! Two kinds of loop-carried value qualify besides outer-scope values:
-//! - **Passed through.** The body's output is its input, or a chain of value-preserving
-//!   nodes of it (`Identity`, `Reshape`, `Squeeze`, `Unsqueeze`, `Flatten` back to the same
-//!   type; `x + (−0)`, `x − (+0)`, `x · 1`, `x / 1`): the value is the initial one in every
-//!   iteration, so it is captured instead of carried.
-//! - **Settling.** The chain also adds `+0` (Paddle2ONNX writes every carried value as
-//!   `Squeeze(Unsqueeze(x) + 0)`), which turns `−0` into `+0`: iteration 0 reads `x₀`, every
+//! - **Passed through.** The body's output is its input, or a chain of nodes that keep it
+//!   (`Identity`, `Reshape`, `Squeeze`, `Unsqueeze`, `Flatten` back to the same type, and
+//!   integer `+ 0`, `− 0`, `· 1`, `/ 1`): the value is the initial one in every iteration,
+//!   so it is captured instead of carried.
+//! - **Settling.** The chain also does float arithmetic by a neutral element (Paddle2ONNX
+//!   writes every carried value as `Squeeze(Unsqueeze(x) + 0)`): `x + 0` turns `−0` into
+//!   `+0`, and any of them quiets a signalling NaN, so iteration 0 reads `x₀` and every
 //!   later one `h(x₀)` (`h` is idempotent). A node that reads such a value runs twice before
 //!   the loop, on `x₀` and on `h(x₀)`, and the body selects between the two results with
 //!   `Where(iteration = 0, first, settled)`: bit for bit what the loop computed, and a select
