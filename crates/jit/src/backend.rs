@@ -283,8 +283,9 @@ impl CpuJitBackend {
     /// This backend with executables that keep their dead temporaries from one call for the
     /// next (on, the default: a call takes its buffers from the last one's instead of
     /// allocating and page-faulting new ones) or free them when a call ends (off: for
-    /// executables called rarely, such as the per-iteration specialisations of a loop body,
-    /// each run once per call of the model, whose kept buffers would only hold memory).
+    /// executables called rarely, whose kept buffers would only hold memory; executables
+    /// that run one after another, as a loop body's specialisations do, share theirs
+    /// instead: [`CpuJitBackend::with_shared_buffers`]).
     pub fn with_buffer_recycling(self, on: bool) -> CpuJitBackend {
         CpuJitBackend {
             recycling: if on { Recycling::Own } else { Recycling::Off },
