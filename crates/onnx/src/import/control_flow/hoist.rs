@@ -365,14 +365,19 @@ impl<'m> Importer<'m> {
         Ok(name)
     }
 
-    /// `base`, or `base_1`, `base_2`, ...: the first that names no value of this graph or
-    /// of `body`.
+    /// `base`, or `base_1`, `base_2`, ...: the first that names no value of this graph
+    /// (made so far or still to come) or of `body`.
     fn fresh(&self, body: &GraphProto, base: &str) -> String {
+        let names = |g: &GraphProto, n: &str| {
+            g.input.iter().any(|v| v.name == n)
+                || g.node.iter().any(|nd| nd.output.iter().any(|o| o == n))
+        };
         let taken = |n: &str| {
             self.values.contains_key(n)
                 || self.initializers.contains_key(n)
-                || body.input.iter().any(|v| v.name == n)
-                || body.node.iter().any(|nd| nd.output.iter().any(|o| o == n))
+                || self.reserved.contains(n)
+                || names(self.graph, n)
+                || names(body, n)
         };
         let mut name = base.to_string();
         let mut k = 0;
