@@ -316,9 +316,14 @@ fn regression_integer_x_minus_x_assigned_after_a_live_read() {
         calls: 2,
         seed: 0,
     };
+    state_agrees(&c);
+}
+
+/// Checks one stateful case on CPU-JIT against the INTERPRETER, panicking with the finding.
+fn state_agrees(c: &StateCase) {
     let jit = Backend::create("CPU-JIT").unwrap();
     let interp = Backend::create("INTERPRETER").unwrap();
-    if let Err(e) = check_state(&*jit, &*interp, &c) {
+    if let Err(e) = check_state(&*jit, &*interp, c) {
         panic!("{e}");
     }
 }
@@ -372,9 +377,5 @@ fn regression_read_before_an_assign_of_a_parameter() {
         calls: 1,
         seed: 0,
     };
-    let jit = Backend::create("CPU-JIT").unwrap();
-    let interp = Backend::create("INTERPRETER").unwrap();
-    if let Err(e) = check_state(&*jit, &*interp, &c) {
-        panic!("{e}");
-    }
+    state_agrees(&c);
 }
