@@ -7,9 +7,10 @@ use std::ops::Range;
 
 use graphlift_ir::Convolution;
 
-use super::conv_geometry::{im2col, is_pointwise, take_every, Geometry};
+use super::conv_geometry::{im2col, is_pointwise, Geometry};
 use super::gemm_call::{gemm_into, Strided};
 use super::packed::{self, Columns, Element, Lhs, Out, PackedWeights, Rhs, Side};
+use super::phases::PhaseSplit;
 use super::scratch::Scratch;
 use crate::parallel::{for_each, Team};
 
@@ -356,27 +357,28 @@ impl<T: Float> Dense<'_, T> {
         let src = &self.x[first..first + self.cg() * g.h * g.w];
         // Each phase row once: the image row it holds between zeros for the padding, or
         // zeros (the channel's buffer is not cleared first: that was a second pass over it).
+        // A row is split into all its phases in one pass.
+        let split = PhaseSplit::new(g.w, (left, sw), imp.wq);
         let channel = |(src, out): (&[T], &mut [T])| {
             for y in 0..sh * imp.hq {
                 let image_row = y.checked_sub(top).filter(|&iy| iy < g.h);
+                let first = (y % sh) * sw * phase + (y / sh) * imp.wq;
                 for px in 0..sw {
-                    let at = ((y % sh) * sw + px) * phase + (y / sh) * imp.wq;
-                    let segment = &mut out[at..at + imp.wq];
-                    let Some(iy) = image_row else {
-                        segment.fill(T::default());
-                        continue;
-                    };
-                    // The first image column in phase column `px`, where it lands, and how
-                    // many of the row's columns the phase row holds.
-                    let row = &src[iy * g.w..(iy + 1) * g.w];
-                    let ix0 = (px + sw - left % sw) % sw;
-                    let start = ((ix0 + left) / sw).min(imp.wq);
-                    let taken = g.w.saturating_sub(ix0).div_ceil(sw).min(imp.wq - start);
-                    let (before, rest) = segment.split_at_mut(start);
-                    let (image, after) = rest.split_at_mut(taken);
-                    before.fill(T::default());
-                    take_every(row.get(ix0..).unwrap_or_default(), sw, image);
-                    after.fill(T::default());
+                    let segment = &mut out[first + px * phase..][..imp.wq];
+                    match image_row {
+                        Some(_) => {
+                            let held = split.held(px);
+                            segment[..held.start].fill(T::default());
+                            segment[held.end..].fill(T::default());
+                        }
+                        None => segment.fill(T::default()),
+                    }
+                }
+                let Some(iy) = image_row else { continue };
+                let (row, out) = (&src[iy * g.w..(iy + 1) * g.w], &mut out[first..]);
+                match (T::as_f32(row), T::as_f32_mut(out)) {
+                    (Some(row), Some(out)) => split.split_f32(row, out, phase),
+                    _ => split.split(row, out, phase),
                 }
             }
         };

@@ -32,6 +32,7 @@ mod narrow_vnni;
 mod normalize;
 mod packed;
 mod pad;
+mod phases;
 mod pooling;
 mod quantized_matmul;
 mod recurrent;

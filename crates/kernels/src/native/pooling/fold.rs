@@ -15,6 +15,8 @@ use graphlift_ir::Window;
 use multiversion::multiversion;
 use num_traits::Float;
 
+use crate::native::phases::deinterleave;
+
 /// Per output position along one axis of extent `input`: the window taps `lo..hi` that read
 /// inside the input, and the input index of tap 0 before the padding is taken off (tap `t`
 /// reads `start + t · dilation − pad_begin`).
@@ -197,21 +199,6 @@ fn split_phases<'s, T: Float>(
         }
     }
     scratch
-}
-
-/// `phases[p · n + i] = src[i · S + p]` for every whole chunk of `S` in `src` (at most `n`).
-#[multiversion(targets = "simd")]
-fn deinterleave<T: Float, const S: usize>(src: &[T], phases: &mut [T], n: usize) {
-    let (chunks, _) = src.as_chunks::<S>();
-    let m = chunks.len().min(n);
-    let mut outs = phases.chunks_exact_mut(n.max(1));
-    let mut lanes: [&mut [T]; S] =
-        std::array::from_fn(|_| outs.next().map(|l| &mut l[..m]).unwrap_or_default());
-    for (i, c) in chunks[..m].iter().enumerate() {
-        for (lane, &v) in lanes.iter_mut().zip(c) {
-            lane[i] = v;
-        }
-    }
 }
 
 /// `m[i] = fold(m[i], src[i])`: one more of a window's rows (its row maxima) folded into
