@@ -358,7 +358,7 @@ impl<T: Float> Dense<'_, T> {
         // Each phase row once: the image row it holds between zeros for the padding, or
         // zeros (the channel's buffer is not cleared first: that was a second pass over it).
         // A row is split into all its phases in one pass.
-        let split = PhaseSplit::new(g.w, (left, sw), imp.wq);
+        let split = PhaseSplit::new(g.w, (left, sw), (phase, imp.wq));
         let channel = |(src, out): (&[T], &mut [T])| {
             for y in 0..sh * imp.hq {
                 let image_row = y.checked_sub(top).filter(|&iy| iy < g.h);
@@ -377,8 +377,8 @@ impl<T: Float> Dense<'_, T> {
                 let Some(iy) = image_row else { continue };
                 let (row, out) = (&src[iy * g.w..(iy + 1) * g.w], &mut out[first..]);
                 match (T::as_f32(row), T::as_f32_mut(out)) {
-                    (Some(row), Some(out)) => split.split_f32(row, out, phase),
-                    _ => split.split(row, out, phase),
+                    (Some(row), Some(out)) => split.split_f32(row, out),
+                    _ => split.split(row, out),
                 }
             }
         };

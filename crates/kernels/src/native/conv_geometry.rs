@@ -220,66 +220,6 @@ pub(super) fn band_items<'a, T>(
     items
 }
 
-/// `dst[i] = src[i · step]` for every `i` both hold (`step ≥ 1`): one column phase of a row,
-/// as the stride-phase layouts of the depthwise loop and the implicit fields read them. A
-/// step of 2 (the usual stride) runs over whole pairs, which vectorizes as a deinterleave.
-pub(super) fn take_every<T: Copy>(src: &[T], step: usize, dst: &mut [T]) {
-    match step {
-        0 => {}
-        1 => {
-            let n = dst.len().min(src.len());
-            dst[..n].copy_from_slice(&src[..n]);
-        }
-        2 => {
-            let pairs = src.chunks_exact(2);
-            let odd = pairs.remainder().first();
-            let n = pairs.len();
-            for (d, pair) in dst.iter_mut().zip(pairs) {
-                *d = pair[0];
-            }
-            if let (Some(&v), Some(d)) = (odd, dst.get_mut(n)) {
-                *d = v;
-            }
-        }
-        _ => {
-            for (d, tap) in dst.iter_mut().zip(src.chunks(step)) {
-                *d = tap[0];
-            }
-        }
-    }
-}
-
-/// `row[j · step + p] += phases[p · phase_len + j]` for every phase `p < step` and every `j`
-/// both hold: a row put back together from its column phases (the inverse of
-/// [`take_every`], adding). A step of 2 runs over whole pairs, which vectorizes as an
-/// interleave.
-pub(super) fn add_phases<T>(phases: &[T], (step, phase_len): (usize, usize), row: &mut [T])
-where
-    T: Copy + std::ops::Add<Output = T>,
-{
-    if step == 2 && phases.len() >= 2 * phase_len {
-        let (even, odd) = phases[..2 * phase_len].split_at(phase_len);
-        let done = row.len() / 2;
-        let mut pairs = row.chunks_exact_mut(2);
-        for (pair, (&a, &b)) in (&mut pairs).zip(even.iter().zip(odd)) {
-            pair[0] = pair[0] + a;
-            pair[1] = pair[1] + b;
-        }
-        if let (Some(last), Some(&a)) = (pairs.into_remainder().first_mut(), even.get(done)) {
-            *last = *last + a;
-        }
-        return;
-    }
-    for p in 0..step.min(row.len()) {
-        let phase = phases
-            .get(p * phase_len..(p + 1) * phase_len)
-            .unwrap_or_default();
-        for (d, &v) in row[p..].iter_mut().step_by(step).zip(phase) {
-            *d = *d + v;
-        }
-    }
-}
-
 /// Unrolls channels `c0..c0 + cg` of image `x` (`[C, H, W]`) for the output rows `rows` into
 /// `cols` (`[cg · kH · kW, rows.len() · oW]`, row-major); window positions in the padding
 /// read `pad` (zero for a float convolution, the zero point for an integer one).
@@ -348,47 +288,4 @@ pub(super) fn pointwise_window(kernel: &[usize], conv: &Convolution) -> bool {
     kernel.iter().all(|&k| k == 1)
         && w.strides.iter().all(|&s| s == 1)
         && w.pads_begin.iter().chain(&w.pads_end).all(|&p| p == 0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{add_phases, take_every};
-
-    /// A row split into its phases and added back doubles it, for every step and odd and
-    /// even lengths.
-    #[test]
-    fn add_phases_inverts_take_every() {
-        for step in 1..5 {
-            for len in [1usize, 7, 10, 13] {
-                let row: Vec<i64> = (0..len as i64).map(|i| i * 3 + 1).collect();
-                let phase_len = len.div_ceil(step);
-                let mut phases = vec![0; step * phase_len];
-                for p in 0..step.min(len) {
-                    let dst = &mut phases[p * phase_len..(p + 1) * phase_len];
-                    take_every(&row[p..], step, dst);
-                }
-                let mut twice = row.clone();
-                add_phases(&phases, (step, phase_len), &mut twice);
-                let want: Vec<i64> = row.iter().map(|v| 2 * v).collect();
-                assert_eq!(twice, want, "step {step}, len {len}");
-            }
-        }
-    }
-
-    /// Every step, with source lengths that leave a partial last group and destinations
-    /// shorter and longer than the phase.
-    #[test]
-    fn take_every_reads_one_phase() {
-        let src: Vec<u32> = (0..11).collect();
-        for step in 1..5 {
-            for len in [0, 3, 6, 12] {
-                let mut dst = vec![99; len];
-                take_every(&src, step, &mut dst);
-                for (i, &d) in dst.iter().enumerate() {
-                    let want = src.get(i * step).copied().unwrap_or(99);
-                    assert_eq!(d, want, "step {step}, len {len}, [{i}]");
-                }
-            }
-        }
-    }
 }

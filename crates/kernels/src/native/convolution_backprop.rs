@@ -10,8 +10,9 @@ use graphlift_ir::{Convolution, ConvolutionBackprop, TensorData};
 use graphlift_runtime::Tensor;
 use multiversion::multiversion;
 
-use super::conv_geometry::{add_phases, column_runs, im2col, is_pointwise, Geometry};
+use super::conv_geometry::{column_runs, im2col, is_pointwise, Geometry};
 use super::matmul::{product_strided, Operand, ROW_BLOCK_ALIGN};
+use super::phases::add_phases;
 use super::result_buffer;
 use super::scratch::{with_scratch, Scratch};
 use crate::parallel::{for_each, Parallel};

@@ -4,10 +4,11 @@
 use graphlift_ir::Convolution;
 use multiversion::multiversion;
 
-use super::conv_geometry::{column_runs, take_every, Geometry};
+use super::conv_geometry::{column_runs, Geometry};
 use super::depthwise_tiles::{self, Input, RowTaps};
 use super::lanes::FloatTiles;
 use super::packed::Element;
+use super::phases::PhaseSplit;
 use super::scratch::{with_scratch, Scratch};
 
 /// Output columns summed at once by [`depthwise_blocked`]: the sums stay in registers
@@ -160,7 +161,7 @@ fn depthwise_blocked<'f, T>(
     // in one run (small planes, PP-OCR's two-row ones and a stride-2 layer's 20 x 20, spent
     // a fifth to two fifths of their time padding row by row).
     let unit = sw == 1 && pw + g.w <= row_len;
-    let runs = phase_runs(g.w, (sw, pw), phase_len);
+    let split = PhaseSplit::new(g.w, (pw, sw), (phase_len, phase_len));
     let direct = layout
         .tiles
         .is_some_and(|tiles| depthwise_tiles::shifts(tiles, g, conv));
@@ -202,8 +203,9 @@ fn depthwise_blocked<'f, T>(
                     row[pw..pw + g.w].copy_from_slice(src);
                     continue;
                 }
-                for &(x0, at, n) in &runs {
-                    take_every(&src[x0..], sw, &mut row[at..at + n]);
+                match (T::as_f32(src), T::as_f32_mut(row)) {
+                    (Some(src), Some(row)) => split.split_f32(src, row),
+                    _ => split.split(src, row),
                 }
             }
             blocked_rows(padded, (taps, layout), (g, conv), out, &mut live);
@@ -211,30 +213,8 @@ fn depthwise_blocked<'f, T>(
     });
 }
 
-/// Where the `w` input columns of a row go in its padded row ([`depthwise_blocked`]): the
-/// row zero-padded by `pw` columns on the left (and as far as the row reaches on the
-/// right), as `sw` column phases of `phase_len` each (phase `p` holds padded columns `p, p +
-/// sw, ...`). One `(first input column, where in the padded row, count)` per phase that
-/// holds input columns: phase `p` holds input columns `x0, x0 + sw, ...`; every other
-/// element is padding.
-fn phase_runs(w: usize, (sw, pw): (usize, usize), phase_len: usize) -> Vec<(usize, usize, usize)> {
-    (0..sw)
-        .filter_map(|p| {
-            // The first padded column of the phase that is inside the row, and its input
-            // column.
-            let j0 = pw.saturating_sub(p).div_ceil(sw);
-            let x0 = (p + j0 * sw).checked_sub(pw)?;
-            let n = w
-                .saturating_sub(x0)
-                .div_ceil(sw)
-                .min(phase_len.saturating_sub(j0));
-            (n > 0).then_some((x0, p * phase_len + j0, n))
-        })
-        .collect()
-}
-
 /// Where the runs of the taps of one row of a filter start in a padded input row (its
-/// column phases: [`phase_runs`]), in column order.
+/// column phases: [`depthwise_blocked`]), in column order.
 fn tap_starts(g: &Geometry, conv: &Convolution) -> Vec<usize> {
     let (sw, dw) = (conv.window.strides[1], conv.window.dilations[1]);
     let phase_len = padded_row(g, conv).0;

@@ -1,8 +1,9 @@
-//! Rows split into their stride phases (column `i · S + p` into phase `p`, position `i`):
-//! what a strided window reads contiguously once its input is split, shared by the strided
-//! `MaxPool` and the padded images of strided convolutions. Whole chunks of `S` columns go
-//! through one loop per `S` compiled for the host's SIMD extensions, which the vectoriser
-//! turns into lane permutes: one pass over the row for all of its phases.
+//! Rows split into their stride phases (column `i · S + p` into phase `p`, position `i`),
+//! and put back together: what a strided window reads contiguously once its input is split,
+//! shared by the strided `MaxPool`, the padded images of strided convolutions and depthwise
+//! convolutions, and (the inverse, adding) the strided convolution backprop. Whole chunks
+//! of `S` columns go through one loop per `S` compiled for the host's SIMD extensions, or
+//! AVX-512 permutes for pairs: one pass over the row for all of its phases.
 
 use std::ops::Range;
 
@@ -43,32 +44,45 @@ pub(super) fn deinterleave<T: Copy, const S: usize>(src: &[T], out: &mut [T], st
 }
 
 /// How each row of an image `w` columns wide, padded by `left` columns, splits into its
-/// `step` phases of `len` positions: image column `x` goes to phase `(x + left) mod step`
-/// at position `(x + left) / step`, for every position below `len` (the columns past it
-/// are dropped). Everything that depends on the geometry alone is worked out once here,
-/// not per row.
+/// `step` phases of `len` positions, phase `p` at `out[p · stride..]` of each row's output
+/// (`stride ≥ len`): image column `x` goes to phase `(x + left) mod step` at position
+/// `(x + left) / step`, for every position below `len` (the columns past it are dropped).
+/// Everything that depends on the geometry alone is worked out once here, not per row.
 pub(super) struct PhaseSplit {
     w: usize,
-    left: usize,
     step: usize,
-    len: usize,
-    /// The columns before the first of phase 0 (`< step`), then whole chunks of `step`
-    /// columns from there, the first chunk at position `first`.
+    stride: usize,
+    /// Whole chunks of `step` columns from column `head` on, the first at position
+    /// `first`.
     head: usize,
     first: usize,
     chunks: usize,
+    /// The columns outside the whole chunks that a phase holds, and where each goes.
+    edges: Vec<(usize, usize)>,
     /// Per phase, the positions that hold image columns.
     held: Vec<Range<usize>>,
 }
 
 impl PhaseSplit {
     /// The split of rows of `w` columns padded by `left` into `step` phases (at least one)
-    /// of `len` positions.
-    pub(super) fn new(w: usize, (left, step): (usize, usize), len: usize) -> PhaseSplit {
-        let step = step.max(1);
+    /// of `len` positions, `stride` apart (a `stride` below `len` is taken as `len`).
+    pub(super) fn new(
+        w: usize,
+        (left, step): (usize, usize),
+        (stride, len): (usize, usize),
+    ) -> PhaseSplit {
+        let (step, stride) = (step.max(1), stride.max(len));
+        // The columns before the first of phase 0, then whole chunks as far as the phases
+        // reach, then the rest.
         let head = ((step - left % step) % step).min(w);
         let first = (head + left) / step;
         let chunks = ((w - head) / step).min(len.saturating_sub(first));
+        let edges = (0..head)
+            .chain(head + chunks * step..w)
+            .map(|x| (x, ((x + left) % step, (x + left) / step)))
+            .filter(|&(_, (_, at))| at < len)
+            .map(|(x, (phase, at))| (x, phase * stride + at))
+            .collect();
         let held = (0..step)
             .map(|p| {
                 let x0 = (p + step - left % step) % step;
@@ -78,12 +92,12 @@ impl PhaseSplit {
             .collect();
         PhaseSplit {
             w,
-            left,
             step,
-            len,
+            stride,
             head,
             first,
             chunks,
+            edges,
             held,
         }
     }
@@ -93,11 +107,12 @@ impl PhaseSplit {
         self.held.get(p).cloned().unwrap_or_default()
     }
 
-    /// `row`'s columns into their phases, phase `p` at `out[p · stride..]` (`stride ≥
-    /// len`); the padding positions are left as they were. Writes nothing past `(step − 1)
-    /// · stride + len` elements of `out`, nor anything where `row` is not `w` long.
-    pub(super) fn split<T: Copy>(&self, row: &[T], out: &mut [T], stride: usize) {
-        self.split_with(row, out, stride, |body, out| match self.step {
+    /// `row`'s columns into their phases in `out`; the padding positions are left as they
+    /// were. Writes nothing past `(step − 1) · stride + len` elements of `out`, nor anything
+    /// where `row` is not `w` long.
+    pub(super) fn split<T: Copy>(&self, row: &[T], out: &mut [T]) {
+        let (step, stride) = (self.step, self.stride);
+        self.split_with(row, out, |body, out| match step {
             1 => {
                 let n = body.len().min(out.len());
                 out[..n].copy_from_slice(&body[..n]);
@@ -106,7 +121,7 @@ impl PhaseSplit {
             3 => deinterleave::<T, 3>(body, out, stride),
             4 => deinterleave::<T, 4>(body, out, stride),
             _ => {
-                for (i, chunk) in body.chunks_exact(self.step).enumerate() {
+                for (i, chunk) in body.chunks_exact(step).enumerate() {
                     for (p, &v) in chunk.iter().enumerate() {
                         if let Some(o) = out.get_mut(p * stride + i) {
                             *o = v;
@@ -119,38 +134,28 @@ impl PhaseSplit {
 
     /// [`PhaseSplit::split`] on `f32`, pairs split in AVX-512 lanes where the host has them
     /// (a row's tail under a mask rather than element by element).
-    pub(super) fn split_f32(&self, row: &[f32], out: &mut [f32], stride: usize) {
+    pub(super) fn split_f32(&self, row: &[f32], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if self.step == 2 && FloatTiles::Avx512.runs() {
-            return self.split_with(row, out, stride, |body, out| pairs(body, out, stride));
+            return self.split_with(row, out, |body, out| pairs(body, out, self.stride));
         }
-        self.split(row, out, stride)
+        self.split(row, out)
     }
 
-    /// The head and tail columns one by one, the whole chunks by `body` (given them and
-    /// `out` from the first chunk's position on).
-    fn split_with<T: Copy>(
-        &self,
-        row: &[T],
-        out: &mut [T],
-        stride: usize,
-        body: impl FnOnce(&[T], &mut [T]),
-    ) {
-        if stride < self.len || row.len() != self.w {
+    /// The edge columns one by one, the whole chunks by `body` (given them and `out` from
+    /// the first chunk's position on).
+    fn split_with<T: Copy>(&self, row: &[T], out: &mut [T], body: impl FnOnce(&[T], &mut [T])) {
+        if row.len() != self.w {
             return;
         }
-        let place = |out: &mut [T], x: usize| {
-            let (phase, at) = ((x + self.left) % self.step, (x + self.left) / self.step);
-            if let (true, Some(o)) = (at < self.len, out.get_mut(phase * stride + at)) {
+        for &(x, at) in &self.edges {
+            if let Some(o) = out.get_mut(at) {
                 *o = row[x];
             }
-        };
-        let end = self.head + self.chunks * self.step;
-        (0..self.head).for_each(|x| place(out, x));
-        if let Some(out) = out.get_mut(self.first..) {
-            body(&row[self.head..end], out);
         }
-        (end..row.len()).for_each(|x| place(out, x));
+        if let Some(out) = out.get_mut(self.first..) {
+            body(&row[self.head..self.head + self.chunks * self.step], out);
+        }
     }
 }
 
@@ -196,9 +201,40 @@ unsafe fn pairs_avx512(src: *const f32, (even, odd): (*mut f32, *mut f32), m: us
     }
 }
 
+/// `row[j · step + p] += phases[p · phase_len + j]` for every phase `p < step` and every `j`
+/// both hold: a row put back together from its column phases (the inverse of
+/// [`PhaseSplit::split`] with no padding, adding). A step of 2 runs over whole pairs, which vectorizes as an
+/// interleave.
+pub(super) fn add_phases<T>(phases: &[T], (step, phase_len): (usize, usize), row: &mut [T])
+where
+    T: Copy + std::ops::Add<Output = T>,
+{
+    if step == 2 && phases.len() >= 2 * phase_len {
+        let (even, odd) = phases[..2 * phase_len].split_at(phase_len);
+        let done = row.len() / 2;
+        let mut pairs = row.chunks_exact_mut(2);
+        for (pair, (&a, &b)) in (&mut pairs).zip(even.iter().zip(odd)) {
+            pair[0] = pair[0] + a;
+            pair[1] = pair[1] + b;
+        }
+        if let (Some(last), Some(&a)) = (pairs.into_remainder().first_mut(), even.get(done)) {
+            *last = *last + a;
+        }
+        return;
+    }
+    for p in 0..step.min(row.len()) {
+        let phase = phases
+            .get(p * phase_len..(p + 1) * phase_len)
+            .unwrap_or_default();
+        for (d, &v) in row[p..].iter_mut().step_by(step).zip(phase) {
+            *d = *d + v;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{deinterleave, PhaseSplit};
+    use super::{add_phases, deinterleave, PhaseSplit};
 
     #[test]
     fn deinterleave_writes_each_phase_at_its_stride() {
@@ -222,7 +258,7 @@ mod tests {
                 for w in [0usize, 1, 2, 5, 17, 33, 40, 67] {
                     for len in [0, 1, 3, (w + left).div_ceil(step), w + left + 2] {
                         let stride = len + 2;
-                        let split = PhaseSplit::new(w, (left, step), len);
+                        let split = PhaseSplit::new(w, (left, step), (stride, len));
                         let row: Vec<f32> = (1..=w).map(|x| x as f32).collect();
                         let mut want = vec![-1.0; step * stride];
                         for (x, &v) in row.iter().enumerate() {
@@ -239,13 +275,31 @@ mod tests {
                             }
                         }
                         let mut out = vec![-1.0; step * stride];
-                        split.split(&row, &mut out, stride);
+                        split.split(&row, &mut out);
                         assert_eq!(out, want, "step {step} left {left} w {w} len {len}");
                         let mut out = vec![-1.0; step * stride];
-                        split.split_f32(&row, &mut out, stride);
+                        split.split_f32(&row, &mut out);
                         assert_eq!(out, want, "f32: step {step} left {left} w {w} len {len}");
                     }
                 }
+            }
+        }
+    }
+
+    /// A row split into its phases and added back doubles it, for every step and odd and
+    /// even lengths.
+    #[test]
+    fn add_phases_inverts_the_split() {
+        for step in 1..5 {
+            for len in [1usize, 7, 10, 13] {
+                let row: Vec<i64> = (0..len as i64).map(|i| i * 3 + 1).collect();
+                let phase_len = len.div_ceil(step);
+                let mut phases = vec![0; step * phase_len];
+                PhaseSplit::new(len, (0, step), (phase_len, phase_len)).split(&row, &mut phases);
+                let mut twice = row.clone();
+                add_phases(&phases, (step, phase_len), &mut twice);
+                let want: Vec<i64> = row.iter().map(|v| 2 * v).collect();
+                assert_eq!(twice, want, "step {step}, len {len}");
             }
         }
     }
