@@ -66,12 +66,16 @@ fn convolve<T: Float>(
     {
         return;
     }
+    // A pointwise convolution whose result outgrows the budget hands its epilogue bands
+    // of output rows while they are in cache (from scratch, for a sole reader), rather
+    // than whole planes or blocks of filters written to memory and read back.
+    let banded = d.pointwise && epilogue.is_some() && mg * plane > FIELD_BUDGET;
     match team {
         Some(team) if d.tasks() < threads && !d.depthwise_groups() => {
             let rows = mg.div_ceil(threads).next_multiple_of(ROW_BLOCK_ALIGN);
             // Bands need output rows to share out (a 1-D convolution has one).
             let few_rows = g.oh < threads;
-            if rows < mg && d.pointwise {
+            if rows < mg && d.pointwise && !banded {
                 pointwise_by_filter_rows(&d, team, y, epilogue);
             } else if rows < mg && (plane < min_plane || few_rows) {
                 by_filter_rows(&d, team, rows, y, epilogue);
@@ -82,6 +86,7 @@ fn convolve<T: Float>(
         }
         _ => match d.implicit(min_plane) {
             Some(imp) => by_bands(&d, Some(&imp), team, threads, y, epilogue),
+            None if banded => by_bands(&d, None, team, threads, y, epilogue),
             None => by_tasks(&d, team.filter(|_| d.tasks() > 1), threads, y, epilogue),
         },
     }
@@ -270,7 +275,8 @@ fn by_filter_rows<T: Float>(
 /// the epilogue then sees them channel by channel. Taken by
 /// a convolution of fewer tasks than threads (few filters or a large image: the unrolling
 /// runs in parallel too, as MLAS splits a convolution's output positions over threads), and
-/// by every convolution with `implicit` fields, whose bands read the padded image in place.
+/// by every convolution with `implicit` fields, whose bands read the padded image in place,
+/// and by a pointwise one with an epilogue whose result outgrows the field budget.
 fn by_bands<T: Float>(
     d: &Dense<'_, T>,
     implicit: Option<&Implicit>,

@@ -148,6 +148,17 @@ pub(super) const CASES: &[Case] = &[
         [0, 0],
         [0, 0],
     ),
+    // A pointwise layer whose result outgrows the field budget (with an epilogue it runs
+    // by bands of output rows).
+    (
+        [1, 8, 96, 96],
+        [32, 8, 1, 1],
+        1,
+        [1, 1],
+        [1, 1],
+        [0, 0],
+        [0, 0],
+    ),
     // Dense at batch 1 over a small image (split by blocks of filters) and over one output
     // row (nothing to split by bands).
     (
