@@ -1,10 +1,13 @@
 //! Depthwise 2-D convolution of one channel (`groups == C == M`, MobileNet's and PP-OCR's
 //! 3x3 and 5x5 layers): a direct loop, since its products are too thin for a GEMM.
+//! Output rows of at most half a vector run with the channels in the lanes instead
+//! ([`super::depthwise_lanes`]).
 
 use graphlift_ir::Convolution;
 use multiversion::multiversion;
 
 use super::conv_geometry::{column_runs, Geometry};
+use super::depthwise_lanes;
 use super::depthwise_tiles::{self, Input, RowTaps};
 use super::lanes::FloatTiles;
 use super::packed::Element;
@@ -113,6 +116,13 @@ impl Depthwise {
                 .get(grp * taps_n..(grp + 1) * taps_n)
                 .unwrap_or_default()
         };
+        if let (Some(p), Some(f), Some(o)) =
+            (T::as_f32(planes), T::as_f32(filters), T::as_f32_mut(out))
+        {
+            if depthwise_lanes::run(p, (f, first), g, conv, o) {
+                return;
+            }
+        }
         match &self.blocked {
             Some(layout) => depthwise_blocked(planes, &taps, layout, g, conv, out),
             None => {

@@ -18,6 +18,7 @@ mod convolution_cases;
 mod depthwise;
 mod depthwise_avx2;
 mod depthwise_avx512;
+mod depthwise_lanes;
 mod depthwise_shift;
 mod depthwise_tiles;
 mod epilogue;
