@@ -34,13 +34,26 @@ const TRANSPOSE_STEPS: usize = 6;
 /// measured take the channel lanes (1.07-1.18x faster, BENCHMARKS.md).
 const UNROLLED_SHARE: f64 = 0.75;
 
+/// The share of a pointwise product's panels below which it runs in the channel lanes:
+/// on 7x7 planes (49 positions: one full panel and one of a single column, a share of 0.51)
+/// the lanes measured 1.02-1.14x faster and on 5x5 as fast, on 8x8 to 20x20 (0.67-0.93)
+/// 1.04-1.11x slower, the copy of the image and the transposed stores outweighing the idle
+/// lanes (BENCHMARKS.md).
+const POINTWISE_ROW_SHARE: f64 = 0.6;
+
+/// The least share of the channel lanes' panels of 48 filters that the filters fill for a
+/// pointwise product to take them: 160 filters (0.83) ran 1.15x slower there on a 7x7
+/// plane, 320 to 2048 (0.95-1.0) 1.02-1.14x faster.
+const POINTWISE_PANEL_SHARE: f64 = 0.9;
+
 /// Blocks of output positions per thread when the (task, panel) pairs are fewer than two a
 /// thread.
 const BLOCKS_PER_THREAD: usize = 2;
 
 /// Whether convolution `g` (on an AVX-512 host: `avx512`) runs with its output channels in
-/// the lanes: a window read in place from the padded image (not 1x1 with unit strides, no
-/// window covering the whole image, every tap inside its stride phase), and a larger share
+/// the lanes: a window read in place from the padded image (no window covering the whole
+/// image, every tap inside its stride phase; a 1x1 window at unit strides only where its
+/// plane wastes most of a panel, [`POINTWISE_ROW_SHARE`]), and a larger share
 /// of useful lanes than the row-wise tiles': the filters of a group over whole vectors and
 /// the plane over tiles of eight positions (less the transposed stores), against each
 /// output row over whole vectors (or over its padded row, the wrapped positions dropped,
@@ -49,13 +62,20 @@ const BLOCKS_PER_THREAD: usize = 2;
 pub(super) fn takes_channel_lanes(g: &Geometry, conv: &Convolution, avx512: bool) -> bool {
     let mg = g.m / g.groups.max(1);
     let (plane, k) = (g.oh * g.ow, depth(g));
-    if !avx512 || mg < LANES || plane == 0 || k == 0 || is_pointwise(g, conv) {
-        return false;
-    }
-    if g.covers_images(conv) || g.phase_extents(conv).is_none() {
+    if !avx512 || mg < LANES || plane == 0 || k == 0 {
         return false;
     }
     let share = |used: usize, of: usize| used as f64 / of.max(1) as f64;
+    if g.covers_images(conv) || g.phase_extents(conv).is_none() {
+        return false;
+    }
+    if is_pointwise(g, conv) {
+        // The image is its own fields, read in place as one run of the plane in panels of
+        // NR positions: the lanes only where that wastes most of a panel.
+        let rows = share(plane, plane.next_multiple_of(PANEL_COLUMNS));
+        let panels = share(mg, mg.next_multiple_of(PANEL_COLUMNS));
+        return rows < POINTWISE_ROW_SHARE && panels >= POINTWISE_PANEL_SHARE;
+    }
     let lanes = share(mg, mg.next_multiple_of(LANES))
         * share(plane, plane.next_multiple_of(POSITIONS))
         * share(k, k + TRANSPOSE_STEPS);

@@ -68,6 +68,16 @@ const CASES: &[Case] = &[
         [1, 1],
         [1, 1],
     ),
+    // A pointwise 7x7 plane (the image its own fields), 44 filters (a partial vector).
+    (
+        [1, 24, 7, 7],
+        [44, 24, 1, 1],
+        1,
+        [1, 1],
+        [1, 1],
+        [0, 0],
+        [0, 0],
+    ),
     // A 1x1 window with stride 2 (read in place, not pointwise).
     (
         [1, 24, 14, 14],
@@ -153,8 +163,9 @@ fn one_dimensional_agrees_with_the_reference() {
 }
 
 /// Rows that fill their vectors keep the row-wise tiles; narrow rows, with filters in
-/// whole vectors, take the channel lanes; too few filters, pointwise windows and hosts
-/// without AVX-512 never do.
+/// whole vectors, take the channel lanes, and so do pointwise windows over planes that
+/// waste most of a panel (7x7, not 10x10); too few filters and hosts without AVX-512 never
+/// do.
 #[test]
 fn narrow_rows_with_whole_vectors_of_filters_take_the_channel_lanes() {
     let takes = |x: [usize; 4], f: [usize; 4], stride: usize, avx512: bool| {
@@ -174,4 +185,8 @@ fn narrow_rows_with_whole_vectors_of_filters_take_the_channel_lanes() {
     assert!(!takes([1, 64, 80, 80], [64, 64, 3, 3], 1, true));
     assert!(!takes([1, 8, 26, 26], [8, 8, 3, 3], 1, true));
     assert!(!takes([1, 96, 26, 26], [96, 96, 1, 1], 1, true));
+    assert!(takes([1, 512, 7, 7], [2048, 512, 1, 1], 1, true));
+    assert!(!takes([1, 512, 10, 10], [512, 512, 1, 1], 1, true));
+    assert!(takes([1, 24, 7, 7], [44, 24, 1, 1], 1, true));
+    assert!(!takes([1, 960, 7, 7], [160, 960, 1, 1], 1, true));
 }
