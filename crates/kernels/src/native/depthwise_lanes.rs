@@ -1,7 +1,7 @@
 //! Depthwise 2-D convolution on `f32` with sixteen channels in the AVX-512 lanes (the NCHWc
-//! layout of oneDNN's and onnxruntime's depthwise kernels), for planes whose output rows
-//! are narrower than a vector: the row-wise tiles of [`super::depthwise`] leave most lanes
-//! of a 7- or 14-wide row idle, while here every lane is a channel. Each group of sixteen
+//! layout of oneDNN's and onnxruntime's depthwise kernels), for output rows of at most half
+//! a vector: the row-wise tiles of [`super::depthwise`] leave most lanes of a 7-wide row
+//! idle, while here every lane is a channel. Each group of sixteen
 //! channels is transposed into a zero-padded `[Hp, Wp, 16]` block (in L1 or L2), every
 //! output position sums its window's taps in window order with one fused multiply-add per
 //! tap (as the row-wise tiles do), and the `[oH · oW, 16]` sums are transposed back into
@@ -28,7 +28,7 @@ const CHAINS: usize = 8;
 
 /// The widest output rows that run in the lanes ([`takes_lanes`]): at most half a vector,
 /// which the row-wise tiles leave more than half idle. Measured on MobileNetV2's layers
-/// (BENCHMARKS.md): 7-wide rows ran 1.8-2x faster here, 14-wide ones 1.06-1.35x slower
+/// (BENCHMARKS.md): 7-wide rows ran 1.8-2.4x faster here, 14-wide ones 1.06-1.38x slower
 /// (the two transposes cost more than the lanes 14 of 16 leave).
 const MAX_WIDTH: usize = LANES / 2;
 

@@ -14,7 +14,8 @@ use std::arch::x86_64::{
     _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_permutex2var_ps, _mm512_setr_epi32,
 };
 
-use super::lanes::FloatTiles;
+#[cfg(target_arch = "x86_64")]
+use super::lanes::{lane_mask, FloatTiles};
 
 /// `out[p · stride + i] = src[i · S + p]` for every `p < S` and every whole chunk `i` of `S`
 /// elements in `src`, as far as `stride` and `out` allow: chunks from `stride` on, or whose
@@ -181,7 +182,6 @@ fn pairs(src: &[f32], out: &mut [f32], stride: usize) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn pairs_avx512(src: *const f32, (even, odd): (*mut f32, *mut f32), m: usize) {
-    let lanes = |n: usize| -> u16 { ((1u32 << n.min(16)) - 1) as u16 };
     let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     let mut i = 0;
@@ -190,10 +190,10 @@ unsafe fn pairs_avx512(src: *const f32, (even, odd): (*mut f32, *mut f32), m: us
         // SAFETY: elements `2i..2i + 2n` of `src` and `i..i + n` of `even` and `odd`, all
         // within the caller's bounds; the masks enable no lane past them.
         unsafe {
-            let lo = _mm512_maskz_loadu_ps(lanes(2 * n), src.add(2 * i));
+            let lo = _mm512_maskz_loadu_ps(lane_mask(2 * n, 0), src.add(2 * i));
             let high = src.wrapping_add(2 * i + 16);
-            let hi = _mm512_maskz_loadu_ps(lanes((2 * n).saturating_sub(16)), high);
-            let mask = lanes(n);
+            let hi = _mm512_maskz_loadu_ps(lane_mask(2 * n, 1), high);
+            let mask = lane_mask(n, 0);
             _mm512_mask_storeu_ps(even.add(i), mask, _mm512_permutex2var_ps(lo, evens, hi));
             _mm512_mask_storeu_ps(odd.add(i), mask, _mm512_permutex2var_ps(lo, odds, hi));
         }
