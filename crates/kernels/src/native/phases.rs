@@ -203,8 +203,8 @@ unsafe fn pairs_avx512(src: *const f32, (even, odd): (*mut f32, *mut f32), m: us
 
 /// `row[j · step + p] += phases[p · phase_len + j]` for every phase `p < step` and every `j`
 /// both hold: a row put back together from its column phases (the inverse of
-/// [`PhaseSplit::split`] with no padding, adding). A step of 2 runs over whole pairs, which vectorizes as an
-/// interleave.
+/// [`PhaseSplit::split`] with no padding, adding). A step of 2 runs over whole pairs, which
+/// vectorizes as an interleave.
 pub(super) fn add_phases<T>(phases: &[T], (step, phase_len): (usize, usize), row: &mut [T])
 where
     T: Copy + std::ops::Add<Output = T>,
