@@ -273,7 +273,10 @@ pub fn extract_subgraphs(
 /// Growth: the region of a seed (an unassigned fusible node, taken in reverse topological
 /// order) takes in neighbours of the same shape, producers and users alike, highest
 /// topological rank first; a neighbour that would break convexity or the Broadcast rule is
-/// set aside and tried again once the region has grown, until nothing more fits.
+/// set aside and tried again once the region has grown, until nothing more fits. A
+/// Broadcast brings in no neighbours of its own: regions that share only a Broadcast (the
+/// bounds of every ReLU6 of a network, once CSE has merged them) stay apart, each with its
+/// own copy, so each can still be its own producer's epilogue.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SubgraphExtraction {
     /// What may be fused.

@@ -180,8 +180,12 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Adds the candidates next to the new member `m`: its producers (unless `m` is a
-    /// Broadcast, whose input stays outside) and its users that are not Broadcasts.
+    /// Adds the candidates next to the new member `m`: its producers and its users that
+    /// are not Broadcasts, none for a Broadcast (its input stays outside; its other users
+    /// each get a copy of it, so joining them saves nothing, and two regions that share only
+    /// a Broadcast, as common-subexpression elimination leaves the bounds of every ReLU6 of
+    /// a network, are independent: joined, one kernel became the epilogue of one producer and
+    /// read the other producer's whole result back from memory).
     fn push_neighbours(
         &self,
         view: &GraphView,
@@ -189,11 +193,10 @@ impl Ctx<'_> {
         frontier: &mut BTreeSet<(Reverse<usize>, NodeId)>,
     ) {
         let Some(node) = self.f.get(m) else { return };
-        let producers = node
-            .inputs()
-            .iter()
-            .map(|o| o.node)
-            .filter(|_| !matches!(node.op(), Op::Broadcast(_)));
+        if matches!(node.op(), Op::Broadcast(_)) {
+            return;
+        }
+        let producers = node.inputs().iter().map(|o| o.node);
         let users = (0..node.outputs().len())
             .flat_map(|i| node.users(i).iter().map(|&(u, _)| u))
             .filter(|&u| !is_broadcast(self.f, u));

@@ -411,6 +411,27 @@ fn a_broadcast_shared_by_two_regions_is_copied_not_exported() {
 }
 
 #[test]
+fn regions_that_share_only_a_broadcast_stay_apart() {
+    // Two independent branches (as two convolutions' ReLU6 epilogues after CSE, whose bounds
+    // are one splat each) share only the splats: each stays a kernel of its own, with its
+    // own copy, so that each can run in its own producer's output loop.
+    let bld = FunctionBuilder::new("sibling_splats");
+    let [x, y] = ["x", "y"].map(|n| bld.parameter(n, F32, [2, 4]));
+    let lo = bld.scalar(F32, 0.0).broadcast_to([2, 4]).named("lo");
+    let hi = bld.scalar(F32, 6.0).broadcast_to([2, 4]).named("hi");
+    let a = x.abs().max(lo).min(hi).named("a");
+    let b = y.abs().max(lo).min(hi).named("b");
+    let mut f = bld.finish(&[a, b]).expect("builds");
+    let report = extract_checked(&mut f, &ExtractionConfig::default());
+    assert_eq!(report.kernels.len(), 2);
+    assert!(report
+        .kernels
+        .iter()
+        .all(|k| k.outputs == 1 && k.live_ins == 1));
+    assert_no_broadcast_crosses_kernels(&f);
+}
+
+#[test]
 fn interleaved_regions_do_not_form_a_cycle_together() {
     // Region 1 {p, a, d} and region 2 {r, b, c} are each convex, but a -> t1 -> b and
     // c -> t2 -> d (t1, t2 excluded) would make the two kernels depend on each other.
