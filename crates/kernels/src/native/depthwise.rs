@@ -35,8 +35,9 @@ const MIN_TILE_TAPS: usize = 3;
 const PADDED_BUDGET: usize = 8192;
 
 /// How one depthwise convolution runs, decided once per call of the convolution and shared
-/// by its blocks of channels: whether it runs [`depthwise_blocked`], and that loop's tap
-/// layout (the same for every channel).
+/// by its blocks of channels: whether it runs with the channels in the lanes
+/// ([`depthwise_lanes`], on AVX-512 tiles for output rows of at most half a vector), whether
+/// it runs [`depthwise_blocked`], and that loop's tap layout (the same for every channel).
 ///
 /// Windows of at least [`MIN_TILE_TAPS`] taps run [`depthwise_blocked`] where its vector
 /// tiles run; in portable code, windows of at least [`MIN_TAPS`] taps over output rows of
@@ -45,6 +46,9 @@ const PADDED_BUDGET: usize = 8192;
 /// or NaN: that loop skips the padding instead of multiplying it (`inf · 0` would be NaN
 /// where the window reads padding only).
 pub(super) struct Depthwise {
+    /// Whether `f32` blocks run with the channels in the lanes (a block with an infinite or
+    /// NaN tap still takes the loops below).
+    lanes: bool,
     /// The blocked loop's layout, `None` where the shape runs [`depthwise_runs`].
     blocked: Option<Blocked>,
 }
@@ -86,7 +90,8 @@ impl Depthwise {
                 tiles,
             }
         });
-        Depthwise { blocked }
+        let lanes = tiles == Some(FloatTiles::Avx512) && depthwise_lanes::takes_lanes(g);
+        Depthwise { lanes, blocked }
     }
 
     /// Each output channel of the block `out` (`[channels, oH, oW]`) = the sum over window
@@ -116,9 +121,12 @@ impl Depthwise {
                 .get(grp * taps_n..(grp + 1) * taps_n)
                 .unwrap_or_default()
         };
-        if let (Some(p), Some(f), Some(o)) =
-            (T::as_f32(planes), T::as_f32(filters), T::as_f32_mut(out))
-        {
+        if let (true, Some(p), Some(f), Some(o)) = (
+            self.lanes,
+            T::as_f32(planes),
+            T::as_f32(filters),
+            T::as_f32_mut(out),
+        ) {
             if depthwise_lanes::run(p, (f, first), g, conv, o) {
                 return;
             }
