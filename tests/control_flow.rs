@@ -4,6 +4,9 @@
 //! specialisation imported and compiled once, as many kept as the import option says), and
 //! the errors: a branch disagreement named at import, `deriv` through a loop.
 
+#[path = "support/loops.rs"]
+mod loops;
+
 use std::sync::Arc;
 
 use graphlift::ir::control_flow::{Body, ControlFlow, If, Loop, Scan, Specialized};
@@ -17,6 +20,8 @@ use graphlift::{
     ElementType::{Bool, F32, I64},
     Function, FunctionBuilder, Op, Shape, Tensor, TensorData,
 };
+
+use loops::only_loop;
 
 const BACKENDS: [&str; 2] = ["INTERPRETER", "CPU-JIT"];
 
@@ -516,18 +521,10 @@ fn decoder_reference(xs: &[f32], h0: [f32; 2]) -> [f32; 2] {
 
 /// The one `Loop` of `f`, whose body is specialised per iteration.
 fn specialised_loop(f: &Function) -> (&Loop, &Arc<Specialized>) {
-    let loop_node = f.nodes().find(|n| n.op().type_name() == "Loop").unwrap();
-    let Op::ControlFlow(cf) = loop_node.op() else {
-        unreachable!()
-    };
-    match &**cf {
-        ControlFlow::Loop(
-            l @ Loop {
-                body: Body::Specialized(spec),
-                ..
-            },
-        ) => (l, spec),
-        _ => panic!("not specialised: {cf}"),
+    let l = only_loop(f);
+    match &l.body {
+        Body::Specialized(spec) => (l, spec),
+        _ => panic!("not specialised"),
     }
 }
 

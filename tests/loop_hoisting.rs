@@ -6,14 +6,17 @@
 //! each iteration must see what the loop computed, bit for bit: the tests read `1 / f` of a
 //! `−0`, and a chain with a non-neutral constant must stay a carried value.
 
+#[path = "support/loops.rs"]
+mod loops;
 #[path = "support/onnx_graph.rs"]
 mod onnx_graph;
 
-use graphlift::ir::control_flow::{Body, ControlFlow, Loop};
+use graphlift::ir::control_flow::{Body, Loop};
 use graphlift::onnx::import_model_bytes;
 use graphlift::onnx::prost::Message;
 use graphlift::onnx::proto::*;
-use graphlift::{Backend, Function, Op, Tensor};
+use graphlift::{Backend, Function, Tensor};
+use loops::only_loop;
 use onnx_graph::{init, init_i64, int, vi, vi_of, Nodes};
 
 const BACKENDS: [&str; 2] = ["INTERPRETER", "CPU-JIT"];
@@ -134,18 +137,10 @@ fn model(trips: i64, chain: Chain) -> Vec<u8> {
 
 /// The loop of `f` and its body (static here: no shape operand changes per iteration).
 fn the_loop(f: &Function) -> (&Loop, &Function) {
-    let node = f.nodes().find(|n| n.op().type_name() == "Loop").unwrap();
-    let Op::ControlFlow(cf) = node.op() else {
-        unreachable!()
-    };
-    match &**cf {
-        ControlFlow::Loop(
-            l @ Loop {
-                body: Body::Static(b),
-                ..
-            },
-        ) => (l, b),
-        other => panic!("not a static loop: {other}"),
+    let l = only_loop(f);
+    match &l.body {
+        Body::Static(b) => (l, b),
+        _ => panic!("not a static loop"),
     }
 }
 
@@ -165,15 +160,9 @@ fn run(bytes: &[u8]) -> Vec<[Vec<u32>; 4]> {
         .map(|be| {
             let exe = Backend::create(be).unwrap().compile(&m.function).unwrap();
             let out = exe.run(&[f0.clone(), acc0.clone()]).unwrap();
-            let bits = |t: &Tensor| {
-                t.read::<f32>()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect()
-            };
+            let of = |t: &Tensor| bits(t.read::<f32>().unwrap());
             assert_eq!(out[3].shape().dims(), [out[2].shape().dims()[0]], "{be}");
-            [bits(&out[0]), bits(&out[1]), bits(&out[2]), bits(&out[3])]
+            [of(&out[0]), of(&out[1]), of(&out[2]), of(&out[3])]
         })
         .collect()
 }
