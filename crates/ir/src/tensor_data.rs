@@ -190,6 +190,12 @@ impl TensorData {
             String => TensorData::String(vec![String::new(); len]))
     }
 
+    /// Makes the data `len` elements long in its own allocation where that holds them:
+    /// shortened from the end, or lengthened by zeros (`false`, empty strings).
+    pub fn resize(&mut self, len: usize) {
+        match_data!(self, v => v.resize(len, Default::default()))
+    }
+
     /// Copies `src` into `self` in place (no allocation). Returns `false`, copying nothing,
     /// when the element types or lengths differ.
     pub fn copy_from(&mut self, src: &TensorData) -> bool {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 pub use batch_split::SampleSpread;
 use buffers::{
-    assign_buffers, peak_bytes, plan_forwarding, plan_lifetimes, Bins, Recycling, MAX_RECYCLE_BINS,
+    peak_bytes, plan_forwarding, plan_lifetimes, Bins, BufferPlan, Recycling, MAX_RECYCLE_BINS,
 };
 pub use executable::CpuJitExecutable;
 use executable::ExecutablePlan;

@@ -96,6 +96,28 @@ impl Tensor {
         self.element_type() == t.element_type && self.shape == t.shape
     }
 
+    /// This tensor's allocation as a tensor of type `t`, its elements unspecified (this
+    /// tensor's leading ones, then zeros): how a recycled buffer takes a value of another
+    /// shape without a new allocation. `None` (the tensor dropped) when the element types
+    /// differ or `t` could not be allocated (its byte size overflows).
+    pub fn refit(self, t: &TensorType) -> Option<Tensor> {
+        if self.has_type(t) {
+            return Some(self);
+        }
+        let n = t.shape.element_count().ok()?;
+        let fits = n
+            .checked_mul(t.element_type.size_bytes())
+            .is_some_and(|b| b <= isize::MAX as usize);
+        let mut data = self.data;
+        (fits && data.element_type() == t.element_type).then(|| {
+            data.resize(n);
+            Tensor {
+                shape: t.shape.clone(),
+                data,
+            }
+        })
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.data.len()

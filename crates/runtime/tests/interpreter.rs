@@ -107,3 +107,33 @@ fn tensors_check_their_data() {
     assert_eq!(t.read::<i64>().unwrap(), &[1, 2]);
     assert!(t.read::<f32>().is_err());
 }
+
+/// A tensor refitted to another shape of its element type keeps its allocation (its
+/// leading elements, zeros after them); to another element type, or to a size no allocation
+/// can hold, it is declined.
+#[test]
+fn refit_keeps_the_allocation_of_its_element_type() {
+    use graphlift_ir::TensorType;
+    let t = Tensor::from_vec((1..=12).map(|i| i as f32).collect(), [3, 4]).unwrap();
+    let at = t.data().as_ptr();
+    let small = t.refit(&TensorType::new(F32, [2, 2])).unwrap();
+    assert_eq!(
+        (small.shape().dims(), small.data().as_ptr()),
+        (&[2, 2][..], at)
+    );
+    assert_eq!(small.read::<f32>().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+    let large = small.refit(&TensorType::new(F32, [2, 5])).unwrap();
+    assert_eq!(
+        large.data().as_ptr(),
+        at,
+        "within the allocation's 12 elements"
+    );
+    let want = [1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    assert_eq!(large.read::<f32>().unwrap(), &want);
+    let same = large.clone().refit(&TensorType::new(F32, [2, 5])).unwrap();
+    assert_eq!(same, large);
+    assert!(large.clone().refit(&TensorType::new(I64, [2, 5])).is_none());
+    assert!(large
+        .refit(&TensorType::new(F32, [usize::MAX / 2, 4]))
+        .is_none());
+}

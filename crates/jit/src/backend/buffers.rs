@@ -1,8 +1,10 @@
 //! Buffers by liveness: temporaries assigned to recycled buffers after their last use,
 //! and the peak bytes live at once.
 
-use graphlift_ir::{Function, Op, TensorType};
+use graphlift_ir::{ElementType, Function, Op, TensorType};
+use graphlift_kernels::native;
 use graphlift_runtime::RuntimeError;
+use graphlift_runtime::Tensor;
 
 use super::*;
 
@@ -64,37 +66,144 @@ impl Recycling {
     }
 }
 
-/// Assigns every temporary a buffer: temporaries of one tensor type whose lifetimes do not
-/// overlap share one (greedy interval colouring in step order; a step's outputs never take
-/// the buffer of a value that dies at that step, which it may still be reading). Returns the
-/// buffer of each temporary and the number of buffers.
-pub(super) fn assign_buffers(
-    steps: &[Step],
-    g: &Function,
-    temps: usize,
-) -> Result<(Vec<usize>, usize), RuntimeError> {
-    let mut buffer_of = vec![usize::MAX; temps];
-    // Per buffer: its tensor type and whether it is free for the next step.
-    let mut buffers: Vec<(TensorType, bool)> = Vec::new();
-    for step in steps {
-        for (t, ty) in step.filled_outputs(g)? {
-            let b = match buffers.iter().position(|(bt, free)| *free && bt == ty) {
-                Some(b) => b,
-                None => {
-                    buffers.push(((*ty).clone(), true));
-                    buffers.len() - 1
+/// Where each temporary of a plan lives while it is alive: a buffer, recycled from call to
+/// call ([`Bins`]), shared by temporaries whose lifetimes do not overlap.
+#[derive(Debug, Default)]
+pub(super) struct BufferPlan {
+    /// The buffer of each temporary.
+    pub(super) of: Vec<usize>,
+    /// The type of each temporary a step fills (`None` for those written in place).
+    types: Vec<Option<TensorType>>,
+    /// Number of buffers.
+    pub(super) count: usize,
+}
+
+impl BufferPlan {
+    /// Assigns every temporary a buffer (greedy interval colouring in step order; a step's
+    /// outputs never take the buffer of a value that dies at that step, which it may still
+    /// be reading). Values of one element type whose lifetimes do not overlap share one:
+    /// those of [`ACROSS_SHAPES_BYTES`] or more whatever their shapes, each taking the free
+    /// buffer that holds it most tightly, else the largest free one, which grows (few
+    /// buffers, reused soon after they were last written, keep a call's large values in the
+    /// caches, where a buffer per shape left them to be fetched from memory on every call);
+    /// smaller ones with values of their element count. A reshape that forwards its input
+    /// ([`Step::forwards`]) leaves its output in the input's buffer; a step that allocates
+    /// its own outputs (a native op outside [`native::writes_into_seed`], a control-flow
+    /// node) gets buffers no other step shares, as its allocations, exactly its outputs'
+    /// size, would otherwise land in buffers that must hold more.
+    pub(super) fn assign(
+        steps: &[Step],
+        g: &Function,
+        temps: usize,
+    ) -> Result<BufferPlan, RuntimeError> {
+        let mut plan = BufferPlan {
+            of: vec![usize::MAX; temps],
+            types: vec![None; temps],
+            count: 0,
+        };
+        let mut buffers: Vec<Buffer> = Vec::new();
+        for step in steps {
+            let forwarded = step.forwards.zip(step.outputs.first().copied());
+            let shared = writes_into_buffers(step, g)?;
+            for (t, ty) in step.filled_outputs(g)? {
+                plan.of[t] = match forwarded {
+                    // The reshape's output is its input's buffer, under another shape.
+                    Some((input, _)) => plan.of[input],
+                    None => Buffer::take(&mut buffers, ty, shared),
+                };
+                plan.types[t] = Some(ty.clone());
+            }
+            for &t in &step.free_after {
+                if forwarded.is_some_and(|(input, _)| input == t) {
+                    continue;
                 }
-            };
-            buffers[b].1 = false;
-            buffer_of[t] = b;
-        }
-        for &t in &step.free_after {
-            if let Some(b) = buffers.get_mut(buffer_of[t]) {
-                b.1 = true;
+                if let Some(b) = buffers.get_mut(plan.of[t]) {
+                    b.free = b.shared;
+                }
             }
         }
+        plan.count = buffers.len();
+        Ok(plan)
     }
-    Ok((buffer_of, buffers.len()))
+
+    /// The buffer for temporary `t` (`None` where `bin` has none): taken from `bin` and
+    /// made `t`'s type in its own allocation ([`Tensor::refit`]), its elements unspecified.
+    pub(super) fn seed(&self, t: usize, bin: &mut [Option<Tensor>]) -> Option<Tensor> {
+        let buffer = bin.get_mut(*self.of.get(t)?)?.take()?;
+        match self.types.get(t) {
+            Some(Some(ty)) => buffer.refit(ty),
+            _ => Some(buffer),
+        }
+    }
+}
+
+/// Values of at least this many bytes share buffers whatever their shapes: a buffer that
+/// a larger value takes after a smaller one grows, zero-filling its new part on every call
+/// ([`Tensor::refit`]), which pays where it keeps values that would miss the caches in
+/// them. Smaller values share only with values of their element count (no growth): they
+/// stay in the caches anyway, and the zero-fills cost more than they save (BENCHMARKS.md,
+/// the thirty-second session).
+const ACROSS_SHAPES_BYTES: usize = 128 << 10;
+
+/// Whether `step` writes its outputs into the buffers it is handed (else it allocates them).
+fn writes_into_buffers(step: &Step, g: &Function) -> Result<bool, RuntimeError> {
+    Ok(match step.kind {
+        StepKind::Kernel(_) | StepKind::Read(_) => true,
+        StepKind::Native => step.epilogue.is_some() || native::writes_into_seed(g.node(step.node)?),
+        _ => false,
+    })
+}
+
+/// A buffer of [`BufferPlan::assign`]: the element type of its values, the most elements one
+/// of them has, whether another temporary may take it, whether it holds values of
+/// [`ACROSS_SHAPES_BYTES`] or more, and whether it is free now.
+struct Buffer {
+    element_type: ElementType,
+    elements: usize,
+    shared: bool,
+    large: bool,
+    free: bool,
+}
+
+impl Buffer {
+    /// The buffer a value of type `ty` takes (see [`BufferPlan::assign`]): when `shared`, a
+    /// free one of its element type and size class (of its element count, for a small
+    /// value), the one that holds it most tightly, else the largest (which grows to hold
+    /// it); else, or when not `shared`, a new one.
+    fn take(buffers: &mut Vec<Buffer>, ty: &TensorType, shared: bool) -> usize {
+        let n = ty.shape.element_count().unwrap_or(usize::MAX);
+        let bytes = n.saturating_mul(ty.element_type.size_bytes());
+        let large = bytes >= ACROSS_SHAPES_BYTES;
+        let candidates = || {
+            buffers.iter().enumerate().filter(move |(_, b)| {
+                shared
+                    && b.free
+                    && b.element_type == ty.element_type
+                    && b.large == large
+                    && (large || b.elements == n)
+            })
+        };
+        let tightest = candidates()
+            .filter(|(_, b)| b.elements >= n)
+            .min_by_key(|(_, b)| b.elements);
+        let chosen = tightest.or_else(|| candidates().max_by_key(|(_, b)| b.elements));
+        let b = match chosen {
+            Some((b, _)) => b,
+            None => {
+                buffers.push(Buffer {
+                    element_type: ty.element_type,
+                    elements: 0,
+                    shared,
+                    large,
+                    free: true,
+                });
+                buffers.len() - 1
+            }
+        };
+        buffers[b].elements = buffers[b].elements.max(n);
+        buffers[b].free = false;
+        b
+    }
 }
 
 pub(super) fn plan_lifetimes(steps: &mut [Step], results: &[Loc], temps: usize) {

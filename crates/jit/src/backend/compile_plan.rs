@@ -167,7 +167,6 @@ impl CpuJitBackend {
             results,
             steps: l.steps,
             temps: l.temps,
-            buffer_of: l.buffer_of,
             buffers: l.buffers,
             peak_intermediate_bytes: l.peak_intermediate_bytes,
             constants: l.constants,
@@ -219,8 +218,7 @@ pub(super) struct Lowering {
     constants: Vec<Tensor>,
     pub(super) result_locs: Vec<Loc>,
     peak_intermediate_bytes: usize,
-    buffer_of: Vec<usize>,
-    buffers: usize,
+    buffers: BufferPlan,
     compiled: Vec<CompiledKernel>,
     control_flow: Vec<graphlift_runtime::control_flow::CompiledBodies>,
 }
@@ -247,8 +245,7 @@ impl Lowering {
             constants: Vec::new(),
             result_locs: Vec::new(),
             peak_intermediate_bytes: 0,
-            buffer_of: Vec::new(),
-            buffers: 0,
+            buffers: BufferPlan::default(),
             compiled: Vec::new(),
             control_flow: Vec::new(),
         })
@@ -456,7 +453,7 @@ impl Lowering {
 
     /// Stage `buffers`: temporaries assigned to recycled buffers.
     fn buffers(&mut self, _: &CpuJitBackend) -> Result<(), RuntimeError> {
-        (self.buffer_of, self.buffers) = assign_buffers(&self.steps, &self.g, self.temps)?;
+        self.buffers = BufferPlan::assign(&self.steps, &self.g, self.temps)?;
         Ok(())
     }
 
@@ -512,11 +509,11 @@ impl Lowering {
                 p.name, p.lanes, p.count, p.veclib, p.isa, p.stream
             );
         }
-        if !self.buffer_of.is_empty() {
+        if !self.buffers.of.is_empty() {
             let _ = writeln!(
                 s,
                 "buffers: {} for {} temporaries {:?}; peak {} bytes live",
-                self.buffers, self.temps, self.buffer_of, self.peak_intermediate_bytes
+                self.buffers.count, self.temps, self.buffers.of, self.peak_intermediate_bytes
             );
         }
         for (k, c) in self.compiled.iter().enumerate() {

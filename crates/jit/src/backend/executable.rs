@@ -71,10 +71,8 @@ pub(super) struct ExecutablePlan {
     pub(super) results: Vec<TensorSpec>,
     pub(super) steps: Vec<Step>,
     pub(super) temps: usize,
-    /// The buffer of each temporary ([`assign_buffers`]).
-    pub(super) buffer_of: Vec<usize>,
-    /// Number of buffers.
-    pub(super) buffers: usize,
+    /// The buffer of each temporary and its type.
+    pub(super) buffers: BufferPlan,
     /// See [`Executable::peak_intermediate_bytes`].
     pub(super) peak_intermediate_bytes: usize,
     /// The Function's constants as tensors, indexed by [`Loc::Constant`].
@@ -229,11 +227,12 @@ impl CpuJitExecutable {
         self.kernel(name).map(|k| k.code.entry_address())
     }
 
-    /// How many intermediate buffers the plan uses: temporaries of one tensor type whose
-    /// lifetimes do not overlap share one, and a call reuses the buffers a previous call
-    /// left behind (results are written into the caller's output tensors instead).
+    /// How many intermediate buffers the plan uses: temporaries of one element type whose
+    /// lifetimes do not overlap share one, whatever their shapes, and a call reuses the
+    /// buffers a previous call left behind (results are written into the caller's output
+    /// tensors instead).
     pub fn intermediate_buffers(&self) -> usize {
-        self.plan.buffers
+        self.plan.buffers.count
     }
 
     /// How many `Reshape` steps take over their input's buffer (a temporary that dies at

@@ -70,7 +70,7 @@ impl CpuJitExecutable {
             .lock()
             .ok()
             .and_then(|mut bins| bins.pop())
-            .unwrap_or_else(|| vec![None; self.plan.buffers]);
+            .unwrap_or_else(|| vec![None; self.plan.buffers.count]);
         if self.wakes_helpers.load(Relaxed) {
             self.parallel.wake();
         }
@@ -81,15 +81,15 @@ impl CpuJitExecutable {
                 continue;
             }
             let outs = match step.forwards {
-                Some(input) => self.forward(step, input, temps, &mut bin)?,
+                Some(input) => self.forward(step, input, temps)?,
                 None => {
                     let seeded = step
                         .outputs
                         .iter()
                         .map(|&t| {
-                            temps[t].take().or_else(|| {
-                                bin.get_mut(self.plan.buffer_of[t]).and_then(Option::take)
-                            })
+                            temps[t]
+                                .take()
+                                .or_else(|| self.plan.buffers.seed(t, &mut bin))
                         })
                         .collect();
                     self.run_step(step, inputs, temps, seeded, vars)?
@@ -114,7 +114,7 @@ impl CpuJitExecutable {
             }
             for &t in &step.free_after {
                 if let (Some(dead), Some(slot)) =
-                    (temps[t].take(), bin.get_mut(self.plan.buffer_of[t]))
+                    (temps[t].take(), bin.get_mut(self.plan.buffers.of[t]))
                 {
                     *slot = Some(dead);
                 }
@@ -135,18 +135,16 @@ impl CpuJitExecutable {
     }
 
     /// Runs a `Reshape` step that forwards its dying input (`Step::forwards`): the input's
-    /// buffer becomes the output, under the output's shape, and the output's own buffer
-    /// (where the bin has one) takes the input's slot in the bin under the input's shape,
-    /// so that every slot keeps a buffer of its type for the next call.
+    /// buffer becomes the output, under the output's shape (the plan gives the two one
+    /// buffer, [`BufferPlan::assign`]).
     fn forward(
         &self,
         step: &Step,
         input: usize,
         temps: &mut [Option<Tensor>],
-        bin: &mut [Option<Tensor>],
     ) -> Result<Vec<Tensor>, RuntimeError> {
         let node = self.plan.function.node(step.node)?;
-        let (Some(&out), Some(ty)) = (step.outputs.first(), node.outputs().first()) else {
+        let Some(ty) = node.outputs().first() else {
             return Err(Self::execution_error(
                 node,
                 "a reshape without output".into(),
@@ -155,12 +153,6 @@ impl CpuJitExecutable {
         let value = temps[input]
             .take()
             .ok_or_else(|| Self::execution_error(node, "an input was not computed".into()))?;
-        let spare = temps[out]
-            .take()
-            .or_else(|| bin.get_mut(self.plan.buffer_of[out]).and_then(Option::take));
-        if let (Some(spare), Some(slot)) = (spare, bin.get_mut(self.plan.buffer_of[input])) {
-            *slot = Tensor::from_data(spare.into_data(), value.shape().clone()).ok();
-        }
         let moved = Tensor::from_data(value.into_data(), ty.shape.clone())
             .map_err(|e| Self::execution_error(node, e.to_string()))?;
         Ok(vec![moved])
@@ -295,10 +287,7 @@ impl CpuJitExecutable {
         // The producer's result, made before it runs so the kernel's buffers (with this one
         // in the slots that read it) are checked before any block reaches the kernel.
         let ty = node.output_type();
-        let product = match seeded.into_iter().next().flatten() {
-            Some(buffer) if buffer.has_type(ty) => buffer,
-            _ => Tensor::zeros(ty.element_type, ty.shape.clone())?,
-        };
+        let product = output_buffer(ty, seeded.into_iter().next().flatten())?;
         let not_computed = || Self::execution_error(knode, "an input was not computed".into());
         let mut out_data: Vec<&mut TensorData> = kouts.iter_mut().map(Tensor::data_mut).collect();
         let buffers = {

@@ -465,6 +465,72 @@ fn recycled_buffers_are_fully_rewritten_every_call() {
     }
 }
 
+/// `x [m, k0] @ a [k0, k1]`, transposed, `@ b [m, k2]`, transposed, `@ c [k1, 8]`: four
+/// temporaries of four shapes, each alive over two steps, and a `[k2, 8]` result.
+fn shape_chain(m: usize, k: [usize; 3]) -> graphlift_ir::Function {
+    use graphlift_ir::Shape;
+    let mut f = graphlift_ir::Function::new("shape_chain");
+    let x = f.add_parameter("x", F32, Shape::new([m, k[0]])).unwrap();
+    let shapes = [[k[0], k[1]], [m, k[2]], [k[1], 8]];
+    let w: Vec<graphlift_ir::Output> = ["a", "b", "c"]
+        .iter()
+        .zip(shapes)
+        .map(|(&n, s)| f.add_parameter(n, F32, Shape::new(s)).unwrap().into())
+        .collect();
+    let mut v: graphlift_ir::Output = x.into();
+    for w in &w[..2] {
+        let p = f.add_node(Op::MatMul, &[v, *w]).unwrap();
+        v = f
+            .add_node(Op::Transpose(vec![1, 0]), &[p.into()])
+            .unwrap()
+            .into();
+    }
+    let r = f.add_node(Op::MatMul, &[v, w[2]]).unwrap();
+    f.add_result(r.into(), None).unwrap();
+    f
+}
+
+/// Temporaries of 128 KiB and more share buffers whatever their shapes (a buffer grows to
+/// the largest it holds), smaller ones only with their element count: [`shape_chain`]'s four
+/// temporaries take two buffers when large, four when small (and the result one of its
+/// own), and every call of either,
+/// with other inputs through buffers an earlier call left at other shapes, matches the
+/// interpreter.
+#[test]
+fn large_temporaries_share_buffers_across_shapes() {
+    for (m, k, buffers) in [(64, [256, 1024, 96], 3), (8, [32, 64, 12], 5)] {
+        let f = shape_chain(m, k);
+        let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+        assert_eq!(exe.intermediate_buffers(), buffers, "m {m}, k {k:?}");
+        let interp = InterpreterBackend.compile(&f).unwrap();
+        for call in 0..3 {
+            let ins: Vec<Tensor> = f
+                .parameters()
+                .iter()
+                .enumerate()
+                .map(|(p, &id)| {
+                    let shape = f.output_type(id.into()).unwrap().shape.clone();
+                    let n = shape.element_count().unwrap();
+                    let v = (0..n).map(|i| ((i * 7 + p * 5 + call * 3) % 23) as f32 / 11.0 - 1.0);
+                    Tensor::from_vec(v.collect(), shape).unwrap()
+                })
+                .collect();
+            let got = exe.run(&ins).unwrap();
+            let want = interp.run(&ins).unwrap();
+            let (got, want) = (
+                got[0].read::<f32>().unwrap(),
+                want[0].read::<f32>().unwrap(),
+            );
+            for (g, w) in got.iter().zip(want) {
+                assert!(
+                    (g - w).abs() <= 1e-3 * (1.0 + w.abs()),
+                    "m {m}, call {call}: {g} vs {w}"
+                );
+            }
+        }
+    }
+}
+
 /// Executables of one backend with shared buffers (as a loop body's specialisations are)
 /// take each other's dead temporaries: called in turn, those of the same types (other ops)
 /// and of other sizes each match the interpreter every call.

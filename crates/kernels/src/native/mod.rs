@@ -65,9 +65,8 @@ pub use packed::{prepare, PackedWeights, Side};
 /// ops and last-axis `ArgMax`/`ArgMin` on `f32`), else with the reference kernel.
 ///
 /// `seeded[0]`, when given, is a buffer for this node's result (the caller's output tensor or
-/// a recycled intermediate); `MatMul`, the convolutions, `Softmax`, `LayerNorm`,
-/// `BatchNormInference`, `Attention`, `Concat`, `Transpose`, `Slice`, `Gather`, `Resize` and
-/// `Reshape` write into it instead of allocating.
+/// a recycled intermediate); the ops of [`writes_into_seed`] write into it where it has the
+/// result's type instead of allocating.
 ///
 /// # Errors
 /// As [`evaluate_node`].
@@ -208,6 +207,33 @@ pub fn evaluate_with_epilogue(
         )),
         None => Ok((evaluate_node(node, inputs)?, false)),
     }
+}
+
+/// Whether [`evaluate_with_epilogue`] writes `node`'s result into the seeded buffer it is
+/// handed rather than into one of its own, so that a caller gains by handing it a recycled
+/// one. (A native kernel that declines its inputs falls back on the reference kernel, which
+/// allocates: correct, only without the reuse.)
+pub fn writes_into_seed(node: &Node) -> bool {
+    matches!(
+        node.op(),
+        Op::MatMul
+            | Op::QuantizedMatMul(_)
+            | Op::Softmax(_)
+            | Op::BatchNormInference(_)
+            | Op::LayerNorm(_)
+            | Op::Attention(_)
+            | Op::Convolution(_)
+            | Op::ConvolutionInteger(_)
+            | Op::ConvolutionBackpropData(_)
+            | Op::ConvolutionBackpropFilters(_)
+            | Op::MaxPool(_)
+            | Op::Resize(_)
+            | Op::Transpose(_)
+            | Op::Slice(_)
+            | Op::Gather(_)
+            | Op::Concat(_)
+            | Op::Reshape(_)
+    )
 }
 
 /// The buffer a native kernel writes its result into: `seeded` (the caller's output tensor
