@@ -56,12 +56,13 @@ pub(super) enum Recycling {
 }
 
 impl Recycling {
-    /// The bins of a new executable, and whether its calls leave their bins there.
-    pub(super) fn bins(&self) -> (std::sync::Arc<Bins>, bool) {
+    /// The bins a new executable's calls take their buffers from and leave them in (`None`:
+    /// they allocate them and free them).
+    pub(super) fn bins(&self) -> Option<std::sync::Arc<Bins>> {
         match self {
-            Recycling::Own => (std::sync::Arc::default(), true),
-            Recycling::Off => (std::sync::Arc::default(), false),
-            Recycling::Shared(bins) => (std::sync::Arc::clone(bins), true),
+            Recycling::Own => Some(std::sync::Arc::default()),
+            Recycling::Off => None,
+            Recycling::Shared(bins) => Some(std::sync::Arc::clone(bins)),
         }
     }
 }

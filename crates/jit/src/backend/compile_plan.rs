@@ -110,11 +110,9 @@ impl CpuJitBackend {
         (parallel, batch_pool): (Arc<Parallel>, Arc<Parallel>),
         variables: Option<VariableStore>,
     ) -> CpuJitExecutable {
-        let (recycled, recycle_buffers) = self.recycling.bins();
         CpuJitExecutable {
             plan,
-            recycled,
-            recycle_buffers,
+            recycled: self.recycling.bins(),
             parallel,
             batch_pool,
             wakes_helpers: AtomicBool::new(false),

@@ -37,10 +37,9 @@ pub struct CpuJitExecutable {
     /// Function from the backend's executable cache.
     pub(super) plan: Arc<ExecutablePlan>,
     /// Bins of dead temporaries from earlier calls ([`Bins`]), this executable's own or
-    /// shared ([`super::buffers::Recycling`]).
-    pub(super) recycled: Arc<Bins>,
-    /// Whether a call leaves its bin in `recycled` ([`CpuJitBackend::with_buffer_recycling`]).
-    pub(super) recycle_buffers: bool,
+    /// shared ([`super::buffers::Recycling`]); `None` where a call frees its temporaries
+    /// ([`CpuJitBackend::with_buffer_recycling`]).
+    pub(super) recycled: Option<Arc<Bins>>,
     pub(super) parallel: Arc<Parallel>,
     /// The backend's threads, which a plan run sample by sample spreads its samples over
     /// ([`Schedule::Samples`]; `parallel` then has one thread).

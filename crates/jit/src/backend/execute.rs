@@ -67,9 +67,8 @@ impl CpuJitExecutable {
     ) -> Result<(), RuntimeError> {
         let mut bin = self
             .recycled
-            .lock()
-            .ok()
-            .and_then(|mut bins| bins.pop())
+            .as_ref()
+            .and_then(|bins| bins.lock().ok()?.pop())
             .unwrap_or_else(|| vec![None; self.plan.buffers.count]);
         if self.wakes_helpers.load(Relaxed) {
             self.parallel.wake();
@@ -125,7 +124,7 @@ impl CpuJitExecutable {
         // their spinning.
         self.wakes_helpers
             .store(self.parallel.offers() != offers, Relaxed);
-        if let (true, Ok(mut bins)) = (self.recycle_buffers, self.recycled.lock()) {
+        if let Some(Ok(mut bins)) = self.recycled.as_ref().map(|bins| bins.lock()) {
             // A plan run sample by sample has a call running on each of the pool's threads.
             if bins.len() < MAX_RECYCLE_BINS.max(self.batch_pool.config().threads) {
                 bins.push(bin);

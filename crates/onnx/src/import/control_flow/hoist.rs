@@ -54,76 +54,101 @@ struct Link {
 /// Ops that keep their data operand's elements in order, reading only constants besides.
 const SHAPE_ONLY: [&str; 5] = ["Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"];
 
-/// The nodes of `body` that compute `to` from `from` through value-preserving nodes, last
-/// first, when they do (every other operand a `Constant` node of the body or an outer-scope
-/// value); `None` otherwise. Whether the constants hold neutral elements and the chain
-/// ends in `from`'s type is checked once they are imported ([`Importer::carried`]).
-fn chain(body: &GraphProto, from: &str, to: &str) -> Option<Vec<Link>> {
-    let producer: HashMap<&str, usize> = body
-        .node
-        .iter()
-        .enumerate()
-        .flat_map(|(k, n)| n.output.iter().map(move |o| (o.as_str(), k)))
-        .collect();
-    let local: HashSet<&str> = body
-        .input
-        .iter()
-        .map(|v| v.name.as_str())
-        .chain(body.initializer.iter().map(|t| t.name.as_str()))
-        .chain(producer.keys().copied())
-        .collect();
-    let constant = |name: &str| {
-        name.is_empty()
-            || !local.contains(name)
-            || producer.get(name).is_some_and(|&k| {
-                let n = &body.node[k];
-                n.op_type == "Constant" && n.input.is_empty()
-            })
-    };
-    let mut links = Vec::new();
-    let mut at = to;
-    while at != from {
-        if links.len() > body.node.len() {
-            return None;
+/// Where each value of a loop body comes from, worked out once per body for the
+/// [`BodyIndex::chain`] of each of its carried values.
+pub(super) struct BodyIndex<'b> {
+    body: &'b GraphProto,
+    /// The node that makes each value.
+    producer: HashMap<&'b str, usize>,
+    /// The body's own values: its inputs, initializers and node outputs (any other name is
+    /// an outer-scope value).
+    local: HashSet<&'b str>,
+}
+
+impl<'b> BodyIndex<'b> {
+    /// The index of `body`.
+    pub(super) fn of(body: &'b GraphProto) -> BodyIndex<'b> {
+        let producer: HashMap<&str, usize> = body
+            .node
+            .iter()
+            .enumerate()
+            .flat_map(|(k, n)| n.output.iter().map(move |o| (o.as_str(), k)))
+            .collect();
+        let local = body
+            .input
+            .iter()
+            .map(|v| v.name.as_str())
+            .chain(body.initializer.iter().map(|t| t.name.as_str()))
+            .chain(producer.keys().copied())
+            .collect();
+        BodyIndex {
+            body,
+            producer,
+            local,
         }
-        let k = *producer.get(at)?;
-        let n = &body.node[k];
-        if !super::super::is_default_domain(&n.domain) || n.output.len() != 1 {
-            return None;
-        }
-        let ins: Vec<&str> = n.input.iter().map(String::as_str).collect();
-        let neutral = if matches!(n.op_type.as_str(), "Add" | "Sub") {
-            0.0
-        } else {
-            1.0
-        };
-        let (data, operand) = match (n.op_type.as_str(), ins.as_slice()) {
-            (op, [x, rest @ ..])
-                if SHAPE_ONLY.contains(&op) && rest.iter().all(|r| constant(r)) =>
-            {
-                (*x, None)
-            }
-            ("Add" | "Mul", &[a, b]) => match (constant(a), constant(b)) {
-                (false, true) => (a, Some((b.to_string(), neutral))),
-                (true, false) => (b, Some((a.to_string(), neutral))),
-                _ => return None,
-            },
-            ("Sub" | "Div", &[a, b]) if !constant(a) && constant(b) => {
-                (a, Some((b.to_string(), neutral)))
-            }
-            _ => return None,
-        };
-        links.push(Link {
-            node: k,
-            constant: operand,
-        });
-        at = data;
     }
-    Some(links)
+
+    /// The nodes of the body that compute `to` from `from` through value-preserving nodes,
+    /// last first, when they do (every other operand a `Constant` node of the body or an
+    /// outer-scope value); `None` otherwise. Whether the constants hold neutral elements
+    /// and the chain ends in `from`'s type is checked once they are imported
+    /// ([`Importer::carried`]).
+    fn chain(&self, from: &str, to: &str) -> Option<Vec<Link>> {
+        let (body, producer, local) = (self.body, &self.producer, &self.local);
+        let constant = |name: &str| {
+            name.is_empty()
+                || !local.contains(name)
+                || producer.get(name).is_some_and(|&k| {
+                    let n = &body.node[k];
+                    n.op_type == "Constant" && n.input.is_empty()
+                })
+        };
+        let mut links = Vec::new();
+        let mut at = to;
+        while at != from {
+            if links.len() > body.node.len() {
+                return None;
+            }
+            let k = *producer.get(at)?;
+            let n = &body.node[k];
+            if !super::super::is_default_domain(&n.domain) || n.output.len() != 1 {
+                return None;
+            }
+            let ins: Vec<&str> = n.input.iter().map(String::as_str).collect();
+            let neutral = if matches!(n.op_type.as_str(), "Add" | "Sub") {
+                0.0
+            } else {
+                1.0
+            };
+            let (data, operand) = match (n.op_type.as_str(), ins.as_slice()) {
+                (op, [x, rest @ ..])
+                    if SHAPE_ONLY.contains(&op) && rest.iter().all(|r| constant(r)) =>
+                {
+                    (*x, None)
+                }
+                ("Add" | "Mul", &[a, b]) => match (constant(a), constant(b)) {
+                    (false, true) => (a, Some((b.to_string(), neutral))),
+                    (true, false) => (b, Some((a.to_string(), neutral))),
+                    _ => return None,
+                },
+                ("Sub" | "Div", &[a, b]) if !constant(a) && constant(b) => {
+                    (a, Some((b.to_string(), neutral)))
+                }
+                _ => return None,
+            };
+            links.push(Link {
+                node: k,
+                constant: operand,
+            });
+            at = data;
+        }
+        Some(links)
+    }
 }
 
 impl<'m> Importer<'m> {
-    /// How carried value `from` (initial value `initial`) becomes `to` in `body`: imports
+    /// How carried value `from` (initial value `initial`) becomes `to` in the body `index`
+    /// describes: imports
     /// the chain of value-preserving nodes between them, if any, on the initial value into
     /// this graph (the names are released afterwards) and checks its constants and its
     /// result type. A chain of shape-only nodes (or integer arithmetic) keeps the value;
@@ -131,14 +156,15 @@ impl<'m> Importer<'m> {
     /// any of them quiets a signalling NaN).
     pub(super) fn carried(
         &mut self,
-        body: &'m GraphProto,
+        index: &BodyIndex<'m>,
         (from, to): (&str, &str),
         initial: Output,
     ) -> Carried {
         if from == to {
             return Carried::Same;
         }
-        let Some(links) = chain(body, from, to) else {
+        let body = index.body;
+        let Some(links) = index.chain(from, to) else {
             return Carried::Changes;
         };
         let defined = |imp: &Self, k: &usize| {
@@ -155,7 +181,7 @@ impl<'m> Importer<'m> {
         let mut nodes: Vec<usize> = in_chain.iter().copied().collect();
         for l in &links {
             for name in &body.node[l.node].input {
-                let made = body.node.iter().position(|n| n.output.contains(name));
+                let made = index.producer.get(name.as_str()).copied();
                 nodes.extend(made.filter(|k| !in_chain.contains(k)));
             }
         }

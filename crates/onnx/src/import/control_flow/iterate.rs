@@ -1,6 +1,6 @@
 //! `Loop` and `Scan` (see the parent module's doc).
 
-use super::hoist::{Carried, Settling};
+use super::hoist::{BodyIndex, Carried, Settling};
 use super::*;
 
 impl<'m> Importer<'m> {
@@ -74,10 +74,11 @@ impl<'m> Importer<'m> {
         // How each carried value changes: one the body passes through is captured instead
         // of carried; one that settles after the first iteration stays carried, but the
         // hoisted nodes read both its values.
+        let body_index = BodyIndex::of(body_g);
         let carried: Vec<Carried> = (0..n)
             .map(|k| {
                 let (from, to) = (&body_g.input[2 + k].name, &body_g.output[1 + k].name);
-                self.carried(body_g, (from, to), initial[k])
+                self.carried(&body_index, (from, to), initial[k])
             })
             .collect();
         let invariant: Vec<bool> = carried.iter().map(|c| matches!(c, Carried::Same)).collect();
