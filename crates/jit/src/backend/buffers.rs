@@ -106,11 +106,19 @@ impl BufferPlan {
         for step in steps {
             let forwarded = step.forwards.zip(step.outputs.first().copied());
             let shared = writes_into_buffers(step, g)?;
+            // A result only its epilogue reads, which the producer may leave unwritten.
+            let unread = step.epilogue.as_ref().and(step.outputs.first());
+            let unread = unread.filter(|t| step.free_after.contains(t));
             for (t, ty) in step.filled_outputs(g)? {
+                let class = match (shared, unread == Some(&t)) {
+                    (false, _) => Class::Own,
+                    (true, true) => Class::OfItsCount,
+                    (true, false) => Class::by_size(ty),
+                };
                 plan.of[t] = match forwarded {
                     // The reshape's output is its input's buffer, under another shape.
                     Some((input, _)) => plan.of[input],
-                    None => Buffer::take(&mut buffers, ty, shared),
+                    None => Buffer::take(&mut buffers, ty, class),
                 };
                 plan.types[t] = Some(ty.clone());
             }
@@ -119,7 +127,7 @@ impl BufferPlan {
                     continue;
                 }
                 if let Some(b) = buffers.get_mut(plan.of[t]) {
-                    b.free = b.shared;
+                    b.free = b.class != Class::Own;
                 }
             }
         }
@@ -155,33 +163,57 @@ fn writes_into_buffers(step: &Step, g: &Function) -> Result<bool, RuntimeError> 
     })
 }
 
+/// Which values share a buffer ([`BufferPlan::assign`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Values of [`ACROSS_SHAPES_BYTES`] or more, whatever their shapes.
+    AcrossShapes,
+    /// Values of one element count: smaller ones, and a result that only its epilogue
+    /// reads (its producer may leave it unwritten: in a buffer that grew, zero-filled for
+    /// nothing).
+    OfItsCount,
+    /// None: the value of a step that allocates its own outputs.
+    Own,
+}
+
+impl Class {
+    /// The class of a value of type `ty` that a step writes into its buffer.
+    fn by_size(ty: &TensorType) -> Class {
+        let n = ty.shape.element_count().unwrap_or(usize::MAX);
+        if n.saturating_mul(ty.element_type.size_bytes()) >= ACROSS_SHAPES_BYTES {
+            Class::AcrossShapes
+        } else {
+            Class::OfItsCount
+        }
+    }
+}
+
 /// A buffer of [`BufferPlan::assign`]: the element type of its values, the most elements one
-/// of them has, whether another temporary may take it, whether it holds values of
-/// [`ACROSS_SHAPES_BYTES`] or more, and whether it is free now.
+/// of them has, the class of values that share it, and whether it is free now.
 struct Buffer {
     element_type: ElementType,
     elements: usize,
-    shared: bool,
-    large: bool,
+    class: Class,
     free: bool,
 }
 
 impl Buffer {
-    /// The buffer a value of type `ty` takes (see [`BufferPlan::assign`]): when `shared`, a
-    /// free one of its element type and size class (of its element count, for a small
-    /// value), the one that holds it most tightly, else the largest (which grows to hold
-    /// it); else, or when not `shared`, a new one.
-    fn take(buffers: &mut Vec<Buffer>, ty: &TensorType, shared: bool) -> usize {
+    /// The buffer a value of type `ty` and class `class` takes (see [`BufferPlan::assign`]):
+    /// a free one of its element type and class (of its element count, in
+    /// [`Class::OfItsCount`]), the one that holds it most tightly, else the largest (which
+    /// grows to hold it); else, or in [`Class::Own`], a new one.
+    fn take(buffers: &mut Vec<Buffer>, ty: &TensorType, class: Class) -> usize {
         let n = ty.shape.element_count().unwrap_or(usize::MAX);
-        let bytes = n.saturating_mul(ty.element_type.size_bytes());
-        let large = bytes >= ACROSS_SHAPES_BYTES;
         let candidates = || {
             buffers.iter().enumerate().filter(move |(_, b)| {
-                shared
-                    && b.free
+                b.free
                     && b.element_type == ty.element_type
-                    && b.large == large
-                    && (large || b.elements == n)
+                    && b.class == class
+                    && match class {
+                        Class::AcrossShapes => true,
+                        Class::OfItsCount => b.elements == n,
+                        Class::Own => false,
+                    }
             })
         };
         let tightest = candidates()
@@ -194,8 +226,7 @@ impl Buffer {
                 buffers.push(Buffer {
                     element_type: ty.element_type,
                     elements: 0,
-                    shared,
-                    large,
+                    class,
                     free: true,
                 });
                 buffers.len() - 1
