@@ -163,11 +163,18 @@ pub(super) fn convolve(
         .next_multiple_of(POSITIONS)
         .min(plane);
     let items = items(y, (mg, plane, block));
-    let per_task = d.padded_len(&imp);
+    // A pointwise image is its own padded image: read in place (a tile reads the positions
+    // of its own rows only, none past the plane).
+    let in_place = is_pointwise(g, d.conv);
+    let per_task = if in_place { 0 } else { d.padded_len(&imp) };
     with_scratch(tasks * per_task, |padded: &mut [f32]| {
         for (k, out) in padded.chunks_mut(per_task.max(1)).enumerate() {
             d.padded(k, &imp, out, team);
         }
+        let image_of = |task: usize| match in_place {
+            true => d.task_image(task),
+            false => &padded[task * per_task..(task + 1) * per_task],
+        };
         let ran = std::sync::atomic::AtomicBool::new(true);
         let run = |item: Item<'_>| {
             let Item {
@@ -176,7 +183,7 @@ pub(super) fn convolve(
                 positions,
                 out,
             } = item;
-            let image = &padded[task * per_task..(task + 1) * per_task];
+            let image = image_of(task);
             let (grp, at) = (task % g.groups, (panel, positions.clone()));
             let first = (task * mg + panel * PANEL_COLUMNS) * plane;
             let done = match out {

@@ -91,6 +91,15 @@ impl<'a, T: Float> Dense<'a, T> {
         self.g.c == self.g.groups && self.mg() == 1
     }
 
+    /// Task `k`'s channels of the input, `[C/g, H, W]` (empty where `x` does not hold them).
+    pub(super) fn task_image(&self, k: usize) -> &'a [T] {
+        let (g, hw) = (self.g, self.g.h * self.g.w);
+        let first = (k / g.groups * g.c + k % g.groups * self.cg()) * hw;
+        self.x
+            .get(first..first + self.cg() * hw)
+            .unwrap_or_default()
+    }
+
     /// Input channels per group.
     fn cg(&self) -> usize {
         self.g.c / self.g.groups
@@ -347,14 +356,12 @@ impl<T: Float> Dense<'_, T> {
     pub(super) fn padded(&self, k: usize, imp: &Implicit, out: &mut [T], team: Option<Team<'_>>) {
         let (g, w) = (self.g, &self.conv.window);
         let (sh, sw) = (w.strides[0], w.strides[1]);
-        let (b, grp) = (k / g.groups, k % g.groups);
         let (top, left) = (w.pads_begin[0], w.pads_begin[1]);
         let phase = imp.hq * imp.wq;
         let per_channel = sh * sw * phase;
         let (body, tail) = out.split_at_mut((self.cg() * per_channel).min(out.len()));
         tail.fill(T::default());
-        let first = (b * g.c + grp * self.cg()) * g.h * g.w;
-        let src = &self.x[first..first + self.cg() * g.h * g.w];
+        let src = self.task_image(k);
         // Each phase row once: the image row it holds between zeros for the padding, or
         // zeros (the channel's buffer is not cleared first: that was a second pass over it).
         // A row is split into all its phases in one pass.

@@ -260,6 +260,27 @@ pub(super) const CASES: &[Case] = &[
         [0, 0],
         [0, 0],
     ),
+    // Pointwise layers over planes that waste most of a panel of positions (7x7, 5x5): on
+    // an AVX-512 host their output channels take the lanes and each (image, group) task
+    // reads its channels of the image in place.
+    (
+        [2, 24, 7, 7],
+        [96, 24, 1, 1],
+        1,
+        [1, 1],
+        [1, 1],
+        [0, 0],
+        [0, 0],
+    ),
+    (
+        [2, 32, 5, 5],
+        [96, 16, 1, 1],
+        2,
+        [1, 1],
+        [1, 1],
+        [0, 0],
+        [0, 0],
+    ),
     // A pointwise layer over a batch of three images, split over more threads than images
     // (every image's filters in blocks).
     (
