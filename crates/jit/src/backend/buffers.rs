@@ -87,11 +87,12 @@ impl BufferPlan {
     /// buffer that holds it most tightly, else the largest free one, which grows (few
     /// buffers, reused soon after they were last written, keep a call's large values in the
     /// caches, where a buffer per shape left them to be fetched from memory on every call);
-    /// smaller ones with values of their element count. A reshape that forwards its input
-    /// ([`Step::forwards`]) leaves its output in the input's buffer; a step that allocates
-    /// its own outputs (a native op outside [`native::writes_into_seed`], a control-flow
-    /// node) gets buffers no other step shares, as its allocations, exactly its outputs'
-    /// size, would otherwise land in buffers that must hold more.
+    /// smaller ones, and a result that only its epilogue reads, with values of their
+    /// element count ([`Class`]). A reshape that forwards its input ([`Step::forwards`])
+    /// leaves its output in the input's buffer; a step that allocates its own outputs (a
+    /// native op outside [`native::writes_into_seed`], a control-flow node) gets buffers no
+    /// other step shares, as its allocations, exactly its outputs' size, would otherwise
+    /// land in buffers that must hold more.
     pub(super) fn assign(
         steps: &[Step],
         g: &Function,
@@ -111,7 +112,7 @@ impl BufferPlan {
             let unread = unread.filter(|t| step.free_after.contains(t));
             for (t, ty) in step.filled_outputs(g)? {
                 let class = match (shared, unread == Some(&t)) {
-                    (false, _) => Class::Own,
+                    (false, _) => Class::Unshared,
                     (true, true) => Class::OfItsCount,
                     (true, false) => Class::by_size(ty),
                 };
@@ -127,7 +128,7 @@ impl BufferPlan {
                     continue;
                 }
                 if let Some(b) = buffers.get_mut(plan.of[t]) {
-                    b.free = b.class != Class::Own;
+                    b.free = b.class != Class::Unshared;
                 }
             }
         }
@@ -173,7 +174,7 @@ enum Class {
     /// nothing).
     OfItsCount,
     /// None: the value of a step that allocates its own outputs.
-    Own,
+    Unshared,
 }
 
 impl Class {
@@ -201,7 +202,7 @@ impl Buffer {
     /// The buffer a value of type `ty` and class `class` takes (see [`BufferPlan::assign`]):
     /// a free one of its element type and class (of its element count, in
     /// [`Class::OfItsCount`]), the one that holds it most tightly, else the largest (which
-    /// grows to hold it); else, or in [`Class::Own`], a new one.
+    /// grows to hold it); else, or in [`Class::Unshared`], a new one.
     fn take(buffers: &mut Vec<Buffer>, ty: &TensorType, class: Class) -> usize {
         let n = ty.shape.element_count().unwrap_or(usize::MAX);
         let candidates = || {
@@ -212,7 +213,7 @@ impl Buffer {
                     && match class {
                         Class::AcrossShapes => true,
                         Class::OfItsCount => b.elements == n,
-                        Class::Own => false,
+                        Class::Unshared => false,
                     }
             })
         };
