@@ -298,7 +298,7 @@ impl CpuJitBackend {
     /// bins, each one call's buffers): for executables that run one after another with
     /// buffers of the same types, as the per-iteration specialisations of one loop body
     /// do, which would each hold a set of buffers of their own, or allocate and free them
-    /// at every call. A buffer of another type than a step's output is not used.
+    /// at every call. A buffer of another element type than a step's output is not used.
     pub fn with_shared_buffers(self) -> CpuJitBackend {
         CpuJitBackend {
             recycling: Recycling::Shared(Arc::default()),

@@ -261,6 +261,8 @@ pub struct Target {
     batch_split: bool,
     threads: ThreadConfig,
     kernel_cache: usize,
+    /// The last-level cache size plans assume, where set; else the host's.
+    last_level_cache: Option<usize>,
 }
 
 /// A switch variable's value: on unless it is set to `0`.
@@ -288,6 +290,7 @@ impl Target {
             batch_split: true,
             threads: ThreadConfig::default(),
             kernel_cache: DEFAULT_KERNEL_CACHE_CAPACITY,
+            last_level_cache: None,
         }
     }
 
@@ -360,6 +363,23 @@ impl Target {
             kernel_cache: entries,
             ..self
         }
+    }
+
+    /// This target with a last-level cache of `bytes`, which plans assume in place of the
+    /// host's (for planning for another machine, or testing the plans of one).
+    pub fn with_last_level_cache(self, bytes: usize) -> Target {
+        Target {
+            last_level_cache: Some(bytes),
+            ..self
+        }
+    }
+
+    /// The last-level cache size in bytes plans assume: the one set
+    /// ([`Target::with_last_level_cache`]), else the host's
+    /// ([`crate::stream::last_level_cache_bytes`]).
+    pub fn last_level_cache_bytes(&self) -> usize {
+        self.last_level_cache
+            .unwrap_or_else(crate::stream::last_level_cache_bytes)
     }
 
     /// Why kernels do not call the vector math library; `None` when it is on.

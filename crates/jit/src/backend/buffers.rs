@@ -77,18 +77,21 @@ pub(super) struct BufferPlan {
     types: Vec<Option<TensorType>>,
     /// Number of buffers.
     pub(super) count: usize,
+    /// Bytes of the buffers, each as large as its largest value.
+    pub(super) bytes: usize,
 }
 
 impl BufferPlan {
     /// Assigns every temporary a buffer (greedy interval colouring in step order; a step's
     /// outputs never take the buffer of a value that dies at that step, which it may still
-    /// be reading). Values of one element type whose lifetimes do not overlap share one:
-    /// those of [`ACROSS_SHAPES_BYTES`] or more whatever their shapes, each taking the free
-    /// buffer that holds it most tightly, else the largest free one, which grows (few
-    /// buffers, reused soon after they were last written, keep a call's large values in the
-    /// caches, where a buffer per shape left them to be fetched from memory on every call);
-    /// smaller ones, and a result that only its epilogue reads, with values of their
-    /// element count ([`Class`]). A reshape that forwards its input ([`Step::forwards`])
+    /// be reading). Values of one element type whose lifetimes do not overlap share one,
+    /// those of one element count in every plan. Where those buffers outgrow half the
+    /// last-level cache (`cache_bytes`, [`Target::last_level_cache_bytes`]), values of
+    /// [`ACROSS_SHAPES_BYTES`] or more share whatever their shapes ([`Class`]) if that
+    /// takes a tenth fewer bytes ([`ACROSS_SHAPES_SAVING`]): fewer bytes, reused soon after
+    /// they were last written, keep more of a call's large values in the caches, at the
+    /// price of growing a buffer (zero-filling its new part, every call) where a larger
+    /// value follows a smaller one. A reshape that forwards its input ([`Step::forwards`])
     /// leaves its output in the input's buffer; a step that allocates its own outputs (a
     /// native op outside [`native::writes_into_seed`], a control-flow node) gets buffers no
     /// other step shares, as its allocations, exactly its outputs' size, would otherwise
@@ -96,12 +99,33 @@ impl BufferPlan {
     pub(super) fn assign(
         steps: &[Step],
         g: &Function,
+        (temps, cache_bytes): (usize, usize),
+    ) -> Result<BufferPlan, RuntimeError> {
+        let exact = BufferPlan::assign_with(steps, g, temps, false)?;
+        if exact.bytes <= cache_bytes / 2 {
+            return Ok(exact);
+        }
+        let across = BufferPlan::assign_with(steps, g, temps, true)?;
+        let saving = exact.bytes.saturating_sub(across.bytes) as f64 / exact.bytes as f64;
+        Ok(if saving >= ACROSS_SHAPES_SAVING {
+            across
+        } else {
+            exact
+        })
+    }
+
+    /// [`BufferPlan::assign`] with or without values shared `across` shapes.
+    fn assign_with(
+        steps: &[Step],
+        g: &Function,
         temps: usize,
+        across: bool,
     ) -> Result<BufferPlan, RuntimeError> {
         let mut plan = BufferPlan {
             of: vec![usize::MAX; temps],
             types: vec![None; temps],
             count: 0,
+            bytes: 0,
         };
         let mut buffers: Vec<Buffer> = Vec::new();
         for step in steps {
@@ -114,7 +138,8 @@ impl BufferPlan {
                 let class = match (shared, unread == Some(&t)) {
                     (false, _) => Class::Unshared,
                     (true, true) => Class::OfItsCount,
-                    (true, false) => Class::by_size(ty),
+                    (true, false) if across => Class::by_size(ty),
+                    (true, false) => Class::OfItsCount,
                 };
                 plan.of[t] = match forwarded {
                     // The reshape's output is its input's buffer, under another shape.
@@ -133,6 +158,10 @@ impl BufferPlan {
             }
         }
         plan.count = buffers.len();
+        plan.bytes = buffers
+            .iter()
+            .map(|b| b.elements.saturating_mul(b.element_type.size_bytes()))
+            .fold(0, usize::saturating_add);
         Ok(plan)
     }
 
@@ -147,13 +176,18 @@ impl BufferPlan {
     }
 }
 
-/// Values of at least this many bytes share buffers whatever their shapes: a buffer that
+/// Values of at least this many bytes may share buffers whatever their shapes: a buffer that
 /// a larger value takes after a smaller one grows, zero-filling its new part on every call
 /// ([`Tensor::refit`]), which pays where it keeps values that would miss the caches in
 /// them. Smaller values share only with values of their element count (no growth): they
 /// stay in the caches anyway, and the zero-fills cost more than they save (BENCHMARKS.md,
 /// the thirty-second session).
 const ACROSS_SHAPES_BYTES: usize = 128 << 10;
+
+/// The least share of its bytes that sharing across shapes must save a plan: a transformer
+/// whose buffers it shrank by 6 % ran 3 % slower for the zero-fills, MobileNetV2 (29 %) 9 %
+/// faster (BENCHMARKS.md, the thirty-second session).
+const ACROSS_SHAPES_SAVING: f64 = 0.1;
 
 /// Whether `step` writes its outputs into the buffers it is handed (else it allocates them).
 fn writes_into_buffers(step: &Step, g: &Function) -> Result<bool, RuntimeError> {
@@ -190,10 +224,12 @@ impl Class {
 }
 
 /// A buffer of [`BufferPlan::assign`]: the element type of its values, the most elements one
-/// of them has, the class of values that share it, and whether it is free now.
+/// of them has and its latest one's (its length when the next value takes it), the class of
+/// values that share it, and whether it is free now.
 struct Buffer {
     element_type: ElementType,
     elements: usize,
+    last: usize,
     class: Class,
     free: bool,
 }
@@ -201,8 +237,9 @@ struct Buffer {
 impl Buffer {
     /// The buffer a value of type `ty` and class `class` takes (see [`BufferPlan::assign`]):
     /// a free one of its element type and class (of its element count, in
-    /// [`Class::OfItsCount`]), the one that holds it most tightly, else the largest (which
-    /// grows to hold it); else, or in [`Class::Unshared`], a new one.
+    /// [`Class::OfItsCount`]) whose latest value holds it most tightly, else the one whose
+    /// latest value is largest if that is at least half this one (it grows); else, or in
+    /// [`Class::Unshared`], a new one.
     fn take(buffers: &mut Vec<Buffer>, ty: &TensorType, class: Class) -> usize {
         let n = ty.shape.element_count().unwrap_or(usize::MAX);
         let candidates = || {
@@ -217,24 +254,34 @@ impl Buffer {
                     }
             })
         };
-        let tightest = candidates()
-            .filter(|(_, b)| b.elements >= n)
-            .min_by_key(|(_, b)| b.elements);
-        let chosen = tightest.or_else(|| candidates().max_by_key(|(_, b)| b.elements));
+        // No growth where a buffer's latest value holds this one, else the least, at most
+        // half this value (past that a buffer of its own costs less than the zero-fill).
+        let no_growth = candidates()
+            .filter(|(_, b)| b.last >= n)
+            .min_by_key(|(_, b)| b.last);
+        let least = || {
+            candidates()
+                .max_by_key(|(_, b)| b.last)
+                .filter(|(_, b)| b.last.saturating_mul(2) >= n)
+        };
+        let chosen = no_growth.or_else(least);
         let b = match chosen {
             Some((b, _)) => b,
             None => {
                 buffers.push(Buffer {
                     element_type: ty.element_type,
                     elements: 0,
+                    last: 0,
                     class,
                     free: true,
                 });
                 buffers.len() - 1
             }
         };
-        buffers[b].elements = buffers[b].elements.max(n);
-        buffers[b].free = false;
+        let taken = &mut buffers[b];
+        taken.elements = taken.elements.max(n);
+        taken.last = n;
+        taken.free = false;
         b
     }
 }

@@ -450,8 +450,9 @@ impl Lowering {
     }
 
     /// Stage `buffers`: temporaries assigned to recycled buffers.
-    fn buffers(&mut self, _: &CpuJitBackend) -> Result<(), RuntimeError> {
-        self.buffers = BufferPlan::assign(&self.steps, &self.g, self.temps)?;
+    fn buffers(&mut self, backend: &CpuJitBackend) -> Result<(), RuntimeError> {
+        let cache = backend.target.last_level_cache_bytes();
+        self.buffers = BufferPlan::assign(&self.steps, &self.g, (self.temps, cache))?;
         Ok(())
     }
 
@@ -510,8 +511,12 @@ impl Lowering {
         if !self.buffers.of.is_empty() {
             let _ = writeln!(
                 s,
-                "buffers: {} for {} temporaries {:?}; peak {} bytes live",
-                self.buffers.count, self.temps, self.buffers.of, self.peak_intermediate_bytes
+                "buffers: {} ({} bytes) for {} temporaries {:?}; peak {} bytes live",
+                self.buffers.count,
+                self.buffers.bytes,
+                self.temps,
+                self.buffers.of,
+                self.peak_intermediate_bytes
             );
         }
         for (k, c) in self.compiled.iter().enumerate() {

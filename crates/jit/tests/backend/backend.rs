@@ -490,17 +490,28 @@ fn shape_chain(m: usize, k: [usize; 3]) -> graphlift_ir::Function {
     f
 }
 
-/// Temporaries of 128 KiB and more share buffers whatever their shapes (a buffer grows to
-/// the largest it holds), smaller ones only with their element count: [`shape_chain`]'s four
-/// temporaries take two buffers when large, four when small (and the result one of its
-/// own), and every call of either,
-/// with other inputs through buffers an earlier call left at other shapes, matches the
-/// interpreter.
+/// Where a plan's buffers outgrow half the last-level cache (here a backend assuming one
+/// of 1 MiB), temporaries of 128 KiB and more share buffers whatever their shapes (a
+/// buffer grows to the largest it holds), smaller ones only with their element count:
+/// [`shape_chain`]'s four temporaries take two buffers when large, four when small (and
+/// the result one of its own); with a cache of 64 MiB the large ones fit and keep a buffer
+/// each. Every call of each, with other inputs through buffers an
+/// earlier call left at other shapes, matches the interpreter.
 #[test]
 fn large_temporaries_share_buffers_across_shapes() {
-    for (m, k, buffers) in [(64, [256, 1024, 96], 3), (8, [32, 64, 12], 5)] {
+    let with_cache = |bytes| {
+        let target = graphlift_kernels::target::Target::from_env().with_last_level_cache(bytes);
+        CpuJitBackend::for_target(ExtractionConfig::default(), target)
+    };
+    let (small, large) = (with_cache(1 << 20), with_cache(64 << 20));
+    let cases = [
+        (&small, 64, [256, 1024, 96], 3),
+        (&small, 8, [32, 64, 12], 5),
+        (&large, 64, [256, 1024, 96], 5),
+    ];
+    for (backend, m, k, buffers) in cases {
         let f = shape_chain(m, k);
-        let exe = CpuJitBackend::new().compile_executable(&f).unwrap();
+        let exe = backend.compile_executable(&f).unwrap();
         assert_eq!(exe.intermediate_buffers(), buffers, "m {m}, k {k:?}");
         let interp = InterpreterBackend.compile(&f).unwrap();
         for call in 0..3 {
