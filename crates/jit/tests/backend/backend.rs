@@ -373,16 +373,7 @@ fn matmul_results_write_into_the_callers_output() {
         ];
         exe.call(&mut out, &ins).unwrap();
         let want = interp.run(&ins).unwrap();
-        let (got, want) = (
-            out[0].read::<f32>().unwrap(),
-            want[0].read::<f32>().unwrap(),
-        );
-        for (g, w) in got.iter().zip(want) {
-            assert!(
-                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                "call {k}: {g} vs {w}"
-            );
-        }
+        assert_close(&out[0], &want[0], 1e-5, &format!("call {k}"));
     }
 }
 
@@ -433,16 +424,15 @@ fn check_recycled_call(exe: &dyn Executable, f: &graphlift_ir::Function, n: usiz
     .unwrap();
     let got = exe.run(std::slice::from_ref(&x)).unwrap();
     let want = InterpreterBackend.compile(f).unwrap().run(&[x]).unwrap();
-    for (g, w) in got[0]
-        .read::<f32>()
-        .unwrap()
-        .iter()
-        .zip(want[0].read::<f32>().unwrap())
-    {
-        assert!(
-            (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
-            "{n} x {n}, call {call}: {g} vs {w}"
-        );
+    assert_close(&got[0], &want[0], 1e-4, &format!("{n} x {n}, call {call}"));
+}
+
+/// Asserts that `f32` tensor `got` has `want`'s elements within `rel · (1 + |want|)` each.
+fn assert_close(got: &Tensor, want: &Tensor, rel: f32, what: &str) {
+    let (g, w) = (got.read::<f32>().unwrap(), want.read::<f32>().unwrap());
+    assert_eq!(g.len(), w.len(), "{what}");
+    for (g, w) in g.iter().zip(w) {
+        assert!((g - w).abs() <= rel * (1.0 + w.abs()), "{what}: {g} vs {w}");
     }
 }
 
@@ -526,18 +516,8 @@ fn large_temporaries_share_buffers_across_shapes() {
                     Tensor::from_vec(v.collect(), shape).unwrap()
                 })
                 .collect();
-            let got = exe.run(&ins).unwrap();
-            let want = interp.run(&ins).unwrap();
-            let (got, want) = (
-                got[0].read::<f32>().unwrap(),
-                want[0].read::<f32>().unwrap(),
-            );
-            for (g, w) in got.iter().zip(want) {
-                assert!(
-                    (g - w).abs() <= 1e-3 * (1.0 + w.abs()),
-                    "m {m}, call {call}: {g} vs {w}"
-                );
-            }
+            let (got, want) = (exe.run(&ins).unwrap(), interp.run(&ins).unwrap());
+            assert_close(&got[0], &want[0], 1e-3, &format!("m {m}, call {call}"));
         }
     }
 }
