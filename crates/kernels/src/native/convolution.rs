@@ -19,7 +19,7 @@ use super::result_buffer;
 use super::scratch::with_scratch;
 use super::whole_image;
 use super::Epilogue;
-use crate::parallel::{for_each, Parallel, Team};
+use crate::parallel::{for_each, Parallel, Team, MIN_MACS_PER_THREAD};
 
 /// The most elements an unrolled field matrix holds at once (1 MiB of `f32`, within L2): a
 /// larger one (many channels times a wide window, over a large image) is unrolled and
@@ -29,6 +29,13 @@ const FIELD_BUDGET: usize = 1 << 18;
 /// The fewest output elements an epilogue is handed at once (32 KiB of `f32`, in L1/L2
 /// when the epilogue reads them), unless the whole output is smaller.
 const EPILOGUE_BLOCK: usize = 8192;
+
+/// The multiply-accumulates each thread of a depthwise convolution must get
+/// ([`Parallel::team_of`]): about as long on one core as [`MIN_MACS_PER_THREAD`] of a
+/// product's, as a depthwise tap costs a load, a multiply-add and its share of the padding
+/// and transposes for one output (a product's, a sixteenth of a vector's FMA), measured at
+/// 2.5-5 · 10⁹ a second against about 60 · 10⁹.
+const MIN_DEPTHWISE_MACS_PER_THREAD: usize = MIN_MACS_PER_THREAD / 16;
 
 /// Bands of output rows per thread when a convolution of fewer tasks than threads is split
 /// by bands: a few, so a thread held up by another process leaves bands to the others.
@@ -52,7 +59,11 @@ fn convolve<T: Float>(
     if plane == 0 || g.m == 0 || y.len() != g.n * g.m * plane {
         return;
     }
-    let team = parallel.team(g.n * g.m * plane * depth(g));
+    let macs = g.n * g.m * plane * depth(g);
+    let team = match d.depthwise_groups() {
+        true => parallel.team_of(macs, MIN_DEPTHWISE_MACS_PER_THREAD),
+        false => parallel.team(macs),
+    };
     let threads = team.map_or(1, |t| t.threads());
     let min_plane = threads * BAND_MIN_COLUMNS;
     if g.covers_images(conv) && whole_image::convolve((x, f), g, packed, y) {
