@@ -260,6 +260,27 @@ pub(super) const CASES: &[Case] = &[
         [0, 0],
         [0, 0],
     ),
+    // Depthwise layers large enough to split over two threads (on row tiles; at stride 2
+    // onto 7x7 planes, with the channels in the lanes on AVX-512, in blocks that cross
+    // from one image to the next).
+    (
+        [1, 40, 9, 11],
+        [40, 1, 3, 3],
+        40,
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        [1, 1],
+    ),
+    (
+        [2, 48, 14, 14],
+        [48, 1, 3, 3],
+        48,
+        [2, 2],
+        [1, 1],
+        [1, 1],
+        [1, 1],
+    ),
     // Pointwise layers over planes that waste most of a panel of positions (7x7, 5x5): on
     // an AVX-512 host their output channels take the lanes and each (image, group) task
     // reads its channels of the image in place.
