@@ -11,11 +11,11 @@ use crate::plan::KernelPlan;
 /// the plan qualifies is decided when it is compiled: [`crate::calls`],
 /// [`crate::asm::Layout::of`]), and non-temporal stores for a
 /// `standalone` kernel (not an epilogue, whose blocks are in cache) whose call moves more
-/// than twice the last-level cache ([`graphlift_kernels::stream::streams`]).
+/// than twice the target's last-level cache ([`graphlift_kernels::stream::streams`]).
 pub fn choose_code_path(plan: &mut KernelPlan, target: &Target, standalone: bool) {
     plan.veclib = target.veclib();
     plan.isa = target.vector_isa();
     plan.stream = standalone
         && target.streaming_stores()
-        && graphlift_kernels::stream::streams(call_traffic(plan));
+        && graphlift_kernels::stream::streams(call_traffic(plan), target.last_level_cache_bytes());
 }

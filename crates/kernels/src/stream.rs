@@ -32,7 +32,8 @@ fn parse_size(s: &str) -> Option<usize> {
 }
 
 /// Whether a kernel call that reads and writes `traffic` bytes should write its outputs
-/// with non-temporal stores: more than twice what the last-level cache holds, when its
+/// with non-temporal stores: more than twice what the last-level cache holds
+/// (`cache_bytes`, [`crate::target::Target::last_level_cache_bytes`]), when its
 /// output would not stay in cache anyway. (At about the cache's size, repeated calls still
 /// find much of their data in the cache, and plain stores measured faster: `BENCHMARKS.md`.)
 ///
@@ -42,8 +43,8 @@ fn parse_size(s: &str) -> Option<usize> {
 /// buffers without reading them: E1 `relu((a+b)·c)+d` moves 20 bytes per element instead
 /// of 24. Decided per call site; kernels that run as the epilogue of a `MatMul` or
 /// `Convolution` never stream (their blocks are small and in cache).
-pub fn streams(traffic: usize) -> bool {
-    traffic / 2 > last_level_cache_bytes()
+pub fn streams(traffic: usize, cache_bytes: usize) -> bool {
+    traffic / 2 > cache_bytes
 }
 
 /// Copies `n` 4-byte elements from `src` to `dst`, the 16-byte-aligned part of `dst` with

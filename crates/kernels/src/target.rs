@@ -366,7 +366,8 @@ impl Target {
     }
 
     /// This target with a last-level cache of `bytes`, which plans assume in place of the
-    /// host's (for planning for another machine, or testing the plans of one).
+    /// host's (which kernels write with non-temporal stores, which buffers values share):
+    /// for planning for another machine, or testing the plans of one.
     pub fn with_last_level_cache(self, bytes: usize) -> Target {
         Target {
             last_level_cache: Some(bytes),
