@@ -29,7 +29,7 @@ impl Tensor {
         let shape = shape.into();
         let n = element_count(element_type, &shape)?;
         let size = element_type.size_bytes();
-        if n.checked_mul(size).is_none_or(|b| b > isize::MAX as usize) {
+        if !allocatable(element_type, n) {
             return Err(RuntimeError::Data(format!(
                 "{element_type} tensor of shape {shape}: {n} elements of {size} bytes \
                  exceed isize::MAX bytes"
@@ -105,11 +105,8 @@ impl Tensor {
             return Some(self);
         }
         let n = t.shape.element_count().ok()?;
-        let fits = n
-            .checked_mul(t.element_type.size_bytes())
-            .is_some_and(|b| b <= isize::MAX as usize);
         let mut data = self.data;
-        (fits && data.element_type() == t.element_type).then(|| {
+        (allocatable(t.element_type, n) && data.element_type() == t.element_type).then(|| {
             data.resize(n);
             Tensor {
                 shape: t.shape.clone(),
@@ -182,6 +179,13 @@ impl Tensor {
             T::ELEMENT_TYPE
         ))
     }
+}
+
+/// Whether `n` elements of `element_type` fit in one allocation (at most `isize::MAX`
+/// bytes).
+fn allocatable(element_type: ElementType, n: usize) -> bool {
+    n.checked_mul(element_type.size_bytes())
+        .is_some_and(|b| b <= isize::MAX as usize)
 }
 
 /// The element count of a tensor's shape; an overflow names the element type.
