@@ -68,13 +68,10 @@ pub(super) fn run(
     if !takes_lanes(g) || !fits || taps_n == 0 {
         return false;
     }
-    // Channel `c`'s group: `first + c` from `start` on, wrapping past the last group only
-    // where the channels run into the next image.
-    let start = first % groups;
-    let group = |c: usize| match start + c {
-        grp if grp < groups => grp,
-        grp => grp % groups,
-    };
+    // Channel `c`'s group, wrapping past the last group where the channels run into the
+    // next image.
+    let group = |c: usize| (first + c) % groups;
+    let start = group(0);
     // The taps the call reads: one run of groups, or all of them where the channels wrap.
     let read = match start + channels <= groups {
         true => &filters[start * taps_n..(start + channels) * taps_n],
